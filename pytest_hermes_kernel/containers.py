@@ -1,0 +1,401 @@
+"""Start and sweep the kernel host containers that the docker and ssh transports use.
+
+Every container made here carries ``org.hermes-kernel=1`` plus the run id, the worker id, the
+host pid and the host process's start time, so :func:`sweep_dead_runs` can remove what a dead
+host left behind (and never anything else). Containers are created through testcontainers'
+``DockerContainer`` (so its Ryuk reaper covers them where the Ryuk image exists) with the
+options testcontainers has no builder for passed through ``with_kwargs`` to docker-py.
+
+Ports are published on 127.0.0.1 only, and callers always connect to 127.0.0.1, never to a
+bridge address. ``docker``, ``testcontainers`` and ``psutil`` are imported inside functions.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pytest_hermes_kernel.errors import HermesKernelError
+
+if TYPE_CHECKING:
+    import docker
+    import paramiko
+    from docker.models.containers import Container
+
+Role = Literal["docker-kernel-host", "sshd"]
+
+LABEL = "org.hermes-kernel"
+LABEL_RUN_ID = "org.hermes-kernel.run-id"
+LABEL_WORKER_ID = "org.hermes-kernel.worker-id"
+LABEL_HOST_PID = "org.hermes-kernel.host-pid"
+LABEL_HOST_START = "org.hermes-kernel.host-start"
+LABEL_HOSTNAME = "org.hermes-kernel.hostname"
+LABEL_ROLE = "org.hermes-kernel.role"
+SSH_USER = "hermes"
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT = 30.0
+#: A host pid whose process started more than this many seconds away from the label is reused.
+HOST_START_TOLERANCE_S = 1.0
+LOG_TAIL_LINES = 20
+SSHD_COMMAND = ["/usr/sbin/sshd", "-D", "-e"]
+
+
+class ContainerStartError(HermesKernelError):
+    """A kernel host or sshd container did not come up; the message has its log tail and a hint."""
+
+
+@dataclass(frozen=True)
+class SshdEndpoint:
+    """Where an sshd container answers: always loopback, with a port that is never ``None``."""
+
+    host: str
+    port: int
+    user: str
+    container_id: str
+
+
+def run_labels(
+    *, run_id: str, worker_id: str, role: Role, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Labels for a container made by this process (the host).
+
+    :param run_id: id of the test run (shared by all xdist workers of one run).
+    :param worker_id: xdist worker id (``gw0``...) or ``master``.
+    :param role: what the container is for.
+    :param extra: more labels; they cannot override the ones above.
+    :returns: the label dict.
+    """
+    import psutil
+
+    own = {
+        LABEL: "1",
+        LABEL_RUN_ID: run_id,
+        LABEL_WORKER_ID: worker_id,
+        LABEL_HOST_PID: str(os.getpid()),
+        LABEL_HOST_START: f"{psutil.Process().create_time():.3f}",
+        LABEL_HOSTNAME: socket.gethostname(),
+        LABEL_ROLE: role,
+    }
+    return {**(extra or {}), **own}
+
+
+def start_kernel_host(
+    *,
+    image: str,
+    run_id: str,
+    worker_id: str,
+    mem_limit_bytes: int | None = None,
+    cpus: float | None = None,
+    network_disabled: bool = True,
+    labels: dict[str, str] | None = None,
+    user: str = SSH_USER,
+) -> Container:
+    """Start a kernel host container for the docker transport (``sleep infinity`` under tini).
+
+    :param image: kernel host image (see :func:`pytest_hermes_kernel.images.ensure_image`).
+    :param run_id: run id label.
+    :param worker_id: worker id label.
+    :param mem_limit_bytes: memory limit in bytes; swap is limited to the same value so that
+        the cgroup OOM killer really fires. ``None`` is no limit.
+    :param cpus: CPU quota in cores (``1.5``); ``None`` is no limit.
+    :param network_disabled: ``True`` gives the container no network at all (only ``lo``).
+    :param labels: extra labels.
+    :param user: user of the container's processes and the default ``exec_run`` user.
+    :returns: the running docker-py ``Container``; remove it with :func:`remove_container`.
+    :raises ContainerStartError: if the container cannot be created or exits at once.
+    """
+    options: dict[str, Any] = {
+        "labels": run_labels(run_id=run_id, worker_id=worker_id, role="docker-kernel-host",
+                             extra=labels),
+        # `network=` rather than `network_mode=`: testcontainers adds its own `network` (its
+        # docker-in-docker guess) when none is given, which would clash with network_mode.
+        "network": "none" if network_disabled else "bridge",
+        "user": user,
+        **_limits(mem_limit_bytes, cpus),
+    }
+    container = _start(image, command=["sleep", "infinity"], env={}, options=options)
+    _check_running(container, "kernel host")
+    return container
+
+
+def start_sshd(
+    *,
+    image: str,
+    run_id: str,
+    worker_id: str,
+    authorized_key: str,
+    mem_limit_bytes: int | None = None,
+    timeout: float = START_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
+) -> SshdEndpoint:
+    """Start an sshd container that accepts ``authorized_key`` for user ``hermes``.
+
+    Port 22 is published on 127.0.0.1 only. Returns once the mapped port is known and an
+    ``SSH-2.0`` banner was read from 127.0.0.1:port (docker-proxy accepts connections before
+    sshd listens, so a connect alone proves nothing). On failure the container is removed.
+
+    :param image: kernel host image.
+    :param run_id: run id label.
+    :param worker_id: worker id label.
+    :param authorized_key: OpenSSH public key line (see :func:`generate_keypair`).
+    :param mem_limit_bytes: memory limit in bytes (swap limited to the same); ``None``: none.
+    :param timeout: seconds for the port mapping and the banner together.
+    :param clock: monotonic clock (a seam for tests).
+    :returns: the endpoint; the port is always an ``int``.
+    :raises ContainerStartError: if the port mapping or the banner is not there in time, or
+        the container exits.
+    """
+    options: dict[str, Any] = {
+        "labels": run_labels(run_id=run_id, worker_id=worker_id, role="sshd"),
+        # Explicit bridge: no testcontainers network guess (a custom network made mapped ports
+        # unreliable, testcontainers-python#633).
+        "network": "bridge",
+        **_limits(mem_limit_bytes, None),
+    }
+    container = _start(
+        image,
+        command=SSHD_COMMAND,
+        env={"HERMES_AUTHORIZED_KEY": authorized_key.strip()},
+        options=options,
+        # testcontainers' with_bind_ports() takes no host address; docker-py reads
+        # ("127.0.0.1", None) as "a free port on 127.0.0.1 only".
+        ports={"22/tcp": (LOOPBACK, None)},
+    )
+    deadline = clock() + timeout
+    try:
+        port = _wait_for_port(container, deadline, timeout, clock)
+        _wait_for_banner(container, port, deadline, timeout, clock)
+    except BaseException:
+        remove_container(container.id or "", client=container.client)
+        raise
+    return SshdEndpoint(host=LOOPBACK, port=port, user=SSH_USER, container_id=container.id or "")
+
+
+def generate_keypair(comment: str = "pytest-hermes-kernel") -> tuple[str, str]:
+    """Make a fresh Ed25519 key pair for one run (never a fixed password or key).
+
+    Ed25519 via ``cryptography`` (a paramiko dependency): paramiko cannot generate Ed25519
+    keys itself, and RSA-2048 generation costs ~100 ms against microseconds here.
+
+    :param comment: comment appended to the public key line.
+    :returns: ``(private_key, public_key)``: the private key in OpenSSH PEM format (load it
+        with :func:`load_private_key`) and an ``authorized_keys`` line.
+    """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.OpenSSH,
+        serialization.NoEncryption(),
+    ).decode("ascii")
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    ).decode("ascii")
+    return private, f"{public} {comment}"
+
+
+def load_private_key(private_key: str) -> paramiko.PKey:
+    """Turn :func:`generate_keypair`'s private key into a paramiko key.
+
+    :param private_key: OpenSSH PEM text.
+    :returns: a ``paramiko.Ed25519Key``.
+    """
+    import paramiko
+
+    return paramiko.Ed25519Key.from_private_key(io.StringIO(private_key))
+
+
+def remove_container(container_id: str, *, client: docker.DockerClient | None = None) -> bool:
+    """Force-remove one container by id; a container already gone is fine.
+
+    :param container_id: full or short id.
+    :param client: docker-py client; ``None`` opens one from the environment.
+    :returns: ``True`` if it was removed now, ``False`` if it was already gone.
+    """
+    import docker
+
+    owned = client is None
+    client = docker.from_env() if client is None else client
+    try:
+        client.api.remove_container(container_id, force=True, v=True)
+        return True
+    except docker.errors.NotFound:
+        return False
+    finally:
+        if owned:
+            client.close()
+
+
+def sweep_dead_runs(client: docker.DockerClient | None = None) -> list[str]:
+    """Remove containers whose host process (on this machine) is gone.
+
+    Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
+    A host counts as alive when its pid exists *and* that process started when the label says
+    (within 1 s), so a reused pid does not keep a dead run's containers.
+
+    :param client: docker-py client; ``None`` opens one from the environment.
+    :returns: ids of the containers removed.
+    """
+    import docker
+
+    owned = client is None
+    client = docker.from_env() if client is None else client
+    removed: list[str] = []
+    try:
+        for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+            labels = summary.get("Labels") or {}
+            if _host_is_gone(labels) and remove_container(summary["Id"], client=client):
+                removed.append(summary["Id"])
+    finally:
+        if owned:
+            client.close()
+    return removed
+
+
+def _host_is_gone(labels: dict[str, str]) -> bool:
+    import psutil
+
+    if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
+        return False
+    try:
+        pid = int(labels[LABEL_HOST_PID])
+        started = float(labels[LABEL_HOST_START])
+    except (KeyError, ValueError):
+        return False  # not made by start_* here: never ours to judge
+    try:
+        return abs(psutil.Process(pid).create_time() - started) > HOST_START_TOLERANCE_S
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False  # exists but unreadable (another user): keep
+
+
+def _limits(mem_limit_bytes: int | None, cpus: float | None) -> dict[str, Any]:
+    limits: dict[str, Any] = {}
+    if mem_limit_bytes is not None:
+        limits["mem_limit"] = int(mem_limit_bytes)
+        limits["memswap_limit"] = int(mem_limit_bytes)  # no swap: the OOM killer fires
+    if cpus is not None:
+        limits["nano_cpus"] = int(cpus * 1e9)
+    return limits
+
+
+def _configure_ryuk(client: docker.DockerClient) -> None:
+    """Disable testcontainers' Ryuk unless its image is already local (no registry here)."""
+    import docker
+    from testcontainers.core.config import testcontainers_config
+
+    try:
+        client.images.get(testcontainers_config.ryuk_image)
+    except docker.errors.ImageNotFound:
+        testcontainers_config.ryuk_disabled = True
+    except docker.errors.DockerException:
+        testcontainers_config.ryuk_disabled = True
+
+
+def _start(
+    image: str,
+    *,
+    command: list[str],
+    env: dict[str, str],
+    options: dict[str, Any],
+    ports: dict[str, Any] | None = None,
+) -> Container:
+    from testcontainers.core.container import DockerContainer
+
+    tc = DockerContainer(image).with_command(command).with_envs(**env)
+    _configure_ryuk(tc.get_docker_client().client)
+    # with_kwargs() replaces earlier kwargs: all docker-py options go in one call.
+    tc = tc.with_kwargs(**options)
+    tc.ports.update(ports or {})
+    try:
+        tc.start()
+    except Exception as exc:
+        created = getattr(tc, "_container", None)  # no public handle before start() returns
+        if created is not None:
+            remove_container(created.id or "", client=created.client)
+        raise ContainerStartError(
+            f"could not start a container from {image}: {exc}\n"
+            f"Hint: build it with `python -m pytest_hermes_kernel.images`; is dockerd running?"
+        ) from exc
+    return tc.get_wrapped_container()
+
+
+def _check_running(container: Container, what: str) -> None:
+    container.reload()
+    if container.status != "running":
+        tail = _log_tail(container)
+        remove_container(container.id or "", client=container.client)
+        raise ContainerStartError(
+            f"{what} container {container.short_id} is {container.status!r} right after start."
+            f"\n-- last container log lines --\n{tail}\nHint: does the image's entrypoint work?",
+            container_id=container.id, log_tail=tail,
+        )
+
+
+def _wait_for_port(
+    container: Container, deadline: float, timeout: float, clock: Callable[[], float]
+) -> int:
+    """Poll ``docker inspect`` until 22/tcp has a 127.0.0.1 mapping (never return ``None``)."""
+    while True:
+        container.reload()
+        if container.status not in ("created", "running"):
+            _fail(container, f"sshd container exited ({container.status}) before its port was mapped")
+        for binding in (container.attrs["NetworkSettings"]["Ports"] or {}).get("22/tcp") or ():
+            if binding.get("HostIp") == LOOPBACK and str(binding.get("HostPort", "")).isdigit():
+                return int(binding["HostPort"])
+        if clock() >= deadline:
+            _fail(container, f"port mapping not available after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def _wait_for_banner(
+    container: Container, port: int, deadline: float, timeout: float, clock: Callable[[], float]
+) -> None:
+    while True:
+        if _read_banner(port, max(0.05, min(2.0, deadline - clock()))).startswith(b"SSH-2.0"):
+            return
+        container.reload()
+        if container.status != "running":
+            _fail(container, f"sshd container exited ({container.status}) before answering")
+        if clock() >= deadline:
+            _fail(container, f"sshd did not answer on {LOOPBACK}:{port} after {timeout:g}s")
+        time.sleep(0.05)
+
+
+def _read_banner(port: int, timeout: float) -> bytes:
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=timeout) as sock:
+            data = b""
+            while b"\n" not in data and len(data) < 256:
+                chunk = sock.recv(256)
+                if not chunk:
+                    break
+                data += chunk
+            return data
+    except OSError:
+        return b""
+
+
+def _fail(container: Container, message: str) -> None:
+    tail = _log_tail(container)
+    raise ContainerStartError(
+        f"{message} (container {container.short_id}).\n-- last container log lines --\n{tail}\n"
+        "Hint: is the image built (`python -m pytest_hermes_kernel.images`)? "
+        "does `docker logs` show sshd errors? is dockerd's userland proxy working?",
+        container_id=container.id, log_tail=tail,
+    )
+
+
+def _log_tail(container: Container) -> str:
+    try:
+        return container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace").rstrip()
+    except Exception as exc:  # the container may be gone already
+        return f"<no logs: {exc}>"

@@ -1,0 +1,216 @@
+"""The host end of a channel: framed messages over a byte stream, replies matched by id.
+
+Any thread may wait for a reply. Whoever waits first reads the stream for everyone (a
+leader/follower hand-off), so the common single-threaded ``execute`` pays no thread switch.
+Frames whose id nobody expects any more are stale and dropped, never handed to a later request.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import socket
+import threading
+import time
+from typing import Any, Protocol
+
+from ..errors import ProtocolError, TransportLostError
+from .protocol import FrameDecoder, FrameError, encode_frame
+
+Frame = tuple[dict[str, Any], list[bytes]]
+
+
+class ByteStream(Protocol):
+    """What a transport hands the channel: a bidirectional byte stream.
+
+    ``recv`` returns ``b""`` at EOF and raises :class:`TimeoutError` when nothing arrived within
+    ``timeout`` seconds (``None``: wait forever). ``close`` must make a blocked ``recv`` return.
+    """
+
+    def send(self, data: bytes) -> None: ...
+
+    def recv(self, timeout: float | None) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class SocketStream:
+    """:class:`ByteStream` over a connected socket (a socketpair end for local kernels)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, data: bytes) -> None:
+        self.sock.settimeout(None)
+        self.sock.sendall(data)
+
+    def recv(self, timeout: float | None) -> bytes:
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1 << 20)
+        except socket.timeout:
+            raise TimeoutError from None
+
+    def close(self) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class ChannelClosed(TransportLostError):
+    """The stream ended (EOF or error); ``closed_by_us`` tells a local close from a peer break."""
+
+
+class Channel:
+    """Framed request/reply over a :class:`ByteStream`."""
+
+    def __init__(self, stream: ByteStream, *, name: str = "channel") -> None:
+        self.stream = stream
+        self.name = name
+        self._decoder = FrameDecoder()
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._inbox: dict[Any, collections.deque[Frame]] = {}
+        self._reading = False
+        self._closed: str | None = None
+        self._closed_by_us = False
+        self._ids = itertools.count(1)
+        self.stale_frames = 0
+
+    # ------------------------------------------------------------------------------ sending
+    def next_id(self) -> int:
+        return next(self._ids)
+
+    def send(self, header: dict[str, Any]) -> None:
+        """Send one frame.
+
+        :raises ChannelClosed: if the stream is closed or broken.
+        """
+        if self._closed:
+            raise ChannelClosed(f"{self.name} is closed: {self._closed}", closed_by_us=self._closed_by_us)
+        data = encode_frame(header)
+        try:
+            with self._send_lock:
+                self.stream.send(data)
+        except OSError as exc:
+            self._mark_closed(f"send failed: {exc}")
+            raise ChannelClosed(f"{self.name} broke while sending: {exc}", closed_by_us=False) from None
+
+    def expect(self, rid: Any) -> None:
+        """Register ``rid`` so that frames carrying it are kept for :meth:`wait`."""
+        with self._cond:
+            self._inbox.setdefault(rid, collections.deque())
+
+    def forget(self, rid: Any) -> None:
+        """Stop expecting ``rid``; later frames with it are stale and dropped."""
+        with self._cond:
+            self._inbox.pop(rid, None)
+
+    def request(self, header: dict[str, Any], timeout: float | None) -> Frame:
+        """Send ``header`` with a fresh id and wait for the frame that answers it."""
+        rid = header.setdefault("id", self.next_id())
+        self.expect(rid)
+        try:
+            self.send(header)
+            return self.wait(rid, timeout)
+        finally:
+            self.forget(rid)
+
+    # ------------------------------------------------------------------------------ receiving
+    def wait(self, rid: Any, timeout: float | None) -> Frame:
+        """Return the next frame for ``rid``.
+
+        :param timeout: seconds; ``None`` waits until the frame comes or the channel closes.
+        :raises TimeoutError: if nothing for ``rid`` arrived in time.
+        :raises ChannelClosed: if the stream ended first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._cond:
+                while True:
+                    box = self._inbox.get(rid)
+                    if box:
+                        return box.popleft()
+                    if self._closed:
+                        raise ChannelClosed(f"{self.name} closed: {self._closed}",
+                                            closed_by_us=self._closed_by_us)
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        raise TimeoutError(f"no reply for {rid!r} on {self.name} within {timeout} s")
+                    if not self._reading:
+                        self._reading = True
+                        break
+                    self._cond.wait(remaining)
+            self._read_some(remaining)
+
+    def _read_some(self, timeout: float | None) -> None:
+        frames: list[Frame] = []
+        error = None
+        try:
+            frames = self._read_frames(timeout)
+        except TimeoutError:
+            pass
+        except (OSError, ChannelClosed, ProtocolError) as exc:
+            error = str(exc) or type(exc).__name__
+        with self._cond:
+            self._reading = False
+            for frame in frames:
+                self._route(frame)
+            if error is not None and not self._closed:
+                self._closed = error
+            self._cond.notify_all()
+
+    def _read_frames(self, timeout: float | None) -> list[Frame]:
+        frames = self._decode_all()
+        if frames:
+            return frames
+        data = self.stream.recv(timeout)
+        if not data:
+            raise ChannelClosed("end of stream (the kernel runner or its relay is gone)")
+        self._decoder.feed(data)
+        return self._decode_all()
+
+    def _decode_all(self) -> list[Frame]:
+        frames = []
+        try:
+            while (frame := self._decoder.next_frame()) is not None:
+                frames.append(frame)
+        except FrameError as exc:
+            raise ProtocolError(f"bad frame from the kernel runner: {exc}") from None
+        return frames
+
+    def _route(self, frame: Frame) -> None:
+        header = frame[0]
+        key = header.get("cell") if header.get("type") == "tool_call" else header.get("id")
+        if key is None:
+            key = header.get("type")
+        box = self._inbox.get(key)
+        if box is None:
+            self.stale_frames += 1
+            return
+        box.append(frame)
+
+    # ------------------------------------------------------------------------------ closing
+    @property
+    def closed(self) -> str | None:
+        return self._closed
+
+    def _mark_closed(self, why: str) -> None:
+        with self._cond:
+            if not self._closed:
+                self._closed = why
+            self._cond.notify_all()
+
+    def close(self, why: str = "closed by the host") -> None:
+        """Close the stream; waiters get :class:`ChannelClosed` with ``closed_by_us=True``."""
+        with self._cond:
+            if not self._closed:
+                self._closed = why
+                self._closed_by_us = True
+            self._cond.notify_all()
+        try:
+            self.stream.close()
+        except OSError:
+            pass

@@ -1,0 +1,138 @@
+"""Turning captured bytes into the text a :class:`CellResult` carries.
+
+The kernel runner keeps, per stream, the first 40 % and the last 60 % of the cap (the split
+the seed system used) and counts what it dropped. Here the host decodes that as UTF-8 (invalid
+bytes become U+FFFD; a character cut by the head/tail boundary is dropped and counted, never
+mangled), strips ANSI escapes and redacts secrets before the text leaves the API.
+Also here: the environment a kernel starts with, scrubbed of secret-looking variables.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
+"""Per stream, per cell (DESIGN.md section 4)."""
+
+MARKER_RESERVE_BYTES = 96
+"""Bytes of the cap kept free for the truncation marker, so ``len(text) <= cap`` holds."""
+
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9_-]{2,}-)?[A-Za-z0-9_-]{20,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",
+    r"\bgithub_pat_[A-Za-z0-9_]{30,}\b",
+    r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",
+    r"\bAKIA[0-9A-Z]{16}\b",
+    r"\bAIza[0-9A-Za-z_-]{35}\b",
+    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
+))
+_BEARER = re.compile(r"(?i)\b(bearer|token|authorization:)\s+[A-Za-z0-9._~+/=-]{16,}")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
+_ASSIGN = re.compile(
+    r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
+    r"(\s*[=:]\s*)(['\"]?)([^\s'\"]{6,})\3")
+
+REDACTED = "[REDACTED]"
+
+SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "AUTH", "DSN",
+                     "WEBHOOK", "CREDS", "BEARER", "APIKEY")
+"""A variable whose upper-cased name contains one of these is dropped from a kernel's
+environment (the seed system's list; ``PASS`` is absent on purpose: BYPASS, COMPASS)."""
+
+SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
+                      "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
+
+
+@dataclass(frozen=True)
+class DecodedStream:
+    """One stream of one cell, as the API hands it out."""
+
+    text: str
+    truncated: bool
+    dropped_bytes: int
+
+
+def decode_capture(head: bytes, tail: bytes, dropped: int, *, secrets: Iterable[str] = ()) -> DecodedStream:
+    """Decode a head/tail capture into clean text.
+
+    :param head: the first bytes of the stream, as captured.
+    :param tail: the last bytes (empty unless the stream went over its cap).
+    :param dropped: bytes the runner left out between head and tail.
+    :param secrets: literal values to redact wherever they appear.
+    :returns: the decoded, ANSI-stripped, redacted text with its truncation facts.
+    """
+    if dropped <= 0 and not tail:
+        return DecodedStream(clean(head.decode("utf-8", "replace"), secrets), False, 0)
+    if dropped <= 0:  # head full, tail holds the rest: contiguous
+        return DecodedStream(clean((head + tail).decode("utf-8", "replace"), secrets), False, 0)
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
+    head_text = decoder.decode(head, final=False)
+    cut = len(decoder.getstate()[0])  # an incomplete character at the end of the head
+    skip = 0
+    while skip < min(3, len(tail)) and 0x80 <= tail[skip] <= 0xBF:
+        skip += 1  # continuation bytes of a character that started in the dropped part
+    dropped += cut + skip
+    tail_text = tail[skip:].decode("utf-8", "replace")
+    marker = f"\n[... {dropped} bytes dropped ...]\n"
+    return DecodedStream(clean(head_text, secrets) + marker + clean(tail_text, secrets), True, dropped)
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (CSI, OSC and two-byte escapes)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """Mask credentials: known token shapes, ``NAME=value`` assignments, URL passwords, literals."""
+    for value in secrets:
+        if value and len(value) >= 8 and value in text:
+            text = text.replace(value, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(REDACTED, text)
+    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    return _ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}{m.group(3)}", text)
+
+
+def clean(text: str, secrets: Iterable[str] = ()) -> str:
+    """:func:`strip_ansi` then :func:`redact`."""
+    return redact(strip_ansi(text), secrets) if text else text
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in SECRET_NAME_WORDS)
+
+
+def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mapping[str, str] | None = None,
+              keep_all: bool = False) -> dict[str, str]:
+    """The environment a kernel starts with.
+
+    Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) and, unless
+    ``keep_all``, every variable that is not on the safe list either. ``allow`` names pass as
+    they are (the allow-list); ``extra`` is added last.
+    """
+    allowed = set(allow)
+    out: dict[str, str] = {}
+    for name, value in env.items():
+        if name in allowed:
+            out[name] = value
+        elif is_secret_name(name):
+            continue
+        elif keep_all or name.startswith(SAFE_NAME_PREFIXES):
+            out[name] = value
+    out.update(extra or {})
+    return out
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Values of the host's secret-looking variables, redacted wherever a cell prints them."""
+    env = os.environ if env is None else env
+    return tuple(v for k, v in env.items() if is_secret_name(k) and len(v) >= 8)

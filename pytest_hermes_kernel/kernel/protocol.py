@@ -1,0 +1,122 @@
+"""Wire format and the result schema shared by every transport.
+
+Frames are length-prefixed (``u32 total | u32 header | JSON header | blobs``); the codec lives
+in the kernel runner (stdlib only) and is re-exported here. The dataclasses are the one result
+shape of DESIGN.md section 7, identical for local, docker, ssh and execute-only backends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._kernel_runner import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
+
+__all__ = [
+    "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "encode_frame",
+    "Status", "Reason", "WatchdogOutcome", "KernelInfo", "CellResult", "ExitInfo",
+]
+
+Status = Literal["ok", "error", "interrupted", "timeout", "died", "exited"]
+"""How a cell ended. ``exited``: the cell raised SystemExit and the kernel ended with it."""
+
+Reason = Literal["reset", "died", "exited", "oom_killed", "evicted", "idle_reaped", "timeout",
+                 "transport_lost", "host_gone"]
+"""Why state was lost (DESIGN.md section 6; ``exited`` from handed case B07)."""
+
+WatchdogOutcome = Literal["interrupted", "reset", "reset_failed", "abandoned"]
+"""What the timeout ladder did: SIGINT worked; killed and restarted; restart failed; unreachable."""
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """Facts about the kernel a cell ran on, attached to every :class:`CellResult`.
+
+    ``state_lost`` is true when the namespace this cell saw is not the one earlier cells built
+    (or, on a cell that killed its kernel, will not be there for the next one); ``reason`` says why.
+    ``exit_code``/``signal`` describe the death that caused it, where known.
+    """
+
+    kernel_id: str
+    transport: str
+    generation: int = 0
+    reused: bool = False
+    state_lost: bool = False
+    reason: Reason | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    oom_killed: bool = False
+    reconnected: bool = False
+    note: str = ""
+    pid: int | None = None
+
+    def replace(self, **changes: Any) -> KernelInfo:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class CellResult:
+    """The outcome of one cell.
+
+    Output fields are text, ANSI-stripped and redacted. When a stream went over its cap the
+    text keeps the head and the tail around a ``[... N bytes dropped ...]`` marker,
+    ``*_truncated`` is true and ``*_dropped_bytes`` counts what was left out.
+    ``value`` is the ``repr`` of the cell's trailing expression, as a REPL shows it, or ``None``.
+    """
+
+    status: Status
+    kernel: KernelInfo
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    stdout_dropped_bytes: int = 0
+    stderr_dropped_bytes: int = 0
+    ename: str | None = None
+    evalue: str | None = None
+    traceback: str | None = None
+    execution_count: int = 0
+    duration_s: float = 0.0
+    tool_calls: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    value: str | None = None
+    watchdog: WatchdogOutcome | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def replace(self, **changes: Any) -> CellResult:
+        return dataclasses.replace(self, **changes)
+
+    def summary(self) -> str:
+        """One line for logs and assertion messages."""
+        bits = [f"status={self.status}"]
+        if self.ename:
+            bits.append(f"{self.ename}: {self.evalue}")
+        k = self.kernel
+        if k.state_lost:
+            bits.append(f"state_lost reason={k.reason}")
+        if k.exit_code is not None:
+            bits.append(f"exit_code={k.exit_code}")
+        if k.signal is not None:
+            bits.append(f"signal={k.signal}")
+        if k.note:
+            bits.append(k.note)
+        return "; ".join(bits)
+
+
+@dataclass(frozen=True)
+class ExitInfo:
+    """How a kernel ended: ``step`` is the shutdown step that ended it.
+
+    ``step`` is one of ``request`` (it exited when asked), ``sigterm``, ``sigkill``,
+    ``already-exited`` or ``unreachable`` (the runner could not be reached; the transport's
+    kill was used and ``confirmed`` says whether the process was seen gone).
+    """
+
+    step: str
+    exit_code: int | None = None
+    signal: int | None = None
+    confirmed: bool = True
+    note: str = ""

@@ -1,0 +1,384 @@
+"""KernelRegistry: one kernel per key, leases, LRU cap with pinned children, idle reaping.
+
+Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
+
+* One kernel per key: the first acquire puts a *pending* entry in the map under the lock and
+  starts the kernel outside it; concurrent acquires for the key wait on that entry ("pending"
+  is not "dead"). This is the fix for the 110-kernel spawn race.
+* Leases: a cell holds a lease; reaping and eviction skip leased kernels. A kernel dropped
+  while leased is torn down by its last lease. Teardown never runs under the registry lock.
+* LRU cap: over ``max_kernels`` unpinned kernels, the least recently used unleased unpinned
+  one is evicted. Pinned kernels (live delegated children) are exempt until
+  :meth:`shutdown_child`.
+* Idle reaping by a background thread (not only on the next acquire); :meth:`reap_once` and
+  the ``clock`` seam let tests reap without sleeping.
+* Every loss of state is reported: a key whose kernel was evicted or reaped gets
+  ``state_lost=True`` with that reason on its next cell.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import KernelShutdownError
+from .handle import KernelHandle, KernelOptions
+from .protocol import CellResult, Reason
+from .rpc import ToolTable
+
+CHILD_SEPARATOR = "::child::"
+DEFAULT_MAX_KERNELS = 4
+DEFAULT_IDLE_TIMEOUT = 1800.0
+STALE_DIR_AGE_S = 7 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """Identifies a kernel: one kernel per key.
+
+    ``owner`` is the conversation or session; a delegated child owns ``"<owner>::child::<id>"``
+    (see :meth:`child`). ``tools`` names the tool set, so kernels with different tools differ.
+    """
+
+    owner: str
+    transport: str = "local"
+    python: str | None = None
+    cwd: str | None = None
+    tools: tuple[str, ...] = ()
+
+    @classmethod
+    def child(cls, parent_owner: str, child_id: str, **rest: Any) -> KernelKey:
+        """The key of a delegated child's kernel (pinned while the child lives)."""
+        return cls(owner=f"{parent_owner}{CHILD_SEPARATOR}{child_id}", **rest)
+
+    @property
+    def child_id(self) -> str | None:
+        return self.owner.split(CHILD_SEPARATOR, 1)[1] if CHILD_SEPARATOR in self.owner else None
+
+
+@dataclass
+class _Entry:
+    key: KernelKey
+    handle: KernelHandle
+    pinned: bool
+    last_used: float
+    leases: int = 0
+    ready: threading.Event = field(default_factory=threading.Event)
+    start_error: BaseException | None = None
+    doomed: Reason | None = None
+
+
+@dataclass(frozen=True)
+class KernelSnapshot:
+    """One registry entry, as :meth:`KernelRegistry.snapshot` reports it."""
+
+    key: KernelKey
+    kernel_id: str
+    pid: int | None
+    runner_pid: int | None
+    generation: int
+    leases: int
+    pinned: bool
+    last_used: float
+    state: str
+
+
+TransportFactory = Callable[[KernelKey], Any]
+
+
+class KernelRegistry:
+    """Kernels by :class:`KernelKey` (see module docstring).
+
+    :param max_kernels: LRU cap on unpinned kernels (default 4, the seed system's).
+    :param idle_timeout: seconds without a cell before a kernel is reaped (default 1800).
+    :param reap_interval: seconds between background reaps; default ``clamp(idle/6, 30, 300)``;
+        ``None`` with ``background_reaper=False`` means only :meth:`reap_once` reaps.
+    :param clock: monotonic seconds, injectable for tests.
+    :param transport_factory: ``key -> Transport``; default: the shared transport for
+        ``key.transport`` from :func:`pytest_hermes_kernel.transports.get_transport`.
+    """
+
+    def __init__(self, *, max_kernels: int = DEFAULT_MAX_KERNELS, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+                 options: KernelOptions | None = None, tools: ToolTable | Mapping[str, Any] | None = None,
+                 transport_factory: TransportFactory | None = None, clock: Callable[[], float] = time.monotonic,
+                 background_reaper: bool = True, reap_interval: float | None = None,
+                 stale_dir_age: float = STALE_DIR_AGE_S) -> None:
+        if max_kernels < 1:
+            raise ValueError(f"max_kernels must be >= 1, got {max_kernels}")
+        self.max_kernels = max_kernels
+        self.idle_timeout = idle_timeout
+        self.options = options or KernelOptions()
+        self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
+        self.clock = clock
+        self.stale_dir_age = stale_dir_age
+        self._factory = transport_factory or _default_factory
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
+        self._lost: dict[KernelKey, Reason] = {}
+        self._closed = False
+        self.stats = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        self._stop = threading.Event()
+        self._reaper: threading.Thread | None = None
+        if background_reaper and idle_timeout is not None:
+            interval = reap_interval or min(300.0, max(30.0, idle_timeout / 6))
+            self._reaper = threading.Thread(target=self._reap_forever, args=(interval,),
+                                            name="hermes-kernel-idle-reaper", daemon=True)
+            self._reaper.start()
+        atexit.register(_shutdown_at_exit, weakref.ref(self))
+
+    # ------------------------------------------------------------------------------ acquire
+    @contextmanager
+    def lease(self, key: KernelKey, *, pinned: bool | None = None) -> Iterator[KernelHandle]:
+        """Hold the kernel for ``key`` (starting it if needed) for the duration of the block.
+
+        :param pinned: exempt from LRU eviction; default: true for delegated-child keys.
+        :raises KernelShutdownError: if the registry (or the key's kernel, mid-start) was shut down.
+        :raises KernelStartError: if the kernel could not be started.
+        """
+        entry = self._acquire(key, key.child_id is not None if pinned is None else pinned)
+        try:
+            yield entry.handle
+        finally:
+            self._release(entry)
+
+    def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
+        """The kernel for ``key``, started if needed (no lease is kept)."""
+        with self.lease(key, pinned=pinned) as handle:
+            return handle
+
+    def execute(self, key: KernelKey, code: str, *, timeout: float | None = None, reset: bool = False) -> CellResult:
+        """Run ``code`` on the kernel for ``key`` under a lease.
+
+        :param reset: restart the kernel first (state is lost and reported with reason ``reset``).
+        :returns: the cell's result; a kernel recreated after eviction or reaping reports
+            ``state_lost`` with that reason.
+        """
+        with self.lease(key) as handle:
+            if reset and handle.cells_run:
+                handle.restart()
+            result = handle.execute(code, timeout=timeout)
+            with self._lock:
+                lost = self._lost.pop(key, None)
+                entry = self._entries.get(key)
+                if entry is not None and entry.handle is handle:
+                    entry.last_used = self.clock()
+        if result.status in ("died", "exited", "timeout") and result.kernel.reason:
+            deaths = self.stats["deaths"]
+            deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
+        if lost and not result.kernel.state_lost:
+            result = result.replace(kernel=result.kernel.replace(
+                state_lost=True, reason=lost, note=f"the previous kernel for this key was {lost.replace('_', ' ')}"))
+        return result
+
+    def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
+        doomed: list[_Entry] = []
+        with self._lock:
+            if self._closed:
+                raise KernelShutdownError("the kernel registry is shut down")
+            doomed += self._expired_unlocked()
+            entry = self._entries.get(key)
+            creator = entry is None
+            if creator:
+                handle = KernelHandle(self._factory(key), self._options_for(key), tools=self.tools, owner=key.owner)
+                entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock())
+                self._entries[key] = entry
+            entry.leases += 1
+            entry.last_used = self.clock()
+            self._entries.move_to_end(key)
+            doomed += self._over_cap_unlocked(keep=key)
+        self._teardown(doomed)
+        if creator:
+            self._start(entry)
+        else:
+            entry.ready.wait()
+        if entry.start_error is not None or entry.doomed:
+            self._release(entry)
+            if entry.start_error is not None:
+                raise entry.start_error
+            raise KernelShutdownError(f"the kernel for {key.owner!r} was shut down ({entry.doomed}) while starting")
+        return entry
+
+    def _options_for(self, key: KernelKey) -> KernelOptions:
+        from dataclasses import replace
+
+        return replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
+
+    def _start(self, entry: _Entry) -> None:
+        try:
+            entry.handle.start()
+            with self._lock:
+                self.stats["started"] += 1
+                self.stats["peak_alive"] = max(self.stats["peak_alive"], len(self._entries))
+        except BaseException as exc:
+            entry.start_error = exc
+            with self._lock:
+                if self._entries.get(entry.key) is entry:
+                    del self._entries[entry.key]
+        finally:
+            entry.ready.set()
+
+    def _release(self, entry: _Entry) -> None:
+        with self._lock:
+            entry.leases -= 1
+            last_out = entry.leases == 0 and entry.doomed is not None
+        if last_out:
+            self._teardown([entry])
+
+    # ------------------------------------------------------------------------------ eviction
+    def _expired_unlocked(self) -> list[_Entry]:
+        if self.idle_timeout is None:
+            return []
+        now = self.clock()
+        expired = [e for e in self._entries.values()
+                   if e.leases == 0 and e.ready.is_set() and now - e.last_used > self.idle_timeout]
+        return [self._pop_unlocked(e, "idle_reaped") for e in expired]
+
+    def _over_cap_unlocked(self, keep: KernelKey) -> list[_Entry]:
+        unpinned = [e for e in self._entries.values() if not e.pinned]
+        excess = len(unpinned) - self.max_kernels
+        if excess <= 0:
+            return []
+        victims = [e for e in unpinned if e.key != keep and e.leases == 0][:excess]  # oldest first
+        return [self._pop_unlocked(e, "evicted") for e in victims]
+
+    def _pop_unlocked(self, entry: _Entry, reason: Reason) -> _Entry:
+        if self._entries.get(entry.key) is entry:
+            del self._entries[entry.key]
+        entry.doomed = reason
+        if reason in ("evicted", "idle_reaped"):
+            self._lost[entry.key] = reason
+            self.stats[reason] += 1
+        return entry
+
+    def _teardown(self, entries: list[_Entry]) -> None:
+        """Shut kernels down, outside the lock; leased ones are left to their last lease."""
+        for entry in entries:
+            with self._lock:
+                if entry.leases > 0 and entry.doomed in ("evicted", "idle_reaped"):
+                    continue
+            entry.handle.shutdown(now=entry.doomed in ("reset", "host_gone"))
+
+    def reap_once(self) -> int:
+        """Reap idle kernels and stale kernel dirs now; return how many kernels were reaped."""
+        with self._lock:
+            doomed = self._expired_unlocked()
+        self._teardown(doomed)
+        sweep_stale_kernel_dirs(self.stale_dir_age)
+        return len(doomed)
+
+    def _reap_forever(self, interval: float) -> None:
+        while not self._stop.wait(interval):
+            try:
+                self.reap_once()
+            except Exception:  # noqa: BLE001 - the reaper must survive; retried next interval
+                pass
+
+    # ------------------------------------------------------------------------------ shutdown
+    def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
+        """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
+        with self._lock:
+            entry = self._entries.get(key)
+            same = entry is not None and entry.handle is handle
+            if same:
+                self._pop_unlocked(entry, "reset")
+        handle.shutdown()
+        return same
+
+    def shutdown_owner(self, owner: str) -> int:
+        """Shut down every kernel of ``owner`` (and of its delegated children), leased or not."""
+        return self._shutdown_where(lambda k: k.owner == owner or k.owner.startswith(owner + CHILD_SEPARATOR))
+
+    def shutdown_child(self, child_id: str) -> int:
+        """Dispose the kernels of a finished delegated child (they were pinned)."""
+        return self._shutdown_where(lambda k: k.child_id == child_id)
+
+    def shutdown_all(self) -> int:
+        """Shut down every kernel, including ones still starting; the registry stays usable."""
+        return self._shutdown_where(lambda _k: True)
+
+    def _shutdown_where(self, match: Callable[[KernelKey], bool]) -> int:
+        with self._lock:
+            doomed = [self._pop_unlocked(e, "reset") for e in list(self._entries.values()) if match(e.key)]
+        pending = [e for e in doomed if not e.ready.is_set()]
+        for entry in doomed:
+            if entry.ready.is_set():
+                entry.handle.shutdown()
+        for entry in pending:  # half-started kernels: wait for the start, then end them
+            entry.ready.wait()
+            entry.handle.shutdown()
+        return len(doomed)
+
+    def close(self) -> None:
+        """Stop the reaper and shut everything down; later acquires raise."""
+        with self._lock:
+            self._closed = True
+        self._stop.set()
+        self.shutdown_all()
+
+    # ------------------------------------------------------------------------------ looking
+    def snapshot(self) -> list[KernelSnapshot]:
+        """The entries now, least recently used first."""
+        with self._lock:
+            return [KernelSnapshot(key=e.key, kernel_id=e.handle.kernel_id, pid=e.handle.pid,
+                                   runner_pid=e.handle.runner_pid, generation=e.handle.generation,
+                                   leases=e.leases, pinned=e.pinned, last_used=e.last_used,
+                                   state="ready" if e.ready.is_set() else "pending")
+                    for e in self._entries.values()]
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __enter__(self) -> KernelRegistry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _default_factory(key: KernelKey) -> Any:
+    from ..transports import get_transport
+
+    return get_transport(key.transport)
+
+
+def _shutdown_at_exit(ref: weakref.ref[KernelRegistry]) -> None:
+    registry = ref()
+    if registry is not None:
+        registry.close()
+
+
+def sweep_stale_kernel_dirs(max_age_s: float = STALE_DIR_AGE_S, root: str | None = None) -> int:
+    """Remove local kernel dirs older than ``max_age_s`` (another live host may own younger ones).
+
+    Symlinks are never followed. :returns: how many dirs were removed.
+    """
+    from ..transports.local import KERNEL_DIR_PREFIX, kernel_dir_root
+
+    root = root or kernel_dir_root()
+    removed = 0
+    now = time.time()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(root, name)
+        if not name.startswith(KERNEL_DIR_PREFIX) or os.path.islink(path):
+            continue
+        try:
+            if now - os.lstat(path).st_mtime > max_age_s:
+                shutil.rmtree(path)
+                removed += 1
+        except OSError:
+            continue
+    return removed

@@ -1,0 +1,105 @@
+"""Tool RPC: host callables that code in a cell can call through ``hermes_tools``.
+
+Inside a cell::
+
+    import hermes_tools
+    hermes_tools.lookup(city="Oslo")          # or hermes_tools.call("lookup", city="Oslo")
+
+Every call runs under the authority of the cell that is running *now* (the seed system's
+``CellAuthority``): it is refused when no cell is active (a thread an earlier cell left
+behind), when the name is not registered, or when the cell's budget is spent. A callable
+captured in cell 1 and called in cell 2 goes through cell 2's table and budget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..errors import ToolCallRefused
+
+DEFAULT_MAX_TOOL_CALLS = 50
+"""Per cell (the seed system's ``max_tool_calls``)."""
+
+ToolFunc = Callable[..., Any]
+
+
+class ToolTable:
+    """Named host callables. Thread-safe; changes apply from the next cell on."""
+
+    def __init__(self, tools: Mapping[str, ToolFunc] | None = None) -> None:
+        self._tools: dict[str, ToolFunc] = {}
+        self._lock = threading.Lock()
+        for name, func in (tools or {}).items():
+            self.register(name, func)
+
+    def register(self, name: str, func: ToolFunc) -> None:
+        """Offer ``func`` to cells as ``hermes_tools.<name>``.
+
+        :raises ValueError: if ``name`` is not an identifier or ``func`` is not callable.
+        """
+        if not name.isidentifier() or name.startswith("_"):
+            raise ValueError(f"tool name {name!r} must be a public Python identifier")
+        if not callable(func):
+            raise ValueError(f"tool {name!r} is not callable: {func!r}")
+        with self._lock:
+            self._tools[name] = func
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._tools.pop(name, None)
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted(self._tools)
+
+    def get(self, name: str) -> ToolFunc | None:
+        with self._lock:
+            return self._tools.get(name)
+
+
+class CellAuthority:
+    """The right to call tools, held by exactly one running cell and retired when it settles."""
+
+    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int = DEFAULT_MAX_TOOL_CALLS) -> None:
+        self.cell_id = cell_id
+        self.table = table
+        self.max_calls = max_calls
+        self.calls: list[dict[str, Any]] = []
+        self.retired = False
+
+    def retire(self) -> None:
+        self.retired = True
+
+    def dispatch(self, cell_id: Any, name: str, args: Mapping[str, Any]) -> Any:
+        """Run tool ``name`` for ``cell_id``.
+
+        :returns: the tool's return value (must be JSON-serializable).
+        :raises ToolCallRefused: if the authority is retired or belongs to another cell, the
+            name is unknown, or the budget of ``max_calls`` is spent. Refusals are not counted.
+        """
+        if self.retired or cell_id != self.cell_id:
+            raise ToolCallRefused("No active cell: the cell this call belonged to has settled, "
+                                  "so its tool authority is retired.")
+        func = self.table.get(name)
+        if func is None:
+            raise ToolCallRefused(f"unknown tool {name!r}; available: {', '.join(self.table.names()) or 'none'}")
+        if len(self.calls) >= self.max_calls:
+            raise ToolCallRefused(f"Tool call limit reached ({self.max_calls}). "
+                                  "No more tool calls allowed in this cell.")
+        started = time.perf_counter()
+        record = {"name": name, "args": _preview(args), "ok": False, "duration_s": 0.0}
+        self.calls.append(record)
+        try:
+            value = func(**args)
+            record["ok"] = True
+            return value
+        finally:
+            record["duration_s"] = time.perf_counter() - started
+
+
+def _preview(args: Mapping[str, Any]) -> str:
+    text = repr(dict(args))
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,82 @@
+"""Transports: where and how a kernel runs (``local``, ``docker``, ``ssh``, ``filecell``).
+
+:func:`get_transport` returns the process-wide shared instance for a name, so that kernels on
+one transport share its resources (the docker transport's container, the ssh connection).
+User backends register with :func:`register_transport`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ConfigError, TransportUnavailableError
+from .base import Launched, LaunchSpec, Transport
+
+__all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
+           "TRANSPORT_NAMES", "close_shared_transports"]
+
+TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
+
+_factories: dict[str, Callable[..., Transport]] = {}
+_shared: dict[str, Transport] = {}
+_lock = threading.Lock()
+
+
+def register_transport(name: str, factory: Callable[..., Transport]) -> None:
+    """Make ``name`` usable in ``KernelKey(transport=name)`` and ``--hermes-transport``."""
+    with _lock:
+        _factories[name] = factory
+        _shared.pop(name, None)
+
+
+def _builtin(name: str) -> Callable[..., Transport]:
+    if name == "local":
+        from .local import LocalTransport
+
+        return LocalTransport
+    if name == "docker":
+        from .docker import DockerTransport
+
+        return DockerTransport
+    if name == "ssh":
+        from .ssh import SshTransport
+
+        return SshTransport
+    if name == "filecell":
+        from .filecell import FileCellTransport
+
+        return FileCellTransport
+    raise ConfigError(f"unknown transport {name!r}; known: {', '.join(TRANSPORT_NAMES + tuple(_factories))}")
+
+
+def get_transport(name: str, **options: Any) -> Transport:
+    """The shared transport for ``name`` (created on first use with ``options``).
+
+    :raises ConfigError: if ``name`` is not a known transport.
+    :raises TransportUnavailableError: if it cannot run here (the message says why).
+    """
+    with _lock:
+        transport = _shared.get(name)
+        if transport is None:
+            factory = _factories.get(name) or _builtin(name)
+            try:
+                transport = factory(**options)
+            except ImportError as exc:
+                raise TransportUnavailableError(
+                    f"the {name} transport needs a package that is not installed: {exc}. "
+                    f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
+            _shared[name] = transport
+        return transport
+
+
+def close_shared_transports() -> None:
+    """Close every shared transport (containers, connections)."""
+    with _lock:
+        transports, _shared_copy = list(_shared.values()), _shared.clear()
+    for transport in transports:
+        try:
+            transport.close()
+        except Exception:  # noqa: BLE001 - closing is best effort at exit
+            pass

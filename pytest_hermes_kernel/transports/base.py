@@ -1,0 +1,88 @@
+"""The transport contract: where and how a kernel runner runs.
+
+A transport starts the kernel runner and hands back a :class:`Launched` record with a byte
+stream to it. Everything above (channel, handle, registry, watchdog) is the same for every
+transport. Who calls what, and when:
+
+* :meth:`Transport.launch` is called by :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle`
+  once per runner (the first start, and again only when the runner itself was lost).
+* :meth:`Transport.reattach` is called when the stream broke but the runner may still be alive
+  (docker, ssh); local kernels cannot be re-attached (their channel is the lease).
+* :meth:`Transport.kill` is the last resort when the runner does not answer: it ends the
+  runner's whole process tree from outside and returns whether it saw it gone.
+* :meth:`Transport.alive` probes the runner without the channel.
+* :meth:`Transport.cleanup` removes what the launch left (kernel dir); it runs after the kernel
+  is gone and never raises.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..kernel.channel import ByteStream
+
+
+@dataclass
+class LaunchSpec:
+    """What a runner needs: ``config`` goes to the runner's stdin as JSON (never argv)."""
+
+    kernel_id: str
+    config: dict[str, Any]
+    env: dict[str, str]
+    cwd: str | None = None
+    python: str | None = None
+
+
+@dataclass
+class Launched:
+    """A started runner. ``pid`` is the supervisor's pid where the host can see it."""
+
+    stream: ByteStream
+    pid: int | None = None
+    kernel_dir: str | None = None
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Transport(ABC):
+    """Base class of local, docker, ssh and user transports."""
+
+    name: ClassVar[str] = "abstract"
+    reattachable: ClassVar[bool] = False
+    """Whether a broken stream may be re-attached to a runner that kept its state."""
+
+    @abstractmethod
+    def launch(self, spec: LaunchSpec) -> Launched:
+        """Start a kernel runner and connect to it.
+
+        :raises KernelStartError: if it cannot be started; the message says why.
+        """
+
+    def reattach(self, launched: Launched) -> ByteStream:
+        """Open a new stream to a runner whose stream broke.
+
+        :raises TransportLostError: if the runner cannot be reached.
+        """
+        from ..errors import TransportLostError
+
+        raise TransportLostError(f"the {self.name} transport cannot re-attach to a kernel runner")
+
+    @abstractmethod
+    def kill(self, launched: Launched) -> bool:
+        """SIGKILL the runner's whole process tree from outside; True when seen gone."""
+
+    @abstractmethod
+    def alive(self, launched: Launched) -> bool:
+        """Whether the runner's supervisor process still exists."""
+
+    def cleanup(self, launched: Launched) -> None:
+        """Remove the launch's leftovers (kernel dir, relay); never raises."""
+
+    def describe(self) -> str:
+        """One line for the report header."""
+        return self.name
+
+    def close(self) -> None:
+        """Release what the transport holds (containers, connections); idempotent."""

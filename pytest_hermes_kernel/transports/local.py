@@ -1,0 +1,114 @@
+"""Local transport: the kernel runner as a child process of the host.
+
+The runner starts in its own session (``start_new_session=True``), so it and everything the
+kernel starts can be found and killed together. The channel is one end of a socketpair passed by
+fd: it is also the parent-death lease. When the host dies by any means (SIGKILL included, also
+mid-cell) the kernel sees EOF and kills its worker's process group, then exits.
+``PR_SET_PDEATHSIG`` is not used for the host link: it fires when the *thread* that spawned the
+child exits, and registries spawn kernels from short-lived threads (the seed system rejected it
+for the same reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import KernelStartError
+from ..kernel.channel import SocketStream
+from ..procs import kill_session, pid_alive
+from .base import Launched, LaunchSpec, Transport
+
+RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
+KERNEL_DIR_PREFIX = "hermes-kernel-"
+
+
+def kernel_dir_root() -> str:
+    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
+    return os.environ.get("PYTEST_HERMES_KERNEL_DIR") or tempfile.gettempdir()
+
+
+class LocalTransport(Transport):
+    """Kernels as local subprocesses (see module docstring)."""
+
+    name: ClassVar[str] = "local"
+
+    def __init__(self, *, python: str | None = None) -> None:
+        self.python = python or sys.executable
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        kdir = tempfile.mkdtemp(prefix=KERNEL_DIR_PREFIX, dir=kernel_dir_root())  # mode 0700
+        host_end, kernel_end = socket.socketpair()
+        log = open(os.path.join(kdir, "runner.log"), "wb")
+        try:
+            proc = subprocess.Popen(
+                [spec.python or self.python, "-B", str(RUNNER_PATH), "serve", "--fd", str(kernel_end.fileno())],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
+                pass_fds=(kernel_end.fileno(),), start_new_session=True,
+                env=spec.env, cwd=spec.cwd or kdir,
+            )
+        except OSError as exc:
+            host_end.close()
+            shutil.rmtree(kdir, ignore_errors=True)
+            raise KernelStartError(f"could not start the local kernel runner with {self.python!r}: {exc}\n"
+                                   "Hint: check the interpreter path (option python=...).") from None
+        finally:
+            kernel_end.close()
+            log.close()
+        try:
+            proc.stdin.write(json.dumps(dict(spec.config, kernel_dir=kdir)).encode())
+            proc.stdin.close()
+        except OSError:
+            pass  # it died at once; the hello wait reports it with the runner log
+        return Launched(stream=SocketStream(host_end), pid=proc.pid, kernel_dir=kdir,
+                        label=f"local pid {proc.pid}", extra={"proc": proc})
+
+    def kill(self, launched: Launched) -> bool:
+        if launched.pid is None:
+            return True
+        kill_session(launched.pid)
+        proc: subprocess.Popen[bytes] = launched.extra["proc"]
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            return False
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:  # members of the session re-parented to init
+            if not kill_session(launched.pid):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def alive(self, launched: Launched) -> bool:
+        proc: subprocess.Popen[bytes] = launched.extra["proc"]
+        return proc.poll() is None and pid_alive(proc.pid)
+
+    def reap(self, launched: Launched, timeout: float) -> int | None:
+        """Wait for the runner to exit (no zombie is left); its exit code or ``None``."""
+        proc: subprocess.Popen[bytes] = launched.extra["proc"]
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def cleanup(self, launched: Launched) -> None:
+        if launched.kernel_dir:
+            shutil.rmtree(launched.kernel_dir, ignore_errors=True)
+
+    def runner_log(self, launched: Launched, lines: int = 20) -> str:
+        try:
+            text = Path(launched.kernel_dir or "", "runner.log").read_text("utf-8", "replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def describe(self) -> str:
+        return f"local ({self.python})"
