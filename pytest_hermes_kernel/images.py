@@ -113,17 +113,35 @@ def ensure_image(
 
     owned = client is None
     client = _client() if client is None else client
+    lock = filelock.FileLock(lock_path, timeout=lock_timeout)
     try:
-        with filelock.FileLock(lock_path, timeout=lock_timeout):
+        with _holding(lock, lambda: progress(f"[hermes-kernel image] waiting for {lock_path}")):
             return _ensure_locked(client, tag, progress)
     except filelock.Timeout as exc:
         raise ImageBuildError(
-            f"another process held {lock_path} for more than {lock_timeout:.0f} s "
-            f"while building {tag}.\n{HINT}"
+            f"another process held {lock_path} for more than {lock_timeout:g} s "
+            f"while building {tag}.\nHint: is another pytest run or xdist worker stuck in "
+            "`debootstrap` or `docker build`? (the lock is released when that process ends)"
         ) from exc
     finally:
         if owned:
             client.close()
+
+
+@contextlib.contextmanager
+def _holding(lock: Any, on_wait: Callable[[], object]) -> Iterator[None]:
+    """Hold ``lock``, calling ``on_wait`` first if another process has it (a build runs)."""
+    import filelock
+
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        on_wait()
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def context_dir() -> Path:
@@ -310,13 +328,7 @@ def _debootstrap(rootfs: Path, mirror: str) -> None:
         str(rootfs),
         mirror,
     ]
-    try:
-        _run(command, what="debootstrap")
-    except ImageBuildError as exc:
-        inner_log = _tail(_read_text(rootfs / "debootstrap" / "debootstrap.log").splitlines())
-        if inner_log:
-            raise ImageBuildError(f"{exc}\n-- debootstrap.log --\n{inner_log}") from exc
-        raise
+    _run(command, what="debootstrap", inner_log=rootfs / "debootstrap" / "debootstrap.log")
 
 
 def _cache_dir() -> Path:
@@ -378,8 +390,8 @@ def _build_error(message: str, log: Iterable[str]) -> ImageBuildError:
     return ImageBuildError(f"{message}\n-- last build log lines --\n{tail}\n{HINT}", log_tail=tail)
 
 
-def _run(command: list[str], *, what: str) -> None:
-    """Run ``command``, keeping the last lines of its combined output for the error."""
+def _run(command: list[str], *, what: str, inner_log: Path | None = None) -> None:
+    """Run ``command``; on failure raise with the tail of its output (and of ``inner_log``)."""
     log: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
     try:
         process = subprocess.Popen(
@@ -394,15 +406,13 @@ def _run(command: list[str], *, what: str) -> None:
             log.append(line.rstrip("\n"))
     if process.returncode != 0:
         tail = "\n".join(log)
+        more = _read_text(inner_log).splitlines()[-LOG_TAIL_LINES:] if inner_log else []
+        more_text = f"-- {inner_log.name} --\n" + "\n".join(more) + "\n" if inner_log and more else ""
         raise ImageBuildError(
             f"{what} exited with {process.returncode}: {' '.join(command)}\n"
-            f"-- last output lines --\n{tail}\n{HINT}",
+            f"-- last output lines --\n{tail}\n{more_text}{HINT}",
             log_tail=tail,
         )
-
-
-def _tail(lines: list[str]) -> str:
-    return "\n".join(lines[-LOG_TAIL_LINES:])
 
 
 def _remove_tree(path: Path) -> None:

@@ -430,8 +430,11 @@ def _memory_cgroup_oom_file(pid: int):
             lines = fh.read().splitlines()
     except OSError:
         return None
+    in_container = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
     for line in lines:
         _, controllers, path = line.split(":", 2)
+        if path.strip() == "/" and not in_container:
+            continue  # the host's root cgroup: no memory limit of the kernel's own to read
         if "memory" in controllers.split(","):
             for base in (f"/sys/fs/cgroup/memory{path}", "/sys/fs/cgroup/memory"):
                 if os.path.exists(f"{base}/memory.oom_control"):

@@ -107,6 +107,18 @@ class KernelHandle:
         self._closed = False
         self.worker_pid: int | None = None
         self._secrets = secret_values()
+        self._listeners: list[Any] = []
+
+    def add_listener(self, listener: Any) -> None:
+        """Call ``listener(event, handle, payload)`` on ``started``, ``result`` and ``shutdown``."""
+        self._listeners.append(listener)
+
+    def _emit(self, event: str, payload: Any) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event, self, payload)
+            except Exception:  # noqa: BLE001 - an observer must never break the kernel
+                pass
 
     # ------------------------------------------------------------------------------ start
     def start(self) -> KernelHandle:
@@ -148,6 +160,7 @@ class KernelHandle:
         self.worker_pid = hello.get("worker_pid")
         self._worker_dead = self.worker_pid is None
         self._runner_lost = False
+        self._emit("started", launched)
 
     def _hello(self, channel: Channel, *, attach: bool, pending: tuple[int, ...]) -> dict[str, Any]:
         channel.expect("hello")
@@ -204,6 +217,7 @@ class KernelHandle:
             loss = self._prepare()
             result = self._run(code, budget_s, loss)
             self.cells_run += 1
+        self._emit("result", result)
         if raise_on_timeout and result.watchdog:
             raise _OUTCOME_ERRORS[result.watchdog](result.summary(), result=result)
         return result
@@ -276,7 +290,7 @@ class KernelHandle:
 
     def _await_result(self, channel: Channel, rid: int, budget: CellBudget,
                       authority: CellAuthority) -> tuple[dict[str, Any], list[bytes], dict[str, Any]]:
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"budget_s": budget.timeout}
         last_heard = time.monotonic()
         pings = 0
         while True:
@@ -411,7 +425,7 @@ class KernelHandle:
             status, watchdog, info_changes = self._after_death(header, status, stage, extra, info_changes)
         elif stage == "interrupt" and status in ("interrupted", "error"):
             status, watchdog = "timeout", "interrupted"
-            info_changes["note"] = (f"over its {self._budget_text()} budget: interrupted (SIGINT); "
+            info_changes["note"] = (f"over its {extra.get('budget_s')} s budget: interrupted (SIGINT); "
                                     "the namespace is kept")
         elif self._restart_requested and status == "interrupted":
             info_changes.update(state_lost=True, reason="reset")
@@ -424,9 +438,6 @@ class KernelHandle:
             execution_count=int(header.get("execution_count") or 0),
             duration_s=float(header.get("duration_s") or 0.0), tool_calls=tuple(authority.calls),
             value=_clean_opt(header.get("value"), self._secrets), watchdog=watchdog)
-
-    def _budget_text(self) -> str:
-        return "no" if self.options.timeout is None and self._budget is None else "time"
 
     def _after_death(self, header: dict[str, Any], status: str, stage: str | None, extra: dict[str, Any],
                      info_changes: dict[str, Any]):
@@ -444,9 +455,9 @@ class KernelHandle:
         elif header.get("lost_reason"):
             reason, note = header["lost_reason"], header.get("note", "")
         elif sig is not None:
-            reason, note = "died", f"killed by signal {sig}" + (" (possible OOM: no memory cgroup counter to tell)"
-                                                                 if sig == 9 and header.get("oom_counter") is None
-                                                                 and stage is None else "")
+            reason, note = "died", f"killed by signal {sig}" + (
+                " (SIGKILL; possible OOM: the kernel has no memory cgroup of its own to tell)"
+                if sig == 9 and header.get("oom_counter") is None and stage is None else "")
         else:
             reason, note = "died", f"the kernel exited with code {code}"
         if header.get("note"):
@@ -554,7 +565,8 @@ class KernelHandle:
                 return self.exit_info or ExitInfo(step="already-exited")
             self._closed = True
             self.exit_info = self._stop(now)
-            return self.exit_info
+        self._emit("shutdown", self.exit_info)
+        return self.exit_info
 
     def _stop(self, now: bool) -> ExitInfo:
         channel, launched = self._channel, self._launched

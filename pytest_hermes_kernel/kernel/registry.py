@@ -126,6 +126,8 @@ class KernelRegistry:
         self._lost: dict[KernelKey, Reason] = {}
         self._closed = False
         self.stats = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        self.listener: Callable[..., None] | None = None
+        """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
         if background_reaper and idle_timeout is not None:
@@ -134,6 +136,9 @@ class KernelRegistry:
                                             name="hermes-kernel-idle-reaper", daemon=True)
             self._reaper.start()
         atexit.register(_shutdown_at_exit, weakref.ref(self))
+        from ..leaks.probes import track_registry
+
+        track_registry(self)
 
     # ------------------------------------------------------------------------------ acquire
     @contextmanager
@@ -189,6 +194,8 @@ class KernelRegistry:
             creator = entry is None
             if creator:
                 handle = KernelHandle(self._factory(key), self._options_for(key), tools=self.tools, owner=key.owner)
+                if self.listener is not None:
+                    handle.add_listener(self.listener)
                 entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock())
                 self._entries[key] = entry
             entry.leases += 1

@@ -15,7 +15,7 @@ from ..errors import ConfigError, TransportUnavailableError
 from .base import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
-           "TRANSPORT_NAMES", "close_shared_transports"]
+           "TRANSPORT_NAMES", "close_shared_transports", "make_transport"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
@@ -51,6 +51,24 @@ def _builtin(name: str) -> Callable[..., Transport]:
     raise ConfigError(f"unknown transport {name!r}; known: {', '.join(TRANSPORT_NAMES + tuple(_factories))}")
 
 
+def make_transport(name: str, **options: Any) -> Transport:
+    """A new, unshared transport for ``name`` (the caller closes it).
+
+    :raises ConfigError: if ``name`` is unknown or an option is not accepted.
+    :raises TransportUnavailableError: if it cannot run here.
+    """
+    with _lock:
+        factory = _factories.get(name) or _builtin(name)
+    try:
+        return factory(**options)
+    except ImportError as exc:
+        raise TransportUnavailableError(
+            f"the {name} transport needs a package that is not installed: {exc}. "
+            f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
+    except TypeError as exc:
+        raise ConfigError(f"bad option for the {name} transport: {exc}") from None
+
+
 def get_transport(name: str, **options: Any) -> Transport:
     """The shared transport for ``name`` (created on first use with ``options``).
 
@@ -74,7 +92,8 @@ def get_transport(name: str, **options: Any) -> Transport:
 def close_shared_transports() -> None:
     """Close every shared transport (containers, connections)."""
     with _lock:
-        transports, _shared_copy = list(_shared.values()), _shared.clear()
+        transports = list(_shared.values())
+        _shared.clear()
     for transport in transports:
         try:
             transport.close()

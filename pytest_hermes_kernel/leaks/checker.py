@@ -1,0 +1,73 @@
+"""Compare probe snapshots taken before a test and after its fixture teardown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .probes import PROBES, Probe, Snapshot
+
+
+@dataclass
+class LeakReport:
+    """What outlived a test: ``{kind: {identity: description}}``."""
+
+    leaks: dict[str, Snapshot] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return any(self.leaks.values())
+
+    def counts(self) -> dict[str, int]:
+        return {kind: len(items) for kind, items in self.leaks.items() if items}
+
+    def format(self, nodeid: str) -> str:
+        lines = [f"{nodeid}: resources outlived the test (after fixture teardown):"]
+        for kind, items in sorted(self.leaks.items()):
+            for desc in sorted(items.values()):
+                lines.append(f"  leaked {kind}: {desc}")
+        lines.append("Hint: shut kernels down (use the hermes_* fixtures or `with start_kernel(...)`), "
+                     "wait for subprocesses, join threads; mark intended leftovers with "
+                     "@pytest.mark.hermes_allow_leaks(reason).")
+        return "\n".join(lines)
+
+
+class LeakChecker:
+    """Snapshot before, diff after, with a short retry so that reaping can finish.
+
+    :param grace: seconds to keep re-checking while something still looks leaked.
+    """
+
+    def __init__(self, probes: Sequence[Probe] | None = None, grace: float = 3.0) -> None:
+        self.probes = list(PROBES if probes is None else probes)
+        self.grace = grace
+
+    def before(self) -> dict[str, Snapshot]:
+        return {p.kind: self._safe(p) for p in self.probes}
+
+    def after(self, before: dict[str, Snapshot]) -> LeakReport:
+        deadline = time.monotonic() + self.grace
+        while True:
+            report = LeakReport({p.kind: self._new(p, before.get(p.kind, {})) for p in self.probes})
+            if not report or time.monotonic() >= deadline:
+                return report
+            time.sleep(0.05)
+
+    def cleanup(self, report: LeakReport) -> None:
+        """End leaked processes (only ones the probes identified as ours) so later tests start clean."""
+        for probe in self.probes:
+            if probe.cleanup is not None:
+                for identity in report.leaks.get(probe.kind, {}):
+                    probe.cleanup(identity)
+
+    @staticmethod
+    def _new(probe: Probe, seen: Snapshot) -> Snapshot:
+        return {k: v for k, v in LeakChecker._safe(probe).items() if k not in seen}
+
+    @staticmethod
+    def _safe(probe: Probe) -> Snapshot:
+        try:
+            return probe.snapshot()
+        except Exception as exc:  # noqa: BLE001 - a broken probe must not fail every test
+            del exc
+            return {}

@@ -1,0 +1,140 @@
+"""Probes: each takes a snapshot of one kind of resource as ``{identity: description}``.
+
+A leak is an identity present after a test's fixture teardown that was absent before it.
+Transports add probes for what they create (containers, processes inside them, ssh sessions)
+with :func:`register_probe`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import psutil
+
+Snapshot = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """``snapshot() -> {identity: description}``; ``cleanup(identity)`` ends a leaked one (optional)."""
+
+    kind: str
+    snapshot: Callable[[], Snapshot]
+    cleanup: Callable[[str], None] | None = None
+
+
+def _describe(proc: psutil.Process) -> str:
+    try:
+        cmd = " ".join(proc.cmdline())[:160] or proc.name()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        cmd = "?"
+    return f"pid {proc.pid}: {cmd}"
+
+
+def _kernel_marked(proc: psutil.Process, host_pid: str) -> bool:
+    try:
+        return proc.environ().get("HERMES_KERNEL_HOST_PID") == host_pid
+    except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+        return False
+
+
+def kernel_processes() -> Snapshot:
+    """Processes carrying this host's kernel marker (runners, workers, what their cells started)."""
+    me = str(os.getpid())
+    out = {}
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid != os.getpid() and _kernel_marked(proc, me) and proc.status() != psutil.STATUS_ZOMBIE:
+            out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
+    return out
+
+
+def child_processes() -> Snapshot:
+    """Live descendants of the test process (a stray subprocess a test forgot)."""
+    out = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE:
+                out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def _kill_process(identity: str) -> None:
+    pid, _, created = identity.partition(":")
+    try:
+        proc = psutil.Process(int(pid))
+        if str(proc.create_time()) == created:  # never a recycled pid
+            proc.kill()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        pass
+
+
+def threads() -> Snapshot:
+    """Live Python threads of the test process."""
+    return {f"thread:{t.ident}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
+            if t.ident is not None and t.is_alive()}
+
+
+def file_descriptors() -> Snapshot:
+    """Open pipes and files of the test process (sockets are left out: client pools keep them)."""
+    out = {}
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if target.startswith(("pipe:", "/")) and not target.startswith(("/dev/", "/proc/")):
+            out[f"fd:{name}:{target}"] = f"fd {name} -> {target}"
+    return out
+
+
+def kernel_dirs() -> Snapshot:
+    """Local kernel dirs (``hermes-kernel-*``) in the kernel dir root."""
+    from ..transports.local import KERNEL_DIR_PREFIX, kernel_dir_root
+
+    root = kernel_dir_root()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return {}
+    return {f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(KERNEL_DIR_PREFIX)}
+
+
+_registries: weakref.WeakSet = weakref.WeakSet()
+
+
+def track_registry(registry: object) -> None:
+    _registries.add(registry)
+
+
+def registry_entries() -> Snapshot:
+    """Entries of live :class:`KernelRegistry` objects."""
+    out = {}
+    for registry in list(_registries):
+        for snap in registry.snapshot():  # type: ignore[attr-defined]
+            out[f"entry:{snap.kernel_id}"] = f"registry entry {snap.key.owner!r} kernel {snap.kernel_id} pid {snap.pid}"
+    return out
+
+
+PROBES: list[Probe] = [
+    Probe("kernel process", kernel_processes, _kill_process),
+    Probe("child process", child_processes, _kill_process),
+    Probe("thread", threads),
+    Probe("fd", file_descriptors),
+    Probe("kernel dir", kernel_dirs),
+    Probe("registry entry", registry_entries),
+]
+
+
+def register_probe(probe: Probe) -> None:
+    """Add a probe (transports add theirs when first used); a probe of the same kind is replaced."""
+    PROBES[:] = [p for p in PROBES if p.kind != probe.kind] + [probe]

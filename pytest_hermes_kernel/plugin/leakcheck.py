@@ -1,0 +1,66 @@
+"""The leak checker plugin: registered only when ``--hermes-leak-check`` is not ``off``.
+
+Before each test and after its fixture teardown it snapshots kernel processes and their
+children, child processes of the test process, threads, pipes/files, kernel dirs and registry
+entries (plus what transports register: containers, processes inside them, ssh sessions).
+New ones are reported as :class:`HermesLeakWarning` (``warn``) or make the test error
+(``error``), then ended so the next test starts clean. Mark intended leftovers with
+``@pytest.mark.hermes_allow_leaks(reason)``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from ..errors import HermesLeakWarning, LeakError
+from ..leaks.checker import LeakChecker
+from .report import stats_key
+from .settings import settings_key
+
+_before_key = pytest.StashKey[dict[str, Any]]()
+
+
+class LeakCheckPlugin:
+    """Plugin object; see module docstring."""
+
+    def __init__(self, mode: str, grace: float) -> None:
+        self.mode = mode
+        self.checker = LeakChecker(grace=grace)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Any:
+        item.stash[_before_key] = self.checker.before()
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Any:
+        result = yield
+        before = item.stash.get(_before_key, None)
+        if before is None:
+            return result
+        allowed = item.get_closest_marker("hermes_allow_leaks")
+        if allowed is not None:
+            if not allowed.args and "reason" not in allowed.kwargs:
+                raise pytest.UsageError(f"{item.nodeid}: hermes_allow_leaks needs a reason: "
+                                        "@pytest.mark.hermes_allow_leaks('why this test leaves something')")
+            return result
+        report = self.checker.after(before)
+        if report:
+            item.config.stash[stats_key].leaks.update(report.counts())
+            text = report.format(item.nodeid)
+            self.checker.cleanup(report)
+            if self.mode == "error":
+                raise LeakError(text, leaks=report.counts())
+            warnings.warn(HermesLeakWarning(text), stacklevel=1)
+        return result
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")
+    settings = config.stash[settings_key]
+    if settings.leak_check != "off":
+        config.pluginmanager.register(LeakCheckPlugin(settings.leak_check, settings.leak_grace or 0.0),
+                                      "hermes-leak-checker")

@@ -1,0 +1,126 @@
+"""Report header, per-test outcome tracking and the end-of-run kernel summary (xdist-aware).
+
+Under pytest-xdist each worker keeps its own counts and sends them to the controller in
+``config.workeroutput`` when it finishes; the controller adds them up before printing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .settings import settings_key
+
+if TYPE_CHECKING:
+    from ..kernel.handle import KernelHandle
+
+phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+class KernelStats:
+    """Counts of a run: kernels started, peak alive, deaths by reason, leaks, kept kernels."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.started = 0
+        self.alive = 0
+        self.peak_alive = 0
+        self.deaths: Counter[str] = Counter()
+        self.leaks: Counter[str] = Counter()
+        self.kept: list[tuple[str, KernelHandle]] = []
+
+    def on_event(self, event: str, handle: KernelHandle, payload: Any) -> None:
+        with self._lock:
+            if event == "started" and not getattr(handle, "_hermes_counted", False):
+                handle._hermes_counted = True  # type: ignore[attr-defined]
+                self.started += 1
+                self.alive += 1
+                self.peak_alive = max(self.peak_alive, self.alive)
+            elif event == "shutdown" and getattr(handle, "_hermes_counted", False):
+                self.alive = max(0, self.alive - 1)
+            elif event == "result" and payload.status in ("died", "exited", "timeout") and payload.kernel.reason:
+                self.deaths[payload.kernel.reason] += 1
+
+    def keep(self, nodeid: str, handle: KernelHandle) -> None:
+        with self._lock:
+            self.kept.append((nodeid, handle))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
+                "leaks": dict(self.leaks)}
+
+    def merge(self, data: dict[str, Any]) -> None:
+        with self._lock:
+            self.started += data.get("started", 0)
+            self.peak_alive += data.get("peak_alive", 0)  # workers run at once: peaks add up
+            self.deaths.update(data.get("deaths", {}))
+            self.leaks.update(data.get("leaks", {}))
+
+
+stats_key = pytest.StashKey[KernelStats]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[stats_key] = KernelStats()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    rep = yield
+    item.stash.setdefault(phase_report_key, {})[rep.when] = rep
+    return rep
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    s = config.stash[settings_key]
+    timeout = "none" if s.timeout is None else f"{s.timeout:g} s"
+    return (f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
+            f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
+            + (" keep-failed" if s.keep_failed else ""))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    stats = config.stash[stats_key]
+    if hasattr(config, "workeroutput"):
+        config.workeroutput["hermes_stats"] = stats.as_dict()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    data = getattr(node, "workeroutput", {}).get("hermes_stats")
+    if data:
+        node.config.stash[stats_key].merge(data)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    if hasattr(config, "workeroutput"):
+        return
+    stats = config.stash[stats_key]
+    if not stats.started and not stats.leaks and not stats.kept:
+        return
+    tr = terminalreporter
+    tr.section("hermes-kernel summary")
+    deaths = ", ".join(f"{r}={n}" for r, n in sorted(stats.deaths.items())) or "none"
+    tr.write_line(f"kernels started: {stats.started}; peak alive: {stats.peak_alive}; "
+                  f"deaths and resets by reason: {deaths}")
+    if stats.leaks:
+        tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
+    for nodeid, handle in stats.kept:
+        tr.write_line(f"kept for post-mortem: {nodeid}: kernel {handle.kernel_id} worker pid {handle.pid} "
+                      f"runner pid {handle.runner_pid} (shut down at session end)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stats = config.stash.get(stats_key, None)
+    if stats is None:
+        return
+    for _nodeid, handle in stats.kept:
+        handle.shutdown()
+    from ..transports import close_shared_transports
+
+    close_shared_transports()

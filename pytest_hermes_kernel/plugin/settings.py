@@ -1,0 +1,141 @@
+"""Options, ini keys, environment variables and the resolved settings of a run.
+
+Precedence (STYLE.md): marker > CLI > env (``PYTEST_HERMES_*``) > ini (``hermes_*``) > default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+import pytest
+
+from ..errors import ConfigError
+from ..transports import TRANSPORT_NAMES
+
+LeakMode = Literal["off", "warn", "error"]
+
+
+@dataclass(frozen=True)
+class _Setting:
+    name: str  # option/ini suffix: --hermes-<name>, hermes_<name>, PYTEST_HERMES_<NAME>
+    help: str
+    default: str | None
+    parse: Callable[[str], Any]
+
+    @property
+    def flag(self) -> str:
+        return "--hermes-" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        return "PYTEST_HERMES_" + self.name.upper()
+
+
+def _transports(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise ConfigError("--hermes-transport needs at least one name, e.g. local,docker")
+    return names
+
+
+def _leak_mode(text: str) -> LeakMode:
+    if text not in ("off", "warn", "error"):
+        raise ConfigError(f"--hermes-leak-check must be off, warn or error, not {text!r}")
+    return text  # type: ignore[return-value]
+
+
+def _seconds(text: str) -> float | None:
+    if text.lower() in ("", "none", "0", "off"):
+        return None
+    value = float(text)
+    if value < 0:
+        raise ConfigError(f"a duration must be >= 0 seconds, not {text!r}")
+    return value
+
+
+def _bool(text: str) -> bool:
+    return text.lower() in ("1", "true", "yes", "on")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ConfigError(f"expected an integer >= 1, not {text!r}")
+    return value
+
+
+SETTINGS = (
+    _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
+             "more than one makes a matrix", "local", _transports),
+    _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
+    _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
+             "warn", _leak_mode),
+    _Setting("keep_failed", "keep a failed test's kernels alive until the session ends, for post-mortem",
+             "false", _bool),
+    _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
+    _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
+    _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
+             ".ci/run sets it so CI always runs every transport", "false", _bool),
+    _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
+)
+
+
+@dataclass(frozen=True)
+class HermesSettings:
+    """The resolved settings of a run (see :data:`SETTINGS` for meanings)."""
+
+    transport: tuple[str, ...]
+    timeout: float | None
+    leak_check: LeakMode
+    keep_failed: bool
+    max_kernels: int
+    idle_timeout: float | None
+    require_transports: bool
+    leak_grace: float | None
+    sources: dict[str, str]
+
+
+settings_key = pytest.StashKey[HermesSettings]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hermes-kernel", "session-persistent kernels (pytest-hermes-kernel)")
+    for s in SETTINGS:
+        group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, metavar="VALUE",
+                        help=f"{s.help} [env {s.env}, ini hermes_{s.name}; default {s.default}]")
+        parser.addini(f"hermes_{s.name}", s.help, default=None)
+
+
+def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> HermesSettings:
+    """Resolve every setting by precedence CLI > env > ini > default.
+
+    :raises pytest.UsageError: naming the setting and its source when a value is bad.
+    """
+    environ = dict(os.environ) if environ is None else environ
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for s in SETTINGS:
+        for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
+                            (f"ini hermes_{s.name}", config.getini(f"hermes_{s.name}")), ("default", s.default)):
+            if raw not in (None, ""):
+                try:
+                    values[s.name] = s.parse(str(raw))
+                except (ConfigError, ValueError) as exc:
+                    raise pytest.UsageError(f"pytest-hermes-kernel: bad value {raw!r} from {source}: {exc}") from None
+                sources[s.name] = source
+                break
+    return HermesSettings(sources=sources, **values)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[settings_key] = resolve(config)
+    config.addinivalue_line(
+        "markers", "hermes_kernel(**options): options for this test's kernels: any KernelOptions field "
+        "(timeout=, max_output_bytes=, auto_restart=, env=, tools=, watchdog=WatchdogPolicy(...)), "
+        "transport=NAME to pin one transport, and transport options such as container='fresh', "
+        "mem_limit_bytes=N (docker/ssh)")
+    config.addinivalue_line(
+        "markers", "hermes_transports(*names): run this test only on these transports of the matrix")

@@ -1,0 +1,135 @@
+"""Contract: a kernel keeps its namespace, and every way it can end is reported honestly."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tests.helpers import gone, reaped, wait_until
+
+
+def test_namespace_persists_across_cells(kernel):
+    first = kernel.execute("x = 41\ndef inc(v):\n    return v + 1")
+    second = kernel.execute("inc(x)")
+
+    assert first.status == "ok" and first.value is None
+    assert second.status == "ok" and second.value == "42"
+    assert second.kernel.reused and not second.kernel.state_lost
+    assert second.kernel.generation == first.kernel.generation == 0
+    assert second.kernel.pid == first.kernel.pid == kernel.pid
+    assert (first.execution_count, second.execution_count) == (1, 2)
+
+
+def test_value_is_repr_of_trailing_expression(kernel):
+    assert kernel.execute("'a' + 'b'").value == "'ab'"
+    assert kernel.execute("None").value is None
+    assert kernel.execute("[1, 2][-1]").value == "2"
+
+
+def test_error_keeps_the_kernel_and_its_state(kernel):
+    kernel.execute("keep = 'me'")
+    pid = kernel.pid
+
+    r = kernel.execute("def f():\n    return 1 / 0\nf()")
+
+    assert r.status == "error"
+    assert r.ename == "ZeroDivisionError" and "division by zero" in r.evalue
+    assert "<cell>" in r.traceback and "_kernel_runner" not in r.traceback
+    assert not r.kernel.state_lost
+    after = kernel.execute("keep")
+    assert after.value == "'me'" and after.kernel.pid == pid and after.kernel.generation == 0
+
+
+def test_syntax_error_is_a_cell_error(kernel):
+    r = kernel.execute("def broken(:\n")
+    assert r.status == "error" and r.ename == "SyntaxError"
+    assert kernel.execute("1 + 1").value == "2"
+
+
+def test_restart_loses_state_and_bumps_generation(kernel):
+    kernel.execute("x = 1")
+    old_pid = kernel.pid
+
+    info = kernel.restart()
+
+    assert info.state_lost and info.reason == "reset"
+    assert reaped(old_pid), "the old worker must be dead and reaped before restart() returns"
+    r = kernel.execute("x")
+    assert r.status == "error" and r.ename == "NameError"
+    assert r.kernel.generation == 1 and r.kernel.pid != old_pid
+    assert r.kernel.state_lost and r.kernel.reason == "reset"
+    assert not kernel.execute("1").kernel.state_lost  # reported once, not forever
+
+
+def test_system_exit_ends_the_kernel_and_keeps_the_code(kernel):
+    kernel.execute("k = 42")
+    old_pid = kernel.pid
+
+    r = kernel.execute("import sys; sys.exit(3)")
+
+    assert r.status == "exited"
+    assert r.kernel.exit_code == 3 and r.kernel.signal is None and not r.kernel.oom_killed
+    assert r.kernel.state_lost and r.kernel.reason == "exited"
+    wait_until(lambda: gone(old_pid), 2.0, what="the exited worker to be gone")
+    nxt = kernel.execute("k")
+    assert nxt.status == "error" and nxt.ename == "NameError"
+    assert nxt.kernel.state_lost and nxt.kernel.reason == "exited" and nxt.kernel.exit_code == 3
+    assert nxt.kernel.generation == r.kernel.generation + 1
+
+
+def test_system_exit_message_is_shown(kernel):
+    r = kernel.execute('raise SystemExit("goodbye")')
+    assert r.status == "exited" and r.kernel.exit_code == 1
+    assert "goodbye" in r.stderr and r.evalue == "goodbye"
+
+
+def test_exit_builtin_closing_stdin_is_harmless(kernel):
+    r = kernel.execute("exit()")
+    assert r.status == "exited" and r.kernel.exit_code == 0
+    assert kernel.execute("2 * 21").value == "42"
+
+
+def test_os_exit_is_detected_quickly_with_its_code(kernel):
+    started = time.monotonic()
+    r = kernel.execute("import os; os._exit(5)")
+    elapsed = time.monotonic() - started
+
+    assert elapsed < 2.0
+    assert r.status == "died"
+    assert r.kernel.exit_code == 5 and r.kernel.signal is None and not r.kernel.oom_killed
+    assert r.kernel.state_lost and r.kernel.reason == "died"
+    nxt = kernel.execute("'back'")
+    assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.exit_code == 5
+
+
+def test_interrupt_from_another_thread_keeps_state(kernel):
+    kernel.execute("y = 5")
+    pid = kernel.pid
+    timer = threading.Timer(1.0, kernel.interrupt)
+    timer.start()
+    try:
+        r = kernel.execute("import time\ntime.sleep(30)")
+    finally:
+        timer.cancel()
+
+    assert r.status == "interrupted" and r.ename == "KeyboardInterrupt"
+    assert r.duration_s < 5.0 and r.watchdog is None
+    after = kernel.execute("y")
+    assert after.value == "5" and after.kernel.pid == pid and not after.kernel.state_lost
+
+
+def test_interrupt_while_idle_is_harmless(kernel):
+    kernel.execute("w = 3")
+    kernel.interrupt()
+    assert kernel.execute("w").value == "3"
+
+
+def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
+    k = kernel_factory()
+    pid, runner = k.pid, k.runner_pid
+
+    info = k.shutdown()
+
+    assert info.step == "request" and info.exit_code == 0 and info.confirmed
+    assert reaped(pid) and reaped(runner)
+    assert k.shutdown() == info  # idempotent

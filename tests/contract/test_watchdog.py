@@ -1,0 +1,115 @@
+"""Contract: the timeout ladder interrupt -> kill -> restart, and what each outcome tells the user."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pytest_hermes_kernel import CellInterrupted, KernelResetAfterTimeout, WatchdogPolicy
+from tests.helpers import gone, kill_quietly, wait_until
+
+FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
+IGNORE_SIGINT = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
+
+
+def test_timeout_interrupt_keeps_state(kernel_factory):
+    k = kernel_factory(watchdog=FAST)
+    k.execute("kept = 'yes'")
+    pid = k.pid
+
+    r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
+
+    assert r.status == "timeout" and r.watchdog == "interrupted"
+    assert r.ename == "KeyboardInterrupt"
+    assert not r.kernel.state_lost and "interrupted" in r.kernel.note
+    assert r.duration_s < 1.0 + FAST.interrupt_grace + 1.0
+    after = k.execute("kept")
+    assert after.value == "'yes'" and after.kernel.pid == pid and after.kernel.generation == 0
+
+
+def test_timeout_interrupt_raises_when_asked(kernel_factory):
+    k = kernel_factory(watchdog=FAST)
+    with pytest.raises(CellInterrupted) as caught:
+        k.execute("import time\ntime.sleep(30)", timeout=1.0, raise_on_timeout=True)
+    assert caught.value.result.watchdog == "interrupted"
+    assert k.execute("1").status == "ok"
+
+
+def test_options_timeout_is_the_default_budget(kernel_factory):
+    k = kernel_factory(watchdog=FAST, timeout=1.0)
+    r = k.execute("import time\ntime.sleep(30)")
+    assert r.status == "timeout" and r.watchdog == "interrupted"
+
+
+def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
+    k = kernel_factory(watchdog=FAST)
+    k.execute("z = 7")
+    old_pid = k.pid
+    started = time.monotonic()
+
+    r = k.execute(IGNORE_SIGINT, timeout=1.0)
+
+    elapsed = time.monotonic() - started
+    assert r.status == "timeout" and r.watchdog == "reset"
+    assert r.kernel.state_lost and r.kernel.reason == "timeout"
+    assert "ineffective" in r.kernel.note and "restarted" in r.kernel.note
+    assert elapsed < 1.0 + FAST.interrupt_grace + FAST.kill_grace + 3.0
+    assert gone(old_pid)
+    assert k.generation == 1 and k.pid != old_pid
+    after = k.execute("z")
+    assert after.status == "error" and after.ename == "NameError"
+    assert after.kernel.generation == 1
+
+
+def test_reset_raises_when_asked(kernel_factory):
+    k = kernel_factory(watchdog=FAST)
+    with pytest.raises(KernelResetAfterTimeout) as caught:
+        k.execute(IGNORE_SIGINT, timeout=1.0, raise_on_timeout=True)
+    assert caught.value.result.kernel.state_lost
+    assert k.execute("'alive'").value == "'alive'"
+
+
+def test_reset_failed_when_restart_is_off(kernel_factory):
+    k = kernel_factory(watchdog=WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0, restart=False))
+    k.execute("z = 7")
+    old_pid = k.pid
+
+    r = k.execute(IGNORE_SIGINT, timeout=1.0)
+
+    assert r.status == "timeout" and r.watchdog == "reset_failed"
+    assert r.kernel.state_lost and r.kernel.reason == "timeout"
+    assert "replacement failed" in r.kernel.note
+    assert gone(old_pid)
+    nxt = k.execute("z")  # the next cell gets a fresh worker and says the state is gone
+    assert nxt.ename == "NameError"
+    assert nxt.kernel.state_lost and nxt.kernel.reason == "timeout"
+    assert nxt.kernel.generation == 1
+
+
+def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
+    """A frozen supervisor (SIGSTOP) never answers: the ladder kills the kernel through the transport."""
+    k = kernel_factory(watchdog=FAST)
+    k.execute("s = 1")
+    runner, worker = k.runner_pid, k.pid
+    timer = None
+    try:
+        import threading
+
+        timer = threading.Timer(0.3, os.kill, (runner, signal.SIGSTOP))
+        timer.start()
+        r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
+    finally:
+        if timer is not None:
+            timer.cancel()
+        if not gone(runner):
+            kill_quietly([runner, worker])
+
+    assert r.status == "timeout" and r.watchdog == "reset"
+    assert r.kernel.state_lost and r.kernel.reason == "timeout"
+    wait_until(lambda: gone(runner) and gone(worker), 2.0, what="the frozen kernel to be gone")
+    assert k.runner_pid != runner
+    after = k.execute("s")
+    assert after.ename == "NameError" and after.kernel.generation == 1

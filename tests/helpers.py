@@ -1,0 +1,151 @@
+"""Small helpers shared by the unit, contract and regression suites.
+
+Waiting is always on a condition with a deadline (``wait_until``), never a fixed sleep; the
+process probes read ``/proc`` and psutil directly so they see what a user would see.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+import psutil
+
+T = TypeVar("T")
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+KERNEL_ID_VAR = "HERMES_KERNEL_ID"
+
+
+def wait_until(pred: Callable[[], T], timeout: float, *, interval: float = 0.02, what: str = "") -> T:
+    """Poll ``pred`` until it returns something truthy; return that value.
+
+    :param timeout: seconds before giving up.
+    :raises AssertionError: if ``pred`` stayed falsy for ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = pred()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or getattr(pred, '__name__', pred)}")
+        time.sleep(interval)
+
+
+def stays_true(pred: Callable[[], object], duration: float, *, interval: float = 0.05) -> bool:
+    """True if ``pred`` holds at every poll for ``duration`` seconds (a negative check window)."""
+    deadline = time.monotonic() + duration
+    while time.monotonic() < deadline:
+        if not pred():
+            return False
+        time.sleep(interval)
+    return bool(pred())
+
+
+def gone(pid: int | None) -> bool:
+    """True when ``pid`` no longer runs (absent, or a zombie nobody reaped yet)."""
+    if pid is None:
+        return True
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def all_gone(pids: Iterable[int | None]) -> bool:
+    return all(gone(pid) for pid in pids)
+
+
+def reaped(pid: int) -> bool:
+    """True when ``pid`` does not exist at all (exited *and* waited for: no zombie)."""
+    return not psutil.pid_exists(pid)
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) pids whose process group is ``pgid``."""
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc.pid)
+        except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
+            continue
+    return members
+
+
+def environ_of(pid: int) -> dict[str, str]:
+    """The environment of ``pid`` from ``/proc/PID/environ`` (empty if unreadable or gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    env = {}
+    for item in raw.split(b"\0"):
+        name, sep, value = item.partition(b"=")
+        if sep:
+            env[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return env
+
+
+def pids_with_kernel_id(kernel_id: str) -> list[int]:
+    """Live pids whose environment carries ``HERMES_KERNEL_ID=kernel_id`` (runner, worker, children)."""
+    found = []
+    for pid in psutil.pids():
+        if environ_of(pid).get(KERNEL_ID_VAR) == kernel_id and not gone(pid):
+            found.append(pid)
+    return found
+
+
+def kernel_ids_below(pid: int | None = None) -> set[str]:
+    """Distinct ``HERMES_KERNEL_ID`` values among the live descendants of ``pid`` (default: us)."""
+    try:
+        children = psutil.Process(pid or os.getpid()).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return set()
+    ids = set()
+    for child in children:
+        kid = environ_of(child.pid).get(KERNEL_ID_VAR)
+        if kid and not gone(child.pid):
+            ids.add(kid)
+    return ids
+
+
+def child_pids(pid: int, name: str | None = None) -> list[int]:
+    """Live descendants of ``pid``, optionally only those whose process name is ``name``."""
+    try:
+        children = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    out = []
+    for child in children:
+        try:
+            if (name is None or child.name() == name) and child.status() != psutil.STATUS_ZOMBIE:
+                out.append(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+def kill_quietly(pids: Iterable[int | None], sig: int = signal.SIGKILL) -> None:
+    """Clean-up for a failed test: signal pids this test started (directly or through a kernel)."""
+    for pid in pids:
+        if pid:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def python_host(script: str) -> subprocess.Popen[str]:
+    """Run ``script`` as a separate host process that can import this checkout of the package."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=env)
