@@ -20,9 +20,6 @@ import collections
 import contextlib
 import hashlib
 import os
-import re
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,33 +27,33 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_hermes_kernel.base_image import (
+    BASE_TAG,
+    HINT,
+    LABEL_IMAGE,
+    LOG_TAIL_LINES,
+    Progress,
+    build_base,
+    step,
+)
 from pytest_hermes_kernel.errors import ImageBuildError
 
 if TYPE_CHECKING:
     import docker
+    from docker.models.images import Image
 
-Progress = Callable[[str], object]
+__all__ = [
+    "BASE_TAG", "KERNEL_HOST_TAG", "build_base", "content_hash", "context_dir",
+    "docker_status", "ensure_image", "main",
+]
 
 KERNEL_HOST_TAG = "hermes-kernel-host:latest"
-BASE_TAG = "hermes-kernel-base:bookworm"
 #: A real Debian image, used as base instead of the debootstrap one when it is already local.
 SLIM_BASE_TAG = "debian:bookworm-slim"
-SUITE = "bookworm"
-DEFAULT_MIRROR = "http://deb.debian.org/debian"
-#: Installed into the debootstrap rootfs; tini is PID 1 of the kernel host (reaps orphans).
-BASE_PACKAGES = ("python3", "openssh-server", "procps", "tini")
-LABEL_IMAGE = "org.hermes-kernel.image"
 LABEL_CONTENT_HASH = "org.hermes-kernel.content-hash"
 LOCK_PATH = os.path.join(tempfile.gettempdir(), "pytest-hermes-kernel-image.lock")
-#: A cold debootstrap + build takes about 1-3 minutes here; waiting workers allow much more.
+#: A cold debootstrap + build takes 1-2 minutes here; waiting workers allow much more.
 LOCK_TIMEOUT = 1800.0
-LOG_TAIL_LINES = 20
-MIRROR_ENV = "PYTEST_HERMES_DEBIAN_MIRROR"
-HINT = (
-    "Hint: is dockerd running (`docker info`)? is debootstrap installed "
-    "(`apt-get install -y debootstrap`)? is the Debian mirror reachable? "
-    "Building the base needs root."
-)
 
 
 def docker_status() -> tuple[bool, str]:
@@ -182,53 +179,6 @@ def content_hash(context: Path, base_id: str) -> str:
     return digest.hexdigest()
 
 
-def debian_mirror(
-    sources_dir: Path = Path("/etc/apt/sources.list.d"),
-    sources_list: Path = Path("/etc/apt/sources.list"),
-) -> str:
-    """Find the Debian mirror that serves ``bookworm`` on this machine.
-
-    Order: env ``PYTEST_HERMES_DEBIAN_MIRROR``; the ``URIs:`` of a deb822 stanza in
-    ``sources_dir/*.sources`` whose ``Suites:`` has ``bookworm``; a ``deb URI bookworm ...`` line
-    of ``sources_list``; else ``http://deb.debian.org/debian``. A mirror of another
-    distribution (an Ubuntu host) never matches, because its suites are not ``bookworm``.
-
-    :param sources_dir: apt's deb822 sources directory.
-    :param sources_list: apt's one-line sources file.
-    :returns: the mirror URL.
-    """
-    if os.environ.get(MIRROR_ENV):
-        return os.environ[MIRROR_ENV]
-    for path in sorted(sources_dir.glob("*.sources")) if sources_dir.is_dir() else ():
-        for stanza in re.split(r"\n\s*\n", _read_text(path)):
-            fields = _deb822_fields(stanza)
-            types = fields.get("types", "").split()
-            if "deb" in types and SUITE in fields.get("suites", "").split() and fields.get("uris"):
-                return fields["uris"].split()[0]
-    for line in _read_text(sources_list).splitlines():
-        words = re.sub(r"\[[^]]*\]", " ", line.split("#", 1)[0]).split()
-        if len(words) >= 3 and words[0] == "deb" and words[2] == SUITE:
-            return words[1]
-    return DEFAULT_MIRROR
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
-def _deb822_fields(stanza: str) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    for line in stanza.splitlines():
-        if line.startswith("#") or ":" not in line or line[:1].isspace():
-            continue
-        key, _, value = line.partition(":")
-        fields[key.strip().lower()] = value.strip()
-    return fields
-
-
 def _client() -> docker.DockerClient:
     import docker
 
@@ -246,23 +196,38 @@ def _ensure_locked(client: docker.DockerClient, tag: str, progress: Progress) ->
     base_id = client.images.get(base).id
     context = context_dir()
     wanted = content_hash(context, base_id)
-    if _image_label(client, tag, LABEL_CONTENT_HASH) == wanted:
+    old = _image(client, tag)
+    if old is not None and (old.labels or {}).get(LABEL_CONTENT_HASH) == wanted:
         progress(f"[hermes-kernel image] {tag} is up to date ({wanted[:12]})")
         return tag
-    with _step(progress, f"docker build {tag} from {context} on {base}"):
+    with step(progress, f"docker build {tag} from {context} on {base}"):
         _build(client, context, tag, base, wanted)
+    if old is not None:
+        _remove_unused(client, old.id)
     progress(f"[hermes-kernel image] {tag} ready after {time.monotonic() - start:.1f} s")
     return tag
 
 
-def _image_label(client: docker.DockerClient, tag: str, label: str) -> str | None:
+def _image(client: docker.DockerClient, tag: str) -> Image | None:
     import docker
 
     try:
-        labels = client.images.get(tag).labels or {}
+        return client.images.get(tag)
     except docker.errors.ImageNotFound:
         return None
-    return labels.get(label)
+
+
+def _remove_unused(client: docker.DockerClient, image_id: str | None) -> None:
+    """Drop the image a rebuild replaced, unless a container still uses it."""
+    import docker
+
+    if not image_id:
+        return
+    try:
+        if not client.images.get(image_id).tags:  # untagged by the rebuild, not tagged elsewhere
+            client.images.remove(image_id)
+    except docker.errors.APIError:
+        pass  # gone already, or still used by a container: docker keeps it, and so do we
 
 
 def _ensure_base(client: docker.DockerClient, progress: Progress) -> str:
@@ -277,88 +242,6 @@ def _ensure_base(client: docker.DockerClient, progress: Progress) -> str:
         return candidate
     build_base(client, progress=progress)
     return BASE_TAG
-
-
-def build_base(
-    client: docker.DockerClient,
-    *,
-    tag: str = BASE_TAG,
-    mirror: str | None = None,
-    progress: Progress = print,
-) -> str:
-    """Make the base image from Debian packages: debootstrap minbase, tar, ``docker import``.
-
-    The rootfs lives in a temporary directory that is removed afterwards; downloaded packages
-    are kept in ``$XDG_CACHE_HOME/pytest-hermes-kernel/debootstrap-bookworm`` for the next build.
-
-    :param client: docker-py client.
-    :param tag: tag of the imported image.
-    :param mirror: Debian mirror URL; ``None`` uses :func:`debian_mirror`.
-    :param progress: called with one line per step.
-    :returns: ``tag``.
-    :raises ImageBuildError: if debootstrap is missing or fails, or tar or the import fails.
-    """
-    mirror = mirror or debian_mirror()
-    if shutil.which("debootstrap") is None:
-        raise ImageBuildError(f"debootstrap is not installed; cannot build {tag}.\n{HINT}")
-    workdir = Path(tempfile.mkdtemp(prefix="hermes-kernel-rootfs-"))
-    rootfs = workdir / "rootfs"
-    try:
-        with _step(progress, f"debootstrap {SUITE} (minbase) from {mirror}"):
-            _debootstrap(rootfs, mirror)
-        tarball = workdir / "rootfs.tar"
-        with _step(progress, f"tar the rootfs into {tarball}"):
-            _run(_tar_command(rootfs, tarball), what="tar of the rootfs")
-        with _step(progress, f"docker import -> {tag}"):
-            _import(client, tarball, tag)
-    finally:
-        _remove_tree(workdir)
-    return tag
-
-
-def _debootstrap(rootfs: Path, mirror: str) -> None:
-    cache = _cache_dir() / f"debootstrap-{SUITE}"
-    cache.mkdir(parents=True, exist_ok=True)
-    command = [
-        "debootstrap",
-        "--variant=minbase",
-        f"--include={','.join(BASE_PACKAGES)}",
-        f"--cache-dir={cache}",
-        SUITE,
-        str(rootfs),
-        mirror,
-    ]
-    _run(command, what="debootstrap", inner_log=rootfs / "debootstrap" / "debootstrap.log")
-
-
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pytest-hermes-kernel"
-
-
-def _tar_command(rootfs: Path, tarball: Path) -> list[str]:
-    # --one-file-system: never pack a /proc or /sys that is still mounted in the rootfs.
-    excludes = ("./proc/*", "./sys/*", "./var/cache/apt/archives/*.deb", "./var/lib/apt/lists/*")
-    return [
-        "tar", "--numeric-owner", "--one-file-system", "-C", str(rootfs), "-cf", str(tarball),
-        *(f"--exclude={pattern}" for pattern in excludes), ".",
-    ]
-
-
-def _import(client: docker.DockerClient, tarball: Path, tag: str) -> None:
-    # docker-py's low-level import (POST /images/create?fromSrc=-) streams the file with no
-    # timeout; the CLI (`tar | docker import -`) would add a dependency on a docker CLI whose
-    # version may not match the engine (this machine has a newer static CLI than the daemon).
-    repository, _, version = tag.rpartition(":")
-    changes = [
-        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        'CMD ["/bin/bash"]',
-        f'LABEL {LABEL_IMAGE}="kernel-base"',
-    ]
-    try:
-        client.api.import_image(src=str(tarball), repository=repository, tag=version, changes=changes)
-        client.images.get(tag)
-    except Exception as exc:
-        raise ImageBuildError(f"docker import of {tarball} as {tag} failed: {exc}\n{HINT}") from exc
 
 
 def _build(client: docker.DockerClient, context: Path, tag: str, base: str, digest: str) -> None:
@@ -388,61 +271,6 @@ def _collect_build_chunk(chunk: dict[str, Any], log: collections.deque[str]) -> 
 def _build_error(message: str, log: Iterable[str]) -> ImageBuildError:
     tail = "\n".join(log)
     return ImageBuildError(f"{message}\n-- last build log lines --\n{tail}\n{HINT}", log_tail=tail)
-
-
-def _run(command: list[str], *, what: str, inner_log: Path | None = None) -> None:
-    """Run ``command``; on failure raise with the tail of its output (and of ``inner_log``)."""
-    log: collections.deque[str] = collections.deque(maxlen=LOG_TAIL_LINES)
-    try:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, errors="replace",
-        )
-    except OSError as exc:
-        raise ImageBuildError(f"{what} could not start: {exc}\n{HINT}") from exc
-    assert process.stdout is not None
-    with process:
-        for line in process.stdout:
-            log.append(line.rstrip("\n"))
-    if process.returncode != 0:
-        tail = "\n".join(log)
-        more = _read_text(inner_log).splitlines()[-LOG_TAIL_LINES:] if inner_log else []
-        more_text = f"-- {inner_log.name} --\n" + "\n".join(more) + "\n" if inner_log and more else ""
-        raise ImageBuildError(
-            f"{what} exited with {process.returncode}: {' '.join(command)}\n"
-            f"-- last output lines --\n{tail}\n{more_text}{HINT}",
-            log_tail=tail,
-        )
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove a rootfs work dir, but never through a mount point (a /proc or /dev left mounted)."""
-    mounts = _mounts_under(path)
-    for mount in sorted(mounts, key=len, reverse=True):
-        subprocess.run(["umount", "-l", mount], check=False, capture_output=True)
-    if _mounts_under(path):
-        return  # leave it: removing files through a live mount would hit the host's files
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _mounts_under(path: Path) -> list[str]:
-    prefix = str(path.resolve()) + "/"
-    mounts = []
-    for line in _read_text(Path("/proc/self/mountinfo")).splitlines():
-        fields = line.split()
-        if len(fields) > 4:
-            mount_point = fields[4].replace("\\040", " ")
-            if mount_point.startswith(prefix):
-                mounts.append(mount_point)
-    return mounts
-
-
-@contextlib.contextmanager
-def _step(progress: Progress, what: str) -> Iterator[None]:
-    start = time.monotonic()
-    progress(f"[hermes-kernel image] {what} ...")
-    yield
-    progress(f"[hermes-kernel image] {what}: done in {time.monotonic() - start:.1f} s")
 
 
 def main(argv: list[str] | None = None) -> int:

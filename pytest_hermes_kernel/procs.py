@@ -59,3 +59,15 @@ def descendants(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+
+
+def processes_with_env(name: str, value: str) -> list[str]:
+    """``"pid: cmdline"`` of live processes whose environment has ``name=value``."""
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get(name) == value and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(f"{proc.pid}: {' '.join(proc.cmdline())[:160]}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return found

@@ -435,12 +435,14 @@ def _memory_cgroup_oom_file(pid: int):
         _, controllers, path = line.split(":", 2)
         if path.strip() == "/" and not in_container:
             continue  # the host's root cgroup: no memory limit of the kernel's own to read
+        # the namespaced view a container sees is its own cgroup; on a host, only the exact path
+        # is the kernel's (a parent's or the root's counter does not count a child's OOM kills)
         if "memory" in controllers.split(","):
-            for base in (f"/sys/fs/cgroup/memory{path}", "/sys/fs/cgroup/memory"):
+            for base in (f"/sys/fs/cgroup/memory{path}",) + (("/sys/fs/cgroup/memory",) if in_container else ()):
                 if os.path.exists(f"{base}/memory.oom_control"):
                     return f"{base}/memory.oom_control"
         if controllers == "":
-            for base in (f"/sys/fs/cgroup{path}", "/sys/fs/cgroup"):
+            for base in (f"/sys/fs/cgroup{path}",) + (("/sys/fs/cgroup",) if in_container else ()):
                 if os.path.exists(f"{base}/memory.events"):
                     return f"{base}/memory.events"
     return None
@@ -926,6 +928,11 @@ class _Supervisor:
     def shutdown(self) -> None:
         self.kill_worker_group(signal.SIGKILL)
         self.wait_worker(5.0)
+        kdir = self.config.get("kernel_dir")
+        if kdir and self.config.get("remove_kernel_dir", True):
+            import shutil
+
+            shutil.rmtree(kdir, ignore_errors=True)  # the host may be gone: leave nothing behind
         if self.listener is not None:
             try:
                 os.unlink(self.config["listen"])
@@ -971,8 +978,9 @@ def serve_listen(path: str) -> None:
     os.umask(old)
     os.chmod(path, 0o600)
     listener.listen(4)
-    if os.fork():  # the exec that started us returns at once; the daemon lives on
-        sys.stdout.write(f"ready\n")
+    child = os.fork()
+    if child:  # the exec that started us returns at once; the daemon lives on (pid == its sid)
+        sys.stdout.write(f"ready {child}\n")
         sys.stdout.flush()
         os._exit(0)
     os.setsid()

@@ -398,7 +398,9 @@ class KernelHandle:
                 for rid in pending:
                     channel.expect(rid)
                 hello = self._hello(channel, attach=True, pending=pending)
-            except (TransportLostError, TimeoutError, ChannelClosed, OSError):
+            except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
+                if getattr(exc, "permanent", False):  # e.g. the container stopped: retrying cannot help
+                    return False
                 time.sleep(0.2)
                 continue
             self._channel = channel

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .probes import PROBES, Probe, Snapshot
@@ -45,13 +45,28 @@ class LeakChecker:
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
 
-    def after(self, before: dict[str, Snapshot]) -> LeakReport:
+    def after(self, before: dict[str, Snapshot], exempt: Collection[str] = ()) -> LeakReport:
+        """What is new since ``before``; retried for up to ``grace`` seconds while anything is.
+
+        :param exempt: identities that are not leaks (e.g. a kernel kept for post-mortem).
+        """
         deadline = time.monotonic() + self.grace
         while True:
-            report = LeakReport({p.kind: self._new(p, before.get(p.kind, {})) for p in self.probes})
+            report = self._diff(before, set(exempt))
             if not report or time.monotonic() >= deadline:
                 return report
             time.sleep(0.05)
+
+    def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> LeakReport:
+        """One comparison; an identity is reported once, by the first probe that finds it
+        (a kernel's runner is both a kernel process and a child process)."""
+        seen = set(exempt)
+        leaks: dict[str, Snapshot] = {}
+        for probe in self.probes:
+            new = {k: v for k, v in self._new(probe, before.get(probe.kind, {})).items() if k not in seen}
+            seen.update(new)
+            leaks[probe.kind] = new
+        return LeakReport(leaks)
 
     def cleanup(self, report: LeakReport) -> None:
         """End leaked processes (only ones the probes identified as ours) so later tests start clean."""

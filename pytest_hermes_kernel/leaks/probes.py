@@ -8,9 +8,10 @@ with :func:`register_probe`.
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import psutil
@@ -64,6 +65,20 @@ def child_processes() -> Snapshot:
     return out
 
 
+def kernel_resources(kernel_ids: Collection[str]) -> set[str]:
+    """Identities (as the process probes name them) of these kernels' processes and their children."""
+    out: set[str] = set()
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("HERMES_KERNEL_ID") not in kernel_ids:
+                continue
+            for member in [proc, *proc.children(recursive=True)]:
+                out.add(f"{member.pid}:{member.create_time()}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return out
+
+
 def _kill_process(identity: str) -> None:
     pid, _, created = identity.partition(":")
     try:
@@ -97,16 +112,35 @@ def file_descriptors() -> Snapshot:
     return out
 
 
-def kernel_dirs() -> Snapshot:
-    """Local kernel dirs (``hermes-kernel-*``) in the kernel dir root."""
-    from ..transports.local import KERNEL_DIR_PREFIX, kernel_dir_root
+def _own_dir_prefix() -> str:
+    from ..transports.local import KERNEL_DIR_PREFIX
 
-    root = kernel_dir_root()
+    return f"{KERNEL_DIR_PREFIX}{os.getpid()}-"
+
+
+def kernel_dirs() -> Snapshot:
+    """Local kernel dirs this process made (``hermes-kernel-<pid>-*``) in the kernel dir root.
+
+    Dirs of other processes (pytest-xdist workers, other sessions) are theirs to report.
+    """
+    from ..transports.local import kernel_dir_root
+
+    root, prefix = kernel_dir_root(), _own_dir_prefix()
     try:
         names = os.listdir(root)
     except OSError:
         return {}
-    return {f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(KERNEL_DIR_PREFIX)}
+    return {f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(prefix)}
+
+
+def _remove_kernel_dir(identity: str) -> None:
+    """Remove a leaked kernel dir of this process (its processes were ended by the probes before)."""
+    from ..transports.local import kernel_dir_root
+
+    name = identity.partition(":")[2]
+    path = os.path.join(kernel_dir_root(), name)
+    if name.startswith(_own_dir_prefix()) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 _registries: weakref.WeakSet = weakref.WeakSet()
@@ -130,7 +164,7 @@ PROBES: list[Probe] = [
     Probe("child process", child_processes, _kill_process),
     Probe("thread", threads),
     Probe("fd", file_descriptors),
-    Probe("kernel dir", kernel_dirs),
+    Probe("kernel dir", kernel_dirs, _remove_kernel_dir),
     Probe("registry entry", registry_entries),
 ]
 

@@ -5,6 +5,7 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 * ``pytest_hermes_kernel.plugin.settings``: options, ini keys, env vars, marker registration
 * ``pytest_hermes_kernel.plugin.report``: header, outcome tracking, terminal summary, xdist merge
 * ``pytest_hermes_kernel.plugin.fixtures``: ``hermes_transport``, ``hermes_kernel[_factory]``, ``hermes_registry``
+* ``pytest_hermes_kernel.plugin.faults``: fault markers and the ``hermes_faults`` fixture
 * ``pytest_hermes_kernel.plugin.leakcheck``: the leak checker (registered only when enabled)
 
 Everything that imports pytest lives in this subpackage; the kernel core never does.
@@ -14,5 +15,6 @@ pytest_plugins = [
     "pytest_hermes_kernel.plugin.settings",
     "pytest_hermes_kernel.plugin.report",
     "pytest_hermes_kernel.plugin.fixtures",
+    "pytest_hermes_kernel.plugin.faults",
     "pytest_hermes_kernel.plugin.leakcheck",
 ]

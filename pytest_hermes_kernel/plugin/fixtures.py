@@ -9,7 +9,7 @@ that uses these fixtures, the contract suite included, against their backend.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -17,12 +17,15 @@ import pytest
 from ..errors import ConfigError, HermesKernelError, TransportUnavailableError
 from ..kernel.handle import KernelHandle, KernelOptions
 from ..kernel.registry import KernelRegistry
-from ..transports import get_transport, make_transport
+from ..kernel.watchdog import WatchdogPolicy
+from ..transports import get_transport, make_transport, transport_names
 from ..transports.base import Transport
+from . import faults
 from .report import phase_report_key, stats_key
 from .settings import settings_key
 
-_KERNEL_FIELDS = {f.name for f in dataclasses.fields(KernelOptions)}
+_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(KernelOptions)}
+_KERNEL_FIELDS = set(_FIELD_TYPES)
 _MARKER_ONLY = {"transport", "tools"}
 
 
@@ -39,25 +42,63 @@ class KernelMarker:
 def _parse_marker(**kwargs: Any) -> KernelMarker:
     kernel = {k: v for k, v in kwargs.items() if k in _KERNEL_FIELDS}
     rest = {k: v for k, v in kwargs.items() if k not in _KERNEL_FIELDS and k not in _MARKER_ONLY}
-    return KernelMarker(kernel=kernel, tools=dict(kwargs.get("tools") or {}), transport=kwargs.get("transport"),
-                        transport_options=rest)
+    problems = [p for p in (_bad_option(_FIELD_TYPES[k], k, v) for k, v in kernel.items()) if p]
+    tools = kwargs.get("tools") or {}
+    if not isinstance(tools, Mapping) or not all(isinstance(n, str) and callable(f) for n, f in tools.items()):
+        problems.append(f"tools must be a dict of name -> callable, not {tools!r}")
+    transport = kwargs.get("transport")
+    if transport is not None and not isinstance(transport, str):
+        problems.append(f"transport must be a transport name, not {transport!r}")
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return KernelMarker(kernel=kernel, tools=dict(tools), transport=transport, transport_options=rest)
+
+
+def _bad_option(annotation: str, name: str, value: Any) -> str | None:
+    """Why ``value`` does not fit the :class:`KernelOptions` field ``name``, or ``None`` if it does.
+
+    Checked by the field's annotation: numbers (durations in seconds, sizes in bytes) must be
+    ``>= 0``, so that a typo fails at the test that has it and not deep in the watchdog.
+    """
+    if value is None:
+        return None if "None" in annotation else f"{name} must not be None"
+    base = annotation.split("|")[0].strip()
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base == "float" and not (number and value >= 0):
+        return f"{name} must be a number of seconds >= 0{' or None' if 'None' in annotation else ''}, not {value!r}"
+    if base == "int" and not (number and isinstance(value, int) and value >= 0):
+        return f"{name} must be an integer >= 0, not {value!r}"
+    if base == "bool" and not isinstance(value, bool):
+        return f"{name} must be True or False, not {value!r}"
+    if base == "WatchdogPolicy" and not isinstance(value, WatchdogPolicy):
+        return f"{name} must be a WatchdogPolicy(...), not {value!r}"
+    return None
 
 
 def kernel_marker(node: pytest.Item) -> KernelMarker:
     """Merge every ``hermes_kernel`` marker on ``node`` (closest wins).
 
-    :raises pytest.UsageError: naming the test when an argument is bad.
+    :raises pytest.fail.Exception: naming the test when an argument is bad (the test errors).
     """
     merged: dict[str, Any] = {}
     for mark in reversed(list(node.iter_markers("hermes_kernel"))):
         if mark.args:
-            raise pytest.UsageError(f"{node.nodeid}: hermes_kernel(...) takes keyword arguments only, "
-                                    f"got positional {mark.args!r}")
+            pytest.fail(f"{node.nodeid}: hermes_kernel(...) takes keyword arguments only, "
+                        f"got positional {mark.args!r}", pytrace=False)
         merged.update(mark.kwargs)
     try:
         return _parse_marker(**merged)
-    except TypeError as exc:
-        raise pytest.UsageError(f"{node.nodeid}: bad hermes_kernel marker: {exc}") from None
+    except ConfigError as exc:
+        problem = str(exc)
+    pytest.fail(f"{node.nodeid}: bad hermes_kernel marker: {problem}", pytrace=False)  # outside `except`: no chained traceback
+
+
+def _pinned_transport(definition: pytest.Item) -> Any:
+    """The closest ``hermes_kernel(transport=...)``, unchecked (the fixtures check the marker)."""
+    for mark in definition.iter_markers("hermes_kernel"):
+        if "transport" in mark.kwargs:
+            return mark.kwargs["transport"]
+    return None
 
 
 def _our_transport_fixture_used(metafunc: pytest.Metafunc) -> bool:
@@ -65,19 +106,37 @@ def _our_transport_fixture_used(metafunc: pytest.Metafunc) -> bool:
     return bool(defs) and getattr(defs[-1], "func", None) is hermes_transport.__wrapped__  # type: ignore[attr-defined]
 
 
+_unknown_key = pytest.StashKey[set[str]]()
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "hermes_transport" not in metafunc.fixturenames or not _our_transport_fixture_used(metafunc):
         return
     names = list(metafunc.config.stash[settings_key].transport)
     only = [n for m in metafunc.definition.iter_markers("hermes_transports") for n in m.args]
-    pinned = kernel_marker(metafunc.definition).transport
-    if pinned:
+    pinned = _pinned_transport(metafunc.definition)
+    if isinstance(pinned, str) and pinned:
         names = [pinned]
     elif only:
         names = [n for n in names if n in only]
+    known = transport_names()  # conftests of this directory have registered theirs by now
+    metafunc.config.stash.setdefault(_unknown_key, set()).update(n for n in names if n not in known)
     if not names:
         names = ["<none>"]
     metafunc.parametrize("hermes_transport", names, indirect=True, ids=names)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config) -> None:
+    """Stop the run with a usage error when a selected transport name is unknown (a typo)."""
+    unknown = sorted(config.stash.get(_unknown_key, set()))
+    if unknown:
+        source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
+        raise pytest.UsageError(
+            f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))} (from {source} "
+            f"or a hermes_kernel(transport=...) marker); known: {', '.join(transport_names())}. "
+            "Hint: a backend registers its own name with pytest_hermes_kernel.transports.register_transport() "
+            "in a conftest.py.")
 
 
 def _unavailable(request: pytest.FixtureRequest, why: str) -> None:
@@ -98,19 +157,23 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     if name == "<none>":
         pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
     marker = kernel_marker(request.node)
+    options = {**faults.transport_options_for_faults(request.node, name), **marker.transport_options}
     try:
-        if marker.transport_options:
-            transport = make_transport(name, **marker.transport_options)
+        if options:
+            transport = make_transport(name, **options)
         else:
             transport = get_transport(name)
     except TransportUnavailableError as exc:
         _unavailable(request, str(exc))
         raise
     except ConfigError as exc:
-        raise pytest.UsageError(f"{request.node.nodeid}: {exc}") from None
-    yield transport
-    if marker.transport_options:
-        transport.close()
+        problem = str(exc)
+    else:
+        yield transport
+        if options:
+            transport.close()
+        return
+    pytest.fail(f"{request.node.nodeid}: bad hermes_kernel marker: {problem}", pytrace=False)
 
 
 @pytest.fixture
@@ -129,17 +192,26 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     def factory(**options: Any) -> KernelHandle:
         tools = {**marker.tools, **(options.pop("tools", None) or {})}
         merged = {"timeout": settings.timeout, **marker.kernel, **options}
-        try:
-            opts = KernelOptions(**merged)
-        except TypeError as exc:
-            raise pytest.UsageError(f"{request.node.nodeid}: bad kernel option: {exc}") from None
-        handle = KernelHandle(hermes_transport, opts, tools=tools, owner=request.node.nodeid)
-        handle.add_listener(stats.on_event)
+        bad = [_bad_option(_FIELD_TYPES[k], k, v) if k in _FIELD_TYPES else f"unknown kernel option {k!r}"
+               for k, v in options.items()]
+        if any(bad):
+            raise ConfigError(f"bad hermes_kernel_factory option: {'; '.join(b for b in bad if b)}")
+        opts = KernelOptions(**merged)
+        handle = faults.make_kernel(request, hermes_transport, opts, tools)
+        if hasattr(handle, "add_listener"):
+            handle.add_listener(stats.on_event)
+            stats.on_event("started", handle, None)  # started before the listener was added
         made.append(handle)
-        return handle.start()
+        return handle
 
     yield factory
-    _finish_kernels(request, made)
+    problems = [p for handle in made for p in faults.finish_kernel(request, handle)]
+    try:
+        _finish_kernels(request, made)
+    finally:
+        faults.remove_cgroups(request.node)
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def _finish_kernels(request: pytest.FixtureRequest, handles: list[KernelHandle]) -> None:

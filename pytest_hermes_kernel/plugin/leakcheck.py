@@ -4,12 +4,14 @@ Before each test and after its fixture teardown it snapshots kernel processes an
 children, child processes of the test process, threads, pipes/files, kernel dirs and registry
 entries (plus what transports register: containers, processes inside them, ssh sessions).
 New ones are reported as :class:`HermesLeakWarning` (``warn``) or make the test error
-(``error``), then ended so the next test starts clean. Mark intended leftovers with
+(``error``), then ended so the next test starts clean. Kernels kept for post-mortem by
+``--hermes-keep-failed`` are not leaks: they are shut down when the session ends. Mark intended leftovers with
 ``@pytest.mark.hermes_allow_leaks(reason)``.
 """
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Any
 
@@ -17,6 +19,7 @@ import pytest
 
 from ..errors import HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker
+from ..leaks.probes import kernel_resources
 from .report import stats_key
 from .settings import settings_key
 
@@ -47,7 +50,7 @@ class LeakCheckPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: hermes_allow_leaks needs a reason: "
                                         "@pytest.mark.hermes_allow_leaks('why this test leaves something')")
             return result
-        report = self.checker.after(before)
+        report = self.checker.after(before, exempt=_kept_resources(item))
         if report:
             item.config.stash[stats_key].leaks.update(report.counts())
             text = report.format(item.nodeid)
@@ -58,8 +61,16 @@ class LeakCheckPlugin:
         return result
 
 
+def _kept_resources(item: pytest.Item) -> set[str]:
+    """Identities of what the kernels kept for post-mortem (``--hermes-keep-failed``) hold: not leaks."""
+    kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
+    if not kept:
+        return set()
+    dirs = {f"dir:{os.path.basename(h.launched.kernel_dir)}" for h in kept if h.launched and h.launched.kernel_dir}
+    return kernel_resources({h.kernel_id for h in kept}) | dirs
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")
     settings = config.stash[settings_key]
     if settings.leak_check != "off":
         config.pluginmanager.register(LeakCheckPlugin(settings.leak_check, settings.leak_grace or 0.0),

@@ -31,6 +31,7 @@ class KernelStats:
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
         self.kept: list[tuple[str, KernelHandle]] = []
+        self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
 
     def on_event(self, event: str, handle: KernelHandle, payload: Any) -> None:
         with self._lock:
@@ -48,9 +49,15 @@ class KernelStats:
         with self._lock:
             self.kept.append((nodeid, handle))
 
+    def kept_lines(self) -> list[str]:
+        """One line per kernel kept for post-mortem, as the terminal summary prints it."""
+        with self._lock:
+            return [f"{nodeid}: kernel {h.kernel_id} worker pid {h.pid} runner pid {h.runner_pid}"
+                    for nodeid, h in self.kept] + self.kept_elsewhere
+
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks)}
+                "leaks": dict(self.leaks), "kept": self.kept_lines()}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -58,6 +65,7 @@ class KernelStats:
             self.peak_alive += data.get("peak_alive", 0)  # workers run at once: peaks add up
             self.deaths.update(data.get("deaths", {}))
             self.leaks.update(data.get("leaks", {}))
+            self.kept_elsewhere.extend(data.get("kept", []))
 
 
 stats_key = pytest.StashKey[KernelStats]()
@@ -100,7 +108,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if hasattr(config, "workeroutput"):
         return
     stats = config.stash[stats_key]
-    if not stats.started and not stats.leaks and not stats.kept:
+    kept = stats.kept_lines()
+    if not stats.started and not stats.leaks and not kept:
         return
     tr = terminalreporter
     tr.section("hermes-kernel summary")
@@ -109,9 +118,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                   f"deaths and resets by reason: {deaths}")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
-    for nodeid, handle in stats.kept:
-        tr.write_line(f"kept for post-mortem: {nodeid}: kernel {handle.kernel_id} worker pid {handle.pid} "
-                      f"runner pid {handle.runner_pid} (shut down at session end)")
+    for line in kept:
+        tr.write_line(f"kept for post-mortem: {line} (shut down at session end)")
 
 
 @pytest.hookimpl(trylast=True)

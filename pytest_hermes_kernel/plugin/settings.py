@@ -32,6 +32,11 @@ class _Setting:
     def env(self) -> str:
         return "PYTEST_HERMES_" + self.name.upper()
 
+    @property
+    def is_flag(self) -> bool:
+        """A boolean setting: a bare ``--hermes-<name>`` on the command line (env and ini take a word)."""
+        return self.parse is _bool
+
 
 def _transports(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
@@ -56,7 +61,14 @@ def _seconds(text: str) -> float | None:
 
 
 def _bool(text: str) -> bool:
-    return text.lower() in ("1", "true", "yes", "on")
+    word = text.strip().lower()
+    if word not in _TRUE + _FALSE:
+        raise ConfigError(f"expected one of {', '.join(_TRUE + _FALSE)}, not {text!r}")
+    return word in _TRUE
+
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
 
 
 def _positive_int(text: str) -> int:
@@ -103,8 +115,13 @@ settings_key = pytest.StashKey[HermesSettings]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hermes-kernel", "session-persistent kernels (pytest-hermes-kernel)")
     for s in SETTINGS:
-        group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, metavar="VALUE",
-                        help=f"{s.help} [env {s.env}, ini hermes_{s.name}; default {s.default}]")
+        where = f"[env {s.env}, ini hermes_{s.name}; default {s.default}]"
+        if s.is_flag:  # a bare flag: a value argument would swallow the test path after it
+            group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, action="store_const", const="true",
+                            help=f"{s.help} {where}")
+        else:
+            group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, metavar="VALUE",
+                            help=f"{s.help} {where}")
         parser.addini(f"hermes_{s.name}", s.help, default=None)
 
 
@@ -139,3 +156,5 @@ def pytest_configure(config: pytest.Config) -> None:
         "mem_limit_bytes=N (docker/ssh)")
     config.addinivalue_line(
         "markers", "hermes_transports(*names): run this test only on these transports of the matrix")
+    # registered here, not by the leak checker, so that `-p no:...leakcheck` keeps it known
+    config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")

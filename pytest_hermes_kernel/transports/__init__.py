@@ -15,7 +15,7 @@ from ..errors import ConfigError, TransportUnavailableError
 from .base import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
-           "TRANSPORT_NAMES", "close_shared_transports", "make_transport"]
+           "TRANSPORT_NAMES", "close_shared_transports", "make_transport", "transport_names"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
@@ -29,6 +29,12 @@ def register_transport(name: str, factory: Callable[..., Transport]) -> None:
     with _lock:
         _factories[name] = factory
         _shared.pop(name, None)
+
+
+def transport_names() -> tuple[str, ...]:
+    """The built-in names and those registered so far with :func:`register_transport`."""
+    with _lock:
+        return TRANSPORT_NAMES + tuple(n for n in _factories if n not in TRANSPORT_NAMES)
 
 
 def _builtin(name: str) -> Callable[..., Transport]:

@@ -80,6 +80,26 @@ class Transport(ABC):
     def cleanup(self, launched: Launched) -> None:
         """Remove the launch's leftovers (kernel dir, relay); never raises."""
 
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        """Picklable facts another process needs to find this kernel (see :meth:`kernel_processes`)."""
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir}
+
+    def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
+        """Descriptions of live processes that belong to kernel ``kernel_id``, wherever it runs.
+
+        Every kernel process carries ``HERMES_KERNEL_ID`` in its environment (runner, worker and
+        what cells start); remote transports run the same scan inside the container or host.
+        """
+        from ..procs import processes_with_env
+
+        return processes_with_env("HERMES_KERNEL_ID", kernel_id)
+
+    def signal_pid(self, launched: Launched, pid: int, sig: int) -> None:
+        """Send ``sig`` to ``pid`` where the kernel runs (fault injection: ``kernel_sigkill``)."""
+        import os
+
+        os.kill(pid, sig)
+
     def describe(self) -> str:
         """One line for the report header."""
         return self.name

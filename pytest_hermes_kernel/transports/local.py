@@ -45,7 +45,8 @@ class LocalTransport(Transport):
         self.python = python or sys.executable
 
     def launch(self, spec: LaunchSpec) -> Launched:
-        kdir = tempfile.mkdtemp(prefix=KERNEL_DIR_PREFIX, dir=kernel_dir_root())  # mode 0700
+        # mode 0700; the host pid in the name lets the leak checker tell this process's dirs apart
+        kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
         host_end, kernel_end = socket.socketpair()
         log = open(os.path.join(kdir, "runner.log"), "wb")
         try:

@@ -1,0 +1,188 @@
+"""The host harness: a kernel whose host is a separate process the test can SIGKILL.
+
+:class:`HarnessKernel` has the :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle` API
+that tests use (``execute``, ``interrupt``, ``restart``, ``shutdown``, ``pid``,
+``runner_pid``, ``kernel_id``) and forwards each call to ``_harness_host`` running in its own
+process. :meth:`HarnessKernel.kill_host` SIGKILLs that process; :meth:`wait_kernel_gone` then
+watches, from the test process, for every process of the kernel to disappear.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any
+
+from ..errors import HermesKernelError, KernelDiedError, KernelStartError
+from ..kernel.protocol import CellResult
+from ..transports import get_transport
+
+_LEN = struct.Struct(">I")
+
+
+class HostGoneError(KernelDiedError):
+    """The harness host process is gone (it was SIGKILLed); its kernel went with it."""
+
+
+class HarnessKernel:
+    """A kernel owned by a separate host process (see module docstring).
+
+    :param transport: transport name; the harness process makes its own transport of that name.
+    :param options: :class:`KernelOptions` fields for the kernel.
+    :param start_timeout: seconds to wait for the harness and its kernel to come up.
+    :raises KernelStartError: if the harness or its kernel does not start.
+    """
+
+    def __init__(self, transport: str = "local", options: dict[str, Any] | None = None, *,
+                 transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0) -> None:
+        self.transport_name = transport
+        self._ids = itertools.count(1)
+        self._pending: dict[int, Future[Any]] = {}
+        self._lock = threading.Lock()
+        self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        self.host_pid = self.proc.pid
+        self._reader = threading.Thread(target=self._read_replies, name="hermes-harness-reader", daemon=True)
+        self._reader.start()
+        try:
+            self.facts = self._call("start", transport, dict(options or {}), dict(transport_options or {}),
+                                    timeout=start_timeout)
+        except HermesKernelError:
+            self.kill_host()
+            raise
+        except Exception as exc:
+            self.kill_host()
+            raise KernelStartError(f"the harness host could not start a {transport} kernel: {exc}") from None
+        self.kernel_id: str = self.facts["kernel_id"]
+        self.pid: int | None = self.facts["pid"]
+        self.runner_pid: int | None = self.facts["runner_pid"]
+        self.generation = 0
+        self.killed_at: float | None = None
+
+    # ------------------------------------------------------------------------------ plumbing
+    def _read_replies(self) -> None:
+        out = self.proc.stdout
+        while True:
+            head = out.read(_LEN.size)
+            if len(head) < _LEN.size:
+                break
+            (n,) = _LEN.unpack(head)
+            rid, ok, value = pickle.loads(out.read(n))
+            fut = self._pending.pop(rid, None)
+            if fut is not None:
+                fut.set_result(value) if ok else fut.set_exception(value)
+        gone = HostGoneError(f"the harness host (pid {self.host_pid}) is gone; its kernel had no host",
+                             kernel_id=getattr(self, "kernel_id", None))
+        for fut in list(self._pending.values()):
+            fut.set_exception(gone)
+        self._pending.clear()
+
+    def _submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
+        rid = next(self._ids)
+        fut: Future[Any] = Future()
+        if self.proc.poll() is not None:
+            fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone"))
+            return fut
+        self._pending[rid] = fut
+        data = pickle.dumps((rid, method, args, kwargs))
+        with self._lock:
+            try:
+                self.proc.stdin.write(_LEN.pack(len(data)) + data)
+                self.proc.stdin.flush()
+            except (BrokenPipeError, ValueError):
+                self._pending.pop(rid, None)
+                fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone"))
+        return fut
+
+    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        return self._submit(method, *args, **kwargs).result(timeout)
+
+    # ------------------------------------------------------------------------------ kernel API
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+        """Run a cell on the harness's kernel (see :meth:`KernelHandle.execute`).
+
+        :raises HostGoneError: if the host was killed before or during the cell.
+        """
+        return self._unpack(self.execute_async(code, timeout=timeout, raise_on_timeout=raise_on_timeout).result())
+
+    def execute_async(self, code: str, **kwargs: Any) -> Future[Any]:
+        """Start a cell and return a future (the test may kill the host while it runs)."""
+        return self._submit("execute", code, **kwargs)
+
+    def _unpack(self, value: Any) -> CellResult:
+        result, self.pid, self.runner_pid = value
+        self.generation = result.kernel.generation
+        return result
+
+    def interrupt(self) -> None:
+        self._call("interrupt", timeout=30)
+
+    def restart(self) -> Any:
+        return self._call("restart", timeout=60)
+
+    def shutdown(self, now: bool = False) -> Any:
+        """Shut the kernel down through the host, then end the host; idempotent."""
+        info = None
+        if self.proc.poll() is None:
+            try:
+                info = self._call("shutdown", now, timeout=30)
+            except HermesKernelError:
+                info = None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill_host()
+        self.proc.wait()
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except (OSError, ValueError):
+                pass
+        return info
+
+    close = shutdown
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    # ------------------------------------------------------------------------------ the fault
+    def kill_host(self) -> None:
+        """SIGKILL the host process (no cleanup of any kind runs in it)."""
+        if self.proc.poll() is None:
+            self.killed_at = time.monotonic()
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+
+    def survivors(self) -> list[str]:
+        """Processes of this kernel that are still alive, wherever it runs."""
+        transport = get_transport(self.transport_name)
+        return transport.kernel_processes(self.kernel_id, self.facts.get("locator"))
+
+    def wait_kernel_gone(self, bound: float) -> list[str]:
+        """Wait up to ``bound`` seconds for every process of the kernel to end.
+
+        :returns: what is still alive at the deadline (empty when the kernel is gone).
+        """
+        deadline = time.monotonic() + bound
+        while True:
+            alive = self.survivors()
+            if not alive or time.monotonic() >= deadline:
+                return alive
+            time.sleep(0.05)
+
+    def __enter__(self) -> HarnessKernel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

@@ -1,0 +1,101 @@
+"""Fault specifications: what to inject, and when.
+
+Each marker is parsed by calling the function of the same name with ``*mark.args,
+**mark.kwargs`` (pytest's own convention for markers with signatures), so a bad argument is
+a ``TypeError`` with Python's own message, turned into a usage error naming the test.
+
+Trigger points: ``after_cell=N`` fires once cell N (1-based) has returned, before the next
+cell; ``during_cell=N`` fires ``delay`` seconds after cell N started, while it runs. With
+neither, the fault fires when the test asks (``hermes_faults``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import ConfigError
+
+FaultKind = Literal["host_sigkill", "kernel_sigkill", "oom", "transport_drop"]
+DropMode = Literal["reset", "blackhole", "latency"]
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    """One fault of a test.
+
+    :param bound: seconds within which the kernel must be seen gone (``host_sigkill``) or the
+        drop must be detected; ``None``: the transport's stated bound.
+    :param duration: seconds a ``blackhole``/``latency`` lasts (``None``: until the test ends).
+    :param latency: seconds added to every read in ``latency`` mode.
+    """
+
+    kind: FaultKind
+    after_cell: int | None = None
+    during_cell: int | None = None
+    delay: float = 0.5
+    bound: float | None = None
+    limit_bytes: int | None = None
+    mode: DropMode = "reset"
+    duration: float | None = None
+    latency: float = 0.2
+
+    def __post_init__(self) -> None:
+        for name in ("after_cell", "during_cell"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{self.kind}: {name} must be a cell number >= 1, not {value!r}")
+        if self.after_cell is not None and self.during_cell is not None:
+            raise ConfigError(f"{self.kind}: give after_cell or during_cell, not both")
+        if self.delay < 0:
+            raise ConfigError(f"{self.kind}: delay must be >= 0 seconds, not {self.delay!r}")
+        if self.mode not in ("reset", "blackhole", "latency"):
+            raise ConfigError(f"transport_drop: mode must be 'reset', 'blackhole' or 'latency', not {self.mode!r}")
+        if self.kind == "oom" and (not isinstance(self.limit_bytes, int) or self.limit_bytes < 16 * 2**20):
+            raise ConfigError(f"oom: limit_bytes must be an int >= 16 MiB, not {self.limit_bytes!r}")
+
+
+def hermes_host_sigkill(*, after_cell: int | None = None, during_cell: int | None = None, delay: float = 0.5,
+                        bound: float | None = None) -> FaultSpec:
+    """SIGKILL the kernel's host process; the kernel must be gone within ``bound`` seconds."""
+    return FaultSpec("host_sigkill", after_cell=after_cell, during_cell=during_cell, delay=delay, bound=bound)
+
+
+def hermes_kernel_sigkill(*, after_cell: int | None = None, during_cell: int | None = None,
+                          delay: float = 0.5) -> FaultSpec:
+    """SIGKILL the kernel's worker (the interpreter running cells) from outside."""
+    return FaultSpec("kernel_sigkill", after_cell=after_cell, during_cell=during_cell, delay=delay)
+
+
+def hermes_oom(limit_bytes: int, *, bound: float | None = None) -> FaultSpec:
+    """Run the kernel under a real memory limit of ``limit_bytes`` (a cgroup or the container's)."""
+    return FaultSpec("oom", limit_bytes=limit_bytes, bound=bound)
+
+
+def hermes_transport_drop(mode: DropMode = "reset", *, after_cell: int | None = None,
+                          during_cell: int | None = None, delay: float = 0.5, duration: float | None = None,
+                          latency: float = 0.2, bound: float | None = None) -> FaultSpec:
+    """Break the channel: ``reset`` (connection reset), ``blackhole`` (the peer goes silent),
+    ``latency`` (``latency`` seconds added to every read)."""
+    return FaultSpec("transport_drop", after_cell=after_cell, during_cell=during_cell, delay=delay, mode=mode,
+                     duration=duration, latency=latency, bound=bound)
+
+
+MARKERS = {
+    "hermes_host_sigkill": hermes_host_sigkill,
+    "hermes_kernel_sigkill": hermes_kernel_sigkill,
+    "hermes_oom": hermes_oom,
+    "hermes_transport_drop": hermes_transport_drop,
+}
+"""Marker name -> parser; the parsers' signatures are the markers' documented signatures."""
+
+
+def marker_help() -> list[str]:
+    """``name(signature): summary`` lines for ``config.addinivalue_line("markers", ...)``."""
+    import inspect
+
+    lines = []
+    for name, func in MARKERS.items():
+        sig = str(inspect.signature(func)).replace(" -> FaultSpec", "")
+        lines.append(f"{name}{sig}: {(func.__doc__ or '').split(chr(10))[0]}")
+    return lines

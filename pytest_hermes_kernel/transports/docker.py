@@ -1,0 +1,362 @@
+"""Docker transport: kernel runners detached inside a kernel host container, reached by exec.
+
+One kernel: the runner file is copied into a 0700 kernel dir ``/tmp/hermes-kernels/<kernel_id>``
+(``put_archive``, owned by the container's user), started with ``docker exec`` as
+``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock`` (config JSON on stdin; it
+daemonizes into its own session and prints ``ready <pid>``), then attached through a second
+exec running ``_kernel_runner.py relay <dir>/sock`` whose hijacked socket is the channel
+(:class:`~.docker_stream.DockerExecStream`). A broken stream is re-attached with a new relay
+exec; the runner keeps its state and replays the unacknowledged result. When nobody is attached
+for ``orphan_timeout`` seconds (the host died) the runner kills its worker and exits.
+
+Docker cannot signal or kill an exec (moby/moby#35703), so nothing relies on the exec client:
+interrupts travel on the channel (the supervisor signals the worker's group inside the
+container) and :meth:`DockerTransport.kill` SIGKILLs the runner's whole session from a new exec.
+
+Containers (``network none``, labelled by :mod:`pytest_hermes_kernel.containers`):
+
+* ``container="shared"`` (default): one per test run for each (image, limits), shared by every
+  transport instance and xdist worker through :class:`~.sharing.SharedResource`; the last user
+  removes it. A shared container that stopped is replaced on the next launch.
+* ``container="fresh"``: one per kernel, removed by :meth:`DockerTransport.cleanup`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import tarfile
+import threading
+import time
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from ..errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
+from .base import Launched, LaunchSpec, Transport
+from .docker_stream import DockerExecStream
+from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+                     RUNNER_NAME, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env, runner_config,
+                     runner_source)
+from .sharing import SharedResource, current_run_id, worker_id
+
+if TYPE_CHECKING:
+    import docker
+
+ContainerMode = Literal["shared", "fresh"]
+KERNEL_ROOT = "/tmp/hermes-kernels"
+#: Seconds for ``serve --listen`` to print ``ready`` (a cold python start in a busy container).
+READY_TIMEOUT = 30.0
+
+log = logging.getLogger(__name__)
+
+
+class DockerTransport(Transport):
+    """Kernels inside a kernel host container (see module docstring).
+
+    :param image: image to run; ``None`` builds/uses ``hermes-kernel-host:latest``
+        (:func:`pytest_hermes_kernel.images.ensure_image`).
+    :param container: ``"shared"`` (one per run and options) or ``"fresh"`` (one per kernel).
+    :param mem_limit_bytes: container memory limit (swap limited to the same); ``None``: none.
+    :param cpus: container CPU quota in cores; ``None``: none.
+    :param orphan_timeout: seconds a runner lives with no host attached; ``None`` keeps the
+        kernel option's value (``KernelOptions.orphan_timeout``).
+    :param python: interpreter inside the container.
+    :param run_id: groups shared containers; default :func:`~.sharing.current_run_id`.
+    :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``.
+    :raises TransportUnavailableError: if no docker engine answers.
+    """
+
+    name: ClassVar[str] = "docker"
+    reattachable: ClassVar[bool] = True
+
+    def __init__(self, *, image: str | None = None, container: ContainerMode = "shared",
+                 mem_limit_bytes: int | None = None, cpus: float | None = None,
+                 orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None) -> None:
+        if container not in ("shared", "fresh"):
+            raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
+        import docker as docker_sdk
+
+        from ..images import docker_status
+
+        ok, why = docker_status()
+        if not ok:
+            raise TransportUnavailableError(f"the docker transport cannot run here: {why}")
+        self.client: docker.DockerClient = docker_sdk.from_env()
+        self.api = self.client.api
+        self.container_mode: ContainerMode = container
+        self.mem_limit_bytes = mem_limit_bytes
+        self.cpus = cpus
+        self.orphan_timeout = orphan_timeout
+        self.python = python
+        self.run_id = run_id or current_run_id()
+        self._image = image
+        self._lock = threading.Lock()
+        self._shared: SharedResource | None = None
+        self._shared_id: str | None = None
+        self._fresh: set[str] = set()
+        self._owners: dict[str, tuple[int, int]] = {}
+
+    # ------------------------------------------------------------------------------ containers
+    @property
+    def image(self) -> str:
+        """The image kernels run in (built on first use when none was given)."""
+        if self._image is None:
+            from ..images import ensure_image
+
+            self._image = ensure_image(self.client, progress=log.info)
+        return self._image
+
+    @property
+    def container_id(self) -> str | None:
+        """The shared container this instance uses now (``None`` before the first launch)."""
+        return self._shared_id
+
+    def container_running(self, container_id: str) -> bool:
+        """Whether the container exists and runs (a paused one counts as running)."""
+        import docker as docker_sdk
+
+        try:
+            return bool(self.api.inspect_container(container_id)["State"]["Running"])
+        except docker_sdk.errors.NotFound:
+            return False
+
+    def _start_container(self) -> str:
+        from ..containers import start_kernel_host
+
+        container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
+                                      mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
+                                      network_disabled=True)
+        return str(container.id)
+
+    def _remove_container(self, container_id: str) -> None:
+        from ..containers import remove_container
+
+        try:
+            remove_container(container_id, client=self.client)
+        except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
+            log.warning("could not remove container %s: %s", container_id[:12], exc)
+
+    def _container_for_launch(self) -> str:
+        if self.container_mode == "fresh":
+            cid = self._start_container()
+            with self._lock:
+                self._fresh.add(cid)
+            return cid
+        with self._lock:
+            if self._shared_id is not None and self.container_running(self._shared_id):
+                return self._shared_id
+            if self._shared is None:
+                key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
+                self._shared = SharedResource("docker", key, run_id=self.run_id)
+            record = self._shared.acquire(
+                start=lambda: {"container_id": self._start_container()},
+                usable=lambda r: self.container_running(r["container_id"]),
+                discard=lambda r: self._remove_container(r["container_id"]))
+            self._shared_id = record["container_id"]
+            return self._shared_id
+
+    # ------------------------------------------------------------------------------ exec helpers
+    def _run(self, container_id: str, argv: list[str], *, user: str = "root") -> tuple[int | None, bytes, bytes]:
+        """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``."""
+        exec_id = self.api.exec_create(container_id, argv, user=user, stdout=True, stderr=True)["Id"]
+        out, err = self.api.exec_start(exec_id, demux=True)
+        code = self.api.exec_inspect(exec_id).get("ExitCode")
+        return code, out or b"", err or b""
+
+    def _run_script(self, container_id: str, script: str, *args: str) -> tuple[int | None, bytes]:
+        code, out, _err = self._run(container_id, [self.python, "-c", script, *args])
+        return code, out
+
+    def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
+        exec_id = self.api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True, **options)["Id"]
+        hijacked = self.api.exec_start(exec_id, socket=True)
+        return DockerExecStream(hijacked, container_running=lambda: self.container_running(container_id))
+
+    def _owner(self, container_id: str) -> tuple[int, int]:
+        """uid and gid of the container's exec user (the kernel dir is theirs)."""
+        if container_id not in self._owners:
+            code, out, err = self._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
+            ids = out.split()
+            if code != 0 or len(ids) != 2:
+                raise KernelStartError(f"could not read the container user's uid: {err.decode(errors='replace')}")
+            self._owners[container_id] = (int(ids[0]), int(ids[1]))
+        return self._owners[container_id]
+
+    # ------------------------------------------------------------------------------ launch
+    def launch(self, spec: LaunchSpec) -> Launched:
+        cid = self._container_for_launch()
+        kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
+        try:
+            self._put_runner(cid, spec.kernel_id)
+            pid = self._start_runner(cid, kdir, spec)
+            stream = self._relay(cid, kdir, spec.python)
+        except Exception as exc:
+            self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": cid}))
+            if isinstance(exc, KernelStartError):
+                raise
+            raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n"
+                                   "Hint: does the image have python3? is the container running?") from None
+        return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}",
+                        extra={"container": cid, "python": spec.python or self.python})
+
+    def _put_runner(self, container_id: str, kernel_id: str) -> None:
+        uid, gid = self._owner(container_id)
+        root = KERNEL_ROOT.rsplit("/", 1)[1]
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
+                                     (f"{root}/{kernel_id}/{RUNNER_NAME}", 0o600, runner_source())):
+                info = tarfile.TarInfo(name)
+                info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
+                if data is None:
+                    info.type = tarfile.DIRTYPE
+                    tar.addfile(info)
+                else:
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+        self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
+
+    def _start_runner(self, container_id: str, kdir: str, spec: LaunchSpec) -> int:
+        python = spec.python or self.python
+        stream = self._open_exec(container_id,
+                                 [python, "-B", f"{kdir}/{RUNNER_NAME}", "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
+                                 environment=portable_env(spec.env), workdir=spec.cwd or kdir)
+        try:
+            stream.send(runner_config(spec, kdir, self.orphan_timeout))
+            stream.shutdown_write()
+            out = stream.read_to_end(READY_TIMEOUT)
+        except TimeoutError:
+            out = b""
+        finally:
+            stream.close()
+        pid = parse_ready(out)
+        if pid is None:
+            raise KernelStartError(
+                f"the kernel runner in container {container_id[:12]} did not report ready: "
+                f"stdout {out[-300:]!r}; stderr {stream.stderr_text()[-1000:]!r}\n"
+                f"Hint: run `docker exec {container_id[:12]} {python} -V`; is {python!r} the container's python?")
+        return pid
+
+    def _relay(self, container_id: str, kdir: str, python: str | None) -> DockerExecStream:
+        return self._open_exec(container_id, [python or self.python, "-B", f"{kdir}/{RUNNER_NAME}", "relay",
+                                              f"{kdir}/{SOCKET_NAME}"])
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def reattach(self, launched: Launched) -> DockerExecStream:
+        """A new relay exec to the same runner.
+
+        :raises TransportLostError: if the container stopped or the runner is gone; both are
+            final (``permanent=True``), so the handle reports the loss at once.
+        """
+        cid = launched.extra["container"]
+        if not self.container_running(cid):
+            raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
+        if not self.alive(launched):
+            raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone", permanent=True)
+        return self._relay(cid, launched.kernel_dir or "", launched.extra.get("python"))
+
+    def kill(self, launched: Launched) -> bool:
+        cid = launched.extra["container"]
+        if launched.pid is None:
+            return True
+        try:
+            if not self.container_running(cid):
+                return True  # nothing runs in a stopped container
+            code, out = self._run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
+        except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
+            log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
+            return False
+        return code == 0 and out.strip() == b"gone"
+
+    def alive(self, launched: Launched) -> bool:
+        cid = launched.extra["container"]
+        if launched.pid is None:
+            return False
+        try:
+            if not self.container_running(cid):
+                return False
+            code, _ = self._run_script(cid, ALIVE_SCRIPT, str(launched.pid))
+        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
+            return False
+        return code == 0
+
+    def cleanup(self, launched: Launched) -> None:
+        cid = launched.extra.get("container")
+        if not cid:
+            return
+        if cid in self._fresh:
+            with self._lock:
+                self._fresh.discard(cid)
+            self._remove_container(cid)
+            return
+        try:
+            if launched.kernel_dir and self.container_running(cid):
+                self._run(cid, ["rm", "-rf", launched.kernel_dir])
+        except Exception as exc:  # noqa: BLE001 - cleanup never raises
+            log.warning("could not remove %s in %s: %s", launched.kernel_dir, cid[:12], exc)
+
+    def close(self) -> None:
+        """Leave the shared container (the run's last user removes it); remove fresh ones."""
+        with self._lock:
+            fresh, self._fresh = list(self._fresh), set()
+            shared, self._shared, self._shared_id = self._shared, None, None
+        for cid in fresh:
+            self._remove_container(cid)
+        if shared is not None:
+            try:
+                shared.release(stop=lambda r: self._remove_container(r["container_id"]))
+            except Exception as exc:  # noqa: BLE001 - closing is best effort; the label sweep is the backstop
+                log.warning("could not release the shared container: %s", exc)
+
+    # ------------------------------------------------------------------------------ diagnostics
+    def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        cid = launched.extra.get("container")
+        try:
+            _, out, _ = self._run(cid, ["tail", "-n", str(lines), f"{launched.kernel_dir}/{LOG_NAME}"])
+        except Exception:  # noqa: BLE001
+            return ""
+        return out.decode("utf-8", "replace").rstrip()
+
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"]}
+
+    def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
+        """Live processes of kernel ``kernel_id`` inside its container (scanned there as root)."""
+        cids = [locator["container_id"]] if locator and locator.get("container_id") else \
+            [c for c in (self._shared_id, *self._fresh) if c]
+        found: list[str] = []
+        for cid in cids:
+            try:
+                if self.container_running(cid):
+                    found += parse_kernel_processes(self._run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
+            except Exception:  # noqa: BLE001 - a container removed meanwhile has no processes
+                continue
+        return found
+
+    def signal_pid(self, launched: Launched, pid: int, sig: int) -> None:
+        """Send ``sig`` to ``pid`` inside the kernel's container.
+
+        :raises ProcessLookupError: if no such process runs there.
+        """
+        code, _ = self._run_script(launched.extra["container"], "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
+                                   str(pid), str(int(sig)))
+        if code != 0:
+            raise ProcessLookupError(f"no process {pid} in container {launched.extra['container'][:12]}")
+
+    def describe(self) -> str:
+        limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
+                          f", {self.cpus} cpus" if self.cpus else ""])
+        return f"docker ({self._image or 'hermes-kernel-host'}, {self.container_mode} container{limits})"
+
+
+class _NullStream:
+    """Stand-in stream for cleaning up a launch that never got one."""
+
+    def send(self, data: bytes) -> None:
+        raise OSError("no stream")
+
+    def recv(self, timeout: float | None) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass

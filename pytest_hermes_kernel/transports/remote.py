@@ -1,0 +1,148 @@
+"""What the docker and ssh transports share: the runner file, its config, and in-place scripts.
+
+Both start the same detached runner (``_kernel_runner.py serve --listen <dir>/sock``), attach
+through ``_kernel_runner.py relay <dir>/sock`` and end a kernel by killing its runner's whole
+*session*: the runner calls ``setsid``, so its pid is its session id, and every process a cell
+started (in any process group) is found by scanning ``/proc/*/stat`` where the kernel runs.
+The scripts here are run with ``python3 -c`` on the far side, so they work on any host that can
+run the kernel at all (no procps needed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .base import LaunchSpec
+
+RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
+RUNNER_NAME = "_kernel_runner.py"
+SOCKET_NAME = "sock"
+PIDFILE_NAME = "runner.pid"
+LOG_NAME = "runner.log"
+LOG_TAIL_LINES = 20
+
+#: Host variables that describe the host (paths, identity), not the kernel; they are not sent
+#: to a container or ssh host unless the kernel's options set them to another value.
+HOST_BOUND_ENV = frozenset({
+    "PATH", "HOME", "PWD", "OLDPWD", "SHELL", "USER", "LOGNAME", "MAIL", "HOSTNAME", "TMPDIR",
+    "TEMP", "TMP", "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "VIRTUAL_ENV",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "LD_LIBRARY_PATH", "LD_PRELOAD", "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "DISPLAY", "SSH_AUTH_SOCK",
+    "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "DBUS_SESSION_BUS_ADDRESS", "TERM",
+})
+
+#: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
+#: (5 s at most); prints ``gone`` or ``left <pids>``.
+KILL_SESSION_SCRIPT = r"""
+import os, sys, time
+sid = int(sys.argv[1])
+def members():
+    out = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name, 'rb') as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b')') + 2:].split()
+        if int(fields[3]) == sid and fields[0] != b'Z':
+            out.append(int(name))
+    return out
+deadline = time.monotonic() + 5.0
+while True:
+    pids = members()
+    if not pids:
+        print('gone')
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    if time.monotonic() > deadline:
+        print('left', *pids)
+        break
+    time.sleep(0.02)
+"""
+
+#: argv[1]: a pid. Exit status 0 when it exists and is not a zombie.
+ALIVE_SCRIPT = r"""
+import sys
+try:
+    with open('/proc/%s/stat' % sys.argv[1], 'rb') as fh:
+        stat = fh.read()
+except OSError:
+    sys.exit(1)
+sys.exit(0 if stat[stat.rfind(b')') + 2:].split()[0] != b'Z' else 1)
+"""
+
+#: argv[1]: a kernel id. Prints ``pid<TAB>cmdline`` of every live process whose environment
+#: carries ``HERMES_KERNEL_ID=<id>`` (run as root or as the kernel's user).
+KERNEL_PROCESSES_SCRIPT = r"""
+import os, sys
+want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
+for name in os.listdir('/proc'):
+    if not name.isdigit() or int(name) == os.getpid():
+        continue
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            env = fh.read().split(b'\0')
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+        with open('/proc/%s/cmdline' % name, 'rb') as fh:
+            cmd = fh.read().replace(b'\0', b' ').decode('utf-8', 'replace').strip()
+    except OSError:
+        continue
+    if want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z':
+        print('%s\t%s' % (name, cmd[:160]))
+"""
+
+
+def runner_source() -> bytes:
+    """The kernel runner file, shipped verbatim (it imports nothing of this package)."""
+    return RUNNER_PATH.read_bytes()
+
+
+def portable_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the host-bound variables that still hold the host's own value.
+
+    :param env: the kernel environment the handle built (scrubbed of secrets already).
+    :returns: what to set on the far side; the far side's own ``PATH``/``HOME`` stay.
+    """
+    return {k: v for k, v in env.items() if not (k in HOST_BOUND_ENV and os.environ.get(k) == v)}
+
+
+def runner_config(spec: LaunchSpec, kernel_dir: str, orphan_timeout: float | None) -> bytes:
+    """The JSON config for ``serve --listen`` (goes to the runner's stdin, never argv).
+
+    :param orphan_timeout: seconds; when not ``None`` it replaces the kernel option's value.
+    """
+    config: dict[str, Any] = dict(spec.config, kernel_dir=kernel_dir,
+                                  pidfile=f"{kernel_dir}/{PIDFILE_NAME}", log=f"{kernel_dir}/{LOG_NAME}")
+    if orphan_timeout is not None:
+        config["orphan_timeout"] = orphan_timeout
+    return json.dumps(config).encode("utf-8")
+
+
+def parse_ready(output: bytes) -> int | None:
+    """The runner pid from ``serve --listen``'s ``ready <pid>`` line, or ``None``."""
+    for line in output.decode("utf-8", "replace").splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word == "ready" and rest.strip().isdigit():
+            return int(rest)
+    return None
+
+
+def parse_kernel_processes(output: bytes) -> list[str]:
+    """``"pid: cmdline"`` lines from :data:`KERNEL_PROCESSES_SCRIPT` output."""
+    found = []
+    for line in output.decode("utf-8", "replace").splitlines():
+        pid, sep, cmd = line.partition("\t")
+        if sep and pid.isdigit():
+            found.append(f"{pid}: {cmd}")
+    return found

@@ -1,0 +1,169 @@
+"""One container per test run, shared by every transport instance and every xdist worker.
+
+A :class:`SharedResource` is a record of what was started (``{"container_id": ...}`` plus what
+joiners need, e.g. the sshd port and key file) in a JSON *state file* in the temp dir, next to a
+:class:`filelock.FileLock`. Both names carry the run id: ``PYTEST_XDIST_TESTRUNUID`` when
+pytest-xdist set it (the same for every worker of one run), else a uuid made once per process.
+
+The state file also lists its *members* (``pid:start-time:token``). :meth:`SharedResource.acquire`
+joins (or starts the resource when there is none, or it is no longer usable);
+:meth:`SharedResource.release` leaves, and the last member stops the resource and removes the
+state file. Members whose process is gone (a SIGKILLed worker) are dropped whenever the file is
+read, so a crash does not keep the container forever; if every member crashed, the label sweep
+(:func:`~pytest_hermes_kernel.containers.sweep_dead_runs`) removes it. The lock file itself is
+left in place (unlinking a lock file others may be waiting on would let two holders in).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+Resource = dict[str, Any]
+
+RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
+#: Starting a container (and, for the first user, building the image) happens under the lock.
+LOCK_TIMEOUT = 600.0
+#: A pid counts as the same process when its start time is within this of the recorded one.
+START_TIME_TOLERANCE_S = 1.0
+
+_process_run_id: str | None = None
+
+
+def current_run_id() -> str:
+    """The run id: ``$PYTEST_XDIST_TESTRUNUID``, else one uuid per process."""
+    global _process_run_id
+    from_env = os.environ.get(RUN_ID_ENV)
+    if from_env:
+        return from_env
+    if _process_run_id is None:
+        _process_run_id = uuid.uuid4().hex
+    return _process_run_id
+
+
+def worker_id() -> str:
+    """The xdist worker id (``gw0``...) or ``master``."""
+    return os.environ.get("PYTEST_XDIST_WORKER", "master")
+
+
+def _process_start(pid: int) -> float | None:
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _member_alive(member: str) -> bool:
+    pid, _, rest = member.partition(":")
+    started, _, _token = rest.partition(":")
+    try:
+        now = _process_start(int(pid))
+        return now is not None and abs(now - float(started)) <= START_TIME_TOLERANCE_S
+    except ValueError:
+        return False
+
+
+class SharedResource:
+    """A run-wide resource of one ``kind`` and option ``key`` (see module docstring).
+
+    :param kind: what it is (``docker``, ``sshd``); part of the file names.
+    :param key: a short digest of the options that make the resource (image, limits).
+    :param run_id: overrides :func:`current_run_id` (tests).
+    :param directory: where the lock and state files live (default: the temp dir).
+    """
+
+    def __init__(self, kind: str, key: str, *, run_id: str | None = None, directory: str | None = None) -> None:
+        self.run_id = run_id or current_run_id()
+        base = os.path.join(directory or tempfile.gettempdir(),
+                            f"pytest-hermes-kernel-{self.run_id[:32]}-{kind}-{key}")
+        self.lock_path = base + ".lock"
+        self.state_path = base + ".json"
+        self.side_path = base  # prefix for files the resource keeps next to its state (keys)
+        self.member = f"{os.getpid()}:{_process_start(os.getpid()) or 0.0:.3f}:{uuid.uuid4().hex[:8]}"
+        self.joined = False
+
+    def acquire(self, start: Callable[[], Resource], usable: Callable[[Resource], bool],
+                discard: Callable[[Resource], None]) -> Resource:
+        """Join the run's resource, starting it when there is none or it is not ``usable``.
+
+        :param start: makes a new resource and returns its record (runs under the lock).
+        :param usable: whether a recorded resource still works (e.g. its container runs).
+        :param discard: removes a recorded resource that is no longer usable.
+        :returns: the resource record.
+        :raises filelock.Timeout: if the lock is held for more than :data:`LOCK_TIMEOUT` s.
+        """
+        with self._lock():
+            state = self._read()
+            resource = state.get("resource")
+            if resource and not usable(resource):
+                discard(resource)
+                resource = None
+            if not resource:
+                resource = start()
+            members = state["members"]
+            if self.member not in members:
+                members.append(self.member)
+            self._write({"resource": resource, "members": members})
+            self.joined = True
+            return resource
+
+    def release(self, stop: Callable[[Resource], None]) -> bool:
+        """Leave; the last live member calls ``stop`` and removes the state file.
+
+        :returns: ``True`` when this call stopped the resource.
+        """
+        if not self.joined:
+            return False
+        self.joined = False
+        with self._lock():
+            state = self._read()
+            members = [m for m in state["members"] if m != self.member]
+            resource = state.get("resource")
+            if members:
+                self._write({"resource": resource, "members": members})
+                return False
+            try:
+                if resource:
+                    stop(resource)
+            finally:
+                _unlink(self.state_path)
+            return True
+
+    def members(self) -> list[str]:
+        """Live members recorded now (diagnostics and tests)."""
+        with self._lock():
+            return self._read()["members"]
+
+    def _lock(self) -> Any:
+        import filelock
+
+        return filelock.FileLock(self.lock_path, timeout=LOCK_TIMEOUT)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.state_path, encoding="utf-8") as fh:
+                state = json.load(fh)
+        except (OSError, ValueError):
+            state = {}
+        members = [m for m in state.get("members", []) if isinstance(m, str) and _member_alive(m)]
+        return {"resource": state.get("resource"), "members": members}
+
+    def _write(self, state: dict[str, Any]) -> None:
+        tmp = f"{self.state_path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(state, fh)
+        os.replace(tmp, self.state_path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
