@@ -90,6 +90,12 @@ def kernel_sigkill(kernel: Any) -> None:
         get_transport(handle.transport_name).signal_pid(None, handle.pid, signal.SIGKILL)  # type: ignore[arg-type]
         return
     handle.transport.signal_pid(handle.launched, handle.pid, signal.SIGKILL)
+    if handle.transport.name == "local":  # wait until it is really dead (a zombie), bounded
+        from ..procs import pid_alive
+
+        deadline = time.monotonic() + 5.0
+        while pid_alive(handle.pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 def transport_drop(kernel: Any, mode: str = "reset", duration: float | None = None, latency: float = 0.2) -> None:

@@ -448,6 +448,33 @@ def _memory_cgroup_oom_file(pid: int):
     return None
 
 
+def _kill_session_strays() -> None:
+    """SIGKILL every other process of the session this supervisor leads.
+
+    Between workers, everything left in the session was started by a cell, including children
+    that moved to a process group of their own (``process_group=0``), which the worker's
+    ``killpg`` misses. Only a ``setsid`` daemon has left the session: that is how a cell opts out.
+    Does nothing unless the supervisor leads its session, or where there is no ``/proc``.
+    """
+    me = os.getpid()
+    try:
+        if os.getsid(0) != me:
+            return
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+            if int(stat[stat.rfind(b")") + 2 :].split()[3]) == me:
+                os.kill(int(name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
 def read_oom_kills(path):
     """The ``oom_kill`` count in a cgroup's ``memory.oom_control`` (v1) or ``memory.events`` (v2)."""
     if not path:
@@ -585,6 +612,7 @@ class _Supervisor:
             os.killpg(self.worker_pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        _kill_session_strays()
         if self.worker_sock is not None:
             self.sel.unregister(self.worker_sock)
             self.worker_sock.close()
@@ -631,6 +659,7 @@ class _Supervisor:
 
     # ------------------------------------------------------------------------------- cells
     def begin_cell(self, msg: dict) -> None:
+        self.reap_children()  # a worker killed between cells is reported, not handed the cell
         if self.worker_pid is None:
             code, sig = self.worker_exit or (None, None)
             self.reply({"type": "result", "id": msg["id"], "status": "died", "not_run": True,

@@ -73,6 +73,14 @@ class KernelOptions:
     oom_counter_file: str | None = None
     cgroup_procs: str | None = None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
+            self.watchdog = WatchdogPolicy(**self.watchdog)
+        if self.max_output_bytes < 1024:
+            raise ValueError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
+        if self.timeout is not None and self.timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds or None, got {self.timeout}")
+
 
 class KernelHandle:
     """A kernel: a persistent namespace behind a transport.
@@ -470,9 +478,8 @@ class KernelHandle:
             watchdog, note = self._reset_after_timeout(extra)
         elif reason == "reset":
             self._worker_dead = True
+        # the next cell reports the loss too (it runs on the replacement the ladder started)
         self._loss = {"reason": reason, "exit_code": code, "signal": sig, "oom_killed": oom, "note": note}
-        if watchdog in ("reset",):
-            self._loss = None  # the replacement started here; this result already says state was lost
         info_changes.update(state_lost=True, reason=reason, exit_code=code, signal=sig, oom_killed=oom, note=note)
         return status, watchdog, info_changes
 

@@ -383,9 +383,17 @@ def sweep_stale_kernel_dirs(max_age_s: float = STALE_DIR_AGE_S, root: str | None
         if not name.startswith(KERNEL_DIR_PREFIX) or os.path.islink(path):
             continue
         try:
-            if now - os.lstat(path).st_mtime > max_age_s:
+            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
                 shutil.rmtree(path)
                 removed += 1
         except OSError:
             continue
     return removed
+
+
+def _host_dead(rest: str) -> bool:
+    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` belongs to a dead host."""
+    from ..procs import pid_alive
+
+    pid, sep, _ = rest.partition("-")
+    return bool(sep) and pid.isdigit() and not pid_alive(int(pid))

@@ -128,9 +128,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config) -> None:
-    """Stop the run with a usage error when a selected transport name is unknown (a typo)."""
+    """Stop the run with a usage error when a selected transport name is unknown (a typo).
+
+    Not on a pytest-xdist worker, where a usage error is an internal error of the controller:
+    there each test of that transport errors at setup with the same message.
+    """
     unknown = sorted(config.stash.get(_unknown_key, set()))
-    if unknown:
+    if unknown and not hasattr(config, "workerinput"):
         source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
         raise pytest.UsageError(
             f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))} (from {source} "
@@ -167,13 +171,13 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
         _unavailable(request, str(exc))
         raise
     except ConfigError as exc:
-        problem = str(exc)
+        problem = f"bad hermes_kernel marker: {exc}" if options else str(exc)
     else:
         yield transport
         if options:
             transport.close()
         return
-    pytest.fail(f"{request.node.nodeid}: bad hermes_kernel marker: {problem}", pytrace=False)
+    pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback
 
 
 @pytest.fixture

@@ -145,15 +145,25 @@ class DockerTransport(Transport):
         with self._lock:
             if self._shared_id is not None and self.container_running(self._shared_id):
                 return self._shared_id
-            if self._shared is None:
-                key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
-                self._shared = SharedResource("docker", key, run_id=self.run_id)
-            record = self._shared.acquire(
+            record = self._shared_resource().acquire(
                 start=lambda: {"container_id": self._start_container()},
                 usable=lambda r: self.container_running(r["container_id"]),
                 discard=lambda r: self._remove_container(r["container_id"]))
             self._shared_id = record["container_id"]
             return self._shared_id
+
+    def _shared_resource(self) -> SharedResource:
+        if self._shared is None:
+            key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
+            self._shared = SharedResource("docker", key, run_id=self.run_id)
+        return self._shared
+
+    def _run_container(self) -> str | None:
+        """The run's shared container for these options, joined or not (``None``: none yet)."""
+        if self._shared_id is not None:
+            return self._shared_id
+        record = self._shared_resource().peek()
+        return None if record is None else record["container_id"]
 
     # ------------------------------------------------------------------------------ exec helpers
     def _run(self, container_id: str, argv: list[str], *, user: str = "root") -> tuple[int | None, bytes, bytes]:
@@ -163,8 +173,8 @@ class DockerTransport(Transport):
         code = self.api.exec_inspect(exec_id).get("ExitCode")
         return code, out or b"", err or b""
 
-    def _run_script(self, container_id: str, script: str, *args: str) -> tuple[int | None, bytes]:
-        code, out, _err = self._run(container_id, [self.python, "-c", script, *args])
+    def _run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user)
         return code, out
 
     def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
@@ -266,11 +276,13 @@ class DockerTransport(Transport):
         except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
             log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
             return False
-        return code == 0 and out.strip() == b"gone"
+        gone = code == 0 and out.strip() == b"gone"
+        launched.extra["gone"] = gone  # pids are not reused this fast: no second probe needed
+        return gone
 
     def alive(self, launched: Launched) -> bool:
         cid = launched.extra["container"]
-        if launched.pid is None:
+        if launched.pid is None or launched.extra.get("gone"):
             return False
         try:
             if not self.container_running(cid):
@@ -321,27 +333,34 @@ class DockerTransport(Transport):
         return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"]}
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
-        """Live processes of kernel ``kernel_id`` inside its container (scanned there as root)."""
+        """Live processes of kernel ``kernel_id`` inside its container (scanned there)."""
         cids = [locator["container_id"]] if locator and locator.get("container_id") else \
-            [c for c in (self._shared_id, *self._fresh) if c]
+            [c for c in (self._run_container(), *self._fresh) if c]
         found: list[str] = []
         for cid in cids:
             try:
                 if self.container_running(cid):
-                    found += parse_kernel_processes(self._run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
+                    # as the kernel's user: docker's root lacks CAP_SYS_PTRACE to read others' environ
+                    found += parse_kernel_processes(self._run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id,
+                                                                     user="")[1])
             except Exception:  # noqa: BLE001 - a container removed meanwhile has no processes
                 continue
         return found
 
-    def signal_pid(self, launched: Launched, pid: int, sig: int) -> None:
+    def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` inside the kernel's container.
 
+        :param launched: the kernel's launch; ``None`` means the run's shared container (a
+            kernel of another process of this run, e.g. the host harness's).
         :raises ProcessLookupError: if no such process runs there.
         """
-        code, _ = self._run_script(launched.extra["container"], "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
+        cid = launched.extra["container"] if launched is not None else self._run_container()
+        if cid is None:
+            raise ProcessLookupError(f"no process {pid}: this run has no shared docker container")
+        code, _ = self._run_script(cid, "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
                                    str(pid), str(int(sig)))
         if code != 0:
-            raise ProcessLookupError(f"no process {pid} in container {launched.extra['container'][:12]}")
+            raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
 
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",

@@ -5,6 +5,10 @@ joiners need, e.g. the sshd port and key file) in a JSON *state file* in the tem
 :class:`filelock.FileLock`. Both names carry the run id: ``PYTEST_XDIST_TESTRUNUID`` when
 pytest-xdist set it (the same for every worker of one run), else a uuid made once per process.
 
+The run id is exported as ``PYTEST_HERMES_RUN_ID`` when this process made it up, so processes
+it starts (the host harness, ``pytester`` runs) join the same containers instead of leaving
+their own behind when they are SIGKILLed.
+
 The state file also lists its *members* (``pid:start-time:token``). :meth:`SharedResource.acquire`
 joins (or starts the resource when there is none, or it is no longer usable);
 :meth:`SharedResource.release` leaves, and the last member stops the resource and removes the
@@ -25,7 +29,8 @@ from typing import Any
 
 Resource = dict[str, Any]
 
-RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
+RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
+XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
 #: Starting a container (and, for the first user, building the image) happens under the lock.
 LOCK_TIMEOUT = 600.0
 #: A pid counts as the same process when its start time is within this of the recorded one.
@@ -35,13 +40,17 @@ _process_run_id: str | None = None
 
 
 def current_run_id() -> str:
-    """The run id: ``$PYTEST_XDIST_TESTRUNUID``, else one uuid per process."""
+    """The run id: ``$PYTEST_HERMES_RUN_ID``, ``$PYTEST_XDIST_TESTRUNUID``, else a new uuid.
+
+    A new uuid is exported as ``PYTEST_HERMES_RUN_ID`` (see module docstring).
+    """
     global _process_run_id
-    from_env = os.environ.get(RUN_ID_ENV)
+    from_env = os.environ.get(RUN_ID_ENV) or os.environ.get(XDIST_RUN_ID_ENV)
     if from_env:
         return from_env
     if _process_run_id is None:
         _process_run_id = uuid.uuid4().hex
+        os.environ[RUN_ID_ENV] = _process_run_id
     return _process_run_id
 
 
@@ -134,6 +143,11 @@ class SharedResource:
             finally:
                 _unlink(self.state_path)
             return True
+
+    def peek(self) -> Resource | None:
+        """The recorded resource without joining it (``None`` when there is none)."""
+        with self._lock():
+            return self._read()["resource"]
 
     def members(self) -> list[str]:
         """Live members recorded now (diagnostics and tests)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_hermes_kernel import containers, images
+from pytest_hermes_kernel import base_image, containers, images
 
 if TYPE_CHECKING:
     import docker
@@ -210,23 +210,23 @@ def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
 def test_debian_mirror_comes_from_a_bookworm_stanza(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(images.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(base_image.MIRROR_ENV, raising=False)
     sources = tmp_path / "sources.list.d"
     sources.mkdir()
     (sources / "debian.sources").write_text(
         "Types: deb\nURIs: http://mirror.invalid/debian-security\nSuites: bookworm-security\n\n"
         "Types: deb\nURIs: http://mirror.invalid/debian\nSuites: bookworm bookworm-updates\n"
     )
-    assert images.debian_mirror(sources, tmp_path / "none") == "http://mirror.invalid/debian"
+    assert base_image.debian_mirror(sources, tmp_path / "none") == "http://mirror.invalid/debian"
 
 
 def test_debian_mirror_ignores_other_distributions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.delenv(images.MIRROR_ENV, raising=False)
+    monkeypatch.delenv(base_image.MIRROR_ENV, raising=False)
     listing = tmp_path / "sources.list"
     listing.write_text("deb [arch=amd64] http://mirror.invalid/ubuntu jammy main\n")
-    assert images.debian_mirror(tmp_path / "none", listing) == images.DEFAULT_MIRROR
+    assert base_image.debian_mirror(tmp_path / "none", listing) == base_image.DEFAULT_MIRROR
 
 
 def test_content_hash_follows_the_build_context_and_base(tmp_path: Path) -> None:

@@ -1,0 +1,285 @@
+"""Regression scenarios: a bug reproduced as data (TOML), run on any transport.
+
+A scenario file (``fixtures/*.toml``)::
+
+    [scenario]
+    name = "sys-exit-ends-kernel"
+    source = "handed case B07; nteract/papermill#536"
+    transports = ["local", "docker", "ssh", "filecell"]   # optional: default every selected one
+
+    [kernel]                       # KernelOptions fields (timeout, max_output_bytes, ...)
+    timeout = 10
+
+    [registry]                     # optional: max_kernels, idle_timeout
+    max_kernels = 2
+
+    [[fault]]                      # optional: kind = kernel_sigkill | host_sigkill | oom | transport_drop
+    kind = "kernel_sigkill"        #   with after_cell / during_cell / delay / limit_bytes / mode / duration
+    after_cell = 1
+
+    [[cell]]
+    code = "import sys; sys.exit(3)"
+    owner = "a"                    # optional: run under this owner's kernel (default "scenario")
+    child = "c1"                   # optional: the owner's delegated child (pinned)
+    timeout = 2                    # optional: this cell's budget
+    threads = 16                   # optional: run as N concurrent first cells
+    interrupt_after = 1.0          # optional: interrupt the cell after this many seconds
+    action = "cell"                # or restart | shutdown_child | shutdown_owner | reap
+    expect = { status = "exited", exit_code = 3 }
+
+    [expect_end]                   # optional: after the last step
+    kernels = 1                    # registry entries alive
+    processes = 1                  # kernel runner processes alive (local)
+
+Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdout_contains``,
+``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``state_lost``, ``reason``,
+``watchdog``, ``exit_code``, ``signal``, ``oom_killed``, ``stdout_truncated``,
+``max_duration_s`` (wall seconds for the step), ``same_pid`` (all threads got one kernel),
+``generation``.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .kernel.handle import KernelOptions
+from .kernel.protocol import CellResult
+from .kernel.registry import KernelKey, KernelRegistry
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+CELL_KEYS = {"code", "owner", "child", "timeout", "threads", "interrupt_after", "action", "expect"}
+EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_contains", "text_contains",
+               "state_lost", "reason", "watchdog", "exit_code", "signal", "oom_killed", "stdout_truncated",
+               "max_duration_s", "same_pid", "generation", "reconnected"}
+ACTIONS = {"cell", "restart", "shutdown_child", "shutdown_owner", "reap"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A parsed scenario file."""
+
+    name: str
+    path: Path
+    source: str
+    description: str
+    transports: tuple[str, ...] | None
+    kernel: dict[str, Any]
+    registry: dict[str, Any]
+    faults: tuple[dict[str, Any], ...]
+    steps: tuple[dict[str, Any], ...]
+    expect_end: dict[str, Any] = field(default_factory=dict)
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Parse and validate a scenario file.
+
+    :raises ConfigError: naming the file and the offending key when the file is malformed.
+    """
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable TOML scenario: {exc}") from None
+    head = data.get("scenario")
+    if not isinstance(head, dict) or "name" not in head:
+        raise ConfigError(f"{path}: needs a [scenario] table with a name")
+    steps = data.get("cell", [])
+    if not steps:
+        raise ConfigError(f"{path}: needs at least one [[cell]]")
+    for i, step in enumerate(steps, 1):
+        bad = set(step) - CELL_KEYS
+        if bad:
+            raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
+        if step.get("action", "cell") not in ACTIONS:
+            raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}")
+        if step.get("action", "cell") == "cell" and "code" not in step:
+            raise ConfigError(f"{path}: cell {i}: needs code")
+        bad = set(step.get("expect", {})) - EXPECT_KEYS
+        if bad:
+            raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
+    try:
+        KernelOptions(**data.get("kernel", {}))
+    except TypeError as exc:
+        raise ConfigError(f"{path}: [kernel]: {exc}") from None
+    transports = head.get("transports")
+    return Scenario(name=head["name"], path=path, source=head.get("source", ""),
+                    description=head.get("description", ""),
+                    transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
+                    registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
+                    expect_end=data.get("expect_end", {}))
+
+
+class ScenarioFailure(AssertionError):
+    """A step's outcome differed from its expectation; the message shows both."""
+
+
+def check(step_no: int, expect: dict[str, Any], result: CellResult, wall_s: float) -> list[str]:
+    """Compare one result with its expectations; return the mismatches as sentences."""
+    got: dict[str, Any] = {
+        "status": result.status, "value": result.value, "ename": result.ename, "stdout": result.stdout,
+        "state_lost": result.kernel.state_lost, "reason": result.kernel.reason, "watchdog": result.watchdog,
+        "exit_code": result.kernel.exit_code, "signal": result.kernel.signal,
+        "oom_killed": result.kernel.oom_killed, "stdout_truncated": result.stdout_truncated,
+        "generation": result.kernel.generation, "reconnected": result.kernel.reconnected,
+    }
+    problems = []
+    for key, want in expect.items():
+        if key == "stdout_contains":
+            ok = want in result.stdout
+        elif key == "stderr_contains":
+            ok = want in result.stderr
+        elif key == "text_contains":
+            ok = want in f"{result.stdout}\n{result.stderr}\n{result.evalue or ''}"
+        elif key == "max_duration_s":
+            ok = wall_s <= want
+            got[key] = round(wall_s, 3)
+        elif key == "same_pid":
+            continue
+        else:
+            ok = got.get(key) == want
+        if not ok:
+            problems.append(f"cell {step_no}: expected {key}={want!r}, got {got.get(key, '(see result)')!r} "
+                            f"[{result.summary()}]")
+    return problems
+
+
+class ScenarioRunner:
+    """Runs a :class:`Scenario` on one transport through a :class:`KernelRegistry`.
+
+    :param transport_factory: ``key -> Transport`` for the registry.
+    :param on_fault: ``(spec_dict, handle) -> None`` fires a fault at a kernel (the plugin's
+        injector); ``None`` makes scenarios with faults fail with a clear message.
+    """
+
+    def __init__(self, scenario: Scenario, transport_factory: Callable[[KernelKey], Any], transport_name: str,
+                 on_fault: Callable[[dict[str, Any], Any], None] | None = None,
+                 options: KernelOptions | None = None) -> None:
+        self.s = scenario
+        self.transport_name = transport_name
+        self.on_fault = on_fault
+        reg = dict(scenario.registry)
+        self.registry = KernelRegistry(options=options or KernelOptions(**scenario.kernel),
+                                       transport_factory=transport_factory, background_reaper=False,
+                                       max_kernels=reg.get("max_kernels", 4),
+                                       idle_timeout=reg.get("idle_timeout", 1800.0))
+
+    def key(self, step: dict[str, Any]) -> KernelKey:
+        owner = step.get("owner", "scenario")
+        if step.get("child"):
+            return KernelKey.child(owner, step["child"], transport=self.transport_name)
+        return KernelKey(owner=owner, transport=self.transport_name)
+
+    def run(self) -> None:
+        problems: list[str] = []
+        try:
+            for n, step in enumerate(self.s.steps, 1):
+                problems += self._step(n, step)
+                problems += self._faults_after(n)
+            problems += self._end_checks()
+        finally:
+            self.registry.close()
+        if problems:
+            raise ScenarioFailure(f"scenario {self.s.name!r} ({self.s.source}):\n  " + "\n  ".join(problems))
+
+    def _faults_after(self, n: int) -> list[str]:
+        for spec in self.s.faults:
+            if spec.get("after_cell") == n:
+                self._fire(spec)
+        return []
+
+    def _fire(self, spec: dict[str, Any]) -> None:
+        if self.on_fault is None:
+            raise ScenarioFailure(f"scenario {self.s.name!r} has a fault but no injector is available")
+        snaps = self.registry.snapshot()
+        target = next((s for s in snaps if s.key.owner == spec.get("owner", "scenario")), snaps[-1] if snaps else None)
+        if target is None:
+            raise ScenarioFailure(f"scenario {self.s.name!r}: no kernel to inject {spec.get('kind')} into")
+        with self.registry.lease(target.key) as handle:
+            self.on_fault(spec, handle)
+
+    def _step(self, n: int, step: dict[str, Any]) -> list[str]:
+        action = step.get("action", "cell")
+        key = self.key(step)
+        started = time.monotonic()
+        if action == "restart":
+            with self.registry.lease(key) as handle:
+                handle.restart()
+            return []
+        if action == "shutdown_child":
+            self.registry.shutdown_child(step["child"])
+            return []
+        if action == "shutdown_owner":
+            self.registry.shutdown_owner(step.get("owner", "scenario"))
+            return []
+        if action == "reap":
+            self.registry.reap_once()
+            return []
+        threads = int(step.get("threads", 1))
+        expect = step.get("expect", {})
+        timers = [self._during(spec, key) for spec in self.s.faults if spec.get("during_cell") == n]
+        if step.get("interrupt_after") is not None:
+            timers.append(self._interrupt_later(key, float(step["interrupt_after"])))
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            futures = [pool.submit(self.registry.execute, key, step["code"], timeout=step.get("timeout"))
+                       for _ in range(threads)]
+            results = [f.result() for f in futures]
+        for timer in timers:
+            timer.cancel()
+        wall = time.monotonic() - started
+        problems = []
+        for result in results:
+            problems += check(n, expect, result, wall)
+            if problems:
+                break
+        if expect.get("same_pid") and len({r.kernel.pid for r in results}) != 1:
+            problems.append(f"cell {n}: {threads} concurrent first cells ran on "
+                            f"{len({r.kernel.pid for r in results})} kernels, expected 1")
+        return problems
+
+    def _during(self, spec: dict[str, Any], key: KernelKey) -> threading.Timer:
+        def fire() -> None:
+            with self.registry.lease(key) as handle:
+                self.on_fault(spec, handle) if self.on_fault else None
+
+        timer = threading.Timer(float(spec.get("delay", 0.5)), fire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _interrupt_later(self, key: KernelKey, delay: float) -> threading.Timer:
+        def fire() -> None:
+            for snap in self.registry.snapshot():
+                if snap.key == key:
+                    with self.registry.lease(key) as handle:
+                        handle.interrupt()
+
+        timer = threading.Timer(delay, fire)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _end_checks(self) -> list[str]:
+        want = self.s.expect_end
+        problems = []
+        if "kernels" in want and len(self.registry) != want["kernels"]:
+            problems.append(f"end: expected {want['kernels']} registry entries, got {len(self.registry)}: "
+                            f"{[s.key.owner for s in self.registry.snapshot()]}")
+        if "processes" in want:
+            pids = [s.runner_pid for s in self.registry.snapshot() if s.runner_pid]
+            from .procs import pid_alive
+
+            alive = [p for p in pids if pid_alive(p)]
+            if len(alive) != want["processes"]:
+                problems.append(f"end: expected {want['processes']} kernel runner processes, got {len(alive)}")
+        return problems

@@ -1,0 +1,404 @@
+"""SSH transport: kernel runners detached on an ssh host, reached through exec channels.
+
+One kernel: SFTP puts the runner into a 0700 kernel dir ``~/.hermes-kernels/<kernel_id>``, an
+exec channel starts ``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock`` with the
+config JSON on the channel's stdin (then EOF); the runner daemonizes into its own session and
+prints ``ready <pid>``. The channel is a second exec channel running ``_kernel_runner.py relay
+<dir>/sock`` (:class:`~.ssh_connection.SshStream`). The kernel's environment goes in a 0600
+``env.sh`` sourced (and removed) by the start command: sshd ignores most ``env`` requests.
+
+Nothing relies on the SSH ``signal`` request (OpenSSH before 7.9 ignores it, paramiko#203) or on
+closing a channel (without a PTY that kills nothing, paramiko#785): interrupts travel on the
+channel to the supervisor, :meth:`SshTransport.kill` SIGKILLs the runner's session from a new
+exec channel, and a runner nobody attaches to for ``orphan_timeout`` seconds ends itself.
+
+A dead connection is found by :class:`~.ssh_connection.SshConnection`'s keepalives with replies.
+Once keepalives went unanswered, probes (``reattach``, ``alive``, ``kill``, ``cleanup``) fail at
+once for ``keepalive_interval * keepalive_missed`` seconds instead of each waiting for a connect
+timeout; ``reattach`` then raises a permanent :class:`TransportLostError`, so the running cell
+reports ``transport_lost`` right away. ``launch`` always tries a fresh connection.
+
+With no ``target``, the transport runs an sshd container (:func:`~..containers.start_sshd`,
+published on 127.0.0.1 only) with a key pair made for the run, shared like the docker
+transport's container (:class:`~.sharing.SharedResource`); its host key is read with ``docker
+exec`` and pinned, never auto-added.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import threading
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..errors import KernelStartError, TransportLostError, TransportUnavailableError
+from .base import Launched, LaunchSpec, Transport
+from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+                     RUNNER_NAME, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env, runner_config,
+                     runner_source)
+from .sharing import SharedResource, current_run_id, worker_id
+from .ssh_connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+
+if TYPE_CHECKING:
+    import paramiko
+
+KERNEL_ROOT = ".hermes-kernels"
+ENV_FILE = "env.sh"
+READY_TIMEOUT = 30.0
+PROBE_TIMEOUT = 15.0
+HOST_KEY_FILE = "/etc/ssh/ssh_host_ed25519_key.pub"
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+log = logging.getLogger(__name__)
+
+
+class SshTransport(Transport):
+    """Kernels on an ssh host (see module docstring).
+
+    :param target: ``user@host:port`` of any sshd; ``None`` runs an sshd container.
+    :param key_filename: private key file for ``target``.
+    :param pkey: a paramiko private key for ``target``.
+    :param host_key_policy: for a ``target`` not in known_hosts: ``reject`` (default), ``warn``
+        or ``auto-add``.
+    :param known_hosts: extra known_hosts file for ``target``.
+    :param keepalive_interval: seconds between keepalive requests (replies wanted).
+    :param keepalive_missed: unanswered intervals before the connection counts as dead.
+    :param connect_timeout: seconds for connect, banner and authentication each.
+    :param orphan_timeout: seconds a runner lives with no host attached; ``None`` keeps the
+        kernel option's value.
+    :param python: interpreter on the ssh host.
+    :param image: image of the sshd container (default: the kernel host image).
+    :raises TransportUnavailableError: if no ``target`` is given and no docker engine answers.
+    """
+
+    name: ClassVar[str] = "ssh"
+    reattachable: ClassVar[bool] = True
+
+    def __init__(self, *, target: str | None = None, key_filename: str | None = None,
+                 pkey: paramiko.PKey | None = None, host_key_policy: HostKeyPolicy = "reject",
+                 known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
+                 connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
+                 image: str | None = None, run_id: str | None = None) -> None:
+        import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
+
+        self.target = SshTarget.parse(target) if target else None
+        self.key_filename, self.pkey = key_filename, pkey
+        self.host_key_policy, self.known_hosts = host_key_policy, known_hosts
+        self.keepalive_interval, self.keepalive_missed = keepalive_interval, keepalive_missed
+        self.connect_timeout = connect_timeout
+        self.orphan_timeout = orphan_timeout
+        self.python = python
+        self.run_id = run_id or current_run_id()
+        self._image = image
+        self._lock = threading.Lock()
+        self._conn: SshConnection | None = None
+        self._home: str | None = None
+        self._quiet_until = 0.0
+        self._down_reason = ""
+        self._shared: SharedResource | None = None
+        self._sshd: dict[str, Any] | None = None
+        self.docker = None
+        if self.target is None:
+            from ..images import docker_status
+
+            ok, why = docker_status()
+            if not ok:
+                raise TransportUnavailableError(f"the ssh transport (without target=) runs an sshd container: {why}")
+            import docker as docker_sdk
+
+            self.docker = docker_sdk.from_env()
+
+    # ------------------------------------------------------------------------------ sshd container
+    @property
+    def sshd_container_id(self) -> str | None:
+        """The sshd container this instance uses (``None`` with an explicit target)."""
+        return None if self._sshd is None else self._sshd["container_id"]
+
+    def _sshd_record(self) -> dict[str, Any]:
+        if self._sshd is not None and self._container_running(self._sshd["container_id"]):
+            return self._sshd
+        if self._shared is None:
+            from ..images import ensure_image
+
+            self._image = self._image or ensure_image(self.docker, progress=log.info)
+            self._shared = SharedResource("sshd", re.sub(r"\W", "_", self._image)[-40:], run_id=self.run_id)
+        self._sshd = self._shared.acquire(start=self._start_sshd, usable=lambda r: self._container_running(r["container_id"]),
+                                          discard=self._remove_sshd)
+        return self._sshd
+
+    def _start_sshd(self) -> dict[str, Any]:
+        from ..containers import generate_keypair, start_sshd
+
+        private, public = generate_keypair()
+        endpoint = start_sshd(image=self._image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public)
+        record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
+                  "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
+        try:
+            record["host_key"] = self._read_host_key(endpoint.container_id)
+            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(private)
+        except BaseException:
+            self._remove_sshd(record)
+            raise
+        return record
+
+    def _read_host_key(self, container_id: str) -> str:
+        api = self.docker.api
+        exec_id = api.exec_create(container_id, ["cat", HOST_KEY_FILE], user="root")["Id"]
+        out, _ = api.exec_start(exec_id, demux=True)
+        fields = (out or b"").decode("ascii", "replace").split()
+        if len(fields) < 2 or not fields[0].startswith("ssh-"):
+            raise KernelStartError(f"could not read the sshd container's host key {HOST_KEY_FILE}: {out!r}")
+        return f"{fields[0]} {fields[1]}"
+
+    def _container_running(self, container_id: str) -> bool:
+        import docker as docker_sdk
+
+        try:
+            return bool(self.docker.api.inspect_container(container_id)["State"]["Running"])
+        except docker_sdk.errors.NotFound:
+            return False
+
+    def _remove_sshd(self, record: dict[str, Any]) -> None:
+        from ..containers import remove_container
+
+        try:
+            remove_container(record["container_id"], client=self.docker)
+        except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
+            log.warning("could not remove sshd container %s: %s", record["container_id"][:12], exc)
+        try:
+            os.unlink(record.get("key_file", ""))
+        except OSError:
+            pass
+
+    # ------------------------------------------------------------------------------ connection
+    def _connection(self, *, probe: bool = False) -> SshConnection:
+        """The live connection, reconnecting when needed.
+
+        :param probe: fail at once (``permanent``) while the host is known to be silent.
+        :raises TransportLostError: if the host cannot be reached.
+        """
+        with self._lock:
+            conn = self._conn
+            if conn is not None and conn.usable:
+                return conn
+            if conn is not None:
+                if conn.unresponsive:
+                    self._mark_silent(conn.unresponsive)
+                conn.close()
+                self._conn = None
+            if probe and time.monotonic() < self._quiet_until:
+                raise TransportLostError(f"ssh host not answering: {self._down_reason}", permanent=True)
+            try:
+                self._conn = self._connect()
+            except TransportLostError as exc:
+                if getattr(exc, "timed_out", False):
+                    self._mark_silent(str(exc))
+                raise TransportLostError(str(exc), permanent=probe and bool(getattr(exc, "timed_out", False))) from None
+            self._home = None
+            return self._conn
+
+    def _mark_silent(self, why: str) -> None:
+        self._quiet_until = time.monotonic() + self.keepalive_interval * self.keepalive_missed
+        self._down_reason = why
+
+    def _connect(self) -> SshConnection:
+        common = dict(keepalive_interval=self.keepalive_interval, keepalive_missed=self.keepalive_missed,
+                      connect_timeout=self.connect_timeout)
+        if self.target is not None:
+            return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
+                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
+        from ..containers import load_private_key
+
+        record = self._sshd_record()
+        with open(record["key_file"], encoding="ascii") as fh:
+            pkey = load_private_key(fh.read())
+        return SshConnection(SshTarget(record["host"], record["port"], record["user"]), pkey=pkey,
+                             host_key=record["host_key"], **common)
+
+    # ------------------------------------------------------------------------------ launch
+    def launch(self, spec: LaunchSpec) -> Launched:
+        try:
+            conn = self._connection()
+            kdir = self._make_kernel_dir(conn, spec)
+        except TransportLostError as exc:
+            raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
+        python = spec.python or self.python
+        runner, sock = f"{kdir}/{RUNNER_NAME}", f"{kdir}/{SOCKET_NAME}"
+        try:
+            pid = self._start_runner(conn, kdir, spec, python)
+            chan = conn.open_exec(f"exec {shlex.quote(python)} -B {shlex.quote(runner)} relay {shlex.quote(sock)}")
+        except (TransportLostError, TimeoutError, KernelStartError) as exc:
+            self._remove_dir(conn, kdir)
+            if isinstance(exc, KernelStartError):
+                raise
+            raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
+        return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
+                        extra={"conn": conn, "python": python})
+
+    def _make_kernel_dir(self, conn: SshConnection, spec: LaunchSpec) -> str:
+        sftp = conn.sftp()
+        try:
+            if self._home is None:
+                self._home = sftp.normalize(".")
+            root = f"{self._home}/{KERNEL_ROOT}"
+            try:
+                sftp.mkdir(root, 0o700)
+            except OSError:
+                pass  # exists
+            kdir = f"{root}/{spec.kernel_id}"
+            sftp.mkdir(kdir, 0o700)
+            _put(sftp, f"{kdir}/{RUNNER_NAME}", runner_source())
+            _put(sftp, f"{kdir}/{ENV_FILE}", _env_script(portable_env(spec.env)))
+            return kdir
+        except OSError as exc:
+            raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
+        finally:
+            sftp.close()
+
+    def _start_runner(self, conn: SshConnection, kdir: str, spec: LaunchSpec, python: str) -> int:
+        q = shlex.quote
+        env_file = f"{kdir}/{ENV_FILE}"
+        command = (f"cd {q(spec.cwd or kdir)} && . {q(env_file)} && rm -f {q(env_file)} && "
+                   f"exec {q(python)} -B {q(kdir + '/' + RUNNER_NAME)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
+        code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
+        pid = parse_ready(out)
+        if pid is None:
+            raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
+                                   f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
+                                   f"Hint: is {python!r} a python3 on the ssh host's PATH?")
+        return pid
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def reattach(self, launched: Launched) -> SshStream:
+        """A new relay channel to the same runner (reconnecting first if the connection died).
+
+        :raises TransportLostError: if the host is silent (``permanent``), unreachable, or the
+            runner is gone (``permanent``).
+        """
+        old: SshConnection = launched.extra["conn"]
+        if old.unresponsive:
+            with self._lock:
+                self._mark_silent(old.unresponsive)
+            raise TransportLostError(f"ssh host stopped answering: {old.unresponsive}", permanent=True)
+        conn = self._connection(probe=True)
+        if not self._alive_on(conn, launched):
+            raise TransportLostError(f"the kernel runner (pid {launched.pid}) on {conn.target} is gone", permanent=True)
+        python, kdir = launched.extra["python"], launched.kernel_dir or ""
+        chan = conn.open_exec(f"exec {shlex.quote(python)} -B {shlex.quote(kdir + '/' + RUNNER_NAME)} relay "
+                              f"{shlex.quote(kdir + '/' + SOCKET_NAME)}")
+        launched.extra["conn"] = conn
+        return SshStream(chan, conn)
+
+    def _script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
+        command = " ".join(shlex.quote(a) for a in (python or self.python, "-c", script, *args))
+        code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
+        return code, out
+
+    def _alive_on(self, conn: SshConnection, launched: Launched) -> bool:
+        code, _ = self._script(conn, ALIVE_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+        return code == 0
+
+    def kill(self, launched: Launched) -> bool:
+        if launched.pid is None:
+            return True
+        try:
+            conn = self._connection(probe=True)
+            code, out = self._script(conn, KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+        except (TransportLostError, TimeoutError) as exc:
+            log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
+            return False
+        gone = code == 0 and out.strip() == b"gone"
+        launched.extra["gone"] = gone
+        return gone
+
+    def alive(self, launched: Launched) -> bool:
+        if launched.pid is None or launched.extra.get("gone"):
+            return False
+        try:
+            return self._alive_on(self._connection(probe=True), launched)
+        except (TransportLostError, TimeoutError):
+            return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
+
+    def cleanup(self, launched: Launched) -> None:
+        if not launched.kernel_dir:
+            return
+        try:
+            self._remove_dir(self._connection(probe=True), launched.kernel_dir)
+        except TransportLostError as exc:
+            log.warning("could not remove %s over ssh: %s", launched.kernel_dir, exc)
+
+    def _remove_dir(self, conn: SshConnection, kdir: str) -> None:
+        if f"/{KERNEL_ROOT}/" not in kdir:  # never rm -rf anything but a kernel dir
+            return
+        try:
+            conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+        except (TransportLostError, TimeoutError) as exc:
+            log.warning("could not remove %s over ssh: %s", kdir, exc)
+
+    def close(self) -> None:
+        """Close the connection; leave the shared sshd container (its last user removes it)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+            shared, self._shared, self._sshd = self._shared, None, None
+        if conn is not None:
+            conn.close()
+        if shared is not None:
+            try:
+                shared.release(stop=self._remove_sshd)
+            except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
+                log.warning("could not release the shared sshd container: %s", exc)
+        if self.docker is not None:
+            self.docker.close()
+
+    # ------------------------------------------------------------------------------ diagnostics
+    def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        try:
+            _, out, _ = self._connection(probe=True).run(
+                f"tail -n {int(lines)} {shlex.quote(f'{launched.kernel_dir}/{LOG_NAME}')}", timeout=PROBE_TIMEOUT)
+        except (TransportLostError, TimeoutError):
+            return ""
+        return out.decode("utf-8", "replace").rstrip()
+
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        conn: SshConnection = launched.extra["conn"]
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "target": str(conn.target),
+                "sshd_container_id": self.sshd_container_id}
+
+    def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
+        """Live processes of kernel ``kernel_id`` on the ssh host (scanned there)."""
+        try:
+            return parse_kernel_processes(self._script(self._connection(probe=True), KERNEL_PROCESSES_SCRIPT,
+                                                       kernel_id)[1])
+        except (TransportLostError, TimeoutError):
+            return []
+
+    def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
+        """Send ``sig`` to ``pid`` on the ssh host.
+
+        :raises ProcessLookupError: if no such process runs there (or it is not ours).
+        """
+        code, _ = self._script(self._connection(probe=True), "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
+                               str(pid), str(int(sig)))
+        if code != 0:
+            raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
+
+    def describe(self) -> str:
+        where = str(self.target) if self.target else "sshd container on 127.0.0.1"
+        return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
+
+
+def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
+    with sftp.open(path, "wb") as fh:
+        fh.chmod(0o600)
+        fh.write(data)
+
+
+def _env_script(env: dict[str, str]) -> bytes:
+    """``export NAME='value'`` lines for a POSIX shell (names that are not identifiers are left out)."""
+    lines = [f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()) if _ENV_NAME.match(k)]
+    return "".join(lines).encode("utf-8")

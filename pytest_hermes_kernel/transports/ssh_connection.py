@@ -1,0 +1,270 @@
+"""One paramiko connection for the ssh transport: exec channels, SFTP, and a liveness check.
+
+paramiko does not notice a peer that went silent (paramiko#189, #503, #2326, #2026): a read
+blocks forever and ``Transport.is_active()`` stays true. So the connection checks itself: a
+thread sends ``keepalive@openssh.com`` global requests *with a reply wanted* every
+``keepalive_interval`` seconds, and when no reply came for ``keepalive_interval *
+keepalive_missed`` seconds it declares the connection dead (``unresponsive``) and closes it,
+which ends every channel on it (reads return EOF at once). paramiko's own ``set_keepalive``
+(no reply wanted) is set too, for NATs and the server's ``ClientAliveInterval``.
+
+:class:`SshStream` is the :class:`~pytest_hermes_kernel.kernel.channel.ByteStream` over one exec
+channel (the relay); its stdin is never the kernel's stdin (the runner puts ``/dev/null`` there).
+"""
+
+from __future__ import annotations
+
+import base64
+import select
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..errors import ConfigError, TransportLostError
+
+if TYPE_CHECKING:
+    import paramiko
+
+HostKeyPolicy = Literal["reject", "warn", "auto-add"]
+KEEPALIVE_REQUEST = "keepalive@openssh.com"
+#: Longest single wait in a read, so a dead connection is noticed without data.
+READ_SLICE_S = 0.5
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where to connect: ``user@host:port``."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> SshTarget:
+        """Parse ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
+
+        :raises ConfigError: if the port is not a number.
+        """
+        user, _, hostport = text.rpartition("@")
+        host, port = hostport, "22"
+        if hostport.startswith("["):
+            host, _, rest = hostport[1:].partition("]")
+            port = rest.lstrip(":") or "22"
+        elif hostport.count(":") == 1:
+            host, port = hostport.split(":")
+        if not port.isdigit() or not host:
+            raise ConfigError(f"ssh target must be user@host:port, not {text!r}")
+        return cls(host=host, port=int(port), user=user or None)
+
+    def known_hosts_name(self) -> str:
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+
+
+class SshConnection:
+    """A connected, self-checking SSH client (see module docstring).
+
+    :param target: where to connect.
+    :param pkey: a paramiko private key (or use ``key_filename``).
+    :param host_key: ``"<type> <base64>"`` to pin; the server must present exactly this key.
+    :param host_key_policy: for unknown hosts when nothing is pinned: ``reject`` (default),
+        ``warn`` or ``auto-add`` (only when asked for; never silently).
+    :param known_hosts: extra known_hosts file (``~/.ssh/known_hosts`` is always read).
+    :param connect_timeout: seconds for TCP connect, banner and authentication each.
+    :raises TransportLostError: if the host cannot be reached or refuses us (``timed_out``
+        tells a silent host from a refusal; ``permanent`` a host key mismatch).
+    """
+
+    def __init__(self, target: SshTarget, *, pkey: paramiko.PKey | None = None, key_filename: str | None = None,
+                 host_key: str | None = None, host_key_policy: HostKeyPolicy = "reject",
+                 known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
+                 connect_timeout: float = 5.0) -> None:
+        import paramiko
+
+        self.target = target
+        self.keepalive_interval = keepalive_interval
+        self.keepalive_missed = keepalive_missed
+        self.connect_timeout = connect_timeout
+        self.unresponsive: str | None = None  # set when keepalives went unanswered
+        self._stop = threading.Event()
+        self.client = paramiko.SSHClient()
+        self._trust(host_key, host_key_policy, known_hosts)
+        started = time.monotonic()
+        try:
+            self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename,
+                                timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
+                                channel_timeout=connect_timeout, allow_agent=pkey is None and key_filename is None,
+                                look_for_keys=pkey is None and key_filename is None)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            self.client.close()
+            timed_out = time.monotonic() - started >= connect_timeout * 0.8
+            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}",
+                                     permanent=isinstance(exc, paramiko.BadHostKeyException),
+                                     timed_out=timed_out) from None
+        self.transport: paramiko.Transport = self.client.get_transport()
+        self.transport.set_keepalive(max(1, int(keepalive_interval)))
+        self.last_reply = time.monotonic()
+        self._checker = threading.Thread(target=self._check_loop, name=f"hermes-ssh-keepalive {target}", daemon=True)
+        self._checker.start()
+
+    def _trust(self, host_key: str | None, policy: HostKeyPolicy, known_hosts: str | None) -> None:
+        import paramiko
+
+        if host_key:
+            kind, b64 = host_key.split()[:2]
+            key = paramiko.PKey.from_type_string(kind, base64.b64decode(b64))
+            self.client.get_host_keys().add(self.target.known_hosts_name(), kind, key)
+        else:
+            self.client.load_system_host_keys()
+            if known_hosts:
+                self.client.load_host_keys(known_hosts)
+        policies = {"reject": paramiko.RejectPolicy, "warn": paramiko.WarningPolicy, "auto-add": paramiko.AutoAddPolicy}
+        if policy not in policies:
+            raise ConfigError(f"host_key_policy must be one of {', '.join(policies)}, not {policy!r}")
+        self.client.set_missing_host_key_policy(policies["reject" if host_key else policy]())
+
+    # ------------------------------------------------------------------------------ liveness
+    @property
+    def usable(self) -> bool:
+        return self.unresponsive is None and self.transport.is_active()
+
+    def _check_loop(self) -> None:
+        limit = self.keepalive_interval * self.keepalive_missed
+        while not self._stop.is_set() and self.transport.is_active():
+            answered = threading.Event()
+            threading.Thread(target=self._ask, args=(answered,), name="hermes-ssh-keepalive-request",
+                             daemon=True).start()
+            while not answered.wait(0.1):
+                if self._stop.is_set() or not self.transport.is_active():
+                    return
+                silent = time.monotonic() - self.last_reply
+                if silent > limit:
+                    self.unresponsive = (f"no reply to ssh keepalives for {silent:.1f} s (every "
+                                         f"{self.keepalive_interval:g} s, {self.keepalive_missed} missed)")
+                    self.transport.close()
+                    return
+            self.last_reply = time.monotonic()
+            self._stop.wait(self.keepalive_interval)
+
+    def _ask(self, answered: threading.Event) -> None:
+        try:
+            self.transport.global_request(KEEPALIVE_REQUEST, wait=True)  # a failure reply is a reply
+        except Exception:  # noqa: BLE001 - the check loop sees the transport die
+            return
+        if self.transport.is_active():
+            answered.set()
+
+    # ------------------------------------------------------------------------------ channels
+    def open_exec(self, command: str) -> paramiko.Channel:
+        """Start ``command`` on a new session channel.
+
+        :raises TransportLostError: if the connection is dead or the server does not open it.
+        """
+        import paramiko
+
+        if not self.usable:
+            raise TransportLostError(f"ssh connection to {self.target} is down: {self.unresponsive or 'closed'}")
+        try:
+            chan = self.transport.open_session(timeout=self.connect_timeout)
+            chan.exec_command(command)
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None
+        return chan
+
+    def run(self, command: str, *, stdin: bytes | None = None, timeout: float = 30.0) -> tuple[int | None, bytes, bytes]:
+        """Run ``command`` and wait; ``(exit status, stdout, stderr)``.
+
+        :raises TransportLostError: if the connection fails.
+        :raises TimeoutError: if it did not finish within ``timeout`` seconds.
+        """
+        chan = self.open_exec(command)
+        try:
+            if stdin is not None:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            out, err = bytearray(), bytearray()
+            deadline = time.monotonic() + timeout
+            while True:
+                _drain(chan, out, err)
+                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    return chan.recv_exit_status(), bytes(out), bytes(err)
+                if chan.closed and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    return None, bytes(out), bytes(err)
+                if not self.usable:
+                    raise TransportLostError(f"ssh connection to {self.target} lost: {self.unresponsive or 'closed'}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"ssh command on {self.target} did not finish within {timeout} s")
+                select.select([chan], [], [], min(left, 0.1))
+        finally:
+            chan.close()
+
+    def sftp(self) -> paramiko.SFTPClient:
+        """A new SFTP session (close it after use).
+
+        :raises TransportLostError: if it cannot be opened.
+        """
+        import paramiko
+
+        try:
+            return self.client.open_sftp()
+        except (OSError, paramiko.SSHException, EOFError) as exc:
+            raise TransportLostError(f"sftp to {self.target} failed: {exc}") from None
+
+    def close(self) -> None:
+        self._stop.set()
+        self.client.close()
+
+
+def _drain(chan: Any, out: bytearray, err: bytearray) -> None:
+    while chan.recv_ready():
+        out += chan.recv(1 << 20)
+    while chan.recv_stderr_ready():
+        err += chan.recv_stderr(1 << 20)
+
+
+class SshStream:
+    """:class:`ByteStream` over an exec channel (the relay) of an :class:`SshConnection`."""
+
+    def __init__(self, chan: paramiko.Channel, connection: SshConnection) -> None:
+        self.chan = chan
+        self.connection = connection
+        self.stderr = bytearray()
+
+    def send(self, data: bytes) -> None:
+        """:raises OSError: if the channel or connection is closed."""
+        if self.chan.closed:
+            raise OSError("ssh channel is closed")
+        self.chan.sendall(data)
+
+    def recv(self, timeout: float | None) -> bytes:
+        """Next bytes from the relay; ``b""`` at EOF or when the connection died.
+
+        :raises TimeoutError: if nothing arrived within ``timeout`` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        chan = self.chan
+        while True:
+            if chan.recv_ready():
+                return chan.recv(1 << 20)
+            if chan.recv_stderr_ready():  # keep the window open; the relay says little there
+                self.stderr = (self.stderr + chan.recv_stderr(1 << 16))[-4096:]
+                continue
+            if chan.closed or chan.eof_received or not self.connection.usable:
+                return b""
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError
+            try:
+                select.select([chan], [], [], READ_SLICE_S if left is None else min(left, READ_SLICE_S))
+            except (OSError, ValueError):
+                return b""
+
+    def close(self) -> None:
+        try:
+            self.chan.close()
+        except Exception:  # noqa: BLE001 - closing a channel of a dead connection
+            pass

@@ -1,0 +1,168 @@
+"""Command-line options, their env and ini equivalents, the report header, and precedence
+marker > CLI > env > ini > default, seen through a cell that sleeps 3 s under each budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.conftest import output_of
+
+MATRIX_CONFTEST = """
+from pytest_hermes_kernel.transports import register_transport
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+register_transport("mirror", LocalTransport)  # a second transport name, as a backend would add one
+"""
+
+MATRIX_TESTS = """
+import pytest
+
+def test_x(hermes_transport, hermes_kernel):
+    assert hermes_kernel.execute("6 * 7").value == "42"
+
+@pytest.mark.hermes_transports("mirror")
+def test_only_mirror(hermes_kernel):
+    pass
+
+def test_no_kernel():
+    pass
+"""
+
+SLEEPY_CELL = """
+import pytest
+
+def test_cell(hermes_kernel):
+    r = hermes_kernel.execute("import time; time.sleep(3)")
+    print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
+"""
+
+SLEEPY_CELL_MARKED = SLEEPY_CELL + """
+@pytest.mark.hermes_kernel(timeout=5)
+def test_marked_cell(hermes_kernel):
+    r = hermes_kernel.execute("import time; time.sleep(3)")
+    print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
+"""
+
+
+def test_transport_matrix_gives_one_test_id_per_transport(pytester, run):
+    pytester.makeconftest(MATRIX_CONFTEST)
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+
+    result = run("-v", "--hermes-transport=local,mirror")
+
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([
+        "hermes-kernel: transports=local,mirror *",
+        "*test_matrix.py::test_x[[]local[]] PASSED*",
+        "*test_matrix.py::test_x[[]mirror[]] PASSED*",
+        "*test_matrix.py::test_only_mirror[[]mirror[]] PASSED*",
+        "*test_matrix.py::test_no_kernel PASSED*",
+    ])
+    assert "test_only_mirror[local]" not in result.stdout.str()
+
+
+def test_transport_from_env_and_ini(pytester, run, monkeypatch):
+    pytester.makeconftest(MATRIX_CONFTEST)
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+    pytester.makeini("[pytest]\nhermes_transport = local\n")
+    monkeypatch.setenv("PYTEST_HERMES_TRANSPORT", "mirror")
+
+    result = run("-v", "-k", "test_x")
+
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=mirror *", "*test_x[[]mirror[]] PASSED*"])
+
+
+def test_unknown_transport_is_a_usage_error(pytester, run):
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+
+    result = run("--hermes-transport=local,bogus")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'bogus' (from --hermes-transport*"
+                                 "known: local, docker, ssh, filecell*register_transport*"])
+
+
+@pytest.mark.parametrize("how", ["cli", "env", "ini"])
+def test_bad_leak_check_value_is_a_usage_error_naming_its_source(pytester, run, monkeypatch, how):
+    pytester.makepyfile("def test_nothing(): pass")
+    args = []
+    if how == "cli":
+        args.append("--hermes-leak-check=loud")
+    elif how == "env":
+        monkeypatch.setenv("PYTEST_HERMES_LEAK_CHECK", "loud")
+    else:
+        pytester.makeini("[pytest]\nhermes_leak_check = loud\n")
+
+    result = run(*args)
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    source = {"cli": "--hermes-leak-check", "env": "PYTEST_HERMES_LEAK_CHECK", "ini": "ini hermes_leak_check"}[how]
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value 'loud' from {source}: "
+                                 "--hermes-leak-check must be off, warn or error, not 'loud'"])
+
+
+def test_bad_timeout_value_is_a_usage_error(pytester, run):
+    pytester.makepyfile("def test_nothing(): pass")
+    result = run("--hermes-timeout=soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: bad value 'soon' from --hermes-timeout: *"])
+
+
+def test_keep_failed_is_a_bare_flag_that_does_not_swallow_the_test_path(pytester, run):
+    pytester.makepyfile(test_one="def test_one(): pass", test_two="def test_two(): pass")
+
+    result = run("--hermes-keep-failed", "test_one.py")
+
+    result.assert_outcomes(passed=1)  # test_two.py was not collected: the path was kept as a path
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local * keep-failed"])
+
+
+def test_keep_failed_from_env_rejects_a_non_boolean(pytester, run, monkeypatch):
+    pytester.makepyfile("def test_nothing(): pass")
+    monkeypatch.setenv("PYTEST_HERMES_KEEP_FAILED", "sure")
+    result = run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bad value 'sure' from PYTEST_HERMES_KEEP_FAILED: expected one of 1, true*"])
+
+
+def test_header_shows_the_defaults(pytester, run):
+    pytester.makepyfile("def test_nothing(): pass")
+    result = run()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local cell-timeout=60 s leak-check=warn max-kernels=4"])
+    assert "hermes-kernel summary" not in result.stdout.str()  # no kernel, no summary
+
+
+# ----------------------------------------------------------------------------- precedence
+# Each case sets the cell budget at several levels; the highest level decides whether a cell
+# that sleeps 3 s times out (budget 1 s) or finishes (budget 5 s or the 60 s default).
+
+@pytest.mark.parametrize(("levels", "header", "status"), [
+    pytest.param({"ini": "1"}, "cell-timeout=1 s", "timeout", id="ini-over-default"),
+    pytest.param({"ini": "5", "env": "1"}, "cell-timeout=1 s", "timeout", id="env-over-ini"),
+    pytest.param({"env": "5", "cli": "1"}, "cell-timeout=1 s", "timeout", id="cli-over-env"),
+])
+def test_timeout_precedence_cli_env_ini(pytester, run, monkeypatch, levels, header, status):
+    pytester.makepyfile(test_cell=SLEEPY_CELL)
+    if "ini" in levels:
+        pytester.makeini(f"[pytest]\nhermes_timeout = {levels['ini']}\n")
+    if "env" in levels:
+        monkeypatch.setenv("PYTEST_HERMES_TIMEOUT", levels["env"])
+    args = [f"--hermes-timeout={levels['cli']}"] if "cli" in levels else []
+
+    result = run("-s", *args)
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"hermes-kernel: transports=local {header} *", f"CELL status={status} budget=1.0"])
+
+
+def test_timeout_default_then_marker_over_cli(pytester, run):
+    pytester.makepyfile(test_cell=SLEEPY_CELL_MARKED)
+
+    default = run("-s", "-k", "test_cell")
+    marked = run("-s", "--hermes-timeout=1", "-k", "test_marked_cell")
+
+    default.stdout.fnmatch_lines(["*cell-timeout=60 s*", "CELL status=ok budget=60.0"])
+    marked.stdout.fnmatch_lines(["*cell-timeout=1 s*", "CELL status=ok budget=5"])
+    assert "status=timeout" not in output_of(default) + output_of(marked)

@@ -1,0 +1,62 @@
+"""Handed case B04: an interrupt that is silently ignored (SIG_IGN inherited at spawn, a handler
+replaced by the cell, or a GIL-holding C call) must not leave the cell running: the watchdog
+escalates interrupt -> kill -> restart in bounded time and says the state was lost.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+
+from pytest_hermes_kernel import WatchdogPolicy
+from tests.helpers import gone
+
+POLICY = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
+TIMEOUT = 2.0
+BOUND = TIMEOUT + POLICY.interrupt_grace + POLICY.kill_grace + 4.0  # the case's "<= 8 s"
+
+
+def test_a_sigint_ignored_by_the_launcher_is_not_inherited(make_kernel):
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as if started by `sh -c '... &'`
+    try:
+        k = make_kernel()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    timer = threading.Timer(1.0, k.interrupt)
+    timer.start()
+    try:
+        started = time.monotonic()
+        r = k.execute("import time\ntime.sleep(30)")
+    finally:
+        timer.cancel()
+    assert r.status == "interrupted" and r.ename == "KeyboardInterrupt", r.summary()
+    assert time.monotonic() - started < 1.0 + 2.0
+    assert r.watchdog is None and k.generation == 0
+
+
+@pytest.mark.parametrize("cell", [
+    pytest.param("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                 "while True:\n    time.sleep(0.05)", id="B-handler-replaced"),
+    pytest.param("import re\nre.match(r'(a+)+$', 'a' * 30 + 'b')", id="C-gil-holding-regex"),
+])
+def test_b_c_ineffective_interrupt_is_killed_and_restarted(make_kernel, cell):
+    k = make_kernel(watchdog=POLICY)
+    assert k.execute("z = 7").status == "ok"
+    old_pid, generation = k.pid, k.generation
+    started = time.monotonic()
+
+    r = k.execute(cell, timeout=TIMEOUT)
+
+    assert time.monotonic() - started <= BOUND
+    assert r.status == "timeout" and r.watchdog == "reset", r.summary()
+    assert r.kernel.state_lost and r.kernel.reason == "timeout"
+    assert "interrupt was ineffective" in r.kernel.note and "killed" in r.kernel.note
+    assert "restarted" in r.kernel.note
+    assert gone(old_pid)
+    assert k.generation == generation + 1
+    later = k.execute("z")
+    assert later.status == "error" and later.ename == "NameError"
+    assert later.kernel.generation == generation + 1 and later.kernel.pid != old_pid
