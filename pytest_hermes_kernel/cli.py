@@ -1,0 +1,176 @@
+"""The ``hermes-kernel`` command: ``doctor``, ``build-image``, ``sweep``.
+
+* ``doctor``: which transports work on this machine, and for each one that does not, why and
+  what to do. Exit code 0 when every transport asked for works (default: all), 1 otherwise.
+* ``build-image``: build the kernel host image (offline, from Debian packages when needed).
+* ``sweep``: remove what runs whose host is gone left behind (found by labels and markers):
+  labelled containers, local kernel dirs, local kernel processes. Never anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .transports import TRANSPORT_NAMES
+
+
+@dataclass(frozen=True)
+class Check:
+    """One transport's verdict: ``ok``, and when not, ``why`` and ``hint``."""
+
+    transport: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+
+def _check_local() -> Check:
+    from .faults.cgroup import V1_ROOT, V2_ROOT
+
+    cgroup = "memory cgroups available for hermes_oom" if (
+        os.access(V1_ROOT, os.W_OK) or os.access(V2_ROOT, os.W_OK)) else "no writable memory cgroup: hermes_oom skips"
+    return Check("local", True, f"{sys.executable} (Python {sys.version.split()[0]}); {cgroup}")
+
+
+def _check_docker_engine() -> tuple[bool, str]:
+    try:
+        from .images import docker_status
+    except ImportError as exc:  # pragma: no cover - images imports docker lazily
+        return False, str(exc)
+    try:
+        return docker_status()
+    except ImportError as exc:
+        return False, f"docker-py is not installed ({exc})"
+
+
+def _check_image() -> tuple[bool, str]:
+    try:
+        import docker
+
+        docker.from_env().images.get("hermes-kernel-host:latest")
+        return True, "image hermes-kernel-host:latest present"
+    except ImportError:
+        return False, "docker-py is not installed"
+    except Exception:  # noqa: BLE001 - any docker error means "not there"
+        return False, "image hermes-kernel-host:latest not built yet (it is built on first use, ~70 s)"
+
+
+def _check_docker() -> Check:
+    ok, why = _check_docker_engine()
+    if not ok:
+        return Check("docker", False, why, "pip install 'pytest-hermes-kernel[docker]'; start dockerd "
+                     "(apt-get install docker.io; dockerd &); .ci/run does both")
+    _, image = _check_image()
+    return Check("docker", True, f"{why}; {image}")
+
+
+def _check_ssh() -> Check:
+    try:
+        import paramiko  # noqa: F401
+    except ImportError:
+        return Check("ssh", False, "paramiko is not installed", "pip install 'pytest-hermes-kernel[ssh]'")
+    ok, why = _check_docker_engine()
+    if not ok:
+        return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
+                     "start dockerd, or point the ssh transport at a host: SshTransport(target='user@host:port')")
+    return Check("ssh", True, f"paramiko {paramiko.__version__}; sshd container via docker ({why})")
+
+
+def _check_filecell() -> Check:
+    sh = shutil.which("sh")
+    if sh is None:
+        return Check("filecell", False, "no `sh` for the local shell reference backend", "install a POSIX shell")
+    return Check("filecell", True, f"local shell backend ({sh}); docker exec backend when docker is up")
+
+
+CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _check_docker, "ssh": _check_ssh,
+                                          "filecell": _check_filecell}
+
+
+def doctor(names: list[str] | None = None) -> list[Check]:
+    """Check each transport (default: all built-in ones)."""
+    return [CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
+
+
+def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
+    """Remove leftovers of dead hosts: containers (by label), kernel dirs, kernel processes.
+
+    :returns: how many of each were removed.
+    """
+    from .kernel.registry import sweep_stale_kernel_dirs
+
+    removed = {"containers": 0, "kernel dirs": 0, "kernel processes": 0}
+    ok, why = _check_docker_engine()
+    if ok:
+        from .containers import sweep_dead_runs
+
+        ids = sweep_dead_runs()
+        removed["containers"] = len(ids)
+        for cid in ids:
+            progress(f"removed container {cid[:12]} (its host is gone)")
+    else:
+        progress(f"containers: skipped ({why})")
+    removed["kernel dirs"] = sweep_stale_kernel_dirs()
+    removed["kernel processes"] = _kill_orphan_kernels(progress)
+    return removed
+
+
+def _kill_orphan_kernels(progress: Callable[[str], None]) -> int:
+    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone."""
+    import psutil
+
+    killed = 0
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            env = proc.environ()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+        host = env.get("HERMES_KERNEL_HOST_PID")
+        if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
+            continue
+        try:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+            progress(f"killed kernel process {proc.pid} (host {host} is gone)")
+        except psutil.NoSuchProcess:
+            continue
+    return killed
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("doctor", help="which transports work here, and why not")
+    d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
+    b = sub.add_parser("build-image", help="build the kernel host image (offline)")
+    b.add_argument("--tag", default="hermes-kernel-host:latest")
+    sub.add_parser("sweep", help="remove leftovers of runs whose host is gone")
+    args = ap.parse_args(argv)
+    if args.cmd == "doctor":
+        unknown = [t for t in args.transports if t not in CHECKS]
+        if unknown:
+            ap.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
+        checks = doctor(args.transports or None)
+        for c in checks:
+            print(f"{c.transport:9} {'ok ' if c.ok else 'NO '} {c.detail}")
+            if not c.ok and c.hint:
+                print(f"{'':13}Hint: {c.hint}")
+        return 0 if all(c.ok for c in checks) else 1
+    if args.cmd == "build-image":
+        from .images import ensure_image
+
+        print(ensure_image(tag=args.tag))
+        return 0
+    removed = sweep()
+    print("sweep: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
