@@ -21,6 +21,7 @@ Modes::
     python _kernel_runner.py serve --fd N              # local: channel is inherited fd N
     python _kernel_runner.py serve --listen SOCK       # remote: unix socket, daemonizes
     python _kernel_runner.py relay SOCK                # stdin/stdout <-> unix socket
+    python _kernel_runner.py client DIR PARAMS         # execute-only backends: one long poll
 
 ``serve`` reads one JSON config object from stdin first (never argv: it may hold the token).
 
@@ -516,6 +517,7 @@ class _Supervisor:
         self.orphan_since = None
         self.oom_file = config.get("oom_counter_file")
         self.oom_baseline = None
+        self.oom_read_at = float("-inf")
         self.stopping = False
         self.out_r, self.out_w = os.pipe()
         self.err_r, self.err_w = os.pipe()
@@ -669,7 +671,9 @@ class _Supervisor:
         self.out.reset()
         self.err.reset()
         self.cell = msg
-        self.oom_baseline = self.oom_count()
+        now = time.monotonic()
+        if now - self.oom_read_at >= 1.0:  # reading /sys costs ~0.1 ms: at most once a second
+            self.oom_baseline, self.oom_read_at = self.oom_count(), now
         forward = {k: v for k, v in msg.items() if k in ("type", "id", "code", "tools")}
         try:
             _send_all(self.worker_sock, encode_frame(forward))
@@ -692,6 +696,7 @@ class _Supervisor:
             outcome["oom_killed"] = bool(sig == signal.SIGKILL and before is not None
                                          and after is not None and after > before)
             outcome["oom_counter"] = after
+            self.oom_baseline, self.oom_read_at = after, time.monotonic()
         self.cell_outcome = None
         self.finish_cell(outcome)
 
@@ -1054,6 +1059,157 @@ def relay(path: str) -> None:
                     view = view[os.write(1, view):]
 
 
+# ------------------------------------------------------------------------------------ client
+# One long poll for execute-only backends (the ``filecell`` transport). Self-contained: it uses
+# only the frame codec above and json/os/select/socket/sys/time, so the transport can ship these
+# functions as a small module whose start does not pay for the runner's other imports.
+CLIENT_BEGIN = "@@hermes-client begin@@"
+CLIENT_SENT = "@@hermes-client sent@@"
+CLIENT_END = "@@hermes-client end"
+CLIENT_REQUESTS = ("execute", "start_worker", "kill_worker", "ping", "shutdown")
+CLIENT_REPLIES = ("result", "worker", "killed", "pong", "bye", "error", "tool_call")
+CLIENT_DROP_PREFIX = "q-"
+
+
+def client(kernel_dir: str, params_b64: str) -> int:
+    """Attach to the supervisor at ``kernel_dir/sock``, send frames, relay what comes back.
+
+    ``params_b64`` is base64 JSON: ``frames`` (base64 frames to send after the attach),
+    ``pending`` (request ids whose unacknowledged results the supervisor replays), ``wait``
+    (ids to wait for; requests sent here are added), ``deadline_s``, ``pickup_s`` and ``early``.
+    The token comes from ``kernel_dir/token`` (never argv). Frames the host dropped into the
+    kernel dir while a poll ran (files ``q-<seq>``, base64) are sent before the argv frames when
+    their seq is below ``early``, and the rest are picked up while waiting for ``pickup_s`` s. Every frame received is printed as one base64 line after
+    ``CLIENT_BEGIN``; the last line is ``CLIENT_END STATUS@@`` with STATUS ``done`` (a reply or
+    tool call for a ``wait`` id came; with no ``wait`` ids: the hello), ``deadline``, ``eof``
+    (dropped: another client attached, or the supervisor ended), ``gone`` (nothing listens)
+    or ``error`` (refused, bad frame). Leaving is lossless: it half-closes and relays until
+    the supervisor lets it go.
+    """
+    import binascii
+
+    params = json.loads(binascii.a2b_base64(params_b64))
+    sys.stdout.write(CLIENT_BEGIN + "\n")
+    status = _client_session(kernel_dir, params, binascii.a2b_base64(params.get("frames") or ""))
+    sys.stdout.write(f"{CLIENT_END} {status}@@\n")
+    sys.stdout.flush()
+    return 0
+
+
+def _client_session(kernel_dir: str, params: dict, data: bytes) -> str:
+    try:
+        with open(os.path.join(kernel_dir, "token"), encoding="ascii") as fh:
+            token = fh.read().strip()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.path.join(kernel_dir, "sock"))
+    except OSError:
+        return "gone"
+    wait = set(params.get("wait") or ())
+    started = time.monotonic()
+    deadline = started + float(params.get("deadline_s", 20.0))
+    pickup_until = started + float(params.get("pickup_s", 15.0))
+    with sock:
+        try:
+            sock.sendall(encode_frame({"type": "attach", "token": token,
+                                       "pending": list(params.get("pending") or ())}))
+            _client_pickup(kernel_dir, sock, wait, params.get("early"))  # dropped before argv's frames
+            _client_note_requests(data, wait)
+            sock.sendall(data)
+        except OSError:
+            return "eof"
+        sys.stdout.write(CLIENT_SENT + "\n")
+        decoder = FrameDecoder()
+        status = None
+        while status is None:
+            now = time.monotonic()
+            chunk = _client_read(sock, min(deadline - now, 0.05) if now < pickup_until else deadline - now)
+            if chunk is None:
+                if time.monotonic() >= deadline:
+                    status = "deadline"
+                elif time.monotonic() < pickup_until:
+                    try:
+                        _client_pickup(kernel_dir, sock, wait)
+                    except OSError:
+                        return "eof"
+            elif not chunk:
+                return "eof"
+            else:
+                status = _client_relay(decoder, chunk, wait)
+        try:
+            sock.shutdown(socket.SHUT_WR)  # the supervisor drops us once it has read all we sent
+        except OSError:
+            return status
+        drain_until = time.monotonic() + float(params.get("drain_s", 5.0))
+        while True:
+            chunk = _client_read(sock, drain_until - time.monotonic())
+            if not chunk or _client_relay(decoder, chunk, set()) == "error":
+                return status
+
+
+def _client_pickup(kernel_dir: str, sock: socket.socket, wait: set, below=None) -> None:
+    """Send the frames dropped into ``kernel_dir`` (``q-<seq>``, seq < ``below``), oldest first, once."""
+    import binascii
+
+    names = sorted(n for n in os.listdir(kernel_dir) if n.startswith(CLIENT_DROP_PREFIX) and n[2:].isdigit()
+                   and (below is None or int(n[2:]) < below))
+    for name in names:
+        path = os.path.join(kernel_dir, name)
+        mine = f"{path}.{os.getpid()}"
+        try:
+            os.rename(path, mine)  # claims it: a concurrent client gets ENOENT
+            with open(mine, "rb") as fh:
+                data = binascii.a2b_base64(fh.read())
+            os.unlink(mine)
+        except OSError:
+            continue
+        _client_note_requests(data, wait)
+        sock.sendall(data)
+
+
+def _client_note_requests(data: bytes, wait: set) -> None:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    while True:
+        frame = decoder.next_frame()
+        if frame is None:
+            return
+        if frame[0].get("type") in CLIENT_REQUESTS and frame[0].get("id") is not None:
+            wait.add(frame[0]["id"])
+
+
+def _client_read(sock: socket.socket, left: float):
+    """Bytes from ``sock``; ``b""`` at EOF or error, ``None`` when ``left`` seconds pass first."""
+    if left <= 0 or not select.select([sock], [], [], left)[0]:
+        return None
+    try:
+        return sock.recv(_READ_CHUNK)
+    except OSError:
+        return b""
+
+
+def _client_relay(decoder: FrameDecoder, chunk: bytes, wait: set):
+    """Print each complete frame as a base64 line; ``done`` once one answers a ``wait`` id."""
+    import binascii
+
+    decoder.feed(chunk)
+    status = None
+    while True:
+        try:
+            frame = decoder.next_frame()
+        except FrameError:
+            return "error"
+        if frame is None:
+            sys.stdout.flush()
+            return status
+        header, blobs = frame
+        sys.stdout.write(binascii.b2a_base64(encode_frame(header, blobs), newline=False).decode() + "\n")
+        kind = header.get("type")
+        key = header.get("cell") if kind == "tool_call" else header.get("id")
+        if kind == "error" and key is None:
+            status = "error"
+        elif (kind == "hello" and not wait) or (kind in CLIENT_REPLIES and key in wait):
+            status = status or "done"
+
 def main(argv) -> int:
     if len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--fd":
         serve_fd(int(argv[2]))
@@ -1064,8 +1220,11 @@ def main(argv) -> int:
             relay(argv[1])
         except (BrokenPipeError, ConnectionError):
             pass
+    elif len(argv) >= 3 and argv[0] == "client":
+        return client(argv[1], argv[2])
     else:
-        sys.stderr.write("usage: _kernel_runner.py serve --fd N | serve --listen SOCK | relay SOCK\n")
+        sys.stderr.write("usage: _kernel_runner.py serve --fd N | serve --listen SOCK | relay SOCK"
+                         " | client DIR PARAMS\n")
         return 2
     return 0
 

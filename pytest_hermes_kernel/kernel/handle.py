@@ -274,11 +274,12 @@ class KernelHandle:
         authority = CellAuthority(rid, self.tools, self.options.max_tool_calls)
         self._budget, self._running_rid = budget, rid
         channel.expect(rid)
+        request = {"type": "execute", "id": rid, "code": code, "tools": self.tools.names()}
         try:
-            channel.send({"type": "execute", "id": rid, "code": code, "tools": self.tools.names()})
+            channel.send(request)
             header, blobs, extra = self._await_result(channel, rid, budget, authority)
         except ChannelClosed as exc:
-            header, blobs, extra = self._on_channel_lost(rid, budget, exc)
+            header, blobs, extra = self._on_channel_lost(rid, budget, exc, request)
         finally:
             authority.retire()
             channel.forget(rid)
@@ -374,12 +375,20 @@ class KernelHandle:
         self._worker_dead = True
         return confirmed
 
-    def _on_channel_lost(self, rid: int, budget: CellBudget, exc: ChannelClosed):
-        """The stream broke mid-cell: re-attach where the transport can, else report the loss."""
+    def _on_channel_lost(self, rid: int, budget: CellBudget, exc: ChannelClosed,
+                         request: dict[str, Any] | None = None):
+        """The stream broke mid-cell: re-attach where the transport can, else report the loss.
+
+        After a re-attach, ``request`` is sent again when the runner neither ran it nor is
+        running it (the stream broke before the request arrived, e.g. it was dropped while idle).
+        """
         extra: dict[str, Any] = {}
-        if self.transport.reattachable and not self._closed and self._reattach(pending=(rid,)):
+        hello = self._reattach(pending=(rid,)) if self.transport.reattachable and not self._closed else None
+        if hello is not None:
             extra["reconnected"] = True
             try:
+                if request is not None and rid not in hello.get("replayed", ()) and hello.get("running") != rid:
+                    self._channel.send(request)
                 header, blobs, more = self._await_result(self._channel, rid, budget,
                                                          CellAuthority(rid, self.tools, self.options.max_tool_calls))
                 extra.update(more)
@@ -397,9 +406,11 @@ class KernelHandle:
         return {"type": "result", "id": rid, "status": "died", "lost_reason": reason,
                 "note": f"channel lost: {exc}" + (" (runner still alive; killed)" if alive else "")}, [], extra
 
-    def _reattach(self, pending: tuple[int, ...]) -> bool:
+    def _reattach(self, pending: tuple[int, ...]) -> dict[str, Any] | None:
+        """Open a new stream to the runner and attach; the runner's hello, or ``None`` if lost."""
         deadline = time.monotonic() + self.options.reconnect_timeout
         while time.monotonic() < deadline and not self._closed:
+            channel = None
             try:
                 stream = self.transport.reattach(self._launched)
                 channel = Channel(stream, name=self._channel.name if self._channel else "channel")
@@ -407,14 +418,18 @@ class KernelHandle:
                     channel.expect(rid)
                 hello = self._hello(channel, attach=True, pending=pending)
             except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
+                if channel is not None:
+                    channel.close("re-attach failed")
                 if getattr(exc, "permanent", False):  # e.g. the container stopped: retrying cannot help
-                    return False
+                    return None
                 time.sleep(0.2)
                 continue
+            if self._channel is not None:  # the broken one: release its stream (fds, exec, ssh channel)
+                self._channel.close("replaced by a re-attached channel")
             self._channel = channel
             self.worker_pid = hello.get("worker_pid") or self.worker_pid
-            return True
-        return False
+            return hello
+        return None
 
     # ------------------------------------------------------------------------------ results
     def _build_result(self, header: dict[str, Any], blobs: list[bytes], extra: dict[str, Any],

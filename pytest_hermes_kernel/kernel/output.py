@@ -103,7 +103,9 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 def clean(text: str, secrets: Iterable[str] = ()) -> str:
     """:func:`strip_ansi` then :func:`redact`."""
-    return redact(strip_ansi(text), secrets) if text else text
+    if len(text) < 10:  # shorter than any secret shape (and than the 8-char literal minimum)
+        return strip_ansi(text)
+    return redact(strip_ansi(text), secrets)
 
 
 def is_secret_name(name: str) -> bool:

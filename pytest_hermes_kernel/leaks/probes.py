@@ -89,10 +89,17 @@ def _kill_process(identity: str) -> None:
         pass
 
 
+SHARED_THREAD_PREFIX = "hermes-shared "
+
+
 def threads() -> Snapshot:
-    """Live Python threads of the test process."""
+    """Live Python threads of the test process.
+
+    Threads named ``hermes-shared ...`` belong to a transport shared by the whole session (the
+    ssh transport's connection and its keepalive checker): they outlive every single test.
+    """
     return {f"thread:{t.ident}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
-            if t.ident is not None and t.is_alive()}
+            if t.ident is not None and t.is_alive() and not t.name.startswith(SHARED_THREAD_PREFIX)}
 
 
 def file_descriptors() -> Snapshot:

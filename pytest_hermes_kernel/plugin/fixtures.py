@@ -42,7 +42,7 @@ class KernelMarker:
 def _parse_marker(**kwargs: Any) -> KernelMarker:
     kernel = {k: v for k, v in kwargs.items() if k in _KERNEL_FIELDS}
     rest = {k: v for k, v in kwargs.items() if k not in _KERNEL_FIELDS and k not in _MARKER_ONLY}
-    problems = [p for p in (_bad_option(_FIELD_TYPES[k], k, v) for k, v in kernel.items()) if p]
+    problems = []
     tools = kwargs.get("tools") or {}
     if not isinstance(tools, Mapping) or not all(isinstance(n, str) and callable(f) for n, f in tools.items()):
         problems.append(f"tools must be a dict of name -> callable, not {tools!r}")
@@ -51,7 +51,20 @@ def _parse_marker(**kwargs: Any) -> KernelMarker:
         problems.append(f"transport must be a transport name, not {transport!r}")
     if problems:
         raise ConfigError("; ".join(problems))
+    _kernel_options(kernel)  # what KernelOptions itself checks (e.g. max_output_bytes >= 1024)
     return KernelMarker(kernel=kernel, tools=dict(tools), transport=transport, transport_options=rest)
+
+
+def _kernel_options(values: dict[str, Any]) -> KernelOptions:
+    """:raises ConfigError: if :class:`KernelOptions` rejects ``values`` (the message names the option)."""
+    problems = [p for p in (_bad_option(_FIELD_TYPES[k], k, v) if k in _FIELD_TYPES else f"unknown kernel option {k!r}"
+                            for k, v in values.items()) if p]
+    if problems:
+        raise ConfigError("; ".join(problems))
+    try:
+        return KernelOptions(**values)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _bad_option(annotation: str, name: str, value: Any) -> str | None:
@@ -70,8 +83,8 @@ def _bad_option(annotation: str, name: str, value: Any) -> str | None:
         return f"{name} must be an integer >= 0, not {value!r}"
     if base == "bool" and not isinstance(value, bool):
         return f"{name} must be True or False, not {value!r}"
-    if base == "WatchdogPolicy" and not isinstance(value, WatchdogPolicy):
-        return f"{name} must be a WatchdogPolicy(...), not {value!r}"
+    if base == "WatchdogPolicy" and not isinstance(value, (WatchdogPolicy, Mapping)):
+        return f"{name} must be a WatchdogPolicy(...) or a dict of its fields, not {value!r}"
     return None
 
 
@@ -196,11 +209,10 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     def factory(**options: Any) -> KernelHandle:
         tools = {**marker.tools, **(options.pop("tools", None) or {})}
         merged = {"timeout": settings.timeout, **marker.kernel, **options}
-        bad = [_bad_option(_FIELD_TYPES[k], k, v) if k in _FIELD_TYPES else f"unknown kernel option {k!r}"
-               for k, v in options.items()]
-        if any(bad):
-            raise ConfigError(f"bad hermes_kernel_factory option: {'; '.join(b for b in bad if b)}")
-        opts = KernelOptions(**merged)
+        try:
+            opts = _kernel_options(merged)
+        except ConfigError as exc:
+            raise ConfigError(f"{request.node.nodeid}: bad hermes_kernel_factory option: {exc}") from None
         handle = faults.make_kernel(request, hermes_transport, opts, tools)
         if hasattr(handle, "add_listener"):
             handle.add_listener(stats.on_event)

@@ -40,6 +40,7 @@ class LeakCheckPlugin:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Any:
+        __tracebackhide__ = True  # the report is the message; this hook's source would only hide it
         result = yield
         before = item.stash.get(_before_key, None)
         if before is None:

@@ -142,6 +142,10 @@ class DockerTransport(Transport):
             with self._lock:
                 self._fresh.add(cid)
             return cid
+        return self.shared_container()
+
+    def shared_container(self) -> str:
+        """Join the run's shared container (starting it when there is none or it stopped); its id."""
         with self._lock:
             if self._shared_id is not None and self.container_running(self._shared_id):
                 return self._shared_id

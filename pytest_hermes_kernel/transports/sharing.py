@@ -14,8 +14,12 @@ joins (or starts the resource when there is none, or it is no longer usable);
 :meth:`SharedResource.release` leaves, and the last member stops the resource and removes the
 state file. Members whose process is gone (a SIGKILLed worker) are dropped whenever the file is
 read, so a crash does not keep the container forever; if every member crashed, the label sweep
-(:func:`~pytest_hermes_kernel.containers.sweep_dead_runs`) removes it. The lock file itself is
-left in place (unlinking a lock file others may be waiting on would let two holders in).
+(:func:`~pytest_hermes_kernel.containers.sweep_dead_runs`) removes it.
+
+One lock file serves every run (``pytest-hermes-kernel-shared.lock``): it is never removed,
+since unlinking a lock file others may be waiting on would let two holders in, and a lock file
+per run would leave one file behind per run. It is held only to read and write a state file
+and, for its first user, to start the container.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 
 Resource = dict[str, Any]
 
+LOCK_NAME = "pytest-hermes-kernel-shared.lock"
 RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
 XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
 #: Starting a container (and, for the first user, building the image) happens under the lock.
@@ -89,9 +94,9 @@ class SharedResource:
 
     def __init__(self, kind: str, key: str, *, run_id: str | None = None, directory: str | None = None) -> None:
         self.run_id = run_id or current_run_id()
-        base = os.path.join(directory or tempfile.gettempdir(),
-                            f"pytest-hermes-kernel-{self.run_id[:32]}-{kind}-{key}")
-        self.lock_path = base + ".lock"
+        directory = directory or tempfile.gettempdir()
+        base = os.path.join(directory, f"pytest-hermes-kernel-{self.run_id[:32]}-{kind}-{key}")
+        self.lock_path = os.path.join(directory, LOCK_NAME)
         self.state_path = base + ".json"
         self.side_path = base  # prefix for files the resource keeps next to its state (keys)
         self.member = f"{os.getpid()}:{_process_start(os.getpid()) or 0.0:.3f}:{uuid.uuid4().hex[:8]}"

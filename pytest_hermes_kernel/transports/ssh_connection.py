@@ -105,9 +105,11 @@ class SshConnection:
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
+        self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
         self.last_reply = time.monotonic()
-        self._checker = threading.Thread(target=self._check_loop, name=f"hermes-ssh-keepalive {target}", daemon=True)
+        self._checker = threading.Thread(target=self._check_loop, name=f"hermes-shared ssh keepalive {target}",
+                                         daemon=True)
         self._checker.start()
 
     def _trust(self, host_key: str | None, policy: HostKeyPolicy, known_hosts: str | None) -> None:
@@ -135,7 +137,7 @@ class SshConnection:
         limit = self.keepalive_interval * self.keepalive_missed
         while not self._stop.is_set() and self.transport.is_active():
             answered = threading.Event()
-            threading.Thread(target=self._ask, args=(answered,), name="hermes-ssh-keepalive-request",
+            threading.Thread(target=self._ask, args=(answered,), name="hermes-shared ssh keepalive request",
                              daemon=True).start()
             while not answered.wait(0.1):
                 if self._stop.is_set() or not self.transport.is_active():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
 import pytest
@@ -62,6 +63,7 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
     after = k.execute("z")
     assert after.status == "error" and after.ename == "NameError"
     assert after.kernel.generation == 1
+    assert after.kernel.state_lost and after.kernel.reason == "timeout"  # the next cell is told too
 
 
 def test_reset_raises_when_asked(kernel_factory):
@@ -96,8 +98,6 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
     runner, worker = k.runner_pid, k.pid
     timer = None
     try:
-        import threading
-
         timer = threading.Timer(0.3, os.kill, (runner, signal.SIGSTOP))
         timer.start()
         r = k.execute("import time\ntime.sleep(30)", timeout=1.0)

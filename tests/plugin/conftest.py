@@ -15,6 +15,10 @@ from pytest_hermes_kernel.plugin.settings import SETTINGS
 RUN_TIMEOUT_S = 90.0
 """Longest one inner pytest run may take before pytester kills it (a hang, not slowness)."""
 
+UNRELATED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:benchmark")
+"""Third-party plugins installed here that the inner runs do not need. Under
+PYTHONDONTWRITEBYTECODE pytest re-rewrites hypothesis at every start (about 3 s a run)."""
+
 
 @pytest.fixture(autouse=True)
 def _no_hermes_env(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +32,8 @@ def run(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
     """``run(*args) -> RunResult``: pytest in a subprocess, in the pytester dir, without the cache."""
 
     def run_pytest(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=RUN_TIMEOUT_S)
+        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED_PLUGINS, *args,
+                                             timeout=RUN_TIMEOUT_S)
 
     return run_pytest
 

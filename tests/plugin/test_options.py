@@ -158,11 +158,13 @@ def test_timeout_precedence_cli_env_ini(pytester, run, monkeypatch, levels, head
 
 
 def test_timeout_default_then_marker_over_cli(pytester, run):
-    pytester.makepyfile(test_cell=SLEEPY_CELL_MARKED)
+    pytester.makepyfile(test_budget=SLEEPY_CELL_MARKED)
 
-    default = run("-s", "-k", "test_cell")
-    marked = run("-s", "--hermes-timeout=1", "-k", "test_marked_cell")
+    default = run("-s", "-k", "not marked")
+    marked = run("-s", "--hermes-timeout=1", "-k", "marked")
 
+    default.assert_outcomes(passed=1, deselected=1)
+    marked.assert_outcomes(passed=1, deselected=1)
     default.stdout.fnmatch_lines(["*cell-timeout=60 s*", "CELL status=ok budget=60.0"])
     marked.stdout.fnmatch_lines(["*cell-timeout=1 s*", "CELL status=ok budget=5"])
     assert "status=timeout" not in output_of(default) + output_of(marked)

@@ -1,6 +1,12 @@
 """Handed case B04: an interrupt that is silently ignored (SIG_IGN inherited at spawn, a handler
 replaced by the cell, or a GIL-holding C call) must not leave the cell running: the watchdog
 escalates interrupt -> kill -> restart in bounded time and says the state was lost.
+
+(C) as handed uses a catastrophic regex; CPython's ``re`` engine checks for signals while it
+backtracks (3.11 does), so there the interrupt *is* honoured: the cell ends as a timeout with
+the namespace kept. The GIL-holding call that really ignores SIGINT is a C function called with
+the GIL held that never returns (``pthread_mutex_lock`` on a mutex it already holds, through
+``ctypes.PyDLL``): that one must be killed and restarted.
 """
 
 from __future__ import annotations
@@ -40,7 +46,8 @@ def test_a_sigint_ignored_by_the_launcher_is_not_inherited(make_kernel):
 @pytest.mark.parametrize("cell", [
     pytest.param("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
                  "while True:\n    time.sleep(0.05)", id="B-handler-replaced"),
-    pytest.param("import re\nre.match(r'(a+)+$', 'a' * 30 + 'b')", id="C-gil-holding-regex"),
+    pytest.param("import ctypes\nlibc = ctypes.PyDLL(None)\nm = ctypes.create_string_buffer(64)\n"
+                 "libc.pthread_mutex_lock(m)\nlibc.pthread_mutex_lock(m)", id="C-gil-held-in-c"),
 ])
 def test_b_c_ineffective_interrupt_is_killed_and_restarted(make_kernel, cell):
     k = make_kernel(watchdog=POLICY)
@@ -60,3 +67,19 @@ def test_b_c_ineffective_interrupt_is_killed_and_restarted(make_kernel, cell):
     later = k.execute("z")
     assert later.status == "error" and later.ename == "NameError"
     assert later.kernel.generation == generation + 1 and later.kernel.pid != old_pid
+    assert later.kernel.state_lost and later.kernel.reason == "timeout"  # not silently empty
+
+
+def test_c_catastrophic_regex_is_interrupted_within_the_bound(make_kernel):
+    k = make_kernel(watchdog=POLICY)
+    assert k.execute("z = 7").status == "ok"
+    started = time.monotonic()
+
+    r = k.execute("import re\nre.match(r'(a+)+$', 'a' * 30 + 'b')", timeout=TIMEOUT)
+
+    assert time.monotonic() - started <= BOUND
+    assert r.status == "timeout" and r.watchdog in ("interrupted", "reset"), r.summary()
+    if r.watchdog == "interrupted":  # this CPython's re honours SIGINT: nothing was lost
+        assert not r.kernel.state_lost and k.execute("z").value == "7"
+    else:
+        assert r.kernel.state_lost and k.execute("z").ename == "NameError"

@@ -1,0 +1,234 @@
+"""Measurements shared by ``benchmarks/run.py``: ours and the anchors', on the same work.
+
+Every function returns plain numbers (milliseconds, megabytes, cells per second) so that one
+run can print them side by side and store them as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
+from pytest_hermes_kernel.transports import get_transport
+
+MEMORY_CELL = """
+def _pss(path):
+    try:
+        for line in open(path):
+            if line.startswith('Pss:'):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return 0.0
+    return 0.0
+def _rss(pid):
+    for line in open(f'/proc/{pid}/status'):
+        if line.startswith('VmRSS:'):
+            return int(line.split()[1]) / 1024
+import os
+(_rss(os.getpid()) + _rss(os.getppid()), _pss('/proc/self/smaps_rollup') + _pss(f'/proc/{os.getppid()}/smaps_rollup'))
+"""
+
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def p99(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+
+
+def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
+    """Wall seconds of ``n`` calls of ``fn`` (after ``warmup`` untimed ones)."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+# ------------------------------------------------------------------------------------ ours
+def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
+    """Start, round trip, restart, interrupt and idle memory of one transport."""
+    t = get_transport(transport)
+    with start_kernel(t) as warm:  # the first kernel may create the container: not timed
+        warm.execute("1")
+    start = timed(lambda: _start_stop(t), starts)
+    out: dict[str, float] = {"start_p50_ms": p50(start) * 1e3}
+    with start_kernel(t) as k:
+        rt = timed(lambda: k.execute("1"), cells, warmup=min(200, cells // 5))
+        out.update(rt_p50_ms=p50(rt) * 1e3, rt_p99_ms=p99(rt) * 1e3)
+        time.sleep(0.5)
+        rss, pss = eval(k.execute(MEMORY_CELL).value)  # noqa: S307 - our own cell's repr of a tuple
+        out.update(idle_rss_mb=rss, idle_pss_mb=pss)
+        restart = timed(k.restart, max(5, starts // 3))
+        out["restart_p50_ms"] = p50(restart) * 1e3
+        out["interrupt_p50_ms"] = p50([_interrupt_latency(k) for _ in range(5)]) * 1e3
+    return out
+
+
+def _start_stop(transport: Any) -> None:
+    with start_kernel(transport) as k:
+        k.execute("1")
+
+
+def _interrupt_latency(k: Any) -> float:
+    """Seconds from ``interrupt()`` to the cell's KeyboardInterrupt result."""
+    box: dict[str, Any] = {}
+    th = threading.Thread(target=lambda: box.setdefault("r", k.execute("import time; time.sleep(60)")))
+    th.start()
+    time.sleep(0.3)
+    t0 = time.perf_counter()
+    k.interrupt()
+    th.join()
+    assert box["r"].status == "interrupted", box["r"].summary()
+    return time.perf_counter() - t0
+
+
+def throughput(transport: str, owners: int, cells_per_owner: int) -> float:
+    """Cells per second with ``owners`` threads, each on its own kernel."""
+    t = get_transport(transport)
+    with KernelRegistry(max_kernels=max(4, owners), transport_factory=lambda key: t, background_reaper=False) as reg:
+        keys = [KernelKey(owner=f"bench-{i}", transport=transport) for i in range(owners)]
+        for key in keys:
+            reg.execute(key, "1")
+
+        def work(key: KernelKey) -> None:
+            for _ in range(cells_per_owner):
+                reg.execute(key, "1")
+
+        started = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=owners) as pool:
+            list(pool.map(work, keys))
+        return owners * cells_per_owner / (time.perf_counter() - started)
+
+
+# ------------------------------------------------------------------------------------ anchors
+ECHO = "import os\nwhile True:\n d = os.read(0, 65536)\n if not d: break\n os.write(1, d)"
+RELAY = ("import os, subprocess, sys\np = subprocess.Popen([sys.executable, '-c', %r], stdin=subprocess.PIPE, "
+         "stdout=subprocess.PIPE, bufsize=0)\nwhile True:\n d = os.read(0, 65536)\n if not d: break\n "
+         "os.write(p.stdin.fileno(), d)\n os.write(1, os.read(p.stdout.fileno(), 65536))" % ECHO)
+
+
+def pipe_echo(cells: int, relay: bool = False) -> list[float]:
+    """Round trips of 2 bytes through a child Python echo (``relay``: via a middle process, the
+    shape of our supervisor + worker)."""
+    proc = subprocess.Popen([sys.executable, "-c", RELAY if relay else ECHO], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, bufsize=0)
+
+    def once() -> None:
+        proc.stdin.write(b"1\n")
+        if proc.stdout.read(2) != b"1\n":
+            raise RuntimeError("the echo process died")
+
+    out = timed(once, cells, warmup=200)
+    proc.stdin.close()
+    proc.wait()
+    return out
+
+
+def bare_python_start(n: int) -> list[float]:
+    return timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), n)
+
+
+def bare_python_rss_mb() -> float:
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", "import json, socket, selectors, ast, traceback, time; "
+                             "time.sleep(30)"])
+    time.sleep(1.0)
+    rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+    proc.kill()
+    proc.wait()
+    return rss
+
+
+def jupyter_figures(cells: int, starts: int) -> dict[str, float] | None:
+    """The same figures for jupyter_client + ipykernel (``pip install '.[bench]'``)."""
+    try:
+        import psutil
+        from jupyter_client.manager import start_new_kernel
+    except ImportError:
+        return None
+    out: dict[str, float] = {}
+
+    def start_stop() -> None:
+        km, kc = start_new_kernel(kernel_name="python3")
+        kc.execute_interactive("1", timeout=60, output_hook=_quiet)
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+    out["start_p50_ms"] = p50(timed(start_stop, starts)) * 1e3
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        rt = timed(lambda: kc.execute_interactive("1", timeout=60, output_hook=_quiet), cells, warmup=50)
+        out.update(rt_p50_ms=p50(rt) * 1e3, rt_p99_ms=p99(rt) * 1e3)
+        time.sleep(0.5)
+        pid = km.provisioner.process.pid  # type: ignore[union-attr]
+        info = psutil.Process(pid).memory_full_info()
+        out.update(idle_rss_mb=info.rss / 2**20, idle_pss_mb=info.pss / 2**20)
+        lat = []
+        for _ in range(3):
+            kc.execute("import time; time.sleep(60)")
+            time.sleep(0.3)
+            t0 = time.perf_counter()
+            km.interrupt_kernel()
+            while True:
+                msg = kc.get_iopub_msg(timeout=30)
+                if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                    break
+            lat.append(time.perf_counter() - t0)
+        out["interrupt_p50_ms"] = p50(lat) * 1e3
+        rst = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            km.restart_kernel(now=True)
+            kc.wait_for_ready(timeout=60)
+            rst.append(time.perf_counter() - t0)
+        out["restart_p50_ms"] = p50(rst) * 1e3
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    return out
+
+
+def _quiet(msg: Any) -> None:
+    """Swallow iopub output (jupyter_client prints it by default)."""
+
+
+def docker_exec_echo(cells: int) -> list[float] | None:
+    """Round trips through a raw ``docker exec`` stream to ``cat`` in the kernel host container."""
+    try:
+        t = get_transport("docker")
+        container = t.container_for_bench()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - no docker here: the anchor is reported unavailable
+        return None
+    api = container.client.api
+    exec_id = api.exec_create(container.id, ["cat"], stdin=True, stdout=True, stderr=False)["Id"]
+    sock = api.exec_start(exec_id, socket=True)._sock  # noqa: SLF001 - docker-py exposes no public socket
+
+    def once() -> None:
+        sock.sendall(b"1\n")
+        got = b""
+        while len(got) < 8 + 2:
+            got += sock.recv(64)
+
+    out = timed(once, cells, warmup=100)
+    sock.close()
+    return out
+
+
+def environment() -> dict[str, Any]:
+    return {"python": sys.version.split()[0], "cpus": os.cpu_count(), "platform": sys.platform,
+            "when": time.strftime("%Y-%m-%d %H:%M:%S")}

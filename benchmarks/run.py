@@ -1,0 +1,171 @@
+"""Side-by-side benchmarks: every transport and the anchors, in one run.
+
+    python benchmarks/run.py                       # all transports that work here
+    python benchmarks/run.py --transports local --cells 2000
+    python benchmarks/run.py --scale               # the scale invariants (benchmarks/scale.py)
+
+Prints a table with ratios, writes ``benchmarks/results/<stamp>.json`` and ``.png`` (matplotlib),
+and ``benchmarks/results/latest.*``. Figures are medians (p50) of many iterations.
+Anchors: jupyter_client + ipykernel (local), the raw floor (pipe echo; pipe echo through a
+relay process; a raw ``docker exec`` stream echo) and the seed-style file protocol
+(``benchmarks/seed_style_filecell.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import measures  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+TARGETS = {"local": {"rt_p50_ms": 0.25, "start_p50_ms": 60.0, "idle_pss_mb": 15.0},
+           "docker": {"rt_p50_ms": 1.0}, "ssh": {"rt_p50_ms": 1.0}}
+
+
+def collect(args: argparse.Namespace) -> dict[str, Any]:
+    res: dict[str, Any] = {"env": measures.environment(), "transports": {}, "anchors": {}}
+    for name in args.transports:
+        progress(f"{name}: kernel figures")
+        try:
+            figs = measures.kernel_figures(name, args.cells, args.starts)
+            progress(f"{name}: throughput with 1 and 8 owners")
+            figs["cells_per_s_1"] = measures.throughput(name, 1, args.cells // 2)
+            figs["cells_per_s_8"] = measures.throughput(name, 8, max(50, args.cells // 8))
+            res["transports"][name] = figs
+        except Exception as exc:  # noqa: BLE001 - an unavailable transport is reported, not fatal
+            res["transports"][name] = {"unavailable": f"{type(exc).__name__}: {exc}"}
+    progress("anchors: raw pipe echo, relay echo, bare python")
+    a = res["anchors"]
+    a["pipe_echo_p50_ms"] = statistics.median(measures.pipe_echo(args.cells)) * 1e3
+    a["relay_echo_p50_ms"] = statistics.median(measures.pipe_echo(args.cells, relay=True)) * 1e3
+    a["bare_python_start_p50_ms"] = statistics.median(measures.bare_python_start(args.starts)) * 1e3
+    a["bare_python_rss_mb"] = measures.bare_python_rss_mb()
+    if "docker" in args.transports:
+        progress("anchors: raw docker exec stream echo")
+        echo = measures.docker_exec_echo(args.cells)
+        if echo:
+            a["docker_exec_echo_p50_ms"] = statistics.median(echo) * 1e3
+    if "filecell" in args.transports:
+        progress("anchors: seed-style file cells")
+        try:
+            import seed_style_filecell  # type: ignore[import-not-found]
+
+            a["seed_filecell"] = seed_style_filecell.measure(cells=20)
+        except Exception as exc:  # noqa: BLE001
+            a["seed_filecell"] = {"unavailable": str(exc)}
+    if not args.no_jupyter:
+        progress("anchors: jupyter_client + ipykernel")
+        a["jupyter"] = measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8))
+    return res
+
+
+def progress(text: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+def table(res: dict[str, Any]) -> str:
+    a = res["anchors"]
+    jup = a.get("jupyter") or {}
+    lines = [f"{'transport':9} {'figure':22} {'ours':>10} {'target':>8} {'anchor':>10}  anchor name / ratio"]
+
+    def row(t: str, fig: str, unit: str, ours: float | None, anchor: float | None, aname: str) -> None:
+        tgt = TARGETS.get(t, {}).get(fig)
+        o = "n/a" if ours is None else f"{ours:.3f}"
+        ratio = f" ({ours / anchor:.2f}x)" if ours and anchor else ""
+        lines.append(f"{t:9} {fig + ' ' + unit:22} {o:>10} {'' if tgt is None else f'<={tgt:g}':>8} "
+                     f"{'' if anchor is None else f'{anchor:.3f}':>10}  {aname}{ratio}")
+
+    for t, f in res["transports"].items():
+        if "unavailable" in f:
+            lines.append(f"{t:9} unavailable: {f['unavailable']}")
+            continue
+        floor = {"local": a.get("relay_echo_p50_ms"), "docker": a.get("docker_exec_echo_p50_ms")}.get(t)
+        row(t, "rt_p50", "ms", f.get("rt_p50_ms"), jup.get("rt_p50_ms") if t == "local" else floor,
+            "jupyter" if t == "local" else "raw exec echo")
+        row(t, "rt_p99", "ms", f.get("rt_p99_ms"), jup.get("rt_p99_ms") if t == "local" else None, "jupyter")
+        row(t, "start_p50", "ms", f.get("start_p50_ms"), jup.get("start_p50_ms") if t == "local" else None, "jupyter")
+        row(t, "restart_p50", "ms", f.get("restart_p50_ms"), jup.get("restart_p50_ms") if t == "local" else None,
+            "jupyter")
+        row(t, "interrupt_p50", "ms", f.get("interrupt_p50_ms"),
+            jup.get("interrupt_p50_ms") if t == "local" else None, "jupyter")
+        row(t, "idle_rss", "MB", f.get("idle_rss_mb"), jup.get("idle_rss_mb") if t == "local" else None, "jupyter")
+        row(t, "idle_pss", "MB", f.get("idle_pss_mb"), jup.get("idle_pss_mb") if t == "local" else None, "jupyter")
+        row(t, "cells/s 1 owner", "", f.get("cells_per_s_1"), None, "")
+        row(t, "cells/s 8 owners", "", f.get("cells_per_s_8"), None, "")
+    lines.append(f"floors: pipe echo {a['pipe_echo_p50_ms']:.3f} ms; pipe echo via a relay process "
+                 f"{a['relay_echo_p50_ms']:.3f} ms; bare python start {a['bare_python_start_p50_ms']:.1f} ms; "
+                 f"bare python RSS {a['bare_python_rss_mb']:.1f} MB")
+    seed = a.get("seed_filecell")
+    if seed and "unavailable" not in seed:
+        lines.append(f"seed-style file cells: {seed.get('rt_p50_ms', 0):.1f} ms per cell, "
+                     f"{seed.get('executes_per_cell', 0):g} executes per cell")
+    return "\n".join(lines)
+
+
+def chart(res: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    a = res["anchors"]
+    jup = a.get("jupyter") or {}
+    names, values = [], []
+    for t, f in res["transports"].items():
+        if "rt_p50_ms" in f:
+            names.append(f"{t}\n(ours)")
+            values.append(f["rt_p50_ms"])
+    for label, key in (("pipe echo", "pipe_echo_p50_ms"), ("relay echo", "relay_echo_p50_ms"),
+                       ("docker exec\necho", "docker_exec_echo_p50_ms")):
+        if a.get(key) is not None:
+            names.append(label)
+            values.append(a[key])
+    if jup.get("rt_p50_ms"):
+        names.append("jupyter_client\n+ipykernel")
+        values.append(jup["rt_p50_ms"])
+    fig, ax = plt.subplots(figsize=(max(6, len(names) * 1.2), 4))
+    bars = ax.bar(names, values, color=["#2b6cb0" if "ours" in n else "#a0aec0" for n in names])
+    ax.bar_label(bars, fmt="%.2f")
+    ax.set_yscale("log")
+    ax.set_ylabel("trivial cell round trip p50 (ms, log)")
+    ax.set_title(f"pytest-hermes-kernel round trips ({res['env']['when']}, {res['env']['cpus']} cpus)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--transports", type=lambda s: s.split(","), default=["local", "docker", "ssh", "filecell"])
+    ap.add_argument("--cells", type=int, default=2000)
+    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--no-jupyter", action="store_true")
+    ap.add_argument("--scale", action="store_true", help="run the scale invariants instead")
+    args = ap.parse_args(argv)
+    if args.scale:
+        import scale
+
+        return scale.main([])
+    res = collect(args)
+    text = table(res)
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for name in (stamp, "latest"):
+        (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2))
+        (RESULTS / f"{name}.txt").write_text(text + "\n")
+    chart(res, RESULTS / f"{stamp}.png")
+    chart(res, RESULTS / "latest.png")
+    print(f"wrote {RESULTS / (stamp + '.json')} and .png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""Execute-only backends: the one primitive the ``filecell`` transport needs, and two references.
+
+:class:`ExecuteBackend` is a public extension point. An environment that can only run a shell
+command to completion and hand back its exit code and output (a sandbox API, a CI runner, a
+remote-exec service: the seed system's ``env.execute``) gets persistent kernels by wrapping
+that call in an object with one method and passing it to
+:class:`~pytest_hermes_kernel.transports.filecell.FileCellTransport`::
+
+    class MySandbox:
+        def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+            r = sandbox_api.run(cmd, timeout=timeout)
+            return r.returncode, r.output
+
+    transport = FileCellTransport(MySandbox())
+
+The far side needs a POSIX ``sh``, ``base64``, ``od`` and ``python3``; the kernel runner and
+its client are shipped through the command text. Commands may run concurrently (an interrupt
+is delivered while a long poll runs).
+
+Two reference backends: :class:`LocalShellBackend` (``sh -c`` on this machine; the default)
+and :class:`DockerExecBackend` (``docker exec`` into a container).
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+#: Exit status a backend returns when it ended a command at its timeout (as coreutils ``timeout``).
+TIMEOUT_EXIT = 124
+
+
+@runtime_checkable
+class ExecuteBackend(Protocol):
+    """Runs one shell command to completion where the kernels live.
+
+    ``execute(cmd, timeout)`` runs ``cmd`` with a POSIX shell (``sh -c cmd``), waits for it and
+    returns ``(exit_code, output)``: the combined stdout and stderr as text. ``timeout`` is in
+    seconds (``None``: no limit); on timeout the backend ends the command and raises
+    :class:`TimeoutError` or returns exit code 124. Any other exception means the command may
+    or may not have run (the transport then treats the kernel as unreachable).
+
+    Background processes the command starts (the kernel runner daemonizes) must keep running
+    after ``execute`` returns.
+    """
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]: ...
+
+
+class LocalShellBackend:
+    """``sh -c cmd`` on this machine: the default backend of ``filecell`` and the model for others.
+
+    :param shell: the POSIX shell to run commands with.
+    :param env: environment of the commands; ``None`` is this process's environment.
+
+    The command runs in its own session and its whole process group is killed at the timeout.
+    The launch command (the one that leaves the kernel runner behind) runs under a small
+    subreaper (:meth:`execute_detached`) that reaps the runner when it ends: on hosts whose
+    init does not reap orphans (some VM and container inits) the runner would otherwise stay a
+    zombie forever.
+    """
+
+    def __init__(self, *, shell: str = "sh", env: dict[str, str] | None = None) -> None:
+        self.shell = shell
+        self.env = env
+        self._lock = threading.Lock()
+        self._subreapers: list[subprocess.Popen[bytes]] = []
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        """Run ``cmd``; see :class:`ExecuteBackend`.
+
+        :raises TimeoutError: if it runs longer than ``timeout`` seconds (its group is killed).
+        """
+        self._collect_subreapers()
+        proc = subprocess.Popen([self.shell, "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise TimeoutError(f"command did not finish within {timeout} s") from None
+        return proc.returncode, out.decode("utf-8", "replace")
+
+    def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        """Run ``cmd``, which leaves daemons behind, under a subreaper that reaps them later.
+
+        Returns when ``cmd`` itself has ended and its output is closed; the subreaper lives on
+        until every process it adopted has ended, and is collected by later calls.
+
+        :raises TimeoutError: if ``cmd`` runs longer than ``timeout`` seconds.
+        """
+        self._collect_subreapers()
+        status_r, status_w = os.pipe()
+        try:
+            proc = subprocess.Popen([sys.executable, "-S", "-c", _SUBREAPER, str(status_w)], stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(status_w,),
+                                    start_new_session=True, env=self.env)
+        finally:
+            os.close(status_w)
+        with self._lock:
+            self._subreapers.append(proc)
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(cmd.encode("utf-8"))  # the command never sits in a long-lived argv
+            proc.stdin.close()
+            out, status = _read_until_closed(proc.stdout.fileno(), status_r, timeout)
+        except TimeoutError:
+            _kill_group(proc)
+            raise
+        finally:
+            os.close(status_r)
+            if proc.stdout is not None:
+                proc.stdout.close()
+        code = int(status) if status.strip().lstrip("-").isdigit() else 255
+        return code, out
+
+    def _collect_subreapers(self) -> None:
+        with self._lock:
+            self._subreapers = [p for p in self._subreapers if p.poll() is None]
+
+    def close(self) -> None:
+        """Collect subreapers that have finished (live ones keep reaping their kernels)."""
+        self._collect_subreapers()
+
+    def __repr__(self) -> str:
+        return f"LocalShellBackend({self.shell!r})"
+
+
+#: The subreaper: reads the command on stdin, runs ``sh -c`` as its child, writes the command's
+#: exit status to fd argv[1] when it ends, then reaps every orphan it adopted until none is left.
+_SUBREAPER = r"""
+import ctypes, os, sys
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+except Exception:
+    pass
+status_fd = int(sys.argv[1])
+cmd = sys.stdin.buffer.read().decode('utf-8')
+pid = os.fork()
+if pid == 0:
+    os.close(status_fd)
+    try:
+        os.execvp('sh', ['sh', '-c', cmd])
+    finally:
+        os._exit(127)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+while True:
+    try:
+        child, status = os.wait()
+    except ChildProcessError:
+        break
+    except InterruptedError:
+        continue
+    if child == pid:
+        os.write(status_fd, str(os.waitstatus_to_exitcode(status)).encode())
+        os.close(status_fd)
+"""
+
+
+def _read_until_closed(out_fd: int, status_fd: int, timeout: float | None) -> tuple[str, str]:
+    """Read two pipes until both are closed; ``(output, status text)``.
+
+    :raises TimeoutError: if they are still open after ``timeout`` seconds.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    chunks: dict[int, list[bytes]] = {out_fd: [], status_fd: []}
+    with selectors.DefaultSelector() as sel:
+        for fd in chunks:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"command did not finish within {timeout} s")
+            for key, _ in sel.select(left):
+                data = os.read(key.fd, 65536)
+                if data:
+                    chunks[key.fd].append(data)
+                else:
+                    sel.unregister(key.fd)
+    return (b"".join(chunks[out_fd]).decode("utf-8", "replace"),
+            b"".join(chunks[status_fd]).decode("ascii", "replace"))
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=5.0)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+class DockerExecBackend:
+    """``docker exec <container> sh -c cmd`` (docker-py), as the container's default user.
+
+    :param container: a docker-py ``Container`` or a container id.
+    :param user: exec user; ``""`` is the container's user.
+    :param client: docker-py client for a container id; ``None`` opens one from the environment.
+
+    Docker cannot end an exec from outside (moby/moby#35703), so a timeout is enforced inside
+    the container with coreutils/busybox ``timeout`` when the image has it; the call itself
+    then also gives up 5 s after the timeout and raises :class:`TimeoutError`.
+    :meth:`start` makes a kernel host container for it (removed by :meth:`close`).
+    """
+
+    def __init__(self, container: Container | str, *, user: str = "", client: Any = None) -> None:
+        if isinstance(container, str):
+            import docker
+
+            self._client = client or docker.from_env()
+            self.container_id = container
+            self._owns_client = client is None
+        else:
+            self._client = container.client
+            self.container_id = str(container.id)
+            self._owns_client = False
+        self.user = user
+        self._has_timeout: bool | None = None
+        self._owned_container = False
+
+    @classmethod
+    def start(cls, *, image: str | None = None, run_id: str = "filecell", worker_id: str = "master",
+              mem_limit_bytes: int | None = None) -> DockerExecBackend:
+        """Start a kernel host container (no network) and return a backend that owns it.
+
+        :param image: image to run; ``None`` builds/uses the kernel host image.
+        :raises ContainerStartError: if the container does not come up.
+        """
+        from ..containers import start_kernel_host
+        from ..images import ensure_image
+
+        container = start_kernel_host(image=image or ensure_image(progress=lambda _line: None), run_id=run_id,
+                                      worker_id=worker_id, mem_limit_bytes=mem_limit_bytes)
+        backend = cls(container)
+        backend._owned_container = True
+        return backend
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        """Run ``cmd`` in the container; see :class:`ExecuteBackend`.
+
+        :raises TimeoutError: if the exec is still running 5 s after ``timeout`` seconds.
+        """
+        argv = ["sh", "-c", cmd]
+        if timeout is not None and self._timeout_available():
+            argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.1):.3f}", *argv]
+        api = self._client.api
+        exec_id = api.exec_create(self.container_id, argv, user=self.user, stdout=True, stderr=True)["Id"]
+        if timeout is None:
+            out = api.exec_start(exec_id)
+        else:
+            out = _call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
+        code = api.exec_inspect(exec_id).get("ExitCode")
+        return (255 if code is None else int(code)), (out or b"").decode("utf-8", "replace")
+
+    def _timeout_available(self) -> bool:
+        if self._has_timeout is None:
+            api = self._client.api
+            exec_id = api.exec_create(self.container_id, ["sh", "-c", "command -v timeout"], user=self.user)["Id"]
+            api.exec_start(exec_id)
+            self._has_timeout = api.exec_inspect(exec_id).get("ExitCode") == 0
+        return self._has_timeout
+
+    def close(self) -> None:
+        """Remove the container if :meth:`start` made it; close an owned client."""
+        if self._owned_container:
+            from ..containers import remove_container
+
+            remove_container(self.container_id, client=self._client)
+            self._owned_container = False
+        if self._owns_client:
+            self._client.close()
+            self._owns_client = False
+
+    def __repr__(self) -> str:
+        return f"DockerExecBackend({self.container_id[:12]})"
+
+
+def _call_with_timeout(fn: Any, timeout: float) -> Any:
+    """``fn()`` in a helper thread; :class:`TimeoutError` if it has not returned in ``timeout`` s."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="hermes-docker-exec", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise TimeoutError(f"docker exec did not return within {timeout} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

@@ -1,0 +1,263 @@
+"""``filecell``: kernels on backends that can only run a command to completion.
+
+The only primitive is :class:`~.backends.ExecuteBackend` ``execute(cmd, timeout) -> (exit code,
+output)`` (the seed system's ``env.execute``). On top of it:
+
+* **launch** is one execute: make a 0700 kernel dir under ``root``, ship the kernel runner and
+  its client (compressed, in the command text), write a 0600 token (made there, never on a
+  command line) and config, start ``python3 -B _kernel_runner.py serve --listen DIR/sock``
+  (it reads the config, daemonizes into its own session, prints ``ready <pid>``), delete the
+  config, and run the client once for the runner's hello.
+* **cells**: the channel's frames travel in long polls, one execute of the client per poll
+  (:mod:`.filecell_stream`): a trivial cell is one execute; a tool call adds one. The seed's
+  file protocol needed at least 4 executes and 0.5 s polls per cell.
+* **interrupt** while a cell runs: ``kill -INT -<worker pgid>`` by a separate execute.
+* **alive**: the runner's pid (from ``ready``) has ``DIR/sock`` in ``/proc/<pid>/cmdline``
+  (``DIR`` ends in a random nonce, so a reused pid never passes). **kill**: SIGKILL every
+  process of the runner's session. **cleanup**: ``rm -rf DIR``.
+* **host gone**: nobody attaches between cells anyway, so the runner's orphan timer is an idle
+  timer (``orphan_timeout``, default 1800 s like the seed's idle exit).
+
+Not re-attachable: every cell is its own execute, so there is no connection to drop.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+from typing import Any, ClassVar
+
+from ..errors import ConfigError, KernelStartError
+from . import filecell_scripts as scripts
+from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from .base import Launched, LaunchSpec, Transport
+from .filecell_stream import FileCellStream
+from .remote import RUNNER_NAME, portable_env, runner_config, runner_source
+
+__all__ = ["FileCellTransport", "ExecuteBackend", "LocalShellBackend", "DockerExecBackend", "DEFAULT_ROOT"]
+
+DEFAULT_ROOT = "/tmp/hermes-filecell"
+#: A unix socket path must fit in 108 bytes; the kernel dir adds ``/k-<12>-<16>/sock``.
+_MAX_ROOT_CHARS = 70
+#: Extra seconds an execute may take beyond the poll's own deadline (process start, transfer).
+_EXECUTE_SLACK_S = 15.0
+
+log = logging.getLogger(__name__)
+
+
+class FileCellTransport(Transport):
+    """Kernels through an :class:`~.backends.ExecuteBackend` (see module docstring).
+
+    :param backend: runs the commands; ``None`` is :class:`~.backends.LocalShellBackend`.
+    :param python: interpreter on the backend's side.
+    :param root: parent of the kernel dirs there (made 0700 if missing; must be owned by the
+        backend's user and not a symlink).
+    :param orphan_timeout: seconds a runner lives with no client attached: an idle timeout,
+        since nobody is attached between cells.
+    :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
+        under the backend's own limits (docker-py's HTTP timeout is 60 s).
+    :param launch_timeout: seconds for the launch execute.
+    :raises ConfigError: if ``root`` is relative or too long for a unix socket path.
+    """
+
+    name: ClassVar[str] = "filecell"
+    reattachable: ClassVar[bool] = False
+
+    def __init__(self, backend: ExecuteBackend | None = None, *, python: str = "python3",
+                 root: str | None = None, orphan_timeout: float = 1800.0, poll_window_s: float = 20.0,
+                 launch_timeout: float = 60.0) -> None:
+        root = (root or DEFAULT_ROOT).rstrip("/")
+        if not root.startswith("/") or len(root) > _MAX_ROOT_CHARS:
+            raise ConfigError(f"filecell root must be an absolute path of at most {_MAX_ROOT_CHARS} "
+                              f"characters (unix socket paths are short), got {root!r}")
+        if not callable(getattr(backend, "execute", None)) and backend is not None:
+            raise ConfigError(f"filecell backend {backend!r} has no execute(cmd, timeout) method")
+        self.backend: ExecuteBackend = backend or LocalShellBackend()
+        self._owns_backend = backend is None
+        self.python = python
+        self.root = root
+        self.orphan_timeout = orphan_timeout
+        self.poll_window_s = poll_window_s
+        self.launch_timeout = launch_timeout
+
+    # ------------------------------------------------------------------------------ launch
+    def launch(self, spec: LaunchSpec) -> Launched:
+        kdir = f"{self.root}/k-{spec.kernel_id[:12]}-{secrets.token_hex(8)}"
+        python = spec.python or self.python
+        site = FileCellSite(self, kdir, python)
+        config = json.loads(runner_config(spec, kdir, self.orphan_timeout))
+        config.pop("token", None)  # a fresh one is made on the far side, never on a command line
+        env = portable_env(spec.env)
+        unset = [name for name in os.environ if name not in spec.env]
+        runner = runner_source()
+        cmd = scripts.launch_command(
+            root=self.root, kdir=kdir, python=python,
+            files={RUNNER_NAME: runner, scripts.CLIENT_NAME: scripts.client_source(runner.decode()).encode()},
+            config=config, env=env, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
+        run = getattr(self.backend, "execute_detached", None) or self.backend.execute
+        try:
+            code, out = run(cmd, self.launch_timeout)
+        except Exception as exc:
+            self._cleanup_quietly(kdir)
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
+                                   f"{exc}\nHint: can the backend run `sh -c`?") from None
+        pid = scripts.parse_ready(out)
+        hello = scripts.parse_client_output(out)
+        if code != 0 or pid is None or hello.status != "done" or not hello.frames:
+            self._cleanup_quietly(kdir, pid, python)
+            raise KernelStartError(
+                f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
+                f"{_tail(out)}\nHint: the backend needs sh, python3 ({python!r}) and a writable {self.root!r}")
+        stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
+        return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
+                        extra={"site": site, "python": python})
+
+    def _cleanup_quietly(self, kdir: str, pid: int | None = None, python: str | None = None) -> None:
+        try:
+            if pid is not None:
+                self.backend.execute(scripts.kill_command(kdir=kdir, pid=pid, python=python or self.python), 15.0)
+            self.backend.execute(scripts.cleanup_command(root=self.root, kdir=kdir), 15.0)
+        except Exception as exc:  # noqa: BLE001 - best effort after a failed launch
+            log.debug("filecell cleanup of %s failed: %s", kdir, exc)
+
+    # ------------------------------------------------------------------------------ lifecycle
+    def kill(self, launched: Launched) -> bool:
+        if launched.pid is None or not launched.kernel_dir:
+            return True
+        try:
+            _, out = self.backend.execute(scripts.kill_command(kdir=launched.kernel_dir, pid=launched.pid,
+                                                               python=launched.extra.get("python", self.python)), 20.0)
+        except Exception as exc:  # noqa: BLE001 - unreachable: not confirmed
+            log.warning("filecell kill of runner %s failed: %s", launched.pid, exc)
+            return False
+        gone = out.strip().splitlines()[-1:] == ["gone"]
+        if gone:
+            launched.extra["gone"] = True
+        return gone
+
+    def alive(self, launched: Launched) -> bool:
+        """Whether the runner runs; ``True`` when the backend cannot be reached (not confirmed dead)."""
+        if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
+            return False
+        for _ in range(3):
+            try:
+                _, out = self.backend.execute(scripts.alive_command(kdir=launched.kernel_dir, pid=launched.pid), 15.0)
+            except Exception as exc:  # noqa: BLE001 - a blip is not a death: ask again
+                log.debug("filecell liveness probe failed: %s", exc)
+                continue
+            if "ALIVE" in out or "GONE" in out:
+                return "ALIVE" in out
+        return True
+
+    def reap(self, launched: Launched, timeout: float) -> int | None:
+        """Wait up to ``timeout`` s for the runner to end (checked on the far side, one execute).
+
+        :returns: ``0`` once it is gone (its exit status is not visible from here), else ``None``.
+        """
+        if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
+            return 0
+        try:
+            _, out = self.backend.execute(
+                scripts.reap_command(kdir=launched.kernel_dir, pid=launched.pid, timeout=timeout), timeout + 15.0)
+        except Exception:  # noqa: BLE001 - cannot confirm
+            return None
+        if "GONE" in out:
+            launched.extra["gone"] = True
+            return 0
+        return None
+
+    def cleanup(self, launched: Launched) -> None:
+        stream = launched.stream
+        if isinstance(stream, FileCellStream):
+            stream.close()
+            stream.join(5.0)
+        if launched.kernel_dir:
+            self._cleanup_quietly(launched.kernel_dir)
+
+    def close(self) -> None:
+        if self._owns_backend:
+            closer = getattr(self.backend, "close", None)
+            if callable(closer):
+                closer()
+
+    # ------------------------------------------------------------------------------ diagnostics
+    def runner_log(self, launched: Launched, lines: int = 20) -> str:
+        try:
+            _, out = self.backend.execute(scripts.log_command(kdir=launched.kernel_dir or "", lines=lines), 15.0)
+        except Exception:  # noqa: BLE001
+            return ""
+        return out.rstrip()
+
+    def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
+        """Live processes of kernel ``kernel_id`` where the backend runs (scanned there)."""
+        try:
+            _, out = self.backend.execute(scripts.processes_command(kernel_id=kernel_id, python=self.python), 30.0)
+        except Exception:  # noqa: BLE001 - unreachable: nothing seen
+            return []
+        from .remote import parse_kernel_processes
+
+        return parse_kernel_processes(out.encode())
+
+    def signal_pid(self, launched: Launched, pid: int, sig: int) -> None:
+        """Send ``sig`` to ``pid`` where the backend runs.
+
+        :raises ProcessLookupError: if it could not be signalled.
+        """
+        code, _ = self.backend.execute(f"kill -{int(sig)} {int(pid)}", 15.0)
+        if code != 0:
+            raise ProcessLookupError(f"no process {pid} on {self.backend!r}")
+
+    def describe(self) -> str:
+        return f"filecell ({self.backend!r}, {self.python}, root {self.root})"
+
+
+class FileCellSite:
+    """One kernel dir on one backend: what :class:`~.filecell_stream.FileCellStream` runs."""
+
+    def __init__(self, transport: FileCellTransport, kdir: str, python: str) -> None:
+        self.transport = transport
+        self.kdir = kdir
+        self.python = python
+        self.executes = 0
+
+    def _execute(self, cmd: str, timeout: float) -> tuple[int, str]:
+        self.executes += 1
+        return self.transport.backend.execute(cmd, timeout)
+
+    def poll(self, frames: bytes, *, wait: list[Any], pending: list[Any], window_s: float, pickup_s: float,
+             early: int) -> scripts.ClientOutput:
+        """One client run: send ``frames``, relay until a ``wait`` id is answered or ``window_s``."""
+        args = dict(wait=wait, pending=pending, deadline_s=window_s, pickup_s=pickup_s, early=early)
+        cmd = scripts.client_command(kdir=self.kdir, python=self.python,
+                                     params=scripts.params(frames=scripts.b64(frames), **args))
+        if len(cmd) > scripts.MAX_COMMAND_BYTES:  # a big cell: ship its frames first
+            self.drop(frames, early)
+            args["early"] = early + 1
+            cmd = scripts.client_command(kdir=self.kdir, python=self.python, params=scripts.params(**args))
+        _, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
+        return scripts.parse_client_output(out)
+
+    def drop(self, frames: bytes, seq: int) -> None:
+        """Put frames into the kernel dir; the attached (or next) client sends them."""
+        for cmd in scripts.drop_commands(kdir=self.kdir, seq=seq, data=frames):
+            code, out = self._execute(cmd, 30.0)
+            if code != 0:
+                raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
+
+    def signal_worker(self, pid: int, signal_name: str) -> bool:
+        """Signal the worker's process group (after checking it is this kernel's worker)."""
+        if pid <= 0:
+            return False
+        try:
+            _, out = self._execute(scripts.signal_worker_command(kdir=self.kdir, pid=pid, signal_name=signal_name),
+                                   15.0)
+        except Exception:  # noqa: BLE001 - fall back to the in-band interrupt
+            return False
+        return "SENT" in out
+
+
+def _tail(text: str, limit: int = 2000) -> str:
+    return text.strip()[-limit:] or "<no output>"
+

@@ -1,0 +1,257 @@
+"""The shell commands of the ``filecell`` transport, and the parser of the client's output.
+
+Every function returns one command for ``ExecuteBackend.execute`` (``sh -c``). Nothing secret
+is ever in a command: the token is made on the far side (``od /dev/urandom``) into a 0600 file
+of the 0700 kernel dir and read from there by the client; the command carries the runner, the
+client, the config without the token, and the kernel's (already scrubbed) environment.
+
+Identity: a kernel dir is ``<root>/k-<kernel id[:12]>-<16 hex nonce>``. The runner and its
+worker run as ``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock``, so "the process
+``pid`` has ``<dir>/sock`` in its ``/proc/<pid>/cmdline``" tells the kernel from a process that
+reused its pid.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import binascii
+import functools
+import json
+import re
+import shlex
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..kernel import _kernel_runner as runner_module
+from .remote import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, RUNNER_NAME, SOCKET_NAME
+
+CLIENT_NAME = "client.py"
+TOKEN_NAME = "token"
+ERROR_MARK = "HERMES-FILECELL-ERROR"
+#: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
+MAX_COMMAND_BYTES = 100_000
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def b64(data: bytes) -> str:
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+_CLIENT_DEFS = ("FrameError", "encode_frame", "FrameDecoder", "client", "_client_session", "_client_pickup",
+                "_client_note_requests", "_client_read", "_client_relay")
+_CLIENT_CONSTS = ("MAX_FRAME_BYTES", "_READ_CHUNK", "CLIENT_BEGIN", "CLIENT_SENT", "CLIENT_END", "CLIENT_REQUESTS",
+                  "CLIENT_REPLIES", "CLIENT_DROP_PREFIX")
+
+
+@functools.lru_cache(maxsize=4)
+def client_source(runner: str) -> str:
+    """The runner's ``client`` mode as a small module: the same code, without the runner's imports.
+
+    Cut out of the runner's text (``runner``, the file shipped with it: one source of truth),
+    so a poll starts a Python that imports only json/os/select/socket/struct/sys/time, about
+    half the start-up cost of the whole runner.
+
+    :raises ValueError: if the runner lacks one of the client's parts.
+    """
+    tree = ast.parse(runner)
+    found: dict[str, str] = {}
+    for node in tree.body:
+        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
+            t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
+        for name in names:
+            if name in _CLIENT_DEFS or name in _CLIENT_CONSTS:
+                found[name] = ast.get_source_segment(runner, node) or ""
+    missing = [n for n in _CLIENT_CONSTS + _CLIENT_DEFS if not found.get(n)]
+    if missing:
+        raise ValueError(f"the kernel runner has no {', '.join(missing)}: cannot build the filecell client")
+    parts = ["from __future__ import annotations", "import json, os, select, socket, struct, sys, time",
+             "_HEAD = struct.Struct('>II')", *(found[n] for n in _CLIENT_CONSTS + _CLIENT_DEFS),
+             "if __name__ == '__main__':\n    sys.exit(client(sys.argv[1], sys.argv[2]))\n"]
+    return "\n\n".join(parts)
+
+
+def _q(text: str) -> str:
+    return shlex.quote(text)
+
+
+def _env_lines(env: Mapping[str, str], unset: list[str]) -> str:
+    drop = " ".join(n for n in unset if _NAME.match(n))
+    sets = [f"export {k}={_q(v)}" for k, v in env.items() if _NAME.match(k)]
+    return "; ".join(([f"unset {drop}"] if drop else []) + sets) or ":"
+
+
+#: Run in the new kernel dir: argv[1] is the config (base64 JSON, no token), then pairs of file
+#: name and zlib+base64 content. Makes the token here (never on a command line) and writes every
+#: file 0600 with O_EXCL.
+_SETUP = r"""
+import base64, json, os, sys, zlib
+def put(name, data):
+    with os.fdopen(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb') as fh:
+        fh.write(data)
+config = json.loads(base64.b64decode(sys.argv[1]))
+config['token'] = os.urandom(24).hex()
+put('%(token)s', config['token'].encode())
+put('config.json', json.dumps(config).encode())
+put('%(log)s', b'')
+args = sys.argv[2:]
+for i in range(0, len(args), 2):
+    put(args[i], zlib.decompress(base64.b64decode(args[i + 1])))
+""" % {"token": TOKEN_NAME, "log": LOG_NAME}
+
+
+def launch_command(*, root: str, kdir: str, python: str, files: Mapping[str, bytes], config: Mapping[str, Any],
+                   env: Mapping[str, str], unset: list[str], hello_params: str) -> str:
+    """One execute that makes the kernel dir, ships the files, starts the runner and says hello.
+
+    Prints ``ready <pid>`` (the runner), then the client's output with the hello frame. On
+    failure a line ``HERMES-FILECELL-ERROR ...`` and the runner log tail.
+    """
+    shipped = " ".join(f"{_q(name)} {b64(zlib.compress(data, 9))}" for name, data in files.items())
+    return "\n".join([
+        "umask 077",
+        f"R={_q(root)}; D={_q(kdir)}; PY={_q(python)}",
+        f'command -v "$PY" >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: $PY not found"; exit 127; }}',
+        'mkdir -p "$R" 2>/dev/null',
+        f'[ -d "$R" ] && [ ! -L "$R" ] && [ -O "$R" ] || {{ echo "{ERROR_MARK} root: $R is not a directory '
+        'owned by $(id -un)"; exit 1; }',
+        f'mkdir -m 700 "$D" || {{ echo "{ERROR_MARK} dir: cannot make $D"; exit 1; }}',
+        'cd "$D" || exit 1',
+        f'"$PY" -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
+        f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}',
+        f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{RUNNER_NAME}" serve --listen "$D/{SOCKET_NAME}" '
+        f"< config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; rm -f config.json; "
+        f"tail -n 20 {LOG_NAME}; exit 1; }}",
+        "rm -f config.json",
+        f'"$PY" -I -S -B "$D/{CLIENT_NAME}" "$D" {hello_params}',
+    ])
+
+
+def client_command(*, kdir: str, python: str, params: str) -> str:
+    """One long poll: run the shipped client (see ``_kernel_runner.client``)."""
+    return f'exec {_q(python)} -I -S -B {_q(kdir)}/{CLIENT_NAME} {_q(kdir)} {params}'
+
+
+def drop_commands(*, kdir: str, seq: int, data: bytes) -> list[str]:
+    """Commands that put frames into the kernel dir for the running client to pick up."""
+    name = f"{kdir}/{runner_module.CLIENT_DROP_PREFIX}{seq:010d}"
+    text = b64(data)
+    step = MAX_COMMAND_BYTES - 200
+    chunks = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+    cmds = [f"umask 077; printf %s {c} >> {_q(name)}.tmp" for c in chunks]
+    cmds[-1] += f" && mv -f {_q(name)}.tmp {_q(name)}"
+    return cmds
+
+
+def _verified(kdir: str, pid: int) -> str:
+    return f"grep -qF -- {_q(f'{kdir}/{SOCKET_NAME}')} /proc/{int(pid)}/cmdline 2>/dev/null"
+
+
+def alive_command(*, kdir: str, pid: int) -> str:
+    """Prints ``ALIVE`` when ``pid`` runs and is this kernel's runner (a reused pid is not)."""
+    return f"{_verified(kdir, pid)} && echo ALIVE || echo GONE"
+
+
+def reap_command(*, kdir: str, pid: int, timeout: float) -> str:
+    """Waits (on the far side) up to ``timeout`` s for the runner to end; prints GONE or ALIVE."""
+    rounds = max(1, int(timeout / 0.05))
+    return (f"i=0; while [ $i -lt {rounds} ]; do {_verified(kdir, pid)} || {{ echo GONE; exit 0; }}; "
+            "sleep 0.05; i=$((i+1)); done; echo ALIVE")
+
+
+def signal_worker_command(*, kdir: str, pid: int, signal_name: str) -> str:
+    """Signals the worker's process group (the worker pid is its pgid) after checking its identity."""
+    return f"{_verified(kdir, pid)} && kill -s {signal_name} -- -{int(pid)} && echo SENT"
+
+
+#: argv[1]: runner pid, argv[2]: its socket path. Exits quietly (printing ``gone``) when the pid
+#: is alive but is not the runner (reused: its session cannot hold our processes any more).
+_VERIFY_RUNNER = r"""
+import sys
+def _reused(pid, marker):
+    try:
+        with open('/proc/%d/stat' % pid, 'rb') as fh:
+            stat = fh.read()
+        with open('/proc/%d/cmdline' % pid, 'rb') as fh:
+            cmdline = fh.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b')') + 2:].split()[0] != b'Z' and marker not in cmdline
+if _reused(int(sys.argv[1]), sys.argv[2].encode()):
+    print('gone')
+    sys.exit(0)
+"""
+
+
+def kill_command(*, kdir: str, pid: int, python: str) -> str:
+    """SIGKILLs every process of the runner's session (its pid is its sid); prints ``gone``."""
+    script = _VERIFY_RUNNER + KILL_SESSION_SCRIPT
+    return f"exec {_q(python)} -I -S -c {_q(script)} {int(pid)} {_q(f'{kdir}/{SOCKET_NAME}')}"
+
+
+def processes_command(*, kernel_id: str, python: str) -> str:
+    return f"exec {_q(python)} -I -S -c {_q(KERNEL_PROCESSES_SCRIPT)} {_q(kernel_id)}"
+
+
+def log_command(*, kdir: str, lines: int) -> str:
+    return f"tail -n {int(lines)} {_q(kdir)}/{LOG_NAME} 2>/dev/null"
+
+
+def pidfile_command(*, kdir: str) -> str:
+    return f"cat {_q(kdir)}/{PIDFILE_NAME} 2>/dev/null"
+
+
+def cleanup_command(*, root: str, kdir: str) -> str:
+    if not kdir.startswith(root.rstrip("/") + "/k-"):
+        raise ValueError(f"refusing to remove {kdir!r}: not a kernel dir under {root!r}")
+    return f"rm -rf -- {_q(kdir)}"
+
+
+# --------------------------------------------------------------------------------- parsing
+@dataclass
+class ClientOutput:
+    """What one client run printed: the frames (raw bytes), whether it sent, and how it ended."""
+
+    frames: list[bytes] = field(default_factory=list)
+    began: bool = False
+    sent: bool = False
+    status: str | None = None
+    noise: list[str] = field(default_factory=list)
+
+
+def parse_client_output(text: str) -> ClientOutput:
+    """Split a client's output into frames and markers; other lines are kept as ``noise``."""
+    r = runner_module
+    out = ClientOutput()
+    for line in text.splitlines():
+        line = line.strip()
+        if line == r.CLIENT_BEGIN:
+            out.began = True
+        elif not out.began:
+            out.noise.append(line)
+        elif line == r.CLIENT_SENT:
+            out.sent = True
+        elif line.startswith(r.CLIENT_END):
+            out.status = line[len(r.CLIENT_END):].strip().rstrip("@").strip() or None
+        elif line:
+            try:
+                out.frames.append(base64.b64decode(line, validate=True))
+            except (binascii.Error, ValueError):
+                out.noise.append(line)
+    return out
+
+
+def parse_ready(text: str) -> int | None:
+    """The runner pid from ``ready <pid>``, or ``None``."""
+    for line in text.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word == "ready" and rest.strip().isdigit():
+            return int(rest)
+    return None
+
+
+def params(**values: Any) -> str:
+    """Encode client parameters for argv (base64 JSON: no quoting needed)."""
+    return b64(json.dumps(values, separators=(",", ":")).encode())

@@ -1,0 +1,269 @@
+"""The ``filecell`` byte stream: a :class:`~pytest_hermes_kernel.kernel.channel.ByteStream` made of
+long polls, each one ``execute`` of the kernel runner's client.
+
+The channel writes frames and reads frames as for any transport. Here:
+
+* ``send`` keeps frames in an outbox. When no poll runs, the next poll carries them in its
+  command line (a cell's ``execute`` frame and the wait for its result are one execute). When
+  a poll runs (the client is attached and waiting), frames are dropped into the kernel dir
+  (one execute) and the waiting client sends them on its connection: the supervisor accepts
+  one client at a time, and a second client would push the first out. An ``interrupt`` while
+  a poll runs is a signal instead: ``kill -INT -<worker pgid>``.
+* ``recv`` starts a poll when frames wait to go or a reply is outstanding, and returns what
+  the polls brought. The channel waits in slices of 0.1 s; a poll runs on a thread for up to
+  ``poll_window_s`` regardless, so slices never cost executes.
+* Before a poll's window ends, the next poll starts and takes over (the supervisor drops the
+  old client, which relays everything sent to it first). Nobody is attached only between
+  cells: a tool call made while no client is attached would be lost (the supervisor does not
+  keep tool calls), and a result is replayed from the supervisor's unacknowledged results.
+* Results relayed twice (by a pushed-out client and by the replay) reach the channel once.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..kernel.protocol import FrameDecoder, encode_frame
+from .filecell_scripts import ClientOutput
+
+#: Request type -> the reply type that settles it.
+REQUESTS = {"execute": "result", "start_worker": "worker", "kill_worker": "killed", "ping": "pong",
+            "shutdown": "bye"}
+REPLIES = frozenset(REQUESTS.values()) | {"error"}
+
+
+class FileCellSite(Protocol):
+    """What the stream needs from the transport (one kernel dir on one backend)."""
+
+    def poll(self, frames: bytes, *, wait: list[Any], pending: list[Any], window_s: float,
+             pickup_s: float, early: int) -> ClientOutput: ...
+
+    def drop(self, frames: bytes, seq: int) -> None: ...
+
+    def signal_worker(self, pid: int, signal_name: str) -> bool: ...
+
+
+@dataclass
+class _Poll:
+    started: float
+    deadline: float
+    carries_frames: bool
+    thread: threading.Thread | None = None
+
+
+class FileCellStream:
+    """A byte stream over long polls (see module docstring).
+
+    :param site: runs the polls, drops frames, signals the worker.
+    :param initial: raw frames the launch brought back (the hello).
+    :param poll_window_s: how long one poll may wait for a reply.
+    :param handover_s: the next poll starts this long before the current one's window ends.
+    :param max_failures: consecutive failed polls before the stream counts as broken.
+    :param clock: monotonic clock (a seam for tests).
+    """
+
+    def __init__(self, site: FileCellSite, initial: list[bytes], *, poll_window_s: float = 20.0,
+                 handover_s: float = 3.0, max_failures: int = 3,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._site = site
+        self._window = poll_window_s
+        self._handover = min(handover_s, poll_window_s / 2)
+        self._max_failures = max_failures
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._outbox: list[bytes] = []
+        self._inbox = bytearray()
+        self._outstanding: dict[Any, str] = {}
+        self._answered: set[Any] = set()
+        self._seen_tool_calls: set[Any] = set()
+        self._polls: list[_Poll] = []
+        self._hello_sent = False
+        self._broken: str | None = None
+        self._closed = False
+        self._failures = 0
+        self._retry_at = 0.0
+        self._drop_seq = 0
+        self.worker_pid: int | None = None
+        self.polls_started = 0
+        for raw in initial:
+            self._take(raw)
+
+    # ------------------------------------------------------------------------------ ByteStream
+    def send(self, data: bytes) -> None:
+        """Queue frames for the kernel (or signal an interrupt); see module docstring.
+
+        :raises BrokenPipeError: if the stream is closed or broken.
+        """
+        signals: list[bytes] = []
+        drops: list[bytes] = []
+        with self._cond:
+            seq = self._drop_seq
+            if self._closed or self._broken:
+                raise BrokenPipeError(self._broken or "filecell stream is closed")
+            if self._polls:
+                self._drop_seq += 1  # reserved now: a poll started later sends it before its own frames
+            for header, raw in _frames(data):
+                kind = header.get("type")
+                if kind in REQUESTS and header.get("id") is not None:
+                    if kind == "execute":  # a new cell settles every earlier one
+                        self._outstanding = {k: v for k, v in self._outstanding.items() if v != "execute"}
+                    self._outstanding[header["id"]] = kind
+                if self._polls and kind == "interrupt" and self.worker_pid:
+                    signals.append(raw)
+                elif self._polls:
+                    drops.append(raw)
+                else:
+                    self._outbox.append(raw)
+            self._cond.notify_all()
+        for raw in signals:
+            if not self._site.signal_worker(self.worker_pid or 0, "INT"):
+                drops.append(raw)  # not signalled (no worker?): let the supervisor decide
+        if drops:
+            self._site.drop(b"".join(drops), seq)
+
+    def recv(self, timeout: float | None) -> bytes:
+        """What the polls brought; ``b""`` once the runner is gone or the stream is closed.
+
+        :raises TimeoutError: if nothing came within ``timeout`` seconds (polls go on).
+        """
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while True:
+                if self._inbox:
+                    data = bytes(self._inbox)
+                    self._inbox.clear()
+                    return data
+                if self._broken or self._closed:
+                    return b""
+                self._schedule()
+                left = None if deadline is None else deadline - self._clock()
+                if left is not None and left <= 0:
+                    raise TimeoutError("no frame from the filecell kernel yet")
+                self._cond.wait(0.25 if left is None else min(left, 0.25))
+
+    def close(self) -> None:
+        """Make every ``recv`` return ``b""``; running polls end with the runner (never waited for)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def join(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for running polls to end; True when none is left."""
+        end = self._clock() + timeout
+        for poll in list(self._polls):
+            if poll.thread is not None:
+                poll.thread.join(max(0.0, end - self._clock()))
+        return not self._polls
+
+    @property
+    def broken(self) -> str | None:
+        """Why the stream ended (the runner is gone, polls failed), or ``None``."""
+        return self._broken
+
+    # ------------------------------------------------------------------------------ polls
+    def _schedule(self) -> None:
+        """Start a poll if one is due (lock held)."""
+        now = self._clock()
+        if now < self._retry_at:
+            return
+        if self._outbox and not self._polls:
+            frames = b"".join(self._outbox)
+            self._outbox.clear()
+            self._start_poll(frames)
+        elif self._outstanding and (not self._polls or (
+                len(self._polls) == 1 and self._polls[0].deadline - now < self._handover)):
+            self._start_poll(b"")
+
+    def _start_poll(self, frames: bytes) -> None:
+        now = self._clock()
+        poll = _Poll(started=now, deadline=now + self._window, carries_frames=bool(frames))
+        wait = list(self._outstanding)
+        pending = [k for k, v in self._outstanding.items() if v == "execute"]
+        early = self._drop_seq  # drops before this go out first; this seq is the poll's own (big frames)
+        self._drop_seq += 1
+        poll.thread = threading.Thread(target=self._run_poll, args=(poll, frames, wait, pending, early),
+                                       name="hermes-filecell-poll", daemon=True)
+        self._polls.append(poll)
+        self.polls_started += 1
+        poll.thread.start()
+
+    def _run_poll(self, poll: _Poll, frames: bytes, wait: list[Any], pending: list[Any], early: int) -> None:
+        error: BaseException | None = None
+        out = ClientOutput()
+        try:
+            out = self._site.poll(frames, wait=wait, pending=pending, window_s=self._window,
+                                  pickup_s=max(0.0, self._window - self._handover - 1.0), early=early)
+        except Exception as exc:  # noqa: BLE001 - any backend failure is judged below
+            error = exc
+        with self._cond:
+            self._polls.remove(poll)
+            for raw in out.frames:
+                self._take(raw)
+            self._judge(out, error, frames)
+            self._cond.notify_all()
+
+    def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
+        """Decide what a finished poll means for the stream (lock held)."""
+        if out.status in ("done", "deadline", "eof"):
+            self._failures = 0
+            return
+        if out.status == "gone":
+            self._broken = "the kernel runner is gone (nothing listens on its socket)"
+            return
+        if out.status == "error":
+            self._broken = "the kernel runner refused the client (bad token or bad frame)"
+            return
+        why = f"{type(error).__name__}: {error}" if error else f"no client output ({' | '.join(out.noise)[-300:]})"
+        if frames and not out.sent:
+            if error is not None:  # it may have run: sending again could run a cell twice
+                self._broken = f"a poll carrying frames failed ({why})"
+                return
+            self._outbox.insert(0, frames)  # the client never sent them: safe to send again
+        self._failures += 1
+        if self._failures >= self._max_failures:
+            self._broken = f"{self._failures} polls failed in a row; last: {why}"
+        else:
+            self._retry_at = self._clock() + 0.2 * 2 ** self._failures
+
+    def _take(self, raw: bytes) -> None:
+        """Route one frame a poll brought (lock held): drop duplicates and extra hellos."""
+        header = _header(raw)
+        kind = header.get("type")
+        if header.get("worker_pid"):
+            self.worker_pid = int(header["worker_pid"])
+        if kind == "hello":
+            if self._hello_sent:
+                return  # every poll's attach is answered by a hello: only the launch's counts
+            self._hello_sent = True
+        elif kind == "tool_call":
+            if header.get("id") in self._seen_tool_calls:
+                return
+            self._seen_tool_calls.add(header.get("id"))
+        elif kind in REPLIES and header.get("id") is not None:
+            rid = header["id"]
+            if kind == "result" and rid in self._answered:
+                return  # replayed to a later poll after a pushed-out one relayed it
+            if self._outstanding.pop(rid, None) is not None or kind == "result":
+                self._answered.add(rid)
+        self._inbox += raw
+
+
+def _header(raw: bytes) -> dict[str, Any]:
+    decoder = FrameDecoder()
+    decoder.feed(raw)
+    frame = decoder.next_frame()
+    return frame[0] if frame else {}
+
+
+def _frames(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    out = []
+    while (frame := decoder.next_frame()) is not None:
+        header, blobs = frame
+        out.append((header, encode_frame(header, tuple(blobs))))
+    return out

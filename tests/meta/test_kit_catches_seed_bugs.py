@@ -1,0 +1,252 @@
+"""Proof that the kit catches what it is for: each historical bug of the seed system is put back
+(a monkeypatch loaded as a plugin into a pytester run) and the kit's regression test or
+scenario must fail with it, and pass again without it.
+
+The bugs (seed behaviour catalog section 7): the spawn-race leak; reaping or evicting a leased
+kernel; LRU eviction of live delegated children; a kernel outliving its SIGKILLed host; a stale
+tool call running after its cell settled; a transport blip treated as a kernel death.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent.parent
+
+SPAWN_RACE = """
+from pytest_hermes_kernel.kernel import registry as r
+
+_orig = r.KernelRegistry._acquire
+
+def _acquire(self, key, pinned):
+    with self._lock:
+        entry = self._entries.get(key)
+        if entry is not None and not entry.ready.is_set():
+            del self._entries[key]  # the seed bug: a kernel mid-spawn reads as dead and is replaced
+    return _orig(self, key, pinned)
+
+r.KernelRegistry._acquire = _acquire
+"""
+
+REAP_LEASED = """
+from pytest_hermes_kernel.kernel import registry as r
+
+def _expired_unlocked(self):  # the seed bug: the idle sweep ignores cells that are attached
+    if self.idle_timeout is None:
+        return []
+    now = self.clock()
+    expired = [e for e in self._entries.values() if e.ready.is_set() and now - e.last_used > self.idle_timeout]
+    return [self._pop_unlocked(e, "idle_reaped") for e in expired]
+
+def _over_cap_unlocked(self, keep):  # ... and so does the LRU cap
+    unpinned = [e for e in self._entries.values() if not e.pinned]
+    excess = len(unpinned) - self.max_kernels
+    victims = [e for e in unpinned if e.key != keep][:max(0, excess)]
+    return [self._pop_unlocked(e, "evicted") for e in victims]
+
+def _teardown(self, entries):
+    for entry in entries:
+        entry.handle.shutdown(now=True)
+
+r.KernelRegistry._expired_unlocked = _expired_unlocked
+r.KernelRegistry._over_cap_unlocked = _over_cap_unlocked
+r.KernelRegistry._teardown = _teardown
+"""
+
+EVICT_PINNED = """
+from pytest_hermes_kernel.kernel import registry as r
+
+def _over_cap_unlocked(self, keep):  # the seed bug: delegated children count against the cap
+    everyone = list(self._entries.values())
+    excess = len(everyone) - self.max_kernels
+    victims = [e for e in everyone if e.key != keep and e.leases == 0][:max(0, excess)]
+    return [self._pop_unlocked(e, "evicted") for e in victims]
+
+r.KernelRegistry._over_cap_unlocked = _over_cap_unlocked
+"""
+
+HOST_LEASE = """
+import os
+
+# Runs in every Python process of the run, the host harness included (via sitecustomize):
+# the kernel runner inherits a copy of the host's end of its channel, so the host's death
+# never reaches it as EOF: the seed bug of kernels outliving a killed host.
+if os.environ.get("HERMES_BUG_HOST_LEASE") and "HERMES_KERNEL_ID" not in os.environ:
+    import socket
+    import subprocess
+    from pytest_hermes_kernel.transports import local as L
+
+    _pairs = []
+    _socketpair = socket.socketpair
+
+    def socketpair(*a, **k):
+        pair = _socketpair(*a, **k)
+        _pairs.append(pair)
+        return pair
+
+    _Popen = subprocess.Popen
+
+    def Popen(args, **kw):
+        if _pairs and "serve" in args:
+            host_end = _pairs[-1][0]
+            kw["pass_fds"] = tuple(kw.get("pass_fds", ())) + (host_end.fileno(),)
+        return _Popen(args, **kw)
+
+    L.socket.socketpair = socketpair
+    L.subprocess.Popen = Popen
+"""
+
+STALE_TOOL = """
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from pytest_hermes_kernel.kernel import rpc
+from pytest_hermes_kernel.transports import local as L
+
+# the seed bug, both halves: the kernel's stub sends a late call once the next cell runs, and
+# the host dispatches whatever arrives while any cell runs (no per-cell authority)
+src = Path(L.RUNNER_PATH).read_text()
+src = src.replace('''        if self.cell_id is None:
+            raise ToolError(''', '''        while self.cell_id is None:
+            time.sleep(0.01)
+        if False:
+            raise ToolError(''')
+copy = Path(tempfile.mkdtemp()) / "_kernel_runner.py"
+copy.write_text(src)
+L.RUNNER_PATH = copy
+
+_dispatch = rpc.CellAuthority.dispatch
+
+def dispatch(self, cell_id, name, args):
+    return _dispatch(self, self.cell_id, name, args)
+
+rpc.CellAuthority.dispatch = dispatch
+"""
+
+BLIP_DEATH = """
+from pytest_hermes_kernel.kernel import handle
+
+def _reattach(self, pending):  # the seed bug: any broken stream is taken for a dead kernel
+    return False
+
+handle.KernelHandle._reattach = _reattach
+"""
+
+HOST_SIGKILL_TEST = """
+import pytest
+from pytest_hermes_kernel.faults.harness import HostGoneError
+
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_kernel_dies_with_its_host(hermes_kernel):
+    assert hermes_kernel.execute("x = 1; x").value == "1"
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(30)")
+"""
+
+STALE_TOOL_TEST = """
+import time
+import pytest
+
+@pytest.mark.hermes_kernel(tools={"ping": lambda: "pong"})
+def test_tool_call_after_its_cell_settled_is_refused(hermes_kernel):
+    hermes_kernel.execute(
+        "import threading, time, hermes_tools\\n"
+        "box = {}\\n"
+        "def late():\\n"
+        "    time.sleep(0.5)\\n"
+        "    try:\\n"
+        "        box['value'] = hermes_tools.ping()\\n"
+        "    except hermes_tools.ToolError as exc:\\n"
+        "        box['refused'] = str(exc)\\n"
+        "threading.Thread(target=late, daemon=True).start()")
+    time.sleep(1.0)  # the cell has settled; the thread calls while no cell runs
+    r = hermes_kernel.execute("import time\\nt = time.monotonic()\\n"
+                              "while not box and time.monotonic() - t < 3: time.sleep(0.02)\\nbox")
+    assert "refused" in r.value and "pong" not in r.value, r.value
+    assert not r.tool_calls  # nothing ran under this cell's authority
+"""
+
+
+def _copy(pytester: pytest.Pytester, rel: str) -> None:
+    src = REPO / rel
+    dst = pytester.path / rel
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(src, dst)
+
+
+def _run(pytester: pytest.Pytester, patch: str | None, *args: str) -> pytest.RunResult:
+    plugin = ["-p", "bugpatch"] if patch else []
+    if patch:
+        pytester.makepyfile(bugpatch=textwrap.dedent(patch))
+    else:
+        (pytester.path / "bugpatch.py").unlink(missing_ok=True)
+    return pytester.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", "--hermes-leak-check=warn", *args,
+                                         timeout=240)
+
+
+def _caught(pytester: pytest.Pytester, patch: str, *args: str) -> None:
+    """With the bug the kit's test fails; without it, it passes."""
+    with_bug = _run(pytester, patch, *args)
+    outcomes = with_bug.parseoutcomes()
+    assert outcomes.get("failed", 0) + outcomes.get("errors", 0) >= 1, (
+        "the kit did not catch the bug put back:\n" + with_bug.stdout.str()[-3000:])
+    clean = _run(pytester, None, *args)
+    outcomes = clean.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 1 and not outcomes.get("failed") and not outcomes.get("errors"), (
+        clean.stdout.str()[-3000:])
+
+
+@pytest.fixture
+def repo_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+
+
+def test_spawn_race_leak_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    _copy(pytester, "fixtures/seed_spawn_race_one_kernel_per_key.toml")
+    _caught(pytester, SPAWN_RACE, "fixtures")
+
+
+def test_reaping_a_leased_kernel_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    shutil.copy(REPO / "tests/regressions/conftest.py", pytester.path / "conftest.py")
+    _copy(pytester, "tests/regressions/test_reap_and_evict_skip_leased_kernel.py")
+    _caught(pytester, REAP_LEASED, "tests/regressions/test_reap_and_evict_skip_leased_kernel.py")
+
+
+def test_lru_eviction_of_live_children_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    _copy(pytester, "fixtures/seed_delegated_children_pinned.toml")
+    _caught(pytester, EVICT_PINNED, "fixtures")
+
+
+def test_kernel_outliving_its_killed_host_is_caught(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = pytester.mkdir("bugsite")
+    (site / "sitecustomize.py").write_text(textwrap.dedent(HOST_LEASE))
+    monkeypatch.setenv("PYTHONPATH", f"{site}:{REPO}")
+    pytester.makepyfile(test_host=HOST_SIGKILL_TEST)
+    monkeypatch.setenv("HERMES_BUG_HOST_LEASE", "1")
+    with_bug = _run(pytester, None, "test_host.py")
+    assert with_bug.parseoutcomes().get("errors", 0) + with_bug.parseoutcomes().get("failed", 0) >= 1, (
+        with_bug.stdout.str()[-3000:])
+    with_bug.stdout.fnmatch_lines(["*outlived its SIGKILLed host*"])
+    monkeypatch.delenv("HERMES_BUG_HOST_LEASE")
+    clean = _run(pytester, None, "test_host.py")
+    assert clean.parseoutcomes() == {"passed": 1}, clean.stdout.str()[-3000:]
+
+
+def test_stale_tool_call_after_its_cell_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    pytester.makepyfile(test_tools=STALE_TOOL_TEST)
+    _caught(pytester, STALE_TOOL, "test_tools.py")
+
+
+def test_transport_blip_taken_for_death_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    from pytest_hermes_kernel.cli import doctor
+
+    if not doctor(["docker"])[0].ok:
+        pytest.skip(f"needs docker: {doctor(['docker'])[0].detail}")
+    _copy(pytester, "fixtures/transport_drop_idle_reconnects.toml")
+    _caught(pytester, BLIP_DEATH, "fixtures", "--hermes-transport=docker")

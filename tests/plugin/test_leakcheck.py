@@ -1,0 +1,119 @@
+"""The leak checker: what it reports after a test, how --hermes-leak-check, -W error,
+hermes_allow_leaks and -p no:... change that, and that it cleans up what it reports."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import gone, wait_until
+from tests.plugin.conftest import pid_in
+
+LEAKY_TESTS = """
+import subprocess
+import threading
+
+from pytest_hermes_kernel import start_kernel
+
+KERNELS = []  # keeps the handle alive, as a module-level or cached kernel would
+
+def test_clean(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+
+def test_stray_subprocess():
+    subprocess.Popen(["sleep", "30"])
+
+def test_unreleased_kernel():
+    KERNELS.append(start_kernel("local"))  # never shut down
+
+def test_stray_thread():
+    threading.Thread(target=threading.Event().wait, args=(30,), name="stray-worker", daemon=True).start()
+"""
+
+ONE_LEAK = """
+import subprocess
+import pytest
+
+def test_stray_subprocess():
+    subprocess.Popen(["sleep", "30"])
+
+@pytest.mark.hermes_allow_leaks("the sleeper is this test's point")
+def test_allowed():
+    subprocess.Popen(["sleep", "30"])
+"""
+
+GRACE = "--hermes-leak-grace=0.5"  # a leak is reported after this many seconds of re-checking
+
+
+def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run):
+    pytester.makepyfile(test_leaky=LEAKY_TESTS)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=4, warnings=3)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*HermesLeakWarning: test_leaky.py::test_stray_subprocess: resources outlived the test*",
+        "*leaked child process: pid *: sleep 30",
+        "*HermesLeakWarning: test_leaky.py::test_unreleased_kernel: resources outlived the test*",
+        "*leaked kernel process: pid *_kernel_runner.py*",
+        "*HermesLeakWarning: test_leaky.py::test_stray_thread: resources outlived the test*",
+        "*leaked thread: thread 'stray-worker' (daemon=True)",
+        "*Hint: shut kernels down*hermes_allow_leaks(reason)*",
+        "leaks found: child process=1, kernel dir=1, kernel process=2, thread=1",
+    ])
+    assert "test_clean" not in out.split("warnings summary")[1]  # no warning names the clean test
+    sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
+    runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+    wait_until(lambda: gone(sleeper) and gone(runner), 5.0, what="the checker to end what it reported")
+
+
+def test_warning_filter_error_makes_a_leak_fail_the_test(pytester, run):
+    pytester.makepyfile(test_one=ONE_LEAK)
+
+    result = run(GRACE, "-W", "error::pytest_hermes_kernel.errors.HermesLeakWarning")
+
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_stray_subprocess*",
+        "E *pytest_hermes_kernel.errors.HermesLeakWarning: test_one.py::test_stray_subprocess: resources outlived*",
+    ])
+    assert "test_allowed: resources outlived" not in result.stdout.str()  # hermes_allow_leaks(reason) suppresses
+
+
+def test_leak_check_error_mode_errors_the_test(pytester, run):
+    pytester.makepyfile(test_one=ONE_LEAK)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines([
+        "hermes-kernel: * leak-check=error *",
+        "*ERROR at teardown of test_stray_subprocess*",
+        "E *pytest_hermes_kernel.errors.LeakError: test_one.py::test_stray_subprocess: resources outlived*",
+        "*leaked child process: pid *: sleep 30",
+        "leaks found: child process=1",
+    ])
+
+
+@pytest.mark.parametrize("how", [["--hermes-leak-check=off"], ["-p", "no:pytest_hermes_kernel.plugin.leakcheck"]],
+                         ids=["leak-check-off", "plugin-disabled"])
+def test_checker_can_be_turned_off(pytester, run, how):
+    pytester.makepyfile(test_one=ONE_LEAK)
+
+    result = run(GRACE, "--strict-markers", *how)  # hermes_allow_leaks stays a known marker
+
+    result.assert_outcomes(passed=2)
+    assert "leaked" not in result.stdout.str() and "HermesLeakWarning" not in result.stdout.str()
+
+
+def test_allow_leaks_without_a_reason_errors_naming_the_test(pytester, run):
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.hermes_allow_leaks
+        def test_no_reason():
+            pass
+    """)
+    result = run()
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*test_no_reason: hermes_allow_leaks needs a reason*"])

@@ -1,0 +1,328 @@
+"""filecell: kernels through a backend that can only ``execute(cmd) -> (exit code, output)``.
+
+Every test runs over both reference backends: ``sh -c`` on this machine and ``docker exec``
+into the run's shared kernel host container (skipped without a docker engine). Backends are
+wrapped to count executes: a trivial cell must cost exactly one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel import KernelHandle, KernelOptions, WatchdogPolicy
+from pytest_hermes_kernel.transports import filecell_scripts as scripts
+from pytest_hermes_kernel.transports import get_transport
+from pytest_hermes_kernel.transports.backends import ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.transports.base import Launched
+from pytest_hermes_kernel.transports.filecell import DockerExecBackend, FileCellTransport
+from pytest_hermes_kernel.transports.remote import RUNNER_NAME
+from tests.helpers import wait_until
+from tests.transports.conftest import run_in_thread, wait_running
+
+TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0}
+
+
+class CountingBackend:
+    """Passes commands through and records them (and keeps the subreaper launch of the local one)."""
+
+    def __init__(self, inner: ExecuteBackend) -> None:
+        self.inner = inner
+        self.commands: list[str] = []
+        self.lock = threading.Lock()
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        with self.lock:
+            self.commands.append(cmd)
+        return self.inner.execute(cmd, timeout)
+
+    def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        with self.lock:
+            self.commands.append(cmd)
+        detached = getattr(self.inner, "execute_detached", None)
+        return (detached or self.inner.execute)(cmd, timeout)
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.commands)
+
+    def __repr__(self) -> str:
+        return f"Counting({self.inner!r})"
+
+
+@pytest.fixture(params=["local", "docker"])
+def backend(request: pytest.FixtureRequest) -> CountingBackend:
+    if request.param == "local":
+        return CountingBackend(LocalShellBackend())
+    from pytest_hermes_kernel.images import docker_status
+
+    ok, why = docker_status()
+    if not ok:
+        pytest.skip(f"docker engine not reachable: {why}")
+    docker = get_transport("docker")
+    return CountingBackend(DockerExecBackend(docker._container_for_launch(), client=docker.client))
+
+
+@pytest.fixture
+def transport(backend: CountingBackend) -> FileCellTransport:
+    return FileCellTransport(backend)
+
+
+@pytest.fixture
+def start(transport: FileCellTransport) -> Iterator[Callable[..., KernelHandle]]:
+    made: list[KernelHandle] = []
+
+    def factory(*, transport_: FileCellTransport | None = None, tools: Any = None, **options: Any) -> KernelHandle:
+        handle = KernelHandle(transport_ or transport, KernelOptions(**options), tools=tools)
+        made.append(handle)
+        return handle.start()
+
+    yield factory
+    for handle in made:
+        handle.shutdown()
+    for handle in made:  # nothing of the kernel is left where it ran
+        wait_until(lambda h=handle: not h.transport.kernel_processes(h.kernel_id), 5.0, interval=0.2,
+                   what=f"the processes of kernel {handle.kernel_id} to end")
+
+
+def _executes(backend: CountingBackend, fn: Callable[[], Any]) -> tuple[Any, int]:
+    before = backend.count()
+    value = fn()
+    return value, backend.count() - before
+
+
+# --------------------------------------------------------------------------------- contract
+def test_state_persists_and_a_trivial_cell_is_one_execute(start, backend):
+    k = start()
+    k.execute("x = 41")
+
+    r, n = _executes(backend, lambda: k.execute("x + 1"))
+
+    assert r.status == "ok" and r.value == "42" and r.execution_count == 2
+    assert not r.kernel.state_lost and r.kernel.transport == "filecell"
+    assert n == 1
+    counts = [_executes(backend, lambda: k.execute("1"))[1] for _ in range(10)]
+    assert counts == [1] * 10
+
+
+def test_error_keeps_the_kernel_and_its_state(start):
+    k = start()
+    k.execute("keep = 'me'")
+    r = k.execute("1 / 0")
+    assert r.status == "error" and r.ename == "ZeroDivisionError" and not r.kernel.state_lost
+    assert k.execute("keep").value == "'me'"
+
+
+def test_interrupt_from_another_thread_is_a_signal_and_keeps_state(start, backend):
+    k = start()
+    k.execute("y = 5")
+    pid = k.pid
+    fut = run_in_thread(k, "import time\ntime.sleep(30)")
+    wait_running(k)
+    time.sleep(0.5)
+
+    k.interrupt()
+    r = fut.result(timeout=15)
+
+    assert r.status == "interrupted" and r.ename == "KeyboardInterrupt"
+    assert any("kill -s INT -- -" in c for c in backend.commands)
+    after = k.execute("y")
+    assert after.value == "5" and after.kernel.pid == pid and not after.kernel.state_lost
+
+
+def test_timeout_ladder_interrupts_and_keeps_state(start):
+    k = start(watchdog=WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0))
+    k.execute("kept = 1")
+    r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
+    assert r.status == "timeout" and r.watchdog == "interrupted" and not r.kernel.state_lost
+    assert k.execute("kept").value == "1"
+
+
+def test_system_exit_ends_the_kernel_and_keeps_the_code(start):
+    k = start()
+    k.execute("k = 42")
+    r = k.execute("import sys; sys.exit(3)")
+    assert r.status == "exited" and r.kernel.exit_code == 3 and r.kernel.reason == "exited"
+    nxt = k.execute("k")
+    assert nxt.ename == "NameError" and nxt.kernel.state_lost and nxt.kernel.exit_code == 3
+
+
+def test_os_exit_is_reported_with_its_code(start):
+    k = start()
+    r = k.execute("import os; os._exit(5)")
+    assert r.status == "died" and r.kernel.exit_code == 5 and r.kernel.signal is None
+    nxt = k.execute("'back'")
+    assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.exit_code == 5
+
+
+def test_output_is_bounded_with_head_and_tail(start):
+    cap = 64 * 1024
+    k = start(max_output_bytes=cap)
+    r = k.execute('print("HEAD" + "y" * 500_000 + "END")')
+    assert r.status == "ok" and r.stdout_truncated
+    assert len(r.stdout.encode()) <= cap
+    assert r.stdout.startswith("HEAD") and r.stdout.endswith("END\n")
+    assert r.stdout_dropped_bytes > 400_000
+
+
+def test_tool_calls_and_refusals(start, backend):
+    k = start(tools=TOOLS)
+
+    r, n = _executes(backend, lambda: k.execute("import hermes_tools\nhermes_tools.add(a=1, b=2)"))
+
+    assert r.status == "ok" and r.value == "3" and [c["name"] for c in r.tool_calls] == ["add"]
+    assert n == 2  # the cell's poll returns at the tool call; the next carries the result and waits
+    refused = k.execute("hermes_tools.nope(a=1)")
+    assert refused.ename == "ToolError" and "unknown tool 'nope'" in refused.evalue
+    failed = k.execute("hermes_tools.boom()")
+    assert failed.ename == "ToolError" and "ZeroDivisionError" in failed.evalue
+    assert k.execute("hermes_tools.add(a=2, b=2)").value == "4"
+
+
+# --------------------------------------------------------------------------------- protocol
+def test_long_cell_with_tool_calls_across_poll_handovers(start, backend):
+    """Polls of 1.5 s: each wait outlives a poll, so tool calls arrive on the poll that took over."""
+    k = start(transport_=FileCellTransport(backend, poll_window_s=1.5), tools=TOOLS)
+    code = ("import time, hermes_tools\nout = []\nfor i in range(3):\n    time.sleep(2.0)\n"
+            "    out.append(hermes_tools.add(a=i, b=1))\nout")
+    r = k.execute(code, timeout=60)
+    assert r.status == "ok", r.summary()
+    assert r.value == "[1, 2, 3]" and len(r.tool_calls) == 3
+
+
+def test_restart_while_a_cell_runs_goes_through_the_attached_client(start):
+    k = start()
+    k.execute("x = 1")
+    fut = run_in_thread(k, "import time\ntime.sleep(30)")
+    wait_running(k)
+    time.sleep(0.5)
+
+    info = k.restart()
+
+    r = fut.result(timeout=15)
+    assert info.state_lost and r.status == "died" and r.kernel.reason == "reset"
+    assert k.execute("x").ename == "NameError"
+
+
+def test_big_cell_ships_its_frames_first(start, backend):
+    k = start()
+    code = "data = " + repr("z" * 150_000) + "\nlen(data)"
+    before = backend.count()
+    r = k.execute(code)
+    assert r.value == "150000"
+    commands = backend.commands[before:]
+    polls = [c for c in commands if scripts.CLIENT_NAME in c]
+    assert len(polls) == 1 and all(len(c) <= scripts.MAX_COMMAND_BYTES for c in commands)
+    assert len(commands) >= 3  # the frames went ahead in chunks, then one poll
+
+
+def test_token_never_on_a_command_line_and_files_private(start, backend):
+    k = start()
+    kdir = k.launched.kernel_dir
+    code, out = backend.inner.execute(f"cat {kdir}/token; echo; stat -c '%a %n' {kdir} {kdir}/token "
+                                      f"{kdir}/{RUNNER_NAME}; ls {kdir}", 15.0)
+    token = out.splitlines()[0].strip()
+    assert code == 0 and re.fullmatch(r"[0-9a-f]{48}", token)
+    assert f"700 {kdir}" in out and f"600 {kdir}/token" in out and f"600 {kdir}/{RUNNER_NAME}" in out
+    assert "config.json" not in out
+    k.execute("1")
+    assert not any(token in c for c in backend.commands)
+
+
+def test_alive_and_kill_are_not_fooled_by_a_reused_pid(start, transport, backend):
+    k = start()
+    launched = k.launched
+    assert transport.alive(launched)
+    _, out = backend.inner.execute("setsid sleep 60 >/dev/null 2>&1 & echo $!", 15.0)
+    other = int(out.split()[-1])  # a live session leader that is not the runner: a reused pid
+    try:
+        fake = Launched(stream=launched.stream, pid=other, kernel_dir=launched.kernel_dir)
+        assert not transport.alive(fake)
+        assert transport.kill(fake)  # "gone" for this kernel, and the stranger is left alone
+        code, _ = backend.inner.execute(f"kill -0 {other}", 15.0)
+        assert code == 0
+        assert transport.alive(launched)
+    finally:
+        backend.inner.execute(f"kill -9 {other}", 15.0)
+
+
+def test_killed_runner_is_reported_and_replaced(start, transport):
+    k = start()
+    k.execute("s = 1")
+    assert transport.kill(k.launched) and not transport.alive(k.launched)
+
+    r = k.execute("s")  # as on the local transport: the loss is this cell's result; it did not run
+
+    assert r.status == "died" and r.kernel.state_lost and r.kernel.reason == "died"
+    nxt = k.execute("s")
+    assert nxt.ename == "NameError" and nxt.kernel.state_lost and nxt.kernel.generation == 1
+
+
+def test_idle_runner_ends_by_itself_and_the_loss_is_reported(start, backend):
+    transport = FileCellTransport(backend, orphan_timeout=1.0)
+    k = start(transport_=transport)
+    k.execute("z = 1")
+    wait_until(lambda: not transport.alive(k.launched), 15.0, interval=0.3, what="the idle runner to exit")
+
+    r = k.execute("z")
+
+    assert r.status == "died" and r.kernel.state_lost and "gone" in r.kernel.note  # the cell did not run
+    nxt = k.execute("z")
+    assert nxt.ename == "NameError" and nxt.kernel.generation == 1
+
+
+# --------------------------------------------------------------------------------- pieces
+def test_default_transport_is_the_local_shell():
+    transport = get_transport("filecell")
+    assert isinstance(transport, FileCellTransport) and isinstance(transport.backend, LocalShellBackend)
+    assert isinstance(transport.backend, ExecuteBackend)
+
+
+def test_runner_client_mode_and_shipped_client_say_hello(start, transport):
+    k = start()
+    kdir = k.launched.kernel_dir
+    params = scripts.params(wait=[], deadline_s=10.0)
+    for cmd in (f"python3 -B {kdir}/{RUNNER_NAME} client {kdir} {params}",
+                scripts.client_command(kdir=kdir, python="python3", params=params)):
+        _, out = transport.backend.execute(cmd, 30.0)
+        parsed = scripts.parse_client_output(out)
+        assert parsed.status == "done" and parsed.sent and len(parsed.frames) == 1, out
+    assert k.execute("2 + 2").value == "4"
+
+
+def test_launch_failure_names_the_cause(backend):
+    transport = FileCellTransport(backend, python="no-such-python3")
+    from pytest_hermes_kernel import KernelStartError
+
+    with pytest.raises(KernelStartError, match="no-such-python3"):
+        KernelHandle(transport).start()
+
+
+def test_local_shell_backend_times_out():
+    with pytest.raises(TimeoutError):
+        LocalShellBackend().execute("sleep 5", 0.3)
+    assert LocalShellBackend().execute("echo out; echo err >&2; exit 3", 5.0) == (3, "out\nerr\n")
+
+
+def test_root_is_checked():
+    from pytest_hermes_kernel.errors import ConfigError
+
+    with pytest.raises(ConfigError):
+        FileCellTransport(root="relative/dir")
+    with pytest.raises(ConfigError):
+        FileCellTransport(root="/" + "x" * 100)
+
+
+def test_no_zombie_runner_is_left_on_the_local_shell():
+    """The local shell launches under a subreaper: an ended runner is reaped even where init is not."""
+    k = KernelHandle(FileCellTransport(LocalShellBackend())).start()
+    runner = k.runner_pid
+    assert k.execute("1").value == "1"
+    k.shutdown()
+    wait_until(lambda: not os.path.exists(f"/proc/{runner}"), 5.0, what="the runner to be reaped")

@@ -1,0 +1,84 @@
+"""Unit: the length-prefixed frame codec shared by host and kernel runner."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from pytest_hermes_kernel.kernel.protocol import FrameDecoder, FrameError, encode_frame
+
+
+def _raw(total: int, hlen: int, body: bytes) -> bytes:
+    return struct.pack(">II", total, hlen) + body
+
+
+def test_round_trip_with_blobs_and_unicode():
+    frame = encode_frame({"type": "result", "id": 7, "text": "naïve ✓"}, (b"out\xff", b"", b"err"))
+    dec = FrameDecoder()
+    dec.feed(frame)
+    header, blobs = dec.next_frame()
+    assert header["type"] == "result" and header["id"] == 7 and header["text"] == "naïve ✓"
+    assert header["blobs"] == [4, 0, 3] and blobs == [b"out\xff", b"", b"err"]
+    assert dec.next_frame() is None and dec.pending() == 0
+
+
+def test_frames_split_at_every_byte_boundary():
+    data = encode_frame({"a": 1}, (b"x" * 10,)) + encode_frame({"b": 2})
+    dec = FrameDecoder()
+    frames = []
+    for i in range(len(data)):
+        dec.feed(data[i : i + 1])
+        while (frame := dec.next_frame()) is not None:
+            frames.append(frame)
+    assert [h.get("a", h.get("b")) for h, _ in frames] == [1, 2]
+    assert frames[0][1] == [b"x" * 10] and dec.pending() == 0
+
+
+def test_several_frames_in_one_feed():
+    dec = FrameDecoder()
+    dec.feed(b"".join(encode_frame({"n": n}) for n in range(5)))
+    assert [dec.next_frame()[0]["n"] for _ in range(5)] == list(range(5))
+    assert dec.next_frame() is None
+
+
+def test_incomplete_frame_waits_for_more():
+    frame = encode_frame({"n": 1})
+    dec = FrameDecoder()
+    dec.feed(frame[:-1])
+    assert dec.next_frame() is None
+    dec.feed(frame[-1:])
+    assert dec.next_frame()[0] == {"n": 1}
+
+
+@pytest.mark.parametrize("data, why", [
+    (struct.pack(">I", 0), "outside"),
+    (struct.pack(">I", 3), "outside"),
+    (struct.pack(">I", 2**32 - 1), "outside"),
+    (_raw(4 + 2, 100, b"{}"), "header length"),
+    (_raw(4 + 5, 5, b"{nope"), "not JSON"),
+    (_raw(4 + 2, 2, b"[]"), "not a JSON object"),
+    (_raw(4 + 3, 3, b"\xff\xfe{"), "not JSON"),
+    (_raw(4 + 13, 13, b'{"blobs":[5]}'), "do not add up"),
+    (_raw(4 + 14, 14, b'{"blobs":[-1]}'), "do not add up"),
+    (_raw(4 + 15, 15, b'{"blobs":["1"]}'), "do not add up"),
+])
+def test_bad_frames_raise_frame_error(data, why):
+    dec = FrameDecoder()
+    dec.feed(data + b"\0" * 32)
+    with pytest.raises(FrameError, match=why):
+        dec.next_frame()
+
+
+def test_max_frame_bytes_is_enforced_before_buffering_the_body():
+    dec = FrameDecoder(max_frame_bytes=1024)
+    dec.feed(struct.pack(">I", 2048))  # only the length has arrived: refuse at once, never wait
+    with pytest.raises(FrameError):
+        dec.next_frame()
+
+
+def test_header_is_compact_json_and_length_matches():
+    frame = encode_frame({"k": "v"})
+    total, hlen = struct.unpack(">II", frame[:8])
+    assert total == len(frame) - 4 and json.loads(frame[8 : 8 + hlen]) == {"k": "v"}

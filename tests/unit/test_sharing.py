@@ -1,0 +1,91 @@
+"""SharedResource: one resource per run, joined by many, stopped by the last live member."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pytest_hermes_kernel.transports import sharing
+from pytest_hermes_kernel.transports.sharing import SharedResource
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.started = 0
+        self.stopped: list[dict] = []
+        self.discarded: list[dict] = []
+        self.usable = True
+
+    def start(self) -> dict:
+        self.started += 1
+        return {"container_id": f"c{self.started}"}
+
+    def acquire(self, res: SharedResource) -> dict:
+        return res.acquire(self.start, lambda r: self.usable, self.discarded.append)
+
+
+def test_second_member_joins_and_the_last_one_stops(tmp_path):
+    rec = Recorder()
+    a = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+    b = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+
+    assert rec.acquire(a) == rec.acquire(b) == {"container_id": "c1"}
+    assert rec.started == 1 and len(a.members()) == 2
+
+    assert a.release(rec.stopped.append) is False
+    assert rec.stopped == []
+    assert b.release(rec.stopped.append) is True
+    assert rec.stopped == [{"container_id": "c1"}]
+    assert not (tmp_path / "pytest-hermes-kernel-run1-docker-k.json").exists()
+
+
+def test_other_runs_and_other_options_do_not_share(tmp_path):
+    rec = Recorder()
+    rec.acquire(SharedResource("docker", "k", run_id="run1", directory=str(tmp_path)))
+    rec.acquire(SharedResource("docker", "k", run_id="run2", directory=str(tmp_path)))
+    rec.acquire(SharedResource("docker", "other", run_id="run1", directory=str(tmp_path)))
+
+    assert rec.started == 3
+
+
+def test_an_unusable_resource_is_discarded_and_replaced(tmp_path):
+    rec = Recorder()
+    a = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+    rec.acquire(a)
+    rec.usable = False
+
+    again = rec.acquire(SharedResource("docker", "k", run_id="run1", directory=str(tmp_path)))
+
+    assert again == {"container_id": "c2"} and rec.discarded == [{"container_id": "c1"}]
+
+
+def test_members_whose_process_died_are_dropped(tmp_path):
+    rec = Recorder()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    a = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+    rec.acquire(a)
+    state = json.loads(open(a.state_path).read())
+    state["members"].append(f"{dead.stdout.strip()}:1.0:deadbeef")  # a SIGKILLed worker's entry
+    open(a.state_path, "w").write(json.dumps(state))
+
+    assert a.release(rec.stopped.append) is True  # the dead member does not keep it
+    assert rec.stopped == [{"container_id": "c1"}]
+
+
+def test_release_without_acquire_does_nothing(tmp_path):
+    rec = Recorder()
+    assert SharedResource("docker", "k", run_id="r", directory=str(tmp_path)).release(rec.stopped.append) is False
+    assert rec.stopped == []
+
+
+def test_run_id_comes_from_xdist_or_is_made_once_and_exported(monkeypatch):
+    monkeypatch.delenv(sharing.RUN_ID_ENV, raising=False)
+    monkeypatch.setenv(sharing.XDIST_RUN_ID_ENV, "xdist-run")
+    assert sharing.current_run_id() == "xdist-run"
+
+    monkeypatch.delenv(sharing.XDIST_RUN_ID_ENV)
+    monkeypatch.setattr(sharing, "_process_run_id", None)
+    made = sharing.current_run_id()
+    assert made and sharing.current_run_id() == made
+    assert sharing.os.environ[sharing.RUN_ID_ENV] == made  # child processes join the same run
