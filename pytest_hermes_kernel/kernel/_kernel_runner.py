@@ -172,23 +172,63 @@ class _Worker:
         self.execution_count = 0
         self.cell_id = None
         self.tools = []
-        self.tool_lock = threading.Lock()
         self.config = config
+        # One reader at a time: the main loop and threads waiting on tool results share the
+        # socket, so whoever waits reads for everyone and routes each frame to its box (a
+        # thread of an earlier cell must never swallow the next cell's "execute").
+        self.send_lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.reading = False
+        self.eof = False
+        self.commands = []  # execute / exit, for the main loop
+        self.replies = {}  # tool call id -> tool_result (None while pending)
+        self.calls = 0
 
     def send(self, header: dict) -> None:
         if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
-        _send_all(self.sock, encode_frame(header))
+        data = encode_frame(header)
+        with self.send_lock:
+            _send_all(self.sock, data)
 
     def recv(self):
+        """The next command (``execute``/``exit``) for the main loop."""
+        return self._wait(lambda: self.commands.pop(0) if self.commands else None)
+
+    def _wait(self, take):
         while True:
-            frame = self.decoder.next_frame()
-            if frame is not None:
-                return frame[0]
-            data = self.sock.recv(_READ_CHUNK)
-            if not data:
-                raise EOFError
-            self.decoder.feed(data)
+            with self.cond:
+                while True:
+                    got = take()
+                    if got is not None:
+                        return got
+                    if self.eof:
+                        raise EOFError
+                    if not self.reading:
+                        self.reading = True
+                        break
+                    self.cond.wait()
+            data = None
+            try:
+                data = self.sock.recv(_READ_CHUNK)
+            except OSError:
+                data = b""
+            finally:  # also on KeyboardInterrupt: hand the reading over
+                with self.cond:
+                    self.reading = False
+                    if data:
+                        self.decoder.feed(data)
+                        while (frame := self.decoder.next_frame()) is not None:
+                            self._route(frame[0])
+                    elif data is not None:
+                        self.eof = True
+                    self.cond.notify_all()
+
+    def _route(self, msg: dict) -> None:
+        if msg.get("type") != "tool_result":
+            self.commands.append(msg)
+        elif msg.get("id") in self.replies:
+            self.replies[msg["id"]] = msg
 
     def loop(self) -> None:
         self.send({"type": "ready", "pid": self.pid})
@@ -302,14 +342,17 @@ class _Worker:
         if self.cell_id is None:
             raise ToolError("No active cell: the cell this call belonged to has settled, "
                             "so its tool authority is retired.")
-        call_id = f"{self.pid}-{time.monotonic_ns()}"
-        with self.tool_lock:
+        with self.cond:
+            self.calls += 1
+            call_id = f"{self.pid}-{self.calls}"
+            self.replies[call_id] = None
+        try:
             self.send({"type": "tool_call", "id": call_id, "cell": self.cell_id,
                        "name": name, "args": args})
-            while True:
-                msg = self.recv()
-                if msg.get("type") == "tool_result" and msg.get("id") == call_id:
-                    break
+            msg = self._wait(lambda: self.replies.get(call_id))
+        finally:
+            with self.cond:
+                self.replies.pop(call_id, None)
         if not msg.get("ok"):
             raise ToolError(msg.get("error", "tool call failed"))
         return msg.get("value")
@@ -908,7 +951,12 @@ class _Supervisor:
                 return
             self.finish_cell(msg)
         elif kind == "tool_call":
-            self.reply(msg)
+            if self.cell is not None and msg.get("cell") == self.cell["id"]:
+                self.reply(msg)
+            else:  # its cell settled before the call got here: the host would drop it, unanswered
+                self.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False,
+                                     "error": "No active cell: the cell this call belonged to has "
+                                              "settled, so its tool authority is retired."})
 
     def on_worker_eof(self) -> None:
         info = self.wait_worker(1.0)
@@ -1061,14 +1109,15 @@ def relay(path: str) -> None:
 
 # ------------------------------------------------------------------------------------ client
 # One long poll for execute-only backends (the ``filecell`` transport). Self-contained: it uses
-# only the frame codec above and json/os/select/socket/sys/time, so the transport can ship these
-# functions as a small module whose start does not pay for the runner's other imports.
+# only the frame codec above and fcntl/json/os/select/socket/sys/time, so the transport can ship
+# these functions as a small module whose start does not pay for the runner's other imports.
 CLIENT_BEGIN = "@@hermes-client begin@@"
 CLIENT_SENT = "@@hermes-client sent@@"
 CLIENT_END = "@@hermes-client end"
 CLIENT_REQUESTS = ("execute", "start_worker", "kill_worker", "ping", "shutdown")
-CLIENT_REPLIES = ("result", "worker", "killed", "pong", "bye", "error", "tool_call")
+CLIENT_REPLIES = ("result", "worker", "killed", "pong", "bye", "error")
 CLIENT_DROP_PREFIX = "q-"
+CLIENT_HOLD_PREFIX = "h-"
 
 
 def client(kernel_dir: str, params_b64: str) -> int:
@@ -1076,15 +1125,22 @@ def client(kernel_dir: str, params_b64: str) -> int:
 
     ``params_b64`` is base64 JSON: ``frames`` (base64 frames to send after the attach),
     ``pending`` (request ids whose unacknowledged results the supervisor replays), ``wait``
-    (ids to wait for; requests sent here are added), ``deadline_s``, ``pickup_s`` and ``early``.
-    The token comes from ``kernel_dir/token`` (never argv). Frames the host dropped into the
-    kernel dir while a poll ran (files ``q-<seq>``, base64) are sent before the argv frames when
-    their seq is below ``early``, and the rest are picked up while waiting for ``pickup_s`` s. Every frame received is printed as one base64 line after
-    ``CLIENT_BEGIN``; the last line is ``CLIENT_END STATUS@@`` with STATUS ``done`` (a reply or
-    tool call for a ``wait`` id came; with no ``wait`` ids: the hello), ``deadline``, ``eof``
-    (dropped: another client attached, or the supervisor ended), ``gone`` (nothing listens)
-    or ``error`` (refused, bad frame). Leaving is lossless: it half-closes and relays until
-    the supervisor lets it go.
+    (ids to wait for; requests sent here are added), ``deadline_s``, ``pickup_s``, ``early``
+    and ``hold_s``. The token comes from ``kernel_dir/token`` (never argv).
+
+    * Frames the host dropped into the kernel dir while a poll ran (files ``q-<seq>``, base64)
+      are sent before the argv frames when their seq is below ``early``; later ones are picked
+      up while waiting, for ``pickup_s`` seconds.
+    * Every frame received is printed as one base64 line after ``CLIENT_BEGIN``; the last line
+      is ``CLIENT_END STATUS@@``: ``done`` (a reply for a ``wait`` id; with no ``wait`` ids:
+      the hello), ``tool`` (a tool call of a ``wait`` cell), ``deadline``, ``eof`` (dropped:
+      another client attached, or the supervisor ended), ``gone`` (nothing listens) or
+      ``error`` (refused, bad frame).
+    * Leaving is lossless: it half-closes and relays until the supervisor lets it go. After a
+      tool call or at the deadline (the cell runs on) a forked holder stays attached for up to
+      ``hold_s`` seconds and spools what comes (``h-<pid>.spool``, under the lock
+      ``h-<pid>.lock``) until the next client takes over and relays the spool first: no frame
+      is sent while nobody is attached, so a tool call from another thread is never lost.
     """
     import binascii
 
@@ -1118,8 +1174,8 @@ def _client_session(kernel_dir: str, params: dict, data: bytes) -> str:
         except OSError:
             return "eof"
         sys.stdout.write(CLIENT_SENT + "\n")
+        status = _client_unspool(kernel_dir, wait)
         decoder = FrameDecoder()
-        status = None
         while status is None:
             now = time.monotonic()
             chunk = _client_read(sock, min(deadline - now, 0.05) if now < pickup_until else deadline - now)
@@ -1135,15 +1191,98 @@ def _client_session(kernel_dir: str, params: dict, data: bytes) -> str:
                 return "eof"
             else:
                 status = _client_relay(decoder, chunk, wait)
-        try:
-            sock.shutdown(socket.SHUT_WR)  # the supervisor drops us once it has read all we sent
-        except OSError:
+        if status in ("tool", "deadline") and float(params.get("hold_s", 0)) > 0:
+            _client_hold(kernel_dir, sock, decoder, wait, float(params["hold_s"]))
             return status
-        drain_until = time.monotonic() + float(params.get("drain_s", 5.0))
+        _client_leave(sock, decoder)
+        return status
+
+
+def _client_leave(sock: socket.socket, decoder: FrameDecoder) -> None:
+    """Half-close, then relay until the supervisor (having read all we sent) drops us."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+    except OSError:
+        return
+    until = time.monotonic() + 5.0
+    while True:
+        chunk = _client_read(sock, until - time.monotonic())
+        if not chunk or _client_relay(decoder, chunk, set()) == "error":
+            return
+
+
+def _client_hold(kernel_dir: str, sock: socket.socket, decoder: FrameDecoder, wait: set, hold_s: float) -> None:
+    """Fork a holder that keeps this connection and spools frames; the caller returns at once."""
+    import fcntl
+
+    base = os.path.join(kernel_dir, f"{CLIENT_HOLD_PREFIX}{os.getpid()}")
+    lock = os.open(base + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(lock, fcntl.LOCK_EX)  # taken before the fork: the next client never misses it
+    sys.stdout.flush()
+    if os.fork():
+        os.close(lock)  # the holder keeps the lock until its spool is complete
+        return
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # the backend's execute ends when our parent exits
+            os.dup2(null, fd)
+        sys.stdout = open(base + ".spool", "a", encoding="ascii")
+        until = time.monotonic() + hold_s
         while True:
-            chunk = _client_read(sock, drain_until - time.monotonic())
-            if not chunk or _client_relay(decoder, chunk, set()) == "error":
-                return status
+            chunk = _client_read(sock, until - time.monotonic())
+            if not chunk:  # pushed out by the next client (EOF) or held long enough
+                break
+            if _client_relay(decoder, chunk, wait) in ("done", "error"):  # the cell ended
+                break
+        if chunk is None or chunk:
+            _client_leave(sock, decoder)
+        sys.stdout.flush()
+    finally:
+        os._exit(0)
+
+
+def _client_unspool(kernel_dir: str, wait: set):
+    """Relay what holders spooled (oldest first, once each); the status it implies, or None."""
+    import binascii
+    import fcntl
+
+    status = None
+    for name in sorted(n for n in os.listdir(kernel_dir) if n.startswith(CLIENT_HOLD_PREFIX) and n.endswith(".lock")):
+        path = os.path.join(kernel_dir, name)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            until = time.monotonic() + 10.0
+            while True:  # the holder lets go once the supervisor has pushed it out for us
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > until:
+                        break
+                    time.sleep(0.005)
+            spool = path[: -len(".lock")] + ".spool"
+            try:
+                with open(spool, encoding="ascii") as fh:
+                    lines = fh.read().split()
+                os.unlink(spool)
+                os.unlink(path)
+            except OSError:
+                continue  # taken by a concurrent client
+        finally:
+            os.close(fd)
+        for line in lines:
+            decoder = FrameDecoder()
+            decoder.feed(binascii.a2b_base64(line))
+            frame = decoder.next_frame()
+            if frame is not None:
+                sys.stdout.write(line + "\n")
+                status = _client_status(frame[0], wait, status)
+    sys.stdout.flush()
+    return status
 
 
 def _client_pickup(kernel_dir: str, sock: socket.socket, wait: set, below=None) -> None:
@@ -1187,8 +1326,21 @@ def _client_read(sock: socket.socket, left: float):
         return b""
 
 
+def _client_status(header: dict, wait: set, status):
+    """The poll's status after ``header`` (``done`` beats ``tool``; ``error`` beats both)."""
+    kind = header.get("type")
+    key = header.get("cell") if kind == "tool_call" else header.get("id")
+    if kind == "error" and key is None:
+        return "error"
+    if (kind == "hello" and not wait) or (kind in CLIENT_REPLIES and key in wait):
+        return "error" if status == "error" else "done"
+    if kind == "tool_call" and key in wait:
+        return status or "tool"
+    return status
+
+
 def _client_relay(decoder: FrameDecoder, chunk: bytes, wait: set):
-    """Print each complete frame as a base64 line; ``done`` once one answers a ``wait`` id."""
+    """Print each complete frame as a base64 line; return the status they imply (or None)."""
     import binascii
 
     decoder.feed(chunk)
@@ -1203,12 +1355,7 @@ def _client_relay(decoder: FrameDecoder, chunk: bytes, wait: set):
             return status
         header, blobs = frame
         sys.stdout.write(binascii.b2a_base64(encode_frame(header, blobs), newline=False).decode() + "\n")
-        kind = header.get("type")
-        key = header.get("cell") if kind == "tool_call" else header.get("id")
-        if kind == "error" and key is None:
-            status = "error"
-        elif (kind == "hello" and not wait) or (kind in CLIENT_REPLIES and key in wait):
-            status = status or "done"
+        status = _client_status(header, wait, status)
 
 def main(argv) -> int:
     if len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--fd":

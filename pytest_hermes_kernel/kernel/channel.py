@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import select
 import socket
 import threading
 import time
@@ -35,21 +36,29 @@ class ByteStream(Protocol):
 
 
 class SocketStream:
-    """:class:`ByteStream` over a connected socket (a socketpair end for local kernels)."""
+    """:class:`ByteStream` over a connected socket (a socketpair end for local kernels).
+
+    The socket stays in blocking mode and a ``recv`` timeout is a ``poll`` before reading.
+    Switching the socket's timeout per call raced with a send from another thread (an
+    ``interrupt()`` while a cell's reader waits): the reader's ``recv`` then ran on a socket
+    left non-blocking and failed with EAGAIN, which closed the channel and killed the kernel,
+    or ran blocking and overslept the watchdog's deadline.
+    """
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        sock.settimeout(None)
 
     def send(self, data: bytes) -> None:
-        self.sock.settimeout(None)
         self.sock.sendall(data)
 
     def recv(self, timeout: float | None) -> bytes:
-        self.sock.settimeout(timeout)
-        try:
-            return self.sock.recv(1 << 20)
-        except socket.timeout:
-            raise TimeoutError from None
+        if timeout is not None:
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
+                raise TimeoutError
+        return self.sock.recv(1 << 20)
 
     def close(self) -> None:
         try:

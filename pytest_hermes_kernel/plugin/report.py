@@ -95,6 +95,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     stats = config.stash[stats_key]
     if hasattr(config, "workeroutput"):
         config.workeroutput["hermes_stats"] = stats.as_dict()
+        # xdist stops a worker soon after this hook (SIGINT after 5 s): release shared
+        # containers now, not in pytest_unconfigure, or the run's last user never removes them
+        _finish_session(stats)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -127,7 +130,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     stats = config.stash.get(stats_key, None)
     if stats is None:
         return
-    for _nodeid, handle in stats.kept:
+    _finish_session(stats)
+
+
+def _finish_session(stats: KernelStats) -> None:
+    """Shut down the kernels kept for post-mortem, then close the shared transports."""
+    kept, stats.kept = list(stats.kept), []
+    for _nodeid, handle in kept:
         handle.shutdown()
     from ..transports import close_shared_transports
 

@@ -35,8 +35,8 @@ from ..errors import ConfigError, KernelStartError, TransportLostError, Transpor
 from .base import Launched, LaunchSpec, Transport
 from .docker_stream import DockerExecStream
 from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
-                     RUNNER_NAME, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env, runner_config,
-                     runner_source)
+                     RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
+                     runner_config, runner_source)
 from .sharing import SharedResource, current_run_id, worker_id
 
 if TYPE_CHECKING:
@@ -294,6 +294,7 @@ class DockerTransport(Transport):
             code, _ = self._run_script(cid, ALIVE_SCRIPT, str(launched.pid))
         except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
             return False
+        launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
     def cleanup(self, launched: Launched) -> None:
@@ -334,7 +335,8 @@ class DockerTransport(Transport):
         return out.decode("utf-8", "replace").rstrip()
 
     def locator(self, launched: Launched) -> dict[str, Any]:
-        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"]}
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,
+                "container_id": launched.extra["container"]}
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` inside its container (scanned there)."""
@@ -361,8 +363,7 @@ class DockerTransport(Transport):
         cid = launched.extra["container"] if launched is not None else self._run_container()
         if cid is None:
             raise ProcessLookupError(f"no process {pid}: this run has no shared docker container")
-        code, _ = self._run_script(cid, "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
-                                   str(pid), str(int(sig)))
+        code, _ = self._run_script(cid, SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
 

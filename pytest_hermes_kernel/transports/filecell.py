@@ -36,7 +36,7 @@ from .base import Launched, LaunchSpec, Transport
 from .filecell_stream import FileCellStream
 from .remote import RUNNER_NAME, portable_env, runner_config, runner_source
 
-__all__ = ["FileCellTransport", "ExecuteBackend", "LocalShellBackend", "DockerExecBackend", "DEFAULT_ROOT"]
+__all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
 
 DEFAULT_ROOT = "/tmp/hermes-filecell"
 #: A unix socket path must fit in 108 bytes; the kernel dir adds ``/k-<12>-<16>/sock``.
@@ -59,6 +59,9 @@ class FileCellTransport(Transport):
     :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
         under the backend's own limits (docker-py's HTTP timeout is 60 s).
     :param launch_timeout: seconds for the launch execute.
+    :param hold_s: after a poll returns a tool call (the cell runs on while the host serves it), a
+        holder process stays attached for up to this long, so frames sent meanwhile (a tool call
+        from another thread) are kept for the next poll; ``0`` turns holding off.
     :raises ConfigError: if ``root`` is relative or too long for a unix socket path.
     """
 
@@ -67,7 +70,7 @@ class FileCellTransport(Transport):
 
     def __init__(self, backend: ExecuteBackend | None = None, *, python: str = "python3",
                  root: str | None = None, orphan_timeout: float = 1800.0, poll_window_s: float = 20.0,
-                 launch_timeout: float = 60.0) -> None:
+                 launch_timeout: float = 60.0, hold_s: float = 600.0) -> None:
         root = (root or DEFAULT_ROOT).rstrip("/")
         if not root.startswith("/") or len(root) > _MAX_ROOT_CHARS:
             raise ConfigError(f"filecell root must be an absolute path of at most {_MAX_ROOT_CHARS} "
@@ -81,6 +84,7 @@ class FileCellTransport(Transport):
         self.orphan_timeout = orphan_timeout
         self.poll_window_s = poll_window_s
         self.launch_timeout = launch_timeout
+        self.hold_s = hold_s
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
@@ -99,7 +103,7 @@ class FileCellTransport(Transport):
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
         try:
             code, out = run(cmd, self.launch_timeout)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._cleanup_quietly(kdir)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
                                    f"{exc}\nHint: can the backend run `sh -c`?") from None
@@ -229,7 +233,8 @@ class FileCellSite:
     def poll(self, frames: bytes, *, wait: list[Any], pending: list[Any], window_s: float, pickup_s: float,
              early: int) -> scripts.ClientOutput:
         """One client run: send ``frames``, relay until a ``wait`` id is answered or ``window_s``."""
-        args = dict(wait=wait, pending=pending, deadline_s=window_s, pickup_s=pickup_s, early=early)
+        args = {"wait": wait, "pending": pending, "deadline_s": window_s, "pickup_s": pickup_s, "early": early,
+                "hold_s": self.transport.hold_s}
         cmd = scripts.client_command(kdir=self.kdir, python=self.python,
                                      params=scripts.params(frames=scripts.b64(frames), **args))
         if len(cmd) > scripts.MAX_COMMAND_BYTES:  # a big cell: ship its frames first

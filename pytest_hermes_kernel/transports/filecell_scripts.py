@@ -40,10 +40,11 @@ def b64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
-_CLIENT_DEFS = ("FrameError", "encode_frame", "FrameDecoder", "client", "_client_session", "_client_pickup",
-                "_client_note_requests", "_client_read", "_client_relay")
+_CLIENT_DEFS = ("FrameError", "encode_frame", "FrameDecoder", "client", "_client_session", "_client_leave",
+                "_client_hold", "_client_unspool", "_client_pickup", "_client_note_requests", "_client_read",
+                "_client_status", "_client_relay")
 _CLIENT_CONSTS = ("MAX_FRAME_BYTES", "_READ_CHUNK", "CLIENT_BEGIN", "CLIENT_SENT", "CLIENT_END", "CLIENT_REQUESTS",
-                  "CLIENT_REPLIES", "CLIENT_DROP_PREFIX")
+                  "CLIENT_REPLIES", "CLIENT_DROP_PREFIX", "CLIENT_HOLD_PREFIX")
 
 
 @functools.lru_cache(maxsize=4)
@@ -93,13 +94,13 @@ def put(name, data):
         fh.write(data)
 config = json.loads(base64.b64decode(sys.argv[1]))
 config['token'] = os.urandom(24).hex()
-put('%(token)s', config['token'].encode())
+put('TOKEN_NAME', config['token'].encode())
 put('config.json', json.dumps(config).encode())
-put('%(log)s', b'')
+put('LOG_NAME', b'')
 args = sys.argv[2:]
 for i in range(0, len(args), 2):
     put(args[i], zlib.decompress(base64.b64decode(args[i + 1])))
-""" % {"token": TOKEN_NAME, "log": LOG_NAME}
+""".replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME)
 
 
 def launch_command(*, root: str, kdir: str, python: str, files: Mapping[str, bytes], config: Mapping[str, Any],
@@ -115,15 +116,15 @@ def launch_command(*, root: str, kdir: str, python: str, files: Mapping[str, byt
         f"R={_q(root)}; D={_q(kdir)}; PY={_q(python)}",
         f'command -v "$PY" >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: $PY not found"; exit 127; }}',
         'mkdir -p "$R" 2>/dev/null',
-        f'[ -d "$R" ] && [ ! -L "$R" ] && [ -O "$R" ] || {{ echo "{ERROR_MARK} root: $R is not a directory '
-        'owned by $(id -un)"; exit 1; }',
+        (f'[ -d "$R" ] && [ ! -L "$R" ] && [ -O "$R" ] || {{ echo "{ERROR_MARK} root: $R is not a directory '
+         'owned by $(id -un)"; exit 1; }'),
         f'mkdir -m 700 "$D" || {{ echo "{ERROR_MARK} dir: cannot make $D"; exit 1; }}',
         'cd "$D" || exit 1',
-        f'"$PY" -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
-        f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}',
-        f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{RUNNER_NAME}" serve --listen "$D/{SOCKET_NAME}" '
-        f"< config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; rm -f config.json; "
-        f"tail -n 20 {LOG_NAME}; exit 1; }}",
+        (f'"$PY" -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
+         f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
+        (f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{RUNNER_NAME}" serve --listen "$D/{SOCKET_NAME}" '
+         f"< config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; rm -f config.json; "
+         f"tail -n 20 {LOG_NAME}; exit 1; }}"),
         "rm -f config.json",
         f'"$PY" -I -S -B "$D/{CLIENT_NAME}" "$D" {hello_params}',
     ])

@@ -21,6 +21,7 @@ The channel writes frames and reads frames as for any transport. Here:
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -78,8 +79,8 @@ class FileCellStream:
         self._outbox: list[bytes] = []
         self._inbox = bytearray()
         self._outstanding: dict[Any, str] = {}
-        self._answered: set[Any] = set()
-        self._seen_tool_calls: set[Any] = set()
+        self._answered = _RecentSet()
+        self._seen_tool_calls = _RecentSet()
         self._polls: list[_Poll] = []
         self._hello_sent = False
         self._broken: str | None = None
@@ -208,7 +209,7 @@ class FileCellStream:
 
     def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
         """Decide what a finished poll means for the stream (lock held)."""
-        if out.status in ("done", "deadline", "eof"):
+        if out.status in ("done", "tool", "deadline") or (out.status == "eof" and (out.sent or not frames)):
             self._failures = 0
             return
         if out.status == "gone":
@@ -250,6 +251,26 @@ class FileCellStream:
             if self._outstanding.pop(rid, None) is not None or kind == "result":
                 self._answered.add(rid)
         self._inbox += raw
+
+
+class _RecentSet:
+    """A set that remembers only its last ``size`` members (ids of settled requests)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._order: collections.deque[Any] = collections.deque()
+        self._members: set[Any] = set()
+        self._size = size
+
+    def add(self, item: Any) -> None:
+        if item in self._members:
+            return
+        self._members.add(item)
+        self._order.append(item)
+        if len(self._order) > self._size:
+            self._members.discard(self._order.popleft())
+
+    def __contains__(self, item: Any) -> bool:
+        return item in self._members
 
 
 def _header(raw: bytes) -> dict[str, Any]:

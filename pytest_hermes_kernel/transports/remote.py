@@ -81,6 +81,9 @@ except OSError:
 sys.exit(0 if stat[stat.rfind(b')') + 2:].split()[0] != b'Z' else 1)
 """
 
+#: argv[1]: a pid, argv[2]: a signal number.
+SIGNAL_SCRIPT = "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))"
+
 #: argv[1]: a kernel id. Prints ``pid<TAB>cmdline`` of every live process whose environment
 #: carries ``HERMES_KERNEL_ID=<id>`` (run as root or as the kernel's user).
 KERNEL_PROCESSES_SCRIPT = r"""

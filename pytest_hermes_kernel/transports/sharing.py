@@ -2,8 +2,8 @@
 
 A :class:`SharedResource` is a record of what was started (``{"container_id": ...}`` plus what
 joiners need, e.g. the sshd port and key file) in a JSON *state file* in the temp dir, next to a
-:class:`filelock.FileLock`. Both names carry the run id: ``PYTEST_XDIST_TESTRUNUID`` when
-pytest-xdist set it (the same for every worker of one run), else a uuid made once per process.
+lock file. Both names carry the run id: ``PYTEST_XDIST_TESTRUNUID`` when pytest-xdist set it
+(the same for every worker of one run), else a uuid made once per process.
 
 The run id is exported as ``PYTEST_HERMES_RUN_ID`` when this process made it up, so processes
 it starts (the host harness, ``pytester`` runs) join the same containers instead of leaving
@@ -16,24 +16,29 @@ state file. Members whose process is gone (a SIGKILLed worker) are dropped whene
 read, so a crash does not keep the container forever; if every member crashed, the label sweep
 (:func:`~pytest_hermes_kernel.containers.sweep_dead_runs`) removes it.
 
-One lock file serves every run (``pytest-hermes-kernel-shared.lock``): it is never removed,
-since unlinking a lock file others may be waiting on would let two holders in, and a lock file
-per run would leave one file behind per run. It is held only to read and write a state file
-and, for its first user, to start the container.
+The lock is an ``flock`` on the run's lock file, held to read and write the state file and, for
+the first user, to start the container. The last member removes the lock file too, while holding
+it; a waiter that then gets the lock checks that its file is still the one at the path (same
+inode) and retries otherwise, so no two processes ever hold "the" lock (the classic race that
+makes :mod:`filelock` leave its lock files in place) and no file is left behind per run.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from ..errors import HermesKernelError
 
 Resource = dict[str, Any]
 
-LOCK_NAME = "pytest-hermes-kernel-shared.lock"
 RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
 XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
 #: Starting a container (and, for the first user, building the image) happens under the lock.
@@ -96,7 +101,7 @@ class SharedResource:
         self.run_id = run_id or current_run_id()
         directory = directory or tempfile.gettempdir()
         base = os.path.join(directory, f"pytest-hermes-kernel-{self.run_id[:32]}-{kind}-{key}")
-        self.lock_path = os.path.join(directory, LOCK_NAME)
+        self.lock_path = base + ".lock"
         self.state_path = base + ".json"
         self.side_path = base  # prefix for files the resource keeps next to its state (keys)
         self.member = f"{os.getpid()}:{_process_start(os.getpid()) or 0.0:.3f}:{uuid.uuid4().hex[:8]}"
@@ -110,7 +115,7 @@ class SharedResource:
         :param usable: whether a recorded resource still works (e.g. its container runs).
         :param discard: removes a recorded resource that is no longer usable.
         :returns: the resource record.
-        :raises filelock.Timeout: if the lock is held for more than :data:`LOCK_TIMEOUT` s.
+        :raises SharedLockTimeout: if the lock is held for more than :data:`LOCK_TIMEOUT` s.
         """
         with self._lock():
             state = self._read()
@@ -147,6 +152,7 @@ class SharedResource:
                     stop(resource)
             finally:
                 _unlink(self.state_path)
+                _unlink(self.lock_path)  # still held: waiters see the inode change and retry
             return True
 
     def peek(self) -> Resource | None:
@@ -159,10 +165,8 @@ class SharedResource:
         with self._lock():
             return self._read()["members"]
 
-    def _lock(self) -> Any:
-        import filelock
-
-        return filelock.FileLock(self.lock_path, timeout=LOCK_TIMEOUT)
+    def _lock(self) -> contextlib.AbstractContextManager[None]:
+        return _locked(self.lock_path, LOCK_TIMEOUT)
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -186,3 +190,38 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+class SharedLockTimeout(HermesKernelError, TimeoutError):
+    """Another process held a run's lock file for longer than :data:`LOCK_TIMEOUT` seconds."""
+
+
+@contextlib.contextmanager
+def _locked(path: str, timeout: float) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600), robust to the file being unlinked.
+
+    :raises SharedLockTimeout: if it is not obtained within ``timeout`` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            if time.monotonic() >= deadline:
+                raise SharedLockTimeout(f"{path} was held by another process for more than {timeout:g} s. "
+                                        "Hint: is a container start stuck in another pytest process?") from None
+            time.sleep(0.02)
+            continue
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the last user removed it while we waited: lock the new file instead
+    try:
+        yield
+    finally:
+        os.close(fd)  # releases the flock

@@ -18,29 +18,27 @@ once for ``keepalive_interval * keepalive_missed`` seconds instead of each waiti
 timeout; ``reattach`` then raises a permanent :class:`TransportLostError`, so the running cell
 reports ``transport_lost`` right away. ``launch`` always tries a fresh connection.
 
-With no ``target``, the transport runs an sshd container (:func:`~..containers.start_sshd`,
-published on 127.0.0.1 only) with a key pair made for the run, shared like the docker
-transport's container (:class:`~.sharing.SharedResource`); its host key is read with ``docker
-exec`` and pinned, never auto-added.
+With no ``target``, the transport runs an sshd container, shared by the run and with its host
+key pinned (:class:`~.sshd.SshdContainer`).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shlex
 import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import KernelStartError, TransportLostError, TransportUnavailableError
+from ..errors import KernelStartError, TransportLostError
 from .base import Launched, LaunchSpec, Transport
 from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
-                     RUNNER_NAME, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env, runner_config,
-                     runner_source)
-from .sharing import SharedResource, current_run_id, worker_id
+                     RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
+                     runner_config, runner_source)
+from .sharing import current_run_id
 from .ssh_connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from .sshd import SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
@@ -49,7 +47,6 @@ KERNEL_ROOT = ".hermes-kernels"
 ENV_FILE = "env.sh"
 READY_TIMEOUT = 30.0
 PROBE_TIMEOUT = 15.0
-HOST_KEY_FILE = "/etc/ssh/ssh_host_ed25519_key.pub"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 log = logging.getLogger(__name__)
@@ -92,88 +89,17 @@ class SshTransport(Transport):
         self.orphan_timeout = orphan_timeout
         self.python = python
         self.run_id = run_id or current_run_id()
-        self._image = image
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
         self._home: str | None = None
         self._quiet_until = 0.0
         self._down_reason = ""
-        self._shared: SharedResource | None = None
-        self._sshd: dict[str, Any] | None = None
-        self.docker = None
-        if self.target is None:
-            from ..images import docker_status
+        self.sshd = SshdContainer(run_id=self.run_id, image=image) if self.target is None else None
 
-            ok, why = docker_status()
-            if not ok:
-                raise TransportUnavailableError(f"the ssh transport (without target=) runs an sshd container: {why}")
-            import docker as docker_sdk
-
-            self.docker = docker_sdk.from_env()
-
-    # ------------------------------------------------------------------------------ sshd container
     @property
     def sshd_container_id(self) -> str | None:
         """The sshd container this instance uses (``None`` with an explicit target)."""
-        return None if self._sshd is None else self._sshd["container_id"]
-
-    def _sshd_record(self) -> dict[str, Any]:
-        if self._sshd is not None and self._container_running(self._sshd["container_id"]):
-            return self._sshd
-        if self._shared is None:
-            from ..images import ensure_image
-
-            self._image = self._image or ensure_image(self.docker, progress=log.info)
-            self._shared = SharedResource("sshd", re.sub(r"\W", "_", self._image)[-40:], run_id=self.run_id)
-        self._sshd = self._shared.acquire(start=self._start_sshd, usable=lambda r: self._container_running(r["container_id"]),
-                                          discard=self._remove_sshd)
-        return self._sshd
-
-    def _start_sshd(self) -> dict[str, Any]:
-        from ..containers import generate_keypair, start_sshd
-
-        private, public = generate_keypair()
-        endpoint = start_sshd(image=self._image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public)
-        record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
-                  "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
-        try:
-            record["host_key"] = self._read_host_key(endpoint.container_id)
-            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="ascii") as fh:
-                fh.write(private)
-        except BaseException:
-            self._remove_sshd(record)
-            raise
-        return record
-
-    def _read_host_key(self, container_id: str) -> str:
-        api = self.docker.api
-        exec_id = api.exec_create(container_id, ["cat", HOST_KEY_FILE], user="root")["Id"]
-        out, _ = api.exec_start(exec_id, demux=True)
-        fields = (out or b"").decode("ascii", "replace").split()
-        if len(fields) < 2 or not fields[0].startswith("ssh-"):
-            raise KernelStartError(f"could not read the sshd container's host key {HOST_KEY_FILE}: {out!r}")
-        return f"{fields[0]} {fields[1]}"
-
-    def _container_running(self, container_id: str) -> bool:
-        import docker as docker_sdk
-
-        try:
-            return bool(self.docker.api.inspect_container(container_id)["State"]["Running"])
-        except docker_sdk.errors.NotFound:
-            return False
-
-    def _remove_sshd(self, record: dict[str, Any]) -> None:
-        from ..containers import remove_container
-
-        try:
-            remove_container(record["container_id"], client=self.docker)
-        except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
-            log.warning("could not remove sshd container %s: %s", record["container_id"][:12], exc)
-        try:
-            os.unlink(record.get("key_file", ""))
-        except OSError:
-            pass
+        return None if self.sshd is None else self.sshd.container_id
 
     # ------------------------------------------------------------------------------ connection
     def _connection(self, *, probe: bool = False) -> SshConnection:
@@ -214,7 +140,8 @@ class SshTransport(Transport):
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
         from ..containers import load_private_key
 
-        record = self._sshd_record()
+        assert self.sshd is not None
+        record = self.sshd.join()
         with open(record["key_file"], encoding="ascii") as fh:
             pkey = load_private_key(fh.read())
         return SshConnection(SshTarget(record["host"], record["port"], record["user"]), pkey=pkey,
@@ -294,13 +221,15 @@ class SshTransport(Transport):
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
-    def _script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
+    def _script(self, conn: SshConnection, script: str, *args: str,
+                python: str | None = None) -> tuple[int | None, bytes]:
         command = " ".join(shlex.quote(a) for a in (python or self.python, "-c", script, *args))
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
         return code, out
 
     def _alive_on(self, conn: SshConnection, launched: Launched) -> bool:
         code, _ = self._script(conn, ALIVE_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+        launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
     def kill(self, launched: Launched) -> bool:
@@ -344,16 +273,10 @@ class SshTransport(Transport):
         """Close the connection; leave the shared sshd container (its last user removes it)."""
         with self._lock:
             conn, self._conn = self._conn, None
-            shared, self._shared, self._sshd = self._shared, None, None
         if conn is not None:
             conn.close()
-        if shared is not None:
-            try:
-                shared.release(stop=self._remove_sshd)
-            except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
-                log.warning("could not release the shared sshd container: %s", exc)
-        if self.docker is not None:
-            self.docker.close()
+        if self.sshd is not None:
+            self.sshd.leave()
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
@@ -382,8 +305,7 @@ class SshTransport(Transport):
 
         :raises ProcessLookupError: if no such process runs there (or it is not ours).
         """
-        code, _ = self._script(self._connection(probe=True), "import os, sys; os.kill(int(sys.argv[1]), int(sys.argv[2]))",
-                               str(pid), str(int(sig)))
+        code, _ = self._script(self._connection(probe=True), SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
 

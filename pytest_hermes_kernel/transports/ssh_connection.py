@@ -176,7 +176,8 @@ class SshConnection:
             raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None
         return chan
 
-    def run(self, command: str, *, stdin: bytes | None = None, timeout: float = 30.0) -> tuple[int | None, bytes, bytes]:
+    def run(self, command: str, *, stdin: bytes | None = None,
+            timeout: float = 30.0) -> tuple[int | None, bytes, bytes]:
         """Run ``command`` and wait; ``(exit status, stdout, stderr)``.
 
         :raises TransportLostError: if the connection fails.

@@ -20,9 +20,9 @@ def test_concurrent_first_cells_of_one_key_start_exactly_one_kernel(make_registr
     barrier = threading.Barrier(THREADS)
     before = kernel_ids_below()
 
-    def first_cell(i: int):
+    def first_cell(_i: int):
         barrier.wait()
-        return reg.execute(key, f"import os\nhits = globals().get('hits', 0) + 1\nos.getpid()")
+        return reg.execute(key, "import os\nhits = globals().get('hits', 0) + 1\nos.getpid()")
 
     with ThreadPoolExecutor(THREADS) as pool:
         results = list(pool.map(first_cell, range(THREADS)))

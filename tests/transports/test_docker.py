@@ -57,7 +57,8 @@ def test_kernel_dir_is_private_to_the_container_user(docker, start):
     k = start(docker)
     cid = k.launched.extra["container"]
 
-    code, out, _ = docker._run(cid, ["stat", "-c", "%a %U", k.launched.kernel_dir, f"{k.launched.kernel_dir}/runner.log"])
+    kdir = k.launched.kernel_dir
+    code, out, _ = docker._run(cid, ["stat", "-c", "%a %U", kdir, f"{kdir}/runner.log"])
 
     assert code == 0 and out.decode().split("\n")[:2] == ["700 hermes", "600 hermes"]
 

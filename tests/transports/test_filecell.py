@@ -196,6 +196,23 @@ def test_long_cell_with_tool_calls_across_poll_handovers(start, backend):
     assert r.value == "[1, 2, 3]" and len(r.tool_calls) == 3
 
 
+def test_concurrent_tool_calls_from_threads_are_all_answered(start):
+    """Calls made while the host serves another one (no poll attached) are held, never lost."""
+    def slow_add(a: int, b: int) -> int:
+        time.sleep(0.2)
+        return a + b
+
+    k = start(tools={"add": slow_add})
+    code = ("import hermes_tools, threading, time, random\nout = {}\n"
+            "def go(i):\n    time.sleep(random.random())\n    out[i] = hermes_tools.add(a=i, b=1)\n"
+            "ts = [threading.Thread(target=go, args=(i,)) for i in range(8)]\n"
+            "[t.start() for t in ts]; [t.join() for t in ts]\nsorted(out.values())")
+    for _ in range(3):
+        r = k.execute(code, timeout=30)
+        assert r.status == "ok", r.summary()
+        assert r.value == str(list(range(1, 9))) and len(r.tool_calls) == 8
+
+
 def test_restart_while_a_cell_runs_goes_through_the_attached_client(start):
     k = start()
     k.execute("x = 1")

@@ -46,8 +46,8 @@ def own_sshd() -> Iterator[SshTransport]:
 
 def _sshd(transport: SshTransport) -> dict:
     transport._connection()  # connects, starting the sshd container when needed
-    assert transport._sshd is not None
-    return transport._sshd
+    assert transport.sshd is not None and transport.sshd.record is not None
+    return transport.sshd.record
 
 
 def _fresh_connection(transport: SshTransport) -> SshConnection:
@@ -145,12 +145,12 @@ def test_paused_sshd_mid_cell_reports_transport_lost_within_keepalive_bound(own_
     bound = own_sshd.keepalive_interval * own_sshd.keepalive_missed + 3.0  # 3 s x 3 + 3 = 12 s
 
     paused = time.monotonic()
-    own_sshd.docker.api.pause(cid)
+    own_sshd.sshd.docker.api.pause(cid)
     try:
         r = fut.result(timeout=60)
         took = time.monotonic() - paused
     finally:
-        own_sshd.docker.api.unpause(cid)
+        own_sshd.sshd.docker.api.unpause(cid)
 
     assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
     assert took <= bound, f"took {took:.1f} s"
@@ -166,7 +166,7 @@ def test_killed_sshd_mid_cell_reports_transport_lost(own_sshd, start):
     time.sleep(1.0)
 
     killed = time.monotonic()
-    own_sshd.docker.api.kill(own_sshd.sshd_container_id)
+    own_sshd.sshd.docker.api.kill(own_sshd.sshd_container_id)
     r = fut.result(timeout=60)
 
     assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()

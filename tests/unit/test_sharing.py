@@ -89,3 +89,37 @@ def test_run_id_comes_from_xdist_or_is_made_once_and_exported(monkeypatch):
     made = sharing.current_run_id()
     assert made and sharing.current_run_id() == made
     assert sharing.os.environ[sharing.RUN_ID_ENV] == made  # child processes join the same run
+
+
+def _member(directory: str, barrier, log: str) -> None:
+    res = SharedResource("docker", "k", run_id="par", directory=directory)
+
+    def start() -> dict:
+        with open(log, "a") as fh:
+            fh.write("start\n")
+        return {"container_id": "c"}
+
+    def stop(_r: dict) -> None:
+        with open(log, "a") as fh:
+            fh.write("stop\n")
+
+    res.acquire(start, lambda r: True, lambda r: None)
+    barrier.wait(30)  # every process is a member at once
+    res.release(stop)
+
+
+def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(6)
+    log = str(tmp_path / "log")
+    procs = [ctx.Process(target=_member, args=(str(tmp_path), barrier, log)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+
+    assert [p.exitcode for p in procs] == [0] * 6
+    assert open(log).read().split() == ["start", "stop"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log"]  # no state or lock file left

@@ -1,0 +1,129 @@
+"""The ssh transport's default host: an sshd container shared by every process of a run.
+
+The container comes from :func:`~pytest_hermes_kernel.containers.start_sshd` (port 22 published
+on 127.0.0.1 only, key-only login as ``hermes``) with a key pair made for it by
+:func:`~pytest_hermes_kernel.containers.generate_keypair`. Its record (endpoint, pinned host
+key, private key file) is shared through :class:`~.sharing.SharedResource`, so xdist workers and
+processes the run starts use one sshd; the private key is a 0600 file next to the state file,
+removed with the container by the run's last user. The host key is read from the container with
+``docker exec`` and pinned: nothing is auto-added to a known_hosts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KernelStartError, TransportUnavailableError
+from .sharing import SharedResource, worker_id
+
+if TYPE_CHECKING:
+    import docker
+
+HOST_KEY_FILE = "/etc/ssh/ssh_host_ed25519_key.pub"
+Record = dict[str, Any]
+
+log = logging.getLogger(__name__)
+
+
+class SshdContainer:
+    """The run's sshd container, joined on first use (see module docstring).
+
+    :param run_id: groups the shared container (the transport's run id).
+    :param image: image to run; ``None`` builds/uses the kernel host image.
+    :raises TransportUnavailableError: if no docker engine answers.
+    """
+
+    def __init__(self, *, run_id: str, image: str | None = None) -> None:
+        from ..images import docker_status
+
+        ok, why = docker_status()
+        if not ok:
+            raise TransportUnavailableError(f"the ssh transport (without target=) runs an sshd container: {why}")
+        import docker as docker_sdk
+
+        self.docker: docker.DockerClient = docker_sdk.from_env()
+        self.run_id = run_id
+        self.image = image
+        self._shared: SharedResource | None = None
+        self.record: Record | None = None
+
+    @property
+    def container_id(self) -> str | None:
+        return None if self.record is None else self.record["container_id"]
+
+    def running(self, container_id: str) -> bool:
+        """Whether the container exists and runs (a paused one counts as running)."""
+        import docker as docker_sdk
+
+        try:
+            return bool(self.docker.api.inspect_container(container_id)["State"]["Running"])
+        except docker_sdk.errors.NotFound:
+            return False
+
+    def join(self) -> Record:
+        """The record of a running sshd: ``host``, ``port``, ``user``, ``key_file``, ``host_key``.
+
+        Starts the container when the run has none or its container stopped.
+        """
+        if self.record is not None and self.running(self.record["container_id"]):
+            return self.record
+        if self._shared is None:
+            from ..images import ensure_image
+
+            self.image = self.image or ensure_image(self.docker, progress=log.info)
+            self._shared = SharedResource("sshd", re.sub(r"\W", "_", self.image)[-40:], run_id=self.run_id)
+        self.record = self._shared.acquire(start=self._start, usable=lambda r: self.running(r["container_id"]),
+                                           discard=self._remove)
+        return self.record
+
+    def leave(self) -> None:
+        """Leave the run's container (the last user removes it) and close the docker client."""
+        shared, self._shared, self.record = self._shared, None, None
+        if shared is not None:
+            try:
+                shared.release(stop=self._remove)
+            except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
+                log.warning("could not release the shared sshd container: %s", exc)
+        self.docker.close()
+
+    def _start(self) -> Record:
+        from ..containers import generate_keypair, start_sshd
+
+        assert self._shared is not None and self.image is not None
+        private, public = generate_keypair()
+        endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public)
+        record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
+                  "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
+        try:
+            record["host_key"] = self._read_host_key(endpoint.container_id)
+            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as fh:
+                fh.write(private)
+        except BaseException:
+            self._remove(record)
+            raise
+        return record
+
+    def _read_host_key(self, container_id: str) -> str:
+        api = self.docker.api
+        exec_id = api.exec_create(container_id, ["cat", HOST_KEY_FILE], user="root")["Id"]
+        out, _ = api.exec_start(exec_id, demux=True)
+        fields = (out or b"").decode("ascii", "replace").split()
+        if len(fields) < 2 or not fields[0].startswith("ssh-"):
+            raise KernelStartError(f"could not read the sshd container's host key {HOST_KEY_FILE}: {out!r}")
+        return f"{fields[0]} {fields[1]}"
+
+    def _remove(self, record: Record) -> None:
+        from ..containers import remove_container
+
+        try:
+            remove_container(record["container_id"], client=self.docker)
+        except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
+            log.warning("could not remove sshd container %s: %s", record["container_id"][:12], exc)
+        try:
+            os.unlink(record.get("key_file", ""))
+        except OSError:
+            pass

@@ -1,0 +1,146 @@
+"""FileCellStream with a scripted site: which frames go where, and what reaches the channel."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel.kernel.protocol import FrameDecoder, encode_frame
+from pytest_hermes_kernel.transports import filecell_scripts as scripts
+from pytest_hermes_kernel.transports.filecell_stream import FileCellStream
+from pytest_hermes_kernel.transports.remote import runner_source
+
+HELLO = encode_frame({"type": "hello", "worker_pid": 77})
+
+
+class ScriptedSite:
+    """Each ``poll`` records its arguments and blocks until the test hands it an output."""
+
+    def __init__(self) -> None:
+        self.polls: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.outputs: queue.Queue[scripts.ClientOutput] = queue.Queue()
+        self.drops: list[tuple[bytes, int]] = []
+        self.signals: list[tuple[int, str]] = []
+
+    def poll(self, frames: bytes, **kwargs: Any) -> scripts.ClientOutput:
+        self.polls.put({"frames": frames, **kwargs})
+        return self.outputs.get(timeout=10)
+
+    def drop(self, frames: bytes, seq: int) -> None:
+        self.drops.append((frames, seq))
+
+    def signal_worker(self, pid: int, signal_name: str) -> bool:
+        self.signals.append((pid, signal_name))
+        return True
+
+
+def _types(data: bytes) -> list[tuple[str, Any]]:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    out = []
+    while (frame := decoder.next_frame()) is not None:
+        out.append((frame[0]["type"], frame[0].get("id")))
+    return out
+
+
+def _done(*frames: dict[str, Any]) -> scripts.ClientOutput:
+    return scripts.ClientOutput(frames=[HELLO, *(encode_frame(f) for f in frames)], began=True, sent=True,
+                                status="done")
+
+
+@pytest.fixture
+def site() -> ScriptedSite:
+    return ScriptedSite()
+
+
+@pytest.fixture
+def stream(site: ScriptedSite):
+    s = FileCellStream(site, [HELLO])
+    yield s
+    s.close()
+    while s._polls:  # release polls the test left waiting
+        site.outputs.put(scripts.ClientOutput(status="eof"))
+        s.join(1.0)
+
+
+def test_launch_hello_is_delivered_once_and_no_poll_runs_for_it(stream, site):
+    assert _types(stream.recv(1.0)) == [("hello", None)]
+    with pytest.raises(TimeoutError):
+        stream.recv(0.05)  # nothing outstanding: nothing to poll for
+    assert site.polls.empty() and stream.worker_pid == 77
+
+
+def test_a_cell_is_one_poll_and_later_hellos_and_replays_are_dropped(stream, site):
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    with pytest.raises(TimeoutError):
+        stream.recv(0.01)
+    poll = site.polls.get(timeout=5)
+    assert _types(poll["frames"]) == [("execute", 1)] and poll["wait"] == [1] and poll["pending"] == [1]
+    result = {"type": "result", "id": 1, "status": "ok"}
+    site.outputs.put(_done(result, result))  # relayed by a pushed-out client and replayed
+
+    assert _types(stream.recv(5.0)) == [("result", 1)]
+    with pytest.raises(TimeoutError):
+        stream.recv(0.05)
+    assert site.polls.empty()
+
+
+def test_frames_sent_while_a_poll_waits_are_dropped_and_interrupts_are_signals(stream, site):
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "import time; time.sleep(9)"}))
+    waiter = threading.Thread(target=lambda: stream.recv(5.0), daemon=True)
+    waiter.start()
+    poll = site.polls.get(timeout=5)
+
+    stream.send(encode_frame({"type": "interrupt", "id": 1}))
+    stream.send(encode_frame({"type": "kill_worker", "id": 2}))
+
+    assert site.signals == [(77, "INT")]
+    assert [_types(f) for f, _ in site.drops] == [[("kill_worker", 2)]]
+    assert site.drops[0][1] >= poll["early"] + 1  # after the poll's own frames
+    site.outputs.put(_done({"type": "result", "id": 1, "status": "died"}, {"type": "killed", "id": 2}))
+    waiter.join(5)
+
+
+def test_a_runner_that_is_gone_ends_the_stream(stream, site):
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    with pytest.raises(TimeoutError):
+        stream.recv(0.01)
+    site.polls.get(timeout=5)
+    site.outputs.put(scripts.ClientOutput(began=True, status="gone"))
+    assert stream.recv(5.0) == b""
+    assert "gone" in (stream.broken or "")
+    with pytest.raises(BrokenPipeError):
+        stream.send(encode_frame({"type": "execute", "id": 2, "code": "1"}))
+
+
+def test_frames_a_failed_client_never_sent_go_again(stream, site):
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    with pytest.raises(TimeoutError):
+        stream.recv(0.01)
+    site.polls.get(timeout=5)
+    site.outputs.put(scripts.ClientOutput(noise=["python3: not found"]))  # never began, never sent
+    with pytest.raises(TimeoutError):
+        stream.recv(1.0)  # retried after a back-off
+    again = site.polls.get(timeout=5)
+    assert _types(again["frames"]) == [("execute", 1)]
+    site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))
+    assert _types(stream.recv(5.0)) == [("result", 1)]
+
+
+def test_client_source_is_cut_from_the_runner_and_parses_its_own_output():
+    source = scripts.client_source(runner_source().decode())
+    compile(source, "client.py", "exec")
+    assert "import ast" not in source and "def client(" in source
+    frame = encode_frame({"type": "hello"})
+    text = "\n".join(["noise", "@@hermes-client begin@@", "@@hermes-client sent@@", scripts.b64(frame),
+                      "not base64!", "@@hermes-client end done@@"])
+    parsed = scripts.parse_client_output(text)
+    assert (parsed.frames, parsed.sent, parsed.status) == ([frame], True, "done")
+    assert parsed.noise == ["noise", "not base64!"]
