@@ -75,6 +75,7 @@ class _Entry:
     ready: threading.Event = field(default_factory=threading.Event)
     start_error: BaseException | None = None
     doomed: Reason | None = None
+    buried: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class KernelRegistry:
         self._lock = threading.Lock()
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
         self._lost: dict[KernelKey, Reason] = {}
+        self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
         self.stats = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
         self.listener: Callable[..., None] | None = None
@@ -186,6 +188,16 @@ class KernelRegistry:
 
     def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
         doomed: list[_Entry] = []
+        while True:
+            with self._lock:
+                dying = list(self._dying.get(key, ()))
+            if not dying:
+                break
+            for old in dying:  # a key's next kernel starts only once its last one is dead
+                old.buried.wait(self.options.shutdown_grace * 3 + 10.0)
+            with self._lock:
+                for old in dying:
+                    self._bury_unlocked(old)
         with self._lock:
             if self._closed:
                 raise KernelShutdownError("the kernel registry is shut down")
@@ -261,6 +273,7 @@ class KernelRegistry:
         if self._entries.get(entry.key) is entry:
             del self._entries[entry.key]
         entry.doomed = reason
+        self._dying.setdefault(entry.key, []).append(entry)
         if reason in ("evicted", "idle_reaped"):
             self._lost[entry.key] = reason
             self.stats[reason] += 1
@@ -272,7 +285,23 @@ class KernelRegistry:
             with self._lock:
                 if entry.leases > 0 and entry.doomed in ("evicted", "idle_reaped"):
                     continue
-            entry.handle.shutdown(now=entry.doomed in ("reset", "host_gone"))
+            self._shut(entry, now=entry.doomed in ("reset", "host_gone"))
+
+    def _shut(self, entry: _Entry, now: bool = False) -> None:
+        """Shut ``entry``'s kernel down, then let its key start a new one."""
+        try:
+            entry.handle.shutdown(now=now)
+        finally:
+            with self._lock:
+                self._bury_unlocked(entry)
+
+    def _bury_unlocked(self, entry: _Entry) -> None:
+        entry.buried.set()
+        left = [e for e in self._dying.get(entry.key, ()) if e is not entry]
+        if left:
+            self._dying[entry.key] = left
+        else:
+            self._dying.pop(entry.key, None)
 
     def reap_once(self) -> int:
         """Reap idle kernels and stale kernel dirs now; return how many kernels were reaped."""
@@ -297,7 +326,10 @@ class KernelRegistry:
             same = entry is not None and entry.handle is handle
             if same:
                 self._pop_unlocked(entry, "reset")
-        handle.shutdown()
+        if same:
+            self._shut(entry)
+        else:
+            handle.shutdown()
         return same
 
     def shutdown_owner(self, owner: str) -> int:
@@ -318,10 +350,10 @@ class KernelRegistry:
         pending = [e for e in doomed if not e.ready.is_set()]
         for entry in doomed:
             if entry.ready.is_set():
-                entry.handle.shutdown()
+                self._shut(entry)
         for entry in pending:  # half-started kernels: wait for the start, then end them
             entry.ready.wait()
-            entry.handle.shutdown()
+            self._shut(entry)
         return len(doomed)
 
     def close(self) -> None:
