@@ -1,0 +1,131 @@
+"""Every fault marker on every transport of the matrix it applies to, with its outcome and bound.
+
+These tests use the plugin's own fixtures, so ``--hermes-transport=local,docker,ssh,filecell``
+runs each of them once per transport; a fault that does not apply to a transport skips with the
+reason (transport_drop on local and filecell).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pytest_hermes_kernel.faults.harness import HostGoneError
+
+HOG = "hog = []\nwhile True: hog.append(b'x' * (32 * 2**20))"
+
+
+@pytest.mark.hermes_kernel(orphan_timeout=3.0)
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_host_sigkill_mid_cell_ends_the_kernel(hermes_kernel) -> None:
+    """Handed case B01 (and B25(b)/B26 step 3 remote): the kernel dies with its host, mid-cell.
+
+    The plugin checks after the test that every process of the kernel is gone within the
+    transport's bound (local 2 s; remote orphan_timeout + 3 s) and fails with the survivors.
+    """
+    assert hermes_kernel.execute("import os; x = 1; os.getpid()").status == "ok"
+    started = time.monotonic()
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(120)")
+    assert time.monotonic() - started < 10, "the host's death must end the cell at once"
+
+
+@pytest.mark.hermes_kernel(orphan_timeout=3.0)
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_host_sigkill_between_cells_ends_the_kernel(hermes_kernel) -> None:
+    assert hermes_kernel.execute("y = 2").status == "ok"
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("y")
+
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_kernel_sigkill_between_cells_is_reported(hermes_kernel) -> None:
+    """Handed case B20(b): the death is reported on the next cell, which runs on a new generation."""
+    hermes_kernel.execute("x = 1")
+    r = hermes_kernel.execute("x")
+    assert r.ename == "NameError"
+    assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.signal == 9
+    assert not r.kernel.oom_killed
+    assert r.kernel.generation == 1
+
+
+@pytest.mark.hermes_kernel_sigkill(during_cell=2, delay=0.5)
+def test_kernel_sigkill_mid_cell_is_a_death_not_a_timeout(hermes_kernel) -> None:
+    hermes_kernel.execute("x = 1")
+    started = time.monotonic()
+    r = hermes_kernel.execute("import time; time.sleep(60)", timeout=30)
+    assert r.status == "died" and r.kernel.reason == "died" and r.kernel.signal == 9, r.summary()
+    assert time.monotonic() - started < 5, "a death must be seen at once, not at the cell timeout"
+    assert hermes_kernel.execute("1 + 1").value == "2"
+
+
+@pytest.mark.hermes_oom(limit_bytes=256 * 2**20)
+def test_oom_is_reported_as_oom(hermes_kernel) -> None:
+    """Handed cases B05 and B06: reason oom_killed from the cgroup counter; a plain SIGKILL is not OOM."""
+    hermes_kernel.execute("a = 1")
+    r = hermes_kernel.execute(HOG, timeout=120)
+    assert r.status == "died", r.summary()
+    assert r.kernel.reason == "oom_killed" and r.kernel.oom_killed and r.kernel.signal == 9, r.summary()
+    after = hermes_kernel.execute("a")
+    assert after.ename == "NameError" and after.kernel.state_lost and after.kernel.reason == "oom_killed"
+    control = hermes_kernel.execute("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert control.status == "died" and control.kernel.reason == "died" and not control.kernel.oom_killed
+    assert hermes_kernel.execute("21 * 2").value == "42", "the same host stays usable"
+
+
+@pytest.mark.hermes_transport_drop("reset", after_cell=1)
+def test_reset_while_idle_reconnects_with_state(hermes_kernel) -> None:
+    hermes_kernel.execute("x = 41")
+    r = hermes_kernel.execute("x + 1")
+    assert r.value == "42" and not r.kernel.state_lost and r.kernel.reconnected, r.summary()
+
+
+@pytest.mark.hermes_transport_drop("reset", during_cell=2, delay=0.5)
+def test_reset_mid_cell_delivers_the_result_after_reconnect(hermes_kernel) -> None:
+    hermes_kernel.execute("x = 41")
+    r = hermes_kernel.execute("import time; time.sleep(1.5); x + 1", timeout=30)
+    assert r.status == "ok" and r.value == "42" and r.kernel.reconnected, r.summary()
+
+
+@pytest.mark.hermes_kernel(keepalive_interval=1.0, keepalive_missed=3)
+@pytest.mark.hermes_transport_drop("blackhole", during_cell=2, delay=0.5, duration=2.0)
+def test_short_blackhole_is_survived(hermes_kernel) -> None:
+    """A silent spell shorter than the keepalive bound: the cell completes, nothing is lost."""
+    hermes_kernel.execute("x = 1")
+    r = hermes_kernel.execute("import time; time.sleep(3); x", timeout=30)
+    assert r.status == "ok" and r.value == "1", r.summary()
+
+
+@pytest.mark.hermes_kernel(keepalive_interval=1.0, keepalive_missed=3)
+@pytest.mark.hermes_transport_drop("blackhole", during_cell=2, delay=0.5)
+def test_lasting_blackhole_is_detected_within_the_keepalive_bound(hermes_kernel) -> None:
+    """Handed case B23 (stream level): a silent peer is detected by keepalives with replies,
+    then the stream is re-attached (the runner kept its state) — never a hang."""
+    hermes_kernel.execute("x = 1")
+    started = time.monotonic()
+    r = hermes_kernel.execute("import time; time.sleep(8); x", timeout=60)
+    assert time.monotonic() - started < 1.0 * 3 + 12, "detection must stay within the keepalive bound"
+    assert r.status == "ok" and r.value == "1" and r.kernel.reconnected, r.summary()
+
+
+@pytest.mark.hermes_transport_drop("latency", after_cell=1, latency=0.05, duration=3.0)
+def test_latency_slows_but_keeps_everything(hermes_kernel) -> None:
+    hermes_kernel.execute("x = 1")
+    r = hermes_kernel.execute("x")
+    assert r.value == "1" and not r.kernel.state_lost
+
+
+def test_faults_fixture_kernel_sigkill(hermes_kernel, hermes_faults) -> None:
+    hermes_kernel.execute("x = 1")
+    hermes_faults.kernel_sigkill(hermes_kernel)
+    r = hermes_kernel.execute("x")
+    assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.signal == 9
+
+
+@pytest.mark.hermes_transports("local")
+def test_faults_fixture_host_harness(hermes_faults) -> None:
+    kernel = hermes_faults.harness("local")
+    assert kernel.execute("import os; os.getpid()").value == str(kernel.pid)
+    survivors = hermes_faults.host_sigkill(kernel, bound=2.0)
+    assert survivors == []
