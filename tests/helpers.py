@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psutil
 
@@ -149,3 +149,19 @@ def python_host(script: str) -> subprocess.Popen[str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             stdin=subprocess.DEVNULL, text=True, env=env)
+
+
+def kernel_pids(kernel: Any) -> set[int]:
+    """Live (non-zombie) pids of ``kernel``'s processes where it runs: this host, its container or
+    its ssh host (pids of remote kernels mean nothing in this host's process table)."""
+    transport, launched = kernel.transport, kernel.launched
+    locator = transport.locator(launched) if launched is not None else None
+    return {int(line.split(":", 1)[0]) for line in transport.kernel_processes(kernel.kernel_id, locator)}
+
+
+def signal_in_kernel(kernel: Any, pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid`` where ``kernel`` runs (never to a host pid of the same number)."""
+    try:
+        kernel.transport.signal_pid(kernel.launched, pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -3,19 +3,22 @@ long polls, each one ``execute`` of the kernel runner's client.
 
 The channel writes frames and reads frames as for any transport. Here:
 
-* ``send`` keeps frames in an outbox. When no poll runs, the next poll carries them in its
-  command line (a cell's ``execute`` frame and the wait for its result are one execute). When
-  a poll runs (the client is attached and waiting), frames are dropped into the kernel dir
-  (one execute) and the waiting client sends them on its connection: the supervisor accepts
-  one client at a time, and a second client would push the first out. An ``interrupt`` while
-  a poll runs is a signal instead: ``kill -INT -<worker pgid>``.
+* ``send``: when no poll runs, a poll starts at once and carries the frames in its command
+  line (a cell's ``execute`` frame and the wait for its result are one execute). When a poll
+  runs (its client is attached and waiting), frames are dropped into the kernel dir (one
+  execute) and the waiting client sends them on its connection: the supervisor accepts one
+  client at a time, and a second client would push the first out. An ``interrupt`` while a
+  poll that carries no frames runs is a signal instead: ``kill -INT -<worker pgid>`` (while
+  the poll's own frames may still be on their way it is dropped, so it cannot overtake the
+  ``execute`` or ``tool_result`` it follows).
 * ``recv`` starts a poll when frames wait to go or a reply is outstanding, and returns what
   the polls brought. The channel waits in slices of 0.1 s; a poll runs on a thread for up to
   ``poll_window_s`` regardless, so slices never cost executes.
 * Before a poll's window ends, the next poll starts and takes over (the supervisor drops the
-  old client, which relays everything sent to it first). Nobody is attached only between
-  cells: a tool call made while no client is attached would be lost (the supervisor does not
-  keep tool calls), and a result is replayed from the supervisor's unacknowledged results.
+  old client, which relays everything sent to it first). A poll that returns a tool call
+  leaves a holder attached (see ``_kernel_runner.client``) whose spool the next poll relays,
+  so nothing the supervisor sends while a cell runs is lost (it does not keep tool calls);
+  results are also replayed from the supervisor's unacknowledged results.
 * Results relayed twice (by a pushed-out client and by the replay) reach the channel once.
 """
 
@@ -113,12 +116,14 @@ class FileCellStream:
                     if kind == "execute":  # a new cell settles every earlier one
                         self._outstanding = {k: v for k, v in self._outstanding.items() if v != "execute"}
                     self._outstanding[header["id"]] = kind
-                if self._polls and kind == "interrupt" and self.worker_pid:
-                    signals.append(raw)
+                if kind == "interrupt" and self.worker_pid and self._polls and \
+                        not any(p.carries_frames for p in self._polls):
+                    signals.append(raw)  # every earlier frame has reached the supervisor
                 elif self._polls:
                     drops.append(raw)
                 else:
                     self._outbox.append(raw)
+            self._schedule()  # frames go out now, not at the next recv
             self._cond.notify_all()
         for raw in signals:
             if not self._site.signal_worker(self.worker_pid or 0, "INT"):

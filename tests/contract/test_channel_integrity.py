@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import struct
 
-from tests.helpers import gone, wait_until
+from tests.helpers import kernel_pids, wait_until
 
 
 def _forged_result(rid: int) -> bytes:
@@ -57,7 +57,7 @@ def test_fork_child_never_touches_the_channel(kernel):
 
     assert r.status == "ok", r.summary()
     child = int(r.value)
-    wait_until(lambda: gone(child), 5.0, what="the forked child to end")
+    wait_until(lambda: child not in kernel_pids(kernel), 5.0, what="the forked child to end")
     status = kernel.execute("os.waitpid(child, 0)[1]")
     assert status.value == "0"  # the child left with os._exit(0), never through the runner loop
     assert kernel.execute("21 * 2").value == "42"
@@ -74,7 +74,7 @@ def test_fork_child_outliving_its_cell_cannot_answer_for_later_cells(kernel):
     results = [kernel.execute(f"{i} * 2").value for i in range(20)]  # runs while the child lives
 
     assert results == [str(i * 2) for i in range(20)]
-    wait_until(lambda: gone(child), 5.0, what="the forked child to end")
+    wait_until(lambda: child not in kernel_pids(kernel), 5.0, what="the forked child to end")
     assert kernel.execute("os.waitpid(child, 0)[1]").value == "0"
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import signal
 
-from tests.helpers import wait_until
+from tests.helpers import signal_in_kernel
 
 TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0, "echo": lambda **kw: kw}
 
@@ -48,24 +48,27 @@ def test_tool_budget_per_cell(kernel_factory):
     assert k.execute("hermes_tools.add(a=5, b=5)").value == "10"  # a new cell, a new budget
 
 
-def test_tool_call_from_a_thread_left_by_an_earlier_cell_is_refused(kernel_factory, tmp_path: Path):
-    """A thread of cell 1 calls a tool while no cell runs: refused, never run under a stale authority."""
+def test_tool_call_from_a_thread_left_by_an_earlier_cell_is_refused(kernel_factory):
+    """A thread of cell 1 calls a tool while no cell runs: refused, never run under a stale authority.
+
+    The call is started between cells by a signal sent where the kernel runs (any transport); the
+    handler holds the worker's main thread until the call was tried, so no cell can be active then.
+    """
     calls: list[int] = []
     k = kernel_factory(tools={"add": lambda a, b: calls.append(1) or a + b})
-    go, done = tmp_path / "go", tmp_path / "done"
     k.execute(
-        "import hermes_tools, threading, time, os\nout = []\n"
-        "def late():\n"
-        f"    while not os.path.exists({str(go)!r}):\n        time.sleep(0.01)\n"
+        "import hermes_tools, signal, threading\nout = []\ngo, done = threading.Event(), threading.Event()\n"
+        "def late():\n    go.wait()\n"
         "    try:\n        out.append(hermes_tools.add(a=1, b=2))\n"
         "    except Exception as exc:\n        out.append(type(exc).__name__ + ': ' + str(exc))\n"
-        f"    open({str(done)!r}, 'w').close()\n"
-        "t = threading.Thread(target=late, daemon=True)\nt.start()")
+        "    done.set()\n"
+        "def between_cells(signum, frame):\n    go.set()\n    done.wait(5)\n"
+        "signal.signal(signal.SIGUSR1, between_cells)\n"
+        "threading.Thread(target=late, daemon=True).start()")
 
-    go.touch()  # between cells: no cell is active
-    wait_until(done.exists, 5.0, what="the left-over thread to try its tool call")
-
+    signal_in_kernel(k, k.pid, signal.SIGUSR1)  # between cells: no cell is active
     r = k.execute("out")
+
     assert r.value is not None and "ToolError" in r.value and "No active cell" in r.value
     assert calls == [] and r.tool_calls == ()
 

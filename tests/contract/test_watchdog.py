@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -10,7 +9,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel import CellInterrupted, KernelResetAfterTimeout, WatchdogPolicy
-from tests.helpers import gone, kill_quietly, wait_until
+from tests.helpers import kernel_pids, signal_in_kernel, wait_until
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 IGNORE_SIGINT = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
@@ -58,7 +57,7 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert "ineffective" in r.kernel.note and "restarted" in r.kernel.note
     assert elapsed < 1.0 + FAST.interrupt_grace + FAST.kill_grace + 3.0
-    assert gone(old_pid)
+    assert old_pid not in kernel_pids(k)
     assert k.generation == 1 and k.pid != old_pid
     after = k.execute("z")
     assert after.status == "error" and after.ename == "NameError"
@@ -84,7 +83,7 @@ def test_reset_failed_when_restart_is_off(kernel_factory):
     assert r.status == "timeout" and r.watchdog == "reset_failed"
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert "replacement failed" in r.kernel.note
-    assert gone(old_pid)
+    assert old_pid not in kernel_pids(k)
     nxt = k.execute("z")  # the next cell gets a fresh worker and says the state is gone
     assert nxt.ename == "NameError"
     assert nxt.kernel.state_lost and nxt.kernel.reason == "timeout"
@@ -97,19 +96,19 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
     k.execute("s = 1")
     runner, worker = k.runner_pid, k.pid
     timer = None
-    try:
-        timer = threading.Timer(0.3, os.kill, (runner, signal.SIGSTOP))
+    try:  # the pids are where the kernel runs (a container's, an ssh host's): signal them there
+        timer = threading.Timer(0.3, signal_in_kernel, (k, runner, signal.SIGSTOP))
         timer.start()
         r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
     finally:
         if timer is not None:
             timer.cancel()
-        if not gone(runner):
-            kill_quietly([runner, worker])
+        for pid in {runner, worker} & kernel_pids(k):
+            signal_in_kernel(k, pid, signal.SIGKILL)
 
     assert r.status == "timeout" and r.watchdog == "reset"
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
-    wait_until(lambda: gone(runner) and gone(worker), 2.0, what="the frozen kernel to be gone")
+    wait_until(lambda: not {runner, worker} & kernel_pids(k), 2.0, what="the frozen kernel to be gone")
     assert k.runner_pid != runner
     after = k.execute("s")
     assert after.ename == "NameError" and after.kernel.generation == 1

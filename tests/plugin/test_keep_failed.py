@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import gone, wait_until
 
 KEEP_TESTS = """
@@ -48,3 +50,15 @@ def test_without_the_flag_a_failed_tests_kernel_is_shut_down(pytester, run):
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["FAILED test_keep.py::test_later_in_the_same_session - psutil.NoSuchProcess*"])
     assert "kept for post-mortem" not in result.stdout.str()
+
+
+def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_keep=KEEP_TESTS)
+
+    result = run("-n", "1", "--hermes-keep-failed")
+
+    result.assert_outcomes(failed=1, passed=1)
+    pid = int(Path(pytester.path, "kernel.pid").read_text())
+    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel * worker pid {pid} *"])
+    wait_until(lambda: gone(pid), 5.0, what=f"kept kernel worker {pid} to end with the session")

@@ -1,5 +1,5 @@
 """Under pytest-xdist the workers run the kernels and the controller prints one summary with
-their counts added up."""
+their counts added up; a worker's leak check never blames another worker's kernels."""
 
 from __future__ import annotations
 
@@ -15,6 +15,33 @@ def test_cell(hermes_kernel, n):
     assert hermes_kernel.execute(f"{n} * 2").value == str(n * 2)
 """
 
+# Two files, one per worker (--dist loadfile), in lock step through files in the run's dir:
+# the holder starts its kernel after test_short's leak snapshot and keeps it until after
+# test_short's leak check. Only test_short's own resources may count as its leaks.
+WAIT_FOR = """
+import pathlib, time
+
+def wait_for(name, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not pathlib.Path(name).exists():
+        assert time.monotonic() < deadline, f"{name} did not appear"
+        time.sleep(0.02)
+"""
+
+SHORT = WAIT_FOR + """
+def test_short():
+    pathlib.Path("short-started").touch()
+    wait_for("holding")  # the other worker's kernel now exists, newer than our snapshot
+"""
+
+HOLDER = WAIT_FOR + """
+def test_holder(hermes_kernel_factory):
+    wait_for("short-started")
+    hermes_kernel_factory()
+    pathlib.Path("holding").touch()
+    time.sleep(2.0)  # outlive test_short's leak check (grace 0.2 s)
+"""
+
 
 def test_workers_run_kernels_and_the_controller_sums_them(pytester, run):
     pytester.makepyfile(test_par=KERNEL_TESTS)
@@ -23,6 +50,15 @@ def test_workers_run_kernels_and_the_controller_sums_them(pytester, run):
 
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "kernels started: 4; *"])
-    out = result.stdout.str()
-    assert out.count("hermes-kernel summary") == 1
-    assert "leaked" not in out  # workers do not report each other's kernel dirs
+    assert result.stdout.str().count("hermes-kernel summary") == 1
+
+
+def test_a_worker_does_not_report_another_workers_kernel_as_its_leak(pytester, run, monkeypatch):
+    pytester.makepyfile(test_short=SHORT, test_holder=HOLDER)
+    monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(pytester.mkdir("kernel-dirs")))
+
+    result = run("-n", "2", "--dist", "loadfile", "--hermes-leak-grace=0.2")
+
+    result.assert_outcomes(passed=2)
+    assert "leaked" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["kernels started: 1; *"])

@@ -125,7 +125,7 @@ def test_dropped_stream_while_idle_reconnects_with_state(docker, start):
     k.execute("x = 'kept'")
 
     k._channel.stream.close()  # the relay exec ends; the runner keeps its state
-    r = k.execute("x")
+    r = k.execute("x", timeout=20)
 
     assert r.status == "ok" and r.value == "'kept'"
     assert r.kernel.reconnected and not r.kernel.state_lost

@@ -119,13 +119,13 @@ def test_error_keeps_the_kernel_and_its_state(start):
     assert k.execute("keep").value == "'me'"
 
 
-def test_interrupt_from_another_thread_is_a_signal_and_keeps_state(start, backend):
-    k = start()
+def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend):
+    k = start(transport_=FileCellTransport(backend, poll_window_s=1.5))
     k.execute("y = 5")
     pid = k.pid
     fut = run_in_thread(k, "import time\ntime.sleep(30)")
     wait_running(k)
-    time.sleep(0.5)
+    time.sleep(2.0)  # the poll that carried the cell has handed over to one that only waits
 
     k.interrupt()
     r = fut.result(timeout=15)
@@ -134,6 +134,30 @@ def test_interrupt_from_another_thread_is_a_signal_and_keeps_state(start, backen
     assert any("kill -s INT -- -" in c for c in backend.commands)
     after = k.execute("y")
     assert after.value == "5" and after.kernel.pid == pid and not after.kernel.state_lost
+
+
+def test_interrupt_right_after_the_cell_is_sent_is_not_lost(start):
+    k = start()
+    for _ in range(3):
+        fut = run_in_thread(k, "import time\ntime.sleep(30)")
+        wait_running(k)
+        k.interrupt()  # the cell's frame may still be on its way: the interrupt must follow it
+        r = fut.result(timeout=15)
+        assert r.status == "interrupted", r.summary()
+
+
+def test_interrupt_right_after_a_tool_call_lets_the_cell_go_on_first(start):
+    """The interrupt is ordered after the tool result it follows (examples/test_interrupt_keeps_state)."""
+    busy = threading.Event()
+    k = start(tools={"busy": busy.set})
+    k.execute("done = 0")
+    fut = run_in_thread(k, "import hermes_tools, time\nhermes_tools.busy()\nwhile True:\n"
+                           "    done += 1\n    time.sleep(0.01)")
+    assert busy.wait(10)
+    k.interrupt()
+    r = fut.result(timeout=15)
+    assert r.status == "interrupted" and not r.kernel.state_lost
+    assert k.execute("done > 0").value == "True"
 
 
 def test_timeout_ladder_interrupts_and_keeps_state(start):

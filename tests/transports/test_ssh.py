@@ -78,6 +78,15 @@ def test_state_persists_in_a_kernel_on_the_ssh_host(ssh, start):
     assert r.value == f"(42, '/home/hermes/.hermes-kernels/{k.kernel_id}', '{k.kernel_id}')"
 
 
+def test_kernel_dir_is_private_and_keeps_no_env_file(ssh, start):
+    k = start(ssh)
+
+    r = k.execute("import os\n(oct(os.stat('.').st_mode & 0o777), oct(os.stat('_kernel_runner.py').st_mode & 0o777),"
+                  " sorted(os.listdir('.')), os.environ['HOME'])")
+
+    assert r.value == "('0o700', '0o600', ['_kernel_runner.py', 'runner.log', 'runner.pid', 'sock'], '/home/hermes')"
+
+
 def test_the_channel_is_not_the_kernels_stdin(ssh, start):
     k = start(ssh)
 
@@ -178,7 +187,7 @@ def test_dropped_stream_while_idle_reconnects_with_state(ssh, start):
     k.execute("x = 'kept'")
 
     k._channel.stream.close()
-    r = k.execute("x")
+    r = k.execute("x", timeout=20)
 
     assert r.status == "ok" and r.value == "'kept'"
     assert r.kernel.reconnected and not r.kernel.state_lost

@@ -1,0 +1,83 @@
+"""The hermes_registry options (--hermes-max-kernels, --hermes-idle-timeout) and what a test on
+a transport that cannot run here does: skip with the reason, or fail under
+--hermes-require-transports."""
+
+from __future__ import annotations
+
+import pytest
+
+REGISTRY_TESTS = """
+import time
+from pytest_hermes_kernel import KernelKey
+
+def test_cap_evicts_the_least_recently_used(hermes_registry):
+    alice, bob = KernelKey(owner="alice"), KernelKey(owner="bob")
+    hermes_registry.execute(alice, "x = 1")
+    hermes_registry.execute(bob, "x = 2")  # over the cap of 1: alice's kernel goes
+
+    r = hermes_registry.execute(alice, "x")
+
+    assert r.ename == "NameError" and r.kernel.state_lost and r.kernel.reason == "evicted"
+
+def test_idle_kernel_is_reaped(hermes_registry):
+    alice = KernelKey(owner="alice")
+    hermes_registry.execute(alice, "x = 1")
+    deadline = time.monotonic() + 10
+    while hermes_registry.reap_once() == 0:  # the registry's reap step, run here instead of waiting
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    r = hermes_registry.execute(alice, "x")
+
+    assert r.kernel.state_lost and r.kernel.reason == "idle_reaped"
+"""
+
+UNAVAILABLE_CONFTEST = """
+from pytest_hermes_kernel.errors import TransportUnavailableError
+from pytest_hermes_kernel.transports import register_transport
+
+def _cannot_run_here(**options):
+    raise TransportUnavailableError("the moon transport needs a moon. Hint: run on the moon")
+
+register_transport("moon", _cannot_run_here)
+"""
+
+UNAVAILABLE_TESTS = """
+def test_x(hermes_kernel):
+    pass
+"""
+
+
+def test_max_kernels_and_idle_timeout_configure_the_registry(pytester, run):
+    pytester.makepyfile(test_registry=REGISTRY_TESTS)
+
+    result = run("-v", "--hermes-max-kernels=1", "--hermes-idle-timeout=0.5")
+
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local cell-timeout=60 s leak-check=warn max-kernels=1"])
+
+
+def test_unavailable_transport_skips_with_its_reason(pytester, run):
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.makepyfile(test_moon=UNAVAILABLE_TESTS)
+
+    result = run("-rs", "--hermes-transport=local,moon")
+
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *the moon transport needs a moon. Hint: run on the moon"])
+
+
+@pytest.mark.parametrize("how", ["cli", "env"])
+def test_require_transports_turns_the_skip_into_a_failure(pytester, run, monkeypatch, how):
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.makepyfile(test_moon=UNAVAILABLE_TESTS)
+    args = ["--hermes-transport=local,moon"]
+    if how == "cli":
+        args.append("--hermes-require-transports")
+    else:
+        monkeypatch.setenv("PYTEST_HERMES_REQUIRE_TRANSPORTS", "true")
+
+    result = run(*args)
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*required transport unavailable: the moon transport needs a moon*"])
