@@ -31,7 +31,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..errors import KernelStartError, TransportLostError
+from ..errors import ConfigError, KernelStartError, TransportLostError
 from .base import Launched, LaunchSpec, Transport
 from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
                      RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
@@ -78,7 +78,8 @@ class SshTransport(Transport):
                  pkey: paramiko.PKey | None = None, host_key_policy: HostKeyPolicy = "reject",
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
-                 image: str | None = None, run_id: str | None = None) -> None:
+                 image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
+                 container: str = "shared") -> None:
         import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -94,7 +95,12 @@ class SshTransport(Transport):
         self._home: str | None = None
         self._quiet_until = 0.0
         self._down_reason = ""
-        self.sshd = SshdContainer(run_id=self.run_id, image=image) if self.target is None else None
+        if container not in ("shared", "fresh"):
+            raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
+        if self.target is not None and mem_limit_bytes is not None:
+            raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
+        self.sshd = (SshdContainer(run_id=self.run_id, image=image, mem_limit_bytes=mem_limit_bytes,
+                                   fresh=container == "fresh") if self.target is None else None)
 
     @property
     def sshd_container_id(self) -> str | None:

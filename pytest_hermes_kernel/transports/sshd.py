@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KernelStartError, TransportUnavailableError
@@ -36,7 +37,8 @@ class SshdContainer:
     :raises TransportUnavailableError: if no docker engine answers.
     """
 
-    def __init__(self, *, run_id: str, image: str | None = None) -> None:
+    def __init__(self, *, run_id: str, image: str | None = None, mem_limit_bytes: int | None = None,
+                 fresh: bool = False) -> None:
         from ..images import docker_status
 
         ok, why = docker_status()
@@ -47,6 +49,8 @@ class SshdContainer:
         self.docker: docker.DockerClient = docker_sdk.from_env()
         self.run_id = run_id
         self.image = image
+        self.mem_limit_bytes = mem_limit_bytes
+        self.fresh_key = uuid.uuid4().hex[:12] if fresh else ""
         self._shared: SharedResource | None = None
         self.record: Record | None = None
 
@@ -74,7 +78,8 @@ class SshdContainer:
             from ..images import ensure_image
 
             self.image = self.image or ensure_image(self.docker, progress=log.info)
-            self._shared = SharedResource("sshd", re.sub(r"\W", "_", self.image)[-40:], run_id=self.run_id)
+            key = re.sub(r"\W", "_", self.image)[-40:] + f"-{self.mem_limit_bytes or 0}{self.fresh_key}"
+            self._shared = SharedResource("sshd", key, run_id=self.run_id)
         self.record = self._shared.acquire(start=self._start, usable=lambda r: self.running(r["container_id"]),
                                            discard=self._remove)
         return self.record
@@ -94,7 +99,8 @@ class SshdContainer:
 
         assert self._shared is not None and self.image is not None
         private, public = generate_keypair()
-        endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public)
+        endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public,
+                              mem_limit_bytes=self.mem_limit_bytes)
         record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
                   "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
         try:

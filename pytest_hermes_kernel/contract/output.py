@@ -7,7 +7,7 @@ import time
 import uuid
 
 from pytest_hermes_kernel import WatchdogPolicy
-from tests.helpers import gone, wait_until
+from ._probes import gone_in_kernel, wait_until
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 MARKER = re.compile(r"\n\[\.\.\. (\d+) bytes dropped \.\.\.\]\n")
@@ -128,7 +128,7 @@ def test_output_between_cells_belongs_to_no_cell(kernel):
     r = kernel.execute("import subprocess\np = subprocess.Popen(['sh', '-c', 'sleep 0.3; echo BETWEEN; echo BE2 >&2'])\np.pid")
     bg = int(r.value)
     assert "BETWEEN" not in r.stdout
-    wait_until(lambda: gone(bg), 5.0, what="the background writer to finish")
+    wait_until(lambda: gone_in_kernel(kernel, bg), 5.0, what="the background writer to finish")
 
     nxt = kernel.execute("print('second')")
 

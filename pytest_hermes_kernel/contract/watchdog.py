@@ -9,7 +9,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel import CellInterrupted, KernelResetAfterTimeout, WatchdogPolicy
-from tests.helpers import kernel_pids, signal_in_kernel, wait_until
+from ._probes import kernel_pids, signal_in_kernel, wait_until
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 IGNORE_SIGINT = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import struct
 
-from tests.helpers import kernel_pids, wait_until
+from ._probes import kernel_pids, wait_until
 
 
 def _forged_result(rid: int) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tests.helpers import gone, reaped, wait_until
+from ._probes import gone_in_kernel, wait_until
 
 
 def test_namespace_persists_across_cells(kernel):
@@ -53,7 +53,7 @@ def test_restart_loses_state_and_bumps_generation(kernel):
     info = kernel.restart()
 
     assert info.state_lost and info.reason == "reset"
-    assert reaped(old_pid), "the old worker must be dead and reaped before restart() returns"
+    assert gone_in_kernel(kernel, old_pid), "the old worker must be dead before restart() returns"
     r = kernel.execute("x")
     assert r.status == "error" and r.ename == "NameError"
     assert r.kernel.generation == 1 and r.kernel.pid != old_pid
@@ -70,7 +70,7 @@ def test_system_exit_ends_the_kernel_and_keeps_the_code(kernel):
     assert r.status == "exited"
     assert r.kernel.exit_code == 3 and r.kernel.signal is None and not r.kernel.oom_killed
     assert r.kernel.state_lost and r.kernel.reason == "exited"
-    wait_until(lambda: gone(old_pid), 2.0, what="the exited worker to be gone")
+    wait_until(lambda: gone_in_kernel(kernel, old_pid), 2.0, what="the exited worker to be gone")
     nxt = kernel.execute("k")
     assert nxt.status == "error" and nxt.ename == "NameError"
     assert nxt.kernel.state_lost and nxt.kernel.reason == "exited" and nxt.kernel.exit_code == 3
@@ -126,10 +126,10 @@ def test_interrupt_while_idle_is_harmless(kernel):
 
 def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
     k = kernel_factory()
-    pid, runner = k.pid, k.runner_pid
+    locator = k.transport.locator(k.launched)
 
     info = k.shutdown()
 
     assert info.step == "request" and info.exit_code == 0 and info.confirmed
-    assert reaped(pid) and reaped(runner)
+    assert k.transport.kernel_processes(k.kernel_id, locator) == [], "nothing of the kernel may be left"
     assert k.shutdown() == info  # idempotent

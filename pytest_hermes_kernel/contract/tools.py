@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 
-from tests.helpers import signal_in_kernel
+from ._probes import signal_in_kernel
 
 TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0, "echo": lambda **kw: kw}
 

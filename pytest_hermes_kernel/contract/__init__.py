@@ -1,0 +1,48 @@
+"""The backend contract suite, as public API: what every transport must do.
+
+A backend author gets the whole suite against their transport with two small files::
+
+    # conftest.py
+    import pytest
+    from my_backend import MyTransport
+
+    @pytest.fixture
+    def hermes_transport():
+        transport = MyTransport()
+        yield transport
+        transport.close()
+
+    # test_contract.py
+    from pytest_hermes_kernel.contract import *  # noqa: F401,F403  (tests and their fixtures)
+
+The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
+every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
+subprocess and C output attribution, ``os.fork`` in a cell, and tool calls under cell authority.
+Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose
+kernels run elsewhere (a container, a remote host) is checked where they run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from ..kernel.handle import KernelHandle
+from .channel_integrity import *  # noqa: F401,F403
+from .lifecycle import *  # noqa: F401,F403
+from .output import *  # noqa: F401,F403
+from .tools import *  # noqa: F401,F403
+from .watchdog import *  # noqa: F401,F403
+
+
+@pytest.fixture
+def kernel_factory(hermes_kernel_factory: Callable[..., KernelHandle]) -> Callable[..., KernelHandle]:
+    """``kernel_factory(**options) -> KernelHandle`` on this test's transport (KernelOptions fields, tools=)."""
+    return hermes_kernel_factory
+
+
+@pytest.fixture
+def kernel(kernel_factory: Callable[..., KernelHandle]) -> KernelHandle:
+    """A kernel with default options."""
+    return kernel_factory()
