@@ -1227,7 +1227,7 @@ def _client_hold(kernel_dir: str, sock: socket.socket, decoder: FrameDecoder, wa
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # the backend's execute ends when our parent exits
             os.dup2(null, fd)
-        sys.stdout = open(base + ".spool", "a", encoding="ascii")
+        sys.stdout = open(base + ".spool", "a", encoding="ascii")  # noqa: SIM115 - until os._exit
         until = time.monotonic() + hold_s
         while True:
             chunk = _client_read(sock, until - time.monotonic())
