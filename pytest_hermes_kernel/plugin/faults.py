@@ -52,8 +52,10 @@ def host_death_bound(transport: Transport, options: KernelOptions) -> float:
     """Seconds within which a kernel must be gone after its host died: local 2 s (EOF on the
     lease is immediate); stream transports: the runner's orphan timer plus 3 s."""
     if transport.reattachable:
-        return float(options.orphan_timeout) + 3.0
-    return 2.0
+        return float(getattr(transport, "orphan_timeout", None) or options.orphan_timeout) + 3.0
+    if transport.name == "local":
+        return 2.0
+    return float(getattr(transport, "orphan_timeout", None) or options.orphan_timeout) + 3.0
 
 
 def transport_options_for_faults(node: pytest.Item, transport_name: str) -> dict[str, Any]:
@@ -69,7 +71,7 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     """A started kernel for the ``hermes_kernel`` fixtures, with the test's faults applied."""
     specs = fault_specs(request.node)
     for spec in specs:
-        if spec.kind == "oom" and transport.name == "local":
+        if spec.kind == "oom" and transport.runs_on_this_host:
             try:
                 cg = create_memory_cgroup(spec.limit_bytes or 0)
             except TransportUnavailableError as exc:
@@ -80,12 +82,17 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
             pytest.skip(f"hermes_transport_drop does not apply to the {transport.name} transport: its channel "
                         "is not re-attachable (for local a drop is a host death: use hermes_host_sigkill)")
     if any(s.kind == "host_sigkill" for s in specs):
+        bound = host_death_bound(transport, opts)
+        if bound > 60:
+            pytest.skip(f"hermes_host_sigkill on {transport.name}: its kernels outlive their host until their idle "
+                        f"timer ({bound - 3:g} s) by design, since nothing is attached between cells; "
+                        "give the transport a short orphan_timeout to test host death")
         if tools:
             raise pytest.UsageError(f"{request.node.nodeid}: tools cannot cross into the host harness process")
         fields = {f: getattr(opts, f) for f in ("timeout", "max_output_bytes", "auto_restart", "orphan_timeout",
                                                 "keepalive_interval", "keepalive_missed", "env")}
         kernel: Any = HarnessKernel(transport.name, fields)
-        kernel.death_bound = host_death_bound(transport, opts)
+        kernel.death_bound = bound
     else:
         kernel = KernelHandle(transport, opts, tools=tools, owner=request.node.nodeid).start()
     return FaultingKernel(kernel, specs) if any(s.kind != "oom" for s in specs) else kernel

@@ -75,7 +75,7 @@ class ScenarioItem(pytest.Item):
             if self.config.stash[settings_key].require_transports:
                 raise
             pytest.skip(str(exc))
-        if oom and self.transport_name == "local":
+        if oom and transport.runs_on_this_host:
             from dataclasses import replace
 
             from ..faults.cgroup import create_memory_cgroup

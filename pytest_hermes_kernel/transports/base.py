@@ -53,6 +53,11 @@ class Transport(ABC):
     reattachable: ClassVar[bool] = False
     """Whether a broken stream may be re-attached to a runner that kept its state."""
 
+    @property
+    def runs_on_this_host(self) -> bool:
+        """Whether kernels run on this machine's kernel (a memory cgroup made here can hold them)."""
+        return False
+
     @abstractmethod
     def launch(self, spec: LaunchSpec) -> Launched:
         """Start a kernel runner and connect to it.

@@ -87,6 +87,12 @@ class FileCellTransport(Transport):
         self.hold_s = hold_s
 
     # ------------------------------------------------------------------------------ launch
+    @property
+    def runs_on_this_host(self) -> bool:
+        from .backends import LocalShellBackend
+
+        return isinstance(self.backend, LocalShellBackend)
+
     def launch(self, spec: LaunchSpec) -> Launched:
         kdir = f"{self.root}/k-{spec.kernel_id[:12]}-{secrets.token_hex(8)}"
         python = spec.python or self.python

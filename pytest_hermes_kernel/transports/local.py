@@ -44,6 +44,10 @@ class LocalTransport(Transport):
     def __init__(self, *, python: str | None = None) -> None:
         self.python = python or sys.executable
 
+    @property
+    def runs_on_this_host(self) -> bool:
+        return True
+
     def launch(self, spec: LaunchSpec) -> Launched:
         # mode 0700; the host pid in the name lets the leak checker tell this process's dirs apart
         kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
