@@ -6,6 +6,7 @@ is called: each call is recorded on that cell's result, a cell may make at most
 behind) is refused. Inside the kernel a refusal raises ``hermes_tools.ToolError``.
 """
 
+import signal
 import time
 
 import pytest
@@ -57,31 +58,30 @@ for _ in range(5):
     assert hermes_kernel.execute("hermes_tools.temperature(city='Lima')").value == "19"
 
 
-def test_a_thread_left_behind_by_a_cell_is_refused(hermes_kernel, tmp_path):
-    # the thread waits for a "go" file that the test creates between cells (local transport:
-    # the kernel shares this file system), then calls the tool and writes down what happened
-    go, verdict = tmp_path / "go", tmp_path / "verdict.txt"
-    hermes_kernel.execute(f"""
-import hermes_tools, os, pathlib, threading, time
+def test_a_thread_left_behind_by_a_cell_is_refused(hermes_kernel):
+    # the thread waits for SIGUSR1, which the test sends between cells (through the transport,
+    # so this works wherever the kernel runs); then it calls the tool and keeps the verdict
+    hermes_kernel.execute("""
+import hermes_tools, signal, threading
+
+go, verdict = threading.Event(), []
+signal.signal(signal.SIGUSR1, lambda *_: go.set())
 
 def late_caller():
-    while not os.path.exists({str(go)!r}):
-        time.sleep(0.01)
+    go.wait()
     try:
-        outcome = f"answered {{hermes_tools.temperature(city='Oslo')}}"
+        verdict.append(f"answered {hermes_tools.temperature(city='Oslo')}")
     except hermes_tools.ToolError as exc:
-        outcome = f"refused: {{exc}}"
-    pathlib.Path({str(verdict)!r}).write_text(outcome)
+        verdict.append(f"refused: {exc}")
 
-threading.Thread(target=late_caller).start()
+threading.Thread(target=late_caller, daemon=True).start()
 """)
     calls_before = len(asked)
 
-    go.touch()  # no cell is running now
-    deadline = time.monotonic() + 10
-    while not verdict.exists():
-        assert time.monotonic() < deadline, "the leftover thread never reported"
-        time.sleep(0.02)
+    # no cell is running now: wake the leftover thread
+    hermes_kernel.transport.signal_pid(hermes_kernel.launched, hermes_kernel.pid, signal.SIGUSR1)
 
-    assert verdict.read_text().startswith("refused: No active cell")
+    r = hermes_kernel.execute("import time\nt = time.monotonic()\n"
+                              "while not verdict and time.monotonic() - t < 10: time.sleep(0.01)\nverdict")
+    assert "refused: No active cell" in r.value, r.value
     assert len(asked) == calls_before  # the tool never ran
