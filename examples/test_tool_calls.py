@@ -7,7 +7,6 @@ behind) is refused. Inside the kernel a refusal raises ``hermes_tools.ToolError`
 """
 
 import signal
-import time
 
 import pytest
 
