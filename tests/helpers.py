@@ -13,30 +13,16 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import psutil
+
+from pytest_hermes_kernel.contract._probes import kernel_pids, signal_in_kernel, wait_until  # noqa: F401
 
 T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_ID_VAR = "HERMES_KERNEL_ID"
-
-
-def wait_until(pred: Callable[[], T], timeout: float, *, interval: float = 0.02, what: str = "") -> T:
-    """Poll ``pred`` until it returns something truthy; return that value.
-
-    :param timeout: seconds before giving up.
-    :raises AssertionError: if ``pred`` stayed falsy for ``timeout`` seconds.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = pred()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or getattr(pred, '__name__', pred)}")
-        time.sleep(interval)
 
 
 def stays_true(pred: Callable[[], object], duration: float, *, interval: float = 0.05) -> bool:
@@ -151,17 +137,3 @@ def python_host(script: str) -> subprocess.Popen[str]:
                             stdin=subprocess.DEVNULL, text=True, env=env)
 
 
-def kernel_pids(kernel: Any) -> set[int]:
-    """Live (non-zombie) pids of ``kernel``'s processes where it runs: this host, its container or
-    its ssh host (pids of remote kernels mean nothing in this host's process table)."""
-    transport, launched = kernel.transport, kernel.launched
-    locator = transport.locator(launched) if launched is not None else None
-    return {int(line.split(":", 1)[0]) for line in transport.kernel_processes(kernel.kernel_id, locator)}
-
-
-def signal_in_kernel(kernel: Any, pid: int, sig: int) -> None:
-    """Send ``sig`` to ``pid`` where ``kernel`` runs (never to a host pid of the same number)."""
-    try:
-        kernel.transport.signal_pid(kernel.launched, pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -37,7 +37,6 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
-import errno
 import fcntl
 import hmac
 import io
