@@ -29,7 +29,16 @@ __all__ = [
     "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
     "KernelShutdownError", "KernelStartError", "TransportLostError", "CellTimeoutError", "CellInterrupted",
     "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
+    "HostGoneError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HostGoneError":  # lives with the host harness; imported on first use
+        from .faults.harness import HostGoneError
+
+        return HostGoneError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def start_kernel(transport: Any = "local", *, tools: Any = None, **options: Any) -> KernelHandle:

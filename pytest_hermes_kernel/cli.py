@@ -116,8 +116,34 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
             progress(f"removed container {cid[:12]} (its host is gone)")
     else:
         progress(f"containers: skipped ({why})")
-    removed["kernel dirs"] = sweep_stale_kernel_dirs()
+    removed["kernel dirs"] = sweep_stale_kernel_dirs() + _sweep_filecell_dirs(progress)
     removed["kernel processes"] = _kill_orphan_kernels(progress)
+    return removed
+
+
+def _sweep_filecell_dirs(progress: Callable[[str], None]) -> int:
+    """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
+    from .procs import pid_alive
+    from .transports.filecell import DEFAULT_ROOT
+
+    removed = 0
+    try:
+        names = os.listdir(DEFAULT_ROOT)
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(DEFAULT_ROOT, name)
+        if not name.startswith("k-") or os.path.islink(path):
+            continue
+        try:
+            with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
+                pid = int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # still starting, or not ours to judge
+        if not pid_alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+            progress(f"removed filecell kernel dir {path} (its runner {pid} is gone)")
     return removed
 
 

@@ -164,7 +164,7 @@ class ScenarioRunner:
 
     def __init__(self, scenario: Scenario, transport_factory: Callable[[KernelKey], Any], transport_name: str,
                  on_fault: Callable[[dict[str, Any], Any], None] | None = None,
-                 options: KernelOptions | None = None) -> None:
+                 options: KernelOptions | None = None, listener: Callable[..., None] | None = None) -> None:
         self.s = scenario
         self.transport_name = transport_name
         self.on_fault = on_fault
@@ -173,6 +173,7 @@ class ScenarioRunner:
                                        transport_factory=transport_factory, background_reaper=False,
                                        max_kernels=reg.get("max_kernels", 4),
                                        idle_timeout=reg.get("idle_timeout", 1800.0))
+        self.registry.listener = listener
 
     def key(self, step: dict[str, Any]) -> KernelKey:
         owner = step.get("owner", "scenario")

@@ -466,6 +466,21 @@ def _set_nonblocking(fd: int) -> None:
     fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
 
 
+def _close_fds_except(keep) -> None:
+    """Close every fd of this process but ``keep``: a worker must hold nothing of the
+    supervisor's (above all not the host's channel, or the host would never see EOF)."""
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        fds = range(3, 1024)
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
 def _memory_cgroup_oom_file(pid: int):
     """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``."""
     try:
@@ -598,6 +613,7 @@ class _Supervisor:
             if self.listener is not None:
                 self.listener.close()
             self.sel.close()
+            _close_fds_except({0, 1, 2, child.fileno(), self.out_w, self.err_w})
             if cgroup_procs:
                 try:
                     with open(cgroup_procs, "w", encoding="ascii") as fh:

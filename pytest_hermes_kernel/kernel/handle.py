@@ -8,6 +8,7 @@ turns every loss of state into a reported ``state_lost`` with a reason.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import threading
@@ -18,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (CellInterrupted, CellTimeoutError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
+from ..errors import (CellInterrupted, ConfigError, CellTimeoutError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
                       KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError)
 from .channel import Channel, ChannelClosed
 from .output import DEFAULT_MAX_OUTPUT_BYTES, MARKER_RESERVE_BYTES, decode_capture, scrub_env, secret_values
@@ -28,6 +29,9 @@ from .watchdog import CellBudget, WatchdogPolicy
 
 if TYPE_CHECKING:
     from ..transports.base import Launched, Transport
+
+_in_tool = threading.local()
+"""``kernel``: the handle whose tool this thread is running (to refuse a cell that would wait for itself)."""
 
 _OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {
     "interrupted": CellInterrupted, "reset": KernelResetAfterTimeout,
@@ -77,9 +81,21 @@ class KernelOptions:
         if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
             self.watchdog = WatchdogPolicy(**self.watchdog)
         if self.max_output_bytes < 1024:
-            raise ValueError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
-        if self.timeout is not None and self.timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds or None, got {self.timeout}")
+            raise ConfigError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
+        for name in ("start_timeout", "keepalive_interval", "reconnect_timeout", "orphan_timeout",
+                     "shutdown_grace", "exit_grace"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if not isinstance(self.max_tool_calls, int) or self.max_tool_calls < 0:
+            raise ConfigError(f"max_tool_calls must be an int >= 0, got {self.max_tool_calls!r}")
+        bad = {k: v for k, v in self.env.items() if not isinstance(k, str) or not isinstance(v, str)}
+        if bad:
+            raise ConfigError(f"env names and values must be str, got {bad!r}")
+        if self.cwd is not None and not isinstance(self.cwd, str):
+            raise ConfigError(f"cwd must be a path string, got {self.cwd!r}")
 
 
 class KernelHandle:
@@ -218,6 +234,11 @@ class KernelHandle:
         """
         if not isinstance(code, str):
             raise TypeError(f"code must be str, not {type(code).__name__}")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")
+        if getattr(_in_tool, "kernel", None) is self:
+            raise ConfigError(f"a tool cannot run a cell on kernel {self.kernel_id}: the cell that called the "
+                              "tool holds it (it would wait for itself)")
         budget_s = self.options.timeout if timeout is None else timeout
         with self._cell_lock:
             if self._closed:
@@ -278,6 +299,7 @@ class KernelHandle:
         try:
             channel.send(request)
             header, blobs, extra = self._await_result(channel, rid, budget, authority)
+            self._join_tools(extra.get("tool_threads", []), budget)
         except ChannelClosed as exc:
             header, blobs, extra = self._on_channel_lost(rid, budget, exc, request)
         finally:
@@ -316,7 +338,7 @@ class KernelHandle:
                 continue
             last_heard, pings = time.monotonic(), 0
             if header.get("type") == "tool_call":
-                self._serve_tool_call(channel, header, authority, budget)
+                extra.setdefault("tool_threads", []).append(self._start_tool_call(channel, header, authority, budget))
                 continue
             if header.get("type") == "pong":
                 continue
@@ -334,10 +356,30 @@ class KernelHandle:
         channel.send({"type": "ping", "id": rid})
         return pings + 1, last_heard
 
+    def _start_tool_call(self, channel: Channel, header: dict[str, Any], authority: CellAuthority,
+                         budget: CellBudget) -> threading.Thread:
+        """Run a tool in its own thread, so the cell's thread keeps watching the channel and the
+        ladder: ``cancel()``, ``interrupt()``, a kill or a shutdown still work while a tool blocks.
+        The budget is paused while the tool runs (the seed watchdog's pause flag)."""
+        budget.pause()
+        thread = threading.Thread(target=self._serve_tool_call, args=(channel, header, authority, budget),
+                                  name=f"hermes-tool-{header.get('name')}", daemon=True)
+        thread.start()
+        return thread
+
+    @staticmethod
+    def _join_tools(threads: list[threading.Thread], budget: CellBudget) -> None:
+        """A cell's result waits for the tool calls it made (so ``tool_calls`` is complete), until
+        they end or the cell is cancelled."""
+        for thread in threads:
+            while thread.is_alive() and not budget.cancelled:
+                thread.join(0.1)
+
     def _serve_tool_call(self, channel: Channel, header: dict[str, Any], authority: CellAuthority,
                          budget: CellBudget) -> None:
         reply: dict[str, Any] = {"type": "tool_result", "id": header.get("id")}
-        with budget.paused():
+        _in_tool.kernel = self
+        try:
             try:
                 reply["value"] = authority.dispatch(header.get("cell"), str(header.get("name")),
                                                     dict(header.get("args") or {}))
@@ -346,11 +388,16 @@ class KernelHandle:
                 reply.update(ok=False, error=str(exc))
             except Exception as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours
                 reply.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            _in_tool.kernel = None
+            budget.resume()
         try:
             channel.send(reply)
         except TypeError as exc:
             channel.send({"type": "tool_result", "id": header.get("id"), "ok": False,
                           "error": f"tool {header.get('name')!r} returned a value that is not JSON: {exc}"})
+        except ChannelClosed:
+            pass  # the cell ended meanwhile (killed, shut down): nobody waits for this answer
 
     # ------------------------------------------------------------------------------ watchdog
     def _escalate(self, action: str, rid: int, extra: dict[str, Any]):
@@ -475,6 +522,8 @@ class KernelHandle:
             note = f"SystemExit({header.get('evalue') or ''}) ended the kernel with exit code {code}"
         elif self._restart_requested:
             reason, note = "reset", "the kernel was restarted while the cell ran"
+        elif self._closed:
+            reason, note = "reset", "the kernel was shut down while the cell ran"
         elif oom:
             reason, note = "oom_killed", "killed by the kernel OOM killer (memory cgroup oom_kill counter rose)"
         elif header.get("lost_reason"):

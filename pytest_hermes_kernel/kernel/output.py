@@ -21,7 +21,8 @@ DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 MARKER_RESERVE_BYTES = 96
 """Bytes of the cap kept free for the truncation marker, so ``len(text) <= cap`` holds."""
 
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+][0-9A-Za-z]|[@-Z\\-_])"
+                   r"|\x9b[0-?]*[ -/]*[@-~]")
 
 _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
@@ -86,7 +87,7 @@ def decode_capture(head: bytes, tail: bytes, dropped: int, *, secrets: Iterable[
 
 def strip_ansi(text: str) -> str:
     """Remove ANSI escape sequences (CSI, OSC and two-byte escapes)."""
-    return _ANSI.sub("", text) if "\x1b" in text else text
+    return _ANSI.sub("", text) if ("\x1b" in text or "\x9b" in text) else text
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

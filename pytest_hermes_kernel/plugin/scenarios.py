@@ -90,7 +90,10 @@ class ScenarioItem(pytest.Item):
         if any(f.get("kind") == "transport_drop" for f in s.faults) and not transport.reattachable:
             pytest.skip(f"transport_drop does not apply to {transport.name}")
         try:
-            ScenarioRunner(s, lambda key: transport, self.transport_name, on_fault=_fire, options=options).run()
+            from .report import stats_key
+
+            ScenarioRunner(s, lambda key: transport, self.transport_name, on_fault=_fire, options=options,
+                           listener=self.config.stash[stats_key].on_event).run()
         finally:
             if cgroup is not None:
                 cgroup.remove()

@@ -24,6 +24,23 @@ _shared: dict[str, Transport] = {}
 _lock = threading.Lock()
 
 
+_LAZY = {
+    "LocalTransport": ".local", "DockerTransport": ".docker", "SshTransport": ".ssh",
+    "FileCellTransport": ".filecell", "ExecuteBackend": ".backends", "LocalShellBackend": ".backends",
+    "DockerExecBackend": ".backends",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Transport classes, imported on first use (docker and paramiko load only when asked for)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)
+
+
 def register_transport(name: str, factory: Callable[..., Transport]) -> None:
     """Make ``name`` usable in ``KernelKey(transport=name)`` and ``--hermes-transport``."""
     with _lock:

@@ -63,8 +63,10 @@ class LocalTransport(Transport):
         except OSError as exc:
             host_end.close()
             shutil.rmtree(kdir, ignore_errors=True)
-            raise KernelStartError(f"could not start the local kernel runner with {self.python!r}: {exc}\n"
-                                   "Hint: check the interpreter path (option python=...).") from None
+            hint = (f"the working directory cwd={spec.cwd!r} does not exist" if spec.cwd and not os.path.isdir(spec.cwd)
+                    else "check the interpreter path (option python=...)")
+            raise KernelStartError(f"could not start the local kernel runner with {spec.python or self.python!r}: "
+                                   f"{exc}\nHint: {hint}.") from None
         finally:
             kernel_end.close()
             log.close()
