@@ -207,28 +207,6 @@ def _quiet(msg: Any) -> None:
     """Swallow iopub output (jupyter_client prints it by default)."""
 
 
-def docker_exec_echo(cells: int) -> list[float] | None:
-    """Round trips through a raw ``docker exec`` stream to ``cat`` in the kernel host container."""
-    try:
-        t = get_transport("docker")
-        container = t.container_for_bench()  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - no docker here: the anchor is reported unavailable
-        return None
-    api = container.client.api
-    exec_id = api.exec_create(container.id, ["cat"], stdin=True, stdout=True, stderr=False)["Id"]
-    sock = api.exec_start(exec_id, socket=True)._sock  # noqa: SLF001 - docker-py exposes no public socket
-
-    def once() -> None:
-        sock.sendall(b"1\n")
-        got = b""
-        while len(got) < 8 + 2:
-            got += sock.recv(64)
-
-    out = timed(once, cells, warmup=100)
-    sock.close()
-    return out
-
-
 def environment() -> dict[str, Any]:
     return {"python": sys.version.split()[0], "cpus": os.cpu_count(), "platform": sys.platform,
             "when": time.strftime("%Y-%m-%d %H:%M:%S")}

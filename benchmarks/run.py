@@ -48,19 +48,23 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     a["relay_echo_p50_ms"] = statistics.median(measures.pipe_echo(args.cells, relay=True)) * 1e3
     a["bare_python_start_p50_ms"] = statistics.median(measures.bare_python_start(args.starts)) * 1e3
     a["bare_python_rss_mb"] = measures.bare_python_rss_mb()
-    if "docker" in args.transports:
-        progress("anchors: raw docker exec stream echo")
-        echo = measures.docker_exec_echo(args.cells)
-        if echo:
-            a["docker_exec_echo_p50_ms"] = statistics.median(echo) * 1e3
+    import bench_remote
+    from pytest_hermes_kernel.transports import get_transport
+
+    for name, floor in (("docker", bench_remote.docker_echo_floor), ("ssh", bench_remote.ssh_echo_floor)):
+        if name in args.transports and "unavailable" not in res["transports"].get(name, {}):
+            progress(f"anchors: raw {name} exec stream echo")
+            a[f"{name}_exec_echo_p50_ms"] = statistics.median(floor(get_transport(name), args.cells)) * 1e3
     if "filecell" in args.transports:
-        progress("anchors: seed-style file cells")
+        progress("anchors: seed-style file cells (local shell backend)")
         try:
             import seed_style_filecell  # type: ignore[import-not-found]
 
-            a["seed_filecell"] = seed_style_filecell.measure(cells=20)
+            from pytest_hermes_kernel.transports import LocalShellBackend
+
+            a["seed_filecell"] = seed_style_filecell.bench_backend("local shell", LocalShellBackend(), 50, 10)
         except Exception as exc:  # noqa: BLE001
-            a["seed_filecell"] = {"unavailable": str(exc)}
+            a["seed_filecell"] = {"unavailable": f"{type(exc).__name__}: {exc}"}
     if not args.no_jupyter:
         progress("anchors: jupyter_client + ipykernel")
         a["jupyter"] = measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8))
@@ -81,15 +85,15 @@ def table(res: dict[str, Any]) -> str:
         o = "n/a" if ours is None else f"{ours:.3f}"
         ratio = f" ({ours / anchor:.2f}x)" if ours and anchor else ""
         lines.append(f"{t:9} {fig + ' ' + unit:22} {o:>10} {'' if tgt is None else f'<={tgt:g}':>8} "
-                     f"{'' if anchor is None else f'{anchor:.3f}':>10}  {aname}{ratio}")
+                     f"{'' if anchor is None else f'{anchor:.3f}':>10}  {aname if anchor is not None else ''}{ratio}")
 
     for t, f in res["transports"].items():
         if "unavailable" in f:
             lines.append(f"{t:9} unavailable: {f['unavailable']}")
             continue
-        floor = {"local": a.get("relay_echo_p50_ms"), "docker": a.get("docker_exec_echo_p50_ms")}.get(t)
+        floor = {"docker": a.get("docker_exec_echo_p50_ms"), "ssh": a.get("ssh_exec_echo_p50_ms")}.get(t)
         row(t, "rt_p50", "ms", f.get("rt_p50_ms"), jup.get("rt_p50_ms") if t == "local" else floor,
-            "jupyter" if t == "local" else "raw exec echo")
+            "jupyter" if t == "local" else "raw exec stream echo" if floor else "")
         row(t, "rt_p99", "ms", f.get("rt_p99_ms"), jup.get("rt_p99_ms") if t == "local" else None, "jupyter")
         row(t, "start_p50", "ms", f.get("start_p50_ms"), jup.get("start_p50_ms") if t == "local" else None, "jupyter")
         row(t, "restart_p50", "ms", f.get("restart_p50_ms"), jup.get("restart_p50_ms") if t == "local" else None,
@@ -105,8 +109,10 @@ def table(res: dict[str, Any]) -> str:
                  f"bare python RSS {a['bare_python_rss_mb']:.1f} MB")
     seed = a.get("seed_filecell")
     if seed and "unavailable" not in seed:
-        lines.append(f"seed-style file cells: {seed.get('rt_p50_ms', 0):.1f} ms per cell, "
-                     f"{seed.get('executes_per_cell', 0):g} executes per cell")
+        lines.append(f"filecell vs seed-style file protocol (local shell): ours {json.dumps(seed['filecell'])}; "
+                     f"seed {json.dumps(seed['seed_style'])}; one execute {json.dumps(seed['floor'])}")
+    elif seed:
+        lines.append(f"seed-style file protocol: {seed['unavailable']}")
     return "\n".join(lines)
 
 
@@ -124,7 +130,7 @@ def chart(res: dict[str, Any], path: Path) -> None:
             names.append(f"{t}\n(ours)")
             values.append(f["rt_p50_ms"])
     for label, key in (("pipe echo", "pipe_echo_p50_ms"), ("relay echo", "relay_echo_p50_ms"),
-                       ("docker exec\necho", "docker_exec_echo_p50_ms")):
+                       ("docker exec\necho", "docker_exec_echo_p50_ms"), ("ssh exec\necho", "ssh_exec_echo_p50_ms")):
         if a.get(key) is not None:
             names.append(label)
             values.append(a[key])

@@ -798,18 +798,14 @@ class _Supervisor:
         if self.chan is None:
             return
         try:
-            self.chan.setblocking(True)
-            self.chan.sendall(frame)
+            self.chan.sendall(frame)  # the channel stays blocking; reads use MSG_DONTWAIT
         except OSError:
             self.drop_client()
-        finally:
-            if self.chan is not None:
-                self.chan.setblocking(False)
 
     def attach_client(self, sock: socket.socket, authenticated: bool) -> None:
         if self.chan is not None:
             self.drop_client()
-        sock.setblocking(False)
+        sock.setblocking(True)
         self.chan = sock
         self.chan_decoder = FrameDecoder()
         self.authenticated = authenticated
@@ -839,7 +835,7 @@ class _Supervisor:
 
     def on_chan(self) -> None:
         try:
-            data = self.chan.recv(_READ_CHUNK)
+            data = self.chan.recv(_READ_CHUNK, socket.MSG_DONTWAIT)
         except BlockingIOError:
             return
         except OSError:
