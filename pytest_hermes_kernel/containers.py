@@ -237,7 +237,7 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
             client.close()
 
 
-def sweep_dead_runs(client: docker.DockerClient | None = None) -> list[str]:
+def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None) -> list[str]:
     """Remove containers whose host process (on this machine) is gone.
 
     Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
@@ -245,6 +245,8 @@ def sweep_dead_runs(client: docker.DockerClient | None = None) -> list[str]:
     (within 1 s), so a reused pid does not keep a dead run's containers.
 
     :param client: docker-py client; ``None`` opens one from the environment.
+    :param keep_run_id: never remove this run's containers (its creator may have exited while
+        another xdist worker of the run still uses a shared one).
     :returns: ids of the containers removed.
     """
     import docker
@@ -255,6 +257,8 @@ def sweep_dead_runs(client: docker.DockerClient | None = None) -> list[str]:
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
+            if keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id:
+                continue
             if _host_is_gone(labels) and remove_container(summary["Id"], client=client):
                 removed.append(summary["Id"])
     finally:
@@ -419,3 +423,18 @@ def _log_tail(container: Container) -> str:
         return str(container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace")).rstrip()
     except Exception as exc:  # the container may be gone already
         return f"<no logs: {exc}>"
+
+
+_swept_at_start = False
+
+
+def sweep_once_per_process(client: docker.DockerClient, run_id: str) -> None:
+    """At a session's first use of docker: remove containers of dead runs (never this run's)."""
+    global _swept_at_start
+    if _swept_at_start:
+        return
+    _swept_at_start = True
+    try:
+        sweep_dead_runs(client, keep_run_id=run_id)
+    except Exception:  # noqa: BLE001 - a failed sweep must not stop the run; `hermes-kernel sweep` retries
+        pass

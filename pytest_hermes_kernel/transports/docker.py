@@ -89,6 +89,9 @@ class DockerTransport(Transport):
         self.orphan_timeout = orphan_timeout
         self.python = python
         self.run_id = run_id or current_run_id()
+        from ..containers import sweep_once_per_process
+
+        sweep_once_per_process(self.client, self.run_id)  # leftovers of dead runs, never this run's
         self._image = image
         self._lock = threading.Lock()
         self._shared: SharedResource | None = None

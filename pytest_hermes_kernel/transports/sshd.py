@@ -48,6 +48,9 @@ class SshdContainer:
 
         self.docker: docker.DockerClient = docker_sdk.from_env()
         self.run_id = run_id
+        from ..containers import sweep_once_per_process
+
+        sweep_once_per_process(self.docker, run_id)  # leftovers of dead runs, never this run's
         self.image = image
         self.mem_limit_bytes = mem_limit_bytes
         self.fresh_key = uuid.uuid4().hex[:12] if fresh else ""
