@@ -108,6 +108,15 @@ def transport_drop(kernel: Any, mode: str = "reset", duration: float | None = No
     if not getattr(handle.transport, "reattachable", False):
         raise ConfigError(f"transport_drop does not apply to the {handle.transport.name} transport: "
                           "it has no re-attachable stream (for local, a drop is a host death: use host_sigkill)")
+    proxy = getattr(handle.transport, "proxy", None)
+    if proxy is not None:  # ssh through the loopback TCP fault proxy: cut the connection itself
+        if mode == "reset":
+            proxy.reset()
+        elif mode == "blackhole":
+            proxy.blackhole(duration)
+        else:
+            proxy.latency(latency, duration)
+        return
     channel = handle._channel
     if channel is None:
         raise ConfigError("transport_drop: the kernel has no channel yet (run a cell first)")

@@ -59,11 +59,15 @@ def host_death_bound(transport: Transport, options: KernelOptions) -> float:
 
 
 def transport_options_for_faults(node: pytest.Item, transport_name: str) -> dict[str, Any]:
-    """Transport options a fault needs: a container with a memory limit for ``hermes_oom``."""
+    """Transport options a fault needs: a container with a memory limit for ``hermes_oom``; for
+    ``hermes_transport_drop`` on ssh, the loopback TCP fault proxy in front of sshd."""
+    options: dict[str, Any] = {}
     for spec in fault_specs(node):
         if spec.kind == "oom" and transport_name in ("docker", "ssh"):
-            return {"mem_limit_bytes": spec.limit_bytes, "container": "fresh"}
-    return {}
+            options.update(mem_limit_bytes=spec.limit_bytes, container="fresh")
+        if spec.kind == "transport_drop" and transport_name == "ssh":
+            options["fault_proxy"] = True  # drops cut the TCP connection in front of sshd
+    return options
 
 
 def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: KernelOptions,

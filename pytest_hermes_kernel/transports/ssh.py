@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 class SshTransport(Transport):
     """Kernels on an ssh host (see module docstring).
 
+    :param fault_proxy: connect through a loopback :class:`~pytest_hermes_kernel.faults.proxy.TcpFaultProxy`
+        in front of the sshd container (``self.proxy``), so ``hermes_transport_drop`` can reset,
+        black-hole or slow the TCP connection itself.
     :param target: ``user@host:port`` of any sshd; ``None`` runs an sshd container.
     :param key_filename: private key file for ``target``.
     :param pkey: a paramiko private key for ``target``.
@@ -79,7 +82,7 @@ class SshTransport(Transport):
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
-                 container: str = "shared") -> None:
+                 container: str = "shared", fault_proxy: bool = False) -> None:
         import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -95,6 +98,8 @@ class SshTransport(Transport):
         self._home: str | None = None
         self._quiet_until = 0.0
         self._down_reason = ""
+        self.fault_proxy = fault_proxy
+        self.proxy: Any = None  # a TcpFaultProxy in front of sshd when fault_proxy (hermes_transport_drop)
         if container not in ("shared", "fresh"):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
@@ -150,7 +155,16 @@ class SshTransport(Transport):
         record = self.sshd.join()
         with open(record["key_file"], encoding="ascii") as fh:
             pkey = load_private_key(fh.read())
-        return SshConnection(SshTarget(record["host"], record["port"], record["user"]), pkey=pkey,
+        host, port = record["host"], record["port"]
+        if self.fault_proxy:  # every connection goes through a loopback proxy that faults can cut
+            from ..faults.proxy import TcpFaultProxy
+
+            if self.proxy is None or self.proxy.upstream != (host, port):
+                if self.proxy is not None:
+                    self.proxy.close()
+                self.proxy = TcpFaultProxy((host, port))
+            host, port = "127.0.0.1", self.proxy.port
+        return SshConnection(SshTarget(host, port, record["user"]), pkey=pkey,
                              host_key=record["host_key"], **common)
 
     # ------------------------------------------------------------------------------ launch
@@ -281,6 +295,9 @@ class SshTransport(Transport):
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+        if self.proxy is not None:
+            self.proxy.close()
+            self.proxy = None
         if self.sshd is not None:
             self.sshd.leave()
 
