@@ -249,8 +249,9 @@ class KernelRegistry:
         with self._lock:
             entry.leases -= 1
             last_out = entry.leases == 0 and entry.doomed is not None
-        if last_out:
-            self._teardown([entry])
+            # leased kernels were spared at acquire time: the cap is enforced again as they settle
+            over = [] if last_out else self._over_cap_unlocked(keep=entry.key)
+        self._teardown([entry] if last_out else over)
 
     # ------------------------------------------------------------------------------ eviction
     def _expired_unlocked(self) -> list[_Entry]:
