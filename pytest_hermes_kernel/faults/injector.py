@@ -168,12 +168,23 @@ class FaultingKernel:
             transport_drop(self.handle, spec.mode, spec.duration, spec.latency)
 
     def finish(self) -> None:
-        """Fire ``after_cell`` faults of the last cell that never got a next cell; stop timers."""
-        for spec in self.specs:
-            if spec.after_cell is not None and spec.after_cell <= self.cells and not self._has_fired(spec):
-                self.fire(spec)
+        """End the test's faults: stop timers and heal drops (a fault lasts at most until its test
+        ends), so the kernel can be shut down cleanly and nothing is left for the leak check."""
         for timer in self._timers:
             timer.cancel()
+        heal(self.handle)
+
+
+def heal(kernel: Any) -> None:
+    """End a blackhole or latency fault on ``kernel``'s link (proxy or stream); idempotent."""
+    handle = getattr(kernel, "handle", kernel)
+    transport = getattr(handle, "transport", None)
+    proxy = getattr(transport, "proxy", None)
+    if proxy is not None:
+        proxy.heal()
+    channel = getattr(handle, "_channel", None)
+    if channel is not None and isinstance(channel.stream, FaultyStream) and channel.stream.mode != "reset":
+        channel.stream.mode = None
 
 
 def reset_socket(sock: socket.socket) -> None:

@@ -36,17 +36,37 @@ class TcpFaultProxy:
         self._latency = 0.0
         self._latency_until: float | None = None
         self.connections = 0
+        self._reset_requests: list[threading.Event] = []
+        self._last_cut = 0
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
     # ------------------------------------------------------------------------------ faults
     def reset(self) -> int:
-        """RST every open connection; return how many were cut."""
+        """RST every open connection; return how many were cut.
+
+        The proxy thread does the cutting (it owns the selector), so a new connection can never
+        collide with a socket closed under it; this waits up to 2 s for that.
+        """
+        if not self._thread.is_alive():
+            return self._cut_all(None)
+        done = threading.Event()
+        self._reset_requests.append(done)
+        done.wait(2.0)
+        return self._last_cut
+
+    def _cut_all(self, sel: selectors.BaseSelector | None) -> int:
         with self._lock:
             pairs, self._pairs = self._pairs, []
         for a, b in pairs:
-            reset_socket(a)
-            reset_socket(b)
+            for sock in (a, b):
+                if sel is not None:
+                    try:
+                        sel.unregister(sock)
+                    except (KeyError, ValueError):
+                        pass
+                reset_socket(sock)
+        self._last_cut = len(pairs)
         return len(pairs)
 
     def blackhole(self, duration: float | None = None) -> None:
@@ -73,6 +93,11 @@ class TcpFaultProxy:
         sel.register(self._listener, selectors.EVENT_READ, None)
         peers: dict[socket.socket, socket.socket] = {}
         while not self._stop.is_set():
+            while self._reset_requests:
+                self._cut_all(sel)
+                for s in [s for s in peers]:
+                    peers.pop(s, None)
+                self._reset_requests.pop(0).set()
             if self._blackholed():
                 time.sleep(0.02)  # nothing moves; connections stay open and silent
                 continue

@@ -241,7 +241,12 @@ class SshStream:
         """:raises OSError: if the channel or connection is closed."""
         if self.chan.closed:
             raise OSError("ssh channel is closed")
-        self.chan.sendall(data)
+        try:
+            self.chan.sendall(data)
+        except (EOFError, OSError) as exc:  # paramiko raises EOFError when its transport died
+            raise OSError(f"ssh connection broke while sending: {exc or type(exc).__name__}") from None
+        except Exception as exc:  # noqa: BLE001 - paramiko.SSHException and kin: the link is gone
+            raise OSError(f"ssh connection broke while sending: {exc}") from None
 
     def recv(self, timeout: float | None) -> bytes:
         """Next bytes from the relay; ``b""`` at EOF or when the connection died.
