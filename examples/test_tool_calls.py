@@ -63,8 +63,14 @@ def test_a_thread_left_behind_by_a_cell_is_refused(hermes_kernel):
     hermes_kernel.execute("""
 import hermes_tools, signal, threading
 
-go, verdict = threading.Event(), []
-signal.signal(signal.SIGUSR1, lambda *_: go.set())
+go, called, verdict = threading.Event(), threading.Event(), []
+
+def on_usr1(*_):
+    # runs in the kernel's main thread between cells: while it waits, no cell can start
+    go.set()
+    called.wait(5)
+
+signal.signal(signal.SIGUSR1, on_usr1)
 
 def late_caller():
     go.wait()
@@ -72,6 +78,7 @@ def late_caller():
         verdict.append(f"answered {hermes_tools.temperature(city='Oslo')}")
     except hermes_tools.ToolError as exc:
         verdict.append(f"refused: {exc}")
+    called.set()
 
 threading.Thread(target=late_caller, daemon=True).start()
 """)
