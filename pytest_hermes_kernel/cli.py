@@ -123,18 +123,11 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
 
 def _sweep_filecell_dirs(progress: Callable[[str], None]) -> int:
     """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
-    from .procs import pid_alive
+    from .procs import dirs_under, pid_alive
     from .transports.filecell import DEFAULT_ROOT
 
     removed = 0
-    try:
-        names = os.listdir(DEFAULT_ROOT)
-    except OSError:
-        return 0
-    for name in names:
-        path = os.path.join(DEFAULT_ROOT, name)
-        if not name.startswith("k-") or os.path.islink(path):
-            continue
+    for _name, path in dirs_under(DEFAULT_ROOT, "k-"):
         try:
             with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
                 pid = int(fh.read().split()[0])

@@ -71,3 +71,14 @@ def processes_with_env(name: str, value: str) -> list[str]:
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
     return found
+
+
+def dirs_under(root: str, prefix: str) -> list[tuple[str, str]]:
+    """``(name, path)`` of the entries of ``root`` named ``prefix*`` that are not symlinks
+    (sweeps never follow a planted link); empty when ``root`` cannot be listed."""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return [(n, os.path.join(root, n)) for n in names
+            if n.startswith(prefix) and not os.path.islink(os.path.join(root, n))]

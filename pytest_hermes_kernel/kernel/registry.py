@@ -405,16 +405,11 @@ def sweep_stale_kernel_dirs(max_age_s: float = STALE_DIR_AGE_S, root: str | None
     from ..transports.local import KERNEL_DIR_PREFIX, kernel_dir_root
 
     root = root or kernel_dir_root()
+    from ..procs import dirs_under
+
     removed = 0
     now = time.time()
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return 0
-    for name in names:
-        path = os.path.join(root, name)
-        if not name.startswith(KERNEL_DIR_PREFIX) or os.path.islink(path):
-            continue
+    for name, path in dirs_under(root, KERNEL_DIR_PREFIX):
         try:
             if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
                 shutil.rmtree(path)
