@@ -28,8 +28,8 @@ import time
 from typing import Any
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.transports.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
-from pytest_hermes_kernel.transports.filecell import FileCellTransport
+from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
 
 SEED_RUNNER = r"""
 import io, json, os, sys, time, contextlib

@@ -40,7 +40,7 @@ def _check_local() -> Check:
 
 def _check_docker_engine() -> tuple[bool, str]:
     try:
-        from .images import docker_status
+        from .containers.images import docker_status
     except ImportError as exc:  # pragma: no cover - images imports docker lazily
         return False, str(exc)
     try:
@@ -103,12 +103,13 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
 
     :returns: how many of each were removed.
     """
-    from .kernel.registry import sweep_stale_kernel_dirs
+    from .kernel.registry import STALE_DIR_AGE_S
+    from .transports.local import sweep_stale_kernel_dirs
 
     removed = {"containers": 0, "kernel dirs": 0, "kernel processes": 0}
     ok, why = _check_docker_engine()
     if ok:
-        from .containers import sweep_dead_runs
+        from .containers.lifecycle import sweep_dead_runs
 
         ids = sweep_dead_runs()
         removed["containers"] = len(ids)
@@ -116,7 +117,7 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
             progress(f"removed container {cid[:12]} (its host is gone)")
     else:
         progress(f"containers: skipped ({why})")
-    removed["kernel dirs"] = sweep_stale_kernel_dirs() + _sweep_filecell_dirs(progress)
+    removed["kernel dirs"] = sweep_stale_kernel_dirs(STALE_DIR_AGE_S) + _sweep_filecell_dirs(progress)
     removed["kernel processes"] = _kill_orphan_kernels(progress)
     return removed
 
@@ -124,7 +125,7 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
 def _sweep_filecell_dirs(progress: Callable[[str], None]) -> int:
     """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
     from .procs import dirs_under, pid_alive
-    from .transports.filecell import DEFAULT_ROOT
+    from .transports.filecell.transport import DEFAULT_ROOT
 
     removed = 0
     for _name, path in dirs_under(DEFAULT_ROOT, "k-"):
@@ -182,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':13}Hint: {c.hint}")
         return 0 if all(c.ok for c in checks) else 1
     if args.cmd == "build-image":
-        from .images import ensure_image
+        from .containers.images import ensure_image
 
         print(ensure_image(tag=args.tag))
         return 0

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_hermes_kernel.transports.filecell import FileCellTransport
+from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
 
 
 class SubprocessSandbox:

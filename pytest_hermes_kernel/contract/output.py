@@ -6,7 +6,7 @@ import re
 import time
 import uuid
 
-from pytest_hermes_kernel import WatchdogPolicy
+from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from ._probes import gone_in_kernel, wait_until
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from pytest_hermes_kernel import CellInterrupted, KernelResetAfterTimeout, WatchdogPolicy
+from pytest_hermes_kernel.errors import CellInterrupted, KernelResetAfterTimeout
+from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from ._probes import kernel_pids, signal_in_kernel, wait_until
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)

@@ -42,11 +42,12 @@ class _Host:
             self.out.flush()
 
     def start(self, transport: str, options: dict[str, Any], transport_options: dict[str, Any]) -> dict[str, Any]:
-        from pytest_hermes_kernel import start_kernel
+        from pytest_hermes_kernel.kernel.handle import KernelHandle
+        from pytest_hermes_kernel.kernel.options import KernelOptions
         from pytest_hermes_kernel.transports import get_transport, make_transport
 
         t = make_transport(transport, **transport_options) if transport_options else get_transport(transport)
-        self.kernel = start_kernel(t, **options)
+        self.kernel = KernelHandle(t, KernelOptions(**options)).start()
         k = self.kernel
         launched = k.launched
         return {"kernel_id": k.kernel_id, "pid": k.pid, "runner_pid": k.runner_pid, "host_pid": os.getpid(),

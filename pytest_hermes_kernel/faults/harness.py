@@ -22,7 +22,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from ..errors import HermesKernelError, KernelDiedError, KernelStartError
-from ..kernel.protocol import CellResult
+from ..kernel.results import CellResult
 from ..transports import get_transport
 
 _LEN = struct.Struct(">I")

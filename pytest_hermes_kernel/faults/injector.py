@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..kernel.protocol import CellResult
+from ..kernel.results import CellResult
+from .proxy import ProxyRoute
 from .spec import FaultSpec
 
 
@@ -108,7 +109,7 @@ def transport_drop(kernel: Any, mode: str = "reset", duration: float | None = No
     if not getattr(handle.transport, "reattachable", False):
         raise ConfigError(f"transport_drop does not apply to the {handle.transport.name} transport: "
                           "it has no re-attachable stream (for local, a drop is a host death: use host_sigkill)")
-    proxy = getattr(handle.transport, "proxy", None)
+    proxy = _proxy_of(handle.transport)
     if proxy is not None:  # ssh through the loopback TCP fault proxy: cut the connection itself
         if mode == "reset":
             proxy.reset()
@@ -179,7 +180,7 @@ def heal(kernel: Any) -> None:
     """End a blackhole or latency fault on ``kernel``'s link (proxy or stream); idempotent."""
     handle = getattr(kernel, "handle", kernel)
     transport = getattr(handle, "transport", None)
-    proxy = getattr(transport, "proxy", None)
+    proxy = _proxy_of(transport)
     if proxy is not None:
         proxy.heal()
     channel = getattr(handle, "_channel", None)
@@ -187,12 +188,7 @@ def heal(kernel: Any) -> None:
         channel.stream.mode = None
 
 
-def reset_socket(sock: socket.socket) -> None:
-    """Close ``sock`` with an RST instead of a FIN (``SO_LINGER`` 0)."""
-    import struct
-
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    except OSError:
-        pass
-    sock.close()
+def _proxy_of(transport: Any) -> Any:
+    """The :class:`TcpFaultProxy` on an ssh transport's ``connect_via`` seam, if any."""
+    route = getattr(transport, "connect_via", None)
+    return route.proxy if isinstance(route, ProxyRoute) else None

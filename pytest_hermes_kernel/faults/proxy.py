@@ -16,7 +16,33 @@ import socket
 import threading
 import time
 
-from .injector import reset_socket
+
+
+class ProxyRoute:
+    """The ssh transport's ``connect_via`` seam with a :class:`TcpFaultProxy` on it.
+
+    The first call starts a proxy in front of ``(host, port)``; later calls reuse it while the
+    upstream stays the same (a new sshd address gets a new proxy). :attr:`proxy` is what the
+    injector cuts.
+    """
+
+    def __init__(self) -> None:
+        self.proxy: TcpFaultProxy | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, host: str, port: int) -> tuple[str, int]:
+        with self._lock:
+            if self.proxy is None or self.proxy.upstream != (host, port):
+                if self.proxy is not None:
+                    self.proxy.close()
+                self.proxy = TcpFaultProxy((host, port))
+            return "127.0.0.1", self.proxy.port
+
+    def close(self) -> None:
+        with self._lock:
+            proxy, self.proxy = self.proxy, None
+        if proxy is not None:
+            proxy.close()
 
 
 class TcpFaultProxy:
@@ -175,3 +201,14 @@ class TcpFaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def reset_socket(sock: socket.socket) -> None:
+    """Close ``sock`` with an RST instead of a FIN (``SO_LINGER`` 0)."""
+    import struct
+
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    sock.close()

@@ -13,26 +13,13 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from ..errors import ProtocolError, TransportLostError
-from .protocol import FrameDecoder, FrameError, encode_frame
+from .contract import ByteStream
+from .results import FrameDecoder, FrameError, encode_frame
 
 Frame = tuple[dict[str, Any], list[bytes]]
-
-
-class ByteStream(Protocol):
-    """What a transport hands the channel: a bidirectional byte stream.
-
-    ``recv`` returns ``b""`` at EOF and raises :class:`TimeoutError` when nothing arrived within
-    ``timeout`` seconds (``None``: wait forever). ``close`` must make a blocked ``recv`` return.
-    """
-
-    def send(self, data: bytes) -> None: ...
-
-    def recv(self, timeout: float | None) -> bytes: ...
-
-    def close(self) -> None: ...
 
 
 class SocketStream:

@@ -16,19 +16,19 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, ConfigError, CellTimeoutError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
                       KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError)
 from .channel import Channel, ChannelClosed
-from .output import DEFAULT_MAX_OUTPUT_BYTES, MARKER_RESERVE_BYTES, decode_capture, scrub_env, secret_values
-from .protocol import CellResult, ExitInfo, KernelInfo, Reason
-from .rpc import DEFAULT_MAX_TOOL_CALLS, CellAuthority, ToolTable
-from .watchdog import CellBudget, WatchdogPolicy
+from .options import KernelOptions
+from .output import MARKER_RESERVE_BYTES, decode_capture, scrub_env, secret_values
+from .results import CellResult, ExitInfo, KernelInfo, Reason
+from .rpc import CellAuthority, ToolTable
+from .watchdog import CellBudget
 
 if TYPE_CHECKING:
-    from ..transports.base import Launched, Transport
+    from .contract import Launched, Transport
 
 _in_tool = threading.local()
 """``kernel``: the handle whose tool this thread is running (to refuse a cell that would wait for itself)."""
@@ -37,65 +37,6 @@ _OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {
     "interrupted": CellInterrupted, "reset": KernelResetAfterTimeout,
     "reset_failed": KernelResetFailed, "abandoned": KernelAbandoned,
 }
-
-
-@dataclass
-class KernelOptions:
-    """How a kernel is started and run. Durations in seconds, sizes in bytes.
-
-    :param timeout: default per-cell budget; ``None`` is no limit.
-    :param start_timeout: how long the runner may take to say hello.
-    :param max_output_bytes: cap per stream per cell (head 40 % + tail 60 % kept).
-    :param auto_restart: run the next cell on a fresh worker after a death (reported as
-        ``state_lost``); when false, the next cell raises :class:`KernelDiedError` instead.
-    :param env: extra environment variables for the kernel.
-    :param env_allow: host variable names passed through even if they look secret.
-    :param inherit_env: pass all non-secret host variables (default); else only the safe list.
-    :param keepalive_interval: for re-attachable transports: a silent channel is pinged after
-        this long, and declared lost after ``keepalive_missed`` intervals without any frame.
-    :param reconnect_timeout: how long a broken channel may take to re-attach.
-    :param shutdown_grace: each step of request -> SIGTERM -> SIGKILL waits this long.
-    """
-
-    timeout: float | None = None
-    start_timeout: float = 30.0
-    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES
-    auto_restart: bool = True
-    cwd: str | None = None
-    python: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    env_allow: tuple[str, ...] = ()
-    inherit_env: bool = True
-    watchdog: WatchdogPolicy = field(default_factory=WatchdogPolicy)
-    max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS
-    keepalive_interval: float = 3.0
-    keepalive_missed: int = 3
-    reconnect_timeout: float = 10.0
-    orphan_timeout: float = 60.0
-    shutdown_grace: float = 2.0
-    exit_grace: float = 2.0
-    oom_counter_file: str | None = None
-    cgroup_procs: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
-            self.watchdog = WatchdogPolicy(**self.watchdog)
-        if self.max_output_bytes < 1024:
-            raise ConfigError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
-        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
-            raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
-        for name in ("start_timeout", "keepalive_interval", "reconnect_timeout", "orphan_timeout",
-                     "shutdown_grace", "exit_grace"):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        if not isinstance(self.max_tool_calls, int) or self.max_tool_calls < 0:
-            raise ConfigError(f"max_tool_calls must be an int >= 0, got {self.max_tool_calls!r}")
-        bad = {k: v for k, v in self.env.items() if not isinstance(k, str) or not isinstance(v, str)}
-        if bad:
-            raise ConfigError(f"env names and values must be str, got {bad!r}")
-        if self.cwd is not None and not isinstance(self.cwd, str):
-            raise ConfigError(f"cwd must be a path string, got {self.cwd!r}")
 
 
 class KernelHandle:
@@ -156,7 +97,7 @@ class KernelHandle:
         return self
 
     def _launch(self) -> None:
-        from ..transports.base import LaunchSpec
+        from .contract import LaunchSpec
 
         o = self.options
         env = scrub_env(os.environ, allow=o.env_allow, keep_all=o.inherit_env, extra={
@@ -173,7 +114,7 @@ class KernelHandle:
         try:
             hello = self._hello(channel, attach=self.transport.reattachable, pending=())
         except (TimeoutError, ChannelClosed) as exc:
-            log = getattr(self.transport, "runner_log", lambda _l: "")(launched)
+            log = self.transport.runner_log(launched)
             self.transport.kill(launched)
             self.transport.cleanup(launched)
             self._channel = self._launched = None
@@ -665,11 +606,8 @@ class KernelHandle:
         launched = self._launched
         confirmed = True
         if launched is not None:
-            reap = getattr(self.transport, "reap", None)
-            if kill or (reap is not None and reap(launched, self.options.shutdown_grace + 3.0) is None):
+            if kill or not self.transport.reap(launched, self.options.shutdown_grace + 3.0):
                 confirmed = self.transport.kill(launched)
-            elif not kill and reap is None:
-                confirmed = not self.transport.alive(launched) or self.transport.kill(launched)
         self._discard_runner()
         return confirmed
 
@@ -679,11 +617,8 @@ class KernelHandle:
         if channel is not None:
             channel.close()
         if launched is not None:
-            if self.transport.alive(launched):
+            if self.transport.alive(launched):  # local: alive() also collects an exited runner
                 self.transport.kill(launched)
-            reap = getattr(self.transport, "reap", None)
-            if reap is not None:
-                reap(launched, 2.0)
             self.transport.cleanup(launched)
 
     def close(self) -> ExitInfo:

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import KernelShutdownError
-from .handle import KernelHandle, KernelOptions
-from .protocol import CellResult, Reason
+from .handle import KernelHandle
+from .options import KernelOptions
+from .results import CellResult, Reason
 from .rpc import ToolTable
 
 CHILD_SEPARATOR = "::child::"
@@ -104,13 +105,14 @@ class KernelRegistry:
     :param reap_interval: seconds between background reaps; default ``clamp(idle/6, 30, 300)``;
         ``None`` with ``background_reaper=False`` means only :meth:`reap_once` reaps.
     :param clock: monotonic seconds, injectable for tests.
-    :param transport_factory: ``key -> Transport``; default: the shared transport for
-        ``key.transport`` from :func:`pytest_hermes_kernel.transports.get_transport`.
+    :param transport_factory: ``key -> Transport``; the core knows no transport by name, so
+        whoever builds a registry passes one (:class:`pytest_hermes_kernel.KernelRegistry` and the
+        plugin pass the shared transport for ``key.transport``).
     """
 
     def __init__(self, *, max_kernels: int = DEFAULT_MAX_KERNELS, idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
                  options: KernelOptions | None = None, tools: ToolTable | Mapping[str, Any] | None = None,
-                 transport_factory: TransportFactory | None = None, clock: Callable[[], float] = time.monotonic,
+                 transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S) -> None:
         if max_kernels < 1:
@@ -121,7 +123,7 @@ class KernelRegistry:
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
         self.clock = clock
         self.stale_dir_age = stale_dir_age
-        self._factory = transport_factory or _default_factory
+        self._factory = transport_factory
         self._lock = threading.Lock()
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
         self._lost: dict[KernelKey, Reason] = {}
@@ -138,9 +140,8 @@ class KernelRegistry:
                                             name="hermes-kernel-idle-reaper", daemon=True)
             self._reaper.start()
         atexit.register(_shutdown_at_exit, weakref.ref(self))
-        from ..leaks.probes import track_registry
-
-        track_registry(self)
+        self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
+        _live.add(self)
 
     # ------------------------------------------------------------------------------ acquire
     @contextmanager
@@ -205,7 +206,9 @@ class KernelRegistry:
             entry = self._entries.get(key)
             creator = entry is None
             if creator:
-                handle = KernelHandle(self._factory(key), self._options_for(key), tools=self.tools, owner=key.owner)
+                transport = self._factory(key)
+                self._transports[id(transport)] = transport
+                handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
                 if self.listener is not None:
                     handle.add_listener(self.listener)
                 entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock())
@@ -309,7 +312,10 @@ class KernelRegistry:
         with self._lock:
             doomed = self._expired_unlocked()
         self._teardown(doomed)
-        sweep_stale_kernel_dirs(self.stale_dir_age)
+        with self._lock:
+            transports = list(self._transports.values())
+        for transport in transports:
+            transport.sweep_stale(self.stale_dir_age)
         return len(doomed)
 
     def _reap_forever(self, interval: float) -> None:
@@ -385,43 +391,15 @@ class KernelRegistry:
         self.close()
 
 
-def _default_factory(key: KernelKey) -> Any:
-    from ..transports import get_transport
-
-    return get_transport(key.transport)
-
-
 def _shutdown_at_exit(ref: weakref.ref[KernelRegistry]) -> None:
     registry = ref()
     if registry is not None:
         registry.close()
 
 
-def sweep_stale_kernel_dirs(max_age_s: float = STALE_DIR_AGE_S, root: str | None = None) -> int:
-    """Remove local kernel dirs older than ``max_age_s`` (another live host may own younger ones).
-
-    Symlinks are never followed. :returns: how many dirs were removed.
-    """
-    from ..transports.local import KERNEL_DIR_PREFIX, kernel_dir_root
-
-    root = root or kernel_dir_root()
-    from ..procs import dirs_under
-
-    removed = 0
-    now = time.time()
-    for name, path in dirs_under(root, KERNEL_DIR_PREFIX):
-        try:
-            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
-                shutil.rmtree(path)
-                removed += 1
-        except OSError:
-            continue
-    return removed
+_live: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()
 
 
-def _host_dead(rest: str) -> bool:
-    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` belongs to a dead host."""
-    from ..procs import pid_alive
-
-    pid, sep, _ = rest.partition("-")
-    return bool(sep) and pid.isdigit() and not pid_alive(int(pid))
+def live_registries() -> list[KernelRegistry]:
+    """Every registry of this process that is not garbage yet (the leak checker reads this)."""
+    return list(_live)

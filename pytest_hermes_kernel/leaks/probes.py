@@ -150,17 +150,12 @@ def _remove_kernel_dir(identity: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-_registries: weakref.WeakSet = weakref.WeakSet()
-
-
-def track_registry(registry: object) -> None:
-    _registries.add(registry)
-
-
 def registry_entries() -> Snapshot:
     """Entries of live :class:`KernelRegistry` objects."""
     out = {}
-    for registry in list(_registries):
+    from ..kernel.registry import live_registries
+
+    for registry in live_registries():
         for snap in registry.snapshot():  # type: ignore[attr-defined]
             out[f"entry:{snap.kernel_id}"] = f"registry entry {snap.key.owner!r} kernel {snap.kernel_id} pid {snap.pid}"
     return out

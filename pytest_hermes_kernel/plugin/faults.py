@@ -28,7 +28,7 @@ from ..faults.harness import HarnessKernel
 from ..faults.injector import FaultingKernel
 from ..faults.spec import MARKERS, FaultSpec, marker_help
 from ..kernel.handle import KernelHandle, KernelOptions
-from ..transports.base import Transport
+from ..kernel.contract import Transport
 
 _cgroups_key = pytest.StashKey[list[MemoryCgroup]]()
 
@@ -66,7 +66,9 @@ def transport_options_for_faults(node: pytest.Item, transport_name: str) -> dict
         if spec.kind == "oom" and transport_name in ("docker", "ssh"):
             options.update(mem_limit_bytes=spec.limit_bytes, container="fresh")
         if spec.kind == "transport_drop" and transport_name == "ssh":
-            options["fault_proxy"] = True  # drops cut the TCP connection in front of sshd
+            from ..faults.proxy import ProxyRoute
+
+            options["connect_via"] = ProxyRoute()  # drops cut the TCP connection in front of sshd
     return options
 
 

@@ -19,7 +19,7 @@ from ..kernel.handle import KernelHandle, KernelOptions
 from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
 from ..transports import get_transport, make_transport, transport_names
-from ..transports.base import Transport
+from ..kernel.contract import Transport
 from . import faults
 from .report import phase_report_key, stats_key
 from .settings import settings_key

@@ -15,7 +15,7 @@ import pytest
 
 from ..errors import ConfigError, TransportUnavailableError
 from ..faults import injector
-from ..scenario import Scenario, ScenarioFailure, ScenarioRunner, load_scenario
+from ..catalog import Scenario, ScenarioFailure, ScenarioRunner, load_scenario
 from ..transports import get_transport, make_transport
 from .settings import settings_key
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
-from .base import Launched, LaunchSpec, Transport
+from ..kernel.contract import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
            "TRANSPORT_NAMES", "close_shared_transports", "make_transport", "transport_names"]
@@ -25,9 +25,9 @@ _lock = threading.Lock()
 
 
 _LAZY = {
-    "LocalTransport": ".local", "DockerTransport": ".docker", "SshTransport": ".ssh",
-    "FileCellTransport": ".filecell", "ExecuteBackend": ".backends", "LocalShellBackend": ".backends",
-    "DockerExecBackend": ".backends",
+    "LocalTransport": ".local", "DockerTransport": ".docker.transport", "SshTransport": ".ssh.transport",
+    "FileCellTransport": ".filecell.transport", "ExecuteBackend": ".filecell.backends",
+    "LocalShellBackend": ".filecell.backends", "DockerExecBackend": ".filecell.backends",
 }
 
 
@@ -60,15 +60,15 @@ def _builtin(name: str) -> Callable[..., Transport]:
 
         return LocalTransport
     if name == "docker":
-        from .docker import DockerTransport
+        from .docker.transport import DockerTransport
 
         return DockerTransport
     if name == "ssh":
-        from .ssh import SshTransport
+        from .ssh.transport import SshTransport
 
         return SshTransport
     if name == "filecell":
-        from .filecell import FileCellTransport
+        from .filecell.transport import FileCellTransport
 
         return FileCellTransport
     raise ConfigError(f"unknown transport {name!r}; known: {', '.join(TRANSPORT_NAMES + tuple(_factories))}")

@@ -24,8 +24,8 @@ from typing import ClassVar
 
 from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
-from ..procs import kill_session, pid_alive
-from .base import Launched, LaunchSpec, Transport
+from ..kernel.contract import Launched, LaunchSpec, Transport
+from ..procs import dirs_under, kill_session, pid_alive
 
 RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
 KERNEL_DIR_PREFIX = "hermes-kernel-"
@@ -98,13 +98,17 @@ class LocalTransport(Transport):
         proc: subprocess.Popen[bytes] = launched.extra["proc"]
         return proc.poll() is None and pid_alive(proc.pid)
 
-    def reap(self, launched: Launched, timeout: float) -> int | None:
-        """Wait for the runner to exit (no zombie is left); its exit code or ``None``."""
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        """Wait for the runner to exit, leaving no zombie; True when it did within ``timeout``."""
         proc: subprocess.Popen[bytes] = launched.extra["proc"]
         try:
-            return proc.wait(timeout=timeout)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            return None
+            return False
+        return True
+
+    def sweep_stale(self, max_age_s: float) -> int:
+        return sweep_stale_kernel_dirs(max_age_s)
 
     def cleanup(self, launched: Launched) -> None:
         if launched.kernel_dir:
@@ -119,3 +123,28 @@ class LocalTransport(Transport):
 
     def describe(self) -> str:
         return f"local ({self.python})"
+
+
+def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
+    """Remove local kernel dirs older than ``max_age_s`` seconds or whose host pid is dead.
+
+    Another live host may own younger dirs; symlinks are never followed.
+
+    :returns: how many dirs were removed.
+    """
+    removed = 0
+    now = time.time()
+    for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+        try:
+            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
+                shutil.rmtree(path)
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def _host_dead(rest: str) -> bool:
+    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` belongs to a dead host."""
+    pid, sep, _ = rest.partition("-")
+    return bool(sep) and pid.isdigit() and not pid_alive(int(pid))

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_hermes_kernel import base_image, containers, images
+from pytest_hermes_kernel.containers import base_image, images
+from pytest_hermes_kernel.containers import lifecycle as containers
 
 if TYPE_CHECKING:
     import docker

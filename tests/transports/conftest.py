@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, start_kernel
-from pytest_hermes_kernel.kernel.protocol import CellResult
-from pytest_hermes_kernel.transports.base import Transport
+from pytest_hermes_kernel.kernel.results import CellResult
+from pytest_hermes_kernel.kernel.contract import Transport
 
 
 @pytest.fixture(scope="session")
 def docker_ready() -> None:
-    from pytest_hermes_kernel.images import docker_status
+    from pytest_hermes_kernel.containers.images import docker_status
 
     ok, why = docker_status()
     if not ok:

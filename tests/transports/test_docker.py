@@ -13,7 +13,7 @@ import pytest
 
 from pytest_hermes_kernel.faults.harness import HarnessKernel
 from pytest_hermes_kernel.transports import get_transport, make_transport
-from pytest_hermes_kernel.transports.docker import DockerTransport
+from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 from tests.helpers import wait_until
 from tests.transports.conftest import run_in_thread, wait_running
 

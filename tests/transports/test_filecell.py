@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions, WatchdogPolicy
-from pytest_hermes_kernel.transports import filecell_scripts as scripts
+from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports import get_transport
-from pytest_hermes_kernel.transports.backends import ExecuteBackend, LocalShellBackend
-from pytest_hermes_kernel.transports.base import Launched
-from pytest_hermes_kernel.transports.filecell import DockerExecBackend, FileCellTransport
-from pytest_hermes_kernel.transports.remote import RUNNER_NAME
+from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.kernel.contract import Launched
+from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
+from pytest_hermes_kernel.transports.detached import RUNNER_NAME
 from tests.helpers import wait_until
 from tests.transports.conftest import run_in_thread, wait_running
 
@@ -60,7 +60,7 @@ class CountingBackend:
 def backend(request: pytest.FixtureRequest) -> CountingBackend:
     if request.param == "local":
         return CountingBackend(LocalShellBackend())
-    from pytest_hermes_kernel.images import docker_status
+    from pytest_hermes_kernel.containers.images import docker_status
 
     ok, why = docker_status()
     if not ok:

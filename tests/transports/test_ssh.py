@@ -15,12 +15,12 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
-from pytest_hermes_kernel.containers import load_private_key
+from pytest_hermes_kernel.containers.lifecycle import load_private_key
 from pytest_hermes_kernel.faults.harness import HarnessKernel
 from pytest_hermes_kernel.transports import get_transport, make_transport
-from pytest_hermes_kernel.transports.remote import ALIVE_SCRIPT
-from pytest_hermes_kernel.transports.ssh import SshTransport
-from pytest_hermes_kernel.transports.ssh_connection import SshConnection, SshTarget
+from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT
+from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+from pytest_hermes_kernel.transports.ssh.connection import SshConnection, SshTarget
 from tests.helpers import wait_until
 from tests.transports.conftest import run_in_thread, wait_running
 

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from pytest_hermes_kernel.transports.docker_stream import DockerExecStream
+from pytest_hermes_kernel.transports.docker.stream import DockerExecStream
 
 
 def frame(kind: int, payload: bytes) -> bytes:

@@ -9,7 +9,7 @@ import pytest
 
 from pytest_hermes_kernel import errors
 from pytest_hermes_kernel.kernel.channel import ChannelClosed
-from pytest_hermes_kernel.kernel.protocol import CellResult, KernelInfo
+from pytest_hermes_kernel.kernel.results import CellResult, KernelInfo
 
 INFO = KernelInfo(kernel_id="k1", transport="local", generation=2, state_lost=True, reason="died", signal=9)
 FACTS = {"kernel_id": "k1", "info": INFO, "result": CellResult(status="timeout", kernel=INFO, watchdog="reset"),

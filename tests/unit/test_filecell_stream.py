@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_hermes_kernel.kernel.protocol import FrameDecoder, encode_frame
-from pytest_hermes_kernel.transports import filecell_scripts as scripts
-from pytest_hermes_kernel.transports.filecell_stream import FileCellStream
-from pytest_hermes_kernel.transports.remote import runner_source
+from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
+from pytest_hermes_kernel.transports.filecell import scripts
+from pytest_hermes_kernel.transports.filecell.stream import FileCellStream
+from pytest_hermes_kernel.transports.detached import runner_source
 
 HELLO = encode_frame({"type": "hello", "worker_pid": 77})
 

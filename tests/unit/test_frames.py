@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from pytest_hermes_kernel.kernel.protocol import FrameDecoder, FrameError, encode_frame
+from pytest_hermes_kernel.kernel.results import FrameDecoder, FrameError, encode_frame
 
 
 def _raw(total: int, hlen: int, body: bytes) -> bytes:

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from pytest_hermes_kernel.transports import sharing
-from pytest_hermes_kernel.transports.sharing import SharedResource
+from pytest_hermes_kernel.containers import sharing
+from pytest_hermes_kernel.containers.sharing import SharedResource
 
 
 class Recorder:

@@ -31,8 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..kernel.protocol import FrameDecoder, encode_frame
-from .filecell_scripts import ClientOutput
+from ...kernel.results import FrameDecoder, encode_frame
+from .scripts import ClientOutput
 
 #: Request type -> the reply type that settles it.
 REQUESTS = {"execute": "result", "start_worker": "worker", "kill_worker": "killed", "ping": "pong",

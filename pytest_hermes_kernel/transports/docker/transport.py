@@ -13,7 +13,7 @@ Docker cannot signal or kill an exec (moby/moby#35703), so nothing relies on the
 interrupts travel on the channel (the supervisor signals the worker's group inside the
 container) and :meth:`DockerTransport.kill` SIGKILLs the runner's whole session from a new exec.
 
-Containers (``network none``, labelled by :mod:`pytest_hermes_kernel.containers`):
+Containers (``network none``, labelled by :mod:`pytest_hermes_kernel.containers.lifecycle`):
 
 * ``container="shared"`` (default): one per test run for each (image, limits), shared by every
   transport instance and xdist worker through :class:`~.sharing.SharedResource`; the last user
@@ -31,13 +31,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from ..errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
-from .base import Launched, LaunchSpec, Transport
-from .docker_stream import DockerExecStream
-from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
+from ...kernel.contract import Launched, LaunchSpec, Transport
+from .stream import DockerExecStream
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
                      RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
                      runner_config, runner_source)
-from .sharing import SharedResource, current_run_id, worker_id
+from ...containers.sharing import SharedResource, current_run_id, worker_id
 
 if TYPE_CHECKING:
     import docker
@@ -54,7 +54,7 @@ class DockerTransport(Transport):
     """Kernels inside a kernel host container (see module docstring).
 
     :param image: image to run; ``None`` builds/uses ``hermes-kernel-host:latest``
-        (:func:`pytest_hermes_kernel.images.ensure_image`).
+        (:func:`pytest_hermes_kernel.containers.images.ensure_image`).
     :param container: ``"shared"`` (one per run and options) or ``"fresh"`` (one per kernel).
     :param mem_limit_bytes: container memory limit (swap limited to the same); ``None``: none.
     :param cpus: container CPU quota in cores; ``None``: none.
@@ -76,7 +76,7 @@ class DockerTransport(Transport):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
         import docker as docker_sdk
 
-        from ..images import docker_status
+        from ...containers.images import docker_status
 
         ok, why = docker_status()
         if not ok:
@@ -89,7 +89,7 @@ class DockerTransport(Transport):
         self.orphan_timeout = orphan_timeout
         self.python = python
         self.run_id = run_id or current_run_id()
-        from ..containers import sweep_once_per_process
+        from ...containers.lifecycle import sweep_once_per_process
 
         sweep_once_per_process(self.client, self.run_id)  # leftovers of dead runs, never this run's
         self._image = image
@@ -104,7 +104,7 @@ class DockerTransport(Transport):
     def image(self) -> str:
         """The image kernels run in (built on first use when none was given)."""
         if self._image is None:
-            from ..images import ensure_image
+            from ...containers.images import ensure_image
 
             self._image = ensure_image(self.client, progress=log.info)
         return self._image
@@ -124,7 +124,7 @@ class DockerTransport(Transport):
             return False
 
     def _start_container(self) -> str:
-        from ..containers import start_kernel_host
+        from ...containers.lifecycle import start_kernel_host
 
         container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
                                       mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
@@ -132,7 +132,7 @@ class DockerTransport(Transport):
         return str(container.id)
 
     def _remove_container(self, container_id: str) -> None:
-        from ..containers import remove_container
+        from ...containers.lifecycle import remove_container
 
         try:
             remove_container(container_id, client=self.client)

@@ -3,7 +3,7 @@
 ``build_base`` runs ``debootstrap --variant=minbase`` against the Debian mirror this machine's
 apt already uses (never another host), packs the rootfs with ``tar`` and imports it with
 docker-py as ``hermes-kernel-base:bookworm``. Callers hold the image lock (see
-:func:`pytest_hermes_kernel.images.ensure_image`). Needs root and the ``debootstrap`` package.
+:func:`pytest_hermes_kernel.containers.images.ensure_image`). Needs root and the ``debootstrap`` package.
 """
 
 from __future__ import annotations

@@ -29,12 +29,12 @@ import os
 import secrets
 from typing import Any, ClassVar
 
-from ..errors import ConfigError, KernelStartError
-from . import filecell_scripts as scripts
+from ...errors import ConfigError, KernelStartError
+from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
-from .base import Launched, LaunchSpec, Transport
-from .filecell_stream import FileCellStream
-from .remote import RUNNER_NAME, portable_env, runner_config, runner_source
+from ...kernel.contract import Launched, LaunchSpec, Transport
+from .stream import FileCellStream
+from ..detached import RUNNER_NAME, portable_env, runner_config, runner_source
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
 
@@ -206,7 +206,7 @@ class FileCellTransport(Transport):
             _, out = self.backend.execute(scripts.processes_command(kernel_id=kernel_id, python=self.python), 30.0)
         except Exception:  # noqa: BLE001 - unreachable: nothing seen
             return []
-        from .remote import parse_kernel_processes
+        from ..detached import parse_kernel_processes
 
         return parse_kernel_processes(out.encode())
 

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kernel import _kernel_runner as runner_module
-from .remote import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, RUNNER_NAME, SOCKET_NAME
+from ...kernel import _kernel_runner as runner_module
+from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, RUNNER_NAME, SOCKET_NAME
 
 CLIENT_NAME = "client.py"
 TOKEN_NAME = "token"

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..errors import ConfigError, TransportLostError
+from ...errors import ConfigError, TransportLostError
 
 if TYPE_CHECKING:
     import paramiko

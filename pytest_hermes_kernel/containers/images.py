@@ -11,7 +11,7 @@ The image is made in two layers, each built at most once per machine:
 
 Both run under a :class:`filelock.FileLock`, so parallel pytest-xdist workers build once and
 the others wait. ``docker`` (docker-py) is imported only inside the functions that need it.
-Run ``python -m pytest_hermes_kernel.images`` to build from a shell (CI does).
+Run ``hermes-kernel build-image`` to build from a shell (CI does).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_hermes_kernel.base_image import (
+from pytest_hermes_kernel.containers.base_image import (
     BASE_TAG,
     HINT,
     LABEL_IMAGE,
@@ -145,20 +145,14 @@ def context_dir() -> Path:
     """Find the kernel host build context, from a checkout or from an installed wheel.
 
     :returns: the directory holding the ``Dockerfile``.
-    :raises ImageBuildError: if neither ``<repo>/containers/kernel-host`` nor
-        ``pytest_hermes_kernel/_containers/kernel-host`` exists.
+    :raises ImageBuildError: if ``pytest_hermes_kernel/containers/kernel-host`` is missing.
     """
-    package = Path(__file__).resolve().parent
-    candidates = (
-        package / "_containers" / "kernel-host",  # wheel: pyproject force-include
-        package.parent / "containers" / "kernel-host",  # checkout / editable install
-    )
-    for candidate in candidates:
-        if (candidate / "Dockerfile").is_file():
-            return candidate
+    context = Path(__file__).resolve().parent / "kernel-host"  # package data: checkout and wheel alike
+    if (context / "Dockerfile").is_file():
+        return context
     raise ImageBuildError(
-        "kernel host build context not found in: " + ", ".join(map(str, candidates))
-        + "\nHint: reinstall pytest-hermes-kernel; the wheel ships containers/ as _containers/."
+        f"kernel host build context not found: {context}/Dockerfile is missing"
+        "\nHint: reinstall pytest-hermes-kernel; the wheel ships containers/kernel-host/ as package data."
     )
 
 
@@ -281,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m pytest_hermes_kernel.images")
+    parser = argparse.ArgumentParser(prog="hermes-kernel build-image")
     parser.add_argument("--tag", default=KERNEL_HOST_TAG, help="kernel host image tag")
     args = parser.parse_args(argv)
     try:

@@ -101,7 +101,7 @@ def start_kernel_host(
 ) -> Container:
     """Start a kernel host container for the docker transport (``sleep infinity`` under tini).
 
-    :param image: kernel host image (see :func:`pytest_hermes_kernel.images.ensure_image`).
+    :param image: kernel host image (see :func:`pytest_hermes_kernel.containers.images.ensure_image`).
     :param run_id: run id label.
     :param worker_id: worker id label.
     :param mem_limit_bytes: memory limit in bytes; swap is limited to the same value so that
@@ -317,8 +317,8 @@ def _require_local_image(client: docker.DockerClient, image: str) -> None:
     except docker.errors.ImageNotFound:
         raise ContainerStartError(
             f"image {image} is not on this docker engine (it is never pulled).\n"
-            "Hint: build it with `python -m pytest_hermes_kernel.images` "
-            "or pytest_hermes_kernel.images.ensure_image()."
+            "Hint: build it with `hermes-kernel build-image` "
+            "or pytest_hermes_kernel.containers.images.ensure_image()."
         ) from None
 
 
@@ -347,7 +347,7 @@ def _start(
             remove_container(created.id or "", client=created.client)
         raise ContainerStartError(
             f"could not start a container from {image}: {exc}\n"
-            f"Hint: build it with `python -m pytest_hermes_kernel.images`; is dockerd running?"
+            f"Hint: build it with `hermes-kernel build-image`; is dockerd running?"
         ) from exc
     return tc.get_wrapped_container()
 
@@ -412,7 +412,7 @@ def _fail(container: Container, message: str) -> NoReturn:
     tail = _log_tail(container)
     raise ContainerStartError(
         f"{message} (container {container.short_id}).\n-- last container log lines --\n{tail}\n"
-        "Hint: is the image built (`python -m pytest_hermes_kernel.images`)? "
+        "Hint: is the image built (`hermes-kernel build-image`)? "
         "does `docker logs` show sshd errors? is dockerd's userland proxy working?",
         container_id=container.id, log_tail=tail,
     )

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .base import LaunchSpec
+from ..kernel.contract import LaunchSpec
 
 RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
 RUNNER_NAME = "_kernel_runner.py"

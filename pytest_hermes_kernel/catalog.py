@@ -51,7 +51,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .kernel.handle import KernelOptions
-from .kernel.protocol import CellResult
+from .kernel.results import CellResult
 from .kernel.registry import KernelKey, KernelRegistry
 
 if sys.version_info >= (3, 11):

@@ -29,15 +29,15 @@ import re
 import shlex
 import threading
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..errors import ConfigError, KernelStartError, TransportLostError
-from .base import Launched, LaunchSpec, Transport
-from .remote import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+from ...errors import ConfigError, KernelStartError, TransportLostError
+from ...kernel.contract import Launched, LaunchSpec, Transport
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
                      RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
                      runner_config, runner_source)
-from .sharing import current_run_id
-from .ssh_connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from ...containers.sharing import current_run_id
+from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .sshd import SshdContainer
 
 if TYPE_CHECKING:
@@ -52,12 +52,21 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 log = logging.getLogger(__name__)
 
 
+class ConnectVia(Protocol):
+    """The TCP seam of :class:`SshTransport`: maps sshd's address to the one to dial."""
+
+    def __call__(self, host: str, port: int) -> tuple[str, int]: ...
+
+    def close(self) -> None: ...
+
+
 class SshTransport(Transport):
     """Kernels on an ssh host (see module docstring).
 
-    :param fault_proxy: connect through a loopback :class:`~pytest_hermes_kernel.faults.proxy.TcpFaultProxy`
-        in front of the sshd container (``self.proxy``), so ``hermes_transport_drop`` can reset,
-        black-hole or slow the TCP connection itself.
+    :param connect_via: a seam for whoever must sit on the TCP path: called with sshd's
+        ``(host, port)`` before each connection, it returns the address to connect to instead
+        (the fault layer's :class:`~pytest_hermes_kernel.faults.proxy.ProxyRoute` puts a loopback
+        fault proxy there for ``hermes_transport_drop``); its ``close()`` runs with the transport's.
     :param target: ``user@host:port`` of any sshd; ``None`` runs an sshd container.
     :param key_filename: private key file for ``target``.
     :param pkey: a paramiko private key for ``target``.
@@ -82,7 +91,7 @@ class SshTransport(Transport):
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
-                 container: str = "shared", fault_proxy: bool = False) -> None:
+                 container: str = "shared", connect_via: ConnectVia | None = None) -> None:
         import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -98,8 +107,7 @@ class SshTransport(Transport):
         self._home: str | None = None
         self._quiet_until = 0.0
         self._down_reason = ""
-        self.fault_proxy = fault_proxy
-        self.proxy: Any = None  # a TcpFaultProxy in front of sshd when fault_proxy (hermes_transport_drop)
+        self.connect_via = connect_via
         if container not in ("shared", "fresh"):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
@@ -149,21 +157,15 @@ class SshTransport(Transport):
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
-        from ..containers import load_private_key
+        from ...containers.lifecycle import load_private_key
 
         assert self.sshd is not None
         record = self.sshd.join()
         with open(record["key_file"], encoding="ascii") as fh:
             pkey = load_private_key(fh.read())
         host, port = record["host"], record["port"]
-        if self.fault_proxy:  # every connection goes through a loopback proxy that faults can cut
-            from ..faults.proxy import TcpFaultProxy
-
-            if self.proxy is None or self.proxy.upstream != (host, port):
-                if self.proxy is not None:
-                    self.proxy.close()
-                self.proxy = TcpFaultProxy((host, port))
-            host, port = "127.0.0.1", self.proxy.port
+        if self.connect_via is not None:  # e.g. a fault proxy that drops can cut
+            host, port = self.connect_via(host, port)
         return SshConnection(SshTarget(host, port, record["user"]), pkey=pkey,
                              host_key=record["host_key"], **common)
 
@@ -295,9 +297,8 @@ class SshTransport(Transport):
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
-        if self.proxy is not None:
-            self.proxy.close()
-            self.proxy = None
+        if self.connect_via is not None:
+            self.connect_via.close()
         if self.sshd is not None:
             self.sshd.leave()
 

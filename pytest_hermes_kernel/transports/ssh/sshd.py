@@ -1,8 +1,8 @@
 """The ssh transport's default host: an sshd container shared by every process of a run.
 
-The container comes from :func:`~pytest_hermes_kernel.containers.start_sshd` (port 22 published
+The container comes from :func:`~pytest_hermes_kernel.containers.lifecycle.start_sshd` (port 22 published
 on 127.0.0.1 only, key-only login as ``hermes``) with a key pair made for it by
-:func:`~pytest_hermes_kernel.containers.generate_keypair`. Its record (endpoint, pinned host
+:func:`~pytest_hermes_kernel.containers.lifecycle.generate_keypair`. Its record (endpoint, pinned host
 key, private key file) is shared through :class:`~.sharing.SharedResource`, so xdist workers and
 processes the run starts use one sshd; the private key is a 0600 file next to the state file,
 removed with the container by the run's last user. The host key is read from the container with
@@ -17,8 +17,8 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KernelStartError, TransportUnavailableError
-from .sharing import SharedResource, worker_id
+from ...errors import KernelStartError, TransportUnavailableError
+from ...containers.sharing import SharedResource, worker_id
 
 if TYPE_CHECKING:
     import docker
@@ -39,7 +39,7 @@ class SshdContainer:
 
     def __init__(self, *, run_id: str, image: str | None = None, mem_limit_bytes: int | None = None,
                  fresh: bool = False) -> None:
-        from ..images import docker_status
+        from ...containers.images import docker_status
 
         ok, why = docker_status()
         if not ok:
@@ -48,7 +48,7 @@ class SshdContainer:
 
         self.docker: docker.DockerClient = docker_sdk.from_env()
         self.run_id = run_id
-        from ..containers import sweep_once_per_process
+        from ...containers.lifecycle import sweep_once_per_process
 
         sweep_once_per_process(self.docker, run_id)  # leftovers of dead runs, never this run's
         self.image = image
@@ -78,7 +78,7 @@ class SshdContainer:
         if self.record is not None and self.running(self.record["container_id"]):
             return self.record
         if self._shared is None:
-            from ..images import ensure_image
+            from ...containers.images import ensure_image
 
             self.image = self.image or ensure_image(self.docker, progress=log.info)
             key = re.sub(r"\W", "_", self.image)[-40:] + f"-{self.mem_limit_bytes or 0}{self.fresh_key}"
@@ -98,7 +98,7 @@ class SshdContainer:
         self.docker.close()
 
     def _start(self) -> Record:
-        from ..containers import generate_keypair, start_sshd
+        from ...containers.lifecycle import generate_keypair, start_sshd
 
         assert self._shared is not None and self.image is not None
         private, public = generate_keypair()
@@ -126,7 +126,7 @@ class SshdContainer:
         return f"{fields[0]} {fields[1]}"
 
     def _remove(self, record: Record) -> None:
-        from ..containers import remove_container
+        from ...containers.lifecycle import remove_container
 
         try:
             remove_container(record["container_id"], client=self.docker)

@@ -239,8 +239,8 @@ class DockerExecBackend:
         :param image: image to run; ``None`` builds/uses the kernel host image.
         :raises ContainerStartError: if the container does not come up.
         """
-        from ..containers import start_kernel_host
-        from ..images import ensure_image
+        from ...containers.lifecycle import start_kernel_host
+        from ...containers.images import ensure_image
 
         container = start_kernel_host(image=image or ensure_image(progress=lambda _line: None), run_id=run_id,
                                       worker_id=worker_id, mem_limit_bytes=mem_limit_bytes)
@@ -276,7 +276,7 @@ class DockerExecBackend:
     def close(self) -> None:
         """Remove the container if :meth:`start` made it; close an owned client."""
         if self._owned_container:
-            from ..containers import remove_container
+            from ...containers.lifecycle import remove_container
 
             remove_container(self.container_id, client=self._client)
             self._owned_container = False

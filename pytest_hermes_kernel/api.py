@@ -1,0 +1,62 @@
+"""The public entry points, wired to the built-in transports.
+
+The core (:mod:`pytest_hermes_kernel.kernel`) knows no transport by name: its registry takes a
+transport factory. This module is where the defaults are chosen: :func:`start_kernel` resolves
+a transport name and :class:`KernelRegistry` uses the shared transport for ``key.transport``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ConfigError
+from .kernel.contract import Transport
+from .kernel.handle import KernelHandle
+from .kernel.options import KernelOptions
+from .kernel.registry import KernelKey
+from .kernel.registry import KernelRegistry as CoreRegistry
+from .kernel.registry import TransportFactory
+from .kernel.rpc import ToolTable
+from .transports import get_transport
+
+__all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
+
+
+def shared_transport(key: KernelKey) -> Transport:
+    """The default transport factory: the process-wide shared transport for ``key.transport``.
+
+    :raises ConfigError: if the name is unknown.
+    :raises TransportUnavailableError: if that transport cannot run here.
+    """
+    return get_transport(key.transport)
+
+
+class KernelRegistry(CoreRegistry):
+    """:class:`pytest_hermes_kernel.kernel.registry.KernelRegistry` with the default factory.
+
+    Takes every keyword of the core registry; ``transport_factory`` defaults to
+    :func:`shared_transport`.
+    """
+
+    def __init__(self, *, transport_factory: TransportFactory | None = None, **options: Any) -> None:
+        super().__init__(transport_factory=transport_factory or shared_transport, **options)
+
+
+def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Mapping[str, Any] | None = None,
+                 **options: Any) -> KernelHandle:
+    """Start a kernel and return its handle (use it as a context manager to shut it down).
+
+    :param transport: a transport name (``local``, ``docker``, ``ssh``, ``filecell``) or a
+        :class:`~pytest_hermes_kernel.kernel.contract.Transport` instance.
+    :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
+    :param options: fields of :class:`KernelOptions` (``timeout=``, ``max_output_bytes=``, ...).
+    :raises ConfigError: for an unknown transport or option.
+    :raises KernelStartError: if the kernel does not start.
+    """
+    try:
+        opts = KernelOptions(**options)
+    except TypeError as exc:
+        raise ConfigError(f"bad kernel option: {exc}") from None
+    t = get_transport(transport) if isinstance(transport, str) else transport
+    return KernelHandle(t, opts, tools=tools).start()

@@ -1,0 +1,167 @@
+"""The core's port: what the kernel core needs from a transport (ports and adapters).
+
+The core (handle, registry, channel) is written against this module alone; transports
+implement it and import the core, never the other way. A transport starts the kernel runner
+and hands back a :class:`Launched` record with a :class:`ByteStream` to it. Who calls what,
+and when:
+
+* :meth:`Transport.launch`: :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle`, once per
+  runner (the first start, and again only when the runner itself was lost).
+* :meth:`Transport.reattach`: the handle, when the stream broke but the runner may still be
+  alive (``reattachable`` transports: docker, ssh); the default refuses.
+* :meth:`Transport.kill`: the handle, as the last resort when the runner does not answer: it
+  ends the runner's whole process tree from outside and returns whether it saw it gone.
+* :meth:`Transport.alive`: the handle, to probe the runner without the channel.
+* :meth:`Transport.reap`: the handle, after the runner said goodbye: wait for it to end.
+* :meth:`Transport.cleanup`: the handle, after the kernel is gone: remove what the launch left
+  (kernel dir); never raises.
+* :meth:`Transport.runner_log`: the handle, for the error of a start that failed.
+* :meth:`Transport.sweep_stale`: the registry's reaper, for kernel dirs of dead hosts.
+* :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`:
+  the leak checker and the fault injector (other processes, other layers).
+* :meth:`Transport.close`: whoever made the transport, when done with it.
+
+Every optional capability is a method here with a default; callers never probe with
+``getattr``.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from ..errors import TransportLostError
+
+__all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport"]
+
+
+class ByteStream(Protocol):
+    """What a transport hands the channel: a bidirectional byte stream.
+
+    ``recv`` returns ``b""`` at EOF and raises :class:`TimeoutError` when nothing arrived within
+    ``timeout`` seconds (``None``: wait forever). ``close`` must make a blocked ``recv`` return.
+    """
+
+    def send(self, data: bytes) -> None: ...
+
+    def recv(self, timeout: float | None) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What a runner needs.
+
+    :param kernel_id: uuid4 hex of the kernel.
+    :param config: JSON-able runner config; goes to the runner's stdin, never argv.
+    :param env: the kernel's complete environment (already scrubbed and redacted).
+    :param cwd: working directory of cells; ``None``: the transport's default.
+    :param python: interpreter; ``None``: the transport's default.
+    """
+
+    kernel_id: str
+    config: dict[str, Any]
+    env: dict[str, str]
+    cwd: str | None = None
+    python: str | None = None
+
+
+@dataclass
+class Launched:
+    """A started runner: the typed result of :meth:`Transport.launch`.
+
+    :param stream: the channel's byte stream to the runner's supervisor.
+    :param pid: the supervisor's pid where the kernel runs (inside the container for docker).
+    :param kernel_dir: the runner's kernel dir where the kernel runs.
+    :param label: a short text for names and messages (``"pid 123"``, ``"container ab12"``).
+    :param extra: the transport's own facts about this launch (a ``Popen``, a container id);
+        only the transport that made it reads them.
+    """
+
+    stream: ByteStream
+    pid: int | None = None
+    kernel_dir: str | None = None
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Transport(ABC):
+    """Base class of local, docker, ssh, filecell and user transports."""
+
+    name: ClassVar[str] = "abstract"
+    reattachable: ClassVar[bool] = False
+    """Whether a broken stream may be re-attached to a runner that kept its state."""
+
+    @property
+    def runs_on_this_host(self) -> bool:
+        """Whether kernels run on this machine's kernel (a memory cgroup made here can hold them)."""
+        return False
+
+    @abstractmethod
+    def launch(self, spec: LaunchSpec) -> Launched:
+        """Start a kernel runner and connect to it.
+
+        :raises KernelStartError: if it cannot be started; the message says why.
+        """
+
+    def reattach(self, launched: Launched) -> ByteStream:
+        """Open a new stream to a runner whose stream broke.
+
+        :raises TransportLostError: if the runner cannot be reached (always, by default).
+        """
+        raise TransportLostError(f"the {self.name} transport cannot re-attach to a kernel runner")
+
+    @abstractmethod
+    def kill(self, launched: Launched) -> bool:
+        """SIGKILL the runner's whole process tree from outside; True when seen gone."""
+
+    @abstractmethod
+    def alive(self, launched: Launched) -> bool:
+        """Whether the runner's supervisor process still exists."""
+
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a runner that was asked to exit; True when gone.
+
+        The default probes :meth:`alive` once (a remote probe costs a round trip); a transport
+        that can wait cheaply (local: ``Popen.wait``) waits and leaves no zombie.
+        """
+        return not self.alive(launched)
+
+    def cleanup(self, launched: Launched) -> None:
+        """Remove the launch's leftovers (kernel dir, relay); never raises."""
+
+    def runner_log(self, launched: Launched, lines: int = 20) -> str:
+        """The last ``lines`` lines of the runner's log, for error messages; ``""`` if none."""
+        return ""
+
+    def sweep_stale(self, max_age_s: float) -> int:
+        """Remove kernel dirs of dead hosts or older than ``max_age_s`` seconds; how many."""
+        return 0
+
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        """Picklable facts another process needs to find this kernel (see :meth:`kernel_processes`)."""
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir}
+
+    def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
+        """Descriptions of live processes that belong to kernel ``kernel_id``, wherever it runs.
+
+        Every kernel process carries ``HERMES_KERNEL_ID`` in its environment (runner, worker and
+        what cells start); remote transports run the same scan inside the container or host.
+        """
+        from ..procs import processes_with_env
+
+        return processes_with_env("HERMES_KERNEL_ID", kernel_id)
+
+    def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
+        """Send ``sig`` to ``pid`` where the kernel runs (fault injection: ``kernel_sigkill``)."""
+        os.kill(pid, sig)
+
+    def describe(self) -> str:
+        """One line for the report header."""
+        return self.name
+
+    def close(self) -> None:
+        """Release what the transport holds (containers, connections); idempotent."""
