@@ -109,7 +109,7 @@ def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
     removed = {"containers": 0, "kernel dirs": 0, "kernel processes": 0}
     ok, why = _check_docker_engine()
     if ok:
-        from .containers.lifecycle import sweep_dead_runs
+        from .containers.sweep import sweep_dead_runs
 
         ids = sweep_dead_runs()
         removed["containers"] = len(ids)

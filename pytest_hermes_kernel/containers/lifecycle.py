@@ -1,8 +1,8 @@
-"""Start and sweep the kernel host containers that the docker and ssh transports use.
+"""Start and remove the kernel host and sshd containers that the docker and ssh transports use.
 
-Every container made here carries ``org.hermes-kernel=1`` plus the run id, the worker id, the
-host pid and the host process's start time, so :func:`sweep_dead_runs` can remove what a dead
-host left behind (and never anything else). Containers are created through testcontainers'
+Every container made here carries the run's labels (:mod:`.labels`), so
+:func:`~.sweep.sweep_dead_runs` can remove what a dead host left behind (and never anything
+else). Containers are created through testcontainers'
 ``DockerContainer`` (so its Ryuk reaper covers them where the Ryuk image exists) with the
 options testcontainers has no builder for passed through ``with_kwargs`` to docker-py.
 
@@ -12,35 +12,23 @@ bridge address. ``docker``, ``testcontainers`` and ``psutil`` are imported insid
 
 from __future__ import annotations
 
-import io
-import os
 import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_hermes_kernel.errors import HermesKernelError
 
+from .labels import run_labels
+
 if TYPE_CHECKING:
     import docker
-    import paramiko
     from docker.models.containers import Container
 
-Role = Literal["docker-kernel-host", "sshd"]
-
-LABEL = "org.hermes-kernel"
-LABEL_RUN_ID = "org.hermes-kernel.run-id"
-LABEL_WORKER_ID = "org.hermes-kernel.worker-id"
-LABEL_HOST_PID = "org.hermes-kernel.host-pid"
-LABEL_HOST_START = "org.hermes-kernel.host-start"
-LABEL_HOSTNAME = "org.hermes-kernel.hostname"
-LABEL_ROLE = "org.hermes-kernel.role"
 SSH_USER = "hermes"
 LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 30.0
-#: A host pid whose process started more than this many seconds away from the label is reused.
-HOST_START_TOLERANCE_S = 1.0
 LOG_TAIL_LINES = 20
 SSHD_COMMAND = ["/usr/sbin/sshd", "-D", "-e"]
 
@@ -61,31 +49,6 @@ class SshdEndpoint:
     port: int
     user: str
     container_id: str
-
-
-def run_labels(
-    *, run_id: str, worker_id: str, role: Role, extra: dict[str, str] | None = None
-) -> dict[str, str]:
-    """Labels for a container made by this process (the host).
-
-    :param run_id: id of the test run (shared by all xdist workers of one run).
-    :param worker_id: xdist worker id (``gw0``...) or ``master``.
-    :param role: what the container is for.
-    :param extra: more labels; they cannot override the ones above.
-    :returns: the label dict.
-    """
-    import psutil
-
-    own = {
-        LABEL: "1",
-        LABEL_RUN_ID: run_id,
-        LABEL_WORKER_ID: worker_id,
-        LABEL_HOST_PID: str(os.getpid()),
-        LABEL_HOST_START: f"{psutil.Process().create_time():.3f}",
-        LABEL_HOSTNAME: socket.gethostname(),
-        LABEL_ROLE: role,
-    }
-    return {**(extra or {}), **own}
 
 
 def start_kernel_host(
@@ -180,42 +143,6 @@ def start_sshd(
     return SshdEndpoint(host=LOOPBACK, port=port, user=SSH_USER, container_id=container.id or "")
 
 
-def generate_keypair(comment: str = "pytest-hermes-kernel") -> tuple[str, str]:
-    """Make a fresh Ed25519 key pair for one run (never a fixed password or key).
-
-    Ed25519 via ``cryptography`` (a paramiko dependency): paramiko cannot generate Ed25519
-    keys itself, and RSA-2048 generation costs ~60 ms here against well under 1 ms.
-
-    :param comment: comment appended to the public key line.
-    :returns: ``(private_key, public_key)``: the private key in OpenSSH PEM format (load it
-        with :func:`load_private_key`) and an ``authorized_keys`` line.
-    """
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519
-
-    key = ed25519.Ed25519PrivateKey.generate()
-    private = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.OpenSSH,
-        serialization.NoEncryption(),
-    ).decode("ascii")
-    public = key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
-    ).decode("ascii")
-    return private, f"{public} {comment}"
-
-
-def load_private_key(private_key: str) -> paramiko.PKey:
-    """Turn :func:`generate_keypair`'s private key into a paramiko key.
-
-    :param private_key: OpenSSH PEM text.
-    :returns: a ``paramiko.Ed25519Key``.
-    """
-    import paramiko
-
-    return paramiko.Ed25519Key.from_private_key(io.StringIO(private_key))
-
-
 def remove_container(container_id: str, *, client: docker.DockerClient | None = None) -> bool:
     """Force-remove one container by id; a container already gone is fine.
 
@@ -235,54 +162,6 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
     finally:
         if owned:
             client.close()
-
-
-def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None) -> list[str]:
-    """Remove containers whose host process (on this machine) is gone.
-
-    Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
-    A host counts as alive when its pid exists *and* that process started when the label says
-    (within 1 s), so a reused pid does not keep a dead run's containers.
-
-    :param client: docker-py client; ``None`` opens one from the environment.
-    :param keep_run_id: never remove this run's containers (its creator may have exited while
-        another xdist worker of the run still uses a shared one).
-    :returns: ids of the containers removed.
-    """
-    import docker
-
-    owned = client is None
-    client = docker.from_env() if client is None else client
-    removed: list[str] = []
-    try:
-        for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
-            labels = summary.get("Labels") or {}
-            if keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id:
-                continue
-            if _host_is_gone(labels) and remove_container(summary["Id"], client=client):
-                removed.append(summary["Id"])
-    finally:
-        if owned:
-            client.close()
-    return removed
-
-
-def _host_is_gone(labels: dict[str, str]) -> bool:
-    import psutil
-
-    if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
-        return False
-    try:
-        pid = int(labels[LABEL_HOST_PID])
-        started = float(labels[LABEL_HOST_START])
-    except (KeyError, ValueError):
-        return False  # not made by start_* here: never ours to judge
-    try:
-        return abs(psutil.Process(pid).create_time() - started) > HOST_START_TOLERANCE_S
-    except psutil.NoSuchProcess:
-        return True
-    except psutil.Error:
-        return False  # exists but unreadable (another user): keep
 
 
 def _limits(mem_limit_bytes: int | None, cpus: float | None) -> dict[str, Any]:
@@ -425,16 +304,3 @@ def _log_tail(container: Container) -> str:
         return f"<no logs: {exc}>"
 
 
-_swept_at_start = False
-
-
-def sweep_once_per_process(client: docker.DockerClient, run_id: str) -> None:
-    """At a session's first use of docker: remove containers of dead runs (never this run's)."""
-    global _swept_at_start
-    if _swept_at_start:
-        return
-    _swept_at_start = True
-    try:
-        sweep_dead_runs(client, keep_run_id=run_id)
-    except Exception:  # noqa: BLE001 - a failed sweep must not stop the run; `hermes-kernel sweep` retries
-        pass

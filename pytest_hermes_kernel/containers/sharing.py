@@ -14,7 +14,7 @@ joins (or starts the resource when there is none, or it is no longer usable);
 :meth:`SharedResource.release` leaves, and the last member stops the resource and removes the
 state file. Members whose process is gone (a SIGKILLed worker) are dropped whenever the file is
 read, so a crash does not keep the container forever; if every member crashed, the label sweep
-(:func:`~pytest_hermes_kernel.containers.lifecycle.sweep_dead_runs`) removes it.
+(:func:`~pytest_hermes_kernel.containers.sweep.sweep_dead_runs`) removes it.
 
 The lock is an ``flock`` on the run's lock file, held to read and write the state file and, for
 the first user, to start the container. The last member removes the lock file too, while holding

@@ -10,7 +10,6 @@ its state, so the next cell re-attaches).
 from __future__ import annotations
 
 import signal
-import socket
 import threading
 import time
 from collections.abc import Sequence

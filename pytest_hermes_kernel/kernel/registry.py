@@ -19,8 +19,6 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
 from __future__ import annotations
 
 import atexit
-import os
-import shutil
 import threading
 import time
 import weakref

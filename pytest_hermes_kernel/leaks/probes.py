@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import weakref
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_hermes_kernel.containers import base_image, images
+from pytest_hermes_kernel.containers import keys, labels, sweep
 from pytest_hermes_kernel.containers import lifecycle as containers
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def run_id() -> str:
 
 @pytest.fixture
 def keypair() -> tuple[str, str]:
-    return containers.generate_keypair()
+    return keys.generate_keypair()
 
 
 @pytest.fixture
@@ -105,7 +106,7 @@ def test_sshd_banner_is_readable_on_loopback(sshd: containers.SshdEndpoint) -> N
 def test_key_login_as_hermes_runs_python(
     sshd: containers.SshdEndpoint, keypair: tuple[str, str]
 ) -> None:
-    client = _ssh_connect(sshd, pkey=containers.load_private_key(keypair[0]))
+    client = _ssh_connect(sshd, pkey=keys.load_private_key(keypair[0]))
     try:
         _, stdout, _ = client.exec_command("python3 -c 'print(1)'; id -un")
         assert stdout.read().decode().split() == ["1", "hermes"]
@@ -133,9 +134,9 @@ def test_only_publickey_is_offered_and_password_is_refused(
 def test_a_key_not_handed_to_the_container_is_refused(sshd: containers.SshdEndpoint) -> None:
     import paramiko
 
-    other_private, _ = containers.generate_keypair()
+    other_private, _ = keys.generate_keypair()
     with pytest.raises(paramiko.AuthenticationException):
-        _ssh_connect(sshd, pkey=containers.load_private_key(other_private)).close()
+        _ssh_connect(sshd, pkey=keys.load_private_key(other_private)).close()
 
 
 def test_kernel_host_has_no_network_and_runs_python(kernel_host: Any) -> None:
@@ -177,27 +178,31 @@ def _dead_pid() -> tuple[int, float]:
 
 
 def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
-    kernel_image: str, run_id: str, docker_client: docker.DockerClient
+    kernel_image: str, docker_client: docker.DockerClient
 ) -> None:
     import psutil
 
+    from pytest_hermes_kernel.containers.sharing import current_run_id
+
     dead_pid, dead_start = _dead_pid()
     me = psutil.Process()
-    base = containers.run_labels(run_id=run_id, worker_id="test", role="docker-kernel-host")
+    # this run's own id: the session-start sweeps of this run's other xdist workers leave these
+    # alone (they keep their own run), so only the sweep under test can remove them
+    base = labels.run_labels(run_id=current_run_id(), worker_id="test", role="docker-kernel-host")
     cases = {
-        "dead": {**base, containers.LABEL_HOST_PID: str(dead_pid),
-                 containers.LABEL_HOST_START: f"{dead_start:.3f}"},
-        "reused": {**base, containers.LABEL_HOST_START: f"{me.create_time() - 3600:.3f}"},
+        "dead": {**base, labels.LABEL_HOST_PID: str(dead_pid),
+                 labels.LABEL_HOST_START: f"{dead_start:.3f}"},
+        "reused": {**base, labels.LABEL_HOST_START: f"{me.create_time() - 3600:.3f}"},
         "alive": base,
         "unlabelled": None,
     }
     ids: dict[str, str] = {}
     try:
-        for name, labels in cases.items():
+        for name, case_labels in cases.items():
             ids[name] = docker_client.containers.run(
-                kernel_image, detach=True, network_mode="none", labels=labels
+                kernel_image, detach=True, network_mode="none", labels=case_labels
             ).id
-        removed = containers.sweep_dead_runs(docker_client)
+        removed = sweep.sweep_dead_runs(docker_client)
         assert {ids["dead"], ids["reused"]} <= set(removed)
         assert not {ids["alive"], ids["unlabelled"]} & set(removed)
         left = {c.id for c in docker_client.containers.list(all=True)}

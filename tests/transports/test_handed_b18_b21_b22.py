@@ -103,7 +103,8 @@ def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, monkeypatc
 def test_b22_sshd_port_is_usable_right_after_start(hermes_transport) -> None:
     import paramiko
 
-    from pytest_hermes_kernel.containers.lifecycle import generate_keypair, load_private_key, remove_container, start_sshd
+    from pytest_hermes_kernel.containers.keys import generate_keypair, load_private_key
+    from pytest_hermes_kernel.containers.lifecycle import remove_container, start_sshd
     from pytest_hermes_kernel.containers.images import ensure_image
 
     image = ensure_image(progress=lambda _m: None)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
-from pytest_hermes_kernel.containers.lifecycle import load_private_key
+from pytest_hermes_kernel.containers.keys import load_private_key
 from pytest_hermes_kernel.faults.harness import HarnessKernel
 from pytest_hermes_kernel.transports import get_transport, make_transport
 from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT

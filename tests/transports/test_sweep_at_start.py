@@ -56,7 +56,7 @@ def test_dead_runs_are_swept_at_a_sessions_first_docker_use() -> None:
 
 def test_the_current_runs_containers_are_never_swept(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its creator may have exited while another xdist worker of the run still uses it (B21)."""
-    from pytest_hermes_kernel.containers import lifecycle as containers
+    from pytest_hermes_kernel.containers import sweep as containers
 
     dead_host = {"org.hermes-kernel": "1", "org.hermes-kernel.host-pid": "999999",
                  "org.hermes-kernel.host-start": "1", "org.hermes-kernel.hostname": socket.gethostname()}

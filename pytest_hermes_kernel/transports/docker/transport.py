@@ -89,7 +89,7 @@ class DockerTransport(Transport):
         self.orphan_timeout = orphan_timeout
         self.python = python
         self.run_id = run_id or current_run_id()
-        from ...containers.lifecycle import sweep_once_per_process
+        from ...containers.sweep import sweep_once_per_process
 
         sweep_once_per_process(self.client, self.run_id)  # leftovers of dead runs, never this run's
         self._image = image

@@ -48,7 +48,7 @@ class SshdContainer:
 
         self.docker: docker.DockerClient = docker_sdk.from_env()
         self.run_id = run_id
-        from ...containers.lifecycle import sweep_once_per_process
+        from ...containers.sweep import sweep_once_per_process
 
         sweep_once_per_process(self.docker, run_id)  # leftovers of dead runs, never this run's
         self.image = image
@@ -98,7 +98,8 @@ class SshdContainer:
         self.docker.close()
 
     def _start(self) -> Record:
-        from ...containers.lifecycle import generate_keypair, start_sshd
+        from ...containers.keys import generate_keypair
+        from ...containers.lifecycle import start_sshd
 
         assert self._shared is not None and self.image is not None
         private, public = generate_keypair()

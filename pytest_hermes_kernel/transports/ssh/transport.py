@@ -157,7 +157,7 @@ class SshTransport(Transport):
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
-        from ...containers.lifecycle import load_private_key
+        from ...containers.keys import load_private_key
 
         assert self.sshd is not None
         record = self.sshd.join()

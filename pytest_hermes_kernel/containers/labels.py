@@ -1,0 +1,79 @@
+"""Labels on everything a run creates in docker, and who counts as that run's live host.
+
+Every container the kit makes carries ``org.hermes-kernel=1`` plus the run id, the worker id,
+the host pid, the host process's start time, the hostname and its role; a sweep removes a
+container only when these labels say its host is gone (:func:`host_is_gone`).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Literal
+
+__all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
+           "LABEL_HOSTNAME", "LABEL_ROLE", "Role", "run_labels", "host_is_gone"]
+
+Role = Literal["docker-kernel-host", "sshd"]
+
+LABEL = "org.hermes-kernel"
+LABEL_RUN_ID = "org.hermes-kernel.run-id"
+LABEL_WORKER_ID = "org.hermes-kernel.worker-id"
+LABEL_HOST_PID = "org.hermes-kernel.host-pid"
+LABEL_HOST_START = "org.hermes-kernel.host-start"
+LABEL_HOSTNAME = "org.hermes-kernel.hostname"
+LABEL_ROLE = "org.hermes-kernel.role"
+#: A host pid whose process started more than this many seconds away from the label is reused.
+HOST_START_TOLERANCE_S = 1.0
+
+
+def run_labels(
+    *, run_id: str, worker_id: str, role: Role, extra: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Labels for a container made by this process (the host).
+
+    :param run_id: id of the test run (shared by all xdist workers of one run).
+    :param worker_id: xdist worker id (``gw0``...) or ``master``.
+    :param role: what the container is for.
+    :param extra: more labels; they cannot override the ones above.
+    :returns: the label dict.
+    """
+    import psutil
+
+    own = {
+        LABEL: "1",
+        LABEL_RUN_ID: run_id,
+        LABEL_WORKER_ID: worker_id,
+        LABEL_HOST_PID: str(os.getpid()),
+        LABEL_HOST_START: f"{psutil.Process().create_time():.3f}",
+        LABEL_HOSTNAME: socket.gethostname(),
+        LABEL_ROLE: role,
+    }
+    return {**(extra or {}), **own}
+
+
+def host_is_gone(labels: dict[str, str]) -> bool:
+    """Whether the host that made a labelled container is gone (on this machine).
+
+    A host counts as alive when its pid exists *and* that process started when the label says
+    (within :data:`HOST_START_TOLERANCE_S`), so a reused pid does not keep a dead run's
+    containers. Containers of other hostnames, unlabelled ones and unreadable processes are
+    never judged gone.
+
+    :param labels: the container's labels.
+    """
+    import psutil
+
+    if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
+        return False
+    try:
+        pid = int(labels[LABEL_HOST_PID])
+        started = float(labels[LABEL_HOST_START])
+    except (KeyError, ValueError):
+        return False  # not made by start_* here: never ours to judge
+    try:
+        return abs(psutil.Process(pid).create_time() - started) > HOST_START_TOLERANCE_S
+    except psutil.NoSuchProcess:
+        return True
+    except psutil.Error:
+        return False  # exists but unreadable (another user): keep
