@@ -106,6 +106,45 @@ for name in os.listdir('/proc'):
 """
 
 
+#: argv[1]: a kernel id. SIGKILLs every live process whose environment carries
+#: ``HERMES_KERNEL_ID=<id>`` until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
+#: For a launch that failed before the runner's pid was known: nothing it started may outlive it.
+KILL_KERNEL_SCRIPT = r"""
+import os, sys, time
+want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
+def members():
+    out = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open('/proc/%s/environ' % name, 'rb') as fh:
+                env = fh.read().split(b'\0')
+            with open('/proc/%s/stat' % name, 'rb') as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        if want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z':
+            out.append(int(name))
+    return out
+deadline = time.monotonic() + 5.0
+while True:
+    pids = members()
+    if not pids:
+        print('gone')
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    if time.monotonic() > deadline:
+        print('left', *pids)
+        break
+    time.sleep(0.02)
+"""
+
+
 def runner_source() -> bytes:
     """The kernel runner file, shipped verbatim (it imports nothing of this package)."""
     return RUNNER_PATH.read_bytes()

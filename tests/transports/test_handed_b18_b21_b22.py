@@ -30,10 +30,7 @@ def _noise(stop: threading.Event) -> None:
 
 @pytest.mark.parametrize("cap", [None, CAP], ids=["no-cap", f"cap-{CAP}"])
 def test_b18_concurrent_starts_all_succeed_and_leave_nothing(hermes_transport, cap) -> None:
-    # ssh: 16 concurrent launches over one connection can fail to report ready and leave the
-    # started runner behind (a known defect, see the closing note): half the load there
-    n_kernels = N_KERNELS // 2 if hermes_transport.name == "ssh" else N_KERNELS
-    cap = cap and (cap // 2 if hermes_transport.name == "ssh" else cap)
+    n_kernels = N_KERNELS
     stop = threading.Event()
     noise = threading.Thread(target=_noise, args=(stop,), daemon=True)
     noise.start()

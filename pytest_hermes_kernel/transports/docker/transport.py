@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
+                     LOG_TAIL_LINES,
                      RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
                      runner_config, runner_source)
 from ...containers.sharing import SharedResource, current_run_id, worker_id
@@ -207,14 +208,29 @@ class DockerTransport(Transport):
             self._put_runner(cid, spec.kernel_id)
             pid = self._start_runner(cid, kdir, spec)
             stream = self._relay(cid, kdir, spec.python)
-        except Exception as exc:
-            self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": cid}))
-            if isinstance(exc, KernelStartError):
+        except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
+            self._end_failed_launch(cid, kdir, spec.kernel_id)
+            if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n"
                                    "Hint: does the image have python3? is the container running?") from None
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}",
                         extra={"container": cid, "python": spec.python or self.python})
+
+    def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None:
+        """A launch failed: end every process it may have started (found by the kernel id in
+        their environment: the runner's pid may never have been reported), then its dir."""
+        try:
+            if self.container_running(container_id):
+                # as the kernel's user: docker's root cannot read other users' environ here
+                code, out = self._run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
+                if code != 0 or out.strip() != b"gone":
+                    log.warning("failed launch of kernel %s in %s: could not end all its processes: %r",
+                                kernel_id, container_id[:12], out[-200:])
+        except Exception as exc:  # noqa: BLE001 - engine errors: the launch error is what the user needs
+            log.warning("failed launch of kernel %s in %s: could not end its processes: %s",
+                        kernel_id, container_id[:12], exc)
+        self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
     def _put_runner(self, container_id: str, kernel_id: str) -> None:
         uid, gid = self._owner(container_id)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import docker
 
 HOST_KEY_FILE = "/etc/ssh/ssh_host_ed25519_key.pub"
+#: ``MaxSessions`` of the kit's sshd container (containers/kernel-host/sshd_hermes.conf).
+CONTAINER_MAX_SESSIONS = 64
 Record = dict[str, Any]
 
 log = logging.getLogger(__name__)

@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
+                     LOG_TAIL_LINES,
                      RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
                      runner_config, runner_source)
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
-from .sshd import SshdContainer
+from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
@@ -47,6 +48,8 @@ KERNEL_ROOT = ".hermes-kernels"
 ENV_FILE = "env.sh"
 READY_TIMEOUT = 30.0
 PROBE_TIMEOUT = 15.0
+#: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
+DEFAULT_MAX_SESSIONS = 10
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,9 @@ class SshTransport(Transport):
     :param keepalive_interval: seconds between keepalive requests (replies wanted).
     :param keepalive_missed: unanswered intervals before the connection counts as dead.
     :param connect_timeout: seconds for connect, banner and authentication each.
+    :param max_sessions: channels open at once on the one connection (the server's
+        ``MaxSessions``; each kernel holds one); ``None``: OpenSSH's default 10 for a
+        ``target``, 64 for the kit's sshd container. Past it a launch waits for a free session.
     :param orphan_timeout: seconds a runner lives with no host attached; ``None`` keeps the
         kernel option's value.
     :param python: interpreter on the ssh host.
@@ -91,7 +97,8 @@ class SshTransport(Transport):
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
-                 container: str = "shared", connect_via: ConnectVia | None = None) -> None:
+                 container: str = "shared", connect_via: ConnectVia | None = None,
+                 max_sessions: int | None = None) -> None:
         import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -108,6 +115,7 @@ class SshTransport(Transport):
         self._quiet_until = 0.0
         self._down_reason = ""
         self.connect_via = connect_via
+        self.max_sessions = max_sessions
         if container not in ("shared", "fresh"):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
@@ -153,7 +161,8 @@ class SshTransport(Transport):
 
     def _connect(self) -> SshConnection:
         common = dict(keepalive_interval=self.keepalive_interval, keepalive_missed=self.keepalive_missed,
-                      connect_timeout=self.connect_timeout)
+                      connect_timeout=self.connect_timeout,
+                      max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
@@ -181,9 +190,9 @@ class SshTransport(Transport):
         try:
             pid = self._start_runner(conn, kdir, spec, python)
             chan = conn.open_exec(f"exec {shlex.quote(python)} -B {shlex.quote(runner)} relay {shlex.quote(sock)}")
-        except (TransportLostError, TimeoutError, KernelStartError) as exc:
-            self._remove_dir(conn, kdir)
-            if isinstance(exc, KernelStartError):
+        except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
+            self._end_failed_launch(conn, kdir, spec.kernel_id, python)
+            if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
@@ -209,6 +218,19 @@ class SshTransport(Transport):
         finally:
             sftp.close()
 
+    def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None:
+        """A launch failed: end every process it may have started (found by the kernel id in
+        their environment: the runner's pid may never have been reported), then its dir."""
+        try:
+            code, out = self._script(conn, KILL_KERNEL_SCRIPT, kernel_id, python=python)
+            if code != 0 or out.strip() != b"gone":
+                log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
+                            kernel_id, conn.target, out[-200:])
+        except (TransportLostError, TimeoutError) as exc:
+            log.warning("failed launch of kernel %s on %s: could not end its processes: %s",
+                        kernel_id, conn.target, exc)
+        self._remove_dir(conn, kdir)
+
     def _start_runner(self, conn: SshConnection, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
         env_file = f"{kdir}/{ENV_FILE}"
@@ -219,7 +241,7 @@ class SshTransport(Transport):
         if pid is None:
             raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
                                    f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
-                                   f"Hint: is {python!r} a python3 on the ssh host's PATH?")
+                                   + _start_hint(code, python))
         return pid
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -348,3 +370,14 @@ def _env_script(env: dict[str, str]) -> bytes:
     """``export NAME='value'`` lines for a POSIX shell (names that are not identifiers are left out)."""
     lines = [f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()) if _ENV_NAME.match(k)]
     return "".join(lines).encode("utf-8")
+
+
+def _start_hint(code: int | None, python: str) -> str:
+    """What to check when ``serve --listen`` did not print its ``ready`` line."""
+    if code == 127:
+        return f"Hint: {python!r} was not found on the ssh host's PATH; pass python= the interpreter's path."
+    if code == 126:
+        return f"Hint: {python!r} on the ssh host is not executable by the login user."
+    if code is None:
+        return "Hint: the ssh channel closed before the command ended; is the host or its sshd going down?"
+    return f"Hint: {python!r} ran but the runner did not start; its stderr above says why."
