@@ -3,6 +3,7 @@
 One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 
 * ``pytest_hermes_kernel.plugin.settings``: options, ini keys, env vars, marker registration
+* ``pytest_hermes_kernel.plugin.markers``: every ``hermes_*`` marker checked before its test runs
 * ``pytest_hermes_kernel.plugin.report``: header, outcome tracking, terminal summary, xdist merge
 * ``pytest_hermes_kernel.plugin.fixtures``: ``hermes_transport``, ``hermes_kernel[_factory]``, ``hermes_registry``
 * ``pytest_hermes_kernel.plugin.faults``: fault markers and the ``hermes_faults`` fixture
@@ -14,6 +15,7 @@ Everything that imports pytest lives in this subpackage; the kernel core never d
 
 pytest_plugins = [
     "pytest_hermes_kernel.plugin.settings",
+    "pytest_hermes_kernel.plugin.markers",
     "pytest_hermes_kernel.plugin.report",
     "pytest_hermes_kernel.plugin.faults",  # before fixtures, which imports it (else: PytestAssertRewriteWarning)
     "pytest_hermes_kernel.plugin.fixtures",

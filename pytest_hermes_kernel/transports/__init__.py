@@ -15,7 +15,7 @@ from ..errors import ConfigError, TransportUnavailableError
 from ..kernel.contract import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
-           "TRANSPORT_NAMES", "close_shared_transports", "make_transport", "transport_names"]
+           "TRANSPORT_NAMES", "close_shared_transports", "make_transport", "transport_factory", "transport_names"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
@@ -72,6 +72,15 @@ def _builtin(name: str) -> Callable[..., Transport]:
 
         return FileCellTransport
     raise ConfigError(f"unknown transport {name!r}; known: {', '.join(TRANSPORT_NAMES + tuple(_factories))}")
+
+
+def transport_factory(name: str) -> Callable[..., Transport]:
+    """The factory (a class or callable) behind ``name``; imports that transport's module.
+
+    :raises ConfigError: if ``name`` is unknown.
+    """
+    with _lock:
+        return _factories.get(name) or _builtin(name)
 
 
 def make_transport(name: str, **options: Any) -> Transport:

@@ -116,9 +116,10 @@ def test_bad_marker_errors_the_test_that_has_it(pytester, run):
         "test_bad.py::test_bad_value[[]local[]]: bad hermes_kernel marker: "
         "timeout must be a number of seconds >= 0 or None, not 'soon'",
         "*ERROR at setup of test_positional[[]local[]]*",
-        "test_bad.py::test_positional[[]local[]]: hermes_kernel(...) takes keyword arguments only, got positional (5,)",
+        "test_bad.py::test_positional[[]local[]]: @pytest.mark.hermes_kernel(...) takes keyword arguments only, "
+        "got positional (5,)",
         "*ERROR at setup of test_unknown_option[[]local[]]*",
-        "test_bad.py::test_unknown_option[[]local[]]: bad hermes_kernel marker: *'no_such_option'*",
+        "test_bad.py::test_unknown_option[[]local[]]: unknown keyword 'no_such_option' of @pytest.mark.hermes_kernel*",
         "*ERROR at setup of test_tools_not_a_dict[[]local[]]*",
         "test_bad.py::test_tools_not_a_dict[[]local[]]: bad hermes_kernel marker: tools must be a dict*",
     ])

@@ -1,0 +1,150 @@
+"""Every ``hermes_*`` marker is checked before its test runs: no marker silently does nothing.
+
+At collection each test's markers are validated; a problem is kept on the item and the test
+errors at setup with one message (printed once), before any fixture runs:
+
+* a marker that needs a kernel fixture on a test that uses none names the marker and the
+  fixtures that would honour it (a fault marker on a test without ``hermes_kernel`` is a test
+  that passes without its fault);
+* an unknown transport name in ``hermes_transports(...)`` or ``hermes_kernel(transport=...)``
+  is an error listing the known names, with a did-you-mean;
+* an unknown keyword of ``hermes_kernel(...)`` is reported as that: an unknown keyword of that
+  marker (with a did-you-mean), not as a failure of the transport;
+* bad arguments of a fault marker are reported with the marker's signature.
+
+Turn this plugin off with ``-p no:pytest_hermes_kernel.plugin.markers`` (not recommended).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import inspect
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from ..errors import ConfigError
+from ..faults.spec import MARKERS as FAULT_MARKERS
+from ..kernel.options import KernelOptions
+from ..transports import transport_factory, transport_names
+
+_problem_key = pytest.StashKey[str]()
+
+KERNEL_FIXTURES = ("hermes_kernel", "hermes_kernel_factory")
+"""Fixtures that start kernels with the test's fault markers applied."""
+OPTION_FIXTURES = ("hermes_kernel", "hermes_kernel_factory", "hermes_registry")
+"""Fixtures that start kernels with ``hermes_kernel(...)``'s kernel options."""
+MARKER_ONLY_KEYS = ("transport", "tools")
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def transport_option_names() -> dict[str, set[str]]:
+    """Keyword options each known transport accepts (from its factory's signature)."""
+    names: dict[str, set[str]] = {}
+    for name in transport_names():
+        try:
+            factory = transport_factory(name)
+            params = inspect.signature(factory).parameters.values()
+        except (ConfigError, ImportError, TypeError, ValueError):
+            continue
+        names[name] = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return names
+
+
+def _unknown_transport(name: object, where: str) -> str | None:
+    known = transport_names()
+    if isinstance(name, str) and name in known:
+        return None
+    return (f"{where}: unknown transport {name!r}{did_you_mean(str(name), known)} "
+            f"(known: {', '.join(known)}; a backend registers its own with register_transport())")
+
+
+def _check_transports_marker(item: pytest.Item) -> list[str]:
+    problems = []
+    for mark in item.iter_markers("hermes_transports"):
+        if mark.kwargs or not mark.args:
+            problems.append("@pytest.mark.hermes_transports(*names) takes transport names, e.g. "
+                            "hermes_transports('docker', 'ssh')")
+        problems += [p for n in mark.args if (p := _unknown_transport(n, "@pytest.mark.hermes_transports"))]
+        if "hermes_transport" not in item.fixturenames:
+            problems.append("@pytest.mark.hermes_transports(...) on a test that uses no hermes_* kernel fixture "
+                            "does nothing; use hermes_transport, hermes_kernel, hermes_kernel_factory or "
+                            "hermes_registry")
+    return problems
+
+
+def _check_kernel_marker(item: pytest.Item) -> list[str]:
+    marks = list(item.iter_markers("hermes_kernel"))
+    if not marks:
+        return []
+    fields = {f.name for f in dataclasses.fields(KernelOptions)}
+    by_transport = transport_option_names()
+    transport_keys = set().union(*by_transport.values()) if by_transport else set()
+    problems, kernel_keys = [], set()
+    for mark in marks:
+        if mark.args:
+            problems.append(f"@pytest.mark.hermes_kernel(...) takes keyword arguments only, got positional {mark.args!r}")
+        for key, value in mark.kwargs.items():
+            if key == "transport":
+                problems += [p for p in [_unknown_transport(value, "@pytest.mark.hermes_kernel(transport=...)")] if p]
+            elif key in fields or key == "tools":
+                kernel_keys.add(key)
+            elif key not in transport_keys:
+                known = sorted(fields | transport_keys | set(MARKER_ONLY_KEYS))
+                problems.append(f"unknown keyword {key!r} of @pytest.mark.hermes_kernel{did_you_mean(key, known)} "
+                                "(it takes KernelOptions fields, tools=, transport= and transport options)")
+    if kernel_keys and not set(OPTION_FIXTURES) & set(item.fixturenames):
+        problems.append(f"@pytest.mark.hermes_kernel({', '.join(sorted(kernel_keys))}=...) sets kernel options, but "
+                        f"the test uses none of the fixtures that honour them ({', '.join(OPTION_FIXTURES)})")
+    elif marks and "hermes_transport" not in item.fixturenames:
+        problems.append("@pytest.mark.hermes_kernel(...) on a test that uses no hermes_* kernel fixture does nothing; "
+                        f"use one of {', '.join(OPTION_FIXTURES)} or hermes_transport")
+    return problems
+
+
+def _check_fault_markers(item: pytest.Item) -> list[str]:
+    problems = []
+    for name, parse in FAULT_MARKERS.items():
+        for mark in item.iter_markers(name):
+            try:
+                parse(*mark.args, **mark.kwargs)
+            except (TypeError, ConfigError) as exc:
+                problems.append(f"bad @pytest.mark.{name}{_signature(parse)}: {exc}")
+            if not set(KERNEL_FIXTURES) & set(item.fixturenames):
+                problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
+                                f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
+                                "would pass without its fault")
+    return problems
+
+
+def _signature(func: Callable[..., object]) -> str:
+    return str(inspect.signature(func)).split(" ->")[0]
+
+
+CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (
+    _check_transports_marker, _check_kernel_marker, _check_fault_markers)
+
+
+def marker_problems(item: pytest.Item) -> list[str]:
+    """Every problem with ``item``'s ``hermes_*`` markers (empty when they are fine)."""
+    return [p for check in CHECKS for p in check(item)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        problems = list(dict.fromkeys(marker_problems(item)))
+        if problems:
+            item.stash[_problem_key] = "\n".join(problems)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    problem = item.stash.get(_problem_key, None)
+    if problem is not None:
+        pytest.fail(f"{item.nodeid}: {problem}", pytrace=False)

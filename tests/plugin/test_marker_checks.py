@@ -1,0 +1,75 @@
+"""No marker silently does nothing (issue #9 point 2): each ``hermes_*`` marker problem makes
+its test error at setup, once, with a message that names the marker and the fix."""
+
+from __future__ import annotations
+
+import pytest
+
+SUITE = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_fault_without_kernel():
+    pass
+
+@pytest.mark.hermes_oom(limit_bytes=64 * 2**20)
+def test_oom_with_transport_only(hermes_transport):
+    pass
+
+@pytest.mark.hermes_kernel(timeout=2)
+def test_kernel_options_without_kernel():
+    pass
+
+@pytest.mark.hermes_transports("dokcer")
+def test_transport_typo(hermes_kernel):
+    pass
+
+@pytest.mark.hermes_kernel(timout=2)
+def test_keyword_typo(hermes_kernel):
+    pass
+
+@pytest.mark.hermes_kernel_sigkill(after_cel=1)
+def test_fault_argument_typo(hermes_kernel):
+    pass
+
+@pytest.mark.hermes_kernel(transport="lcoal")
+def test_pinned_transport_typo(hermes_kernel):
+    pass
+
+@pytest.mark.hermes_kernel(timeout=5)
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_fine(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+"""
+
+
+EXPECTED = {
+    "test_fault_without_kernel": "hermes_host_sigkill needs a kernel to fault, but the test uses none of the "
+                                 "fixtures that apply it (hermes_kernel, hermes_kernel_factory)",
+    "test_oom_with_transport_only": "hermes_oom needs a kernel to fault",
+    "test_kernel_options_without_kernel": "hermes_kernel(timeout=...) sets kernel options, but the test uses "
+                                          "none of the fixtures that honour them",
+    "test_transport_typo": "unknown transport 'dokcer'; did you mean 'docker'?",
+    "test_keyword_typo": "unknown keyword 'timout' of @pytest.mark.hermes_kernel; did you mean 'timeout'?",
+    "test_fault_argument_typo": "bad @pytest.mark.hermes_kernel_sigkill(*, after_cell",
+    "test_pinned_transport_typo": "unknown transport 'lcoal'; did you mean 'local'?",
+}
+
+
+def _error_of(result: pytest.RunResult, test: str) -> str:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if f"ERROR at setup of {test}" in line)
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("_____")), len(lines))
+    return "\n".join(lines[start:end])
+
+
+def test_each_marker_problem_errors_its_own_test_once_naming_the_fix(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_markers=SUITE)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=len(EXPECTED))
+    wrong = {}
+    for test, expected in EXPECTED.items():
+        text = _error_of(result, test)
+        if text.count(expected) != 1:
+            wrong[test] = text
+    assert not wrong, "\n\n".join(f"{t}: expected once: {EXPECTED[t]!r}\n{text}" for t, text in wrong.items())
