@@ -35,7 +35,7 @@ class MemoryCgroup:
         return os.path.join(self.path, "memory.oom_control" if self.version == 1 else "memory.events")
 
     def oom_kills(self) -> int | None:
-        from ..kernel._kernel_runner import read_oom_kills
+        from ..kernel.runner.procfs import read_oom_kills
 
         return read_oom_kills(self.oom_counter_file)
 

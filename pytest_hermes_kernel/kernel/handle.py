@@ -1,7 +1,7 @@
 """KernelHandle: one kernel on one transport: execute, interrupt, restart, shutdown.
 
 The handle is transport-neutral. It speaks the frame protocol to the kernel runner's
-supervisor (see ``_kernel_runner``) over whatever byte stream the transport opened, runs the
+supervisor (see :mod:`.runner`) over whatever byte stream the transport opened, runs the
 timeout ladder of :mod:`.watchdog`, serves tool calls under the running cell's authority and
 turns every loss of state into a reported ``state_lost`` with a reason.
 """

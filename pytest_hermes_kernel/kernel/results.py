@@ -1,7 +1,7 @@
 """Wire format and the result schema shared by every transport.
 
 Frames are length-prefixed (``u32 total | u32 header | JSON header | blobs``); the codec lives
-in the kernel runner (stdlib only) and is re-exported here. The dataclasses are the one result
+in the kernel runner (``runner/frames.py``, stdlib only) and is re-exported here: one codec. The dataclasses are the one result
 shape of DESIGN.md section 7, identical for local, docker, ssh and execute-only backends.
 """
 
@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._kernel_runner import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
+from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
 
 __all__ = [
     "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "encode_frame",

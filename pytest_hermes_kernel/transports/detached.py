@@ -1,8 +1,8 @@
-"""What the docker and ssh transports share: the runner file, its config, and in-place scripts.
+"""What the docker and ssh transports share: the runner's config, its ``ready`` line, in-place scripts.
 
-Both start the same detached runner (``_kernel_runner.py serve --listen <dir>/sock``), attach
-through ``_kernel_runner.py relay <dir>/sock`` and end a kernel by killing its runner's whole
-*session*: the runner calls ``setsid``, so its pid is its session id, and every process a cell
+Both write the runner file (:mod:`.runner_zipapp`) into the kernel dir, start the same detached
+runner (``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock``), attach
+through ``... relay <dir>/sock`` and end a kernel by killing its runner's whole *session*: the runner calls ``setsid``, so its pid is its session id, and every process a cell
 started (in any process group) is found by scanning ``/proc/*/stat`` where the kernel runs.
 The scripts here are run with ``python3 -c`` on the far side, so they work on any host that can
 run the kernel at all (no procps needed).
@@ -12,13 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from ..kernel.contract import LaunchSpec
 
-RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
-RUNNER_NAME = "_kernel_runner.py"
 SOCKET_NAME = "sock"
 PIDFILE_NAME = "runner.pid"
 LOG_NAME = "runner.log"
@@ -143,11 +140,6 @@ while True:
         break
     time.sleep(0.02)
 """
-
-
-def runner_source() -> bytes:
-    """The kernel runner file, shipped verbatim (it imports nothing of this package)."""
-    return RUNNER_PATH.read_bytes()
 
 
 def portable_env(env: dict[str, str]) -> dict[str, str]:

@@ -1,7 +1,8 @@
 """Local transport: the kernel runner as a child process of the host.
 
-The runner starts in its own session (``start_new_session=True``), so it and everything the
-kernel starts can be found and killed together. The channel is one end of a socketpair passed by
+The runner file (:mod:`.runner_zipapp`) is written into the kernel's private dir and run from
+there, as on every other transport. It starts in its own session (``start_new_session=True``),
+so it and everything the kernel starts can be found and killed together. The channel is one end of a socketpair passed by
 fd: it is also the parent-death lease. When the host dies by any means (SIGKILL included, also
 mid-cell) the kernel sees EOF and kills its worker's process group, then exits.
 ``PR_SET_PDEATHSIG`` is not used for the host link: it fires when the *thread* that spawned the
@@ -26,8 +27,8 @@ from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..procs import dirs_under, kill_session, pid_alive
+from .runner_zipapp import write_runner
 
-RUNNER_PATH = Path(__file__).resolve().parent.parent / "kernel" / "_kernel_runner.py"
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 
 
@@ -51,11 +52,17 @@ class LocalTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         # mode 0700; the host pid in the name lets the leak checker tell this process's dirs apart
         kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+        try:
+            runner = write_runner(kdir)  # ~0.1 ms; the dir is private (0700) and goes with the kernel
+        except OSError as exc:
+            shutil.rmtree(kdir, ignore_errors=True)
+            raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\n"
+                                   "Hint: is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?") from None
         host_end, kernel_end = socket.socketpair()
         log = open(os.path.join(kdir, "runner.log"), "wb")
         try:
             proc = subprocess.Popen(
-                [spec.python or self.python, "-B", str(RUNNER_PATH), "serve", "--fd", str(kernel_end.fileno())],
+                [spec.python or self.python, "-B", runner, "serve", "--fd", str(kernel_end.fileno())],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
                 pass_fds=(kernel_end.fileno(),), start_new_session=True,
                 env=spec.env, cwd=spec.cwd or kdir,

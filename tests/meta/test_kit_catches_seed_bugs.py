@@ -101,25 +101,28 @@ if os.environ.get("HERMES_BUG_HOST_LEASE") and "HERMES_KERNEL_ID" not in os.envi
 """
 
 STALE_TOOL = """
-import re
 import shutil
 import tempfile
 from pathlib import Path
 
 from pytest_hermes_kernel.kernel import rpc
-from pytest_hermes_kernel.transports import local as L
+from pytest_hermes_kernel.transports import runner_zipapp
 
 # the seed bug, both halves: the kernel's stub sends a late call once the next cell runs, and
-# the host dispatches whatever arrives while any cell runs (no per-cell authority)
-src = Path(L.RUNNER_PATH).read_text()
-src = src.replace('''        if self.cell_id is None:
+# the host dispatches whatever arrives while any cell runs (no per-cell authority). The runner
+# is built from a patched copy of its package, so the kernels of this run ship the bug.
+copy = Path(tempfile.mkdtemp()) / "runner"
+shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+worker = copy / "worker.py"
+src = worker.read_text()
+patched = src.replace('''        if self.cell_id is None:
             raise ToolError(''', '''        while self.cell_id is None:
             time.sleep(0.01)
         if False:
             raise ToolError(''')
-copy = Path(tempfile.mkdtemp()) / "_kernel_runner.py"
-copy.write_text(src)
-L.RUNNER_PATH = copy
+assert patched != src, "the worker has no retired-authority check left to remove"
+worker.write_text(patched)
+runner_zipapp.RUNNER_SOURCE_DIR = copy
 
 _dispatch = rpc.CellAuthority.dispatch
 

@@ -55,7 +55,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
         "*HermesLeakWarning: test_leaky.py::test_stray_subprocess: resources outlived the test*",
         "*leaked child process: pid *: sleep 30",
         "*HermesLeakWarning: test_leaky.py::test_unreleased_kernel: resources outlived the test*",
-        "*leaked kernel process: pid *_kernel_runner.py*",
+        "*leaked kernel process: pid *hermes-runner-*.pyz serve*",
         "*HermesLeakWarning: test_leaky.py::test_stray_thread: resources outlived the test*",
         "*leaked thread: thread 'stray-worker' (daemon=True)",
         "*Hint: shut kernels down*hermes_allow_leaks(reason)*",

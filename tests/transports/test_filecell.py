@@ -22,7 +22,6 @@ from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.kernel.contract import Launched
 from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
-from pytest_hermes_kernel.transports.detached import RUNNER_NAME
 from tests.helpers import wait_until
 from tests.transports.conftest import run_in_thread, wait_running
 
@@ -258,19 +257,20 @@ def test_big_cell_ships_its_frames_first(start, backend):
     r = k.execute(code)
     assert r.value == "150000"
     commands = backend.commands[before:]
-    polls = [c for c in commands if scripts.CLIENT_NAME in c]
+    polls = [c for c in commands if scripts.CLIENT_BOOT in c]
     assert len(polls) == 1 and all(len(c) <= scripts.MAX_COMMAND_BYTES for c in commands)
     assert len(commands) >= 3  # the frames went ahead in chunks, then one poll
 
 
 def test_token_never_on_a_command_line_and_files_private(start, backend):
     k = start()
-    kdir = k.launched.kernel_dir
+    kdir, runner = k.launched.kernel_dir, k.launched.extra["runner"]
     code, out = backend.inner.execute(f"cat {kdir}/token; echo; stat -c '%a %n' {kdir} {kdir}/token "
-                                      f"{kdir}/{RUNNER_NAME}; ls {kdir}", 15.0)
+                                      f"{kdir}/{runner}; ls {kdir}", 15.0)
     token = out.splitlines()[0].strip()
     assert code == 0 and re.fullmatch(r"[0-9a-f]{48}", token)
-    assert f"700 {kdir}" in out and f"600 {kdir}/token" in out and f"600 {kdir}/{RUNNER_NAME}" in out
+    assert f"700 {kdir}" in out and f"600 {kdir}/token" in out and f"600 {kdir}/{runner}" in out
+    assert re.fullmatch(r"hermes-runner-[0-9a-f]{12}\.pyz", runner)
     assert "config.json" not in out
     k.execute("1")
     assert not any(token in c for c in backend.commands)
@@ -327,10 +327,10 @@ def test_default_transport_is_the_local_shell():
 
 def test_runner_client_mode_and_shipped_client_say_hello(start, transport):
     k = start()
-    kdir = k.launched.kernel_dir
+    kdir, runner = k.launched.kernel_dir, k.launched.extra["runner"]
     params = scripts.params(wait=[], deadline_s=10.0)
-    for cmd in (f"python3 -B {kdir}/{RUNNER_NAME} client {kdir} {params}",
-                scripts.client_command(kdir=kdir, python="python3", params=params)):
+    for cmd in (f"python3 -I -S -B {kdir}/{runner} client {kdir} {params}",
+                scripts.client_command(kdir=kdir, python="python3", runner=runner, params=params)):
         _, out = transport.backend.execute(cmd, 30.0)
         parsed = scripts.parse_client_output(out)
         assert parsed.status == "done" and parsed.sent and len(parsed.frames) == 1, out

@@ -19,6 +19,7 @@ from pytest_hermes_kernel.containers.keys import load_private_key
 from pytest_hermes_kernel.faults.harness import HarnessKernel
 from pytest_hermes_kernel.transports import get_transport, make_transport
 from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT
+from pytest_hermes_kernel.transports.runner_zipapp import runner_zipapp
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from pytest_hermes_kernel.transports.ssh.connection import SshConnection, SshTarget
 from tests.helpers import wait_until
@@ -81,10 +82,13 @@ def test_state_persists_in_a_kernel_on_the_ssh_host(ssh, start):
 def test_kernel_dir_is_private_and_keeps_no_env_file(ssh, start):
     k = start(ssh)
 
-    r = k.execute("import os\n(oct(os.stat('.').st_mode & 0o777), oct(os.stat('_kernel_runner.py').st_mode & 0o777),"
+    runner = runner_zipapp().name  # hermes-runner-<hash12>.pyz
+
+    r = k.execute(f"import os\n(oct(os.stat('.').st_mode & 0o777), oct(os.stat({runner!r}).st_mode & 0o777),"
                   " sorted(os.listdir('.')), os.environ['HOME'])")
 
-    assert r.value == "('0o700', '0o600', ['_kernel_runner.py', 'runner.log', 'runner.pid', 'sock'], '/home/hermes')"
+    files = sorted([runner, "runner.log", "runner.pid", "sock"])
+    assert r.value == f"('0o700', '0o600', {files!r}, '/home/hermes')"
 
 
 def test_the_channel_is_not_the_kernels_stdin(ssh, start):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import queue
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.filecell.stream import FileCellStream
-from pytest_hermes_kernel.transports.detached import runner_source
+from pytest_hermes_kernel.transports.runner_zipapp import runner_zipapp
 
 HELLO = encode_frame({"type": "hello", "worker_pid": 77})
 
@@ -135,10 +138,18 @@ def test_frames_a_failed_client_never_sent_go_again(stream, site):
     assert _types(stream.recv(5.0)) == [("result", 1)]
 
 
-def test_client_source_is_cut_from_the_runner_and_parses_its_own_output():
-    source = scripts.client_source(runner_source().decode())
-    compile(source, "client.py", "exec")
-    assert "import ast" not in source and "def client(" in source
+def test_the_poll_command_runs_the_shipped_runner_files_client(tmp_path: Path):
+    app = runner_zipapp(compiled=False)  # the file the filecell transport ships
+    (tmp_path / app.name).write_bytes(app.data)
+    cmd = scripts.client_command(kdir=str(tmp_path), python=sys.executable, runner=app.name,
+                                 params=scripts.params(wait=[], deadline_s=1.0))
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=30)
+    parsed = scripts.parse_client_output(out.stdout)
+    assert (out.returncode, parsed.began, parsed.sent, parsed.status) == (0, True, False, "gone"), out
+    assert not parsed.noise and not out.stderr
+
+
+def test_client_output_parses():
     frame = encode_frame({"type": "hello"})
     text = "\n".join(["noise", "@@hermes-client begin@@", "@@hermes-client sent@@", scripts.b64(frame),
                       "not base64!", "@@hermes-client end done@@"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hermes_kernel.kernel._kernel_runner import BoundedCapture
+from pytest_hermes_kernel.kernel.runner.capture import BoundedCapture
 from pytest_hermes_kernel.kernel.output import REDACTED, decode_capture, redact, scrub_env, strip_ansi
 
 

@@ -2,9 +2,9 @@
 
 One kernel: the runner file is copied into a 0700 kernel dir ``/tmp/hermes-kernels/<kernel_id>``
 (``put_archive``, owned by the container's user), started with ``docker exec`` as
-``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock`` (config JSON on stdin; it
-daemonizes into its own session and prints ``ready <pid>``), then attached through a second
-exec running ``_kernel_runner.py relay <dir>/sock`` whose hijacked socket is the channel
+``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock`` (config JSON on stdin;
+it daemonizes into its own session and prints ``ready <pid>``), then attached through a second
+exec running ``<runner file> relay <dir>/sock`` whose hijacked socket is the channel
 (:class:`~.docker_stream.DockerExecStream`). A broken stream is re-attached with a new relay
 exec; the runner keeps its state and replays the unacknowledged result. When nobody is attached
 for ``orphan_timeout`` seconds (the host died) the runner kills its worker and exits.
@@ -35,9 +35,9 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
-                     LOG_TAIL_LINES,
-                     RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
-                     runner_config, runner_source)
+                     LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
+                     runner_config)
+from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import SharedResource, current_run_id, worker_id
 
 if TYPE_CHECKING:
@@ -204,10 +204,11 @@ class DockerTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         cid = self._container_for_launch()
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
+        runner = f"{kdir}/{runner_zipapp().name}"
         try:
             self._put_runner(cid, spec.kernel_id)
-            pid = self._start_runner(cid, kdir, spec)
-            stream = self._relay(cid, kdir, spec.python)
+            pid = self._start_runner(cid, runner, kdir, spec)
+            stream = self._relay(cid, runner, kdir, spec.python)
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
             self._end_failed_launch(cid, kdir, spec.kernel_id)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
@@ -215,7 +216,7 @@ class DockerTransport(Transport):
             raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n"
                                    "Hint: does the image have python3? is the container running?") from None
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}",
-                        extra={"container": cid, "python": spec.python or self.python})
+                        extra={"container": cid, "python": spec.python or self.python, "runner": runner})
 
     def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None:
         """A launch failed: end every process it may have started (found by the kernel id in
@@ -235,10 +236,11 @@ class DockerTransport(Transport):
     def _put_runner(self, container_id: str, kernel_id: str) -> None:
         uid, gid = self._owner(container_id)
         root = KERNEL_ROOT.rsplit("/", 1)[1]
+        app = runner_zipapp()
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
-                                     (f"{root}/{kernel_id}/{RUNNER_NAME}", 0o600, runner_source())):
+                                     (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
                 info = tarfile.TarInfo(name)
                 info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
                 if data is None:
@@ -249,10 +251,9 @@ class DockerTransport(Transport):
                     tar.addfile(info, io.BytesIO(data))
         self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
 
-    def _start_runner(self, container_id: str, kdir: str, spec: LaunchSpec) -> int:
+    def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
-        stream = self._open_exec(container_id,
-                                 [python, "-B", f"{kdir}/{RUNNER_NAME}", "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
+        stream = self._open_exec(container_id, [python, "-B", runner, "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
                                  environment=portable_env(spec.env), workdir=spec.cwd or kdir)
         try:
             stream.send(runner_config(spec, kdir, self.orphan_timeout))
@@ -270,9 +271,8 @@ class DockerTransport(Transport):
                 f"Hint: run `docker exec {container_id[:12]} {python} -V`; is {python!r} the container's python?")
         return pid
 
-    def _relay(self, container_id: str, kdir: str, python: str | None) -> DockerExecStream:
-        return self._open_exec(container_id, [python or self.python, "-B", f"{kdir}/{RUNNER_NAME}", "relay",
-                                              f"{kdir}/{SOCKET_NAME}"])
+    def _relay(self, container_id: str, runner: str, kdir: str, python: str | None) -> DockerExecStream:
+        return self._open_exec(container_id, [python or self.python, "-B", runner, "relay", f"{kdir}/{SOCKET_NAME}"])
 
     # ------------------------------------------------------------------------------ lifecycle
     def reattach(self, launched: Launched) -> DockerExecStream:
@@ -286,7 +286,7 @@ class DockerTransport(Transport):
             raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
         if not self.alive(launched):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone", permanent=True)
-        return self._relay(cid, launched.kernel_dir or "", launched.extra.get("python"))
+        return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
     def kill(self, launched: Launched) -> bool:
         cid = launched.extra["container"]

@@ -1,22 +1,24 @@
 """The shell commands of the ``filecell`` transport, and the parser of the client's output.
 
 Every function returns one command for ``ExecuteBackend.execute`` (``sh -c``). Nothing secret
-is ever in a command: the token is made on the far side (``od /dev/urandom``) into a 0600 file
-of the 0700 kernel dir and read from there by the client; the command carries the runner, the
-client, the config without the token, and the kernel's (already scrubbed) environment.
+is ever in a command: the token is made on the far side (``os.urandom``) into a 0600 file of
+the 0700 kernel dir and read from there by the client; the command carries the runner file, the
+config without the token, and the kernel's (already scrubbed) environment.
 
 Identity: a kernel dir is ``<root>/k-<kernel id[:12]>-<16 hex nonce>``. The runner and its
-worker run as ``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock``, so "the process
-``pid`` has ``<dir>/sock`` in its ``/proc/<pid>/cmdline``" tells the kernel from a process that
-reused its pid.
+worker run as ``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock``, so "the
+process ``pid`` has ``<dir>/sock`` in its ``/proc/<pid>/cmdline``" tells the kernel from a
+process that reused its pid.
+
+A poll runs the runner file's client (:mod:`pytest_hermes_kernel.kernel.runner.client`) through
+:data:`CLIENT_BOOT` rather than as ``python3 <file> client``: running a zip as a script imports
+``runpy`` first, about 5 ms of every poll; both forms run the same module.
 """
 
 from __future__ import annotations
 
-import ast
 import base64
 import binascii
-import functools
 import json
 import re
 import shlex
@@ -25,10 +27,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...kernel import _kernel_runner as runner_module
-from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, RUNNER_NAME, SOCKET_NAME
+from ...kernel.runner import client as runner_client
+from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME
+from ..runner_zipapp import ZIP_PACKAGE
 
-CLIENT_NAME = "client.py"
+#: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR PARAMS``: the client mode of the runner
+#: file without ``runpy`` (isolated, no site: a poll imports only the client and the frame codec).
+CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}.client import client; "
+               "sys.exit(client(sys.argv[2], sys.argv[3]))")
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
 #: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
@@ -38,40 +44,6 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 def b64(data: bytes) -> str:
     return binascii.b2a_base64(data, newline=False).decode("ascii")
-
-
-_CLIENT_DEFS = ("FrameError", "encode_frame", "FrameDecoder", "client", "_client_session", "_client_leave",
-                "_client_hold", "_client_unspool", "_client_pickup", "_client_note_requests", "_client_read",
-                "_client_status", "_client_relay")
-_CLIENT_CONSTS = ("MAX_FRAME_BYTES", "_READ_CHUNK", "CLIENT_BEGIN", "CLIENT_SENT", "CLIENT_END", "CLIENT_REQUESTS",
-                  "CLIENT_REPLIES", "CLIENT_DROP_PREFIX", "CLIENT_HOLD_PREFIX")
-
-
-@functools.lru_cache(maxsize=4)
-def client_source(runner: str) -> str:
-    """The runner's ``client`` mode as a small module: the same code, without the runner's imports.
-
-    Cut out of the runner's text (``runner``, the file shipped with it: one source of truth),
-    so a poll starts a Python that imports only json/os/select/socket/struct/sys/time, about
-    half the start-up cost of the whole runner.
-
-    :raises ValueError: if the runner lacks one of the client's parts.
-    """
-    tree = ast.parse(runner)
-    found: dict[str, str] = {}
-    for node in tree.body:
-        names = [node.name] if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else [
-            t.id for t in getattr(node, "targets", ()) if isinstance(t, ast.Name)]
-        for name in names:
-            if name in _CLIENT_DEFS or name in _CLIENT_CONSTS:
-                found[name] = ast.get_source_segment(runner, node) or ""
-    missing = [n for n in _CLIENT_CONSTS + _CLIENT_DEFS if not found.get(n)]
-    if missing:
-        raise ValueError(f"the kernel runner has no {', '.join(missing)}: cannot build the filecell client")
-    parts = ["from __future__ import annotations", "import json, os, select, socket, struct, sys, time",
-             "_HEAD = struct.Struct('>II')", *(found[n] for n in _CLIENT_CONSTS + _CLIENT_DEFS),
-             "if __name__ == '__main__':\n    sys.exit(client(sys.argv[1], sys.argv[2]))\n"]
-    return "\n\n".join(parts)
 
 
 def _q(text: str) -> str:
@@ -103,12 +75,13 @@ for i in range(0, len(args), 2):
 """.replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME)
 
 
-def launch_command(*, root: str, kdir: str, python: str, files: Mapping[str, bytes], config: Mapping[str, Any],
-                   env: Mapping[str, str], unset: list[str], hello_params: str) -> str:
+def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Mapping[str, bytes],
+                   config: Mapping[str, Any], env: Mapping[str, str], unset: list[str], hello_params: str) -> str:
     """One execute that makes the kernel dir, ships the files, starts the runner and says hello.
 
-    Prints ``ready <pid>`` (the runner), then the client's output with the hello frame. On
-    failure a line ``HERMES-FILECELL-ERROR ...`` and the runner log tail.
+    :param runner: the runner file's name, one of ``files``.
+    :returns: the command. It prints ``ready <pid>`` (the runner), then the client's output with
+        the hello frame; on failure a line ``HERMES-FILECELL-ERROR ...`` and the runner log tail.
     """
     shipped = " ".join(f"{_q(name)} {b64(zlib.compress(data, 9))}" for name, data in files.items())
     return "\n".join([
@@ -122,22 +95,26 @@ def launch_command(*, root: str, kdir: str, python: str, files: Mapping[str, byt
         'cd "$D" || exit 1',
         (f'"$PY" -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
          f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
-        (f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{RUNNER_NAME}" serve --listen "$D/{SOCKET_NAME}" '
+        (f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{runner}" serve --listen "$D/{SOCKET_NAME}" '
          f"< config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; rm -f config.json; "
          f"tail -n 20 {LOG_NAME}; exit 1; }}"),
         "rm -f config.json",
-        f'"$PY" -I -S -B "$D/{CLIENT_NAME}" "$D" {hello_params}',
+        f'"$PY" -I -S -B -c {_q(CLIENT_BOOT)} "$D/{runner}" "$D" {hello_params}',
     ])
 
 
-def client_command(*, kdir: str, python: str, params: str) -> str:
-    """One long poll: run the shipped client (see ``_kernel_runner.client``)."""
-    return f'exec {_q(python)} -I -S -B {_q(kdir)}/{CLIENT_NAME} {_q(kdir)} {params}'
+def client_command(*, kdir: str, python: str, runner: str, params: str) -> str:
+    """One long poll: the runner file's client (see :mod:`pytest_hermes_kernel.kernel.runner.client`).
+
+    :param runner: the runner file's name in ``kdir``.
+    :param params: from :func:`params`.
+    """
+    return f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {_q(f'{kdir}/{runner}')} {_q(kdir)} {params}"
 
 
 def drop_commands(*, kdir: str, seq: int, data: bytes) -> list[str]:
     """Commands that put frames into the kernel dir for the running client to pick up."""
-    name = f"{kdir}/{runner_module.CLIENT_DROP_PREFIX}{seq:010d}"
+    name = f"{kdir}/{runner_client.CLIENT_DROP_PREFIX}{seq:010d}"
     text = b64(data)
     step = MAX_COMMAND_BYTES - 200
     chunks = [text[i:i + step] for i in range(0, len(text), step)] or [""]
@@ -224,7 +201,7 @@ class ClientOutput:
 
 def parse_client_output(text: str) -> ClientOutput:
     """Split a client's output into frames and markers; other lines are kept as ``noise``."""
-    r = runner_module
+    r = runner_client
     out = ClientOutput()
     for line in text.splitlines():
         line = line.strip()

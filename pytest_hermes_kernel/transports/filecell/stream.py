@@ -16,8 +16,8 @@ The channel writes frames and reads frames as for any transport. Here:
   ``poll_window_s`` regardless, so slices never cost executes.
 * Before a poll's window ends, the next poll starts and takes over (the supervisor drops the
   old client, which relays everything sent to it first). A poll that returns a tool call
-  leaves a holder attached (see ``_kernel_runner.client``) whose spool the next poll relays,
-  so nothing the supervisor sends while a cell runs is lost (it does not keep tool calls);
+  leaves a holder attached (see :mod:`pytest_hermes_kernel.kernel.runner.client`) whose spool
+  the next poll relays, so nothing the supervisor sends while a cell runs is lost (it does not keep tool calls);
   results are also replayed from the supervisor's unacknowledged results.
 * Results relayed twice (by a pushed-out client and by the replay) reach the channel once.
 """

@@ -3,11 +3,12 @@
 The only primitive is :class:`~.backends.ExecuteBackend` ``execute(cmd, timeout) -> (exit code,
 output)`` (the seed system's ``env.execute``). On top of it:
 
-* **launch** is one execute: make a 0700 kernel dir under ``root``, ship the kernel runner and
-  its client (compressed, in the command text), write a 0600 token (made there, never on a
-  command line) and config, start ``python3 -B _kernel_runner.py serve --listen DIR/sock``
-  (it reads the config, daemonizes into its own session, prints ``ready <pid>``), delete the
-  config, and run the client once for the runner's hello.
+* **launch** is one execute: make a 0700 kernel dir under ``root``, ship the runner file
+  (its sources-only zipapp, compressed, in the command text: a command holds ~100 KB), write a
+  0600 token (made there, never on a command line) and config, start
+  ``python3 -B DIR/hermes-runner-<hash>.pyz serve --listen DIR/sock`` (it reads the config,
+  daemonizes into its own session, prints ``ready <pid>``), delete the config, and run the
+  runner file's client once for the runner's hello.
 * **cells**: the channel's frames travel in long polls, one execute of the client per poll
   (:mod:`.filecell_stream`): a trivial cell is one execute; a tool call adds one. The seed's
   file protocol needed at least 4 executes and 0.5 s polls per cell.
@@ -34,7 +35,8 @@ from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import FileCellStream
-from ..detached import RUNNER_NAME, portable_env, runner_config, runner_source
+from ..detached import portable_env, runner_config
+from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
 
@@ -96,16 +98,15 @@ class FileCellTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         kdir = f"{self.root}/k-{spec.kernel_id[:12]}-{secrets.token_hex(8)}"
         python = spec.python or self.python
-        site = FileCellSite(self, kdir, python)
+        app = runner_zipapp(compiled=False)
+        site = FileCellSite(self, kdir, python, app.name)
         config = json.loads(runner_config(spec, kdir, self.orphan_timeout))
         config.pop("token", None)  # a fresh one is made on the far side, never on a command line
         env = portable_env(spec.env)
         unset = [name for name in os.environ if name not in spec.env]
-        runner = runner_source()
         cmd = scripts.launch_command(
-            root=self.root, kdir=kdir, python=python,
-            files={RUNNER_NAME: runner, scripts.CLIENT_NAME: scripts.client_source(runner.decode()).encode()},
-            config=config, env=env, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
+            root=self.root, kdir=kdir, python=python, runner=app.name, files={app.name: app.data}, config=config,
+            env=env, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
         try:
             code, out = run(cmd, self.launch_timeout)
@@ -122,7 +123,7 @@ class FileCellTransport(Transport):
                 f"{_tail(out)}\nHint: the backend needs sh, python3 ({python!r}) and a writable {self.root!r}")
         stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
-                        extra={"site": site, "python": python})
+                        extra={"site": site, "python": python, "runner": app.name})
 
     def _cleanup_quietly(self, kdir: str, pid: int | None = None, python: str | None = None) -> None:
         try:
@@ -226,10 +227,11 @@ class FileCellTransport(Transport):
 class FileCellSite:
     """One kernel dir on one backend: what :class:`~.filecell_stream.FileCellStream` runs."""
 
-    def __init__(self, transport: FileCellTransport, kdir: str, python: str) -> None:
+    def __init__(self, transport: FileCellTransport, kdir: str, python: str, runner: str) -> None:
         self.transport = transport
         self.kdir = kdir
         self.python = python
+        self.runner = runner  # the runner file's name in kdir
         self.executes = 0
 
     def _execute(self, cmd: str, timeout: float) -> tuple[int, str]:
@@ -241,12 +243,13 @@ class FileCellSite:
         """One client run: send ``frames``, relay until a ``wait`` id is answered or ``window_s``."""
         args = {"wait": wait, "pending": pending, "deadline_s": window_s, "pickup_s": pickup_s, "early": early,
                 "hold_s": self.transport.hold_s}
-        cmd = scripts.client_command(kdir=self.kdir, python=self.python,
+        cmd = scripts.client_command(kdir=self.kdir, python=self.python, runner=self.runner,
                                      params=scripts.params(frames=scripts.b64(frames), **args))
         if len(cmd) > scripts.MAX_COMMAND_BYTES:  # a big cell: ship its frames first
             self.drop(frames, early)
             args["early"] = early + 1
-            cmd = scripts.client_command(kdir=self.kdir, python=self.python, params=scripts.params(**args))
+            cmd = scripts.client_command(kdir=self.kdir, python=self.python, runner=self.runner,
+                                         params=scripts.params(**args))
         _, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
         return scripts.parse_client_output(out)
 

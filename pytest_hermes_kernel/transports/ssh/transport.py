@@ -1,9 +1,9 @@
 """SSH transport: kernel runners detached on an ssh host, reached through exec channels.
 
 One kernel: SFTP puts the runner into a 0700 kernel dir ``~/.hermes-kernels/<kernel_id>``, an
-exec channel starts ``python3 -B <dir>/_kernel_runner.py serve --listen <dir>/sock`` with the
-config JSON on the channel's stdin (then EOF); the runner daemonizes into its own session and
-prints ``ready <pid>``. The channel is a second exec channel running ``_kernel_runner.py relay
+exec channel starts ``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock`` with
+the config JSON on the channel's stdin (then EOF); the runner daemonizes into its own session and
+prints ``ready <pid>``. The channel is a second exec channel running ``<runner file> relay
 <dir>/sock`` (:class:`~.ssh_connection.SshStream`). The kernel's environment goes in a 0600
 ``env.sh`` sourced (and removed) by the start command: sshd ignores most ``env`` requests.
 
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
-                     LOG_TAIL_LINES,
-                     RUNNER_NAME, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
-                     runner_config, runner_source)
+                     LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
+                     runner_config)
+from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
@@ -186,17 +186,17 @@ class SshTransport(Transport):
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
         python = spec.python or self.python
-        runner, sock = f"{kdir}/{RUNNER_NAME}", f"{kdir}/{SOCKET_NAME}"
+        runner = f"{kdir}/{runner_zipapp().name}"
         try:
-            pid = self._start_runner(conn, kdir, spec, python)
-            chan = conn.open_exec(f"exec {shlex.quote(python)} -B {shlex.quote(runner)} relay {shlex.quote(sock)}")
+            pid = self._start_runner(conn, runner, kdir, spec, python)
+            chan = conn.open_exec(_relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
             self._end_failed_launch(conn, kdir, spec.kernel_id, python)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
-                        extra={"conn": conn, "python": python})
+                        extra={"conn": conn, "python": python, "runner": runner})
 
     def _make_kernel_dir(self, conn: SshConnection, spec: LaunchSpec) -> str:
         sftp = conn.sftp()
@@ -210,7 +210,8 @@ class SshTransport(Transport):
                 pass  # exists
             kdir = f"{root}/{spec.kernel_id}"
             sftp.mkdir(kdir, 0o700)
-            _put(sftp, f"{kdir}/{RUNNER_NAME}", runner_source())
+            app = runner_zipapp()
+            _put(sftp, f"{kdir}/{app.name}", app.data)
             _put(sftp, f"{kdir}/{ENV_FILE}", _env_script(portable_env(spec.env)))
             return kdir
         except OSError as exc:
@@ -231,11 +232,11 @@ class SshTransport(Transport):
                         kernel_id, conn.target, exc)
         self._remove_dir(conn, kdir)
 
-    def _start_runner(self, conn: SshConnection, kdir: str, spec: LaunchSpec, python: str) -> int:
+    def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
         env_file = f"{kdir}/{ENV_FILE}"
         command = (f"cd {q(spec.cwd or kdir)} && . {q(env_file)} && rm -f {q(env_file)} && "
-                   f"exec {q(python)} -B {q(kdir + '/' + RUNNER_NAME)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
+                   f"exec {q(python)} -B {q(runner)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
         code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
         pid = parse_ready(out)
         if pid is None:
@@ -259,9 +260,7 @@ class SshTransport(Transport):
         conn = self._connection(probe=True)
         if not self._alive_on(conn, launched):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) on {conn.target} is gone", permanent=True)
-        python, kdir = launched.extra["python"], launched.kernel_dir or ""
-        chan = conn.open_exec(f"exec {shlex.quote(python)} -B {shlex.quote(kdir + '/' + RUNNER_NAME)} relay "
-                              f"{shlex.quote(kdir + '/' + SOCKET_NAME)}")
+        chan = conn.open_exec(_relay_command(launched.extra["python"], launched.extra["runner"], launched.kernel_dir or ""))
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
@@ -381,3 +380,9 @@ def _start_hint(code: int | None, python: str) -> str:
     if code is None:
         return "Hint: the ssh channel closed before the command ended; is the host or its sshd going down?"
     return f"Hint: {python!r} ran but the runner did not start; its stderr above says why."
+
+
+def _relay_command(python: str, runner: str, kdir: str) -> str:
+    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``."""
+    q = shlex.quote
+    return f"exec {q(python)} -B {q(runner)} relay {q(kdir + '/' + SOCKET_NAME)}"

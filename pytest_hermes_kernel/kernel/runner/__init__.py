@@ -1,0 +1,15 @@
+"""The kernel runner: the program that runs where the kernel lives (DESIGN.md section 2).
+
+It owns everything on the far side of the channel: the wire codec (:mod:`.frames`, which the
+host imports too: one codec), bounded output capture (:mod:`.capture`), the worker that holds
+the namespace and runs cells (:mod:`.worker`), the supervisor that owns the channel and the
+worker (:mod:`.supervisor`, with :mod:`.attach`, :mod:`.cells`, :mod:`.worker_process`), the
+``/proc`` and cgroup readers (:mod:`.procfs`), and the modes (:mod:`.serve`, :mod:`.relay`,
+:mod:`.client`, dispatched by :mod:`.__main__`).
+
+It imports only the standard library, never ``pytest_hermes_kernel`` (``tests/unit/test_layout.py``
+checks it), and only relative imports among its own modules: it runs where the package is not
+installed, as one zipapp file built from this directory (``transports/runner_zipapp.py``), in
+which it is the package ``hermes_kernel_runner``. The same pytest-xdist rule holds for its
+``remote.py``. Importing this package imports none of its modules.
+"""

@@ -1,0 +1,49 @@
+"""The kernel runner's entry point: ``python <runner file> MODE ...`` dispatches the modes.
+
+::
+
+    serve --fd N          local: the channel is the inherited fd N        (.serve)
+    serve --listen SOCK   remote: unix socket SOCK, daemonizes            (.serve)
+    relay SOCK            stdin/stdout <-> the unix socket SOCK           (.relay)
+    client DIR PARAMS     execute-only backends: one long poll            (.client)
+
+Each mode imports only its own modules, so a relay or a client poll never pays for the
+worker and supervisor code.
+"""
+
+from __future__ import annotations
+
+import sys
+
+USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | relay SOCK | client DIR PARAMS\n"
+
+
+def main(argv: list[str]) -> int:
+    """Run the mode ``argv`` names; returns the process exit status (2: bad usage)."""
+    if len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--fd":
+        from .serve import serve_fd
+
+        serve_fd(int(argv[2]))
+    elif len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--listen":
+        from .serve import serve_listen
+
+        serve_listen(argv[2])
+    elif len(argv) >= 2 and argv[0] == "relay":
+        from .relay import relay
+
+        try:
+            relay(argv[1])
+        except (BrokenPipeError, ConnectionError):
+            pass
+    elif len(argv) >= 3 and argv[0] == "client":
+        from .client import client
+
+        return client(argv[1], argv[2])
+    else:
+        sys.stderr.write(USAGE)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

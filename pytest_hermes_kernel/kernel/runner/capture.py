@@ -1,0 +1,129 @@
+"""Bounded output capture: the worker's fd 1 and 2 as the supervisor reads them.
+
+The supervisor drains both pipes as bytes arrive (a cell writing more than a pipe buffer from
+GIL-holding C code never blocks) and keeps, per stream, the first 40 % and the last 60 % of the
+cap (DESIGN.md section 4: head and tail, with the dropped byte count). Decoding and redaction
+happen on the host; what travels are the raw bytes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+
+from .frames import READ_CHUNK
+
+#: ``fcntl`` command to resize a pipe (Linux ``F_SETPIPE_SZ``); not in the ``fcntl`` module before 3.10.
+F_SETPIPE_SZ = 1031
+#: Pipe buffer asked for (1 MiB): fewer wake-ups when a cell floods its output.
+PIPE_BYTES = 1 << 20
+
+
+class BoundedCapture:
+    """Keeps the first ``head_cap`` and the last ``tail_cap`` bytes of one stream.
+
+    :param cap: bytes kept in all (head + tail); ``0`` keeps nothing but still counts.
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(0, int(cap))
+        self.head_cap = self.cap * 2 // 5
+        self.tail_cap = self.cap - self.head_cap
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything captured so far (a new cell begins)."""
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        """Count ``data`` and keep what fits in the head, then the newest bytes in the tail."""
+        self.total += len(data)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self.tail_cap:
+            self.tail += data
+            extra = len(self.tail) - self.tail_cap
+            if extra > 0:
+                del self.tail[:extra]
+
+    def take(self) -> tuple[bytes, bytes, int, int]:
+        """Return ``(head, tail, total, dropped)`` (bytes, bytes, byte counts) and start over."""
+        head, tail, total = bytes(self.head), bytes(self.tail), self.total
+        self.reset()
+        return head, tail, total, total - len(head) - len(tail)
+
+
+def set_nonblocking(fd: int) -> None:
+    """Put ``fd`` in non-blocking mode."""
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
+
+
+class OutputPipes:
+    """The two pipes every worker writes its fd 1 and 2 into, and their captures.
+
+    The pipes outlive workers (a restart forks a new worker onto the same write ends), so
+    output of a cell's leftover child still arrives, and is dropped while no cell runs.
+
+    :param cap: bytes kept per stream and cell (see :class:`BoundedCapture`).
+    """
+
+    def __init__(self, cap: int) -> None:
+        self.out_r, self.out_w = os.pipe()
+        self.err_r, self.err_w = os.pipe()
+        self.out = BoundedCapture(cap)
+        self.err = BoundedCapture(cap)
+        for fd in (self.out_r, self.err_r):
+            set_nonblocking(fd)
+            try:
+                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass
+
+    @property
+    def read_ends(self) -> tuple[int, int]:
+        """The supervisor's ends (the worker closes them)."""
+        return self.out_r, self.err_r
+
+    @property
+    def write_ends(self) -> tuple[int, int]:
+        """The worker's ends: they become its fd 1 and 2."""
+        return self.out_w, self.err_w
+
+    def reset(self) -> None:
+        """Start both captures over (a new cell begins)."""
+        self.out.reset()
+        self.err.reset()
+
+    def on_readable(self, fd: int, capturing: bool) -> None:
+        """Read one chunk from the pipe ``fd``; keep it only while ``capturing`` (a cell runs)."""
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if capturing:
+            (self.out if fd == self.out_r else self.err).add(data)
+
+    def drain(self, capturing: bool) -> None:
+        """Read both pipes empty; keep the bytes only while ``capturing``."""
+        for fd, cap in ((self.out_r, self.out), (self.err_r, self.err)):
+            while True:
+                try:
+                    data = os.read(fd, READ_CHUNK)
+                except BlockingIOError:
+                    break
+                if not data:
+                    break
+                if capturing:
+                    cap.add(data)
+
+    def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
+        """The result header's byte counts and the four blobs (stdout head, tail, stderr head, tail)."""
+        oh, ot, ototal, odropped = self.out.take()
+        eh, et, etotal, edropped = self.err.take()
+        counts = {"stdout_total": ototal, "stdout_dropped": odropped,
+                  "stderr_total": etotal, "stderr_dropped": edropped}
+        return counts, (oh, ot, eh, et)

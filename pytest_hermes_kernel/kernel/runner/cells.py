@@ -1,0 +1,97 @@
+"""The supervisor's book of the running cell: its request, its output, how it ended.
+
+One cell at a time. Its output is what the worker's pipes carry between ``begin`` and the
+result (output between cells belongs to no cell and is dropped). A worker that dies mid-cell
+ends the cell as ``died``, an OOM kill only when the memory cgroup's counter rose during it; a
+cell that raised ``SystemExit`` ends as ``exited`` once the worker has really exited, with the
+exit code ``waitpid`` saw.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from .capture import OutputPipes
+from .frames import encode_frame
+from .procfs import read_oom_kills
+from .worker_process import WorkerProcess
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .frames import Header
+    from .worker_process import WorkerExit
+
+#: Keys of an ``execute`` request the worker needs (the rest is the supervisor's).
+_FORWARDED = ("type", "id", "code", "tools")
+#: Seconds between reads of the OOM counter at cell starts (reading ``/sys`` costs ~0.1 ms).
+OOM_READ_INTERVAL_S = 1.0
+
+
+class CellBook:
+    """The running cell, if any (see module docstring).
+
+    :param pipes: the worker's output pipes and their per-stream captures.
+    :param worker: the worker the cells run in (its pid, generation and cgroup counter).
+    """
+
+    def __init__(self, pipes: OutputPipes, worker: WorkerProcess) -> None:
+        self.pipes = pipes
+        self.worker = worker
+        self.cell: Header | None = None  # the running execute request
+        self.exiting: Header | None = None  # the worker's "exited" result, until the worker has ended
+        self.oom_baseline: int | None = None
+        self.oom_read_at = float("-inf")
+
+    @property
+    def running_id(self) -> Any:
+        """The running cell's request id, or ``None``."""
+        return None if self.cell is None else self.cell["id"]
+
+    def oom_count(self) -> int | None:
+        return read_oom_kills(self.worker.oom_file)
+
+    def begin(self, msg: Header) -> Header:
+        """Start ``msg`` as the running cell; return the request to forward to the worker."""
+        self.pipes.drain(capturing=False)
+        self.pipes.reset()
+        self.cell = msg
+        now = time.monotonic()
+        if now - self.oom_read_at >= OOM_READ_INTERVAL_S:
+            self.oom_baseline, self.oom_read_at = self.oom_count(), now
+        return {k: v for k, v in msg.items() if k in _FORWARDED}
+
+    def capture(self, fd: int) -> None:
+        """Read one chunk of a pipe: the running cell's output, or nobody's."""
+        self.pipes.on_readable(fd, capturing=self.cell is not None)
+
+    def died(self, info: WorkerExit) -> Header:
+        """The running cell's outcome now that its worker ended with ``info``."""
+        code, sig = info
+        outcome: Header = {"type": "result", "id": self.running_id, "status": "died",
+                           "exit_code": code, "signal": sig}
+        pending = self.exiting
+        if pending is not None and pending.get("status") == "exited":
+            outcome = dict(pending, exit_code=code, signal=sig)
+        else:
+            before, after = self.oom_baseline, self.oom_count()
+            outcome["oom_killed"] = bool(sig == signal.SIGKILL and before is not None
+                                         and after is not None and after > before)
+            outcome["oom_counter"] = after
+            self.oom_baseline, self.oom_read_at = after, time.monotonic()
+        self.exiting = None
+        return outcome
+
+    def settle(self, outcome: Header) -> tuple[Any, bytes]:
+        """End the running cell with ``outcome``: its request id and the result frame.
+
+        The pipes are drained into the captures first: everything the cell wrote before its
+        result is in the result.
+        """
+        self.pipes.drain(capturing=self.cell is not None)
+        counts, blobs = self.pipes.take()
+        outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
+        self.cell = None
+        return outcome["id"], encode_frame(outcome, blobs)

@@ -1,0 +1,120 @@
+"""The wire codec: one frame format for host <-> supervisor and supervisor <-> worker.
+
+::
+
+    u32 BE total length | u32 BE header length | header JSON (UTF-8) | blob bytes...
+
+``total`` counts everything after itself. The header's ``"blobs"`` lists the byte lengths of the
+blobs that follow it (a cell's captured stdout/stderr travel as blobs, never inside JSON). The
+host imports this module too (``kernel/results.py`` re-exports it): there is one codec.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import struct
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing is not imported at run time: the runner's start stays cheap
+    from collections.abc import Sequence
+    from typing import Any
+
+    Header = dict[str, Any]
+    Frame = tuple[Header, list[bytes]]
+
+PROTOCOL_VERSION = 1
+#: Largest frame either side accepts (64 MiB): room for two 1 MiB captures many times over.
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: Bytes asked of one ``read``/``recv`` on a channel, a pipe or a socket.
+READ_CHUNK = 65536
+_HEAD = struct.Struct(">II")
+_LENGTH = struct.Struct(">I")
+
+
+class FrameError(Exception):
+    """A frame that cannot be decoded (bad length, bad JSON, blob lengths that do not add up)."""
+
+
+def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
+    """Serialize ``header`` and the byte ``blobs`` into one frame.
+
+    :param header: a JSON-able dict; ``"blobs"`` is set here when there are blobs.
+    :param blobs: raw byte strings sent after the header, in order.
+    :returns: the frame's bytes.
+    """
+    if blobs:
+        header = dict(header, blobs=[len(b) for b in blobs])
+    body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    total = _HEAD.size - 4 + len(body) + sum(len(b) for b in blobs)
+    return b"".join((_HEAD.pack(total, len(body)), body, *blobs))
+
+
+class FrameDecoder:
+    """Incremental frame parser: ``feed(data)``, then ``next_frame()`` until it returns ``None``.
+
+    :param max_frame_bytes: a frame announcing more than this is a :class:`FrameError`.
+    """
+
+    def __init__(self, max_frame_bytes: int = MAX_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_frame_bytes
+
+    def feed(self, data: bytes) -> None:
+        """Append bytes read from the stream."""
+        self._buf += data
+
+    def pending(self) -> int:
+        """Bytes fed but not yet returned as a frame."""
+        return len(self._buf)
+
+    def next_frame(self) -> Frame | None:
+        """The next complete frame as ``(header, blobs)``, or ``None`` until more bytes come.
+
+        :raises FrameError: if the buffered bytes cannot be a frame.
+        """
+        buf = self._buf
+        if len(buf) < 4:
+            return None
+        (total,) = _LENGTH.unpack_from(buf, 0)
+        if total < 4 or total > self._max:
+            raise FrameError(f"frame length {total} outside 4..{self._max}")
+        if len(buf) < 4 + total:
+            return None
+        (hlen,) = _LENGTH.unpack_from(buf, 4)
+        if hlen > total - 4:
+            raise FrameError(f"header length {hlen} exceeds frame length {total}")
+        header = _parse_header(bytes(buf[8 : 8 + hlen]))
+        blobs = []
+        pos = 8 + hlen
+        for n in header.get("blobs", ()):
+            if not isinstance(n, int) or n < 0 or pos + n > 4 + total:
+                raise FrameError("frame blob lengths do not add up")
+            blobs.append(bytes(buf[pos : pos + n]))
+            pos += n
+        del buf[: 4 + total]
+        return header, blobs
+
+
+def _parse_header(raw: bytes) -> Header:
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
+        raise FrameError(f"frame header is not JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise FrameError("frame header is not a JSON object")
+    return header
+
+
+def send_all(sock: socket.socket, data: bytes) -> None:
+    """Send every byte of ``data`` on ``sock``, blocking or not (waits up to 1 s per stall).
+
+    :raises OSError: if the peer is gone.
+    """
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[sock.send(view):]
+        except BlockingIOError:
+            select.select([], [sock], [], 1.0)

@@ -1,0 +1,128 @@
+"""What the supervisor reads from ``/proc`` and ``/sys/fs/cgroup`` (Linux; no-ops elsewhere).
+
+* :func:`memory_cgroup_oom_file` and :func:`read_oom_kills`: a death is an OOM kill only when
+  the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
+  host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
+* :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
+* :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable
+
+
+def _in_container() -> bool:
+    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+
+
+def memory_cgroup_oom_file(pid: int) -> str | None:
+    """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``.
+
+    On a host, only the exact cgroup of ``pid`` counts (a parent's or the root's counter does
+    not count a child's OOM kills); inside a container the namespaced root is the container's own.
+
+    :param pid: the process whose cgroup is read (the worker).
+    """
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    in_container = _in_container()
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if path.strip() == "/" and not in_container:
+            continue  # the host's root cgroup: no memory limit of the kernel's own to read
+        if "memory" in controllers.split(","):
+            found = _first_existing(f"/sys/fs/cgroup/memory{path}", "/sys/fs/cgroup/memory", in_container,
+                                    "memory.oom_control")
+            if found:
+                return found
+        if controllers == "":
+            found = _first_existing(f"/sys/fs/cgroup{path}", "/sys/fs/cgroup", in_container, "memory.events")
+            if found:
+                return found
+    return None
+
+
+def _first_existing(own: str, root: str, in_container: bool, name: str) -> str | None:
+    for base in (own, root) if in_container else (own,):
+        if os.path.exists(f"{base}/{name}"):
+            return f"{base}/{name}"
+    return None
+
+
+def read_oom_kills(path: str | None) -> int | None:
+    """The ``oom_kill`` count in a cgroup's ``memory.oom_control`` (v1) or ``memory.events`` (v2).
+
+    :param path: the counter file; ``None`` or ``""`` when there is none.
+    :returns: the count, or ``None`` if the file is missing or has no ``oom_kill`` line.
+    """
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _session_of(stat: bytes) -> int:
+    return int(stat[stat.rfind(b")") + 2 :].split()[3])
+
+
+def kill_session_strays() -> None:
+    """SIGKILL every other process of the session this supervisor leads.
+
+    Between workers, everything left in the session was started by a cell, including children
+    that moved to a process group of their own (``process_group=0``), which the worker's
+    ``killpg`` misses. Only a ``setsid`` daemon has left the session: that is how a cell opts out.
+    Does nothing unless the supervisor leads its session, or where there is no ``/proc``.
+    """
+    me = os.getpid()
+    try:
+        if os.getsid(0) != me:
+            return
+        names = os.listdir("/proc")
+    except OSError:
+        return
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                if _session_of(fh.read()) == me:
+                    os.kill(int(name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def _open_fds() -> Iterable[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:
+        return range(3, 1024)
+
+
+def close_fds_except(keep: Collection[int]) -> None:
+    """Close every fd of this process but ``keep``.
+
+    A worker must hold nothing of the supervisor's (above all not the host's channel, or the
+    host would never see EOF when the supervisor ends).
+    """
+    for fd in _open_fds():
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,100 @@
+"""``serve``: start a supervisor on an inherited channel (local) or on a unix socket (remote).
+
+Both read one JSON config object from stdin first (never argv: it may hold the token), then
+put ``/dev/null`` on fd 0.
+
+* ``serve --fd N``: the channel is the inherited socket ``N``; the host started us in our own
+  session (``start_new_session=True``) and the channel's EOF is its death.
+* ``serve --listen SOCK``: bind ``SOCK`` (0600), fork, print ``ready <pid>`` from the parent and
+  exit (the exec that started us returns at once); the child calls ``setsid`` (its pid is its
+  session id), writes the pidfile, sends its output to the log and serves until the orphan timer
+  fires with no client attached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+
+from .frames import READ_CHUNK
+from .supervisor import Supervisor
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Connections the listening socket queues (one client at a time, a re-attach may overlap).
+LISTEN_BACKLOG = 4
+
+
+def read_config() -> dict[str, Any]:
+    """Read stdin to EOF as the JSON config (empty: ``{}``), then put ``/dev/null`` on fd 0."""
+    raw = b""
+    while True:
+        chunk = os.read(0, READ_CHUNK)
+        if not chunk:
+            break
+        raw += chunk
+    config = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return config
+
+
+def serve_fd(fd: int) -> None:
+    """Serve the host on the inherited socket ``fd`` until it goes away."""
+    config = read_config()
+    sup = Supervisor(config)
+    sock = socket.socket(fileno=fd)
+    sock.set_inheritable(False)
+    sup.start_worker()
+    sup.link.attach(sock, authenticated=True)
+    sup.say_hello()
+    sup.run()
+
+
+def _bind(path: str) -> socket.socket:
+    old = os.umask(0o077)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.umask(old)
+    os.chmod(path, 0o600)
+    listener.listen(LISTEN_BACKLOG)
+    return listener
+
+
+def _daemonize(config: dict[str, Any]) -> None:
+    """Fork; the parent prints ``ready <child pid>`` and exits; the child leads a new session."""
+    child = os.fork()
+    if child:  # the exec that started us returns at once; the daemon lives on (pid == its sid)
+        sys.stdout.write(f"ready {child}\n")
+        sys.stdout.flush()
+        os._exit(0)
+    os.setsid()
+    fd = os.open(config.get("log") or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    if fd > 2:
+        os.close(fd)
+    if config.get("pidfile"):
+        with open(config["pidfile"], "w", encoding="ascii") as fh:
+            fh.write(f"{os.getpid()}\n")
+
+
+def serve_listen(path: str) -> None:
+    """Daemonize and serve clients that attach to the unix socket ``path``."""
+    config = read_config()
+    config["listen"] = path
+    listener = _bind(path)
+    _daemonize(config)
+    sup = Supervisor(config)
+    sup.start_worker()
+    sup.link.listen(listener)
+    sup.run()

@@ -1,0 +1,291 @@
+"""The supervisor: owns the channel and the worker, never runs user code.
+
+Process layout (one kernel)::
+
+    host --channel--> supervisor --private socketpair--> worker (user code, own pgid)
+                          ^  reads the worker's fd 1/2 pipes, bounded head + tail
+
+Because it never runs user code, the supervisor stays responsive while a cell holds the GIL in
+C code: it drains output (no pipe-buffer deadlock), delivers SIGINT to the worker's process
+group, sees the worker die (``waitpid`` gives the exact exit code or signal), reads the memory
+cgroup's OOM counter, forks a fresh worker on restart, and kills the worker's group when the host
+goes away (channel EOF for local, the orphan timer for remote).
+
+Its parts, each with the state it owns: :class:`.attach.ClientLink` (the host's side),
+:class:`.worker_process.WorkerProcess` (the worker's process), :class:`.cells.CellBook` (the
+running cell). This class wires them: one selector loop, the host's requests (``do_<type>``),
+the worker's messages, and the end.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import sys
+
+from .attach import ClientLink
+from .capture import OutputPipes, set_nonblocking
+from .cells import CellBook
+from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
+from .worker_process import KILL_WAIT_S, WorkerProcess
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from .frames import Header
+    from .worker_process import WorkerExit
+
+#: Default per-stream output cap (bytes) when the config names none (KernelOptions sends it).
+DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
+#: Seconds a worker that said "exited" or was asked to stop may take before it is killed.
+DEFAULT_EXIT_GRACE_S = 2.0
+#: Seconds to wait for a worker that closed its socket to exit by itself.
+EOF_WAIT_S = 1.0
+_NO_CELL = ("No active cell: the cell this call belonged to has settled, so its tool authority "
+            "is retired.")
+
+
+class Supervisor:
+    """One kernel's supervisor (see module docstring).
+
+    :param config: the runner config (JSON from stdin): ``max_output_bytes``, ``orphan_timeout``
+        (seconds, ``None``: no timer), ``token``, ``exit_grace`` (seconds), ``kernel_id``,
+        ``kernel_dir``/``remove_kernel_dir``, ``oom_counter_file``, ``cgroup_procs``, ``listen``.
+    """
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.orphan_timeout: float | None = config.get("orphan_timeout")
+        self.exit_grace = float(config.get("exit_grace", DEFAULT_EXIT_GRACE_S))
+        self.sel = selectors.DefaultSelector()
+        self.stopping = False
+        self.pipes = OutputPipes(int(config.get("max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES)))
+        for fd in self.pipes.read_ends:
+            self.sel.register(fd, selectors.EVENT_READ, "pipe")
+        self.link = ClientLink(self.sel, config.get("token") or "")
+        self.worker = WorkerProcess(config, self.sel, self.pipes.write_ends)
+        self.cells = CellBook(self.pipes, self.worker)
+        self.wake_r, self.wake_w = os.pipe()
+        set_nonblocking(self.wake_r)
+        set_nonblocking(self.wake_w)
+        self._install_signals()
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+
+    def _install_signals(self) -> None:
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the wakeup fd
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+
+    def _on_sigterm(self, *_: object) -> None:
+        self.stopping = True
+
+    # ------------------------------------------------------------------------------ worker
+    def start_worker(self) -> int:
+        """Fork a fresh worker (see :meth:`.WorkerProcess.start`); return its pid."""
+        return self.worker.start(self._close_in_child)
+
+    def _close_in_child(self) -> None:
+        for fd in (*self.pipes.read_ends, self.wake_r, self.wake_w):
+            os.close(fd)
+        self.link.close_in_child()
+        self.sel.close()
+
+    def reap_children(self) -> None:
+        """Collect exited children (the worker, or orphans re-parented to us)."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if not pid:
+                return
+            if pid == self.worker.pid:
+                info = self.worker.gone(status)
+                if self.cells.cell is not None:
+                    self.finish_with_death(info)
+
+    def finish(self, outcome: Header) -> None:
+        """Settle the running cell with ``outcome`` and send its result (kept until acked)."""
+        request_id, frame = self.cells.settle(outcome)
+        self.link.keep_result(request_id, frame)
+
+    def finish_with_death(self, info: WorkerExit) -> None:
+        self.finish(self.cells.died(info))
+
+    # ------------------------------------------------------------------------------ host
+    def say_hello(self, replayed: Sequence[object] = ()) -> None:
+        self.link.reply({"type": "hello", "proto": PROTOCOL_VERSION, "pid": os.getpid(),
+                         "worker_pid": self.worker.pid, "python": sys.version.split()[0],
+                         "kernel_id": self.config.get("kernel_id"), "replayed": list(replayed),
+                         "running": self.cells.running_id})
+
+    def on_attach(self, replay: list[object]) -> None:
+        """A client authenticated: hello, then the results it still waits for."""
+        self.say_hello(replay)
+        self.link.replay(replay)
+
+    def on_message(self, msg: Header) -> None:
+        kind = msg.get("type")
+        handler = getattr(self, f"do_{kind}", None) if isinstance(kind, str) else None
+        if handler is None:
+            self.link.reply({"type": "error", "id": msg.get("id"), "error": f"unknown message {kind!r}"})
+            return
+        handler(msg)
+
+    def do_execute(self, msg: Header) -> None:
+        self.link.unacked.clear()  # a new request acknowledges every earlier result
+        if self.cells.cell is not None:
+            self.link.reply({"type": "error", "id": msg.get("id"), "error": "a cell is already running on this kernel"})
+            return
+        self.reap_children()  # a worker killed between cells is reported, not handed the cell
+        if self.worker.pid is None:
+            code, sig = self.worker.exit or (None, None)
+            self.link.reply({"type": "result", "id": msg["id"], "status": "died", "not_run": True,
+                             "exit_code": code, "signal": sig})
+            return
+        self.worker.send(self.cells.begin(msg))  # a dying worker: SIGCHLD finishes the cell
+
+    def do_ack(self, msg: Header) -> None:
+        self.link.unacked.pop(msg.get("id"), None)
+
+    def do_interrupt(self, msg: Header) -> None:
+        if self.cells.cell is not None and self.worker.pid is not None:
+            self.worker.signal_group(signal.SIGINT)
+
+    def do_kill_worker(self, msg: Header) -> None:
+        self.worker.signal_group(signal.SIGKILL)
+        info = self.worker.wait(KILL_WAIT_S)
+        if self.cells.cell is not None and info is not None:
+            self.finish_with_death(info)
+        self.link.reply({"type": "killed", "id": msg.get("id"), "exit_code": None if info is None else info[0],
+                         "signal": None if info is None else info[1]})
+
+    def do_start_worker(self, msg: Header) -> None:
+        if self.worker.pid is None:
+            self.start_worker()
+        self.link.reply({"type": "worker", "id": msg.get("id"), "worker_pid": self.worker.pid})
+
+    def do_ping(self, msg: Header) -> None:
+        self.link.reply({"type": "pong", "id": msg.get("id"), "worker_pid": self.worker.pid,
+                         "running": self.cells.running_id})
+
+    def do_tool_result(self, msg: Header) -> None:
+        self.worker.send(msg)
+
+    def do_shutdown(self, msg: Header) -> None:
+        code, sig = self.worker.exit or (None, None)
+        step = self.worker.stop(float(msg.get("grace", DEFAULT_EXIT_GRACE_S)), self.cells.cell is not None)
+        if self.worker.exit is not None:
+            code, sig = self.worker.exit
+        self.link.reply({"type": "bye", "id": msg.get("id"), "step": step, "exit_code": code, "signal": sig})
+        self.stopping = True
+
+    # ------------------------------------------------------------------------------ worker io
+    def on_worker(self) -> None:
+        sock = self.worker.sock
+        try:
+            data = sock.recv(READ_CHUNK)  # type: ignore[union-attr]
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.on_worker_eof()
+            return
+        self.worker.decoder.feed(data)
+        while self.worker.sock is not None:
+            try:
+                frame = self.worker.decoder.next_frame()
+            except FrameError:
+                self.worker.signal_group(signal.SIGKILL)
+                return
+            if frame is None:
+                return
+            self.on_worker_message(frame[0])
+
+    def on_worker_message(self, msg: Header) -> None:
+        kind = msg.get("type")
+        running = self.cells.cell is not None
+        if kind == "result" and running and msg.get("id") == self.cells.running_id:
+            if msg.get("status") == "exited":
+                self._finish_exit(msg)
+            else:
+                self.finish(msg)
+        elif kind == "tool_call":
+            if running and msg.get("cell") == self.cells.running_id:
+                self.link.reply(msg)
+            else:  # its cell settled before the call got here: the host would drop it, unanswered
+                self.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})
+
+    def _finish_exit(self, msg: Header) -> None:
+        """The cell raised SystemExit: its result waits until the worker has really exited."""
+        self.cells.exiting = msg
+        if self.worker.wait(self.exit_grace) is None:
+            self.worker.signal_group(signal.SIGKILL)
+            msg["note"] = "forced kill after grace: the exiting kernel did not end"
+            self.worker.wait(KILL_WAIT_S)
+        if self.cells.cell is not None:
+            self.finish_with_death(self.worker.exit)  # type: ignore[arg-type]
+
+    def on_worker_eof(self) -> None:
+        info = self.worker.wait(EOF_WAIT_S)
+        if info is None:  # the worker closed its channel but lives on: it is unusable
+            self.worker.signal_group(signal.SIGKILL)
+            info = self.worker.wait(KILL_WAIT_S)
+        if self.cells.cell is not None and info is not None:
+            self.finish_with_death(info)
+
+    # ------------------------------------------------------------------------------ loop
+    def run(self) -> None:
+        """Serve until shutdown, SIGTERM, the host's lease ends or the orphan timer fires."""
+        if self.worker.pid is None:
+            self.start_worker()
+        while not (self.stopping or self.link.lease_lost):
+            timeout = self.link.orphan_timeout_left(self.orphan_timeout)
+            if timeout == 0.0:
+                break
+            for key, _ in self.sel.select(timeout):
+                self._dispatch(key.data, key.fd)
+        self.shutdown()
+
+    def _dispatch(self, what: str, fd: int) -> None:
+        if what == "pipe":
+            self.cells.capture(fd)
+        elif what == "chan" and self.link.attached:
+            self.link.on_readable(self.on_attach, self.on_message)
+        elif what == "worker" and self.worker.sock is not None:
+            self.on_worker()
+        elif what == "listen":
+            self.link.accept()
+        elif what == "wake":
+            self.on_wake()
+
+    def on_wake(self) -> None:
+        try:
+            while os.read(self.wake_r, 512):
+                pass
+        except BlockingIOError:
+            pass
+        self.reap_children()
+
+    def shutdown(self) -> None:
+        """Kill the worker's group; remove the kernel dir (remote: the host may be gone) and socket."""
+        self.worker.signal_group(signal.SIGKILL)
+        self.worker.wait(KILL_WAIT_S)
+        kdir = self.config.get("kernel_dir")
+        if kdir and self.config.get("remove_kernel_dir", True):
+            import shutil  # only now: its imports would slow every kernel's start
+
+            shutil.rmtree(kdir, ignore_errors=True)  # the host may be gone: leave nothing behind
+        if self.link.listener is not None:
+            try:
+                os.unlink(self.config["listen"])
+            except OSError:
+                pass
+

@@ -1,0 +1,384 @@
+"""The worker: the forked interpreter that holds the persistent namespace and runs cells.
+
+Forked from the supervisor (see :mod:`.supervisor`), in its own process group, with stdin on
+``/dev/null`` and fd 1/2 on the supervisor's pipes. It talks to the supervisor only, over a
+private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``exit`` and
+``tool_result``, and sends ``ready``, ``result`` and ``tool_call``.
+
+* A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
+  after the result is sent, as a clean interpreter exit would.
+* SIGINT raises ``KeyboardInterrupt`` only while a cell runs.
+* ``os.fork()`` in a cell: the child never touches the channel and never returns to the loop.
+* ``hermes_tools`` (a module in ``sys.modules``) calls host tools under the running cell's
+  authority; a call after its cell settled is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import builtins
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import types
+
+from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TypeVar
+
+    from .frames import Header
+
+    T = TypeVar("T")
+
+
+def _code_dir() -> str:
+    """Where the runner's code says it lives (frames name their code's file: in a zipapp's
+    compiled members that is the name given when they were compiled, not ``__file__``)."""
+    return os.path.dirname(_code_dir.__code__.co_filename)
+
+
+#: The runner's own source files: their frames never appear in a cell's traceback.
+_RUNNER_DIR = _code_dir()
+#: Exit status of a worker whose own start failed (EX_SOFTWARE).
+START_FAILED = 70
+_RETIRED = "No active cell: the cell this call belonged to has settled, so its tool authority is retired."
+_WORKER: Worker | None = None
+
+
+class ToolError(Exception):
+    """A tool call was refused or failed (raised inside the cell by ``hermes_tools``)."""
+
+
+class Worker:
+    """Runs cells and tool calls over the socket to the supervisor (see module docstring).
+
+    :param sock: the worker's end of the private socketpair.
+    :param config: the runner config (``cwd`` is used by :func:`worker_main`).
+    """
+
+    def __init__(self, sock: socket.socket, config: dict[str, Any]) -> None:
+        self.sock = sock
+        self.decoder = FrameDecoder()
+        self.pid = os.getpid()
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.execution_count = 0
+        self.cell_id: Any = None
+        self.in_cell = False
+        self.tools: list[str] = []
+        self.config = config
+        # One reader at a time: the main loop and threads waiting on tool results share the
+        # socket, so whoever waits reads for everyone and routes each frame to its box (a
+        # thread of an earlier cell must never swallow the next cell's "execute").
+        self.send_lock = threading.Lock()
+        self.cond = threading.Condition()
+        self.reading = False
+        self.eof = False
+        self.commands: list[Header] = []  # execute / exit, for the main loop
+        self.replies: dict[str, Header | None] = {}  # tool call id -> tool_result (None while pending)
+        self.calls = 0
+
+    def on_sigint(self, signum: int, frame: Any) -> None:
+        """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break."""
+        if self.in_cell:
+            raise KeyboardInterrupt
+
+    def send(self, header: Header) -> None:
+        """Send one frame to the supervisor (a process forked by a cell ends here instead)."""
+        if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
+            os._exit(0)
+        data = encode_frame(header)
+        with self.send_lock:
+            send_all(self.sock, data)
+
+    def recv(self) -> Header:
+        """The next command (``execute``/``exit``) for the main loop.
+
+        :raises EOFError: if the supervisor closed the socket.
+        """
+        return self._wait(lambda: self.commands.pop(0) if self.commands else None)
+
+    def _wait(self, take: Callable[[], T | None]) -> T:
+        while True:
+            with self.cond:
+                while True:
+                    got = take()
+                    if got is not None:
+                        return got
+                    if self.eof:
+                        raise EOFError
+                    if not self.reading:
+                        self.reading = True
+                        break
+                    self.cond.wait()
+            self._read_once()
+
+    def _read_once(self) -> None:
+        data = None
+        try:
+            data = self.sock.recv(READ_CHUNK)
+        except OSError:
+            data = b""
+        finally:  # also on KeyboardInterrupt: hand the reading over
+            with self.cond:
+                self.reading = False
+                if data:
+                    self.decoder.feed(data)
+                    while (frame := self.decoder.next_frame()) is not None:
+                        self._route(frame[0])
+                elif data is not None:
+                    self.eof = True
+                self.cond.notify_all()
+
+    def _route(self, msg: Header) -> None:
+        if msg.get("type") != "tool_result":
+            self.commands.append(msg)
+        elif msg.get("id") in self.replies:
+            self.replies[msg["id"]] = msg
+
+    def loop(self) -> None:
+        """Say ``ready``, then run cells until ``exit`` or EOF."""
+        self.send({"type": "ready", "pid": self.pid})
+        while True:
+            try:
+                msg = self.recv()
+            except KeyboardInterrupt:  # a late SIGINT between cells: nothing to interrupt
+                continue
+            except (EOFError, OSError):
+                return
+            kind = msg.get("type")
+            if kind == "execute":
+                self.run_cell(msg)
+            elif kind == "exit":
+                return
+
+    # ------------------------------------------------------------------------------ cells
+    def run_cell(self, msg: Header) -> None:
+        """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
+        self.execution_count += 1
+        self.cell_id = msg["id"]
+        self.tools = list(msg.get("tools", ()))
+        started = time.perf_counter()
+        reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
+        exiting = None
+        self.in_cell = True
+        try:
+            value = self.exec_source(msg.get("code", ""))
+            self.in_cell = False
+            if value is not None:
+                reply["value"] = safe_repr(value)
+        except SystemExit as exc:
+            self.in_cell = False
+            exiting = describe_exit(exc, reply)
+        except KeyboardInterrupt as exc:
+            self.in_cell = False
+            describe_error(exc, reply, "interrupted")
+        except BaseException as exc:  # noqa: BLE001 - every cell error is reported, never raised
+            self.in_cell = False
+            describe_error(exc, reply, "error")
+        finally:
+            self.in_cell = False
+            self.cell_id = None
+            flush_stdio()
+        if os.getpid() != self.pid:  # os.fork() in a cell: the child ends here
+            os._exit(0)
+        reply["execution_count"] = self.execution_count
+        reply["duration_s"] = time.perf_counter() - started
+        self.send(reply)
+        if exiting is not None:
+            finalize_and_exit(exiting)
+
+    def exec_source(self, source: str) -> Any:
+        """Run ``source`` in the namespace; the value of a last expression statement, or ``None``."""
+        tree = ast.parse(source, "<cell>", "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        exec(compile(tree, "<cell>", "exec"), self.namespace)
+        if last is None:
+            return None
+        value = eval(compile(last, "<cell>", "eval"), self.namespace)
+        if value is not None:
+            self.namespace["_"] = value
+        return value
+
+    # ---------------------------------------------------------------- tool RPC, worker side
+    def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        """Ask the host to run tool ``name`` for the running cell and wait for its result.
+
+        :raises ToolError: if no cell runs, in a process a cell forked, or if the host refused
+            or the tool failed.
+        """
+        if os.getpid() != self.pid:
+            raise ToolError("tool calls are not available in a process forked by a cell")
+        if self.cell_id is None:
+            raise ToolError(_RETIRED)
+        with self.cond:
+            self.calls += 1
+            call_id = f"{self.pid}-{self.calls}"
+            self.replies[call_id] = None
+        try:
+            self.send({"type": "tool_call", "id": call_id, "cell": self.cell_id, "name": name, "args": args})
+            msg = self._wait(lambda: self.replies.get(call_id))
+        finally:
+            with self.cond:
+                self.replies.pop(call_id, None)
+        if not msg.get("ok"):
+            raise ToolError(msg.get("error", "tool call failed"))
+        return msg.get("value")
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or a note when ``__repr__`` itself fails."""
+    try:
+        return repr(value)
+    except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
+        return f"<repr failed: {type(exc).__name__}: {exc}>"
+
+
+def describe_error(exc: BaseException, reply: Header, status: str) -> None:
+    """Fill ``reply`` with ``status``, the exception and its traceback (the runner's frames cut out)."""
+    reply["status"] = status
+    reply["ename"] = type(exc).__name__
+    reply["evalue"] = str(exc)
+    tbe = traceback.TracebackException.from_exception(exc)
+    tbe.stack = traceback.StackSummary.from_list(
+        [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
+    reply["traceback"] = "".join(tbe.format())
+
+
+def describe_exit(exc: SystemExit, reply: Header) -> int:
+    """Fill ``reply`` for a cell that raised ``SystemExit``; return the exit status (0-255)."""
+    code = exc.code
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xFF
+    else:
+        status = 1
+        try:
+            sys.stderr.write(f"{code}\n")
+        except Exception:  # noqa: BLE001 - stderr may be closed by the cell
+            pass
+    reply.update(status="exited", ename="SystemExit", evalue="" if code is None else str(code),
+                 exit_code=status, traceback=f"SystemExit: {code!r}\n")
+    return status
+
+
+def flush_stdio() -> None:
+    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - the cell may have closed or replaced them
+            pass
+
+
+def finalize_and_exit(code: int) -> None:
+    """End the worker as a clean interpreter exit would: threads joined, atexit run, stdio flushed."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads; the supervisor kills us after its grace
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    flush_stdio()
+    os._exit(code)
+
+
+def make_tools_module(worker: Worker) -> types.ModuleType:
+    """The ``hermes_tools`` module a cell imports: ``call(name, **kw)``, ``available()``, ``<name>(**kw)``."""
+    mod = types.ModuleType("hermes_tools", "Tools the host registered; call them like functions.")
+    mod.ToolError = ToolError  # type: ignore[attr-defined]
+
+    def call(name: str, /, **kwargs: Any) -> Any:
+        """Call the host tool ``name`` with keyword arguments; returns its JSON-able result."""
+        return worker.call_tool(name, kwargs)
+
+    def available() -> list[str]:
+        """Names of the tools the host offers to the running cell."""
+        return list(worker.tools)
+
+    def __getattr__(name: str) -> Callable[..., Any]:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return lambda **kwargs: worker.call_tool(name, kwargs)
+
+    mod.call, mod.available, mod.__getattr__ = call, available, __getattr__  # type: ignore[attr-defined]
+    return mod
+
+
+def _text_stream(fd: int) -> io.TextIOWrapper:
+    """A real ``sys.stdout``-like stream on ``fd``: ``.buffer``, ``.fileno()``, written through."""
+    raw = io.FileIO(fd, "wb", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace",
+                            line_buffering=True, write_through=True)
+
+
+def _close_channel_in_fork_child() -> None:
+    worker = _WORKER
+    if worker is not None and os.getpid() != worker.pid:
+        try:
+            worker.sock.close()
+        except OSError:
+            pass
+
+
+def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
+    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for fd in (null, out_w, err_w):
+        if fd > 2:
+            os.close(fd)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the cell's stdin for good
+    sys.stdout = _text_stream(1)
+    sys.stderr = _text_stream(2)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    sys.argv = [""]
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+
+
+def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, Any]) -> None:
+    """Entry point of a freshly forked worker: set it up, run cells, exit. Never returns.
+
+    :param sock: the worker's end of the socketpair to the supervisor.
+    :param out_w: write end of the stdout pipe (becomes fd 1).
+    :param err_w: write end of the stderr pipe (becomes fd 2).
+    :param config: the runner config.
+    """
+    global _WORKER
+    code = 0
+    try:
+        worker = Worker(sock, config)
+        signal.signal(signal.SIGINT, worker.on_sigint)
+        _become_worker(out_w, err_w, config)
+        _WORKER = worker
+        sys.modules["hermes_tools"] = make_tools_module(worker)
+        os.register_at_fork(after_in_child=_close_channel_in_fork_child)
+        worker.loop()
+    except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
+        code = START_FAILED
+        try:
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)

@@ -1,0 +1,174 @@
+"""The supervisor's side of its worker: fork it, signal its process group, reap it.
+
+The worker's pid is its process group id (it calls ``setpgid(0, 0)``), so a signal to the
+group also reaches what its cells started; :func:`.procfs.kill_session_strays` covers the ones
+that left the group. ``waitpid`` gives the exact exit code or signal of every worker.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import socket
+import time
+
+from .frames import FrameDecoder, encode_frame, send_all
+from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file
+from .worker import worker_main
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, Literal
+
+    from .frames import Header
+
+    #: How :meth:`WorkerProcess.stop` ended the worker.
+    StopStep = Literal["already-exited", "request", "sigterm", "sigkill"]
+    #: ``(exit_code, signal)`` of an ended worker; a signal death has exit code 128 + signal.
+    WorkerExit = tuple[int | None, int | None]
+
+#: Seconds to wait for a worker after SIGKILL (it cannot refuse; only a D-state process delays it).
+KILL_WAIT_S = 5.0
+#: Poll interval (seconds) while waiting for a worker to exit.
+_REAP_POLL_S = 0.005
+
+
+class WorkerProcess:
+    """The current worker (at most one) and what became of the last one.
+
+    :param config: the runner config (``cgroup_procs``: a ``cgroup.procs`` file the worker
+        joins; the rest is handed to the worker).
+    :param sel: the supervisor's selector; the worker's socket is registered as ``"worker"``.
+    :param write_ends: the output pipes' write ends, the worker's fd 1 and 2.
+    """
+
+    def __init__(self, config: dict[str, Any], sel: selectors.BaseSelector, write_ends: tuple[int, int]) -> None:
+        self.config = config
+        self.sel = sel
+        self.write_ends = write_ends
+        self.pid: int | None = None
+        self.sock: socket.socket | None = None
+        self.decoder = FrameDecoder()
+        self.exit: WorkerExit | None = None  # of the last worker that ended
+        self.generation = 0
+        self.oom_file: str | None = config.get("oom_counter_file")
+
+    def start(self, close_in_child: Callable[[], None]) -> int:
+        """Fork a fresh worker; return its pid.
+
+        :param close_in_child: closes the supervisor's own fds and sockets in the child (the
+            rest are closed by number, so the worker holds nothing of the supervisor's).
+        """
+        parent, child = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            parent.close()
+            close_in_child()
+            self._enter_child(child)
+        child.close()
+        parent.setblocking(False)
+        self.pid, self.sock, self.decoder = pid, parent, FrameDecoder()
+        self.generation += 1
+        self.sel.register(parent, selectors.EVENT_READ, "worker")
+        if self.oom_file is None:
+            self.oom_file = memory_cgroup_oom_file(pid) or ""
+        return pid
+
+    def _enter_child(self, child: socket.socket) -> None:
+        out_w, err_w = self.write_ends
+        close_fds_except({0, 1, 2, child.fileno(), out_w, err_w})
+        cgroup_procs = self.config.get("cgroup_procs")
+        if cgroup_procs:
+            try:
+                with open(cgroup_procs, "w", encoding="ascii") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError:
+                pass
+        worker_main(child, out_w, err_w, self.config)
+
+    def send(self, header: Header) -> bool:
+        """Send one frame to the worker; ``False`` when it is gone or dying."""
+        if self.sock is None:
+            return False
+        try:
+            send_all(self.sock, encode_frame(header))
+        except OSError:
+            return False
+        return True
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the worker's process group (the worker alone if that is refused)."""
+        if self.pid is None:
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            try:
+                os.kill(self.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    def wait(self, timeout: float) -> WorkerExit | None:
+        """Reap the worker within ``timeout`` seconds.
+
+        :returns: its ``(exit_code, signal)`` (the last one's when none runs), or ``None`` if it
+            is still alive at the deadline.
+        """
+        deadline = time.monotonic() + timeout
+        while self.pid is not None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                return self.gone(None)
+            if pid:
+                return self.gone(status)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(_REAP_POLL_S)
+        return self.exit
+
+    def gone(self, status: int | None) -> WorkerExit:
+        """Record the worker's end from its wait ``status``; kill what its cells left behind."""
+        if status is None:
+            info: WorkerExit = (None, None)
+        elif os.WIFSIGNALED(status):
+            info = (128 + os.WTERMSIG(status), os.WTERMSIG(status))
+        else:
+            info = (os.WEXITSTATUS(status), None)
+        # the group may hold children of cells (pool workers, sleep): they die with the kernel
+        try:
+            os.killpg(self.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        except (ProcessLookupError, PermissionError):
+            pass
+        kill_session_strays()
+        if self.sock is not None:
+            self.sel.unregister(self.sock)
+            self.sock.close()
+            self.sock = None
+        self.pid = None
+        self.exit = info
+        return info
+
+    def stop(self, grace: float, cell_running: bool) -> StopStep:
+        """End the worker: exit request (only between cells) -> SIGTERM -> SIGKILL.
+
+        :param grace: seconds each of the first two steps may take.
+        :param cell_running: a cell runs, so the worker cannot read a request.
+        :returns: the step that ended it.
+        """
+        if self.pid is None:
+            return "already-exited"
+        steps = (("request", None), ("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL))
+        for step, sig in steps:
+            if sig is None:
+                if cell_running or not self.send({"type": "exit"}):
+                    continue
+            else:
+                self.signal_group(sig)
+            if self.wait(grace if sig != signal.SIGKILL else KILL_WAIT_S) is not None:
+                return step  # type: ignore[return-value]
+        return "sigkill"

@@ -1,0 +1,124 @@
+"""The kernel runner as one file: a zipapp built from ``kernel/runner/``, the way every transport ships it.
+
+The runner is a package (stdlib only); a kernel host gets it as one file,
+``hermes-runner-<hash12>.pyz``, run as ``python -B <file> MODE ...``. Inside, the package is
+``hermes_kernel_runner/`` and a three-line ``__main__.py`` calls its ``__main__.main`` (what
+``zipapp`` itself generates for ``-m pkg.mod:fn``).
+
+* **Deterministic**: members in sorted order, fixed timestamps and modes, so the same sources
+  give the same bytes and the same name (the name is the first 12 hex digits of the bytes'
+  SHA-256: a host can tell two versions apart, and a cached copy is never stale).
+* **Built once per process**, from the package directory (an installed wheel has it as package
+  files like any module), and kept in memory (:func:`runner_zipapp`).
+* Each module is there as source and as unchecked hash-based bytecode of the building
+  interpreter: an interpreter of the same version skips compiling (a kernel start is mostly
+  interpreter start), any other finds the magic number wrong and compiles the source.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import io
+import marshal
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..kernel import runner as _runner_package
+
+#: The runner package's directory (read at build time: point it elsewhere to ship another runner).
+RUNNER_SOURCE_DIR = Path(_runner_package.__file__).resolve().parent
+#: The package's name inside the zipapp.
+ZIP_PACKAGE = "hermes_kernel_runner"
+NAME_PREFIX = "hermes-runner-"
+NAME_SUFFIX = ".pyz"
+_ENTRY = f"import sys\nfrom {ZIP_PACKAGE}.__main__ import main\nsys.exit(main(sys.argv[1:]))\n"
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
+_MEMBER_MODE = 0o644 << 16
+#: Flags word of a PEP 552 pyc: hash-based (bit 0), source not checked (bit 1 clear).
+_UNCHECKED_HASH_PYC = (1).to_bytes(4, "little")
+
+
+@dataclass(frozen=True)
+class RunnerZipapp:
+    """The built runner file.
+
+    :ivar name: ``hermes-runner-<hash12>.pyz``, from the content.
+    :ivar data: the zip file's bytes.
+    :ivar modules: the package's module names inside (``hermes_kernel_runner.frames``, ...).
+    """
+
+    name: str
+    data: bytes
+    modules: tuple[str, ...]
+
+
+def _members(source_dir: Path, compiled: bool) -> list[tuple[str, bytes]]:
+    members = [("__main__.py", _ENTRY.encode())]
+    for path in sorted(source_dir.glob("*.py")):
+        source = path.read_bytes()
+        arcname = f"{ZIP_PACKAGE}/{path.name}"
+        members.append((arcname, source))
+        if compiled:
+            members.append((arcname + "c", _pyc(source, arcname)))
+    return sorted(members)
+
+
+def _pyc(source: bytes, arcname: str) -> bytes:
+    code = compile(source, arcname, "exec", dont_inherit=True)
+    return importlib.util.MAGIC_NUMBER + _UNCHECKED_HASH_PYC + importlib.util.source_hash(source) + marshal.dumps(code)
+
+
+def build_zipapp(source_dir: Path | None = None, *, compiled: bool = True) -> RunnerZipapp:
+    """Build the runner zipapp from ``source_dir`` (default :data:`RUNNER_SOURCE_DIR`).
+
+    :param source_dir: a directory of the runner's ``*.py`` files (subdirectories are not shipped).
+    :param compiled: also ship bytecode of this interpreter next to each source.
+    :returns: the file's name, bytes and module names.
+    """
+    source_dir = source_dir or RUNNER_SOURCE_DIR
+    members = _members(source_dir, compiled)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for arcname, data in members:
+            info = zipfile.ZipInfo(arcname, date_time=_EPOCH)
+            info.external_attr = _MEMBER_MODE
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data, compresslevel=9)
+    data = buf.getvalue()
+    modules = tuple(f"{ZIP_PACKAGE}.{n[len(ZIP_PACKAGE) + 1:-3]}".removesuffix(".__init__")
+                    for n, _ in members if n.startswith(ZIP_PACKAGE + "/") and n.endswith(".py"))
+    return RunnerZipapp(name=f"{NAME_PREFIX}{hashlib.sha256(data).hexdigest()[:12]}{NAME_SUFFIX}",
+                        data=data, modules=modules)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(source_dir: Path, compiled: bool) -> RunnerZipapp:
+    return build_zipapp(source_dir, compiled=compiled)
+
+
+def runner_zipapp(*, compiled: bool = True) -> RunnerZipapp:
+    """The runner zipapp of :data:`RUNNER_SOURCE_DIR`, built on first use and kept in memory.
+
+    :param compiled: with bytecode (local, docker, ssh: faster starts), or sources only (a third
+        of the size: the ``filecell`` transport ships the file inside a command line).
+    """
+    return _cached(RUNNER_SOURCE_DIR, compiled)
+
+
+def write_runner(directory: str, app: RunnerZipapp | None = None) -> str:
+    """Write the runner file into ``directory`` (a kernel dir), mode 0600, never over a file.
+
+    :param app: the file to write; default :func:`runner_zipapp`.
+    :returns: its path.
+    :raises OSError: if the file exists already or cannot be written.
+    """
+    app = app or runner_zipapp()
+    path = os.path.join(directory, app.name)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(app.data)
+    return path
