@@ -1,0 +1,184 @@
+"""Unit: the kernel runner shipped as one file, a zipapp built from ``kernel/runner/``.
+
+The file is what every transport runs (``python -B <file> MODE``); these tests run it the way
+the far side does, in isolated mode without ``site`` (``-I -S``), as a separate interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.transports.filecell import scripts
+from pytest_hermes_kernel.transports.runner_zipapp import (RUNNER_SOURCE_DIR, ZIP_PACKAGE, RunnerZipapp,
+                                                           build_zipapp, runner_zipapp, write_runner)
+
+ISOLATED = [sys.executable, "-I", "-S", "-B"]
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> Path:
+    """A copy of the runner package's sources (a build from it is a fresh build)."""
+    copy = tmp_path / "runner-src"
+    shutil.copytree(RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    return copy
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "sources-only"])
+def runner_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return Path(write_runner(str(tmp_path), runner_zipapp(compiled=request.param)))
+
+
+def loaded_runner_modules(stderr: str) -> set[str]:
+    """The runner's modules a ``-X importtime`` run imported (its stderr lists every import)."""
+    names = {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+    return {n for n in names if n == ZIP_PACKAGE or n.startswith(ZIP_PACKAGE + ".")}
+
+
+def test_the_same_sources_build_the_same_bytes_and_name(sources: Path) -> None:
+    first, second = build_zipapp(sources), build_zipapp(sources)
+
+    assert first.data == second.data and first.name == second.name
+    assert re.fullmatch(r"hermes-runner-[0-9a-f]{12}\.pyz", first.name)
+    infos = zipfile.ZipFile(io.BytesIO(first.data)).infolist()
+    assert [i.filename for i in infos] == sorted(i.filename for i in infos)
+    assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
+
+
+def test_a_changed_source_changes_the_name(sources: Path) -> None:
+    before = build_zipapp(sources)
+    (sources / "relay.py").write_text((sources / "relay.py").read_text() + "\n# changed\n")
+
+    assert build_zipapp(sources).name != before.name
+
+
+def test_the_file_holds_the_runner_package_and_nothing_else() -> None:
+    app = runner_zipapp()
+    zf = zipfile.ZipFile(io.BytesIO(app.data))
+    shipped = {n for n in zf.namelist() if n.endswith(".py")}
+    package = {f"{ZIP_PACKAGE}/{p.name}" for p in RUNNER_SOURCE_DIR.glob("*.py")}
+
+    assert shipped == package | {"__main__.py"}
+    for path in RUNNER_SOURCE_DIR.glob("*.py"):
+        assert zf.read(f"{ZIP_PACKAGE}/{path.name}") == path.read_bytes()
+    assert {n for n in zf.namelist() if n.endswith(".pyc")} == {n + "c" for n in package}
+    assert _imports_outside_the_stdlib_and_the_package(zf, shipped) == []
+    assert not [n for n in zipfile.ZipFile(io.BytesIO(runner_zipapp(compiled=False).data)).namelist()
+                if not n.endswith(".py")]
+
+
+def _imports_outside_the_stdlib_and_the_package(zf: zipfile.ZipFile, names: set[str]) -> list[str]:
+    own = {n[len(ZIP_PACKAGE) + 1:-3] for n in names if n.startswith(ZIP_PACKAGE + "/")}
+    bad = []
+    for name in sorted(names):
+        for node in ast.walk(ast.parse(zf.read(name))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                bad += [f"{name}: .{node.module}" for m in [node.module] if node.level > 1 or m not in own]
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                bad += [f"{name}: {m}" for m in modules
+                        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != ZIP_PACKAGE]
+    return bad
+
+
+def test_client_mode_runs_isolated_and_imports_only_the_client_and_the_codec(runner_file: Path,
+                                                                              tmp_path: Path) -> None:
+    params = scripts.params(wait=[], deadline_s=1.0)
+
+    out = subprocess.run([*ISOLATED, "-X", "importtime", str(runner_file), "client", str(tmp_path), params],
+                         capture_output=True, text=True, timeout=30)
+
+    parsed = scripts.parse_client_output(out.stdout)
+    assert (out.returncode, parsed.began, parsed.status) == (0, True, "gone"), out  # no supervisor here
+    assert loaded_runner_modules(out.stderr) == {ZIP_PACKAGE, f"{ZIP_PACKAGE}.__main__", f"{ZIP_PACKAGE}.client",
+                                                 f"{ZIP_PACKAGE}.frames"}
+
+
+def test_the_poll_form_imports_even_less(runner_file: Path, tmp_path: Path) -> None:
+    out = subprocess.run([*ISOLATED, "-X", "importtime", "-c", scripts.CLIENT_BOOT, str(runner_file), str(tmp_path),
+                          scripts.params(wait=[])], capture_output=True, text=True, timeout=30)
+
+    assert scripts.parse_client_output(out.stdout).status == "gone", out
+    assert loaded_runner_modules(out.stderr) == {ZIP_PACKAGE, f"{ZIP_PACKAGE}.client", f"{ZIP_PACKAGE}.frames"}
+    assert "runpy" not in {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()}
+
+
+def _echo_server(path: str) -> threading.Thread:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+
+    def serve() -> None:
+        with listener:
+            conn, _ = listener.accept()
+            with conn:
+                while data := conn.recv(65536):
+                    conn.sendall(data.upper())
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_relay_mode_runs_isolated_and_copies_both_ways(runner_file: Path, tmp_path: Path) -> None:
+    path = str(tmp_path / "sock")
+    server = _echo_server(path)
+    proc = subprocess.Popen([*ISOLATED, "-X", "importtime", str(runner_file), "relay", path],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.stdin.write(b"ping")
+        proc.stdin.flush()
+        assert proc.stdout.read(4) == b"PING"
+        proc.stdin.close()  # the host side ends: the relay ends, cleanly
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    server.join(5.0)
+    assert loaded_runner_modules(proc.stderr.read().decode()) == {ZIP_PACKAGE, f"{ZIP_PACKAGE}.__main__",
+                                                                  f"{ZIP_PACKAGE}.relay"}
+
+
+def test_bytecode_of_another_interpreter_falls_back_to_the_sources(tmp_path: Path) -> None:
+    """A kernel host with another Python finds the bytecode's magic number wrong and compiles."""
+    app = runner_zipapp()
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(app.data)) as src, zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            dst.writestr(info, b"\x00\x00\r\n" + data[4:] if info.filename.endswith(".pyc") else data)
+    path = write_runner(str(tmp_path), RunnerZipapp(name="other.pyz", data=buf.getvalue(), modules=app.modules))
+
+    out = subprocess.run([*ISOLATED, path, "client", str(tmp_path), scripts.params(wait=[])],
+                         capture_output=True, text=True, timeout=30)
+
+    assert scripts.parse_client_output(out.stdout).status == "gone", out
+
+
+def test_a_bad_mode_is_a_usage_error(runner_file: Path) -> None:
+    out = subprocess.run([*ISOLATED, str(runner_file), "nonsense"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and out.stderr.startswith("usage:")
+
+
+def test_the_runner_file_is_private_and_never_written_over_a_planted_file(tmp_path: Path) -> None:
+    app = runner_zipapp()
+    path = write_runner(str(tmp_path), app)
+    assert os.stat(path).st_mode & 0o777 == 0o600 and Path(path).read_bytes() == app.data
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / app.name).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileExistsError):
+        write_runner(str(other), app)
+    assert not (tmp_path / "elsewhere").exists()
