@@ -26,6 +26,7 @@ import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..kernel import runner as _runner_package
 
@@ -42,6 +43,15 @@ _MEMBER_MODE = 0o644 << 16
 _UNCHECKED_HASH_PYC = (1).to_bytes(4, "little")
 
 
+#: How a runner file is made: ``compiled`` (local, docker, ssh): every module as source and
+#: bytecode, deflated; ``compact`` (filecell, shipped inside a command line of ~100 KB):
+#: bytecode only for the modules a poll imports (:data:`POLL_MODULES`), stored uncompressed
+#: (the command compresses the whole file; a poll then needs no ``zlib``).
+RunnerFlavour = Literal["compiled", "compact"]
+#: The runner modules a filecell poll imports (its ``client`` mode).
+POLL_MODULES = frozenset({"__init__", "client", "frames"})
+
+
 @dataclass(frozen=True)
 class RunnerZipapp:
     """The built runner file.
@@ -56,38 +66,39 @@ class RunnerZipapp:
     modules: tuple[str, ...]
 
 
-def _members(source_dir: Path, compiled: bool) -> list[tuple[str, bytes]]:
+def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]]:
     members = [("__main__.py", _ENTRY.encode())]
     for path in sorted(source_dir.glob("*.py")):
         source = path.read_bytes()
         arcname = f"{ZIP_PACKAGE}/{path.name}"
         members.append((arcname, source))
-        if compiled:
+        if flavour == "compiled" or path.stem in POLL_MODULES:
             members.append((arcname + "c", _pyc(source, arcname)))
     return sorted(members)
 
 
 def _pyc(source: bytes, arcname: str) -> bytes:
+    """Unchecked hash-based bytecode (PEP 552): no timestamp, so the bytes are reproducible."""
     code = compile(source, arcname, "exec", dont_inherit=True)
     return importlib.util.MAGIC_NUMBER + _UNCHECKED_HASH_PYC + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
-def build_zipapp(source_dir: Path | None = None, *, compiled: bool = True) -> RunnerZipapp:
+def build_zipapp(source_dir: Path | None = None, *, flavour: RunnerFlavour = "compiled") -> RunnerZipapp:
     """Build the runner zipapp from ``source_dir`` (default :data:`RUNNER_SOURCE_DIR`).
 
     :param source_dir: a directory of the runner's ``*.py`` files (subdirectories are not shipped).
-    :param compiled: also ship bytecode of this interpreter next to each source.
+    :param flavour: see :data:`RunnerFlavour`.
     :returns: the file's name, bytes and module names.
     """
-    source_dir = source_dir or RUNNER_SOURCE_DIR
-    members = _members(source_dir, compiled)
+    members = _members(source_dir or RUNNER_SOURCE_DIR, flavour)
+    compress = zipfile.ZIP_DEFLATED if flavour == "compiled" else zipfile.ZIP_STORED
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as zf:
         for arcname, data in members:
             info = zipfile.ZipInfo(arcname, date_time=_EPOCH)
             info.external_attr = _MEMBER_MODE
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data, compresslevel=9)
+            info.compress_type = compress
+            zf.writestr(info, data, compresslevel=9 if compress == zipfile.ZIP_DEFLATED else None)
     data = buf.getvalue()
     modules = tuple(f"{ZIP_PACKAGE}.{n[len(ZIP_PACKAGE) + 1:-3]}".removesuffix(".__init__")
                     for n, _ in members if n.startswith(ZIP_PACKAGE + "/") and n.endswith(".py"))
@@ -96,17 +107,16 @@ def build_zipapp(source_dir: Path | None = None, *, compiled: bool = True) -> Ru
 
 
 @functools.lru_cache(maxsize=8)
-def _cached(source_dir: Path, compiled: bool) -> RunnerZipapp:
-    return build_zipapp(source_dir, compiled=compiled)
+def _cached(source_dir: Path, flavour: RunnerFlavour) -> RunnerZipapp:
+    return build_zipapp(source_dir, flavour=flavour)
 
 
-def runner_zipapp(*, compiled: bool = True) -> RunnerZipapp:
+def runner_zipapp(flavour: RunnerFlavour = "compiled") -> RunnerZipapp:
     """The runner zipapp of :data:`RUNNER_SOURCE_DIR`, built on first use and kept in memory.
 
-    :param compiled: with bytecode (local, docker, ssh: faster starts), or sources only (a third
-        of the size: the ``filecell`` transport ships the file inside a command line).
+    :param flavour: see :data:`RunnerFlavour`.
     """
-    return _cached(RUNNER_SOURCE_DIR, compiled)
+    return _cached(RUNNER_SOURCE_DIR, flavour)
 
 
 def write_runner(directory: str, app: RunnerZipapp | None = None) -> str:

@@ -139,7 +139,7 @@ def test_frames_a_failed_client_never_sent_go_again(stream, site):
 
 
 def test_the_poll_command_runs_the_shipped_runner_files_client(tmp_path: Path):
-    app = runner_zipapp(compiled=False)  # the file the filecell transport ships
+    app = runner_zipapp("compact")  # the file the filecell transport ships
     (tmp_path / app.name).write_bytes(app.data)
     cmd = scripts.client_command(kdir=str(tmp_path), python=sys.executable, runner=app.name,
                                  params=scripts.params(wait=[], deadline_s=1.0))

@@ -16,13 +16,15 @@ import subprocess
 import sys
 import threading
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
 
 from pytest_hermes_kernel.transports.filecell import scripts
-from pytest_hermes_kernel.transports.runner_zipapp import (RUNNER_SOURCE_DIR, ZIP_PACKAGE, RunnerZipapp,
-                                                           build_zipapp, runner_zipapp, write_runner)
+from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, ZIP_PACKAGE,
+                                                           RunnerFlavour, RunnerZipapp, build_zipapp, runner_zipapp,
+                                                           write_runner)
 
 ISOLATED = [sys.executable, "-I", "-S", "-B"]
 
@@ -35,9 +37,9 @@ def sources(tmp_path: Path) -> Path:
     return copy
 
 
-@pytest.fixture(params=[True, False], ids=["compiled", "sources-only"])
+@pytest.fixture(params=["compiled", "compact"])
 def runner_file(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
-    return Path(write_runner(str(tmp_path), runner_zipapp(compiled=request.param)))
+    return Path(write_runner(str(tmp_path), runner_zipapp(request.param)))
 
 
 def loaded_runner_modules(stderr: str) -> set[str]:
@@ -46,8 +48,9 @@ def loaded_runner_modules(stderr: str) -> set[str]:
     return {n for n in names if n == ZIP_PACKAGE or n.startswith(ZIP_PACKAGE + ".")}
 
 
-def test_the_same_sources_build_the_same_bytes_and_name(sources: Path) -> None:
-    first, second = build_zipapp(sources), build_zipapp(sources)
+@pytest.mark.parametrize("flavour", ["compiled", "compact"])
+def test_the_same_sources_build_the_same_bytes_and_name(sources: Path, flavour: RunnerFlavour) -> None:
+    first, second = build_zipapp(sources, flavour=flavour), build_zipapp(sources, flavour=flavour)
 
     assert first.data == second.data and first.name == second.name
     assert re.fullmatch(r"hermes-runner-[0-9a-f]{12}\.pyz", first.name)
@@ -63,19 +66,24 @@ def test_a_changed_source_changes_the_name(sources: Path) -> None:
     assert build_zipapp(sources).name != before.name
 
 
-def test_the_file_holds_the_runner_package_and_nothing_else() -> None:
-    app = runner_zipapp()
-    zf = zipfile.ZipFile(io.BytesIO(app.data))
+@pytest.mark.parametrize("flavour, compiled", [("compiled", {p.stem for p in RUNNER_SOURCE_DIR.glob("*.py")}),
+                                              ("compact", POLL_MODULES)])
+def test_the_file_holds_the_runner_package_and_nothing_else(flavour: RunnerFlavour, compiled: set[str]) -> None:
+    zf = zipfile.ZipFile(io.BytesIO(runner_zipapp(flavour).data))
     shipped = {n for n in zf.namelist() if n.endswith(".py")}
     package = {f"{ZIP_PACKAGE}/{p.name}" for p in RUNNER_SOURCE_DIR.glob("*.py")}
 
     assert shipped == package | {"__main__.py"}
     for path in RUNNER_SOURCE_DIR.glob("*.py"):
         assert zf.read(f"{ZIP_PACKAGE}/{path.name}") == path.read_bytes()
-    assert {n for n in zf.namelist() if n.endswith(".pyc")} == {n + "c" for n in package}
+    assert {n for n in zf.namelist() if n.endswith(".pyc")} == {f"{ZIP_PACKAGE}/{m}.pyc" for m in compiled}
     assert _imports_outside_the_stdlib_and_the_package(zf, shipped) == []
-    assert not [n for n in zipfile.ZipFile(io.BytesIO(runner_zipapp(compiled=False).data)).namelist()
-                if not n.endswith(".py")]
+
+
+def test_the_compact_file_fits_a_filecell_launch_command() -> None:
+    """filecell ships it zlib-compressed and base64-encoded inside one command (see scripts.MAX_COMMAND_BYTES)."""
+    size = len(scripts.b64(zlib.compress(runner_zipapp("compact").data, 9)))
+    assert size < scripts.MAX_COMMAND_BYTES // 2, size
 
 
 def _imports_outside_the_stdlib_and_the_package(zf: zipfile.ZipFile, names: set[str]) -> list[str]:

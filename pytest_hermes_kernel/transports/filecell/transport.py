@@ -98,7 +98,7 @@ class FileCellTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         kdir = f"{self.root}/k-{spec.kernel_id[:12]}-{secrets.token_hex(8)}"
         python = spec.python or self.python
-        app = runner_zipapp(compiled=False)
+        app = runner_zipapp("compact")
         site = FileCellSite(self, kdir, python, app.name)
         config = json.loads(runner_config(spec, kdir, self.orphan_timeout))
         config.pop("token", None)  # a fresh one is made on the far side, never on a command line
