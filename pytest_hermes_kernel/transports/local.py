@@ -50,14 +50,7 @@ class LocalTransport(Transport):
         return True
 
     def launch(self, spec: LaunchSpec) -> Launched:
-        # mode 0700; the host pid in the name lets the leak checker tell this process's dirs apart
-        kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
-        try:
-            runner = write_runner(kdir)  # ~0.1 ms; the dir is private (0700) and goes with the kernel
-        except OSError as exc:
-            shutil.rmtree(kdir, ignore_errors=True)
-            raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\n"
-                                   "Hint: is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?") from None
+        kdir, runner = _make_kernel_dir()
         host_end, kernel_end = socket.socketpair()
         log = open(os.path.join(kdir, "runner.log"), "wb")
         try:
@@ -130,6 +123,23 @@ class LocalTransport(Transport):
 
     def describe(self) -> str:
         return f"local ({self.python})"
+
+
+def _make_kernel_dir() -> tuple[str, str]:
+    """A new kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``) holding the runner file.
+
+    The host pid in the name lets the leak checker tell this process's dirs apart.
+
+    :returns: the dir and the runner file's path in it.
+    :raises KernelStartError: if the runner file cannot be written there.
+    """
+    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    try:
+        return kdir, write_runner(kdir)  # ~0.1 ms; private, and it goes with the kernel
+    except OSError as exc:
+        shutil.rmtree(kdir, ignore_errors=True)
+        raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\n"
+                               "Hint: is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?") from None
 
 
 def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
