@@ -2,8 +2,9 @@
 
 Both write the runner file (:mod:`.runner_zipapp`) into the kernel dir, start the same detached
 runner (``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock``), attach
-through ``... relay <dir>/sock`` and end a kernel by killing its runner's whole *session*: the runner calls ``setsid``, so its pid is its session id, and every process a cell
-started (in any process group) is found by scanning ``/proc/*/stat`` where the kernel runs.
+through ``... relay <dir>/sock`` and end a kernel by killing its runner's whole *session*: the
+runner calls ``setsid``, so its pid is its session id, and every process a cell started (in any
+process group) is found by scanning ``/proc/*/stat`` where the kernel runs.
 The scripts here are run with ``python3 -c`` on the far side, so they work on any host that can
 run the kernel at all (no procps needed).
 """

@@ -4,7 +4,7 @@ The only primitive is :class:`~.backends.ExecuteBackend` ``execute(cmd, timeout)
 output)`` (the seed system's ``env.execute``). On top of it:
 
 * **launch** is one execute: make a 0700 kernel dir under ``root``, ship the runner file
-  (its sources-only zipapp, compressed, in the command text: a command holds ~100 KB), write a
+  (its ``compact`` zipapp, compressed, in the command text: a command holds ~100 KB), write a
   0600 token (made there, never on a command line) and config, start
   ``python3 -B DIR/hermes-runner-<hash>.pyz serve --listen DIR/sock`` (it reads the config,
   daemonizes into its own session, prints ``ready <pid>``), delete the config, and run the
