@@ -13,23 +13,18 @@ Docker cannot signal or kill an exec (moby/moby#35703), so nothing relies on the
 interrupts travel on the channel (the supervisor signals the worker's group inside the
 container) and :meth:`DockerTransport.kill` SIGKILLs the runner's whole session from a new exec.
 
-Containers (``network none``, labelled by :mod:`pytest_hermes_kernel.containers.lifecycle`):
-
-* ``container="shared"`` (default): one per test run for each (image, limits), shared by every
-  transport instance and xdist worker through :class:`~.sharing.SharedResource`; the last user
-  removes it. A shared container that stopped is replaced on the next launch.
-* ``container="fresh"``: one per kernel, removed by :meth:`DockerTransport.cleanup`.
+Containers (``network none``, labelled by :mod:`pytest_hermes_kernel.containers.labels`) are
+chosen and ended by :class:`~.host.KernelHosts`: the run's shared one (default) or one fresh
+container per kernel (``container="fresh"``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 import tarfile
-import threading
 import time
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
@@ -38,12 +33,12 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
                      LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
                      runner_config)
 from ..runner_zipapp import runner_zipapp
-from ...containers.sharing import SharedResource, current_run_id, worker_id
+from ...containers.sharing import current_run_id
+from .host import ContainerMode, KernelHosts
 
 if TYPE_CHECKING:
     import docker
 
-ContainerMode = Literal["shared", "fresh"]
 KERNEL_ROOT = "/tmp/hermes-kernels"
 #: Seconds for ``serve --listen`` to print ``ready`` (a cold python start in a busy container).
 READY_TIMEOUT = 30.0
@@ -93,85 +88,28 @@ class DockerTransport(Transport):
         from ...containers.sweep import sweep_once_per_process
 
         sweep_once_per_process(self.client, self.run_id)  # leftovers of dead runs, never this run's
-        self._image = image
-        self._lock = threading.Lock()
-        self._shared: SharedResource | None = None
-        self._shared_id: str | None = None
-        self._fresh: set[str] = set()
+        self.hosts = KernelHosts(self.client, mode=container, image=image, mem_limit_bytes=mem_limit_bytes,
+                                 cpus=cpus, run_id=self.run_id)
         self._owners: dict[str, tuple[int, int]] = {}
 
     # ------------------------------------------------------------------------------ containers
     @property
     def image(self) -> str:
         """The image kernels run in (built on first use when none was given)."""
-        if self._image is None:
-            from ...containers.images import ensure_image
-
-            self._image = ensure_image(self.client, progress=log.info)
-        return self._image
+        return self.hosts.image
 
     @property
     def container_id(self) -> str | None:
         """The shared container this instance uses now (``None`` before the first launch)."""
-        return self._shared_id
+        return self.hosts.shared_id
 
     def container_running(self, container_id: str) -> bool:
         """Whether the container exists and runs (a paused one counts as running)."""
-        import docker as docker_sdk
-
-        try:
-            return bool(self.api.inspect_container(container_id)["State"]["Running"])
-        except docker_sdk.errors.NotFound:
-            return False
-
-    def _start_container(self) -> str:
-        from ...containers.lifecycle import start_kernel_host
-
-        container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
-                                      mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
-                                      network_disabled=True)
-        return str(container.id)
-
-    def _remove_container(self, container_id: str) -> None:
-        from ...containers.lifecycle import remove_container
-
-        try:
-            remove_container(container_id, client=self.client)
-        except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
-            log.warning("could not remove container %s: %s", container_id[:12], exc)
-
-    def _container_for_launch(self) -> str:
-        if self.container_mode == "fresh":
-            cid = self._start_container()
-            with self._lock:
-                self._fresh.add(cid)
-            return cid
-        return self.shared_container()
+        return self.hosts.running(container_id)
 
     def shared_container(self) -> str:
         """Join the run's shared container (starting it when there is none or it stopped); its id."""
-        with self._lock:
-            if self._shared_id is not None and self.container_running(self._shared_id):
-                return self._shared_id
-            record = self._shared_resource().acquire(
-                start=lambda: {"container_id": self._start_container()},
-                usable=lambda r: self.container_running(r["container_id"]),
-                discard=lambda r: self._remove_container(r["container_id"]))
-            self._shared_id = record["container_id"]
-            return self._shared_id
-
-    def _shared_resource(self) -> SharedResource:
-        if self._shared is None:
-            key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
-            self._shared = SharedResource("docker", key, run_id=self.run_id)
-        return self._shared
-
-    def _run_container(self) -> str | None:
-        """The run's shared container for these options, joined or not (``None``: none yet)."""
-        if self._shared_id is not None:
-            return self._shared_id
-        record = self._shared_resource().peek()
-        return None if record is None else record["container_id"]
+        return self.hosts.shared()
 
     # ------------------------------------------------------------------------------ exec helpers
     def _run(self, container_id: str, argv: list[str], *, user: str = "root") -> tuple[int | None, bytes, bytes]:
@@ -202,7 +140,7 @@ class DockerTransport(Transport):
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
-        cid = self._container_for_launch()
+        cid = self.hosts.for_launch()
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         try:
@@ -320,10 +258,8 @@ class DockerTransport(Transport):
         cid = launched.extra.get("container")
         if not cid:
             return
-        if cid in self._fresh:
-            with self._lock:
-                self._fresh.discard(cid)
-            self._remove_container(cid)
+        if self.hosts.is_fresh(cid):
+            self.hosts.done_with(cid)
             return
         try:
             if launched.kernel_dir and self.container_running(cid):
@@ -333,16 +269,7 @@ class DockerTransport(Transport):
 
     def close(self) -> None:
         """Leave the shared container (the run's last user removes it); remove fresh ones."""
-        with self._lock:
-            fresh, self._fresh = list(self._fresh), set()
-            shared, self._shared, self._shared_id = self._shared, None, None
-        for cid in fresh:
-            self._remove_container(cid)
-        if shared is not None:
-            try:
-                shared.release(stop=lambda r: self._remove_container(r["container_id"]))
-            except Exception as exc:  # noqa: BLE001 - closing is best effort; the label sweep is the backstop
-                log.warning("could not release the shared container: %s", exc)
+        self.hosts.close()
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
@@ -360,7 +287,7 @@ class DockerTransport(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` inside its container (scanned there)."""
         cids = [locator["container_id"]] if locator and locator.get("container_id") else \
-            [c for c in (self._run_container(), *self._fresh) if c]
+            self.hosts.all_known()
         found: list[str] = []
         for cid in cids:
             try:
@@ -379,7 +306,7 @@ class DockerTransport(Transport):
             kernel of another process of this run, e.g. the host harness's).
         :raises ProcessLookupError: if no such process runs there.
         """
-        cid = launched.extra["container"] if launched is not None else self._run_container()
+        cid = launched.extra["container"] if launched is not None else self.hosts.run_container()
         if cid is None:
             raise ProcessLookupError(f"no process {pid}: this run has no shared docker container")
         code, _ = self._run_script(cid, SIGNAL_SCRIPT, str(pid), str(int(sig)))
@@ -389,7 +316,7 @@ class DockerTransport(Transport):
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
-        return f"docker ({self._image or 'hermes-kernel-host'}, {self.container_mode} container{limits})"
+        return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits})"
 
 
 class _NullStream:
