@@ -12,7 +12,7 @@ import socket
 from typing import Literal
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
-           "LABEL_HOSTNAME", "LABEL_ROLE", "Role", "run_labels", "host_is_gone"]
+           "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "Role", "run_labels", "host_is_gone"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -23,6 +23,9 @@ LABEL_HOST_PID = "org.hermes-kernel.host-pid"
 LABEL_HOST_START = "org.hermes-kernel.host-start"
 LABEL_HOSTNAME = "org.hermes-kernel.hostname"
 LABEL_ROLE = "org.hermes-kernel.role"
+#: A container shared through a :class:`~.sharing.SharedResource` names its state file: it is in
+#: use while any member recorded there lives (whoever created it).
+LABEL_STATE_FILE = "org.hermes-kernel.state-file"
 #: A host pid whose process started more than this many seconds away from the label is reused.
 HOST_START_TOLERANCE_S = 1.0
 

@@ -97,6 +97,7 @@ def start_sshd(
     worker_id: str,
     authorized_key: str,
     mem_limit_bytes: int | None = None,
+    labels: dict[str, str] | None = None,
     timeout: float = START_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
 ) -> SshdEndpoint:
@@ -111,6 +112,7 @@ def start_sshd(
     :param worker_id: worker id label.
     :param authorized_key: OpenSSH public key line (see :func:`generate_keypair`).
     :param mem_limit_bytes: memory limit in bytes (swap limited to the same); ``None``: none.
+    :param labels: extra labels.
     :param timeout: seconds for the port mapping and the banner together.
     :param clock: monotonic clock (a seam for tests).
     :returns: the endpoint; the port is always an ``int``.
@@ -118,7 +120,7 @@ def start_sshd(
         the container exits.
     """
     options: dict[str, Any] = {
-        "labels": run_labels(run_id=run_id, worker_id=worker_id, role="sshd"),
+        "labels": run_labels(run_id=run_id, worker_id=worker_id, role="sshd", extra=labels),
         # Explicit bridge: no testcontainers network guess (a custom network made mapped ports
         # unreliable, testcontainers-python#633).
         "network": "bridge",

@@ -185,6 +185,20 @@ class SharedResource:
         os.replace(tmp, self.state_path)
 
 
+def held(state_path: str) -> bool:
+    """Whether a live process is a member of the shared resource recorded at ``state_path``.
+
+    Members are checked by pid and start time (a reused pid is not a member). A missing or
+    unreadable state file holds nothing.
+    """
+    try:
+        with open(state_path, encoding="utf-8") as fh:
+            members = json.load(fh).get("members", [])
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(isinstance(m, str) and _member_alive(m) for m in members)
+
+
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)

@@ -7,23 +7,23 @@ own run's containers.
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING
 
-from .labels import LABEL, LABEL_RUN_ID, host_is_gone
+from .labels import LABEL, LABEL_HOSTNAME, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE, host_is_gone
 from .lifecycle import remove_container
+from .sharing import held
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["sweep_dead_runs", "sweep_once_per_process"]
+__all__ = ["in_use", "sweep_dead_runs", "sweep_once_per_process", "unused_run_containers"]
 
 
 def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None) -> list[str]:
-    """Remove containers whose host process (on this machine) is gone.
+    """Remove containers nobody uses any more (see :func:`in_use`).
 
     Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
-    A host counts as alive when its pid exists *and* that process started when the label says
-    (within 1 s), so a reused pid does not keep a dead run's containers.
 
     :param client: docker-py client; ``None`` opens one from the environment.
     :param keep_run_id: never remove this run's containers (its creator may have exited while
@@ -40,12 +40,47 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
             labels = summary.get("Labels") or {}
             if keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id:
                 continue
-            if host_is_gone(labels) and remove_container(summary["Id"], client=client):
+            if not in_use(labels) and remove_container(summary["Id"], client=client):
                 removed.append(summary["Id"])
     finally:
         if owned:
             client.close()
     return removed
+
+
+def in_use(labels: dict[str, str]) -> bool:
+    """Whether a labelled container is still used by a live process of any run.
+
+    A shared container (it names its state file, :data:`~.labels.LABEL_STATE_FILE`) is in use
+    while any member recorded there lives, each checked by pid and start time, whoever created
+    it (the creator may be a SIGKILLed host or an xdist worker that finished first). Any other
+    container is in use while its creating host lives (:func:`~.labels.host_is_gone`).
+    Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
+
+    :param labels: the container's labels.
+    """
+    if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
+        return True
+    state_file = labels.get(LABEL_STATE_FILE)
+    if state_file:
+        return held(state_file)
+    return not host_is_gone(labels)
+
+
+def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str, str]:
+    """This run's containers that nobody uses: ``{container id: description}`` (leak probe).
+
+    :param client: docker-py client of the engine the run's containers are on.
+    :param run_id: the run's id label.
+    """
+    found = {}
+    for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+        labels = summary.get("Labels") or {}
+        if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE]):
+            role = labels.get(LABEL_ROLE, "?")
+            found[summary["Id"]] = (f"container {summary['Id'][:12]} ({role}, {summary.get('State', '?')}); "
+                                    "no live process holds it")
+    return found
 
 
 _swept_at_start = False

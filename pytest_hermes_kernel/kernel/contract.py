@@ -17,8 +17,9 @@ and when:
   (kernel dir); never raises.
 * :meth:`Transport.runner_log`: the handle, for the error of a start that failed.
 * :meth:`Transport.sweep_stale`: the registry's reaper, for kernel dirs of dead hosts.
-* :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`:
-  the leak checker and the fault injector (other processes, other layers).
+* :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
+  :meth:`Transport.leak_snapshot`, :meth:`Transport.leak_cleanup`: the leak checker and the
+  fault injector (other processes, other layers).
 * :meth:`Transport.close`: whoever made the transport, when done with it.
 
 Every optional capability is a method here with a default; callers never probe with
@@ -154,6 +155,20 @@ class Transport(ABC):
         from ..procs import processes_with_env
 
         return processes_with_env("HERMES_KERNEL_ID", kernel_id)
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        """What this transport holds or made where its kernels run, for the leak checker.
+
+        ``{kind: {identity: description}}``: processes of kernels of host ``host_pid`` listed
+        where the kernel runs (through the transport, so a remote engine or host is covered),
+        containers of the run nobody holds, open ssh channels. Identities must be unique across
+        transports and stable while the thing lives. The default has nothing (local kernels are
+        in this machine's process table, which the host probes read).
+        """
+        return {}
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        """End one thing :meth:`leak_snapshot` reported (kill, remove, close); never raises."""
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` where the kernel runs (fault injection: ``kernel_sigkill``)."""

@@ -65,15 +65,23 @@ class LeakChecker:
         for probe in self.probes:
             new = {k: v for k, v in self._new(probe, before.get(probe.kind, {})).items() if k not in seen}
             seen.update(new)
-            leaks[probe.kind] = new
+            if probe.kinds_in_identity:
+                for identity, description in new.items():
+                    leaks.setdefault(identity.partition("|")[0], {})[identity] = description
+            else:
+                leaks.setdefault(probe.kind, {}).update(new)
         return LeakReport(leaks)
 
     def cleanup(self, report: LeakReport) -> None:
         """End leaked processes (only ones the probes identified as ours) so later tests start clean."""
         for probe in self.probes:
-            if probe.cleanup is not None:
-                for identity in report.leaks.get(probe.kind, {}):
-                    probe.cleanup(identity)
+            if probe.cleanup is None:
+                continue
+            for kind, items in report.leaks.items():
+                for identity in items:
+                    if (probe.kinds_in_identity and "|" in identity) or (not probe.kinds_in_identity
+                                                                         and kind == probe.kind):
+                        probe.cleanup(identity)
 
     @staticmethod
     def _new(probe: Probe, seen: Snapshot) -> Snapshot:

@@ -12,6 +12,7 @@ import shutil
 import threading
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 import psutil
 
@@ -20,11 +21,50 @@ Snapshot = dict[str, str]
 
 @dataclass(frozen=True)
 class Probe:
-    """``snapshot() -> {identity: description}``; ``cleanup(identity)`` ends a leaked one (optional)."""
+    """``snapshot() -> {identity: description}``; ``cleanup(identity)`` ends a leaked one (optional).
+
+    A probe with ``kinds_in_identity`` reports several kinds: each identity starts with its kind
+    and a ``|`` (``"container|<id>"``), and the report groups by that kind.
+    """
 
     kind: str
     snapshot: Callable[[], Snapshot]
     cleanup: Callable[[str], None] | None = None
+    kinds_in_identity: bool = False
+
+
+class TransportResources:
+    """The probe over what live transports hold where their kernels run (see
+    :meth:`~pytest_hermes_kernel.kernel.contract.Transport.leak_snapshot`): kernel processes
+    listed through the transport (so a remote engine or host is covered), the run's containers
+    that nobody holds, open ssh channels. Each found thing can be cleaned by its transport."""
+
+    def __init__(self) -> None:
+        self._owner: dict[str, Any] = {}  # identity -> the transport that reported it (last snapshot)
+
+    def snapshot(self) -> Snapshot:
+        from ..transports import live_transports
+
+        out: Snapshot = {}
+        owners: dict[str, Any] = {}
+        for transport in live_transports():
+            try:
+                found = transport.leak_snapshot(os.getpid())
+            except Exception:  # noqa: BLE001 - an unreachable host must not fail every test
+                continue
+            for kind, items in found.items():
+                for identity, description in items.items():
+                    key = f"{kind}|{identity}"
+                    out.setdefault(key, description)
+                    owners.setdefault(key, transport)
+        self._owner = owners
+        return out
+
+    def cleanup(self, key: str) -> None:
+        transport = self._owner.get(key)
+        if transport is not None:
+            kind, _, identity = key.partition("|")
+            transport.leak_cleanup(kind, identity)
 
 
 def _describe(proc: psutil.Process) -> str:
@@ -42,13 +82,31 @@ def _kernel_marked(proc: psutil.Process, host_pid: str) -> bool:
         return False
 
 
+def _pid_namespace(pid: int | str) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
 def kernel_processes() -> Snapshot:
-    """Processes carrying this host's kernel marker (runners, workers, what their cells started)."""
-    me = str(os.getpid())
+    """Processes carrying this host's kernel marker (runners, workers, what their cells started)
+    in this machine's process table and pid namespace.
+
+    Kernels in a container or on an ssh host are listed through their transport (the
+    ``remote kernel process`` kind of :class:`TransportResources`), which also works when the
+    engine or host is elsewhere; here they would only be counted twice.
+    """
+    me, own_ns = str(os.getpid()), _pid_namespace("self")
     out = {}
     for proc in psutil.process_iter(["pid"]):
-        if proc.pid != os.getpid() and _kernel_marked(proc, me) and proc.status() != psutil.STATUS_ZOMBIE:
+        try:
+            if (proc.pid == os.getpid() or not _kernel_marked(proc, me) or proc.status() == psutil.STATUS_ZOMBIE
+                    or (own_ns is not None and _pid_namespace(proc.pid) not in (own_ns, None))):
+                continue
             out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
+        except psutil.NoSuchProcess:
+            continue
     return out
 
 
@@ -160,6 +218,8 @@ def registry_entries() -> Snapshot:
     return out
 
 
+_transport_resources = TransportResources()
+
 PROBES: list[Probe] = [
     Probe("kernel process", kernel_processes, _kill_process),
     Probe("child process", child_processes, _kill_process),
@@ -167,6 +227,7 @@ PROBES: list[Probe] = [
     Probe("fd", file_descriptors),
     Probe("kernel dir", kernel_dirs, _remove_kernel_dir),
     Probe("registry entry", registry_entries),
+    Probe("transport resource", _transport_resources.snapshot, _transport_resources.cleanup, kinds_in_identity=True),
 ]
 
 

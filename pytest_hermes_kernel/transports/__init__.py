@@ -8,6 +8,7 @@ User backends register with :func:`register_transport`.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -15,12 +16,14 @@ from ..errors import ConfigError, TransportUnavailableError
 from ..kernel.contract import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
-           "TRANSPORT_NAMES", "close_shared_transports", "make_transport", "transport_factory", "transport_names"]
+           "TRANSPORT_NAMES", "close_shared_transports", "live_transports", "make_transport", "transport_factory",
+           "transport_names"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
 _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, Transport] = {}
+_made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _lock = threading.Lock()
 
 
@@ -92,13 +95,15 @@ def make_transport(name: str, **options: Any) -> Transport:
     with _lock:
         factory = _factories.get(name) or _builtin(name)
     try:
-        return factory(**options)
+        transport = factory(**options)
     except ImportError as exc:
         raise TransportUnavailableError(
             f"the {name} transport needs a package that is not installed: {exc}. "
             f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
     except TypeError as exc:
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
+    _made.add(transport)
+    return transport
 
 
 def get_transport(name: str, **options: Any) -> Transport:
@@ -118,7 +123,13 @@ def get_transport(name: str, **options: Any) -> Transport:
                     f"the {name} transport needs a package that is not installed: {exc}. "
                     f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
             _shared[name] = transport
+            _made.add(transport)
         return transport
+
+
+def live_transports() -> list[Transport]:
+    """Every transport :func:`get_transport` or :func:`make_transport` made that is not garbage yet."""
+    return list(_made)
 
 
 def close_shared_transports() -> None:

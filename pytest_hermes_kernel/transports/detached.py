@@ -104,6 +104,55 @@ for name in os.listdir('/proc'):
 """
 
 
+#: argv[1]: a host pid. Prints ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline`` of every live process whose
+#: environment carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels of that host, for the
+#: leak probe that lists them where they run).
+HOST_PROCESSES_SCRIPT = r"""
+import os, sys
+want = b'HERMES_KERNEL_HOST_PID=' + sys.argv[1].encode()
+for name in os.listdir('/proc'):
+    if not name.isdigit() or int(name) == os.getpid():
+        continue
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            env = fh.read().split(b'\0')
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+        with open('/proc/%s/cmdline' % name, 'rb') as fh:
+            cmd = fh.read().replace(b'\0', b' ').decode('utf-8', 'replace').strip()
+    except OSError:
+        continue
+    fields = stat[stat.rfind(b')') + 2:].split()
+    if want in env and fields[0] != b'Z':
+        kid = [e[17:].decode() for e in env if e.startswith(b'HERMES_KERNEL_ID=')] or ['?']
+        print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
+"""
+
+#: argv[1]: a pid, argv[2]: its start ticks (field 22 of /proc/<pid>/stat). SIGKILLs it only if
+#: it is still that process (never a reused pid); exit status 0 when it was.
+KILL_IF_SAME_SCRIPT = r"""
+import os, sys
+try:
+    with open('/proc/%s/stat' % sys.argv[1], 'rb') as fh:
+        stat = fh.read()
+except OSError:
+    sys.exit(1)
+if stat[stat.rfind(b')') + 2:].split()[19].decode() != sys.argv[2]:
+    sys.exit(1)
+os.kill(int(sys.argv[1]), 9)
+"""
+
+
+def parse_host_processes(output: bytes) -> list[tuple[str, str, str, str]]:
+    """``(pid, start ticks, kernel id, cmdline)`` rows of :data:`HOST_PROCESSES_SCRIPT` output."""
+    rows = []
+    for line in output.decode("utf-8", "replace").splitlines():
+        parts = line.split("\t", 3)
+        if len(parts) == 4 and parts[0].isdigit():
+            rows.append((parts[0], parts[1], parts[2], parts[3]))
+    return rows
+
+
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries
 #: ``HERMES_KERNEL_ID=<id>`` until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
 #: For a launch that failed before the runner's pid was known: nothing it started may outlive it.

@@ -13,6 +13,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Literal
 
+from ...containers.labels import LABEL_STATE_FILE
 from ...containers.sharing import SharedResource, worker_id
 
 if TYPE_CHECKING:
@@ -90,8 +91,9 @@ class KernelHosts:
         with self._lock:
             if self._shared_id is not None and self.running(self._shared_id):
                 return self._shared_id
-            record = self._resource().acquire(
-                start=lambda: {"container_id": self._start()},
+            resource = self._resource()
+            record = resource.acquire(
+                start=lambda: {"container_id": self._start({LABEL_STATE_FILE: resource.state_path})},
                 usable=lambda r: self.running(r["container_id"]),
                 discard=lambda r: self.remove(r["container_id"]))
             self._shared_id = record["container_id"]
@@ -138,12 +140,12 @@ class KernelHosts:
             except Exception as exc:  # noqa: BLE001 - closing is best effort; the label sweep is the backstop
                 log.warning("could not release the shared container: %s", exc)
 
-    def _start(self) -> str:
+    def _start(self, labels: dict[str, str] | None = None) -> str:
         from ...containers.lifecycle import start_kernel_host
 
         container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
                                       mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
-                                      network_disabled=True)
+                                      network_disabled=True, labels=labels)
         return str(container.id)
 
     def _resource(self) -> SharedResource:

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
-                     LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
-                     runner_config)
+from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+                       KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT,
+                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, portable_env,
+                       runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from .host import ContainerMode, KernelHosts
@@ -298,6 +299,32 @@ class DockerTransport(Transport):
             except Exception:  # noqa: BLE001 - a container removed meanwhile has no processes
                 continue
         return found
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        """This run's containers nobody holds, and host ``host_pid``'s kernel processes inside
+        the containers this transport knows (listed there, through the engine)."""
+        from ...containers.sweep import unused_run_containers
+
+        found: dict[str, dict[str, str]] = {"container": unused_run_containers(self.client, self.run_id),
+                                            "remote kernel process": {}}
+        for cid in self.hosts.all_known():
+            if not self.container_running(cid):
+                continue
+            _, out = self._run_script(cid, HOST_PROCESSES_SCRIPT, str(host_pid), user="")
+            for pid, start, kernel_id, cmd in parse_host_processes(out):
+                found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \
+                    f"pid {pid} in container {cid[:12]} (kernel {kernel_id}): {cmd}"
+        return found
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        try:
+            if kind == "container":
+                self.hosts.remove(identity)
+            elif kind == "remote kernel process":
+                _, cid, pid, start, _kernel = identity.split(":")
+                self._run_script(cid, KILL_IF_SAME_SCRIPT, pid, start)
+        except Exception as exc:  # noqa: BLE001 - cleanup never raises
+            log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` inside the kernel's container.

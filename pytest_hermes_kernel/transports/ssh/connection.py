@@ -97,6 +97,7 @@ class SshConnection:
         self.max_sessions = max_sessions
         self.session_wait = session_wait
         self._channels: list[Any] = []  # open channels (exec and sftp) counted against max_sessions
+        self._commands: dict[int, str] = {}  # channel id -> the command it runs (leak reports)
         self._sessions = threading.Condition()
         self.keepalive_interval = keepalive_interval
         self.keepalive_missed = keepalive_missed
@@ -189,7 +190,23 @@ class SshConnection:
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None
             self._channels.append(chan)
+            self._commands[chan.get_id()] = command
         return chan
+
+    def open_channels(self) -> dict[int, str]:
+        """``{channel id: command}`` of this connection's open exec channels (sftp: ``"sftp"``)."""
+        with self._sessions:
+            self._channels = [c for c in self._channels if not c.closed]
+            live = {c.get_id() for c in self._channels}
+            self._commands = {k: v for k, v in self._commands.items() if k in live}
+            return {c.get_id(): self._commands.get(c.get_id(), "sftp") for c in self._channels}
+
+    def close_channel(self, chan_id: int) -> None:
+        """Close one open channel by id (the leak checker's cleanup); unknown ids are ignored."""
+        with self._sessions:
+            chans = [c for c in self._channels if c.get_id() == chan_id]
+        for chan in chans:
+            chan.close()
 
     @contextmanager
     def _session_slot(self) -> Iterator[None]:

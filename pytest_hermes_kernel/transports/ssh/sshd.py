@@ -18,6 +18,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ...errors import KernelStartError, TransportUnavailableError
+from ...containers.labels import LABEL_STATE_FILE
 from ...containers.sharing import SharedResource, worker_id
 
 if TYPE_CHECKING:
@@ -106,7 +107,8 @@ class SshdContainer:
         assert self._shared is not None and self.image is not None
         private, public = generate_keypair()
         endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public,
-                              mem_limit_bytes=self.mem_limit_bytes)
+                              mem_limit_bytes=self.mem_limit_bytes,
+                              labels={LABEL_STATE_FILE: self._shared.state_path})
         record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
                   "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
         try:

@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
-                     LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes, parse_ready, portable_env,
-                     runner_config)
+from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+                       KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT,
+                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, portable_env,
+                       runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
@@ -344,6 +345,40 @@ class SshTransport(Transport):
                                                        kernel_id)[1])
         except (TransportLostError, TimeoutError):
             return []
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        """Open ssh channels of this transport's connection, host ``host_pid``'s kernel
+        processes on the ssh host (listed there), and the run's sshd containers nobody holds.
+        Nothing is connected for this: without a connection there is nothing to list."""
+        found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}}
+        conn = self._conn
+        if conn is not None and conn.usable:
+            for chan_id, command in conn.open_channels().items():
+                found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
+            _, out = self._script(conn, HOST_PROCESSES_SCRIPT, str(host_pid))
+            for pid, start, kernel_id, cmd in parse_host_processes(out):
+                found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
+                    f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
+        if self.sshd is not None:
+            from ...containers.sweep import unused_run_containers
+
+            found["container"] = unused_run_containers(self.sshd.docker, self.run_id)
+        return found
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        try:
+            conn = self._conn
+            if kind == "ssh channel" and conn is not None and identity.startswith(f"{id(conn)}:"):
+                conn.close_channel(int(identity.rsplit(":", 1)[1]))
+            elif kind == "remote kernel process" and conn is not None:
+                _, pid, start, _kernel = identity.split(":")
+                self._script(conn, KILL_IF_SAME_SCRIPT, pid, start)
+            elif kind == "container" and self.sshd is not None:
+                from ...containers.lifecycle import remove_container
+
+                remove_container(identity, client=self.sshd.docker)
+        except Exception as exc:  # noqa: BLE001 - cleanup never raises
+            log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` on the ssh host.
