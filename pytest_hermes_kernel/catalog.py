@@ -13,9 +13,9 @@ A scenario file (``fixtures/*.toml``)::
     [registry]                     # optional: max_kernels, idle_timeout
     max_kernels = 2
 
-    [[fault]]                      # optional: kind = kernel_sigkill | host_sigkill | oom | transport_drop
-    kind = "kernel_sigkill"        #   with after_cell / during_cell / delay / limit_bytes / mode / duration
-    after_cell = 1
+    [[fault]]                      # optional: kind = kernel_sigkill | oom | transport_drop, with the
+    kind = "kernel_sigkill"        #   keyword arguments of the marker of that kind (after_cell,
+    after_cell = 1                 #   during_cell, delay, limit_bytes, mode, duration, latency)
 
     [[cell]]
     code = "import sys; sys.exit(3)"
@@ -36,6 +36,10 @@ Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdo
 ``watchdog``, ``exit_code``, ``signal``, ``oom_killed``, ``stdout_truncated``,
 ``max_duration_s`` (wall seconds for the step), ``same_pid`` (all threads got one kernel),
 ``generation``.
+
+The runner decides *when* a fault fires (after or during which step); what firing does is the
+caller's ``on_fault`` (the plugin passes the fault layer's one injector, and applies the
+faults' transport and kernel options before the run, as for markers).
 """
 
 from __future__ import annotations
@@ -43,14 +47,15 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from .errors import ConfigError
-from .kernel.handle import KernelOptions
+from .kernel.handle import KernelHandle
+from .kernel.options import KernelOptions
 from .kernel.results import CellResult
 from .kernel.registry import KernelKey, KernelRegistry
 
@@ -120,6 +125,30 @@ def load_scenario(path: Path) -> Scenario:
                     expect_end=data.get("expect_end", {}))
 
 
+class ScenarioFault(Protocol):
+    """What the runner needs of a fault: when it fires (``faults.spec.FaultSpec`` is one)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def delay(self) -> float:
+        """Seconds after the step started that a ``during`` fault fires."""
+        ...
+
+    def fires_after(self, cell: int) -> bool:
+        """Whether it fires once step ``cell`` (1-based) has returned."""
+        ...
+
+    def fires_during(self, cell: int) -> bool:
+        """Whether it fires ``delay`` seconds into step ``cell`` (1-based)."""
+        ...
+
+
+FaultInjector = Callable[[Any, KernelHandle], None]
+"""``on_fault(fault, handle)``: inject one of the runner's faults into a leased kernel now."""
+
+
 class ScenarioFailure(AssertionError):
     """A step's outcome differed from its expectation; the message shows both."""
 
@@ -158,16 +187,20 @@ class ScenarioRunner:
     """Runs a :class:`Scenario` on one transport through a :class:`KernelRegistry`.
 
     :param transport_factory: ``key -> Transport`` for the registry.
-    :param on_fault: ``(spec_dict, handle) -> None`` fires a fault at a kernel (the plugin's
-        injector); ``None`` makes scenarios with faults fail with a clear message.
+    :param faults: the scenario's faults that fire, parsed from its ``[[fault]]`` tables (the
+        plugin parses them with ``faults.spec.spec_from_table``).
+    :param on_fault: fires one of ``faults`` at a leased kernel (the plugin's injector);
+        ``None`` makes a scenario whose fault fires fail with a clear message.
+    :param options: the kernels' options (default: the scenario's ``[kernel]`` table).
     """
 
     def __init__(self, scenario: Scenario, transport_factory: Callable[[KernelKey], Any], transport_name: str,
-                 on_fault: Callable[[dict[str, Any], Any], None] | None = None,
-                 options: KernelOptions | None = None, listener: Callable[..., None] | None = None) -> None:
+                 on_fault: FaultInjector | None = None, options: KernelOptions | None = None,
+                 listener: Callable[..., None] | None = None, faults: Sequence[ScenarioFault] = ()) -> None:
         self.s = scenario
         self.transport_name = transport_name
         self.on_fault = on_fault
+        self.faults = tuple(faults)
         reg = dict(scenario.registry)
         self.registry = KernelRegistry(options=options or KernelOptions(**scenario.kernel),
                                        transport_factory=transport_factory, background_reaper=False,
@@ -194,20 +227,21 @@ class ScenarioRunner:
             raise ScenarioFailure(f"scenario {self.s.name!r} ({self.s.source}):\n  " + "\n  ".join(problems))
 
     def _faults_after(self, n: int) -> list[str]:
-        for spec in self.s.faults:
-            if spec.get("after_cell") == n:
-                self._fire(spec)
+        for fault in self.faults:
+            if fault.fires_after(n):
+                self._fire(fault)
         return []
 
-    def _fire(self, spec: dict[str, Any]) -> None:
+    def _fire(self, fault: ScenarioFault) -> None:
+        """Fire ``fault`` at the default owner's kernel (else the newest one)."""
         if self.on_fault is None:
             raise ScenarioFailure(f"scenario {self.s.name!r} has a fault but no injector is available")
         snaps = self.registry.snapshot()
-        target = next((s for s in snaps if s.key.owner == spec.get("owner", "scenario")), snaps[-1] if snaps else None)
+        target = next((s for s in snaps if s.key.owner == "scenario"), snaps[-1] if snaps else None)
         if target is None:
-            raise ScenarioFailure(f"scenario {self.s.name!r}: no kernel to inject {spec.get('kind')} into")
+            raise ScenarioFailure(f"scenario {self.s.name!r}: no kernel to inject {fault.kind} into")
         with self.registry.lease(target.key) as handle:
-            self.on_fault(spec, handle)
+            self.on_fault(fault, handle)
 
     def _step(self, n: int, step: dict[str, Any]) -> list[str]:
         action = step.get("action", "cell")
@@ -228,7 +262,7 @@ class ScenarioRunner:
             return []
         threads = int(step.get("threads", 1))
         expect = step.get("expect", {})
-        timers = [self._during(spec, key) for spec in self.s.faults if spec.get("during_cell") == n]
+        timers = [self._during(fault, key) for fault in self.faults if fault.fires_during(n)]
         if step.get("interrupt_after") is not None:
             timers.append(self._interrupt_later(key, float(step["interrupt_after"])))
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -248,12 +282,12 @@ class ScenarioRunner:
                             f"{len({r.kernel.pid for r in results})} kernels, expected 1")
         return problems
 
-    def _during(self, spec: dict[str, Any], key: KernelKey) -> threading.Timer:
+    def _during(self, fault: ScenarioFault, key: KernelKey) -> threading.Timer:
         def fire() -> None:
             with self.registry.lease(key) as handle:
-                self.on_fault(spec, handle) if self.on_fault else None
+                self.on_fault(fault, handle) if self.on_fault else None
 
-        timer = threading.Timer(float(spec.get("delay", 0.5)), fire)
+        timer = threading.Timer(float(fault.delay), fire)
         timer.daemon = True
         timer.start()
         return timer

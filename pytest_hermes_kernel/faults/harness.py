@@ -1,14 +1,15 @@
 """The host harness: a kernel whose host is a separate process the test can SIGKILL.
 
-:class:`HarnessKernel` has the :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle` API
-that tests use (``execute``, ``interrupt``, ``restart``, ``shutdown``, ``pid``,
-``runner_pid``, ``kernel_id``) and forwards each call to ``_harness_host`` running in its own
-process. :meth:`HarnessKernel.kill_host` SIGKILLs that process; :meth:`wait_kernel_gone` then
+:class:`HarnessKernel` satisfies the :class:`~pytest_hermes_kernel.kernel.interface.Kernel`
+protocol (what tests use of a kernel: ``execute``, ``interrupt``, ``restart``, ``shutdown``,
+``pid``, ``kernel_id``, ``transport``, ...) and forwards each call to ``_harness_host`` running
+in its own process. :meth:`HarnessKernel.kill_host` SIGKILLs that process; :meth:`wait_kernel_gone` then
 watches, from the test process, for every process of the kernel to disappear.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import pickle
@@ -19,11 +20,17 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HermesKernelError, KernelDiedError, KernelStartError
-from ..kernel.results import CellResult
+from ..kernel.options import KernelOptions
+from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
+
+if TYPE_CHECKING:
+    from ..kernel.contract import Launched, Transport
+    from ..kernel.interface import KernelListener
 
 _LEN = struct.Struct(">I")
 
@@ -33,28 +40,37 @@ class HostGoneError(KernelDiedError):
 
 
 class HarnessKernel:
-    """A kernel owned by a separate host process (see module docstring).
+    """A kernel owned by a separate host process (see module docstring); a
+    :class:`~pytest_hermes_kernel.kernel.interface.Kernel`.
 
-    :param transport: transport name; the harness process makes its own transport of that name.
-    :param options: :class:`KernelOptions` fields for the kernel.
+    :param transport: transport name; the harness process makes its own (shared) transport of
+        that name, and this process uses its own shared one of the same name to see and signal
+        the kernel's processes (:attr:`transport`).
+    :param options: the kernel's :class:`KernelOptions`, or a dict of its fields (tools cannot
+        cross into the harness process).
+    :param transport_options: constructor options of the harness's transport (picklable).
     :param start_timeout: seconds to wait for the harness and its kernel to come up.
     :raises KernelStartError: if the harness or its kernel does not start.
     """
 
-    def __init__(self, transport: str = "local", options: dict[str, Any] | None = None, *,
+    def __init__(self, transport: str = "local", options: KernelOptions | Mapping[str, Any] | None = None, *,
                  transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0) -> None:
         self.transport_name = transport
+        self.options = options if isinstance(options, KernelOptions) else KernelOptions(**dict(options or {}))
         self._ids = itertools.count(1)
         self._pending: dict[int, Future[Any]] = {}
         self._lock = threading.Lock()
+        self._listeners: list[KernelListener] = []
+        self._closed = False
+        self.cells_run = 0
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self.host_pid = self.proc.pid
         self._reader = threading.Thread(target=self._read_replies, name="hermes-harness-reader", daemon=True)
         self._reader.start()
+        fields = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)}
         try:
-            self.facts = self._call("start", transport, dict(options or {}), dict(transport_options or {}),
-                                    timeout=start_timeout)
+            self.facts = self._call("start", transport, fields, dict(transport_options or {}), timeout=start_timeout)
         except HermesKernelError:
             self.kill_host()
             raise
@@ -120,16 +136,23 @@ class HarnessKernel:
     def _unpack(self, value: Any) -> CellResult:
         result, self.pid, self.runner_pid = value
         self.generation = result.kernel.generation
+        self.cells_run += 1
+        self._emit("result", result)
         return result
 
     def interrupt(self) -> None:
         self._call("interrupt", timeout=30)
 
-    def restart(self) -> Any:
-        return self._call("restart", timeout=60)
+    def restart(self) -> KernelInfo:
+        info: KernelInfo = self._call("restart", timeout=60)
+        self.generation = info.generation
+        return info
 
-    def shutdown(self, now: bool = False) -> Any:
-        """Shut the kernel down through the host, then end the host; idempotent."""
+    def shutdown(self, now: bool = False) -> ExitInfo:
+        """Shut the kernel down through the host, then end the host; idempotent.
+
+        :returns: how the kernel ended; ``already-exited`` when the host was gone (SIGKILLed).
+        """
         info = None
         if self.proc.poll() is None:
             try:
@@ -148,13 +171,47 @@ class HarnessKernel:
                 pipe.close()
             except (OSError, ValueError):
                 pass
-        return info
+        exit_info = info if isinstance(info, ExitInfo) else ExitInfo(step="already-exited", note="its host was gone")
+        if not self._closed:
+            self._closed = True
+            self._emit("shutdown", exit_info)
+        return exit_info
 
-    close = shutdown
+    def close(self) -> ExitInfo:
+        """Alias of :meth:`shutdown`."""
+        return self.shutdown()
 
     @property
     def alive(self) -> bool:
+        """Whether the host (and so, as far as this process knows, the kernel) is up."""
         return self.proc.poll() is None
+
+    @property
+    def transport(self) -> Transport:
+        """This process's shared transport of the harness's transport name."""
+        return get_transport(self.transport_name)
+
+    @property
+    def launched(self) -> Launched | None:
+        """Always ``None``: the launch record lives in the harness process."""
+        return None
+
+    def info(self, **changes: Any) -> KernelInfo:
+        base = KernelInfo(kernel_id=self.kernel_id, transport=self.transport_name, generation=self.generation,
+                          reused=self.cells_run > 0, pid=self.pid)
+        return base.replace(**changes) if changes else base
+
+    def add_listener(self, listener: KernelListener) -> None:
+        """Call ``listener(event, kernel, payload)`` on ``result`` and ``shutdown``, seen from
+        this process (``started`` has happened by the time a harness kernel exists)."""
+        self._listeners.append(listener)
+
+    def _emit(self, event: str, payload: Any) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event, self, payload)
+            except Exception:  # noqa: BLE001 - an observer must never break the kernel
+                pass
 
     # ------------------------------------------------------------------------------ the fault
     def kill_host(self) -> None:
@@ -166,8 +223,15 @@ class HarnessKernel:
 
     def survivors(self) -> list[str]:
         """Processes of this kernel that are still alive, wherever it runs."""
-        transport = get_transport(self.transport_name)
-        return transport.kernel_processes(self.kernel_id, self.facts.get("locator"))
+        return self.transport.kernel_processes(self.kernel_id, self.facts.get("locator"))
+
+    def kill_survivors(self) -> None:
+        """SIGKILL what is left of the kernel after its host died (so the next test starts clean)."""
+        for line in self.survivors():
+            try:
+                self.transport.signal_pid(None, int(line.split(":", 1)[0]), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
 
     def wait_kernel_gone(self, bound: float) -> list[str]:
         """Wait up to ``bound`` seconds for every process of the kernel to end.

@@ -1,10 +1,11 @@
-"""Firing faults at a kernel, by cell count or on demand.
+"""Firing faults at a kernel: the one injector for markers, scenarios and ``hermes_faults``.
 
-:class:`FaultingKernel` wraps a kernel (a :class:`KernelHandle`, or a :class:`HarnessKernel`
-for ``host_sigkill``) and fires its :class:`FaultSpec` list at their trigger points.
-:class:`FaultyStream` wraps a channel's byte stream to reset it, black-hole it or slow it down:
-the way to cut a docker or ssh kernel's stream without touching the kernel (its runner keeps
-its state, so the next cell re-attaches).
+:func:`fire` injects one :class:`FaultSpec` into a :class:`~pytest_hermes_kernel.kernel.interface.Kernel`
+now; :func:`kernel_sigkill`, :func:`transport_drop` and :func:`host_sigkill` are its three
+actions (``oom`` is a condition the kernel starts under, see :mod:`.apply`, and never fires).
+They reach the kernel only through the protocol: its transport and launch record, never a
+private channel. :class:`FaultingKernel` wraps a kernel and fires its specs at their trigger
+points (by cell count); the scenario runner fires at the same points through :func:`fire`.
 """
 
 from __future__ import annotations
@@ -14,180 +15,228 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..kernel.results import CellResult
-from .proxy import ProxyRoute
-from .spec import FaultSpec
+from ..procs import pid_alive
+from .apply import host_death_bound
+from .faulty_transport import FaultyTransport
+from .harness import HarnessKernel
+from .spec import DropMode, FaultSpec
+
+if TYPE_CHECKING:
+    from ..kernel.contract import Launched, Transport
+    from ..kernel.interface import Kernel, KernelListener
+    from ..kernel.options import KernelOptions
+    from ..kernel.results import CellResult, ExitInfo, KernelInfo
+
+__all__ = ["FaultingKernel", "FiredFault", "fire", "heal", "host_sigkill", "kernel_sigkill", "transport_drop"]
+
+SIGKILL_SEEN_S = 5.0
+"""Seconds :func:`kernel_sigkill` waits to see a worker on this host dead (a zombie)."""
 
 
-class FaultyStream:
-    """A :class:`ByteStream` wrapper that can be reset, black-holed or slowed.
+def fire(spec: FaultSpec, kernel: Kernel) -> None:
+    """Inject ``spec`` into ``kernel`` now.
 
-    ``reset``: the next ``send``/``recv`` raises ``ConnectionResetError`` and the inner stream is
-    closed. ``blackhole``: reads see nothing and writes vanish (the peer is silent, no FIN or
-    RST) until ``until`` (monotonic seconds; ``None``: forever). ``latency``: each read waits
-    ``latency`` seconds first.
+    :raises ConfigError: if the fault cannot be injected into this kernel (the message says why).
     """
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.mode: str | None = None
-        self.until: float | None = None
-        self.latency = 0.0
-
-    def _active(self) -> str | None:
-        if self.mode in ("blackhole", "latency") and self.until is not None and time.monotonic() >= self.until:
-            self.mode = None
-        return self.mode
-
-    def send(self, data: bytes) -> None:
-        mode = self._active()
-        if mode == "reset":
-            raise ConnectionResetError("connection reset (injected transport_drop)")
-        if mode == "blackhole":
-            return
-        self.inner.send(data)
-
-    def recv(self, timeout: float | None) -> bytes:
-        mode = self._active()
-        if mode == "reset":
-            raise ConnectionResetError("connection reset (injected transport_drop)")
-        if mode == "blackhole":
-            time.sleep(min(timeout if timeout is not None else 0.1, 0.1))
-            raise TimeoutError
-        if mode == "latency":
-            time.sleep(self.latency)
-        return self.inner.recv(timeout)
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def drop(self, mode: str, duration: float | None = None, latency: float = 0.2) -> None:
-        self.until = None if duration is None else time.monotonic() + duration
-        self.latency = latency
-        self.mode = mode
-        if mode == "reset":
-            self.inner.close()
+    if spec.kind == "kernel_sigkill":
+        kernel_sigkill(kernel)
+    elif spec.kind == "host_sigkill":
+        host_sigkill(kernel)
+    elif spec.kind == "transport_drop":
+        transport_drop(kernel, spec.mode, spec.duration, spec.latency)
 
 
-@dataclass
+def kernel_sigkill(kernel: Kernel) -> None:
+    """SIGKILL the kernel's worker from outside, where it runs (this host or its container).
+
+    On a transport whose kernels run on this host, returns once the worker is seen dead
+    (bounded by :data:`SIGKILL_SEEN_S`), so the next cell meets the death, not a race with it.
+
+    :raises ConfigError: if the kernel has no worker (not started, or shut down).
+    :raises ProcessLookupError: if the worker is already gone.
+    """
+    pid = kernel.pid
+    if pid is None:
+        raise ConfigError(f"kernel_sigkill: kernel {kernel.kernel_id} has no worker to kill")
+    kernel.transport.signal_pid(kernel.launched, pid, signal.SIGKILL)
+    if kernel.transport.runs_on_this_host:
+        deadline = time.monotonic() + SIGKILL_SEEN_S
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
+def transport_drop(kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,
+                   latency: float = 0.2) -> None:
+    """Break the kernel's channel (see :class:`~.faulty_transport.FaultyTransport`).
+
+    :param duration: seconds a ``blackhole``/``latency`` lasts (``None``: until healed, at the
+        latest when the test ends).
+    :param latency: seconds added to every read in ``latency`` mode.
+    :raises ConfigError: if the kernel does not run on a :class:`FaultyTransport` (the plugin
+        gives one to kernels of tests with ``hermes_transport_drop`` or ``hermes_faults``), or its
+        transport cannot re-attach (for local, a drop is a host death: use host_sigkill).
+    """
+    transport = kernel.transport
+    if not transport.reattachable:
+        raise ConfigError(f"transport_drop does not apply to the {transport.name} transport: it has no "
+                          "re-attachable stream (for local, a drop is a host death: use host_sigkill)")
+    if not isinstance(transport, FaultyTransport):
+        raise ConfigError(f"transport_drop: kernel {kernel.kernel_id} does not run on a FaultyTransport. Hint: "
+                          "mark the test with hermes_transport_drop(...) or use the hermes_faults fixture, or "
+                          "start the kernel on FaultyTransport(transport)")
+    transport.drop(mode, duration, latency, launched=kernel.launched)
+
+
+def host_sigkill(kernel: Kernel) -> None:
+    """SIGKILL the kernel's host process (no cleanup of any kind runs in it).
+
+    :raises ConfigError: if the kernel's host is this process (only a kernel of the host
+        harness, :class:`HarnessKernel`, has a host that can be killed).
+    """
+    if not isinstance(kernel, HarnessKernel):
+        raise ConfigError(f"host_sigkill: the host of kernel {kernel.kernel_id} is this process. Hint: use the "
+                          "hermes_host_sigkill marker or hermes_faults.harness(), whose kernels have a host of "
+                          "their own")
+    kernel.kill_host()
+
+
+def heal(kernel: Kernel) -> None:
+    """End a ``blackhole`` or ``latency`` fault on ``kernel``'s link; idempotent, and a no-op for
+    a kernel that does not run on a :class:`FaultyTransport`."""
+    transport = kernel.transport
+    if isinstance(transport, FaultyTransport):
+        transport.heal()
+
+
+@dataclass(frozen=True)
 class FiredFault:
-    """A fault that fired: when (monotonic seconds) and at which cell."""
+    """A fault that fired: when (monotonic seconds) and during or after which cell."""
 
     spec: FaultSpec
     at: float
     cell: int
 
 
-def kernel_sigkill(kernel: Any) -> None:
-    """SIGKILL the kernel's worker from outside, where it runs (local pid or inside the container)."""
-    handle = getattr(kernel, "handle", kernel)
-    if hasattr(handle, "kill_host"):  # a harness kernel: the pid is local to its host's transport
-        from ..transports import get_transport
-
-        get_transport(handle.transport_name).signal_pid(None, handle.pid, signal.SIGKILL)  # type: ignore[arg-type]
-        return
-    handle.transport.signal_pid(handle.launched, handle.pid, signal.SIGKILL)
-    if handle.transport.name == "local":  # wait until it is really dead (a zombie), bounded
-        from ..procs import pid_alive
-
-        deadline = time.monotonic() + 5.0
-        while pid_alive(handle.pid) and time.monotonic() < deadline:
-            time.sleep(0.005)
-
-
-def transport_drop(kernel: Any, mode: str = "reset", duration: float | None = None, latency: float = 0.2) -> None:
-    """Break the channel of a docker/ssh/user stream kernel (see :class:`FaultyStream`).
-
-    :raises ConfigError: on a transport without a re-attachable stream (local: its channel is
-        the parent-death lease, so a drop there is a host death: use ``host_sigkill``).
-    """
-    handle = getattr(kernel, "handle", kernel)
-    if not getattr(handle.transport, "reattachable", False):
-        raise ConfigError(f"transport_drop does not apply to the {handle.transport.name} transport: "
-                          "it has no re-attachable stream (for local, a drop is a host death: use host_sigkill)")
-    proxy = _proxy_of(handle.transport)
-    if proxy is not None:  # ssh through the loopback TCP fault proxy: cut the connection itself
-        if mode == "reset":
-            proxy.reset()
-        elif mode == "blackhole":
-            proxy.blackhole(duration)
-        else:
-            proxy.latency(latency, duration)
-        return
-    channel = handle._channel
-    if channel is None:
-        raise ConfigError("transport_drop: the kernel has no channel yet (run a cell first)")
-    if not isinstance(channel.stream, FaultyStream):
-        channel.stream = FaultyStream(channel.stream)
-    channel.stream.drop(mode, duration, latency)
-
-
 class FaultingKernel:
-    """A kernel with faults that fire at their trigger points (see module docstring).
+    """A :class:`Kernel` whose faults fire at their trigger points (see module docstring).
 
-    It has the kernel's API (attribute access falls through to the wrapped kernel).
+    It has the wrapped kernel's API: the protocol's members are delegated; anything else (a
+    harness kernel's ``facts``, a handle's ``cancel``) falls through to the wrapped kernel.
+
+    :param kernel: the kernel the faults are injected into.
+    :param specs: its faults; those that do not fire (``oom``) are ignored here.
+    :param death_bound: seconds within which every process of the kernel must be gone after a
+        ``host_sigkill`` fired (see :meth:`finish`).
     """
 
-    def __init__(self, kernel: Any, specs: Sequence[FaultSpec]) -> None:
-        self.handle = kernel
-        self.specs = [s for s in specs if s.kind != "oom"]
+    def __init__(self, kernel: Kernel, specs: Sequence[FaultSpec], *, death_bound: float | None = None) -> None:
+        self.kernel = kernel
+        self.specs = tuple(s for s in specs if s.fires)
+        self.death_bound = death_bound
         self.cells = 0
         self.fired: list[FiredFault] = []
         self._timers: list[threading.Timer] = []
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.handle, name)
+        return getattr(self.kernel, name)
 
-    def execute(self, code: str, **kwargs: Any) -> CellResult:
+    # ------------------------------------------------------------------------------ the protocol
+    @property
+    def kernel_id(self) -> str:
+        return self.kernel.kernel_id
+
+    @property
+    def generation(self) -> int:
+        return self.kernel.generation
+
+    @property
+    def pid(self) -> int | None:
+        return self.kernel.pid
+
+    @property
+    def runner_pid(self) -> int | None:
+        return self.kernel.runner_pid
+
+    @property
+    def alive(self) -> bool:
+        return self.kernel.alive
+
+    @property
+    def transport(self) -> Transport:
+        return self.kernel.transport
+
+    @property
+    def launched(self) -> Launched | None:
+        return self.kernel.launched
+
+    @property
+    def options(self) -> KernelOptions:
+        return self.kernel.options
+
+    def info(self, **changes: Any) -> KernelInfo:
+        return self.kernel.info(**changes)
+
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+        """Fire what is due before cell N, arm what fires during it, then run it."""
         self.cells += 1
         n = self.cells
         for spec in self.specs:
-            if spec.after_cell is not None and spec.after_cell == n - 1 and not self._has_fired(spec):
+            if spec.fires_after(n - 1) and not self._has_fired(spec):
                 self.fire(spec)
-            if spec.during_cell == n:
+            if spec.fires_during(n):
                 timer = threading.Timer(spec.delay, self.fire, args=(spec,))
                 timer.daemon = True
                 self._timers.append(timer)
                 timer.start()
-        return self.handle.execute(code, **kwargs)
+        return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
 
+    def interrupt(self) -> None:
+        self.kernel.interrupt()
+
+    def restart(self) -> KernelInfo:
+        return self.kernel.restart()
+
+    def shutdown(self, now: bool = False) -> ExitInfo:
+        return self.kernel.shutdown(now)
+
+    def close(self) -> ExitInfo:
+        return self.kernel.close()
+
+    def add_listener(self, listener: KernelListener) -> None:
+        """Listen to the wrapped kernel's events, reported as this kernel's (the one the test holds)."""
+        self.kernel.add_listener(lambda event, _kernel, payload: listener(event, self, payload))
+
+    # ------------------------------------------------------------------------------ the faults
     def _has_fired(self, spec: FaultSpec) -> bool:
         return any(f.spec is spec for f in self.fired)
 
     def fire(self, spec: FaultSpec) -> None:
         """Inject ``spec`` now."""
         self.fired.append(FiredFault(spec, time.monotonic(), self.cells))
-        if spec.kind == "kernel_sigkill":
-            kernel_sigkill(self.handle)
-        elif spec.kind == "host_sigkill":
-            self.handle.kill_host()
-        elif spec.kind == "transport_drop":
-            transport_drop(self.handle, spec.mode, spec.duration, spec.latency)
+        fire(spec, self.kernel)
 
-    def finish(self) -> None:
+    def finish(self) -> list[str]:
         """End the test's faults: stop timers and heal drops (a fault lasts at most until its test
-        ends), so the kernel can be shut down cleanly and nothing is left for the leak check."""
+        ends), so the kernel can be shut down cleanly and nothing is left for the leak check.
+
+        :returns: what is wrong after the faults: processes of a kernel that outlived its
+            SIGKILLed host by more than the bound (they are killed then).
+        """
         for timer in self._timers:
             timer.cancel()
-        heal(self.handle)
-
-
-def heal(kernel: Any) -> None:
-    """End a blackhole or latency fault on ``kernel``'s link (proxy or stream); idempotent."""
-    handle = getattr(kernel, "handle", kernel)
-    transport = getattr(handle, "transport", None)
-    proxy = _proxy_of(transport)
-    if proxy is not None:
-        proxy.heal()
-    channel = getattr(handle, "_channel", None)
-    if channel is not None and isinstance(channel.stream, FaultyStream) and channel.stream.mode != "reset":
-        channel.stream.mode = None
-
-
-def _proxy_of(transport: Any) -> Any:
-    """The :class:`TcpFaultProxy` on an ssh transport's ``connect_via`` seam, if any."""
-    route = getattr(transport, "connect_via", None)
-    return route.proxy if isinstance(route, ProxyRoute) else None
+        heal(self.kernel)
+        host = self.kernel
+        if not isinstance(host, HarnessKernel) or not any(f.spec.kind == "host_sigkill" for f in self.fired):
+            return []
+        bound = self.death_bound
+        if bound is None:
+            bound = host_death_bound(host.transport, host.options.orphan_timeout)
+        survivors = host.wait_kernel_gone(bound)
+        if not survivors:
+            return []
+        host.kill_survivors()
+        return [f"kernel {host.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
+                "still alive:\n  " + "\n  ".join(survivors)]

@@ -11,8 +11,9 @@ neither, the fault fires when the test asks (``hermes_faults``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigError
 
@@ -54,6 +55,20 @@ class FaultSpec:
         if self.kind == "oom" and (not isinstance(self.limit_bytes, int) or self.limit_bytes < 16 * 2**20):
             raise ConfigError(f"oom: limit_bytes must be an int >= 16 MiB, not {self.limit_bytes!r}")
 
+    @property
+    def fires(self) -> bool:
+        """Whether the fault is an event at a trigger point (``oom`` is a condition: a memory
+        limit the kernel runs under from its start)."""
+        return self.kind != "oom"
+
+    def fires_after(self, cell: int) -> bool:
+        """Whether the fault fires once cell ``cell`` (1-based) has returned, before the next."""
+        return self.fires and self.after_cell == cell
+
+    def fires_during(self, cell: int) -> bool:
+        """Whether the fault fires ``delay`` seconds after cell ``cell`` (1-based) started."""
+        return self.fires and self.during_cell == cell
+
 
 def hermes_host_sigkill(*, after_cell: int | None = None, during_cell: int | None = None, delay: float = 0.5,
                         bound: float | None = None) -> FaultSpec:
@@ -88,6 +103,23 @@ MARKERS = {
     "hermes_transport_drop": hermes_transport_drop,
 }
 """Marker name -> parser; the parsers' signatures are the markers' documented signatures."""
+
+
+def spec_from_table(table: Mapping[str, Any]) -> FaultSpec:
+    """Parse a scenario's ``[[fault]]`` table: ``kind`` plus the keyword arguments of the marker
+    of that kind (``kind = "transport_drop"``, ``mode = "reset"``, ``after_cell = 1``).
+
+    :raises ConfigError: if the kind is unknown or an argument is bad (the message names it).
+    """
+    args = dict(table)
+    kind = args.pop("kind", None)
+    parse = MARKERS.get(f"hermes_{kind}")
+    if parse is None:
+        raise ConfigError(f"fault kind must be one of {', '.join(m[len('hermes_'):] for m in MARKERS)}, not {kind!r}")
+    try:
+        return parse(**args)
+    except TypeError as exc:
+        raise ConfigError(f"{kind}: {exc}") from None
 
 
 def marker_help() -> list[str]:

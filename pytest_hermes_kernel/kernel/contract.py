@@ -20,6 +20,8 @@ and when:
 * :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
   :meth:`Transport.leak_snapshot`, :meth:`Transport.leak_cleanup`: the leak checker and the
   fault injector (other processes, other layers).
+* :attr:`Transport.orphan_timeout`: the fault layer, for the bound within which a kernel must
+  be gone after its host died.
 * :meth:`Transport.close`: whoever made the transport, when done with it.
 
 Every optional capability is a method here with a default; callers never probe with
@@ -95,6 +97,10 @@ class Transport(ABC):
     name: ClassVar[str] = "abstract"
     reattachable: ClassVar[bool] = False
     """Whether a broken stream may be re-attached to a runner that kept its state."""
+    orphan_timeout: float | None = None
+    """Seconds a detached runner lives with no host attached, when the transport sets it for every
+    kernel; ``None``: each kernel's ``KernelOptions.orphan_timeout`` applies (instances of docker,
+    ssh and filecell set their own)."""
 
     @property
     def runs_on_this_host(self) -> bool:

@@ -7,11 +7,15 @@ Markers (signatures in :mod:`pytest_hermes_kernel.faults.spec`)::
     @pytest.mark.hermes_oom(limit_bytes=256 * 2**20)
     @pytest.mark.hermes_transport_drop("reset" | "blackhole" | "latency", after_cell=1, duration=None)
 
-The ``hermes_kernel`` fixtures apply them: under ``hermes_host_sigkill`` the kernel's host is a
-separate process (the host harness) that the fixture drives with the same API; after the
-test, the plugin checks that every process of the kernel is gone within the transport's bound
-and fails the test with what survived. ``hermes_oom`` runs the kernel under a real memory limit
-(a memory cgroup for local, the container's limit for docker and ssh).
+The ``hermes_kernel`` fixtures apply them through :mod:`pytest_hermes_kernel.faults.apply` (the
+path catalog scenarios take too): under ``hermes_host_sigkill`` the kernel's host is a separate
+process (the host harness) that the fixture drives with the same API, and a detached runner
+(docker, ssh) gets a short orphan timer; after the test, the plugin checks that every process
+of the kernel is gone within the bound and fails the test with what survived. ``hermes_oom``
+runs the kernel under a real memory limit (a memory cgroup for local, the container's limit for
+docker and ssh); ``hermes_transport_drop`` runs it on a
+:class:`~pytest_hermes_kernel.faults.faulty_transport.FaultyTransport`. A fault that cannot
+apply on the test's transport skips the test with the reason.
 """
 
 from __future__ import annotations
@@ -23,20 +27,25 @@ import pytest
 
 from ..errors import ConfigError, TransportUnavailableError
 from ..faults import injector
+from ..faults.apply import FaultSetup, apply_faults, plan_faults, transport_options
 from ..faults.cgroup import MemoryCgroup, create_memory_cgroup
 from ..faults.harness import HarnessKernel
 from ..faults.injector import FaultingKernel
-from ..faults.spec import MARKERS, FaultSpec, marker_help
-from ..kernel.handle import KernelHandle, KernelOptions
+from ..faults.proxy import ProxyRoute
+from ..faults.spec import MARKERS, DropMode, FaultSpec, marker_help
 from ..kernel.contract import Transport
+from ..kernel.handle import KernelHandle
+from ..kernel.interface import Kernel
+from ..kernel.options import KernelOptions
 
-_cgroups_key = pytest.StashKey[list[MemoryCgroup]]()
+_setups_key = pytest.StashKey[list[FaultSetup]]()
+_link_key = pytest.StashKey[ProxyRoute]()
 
 
 def fault_specs(node: pytest.Item) -> list[FaultSpec]:
     """Parse every fault marker on ``node``.
 
-    :raises pytest.UsageError: naming the test and the marker when an argument is bad.
+    :raises pytest.fail.Exception: naming the test and the marker when an argument is bad.
     """
     specs = []
     for name, parse in MARKERS.items():
@@ -48,95 +57,57 @@ def fault_specs(node: pytest.Item) -> list[FaultSpec]:
     return specs
 
 
-def host_death_bound(transport: Transport, options: KernelOptions) -> float:
-    """Seconds within which a kernel must be gone after its host died: local 2 s (EOF on the
-    lease is immediate); stream transports: the runner's orphan timer plus 3 s."""
-    if transport.reattachable:
-        return float(getattr(transport, "orphan_timeout", None) or options.orphan_timeout) + 3.0
-    if transport.name == "local":
-        return 2.0
-    return float(getattr(transport, "orphan_timeout", None) or options.orphan_timeout) + 3.0
+def _drops_on_demand(request: pytest.FixtureRequest) -> bool:
+    """Whether the test may drop a kernel's link itself (it uses ``hermes_faults``)."""
+    return "hermes_faults" in request.fixturenames
 
 
-def transport_options_for_faults(node: pytest.Item, transport_name: str) -> dict[str, Any]:
-    """Transport options a fault needs: a container with a memory limit for ``hermes_oom``; for
-    ``hermes_transport_drop`` on ssh, the loopback TCP fault proxy in front of sshd."""
-    options: dict[str, Any] = {}
-    for spec in fault_specs(node):
-        if spec.kind == "oom" and transport_name in ("docker", "ssh"):
-            options.update(mem_limit_bytes=spec.limit_bytes, container="fresh")
-        if spec.kind == "transport_drop" and transport_name == "ssh":
-            from ..faults.proxy import ProxyRoute
-
-            options["connect_via"] = ProxyRoute()  # drops cut the TCP connection in front of sshd
+def transport_options_for_faults(request: pytest.FixtureRequest, transport_name: str) -> dict[str, Any]:
+    """Constructor options the test's faults need of its transport (see
+    :func:`~pytest_hermes_kernel.faults.apply.transport_options`); the fault proxy route, if
+    any, is kept for :func:`make_kernel`."""
+    options = transport_options(fault_specs(request.node), transport_name, drops_on_demand=_drops_on_demand(request))
+    link = options.get("connect_via")
+    if isinstance(link, ProxyRoute):
+        request.node.stash[_link_key] = link
     return options
 
 
 def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: KernelOptions,
-                tools: dict[str, Any]) -> Any:
-    """A started kernel for the ``hermes_kernel`` fixtures, with the test's faults applied."""
+                tools: dict[str, Any]) -> Kernel:
+    """A started kernel for the ``hermes_kernel`` fixtures, with the test's faults applied.
+
+    :raises pytest.skip.Exception: with the reason when a fault cannot apply on this transport.
+    :raises pytest.UsageError: if the test gives tools to a host-harness kernel.
+    """
     specs = fault_specs(request.node)
-    for spec in specs:
-        if spec.kind == "oom" and transport.runs_on_this_host:
-            try:
-                cg = create_memory_cgroup(spec.limit_bytes or 0)
-            except TransportUnavailableError as exc:
-                pytest.skip(f"hermes_oom on local needs a memory cgroup: {exc}")
-            request.node.stash.setdefault(_cgroups_key, []).append(cg)
-            opts = _replace(opts, cgroup_procs=cg.procs_file, oom_counter_file=cg.oom_counter_file)
-        if spec.kind == "transport_drop" and not transport.reattachable:
-            pytest.skip(f"hermes_transport_drop does not apply to the {transport.name} transport: its channel "
-                        "is not re-attachable (for local a drop is a host death: use hermes_host_sigkill)")
-    if any(s.kind == "host_sigkill" for s in specs):
-        bound = host_death_bound(transport, opts)
-        if bound > 60:
-            pytest.skip(f"hermes_host_sigkill on {transport.name}: its kernels outlive their host until their idle "
-                        f"timer ({bound - 3:g} s) by design, since nothing is attached between cells; "
-                        "give the transport a short orphan_timeout to test host death")
-        if tools:
-            raise pytest.UsageError(f"{request.node.nodeid}: tools cannot cross into the host harness process")
-        fields = {f: getattr(opts, f) for f in ("timeout", "max_output_bytes", "auto_restart", "orphan_timeout",
-                                                "keepalive_interval", "keepalive_missed", "env")}
-        kernel: Any = HarnessKernel(transport.name, fields)
-        kernel.death_bound = bound
+    plan = plan_faults(specs, transport, opts, drops_on_demand=_drops_on_demand(request))
+    if plan.skip is not None:
+        pytest.skip(plan.skip)
+    if plan.in_harness and tools:
+        raise pytest.UsageError(f"{request.node.nodeid}: tools cannot cross into the host harness process")
+    try:
+        setup = apply_faults(plan, transport, opts, link=request.node.stash.get(_link_key, None))
+    except TransportUnavailableError as exc:
+        pytest.skip(f"oom on the {transport.name} transport needs a memory cgroup: {exc}")
+    request.node.stash.setdefault(_setups_key, []).append(setup)
+    kernel: Kernel
+    if plan.in_harness:
+        kernel = HarnessKernel(transport.name, setup.options)
     else:
-        kernel = KernelHandle(transport, opts, tools=tools, owner=request.node.nodeid).start()
-    return FaultingKernel(kernel, specs) if any(s.kind != "oom" for s in specs) else kernel
+        kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
+    return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
 
 
-def _replace(opts: KernelOptions, **changes: Any) -> KernelOptions:
-    from dataclasses import replace
-
-    return replace(opts, **changes)
-
-
-def finish_kernel(request: pytest.FixtureRequest, kernel: Any) -> list[str]:
-    """After the test: fire pending faults, check host-death bounds; return what survived."""
-    problems: list[str] = []
-    if isinstance(kernel, FaultingKernel):
-        kernel.finish()
-        inner = kernel.handle
-        if any(f.spec.kind == "host_sigkill" for f in kernel.fired):
-            bound = next((f.spec.bound for f in kernel.fired if f.spec.bound), None) or inner.death_bound
-            survivors = inner.wait_kernel_gone(bound)
-            if survivors:
-                problems.append(f"kernel {inner.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
-                                "still alive:\n  " + "\n  ".join(survivors))
-                _kill_survivors(inner)
-    return problems
+def finish_kernel(kernel: Kernel) -> list[str]:
+    """After the test: end its faults; return what is wrong (a kernel that outlived its host)."""
+    return kernel.finish() if isinstance(kernel, FaultingKernel) else []
 
 
-def _kill_survivors(kernel: HarnessKernel) -> None:
-    import signal
-
-    from ..transports import get_transport
-
-    transport = get_transport(kernel.transport_name)
-    for line in transport.kernel_processes(kernel.kernel_id, kernel.facts.get("locator")):
-        try:
-            transport.signal_pid(None, int(line.split(":", 1)[0]), signal.SIGKILL)  # type: ignore[arg-type]
-        except (OSError, ValueError):
-            pass
+def close_fault_setups(node: pytest.Item) -> None:
+    """Remove what the test's faults made (memory cgroups), once its kernels are gone."""
+    for setup in node.stash.get(_setups_key, []):
+        setup.close()
 
 
 @pytest.fixture
@@ -148,19 +119,24 @@ def hermes_faults(request: pytest.FixtureRequest) -> Iterator[HermesFaults]:
 
 
 class HermesFaults:
-    """Imperative fault injection (the ``hermes_faults`` fixture)."""
+    """Imperative fault injection (the ``hermes_faults`` fixture).
+
+    The kernels of a test that uses it run on a
+    :class:`~pytest_hermes_kernel.faults.faulty_transport.FaultyTransport` where drops apply
+    (docker, ssh through the fault proxy), so :meth:`transport_drop` needs no marker.
+    """
 
     def __init__(self) -> None:
         self._harnesses: list[HarnessKernel] = []
         self._cgroups: list[MemoryCgroup] = []
 
-    def kernel_sigkill(self, kernel: Any) -> None:
+    def kernel_sigkill(self, kernel: Kernel) -> None:
         """SIGKILL the kernel's worker from outside."""
         injector.kernel_sigkill(kernel)
 
-    def transport_drop(self, kernel: Any, mode: str = "reset", duration: float | None = None,
+    def transport_drop(self, kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,
                        latency: float = 0.2) -> None:
-        """Break a docker/ssh kernel's channel (see :class:`~pytest_hermes_kernel.faults.injector.FaultyStream`)."""
+        """Break a docker/ssh kernel's channel (see :func:`~pytest_hermes_kernel.faults.injector.transport_drop`)."""
         injector.transport_drop(kernel, mode, duration, latency)
 
     def harness(self, transport: str = "local", **options: Any) -> HarnessKernel:
@@ -171,7 +147,7 @@ class HermesFaults:
 
     def host_sigkill(self, kernel: HarnessKernel, bound: float = 2.0) -> list[str]:
         """SIGKILL the harness host now; return what of the kernel survived ``bound`` seconds."""
-        kernel.kill_host()
+        injector.host_sigkill(kernel)
         return kernel.wait_kernel_gone(bound)
 
     def memory_cgroup(self, limit_bytes: int) -> MemoryCgroup:
@@ -188,11 +164,6 @@ class HermesFaults:
             kernel.shutdown()
         for cg in self._cgroups:
             cg.remove()
-
-
-def remove_cgroups(node: pytest.Item) -> None:
-    for cg in node.stash.get(_cgroups_key, []):
-        cg.remove()
 
 
 def pytest_configure(config: pytest.Config) -> None:

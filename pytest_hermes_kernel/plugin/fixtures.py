@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, TransportUnavailableError
-from ..kernel.handle import KernelHandle, KernelOptions
+from ..kernel.interface import Kernel
+from ..kernel.options import KernelOptions
 from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
 from ..transports import get_transport, make_transport, transport_names
@@ -174,7 +175,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     if name == "<none>":
         pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
     marker = kernel_marker(request.node)
-    options = {**faults.transport_options_for_faults(request.node, name), **marker.transport_options}
+    options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
     try:
         if options:
             transport = make_transport(name, **options)
@@ -194,8 +195,10 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
 
 
 @pytest.fixture
-def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Transport) -> Iterator[Callable[..., KernelHandle]]:
-    """``factory(**options) -> KernelHandle``: start kernels on this test's transport.
+def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Transport) -> Iterator[Callable[..., Kernel]]:
+    """``factory(**options) -> Kernel``: start kernels on this test's transport, with the test's
+    fault markers applied (a :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle`, or a
+    host-harness or faulting kernel with the same :class:`Kernel` API).
 
     Options are :class:`KernelOptions` fields plus ``tools={name: callable}``; they override the
     marker's. Every kernel is shut down after the test (kept until the session ends instead
@@ -204,33 +207,32 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     settings = request.config.stash[settings_key]
     marker = kernel_marker(request.node)
     stats = request.config.stash[stats_key]
-    made: list[KernelHandle] = []
+    made: list[Kernel] = []
 
-    def factory(**options: Any) -> KernelHandle:
+    def factory(**options: Any) -> Kernel:
         tools = {**marker.tools, **(options.pop("tools", None) or {})}
         merged = {"timeout": settings.timeout, **marker.kernel, **options}
         try:
             opts = _kernel_options(merged)
         except ConfigError as exc:
             raise ConfigError(f"{request.node.nodeid}: bad hermes_kernel_factory option: {exc}") from None
-        handle = faults.make_kernel(request, hermes_transport, opts, tools)
-        if hasattr(handle, "add_listener"):
-            handle.add_listener(stats.on_event)
-            stats.on_event("started", handle, None)  # started before the listener was added
-        made.append(handle)
-        return handle
+        kernel = faults.make_kernel(request, hermes_transport, opts, tools)
+        kernel.add_listener(stats.on_event)
+        stats.on_event("started", kernel, None)  # started before the listener was added
+        made.append(kernel)
+        return kernel
 
     yield factory
-    problems = [p for handle in made for p in faults.finish_kernel(request, handle)]
+    problems = [p for kernel in made for p in faults.finish_kernel(kernel)]
     try:
         _finish_kernels(request, made)
     finally:
-        faults.remove_cgroups(request.node)
+        faults.close_fault_setups(request.node)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 
 
-def _finish_kernels(request: pytest.FixtureRequest, handles: list[KernelHandle]) -> None:
+def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> None:
     reports = request.node.stash.get(phase_report_key, {})
     failed = any(r.failed for r in reports.values())
     stats = request.config.stash[stats_key]
@@ -250,7 +252,7 @@ def _finish_kernels(request: pytest.FixtureRequest, handles: list[KernelHandle])
 
 
 @pytest.fixture
-def hermes_kernel(hermes_kernel_factory: Callable[..., KernelHandle]) -> KernelHandle:
+def hermes_kernel(hermes_kernel_factory: Callable[..., Kernel]) -> Kernel:
     """One started kernel on this test's transport, configured by the ``hermes_kernel`` marker."""
     return hermes_kernel_factory()
 

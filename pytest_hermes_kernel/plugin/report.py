@@ -15,7 +15,7 @@ import pytest
 from .settings import settings_key
 
 if TYPE_CHECKING:
-    from ..kernel.handle import KernelHandle
+    from ..kernel.interface import Kernel
 
 phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 
@@ -30,10 +30,10 @@ class KernelStats:
         self.peak_alive = 0
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
-        self.kept: list[tuple[str, KernelHandle]] = []
+        self.kept: list[tuple[str, Kernel]] = []
         self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
 
-    def on_event(self, event: str, handle: KernelHandle, payload: Any) -> None:
+    def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
         with self._lock:
             if event == "started" and not getattr(handle, "_hermes_counted", False):
                 handle._hermes_counted = True  # type: ignore[attr-defined]
@@ -45,7 +45,7 @@ class KernelStats:
             elif event == "result" and payload.status in ("died", "exited", "timeout") and payload.kernel.reason:
                 self.deaths[payload.kernel.reason] += 1
 
-    def keep(self, nodeid: str, handle: KernelHandle) -> None:
+    def keep(self, nodeid: str, handle: Kernel) -> None:
         with self._lock:
             self.kept.append((nodeid, handle))
 

@@ -13,10 +13,16 @@ from typing import Any
 
 import pytest
 
+from ..catalog import Scenario, ScenarioFailure, ScenarioRunner, load_scenario
 from ..errors import ConfigError, TransportUnavailableError
 from ..faults import injector
-from ..catalog import Scenario, ScenarioFailure, ScenarioRunner, load_scenario
+from ..faults.apply import FaultSetup, apply_faults, plan_faults, transport_options
+from ..faults.proxy import ProxyRoute
+from ..faults.spec import FaultSpec, spec_from_table
+from ..kernel.contract import Transport
+from ..kernel.options import KernelOptions
 from ..transports import get_transport, make_transport
+from .report import stats_key
 from .settings import settings_key
 
 
@@ -30,12 +36,33 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
+    """The scenario's ``[[fault]]`` tables as fault specs (the markers' arguments).
+
+    :raises ConfigError: naming the file and the fault when a table is bad, or asks for
+        ``host_sigkill`` (a scenario's kernels live in this process's registry: their host is
+        the test process itself; use the ``hermes_host_sigkill`` marker).
+    """
+    specs = []
+    for i, table in enumerate(scenario.faults, 1):
+        try:
+            spec = spec_from_table(table)
+        except ConfigError as exc:
+            raise ConfigError(f"{scenario.path}: fault {i}: {exc}") from None
+        if spec.kind == "host_sigkill":
+            raise ConfigError(f"{scenario.path}: fault {i}: host_sigkill is not available in scenarios (their "
+                              "kernels' host is the test process); use the hermes_host_sigkill marker")
+        specs.append(spec)
+    return tuple(specs)
+
+
 class ScenarioFile(pytest.File):
     """A scenario file: one item per selected transport."""
 
     def collect(self) -> Any:
         try:
             scenario = load_scenario(self.path)
+            faults = scenario_faults(scenario)
         except ConfigError as exc:
             if "[scenario]" in str(exc) and "[scenario]" not in self.path.read_text("utf-8", "replace"):
                 return  # some other TOML file in a fixtures dir: not ours
@@ -44,61 +71,59 @@ class ScenarioFile(pytest.File):
         for name in selected:
             if scenario.transports is None or name in scenario.transports:
                 yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{name}]", scenario=scenario,
-                                               transport_name=name)
+                                               faults=faults, transport_name=name)
 
     class CollectError(Exception):
         pass
 
 
 class ScenarioItem(pytest.Item):
-    """One scenario on one transport."""
+    """One scenario on one transport; its faults go through the same apply step and injector as
+    the fault markers'."""
 
-    def __init__(self, *, scenario: Scenario, transport_name: str, **kwargs: Any) -> None:
+    def __init__(self, *, scenario: Scenario, faults: tuple[FaultSpec, ...], transport_name: str,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.scenario = scenario
+        self.faults = faults
         self.transport_name = transport_name
-        for spec in scenario.faults:
-            self.add_marker(pytest.mark.hermes_scenario_fault(spec.get("kind")))
+        for spec in faults:
+            self.add_marker(pytest.mark.hermes_scenario_fault(spec.kind))
 
     def runtest(self) -> None:
-        s = self.scenario
-        oom = next((f for f in s.faults if f.get("kind") == "oom"), None)
-        cgroup = None
-        options = None
+        options = transport_options(self.faults, self.transport_name)
+        transport = self._transport(options)
         try:
-            if oom and self.transport_name in ("docker", "ssh"):
-                transport = make_transport(self.transport_name, mem_limit_bytes=int(oom["limit_bytes"]),
-                                           container="fresh")
-            else:
-                transport = get_transport(self.transport_name)
+            setup = self._apply(transport, options.get("connect_via"))
+            try:
+                ScenarioRunner(self.scenario, lambda key: setup.transport, self.transport_name, on_fault=injector.fire,
+                               options=setup.options, faults=setup.plan.firing,
+                               listener=self.config.stash[stats_key].on_event).run()
+            finally:
+                setup.close()
+        finally:
+            if options:
+                transport.close()
+
+    def _transport(self, options: dict[str, Any]) -> Transport:
+        """The shared transport, or one of the scenario's own when its faults need options."""
+        try:
+            return make_transport(self.transport_name, **options) if options else get_transport(self.transport_name)
         except TransportUnavailableError as exc:
             if self.config.stash[settings_key].require_transports:
                 raise
             pytest.skip(str(exc))
-        if oom and transport.runs_on_this_host:
-            from dataclasses import replace
 
-            from ..faults.cgroup import create_memory_cgroup
-            from ..kernel.handle import KernelOptions
-
-            try:
-                cgroup = create_memory_cgroup(int(oom["limit_bytes"]))
-            except TransportUnavailableError as exc:
-                pytest.skip(f"oom scenario on local needs a memory cgroup: {exc}")
-            options = replace(KernelOptions(**s.kernel), cgroup_procs=cgroup.procs_file,
-                              oom_counter_file=cgroup.oom_counter_file)
-        if any(f.get("kind") == "transport_drop" for f in s.faults) and not transport.reattachable:
-            pytest.skip(f"transport_drop does not apply to {transport.name}")
+    def _apply(self, transport: Transport, link: ProxyRoute | None) -> FaultSetup:
+        """The faults' plan carried out on ``transport``; skips with the reason where they cannot apply."""
+        options = KernelOptions(**self.scenario.kernel)
+        plan = plan_faults(self.faults, transport, options)
+        if plan.skip is not None:
+            pytest.skip(plan.skip)
         try:
-            from .report import stats_key
-
-            ScenarioRunner(s, lambda key: transport, self.transport_name, on_fault=_fire, options=options,
-                           listener=self.config.stash[stats_key].on_event).run()
-        finally:
-            if cgroup is not None:
-                cgroup.remove()
-            if oom and self.transport_name in ("docker", "ssh"):
-                transport.close()
+            return apply_faults(plan, transport, options, link=link)
+        except TransportUnavailableError as exc:
+            pytest.skip(f"oom on the {transport.name} transport needs a memory cgroup: {exc}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         if isinstance(excinfo.value, ScenarioFailure):
@@ -107,16 +132,6 @@ class ScenarioItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.scenario.name} [{self.transport_name}]: {self.scenario.source}"
-
-
-def _fire(spec: dict[str, Any], handle: Any) -> None:
-    kind = spec.get("kind")
-    if kind == "kernel_sigkill":
-        injector.kernel_sigkill(handle)
-    elif kind == "transport_drop":
-        injector.transport_drop(handle, spec.get("mode", "reset"), spec.get("duration"), spec.get("latency", 0.2))
-    elif kind != "oom":
-        raise ScenarioFailure(f"fault kind {kind!r} is not available in scenarios (host_sigkill: use the marker)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
