@@ -113,7 +113,8 @@ def heal(kernel: Kernel) -> None:
 
 @dataclass(frozen=True)
 class FiredFault:
-    """A fault that fired: when (monotonic seconds) and during or after which cell."""
+    """A fault that fired: when (``at``, monotonic seconds) and ``cell``, the cell (1-based)
+    that was about to start (``after_cell`` faults) or running (``during_cell``) then."""
 
     spec: FaultSpec
     at: float

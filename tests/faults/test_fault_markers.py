@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from pytest_hermes_kernel.errors import ConfigError
 from pytest_hermes_kernel.faults.harness import HostGoneError
 
 HOG = "hog = []\nwhile True: hog.append(b'x' * (32 * 2**20))"
@@ -29,6 +30,16 @@ def test_host_sigkill_mid_cell_ends_the_kernel(hermes_kernel) -> None:
     with pytest.raises(HostGoneError):
         hermes_kernel.execute("import time; time.sleep(120)")
     assert time.monotonic() - started < 10, "the host's death must end the cell at once"
+
+
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_host_sigkill_marker_alone_sets_what_it_needs(hermes_kernel) -> None:
+    """The README's example, as written: no orphan_timeout of its own. On docker and ssh the
+    marker gives the detached runner a short orphan timer, so the check runs instead of
+    skipping, and the plugin still checks the kernel is gone within the bound."""
+    assert hermes_kernel.execute("x = 1; x").value == "1"
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(30)")
 
 
 @pytest.mark.hermes_kernel(orphan_timeout=3.0)
@@ -126,6 +137,19 @@ def test_faults_fixture_kernel_sigkill(hermes_kernel, hermes_faults) -> None:
     hermes_faults.kernel_sigkill(hermes_kernel)
     r = hermes_kernel.execute("x")
     assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.signal == 9
+
+
+def test_faults_fixture_transport_drop_reconnects_with_state(hermes_kernel, hermes_faults) -> None:
+    """A drop without a marker: a test with ``hermes_faults`` gets kernels whose transport can be
+    dropped where drops apply (docker, ssh); elsewhere the drop is refused with the reason."""
+    hermes_kernel.execute("x = 41")
+    if not hermes_kernel.transport.reattachable:
+        with pytest.raises(ConfigError, match="does not apply"):
+            hermes_faults.transport_drop(hermes_kernel, "reset")
+        return
+    hermes_faults.transport_drop(hermes_kernel, "reset")
+    r = hermes_kernel.execute("x + 1")
+    assert r.value == "42" and not r.kernel.state_lost and r.kernel.reconnected, r.summary()
 
 
 def test_faults_fixture_host_harness(hermes_faults) -> None:

@@ -1,0 +1,142 @@
+"""faults.injector: one injector for markers and scenarios, reaching a kernel only through the
+``Kernel`` protocol (its transport and launch record), and FaultingKernel's trigger points."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Any, ClassVar
+
+import pytest
+
+from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.faults import injector
+from pytest_hermes_kernel.faults.injector import FaultingKernel
+from pytest_hermes_kernel.faults.spec import hermes_kernel_sigkill, hermes_oom, hermes_transport_drop
+from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport
+from pytest_hermes_kernel.kernel.interface import Kernel
+from pytest_hermes_kernel.kernel.options import KernelOptions
+from pytest_hermes_kernel.kernel.results import CellResult, ExitInfo, KernelInfo
+
+
+class Remote(Transport):
+    name: ClassVar[str] = "remote"
+    reattachable: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self.signals: list[tuple[Launched | None, int, int]] = []
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        raise AssertionError("not used")
+
+    def kill(self, launched: Launched) -> bool:
+        return True
+
+    def alive(self, launched: Launched) -> bool:
+        return True
+
+    def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
+        self.signals.append((launched, pid, sig))
+
+
+class Lease(Remote):
+    reattachable: ClassVar[bool] = False
+
+
+class FakeKernel:
+    """A :class:`Kernel` that records cells and events instead of running them."""
+
+    def __init__(self, transport: Transport, pid: int | None = 321) -> None:
+        self.kernel_id = "f" * 32
+        self.generation = 0
+        self.pid = pid
+        self.runner_pid = 320
+        self.alive = True
+        self.transport = transport
+        self.launched: Launched | None = Launched(stream=None, pid=320)  # type: ignore[arg-type]
+        self.options = KernelOptions()
+        self.cells: list[str] = []
+        self.listeners: list[Any] = []
+
+    def info(self, **changes: Any) -> KernelInfo:
+        return KernelInfo(kernel_id=self.kernel_id, transport=self.transport.name).replace(**changes)
+
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+        self.cells.append(code)
+        result = CellResult(status="ok", kernel=self.info())
+        for listener in self.listeners:
+            listener("result", self, result)
+        return result
+
+    def interrupt(self) -> None: ...
+
+    def restart(self) -> KernelInfo:
+        return self.info(state_lost=True, reason="reset")
+
+    def shutdown(self, now: bool = False) -> ExitInfo:
+        return ExitInfo(step="request")
+
+    def close(self) -> ExitInfo:
+        return self.shutdown()
+
+    def add_listener(self, listener: Any) -> None:
+        self.listeners.append(listener)
+
+
+def test_kernel_sigkill_signals_the_worker_where_it_runs() -> None:
+    remote = Remote()
+    kernel: Kernel = FakeKernel(remote)
+    injector.fire(hermes_kernel_sigkill(), kernel)
+    assert remote.signals == [(kernel.launched, 321, signal.SIGKILL)]
+    with pytest.raises(ConfigError, match="has no worker"):
+        injector.kernel_sigkill(FakeKernel(remote, pid=None))
+
+
+def test_a_drop_needs_a_faulty_transport_and_a_reattachable_channel() -> None:
+    with pytest.raises(ConfigError, match="Hint: mark the test with hermes_transport_drop"):
+        injector.fire(hermes_transport_drop("reset"), FakeKernel(Remote()))
+    with pytest.raises(ConfigError, match="does not apply to the remote transport"):
+        injector.transport_drop(FakeKernel(Lease()), "blackhole")
+    injector.heal(FakeKernel(Remote()))  # nothing to heal: a no-op
+
+
+def test_host_sigkill_needs_a_kernel_with_a_host_of_its_own() -> None:
+    with pytest.raises(ConfigError, match="host of kernel f+ is this process"):
+        injector.host_sigkill(FakeKernel(Remote()))
+
+
+def test_after_cell_fires_once_between_cells_and_oom_never_fires() -> None:
+    remote = Remote()
+    inner = FakeKernel(remote)
+    kernel = FaultingKernel(inner, [hermes_kernel_sigkill(after_cell=1), hermes_oom(64 * 2**20)])
+    assert [s.kind for s in kernel.specs] == ["kernel_sigkill"]
+    kernel.execute("a")
+    assert remote.signals == []
+    kernel.execute("b")
+    kernel.execute("c")
+    assert len(remote.signals) == 1 and [f.cell for f in kernel.fired] == [2]  # before cell 2 ran
+    assert kernel.finish() == [] and inner.cells == ["a", "b", "c"]
+
+
+def test_during_cell_fires_after_its_delay_while_the_cell_runs() -> None:
+    remote = Remote()
+    fired = threading.Event()
+    remote.signal_pid = lambda launched, pid, sig: fired.set()  # type: ignore[method-assign]
+    kernel = FaultingKernel(FakeKernel(remote), [hermes_kernel_sigkill(during_cell=2, delay=0.05)])
+    kernel.execute("a")
+    assert not fired.wait(0.3), "nothing fires during cell 1"
+    kernel.execute("b")
+    assert fired.wait(5.0)
+    kernel.finish()
+
+
+def test_faulting_kernel_is_the_kernel_it_wraps_to_whoever_holds_it() -> None:
+    inner = FakeKernel(Remote())
+    kernel: Kernel = FaultingKernel(inner, [])
+    assert (kernel.kernel_id, kernel.pid, kernel.runner_pid, kernel.transport, kernel.launched, kernel.options) == (
+        inner.kernel_id, inner.pid, inner.runner_pid, inner.transport, inner.launched, inner.options)
+    seen: list[tuple[str, Any]] = []
+    kernel.add_listener(lambda event, who, payload: seen.append((event, who)))
+    kernel.execute("x")
+    assert seen == [("result", kernel)], "events name the kernel the test holds, not the wrapped one"
+    assert kernel.restart().reason == "reset" and kernel.shutdown().step == "request"
