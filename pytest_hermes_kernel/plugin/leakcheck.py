@@ -67,9 +67,9 @@ def _kept_resources(item: pytest.Item) -> set[str]:
     kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
     if not kept:
         return set()
-    launched = [getattr(h, "launched", None) for h in kept]  # fault harness kernels have none
+    launched = [h.launched for h in kept]  # None for a harness kernel: its launch is in the harness
     dirs = {f"dir:{os.path.basename(x.kernel_dir)}" for x in launched if x is not None and x.kernel_dir}
-    return kernel_resources({getattr(h, "kernel_id", None) for h in kept} - {None}) | dirs
+    return kernel_resources({h.kernel_id for h in kept}) | dirs
 
 
 def pytest_configure(config: pytest.Config) -> None:

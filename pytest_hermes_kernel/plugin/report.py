@@ -32,15 +32,17 @@ class KernelStats:
         self.leaks: Counter[str] = Counter()
         self.kept: list[tuple[str, Kernel]] = []
         self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
+        self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
 
     def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
         with self._lock:
-            if event == "started" and not getattr(handle, "_hermes_counted", False):
-                handle._hermes_counted = True  # type: ignore[attr-defined]
+            if event == "started" and handle.kernel_id not in self._counted:
+                self._counted.add(handle.kernel_id)
                 self.started += 1
                 self.alive += 1
                 self.peak_alive = max(self.peak_alive, self.alive)
-            elif event == "shutdown" and getattr(handle, "_hermes_counted", False):
+            elif event == "shutdown" and handle.kernel_id in self._counted:
+                self._counted.discard(handle.kernel_id)
                 self.alive = max(0, self.alive - 1)
             elif event == "result" and payload.status in ("died", "exited", "timeout") and payload.kernel.reason:
                 self.deaths[payload.kernel.reason] += 1
