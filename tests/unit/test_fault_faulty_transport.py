@@ -268,3 +268,9 @@ def test_with_a_proxy_link_the_drop_cuts_the_link_not_the_stream(inner: Recordin
     faulty.heal()
     assert proxy.calls == [("reset", None), ("blackhole", 2.0), ("latency", (0.1, 1.0)), ("heal", None)]
     assert launched.stream.active() is None and echo_works(launched.stream, inner.runners[0])
+
+
+def test_every_member_of_the_port_is_delegated() -> None:
+    """A method added to the Transport ABC later must be delegated too, not silently defaulted."""
+    port = [name for name in dir(Transport) if not name.startswith("_")]
+    assert [name for name in port if name not in vars(FaultyTransport)] == []

@@ -140,3 +140,17 @@ def test_faulting_kernel_is_the_kernel_it_wraps_to_whoever_holds_it() -> None:
     kernel.execute("x")
     assert seen == [("result", kernel)], "events name the kernel the test holds, not the wrapped one"
     assert kernel.restart().reason == "reset" and kernel.shutdown().step == "request"
+
+
+def test_every_kernel_the_fixtures_hand_out_has_the_whole_protocol() -> None:
+    """KernelHandle, HarnessKernel and FaultingKernel satisfy Kernel (checked structurally here:
+    class members, or attributes their constructor sets)."""
+    from pytest_hermes_kernel.faults.harness import HarnessKernel
+    from pytest_hermes_kernel.kernel.handle import KernelHandle
+
+    members = [name for name in vars(Kernel) if not name.startswith("_")]
+    assert {"execute", "transport", "launched", "generation", "info"} <= set(members)
+    for cls in (KernelHandle, HarnessKernel, FaultingKernel):
+        set_in_init = set(cls.__init__.__code__.co_names)
+        missing = [name for name in members if not hasattr(cls, name) and name not in set_in_init]
+        assert missing == [], f"{cls.__name__} lacks {missing}"
