@@ -158,8 +158,11 @@ def plan_faults(specs: Sequence[FaultSpec], transport: Transport, options: Kerne
     plan = FaultPlan(specs, skip=skip, wrap_streams=drops,
                      memory_limit_bytes=oom.limit_bytes if oom is not None and transport.runs_on_this_host else None)
     host = next((s for s in specs if s.kind == "host_sigkill"), None)
-    if host is None or skip is not None:
-        return plan
+    return plan if host is None or skip is not None else _with_host_sigkill(plan, host, transport, options)
+
+
+def _with_host_sigkill(plan: FaultPlan, host: FaultSpec, transport: Transport, options: KernelOptions) -> FaultPlan:
+    """``plan`` plus the host harness, the orphan timer and the death bound ``host`` needs."""
     orphan = _host_sigkill_orphan_timeout(transport, options)
     natural = host_death_bound(transport, orphan if orphan is not None else options.orphan_timeout)
     if natural > MAX_DEATH_BOUND_S:
