@@ -143,14 +143,15 @@ def test_faulting_kernel_is_the_kernel_it_wraps_to_whoever_holds_it() -> None:
 
 
 def test_every_kernel_the_fixtures_hand_out_has_the_whole_protocol() -> None:
-    """KernelHandle, HarnessKernel and FaultingKernel satisfy Kernel (checked structurally here:
-    class members, or attributes their constructor sets)."""
+    """KernelHandle, HarnessKernel and FaultingKernel satisfy Kernel (checked structurally: a
+    handle and a faulting kernel as built, unstarted; the harness, which starts a process when
+    built, by its class members and what its constructor sets)."""
     from pytest_hermes_kernel.faults.harness import HarnessKernel
     from pytest_hermes_kernel.kernel.handle import KernelHandle
 
     members = [name for name in vars(Kernel) if not name.startswith("_")]
     assert {"execute", "transport", "launched", "generation", "info"} <= set(members)
-    for cls in (KernelHandle, HarnessKernel, FaultingKernel):
-        set_in_init = set(cls.__init__.__code__.co_names)
-        missing = [name for name in members if not hasattr(cls, name) and name not in set_in_init]
-        assert missing == [], f"{cls.__name__} lacks {missing}"
+    for kernel in (KernelHandle(Remote(), KernelOptions()), FaultingKernel(FakeKernel(Remote()), [])):
+        assert [name for name in members if not hasattr(kernel, name)] == [], type(kernel).__name__
+    set_in_init = set(HarnessKernel.__init__.__code__.co_names)
+    assert [name for name in members if not hasattr(HarnessKernel, name) and name not in set_in_init] == []
