@@ -233,6 +233,12 @@ class FaultyTransport(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         return self.inner.kernel_processes(kernel_id, locator)
 
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        return self.inner.leak_snapshot(host_pid)
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        self.inner.leak_cleanup(kind, identity)
+
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         self.inner.signal_pid(None if launched is None else self._inner_of(launched), pid, sig)
 

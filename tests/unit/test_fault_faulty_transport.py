@@ -100,6 +100,13 @@ class Recording(Transport):
         self.calls.append(("kernel_processes", (kernel_id, locator)))
         return ["1: python"]
 
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        self.calls.append(("leak_snapshot", host_pid))
+        return {"container": {"c1": "a container"}}
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        self.calls.append(("leak_cleanup", (kind, identity)))
+
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         self.calls.append(("signal_pid", (launched, pid, sig)))
 
@@ -142,11 +149,14 @@ def test_the_port_is_delegated_with_the_inner_launch_record(inner: Recording) ->
     faulty.signal_pid(None, 6, 9)
     assert faulty.sweep_stale(60.0) == 3 and faulty.kernel_processes("k1", {"a": 1}) == ["1: python"]
     assert "recording transport" in faulty.describe()
+    assert faulty.leak_snapshot(99) == {"container": {"c1": "a container"}}
+    faulty.leak_cleanup("container", "c1")
     faulty.cleanup(launched)
     faulty.close()
     given = [arg for call, arg in inner.calls if call in ("kill", "alive", "reap", "runner_log", "locator", "cleanup")]
     assert all(isinstance(g, Launched) and not isinstance(g.stream, FaultyStream) for g in given), given
     assert ("signal_pid", (None, 6, 9)) in inner.calls and ("close", None) in inner.calls
+    assert ("leak_snapshot", 99) in inner.calls and ("leak_cleanup", ("container", "c1")) in inner.calls
 
 
 def test_reset_breaks_the_stream_and_reattach_gives_a_fresh_unfaulted_one(inner: Recording) -> None:
