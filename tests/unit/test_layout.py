@@ -40,6 +40,7 @@ class Import:
     target: str
     file: Path
     line: int
+    typing_only: bool = False  # under ``if TYPE_CHECKING:``: no runtime edge (not a circle)
 
     def where(self) -> str:
         return f"{self.file.relative_to(ROOT.parent)}:{self.line}"
@@ -64,11 +65,16 @@ def imports_of(path: Path, text: str | None = None) -> list[Import]:
     package = [p for p in package if p]
     found: list[Import] = []
     text = path.read_text(encoding="utf-8") if text is None else text
-    for node in ast.walk(ast.parse(text, str(path))):
+    tree = ast.parse(text, str(path))
+    typing_lines = {n.lineno for block in ast.walk(tree) if isinstance(block, ast.If)
+                    and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                    for stmt in block.body for n in ast.walk(stmt) if hasattr(n, "lineno")}
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == PACKAGE or alias.name.startswith(PACKAGE + "."):
-                    found.append(Import(source, alias.name[len(PACKAGE) + 1:], path, node.lineno))
+                    found.append(Import(source, alias.name[len(PACKAGE) + 1:], path, node.lineno,
+                                        node.lineno in typing_lines))
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[:len(package) - (node.level - 1)] if node.level > 1 else package
@@ -81,7 +87,7 @@ def imports_of(path: Path, text: str | None = None) -> list[Import]:
             names = [f"{target}.{a.name}" if target else a.name for a in node.names]
             sub = [n for n in names if is_module(n)]
             for t in sub or [target]:
-                found.append(Import(source, t, path, node.lineno))
+                found.append(Import(source, t, path, node.lineno, node.lineno in typing_lines))
     return found
 
 
@@ -118,7 +124,7 @@ def direction_violations(imports: list[Import]) -> list[str]:
 def import_cycles(imports: list[Import]) -> list[list[str]]:
     graph: dict[str, set[str]] = {}
     for imp in imports:
-        if imp.source != imp.target:
+        if imp.source != imp.target and not imp.typing_only:
             graph.setdefault(imp.source, set()).add(imp.target)
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import KernelStartError, TransportUnavailableError
@@ -23,6 +24,8 @@ from ...containers.sharing import SharedResource, worker_id
 
 if TYPE_CHECKING:
     import docker
+
+    from .connection import SshConnection
 
 HOST_KEY_FILE = "/etc/ssh/ssh_host_ed25519_key.pub"
 #: ``MaxSessions`` of the kit's sshd container (containers/kernel-host/sshd_hermes.conf).
@@ -89,6 +92,24 @@ class SshdContainer:
         self.record = self._shared.acquire(start=self._start, usable=lambda r: self.running(r["container_id"]),
                                            discard=self._remove)
         return self.record
+
+    def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:
+        """A new connection to the run's sshd (joined first), with its key and pinned host key.
+
+        :param via: maps sshd's address to the one to dial (the transport's ``connect_via``).
+        :param options: more :class:`~.connection.SshConnection` keywords (timeouts, sessions).
+        :raises TransportLostError: if sshd cannot be reached.
+        """
+        from ...containers.keys import load_private_key
+        from .connection import SshConnection, SshTarget
+
+        record = self.join()
+        with open(record["key_file"], encoding="ascii") as fh:
+            pkey = load_private_key(fh.read())
+        host, port = record["host"], record["port"]
+        if via is not None:  # e.g. a fault proxy that drops can cut
+            host, port = via(host, port)
+        return SshConnection(SshTarget(host, port, record["user"]), pkey=pkey, host_key=record["host_key"], **options)
 
     def leave(self) -> None:
         """Leave the run's container (the last user removes it) and close the docker client."""

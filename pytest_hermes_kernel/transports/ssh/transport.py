@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
-                       KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT,
-                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, portable_env,
-                       runner_config)
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
+                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes,
+                       parse_ready, portable_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from . import probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
@@ -167,17 +167,8 @@ class SshTransport(Transport):
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
-        from ...containers.keys import load_private_key
-
         assert self.sshd is not None
-        record = self.sshd.join()
-        with open(record["key_file"], encoding="ascii") as fh:
-            pkey = load_private_key(fh.read())
-        host, port = record["host"], record["port"]
-        if self.connect_via is not None:  # e.g. a fault proxy that drops can cut
-            host, port = self.connect_via(host, port)
-        return SshConnection(SshTarget(host, port, record["user"]), pkey=pkey,
-                             host_key=record["host_key"], **common)
+        return self.sshd.connect(self.connect_via, **common)
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
@@ -224,7 +215,7 @@ class SshTransport(Transport):
         """A launch failed: end every process it may have started (found by the kernel id in
         their environment: the runner's pid may never have been reported), then its dir."""
         try:
-            code, out = self._script(conn, KILL_KERNEL_SCRIPT, kernel_id, python=python)
+            code, out = self.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id, python=python)
             if code != 0 or out.strip() != b"gone":
                 log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
                             kernel_id, conn.target, out[-200:])
@@ -265,14 +256,20 @@ class SshTransport(Transport):
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
-    def _script(self, conn: SshConnection, script: str, *args: str,
+    @property
+    def current_connection(self) -> SshConnection | None:
+        """The connection in use now, without connecting (``None`` before the first one)."""
+        return self._conn
+
+    def run_script(self, conn: SshConnection, script: str, *args: str,
                 python: str | None = None) -> tuple[int | None, bytes]:
+        """Run a python ``script`` with ``args`` on the ssh host; ``(exit status, stdout)``."""
         command = " ".join(shlex.quote(a) for a in (python or self.python, "-c", script, *args))
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
         return code, out
 
     def _alive_on(self, conn: SshConnection, launched: Launched) -> bool:
-        code, _ = self._script(conn, ALIVE_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+        code, _ = self.run_script(conn, ALIVE_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
@@ -281,7 +278,7 @@ class SshTransport(Transport):
             return True
         try:
             conn = self._connection(probe=True)
-            code, out = self._script(conn, KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+            code, out = self.run_script(conn, KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
         except (TransportLostError, TimeoutError) as exc:
             log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
             return False
@@ -341,51 +338,24 @@ class SshTransport(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (scanned there)."""
         try:
-            return parse_kernel_processes(self._script(self._connection(probe=True), KERNEL_PROCESSES_SCRIPT,
+            return parse_kernel_processes(self.run_script(self._connection(probe=True), KERNEL_PROCESSES_SCRIPT,
                                                        kernel_id)[1])
         except (TransportLostError, TimeoutError):
             return []
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        """Open ssh channels of this transport's connection, host ``host_pid``'s kernel
-        processes on the ssh host (listed there), and the run's sshd containers nobody holds.
-        Nothing is connected for this: without a connection there is nothing to list."""
-        found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}}
-        conn = self._conn
-        if conn is not None and conn.usable:
-            for chan_id, command in conn.open_channels().items():
-                found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
-            _, out = self._script(conn, HOST_PROCESSES_SCRIPT, str(host_pid))
-            for pid, start, kernel_id, cmd in parse_host_processes(out):
-                found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
-                    f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
-        if self.sshd is not None:
-            from ...containers.sweep import unused_run_containers
-
-            found["container"] = unused_run_containers(self.sshd.docker, self.run_id)
-        return found
+        """Open channels, kernel processes on the ssh host, unheld sshd containers (:mod:`.probes`)."""
+        return probes.snapshot(self, host_pid)
 
     def leak_cleanup(self, kind: str, identity: str) -> None:
-        try:
-            conn = self._conn
-            if kind == "ssh channel" and conn is not None and identity.startswith(f"{id(conn)}:"):
-                conn.close_channel(int(identity.rsplit(":", 1)[1]))
-            elif kind == "remote kernel process" and conn is not None:
-                _, pid, start, _kernel = identity.split(":")
-                self._script(conn, KILL_IF_SAME_SCRIPT, pid, start)
-            elif kind == "container" and self.sshd is not None:
-                from ...containers.lifecycle import remove_container
-
-                remove_container(identity, client=self.sshd.docker)
-        except Exception as exc:  # noqa: BLE001 - cleanup never raises
-            log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+        probes.cleanup(self, kind, identity)
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` on the ssh host.
 
         :raises ProcessLookupError: if no such process runs there (or it is not ours).
         """
-        code, _ = self._script(self._connection(probe=True), SIGNAL_SCRIPT, str(pid), str(int(sig)))
+        code, _ = self.run_script(self._connection(probe=True), SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
 
