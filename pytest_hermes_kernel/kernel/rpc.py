@@ -20,9 +20,6 @@ from typing import Any
 
 from ..errors import ToolCallRefused
 
-DEFAULT_MAX_TOOL_CALLS = 50
-"""Per cell (the seed system's ``max_tool_calls``)."""
-
 ToolFunc = Callable[..., Any]
 
 
@@ -61,9 +58,14 @@ class ToolTable:
 
 
 class CellAuthority:
-    """The right to call tools, held by exactly one running cell and retired when it settles."""
+    """The right to call tools, held by exactly one running cell and retired when it settles.
 
-    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int = DEFAULT_MAX_TOOL_CALLS) -> None:
+    :param cell_id: the request id of the cell.
+    :param table: the tools it may call.
+    :param max_calls: calls it may make (``KernelOptions.max_tool_calls``).
+    """
+
+    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int) -> None:
         self.cell_id = cell_id
         self.table = table
         self.max_calls = max_calls
