@@ -20,10 +20,12 @@ from .lifecycle import Loss
 from .link import RunnerLink
 from .options import KernelOptions
 from .outcome import CellOutcome, RunnerReply, blobs_of
+from .results import Reason
 from .rpc import CellAuthority, ToolTable
 from .watchdog import Action, CellBudget
 
 __all__ = ["CellRun", "running_tool_of"]
+
 
 class _ToolThread(threading.local):
     kernel: object | None = None
@@ -212,6 +214,6 @@ class CellRun:
         alive = link.alive()
         if not reattachable:
             link.kill()
-        reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
+        reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = f"channel lost: {exc}" + (" (runner still alive; killed)" if alive else "")
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))

@@ -143,7 +143,8 @@ class KernelRegistry:
         self._lost: dict[KernelKey, Loss] = {}  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
-        self.stats = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason."""
         self.listener: Callable[..., None] | None = None
         """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
         self._stop = threading.Event()
@@ -215,17 +216,8 @@ class KernelRegistry:
             doomed += self._expired_unlocked()
             entry = self._entries.get(key)
             creator = entry is None
-            if creator:
-                transport = self._factory(key)
-                self._transports[id(transport)] = transport
-                handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
-                if self.listener is not None:
-                    handle.add_listener(self.listener)
-                entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock(),
-                               inherited=self._lost.pop(key, None))
-                if entry.inherited is not None:  # the registry ended this key's last kernel: say so
-                    handle.mark_lost(entry.inherited)
-                self._entries[key] = entry
+            if entry is None:
+                entry = self._new_entry_unlocked(key, pinned)
             entry.leases += 1
             entry.last_used = self.clock()
             self._entries.move_to_end(key)
@@ -240,6 +232,20 @@ class KernelRegistry:
             if entry.start_error is not None:
                 raise entry.start_error
             raise KernelShutdownError(f"the kernel for {key.owner!r} was shut down ({entry.doomed}) while starting")
+        return entry
+
+    def _new_entry_unlocked(self, key: KernelKey, pinned: bool) -> _Entry:
+        """A pending entry with a new, not yet started handle for ``key``."""
+        transport = self._factory(key)
+        self._transports[id(transport)] = transport
+        handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
+        if self.listener is not None:
+            handle.add_listener(self.listener)
+        entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock(),
+                       inherited=self._lost.pop(key, None))
+        if entry.inherited is not None:  # the registry ended this key's last kernel: say so
+            handle.mark_lost(entry.inherited)
+        self._entries[key] = entry
         return entry
 
     def _options_for(self, key: KernelKey) -> KernelOptions:
@@ -346,14 +352,15 @@ class KernelRegistry:
         """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
         with self._lock:
             entry = self._entries.get(key)
-            same = entry is not None and entry.handle is handle
-            if same:
+            if entry is not None and entry.handle is handle:
                 self._pop_unlocked(entry, "reset")
-        if same:
-            self._shut(entry)
-        else:
+            else:
+                entry = None
+        if entry is None:
             handle.shutdown()
-        return same
+            return False
+        self._shut(entry)
+        return True
 
     def shutdown_owner(self, owner: str) -> int:
         """Shut down every kernel of ``owner`` (and of its delegated children), leased or not."""
