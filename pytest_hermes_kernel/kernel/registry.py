@@ -27,7 +27,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ConfigError, KernelShutdownError
@@ -127,10 +127,7 @@ class KernelRegistry:
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S) -> None:
-        if not isinstance(max_kernels, int) or max_kernels < 1:
-            raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
-        if idle_timeout is not None and not (isinstance(idle_timeout, (int, float)) and idle_timeout >= 0):
-            raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
+        _check_settings(max_kernels, idle_timeout)
         self.max_kernels = max_kernels
         self.idle_timeout = idle_timeout
         self.options = options or KernelOptions()
@@ -249,8 +246,6 @@ class KernelRegistry:
         return entry
 
     def _options_for(self, key: KernelKey) -> KernelOptions:
-        from dataclasses import replace
-
         return replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
 
     def _start(self, entry: _Entry) -> None:
@@ -412,6 +407,14 @@ class KernelRegistry:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_settings(max_kernels: object, idle_timeout: object) -> None:
+    """:raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None."""
+    if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
+        raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
+    if idle_timeout is not None and not (isinstance(idle_timeout, (int, float)) and idle_timeout >= 0):
+        raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
 
 
 def _shutdown_at_exit(ref: weakref.ref[KernelRegistry]) -> None:

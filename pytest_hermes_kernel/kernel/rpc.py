@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ToolCallRefused
+from ..errors import ConfigError, ToolCallRefused
 
 ToolFunc = Callable[..., Any]
 
@@ -35,12 +35,13 @@ class ToolTable:
     def register(self, name: str, func: ToolFunc) -> None:
         """Offer ``func`` to cells as ``hermes_tools.<name>``.
 
-        :raises ValueError: if ``name`` is not an identifier or ``func`` is not callable.
+        :raises ConfigError: if ``name`` is not a public identifier or ``func`` is not callable
+            (a ``ValueError``, as before).
         """
         if not name.isidentifier() or name.startswith("_"):
-            raise ValueError(f"tool name {name!r} must be a public Python identifier")
+            raise ConfigError(f"tool name {name!r} must be a public Python identifier")
         if not callable(func):
-            raise ValueError(f"tool {name!r} is not callable: {func!r}")
+            raise ConfigError(f"tool {name!r} is not callable: {func!r}")
         with self._lock:
             self._tools[name] = func
 
