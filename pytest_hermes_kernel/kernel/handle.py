@@ -209,17 +209,9 @@ class KernelHandle:
 
     def _prepare(self) -> Loss | None:
         """Bring up a runner and a worker for the next cell; return (and clear) the loss it reports."""
-        runtime = self._runtime
-        if self._life.is_(S.NEW):
-            runtime.launch()
-        elif self._life.is_(S.RUNNER_LOST):
+        if self._life.is_(S.RUNNER_LOST):
             self._pending_loss = self._pending_loss or Loss(reason="died", note="the kernel runner was gone")
-            runtime.discard()
-            self._may_restart()
-            runtime.relaunch()
-        elif self._life.is_(S.WORKER_DEAD):
-            self._may_restart()
-            runtime.start_worker()
+        self._runtime.bring_up(self._may_restart)
         return self._take_loss()
 
     def _take_loss(self) -> Loss | None:
@@ -255,9 +247,7 @@ class KernelHandle:
         if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
             self._life.advance(S.WORKER_DEAD)
             self._pending_loss = Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed)
-            self._may_restart()
-            self._runtime.start_worker()
-            return self._run(code, budget_s, self._take_loss())
+            return self._run(code, budget_s, self._prepare())
         return self._judge(outcome, loss, intent, cell)
 
     def _judge(self, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent, cell: CellRun) -> CellResult:

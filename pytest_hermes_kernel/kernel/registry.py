@@ -190,9 +190,7 @@ class KernelRegistry:
                 entry = self._entries.get(key)
                 if entry is not None and entry.handle is handle:
                     entry.last_used = self.clock()
-                if result.status in ("died", "exited", "timeout") and result.kernel.reason:
-                    deaths = self.stats["deaths"]
-                    deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
+                _count_death(self.stats["deaths"], result)
         return result
 
     def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
@@ -407,6 +405,12 @@ class KernelRegistry:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count_death(deaths: dict[str, int], result: CellResult) -> None:
+    """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
+    if result.status in ("died", "exited", "timeout") and result.kernel.reason:
+        deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
 
 
 def _check_settings(max_kernels: object, idle_timeout: object) -> None:

@@ -130,6 +130,22 @@ class KernelRuntime:
         self.generation += 1
         self.restart_count += 1
 
+    def bring_up(self, may_restart: Callable[[], None]) -> None:
+        """A runner and a worker for the next cell, whatever is missing.
+
+        :param may_restart: asked before a replacement (a new generation); raises to refuse it.
+        :raises KernelStartError: if a runner or worker does not start.
+        """
+        if self.life.is_(S.NEW):
+            self.launch()
+        elif self.life.is_(S.RUNNER_LOST):
+            self.discard()
+            may_restart()
+            self.relaunch()
+        elif self.life.is_(S.WORKER_DEAD):
+            may_restart()
+            self.start_worker()
+
     def replace(self) -> None:
         """A fresh kernel in place of a dead one: a new runner if it was lost, else a new worker.
 
