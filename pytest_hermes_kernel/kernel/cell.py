@@ -66,11 +66,6 @@ class CellRun:
         self._reconnected = False
         self._tool_threads: list[threading.Thread] = []
 
-    @property
-    def tool_calls(self) -> list[dict[str, Any]]:
-        """The tool calls this cell made (complete once :meth:`run` returned)."""
-        return self.authority.calls
-
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.
 
@@ -86,12 +81,14 @@ class CellRun:
         finally:
             self.authority.retire()
             channel.forget(self.rid)
-            self.link.channel.forget(self.rid)  # a re-attached channel expected it too
+            if self.link.channel is not channel:  # a re-attached channel expected it too
+                self.link.channel.forget(self.rid)
         return outcome
 
     def _outcome(self, header: dict[str, Any] | None, blobs: list[bytes], **host: Any) -> CellOutcome:
         reply = None if header is None else RunnerReply.from_header(header)
-        return CellOutcome(reply=reply, blobs=blobs_of(blobs), budget_s=self.budget.timeout, stage=self._stage,
+        four = (blobs[0], blobs[1], blobs[2], blobs[3]) if len(blobs) == 4 else blobs_of(blobs)
+        return CellOutcome(reply=reply, blobs=four, budget_s=self.budget.timeout, stage=self._stage,
                            reconnected=self._reconnected, **host)
 
     # ------------------------------------------------------------------------------ waiting

@@ -154,10 +154,14 @@ class KernelHandle:
         return None if cell is None else cell.rid
 
     def info(self, **changes: Any) -> KernelInfo:
-        """Facts about the kernel now, with ``changes`` applied."""
-        base = KernelInfo(kernel_id=self.kernel_id, transport=self.transport.name,
-                          generation=self.generation, reused=self.cells_run > 0, pid=self.worker_pid)
-        return base.replace(**changes) if changes else base
+        """Facts about the kernel now, with ``changes`` (any :class:`KernelInfo` fields) applied.
+
+        :raises TypeError: if a change names no field of :class:`KernelInfo`.
+        """
+        runtime = self._runtime
+        facts = {"kernel_id": self.kernel_id, "transport": self.transport.name, "generation": runtime.generation,
+                 "reused": self.cells_run > 0, "pid": runtime.worker_pid, **changes}
+        return KernelInfo(**facts)  # one construction (``dataclasses.replace`` costs as much again, per cell)
 
     def mark_lost(self, loss: Loss) -> None:
         """Record a loss of state that the next cell reports (``state_lost`` with ``loss.reason``).
@@ -198,7 +202,7 @@ class KernelHandle:
                               "tool holds it (it would wait for itself)")
         budget_s = self.options.timeout if timeout is None else timeout
         with self._cell_lock:
-            if self.stopping:
+            if self._life.stopping:
                 raise self._runtime.shut_error()
             result = self._run(code, budget_s, self._prepare())
             self.cells_run += 1
@@ -209,12 +213,11 @@ class KernelHandle:
 
     def _prepare(self) -> Loss | None:
         """Bring up a runner and a worker for the next cell; return (and clear) the loss it reports."""
-        if self._life.is_(S.RUNNER_LOST):
-            self._pending_loss = self._pending_loss or Loss(reason="died", note="the kernel runner was gone")
-        self._runtime.bring_up(self._may_restart)
-        return self._take_loss()
-
-    def _take_loss(self) -> Loss | None:
+        state = self._life.state
+        if state is not S.IDLE:  # the usual cell finds its kernel idle
+            if state is S.RUNNER_LOST:
+                self._pending_loss = self._pending_loss or Loss(reason="died", note="the kernel runner was gone")
+            self._runtime.bring_up(self._may_restart)
         loss, self._pending_loss = self._pending_loss, None
         return loss
 
@@ -230,8 +233,9 @@ class KernelHandle:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
-            cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self.stopping)
+            link = self._runtime.link or self._runtime.require_link()
+            cell = CellRun(link, self.options, self.tools, code=code, budget_s=budget_s, kernel=self,
+                           stopping=lambda: self._life.stopping)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
@@ -240,7 +244,9 @@ class KernelHandle:
             raise
         finally:
             self._cell = None
-        intent: ControlIntent = "restart" if self._life.is_(S.RESETTING) else "shutdown" if self.stopping else "none"
+        state = self._life.state
+        intent: ControlIntent = ("restart" if state is S.RESETTING else
+                                 "shutdown" if state is S.CLOSING or state is S.CLOSED else "none")
         reply = outcome.reply
         if reply is not None and reply.worker_pid:
             self._runtime.worker_pid = reply.worker_pid
@@ -265,7 +271,7 @@ class KernelHandle:
             self._pending_loss = death  # the next cell reports it too (it runs on the replacement)
         changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected)
         return build_result(outcome, status=verdict.status, kernel=self.info(**changes), watchdog=watchdog,
-                            tool_calls=cell.tool_calls, secrets=self._secrets)
+                            tool_calls=cell.authority.calls, secrets=self._secrets)
 
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:

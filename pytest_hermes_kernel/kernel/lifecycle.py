@@ -49,6 +49,8 @@ class KernelState(enum.Enum):
     CLOSED = "closed"
     """Shut down; no further cells."""
 
+    __hash__ = object.__hash__  # members are singletons compared by identity; the state moves every cell
+
 
 S = KernelState
 _ENDS_OF_A_CELL = frozenset({S.IDLE, S.WORKER_DEAD, S.RUNNER_LOST})
@@ -69,8 +71,6 @@ from (a first start to ``NEW``, a relaunch after a loss to ``RUNNER_LOST``, so t
 still a new generation). ``IDLE -> WORKER_DEAD``: ``restart()`` killed the worker, or the runner
 said the worker died between cells. ``-> RUNNER_LOST`` from a cell's end: the channel broke for
 good, or the watchdog killed the kernel from outside."""
-
-_STOPPING = frozenset({S.CLOSING, S.CLOSED})
 
 
 class Lifecycle:
@@ -94,7 +94,8 @@ class Lifecycle:
     @property
     def stopping(self) -> bool:
         """``CLOSING`` or ``CLOSED``: shutdown owns the kernel."""
-        return self._state in _STOPPING
+        state = self._state
+        return state is S.CLOSING or state is S.CLOSED
 
     def to(self, new: KernelState) -> KernelState:
         """Move to ``new``.
@@ -111,10 +112,13 @@ class Lifecycle:
         :returns: ``False`` (and no move) if the kernel is ``CLOSING`` or ``CLOSED``.
         :raises KernelStateError: if :data:`TRANSITIONS` does not allow the move otherwise.
         """
-        with self._lock:
-            if self._state in _STOPPING:
+        with self._lock:  # (the move is inlined: this runs twice per cell)
+            old = self._state
+            if old is S.CLOSING or old is S.CLOSED:
                 return False
-            self._move(new)
+            if new not in TRANSITIONS[old]:
+                raise _illegal(old, new)
+            self._state = new
             return True
 
     def swap(self, old: KernelState, new: KernelState) -> bool:
@@ -132,13 +136,17 @@ class Lifecycle:
     def _move(self, new: KernelState) -> KernelState:
         old = self._state
         if new not in TRANSITIONS[old]:
-            raise KernelStateError(f"illegal kernel state transition {old.name} -> {new.name}",
-                                   from_state=old.name, to_state=new.name)
+            raise _illegal(old, new)
         self._state = new
         return old
 
     def __repr__(self) -> str:
         return f"<Lifecycle {self._state.name}>"
+
+
+def _illegal(old: KernelState, new: KernelState) -> KernelStateError:
+    return KernelStateError(f"illegal kernel state transition {old.name} -> {new.name}",
+                            from_state=old.name, to_state=new.name)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ into the :class:`~.results.CellResult` the API returns (decoded, ANSI-stripped, 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any, Literal, cast
+from dataclasses import MISSING, dataclass, fields, replace
+from operator import itemgetter
+from typing import Any, Literal
 
 from .lifecycle import Loss
 from .output import clean, decode_capture
@@ -30,14 +31,6 @@ EMPTY_BLOBS: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
 
 ControlIntent = Literal["none", "restart", "shutdown"]
 """What a control thread asked for while the cell ran: nothing, ``restart()``, ``shutdown()``."""
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -76,16 +69,22 @@ class RunnerReply:
 
     @classmethod
     def from_header(cls, header: Mapping[str, Any]) -> RunnerReply:
-        """Read a ``result`` header; a missing status reads as ``error``."""
-        h = header
-        return cls(status=cast(Status, h.get("status", "error")), not_run=bool(h.get("not_run")),
-                   exit_code=_opt_int(h.get("exit_code")), signal=_opt_int(h.get("signal")),
-                   oom_killed=bool(h.get("oom_killed")), oom_counter=_opt_int(h.get("oom_counter")),
-                   note=str(h.get("note") or ""), ename=_opt_str(h.get("ename")), evalue=_opt_str(h.get("evalue")),
-                   traceback=_opt_str(h.get("traceback")), value=_opt_str(h.get("value")),
-                   execution_count=int(h.get("execution_count") or 0), duration_s=float(h.get("duration_s") or 0.0),
-                   stdout_dropped=int(h.get("stdout_dropped") or 0), stderr_dropped=int(h.get("stderr_dropped") or 0),
-                   worker_pid=_opt_int(h.get("worker_pid")) or None)
+        """Read a ``result`` header: its fields of this class, the defaults for those it lacks
+        (a missing status reads as ``error``); other header fields are ignored.
+
+        This runs once per cell, so it is done in a few C calls (pick the fields, fill the
+        frozen instance in one step) instead of ``__init__``'s one ``object.__setattr__`` per
+        field; the result equals ``RunnerReply(**fields)``. Types are the runner's JSON types.
+        """
+        reply = object.__new__(cls)
+        reply.__dict__.update(zip(_REPLY_FIELDS, _pick_reply_fields({**_REPLY_DEFAULTS, **header})))
+        return reply
+
+
+_REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RunnerReply))
+_REPLY_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(RunnerReply) if f.default is not MISSING}
+_REPLY_DEFAULTS["status"] = "error"
+_pick_reply_fields = itemgetter(*_REPLY_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -174,16 +173,23 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
 
     :param intent: what a control thread asked for while the cell ran.
     """
-    status = outcome.status
-    if outcome.ended_kernel:
+    reply = outcome.reply  # (fields read directly: this runs once per cell)
+    status: Status = "died" if reply is None else reply.status
+    if status == "died" or status == "exited":
         death = classify_death(outcome, intent)
-        if outcome.ladder_killed:
+        if outcome.stage == "kill" or outcome.stage == "abandon":
             return Verdict(status="timeout", death=replace(death, reason="timeout"))
         return Verdict(status=status, death=death)
     if outcome.stage == "interrupt" and status in ("interrupted", "error"):
         return Verdict(status="timeout", watchdog="interrupted",
                        note=f"over its {outcome.budget_s} s budget: interrupted (SIGINT); the namespace is kept")
-    return Verdict(status=status, reset=intent == "restart" and status == "interrupted")
+    if intent == "restart" and status == "interrupted":
+        return Verdict(status=status, reset=True)
+    return _PLAIN.get(status) or Verdict(status=status)
+
+
+_PLAIN: dict[str, Verdict] = {s: Verdict(status=s) for s in ("ok", "error", "interrupted")}
+"""The verdicts of cells that ended as the runner says, with nothing else to tell (most cells)."""
 
 
 def classify_death(outcome: CellOutcome, intent: ControlIntent) -> Loss:
@@ -247,6 +253,8 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
 
 def blobs_of(blobs: list[bytes]) -> tuple[bytes, bytes, bytes, bytes]:
     """The four output blobs of a result frame (missing ones are empty)."""
+    if len(blobs) == 4:
+        return blobs[0], blobs[1], blobs[2], blobs[3]
     padded = [*blobs[:4], *EMPTY_BLOBS][:4]
     return padded[0], padded[1], padded[2], padded[3]
 
