@@ -233,8 +233,7 @@ class KernelHandle:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
-            link = self._runtime.link or self._runtime.require_link()
-            cell = CellRun(link, self.options, self.tools, code=code, budget_s=budget_s, kernel=self,
+            cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s, kernel=self,
                            stopping=lambda: self._life.stopping)
             self._cell = cell
             outcome = cell.run()
