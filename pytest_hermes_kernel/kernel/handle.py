@@ -233,8 +233,8 @@ class KernelHandle:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
-            cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s, kernel=self,
-                           stopping=lambda: self._life.stopping)
+            cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
+                           kernel=self, stopping=lambda: self._life.stopping)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
