@@ -18,6 +18,7 @@ from .errors import (CellInterrupted, CellTimeoutError, HermesKernelError, Herme
                      KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError)
 from .api import KernelRegistry, start_kernel
 from .kernel.handle import KernelHandle
+from .kernel.lifecycle import KernelState
 from .kernel.options import KernelOptions
 from .kernel.registry import KernelKey
 from .kernel.results import CellResult, ExitInfo, KernelInfo
@@ -27,8 +28,8 @@ from .kernel.watchdog import WatchdogPolicy
 __version__ = "0.1.0"
 
 __all__ = [
-    "start_kernel", "KernelHandle", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult", "KernelInfo",
-    "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
+    "start_kernel", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
+    "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
     "KernelShutdownError", "KernelStartError", "TransportLostError", "CellTimeoutError", "CellInterrupted",
     "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
     "HostGoneError",

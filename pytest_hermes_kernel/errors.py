@@ -98,3 +98,10 @@ class LeakError(HermesKernelError):
 
 class HermesLeakWarning(UserWarning):
     """A leak found after a test: a kernel, process, container, thread, fd or dir that outlived it."""
+
+
+class KernelStateError(HermesKernelError):
+    """An illegal kernel state transition (a bug in the package, not in the caller's code).
+
+    ``from_state`` and ``to_state`` name the two :class:`~.kernel.lifecycle.KernelState` members.
+    """

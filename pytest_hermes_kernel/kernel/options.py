@@ -1,6 +1,13 @@
 """KernelOptions: how a kernel is started and run; every default lives here, once.
 
-Durations are float seconds (``None``: no limit), sizes int bytes.
+Durations are float seconds (``None``: no limit), sizes int bytes, counts ints. Other modules
+take these values from a :class:`KernelOptions`; they do not keep defaults of their own. A
+transport option of the same name set to ``None`` (``DockerTransport(orphan_timeout=None)``)
+means "keep the kernel option"; that is every transport's default except filecell's
+``orphan_timeout``, which is :data:`IDLE_ORPHAN_TIMEOUT_S` from here.
+
+The registry's own settings (``max_kernels``, ``idle_timeout``) are not per kernel; their
+defaults are the documented constants of :mod:`.registry`.
 """
 
 from __future__ import annotations
@@ -10,29 +17,78 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from .output import DEFAULT_MAX_OUTPUT_BYTES
-from .rpc import DEFAULT_MAX_TOOL_CALLS
-from .watchdog import WatchdogPolicy
 
-__all__ = ["KernelOptions"]
+__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
+           "WatchdogPolicy"]
+
+DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
+"""Bytes per stream per cell (DESIGN.md section 4)."""
+
+DEFAULT_MAX_TOOL_CALLS = 50
+"""Tool calls per cell (the seed system's ``max_tool_calls``)."""
+
+IDLE_ORPHAN_TIMEOUT_S = 1800.0
+"""The orphan timer, in seconds, of transports that attach to a runner only while a cell runs
+(``filecell``): there no host is attached between cells, so the timer is the kernel's idle
+lifetime, and the seed system's idle exit was 1800 s. Such a transport uses this value by
+default instead of :attr:`KernelOptions.orphan_timeout` (60 s would end an idle agent's kernel
+within a minute); its ``orphan_timeout=None`` keeps the kernel option instead. It also keeps
+filecell out of host-death tests, whose bound is ``orphan_timeout + 3 s`` (60 s at most)."""
+
+
+@dataclass(frozen=True)
+class WatchdogPolicy:
+    """Grace periods of the timeout ladder (see :mod:`.watchdog`).
+
+    :param interrupt_grace: seconds a cell over its budget gets to end after SIGINT (state kept).
+    :param kill_grace: seconds after the worker's SIGKILL for the kill to be seen.
+    :param restart: start a fresh worker after a kill (``False``: the cell ends ``reset_failed``).
+
+    Handed case B04: timeout + both graces <= 8 s, hence 2 s each.
+    """
+
+    interrupt_grace: float = 2.0
+    kill_grace: float = 2.0
+    restart: bool = True
 
 
 @dataclass
 class KernelOptions:
     """How a kernel is started and run. Durations in seconds, sizes in bytes.
 
-    :param timeout: default per-cell budget; ``None`` is no limit.
-    :param start_timeout: how long the runner may take to say hello.
-    :param max_output_bytes: cap per stream per cell (head 40 % + tail 60 % kept).
+    :param timeout: default per-cell budget in seconds; ``None`` is no limit.
+    :param start_timeout: seconds the runner may take to say hello (and a fresh worker to start).
+    :param max_output_bytes: cap per stream per cell in bytes, >= 1024 (head 40 % + tail 60 % kept).
     :param auto_restart: run the next cell on a fresh worker after a death (reported as
         ``state_lost``); when false, the next cell raises :class:`KernelDiedError` instead.
-    :param env: extra environment variables for the kernel.
+    :param cwd: working directory of cells, where the kernel runs; ``None``: the kernel's own
+        kernel dir (a fresh 0700 directory the transport makes and removes).
+    :param python: interpreter that runs the kernel; ``None``: the transport's ``python``
+        option (local: the host's ``sys.executable``; docker, ssh, filecell: ``python3``).
+    :param env: extra environment variables for the kernel (str -> str).
     :param env_allow: host variable names passed through even if they look secret.
     :param inherit_env: pass all non-secret host variables (default); else only the safe list.
-    :param keepalive_interval: for re-attachable transports: a silent channel is pinged after
-        this long, and declared lost after ``keepalive_missed`` intervals without any frame.
-    :param reconnect_timeout: how long a broken channel may take to re-attach.
-    :param shutdown_grace: each step of request -> SIGTERM -> SIGKILL waits this long.
+    :param watchdog: the timeout ladder's grace periods (:class:`WatchdogPolicy`, or a dict of
+        its fields from TOML or a marker).
+    :param max_tool_calls: tool calls one cell may make; more are refused (count, >= 0).
+    :param keepalive_interval: seconds; on re-attachable transports a silent channel is pinged
+        after this long without any frame.
+    :param keepalive_missed: unanswered pings (count) after which a silent channel is declared
+        lost: a dead peer is seen within ``keepalive_interval * (keepalive_missed + 1)`` s.
+    :param reconnect_timeout: seconds a broken channel may take to re-attach before the loss
+        is reported (``transport_lost``).
+    :param orphan_timeout: seconds a detached runner (docker, ssh) lives with no host attached
+        before it kills its worker and exits: how long a kernel outlives a dead host. A
+        transport's own ``orphan_timeout`` replaces it when set; filecell sets
+        :data:`IDLE_ORPHAN_TIMEOUT_S` by default (its timer is an idle timer). Local kernels end
+        with their host at once (parent-death pipe).
+    :param shutdown_grace: seconds each step of request -> SIGTERM -> SIGKILL waits.
+    :param exit_grace: seconds a cell that raised SystemExit gets for the worker to really exit
+        before it is killed.
+    :param oom_counter_file: path, where the kernel runs, of a memory cgroup's ``memory.events``
+        whose ``oom_kill`` counter tells an OOM kill from a plain SIGKILL; ``None``: none.
+    :param cgroup_procs: path, where the kernel runs, of a cgroup's ``cgroup.procs`` the worker
+        joins (a memory limit for local kernels); ``None``: none.
     """
 
     timeout: float | None = None
@@ -56,6 +112,10 @@ class KernelOptions:
     cgroup_procs: str | None = None
 
     def __post_init__(self) -> None:
+        """Check every field.
+
+        :raises ConfigError: if a field is out of range or of the wrong type; the message names it.
+        """
         if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
             self.watchdog = WatchdogPolicy(**self.watchdog)
         if self.max_output_bytes < 1024:
@@ -67,10 +127,14 @@ class KernelOptions:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
-        if not isinstance(self.max_tool_calls, int) or self.max_tool_calls < 0:
-            raise ConfigError(f"max_tool_calls must be an int >= 0, got {self.max_tool_calls!r}")
+        for name in ("max_tool_calls", "keepalive_missed"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
         bad = {k: v for k, v in self.env.items() if not isinstance(k, str) or not isinstance(v, str)}
         if bad:
             raise ConfigError(f"env names and values must be str, got {bad!r}")
-        if self.cwd is not None and not isinstance(self.cwd, str):
-            raise ConfigError(f"cwd must be a path string, got {self.cwd!r}")
+        for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(f"{name} must be a path string or None, got {value!r}")

@@ -15,9 +15,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
-"""Per stream, per cell (DESIGN.md section 4)."""
-
 MARKER_RESERVE_BYTES = 96
 """Bytes of the cap kept free for the truncation marker, so ``len(text) <= cap`` holds."""
 

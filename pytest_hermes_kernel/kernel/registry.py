@@ -12,8 +12,10 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
   :meth:`shutdown_child`.
 * Idle reaping by a background thread (not only on the next acquire); :meth:`reap_once` and
   the ``clock`` seam let tests reap without sleeping.
-* Every loss of state is reported: a key whose kernel was evicted or reaped gets
-  ``state_lost=True`` with that reason on its next cell.
+* Every loss of state is reported: when the registry evicts or reaps a key's kernel it keeps
+  the :class:`~.lifecycle.Loss` and hands it to the key's next kernel
+  (:meth:`KernelHandle.mark_lost`), whose first cell reports ``state_lost=True`` with that
+  reason. The registry never edits a result.
 """
 
 from __future__ import annotations
@@ -25,19 +27,27 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import KernelShutdownError
+from ..errors import ConfigError, KernelShutdownError
 from .handle import KernelHandle
+from .lifecycle import Loss
 from .options import KernelOptions
 from .results import CellResult, Reason
 from .rpc import ToolTable
 
 CHILD_SEPARATOR = "::child::"
+"""Between a parent owner and a delegated child's id in the child's owner key."""
+
 DEFAULT_MAX_KERNELS = 4
+"""LRU cap on unpinned kernels (the seed system's)."""
+
 DEFAULT_IDLE_TIMEOUT = 1800.0
+"""Seconds without a cell before a kernel is reaped (the seed system's 30 minutes)."""
+
 STALE_DIR_AGE_S = 7 * 24 * 3600.0
+"""Seconds after which a kernel dir of a dead host is swept (one week)."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +84,10 @@ class _Entry:
     ready: threading.Event = field(default_factory=threading.Event)
     start_error: BaseException | None = None
     doomed: Reason | None = None
+    """Why the registry ends this kernel (``evicted``, ``idle_reaped``, ``reset``); ``None``: it stays."""
     buried: threading.Event = field(default_factory=threading.Event)
+    inherited: Loss | None = None
+    """The loss of the key's previous kernel, handed to this one (given back if it fails to start)."""
 
 
 @dataclass(frozen=True)
@@ -98,8 +111,9 @@ TransportFactory = Callable[[KernelKey], Any]
 class KernelRegistry:
     """Kernels by :class:`KernelKey` (see module docstring).
 
-    :param max_kernels: LRU cap on unpinned kernels (default 4, the seed system's).
-    :param idle_timeout: seconds without a cell before a kernel is reaped (default 1800).
+    :param max_kernels: LRU cap on unpinned kernels (default :data:`DEFAULT_MAX_KERNELS`, 4).
+    :param idle_timeout: seconds without a cell before a kernel is reaped (default
+        :data:`DEFAULT_IDLE_TIMEOUT`, 1800); ``None``: never.
     :param reap_interval: seconds between background reaps; default ``clamp(idle/6, 30, 300)``;
         ``None`` with ``background_reaper=False`` means only :meth:`reap_once` reaps.
     :param clock: monotonic seconds, injectable for tests.
@@ -113,8 +127,7 @@ class KernelRegistry:
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S) -> None:
-        if max_kernels < 1:
-            raise ValueError(f"max_kernels must be >= 1, got {max_kernels}")
+        _check_settings(max_kernels, idle_timeout)
         self.max_kernels = max_kernels
         self.idle_timeout = idle_timeout
         self.options = options or KernelOptions()
@@ -124,10 +137,11 @@ class KernelRegistry:
         self._factory = transport_factory
         self._lock = threading.Lock()
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
-        self._lost: dict[KernelKey, Reason] = {}
+        self._lost: dict[KernelKey, Loss] = {}  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
-        self.stats = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason."""
         self.listener: Callable[..., None] | None = None
         """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
         self._stop = threading.Event()
@@ -166,23 +180,17 @@ class KernelRegistry:
 
         :param reset: restart the kernel first (state is lost and reported with reason ``reset``).
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
-            ``state_lost`` with that reason.
+            ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
         """
         with self.lease(key) as handle:
             if reset and handle.cells_run:
                 handle.restart()
             result = handle.execute(code, timeout=timeout)
             with self._lock:
-                lost = self._lost.pop(key, None)
                 entry = self._entries.get(key)
                 if entry is not None and entry.handle is handle:
                     entry.last_used = self.clock()
-        if result.status in ("died", "exited", "timeout") and result.kernel.reason:
-            deaths = self.stats["deaths"]
-            deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
-        if lost and not result.kernel.state_lost:
-            result = result.replace(kernel=result.kernel.replace(
-                state_lost=True, reason=lost, note=f"the previous kernel for this key was {lost.replace('_', ' ')}"))
+                _count_death(self.stats["deaths"], result)
         return result
 
     def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
@@ -203,14 +211,8 @@ class KernelRegistry:
             doomed += self._expired_unlocked()
             entry = self._entries.get(key)
             creator = entry is None
-            if creator:
-                transport = self._factory(key)
-                self._transports[id(transport)] = transport
-                handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
-                if self.listener is not None:
-                    handle.add_listener(self.listener)
-                entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock())
-                self._entries[key] = entry
+            if entry is None:
+                entry = self._new_entry_unlocked(key, pinned)
             entry.leases += 1
             entry.last_used = self.clock()
             self._entries.move_to_end(key)
@@ -227,9 +229,21 @@ class KernelRegistry:
             raise KernelShutdownError(f"the kernel for {key.owner!r} was shut down ({entry.doomed}) while starting")
         return entry
 
-    def _options_for(self, key: KernelKey) -> KernelOptions:
-        from dataclasses import replace
+    def _new_entry_unlocked(self, key: KernelKey, pinned: bool) -> _Entry:
+        """A pending entry with a new, not yet started handle for ``key``."""
+        transport = self._factory(key)
+        self._transports[id(transport)] = transport
+        handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
+        if self.listener is not None:
+            handle.add_listener(self.listener)
+        entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock(),
+                       inherited=self._lost.pop(key, None))
+        if entry.inherited is not None:  # the registry ended this key's last kernel: say so
+            handle.mark_lost(entry.inherited)
+        self._entries[key] = entry
+        return entry
 
+    def _options_for(self, key: KernelKey) -> KernelOptions:
         return replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
 
     def _start(self, entry: _Entry) -> None:
@@ -243,6 +257,8 @@ class KernelRegistry:
             with self._lock:
                 if self._entries.get(entry.key) is entry:
                     del self._entries[entry.key]
+                if entry.inherited is not None:  # not reported yet: the key's next kernel reports it
+                    self._lost.setdefault(entry.key, entry.inherited)
         finally:
             entry.ready.set()
 
@@ -277,7 +293,8 @@ class KernelRegistry:
         entry.doomed = reason
         self._dying.setdefault(entry.key, []).append(entry)
         if reason in ("evicted", "idle_reaped"):
-            self._lost[entry.key] = reason
+            self._lost[entry.key] = Loss(reason=reason, note=f"the previous kernel for this key was "
+                                                            f"{reason.replace('_', ' ')}")
             self.stats[reason] += 1
         return entry
 
@@ -328,14 +345,15 @@ class KernelRegistry:
         """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
         with self._lock:
             entry = self._entries.get(key)
-            same = entry is not None and entry.handle is handle
-            if same:
+            if entry is not None and entry.handle is handle:
                 self._pop_unlocked(entry, "reset")
-        if same:
-            self._shut(entry)
-        else:
+            else:
+                entry = None
+        if entry is None:
             handle.shutdown()
-        return same
+            return False
+        self._shut(entry)
+        return True
 
     def shutdown_owner(self, owner: str) -> int:
         """Shut down every kernel of ``owner`` (and of its delegated children), leased or not."""
@@ -387,6 +405,20 @@ class KernelRegistry:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count_death(deaths: dict[str, int], result: CellResult) -> None:
+    """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
+    if result.status in ("died", "exited", "timeout") and result.kernel.reason:
+        deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
+
+
+def _check_settings(max_kernels: object, idle_timeout: object) -> None:
+    """:raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None."""
+    if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
+        raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
+    if idle_timeout is not None and not (isinstance(idle_timeout, (int, float)) and idle_timeout >= 0):
+        raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
 
 
 def _shutdown_at_exit(ref: weakref.ref[KernelRegistry]) -> None:

@@ -18,10 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..errors import ToolCallRefused
-
-DEFAULT_MAX_TOOL_CALLS = 50
-"""Per cell (the seed system's ``max_tool_calls``)."""
+from ..errors import ConfigError, ToolCallRefused
 
 ToolFunc = Callable[..., Any]
 
@@ -38,12 +35,13 @@ class ToolTable:
     def register(self, name: str, func: ToolFunc) -> None:
         """Offer ``func`` to cells as ``hermes_tools.<name>``.
 
-        :raises ValueError: if ``name`` is not an identifier or ``func`` is not callable.
+        :raises ConfigError: if ``name`` is not a public identifier or ``func`` is not callable
+            (a ``ValueError``, as before).
         """
         if not name.isidentifier() or name.startswith("_"):
-            raise ValueError(f"tool name {name!r} must be a public Python identifier")
+            raise ConfigError(f"tool name {name!r} must be a public Python identifier")
         if not callable(func):
-            raise ValueError(f"tool {name!r} is not callable: {func!r}")
+            raise ConfigError(f"tool {name!r} is not callable: {func!r}")
         with self._lock:
             self._tools[name] = func
 
@@ -61,9 +59,14 @@ class ToolTable:
 
 
 class CellAuthority:
-    """The right to call tools, held by exactly one running cell and retired when it settles."""
+    """The right to call tools, held by exactly one running cell and retired when it settles.
 
-    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int = DEFAULT_MAX_TOOL_CALLS) -> None:
+    :param cell_id: the request id of the cell.
+    :param table: the tools it may call.
+    :param max_calls: calls it may make (``KernelOptions.max_tool_calls``).
+    """
+
+    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int) -> None:
         self.cell_id = cell_id
         self.table = table
         self.max_calls = max_calls

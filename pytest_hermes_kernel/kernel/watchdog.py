@@ -6,7 +6,8 @@ then a fresh worker starts (state lost). If the runner cannot be reached at all,
 killed from outside through the transport; when even that cannot be confirmed, the cell is
 abandoned: not reset, and the work may still be running. (The seed system's watchdog
 document, with its pause flag: while paused, e.g. during a tool call waiting on a human, the
-budget does not run down; a cancel cuts through a pause.)
+budget does not run down; a cancel cuts through a pause.) The grace periods are a
+:class:`~.options.WatchdogPolicy` (re-exported here), a field of the kernel's options.
 """
 
 from __future__ import annotations
@@ -15,22 +16,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Literal
 
+from .options import WatchdogPolicy
+
+__all__ = ["Action", "CellBudget", "POLL_SLICE_S", "WatchdogPolicy"]
+
 Action = Literal["interrupt", "kill", "abandon"]
+"""A rung of the ladder: SIGINT the cell; SIGKILL the worker; give up on an unreachable runner."""
 
 POLL_SLICE_S = 0.1
 """Longest single wait, so a cancel or an external pause is noticed within this many seconds."""
-
-
-@dataclass(frozen=True)
-class WatchdogPolicy:
-    """Grace periods of the ladder, in seconds (handed case B04: timeout + both graces <= 8 s)."""
-
-    interrupt_grace: float = 2.0
-    kill_grace: float = 2.0
-    restart: bool = True
 
 
 class CellBudget:

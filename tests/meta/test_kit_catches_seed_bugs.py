@@ -133,12 +133,12 @@ rpc.CellAuthority.dispatch = dispatch
 """
 
 BLIP_DEATH = """
-from pytest_hermes_kernel.kernel import handle
+from pytest_hermes_kernel.kernel import link
 
-def _reattach(self, pending):  # the seed bug: any broken stream is taken for a dead kernel
-    return False
+def reattach(self, pending, **_):  # the seed bug: any broken stream is taken for a dead kernel
+    return None
 
-handle.KernelHandle._reattach = _reattach
+link.RunnerLink.reattach = reattach
 """
 
 HOST_SIGKILL_TEST = """

@@ -17,7 +17,10 @@ output)`` (the seed system's ``env.execute``). On top of it:
   (``DIR`` ends in a random nonce, so a reused pid never passes). **kill**: SIGKILL every
   process of the runner's session. **cleanup**: ``rm -rf DIR``.
 * **host gone**: nobody attaches between cells anyway, so the runner's orphan timer is an idle
-  timer (``orphan_timeout``, default 1800 s like the seed's idle exit).
+  timer: ``orphan_timeout`` defaults to
+  :data:`~pytest_hermes_kernel.kernel.options.IDLE_ORPHAN_TIMEOUT_S` (1800 s, the seed's idle
+  exit) instead of ``KernelOptions.orphan_timeout``; ``None`` keeps the kernel option, as on
+  every transport.
 
 Not re-attachable: every cell is its own execute, so there is no connection to drop.
 """
@@ -34,6 +37,7 @@ from ...errors import ConfigError, KernelStartError
 from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from ...kernel.contract import Launched, LaunchSpec, Transport
+from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
 from ..detached import portable_env, runner_config
 from ..runner_zipapp import runner_zipapp
@@ -57,7 +61,9 @@ class FileCellTransport(Transport):
     :param root: parent of the kernel dirs there (made 0700 if missing; must be owned by the
         backend's user and not a symlink).
     :param orphan_timeout: seconds a runner lives with no client attached: an idle timeout,
-        since nobody is attached between cells.
+        since nobody is attached between cells (default
+        :data:`~pytest_hermes_kernel.kernel.options.IDLE_ORPHAN_TIMEOUT_S`); ``None`` keeps the
+        kernel option's value (``KernelOptions.orphan_timeout``), as on every transport.
     :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
         under the backend's own limits (docker-py's HTTP timeout is 60 s).
     :param launch_timeout: seconds for the launch execute.
@@ -71,7 +77,7 @@ class FileCellTransport(Transport):
     reattachable: ClassVar[bool] = False
 
     def __init__(self, backend: ExecuteBackend | None = None, *, python: str = "python3",
-                 root: str | None = None, orphan_timeout: float = 1800.0, poll_window_s: float = 20.0,
+                 root: str | None = None, orphan_timeout: float | None = IDLE_ORPHAN_TIMEOUT_S, poll_window_s: float = 20.0,
                  launch_timeout: float = 60.0, hold_s: float = 600.0) -> None:
         root = (root or DEFAULT_ROOT).rstrip("/")
         if not root.startswith("/") or len(root) > _MAX_ROOT_CHARS:

@@ -1,0 +1,216 @@
+"""One cell in flight: send it, wait for its result, and meanwhile keep the channel alive, serve
+the cell's tool calls, climb the watchdog's ladder and re-attach a broken stream.
+
+:class:`CellRun` is the cell-path half of :class:`~.handle.KernelHandle`: the handle brings up a
+runner and a worker, makes a :class:`CellRun`, and judges the :class:`~.outcome.CellOutcome`
+it returns. Other threads reach the running cell through the handle: ``interrupt()`` uses
+:attr:`CellRun.rid`, ``cancel()`` and ``budget_paused()`` use :attr:`CellRun.budget`.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import ToolCallRefused
+from .channel import Channel, ChannelClosed
+from .lifecycle import Loss
+from .link import RunnerLink
+from .options import KernelOptions
+from .outcome import CellOutcome, RunnerReply, blobs_of
+from .results import Reason
+from .rpc import CellAuthority, ToolTable
+from .watchdog import Action, CellBudget
+
+__all__ = ["CellRun", "running_tool_of"]
+
+
+class _ToolThread(threading.local):
+    kernel: object | None = None
+    """The handle whose tool this thread is running."""
+
+
+_in_tool = _ToolThread()
+
+
+def running_tool_of(handle: object) -> bool:
+    """Whether this thread is running a tool for ``handle`` (a cell there would wait for itself)."""
+    return _in_tool.kernel is handle
+
+
+class CellRun:
+    """One cell on one runner (see module docstring).
+
+    :param link: the runner; its channel is current for this cell and replaced on re-attach.
+    :param options: the kernel's options (watchdog, keepalive, reconnect, tool-call cap).
+    :param tools: the tool table this cell may call.
+    :param code: the cell's source.
+    :param budget_s: seconds of budget; ``None`` is no limit.
+    :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
+    :param stopping: returns true once the kernel is shutting down (no re-attach then).
+    """
+
+    def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
+                 budget_s: float | None, kernel: object, stopping: Callable[[], bool]) -> None:
+        self.link = link
+        self.options = options
+        self.kernel = kernel
+        self.stopping = stopping
+        self.rid = link.channel.next_id()
+        self.budget = CellBudget(budget_s, options.watchdog)
+        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
+        self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
+        self._stage: Action | None = None
+        self._reconnected = False
+        self._tool_threads: list[threading.Thread] = []
+
+    def run(self) -> CellOutcome:
+        """Send the cell and wait until it ends; a broken stream is re-attached or reported.
+
+        :returns: the outcome; never raises for a lost channel (that is an outcome too).
+        """
+        channel = self.link.channel
+        channel.expect(self.rid)
+        try:
+            channel.send(self.request)
+            outcome = self._await_result()
+        except ChannelClosed as exc:
+            outcome = self._on_channel_lost(exc)
+        finally:
+            self.authority.retire()
+            channel.forget(self.rid)
+            if self.link.channel is not channel:  # a re-attached channel expected it too
+                self.link.channel.forget(self.rid)
+        return outcome
+
+    def _outcome(self, header: dict[str, Any] | None, blobs: list[bytes], **host: Any) -> CellOutcome:
+        reply = None if header is None else RunnerReply.from_header(header)
+        four = (blobs[0], blobs[1], blobs[2], blobs[3]) if len(blobs) == 4 else blobs_of(blobs)
+        return CellOutcome(reply=reply, blobs=four, budget_s=self.budget.timeout, stage=self._stage,
+                           reconnected=self._reconnected, **host)
+
+    # ------------------------------------------------------------------------------ waiting
+    def _await_result(self) -> CellOutcome:
+        """Wait for the result frame, serving tool calls and the ladder; join the tool calls."""
+        channel = self.link.channel
+        last_heard = time.monotonic()
+        pings = 0
+        while True:
+            try:
+                header, blobs = channel.wait(self.rid, self.budget.next_wait())
+            except TimeoutError:
+                action = self.budget.due()
+                if action is not None:
+                    outcome = self._escalate(action)
+                    if outcome is not None:
+                        return outcome
+                if self.link.transport.reattachable:
+                    pings, last_heard = self._keepalive(channel, pings, last_heard)
+                continue
+            last_heard, pings = time.monotonic(), 0
+            kind = header.get("type")
+            if kind == "tool_call":
+                self._tool_threads.append(self._start_tool_call(channel, header))
+            elif kind != "pong":
+                self._join_tools()
+                return self._outcome(header, blobs)
+
+    def _keepalive(self, channel: Channel, pings: int, last_heard: float) -> tuple[int, float]:
+        """Ping a silent re-attachable channel; declare it lost after ``keepalive_missed`` pings."""
+        o = self.options
+        silent = time.monotonic() - last_heard
+        if silent < o.keepalive_interval * (pings + 1):
+            return pings, last_heard
+        if pings >= o.keepalive_missed:
+            channel.close(f"no reply to {pings} keepalives in {silent:.1f} s")
+            raise ChannelClosed(f"peer silent for {silent:.1f} s (keepalive every "
+                                f"{o.keepalive_interval} s, {o.keepalive_missed} missed)", closed_by_us=False)
+        channel.send({"type": "ping", "id": self.rid})
+        return pings + 1, last_heard
+
+    # ------------------------------------------------------------------------------ tools
+    def _start_tool_call(self, channel: Channel, header: dict[str, Any]) -> threading.Thread:
+        """Run a tool in its own thread, so the cell's thread keeps watching the channel and the
+        ladder: ``cancel()``, ``interrupt()``, a kill or a shutdown still work while a tool blocks.
+        The budget is paused while the tool runs (the seed watchdog's pause flag)."""
+        self.budget.pause()
+        thread = threading.Thread(target=self._serve_tool_call, args=(channel, header),
+                                  name=f"hermes-tool-{header.get('name')}", daemon=True)
+        thread.start()
+        return thread
+
+    def _join_tools(self) -> None:
+        """A cell's result waits for the tool calls it made (so ``tool_calls`` is complete), until
+        they end or the cell is cancelled."""
+        for thread in self._tool_threads:
+            while thread.is_alive() and not self.budget.cancelled:
+                thread.join(0.1)
+
+    def _serve_tool_call(self, channel: Channel, header: dict[str, Any]) -> None:
+        reply: dict[str, Any] = {"type": "tool_result", "id": header.get("id")}
+        _in_tool.kernel = self.kernel
+        try:
+            try:
+                reply["value"] = self.authority.dispatch(header.get("cell"), str(header.get("name")),
+                                                         dict(header.get("args") or {}))
+                reply["ok"] = True
+            except ToolCallRefused as exc:
+                reply.update(ok=False, error=str(exc))
+            except Exception as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours
+                reply.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+        finally:
+            _in_tool.kernel = None
+            self.budget.resume()
+        try:
+            channel.send(reply)
+        except TypeError as exc:
+            channel.send({"type": "tool_result", "id": header.get("id"), "ok": False,
+                          "error": f"tool {header.get('name')!r} returned a value that is not JSON: {exc}"})
+        except ChannelClosed:
+            pass  # the cell ended meanwhile (killed, shut down): nobody waits for this answer
+
+    # ------------------------------------------------------------------------------ watchdog
+    def _escalate(self, action: Action) -> CellOutcome | None:
+        """Take one rung of the ladder; the outcome when the ladder ends here (runner unreachable)."""
+        channel = self.link.channel
+        self._stage = action
+        if action == "interrupt":
+            channel.send({"type": "interrupt", "id": self.rid})
+            return None
+        if action == "kill":
+            channel.send({"type": "kill_worker", "id": channel.next_id()})
+            return None
+        confirmed = self.link.kill()  # no result even after the kill: kill the runner from outside
+        return self._outcome(None, [], abandoned=True, kill_confirmed=confirmed)
+
+    # ------------------------------------------------------------------------------ re-attach
+    def _on_channel_lost(self, exc: ChannelClosed) -> CellOutcome:
+        """The stream broke mid-cell: re-attach where the transport can, else report the loss.
+
+        After a re-attach the request is sent again when the runner neither ran it nor is
+        running it (the stream broke before the request arrived, e.g. it was dropped while idle).
+        A channel lost for good ends the ladder: its outcome carries the loss, not a rung.
+        """
+        link, o = self.link, self.options
+        reattachable = link.transport.reattachable
+        hello = None
+        if reattachable and not self.stopping():
+            hello = link.reattach((self.rid,), timeout=o.reconnect_timeout, hello_timeout=o.start_timeout,
+                                  stopping=self.stopping)
+        if hello is not None:
+            self._reconnected = True
+            try:
+                if self.rid not in hello.get("replayed", ()) and hello.get("running") != self.rid:
+                    link.channel.send(self.request)
+                return self._await_result()
+            except ChannelClosed as again:
+                exc = again
+        self._stage = None
+        alive = link.alive()
+        if not reattachable:
+            link.kill()
+        reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
+        note = f"channel lost: {exc}" + (" (runner still alive; killed)" if alive else "")
+        return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))

@@ -1,0 +1,188 @@
+"""RunnerLink: the host's end of one kernel runner: the transport's launch record and the
+channel to the runner's supervisor.
+
+A :class:`~.handle.KernelHandle` holds at most one link at a time; a new runner (a new
+generation after the runner was lost) is a new link. The link knows the runner's messages
+(``hello``/``attach``, ``start_worker``, ``kill_worker``, ``shutdown``) and the transport's
+outside ways to end it; it knows nothing of cells, losses or the handle's state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import KernelStartError, TransportLostError
+from .channel import Channel, ChannelClosed
+from .contract import Launched, LaunchSpec, Transport
+from .results import ExitInfo
+
+__all__ = ["RunnerLink", "say_hello"]
+
+KILL_WORKER_TIMEOUT_S = 10.0
+"""Seconds the runner gets to kill the worker and confirm (it waits up to 5 s for the reap)."""
+
+REATTACH_RETRY_S = 0.2
+"""Seconds between re-attach attempts while ``reconnect_timeout`` lasts."""
+
+SHUTDOWN_SLACK_S = 6.0
+"""Seconds on top of the runner's own shutdown steps (2 x grace) before the host stops waiting."""
+
+REAP_SLACK_S = 3.0
+"""Seconds on top of ``shutdown_grace`` that the host waits for a runner that said goodbye."""
+
+
+def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int, ...],
+              timeout: float) -> dict[str, Any]:
+    """Wait for the runner's ``hello`` (sending the ``attach`` frame first on a re-attachable stream).
+
+    :param pending: ids of cells in flight: the runner replays their unacknowledged results.
+    :param timeout: seconds to wait for the hello.
+    :returns: the hello header (``worker_pid``, ``replayed``, ``running``).
+    :raises TimeoutError: if no hello came in time.
+    :raises ChannelClosed: if the stream ended first.
+    """
+    channel.expect("hello")
+    try:
+        if attach:
+            channel.send({"type": "attach", "token": token, "pending": list(pending)})
+        header, _ = channel.wait("hello", timeout)
+    finally:
+        channel.forget("hello")
+    return header
+
+
+class RunnerLink:
+    """One launched runner and the channel to it (see module docstring).
+
+    :param transport: the transport that launched it.
+    :param launched: the transport's launch record.
+    :param token: the kernel's attach token (sent in the ``attach`` frame, never on argv).
+    :param kernel_id: the kernel's id, for names and messages.
+    """
+
+    def __init__(self, transport: Transport, launched: Launched, *, token: str, kernel_id: str) -> None:
+        self.transport = transport
+        self.launched = launched
+        self.token = token
+        self.kernel_id = kernel_id
+        self.channel = Channel(launched.stream, name=f"kernel {kernel_id[:8]} ({launched.label})")
+
+    @classmethod
+    def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
+        """Start a runner through ``transport`` (its hello is awaited by :meth:`hello`).
+
+        :raises KernelStartError: if the transport cannot start it.
+        """
+        return cls(transport, transport.launch(spec), token=token, kernel_id=spec.kernel_id)
+
+    def hello(self, timeout: float) -> dict[str, Any]:
+        """Wait for the new runner's hello; on failure end it and say why (with its log).
+
+        :param timeout: seconds (``KernelOptions.start_timeout``).
+        :raises KernelStartError: if no hello came in time; the runner is killed and cleaned up.
+        """
+        try:
+            return say_hello(self.channel, token=self.token, attach=self.transport.reattachable, pending=(),
+                             timeout=timeout)
+        except (TimeoutError, ChannelClosed) as exc:
+            log = self.transport.runner_log(self.launched)
+            self.channel.close("no hello")
+            self.transport.kill(self.launched)
+            self.transport.cleanup(self.launched)
+            raise KernelStartError(
+                f"the {self.transport.name} kernel runner did not say hello within {timeout} s: {exc}"
+                + (f"\nrunner log:\n{log}" if log else ""), kernel_id=self.kernel_id) from None
+
+    # ------------------------------------------------------------------------------ worker
+    def start_worker(self, timeout: float) -> int:
+        """Ask the runner for a fresh worker.
+
+        :param timeout: seconds for the reply.
+        :returns: the new worker's pid.
+        :raises KernelStartError: if the runner reports no worker.
+        """
+        header, _ = self.channel.request({"type": "start_worker"}, timeout)
+        pid = header.get("worker_pid")
+        if pid is None:
+            raise KernelStartError(f"kernel {self.kernel_id}: the worker did not start", kernel_id=self.kernel_id)
+        return int(pid)
+
+    def kill_worker(self) -> None:
+        """SIGKILL the worker's process group; returns once the runner saw it dead (or gave up)."""
+        self.channel.request({"type": "kill_worker"}, KILL_WORKER_TIMEOUT_S)
+
+    # ------------------------------------------------------------------------------ re-attach
+    def reattach(self, pending: tuple[int, ...], *, timeout: float, hello_timeout: float,
+                 stopping: Callable[[], bool] | None = None) -> dict[str, Any] | None:
+        """Replace a broken channel by a new stream to the same runner, retrying for ``timeout`` s.
+
+        :param pending: ids of cells in flight (their results are replayed).
+        :param hello_timeout: seconds each attempt waits for the hello.
+        :param stopping: a callable; when it returns true the retries stop (a shutdown began).
+        :returns: the runner's hello, or ``None`` if the runner cannot be reached.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and not (stopping and stopping()):
+            channel = None
+            try:
+                channel = Channel(self.transport.reattach(self.launched), name=self.channel.name)
+                for rid in pending:
+                    channel.expect(rid)
+                hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=hello_timeout)
+            except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
+                if channel is not None:
+                    channel.close("re-attach failed")
+                if isinstance(exc, TransportLostError) and exc.facts.get("permanent"):
+                    return None  # e.g. the container stopped: retrying cannot help
+                time.sleep(REATTACH_RETRY_S)
+                continue
+            self.channel.close("replaced by a re-attached channel")  # release the broken stream
+            self.channel = channel
+            return hello
+        return None
+
+    # ------------------------------------------------------------------------------ ending
+    def alive(self) -> bool:
+        """Whether the runner's supervisor still exists (a transport probe, not the channel)."""
+        return self.transport.alive(self.launched)
+
+    def kill(self) -> bool:
+        """SIGKILL the runner's whole tree from outside; True when the transport saw it gone."""
+        return self.transport.kill(self.launched)
+
+    def stop(self, now: bool, grace: float) -> ExitInfo:
+        """End the runner: ask it (request -> SIGTERM -> SIGKILL of the worker), else kill it.
+
+        :param now: skip asking; SIGKILL the whole tree at once.
+        :param grace: seconds each of the runner's steps waits (``shutdown_grace``).
+        :returns: the step that ended it. The link is discarded afterwards.
+        """
+        info = None if now else self._ask_to_exit(grace)
+        confirmed = True
+        if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
+            confirmed = self.kill()
+        self.discard()
+        if info is None:
+            info = ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
+                            note="killed from outside through the transport")
+        return info
+
+    def _ask_to_exit(self, grace: float) -> ExitInfo | None:
+        if self.channel.closed:
+            return None
+        try:
+            header, _ = self.channel.request({"type": "shutdown", "grace": grace}, grace * 2 + SHUTDOWN_SLACK_S)
+        except (TimeoutError, ChannelClosed, TransportLostError):
+            return None
+        step = header.get("step", "request")
+        return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
+                        note="forced kill after grace" if step == "sigkill" else "")
+
+    def discard(self) -> None:
+        """Close the channel, kill the runner if it still runs, remove its leftovers; idempotent."""
+        self.channel.close()
+        if self.transport.alive(self.launched):  # local: alive() also collects an exited runner
+            self.transport.kill(self.launched)
+        self.transport.cleanup(self.launched)

@@ -1,0 +1,227 @@
+"""KernelRuntime: what runs a kernel now, across its generations: the runner (a
+:class:`~.link.RunnerLink`) and the worker inside it.
+
+The runtime brings them up (first launch, a new runner after the old one was lost, a fresh
+worker after a death), ends them (kill the worker, discard the runner, shut down), and counts
+generations: every new runner or worker after the first is one more. Each of these moves goes
+through the handle's :class:`~.lifecycle.Lifecycle`; a move refused because the kernel is
+shutting down raises :class:`~pytest_hermes_kernel.errors.KernelShutdownError`, and a runner
+that started meanwhile is ended at once, so it never outlives its handle.
+
+The runtime knows nothing of cells or losses: :class:`~.handle.KernelHandle` decides when to
+bring a kernel up and what the next cell reports.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import KernelShutdownError, KernelStartError
+from .channel import ChannelClosed
+from .contract import Launched, LaunchSpec, Transport
+from .lifecycle import KernelState, Lifecycle
+from .link import RunnerLink
+from .options import KernelOptions
+from .output import MARKER_RESERVE_BYTES, scrub_env
+from .results import ExitInfo, WatchdogOutcome
+
+__all__ = ["KernelRuntime", "launch_spec"]
+
+S = KernelState
+
+
+class KernelRuntime:
+    """The runner and worker of one kernel (see module docstring).
+
+    :param transport: where the kernel runs.
+    :param options: how it is started (``start_timeout``, ``shutdown_grace``, environment, ...).
+    :param kernel_id: the kernel's id.
+    :param token: the kernel's attach token.
+    :param life: the kernel's state, shared with the handle.
+    :param on_started: called with the launch record after every runner that said hello.
+    """
+
+    def __init__(self, transport: Transport, options: KernelOptions, *, kernel_id: str, token: str,
+                 life: Lifecycle, on_started: Callable[[Launched], None]) -> None:
+        self.transport = transport
+        self.options = options
+        self.kernel_id = kernel_id
+        self.token = token
+        self.life = life
+        self.on_started = on_started
+        self.link: RunnerLink | None = None
+        self.worker_pid: int | None = None
+        self.generation = 0
+        self.restart_count = 0
+
+    def shut_error(self) -> KernelShutdownError:
+        """The error for a move refused because the kernel is shut down."""
+        return KernelShutdownError(f"kernel {self.kernel_id} is shut down", kernel_id=self.kernel_id)
+
+    def require_link(self) -> RunnerLink:
+        """The current runner.
+
+        :raises KernelShutdownError: if there is none (only a shutdown takes it away mid-use).
+        """
+        link = self.link
+        if link is None:
+            raise self.shut_error()
+        return link
+
+    # ------------------------------------------------------------------------------ bringing up
+    def launch(self) -> None:
+        """Launch a runner from ``NEW`` or ``RUNNER_LOST`` and wait for its hello.
+
+        A failed start returns to the state it came from (so a relaunch stays a new generation).
+
+        :raises KernelStartError: if the runner did not start or say hello in time.
+        :raises KernelShutdownError: if the kernel was shut down before or while it started.
+        """
+        prior = self.life.state
+        if not self.life.advance(S.STARTING):
+            raise self.shut_error()
+        try:
+            hello = self._connect()
+        except BaseException:
+            self.life.advance(prior)
+            if self.life.stopping:
+                raise self.shut_error() from None
+            raise
+        self.worker_pid = hello.get("worker_pid")
+        if not self.life.advance(S.WORKER_DEAD if self.worker_pid is None else S.IDLE):
+            self.discard()  # shut down while it started: it must not outlive the handle
+            raise self.shut_error()
+        self.on_started(self.require_link().launched)
+
+    def _connect(self) -> dict[str, Any]:
+        link = RunnerLink.launch(self.transport, launch_spec(self.kernel_id, self.token, self.options),
+                                 token=self.token)
+        self.link = link  # before the hello: a shutdown meanwhile finds the runner and ends it
+        try:
+            return link.hello(self.options.start_timeout)
+        except KernelStartError:
+            if self.link is link:
+                self.link = None
+            raise
+
+    def relaunch(self) -> None:
+        """A new runner in place of a lost one (a new generation); the old one is discarded first.
+
+        :raises KernelStartError: if the new runner does not start.
+        """
+        self.discard()
+        self.launch()
+        self._next_generation()
+
+    def start_worker(self) -> None:
+        """A fresh worker from ``WORKER_DEAD`` (a new generation).
+
+        :raises KernelStartError: if the runner reports no worker.
+        :raises KernelShutdownError: if the kernel is shut down.
+        """
+        self.worker_pid = self.require_link().start_worker(self.options.start_timeout)
+        if not self.life.advance(S.IDLE):
+            raise self.shut_error()
+        self._next_generation()
+
+    def _next_generation(self) -> None:
+        self.generation += 1
+        self.restart_count += 1
+
+    def bring_up(self, may_restart: Callable[[], None]) -> None:
+        """A runner and a worker for the next cell, whatever is missing.
+
+        :param may_restart: asked before a replacement (a new generation); raises to refuse it.
+        :raises KernelStartError: if a runner or worker does not start.
+        """
+        if self.life.is_(S.NEW):
+            self.launch()
+        elif self.life.is_(S.RUNNER_LOST):
+            self.discard()
+            may_restart()
+            self.relaunch()
+        elif self.life.is_(S.WORKER_DEAD):
+            may_restart()
+            self.start_worker()
+
+    def replace(self) -> None:
+        """A fresh kernel in place of a dead one: a new runner if it was lost, else a new worker.
+
+        :raises KernelStartError: if the replacement does not start.
+        :raises KernelShutdownError: if the kernel is shut down.
+        """
+        if self.life.stopping:
+            raise self.shut_error()
+        if self.life.is_(S.NEW, S.RUNNER_LOST):
+            self.relaunch()
+            return
+        if self.life.is_(S.IDLE):
+            self.kill_worker()
+        self.start_worker()
+
+    def reset_after_timeout(self, *, abandoned: bool, restart: bool) -> tuple[WatchdogOutcome, str]:
+        """The watchdog's last rung after it killed the kernel: replace it, unless it cannot.
+
+        :param abandoned: no result came even after the kill (the runner was killed from outside).
+        :param restart: ``WatchdogPolicy.restart``: start a replacement at all.
+        :returns: the watchdog outcome (``reset``, ``reset_failed``, ``abandoned``) and its note.
+        """
+        ineffective = "the interrupt was ineffective"
+        if abandoned and not self.confirmed_dead():
+            return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: "
+                                 "the work may still be running")
+        try:
+            if not restart:
+                raise KernelStartError("restart after timeout is off (WatchdogPolicy.restart=False)")
+            self.replace()
+        except (KernelStartError, KernelShutdownError, ChannelClosed, TimeoutError) as exc:
+            return "reset_failed", f"{ineffective}; the kernel was killed but its replacement failed to start: {exc}"
+        return "reset", f"{ineffective}; the kernel was killed (SIGKILL) and restarted: state lost"
+
+    # ------------------------------------------------------------------------------ ending
+    def kill_worker(self) -> None:
+        """Kill the worker (and its process group); ``IDLE -> WORKER_DEAD``.
+
+        :raises KernelShutdownError: if the kernel is shut down.
+        """
+        self.require_link().kill_worker()
+        if not self.life.advance(S.WORKER_DEAD):
+            raise self.shut_error()
+
+    def confirmed_dead(self) -> bool:
+        """Whether the transport sees no runner (none, or its process is gone)."""
+        link = self.link
+        return link is None or not link.alive()
+
+    def discard(self) -> None:
+        """End and forget the current runner, if any (its channel, process and kernel dir)."""
+        link, self.link = self.link, None
+        if link is not None:
+            link.discard()
+
+    def stop(self, now: bool) -> ExitInfo:
+        """Shut the runner down (see :meth:`RunnerLink.stop`); ``already-exited`` if there is none.
+
+        :param now: SIGKILL the whole tree at once instead of asking.
+        """
+        link, self.link = self.link, None
+        if link is None:
+            return ExitInfo(step="already-exited")
+        return link.stop(now, self.options.shutdown_grace)
+
+
+def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:
+    """What a transport needs to start a runner: its config, scrubbed environment, cwd, python.
+
+    :param token: the attach token; it travels in the config (the runner's stdin), never argv.
+    """
+    env = scrub_env(os.environ, allow=o.env_allow, keep_all=o.inherit_env, extra={
+        "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "HERMES_KERNEL_ID": kernel_id, "HERMES_KERNEL_HOST_PID": str(os.getpid()), **o.env})
+    config = {"kernel_id": kernel_id, "token": token, "cwd": o.cwd,
+              "max_output_bytes": max(0, o.max_output_bytes - MARKER_RESERVE_BYTES),
+              "orphan_timeout": o.orphan_timeout, "exit_grace": o.exit_grace,
+              "oom_counter_file": o.oom_counter_file, "cgroup_procs": o.cgroup_procs}
+    return LaunchSpec(kernel_id=kernel_id, config=config, env=env, cwd=o.cwd, python=o.python)
