@@ -34,6 +34,7 @@ from ..errors import ConfigError, KernelShutdownError
 from .handle import KernelHandle
 from .lifecycle import Loss
 from .options import KernelOptions
+from .reaper import IdleReaper, IdleReaping
 from .results import CellResult, Reason
 from .rpc import ToolTable
 
@@ -108,14 +109,15 @@ class KernelSnapshot:
 TransportFactory = Callable[[KernelKey], Any]
 
 
-class KernelRegistry:
+class KernelRegistry(IdleReaping):
     """Kernels by :class:`KernelKey` (see module docstring).
 
     :param max_kernels: LRU cap on unpinned kernels (default :data:`DEFAULT_MAX_KERNELS`, 4).
     :param idle_timeout: seconds without a cell before a kernel is reaped (default
         :data:`DEFAULT_IDLE_TIMEOUT`, 1800); ``None``: never.
-    :param reap_interval: seconds between background reaps; default ``clamp(idle/6, 30, 300)``;
-        ``None`` with ``background_reaper=False`` means only :meth:`reap_once` reaps.
+    :param reap_interval: seconds between the background reaper's stale-dir sweeps; default
+        ``clamp(idle/6, 30, 300)``. Idle kernels are reaped at their expiry, not on this interval
+        (:mod:`.reaper`). With ``background_reaper=False`` only :meth:`reap_once` reaps.
     :param clock: monotonic seconds, injectable for tests.
     :param transport_factory: ``key -> Transport``; the core knows no transport by name, so
         whoever builds a registry passes one (:class:`pytest_hermes_kernel.KernelRegistry` and the
@@ -144,13 +146,9 @@ class KernelRegistry:
         """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason."""
         self.listener: Callable[..., None] | None = None
         """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
-        self._stop = threading.Event()
-        self._reaper: threading.Thread | None = None
+        self._reaper: IdleReaper | None = None
         if background_reaper and idle_timeout is not None:
-            interval = reap_interval or min(300.0, max(30.0, idle_timeout / 6))
-            self._reaper = threading.Thread(target=self._reap_forever, args=(interval,),
-                                            name="hermes-kernel-idle-reaper", daemon=True)
-            self._reaper.start()
+            self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
         atexit.register(_shutdown_at_exit, weakref.ref(self))
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
         _live.add(self)
@@ -261,6 +259,7 @@ class KernelRegistry:
                     self._lost.setdefault(entry.key, entry.inherited)
         finally:
             entry.ready.set()
+            self._poke()
 
     def _release(self, entry: _Entry) -> None:
         with self._lock:
@@ -269,16 +268,13 @@ class KernelRegistry:
             # leased kernels were spared at acquire time: the cap is enforced again as they settle
             over = [] if last_out else self._over_cap_unlocked(keep=entry.key)
         self._teardown([entry] if last_out else over)
+        self._poke()
+
+    def _poke(self) -> None:
+        if self._reaper is not None:
+            self._reaper.poke()
 
     # ------------------------------------------------------------------------------ eviction
-    def _expired_unlocked(self) -> list[_Entry]:
-        if self.idle_timeout is None:
-            return []
-        now = self.clock()
-        expired = [e for e in self._entries.values()
-                   if e.leases == 0 and e.ready.is_set() and now - e.last_used > self.idle_timeout]
-        return [self._pop_unlocked(e, "idle_reaped") for e in expired]
-
     def _over_cap_unlocked(self, keep: KernelKey) -> list[_Entry]:
         unpinned = [e for e in self._entries.values() if not e.pinned]
         excess = len(unpinned) - self.max_kernels
@@ -321,24 +317,6 @@ class KernelRegistry:
             self._dying[entry.key] = left
         else:
             self._dying.pop(entry.key, None)
-
-    def reap_once(self) -> int:
-        """Reap idle kernels and stale kernel dirs now; return how many kernels were reaped."""
-        with self._lock:
-            doomed = self._expired_unlocked()
-        self._teardown(doomed)
-        with self._lock:
-            transports = list(self._transports.values())
-        for transport in transports:
-            transport.sweep_stale(self.stale_dir_age)
-        return len(doomed)
-
-    def _reap_forever(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self.reap_once()
-            except Exception:  # noqa: BLE001 - the reaper must survive; retried next interval
-                pass
 
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
@@ -383,7 +361,8 @@ class KernelRegistry:
         """Stop the reaper and shut everything down; later acquires raise."""
         with self._lock:
             self._closed = True
-        self._stop.set()
+        if self._reaper is not None:
+            self._reaper.stop()
         self.shutdown_all()
 
     # ------------------------------------------------------------------------------ looking
