@@ -21,6 +21,7 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import threading
 import time
 import weakref
@@ -56,11 +57,14 @@ class KernelKey:
     """Identifies a kernel: one kernel per key.
 
     ``owner`` is the conversation or session; a delegated child owns ``"<owner>::child::<id>"``
-    (see :meth:`child`). ``tools`` names the tool set, so kernels with different tools differ.
+    (see :meth:`child`). ``transport`` names where the kernel runs; ``None`` (the default) is
+    the registry's own transport (:meth:`KernelRegistry.resolve`), so a suite run as a transport
+    matrix puts ``KernelKey(owner=...)`` on each leg's transport. ``tools`` names the tool set,
+    so kernels with different tools differ.
     """
 
     owner: str
-    transport: str = "local"
+    transport: str | None = None
     python: str | None = None
     cwd: str | None = None
     tools: tuple[str, ...] = ()
@@ -119,7 +123,8 @@ class KernelRegistry(IdleReaping):
         ``clamp(idle/6, 30, 300)``. Idle kernels are reaped at their expiry, not on this interval
         (:mod:`.reaper`). With ``background_reaper=False`` only :meth:`reap_once` reaps.
     :param clock: monotonic seconds, injectable for tests.
-    :param transport_factory: ``key -> Transport``; the core knows no transport by name, so
+    :param transport: the transport name of keys that name none (``KernelKey.transport=None``).
+    :param transport_factory: ``key -> Transport`` (keys arrive resolved); the core knows no transport by name, so
         whoever builds a registry passes one (:class:`pytest_hermes_kernel.KernelRegistry` and the
         plugin pass the shared transport for ``key.transport``).
     """
@@ -128,9 +133,10 @@ class KernelRegistry(IdleReaping):
                  options: KernelOptions | None = None, tools: ToolTable | Mapping[str, Any] | None = None,
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
-                 stale_dir_age: float = STALE_DIR_AGE_S) -> None:
+                 stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
         _check_settings(max_kernels, idle_timeout)
         self.max_kernels = max_kernels
+        self.transport = transport
         self.idle_timeout = idle_timeout
         self.options = options or KernelOptions()
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
@@ -162,11 +168,16 @@ class KernelRegistry(IdleReaping):
         :raises KernelShutdownError: if the registry (or the key's kernel, mid-start) was shut down.
         :raises KernelStartError: if the kernel could not be started.
         """
+        key = self.resolve(key)
         entry = self._acquire(key, key.child_id is not None if pinned is None else pinned)
         try:
             yield entry.handle
         finally:
             self._release(entry)
+
+    def resolve(self, key: KernelKey) -> KernelKey:
+        """``key`` with its transport filled in: a key that names none gets the registry's own."""
+        return key if key.transport is not None else dataclasses.replace(key, transport=self.transport)
 
     def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
         """The kernel for ``key``, started if needed (no lease is kept)."""
@@ -180,6 +191,7 @@ class KernelRegistry(IdleReaping):
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
         """
+        key = self.resolve(key)
         with self.lease(key) as handle:
             if reset and handle.cells_run:
                 handle.restart()
@@ -321,6 +333,7 @@ class KernelRegistry(IdleReaping):
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
         """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
+        key = self.resolve(key)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None and entry.handle is handle:

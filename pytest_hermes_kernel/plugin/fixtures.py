@@ -261,8 +261,8 @@ def hermes_kernel(hermes_kernel_factory: Callable[..., Kernel]) -> Kernel:
 def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport) -> Iterator[KernelRegistry]:
     """A :class:`KernelRegistry` whose kernels run on this test's transport; closed after the test.
 
-    ``KernelKey(transport=...)`` names other than this test's transport use the shared
-    transport of that name.
+    ``KernelKey(owner=...)`` (no transport named) runs on this leg's transport of the matrix;
+    a key that names another transport explicitly gets the shared transport of that name.
     """
     settings = request.config.stash[settings_key]
     marker = kernel_marker(request.node)
@@ -274,7 +274,7 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
         return hermes_transport if key.transport == own else get_transport(key.transport)
 
     registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
-                              options=opts, tools=marker.tools, transport_factory=factory)
+                              options=opts, tools=marker.tools, transport_factory=factory, transport=own)
     registry.listener = stats.on_event
     yield registry
     registry.close()
