@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HermesKernelError, KernelDiedError, KernelStartError
+from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
@@ -61,6 +62,7 @@ class HarnessKernel:
         self._pending: dict[int, Future[Any]] = {}
         self._lock = threading.Lock()
         self._listeners: list[KernelListener] = []
+        self._loss_echo = False  # the last result reported a death its next cell repeats
         self._closed = False
         self.cells_run = 0
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
@@ -137,8 +139,18 @@ class HarnessKernel:
         result, self.pid, self.runner_pid = value
         self.generation = result.kernel.generation
         self.cells_run += 1
+        self._count_loss(result)
         self._emit("result", result)
         return result
+
+    def _count_loss(self, result: CellResult) -> None:
+        """A ``lost`` event per loss the harness's kernel reported (the handle's own events stay
+        in the harness process): the dying cell's, not again its echo on the next cell."""
+        info, echo = result.kernel, self._loss_echo
+        self._loss_echo = bool(info.state_lost and result.status in ("died", "exited", "timeout"))
+        if info.state_lost and info.reason and not echo:
+            self._emit("lost", Loss(reason=info.reason, exit_code=info.exit_code, signal=info.signal,
+                                    oom_killed=bool(info.oom_killed), note=info.note or ""))
 
     def interrupt(self) -> None:
         self._call("interrupt", timeout=30)
@@ -219,6 +231,7 @@ class HarnessKernel:
         if self.proc.poll() is None:
             self.killed_at = time.monotonic()
             os.kill(self.proc.pid, signal.SIGKILL)
+            self._emit("lost", Loss(reason="host_gone", signal=9, note="the kernel's host was SIGKILLed"))
         self.proc.wait()
 
     def survivors(self) -> list[str]:

@@ -167,9 +167,11 @@ class KernelHandle:
         """Record a loss of state that the next cell reports (``state_lost`` with ``loss.reason``).
 
         For an observer outside the handle, e.g. the registry starting the kernel for a key
-        whose previous kernel it evicted or reaped.
+        whose previous kernel it evicted or reaped. Listeners get a ``lost`` event, once per loss.
         """
-        self._pending_loss = loss
+        if loss is not self._pending_loss:
+            self._pending_loss = loss
+            self._emit("lost", loss)
 
     # ------------------------------------------------------------------------------ start
     def start(self) -> KernelHandle:
@@ -216,7 +218,7 @@ class KernelHandle:
         state = self._life.state
         if state is not S.IDLE:  # the usual cell finds its kernel idle
             if state is S.RUNNER_LOST:
-                self._pending_loss = self._pending_loss or Loss(reason="died", note="the kernel runner was gone")
+                self.mark_lost(self._pending_loss or Loss(reason="died", note="the kernel runner was gone"))
             self._runtime.bring_up(self._may_restart)
         loss, self._pending_loss = self._pending_loss, None
         return loss
@@ -238,7 +240,7 @@ class KernelHandle:
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
-            self._pending_loss = Loss(reason="died", note=f"the cell's wait failed: {type(exc).__name__}: {exc}")
+            self.mark_lost(Loss(reason="died", note=f"the cell's wait failed: {type(exc).__name__}: {exc}"))
             self._life.advance(S.RUNNER_LOST)
             raise
         finally:
@@ -251,7 +253,7 @@ class KernelHandle:
             self._runtime.worker_pid = reply.worker_pid
         if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
             self._life.advance(S.WORKER_DEAD)
-            self._pending_loss = Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed)
+            self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
             return self._run(code, budget_s, self._prepare())
         return self._judge(outcome, loss, intent, cell)
 
@@ -267,7 +269,7 @@ class KernelHandle:
                 watchdog, note = self._runtime.reset_after_timeout(abandoned=outcome.abandoned,
                                                                    restart=self.options.watchdog.restart)
                 death = replace(death, note=note)
-            self._pending_loss = death  # the next cell reports it too (it runs on the replacement)
+            self.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
         changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected)
         return build_result(outcome, status=verdict.status, kernel=self.info(**changes), watchdog=watchdog,
                             tool_calls=cell.authority.calls, secrets=self._secrets)
@@ -311,7 +313,7 @@ class KernelHandle:
                 self._runtime.require_link().kill_worker()
             with self._cell_lock:  # a running cell settles first
                 self._runtime.replace()
-                self._pending_loss = Loss(reason="reset", note="restart() was called")
+                self.mark_lost(Loss(reason="reset", note="restart() was called"))
                 return self.info(state_lost=True, reason="reset")
 
     def shutdown(self, now: bool = False) -> ExitInfo:

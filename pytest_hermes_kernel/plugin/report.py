@@ -44,8 +44,8 @@ class KernelStats:
             elif event == "shutdown" and handle.kernel_id in self._counted:
                 self._counted.discard(handle.kernel_id)
                 self.alive = max(0, self.alive - 1)
-            elif event == "result" and payload.status in ("died", "exited", "timeout") and payload.kernel.reason:
-                self.deaths[payload.kernel.reason] += 1
+            elif event == "lost":  # once per loss, whoever caused it (faults, harness hosts included)
+                self.deaths[payload.reason] += 1
 
     def keep(self, nodeid: str, handle: Kernel) -> None:
         with self._lock:
