@@ -20,6 +20,9 @@ every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, for
 subprocess and C output attribution, ``os.fork`` in a cell, and tool calls under cell authority.
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose
 kernels run elsewhere (a container, a remote host) is checked where they run.
+
+May import: pytest, the public API and everything below it (kernel, transports, errors); never
+the plugin's internals (the suite runs under the plugin's fixtures, which it only names).
 """
 
 from __future__ import annotations

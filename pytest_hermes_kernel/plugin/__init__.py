@@ -11,6 +11,9 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 * ``pytest_hermes_kernel.plugin.leakcheck``: the leak checker (registered only when enabled)
 
 Everything that imports pytest lives in this subpackage; the kernel core never does.
+
+May import: everything below it (kernel, containers, transports, faults, leaks, catalog, api);
+never the contract suite (a sibling: both sit on top).
 """
 
 pytest_plugins = [

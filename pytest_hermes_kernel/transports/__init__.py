@@ -3,6 +3,17 @@
 :func:`get_transport` returns the process-wide shared instance for a name, so that kernels on
 one transport share its resources (the docker transport's container, the ssh connection).
 User backends register with :func:`register_transport`.
+
+Owns: the name -> factory table, the shared instances, and one module or folder per transport
+(:mod:`.local`, :mod:`.docker`, :mod:`.ssh`, :mod:`.filecell`), plus what the stream transports
+share (:mod:`.detached`: the detached-runner flow's scripts, config and parsing;
+:mod:`.runner_zipapp`: the runner as one file).
+
+May import: the kernel core (its port, :mod:`~pytest_hermes_kernel.kernel.contract`),
+:mod:`pytest_hermes_kernel.containers`, ``errors`` and ``procs``; never faults, leaks, the
+plugin or the contract suite (whoever must sit on a transport's path comes in through a seam,
+e.g. the ssh transport's ``connect_via``). docker-py and paramiko are imported only when
+their transport is used.
 """
 
 from __future__ import annotations
