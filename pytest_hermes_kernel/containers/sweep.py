@@ -7,10 +7,11 @@ own run's containers.
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import TYPE_CHECKING
 
-from .labels import LABEL, LABEL_HOSTNAME, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE, host_is_gone
+from .labels import LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE, host_is_gone
 from .lifecycle import remove_container
 from .sharing import held
 
@@ -68,13 +69,17 @@ def in_use(labels: dict[str, str]) -> bool:
 
 
 def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str, str]:
-    """This run's containers that nobody uses: ``{container id: description}`` (leak probe).
+    """Containers this process made for the run that nobody uses: ``{id: description}`` (leak probe).
+
+    Only this process's own (by its host pid label): another xdist worker's fresh container
+    is in use by that worker's test, and a shared one is judged by its members.
 
     :param client: docker-py client of the engine the run's containers are on.
     :param run_id: the run's id label.
     """
     found = {}
-    for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+    mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
+    for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}
         if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE]):
             role = labels.get(LABEL_ROLE, "?")

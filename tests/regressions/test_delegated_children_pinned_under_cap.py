@@ -26,13 +26,13 @@ def test_five_children_under_a_cap_of_two_keep_their_state(make_registry, fake_c
         pids[cid] = r.kernel.pid
 
     snap = {s.key: s for s in reg.snapshot()}
-    assert all(snap[k].pinned for k in children.values())
+    assert all(snap[reg.resolve(k)].pinned for k in children.values())
     assert sum(1 for s in snap.values() if not s.pinned) <= 2
 
     for cid, key in children.items():
         assert reg.shutdown_child(cid) == 1
         wait_until(lambda: gone(pids[cid]), 5.0, what=f"child {cid}'s kernel to end")
-        assert key not in {s.key for s in reg.snapshot()}
+        assert reg.resolve(key) not in {s.key for s in reg.snapshot()}
     assert all(not s.pinned for s in reg.snapshot())
 
 

@@ -78,5 +78,5 @@ def test_owners_cannot_see_each_others_kernels(make_registry):
 
     assert reg.shutdown_owner("u2") == 1
 
-    assert [s.key for s in reg.snapshot()] == [u1] and not gone(r1.kernel.pid)
+    assert [s.key for s in reg.snapshot()] == [reg.resolve(u1)] and not gone(r1.kernel.pid)
     assert reg.execute(u1, "mine").value == "'u1'"

@@ -34,4 +34,4 @@ def test_shutdown_owner_ends_only_that_owner_and_its_children(make_registry):
     for key in theirs:
         r = reg.execute(key, "keep")
         assert r.value == "1" and r.kernel.pid == pids[key] and not r.kernel.state_lost
-    assert {s.key for s in reg.snapshot()} == set(theirs)
+    assert {s.key for s in reg.snapshot()} == {reg.resolve(k) for k in theirs}

@@ -57,7 +57,7 @@ def test_evict_skips_a_leased_kernel(make_registry, fake_clock):
         reg.execute(C, "z = 'c'")  # now B is the unleased LRU victim
         assert not gone(pid)
         assert handle.execute("x").value == "'a'"
-        assert {s.key for s in reg.snapshot()} == {A, C}
+        assert {s.key for s in reg.snapshot()} == {reg.resolve(A), reg.resolve(C)}
 
     reg.execute(B, "1")  # A is unleased again: it is the LRU victim now
     wait_until(lambda: gone(pid), 5.0, what="the evicted kernel to end")

@@ -65,7 +65,7 @@ def backend(request: pytest.FixtureRequest) -> CountingBackend:
     if not ok:
         pytest.skip(f"docker engine not reachable: {why}")
     docker = get_transport("docker")
-    return CountingBackend(DockerExecBackend(docker._container_for_launch(), client=docker.client))
+    return CountingBackend(DockerExecBackend(docker.shared_container(), client=docker.client))
 
 
 @pytest.fixture
