@@ -15,7 +15,8 @@ from typing import Any
 
 from .errors import (CellInterrupted, CellTimeoutError, HermesKernelError, HermesLeakWarning, KernelAbandoned,
                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed, KernelRestartedError,
-                     KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError)
+                     FrameTooLargeError, KernelShutdownError, KernelStartError, ToolCallRefused,
+                     TransportLostError)
 from .api import KernelRegistry, start_kernel
 from .kernel.handle import KernelHandle
 from .kernel.lifecycle import KernelState
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "start_kernel", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
-    "KernelShutdownError", "KernelStartError", "TransportLostError", "CellTimeoutError", "CellInterrupted",
+    "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError", "CellTimeoutError", "CellInterrupted",
     "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
     "HostGoneError",
 ]

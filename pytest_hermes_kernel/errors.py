@@ -40,6 +40,11 @@ class ProtocolError(HermesKernelError):
     """A malformed or unexpected frame on a channel; the channel is closed after this."""
 
 
+class FrameTooLargeError(HermesKernelError, ValueError):
+    """A request (a cell's source, a tool's result) would not fit in one frame; nothing was
+    sent and the kernel is untouched (the channel stays open)."""
+
+
 class KernelStartError(HermesKernelError):
     """The kernel runner did not start or did not say hello before its deadline."""
 

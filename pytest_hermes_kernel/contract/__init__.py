@@ -35,6 +35,7 @@ from ..kernel.handle import KernelHandle
 from .channel_integrity import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403
+from .replies import *  # noqa: F401,F403
 from .tools import *  # noqa: F401,F403
 from .watchdog import *  # noqa: F401,F403
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ToolCallRefused
+from ..errors import FrameTooLargeError, ToolCallRefused
 from .channel import Channel, ChannelClosed
 from .lifecycle import Loss
 from .link import RunnerLink
@@ -165,9 +165,10 @@ class CellRun:
             self.budget.resume()
         try:
             channel.send(reply)
-        except TypeError as exc:
+        except (TypeError, FrameTooLargeError) as exc:
+            what = "is not JSON" if isinstance(exc, TypeError) else "does not fit in a frame"
             channel.send({"type": "tool_result", "id": header.get("id"), "ok": False,
-                          "error": f"tool {header.get('name')!r} returned a value that is not JSON: {exc}"})
+                          "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"})
         except ChannelClosed:
             pass  # the cell ended meanwhile (killed, shut down): nobody waits for this answer
 

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import Any
 
-from ..errors import ProtocolError, TransportLostError
+from ..errors import FrameTooLargeError, ProtocolError, TransportLostError
 from .contract import ByteStream
-from .results import FrameDecoder, FrameError, encode_frame
+from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
 
 Frame = tuple[dict[str, Any], list[bytes]]
 
@@ -83,10 +83,14 @@ class Channel:
         """Send one frame.
 
         :raises ChannelClosed: if the stream is closed or broken.
+        :raises FrameTooLargeError: if the frame would exceed the frame limit (nothing is sent).
         """
         if self._closed:
             raise ChannelClosed(f"{self.name} is closed: {self._closed}", closed_by_us=self._closed_by_us)
         data = encode_frame(header)
+        if len(data) > MAX_FRAME_BYTES:
+            raise FrameTooLargeError(f"a {header.get('type')} request of {len(data)} bytes is over the "
+                                     f"{MAX_FRAME_BYTES}-byte frame limit; nothing was sent, the kernel is untouched")
         try:
             with self._send_lock:
                 self.stream.send(data)

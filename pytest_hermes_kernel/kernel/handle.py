@@ -14,6 +14,7 @@ cell that saw its kernel die, the watchdog's reset, ``restart()``, or the regist
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import threading
@@ -23,15 +24,15 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, KernelAbandoned, KernelDiedError,
-                      KernelResetAfterTimeout, KernelResetFailed)
+from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, KernelAbandoned,
+                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
 from .cell import CellRun, running_tool_of
 from .channel import Channel
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
 from .output import secret_values
-from .results import CellResult, ExitInfo, KernelInfo
+from .results import MAX_FRAME_BYTES, CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
 
@@ -348,13 +349,25 @@ class KernelHandle:
                 f"pid={self.worker_pid} {'alive' if self.alive else 'down'} ({self.state.value})>")
 
 
+_HEADER_RESERVE_BYTES = 65536
+"""Bytes of a frame kept for an ``execute`` request's other fields (id, tool names)."""
+_SOURCE_CHECK_CHARS = (MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES) // 6
+"""Sources of up to this many characters fit whatever they hold (JSON-escaped, 6 bytes each at most)."""
+
+
 def _check_cell(code: object, timeout: object) -> None:
     """Refuse a cell's arguments before anything runs.
 
     :raises TypeError: if ``code`` is not a str.
+    :raises FrameTooLargeError: if ``code`` would not fit in one frame (nothing is sent).
     :raises ConfigError: if ``timeout`` is not a finite number of seconds > 0 (or ``None``).
     """
     if not isinstance(code, str):
         raise TypeError(f"code must be str, not {type(code).__name__}")
+    if len(code) > _SOURCE_CHECK_CHARS:  # only a big cell pays for the exact size
+        size = len(json.dumps(code, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES:
+            raise FrameTooLargeError(f"the cell's source is {size} bytes as sent, over the {MAX_FRAME_BYTES}-byte "
+                                     "frame limit; nothing was sent, the kernel is untouched")
     if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")

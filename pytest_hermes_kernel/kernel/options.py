@@ -24,6 +24,10 @@ __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TI
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 """Bytes per stream per cell (DESIGN.md section 4)."""
 
+MAX_OUTPUT_CAP_BYTES = 8 * 1024 * 1024
+"""The largest ``max_output_bytes``: a cell's result (two streams, its value, its error text)
+must fit in one 64 MiB frame."""
+
 DEFAULT_MAX_TOOL_CALLS = 50
 """Tool calls per cell (the seed system's ``max_tool_calls``)."""
 
@@ -58,7 +62,8 @@ class KernelOptions:
 
     :param timeout: default per-cell budget in seconds; ``None`` is no limit.
     :param start_timeout: seconds the runner may take to say hello (and a fresh worker to start).
-    :param max_output_bytes: cap per stream per cell in bytes, >= 1024 (head 40 % + tail 60 % kept).
+    :param max_output_bytes: cap per stream per cell in bytes, 1024..8 MiB (head 40 % + tail 60 %
+        kept); the cell's value, error message and traceback are capped at as many characters.
     :param auto_restart: run the next cell on a fresh worker after a death (reported as
         ``state_lost``); when false, the next cell raises :class:`KernelDiedError` instead.
     :param cwd: working directory of cells, where the kernel runs; ``None``: the kernel's own
@@ -118,8 +123,8 @@ class KernelOptions:
         """
         if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
             self.watchdog = WatchdogPolicy(**self.watchdog)
-        if self.max_output_bytes < 1024:
-            raise ConfigError(f"max_output_bytes must be >= 1024, got {self.max_output_bytes}")
+        if not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
+            raise ConfigError(f"max_output_bytes must be in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes}")
         if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
             raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
         for name in ("start_timeout", "keepalive_interval", "reconnect_timeout", "orphan_timeout",

@@ -44,6 +44,10 @@ class RunnerReply:
     :param oom_killed: the memory cgroup's OOM counter rose with the death.
     :param oom_counter: that counter after the death; ``None``: no cgroup counter to read.
     :param note: the runner's own remark (e.g. a forced kill after ``exit_grace``).
+    :param value: the ``repr`` of the cell's trailing value, or its head when truncated.
+    :param value_tail: the end of that ``repr`` when it went over the cap (else empty).
+    :param value_truncated: the ``repr`` went over the cap; ``value_length`` is its full length
+        in characters.
     :param execution_count: the worker's cell counter.
     :param duration_s: seconds the cell ran in the worker.
     :param stdout_dropped: bytes of stdout the bounded capture left out (``stderr_dropped`` alike).
@@ -61,6 +65,9 @@ class RunnerReply:
     evalue: str | None = None
     traceback: str | None = None
     value: str | None = None
+    value_tail: str = ""
+    value_truncated: bool = False
+    value_length: int | None = None
     execution_count: int = 0
     duration_s: float = 0.0
     stdout_dropped: int = 0
@@ -240,6 +247,7 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
     """
     reply = outcome.reply or RunnerReply(status=status)
     blobs = outcome.blobs
+    value, value_length = _value_text(reply, secrets)
     out = decode_capture(blobs[0], blobs[1], reply.stdout_dropped, secrets=secrets)
     err = decode_capture(blobs[2], blobs[3], reply.stderr_dropped, secrets=secrets)
     return CellResult(
@@ -248,7 +256,7 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
         stdout_dropped_bytes=out.dropped_bytes, stderr_dropped_bytes=err.dropped_bytes,
         ename=reply.ename, evalue=_clean_opt(reply.evalue, secrets), traceback=_clean_opt(reply.traceback, secrets),
         execution_count=reply.execution_count, duration_s=reply.duration_s, tool_calls=tuple(tool_calls),
-        value=_clean_opt(reply.value, secrets), watchdog=watchdog)
+        value=value, value_truncated=reply.value_truncated, value_length=value_length, watchdog=watchdog)
 
 
 def blobs_of(blobs: list[bytes]) -> tuple[bytes, bytes, bytes, bytes]:
@@ -257,6 +265,18 @@ def blobs_of(blobs: list[bytes]) -> tuple[bytes, bytes, bytes, bytes]:
         return blobs[0], blobs[1], blobs[2], blobs[3]
     padded = [*blobs[:4], *EMPTY_BLOBS][:4]
     return padded[0], padded[1], padded[2], padded[3]
+
+
+def _value_text(reply: RunnerReply, secrets: tuple[str, ...]) -> tuple[str | None, int | None]:
+    """The value's text (head, marker, tail when truncated) and the full ``repr``'s length."""
+    if reply.value is None:
+        return None, None
+    if not reply.value_truncated:
+        return clean(reply.value, secrets), len(reply.value)
+    length = reply.value_length or 0
+    dropped = length - len(reply.value) - len(reply.value_tail)
+    marker = f"\n[... {dropped} characters dropped ...]\n"
+    return clean(reply.value, secrets) + marker + clean(reply.value_tail, secrets), length
 
 
 def _clean_opt(text: str | None, secrets: tuple[str, ...]) -> str | None:

@@ -21,21 +21,27 @@ MARKER_RESERVE_BYTES = 96
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+][0-9A-Za-z]|[@-Z\\-_])"
                    r"|\x9b[0-?]*[ -/]*[@-~]")
 
-_SECRET_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-    r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9_-]{2,}-)?[A-Za-z0-9_-]{20,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}\b",
-    r"\bgithub_pat_[A-Za-z0-9_]{30,}\b",
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b",
-    r"\bAKIA[0-9A-Z]{16}\b",
-    r"\bAIza[0-9A-Za-z_-]{35}\b",
-    r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((re.compile(p), n) for p, n in (
+    (r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----", ("-----BEGIN",)),
+    (r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9_-]{2,}-)?[A-Za-z0-9_-]{20,}", ("k-",)),
+    (r"\bgh[pousr]_[A-Za-z0-9]{30,}\b", ("gh",)),
+    (r"\bgithub_pat_[A-Za-z0-9_]{30,}\b", ("github_pat_",)),
+    (r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b", ("xox",)),
+    (r"\bAKIA[0-9A-Z]{16}\b", ("AKIA",)),
+    (r"\bAIza[0-9A-Za-z_-]{35}\b", ("AIza",)),
+    (r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b", ("eyJ",)),
 ))
+"""Token shapes, each with the literals one of which any match contains (searched first: a
+literal search is a fast C pass, while a regex scan costs ~0.1 s per 5 MiB and pattern)."""
 _BEARER = re.compile(r"(?i)\b(bearer|token|authorization:)\s+[A-Za-z0-9._~+/=-]{16,}")
+_BEARER_WORDS = ("bearer", "token", "authorization:")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
 _ASSIGN = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
     r"(\s*[=:]\s*)(['\"]?)([^\s'\"]{6,})\3")
+_ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
+"""Lower-case literals one of which every ``_ASSIGN`` match contains (``_ASSIGN`` alone scans at
+~0.2 s per MiB: it is run only when one is there)."""
 
 REDACTED = "[REDACTED]"
 
@@ -88,15 +94,25 @@ def strip_ansi(text: str) -> str:
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """Mask credentials: known token shapes, ``NAME=value`` assignments, URL passwords, literals."""
+    """Mask credentials: known token shapes, ``NAME=value`` assignments, URL passwords, literals.
+
+    Linear and cheap on text without credentials: each pattern runs only when a literal that
+    all its matches contain is in the text (a few C-level substring searches per call).
+    """
     for value in secrets:
         if value and len(value) >= 8 and value in text:
             text = text.replace(value, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
-    text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
-    return _ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}{m.group(3)}", text)
+    for pattern, needles in _SECRET_PATTERNS:
+        if any(n in text for n in needles):
+            text = pattern.sub(REDACTED, text)
+    lower = text.lower()
+    if any(w in lower for w in _BEARER_WORDS):
+        text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{REDACTED}@", text)
+    if any(w in lower for w in _ASSIGN_WORDS):
+        text = _ASSIGN.sub(lambda m: f"{m.group(1)}{m.group(2)}{m.group(3)}{REDACTED}{m.group(3)}", text)
+    return text
 
 
 def clean(text: str, secrets: Iterable[str] = ()) -> str:

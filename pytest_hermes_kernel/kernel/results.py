@@ -62,7 +62,10 @@ class CellResult:
     Output fields are text, ANSI-stripped and redacted. When a stream went over its cap the
     text keeps the head and the tail around a ``[... N bytes dropped ...]`` marker,
     ``*_truncated`` is true and ``*_dropped_bytes`` counts what was left out.
-    ``value`` is the ``repr`` of the cell's trailing expression, as a REPL shows it, or ``None``.
+    ``value`` is the ``repr`` of the cell's trailing expression, as a REPL shows it, or ``None``;
+    it is bounded like a stream: over the output cap it keeps the head and the tail around a
+    ``[... N characters dropped ...]`` marker, ``value_truncated`` is true, and
+    ``value_length`` is the full ``repr``'s length in characters (``None`` without a value).
     """
 
     status: Status
@@ -81,6 +84,8 @@ class CellResult:
     tool_calls: tuple[dict[str, Any], ...] = field(default_factory=tuple)
     value: str | None = None
     watchdog: WatchdogOutcome | None = None
+    value_truncated: bool = False
+    value_length: int | None = None
 
     @property
     def ok(self) -> bool:

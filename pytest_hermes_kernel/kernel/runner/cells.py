@@ -12,8 +12,9 @@ from __future__ import annotations
 import signal
 import time
 
+from .bounds import too_large
 from .capture import OutputPipes
-from .frames import encode_frame
+from .frames import MAX_FRAME_BYTES, encode_frame
 from .procfs import read_oom_kills
 from .worker_process import WorkerProcess
 
@@ -94,4 +95,7 @@ class CellBook:
         counts, blobs = self.pipes.take()
         outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
         self.cell = None
-        return outcome["id"], encode_frame(outcome, blobs)
+        frame = encode_frame(outcome, blobs)
+        if len(frame) > MAX_FRAME_BYTES:  # never a kill for a reply's size: say so instead
+            frame = encode_frame(dict(too_large(outcome, len(frame)), **counts), blobs)
+        return outcome["id"], frame

@@ -28,7 +28,8 @@ import time
 import traceback
 import types
 
-from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
+from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, too_large
+from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class Worker:
         self.in_cell = False
         self.tools: list[str] = []
         self.config = config
+        self.text_cap = int(config.get("max_output_bytes", DEFAULT_TEXT_CAP))
         # One reader at a time: the main loop and threads waiting on tool results share the
         # socket, so whoever waits reads for everyone and routes each frame to its box (a
         # thread of an earlier cell must never swallow the next cell's "execute").
@@ -92,10 +94,18 @@ class Worker:
             raise KeyboardInterrupt
 
     def send(self, header: Header) -> None:
-        """Send one frame to the supervisor (a process forked by a cell ends here instead)."""
+        """Send one frame to the supervisor (a process forked by a cell ends here instead).
+
+        :raises ToolError: if a tool call's frame would exceed the frame limit (a result that
+            would is sent as a ``ReplyTooLarge`` error instead).
+        """
         if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
         data = encode_frame(header)
+        if len(data) > MAX_FRAME_BYTES:
+            if header.get("type") != "result":
+                raise ToolError(f"the tool call is {len(data)} bytes, over the {MAX_FRAME_BYTES}-byte frame limit")
+            data = encode_frame(too_large(header, len(data)))
         with self.send_lock:
             send_all(self.sock, data)
 
@@ -174,7 +184,7 @@ class Worker:
             value = self.exec_source(msg.get("code", ""))
             self.in_cell = False
             if value is not None:
-                reply["value"] = safe_repr(value)
+                bound_value(reply, safe_repr(value), self.text_cap)
         except SystemExit as exc:
             self.in_cell = False
             exiting = describe_exit(exc, reply)
@@ -190,6 +200,9 @@ class Worker:
             flush_stdio()
         if os.getpid() != self.pid:  # os.fork() in a cell: the child ends here
             os._exit(0)
+        for key in ("evalue", "traceback"):
+            if key in reply:
+                reply[key] = bound_inline(reply[key], self.text_cap)
         reply["execution_count"] = self.execution_count
         reply["duration_s"] = time.perf_counter() - started
         self.send(reply)
