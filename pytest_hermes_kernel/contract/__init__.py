@@ -36,6 +36,7 @@ from .channel_integrity import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403
 from .replies import *  # noqa: F401,F403
+from .starting import *  # noqa: F401,F403
 from .tools import *  # noqa: F401,F403
 from .watchdog import *  # noqa: F401,F403
 

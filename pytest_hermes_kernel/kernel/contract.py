@@ -140,6 +140,14 @@ class Transport(ABC):
     def cleanup(self, launched: Launched) -> None:
         """Remove the launch's leftovers (kernel dir, relay); never raises."""
 
+    def exit_status(self, launched: Launched, timeout: float) -> int | None:
+        """The runner's exit status once it ended, waiting up to ``timeout`` seconds for it.
+
+        :returns: the exit code (``-N``: killed by signal ``N``), or ``None`` when it still runs
+            or the transport cannot tell (the default).
+        """
+        return None
+
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         """The last ``lines`` lines of the runner's log, for error messages; ``""`` if none."""
         return ""

@@ -53,6 +53,10 @@ def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int,
     return header
 
 
+EXIT_STATUS_WAIT_S = 1.0
+"""Seconds a start that lost its runner waits for the runner's exit status (for the error)."""
+
+
 class RunnerLink:
     """One launched runner and the channel to it (see module docstring).
 
@@ -75,7 +79,13 @@ class RunnerLink:
 
         :raises KernelStartError: if the transport cannot start it.
         """
-        return cls(transport, transport.launch(spec), token=token, kernel_id=spec.kernel_id)
+        try:
+            launched = transport.launch(spec)
+        except KernelStartError as exc:  # the error names the kernel, whichever transport raised it
+            if exc.facts.get("kernel_id") == spec.kernel_id:
+                raise
+            raise KernelStartError(exc.message, **{**exc.facts, "kernel_id": spec.kernel_id}) from None
+        return cls(transport, launched, token=token, kernel_id=spec.kernel_id)
 
     def hello(self, timeout: float) -> dict[str, Any]:
         """Wait for the new runner's hello; on failure end it and say why (with its log).
@@ -87,13 +97,14 @@ class RunnerLink:
             return say_hello(self.channel, token=self.token, attach=self.transport.reattachable, pending=(),
                              timeout=timeout)
         except (TimeoutError, ChannelClosed) as exc:
+            died = isinstance(exc, ChannelClosed)
+            code = self.transport.exit_status(self.launched, EXIT_STATUS_WAIT_S) if died else None
             log = self.transport.runner_log(self.launched)
             self.channel.close("no hello")
             self.transport.kill(self.launched)
             self.transport.cleanup(self.launched)
-            raise KernelStartError(
-                f"the {self.transport.name} kernel runner did not say hello within {timeout} s: {exc}"
-                + (f"\nrunner log:\n{log}" if log else ""), kernel_id=self.kernel_id) from None
+            raise KernelStartError(_no_hello(self.transport.name, timeout, exc, code, log),
+                                   kernel_id=self.kernel_id, exit_code=code) from None
 
     # ------------------------------------------------------------------------------ worker
     def start_worker(self, timeout: float) -> int:
@@ -186,3 +197,15 @@ class RunnerLink:
         if self.transport.alive(self.launched):  # local: alive() also collects an exited runner
             self.transport.kill(self.launched)
         self.transport.cleanup(self.launched)
+
+
+def _no_hello(transport: str, timeout: float, exc: BaseException, code: int | None, log: str) -> str:
+    """The start error's text: how the runner ended (its exit status when known) and its log's tail."""
+    if isinstance(exc, TimeoutError):
+        head = f"the {transport} kernel runner did not say hello within {timeout} s: {exc}"
+    elif code is None:
+        head = f"the {transport} kernel runner ended during start, before its hello: {exc}"
+    else:
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        head = f"the {transport} kernel runner died during start ({how}), before its hello"
+    return head + (f"\nrunner log (tail):\n{log}" if log else "")

@@ -107,6 +107,13 @@ class LocalTransport(Transport):
             return False
         return True
 
+    def exit_status(self, launched: Launched, timeout: float) -> int | None:
+        proc: subprocess.Popen[bytes] = launched.extra["proc"]
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def sweep_stale(self, max_age_s: float) -> int:
         return sweep_stale_kernel_dirs(max_age_s)
 

@@ -49,6 +49,7 @@ class DockerExecStream:
         self._poll_s = state_poll_s
         self._last_heard = self._last_probe = time.monotonic()
         self.ended_because: str | None = None
+        self.exec_id = ""  # the exec this stream belongs to (set by whoever started it)
 
     # ------------------------------------------------------------------------------ ByteStream
     def send(self, data: bytes) -> None:

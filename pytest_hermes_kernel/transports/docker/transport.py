@@ -127,7 +127,9 @@ class DockerTransport(Transport):
     def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
         exec_id = self.api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True, **options)["Id"]
         hijacked = self.api.exec_start(exec_id, socket=True)
-        return DockerExecStream(hijacked, container_running=lambda: self.container_running(container_id))
+        stream = DockerExecStream(hijacked, container_running=lambda: self.container_running(container_id))
+        stream.exec_id = exec_id
+        return stream
 
     def _owner(self, container_id: str) -> tuple[int, int]:
         """uid and gid of the container's exec user (the kernel dir is theirs)."""
@@ -204,8 +206,9 @@ class DockerTransport(Transport):
             stream.close()
         pid = parse_ready(out)
         if pid is None:
+            code = self.api.exec_inspect(stream.exec_id).get("ExitCode")
             raise KernelStartError(
-                f"the kernel runner in container {container_id[:12]} did not report ready: "
+                f"the kernel runner in container {container_id[:12]} did not report ready (exit code {code}): "
                 f"stdout {out[-300:]!r}; stderr {stream.stderr_text()[-1000:]!r}\n"
                 f"Hint: run `docker exec {container_id[:12]} {python} -V`; is {python!r} the container's python?")
         return pid
