@@ -34,6 +34,7 @@ import pytest
 from ..kernel.handle import KernelHandle
 from .channel_integrity import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
+from .locales import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403
 from .replies import *  # noqa: F401,F403
 from .starting import *  # noqa: F401,F403
