@@ -33,6 +33,7 @@ import pytest
 
 from ..kernel.handle import KernelHandle
 from .channel_integrity import *  # noqa: F401,F403
+from .crashes import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .locales import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403

@@ -29,6 +29,12 @@ __all__ = ["RunnerReply", "CellOutcome", "ControlIntent", "Verdict", "judge", "c
 EMPTY_BLOBS: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
 """No output: stdout head, stdout tail, stderr head, stderr tail."""
 
+SIGSEGV = 11
+"""Linux's SIGSEGV (as the runner reports it: a number, whatever host reads it)."""
+SEGV_NOTE = ("killed by signal 11 (SIGSEGV: a stack overflow? deep recursion under a raised recursion limit "
+             "is the usual cause; the faulthandler traceback is at the end of stderr)")
+"""The note of a worker that segfaulted."""
+
 ControlIntent = Literal["none", "restart", "shutdown"]
 """What a control thread asked for while the cell ran: nothing, ``restart()``, ``shutdown()``."""
 
@@ -230,6 +236,8 @@ def _death_reason(outcome: CellOutcome, intent: ControlIntent, code: int | None,
         return "oom_killed", "killed by the kernel OOM killer (memory cgroup oom_kill counter rose)"
     if outcome.channel_lost is not None:
         return outcome.channel_lost.reason, outcome.channel_lost.note
+    if sig == SIGSEGV:
+        return "died", SEGV_NOTE
     if sig is not None:
         maybe_oom = sig == 9 and reply is not None and reply.oom_counter is None and outcome.stage is None
         return "died", f"killed by signal {sig}" + (

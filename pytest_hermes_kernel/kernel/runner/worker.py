@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
+import faulthandler
 import io
 import os
 import signal
@@ -346,7 +347,8 @@ def _close_channel_in_fork_child() -> None:
 
 
 def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
-    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd."""
+    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
+    ``faulthandler`` on fd 2."""
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -362,6 +364,7 @@ def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     sys.stdout = _text_stream(1)
     sys.stderr = _text_stream(2)
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    faulthandler.enable(file=2, all_threads=True)  # a crash's traceback lands in the cell's stderr
     sys.argv = [""]
     if config.get("cwd"):
         os.chdir(config["cwd"])
