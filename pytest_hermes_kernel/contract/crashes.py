@@ -5,10 +5,19 @@ each level costs C stack, so the 8 MiB main-thread stack runs out first on CPyth
 interpreter every transport of the matrix runs) kills the worker with SIGSEGV: the
 cell is ``died`` with ``signal=11``, a "stack overflow?" note and the faulthandler traceback at
 the end of stderr; never OOM or a transport drop. The same recursion under the default limit
-is a ``RecursionError`` with the kernel and its globals intact.
+is a ``RecursionError`` with the kernel and its globals intact. A worker killed between cells
+inside a runner that lives on (B30) is reported dead on the next cell, never alive.
 """
 
 from __future__ import annotations
+
+import signal
+import time
+
+from ._probes import gone_in_kernel, signal_in_kernel, wait_until
+
+#: Seconds the cell after a worker's death may take (a fresh worker forks in ~0.1 s).
+DEATH_SEEN_S = 5.0
 
 OVERFLOW = """\
 import sys
@@ -47,3 +56,19 @@ def test_deep_recursion_is_a_recursion_error_and_keeps_the_kernel(kernel):
     assert r.status == "error" and r.ename == "RecursionError", r.summary()
     after = kernel.execute("keep")
     assert after.value == "'me'" and not after.kernel.state_lost
+
+
+def test_worker_killed_between_cells_is_never_reported_alive(kernel):
+    """B30: the interpreter dies while its wrapper (the runner) lives on: the next cell says so
+    at once, with the signal, instead of hanging or running on a corpse."""
+    kernel.execute("keep = 1")
+    pid = kernel.worker_pid
+    signal_in_kernel(kernel, pid, signal.SIGKILL)
+    wait_until(lambda: gone_in_kernel(kernel, pid), 5.0, what=f"worker {pid} gone")
+    started = time.monotonic()
+
+    r = kernel.execute("'keep' in globals()")
+
+    assert time.monotonic() - started < DEATH_SEEN_S, r.summary()
+    assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.signal == signal.SIGKILL, r.summary()
+    assert r.value == "False" and kernel.worker_pid != pid
