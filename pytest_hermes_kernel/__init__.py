@@ -31,8 +31,9 @@ __version__ = "0.1.0"
 __all__ = [
     "start_kernel", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
-    "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError", "CellTimeoutError", "CellInterrupted",
-    "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
+    "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError", "CellTimeoutError",
+    "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused",
+    "HermesLeakWarning",
     "HostGoneError",
 ]
 

@@ -1,7 +1,8 @@
 """Handed case B30: ``os.kill(pid, 0)`` succeeds on a zombie, so a kernel whose runner died but
 was not reaped looked alive and ``execute`` hung. Here the host's reaping is disabled
 (``Popen.poll`` never reports the child), the runner is SIGKILLed, and the kit must still see
-it dead within a heartbeat, fail the next cell fast (``died``: the cell was not run), and leave no zombie once reaping is back.
+it dead within a heartbeat, fail the next cell fast (``died``: the cell was not run), and
+leave no zombie once reaping is back.
 """
 
 from __future__ import annotations
