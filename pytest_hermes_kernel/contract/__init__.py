@@ -32,6 +32,7 @@ from collections.abc import Callable
 import pytest
 
 from ..kernel.handle import KernelHandle
+from .cancel import *  # noqa: F401,F403
 from .channel_integrity import *  # noqa: F401,F403
 from .crashes import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
