@@ -3,8 +3,10 @@
 * ``doctor``: which transports work on this machine, and for each one that does not, why and
   what to do. Exit code 0 when every transport asked for works (default: all), 1 otherwise.
 * ``build-image``: build the kernel host image (offline, from Debian packages when needed).
-* ``sweep``: remove what runs whose host is gone left behind (found by labels and markers):
-  labelled containers, local kernel dirs, local kernel processes. Never anything else.
+* ``sweep``: remove what runs nobody uses any more left behind (found by labels, member lists
+  and markers): run files (:mod:`~pytest_hermes_kernel.containers.rundir`), labelled
+  containers, local kernel dirs, local kernel processes. Never anything else. ``--dry-run``
+  lists the same things and removes nothing.
 """
 
 from __future__ import annotations
@@ -98,31 +100,65 @@ def doctor(names: list[str] | None = None) -> list[Check]:
     return [CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
 
 
-def sweep(progress: Callable[[str], None] = print) -> dict[str, int]:
-    """Remove leftovers of dead hosts: containers (by label), kernel dirs, kernel processes.
+def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False) -> dict[str, int]:
+    """Remove leftovers of dead runs: run files, containers (by label), kernel dirs, kernel processes.
 
-    :returns: how many of each were removed.
+    Run files go first: a shared container whose files went is then judged unheld as well.
+
+    :param progress: called with one line per thing removed (``removed ...``/``killed ...``;
+        ``would remove ...``/``would kill ...`` in a dry run).
+    :param dry_run: only list what would be removed; nothing is removed or killed.
+    :returns: how many of each were removed (or would be).
     """
-    from .kernel.registry import STALE_DIR_AGE_S
-    from .transports.local import sweep_stale_kernel_dirs
+    return {"run files": _sweep_run_files(progress, dry_run), "containers": _sweep_containers(progress, dry_run),
+            "kernel dirs": _sweep_kernel_dirs(progress, dry_run),
+            "kernel processes": _kill_orphan_kernels(progress, dry_run)}
 
-    removed = {"containers": 0, "kernel dirs": 0, "kernel processes": 0}
+
+def _verb(dry_run: bool, verb: str = "remove") -> str:
+    """``removed``/``killed``, or ``would remove``/``would kill`` in a dry run."""
+    return f"would {verb}" if dry_run else f"{verb.rstrip('e')}ed"
+
+
+def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
+    """Run directories and files of shared resources no live process holds."""
+    from .containers.sweep import sweep_dead_run_files
+
+    paths = sweep_dead_run_files(dry_run=dry_run)
+    for path in paths:
+        progress(f"{_verb(dry_run)} run {'dir' if os.path.isdir(path) else 'file'} {path} (no live process holds it)")
+    return len(paths)
+
+
+def _sweep_containers(progress: Callable[[str], None], dry_run: bool) -> int:
+    """Labelled containers that no live process uses."""
     ok, why = _check_docker_engine()
-    if ok:
-        from .containers.sweep import sweep_dead_runs
-
-        ids = sweep_dead_runs()
-        removed["containers"] = len(ids)
-        for cid in ids:
-            progress(f"removed container {cid[:12]} (its host is gone)")
-    else:
+    if not ok:
         progress(f"containers: skipped ({why})")
-    removed["kernel dirs"] = sweep_stale_kernel_dirs(STALE_DIR_AGE_S) + _sweep_filecell_dirs(progress)
-    removed["kernel processes"] = _kill_orphan_kernels(progress)
-    return removed
+        return 0
+    from .containers.sweep import sweep_dead_runs
+
+    ids = sweep_dead_runs(dry_run=dry_run)
+    for cid in ids:
+        progress(f"{_verb(dry_run)} container {cid[:12]} (no live process uses it)")
+    return len(ids)
 
 
-def _sweep_filecell_dirs(progress: Callable[[str], None]) -> int:
+def _sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
+    """Local kernel dirs of dead hosts or older than the registry's stale age; filecell dirs."""
+    from .kernel.registry import STALE_DIR_AGE_S
+    from .transports.local import stale_kernel_dirs
+
+    removed = 0
+    for path in stale_kernel_dirs(STALE_DIR_AGE_S):
+        if not dry_run:
+            shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+        progress(f"{_verb(dry_run)} kernel dir {path} (its host is gone, or it is stale)")
+    return removed + _sweep_filecell_dirs(progress, dry_run)
+
+
+def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
     from .procs import dirs_under, pid_alive
     from .transports.filecell.transport import DEFAULT_ROOT
@@ -135,13 +171,14 @@ def _sweep_filecell_dirs(progress: Callable[[str], None]) -> int:
         except (OSError, ValueError, IndexError):
             continue  # still starting, or not ours to judge
         if not pid_alive(pid):
-            shutil.rmtree(path, ignore_errors=True)
+            if not dry_run:
+                shutil.rmtree(path, ignore_errors=True)
             removed += 1
-            progress(f"removed filecell kernel dir {path} (its runner {pid} is gone)")
+            progress(f"{_verb(dry_run)} filecell kernel dir {path} (its runner {pid} is gone)")
     return removed
 
 
-def _kill_orphan_kernels(progress: Callable[[str], None]) -> int:
+def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
     """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone."""
     import psutil
 
@@ -155,9 +192,10 @@ def _kill_orphan_kernels(progress: Callable[[str], None]) -> int:
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
             continue
         try:
-            proc.send_signal(signal.SIGKILL)
+            if not dry_run:
+                proc.send_signal(signal.SIGKILL)
             killed += 1
-            progress(f"killed kernel process {proc.pid} (host {host} is gone)")
+            progress(f"{_verb(dry_run, 'kill')} kernel process {proc.pid} (host {host} is gone)")
         except psutil.NoSuchProcess:
             continue
     return killed
@@ -170,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
     b.add_argument("--tag", default="hermes-kernel-host:latest")
-    sub.add_parser("sweep", help="remove leftovers of runs whose host is gone")
+    w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
+    w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     args = ap.parse_args(argv)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
@@ -187,8 +226,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(ensure_image(tag=args.tag))
         return 0
-    removed = sweep()
-    print("sweep: " + ", ".join(f"{n} {k}" for k, n in removed.items()))
+    removed = sweep(dry_run=args.dry_run)
+    head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
+    print(head + ", ".join(f"{n} {k}" for k, n in removed.items()))
     return 0
 
 

@@ -73,6 +73,14 @@ class ImageBuildError(HermesKernelError):
     """The kernel host image could not be built; the message carries the log tail and a hint."""
 
 
+class UnsafeRunDirError(HermesKernelError, PermissionError):
+    """A run's private directory cannot be trusted, so no run file is written there.
+
+    Facts: ``path`` (the directory refused) and ``problem`` (a symlink, not a directory, owned
+    by another user, open to group or others, or in a temp dir others can rename entries of).
+    """
+
+
 class CellTimeoutError(HermesKernelError, TimeoutError):
     """Base of the watchdog outcomes, raised by ``execute(..., raise_on_timeout=True)``."""
 

@@ -1,9 +1,11 @@
 """One container per test run, shared by every transport instance and every xdist worker.
 
 A :class:`SharedResource` is a record of what was started (``{"container_id": ...}`` plus what
-joiners need, e.g. the sshd port and key file) in a JSON *state file* in the temp dir, next to a
-lock file. Both names carry the run id: ``PYTEST_XDIST_TESTRUNUID`` when pytest-xdist set it
-(the same for every worker of one run), else a uuid made once per process.
+joiners need, e.g. the sshd port and key file) in a JSON *state file*, next to a lock file, in
+the run's private directory (:func:`~.rundir.run_dir`: ``<tmp>/pytest-hermes-kernel-<uid>/run-<run
+id>/<kind>-<key>.json`` and ``.lock``; files a resource keeps beside them, such as the sshd
+private key, are ``<kind>-<key>.<suffix>``). The run id is ``PYTEST_XDIST_TESTRUNUID`` when
+pytest-xdist set it (the same for every worker of one run), else a uuid made once per process.
 
 The run id is exported as ``PYTEST_HERMES_RUN_ID`` when this process made it up, so processes
 it starts (the host harness, ``pytester`` runs) join the same containers instead of leaving
@@ -11,16 +13,21 @@ their own behind when they are SIGKILLed.
 
 The state file also lists its *members* (``pid:start-time:token``). :meth:`SharedResource.acquire`
 joins (or starts the resource when there is none, or it is no longer usable);
-:meth:`SharedResource.release` leaves, and the last member stops the resource and removes the
-state file. Members whose process is gone (a SIGKILLed worker) are dropped whenever the file is
-read, so a crash does not keep the container forever; if every member crashed, the label sweep
-(:func:`~pytest_hermes_kernel.containers.sweep.sweep_dead_runs`) removes it.
+:meth:`SharedResource.release` leaves, and the last member stops the resource, removes its files
+and then the run directory once it is empty (the run's last member of its last resource: the
+last xdist worker out). Members whose process is gone (a SIGKILLed worker) are dropped whenever
+the file is read, so a crash does not keep the container forever; if every member crashed, the
+label sweep (:func:`~pytest_hermes_kernel.containers.sweep.sweep_dead_runs`) removes the
+container and :func:`discard_unheld` the files.
 
-The lock is an ``flock`` on the run's lock file, held to read and write the state file and, for
-the first user, to start the container. The last member removes the lock file too, while holding
-it; a waiter that then gets the lock checks that its file is still the one at the path (same
-inode) and retries otherwise, so no two processes ever hold "the" lock (the classic race that
-makes :mod:`filelock` leave its lock files in place) and no file is left behind per run.
+The lock is an ``flock`` on the resource's lock file, held to read and write the state file and,
+for the first user, to start the container. The last member removes the lock file too, while
+holding it; a waiter that then gets the lock checks that its file is still the one at the path
+(same inode) and retries otherwise, making the run directory again when it was removed, so no
+two processes ever hold "the" lock (the classic race that makes :mod:`filelock` leave its lock
+files in place) and no file is left behind per run. Reading (:meth:`SharedResource.peek`,
+:meth:`SharedResource.members`) takes no lock and creates nothing: the state file is replaced
+atomically.
 """
 
 from __future__ import annotations
@@ -28,16 +35,19 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import HermesKernelError
+from .rundir import remove_if_empty, run_dir, run_dir_path
 
 Resource = dict[str, Any]
+
+log = logging.getLogger(__name__)
 
 RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
 XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
@@ -94,18 +104,27 @@ class SharedResource:
     :param kind: what it is (``docker``, ``sshd``); part of the file names.
     :param key: a short digest of the options that make the resource (image, limits).
     :param run_id: overrides :func:`current_run_id` (tests).
-    :param directory: where the lock and state files live (default: the temp dir).
+    :param directory: the temp dir the run's directory is made in (default: the temp dir).
+    :raises ConfigError: if the run id cannot name a directory.
     """
 
     def __init__(self, kind: str, key: str, *, run_id: str | None = None, directory: str | None = None) -> None:
         self.run_id = run_id or current_run_id()
-        directory = directory or tempfile.gettempdir()
-        base = os.path.join(directory, f"pytest-hermes-kernel-{self.run_id[:32]}-{kind}-{key}")
-        self.lock_path = base + ".lock"
-        self.state_path = base + ".json"
-        self.side_path = base  # prefix for files the resource keeps next to its state (keys)
+        self._directory = directory
+        self.run_dir = run_dir_path(self.run_id, directory)
+        self._stem = os.path.join(self.run_dir, f"{kind}-{key}")
+        self.lock_path = self._stem + ".lock"
+        self.state_path = self._stem + ".json"
         self.member = f"{os.getpid()}:{_process_start(os.getpid()) or 0.0:.3f}:{uuid.uuid4().hex[:8]}"
         self.joined = False
+
+    def side_file(self, suffix: str) -> str:
+        """The path of a file the resource keeps next to its state (``suffix``: e.g. ``key``).
+
+        It is removed with the state file by :func:`discard_unheld`; whoever writes it removes it
+        when the resource stops.
+        """
+        return f"{self._stem}.{suffix}"
 
     def acquire(self, start: Callable[[], Resource], usable: Callable[[Resource], bool],
                 discard: Callable[[Resource], None]) -> Resource:
@@ -116,6 +135,7 @@ class SharedResource:
         :param discard: removes a recorded resource that is no longer usable.
         :returns: the resource record.
         :raises SharedLockTimeout: if the lock is held for more than :data:`LOCK_TIMEOUT` s.
+        :raises UnsafeRunDirError: if the run's directory cannot be trusted (see :mod:`.rundir`).
         """
         with self._lock():
             state = self._read()
@@ -133,7 +153,8 @@ class SharedResource:
             return resource
 
     def release(self, stop: Callable[[Resource], None]) -> bool:
-        """Leave; the last live member calls ``stop`` and removes the state file.
+        """Leave; the last live member calls ``stop`` and removes the state and lock files,
+        then the run directory if nothing else is left in it.
 
         :returns: ``True`` when this call stopped the resource.
         """
@@ -153,20 +174,19 @@ class SharedResource:
             finally:
                 _unlink(self.state_path)
                 _unlink(self.lock_path)  # still held: waiters see the inode change and retry
-            return True
+        remove_if_empty(self.run_dir)  # other resources of the run keep it
+        return True
 
     def peek(self) -> Resource | None:
         """The recorded resource without joining it (``None`` when there is none)."""
-        with self._lock():
-            return self._read()["resource"]
+        return self._read()["resource"]
 
     def members(self) -> list[str]:
         """Live members recorded now (diagnostics and tests)."""
-        with self._lock():
-            return self._read()["members"]
+        return self._read()["members"]
 
     def _lock(self) -> contextlib.AbstractContextManager[None]:
-        return _locked(self.lock_path, LOCK_TIMEOUT)
+        return _locked(self.lock_path, LOCK_TIMEOUT, make_dir=lambda: run_dir(self.run_id, self._directory))
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -189,14 +209,51 @@ def held(state_path: str) -> bool:
     """Whether a live process is a member of the shared resource recorded at ``state_path``.
 
     Members are checked by pid and start time (a reused pid is not a member). A missing or
-    unreadable state file holds nothing.
+    unreadable state file holds nothing; one this user may not read (another user's run) counts
+    as held: it is not ours to judge.
     """
     try:
         with open(state_path, encoding="utf-8") as fh:
             members = json.load(fh).get("members", [])
+    except PermissionError:
+        return True
     except (OSError, ValueError, AttributeError):
         return False
     return any(isinstance(m, str) and _member_alive(m) for m in members)
+
+
+def discard_unheld(state_path: str, *, dry_run: bool = False) -> list[str] | None:
+    """Remove the files of a shared resource that no live process holds (sweeps call this).
+
+    Its files are the state file, the lock file and the side files (:meth:`SharedResource.side_file`:
+    the sshd private key; a temp file of a writer that crashed). The resource's lock is tried,
+    not waited for: whoever holds it is alive and inside. The lock file is removed last, while
+    held, as :meth:`SharedResource.release` does.
+
+    :param state_path: ``<run dir>/<kind>-<key>.json``.
+    :param dry_run: only list the files; nothing is created or removed.
+    :returns: the paths removed (or that would be); ``None`` when a live process holds it.
+    """
+    stem = state_path[:-len(".json")] if state_path.endswith(".json") else state_path
+    with _locked_now(stem + ".lock", create=not dry_run) as got:
+        if not got or held(state_path):
+            return None
+        files = _files_of(stem)
+        if not dry_run:
+            for path in files:
+                _unlink(path)
+        return files
+
+
+def _files_of(stem: str) -> list[str]:
+    """``<stem>.*`` in the stem's directory, the lock file last."""
+    directory, name = os.path.split(stem)
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.split(".", 1)[0] == name)
+    except OSError:
+        return []
+    names.sort(key=lambda n: n == f"{name}.lock")
+    return [os.path.join(directory, n) for n in names]
 
 
 def _unlink(path: str) -> None:
@@ -204,6 +261,8 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+    except OSError as exc:  # a directory someone put there: left as it is
+        log.warning("could not remove %s: %s", path, exc)
 
 
 class SharedLockTimeout(HermesKernelError, TimeoutError):
@@ -211,31 +270,61 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 
 
 @contextlib.contextmanager
-def _locked(path: str, timeout: float) -> Iterator[None]:
+def _locked(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created 0600), robust to the file being unlinked.
 
+    :param make_dir: makes the directory of ``path`` when it is missing (the run's last member
+        removed it while we waited).
     :raises SharedLockTimeout: if it is not obtained within ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            if time.monotonic() >= deadline:
-                raise SharedLockTimeout(f"{path} was held by another process for more than {timeout:g} s. "
-                                        "Hint: is a container start stuck in another pytest process?") from None
-            time.sleep(0.02)
-            continue
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
-            same = False
-        if same:
+            make_dir()
+            continue
+        got = _flock_current(fd, path)
+        if got:
             break
-        os.close(fd)  # the last user removed it while we waited: lock the new file instead
+        os.close(fd)
+        if got is None and time.monotonic() >= deadline:
+            raise SharedLockTimeout(f"{path} was held by another process for more than {timeout:g} s. "
+                                    "Hint: is a container start stuck in another pytest process?") from None
+        if got is None:
+            time.sleep(0.02)
     try:
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+@contextlib.contextmanager
+def _locked_now(path: str, *, create: bool) -> Iterator[bool]:
+    """Try the lock once: yields ``True`` when held now (or there is no lock file and
+    ``create`` is false: nobody is inside), ``False`` when another process holds it."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if create else 0), 0o600)
+    except FileNotFoundError:
+        yield True
+        return
+    except OSError:  # a symlink, or not ours: not ours to judge
+        yield False
+        return
+    try:
+        yield bool(_flock_current(fd, path))
+    finally:
+        os.close(fd)
+
+
+def _flock_current(fd: int, path: str) -> bool | None:
+    """``flock`` ``fd`` without waiting: ``True`` when locked and still the file at ``path``,
+    ``False`` when the file was replaced meanwhile (lock the new one), ``None`` when busy."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False  # the last user removed it while we waited

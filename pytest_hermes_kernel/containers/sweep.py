@@ -1,8 +1,10 @@
-"""Sweeps: remove the containers of runs whose host is gone, and nothing else.
+"""Sweeps: remove the containers and run files of runs nobody uses any more, and nothing else.
 
-Only containers labelled by :mod:`.labels` are looked at; :func:`~.labels.host_is_gone` decides.
-A session sweeps once, at its first use of docker (:func:`sweep_once_per_process`), never its
-own run's containers.
+Only containers labelled by :mod:`.labels` are looked at (:func:`in_use` decides), and only
+run directories of this user (:func:`~.rundir.run_dirs`; a shared resource's files go when no
+live process holds it, :func:`~.sharing.discard_unheld`). A session sweeps once, at its first
+use of docker (:func:`sweep_once_per_process`), never its own run's; ``hermes-kernel sweep``
+runs the same sweeps, and with ``--dry-run`` only lists what they would remove.
 """
 
 from __future__ import annotations
@@ -13,23 +15,28 @@ from typing import TYPE_CHECKING
 
 from .labels import LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE, host_is_gone
 from .lifecycle import remove_container
-from .sharing import held
+from .rundir import is_run_file, remove_if_empty, run_dirs
+from .sharing import discard_unheld, held
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["in_use", "sweep_dead_runs", "sweep_once_per_process", "unused_run_containers"]
+__all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_once_per_process", "unused_run_containers"]
 
 
-def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None) -> list[str]:
+def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None,
+                    dry_run: bool = False) -> list[str]:
     """Remove containers nobody uses any more (see :func:`in_use`).
 
     Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
+    A removed shared container's run files go with it (its sshd key included), when they are
+    this user's.
 
     :param client: docker-py client; ``None`` opens one from the environment.
     :param keep_run_id: never remove this run's containers (its creator may have exited while
         another xdist worker of the run still uses a shared one).
-    :returns: ids of the containers removed.
+    :param dry_run: only find them; nothing is removed.
+    :returns: ids of the containers removed (or that would be).
     """
     import docker
 
@@ -39,13 +46,59 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            if keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id:
+            if (keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id) or in_use(labels):
                 continue
-            if not in_use(labels) and remove_container(summary["Id"], client=client):
+            if dry_run or remove_container(summary["Id"], client=client):
                 removed.append(summary["Id"])
+                if not dry_run:
+                    _discard_files_of(labels)
     finally:
         if owned:
             client.close()
+    return removed
+
+
+def _discard_files_of(labels: dict[str, str]) -> None:
+    """The run files of a container just removed (a label is not proof a path is ours: checked)."""
+    state_file = labels.get(LABEL_STATE_FILE)
+    if state_file and is_run_file(state_file):
+        discard_unheld(state_file)
+        remove_if_empty(os.path.dirname(state_file))
+
+
+def sweep_dead_run_files(directory: str | None = None, *, keep_run_id: str | None = None,
+                         dry_run: bool = False) -> list[str]:
+    """Remove the run files that no live process holds, and run directories left empty.
+
+    Each shared resource of a run directory is judged on its own (:func:`~.sharing.discard_unheld`:
+    its members by pid and start time, its lock tried): a live run's resources stay, a dead
+    resource's files (its private key included) go even while the run's others are in use.
+
+    :param directory: the temp dir (default: :func:`tempfile.gettempdir`).
+    :param keep_run_id: never touch this run's directory.
+    :param dry_run: only list them; nothing is removed.
+    :returns: the files and directories removed (or that would be), directories after their files.
+    """
+    removed: list[str] = []
+    for run_id, path in run_dirs(directory):
+        if run_id != keep_run_id:
+            removed += _sweep_run_dir(path, dry_run)
+    return removed
+
+
+def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
+    try:
+        stems = sorted({name.split(".", 1)[0] for name in os.listdir(path)})
+    except OSError:
+        return []
+    removed: list[str] = []
+    live = False
+    for stem in stems:
+        files = discard_unheld(os.path.join(path, f"{stem}.json"), dry_run=dry_run)
+        live = live or files is None
+        removed += files or []
+    if (dry_run and not live) or (not dry_run and remove_if_empty(path)):
+        removed.append(path)
     return removed
 
 
@@ -92,12 +145,14 @@ _swept_at_start = False
 
 
 def sweep_once_per_process(client: docker.DockerClient, run_id: str) -> None:
-    """At a session's first use of docker: remove containers of dead runs (never this run's)."""
+    """At a session's first use of docker: remove containers and run files of dead runs (never
+    this run's)."""
     global _swept_at_start
     if _swept_at_start:
         return
     _swept_at_start = True
     try:
         sweep_dead_runs(client, keep_run_id=run_id)
+        sweep_dead_run_files(keep_run_id=run_id)
     except Exception:  # noqa: BLE001 - a failed sweep must not stop the run; `hermes-kernel sweep` retries
         pass

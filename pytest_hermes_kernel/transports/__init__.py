@@ -4,6 +4,13 @@
 one transport share its resources (the docker transport's container, the ssh connection).
 User backends register with :func:`register_transport`.
 
+A process that makes a shared transport closes it when it exits normally, without being asked
+(a script that calls ``start_kernel("docker")`` and ends leaves no container, run file or key):
+the first :func:`get_transport` registers an :mod:`atexit` hook that shuts down the process's
+registries (kernels before their transports, whatever order the hooks were registered in) and
+then calls :func:`close_shared_transports`, which leaves each shared container (the last member
+removes it and the run's files). The pytest plugin closes them earlier, at session end.
+
 Owns: the name -> factory table, the shared instances, and one module or folder per transport
 (:mod:`.local`, :mod:`.docker`, :mod:`.ssh`, :mod:`.filecell`), plus what the stream transports
 share (:mod:`.detached`: the detached-runner flow's scripts, config and parsing;
@@ -18,6 +25,8 @@ their transport is used.
 
 from __future__ import annotations
 
+import atexit
+import os
 import threading
 import weakref
 from collections.abc import Callable
@@ -36,6 +45,7 @@ _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, Transport] = {}
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _lock = threading.Lock()
+_exit_hook_pid: int | None = None  # the process whose atexit hook is registered
 
 
 _LAZY = {
@@ -135,12 +145,39 @@ def get_transport(name: str, **options: Any) -> Transport:
                     f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
             _shared[name] = transport
             _made.add(transport)
+            _close_at_exit_of_this_process()
         return transport
 
 
 def live_transports() -> list[Transport]:
     """Every transport :func:`get_transport` or :func:`make_transport` made that is not garbage yet."""
     return list(_made)
+
+
+def _close_at_exit_of_this_process() -> None:
+    """Register :func:`_close_at_exit` once per process (called under ``_lock``)."""
+    global _exit_hook_pid
+    if _exit_hook_pid is None:
+        _exit_hook_pid = os.getpid()
+        atexit.register(_close_at_exit)
+
+
+def _close_at_exit() -> None:
+    """At interpreter exit: shut down the registries' kernels, then close the shared transports.
+
+    A forked child inherits the hook but not the memberships: it closes nothing (the parent's
+    transports are the parent's to close).
+    """
+    if os.getpid() != _exit_hook_pid:
+        return
+    from ..kernel.registry import live_registries
+
+    for registry in live_registries():
+        try:
+            registry.close()
+        except Exception:  # noqa: BLE001 - closing is best effort at exit; the transports still close
+            pass
+    close_shared_transports()
 
 
 def close_shared_transports() -> None:

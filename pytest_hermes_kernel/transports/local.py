@@ -157,15 +157,30 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
     :returns: how many dirs were removed.
     """
     removed = 0
-    now = time.time()
-    for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+    for path in stale_kernel_dirs(max_age_s, root):
         try:
-            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
-                shutil.rmtree(path)
-                removed += 1
+            shutil.rmtree(path)
+            removed += 1
         except OSError:
             continue
     return removed
+
+
+def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
+    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed).
+
+    :param max_age_s: a dir older than this (seconds since its last change) is stale.
+    :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
+    """
+    now = time.time()
+    stale = []
+    for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+        try:
+            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
+                stale.append(path)
+        except OSError:
+            continue
+    return stale
 
 
 def _host_dead(rest: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -37,7 +38,8 @@ def test_second_member_joins_and_the_last_one_stops(tmp_path):
     assert rec.stopped == []
     assert b.release(rec.stopped.append) is True
     assert rec.stopped == [{"container_id": "c1"}]
-    assert not (tmp_path / "pytest-hermes-kernel-run1-docker-k.json").exists()
+    assert not os.path.exists(b.state_path) and not os.path.exists(b.lock_path)
+    assert not os.path.exists(b.run_dir), "the run's last member removes the run dir"
 
 
 def test_other_runs_and_other_options_do_not_share(tmp_path):
@@ -122,4 +124,5 @@ def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
 
     assert [p.exitcode for p in procs] == [0] * 6
     assert open(log).read().split() == ["start", "stop"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["log"]  # no state or lock file left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["log", f"pytest-hermes-kernel-{os.getuid()}"]
+    assert list((tmp_path / f"pytest-hermes-kernel-{os.getuid()}").iterdir()) == []  # no run dir, state or lock

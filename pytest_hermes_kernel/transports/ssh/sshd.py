@@ -4,9 +4,11 @@ The container comes from :func:`~pytest_hermes_kernel.containers.lifecycle.start
 on 127.0.0.1 only, key-only login as ``hermes``) with a key pair made for it by
 :func:`~pytest_hermes_kernel.containers.lifecycle.generate_keypair`. Its record (endpoint, pinned host
 key, private key file) is shared through :class:`~.sharing.SharedResource`, so xdist workers and
-processes the run starts use one sshd; the private key is a 0600 file next to the state file,
-removed with the container by the run's last user. The host key is read from the container with
-``docker exec`` and pinned: nothing is auto-added to a known_hosts.
+processes the run starts use one sshd; the private key is a 0600 file next to the state file in
+the run's 0700 directory (:mod:`~pytest_hermes_kernel.containers.rundir`), removed with the
+container by the run's last user, or by the sweep that removes the container when every user
+died. The host key is read from the container with ``docker exec`` and pinned: nothing is
+auto-added to a known_hosts.
 """
 
 from __future__ import annotations
@@ -131,10 +133,10 @@ class SshdContainer:
                               mem_limit_bytes=self.mem_limit_bytes,
                               labels={LABEL_STATE_FILE: self._shared.state_path})
         record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
-                  "user": endpoint.user, "key_file": f"{self._shared.side_path}-{endpoint.container_id[:12]}.key"}
+                  "user": endpoint.user, "key_file": self._shared.side_file("key")}
         try:
             record["host_key"] = self._read_host_key(endpoint.container_id)
-            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as fh:
                 fh.write(private)
         except BaseException:
