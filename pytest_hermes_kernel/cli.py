@@ -5,8 +5,8 @@
 * ``build-image``: build the kernel host image (offline, from Debian packages when needed).
 * ``sweep``: remove what runs nobody uses any more left behind (found by labels, member lists
   and markers): run files (:mod:`~pytest_hermes_kernel.containers.rundir`), labelled
-  containers, local kernel dirs, local kernel processes. Never anything else. ``--dry-run``
-  lists the same things and removes nothing.
+  containers, local kernel dirs, local kernel processes (or only the kinds named). Never
+  anything else. ``--dry-run`` lists the same things and removes nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +16,15 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from .transports import TRANSPORT_NAMES
+
+#: What ``hermes-kernel sweep`` can remove, in the order it does.
+SweepKind = Literal["run-files", "containers", "kernel-dirs", "kernel-processes"]
+SWEEP_KINDS: tuple[SweepKind, ...] = get_args(SweepKind)
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ def doctor(names: list[str] | None = None) -> list[Check]:
     return [CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
 
 
-def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False) -> dict[str, int]:
+def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
+          kinds: Sequence[SweepKind] = SWEEP_KINDS) -> dict[str, int]:
     """Remove leftovers of dead runs: run files, containers (by label), kernel dirs, kernel processes.
 
     Run files go first: a shared container whose files went is then judged unheld as well.
@@ -108,11 +114,13 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False) -> 
     :param progress: called with one line per thing removed (``removed ...``/``killed ...``;
         ``would remove ...``/``would kill ...`` in a dry run).
     :param dry_run: only list what would be removed; nothing is removed or killed.
-    :returns: how many of each were removed (or would be).
+    :param kinds: which of :data:`SWEEP_KINDS` to sweep (default: all).
+    :returns: how many of each kind were removed (or would be), by kind.
     """
-    return {"run files": _sweep_run_files(progress, dry_run), "containers": _sweep_containers(progress, dry_run),
-            "kernel dirs": _sweep_kernel_dirs(progress, dry_run),
-            "kernel processes": _kill_orphan_kernels(progress, dry_run)}
+    sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
+        "run-files": _sweep_run_files, "containers": _sweep_containers, "kernel-dirs": _sweep_kernel_dirs,
+        "kernel-processes": _kill_orphan_kernels}
+    return {kind: sweeps[kind](progress, dry_run) for kind in SWEEP_KINDS if kind in kinds}
 
 
 def _verb(dry_run: bool, verb: str = "remove") -> str:
@@ -210,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--tag", default="hermes-kernel-host:latest")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    w.add_argument("kinds", nargs="*", metavar="KIND", help=f"only these: any of {', '.join(SWEEP_KINDS)} "
+                   "(default: all)")
     args = ap.parse_args(argv)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
@@ -226,9 +236,12 @@ def main(argv: list[str] | None = None) -> int:
 
         print(ensure_image(tag=args.tag))
         return 0
-    removed = sweep(dry_run=args.dry_run)
+    unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
+    if unknown:
+        ap.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
+    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
-    print(head + ", ".join(f"{n} {k}" for k, n in removed.items()))
+    print(head + ", ".join(f"{n} {kind.replace('-', ' ')}" for kind, n in removed.items()))
     return 0
 
 

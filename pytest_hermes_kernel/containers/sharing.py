@@ -121,8 +121,8 @@ class SharedResource:
     def side_file(self, suffix: str) -> str:
         """The path of a file the resource keeps next to its state (``suffix``: e.g. ``key``).
 
-        It is removed with the state file by :func:`discard_unheld`; whoever writes it removes it
-        when the resource stops.
+        It goes with the state file: when the last member leaves (:meth:`release`) or a sweep
+        finds nobody holds the resource (:func:`discard_unheld`).
         """
         return f"{self._stem}.{suffix}"
 
@@ -153,8 +153,8 @@ class SharedResource:
             return resource
 
     def release(self, stop: Callable[[Resource], None]) -> bool:
-        """Leave; the last live member calls ``stop`` and removes the state and lock files,
-        then the run directory if nothing else is left in it.
+        """Leave; the last live member calls ``stop`` and removes the state, side and lock
+        files, then the run directory if nothing else is left in it.
 
         :returns: ``True`` when this call stopped the resource.
         """
@@ -172,8 +172,8 @@ class SharedResource:
                 if resource:
                     stop(resource)
             finally:
-                _unlink(self.state_path)
-                _unlink(self.lock_path)  # still held: waiters see the inode change and retry
+                for path in _files_of(self._stem):  # the lock file last, still held: waiters
+                    _unlink(path)                   # see the inode change and retry
         remove_if_empty(self.run_dir)  # other resources of the run keep it
         return True
 
@@ -273,17 +273,18 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 def _locked(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created 0600), robust to the file being unlinked.
 
-    :param make_dir: makes the directory of ``path`` when it is missing (the run's last member
-        removed it while we waited).
+    :param make_dir: makes (or checks) the directory of ``path``; called before every attempt,
+        so a directory is trusted only once checked, and made again when the run's last member
+        removed it while we waited.
     :raises SharedLockTimeout: if it is not obtained within ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     while True:
+        make_dir()
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
-            make_dir()
-            continue
+            continue  # removed between the check and the open
         got = _flock_current(fd, path)
         if got:
             break

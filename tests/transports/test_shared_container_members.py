@@ -9,15 +9,17 @@ gone, also by SIGKILL, the next sweep removes it.
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
-import tempfile
 import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+
+from pytest_hermes_kernel.containers.rundir import run_dir_path
 
 MEMBER = """
 import sys, time
@@ -61,6 +63,7 @@ def test_a_sweep_leaves_a_shared_container_to_its_survivors_and_removes_it_after
         while cid not in sweep_dead_runs(client) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert cid not in {c.id for c in client.containers.list(all=True)}, "the last member's death left it"
+        assert not os.path.exists(run_dir_path(run_id)), "the removed container's run files outlived it"
     finally:
         for proc in (creator, survivor):
             if proc is not None and proc.poll() is None:
@@ -68,5 +71,4 @@ def test_a_sweep_leaves_a_shared_container_to_its_survivors_and_removes_it_after
         from pytest_hermes_kernel.containers.lifecycle import remove_container
 
         remove_container(cid, client=client)
-        for leftover in Path(tempfile.gettempdir()).glob(f"pytest-hermes-kernel-{run_id}-*"):
-            leftover.unlink()  # the SIGKILLed members' state and lock files
+        shutil.rmtree(run_dir_path(run_id), ignore_errors=True)  # the SIGKILLed members' run files
