@@ -37,17 +37,19 @@ import fcntl
 import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import HermesKernelError
+from ..errors import ConfigError, HermesKernelError
 from .rundir import remove_if_empty, run_dir, run_dir_path
 
 Resource = dict[str, Any]
 
 log = logging.getLogger(__name__)
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
 XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
@@ -105,10 +107,13 @@ class SharedResource:
     :param key: a short digest of the options that make the resource (image, limits).
     :param run_id: overrides :func:`current_run_id` (tests).
     :param directory: the temp dir the run's directory is made in (default: the temp dir).
-    :raises ConfigError: if the run id cannot name a directory.
+    :raises ConfigError: if the run id cannot name a directory, or ``kind``/``key`` hold anything
+        but letters, digits, ``_`` and ``-`` (a file's name up to its first dot is its resource).
     """
 
     def __init__(self, kind: str, key: str, *, run_id: str | None = None, directory: str | None = None) -> None:
+        if not _NAME.fullmatch(f"{kind}-{key}"):
+            raise ConfigError(f"a shared resource's kind and key must be letters, digits, '_' or '-': {kind!r}, {key!r}")
         self.run_id = run_id or current_run_id()
         self._directory = directory
         self.run_dir = run_dir_path(self.run_id, directory)
