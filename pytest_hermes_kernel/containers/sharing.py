@@ -113,7 +113,8 @@ class SharedResource:
 
     def __init__(self, kind: str, key: str, *, run_id: str | None = None, directory: str | None = None) -> None:
         if not _NAME.fullmatch(f"{kind}-{key}"):
-            raise ConfigError(f"a shared resource's kind and key must be letters, digits, '_' or '-': {kind!r}, {key!r}")
+            raise ConfigError(f"a shared resource's kind and key must be letters, digits, '_' or '-', "
+                              f"not {kind!r}, {key!r}")
         self.run_id = run_id or current_run_id()
         self._directory = directory
         self.run_dir = run_dir_path(self.run_id, directory)
