@@ -35,6 +35,7 @@ from ..kernel.handle import KernelHandle
 from .cancel import *  # noqa: F401,F403
 from .channel_integrity import *  # noqa: F401,F403
 from .crashes import *  # noqa: F401,F403
+from .environment import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .locales import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403

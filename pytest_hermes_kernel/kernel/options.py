@@ -136,10 +136,30 @@ class KernelOptions:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
-        bad = {k: v for k, v in self.env.items() if not isinstance(k, str) or not isinstance(v, str)}
-        if bad:
-            raise ConfigError(f"env names and values must be str, got {bad!r}")
+        check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(f"{name} must be a path string or None, got {value!r}")
+
+
+def check_env(env: Mapping[str, str]) -> None:
+    """Refuse what no OS environment can hold; every other name and value passes as it is.
+
+    A kernel's environment is applied to the kernel only (it travels in the runner's config,
+    never in a command line), so names a shell would choke on (``A;B``, ``$(id)``, spaces,
+    non-ASCII) are fine; only an empty name, a name with ``=`` or NUL, and a value with NUL
+    cannot be put into an environment at all.
+
+    :param env: the ``env`` option (variable name -> value).
+    :raises ConfigError: if a name or value is not a str or cannot be held; it names the variable.
+    """
+    if not isinstance(env, Mapping):
+        raise ConfigError(f"env must be a dict of variable name -> value, got {env!r}")
+    for name, value in env.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ConfigError(f"env names and values must be str, got {name!r}: {value!r}")
+        if not name or "=" in name or "\0" in name:
+            raise ConfigError(f"env variable {name!r}: a name must be non-empty and hold no '=' or NUL")
+        if "\0" in value:
+            raise ConfigError(f"env variable {name!r}: its value holds a NUL character")

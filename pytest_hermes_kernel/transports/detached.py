@@ -201,12 +201,26 @@ def portable_env(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not (k in HOST_BOUND_ENV and os.environ.get(k) == v)}
 
 
+def launch_env(kernel_id: str) -> dict[str, str]:
+    """What a detached runner's start adds to the far side's own environment: the kernel id only.
+
+    The kernel's environment is no part of the launch: it travels in the runner config and the
+    worker applies it (``kernel/runner/environ.py``), so no name a user passes changes which
+    interpreter starts or how. ``HERMES_KERNEL_ID`` is in the runner's own environment because
+    the leak probes and :data:`KILL_KERNEL_SCRIPT` find a kernel's processes by it.
+    """
+    return {"HERMES_KERNEL_ID": kernel_id}
+
+
 def runner_config(spec: LaunchSpec, kernel_dir: str, orphan_timeout: float | None) -> bytes:
     """The JSON config for ``serve --listen`` (goes to the runner's stdin, never argv).
 
+    It carries the kernel's environment (``env``: :func:`portable_env`, set over the far side's
+    own environment by the worker).
+
     :param orphan_timeout: seconds; when not ``None`` it replaces the kernel option's value.
     """
-    config: dict[str, Any] = dict(spec.config, kernel_dir=kernel_dir,
+    config: dict[str, Any] = dict(spec.config, kernel_dir=kernel_dir, env=portable_env(spec.env),
                                   pidfile=f"{kernel_dir}/{PIDFILE_NAME}", log=f"{kernel_dir}/{LOG_NAME}")
     if orphan_timeout is not None:
         config["orphan_timeout"] = orphan_timeout

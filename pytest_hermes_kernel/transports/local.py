@@ -8,6 +8,12 @@ mid-cell) the kernel sees EOF and kills its worker's process group, then exits.
 ``PR_SET_PDEATHSIG`` is not used for the host link: it fires when the *thread* that spawned the
 child exits, and registries spawn kernels from short-lived threads (the seed system rejected it
 for the same reason).
+
+Environment: the runner starts with a fixed launch environment (:func:`launch_env`: the host's
+own ``PATH``, ``HOME``, locale and the variables this host's interpreter may need to start), so a
+kernel's ``PYTHONPATH``, ``PYTHONHOME`` or ``LD_PRELOAD`` never changes how its runner starts.
+The kernel's environment (``LaunchSpec.env``, whole) travels in the config on stdin and becomes
+the worker's ``os.environ`` (``kernel/runner/environ.py``): cells and what they start see it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,21 @@ from ..procs import dirs_under, kill_session, pid_alive
 from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
+#: Host variables a runner is started with (the host's own values, never the kernel's ``env``
+#: option): what an interpreter of this host may need to start at all.
+LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONHOME", "LD_LIBRARY_PATH")
+
+
+def launch_env(kernel_id: str) -> dict[str, str]:
+    """The fixed environment a local runner starts with: :data:`LAUNCH_ENV_NAMES` as the host has
+    them, and ``HERMES_KERNEL_ID`` (the leak probes and the failed-launch kill find a kernel's
+    processes by it). The kernel's own environment is applied by its worker (``kernel/runner/environ.py``).
+
+    :param kernel_id: the kernel's id.
+    """
+    env = {name: os.environ[name] for name in LAUNCH_ENV_NAMES if name in os.environ}
+    env["HERMES_KERNEL_ID"] = kernel_id
+    return env
 
 
 def kernel_dir_root() -> str:
@@ -58,7 +79,7 @@ class LocalTransport(Transport):
                 [spec.python or self.python, "-B", runner, "serve", "--fd", str(kernel_end.fileno())],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
                 pass_fds=(kernel_end.fileno(),), start_new_session=True,
-                env=spec.env, cwd=spec.cwd or kdir,
+                env=launch_env(spec.kernel_id), cwd=spec.cwd or kdir,
             )
         except OSError as exc:
             host_end.close()
@@ -71,7 +92,8 @@ class LocalTransport(Transport):
             kernel_end.close()
             log.close()
         try:
-            proc.stdin.write(json.dumps(dict(spec.config, kernel_dir=kdir)).encode())
+            config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True)  # the whole environment
+            proc.stdin.write(json.dumps(config).encode())
             proc.stdin.close()
         except OSError:
             pass  # it died at once; the hello wait reports it with the runner log

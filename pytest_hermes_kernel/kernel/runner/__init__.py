@@ -2,7 +2,7 @@
 
 It owns everything on the far side of the channel: the wire codec (:mod:`.frames`, which the
 host imports too: one codec), bounded output capture (:mod:`.capture`), the worker that holds
-the namespace and runs cells (:mod:`.worker`), the supervisor that owns the channel and the
+the namespace and runs cells (:mod:`.worker`) in the kernel's environment (:mod:`.environ`), the supervisor that owns the channel and the
 worker (:mod:`.supervisor`, with :mod:`.attach`, :mod:`.cells`, :mod:`.worker_process`), the
 ``/proc`` and cgroup readers (:mod:`.procfs`), and the modes (:mod:`.serve`, :mod:`.relay`,
 :mod:`.client`, dispatched by :mod:`.__main__`).

@@ -30,6 +30,7 @@ import traceback
 import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, too_large
+from .environ import apply_kernel_env
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 
 TYPE_CHECKING = False
@@ -348,7 +349,7 @@ def _close_channel_in_fork_child() -> None:
 
 def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
-    ``faulthandler`` on fd 2."""
+    ``faulthandler`` on fd 2, the kernel's environment (:mod:`.environ`)."""
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -370,6 +371,7 @@ def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
         os.chdir(config["cwd"])
     if "" not in sys.path:
         sys.path.insert(0, "")
+    apply_kernel_env(config)
 
 
 def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, Any]) -> None:

@@ -2,8 +2,9 @@
 
 One kernel: the runner file is copied into a 0700 kernel dir ``/tmp/hermes-kernels/<kernel_id>``
 (``put_archive``, owned by the container's user), started with ``docker exec`` as
-``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock`` (config JSON on stdin;
-it daemonizes into its own session and prints ``ready <pid>``), then attached through a second
+``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock`` (config JSON on stdin,
+the kernel's environment in it: the exec adds only ``HERMES_KERNEL_ID`` to the container's own
+environment; it daemonizes into its own session and prints ``ready <pid>``), then attached through a second
 exec running ``<runner file> relay <dir>/sock`` whose hijacked socket is the channel
 (:class:`~.docker_stream.DockerExecStream`). A broken stream is re-attached with a new relay
 exec; the runner keeps its state and replays the unacknowledged result. When nobody is attached
@@ -31,7 +32,7 @@ from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
                        KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT,
-                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, portable_env,
+                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, launch_env,
                        runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
@@ -195,7 +196,7 @@ class DockerTransport(Transport):
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
         stream = self._open_exec(container_id, [python, "-B", runner, "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
-                                 environment=portable_env(spec.env), workdir=spec.cwd or kdir)
+                                 environment=launch_env(spec.kernel_id), workdir=spec.cwd or kdir)
         try:
             stream.send(runner_config(spec, kdir, self.orphan_timeout))
             stream.shutdown_write()

@@ -2,8 +2,8 @@
 
 Every function returns one command for ``ExecuteBackend.execute`` (``sh -c``). Nothing secret
 is ever in a command: the token is made on the far side (``os.urandom``) into a 0600 file of
-the 0700 kernel dir and read from there by the client; the command carries the runner file, the
-config without the token, and the kernel's (already scrubbed) environment.
+the 0700 kernel dir and read from there by the client; the command carries the runner file and
+the config without the token, the kernel's (already scrubbed) environment in it as base64 JSON.
 
 Identity: a kernel dir is ``<root>/k-<kernel id[:12]>-<16 hex nonce>``. The runner and its
 worker run as ``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock``, so "the
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...kernel.runner import client as runner_client
+from ..local import LAUNCH_ENV_NAMES
 from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME
 from ..runner_zipapp import ZIP_PACKAGE
 
@@ -50,10 +51,15 @@ def _q(text: str) -> str:
     return shlex.quote(text)
 
 
-def _env_lines(env: Mapping[str, str], unset: list[str]) -> str:
-    drop = " ".join(n for n in unset if _NAME.match(n))
-    sets = [f"export {k}={_q(v)}" for k, v in env.items() if _NAME.match(k)]
-    return "; ".join(([f"unset {drop}"] if drop else []) + sets) or ":"
+def _launch_env_lines(kernel_id: str, unset: list[str]) -> str:
+    """The runner's launch environment: the far side's own, less ``unset``, plus the kernel id.
+
+    ``unset`` names are the host's (never a user's); the shell drops the identifiers among them
+    but those an interpreter may need to start (:data:`~..local.LAUNCH_ENV_NAMES`); the runner
+    config's ``env_unset`` removes every one of them from the kernel (``kernel/runner/environ.py``).
+    """
+    drop = " ".join(n for n in unset if _NAME.match(n) and n not in LAUNCH_ENV_NAMES)
+    return "; ".join(([f"unset {drop}"] if drop else []) + [f"export HERMES_KERNEL_ID={_q(kernel_id)}"])
 
 
 #: Run in the new kernel dir: argv[1] is the config (base64 JSON, no token), then pairs of file
@@ -76,30 +82,35 @@ for i in range(0, len(args), 2):
 
 
 def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Mapping[str, bytes],
-                   config: Mapping[str, Any], env: Mapping[str, str], unset: list[str], hello_params: str) -> str:
+                   config: Mapping[str, Any], kernel_id: str, unset: list[str], hello_params: str) -> str:
     """One execute that makes the kernel dir, ships the files, starts the runner and says hello.
+
+    The kernel's environment is in ``config`` (base64 JSON, so no name or value is ever shell
+    text); the runner starts with the backend's own environment less ``unset``, plus the kernel id.
 
     :param runner: the runner file's name, one of ``files``.
     :returns: the command. It prints ``ready <pid>`` (the runner), then the client's output with
         the hello frame; on failure a line ``HERMES-FILECELL-ERROR ...`` and the runner log tail.
     """
     shipped = " ".join(f"{_q(name)} {b64(zlib.compress(data, 9))}" for name, data in files.items())
+    # paths and the interpreter are written in as quoted words, never as shell variables: the
+    # backend's environment (or the unset list) can hold any name and must not steer the launch
+    r, d, py = _q(root), _q(kdir), _q(python)
     return "\n".join([
         "umask 077",
-        f"R={_q(root)}; D={_q(kdir)}; PY={_q(python)}",
-        f'command -v "$PY" >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: $PY not found"; exit 127; }}',
-        'mkdir -p "$R" 2>/dev/null',
-        (f'[ -d "$R" ] && [ ! -L "$R" ] && [ -O "$R" ] || {{ echo "{ERROR_MARK} root: $R is not a directory '
+        f'command -v {py} >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: "{py}" not found"; exit 127; }}',
+        f"mkdir -p {r} 2>/dev/null",
+        (f'[ -d {r} ] && [ ! -L {r} ] && [ -O {r} ] || {{ echo "{ERROR_MARK} root: "{r}" is not a directory '
          'owned by $(id -un)"; exit 1; }'),
-        f'mkdir -m 700 "$D" || {{ echo "{ERROR_MARK} dir: cannot make $D"; exit 1; }}',
-        'cd "$D" || exit 1',
-        (f'"$PY" -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
+        f'mkdir -m 700 {d} || {{ echo "{ERROR_MARK} dir: cannot make "{d}; exit 1; }}',
+        f"cd {d} || exit 1",
+        (f'{py} -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
          f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
-        (f'( {_env_lines(env, unset)}; exec "$PY" -B "$D/{runner}" serve --listen "$D/{SOCKET_NAME}" '
-         f"< config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; rm -f config.json; "
-         f"tail -n 20 {LOG_NAME}; exit 1; }}"),
+        (f"( {_launch_env_lines(kernel_id, unset)}; exec {py} -B {_q(f'{kdir}/{runner}')} serve --listen "
+         f"{_q(f'{kdir}/{SOCKET_NAME}')} < config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; "
+         f"rm -f config.json; tail -n 20 {LOG_NAME}; exit 1; }}"),
         "rm -f config.json",
-        f'"$PY" -I -S -B -c {_q(CLIENT_BOOT)} "$D/{runner}" "$D" {hello_params}',
+        f"{py} -I -S -B -c {_q(CLIENT_BOOT)} {_q(f'{kdir}/{runner}')} {d} {hello_params}",
     ])
 
 

@@ -39,7 +39,7 @@ from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
-from ..detached import portable_env, runner_config
+from ..detached import runner_config
 from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
@@ -108,11 +108,11 @@ class FileCellTransport(Transport):
         site = FileCellSite(self, kdir, python, app.name)
         config = json.loads(runner_config(spec, kdir, self.orphan_timeout))
         config.pop("token", None)  # a fresh one is made on the far side, never on a command line
-        env = portable_env(spec.env)
-        unset = [name for name in os.environ if name not in spec.env]
+        unset = [name for name in os.environ if name not in spec.env]  # the host's: not for the kernel
+        config["env_unset"] = unset
         cmd = scripts.launch_command(
             root=self.root, kdir=kdir, python=python, runner=app.name, files={app.name: app.data}, config=config,
-            env=env, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
+            kernel_id=spec.kernel_id, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
         try:
             code, out = run(cmd, self.launch_timeout)

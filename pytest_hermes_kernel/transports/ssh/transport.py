@@ -4,8 +4,9 @@ One kernel: SFTP puts the runner into a 0700 kernel dir ``~/.hermes-kernels/<ker
 exec channel starts ``python3 -B <dir>/hermes-runner-<hash>.pyz serve --listen <dir>/sock`` with
 the config JSON on the channel's stdin (then EOF); the runner daemonizes into its own session and
 prints ``ready <pid>``. The channel is a second exec channel running ``<runner file> relay
-<dir>/sock`` (:class:`~.ssh_connection.SshStream`). The kernel's environment goes in a 0600
-``env.sh`` sourced (and removed) by the start command: sshd ignores most ``env`` requests.
+<dir>/sock`` (:class:`~.ssh_connection.SshStream`). The kernel's environment travels in the
+config (the worker applies it); the start command adds only ``HERMES_KERNEL_ID`` to the login's
+own environment, so no name a user passes changes how the runner starts.
 
 Nothing relies on the SSH ``signal`` request (OpenSSH before 7.9 ignores it, paramiko#203) or on
 closing a channel (without a PTY that kills nothing, paramiko#785): interrupts travel on the
@@ -25,7 +26,6 @@ key pinned (:class:`~.sshd.SshdContainer`).
 from __future__ import annotations
 
 import logging
-import re
 import shlex
 import threading
 import time
@@ -35,7 +35,7 @@ from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes,
-                       parse_ready, portable_env, runner_config)
+                       parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
@@ -46,12 +46,10 @@ if TYPE_CHECKING:
     import paramiko
 
 KERNEL_ROOT = ".hermes-kernels"
-ENV_FILE = "env.sh"
 READY_TIMEOUT = 30.0
 PROBE_TIMEOUT = 15.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +202,6 @@ class SshTransport(Transport):
             sftp.mkdir(kdir, 0o700)
             app = runner_zipapp()
             _put(sftp, f"{kdir}/{app.name}", app.data)
-            _put(sftp, f"{kdir}/{ENV_FILE}", _env_script(portable_env(spec.env)))
             return kdir
         except OSError as exc:
             raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
@@ -226,8 +223,8 @@ class SshTransport(Transport):
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
-        env_file = f"{kdir}/{ENV_FILE}"
-        command = (f"cd {q(spec.cwd or kdir)} && . {q(env_file)} && rm -f {q(env_file)} && "
+        exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(spec.kernel_id).items())
+        command = (f"cd {q(spec.cwd or kdir)} && export {exports} && "
                    f"exec {q(python)} -B {q(runner)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
         code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
         pid = parse_ready(out)
@@ -368,12 +365,6 @@ def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
     with sftp.open(path, "wb") as fh:
         fh.chmod(0o600)
         fh.write(data)
-
-
-def _env_script(env: dict[str, str]) -> bytes:
-    """``export NAME='value'`` lines for a POSIX shell (names that are not identifiers are left out)."""
-    lines = [f"export {k}={shlex.quote(v)}\n" for k, v in sorted(env.items()) if _ENV_NAME.match(k)]
-    return "".join(lines).encode("utf-8")
 
 
 def _start_hint(code: int | None, python: str) -> str:
