@@ -202,14 +202,15 @@ def portable_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def launch_env(kernel_id: str) -> dict[str, str]:
-    """What a detached runner's start adds to the far side's own environment: the kernel id only.
+    """What a runner's start adds to the far side's own environment: the kernel markers only.
 
     The kernel's environment is no part of the launch: it travels in the runner config and the
     worker applies it (``kernel/runner/environ.py``), so no name a user passes changes which
-    interpreter starts or how. ``HERMES_KERNEL_ID`` is in the runner's own environment because
-    the leak probes and :data:`KILL_KERNEL_SCRIPT` find a kernel's processes by it.
+    interpreter starts or how. ``HERMES_KERNEL_ID`` and ``HERMES_KERNEL_HOST_PID`` are in the
+    runner's own environment (``/proc/<pid>/environ``) because the leak probes, ``hermes-kernel
+    sweep`` and :data:`KILL_KERNEL_SCRIPT` find a kernel's processes by them.
     """
-    return {"HERMES_KERNEL_ID": kernel_id}
+    return {"HERMES_KERNEL_ID": kernel_id, "HERMES_KERNEL_HOST_PID": str(os.getpid())}
 
 
 def runner_config(spec: LaunchSpec, kernel_dir: str, orphan_timeout: float | None) -> bytes:

@@ -43,13 +43,16 @@ LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYT
 
 def launch_env(kernel_id: str) -> dict[str, str]:
     """The fixed environment a local runner starts with: :data:`LAUNCH_ENV_NAMES` as the host has
-    them, and ``HERMES_KERNEL_ID`` (the leak probes and the failed-launch kill find a kernel's
-    processes by it). The kernel's own environment is applied by its worker (``kernel/runner/environ.py``).
+    them, and the kernel markers (:func:`~.detached.launch_env`: the leak probes, ``hermes-kernel
+    sweep`` and the failed-launch kill find a kernel's processes by them). The kernel's own
+    environment is applied by its worker (``kernel/runner/environ.py``).
 
     :param kernel_id: the kernel's id.
     """
+    from .detached import launch_env as markers
+
     env = {name: os.environ[name] for name in LAUNCH_ENV_NAMES if name in os.environ}
-    env["HERMES_KERNEL_ID"] = kernel_id
+    env.update(markers(kernel_id))
     return env
 
 

@@ -46,9 +46,15 @@ def read_config() -> dict[str, Any]:
 
 def serve_fd(fd: int) -> None:
     """Serve the host on the inherited socket ``fd`` until it goes away."""
-    config = read_config()
+    run_on_channel(read_config(), socket.socket(fileno=fd))
+
+
+def run_on_channel(config: dict[str, Any], sock: socket.socket) -> None:
+    """Serve the host on the connected channel ``sock`` (the lease) until it goes away.
+
+    Also the body of a kernel the kernel server forks (:mod:`.server`).
+    """
     sup = Supervisor(config)
-    sock = socket.socket(fileno=fd)
     sock.set_inheritable(False)
     sup.start_worker()
     sup.link.attach(sock, authenticated=True)

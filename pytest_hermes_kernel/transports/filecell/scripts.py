@@ -29,7 +29,7 @@ from typing import Any
 
 from ...kernel.runner import client as runner_client
 from ..local import LAUNCH_ENV_NAMES
-from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME
+from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env
 from ..runner_zipapp import ZIP_PACKAGE
 
 #: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR PARAMS``: the client mode of the runner
@@ -52,14 +52,15 @@ def _q(text: str) -> str:
 
 
 def _launch_env_lines(kernel_id: str, unset: list[str]) -> str:
-    """The runner's launch environment: the far side's own, less ``unset``, plus the kernel id.
+    """The runner's launch environment: the far side's own, less ``unset``, plus the kernel markers.
 
     ``unset`` names are the host's (never a user's); the shell drops the identifiers among them
     but those an interpreter may need to start (:data:`~..local.LAUNCH_ENV_NAMES`); the runner
     config's ``env_unset`` removes every one of them from the kernel (``kernel/runner/environ.py``).
     """
     drop = " ".join(n for n in unset if _NAME.match(n) and n not in LAUNCH_ENV_NAMES)
-    return "; ".join(([f"unset {drop}"] if drop else []) + [f"export HERMES_KERNEL_ID={_q(kernel_id)}"])
+    exports = " ".join(f"{name}={_q(value)}" for name, value in launch_env(kernel_id).items())
+    return "; ".join(([f"unset {drop}"] if drop else []) + [f"export {exports}"])
 
 
 #: Run in the new kernel dir: argv[1] is the config (base64 JSON, no token), then pairs of file
