@@ -223,3 +223,15 @@ def test_modules_and_classes_stay_small() -> None:
             if span > MAX_CLASS_LINES:
                 big.append(f"{rel}: class {name} spans {span} lines (max {MAX_CLASS_LINES})")
     assert not big, "\n".join(big)
+
+
+def test_the_readme_lists_every_module_of_the_layout() -> None:
+    """README's package layout names every module and package (docs that cannot drift)."""
+    readme = (ROOT.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- layout:begin -->", 1)[1].split("<!-- layout:end -->", 1)[0]
+    listed = {line.split()[0] for line in block.splitlines() if line.strip() and not line.startswith("```")}
+    missing = [str(path.relative_to(ROOT)) for path in sorted(ROOT.rglob("*.py"))
+               if path.name != "__init__.py" and path.name not in listed]
+    missing += [f"{d.relative_to(ROOT)}/" for d in sorted(ROOT.rglob("*")) if d.is_dir()
+                and (d / "__init__.py").exists() and f"{d.name}/" not in listed]
+    assert not missing, "README's package layout lacks: " + ", ".join(missing)
