@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
@@ -47,6 +48,22 @@ def gone(pid: int | None) -> bool:
 
 def all_gone(pids: Iterable[int | None]) -> bool:
     return all(gone(pid) for pid in pids)
+
+
+def interpreter_with(directory: Path, env: dict[str, str]) -> str:
+    """A stand-in interpreter for ``python=``: this one, started with ``env`` in its environment.
+
+    A kernel's own ``env`` never changes how its runner starts (issue #9 point 7), so a test that
+    needs a runner whose start goes wrong (a ``sitecustomize`` that exits, a bad ``PYTHONHOME``)
+    says so through the interpreter, as a user would.
+    """
+    import shlex
+
+    path = directory / "python-with-env"
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    path.write_text(f"#!/bin/sh\nexport {exports}\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
 
 
 def reaped(pid: int) -> bool:

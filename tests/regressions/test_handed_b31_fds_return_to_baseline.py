@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, WatchdogPolicy, start_kernel
-from tests.helpers import wait_until
+from tests.helpers import interpreter_with, wait_until
 
 CYCLES, RESTARTS, THREADS = 21, 15, 3
 """Measured on a loaded 2-core machine: a start costs ~0.3 s, a restart with its cell ~0.03 s, a
@@ -50,7 +50,8 @@ def _cycles(n: int, errors: list[BaseException]) -> None:
         errors.append(exc)
 
 
-def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit):
+def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit, tmp_path):
+    broken = interpreter_with(tmp_path, {"PYTHONHOME": "/nonexistent/hermes-b31"})  # cannot start
     start_kernel("local").shutdown()  # warm imports and caches before the baseline
     baseline = _fd_count()
     errors: list[BaseException] = []
@@ -62,7 +63,7 @@ def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit):
         t.join()
     for _ in range(FAILED_STARTS):
         with pytest.raises(KernelStartError):
-            start_kernel("local", env={"PYTHONHOME": "/nonexistent/hermes-b31"})
+            start_kernel("local", python=broken)
     k = start_kernel("local", watchdog=FAST)
     for _ in range(ABORTED_CELLS):
         assert k.execute("while True: pass", timeout=0.05).status == "timeout"

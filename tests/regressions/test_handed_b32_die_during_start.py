@@ -1,7 +1,8 @@
 """Handed case B32: a kernel that dies during start made ``start()`` wait for the whole start
 timeout (or forever). Local variants of the case (the contract suite runs the transport-neutral
 one on every backend): a ``sitecustomize`` on ``PYTHONPATH`` that writes ``boom`` and exits, and
-one that leaves with ``os._exit(0)`` before the runner says hello.
+one that leaves with ``os._exit(0)`` before the runner says hello. The ``PYTHONPATH`` is the
+interpreter's (``python=``): a kernel's own ``env`` never changes how its runner starts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.procs import processes_with_env
+from tests.helpers import interpreter_with
 
 FAIL_FAST_S = 3.0  # the case: within ~1-2 s of the death; the start timeout is 120 s
 
@@ -25,7 +27,7 @@ def test_death_during_start_fails_fast_with_status_and_stderr(tmp_path, body, st
     started = time.monotonic()
 
     with pytest.raises(KernelStartError) as info:
-        start_kernel("local", env={"PYTHONPATH": str(tmp_path)}, start_timeout=120)
+        start_kernel("local", python=interpreter_with(tmp_path, {"PYTHONPATH": str(tmp_path)}), start_timeout=120)
 
     elapsed = time.monotonic() - started
     text = str(info.value)
