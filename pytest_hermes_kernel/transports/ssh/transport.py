@@ -212,7 +212,7 @@ class SshTransport(Transport):
         """A launch failed: end every process it may have started (found by the kernel id in
         their environment: the runner's pid may never have been reported), then its dir."""
         try:
-            code, out = self.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id, python=python)
+            code, out = self.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)  # the transport's python: the kernel's may be what failed
             if code != 0 or out.strip() != b"gone":
                 log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
                             kernel_id, conn.target, out[-200:])
