@@ -7,8 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pytest_hermes_kernel.containers import sharing
 from pytest_hermes_kernel.containers.sharing import SharedResource
+from pytest_hermes_kernel.errors import ConfigError
 
 
 class Recorder:
@@ -81,16 +84,31 @@ def test_release_without_acquire_does_nothing(tmp_path):
     assert rec.stopped == []
 
 
-def test_run_id_comes_from_xdist_or_is_made_once_and_exported(monkeypatch):
-    monkeypatch.delenv(sharing.RUN_ID_ENV, raising=False)
-    monkeypatch.setenv(sharing.XDIST_RUN_ID_ENV, "xdist-run")
-    assert sharing.current_run_id() == "xdist-run"
+def test_run_id_is_made_once_set_explicitly_and_never_exported(monkeypatch):
+    monkeypatch.setattr(sharing, "_run_id", None)
+    environ_before = dict(sharing.os.environ)
 
-    monkeypatch.delenv(sharing.XDIST_RUN_ID_ENV)
-    monkeypatch.setattr(sharing, "_process_run_id", None)
     made = sharing.current_run_id()
     assert made and sharing.current_run_id() == made
-    assert sharing.os.environ[sharing.RUN_ID_ENV] == made  # child processes join the same run
+
+    assert sharing.use_run_id("run-7.b_x") == made
+    assert sharing.current_run_id() == "run-7.b_x"
+    assert dict(sharing.os.environ) == environ_before  # handed on explicitly, never through the environment
+
+
+@pytest.mark.parametrize("bad", ["", "-leading-dash", "has space", "slash/y", "x" * 129])
+def test_a_run_id_that_cannot_name_files_and_labels_is_refused(monkeypatch, bad):
+    monkeypatch.setattr(sharing, "_run_id", "kept")
+    with pytest.raises(ConfigError, match="run id"):
+        sharing.use_run_id(bad)
+    assert sharing.current_run_id() == "kept"
+
+
+def test_worker_id_outside_xdist_is_controller(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    assert sharing.worker_id() == "controller"
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert sharing.worker_id() == "gw1"
 
 
 def _member(directory: str, barrier, log: str) -> None:

@@ -232,7 +232,7 @@ class DockerExecBackend:
         self._owned_container = False
 
     @classmethod
-    def start(cls, *, image: str | None = None, run_id: str = "filecell", worker_id: str = "master",
+    def start(cls, *, image: str | None = None, run_id: str = "filecell", worker_id: str = "controller",
               mem_limit_bytes: int | None = None) -> DockerExecBackend:
         """Start a kernel host container (no network) and return a backend that owns it.
 
