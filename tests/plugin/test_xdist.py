@@ -17,7 +17,8 @@ def test_cell(hermes_kernel, n):
 
 # Two files, one per worker (--dist loadfile), in lock step through files in the run's dir:
 # the holder starts its kernel after test_short's leak snapshot and keeps it until after
-# test_short's leak check. Only test_short's own resources may count as its leaks.
+# test_short's leak check (a conftest hook marks the end of test_short's teardown). Only
+# test_short's own resources may count as its leaks.
 WAIT_FOR = """
 import pathlib, time
 
@@ -39,7 +40,15 @@ def test_holder(hermes_kernel_factory):
     wait_for("short-started")
     hermes_kernel_factory()
     pathlib.Path("holding").touch()
-    time.sleep(2.0)  # outlive test_short's leak check (grace 0.2 s)
+    wait_for("short-checked")  # outlive test_short's leak check
+"""
+
+SIGNALS = """
+import pathlib
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown" and report.nodeid.endswith("::test_short"):
+        pathlib.Path("short-checked").touch()  # test_short's teardown is over, its leak check included
 """
 
 
@@ -55,6 +64,7 @@ def test_workers_run_kernels_and_the_controller_sums_them(pytester, run):
 
 def test_a_worker_does_not_report_another_workers_kernel_as_its_leak(pytester, run, monkeypatch):
     pytester.makepyfile(test_short=SHORT, test_holder=HOLDER)
+    pytester.makeconftest(SIGNALS)
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(pytester.mkdir("kernel-dirs")))
 
     result = run("-n", "2", "--dist", "loadfile", "--hermes-leak-grace=0.2")

@@ -22,8 +22,7 @@ from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.kernel.contract import Launched
 from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
-from tests.helpers import wait_until
-from tests.transports.conftest import run_in_thread, wait_running
+from tests.support import CellStarted, run_in_thread, wait_request_sent, wait_until
 
 TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0}
 
@@ -50,6 +49,11 @@ class CountingBackend:
     def count(self) -> int:
         with self.lock:
             return len(self.commands)
+
+    def polls(self) -> int:
+        """How many long polls (client runs) were executed so far."""
+        with self.lock:
+            return sum(1 for cmd in self.commands if scripts.CLIENT_BOOT in cmd)
 
     def __repr__(self) -> str:
         return f"Counting({self.inner!r})"
@@ -122,9 +126,10 @@ def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend
     k = start(transport_=FileCellTransport(backend, poll_window_s=1.5))
     k.execute("y = 5")
     pid = k.pid
+    polls = backend.polls()
     fut = run_in_thread(k, "import time\ntime.sleep(30)")
-    wait_running(k)
-    time.sleep(2.0)  # the poll that carried the cell has handed over to one that only waits
+    wait_until(lambda: backend.polls() >= polls + 2, 10.0,
+               what="the poll that carried the cell to hand over to one that only waits")
 
     k.interrupt()
     r = fut.result(timeout=15)
@@ -139,7 +144,7 @@ def test_interrupt_right_after_the_cell_is_sent_is_not_lost(start):
     k = start()
     for _ in range(3):
         fut = run_in_thread(k, "import time\ntime.sleep(30)")
-        wait_running(k)
+        wait_request_sent(k)
         k.interrupt()  # the cell's frame may still be on its way: the interrupt must follow it
         r = fut.result(timeout=15)
         assert r.status == "interrupted", r.summary()
@@ -237,11 +242,11 @@ def test_concurrent_tool_calls_from_threads_are_all_answered(start):
 
 
 def test_restart_while_a_cell_runs_goes_through_the_attached_client(start):
-    k = start()
+    started = CellStarted()
+    k = start(tools=started.tools())
     k.execute("x = 1")
-    fut = run_in_thread(k, "import time\ntime.sleep(30)")
-    wait_running(k)
-    time.sleep(0.5)
+    fut = run_in_thread(k, started.CODE + "import time\ntime.sleep(30)")
+    started.wait()
 
     info = k.restart()
 

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -70,9 +71,9 @@ def test_members_whose_process_died_are_dropped(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     a = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
     rec.acquire(a)
-    state = json.loads(open(a.state_path).read())
+    state = json.loads(Path(a.state_path).read_text())
     state["members"].append(f"{dead.stdout.strip()}:1.0:deadbeef")  # a SIGKILLed worker's entry
-    open(a.state_path, "w").write(json.dumps(state))
+    Path(a.state_path).write_text(json.dumps(state))
 
     assert a.release(rec.stopped.append) is True  # the dead member does not keep it
     assert rec.stopped == [{"container_id": "c1"}]
@@ -139,8 +140,11 @@ def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
         p.start()
     for p in procs:
         p.join(60)
+    codes = [p.exitcode for p in procs]
+    for p in procs:
+        p.close()  # its sentinel pipe
 
-    assert [p.exitcode for p in procs] == [0] * 6
-    assert open(log).read().split() == ["start", "stop"]
+    assert codes == [0] * 6
+    assert Path(log).read_text().split() == ["start", "stop"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", f"pytest-hermes-kernel-{os.getuid()}"]
     assert list((tmp_path / f"pytest-hermes-kernel-{os.getuid()}").iterdir()) == []  # no run dir, state or lock
