@@ -131,23 +131,28 @@ class TransportLostError(HermesKernelError, ConnectionError):
 
     :param permanent: retrying cannot help (the container stopped, the runner is gone, a host
         key mismatch), so the handle reports the loss at once instead of re-attaching.
+    :param timed_out: the host did not answer within the connect timeout (a silent host, not a
+        refusal).
     """
 
-    def __init__(self, message: str = "", *, permanent: bool = False) -> None:
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False) -> None:
         super().__init__(message)
         self.permanent = permanent
+        self.timed_out = timed_out
 
 
 class ChannelClosed(TransportLostError):
     """A channel's byte stream ended (EOF or error).
 
     :param permanent: as for :class:`TransportLostError`.
+    :param timed_out: as for :class:`TransportLostError`.
     :param closed_by_us: this side closed the channel (``False``: the peer broke it), the
         difference between "closed by us" and "broken by the peer".
     """
 
-    def __init__(self, message: str = "", *, permanent: bool = False, closed_by_us: bool = False) -> None:
-        super().__init__(message, permanent=permanent)
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
+                 closed_by_us: bool = False) -> None:
+        super().__init__(message, permanent=permanent, timed_out=timed_out)
         self.closed_by_us = closed_by_us
 
 

@@ -33,12 +33,18 @@ class CountingBackend:
     def __init__(self, inner: ExecuteBackend) -> None:
         self.inner = inner
         self.commands: list[str] = []
+        self.finished: set[int] = set()  # indexes of commands that have returned
         self.lock = threading.Lock()
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         with self.lock:
             self.commands.append(cmd)
-        return self.inner.execute(cmd, timeout)
+            index = len(self.commands) - 1
+        try:
+            return self.inner.execute(cmd, timeout)
+        finally:
+            with self.lock:
+                self.finished.add(index)
 
     def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         with self.lock:
@@ -50,10 +56,12 @@ class CountingBackend:
         with self.lock:
             return len(self.commands)
 
-    def polls(self) -> int:
-        """How many long polls (client runs) were executed so far."""
+    def handed_over(self, since: int) -> bool:
+        """Whether the first long poll run since command ``since`` has returned while a later one
+        runs: the poll that carried a cell's frames has handed over to one that only waits."""
         with self.lock:
-            return sum(1 for cmd in self.commands if scripts.CLIENT_BOOT in cmd)
+            polls = [i for i in range(since, len(self.commands)) if scripts.CLIENT_BOOT in self.commands[i]]
+            return len(polls) >= 2 and polls[0] in self.finished and polls[-1] not in self.finished
 
     def __repr__(self) -> str:
         return f"Counting({self.inner!r})"
@@ -126,9 +134,9 @@ def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend
     k = start(transport_=FileCellTransport(backend, poll_window_s=1.5))
     k.execute("y = 5")
     pid = k.pid
-    polls = backend.polls()
+    since = backend.count()
     fut = run_in_thread(k, "import time\ntime.sleep(30)")
-    wait_until(lambda: backend.polls() >= polls + 2, 10.0,
+    wait_until(lambda: backend.handed_over(since), 10.0,
                what="the poll that carried the cell to hand over to one that only waits")
 
     k.interrupt()

@@ -23,7 +23,7 @@ RUNNER = PACKAGE / "kernel" / "_kernel_runner.py"  # stdlib only, never imports 
 INFO = KernelInfo(kernel_id="k1", transport="local", generation=2, state_lost=True, reason="died", signal=9)
 SAMPLES = {
     "kernel_id": "k1", "info": INFO, "result": CellResult(status="timeout", kernel=INFO, watchdog="reset"),
-    "leaks": {"kernel dir": 1}, "closed_by_us": True, "permanent": True, "host_pid": 4242,
+    "leaks": {"kernel dir": 1}, "closed_by_us": True, "permanent": True, "timed_out": True, "host_pid": 4242,
     "log_tail": "line 1\nline 2", "container_id": "c0ffee", "path": "/tmp/run.lock", "timeout": 600.0,
 }
 
