@@ -118,6 +118,7 @@ def test_host_sigkill_kernel_exits_within_orphan_timeout(docker):
         harness.shutdown()
 
     assert left == []
+    assert harness.facts["locator"]["container_id"] == docker.container_id  # the harness joined our run
     assert docker.container_running(harness.facts["locator"]["container_id"])  # its death removed nothing shared
 
 
