@@ -4,7 +4,7 @@ and cells that run in a thread and report that they are running.
 A docker or ssh kernel's pids mean nothing in this host's process table, so every pid check
 goes through the transport (:meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`).
 A test that acts on a running cell (interrupt, drop, restart) waits for the cell to say it runs
-(:class:`CellStarted`), never for a fixed time.
+(:class:`CellStarted`, or a process of the cell: :func:`process_of`), never for a fixed time.
 """
 
 from __future__ import annotations
@@ -44,6 +44,18 @@ def kernel_pids(kernel: Any, kernel_id: str | None = None) -> set[int]:
     return {int(line.split(":", 1)[0]) for line in lines}
 
 
+def process_of(kernel: Any, command: str) -> int | None:
+    """The pid of a live process of ``kernel`` whose command line is ``command``, seen where the
+    kernel runs (``None`` if there is none): a cell that starts ``sleep 30`` reports that it runs."""
+    transport, launched = kernel.transport, kernel.launched
+    locator = transport.locator(launched) if launched is not None else None
+    for line in transport.kernel_processes(kernel.kernel_id, locator):
+        pid, _, cmdline = line.partition(":")
+        if cmdline.strip() == command:
+            return int(pid)
+    return None
+
+
 def gone_in_kernel(kernel: Any, pid: int | None) -> bool:
     """True when ``pid`` (a pid where ``kernel`` runs) is no longer one of its live processes."""
     return pid is None or pid not in kernel_pids(kernel)
@@ -76,7 +88,9 @@ class CellStarted:
     """A host tool that a cell calls to report that it is running (a condition, not a sleep).
 
     Offer it with ``tools=probe.tools()`` and begin the cell with :attr:`CODE`; :meth:`wait`
-    returns once the cell has called it, i.e. the cell's code is executing in the kernel.
+    returns once the cell has called it, i.e. the cell's code is executing in the kernel. The
+    call's result may still be on its way to the kernel then: to break the stream, wait for a
+    process of the cell instead (:func:`process_of`).
     """
 
     TOOL = "cell_started"
