@@ -148,3 +148,32 @@ def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
     assert Path(log).read_text().split() == ["start", "stop"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", f"pytest-hermes-kernel-{os.getuid()}"]
     assert list((tmp_path / f"pytest-hermes-kernel-{os.getuid()}").iterdir()) == []  # no run dir, state or lock
+
+
+def _shared_labels(state_file: str, host_pid: int) -> dict[str, str]:
+    import socket
+
+    import psutil
+
+    from pytest_hermes_kernel.containers import labels
+
+    return {labels.LABEL: "1", labels.LABEL_HOSTNAME: socket.gethostname(), labels.LABEL_STATE_FILE: state_file,
+            labels.LABEL_HOST_PID: str(host_pid), labels.LABEL_HOST_START: f"{psutil.Process(host_pid).create_time():.3f}"}
+
+
+def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_creator_lives(tmp_path):
+    """The first member starts the container, then writes the state file: a sweep of another
+    session in between must not take a container that is about to be used."""
+    from pytest_hermes_kernel.containers.sweep import in_use
+
+    res = SharedResource("docker", "k", run_id="rec", directory=str(tmp_path))
+    labels = _shared_labels(res.state_path, sharing.os.getpid())
+
+    assert in_use(labels), "no state file yet, the creator lives"
+
+    res.acquire(lambda: {"container_id": "c"}, lambda r: True, lambda r: None)
+    assert in_use(labels), "recorded, with a live member"
+    res.release(lambda r: None)
+    os.makedirs(os.path.dirname(res.state_path), mode=0o700, exist_ok=True)  # the last member removed it
+    Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c"}, "members": ["1:0.0:dead"]}))
+    assert not in_use(labels), "recorded, and every member is gone: the creator alone does not keep it"
