@@ -22,11 +22,11 @@ import inspect
 from typing import Any
 
 __all__ = [
-    "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError", "KernelDiedError", "HostGoneError",
-    "KernelShutdownError", "KernelStateError", "TransportLostError", "ChannelClosed", "TransportUnavailableError",
-    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted",
-    "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused", "LeakError",
-    "ScenarioFailure", "HermesLeakWarning",
+    "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
+    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
+    "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
+    "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
 
 
@@ -80,11 +80,14 @@ class KernelStartError(HermesKernelError):
     """The kernel runner did not start or did not say hello before its deadline.
 
     :param kernel_id: the kernel that did not start (``None`` when it had no id yet).
+    :param exit_code: the runner's exit status when it died before its hello (``None``: it did
+        not die, or the transport could not tell).
     """
 
-    def __init__(self, message: str = "", *, kernel_id: str | None = None) -> None:
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, exit_code: int | None = None) -> None:
         super().__init__(message)
         self.kernel_id = kernel_id
+        self.exit_code = exit_code
 
 
 class KernelDiedError(HermesKernelError):

@@ -1,5 +1,6 @@
-"""Probes the contract suite uses: waiting with deadlines, pids seen *where the kernel runs*,
-and cells that run in a thread and report that they are running.
+"""Probes the contract suite uses: deadlines, pids *where the kernel runs*, cells that say they run.
+
+Waiting is with deadlines; cells run in a thread and report that they are running.
 
 A docker or ssh kernel's pids mean nothing in this host's process table, so every pid check
 goes through the transport (:meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`).
