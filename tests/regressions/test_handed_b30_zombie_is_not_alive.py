@@ -15,7 +15,7 @@ import time
 import psutil
 
 from pytest_hermes_kernel import start_kernel
-from tests.helpers import wait_until
+from tests.support import wait_until
 
 HEARTBEAT_S = 1.0  # the case: death is seen within one heartbeat interval
 FAIL_FAST_S = 5.0
