@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
-                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes,
+from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
+                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
+from .probes import PROBE_TIMEOUT, remove_kernel_dir
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from . import probes
@@ -45,9 +46,8 @@ from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 if TYPE_CHECKING:
     import paramiko
 
-KERNEL_ROOT = ".hermes-kernels"
+KERNEL_ROOT = SSH_KERNEL_ROOT
 READY_TIMEOUT = 30.0
-PROBE_TIMEOUT = 15.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
 
@@ -111,6 +111,7 @@ class SshTransport(Transport):
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
         self._home: str | None = None
+        self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
         self._quiet_until = 0.0
         self._down_reason = ""
         self.connect_via = connect_via
@@ -199,6 +200,7 @@ class SshTransport(Transport):
             except OSError:
                 pass  # exists
             kdir = f"{root}/{spec.kernel_id}"
+            self.made_dirs.add(str(conn.target), kdir)
             sftp.mkdir(kdir, 0o700)
             app = runner_zipapp()
             _put(sftp, f"{kdir}/{app.name}", app.data)
@@ -219,7 +221,7 @@ class SshTransport(Transport):
         except (TransportLostError, TimeoutError) as exc:
             log.warning("failed launch of kernel %s on %s: could not end its processes: %s",
                         kernel_id, conn.target, exc)
-        _remove_kernel_dir(conn, kdir)
+        remove_kernel_dir(conn, kdir)
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
@@ -275,10 +277,8 @@ class SshTransport(Transport):
         except ExecNotStartedError:
             return self.run_script(self._connection(probe=True), script, *args, python=python)
 
-    def _alive_on(self, conn: SshConnection | None, launched: Launched) -> bool:
-        """Whether the runner runs, asked on ``conn`` (``None``: the live connection, see :meth:`run_probe`)."""
-        args = (ALIVE_SCRIPT, str(launched.pid))
-        python = launched.extra.get("python")
+    def _alive_on(self, conn: SshConnection | None, launched: Launched) -> bool:  # None: see run_probe
+        args, python = (ALIVE_SCRIPT, str(launched.pid)), launched.extra.get("python")
         code, _ = self.run_probe(*args, python=python) if conn is None else self.run_script(conn, *args, python=python)
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
@@ -307,7 +307,7 @@ class SshTransport(Transport):
         if not launched.kernel_dir:
             return
         try:
-            _remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
+            remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
         except TransportLostError as exc:
             log.warning("could not remove %s over ssh: %s", launched.kernel_dir, exc)
 
@@ -386,12 +386,3 @@ def _relay_command(python: str, runner: str, kdir: str) -> str:
     q = shlex.quote
     return f"exec {q(python)} -B {q(runner)} relay {q(kdir + '/' + SOCKET_NAME)}"
 
-
-def _remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
-    """``rm -rf`` a kernel dir on the ssh host (nothing but a kernel dir); failures are logged."""
-    if f"/{KERNEL_ROOT}/" not in kdir:
-        return
-    try:
-        conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
-    except (TransportLostError, TimeoutError) as exc:
-        log.warning("could not remove %s over ssh: %s", kdir, exc)
