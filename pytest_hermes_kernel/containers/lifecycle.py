@@ -158,6 +158,14 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
             client.close()
 
 
+def container_log(client: docker.DockerClient, container_id: str, lines: int) -> str:
+    """The last ``lines`` lines a container wrote (stdout and stderr); ``""`` if it is gone."""
+    try:
+        return client.api.logs(container_id, tail=lines).decode("utf-8", "replace").rstrip()
+    except Exception:  # noqa: BLE001 - gone or engine away: there is no log to show
+        return ""
+
+
 def _limits(mem_limit_bytes: int | None, cpus: float | None) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     if mem_limit_bytes is not None:

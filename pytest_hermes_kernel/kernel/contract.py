@@ -152,6 +152,11 @@ class Transport(ABC):
         """The last ``lines`` lines of the runner's log, for error messages; ``""`` if none."""
         return ""
 
+    def host_log(self, launched: Launched, lines: int = 20) -> str:
+        """The last ``lines`` lines of the log of what hosts the kernel (a container's output, an
+        sshd's), for a failing test's report; ``""`` if there is none (the default)."""
+        return ""
+
     def sweep_stale(self, max_age_s: float) -> int:
         """Remove kernel dirs of dead hosts or older than ``max_age_s`` seconds; how many."""
         return 0

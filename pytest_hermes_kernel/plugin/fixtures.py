@@ -21,7 +21,7 @@ from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
 from ..transports import get_transport, make_transport, transport_names
 from ..kernel.contract import Transport
-from . import faults
+from . import faults, story
 from .report import phase_report_key, stats_key
 from .settings import settings_key
 
@@ -219,6 +219,7 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
         kernel = faults.make_kernel(request, hermes_transport, opts, tools)
         kernel.add_listener(stats.on_event)
         stats.on_event("started", kernel, None)  # started before the listener was added
+        story.follow(request.node, kernel)
         made.append(kernel)
         return kernel
 

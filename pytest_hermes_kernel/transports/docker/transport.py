@@ -34,6 +34,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, KERNEL_PROCESSES_SCRIP
                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
                        parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
+from ...containers.lifecycle import container_log
 from ...containers.sharing import current_run_id
 from . import probes
 from .host import ContainerMode, KernelHosts
@@ -288,6 +289,10 @@ class DockerTransport(Transport):
         except Exception:  # noqa: BLE001
             return ""
         return out.decode("utf-8", "replace").rstrip()
+
+    def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        """The kernel host container's own output (its init's), last ``lines`` lines."""
+        return container_log(self.client, launched.extra.get("container") or "", lines)
 
     def locator(self, launched: Launched) -> dict[str, Any]:
         return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
+from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
-from .probes import PROBE_TIMEOUT, remove_kernel_dir
+from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from . import probes
@@ -182,7 +182,7 @@ class SshTransport(Transport):
             pid = self._start_runner(conn, runner, kdir, spec, python)
             chan = conn.open_exec(_relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
-            self._end_failed_launch(conn, kdir, spec.kernel_id, python)
+            end_failed_launch(self, conn, kdir, spec.kernel_id)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
@@ -209,19 +209,6 @@ class SshTransport(Transport):
             raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
         finally:
             sftp.close()
-
-    def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None:
-        """A launch failed: end every process it may have started (found by the kernel id in
-        their environment: the runner's pid may never have been reported), then its dir."""
-        try:
-            code, out = self.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)  # the transport's python: the kernel's may be what failed
-            if code != 0 or out.strip() != b"gone":
-                log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
-                            kernel_id, conn.target, out[-200:])
-        except (TransportLostError, TimeoutError) as exc:
-            log.warning("failed launch of kernel %s on %s: could not end its processes: %s",
-                        kernel_id, conn.target, exc)
-        remove_kernel_dir(conn, kdir)
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
@@ -323,6 +310,10 @@ class SshTransport(Transport):
             self.sshd.leave()
 
     # ------------------------------------------------------------------------------ diagnostics
+    def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        """The sshd container's log (sshd -e), last ``lines`` lines; ``""`` for a ``target=`` host."""
+        return self.sshd.log(lines) if self.sshd is not None else ""
+
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         try:
             _, out, _ = self._connection(probe=True).run(
