@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from ..errors import ConfigError
-from ..faults.spec import MARKERS as FAULT_MARKERS
+from ..faults.spec import MARKERS as FAULT_MARKERS, plain_signature
 from ..kernel.options import KernelOptions
 from ..transports import transport_factory, transport_names
 
@@ -115,16 +115,12 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             try:
                 parse(*mark.args, **mark.kwargs)
             except (TypeError, ConfigError) as exc:
-                problems.append(f"bad @pytest.mark.{name}{_signature(parse)}: {exc}")
+                problems.append(f"bad @pytest.mark.{name}{plain_signature(parse)}: {exc}")
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
     return problems
-
-
-def _signature(func: Callable[..., object]) -> str:
-    return str(inspect.signature(func)).split(" ->")[0]
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (

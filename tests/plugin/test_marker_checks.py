@@ -73,3 +73,13 @@ def test_each_marker_problem_errors_its_own_test_once_naming_the_fix(pytester: p
         if text.count(expected) != 1:
             wrong[test] = text
     assert not wrong, "\n\n".join(f"{t}: expected once: {EXPECTED[t]!r}\n{text}" for t, text in wrong.items())
+
+
+def test_pytest_markers_shows_each_hermes_marker_with_its_signature_and_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--markers")
+    lines = [line for line in result.stdout.lines if line.startswith("@pytest.mark.hermes_")]
+    names = {line[len("@pytest.mark."):].split("(")[0] for line in lines}
+    assert names >= {"hermes_kernel", "hermes_transports", "hermes_allow_leaks", "hermes_host_sigkill",
+                     "hermes_kernel_sigkill", "hermes_oom", "hermes_transport_drop"}, names
+    unreadable = [line for line in lines if "): " not in line or "'int" in line or "->" in line]
+    assert not unreadable, "\n".join(unreadable)
