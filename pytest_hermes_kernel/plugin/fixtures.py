@@ -23,7 +23,7 @@ from ..transports import get_transport, make_transport, transport_names
 from ..kernel.contract import Transport
 from . import faults, story
 from .report import phase_report_key, stats_key
-from .settings import settings_key
+from .settings import settings_key, transport_defaults
 
 _FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(KernelOptions)}
 _KERNEL_FIELDS = set(_FIELD_TYPES)
@@ -176,11 +176,12 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
         pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
     marker = kernel_marker(request.node)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
+    defaults = transport_defaults(request.config, name)
     try:
         if options:
-            transport = make_transport(name, **options)
+            transport = make_transport(name, **{**defaults, **options})
         else:
-            transport = get_transport(name)
+            transport = get_transport(name, **defaults)
     except TransportUnavailableError as exc:
         _unavailable(request, str(exc))
         raise
@@ -272,7 +273,9 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
     own = hermes_transport.name
 
     def factory(key: Any) -> Transport:
-        return hermes_transport if key.transport == own else get_transport(key.transport)
+        if key.transport == own:
+            return hermes_transport
+        return get_transport(key.transport, **transport_defaults(request.config, key.transport))
 
     registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
                               options=opts, tools=marker.tools, transport_factory=factory, transport=own)
