@@ -57,6 +57,16 @@ def transport_option_names() -> dict[str, set[str]]:
     return names
 
 
+def options_lacking(transport: str, options: Iterable[str]) -> dict[str, list[str]]:
+    """``{option: [transports that take it]}`` for each marker transport option that
+    ``transport`` does not take (``{}`` for a transport whose options cannot be read)."""
+    by_transport = transport_option_names()
+    takes = by_transport.get(transport)
+    if takes is None:
+        return {}
+    return {key: sorted(t for t, keys in by_transport.items() if key in keys) for key in options if key not in takes}
+
+
 def _unknown_transport(name: object, where: str) -> str | None:
     known = transport_names()
     if isinstance(name, str) and name in known:
