@@ -122,11 +122,14 @@ class KernelShutdownError(HermesKernelError):
     """The kernel (or its registry) was shut down; no further cells can run on it.
 
     :param kernel_id: the kernel that is shut down (``None``: the whole registry is).
+    :param generation: the kernel's generation the refused request was sent to (``None``: not
+        known, or the whole registry).
     """
 
-    def __init__(self, message: str = "", *, kernel_id: str | None = None) -> None:
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, generation: int | None = None) -> None:
         super().__init__(message)
         self.kernel_id = kernel_id
+        self.generation = generation
 
 
 class TransportLostError(HermesKernelError, ConnectionError):
