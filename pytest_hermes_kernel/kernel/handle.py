@@ -189,10 +189,12 @@ class KernelHandle:
         return self
 
     # ------------------------------------------------------------------------------ execute
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.
 
         :param timeout: seconds of budget for this cell (``None``: ``options.timeout``).
+        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`.
         :param raise_on_timeout: raise the watchdog outcome's exception instead of returning it.
         :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
             overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
@@ -210,7 +212,7 @@ class KernelHandle:
                 raise self._runtime.shut_error(ticket.generation)
             if not may_run:
                 return _overtaken(self.info(generation=ticket.generation), ticket)
-            result = self._run(code, budget_s, self._prepare())
+            result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
         if raise_on_timeout and result.watchdog:
@@ -234,12 +236,12 @@ class KernelHandle:
                                   "auto_restart is off: call restart() to continue on a fresh kernel",
                                   info=self.info(**loss.info_fields()))
 
-    def _run(self, code: str, budget_s: float | None, loss: Loss | None) -> CellResult:
+    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None) -> CellResult:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self._life.stopping)
+                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
@@ -257,7 +259,7 @@ class KernelHandle:
         if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
             self._life.advance(S.WORKER_DEAD)
             self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
-            return self._run(code, budget_s, self._prepare())
+            return self._run(code, budget_s, self._prepare(), cancel)
         return self._judge(outcome, loss, intent, cell)
 
     def _judge(self, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent, cell: CellRun) -> CellResult:
