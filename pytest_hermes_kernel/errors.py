@@ -24,8 +24,8 @@ from typing import Any
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
-    "ExecNotStartedError", "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
-    "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError", "ImageBuildError",
+    "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
 
@@ -170,6 +170,22 @@ class ChannelClosed(TransportLostError):
                  closed_by_us: bool = False) -> None:
         super().__init__(message, permanent=permanent, timed_out=timed_out)
         self.closed_by_us = closed_by_us
+
+
+class ExitStatusUnknownError(TransportLostError):
+    """An execute-only backend returned no exit status a command can be judged by (handed case B35).
+
+    ``None`` (docker-py's ``exit_code`` when the stream broke or the exec still ran), a negative
+    number (paramiko's ``-1`` for "no status", subprocess's ``-N``) or one over 255: the command
+    may or may not have run, so it is neither a success nor an ordinary failure.
+
+    :param returned: ``repr`` of what the backend returned as the exit status.
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
+                 returned: str = "") -> None:
+        super().__init__(message, permanent=permanent, timed_out=timed_out)
+        self.returned = returned
 
 
 class TransportUnavailableError(HermesKernelError):
