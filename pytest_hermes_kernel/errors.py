@@ -24,8 +24,8 @@ from typing import Any
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
-    "ExecNotStartedError", "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
-    "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError", "ImageBuildError",
+    "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
 
@@ -122,11 +122,14 @@ class KernelShutdownError(HermesKernelError):
     """The kernel (or its registry) was shut down; no further cells can run on it.
 
     :param kernel_id: the kernel that is shut down (``None``: the whole registry is).
+    :param generation: the kernel's generation the refused request was sent to (``None``: not
+        known, or the whole registry).
     """
 
-    def __init__(self, message: str = "", *, kernel_id: str | None = None) -> None:
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, generation: int | None = None) -> None:
         super().__init__(message)
         self.kernel_id = kernel_id
+        self.generation = generation
 
 
 class TransportLostError(HermesKernelError, ConnectionError):
@@ -167,6 +170,22 @@ class ChannelClosed(TransportLostError):
                  closed_by_us: bool = False) -> None:
         super().__init__(message, permanent=permanent, timed_out=timed_out)
         self.closed_by_us = closed_by_us
+
+
+class ExitStatusUnknownError(TransportLostError):
+    """An execute-only backend returned no exit status a command can be judged by (handed case B35).
+
+    ``None`` (docker-py's ``exit_code`` when the stream broke or the exec still ran), a negative
+    number (paramiko's ``-1`` for "no status", subprocess's ``-N``) or one over 255: the command
+    may or may not have run, so it is neither a success nor an ordinary failure.
+
+    :param returned: ``repr`` of what the backend returned as the exit status.
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
+                 returned: str = "") -> None:
+        super().__init__(message, permanent=permanent, timed_out=timed_out)
+        self.returned = returned
 
 
 class TransportUnavailableError(HermesKernelError):

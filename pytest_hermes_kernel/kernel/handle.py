@@ -20,7 +20,7 @@ import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
 from .output import secret_values
+from .queue import CellQueue, Ticket
 from .results import MAX_FRAME_BYTES, CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
@@ -79,7 +80,7 @@ class KernelHandle:
                                       life=self._life, on_started=lambda launched: self._emit("started", launched))
         self._pending_loss: Loss | None = None  # the loss the next cell must report
         self._cell: CellRun | None = None
-        self._cell_lock = threading.RLock()
+        self._queue = CellQueue()
         self._control_lock = threading.Lock()
         self._secrets = secret_values()
         self._listeners: list[Listener] = []
@@ -90,10 +91,8 @@ class KernelHandle:
 
     def _emit(self, event: str, payload: Any) -> None:
         for listener in list(self._listeners):
-            try:
+            with suppress(Exception):  # an observer must never break the kernel
                 listener(event, self, payload)
-            except Exception:  # noqa: BLE001 - an observer must never break the kernel
-                pass
 
     # ------------------------------------------------------------------------------ looking
     @property
@@ -117,20 +116,16 @@ class KernelHandle:
         """How many times the kernel was replaced (a new worker or runner); state is lost each time."""
         return self._runtime.generation
 
-    @property
-    def restart_count(self) -> int:
-        """Replacements so far (deaths, resets, ``restart()``); equals :attr:`generation`."""
-        return self._runtime.restart_count
+    restart_count = generation
+    """Replacements so far (deaths, resets, ``restart()``): :attr:`generation` by another name."""
 
     @property
     def worker_pid(self) -> int | None:
         """Pid of the interpreter running cells (inside the container for remote kernels)."""
         return self._runtime.worker_pid
 
-    @property
-    def pid(self) -> int | None:
-        """Alias of :attr:`worker_pid`."""
-        return self._runtime.worker_pid
+    pid = worker_pid
+    """Alias of :attr:`worker_pid`."""
 
     @property
     def runner_pid(self) -> int | None:
@@ -148,6 +143,11 @@ class KernelHandle:
     def _channel(self) -> Channel | None:
         link = self._runtime.link
         return None if link is None else link.channel
+
+    @property
+    def queued(self) -> int:
+        """How many cells wait for their turn now (the running cell is not counted)."""
+        return self._queue.waiting
 
     @property
     def _running_rid(self) -> int | None:
@@ -181,7 +181,7 @@ class KernelHandle:
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
-        with self._cell_lock:
+        with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
             if self._life.is_(S.NEW):
@@ -189,25 +189,30 @@ class KernelHandle:
         return self
 
     # ------------------------------------------------------------------------------ execute
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.
 
         :param timeout: seconds of budget for this cell (``None``: ``options.timeout``).
+        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`.
         :param raise_on_timeout: raise the watchdog outcome's exception instead of returning it.
-        :returns: the :class:`CellResult`; a death, exit or lost transport is a result too.
+        :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
+            overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
         _check_cell(code, timeout)
         if running_tool_of(self):
-            raise ConfigError(f"a tool cannot run a cell on kernel {self.kernel_id}: the cell that called the "
-                              "tool holds it (it would wait for itself)")
+            raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
         budget_s = self.options.timeout if timeout is None else timeout
-        with self._cell_lock:
+        ticket = self._queue.ticket(self.generation)
+        with self._queue.turn(ticket) as may_run:
             if self._life.stopping:
-                raise self._runtime.shut_error()
-            result = self._run(code, budget_s, self._prepare())
+                raise self._runtime.shut_error(ticket.generation)
+            if not may_run:
+                return _overtaken(self.info(generation=ticket.generation), ticket)
+            result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
         if raise_on_timeout and result.watchdog:
@@ -226,18 +231,17 @@ class KernelHandle:
 
     def _may_restart(self) -> None:
         loss = self._pending_loss
-        if self.options.auto_restart or loss is None:
-            return
-        raise KernelDiedError(f"kernel {self.kernel_id} is gone ({loss.reason}); "
-                              "auto_restart is off: call restart() to continue on a fresh kernel",
-                              info=self.info(**loss.info_fields()))
+        if not self.options.auto_restart and loss is not None:
+            raise KernelDiedError(f"kernel {self.kernel_id} is gone ({loss.reason}); "
+                                  "auto_restart is off: call restart() to continue on a fresh kernel",
+                                  info=self.info(**loss.info_fields()))
 
-    def _run(self, code: str, budget_s: float | None, loss: Loss | None) -> CellResult:
+    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None) -> CellResult:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self._life.stopping)
+                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
@@ -255,7 +259,7 @@ class KernelHandle:
         if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
             self._life.advance(S.WORKER_DEAD)
             self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
-            return self._run(code, budget_s, self._prepare())
+            return self._run(code, budget_s, self._prepare(), cancel)
         return self._judge(outcome, loss, intent, cell)
 
     def _judge(self, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent, cell: CellRun) -> CellResult:
@@ -301,8 +305,8 @@ class KernelHandle:
     def restart(self) -> KernelInfo:
         """Kill the worker (and every process it started) and start a fresh one; state is lost.
 
-        A cell running meanwhile returns ``status="died"`` with ``reason="reset"``. The old
-        worker is confirmed dead before the new one starts.
+        The running cell and the cells waiting for their turn (not run) return ``died``, ``reason="reset"``
+        on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelStartError: if the fresh kernel does not start.
@@ -310,12 +314,13 @@ class KernelHandle:
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
-            if self._life.swap(S.BUSY, S.RESETTING):
-                self._runtime.require_link().kill_worker()
-            with self._cell_lock:  # a running cell settles first
-                self._runtime.replace()
-                self.mark_lost(Loss(reason="reset", note="restart() was called"))
-                return self.info(state_lost=True, reason="reset")
+            with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                if self._life.swap(S.BUSY, S.RESETTING):
+                    self._runtime.require_link().kill_worker()
+                with self._queue.lock:  # a running cell settles first
+                    self._runtime.replace()
+                    self.mark_lost(Loss(reason="reset", note="restart() was called"))
+                    return self.info(state_lost=True, reason="reset")
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
@@ -334,9 +339,8 @@ class KernelHandle:
         self._emit("shutdown", self.exit_info)
         return self.exit_info
 
-    def close(self) -> ExitInfo:
-        """Alias of :meth:`shutdown` (the name the handed cases use)."""
-        return self.shutdown()
+    close = shutdown
+    """Alias of :meth:`shutdown` (the name the handed cases use)."""
 
     def __enter__(self) -> KernelHandle:
         return self.start()
@@ -349,10 +353,22 @@ class KernelHandle:
                 f"pid={self.worker_pid} {'alive' if self.alive else 'down'} ({self.state.value})>")
 
 
+_TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that called the tool holds it "
+                      "(it would wait for itself)")
+"""The error of a tool that runs a cell on the kernel whose cell called it."""
+
 _HEADER_RESERVE_BYTES = 65536
 """Bytes of a frame kept for an ``execute`` request's other fields (id, tool names)."""
 _SOURCE_CHECK_CHARS = (MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES) // 6
 """Sources of up to this many characters fit whatever they hold (JSON-escaped, 6 bytes each at most)."""
+
+
+def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
+    """The final result of a cell that ``restart()`` overtook while it waited (it never ran)."""
+    note = (f"not run: restart() was called while the cell waited for its turn on generation "
+            f"{ticket.generation}")
+    return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
+                                                          signal=None, note=note))
 
 
 def _check_cell(code: object, timeout: object) -> None:

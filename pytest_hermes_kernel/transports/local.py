@@ -32,7 +32,7 @@ from typing import ClassVar
 from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
-from ..procs import dirs_under, kill_session, pid_alive
+from ..procs import dirs_under, kill_session, pid_alive, start_ticks
 from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
@@ -101,12 +101,13 @@ class LocalTransport(Transport):
         except OSError:
             pass  # it died at once; the hello wait reports it with the runner log
         return Launched(stream=SocketStream(host_end), pid=proc.pid, kernel_dir=kdir,
-                        label=f"local pid {proc.pid}", extra={"proc": proc})
+                        label=f"local pid {proc.pid}", extra={"proc": proc, "start_ticks": start_ticks(proc.pid)})
 
     def kill(self, launched: Launched) -> bool:
         if launched.pid is None:
             return True
-        kill_session(launched.pid)
+        leader = launched.extra.get("start_ticks")  # once the runner is reaped its pid may be reused (B29)
+        kill_session(launched.pid, leader_start=leader)
         proc: subprocess.Popen[bytes] = launched.extra["proc"]
         try:
             proc.wait(timeout=5.0)
@@ -114,7 +115,7 @@ class LocalTransport(Transport):
             return False
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:  # members of the session re-parented to init
-            if not kill_session(launched.pid):
+            if not kill_session(launched.pid, leader_start=leader):
                 return True
             time.sleep(0.02)
         return False

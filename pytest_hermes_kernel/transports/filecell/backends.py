@@ -32,11 +32,19 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ...errors import ExitStatusUnknownError
+
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
 #: Exit status a backend returns when it ended a command at its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
+#: Seconds the output of an exited command is still read while it keeps coming (handed case
+#: B36: what was written right before the exit is never lost) ...
+DRAIN_IDLE_S = 0.2
+#: ... and at most, in all: a background process that holds the output cannot hold the call
+#: open (docker's own exec drain is 2 s too).
+DRAIN_MAX_S = 2.0
 
 #: Live subreapers of every :class:`LocalShellBackend`. They belong to the process, not to a
 #: backend: each outlives the backend that started it until its kernel has ended, and is waited
@@ -49,14 +57,19 @@ _SUBREAPERS_LOCK = threading.Lock()
 class ExecuteBackend(Protocol):
     """Runs one shell command to completion where the kernels live.
 
-    ``execute(cmd, timeout)`` runs ``cmd`` with a POSIX shell (``sh -c cmd``), waits for it and
-    returns ``(exit_code, output)``: the combined stdout and stderr as text. ``timeout`` is in
-    seconds (``None``: no limit); on timeout the backend ends the command and raises
-    :class:`TimeoutError` or returns exit code 124. Any other exception means the command may
-    or may not have run (the transport then treats the kernel as unreachable).
+    ``execute(cmd, timeout)`` runs ``cmd`` with a POSIX shell (``sh -c cmd``), with stdin closed
+    or ``/dev/null``, waits for it and returns ``(exit_code, output)``: the combined stdout and
+    stderr as text. ``exit_code`` is the shell's convention, 0..255, a death by signal N being
+    128 + N; a backend that does not know the status raises (the transport refuses ``None``,
+    negative numbers and numbers over 255 as unknown, never as success: handed case B35).
+    ``timeout`` is in seconds (``None``: no limit); on timeout the backend ends the command and
+    raises :class:`TimeoutError` or returns exit code 124. Any other exception means the command
+    may or may not have run (the transport then treats the kernel as unreachable).
 
-    Background processes the command starts (the kernel runner daemonizes) must keep running
-    after ``execute`` returns.
+    ``execute`` returns once the command has exited and its output is drained; a background
+    process that still holds the output must not keep it open (handed case B36). Background
+    processes the command starts (the kernel runner daemonizes) must keep running after
+    ``execute`` returns.
     """
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]: ...
@@ -68,7 +81,11 @@ class LocalShellBackend:
     :param shell: the POSIX shell to run commands with.
     :param env: environment of the commands; ``None`` is this process's environment.
 
-    The command runs in its own session and its whole process group is killed at the timeout.
+    The command runs in its own session, with stdin ``/dev/null``, and its whole process group is
+    killed at the timeout. It returns once the command has exited and its output went quiet
+    (:data:`DRAIN_IDLE_S`, :data:`DRAIN_MAX_S` at most): a background process that inherited the
+    output keeps running (the protocol's rule for background processes) but cannot hold the call
+    open; what it writes later is not part of the result. A death by signal N is 128 + N.
     The launch command (the one that leaves the kernel runner behind) runs under a small
     subreaper (:meth:`execute_detached`) that reaps the runner when it ends: on hosts whose
     init does not reap orphans (some VM and container inits) the runner would otherwise stay a
@@ -87,12 +104,15 @@ class LocalShellBackend:
         self._collect_subreapers()
         proc = subprocess.Popen([self.shell, "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        assert proc.stdout is not None
         try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+            out = _read_until_exit(proc, timeout)
+        except TimeoutError:
             _kill_group(proc)
-            raise TimeoutError(f"command did not finish within {timeout} s") from None
-        return proc.returncode, out.decode("utf-8", "replace")
+            raise
+        finally:
+            proc.stdout.close()
+        return shell_status(proc.wait()), out.decode("utf-8", "replace")
 
     def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """Run ``cmd``, which leaves daemons behind, under a subreaper that reaps them later.
@@ -124,8 +144,10 @@ class LocalShellBackend:
             os.close(status_r)
             if proc.stdout is not None:
                 proc.stdout.close()
-        code = int(status) if status.strip().lstrip("-").isdigit() else 255
-        return code, out
+        if not status.strip().lstrip("-").isdigit():
+            raise ExitStatusUnknownError(f"the launch command's exit status was not reported ({status!r})",
+                                         returned=repr(status))
+        return shell_status(int(status)), out
 
     def _collect_subreapers(self) -> None:
         with _SUBREAPERS_LOCK:
@@ -170,6 +192,42 @@ while True:
         os.write(status_fd, str(os.waitstatus_to_exitcode(status)).encode())
         os.close(status_fd)
 """
+
+
+def shell_status(returncode: int) -> int:
+    """``subprocess``'s return code in the shell's convention: a death by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _read_until_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bytes:
+    """``proc``'s output until it has exited and the output is closed or quiet (see :data:`DRAIN_MAX_S`).
+
+    :raises TimeoutError: if ``proc`` still runs after ``timeout`` seconds.
+    """
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    chunks: list[bytes] = []
+    drain_end: float | None = None  # set once the command exited
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if drain_end is None and proc.poll() is not None:
+                drain_end = now + DRAIN_MAX_S
+            if drain_end is None and deadline is not None and now >= deadline:
+                raise TimeoutError(f"command did not finish within {timeout} s")
+            wait = DRAIN_IDLE_S if drain_end is not None else 0.05
+            if not sel.select(min(wait, max(0.0, (drain_end or now + wait) - now))):
+                if drain_end is not None:
+                    return b"".join(chunks)  # exited, and the output went quiet (or a holder keeps it open)
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                return b"".join(chunks)
+            chunks.append(data)
+            if drain_end is not None and time.monotonic() >= drain_end:
+                return b"".join(chunks)
 
 
 def _read_until_closed(out_fd: int, status_fd: int, timeout: float | None) -> tuple[str, str]:
@@ -267,7 +325,10 @@ class DockerExecBackend:
         else:
             out = _call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
         code = api.exec_inspect(exec_id).get("ExitCode")
-        return (255 if code is None else int(code)), (out or b"").decode("utf-8", "replace")
+        if code is None:  # docker-py/moby: the stream ended before the exec did (B35)
+            raise ExitStatusUnknownError(f"docker exec {exec_id[:12]} in {self.container_id[:12]} reported no exit "
+                                         "code (the exec still runs, or its stream broke)", returned="None")
+        return int(code), (out or b"").decode("utf-8", "replace")
 
     def _timeout_available(self) -> bool:
         if self._has_timeout is None:
