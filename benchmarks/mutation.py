@@ -1,0 +1,316 @@
+"""Mutation testing of the lifecycle core with cosmic-ray, on the local transport (issue #13).
+
+    pip install -e '.[dev,mutation]'
+    python benchmarks/mutation.py                          # every file of the lifecycle core
+    python benchmarks/mutation.py --file kernel/registry.py --file kernel/watchdog.py
+    python benchmarks/mutation.py --file kernel/handle.py --only-survivors benchmarks/results/mutation/handle.json
+
+Each file is mutated in a scratch copy of this checkout (never in place): cosmic-ray writes one
+mutant at a time into the copy and runs that file's test selection (:data:`TESTS`) there with
+``-x`` on the local transport; a non-zero exit kills the mutant, the per-mutant timeout (4x the
+unmutated run, at least 60 s) counts as a timeout. The copy comes first on ``sys.path`` and
+``PYTHONPATH`` (the plugin's inner pytest runs import it too), so the runner zipapp is built from
+the mutated ``kernel/runner/`` of the copy: a preflight plants a runner that exits at once and
+checks that the selection fails with it (the count would be false otherwise).
+
+Mutants: cosmic-ray's operators, one replacement per operator as mutmut does (``+`` -> ``-``,
+``<`` -> ``<=``, ``==`` -> ``!=``, ``is`` -> ``is not``, ...; the full cross product of
+arithmetic and comparison operators is filtered out: :data:`EXCLUDED_OPERATORS`), and no mutant
+inside an annotation (``from __future__ import annotations``: they are never evaluated).
+
+Writes ``benchmarks/results/mutation/<stem>.json`` and ``.md`` per file (mutants, killed,
+survived, timeouts; each survivor's file:line, operator and diff) and ``summary.md``.
+``--only-survivors PREVIOUS.json`` runs only the survivors of an earlier report again (after
+new tests: the rest were killed already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "pytest_hermes_kernel"
+OUT = REPO / "benchmarks" / "results" / "mutation"
+RUNNER_FILES = ("kernel/runner/supervisor.py", "kernel/runner/worker.py", "kernel/runner/worker_process.py",
+                "kernel/runner/cells.py", "kernel/runner/serve.py")
+
+_LIFECYCLE = ["tests/unit/test_lifecycle.py", "tests/unit/test_registry_losses.py"]
+_RUNNER = ["tests/regressions/test_handed_b04_ignored_interrupt_escalates.py",
+           "tests/regressions/test_handed_b07_system_exit_policy.py",
+           "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
+           "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
+           "tests/regressions/test_handed_b30_zombie_is_not_alive.py",
+           "tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
+#: The test selection per mutated file (paths from the repo root): the tests that exercise it.
+TESTS: dict[str, list[str]] = {
+    "kernel/registry.py": [*_LIFECYCLE, "tests/unit/test_registry_guarantees.py",
+                           "tests/unit/test_public_methods_exercised.py",
+                           "tests/regressions/test_reap_and_evict_skip_leased_kernel.py",
+                           "tests/regressions/test_delegated_children_pinned_under_cap.py",
+                           "tests/regressions/test_spawn_race_one_kernel_per_key.py",
+                           "tests/regressions/test_idle_kernel_reaped_without_acquire.py",
+                           "tests/regressions/test_idle_reaped_on_time.py",
+                           "tests/regressions/test_owner_isolation.py"],
+    "kernel/watchdog.py": ["tests/unit/test_budget.py", *_LIFECYCLE],
+    "kernel/output.py": ["tests/unit/test_output.py",
+                         "tests/regressions/test_handed_b09_fd_output_attributed_to_cell.py",
+                         "tests/regressions/test_handed_b11_binary_output_and_real_stdout.py",
+                         "tests/regressions/test_handed_b13_output_flood_bounded.py"],
+    "kernel/rpc.py": ["tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
+                      "tests/contract/test_contract.py", "-k", "tool"],
+    "kernel/handle.py": [*_LIFECYCLE, "tests/unit/test_handle_guarantees.py",
+                         "tests/regressions/test_handed_b19_shutdown_while_starting.py",
+                         "tests/regressions/test_handed_b20_restart_races.py",
+                         "tests/regressions/test_handed_b07_system_exit_policy.py"],
+    **{f: [*_LIFECYCLE, *_RUNNER] for f in RUNNER_FILES},
+}
+
+#: Operators filtered out: the cross product beyond one replacement per operator.
+_KEEP_BINARY = {"Add_Sub", "Sub_Add", "Mul_Div", "Div_Mul", "FloorDiv_Div", "Mod_FloorDiv", "Pow_Mul",
+                "BitOr_BitAnd", "BitAnd_BitOr", "BitXor_BitAnd", "LShift_RShift", "RShift_LShift"}
+_KEEP_COMPARE = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "LtE_Lt", "Gt_GtE", "GtE_Gt", "Is_IsNot", "IsNot_Is"}
+_KEEP_UNARY = {"USub_UAdd", "Delete_Not", "Invert_UAdd"}
+EXCLUDED_OPERATORS = [
+    rf"core/ReplaceBinaryOperator_(?!({'|'.join(sorted(_KEEP_BINARY))})$)",
+    rf"core/ReplaceComparisonOperator_(?!({'|'.join(sorted(_KEEP_COMPARE))})$)",
+    rf"core/ReplaceUnaryOperator_(?!({'|'.join(sorted(_KEEP_UNARY))})$)",
+    r"core/VariableReplacer", r"core/VariableInserter",
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant's outcome as the report gives it."""
+
+    file: str
+    line: int
+    operator: str
+    occurrence: int
+    outcome: str  # killed | survived | timeout | incompetent
+    diff: str
+
+
+def scratch_copy() -> Path:
+    """A copy of this checkout's sources (no venv, git or caches) to mutate."""
+    dest = Path(tempfile.mkdtemp(prefix="hermes-mutation-")) / "repo"
+    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "results",
+                                                              "*.egg-info", ".pytest_cache"))
+    return dest
+
+
+def write_config(root: Path, rel: str, timeout_s: float) -> Path:
+    cmd = " ".join(_test_command(rel))
+    config = root / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{PACKAGE}/{rel}"\n'
+        f"timeout = {timeout_s:.0f}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(cmd)}\n"
+        "[cosmic-ray.distributor]\nname = \"local\"\n"
+        "[cosmic-ray.filters.operators-filter]\n"
+        f"exclude-operators = {json.dumps(EXCLUDED_OPERATORS)}\n")
+    return config
+
+
+def _selection(rel: str) -> list[str]:
+    """The file's selection, less test files this checkout does not have."""
+    return [w for w in TESTS[rel] if not w.endswith(".py") or (REPO / w).exists()]
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run(root: Path, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(argv), cwd=root, env=_env(root), text=True, capture_output=True)
+    if check and proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return proc
+
+
+def _test_command(rel: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hermes-transport=local",
+            *_selection(rel)]
+
+
+def preflight(root: Path, rel: str) -> float:
+    """Run the selection unmutated (seconds it took); for runner files, check a mutant reaches the kernel.
+
+    :raises SystemExit: if the selection fails unmutated, imports the package from elsewhere, or
+        passes with a runner that cannot run a cell.
+    """
+    where = _run(root, sys.executable, "-c", f"import {PACKAGE}.transports.runner_zipapp as z; "
+                                             "print(z.RUNNER_SOURCE_DIR)").stdout.strip()
+    if not Path(where).is_relative_to(root):
+        raise SystemExit(f"the runner would be built from {where}, not from the mutated copy {root}")
+    start = time.monotonic()
+    _run(root, *_test_command(rel))
+    took = time.monotonic() - start
+    if rel.startswith("kernel/runner/"):
+        main = root / PACKAGE / "kernel" / "runner" / "__main__.py"
+        original = main.read_text()
+        main.write_text(original.replace("def main(", "def main(*_a, **_k):\n    return 97\n\n\ndef _main(", 1))
+        try:
+            if _run(root, *_test_command(rel), check=False).returncode == 0:
+                raise SystemExit("a runner that exits at once passed the selection: mutants would not reach the kernel")
+        finally:
+            main.write_text(original)
+    return took
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the annotations are: mutants there change nothing (they are never evaluated)."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+            args = node.args
+            found += [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                               *(x for x in (args.vararg, args.kwarg) if x)]]
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        spans += [((n.lineno, n.col_offset), (n.end_lineno or n.lineno, n.end_col_offset or 0))
+                  for n in found if n is not None]
+    return spans
+
+
+def skip_annotations(root: Path, rel: str, session: Path) -> int:
+    """Mark the mutants inside annotations as skipped; how many."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans = annotation_spans((root / PACKAGE / rel).read_text())
+    skipped = 0
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            m = item.mutations[0]
+            if any(a <= tuple(m.start_pos) and tuple(m.end_pos) <= b for a, b in spans):
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                      output="annotation"))
+                skipped += 1
+    return skipped
+
+
+def keep_only(session: Path, previous: Path) -> None:
+    """Skip every mutant that is not a survivor of ``previous`` (a report of this script)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    wanted = {(m["operator"], m["occurrence"]) for m in json.loads(previous.read_text())["mutants"]
+              if m["outcome"] == "survived"}
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            m = item.mutations[0]
+            if (m.operator_name, m.occurrence) not in wanted:
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not a survivor"))
+
+
+def collect(rel: str, session: Path) -> list[Mutant]:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    out = []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome == "skipped":
+                continue
+            m = item.mutations[0]
+            outcome = str(result.test_outcome.value) if result.test_outcome else str(result.worker_outcome.value)
+            if outcome == "killed" and (result.output or "") == "timeout":
+                outcome = "timeout"
+            out.append(Mutant(file=f"{PACKAGE}/{rel}", line=m.start_pos[0], operator=m.operator_name.split("/")[-1],
+                              occurrence=m.occurrence, outcome=outcome, diff=_short_diff(result.diff or "")))
+    return sorted(out, key=lambda m: (m.line, m.operator, m.occurrence))
+
+
+def _short_diff(diff: str) -> str:
+    return "\n".join(line for line in diff.splitlines() if re.match(r"[-+](?![-+])", line))
+
+
+def prepare(root: Path, rel: str, timeout_s: float, previous: Path | None) -> tuple[Path, Path, int]:
+    """Config and session of ``rel``'s mutants, filters applied: (config, session, annotation mutants skipped)."""
+    config = write_config(root, rel, timeout_s)
+    session = root / f"{Path(rel).stem}.sqlite"
+    session.unlink(missing_ok=True)
+    _run(root, "cosmic-ray", "init", str(config), str(session))
+    _run(root, "cr-filter-operators", str(session), str(config))
+    skipped = skip_annotations(root, rel, session)
+    if previous is not None:
+        keep_only(session, previous)
+    return config, session, skipped
+
+
+def pending(session: Path) -> int:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        return sum(1 for _ in db.pending_work_items)
+
+
+def mutate_file(root: Path, rel: str, previous: Path | None) -> dict[str, object]:
+    baseline = preflight(root, rel)
+    timeout = max(60.0, 4 * baseline)
+    config, session, skipped = prepare(root, rel, timeout, previous)
+    start = time.monotonic()
+    _run(root, "cosmic-ray", "exec", str(config), str(session))
+    wall = time.monotonic() - start
+    mutants = collect(rel, session)
+    counts = {k: sum(m.outcome == k for m in mutants) for k in ("killed", "survived", "timeout", "incompetent")}
+    return {"file": f"{PACKAGE}/{rel}", "tests": _selection(rel), "baseline_s": round(baseline, 1),
+            "timeout_s": timeout, "wall_s": round(wall, 1), "mutants": [asdict(m) for m in mutants],
+            "count": len(mutants), **counts, "annotation_mutants_skipped": skipped,
+            "only_survivors_of": str(previous) if previous else None}
+
+
+def markdown(report: dict[str, object]) -> str:
+    lines = [f"# Mutation report: `{report['file']}`", "",
+             f"mutants {report['count']}, killed {report['killed']}, survived {report['survived']}, "
+             f"timeouts {report['timeout']}, incompetent {report['incompetent']}; "
+             f"wall {report['wall_s']} s (unmutated selection {report['baseline_s']} s, timeout {report['timeout_s']} s)",
+             "", "Tests: " + ", ".join(f"`{t}`" for t in report["tests"]), "", "## Survivors", ""]
+    for m in report["mutants"]:
+        if m["outcome"] == "survived":
+            lines += [f"- `{m['file']}:{m['line']}` {m['operator']} #{m['occurrence']}", "  ```diff",
+                      *("  " + d for d in m["diff"].splitlines()), "  ```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--file", action="append", choices=sorted(TESTS), help="a file to mutate (repeatable)")
+    parser.add_argument("--only-survivors", type=Path, help="a previous JSON report: run its survivors only")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = scratch_copy()
+    try:
+        for rel in args.file or sorted(TESTS):
+            if args.count:
+                print(f"{rel}: {pending(prepare(root, rel, 60.0, args.only_survivors)[1])} mutants", flush=True)
+                continue
+            report = mutate_file(root, rel, args.only_survivors)
+            stem = Path(rel).stem + ("-rerun" if args.only_survivors else "")
+            (args.out / f"{stem}.json").write_text(json.dumps(report, indent=1))
+            (args.out / f"{stem}.md").write_text(markdown(report))
+            print(f"{rel}: {report['count']} mutants, {report['killed']} killed, {report['survived']} survived, "
+                  f"{report['timeout']} timeouts in {report['wall_s']} s", flush=True)
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
