@@ -31,11 +31,13 @@ import ast
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -45,35 +47,37 @@ OUT = REPO / "benchmarks" / "results" / "mutation"
 RUNNER_FILES = ("kernel/runner/supervisor.py", "kernel/runner/worker.py", "kernel/runner/worker_process.py",
                 "kernel/runner/cells.py", "kernel/runner/serve.py")
 
-_LIFECYCLE = ["tests/unit/test_lifecycle.py", "tests/unit/test_registry_losses.py"]
-_RUNNER = ["tests/regressions/test_handed_b04_ignored_interrupt_escalates.py",
-           "tests/regressions/test_handed_b07_system_exit_policy.py",
-           "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
-           "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
-           "tests/regressions/test_handed_b30_zombie_is_not_alive.py",
-           "tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
-#: The test selection per mutated file (paths from the repo root): the tests that exercise it.
+_CONTRACT = "tests/contract/test_contract.py"
+_REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
+                  "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
+_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
+_RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py",
+                       "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
+                       "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
+                       "tests/regressions/test_handed_b30_zombie_is_not_alive.py",
+                       "tests/regressions/test_handed_b04_ignored_interrupt_escalates.py"]
+#: The test selection per mutated file (pytest arguments from the repo root), fast tests first
+#: (``-x`` stops at the first failure); test files the checkout lacks are left out.
 TESTS: dict[str, list[str]] = {
-    "kernel/registry.py": [*_LIFECYCLE, "tests/unit/test_registry_guarantees.py",
-                           "tests/unit/test_public_methods_exercised.py",
-                           "tests/regressions/test_reap_and_evict_skip_leased_kernel.py",
-                           "tests/regressions/test_delegated_children_pinned_under_cap.py",
+    "kernel/registry.py": [*_REGISTRY_FAST,
                            "tests/regressions/test_spawn_race_one_kernel_per_key.py",
+                           "tests/regressions/test_owner_isolation.py",
                            "tests/regressions/test_idle_kernel_reaped_without_acquire.py",
-                           "tests/regressions/test_idle_reaped_on_time.py",
-                           "tests/regressions/test_owner_isolation.py"],
-    "kernel/watchdog.py": ["tests/unit/test_budget.py", *_LIFECYCLE],
+                           "tests/regressions/test_delegated_children_pinned_under_cap.py",
+                           "tests/regressions/test_reap_and_evict_skip_leased_kernel.py",
+                           "tests/regressions/test_idle_reaped_on_time.py"],
+    "kernel/watchdog.py": ["tests/unit/test_budget.py", "tests/unit/test_watchdog_guarantees.py", _CONTRACT,
+                           "-k", "timeout or reset or interrupt or budget or cancel or watchdog or sigint"],
     "kernel/output.py": ["tests/unit/test_output.py",
                          "tests/regressions/test_handed_b09_fd_output_attributed_to_cell.py",
                          "tests/regressions/test_handed_b11_binary_output_and_real_stdout.py",
-                         "tests/regressions/test_handed_b13_output_flood_bounded.py"],
-    "kernel/rpc.py": ["tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
-                      "tests/contract/test_contract.py", "-k", "tool"],
-    "kernel/handle.py": [*_LIFECYCLE, "tests/unit/test_handle_guarantees.py",
+                         "tests/regressions/test_handed_b13_output_flood_bounded.py", _CONTRACT],
+    "kernel/rpc.py": ["tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py", _CONTRACT,
+                      "-k", "tool"],
+    "kernel/handle.py": ["tests/unit/test_handle_guarantees.py", *_REGISTRY_FAST,
                          "tests/regressions/test_handed_b19_shutdown_while_starting.py",
-                         "tests/regressions/test_handed_b20_restart_races.py",
-                         "tests/regressions/test_handed_b07_system_exit_policy.py"],
-    **{f: [*_LIFECYCLE, *_RUNNER] for f in RUNNER_FILES},
+                         "tests/regressions/test_handed_b20_restart_races.py", _CONTRACT],
+    **{f: [*_RUNNER_FAST, *_RUNNER_REGRESSIONS, _CONTRACT] for f in RUNNER_FILES},
 }
 
 #: Operators filtered out: the cross product beyond one replacement per operator.
@@ -101,16 +105,21 @@ class Mutant:
     diff: str
 
 
-def scratch_copy() -> Path:
-    """A copy of this checkout's sources (no venv, git or caches) to mutate."""
+def scratch_copy(source: str | None) -> Path:
+    """A copy to mutate: of the working tree (no venv, git or caches), or of git revision ``source``."""
     dest = Path(tempfile.mkdtemp(prefix="hermes-mutation-")) / "repo"
-    shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "results",
-                                                              "*.egg-info", ".pytest_cache"))
+    if source is None:
+        shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "results",
+                                                                  "*.egg-info", ".pytest_cache"))
+        return dest
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", source], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
     return dest
 
 
 def write_config(root: Path, rel: str, timeout_s: float) -> Path:
-    cmd = " ".join(_test_command(rel))
+    cmd = shlex.join(_test_command(root, rel))
     config = root / "cosmic-ray.toml"
     config.write_text(
         "[cosmic-ray]\n"
@@ -124,9 +133,9 @@ def write_config(root: Path, rel: str, timeout_s: float) -> Path:
     return config
 
 
-def _selection(rel: str) -> list[str]:
-    """The file's selection, less test files this checkout does not have."""
-    return [w for w in TESTS[rel] if not w.endswith(".py") or (REPO / w).exists()]
+def _selection(root: Path, rel: str) -> list[str]:
+    """The file's selection, less test files the copy does not have."""
+    return [w for w in TESTS[rel] if not w.endswith(".py") or (root / w).exists()]
 
 
 def _env(root: Path) -> dict[str, str]:
@@ -140,9 +149,9 @@ def _run(root: Path, *argv: str, check: bool = True) -> subprocess.CompletedProc
     return proc
 
 
-def _test_command(rel: str) -> list[str]:
+def _test_command(root: Path, rel: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hermes-transport=local",
-            *_selection(rel)]
+            *_selection(root, rel)]
 
 
 def preflight(root: Path, rel: str) -> float:
@@ -156,14 +165,14 @@ def preflight(root: Path, rel: str) -> float:
     if not Path(where).is_relative_to(root):
         raise SystemExit(f"the runner would be built from {where}, not from the mutated copy {root}")
     start = time.monotonic()
-    _run(root, *_test_command(rel))
+    _run(root, *_test_command(root, rel))
     took = time.monotonic() - start
     if rel.startswith("kernel/runner/"):
         main = root / PACKAGE / "kernel" / "runner" / "__main__.py"
         original = main.read_text()
         main.write_text(original.replace("def main(", "def main(*_a, **_k):\n    return 97\n\n\ndef _main(", 1))
         try:
-            if _run(root, *_test_command(rel), check=False).returncode == 0:
+            if _run(root, *_test_command(root, rel), check=False).returncode == 0:
                 raise SystemExit("a runner that exits at once passed the selection: mutants would not reach the kernel")
         finally:
             main.write_text(original)
@@ -268,7 +277,7 @@ def mutate_file(root: Path, rel: str, previous: Path | None) -> dict[str, object
     wall = time.monotonic() - start
     mutants = collect(rel, session)
     counts = {k: sum(m.outcome == k for m in mutants) for k in ("killed", "survived", "timeout", "incompetent")}
-    return {"file": f"{PACKAGE}/{rel}", "tests": _selection(rel), "baseline_s": round(baseline, 1),
+    return {"file": f"{PACKAGE}/{rel}", "tests": _selection(root, rel), "baseline_s": round(baseline, 1),
             "timeout_s": timeout, "wall_s": round(wall, 1), "mutants": [asdict(m) for m in mutants],
             "count": len(mutants), **counts, "annotation_mutants_skipped": skipped,
             "only_survivors_of": str(previous) if previous else None}
@@ -287,28 +296,37 @@ def markdown(report: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def run_one(rel: str, args: argparse.Namespace) -> str:
+    """Mutate ``rel`` in its own copy; write its report; the one-line summary."""
+    root = scratch_copy(args.source)
+    try:
+        previous = args.only_survivors / f"{Path(rel).stem}.json" if args.only_survivors else None
+        if args.count:
+            return f"{rel}: {pending(prepare(root, rel, 60.0, previous)[1])} mutants"
+        report = mutate_file(root, rel, previous)
+        report["source"] = args.source or "working tree"
+        (args.out / f"{Path(rel).stem}.json").write_text(json.dumps(report, indent=1))
+        (args.out / f"{Path(rel).stem}.md").write_text(markdown(report))
+        return (f"{rel}: {report['count']} mutants, {report['killed']} killed, {report['survived']} survived, "
+                f"{report['timeout']} timeouts in {report['wall_s']} s")
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--file", action="append", choices=sorted(TESTS), help="a file to mutate (repeatable)")
-    parser.add_argument("--only-survivors", type=Path, help="a previous JSON report: run its survivors only")
+    parser.add_argument("--source", help="mutate this git revision instead of the working tree (e.g. main)")
+    parser.add_argument("--only-survivors", type=Path, metavar="DIR",
+                        help="a previous run's output dir: run each file's survivors only")
+    parser.add_argument("--parallel", type=int, default=1, help="files mutated at once, each in its own copy")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    root = scratch_copy()
-    try:
-        for rel in args.file or sorted(TESTS):
-            if args.count:
-                print(f"{rel}: {pending(prepare(root, rel, 60.0, args.only_survivors)[1])} mutants", flush=True)
-                continue
-            report = mutate_file(root, rel, args.only_survivors)
-            stem = Path(rel).stem + ("-rerun" if args.only_survivors else "")
-            (args.out / f"{stem}.json").write_text(json.dumps(report, indent=1))
-            (args.out / f"{stem}.md").write_text(markdown(report))
-            print(f"{rel}: {report['count']} mutants, {report['killed']} killed, {report['survived']} survived, "
-                  f"{report['timeout']} timeouts in {report['wall_s']} s", flush=True)
-    finally:
-        shutil.rmtree(root.parent, ignore_errors=True)
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        for line in pool.map(lambda rel: run_one(rel, args), args.file or sorted(TESTS)):
+            print(line, flush=True)
     return 0
 
 
