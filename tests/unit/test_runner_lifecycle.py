@@ -1,0 +1,104 @@
+"""What the runner reports about a kernel's end, on real local kernels.
+
+The shutdown ladder (request -> SIGTERM -> SIGKILL, each rung waiting ``shutdown_grace``) says
+which rung ended the worker and with which code or signal; a cell cut by the shutdown says so;
+a worker that died between cells is reported, with its exit code or signal, by the next cell.
+Written against the survivors of the mutation run (``benchmarks/mutation.py``, issue #13).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pytest_hermes_kernel.errors import KernelShutdownError
+from tests.support import CellStarted, gone, run_in_thread, wait_until
+
+GRACE = 0.5
+IGNORE_SIGTERM = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+SLEEP = "import time\ntime.sleep(60)\n"
+
+
+def _shutdown_mid_cell(make_kernel, code: str):
+    """Shut a kernel down while ``code`` runs: (exit info, seconds the shutdown took, the cell's result)."""
+    probe = CellStarted()
+    k = make_kernel(shutdown_grace=GRACE, tools=probe.tools())
+    cell = run_in_thread(k, probe.CODE + code)
+    probe.wait()
+    started = time.monotonic()
+    info = k.shutdown()
+    took = time.monotonic() - started
+    return k, info, took, cell.result(timeout=30)
+
+
+def test_an_idle_kernel_exits_when_asked(make_kernel):
+    k = make_kernel(shutdown_grace=GRACE)
+    k.execute("1")
+    pid = k.pid
+
+    info = k.shutdown()
+
+    assert (info.step, info.exit_code, info.signal, info.confirmed, info.note) == ("request", 0, None, True, "")
+    assert gone(pid)
+    assert k.shutdown() is info, "shutdown is idempotent and says the same"
+    with pytest.raises(KernelShutdownError):
+        k.execute("1")
+
+
+def test_a_running_cell_is_ended_by_sigterm(make_kernel):
+    k, info, took, cut = _shutdown_mid_cell(make_kernel, SLEEP)
+
+    assert (info.step, info.exit_code, info.signal, info.note) == ("sigterm", 128 + signal.SIGTERM, signal.SIGTERM, "")
+    assert took < GRACE + 5.0, "SIGTERM worked: the ladder did not wait for its last rung"
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "reset"
+    assert "shut down while the cell ran" in cut.kernel.note
+
+
+def test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace(make_kernel):
+    k, info, took, cut = _shutdown_mid_cell(make_kernel, IGNORE_SIGTERM + SLEEP)
+
+    assert (info.step, info.exit_code, info.signal) == ("sigkill", 128 + signal.SIGKILL, signal.SIGKILL)
+    assert info.note == "forced kill after grace" and info.confirmed
+    assert took >= GRACE, "SIGTERM had its grace before the SIGKILL"
+    assert took < 2 * GRACE + 5.0
+    assert cut.status == "died" and cut.kernel.reason == "reset"
+
+
+def test_shutdown_now_kills_the_tree_from_outside(make_kernel):
+    k = make_kernel()
+    k.execute("1")
+    worker, runner = k.pid, k.runner_pid
+
+    info = k.shutdown(now=True)
+
+    assert (info.step, info.signal, info.confirmed) == ("sigkill", signal.SIGKILL, True)
+    assert "killed from outside" in info.note
+    wait_until(lambda: gone(worker) and gone(runner), 5.0, what="the killed kernel's processes to be gone")
+
+
+@pytest.mark.parametrize("how, code, sig", [
+    ("exit code", 7, None),
+    ("signal", 128 + signal.SIGKILL, signal.SIGKILL),
+])
+def test_a_worker_dead_between_cells_is_reported_by_the_next_cell(make_kernel, how, code, sig):
+    k = make_kernel()
+    k.execute("x = 1")
+    pid = k.pid
+    if sig is None:
+        k.execute("import os, threading, time\n"
+                  "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(7))).start()")
+    else:
+        os.kill(pid, sig)
+    wait_until(lambda: gone(pid), 5.0, what="the worker to die between cells")
+
+    r = k.execute("'next'")
+
+    assert r.status == "ok" and r.value == "'next'", "the cell ran on a fresh worker"
+    assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.generation == 1
+    assert (r.kernel.exit_code, r.kernel.signal) == (code, sig)
+    assert "between cells" in r.kernel.note and r.kernel.pid != pid
+    again = k.execute("'after'")
+    assert not again.kernel.state_lost and again.kernel.exit_code is None, "the death is reported once"
