@@ -22,11 +22,12 @@ IGNORE_SIGTERM = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n
 SLEEP = "import time\ntime.sleep(60)\n"
 
 
-def _shutdown_mid_cell(make_kernel, code: str):
-    """Shut a kernel down while ``code`` runs: (exit info, seconds the shutdown took, the cell's result)."""
+def _shutdown_mid_cell(make_kernel, setup: str = ""):
+    """Shut a kernel down while a cell sleeps after ``setup``: (kernel, exit info, seconds the
+    shutdown took, the cell's result)."""
     probe = CellStarted()
     k = make_kernel(shutdown_grace=GRACE, tools=probe.tools())
-    cell = run_in_thread(k, probe.CODE + code)
+    cell = run_in_thread(k, setup + probe.CODE + SLEEP)  # the setup has run once the cell reports
     probe.wait()
     started = time.monotonic()
     info = k.shutdown()
@@ -49,7 +50,7 @@ def test_an_idle_kernel_exits_when_asked(make_kernel):
 
 
 def test_a_running_cell_is_ended_by_sigterm(make_kernel):
-    k, info, took, cut = _shutdown_mid_cell(make_kernel, SLEEP)
+    k, info, took, cut = _shutdown_mid_cell(make_kernel)
 
     assert (info.step, info.exit_code, info.signal, info.note) == ("sigterm", 128 + signal.SIGTERM, signal.SIGTERM, "")
     assert took < GRACE + 5.0, "SIGTERM worked: the ladder did not wait for its last rung"
@@ -58,7 +59,7 @@ def test_a_running_cell_is_ended_by_sigterm(make_kernel):
 
 
 def test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace(make_kernel):
-    k, info, took, cut = _shutdown_mid_cell(make_kernel, IGNORE_SIGTERM + SLEEP)
+    k, info, took, cut = _shutdown_mid_cell(make_kernel, IGNORE_SIGTERM)
 
     assert (info.step, info.exit_code, info.signal) == ("sigkill", 128 + signal.SIGKILL, signal.SIGKILL)
     assert info.note == "forced kill after grace" and info.confirmed
