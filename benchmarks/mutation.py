@@ -33,6 +33,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -288,24 +289,56 @@ def pending(session: Path) -> int:
         return sum(1 for _ in db.pending_work_items)
 
 
-def mutate_file(root: Path, rel: str, previous: Path | None) -> dict[str, object]:
+def execute(root: Path, config: Path, session: Path, budget_s: float | None) -> bool:
+    """Run the pending mutants (cosmic-ray takes them in random order); stop after ``budget_s``.
+
+    :returns: whether every mutant ran (``False``: the budget ended it; what ran is a random sample).
+    """
+    proc = subprocess.Popen(["cosmic-ray", "exec", str(config), str(session)], cwd=root, env=_env(root),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=budget_s)
+        return True
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End cosmic-ray and the test run it started (in its own session, with its kernels)."""
+    import psutil
+
+    children = psutil.Process(proc.pid).children()
+    proc.kill()
+    proc.wait()
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def mutate_file(root: Path, rel: str, previous: Path | None, budget_s: float | None = None) -> dict[str, object]:
     baseline = preflight(root, rel)
     timeout = max(60.0, 4 * baseline)
     config, session, skipped = prepare(root, rel, timeout, previous)
+    total = pending(session)
     start = time.monotonic()
-    _run(root, "cosmic-ray", "exec", str(config), str(session))
+    complete = execute(root, config, session, budget_s)
     wall = time.monotonic() - start
     mutants = collect(rel, session)
     counts = {k: sum(m.outcome == k for m in mutants) for k in ("killed", "survived", "timeout", "incompetent")}
     return {"file": f"{PACKAGE}/{rel}", "tests": _selection(root, rel), "baseline_s": round(baseline, 1),
             "timeout_s": timeout, "wall_s": round(wall, 1), "mutants": [asdict(m) for m in mutants],
-            "count": len(mutants), **counts, "annotation_mutants_skipped": skipped,
+            "count": len(mutants), "selected": total, "complete": complete, **counts,
+            "annotation_mutants_skipped": skipped,
             "only_survivors_of": str(previous) if previous else None}
 
 
 def markdown(report: dict[str, object]) -> str:
+    sample = "" if report["complete"] else f" (a random sample: the budget ran out; {report['selected']} selected)"
     lines = [f"# Mutation report: `{report['file']}`", "",
-             f"mutants {report['count']}, killed {report['killed']}, survived {report['survived']}, "
+             f"mutants {report['count']}{sample}, killed {report['killed']}, survived {report['survived']}, "
              f"timeouts {report['timeout']}, incompetent {report['incompetent']}; "
              f"wall {report['wall_s']} s (unmutated selection {report['baseline_s']} s, timeout {report['timeout_s']} s)",
              "", "Tests: " + ", ".join(f"`{t}`" for t in report["tests"]), "", "## Survivors", ""]
@@ -323,11 +356,11 @@ def run_one(rel: str, args: argparse.Namespace) -> str:
         previous = args.only_survivors / f"{Path(rel).stem}.json" if args.only_survivors else None
         if args.count:
             return f"{rel}: {pending(prepare(root, rel, 60.0, previous)[1])} mutants"
-        report = mutate_file(root, rel, previous)
+        report = mutate_file(root, rel, previous, args.budget_s)
         report["source"] = args.source or "working tree"
         (args.out / f"{Path(rel).stem}.json").write_text(json.dumps(report, indent=1))
         (args.out / f"{Path(rel).stem}.md").write_text(markdown(report))
-        return (f"{rel}: {report['count']} mutants, {report['killed']} killed, {report['survived']} survived, "
+        return (f"{rel}: {report['count']} of {report['selected']} mutants, {report['killed']} killed, {report['survived']} survived, "
                 f"{report['timeout']} timeouts in {report['wall_s']} s")
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
@@ -341,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="a previous run's output dir: run each file's survivors only")
     parser.add_argument("--parallel", type=int, default=1, help="files mutated at once, each in its own copy")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--budget-s", type=float, help="seconds of mutants per file; what ran is a random sample")
     parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -280,3 +280,16 @@ def test_sweep_stale_asks_every_transport_the_registry_used(registry, transport)
     reg.sweep_stale()
 
     assert swept == [42.0], "one sweep per transport, with the registry's age"
+
+
+def test_stats_count_the_cells_that_ended_their_kernel_by_reason(make_registry):
+    reg = make_registry(idle_timeout=None)
+    assert reg.execute(A, "1").status == "ok"
+    assert reg.execute(A, "raise ValueError('a cell error is no death')").status == "error"
+    assert reg.stats["deaths"] == {}
+
+    assert reg.execute(A, "raise SystemExit(3)").status == "exited"
+    assert reg.execute(A, "import os\nos._exit(5)").status == "died"
+    assert reg.execute(A, "raise SystemExit(0)").status == "exited"
+
+    assert reg.stats["deaths"] == {"exited": 2, "died": 1}

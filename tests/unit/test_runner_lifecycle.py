@@ -103,3 +103,15 @@ def test_a_worker_dead_between_cells_is_reported_by_the_next_cell(make_kernel, h
     assert "between cells" in r.kernel.note and r.kernel.pid != pid
     again = k.execute("'after'")
     assert not again.kernel.state_lost and again.kernel.exit_code is None, "the death is reported once"
+
+
+def test_shutdown_of_a_kernel_whose_worker_already_died_says_how_it_died(make_kernel):
+    k = make_kernel()
+    k.execute("import os, threading, time\n"
+              "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(9))).start()")
+    pid = k.pid
+    wait_until(lambda: gone(pid), 5.0, what="the worker to die between cells")
+
+    info = k.shutdown()
+
+    assert (info.step, info.exit_code, info.signal, info.confirmed) == ("already-exited", 9, None, True)
