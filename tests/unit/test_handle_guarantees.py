@@ -99,3 +99,10 @@ def test_the_handles_facts_follow_a_restart_and_the_shutdown(make_kernel):
     assert k.close().step == "request"
     assert k.stopping and not k.alive and k.state is KernelState.CLOSED
     assert k.launched is None and k.runner_pid is None and "down" in repr(k)
+
+
+def test_a_big_non_ascii_cell_under_the_frame_limit_runs(make_kernel):
+    """The size check counts the bytes sent (UTF-8), not an ASCII-escaped form 3x as long."""
+    chars = 12_000_000  # over the fast path's character count; 24 MB as UTF-8, 72 MB ASCII-escaped
+    r = make_kernel().execute("s = '" + "\u00e9" * chars + "'\nlen(s)")
+    assert r.status == "ok" and r.value == str(chars), r.summary()

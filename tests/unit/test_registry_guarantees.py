@@ -293,3 +293,42 @@ def test_stats_count_the_cells_that_ended_their_kernel_by_reason(make_registry):
     assert reg.execute(A, "raise SystemExit(0)").status == "exited"
 
     assert reg.stats["deaths"] == {"exited": 2, "died": 1}
+
+
+# ------------------------------------------------------------------------------ defaults and key options
+def test_a_key_naming_python_or_cwd_gets_a_kernel_with_them(registry, tmp_path):
+    from pytest_hermes_kernel.kernel.options import KernelOptions
+
+    reg = registry(options=KernelOptions(python="/opt/default/python", cwd=str(tmp_path)))
+    own = reg.get_or_start(KernelKey(owner="own", python="/opt/other/python", cwd="/srv"))
+    plain = reg.get_or_start(KernelKey(owner="plain"))
+
+    assert (own.options.python, own.options.cwd) == ("/opt/other/python", "/srv")
+    assert (plain.options.python, plain.options.cwd) == ("/opt/default/python", str(tmp_path))
+
+
+def test_a_default_registry_holds_four_kernels(transport, clock):
+    with KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, clock=clock) as reg:
+        for i in range(4):
+            reg.get_or_start(KernelKey(owner=f"o{i}"))
+        assert len(reg) == 4 and reg.stats["evicted"] == 0
+        reg.get_or_start(KernelKey(owner="o4"))
+        assert len(reg) == 4 and reg.stats["evicted"] == 1
+
+
+def test_stale_kernel_dirs_are_swept_after_a_week_by_default(transport, clock):
+    swept: list[float] = []
+    transport.sweep_stale = swept.append  # type: ignore[method-assign]
+    with KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, clock=clock) as reg:
+        reg.get_or_start(A)
+        reg.sweep_stale()
+    assert swept == [7 * 24 * 3600.0]
+
+
+@pytest.mark.parametrize("idle, every", [(60.0, 30.0), (600.0, 100.0), (6000.0, 300.0)])
+def test_the_background_sweep_interval_is_a_sixth_of_the_idle_timeout_within_30_to_300_s(transport, idle, every):
+    reg = KernelRegistry(transport_factory=lambda _key: transport, idle_timeout=idle)
+    try:
+        assert reg._reaper is not None and reg._reaper._sweep_every == every  # the documented default
+    finally:
+        reg.close()
