@@ -106,3 +106,30 @@ def test_a_big_non_ascii_cell_under_the_frame_limit_runs(make_kernel):
     chars = 12_000_000  # over the fast path's character count; 24 MB as UTF-8, 72 MB ASCII-escaped
     r = make_kernel().execute("s = '" + "\u00e9" * chars + "'\nlen(s)")
     assert r.status == "ok" and r.value == str(chars), r.summary()
+
+
+def test_a_cell_is_refused_exactly_when_its_source_does_not_fit_a_frame(make_kernel):
+    from pytest_hermes_kernel.errors import FrameTooLargeError
+    from pytest_hermes_kernel.kernel.handle import _HEADER_RESERVE_BYTES
+    from pytest_hermes_kernel.kernel.results import MAX_FRAME_BYTES
+
+    k = make_kernel()
+    k.execute("keep = 41")
+    room = MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES  # bytes of source as sent (JSON, with its quotes)
+    fits = "keep #" + "a" * (room - 2 - len("keep #"))
+
+    assert k.execute(fits).value == "41", "a source of exactly the room left runs"
+    with pytest.raises(FrameTooLargeError, match="nothing was sent"):
+        k.execute(fits + "a")
+    r = k.execute("keep + 1")
+    assert r.value == "42" and not r.kernel.state_lost and r.kernel.generation == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("inf"), float("nan"), "5"])
+def test_a_cell_timeout_must_be_finite_seconds_over_zero(make_kernel, bad):
+    from pytest_hermes_kernel.errors import ConfigError
+
+    k = make_kernel()
+    with pytest.raises(ConfigError, match="timeout"):
+        k.execute("1", timeout=bad)
+    assert k.execute("1", timeout=0.5).value == "1"

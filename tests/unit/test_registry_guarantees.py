@@ -332,3 +332,18 @@ def test_the_background_sweep_interval_is_a_sixth_of_the_idle_timeout_within_30_
         assert reg._reaper is not None and reg._reaper._sweep_every == every  # the documented default
     finally:
         reg.close()
+
+
+def test_a_fresh_registry_counts_nothing(registry):
+    assert registry().stats == {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
+
+
+def test_pinned_is_a_keyword_only_argument(registry):
+    reg = registry()
+    with pytest.raises(TypeError):
+        reg.lease(A, True).__enter__()
+    with pytest.raises(TypeError):
+        reg.get_or_start(A, True)
+    with reg.lease(A, pinned=True):
+        pass
+    assert [s.pinned for s in reg.snapshot()] == [True]
