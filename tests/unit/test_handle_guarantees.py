@@ -133,3 +133,29 @@ def test_a_cell_timeout_must_be_finite_seconds_over_zero(make_kernel, bad):
     with pytest.raises(ConfigError, match="timeout"):
         k.execute("1", timeout=bad)
     assert k.execute("1", timeout=0.5).value == "1"
+
+
+def test_a_first_cell_starts_the_kernel_and_reports_no_loss():
+    from pytest_hermes_kernel.kernel.handle import KernelHandle
+    from tests.unit.test_registry_losses import FakeTransport
+
+    with KernelHandle(FakeTransport()) as started:
+        pass
+    k = KernelHandle(FakeTransport())  # never started: the first cell brings it up
+    try:
+        r = k.execute("1")
+        assert r.status == "ok" and not r.kernel.state_lost and r.kernel.reason is None
+    finally:
+        k.shutdown()
+    assert started.stopping
+
+
+def test_an_interrupt_with_no_cell_running_is_harmless(make_kernel):
+    k = make_kernel()
+    k.execute("w = 3")
+
+    k.interrupt()
+    k.interrupt()
+
+    r = k.execute("w")
+    assert r.value == "3" and r.status == "ok" and not r.kernel.state_lost
