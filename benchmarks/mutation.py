@@ -57,7 +57,9 @@ _CONTRACT_LIFE = [f"{_CONTRACT}{name}[local]" for name in (
     "error_keeps_the_kernel_and_its_state", "interrupt_from_another_thread_keeps_state",
     "timeout_interrupt_keeps_state", "ignored_sigint_escalates_to_kill_and_restart",
     "reset_failed_when_restart_is_off", "tool_call_returns_the_host_value", "small_output_is_exact",
-    "fd_level_output_is_attributed_to_its_cell_in_order", "unreachable_runner_is_killed_from_outside_and_replaced")]
+    "fd_level_output_is_attributed_to_its_cell_in_order", "unreachable_runner_is_killed_from_outside_and_replaced",
+    "keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_waiter", "oversized_source_is_refused_kernel_untouched",
+    "interrupt_while_idle_is_harmless")]
 _REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
                   "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
 _RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]

@@ -10,6 +10,10 @@ every test before it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ import pytest
 from pytest_hermes_kernel.errors import KernelShutdownError
 from pytest_hermes_kernel.kernel.lifecycle import KernelState
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry, live_registries
+from tests.support import REPO_ROOT, stays_true
 from tests.unit.test_registry_losses import Clock, FakeTransport
 
 A, B, C = KernelKey(owner="conv-a"), KernelKey(owner="conv-b"), KernelKey(owner="conv-c")
@@ -347,3 +352,56 @@ def test_pinned_is_a_keyword_only_argument(registry):
     with reg.lease(A, pinned=True):
         pass
     assert [s.pinned for s in reg.snapshot()] == [True]
+
+
+# ------------------------------------------------------------------------------ one kernel per key, also while dying
+class SlowReapTransport(FakeTransport):
+    """A fake whose reap of an ended runner waits for the test (a kernel slow to die)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: list[str] = []
+        self.reaping, self.let_die = threading.Event(), threading.Event()
+
+    def launch(self, spec):
+        launched = super().launch(spec)
+        self.events.append(f"launch {launched.pid}")
+        return launched
+
+    def reap(self, launched, timeout: float) -> bool:
+        self.reaping.set()
+        self.let_die.wait(30)
+        self.events.append(f"dead {launched.pid}")
+        return super().reap(launched, timeout)
+
+
+def test_a_keys_next_kernel_starts_only_once_its_last_one_is_dead(clock):
+    transport = SlowReapTransport()
+    with KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, clock=clock) as reg:
+        old = reg.get_or_start(A)
+        ending = threading.Thread(target=reg.discard, args=(A, old))
+        ending.start()
+        assert transport.reaping.wait(10), "the old kernel's shutdown began"
+        starting = threading.Thread(target=reg.get_or_start, args=(A,))
+        starting.start()  # the key's next kernel is asked for while the old one is dying
+
+        assert stays_true(lambda: transport.events == ["launch 1001"], 0.5), "no second kernel while the first dies"
+        transport.let_die.set()
+        ending.join(10)
+        starting.join(10)
+
+        assert transport.events == ["launch 1001", "dead 1001", "launch 1002"]
+
+
+def test_registries_left_open_are_closed_at_interpreter_exit(tmp_path):
+    script = tmp_path / "left_open.py"
+    script.write_text(
+        "from pytest_hermes_kernel import KernelKey, KernelRegistry\n"
+        "reg = KernelRegistry(max_kernels=2)\n"
+        "reg.listener = lambda event, handle, payload: event == 'shutdown' and print('shut', payload.step, flush=True)\n"
+        "print(reg.execute(KernelKey(owner='o'), '6 * 7').value, flush=True)\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)})
+
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["42", "shut", "request"], "the kernel was shut down politely at exit"
