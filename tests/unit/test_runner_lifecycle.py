@@ -115,3 +115,21 @@ def test_shutdown_of_a_kernel_whose_worker_already_died_says_how_it_died(make_ke
     info = k.shutdown()
 
     assert (info.step, info.exit_code, info.signal, info.confirmed) == ("already-exited", 9, None, True)
+
+
+def test_the_cell_after_a_lost_runner_reports_the_same_loss_as_the_cut_cell(make_kernel):
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("keep = 1")
+    cell = run_in_thread(k, probe.CODE + SLEEP)
+    probe.wait()
+    runner = k.runner_pid
+
+    os.kill(runner, signal.SIGKILL)  # the whole runner is gone mid-cell, not just the worker
+    cut = cell.result(timeout=30)
+    nxt = k.execute("'back'")
+
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "died", cut.summary()
+    assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.reason == "died"
+    assert nxt.kernel.note == cut.kernel.note, "the next cell tells the recorded cause, not a generic one"
+    assert k.runner_pid != runner and k.execute("'again'").kernel.state_lost is False
