@@ -246,7 +246,7 @@ def keep_only(session: Path, previous: Path) -> None:
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
             m = item.mutations[0]
-            if (m.operator_name, m.occurrence) not in wanted:
+            if (m.operator_name.split("/")[-1], m.occurrence) not in wanted:
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not a survivor"))
 
 
