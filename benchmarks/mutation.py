@@ -66,7 +66,9 @@ _RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_g
 _RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py",
                        "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
                        "tests/regressions/test_handed_b30_zombie_is_not_alive.py",
-                       "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py"]
+                       "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
+                       "tests/regressions/test_handed_b17_stdin_is_dev_null.py",
+                       "tests/faults/test_fault_markers.py::test_oom_is_reported_as_oom"]
 #: The test selection per mutated file (pytest arguments from the repo root), fast tests first
 #: (``-x`` stops at the first failure); test files the checkout lacks are left out.
 TESTS: dict[str, list[str]] = {

@@ -134,3 +134,9 @@ def test_a_cancel_during_the_ladder_restarts_nothing(clock):
     assert budget.due() is None and budget.stage == "interrupting"
     clock.now += POLICY.interrupt_grace
     assert budget.due() == "kill"
+
+
+def test_a_cancel_or_pause_is_noticed_within_a_tenth_of_a_second(clock):
+    """The documented poll slice: the longest single wait of a cell's wait loop."""
+    for budget in (CellBudget(None, POLICY, clock=clock), CellBudget(3600.0, POLICY, clock=clock)):
+        assert 0.0 < budget.next_wait() <= 0.1

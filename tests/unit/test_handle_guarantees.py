@@ -95,7 +95,8 @@ def test_the_handles_facts_follow_a_restart_and_the_shutdown(make_kernel):
     info = k.restart()
 
     assert info.state_lost and info.reason == "reset" and info.generation == 1
-    assert k.generation == 1 and k.restart_count == 1 and k.pid != first
+    assert k.generation == 1 and k.restart_count == 1
+    assert k.execute("1").kernel.pid == k.pid != first, "the next cell runs on the new worker"
     assert k.close().step == "request"
     assert k.stopping and not k.alive and k.state is KernelState.CLOSED
     assert k.launched is None and k.runner_pid is None and "down" in repr(k)

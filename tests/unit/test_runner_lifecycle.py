@@ -64,7 +64,7 @@ def test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace(make_kernel
     assert (info.step, info.exit_code, info.signal) == ("sigkill", 128 + signal.SIGKILL, signal.SIGKILL)
     assert info.note == "forced kill after grace" and info.confirmed
     assert took >= GRACE, "SIGTERM had its grace before the SIGKILL"
-    assert took < 2 * GRACE + 5.0
+    assert took < GRACE + 3.0, "the SIGTERM rung waits the shutdown grace, not the kill wait (5 s)"
     assert cut.status == "died" and cut.kernel.reason == "reset"
 
 
