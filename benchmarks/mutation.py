@@ -41,6 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "pytest_hermes_kernel"
@@ -370,6 +371,56 @@ def run_one(rel: str, args: argparse.Namespace) -> str:
         shutil.rmtree(root.parent, ignore_errors=True)
 
 
+def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[tuple[str, int]]:
+    """``(file, line)`` of the mutants argued equivalent in ``tests/mutation-equivalents.md``."""
+    found: set[tuple[str, int]] = set()
+    current = ""
+    for line in path.read_text().splitlines():
+        if line.startswith("## `"):
+            current = line.strip("#` ")
+        elif (m := re.match(r"- \*\*(\d+)\*\*", line)) and current:
+            found.add((current, int(m.group(1))))
+    return found
+
+
+def _file_row(report: dict[str, Any], rerun: dict[str, Any] | None, equivalent: set[tuple[str, int]]) -> dict[str, Any]:
+    still = [m for m in (rerun or report)["mutants"] if m["outcome"] == "survived"]
+    left = [m for m in still if (m["file"], m["line"]) not in equivalent]
+    return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
+            "wall_s": report["wall_s"] + (rerun or {}).get("wall_s", 0.0),
+            "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
+            "timeouts": report["timeout"], "killed_after": report["count"] - len(still),
+            "equivalent": len(still) - len(left), "survivors": left, "rerun": rerun is not None}
+
+
+def summarize(before: Path, after: Path | None, out: Path) -> str:
+    """Before/after counts per file (after: killed before, plus the survivors' rerun); writes summary.md/.json."""
+    equivalent = equivalents()
+    rows = []
+    for path in sorted(before.glob("*.json")):
+        rerun = after / path.name if after else None
+        rows.append(_file_row(json.loads(path.read_text()),
+                              json.loads(rerun.read_text()) if rerun and rerun.exists() else None, equivalent))
+    total = {k: sum(r[k] for r in rows) for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts")}
+    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"])
+    lines = ["# Mutation summary", "", "| file | mutants run (of selected) | killed before (timeouts) | killed after "
+             "| equivalent | survivors left | killed of non-equivalent | wall s |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"])
+        lines.append(f"| `{r['file']}` | {r['mutants']} ({r['selected']}) | {r['killed_before']} ({r['timeouts']}) "
+                     f"| {r['killed_after'] if r['rerun'] else 'not rerun'} | {r['equivalent']} | {len(r['survivors'])} "
+                     f"| {share:.0%} | {r['wall_s']:.0f} |")
+    lines += ["", f"All: {total['mutants']} mutants run, {total['killed_before']} killed before "
+                  f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent: "
+                  f"{ratio:.1%} of the non-equivalent mutants killed.", "", "## Survivors left", ""]
+    lines += [f"- `{m['file']}:{m['line']}` {m['operator']}: " + " / ".join(d.strip() for d in m["diff"].splitlines())
+              for r in rows for m in r["survivors"]]
+    (out / "summary.json").write_text(json.dumps({"files": rows, **total, "ratio": ratio}, indent=1))
+    text = "\n".join(lines) + "\n"
+    (out / "summary.md").write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--file", action="append", choices=sorted(TESTS), help="a file to mutate (repeatable)")
@@ -380,8 +431,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--budget-s", type=float, help="seconds of mutants per file; what ran is a random sample")
     parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="DIR",
+                        help="BEFORE [AFTER]: write summary.md/.json of two runs' reports into --out (no test runs)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.summarize:
+        print(summarize(args.summarize[0], args.summarize[1] if len(args.summarize) > 1 else None, args.out))
+        return 0
     failed = 0
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
         runs = {pool.submit(run_one, rel, args): rel for rel in args.file or sorted(TESTS)}
