@@ -371,21 +371,23 @@ def run_one(rel: str, args: argparse.Namespace) -> str:
         shutil.rmtree(root.parent, ignore_errors=True)
 
 
-def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[tuple[str, int]]:
-    """``(file, line)`` of the mutants argued equivalent in ``tests/mutation-equivalents.md``."""
-    found: set[tuple[str, int]] = set()
+def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[tuple[str, int, str]]:
+    """``(file, line, operator)`` of the mutants argued equivalent in ``tests/mutation-equivalents.md``
+    (entries ``- **LINE Operator**`` under a ``## `file` `` heading)."""
+    found: set[tuple[str, int, str]] = set()
     current = ""
     for line in path.read_text().splitlines():
         if line.startswith("## `"):
             current = line.strip("#` ")
-        elif (m := re.match(r"- \*\*(\d+)\*\*", line)) and current:
-            found.add((current, int(m.group(1))))
+        elif (m := re.match(r"- \*\*(\d+) (\w+)\*\*", line)) and current:
+            found.add((current, int(m.group(1)), m.group(2)))
     return found
 
 
-def _file_row(report: dict[str, Any], rerun: dict[str, Any] | None, equivalent: set[tuple[str, int]]) -> dict[str, Any]:
+def _file_row(report: dict[str, Any], rerun: dict[str, Any] | None,
+              equivalent: set[tuple[str, int, str]]) -> dict[str, Any]:
     still = [m for m in (rerun or report)["mutants"] if m["outcome"] == "survived"]
-    left = [m for m in still if (m["file"], m["line"]) not in equivalent]
+    left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
     return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
             "wall_s": report["wall_s"] + (rerun or {}).get("wall_s", 0.0),
             "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
