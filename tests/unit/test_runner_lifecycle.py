@@ -133,3 +133,21 @@ def test_the_cell_after_a_lost_runner_reports_the_same_loss_as_the_cut_cell(make
     assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.reason == "died"
     assert nxt.kernel.note == cut.kernel.note, "the next cell tells the recorded cause, not a generic one"
     assert k.runner_pid != runner and k.execute("'again'").kernel.state_lost is False
+
+
+def test_a_restart_during_a_cell_ends_that_cell_as_reset(make_kernel):
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("keep = 1")
+    cell = run_in_thread(k, probe.CODE + SLEEP)
+    probe.wait()
+    old = k.pid
+
+    info = k.restart()
+    cut = cell.result(timeout=30)
+
+    assert info.state_lost and info.reason == "reset"
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "reset", cut.summary()
+    assert cut.kernel.signal == signal.SIGKILL, "the cut cell says how its worker ended"
+    r = k.execute("'fresh' if 'keep' not in globals() else 'stale'")
+    assert r.value == "'fresh'" and r.kernel.pid != old
