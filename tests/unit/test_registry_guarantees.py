@@ -396,8 +396,10 @@ def test_a_keys_next_kernel_starts_only_once_its_last_one_is_dead(clock):
 def test_registries_left_open_are_closed_at_interpreter_exit(tmp_path):
     script = tmp_path / "left_open.py"
     script.write_text(
-        "from pytest_hermes_kernel import KernelKey, KernelRegistry\n"
-        "reg = KernelRegistry(max_kernels=2)\n"
+        "from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry\n"
+        "from pytest_hermes_kernel.transports.local import LocalTransport\n"
+        "transport = LocalTransport()  # its own, not a shared one (whose exit hook closes registries too)\n"
+        "reg = KernelRegistry(max_kernels=2, transport_factory=lambda key: transport)\n"
         "reg.listener = lambda event, handle, payload: event == 'shutdown' and print('shut', payload.step, flush=True)\n"
         "print(reg.execute(KernelKey(owner='o'), '6 * 7').value, flush=True)\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
