@@ -151,3 +151,18 @@ def test_a_restart_during_a_cell_ends_that_cell_as_reset(make_kernel):
     assert cut.kernel.signal == signal.SIGKILL, "the cut cell says how its worker ended"
     r = k.execute("'fresh' if 'keep' not in globals() else 'stale'")
     assert r.value == "'fresh'" and r.kernel.pid != old
+
+
+def test_the_runner_holds_no_more_fds_after_its_worker_was_replaced(make_kernel):
+    import psutil
+
+    k = make_kernel()
+    k.execute("1")
+    supervisor = psutil.Process(k.runner_pid)
+    baseline = supervisor.num_fds()
+
+    for _ in range(3):
+        k.restart()
+        assert k.execute("1").value == "1"
+
+    assert supervisor.num_fds() == baseline, "each replaced worker must leave nothing open in the runner"
