@@ -82,7 +82,7 @@ class KernelHandle:
         self._cell: CellRun | None = None
         self._queue = CellQueue()
         self._control_lock = threading.Lock()
-        self._secrets = secret_values()
+        self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
 
     def add_listener(self, listener: Listener) -> None:
