@@ -230,7 +230,9 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 
 
 class UnsafeRunDirError(HermesKernelError, PermissionError):
-    """A run's private directory cannot be trusted, so no run file is written there.
+    """A private directory of the kit cannot be trusted, so nothing is written there: a run's
+    directory (``containers/rundir.py``), or the kernel root on the far side (ssh's
+    ``~/.hermes-kernels``, filecell's ``root``) (B46).
 
     :param path: the directory refused.
     :param problem: why: a symlink, not a directory, owned by another user, open to group or

@@ -106,6 +106,8 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
         f"mkdir -p {r} 2>/dev/null",
         (f'[ -d {r} ] && [ ! -L {r} ] && [ -O {r} ] || {{ echo "{ERROR_MARK} root: "{r}" is not a directory '
          'owned by $(id -un)"; exit 1; }'),
+        (f'case $(ls -ld {r}) in d???------*) ;; *) echo "{ERROR_MARK} root: "{r}" is open to group or others '
+         '(not 0700)"; exit 1;; esac'),
         f'mkdir -m 700 {d} || {{ echo "{ERROR_MARK} dir: cannot make "{d}; exit 1; }}',
         f"cd {d} || exit 1",
         (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<{_HEREDOC_END}\n{b64(json.dumps(dict(config)).encode())}\n'

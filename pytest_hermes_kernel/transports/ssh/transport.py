@@ -31,7 +31,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
+from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
@@ -174,6 +174,8 @@ class SshTransport(Transport):
         try:
             conn = self._connection()
             kdir = self._make_kernel_dir(conn, spec)
+        except UnsafeRunDirError as exc:
+            raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
         python = spec.python or self.python
@@ -199,12 +201,15 @@ class SshTransport(Transport):
                 sftp.mkdir(root, 0o700)
             except OSError:
                 pass  # exists
+            _check_private_root(sftp, root, owner=sftp.stat(self._home).st_uid)
             kdir = f"{root}/{spec.kernel_id}"
             self.made_dirs.add(str(conn.target), kdir)
             sftp.mkdir(kdir, 0o700)
             app = runner_zipapp()
             _put(sftp, f"{kdir}/{app.name}", app.data)
             return kdir
+        except UnsafeRunDirError:
+            raise
         except OSError as exc:
             raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
         finally:
@@ -353,6 +358,24 @@ class SshTransport(Transport):
     def describe(self) -> str:
         where = str(self.target) if self.target else "sshd container on 127.0.0.1"
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
+
+
+def _check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | None) -> None:
+    """The remote kernel root must be a real directory (never a symlink), owned by the ssh user
+    (the owner of its home) and closed to group and others (B46); nothing is changed to fit.
+
+    :raises UnsafeRunDirError: naming the path and what is wrong with it.
+    """
+    import stat
+
+    st = sftp.lstat(root)
+    mode = st.st_mode or 0
+    problem = ("it is a symlink" if stat.S_ISLNK(mode) else "it is not a directory" if not stat.S_ISDIR(mode)
+               else f"it is owned by uid {st.st_uid}, not {owner}" if st.st_uid != owner
+               else f"its mode is {stat.S_IMODE(mode):04o}, not 0700" if mode & 0o077 else None)
+    if problem is not None:
+        raise UnsafeRunDirError(f"refusing to keep kernels in {root} on the ssh host: {problem}. Hint: another "
+                                "user may have made it first; remove it on the host", path=root, problem=problem)
 
 
 def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
