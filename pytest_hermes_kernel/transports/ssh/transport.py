@@ -74,7 +74,9 @@ class SshTransport(Transport):
     :param pkey: a paramiko private key for ``target``.
     :param host_key_policy: for a ``target`` not in known_hosts: ``reject`` (default), ``warn``
         or ``auto-add``.
-    :param known_hosts: extra known_hosts file for ``target``.
+    :param known_hosts: extra known_hosts file for ``target`` (read, never written).
+    :param host_key: ``"<type> <base64>"``: pin this host key for ``target`` (the explicit way to
+        trust a host whose key changed); known_hosts and the policy are then not consulted.
     :param keepalive_interval: seconds between keepalive requests (replies wanted).
     :param keepalive_missed: unanswered intervals before the connection counts as dead.
     :param connect_timeout: seconds for connect, banner and authentication each.
@@ -97,12 +99,13 @@ class SshTransport(Transport):
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
-                 max_sessions: int | None = None) -> None:
-        import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
+                 max_sessions: int | None = None, host_key: str | None = None) -> None:
+        import paramiko  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
-        self.host_key_policy, self.known_hosts = host_key_policy, known_hosts
+        self.host_key_policy, self.known_hosts, self.host_key = host_key_policy, known_hosts, host_key
+        self._session_keys = paramiko.HostKeys()  # keys this transport saw: a change is refused (B47)
         self.keepalive_interval, self.keepalive_missed = keepalive_interval, keepalive_missed
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
@@ -165,7 +168,8 @@ class SshTransport(Transport):
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
-                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
+                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
+                                 host_key=self.host_key, session_keys=self._session_keys, **common)
         assert self.sshd is not None
         return self.sshd.connect(self.connect_via, **common)
 
