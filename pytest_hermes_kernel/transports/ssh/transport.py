@@ -29,6 +29,7 @@ import logging
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
@@ -200,18 +201,8 @@ class SshTransport(Transport):
         try:
             if self._home is None:
                 self._home = sftp.normalize(".")
-            root = f"{self._home}/{KERNEL_ROOT}"
-            try:
-                sftp.mkdir(root, 0o700)
-            except OSError:
-                pass  # exists
-            _check_private_root(sftp, root, owner=sftp.stat(self._home).st_uid)
-            kdir = f"{root}/{spec.kernel_id}"
-            self.made_dirs.add(str(conn.target), kdir)
-            sftp.mkdir(kdir, 0o700)
-            app = runner_zipapp()
-            _put(sftp, f"{kdir}/{app.name}", app.data)
-            return kdir
+            return _prepare_kernel_dir(sftp, self._home, spec.kernel_id,
+                                       made=lambda kdir: self.made_dirs.add(str(conn.target), kdir))
         except UnsafeRunDirError:
             raise
         except OSError as exc:
@@ -362,6 +353,28 @@ class SshTransport(Transport):
     def describe(self) -> str:
         where = str(self.target) if self.target else "sshd container on 127.0.0.1"
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
+
+
+def _prepare_kernel_dir(sftp: paramiko.SFTPClient, home: str, kernel_id: str, *, made: Callable[[str], None]) -> str:
+    """Make ``<home>/.hermes-kernels/<kernel id>`` (0700, in a checked root) holding the runner file.
+
+    :param made: called with the kernel dir right before it is made (the leak probe's record).
+    :returns: the kernel dir.
+    :raises UnsafeRunDirError: if the root is not private (see :func:`_check_private_root`).
+    :raises OSError: if sftp cannot make it.
+    """
+    root = f"{home}/{KERNEL_ROOT}"
+    try:
+        sftp.mkdir(root, 0o700)
+    except OSError:
+        pass  # exists
+    _check_private_root(sftp, root, owner=sftp.stat(home).st_uid)
+    kdir = f"{root}/{kernel_id}"
+    made(kdir)
+    sftp.mkdir(kdir, 0o700)
+    app = runner_zipapp()
+    _put(sftp, f"{kdir}/{app.name}", app.data)
+    return kdir
 
 
 def _check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | None) -> None:
