@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 import threading
 import uuid
@@ -25,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, KernelAbandoned,
-                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
 from .cell import CellRun, running_tool_of
 from .channel import Channel
 from .lifecycle import KernelState, Lifecycle, Loss
@@ -73,6 +74,7 @@ class KernelHandle:
         self.kernel_id = kernel_id or uuid.uuid4().hex
         self.owner = owner
         self.token = secrets.token_urlsafe(24)
+        self.host_pid = os.getpid()  # the process this kernel belongs to; a forked child may not use it
         self.cells_run = 0
         self.exit_info: ExitInfo | None = None
         self._life = Lifecycle()
@@ -181,6 +183,7 @@ class KernelHandle:
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
+        self._check_process()
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -202,6 +205,7 @@ class KernelHandle:
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
+        self._check_process()
         _check_cell(code, timeout)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
@@ -282,6 +286,7 @@ class KernelHandle:
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
         """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
+        self._check_process()
         channel, cell = self._channel, self._cell
         if channel is not None and cell is not None:
             channel.send({"type": "interrupt", "id": cell.rid})
@@ -311,6 +316,7 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelStartError: if the fresh kernel does not start.
         """
+        self._check_process()
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -326,8 +332,12 @@ class KernelHandle:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
-        :returns: the step that ended it, with the worker's exit code or signal. Idempotent.
+        :returns: the step that ended it, with the worker's exit code or signal. Idempotent. In a
+            forked child of the kernel's process it does nothing (step ``forked-child``).
         """
+        if os.getpid() != self.host_pid:
+            return ExitInfo(step="forked-child", confirmed=False,
+                            note=f"left alone: the kernel belongs to process {self.host_pid}")
         with self._control_lock:
             if self.stopping:
                 return self.exit_info or ExitInfo(step="already-exited")
@@ -347,6 +357,15 @@ class KernelHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    def _check_process(self) -> None:
+        """:raises KernelForkedError: in a forked child of the process the kernel belongs to."""
+        if os.getpid() != self.host_pid:
+            raise KernelForkedError(
+                f"kernel {self.kernel_id} belongs to process {self.host_pid}; this is its forked child "
+                f"{os.getpid()}, which shares the parent's channel and may not use it. Hint: start a kernel "
+                "of its own in the child, or use the 'spawn' start method", kernel_id=self.kernel_id,
+                host_pid=self.host_pid)
 
     def __repr__(self) -> str:
         return (f"<KernelHandle {self.kernel_id[:8]} {self.transport.name} gen={self.generation} "
