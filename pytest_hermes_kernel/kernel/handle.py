@@ -153,8 +153,7 @@ class KernelHandle:
 
     @property
     def _running_rid(self) -> int | None:
-        cell = self._cell
-        return None if cell is None else cell.rid
+        return None if (cell := self._cell) is None else cell.rid
 
     def info(self, **changes: Any) -> KernelInfo:
         """Facts about the kernel now, with ``changes`` (any :class:`KernelInfo` fields) applied.
@@ -167,23 +166,20 @@ class KernelHandle:
         return KernelInfo(**facts)  # one construction (``dataclasses.replace`` costs as much again, per cell)
 
     def mark_lost(self, loss: Loss) -> None:
-        """Record a loss of state that the next cell reports (``state_lost`` with ``loss.reason``).
-
-        For an observer outside the handle, e.g. the registry starting the kernel for a key
-        whose previous kernel it evicted or reaped. Listeners get a ``lost`` event, once per loss.
-        """
+        """Record a loss of state for the next cell to report (``state_lost``, ``loss.reason``): for the
+        registry starting a key whose last kernel it evicted or reaped; a ``lost`` event, once a loss."""
         if loss is not self._pending_loss:
             self._pending_loss = loss
             self._emit("lost", loss)
 
-    # ------------------------------------------------------------------------------ start
+    # ------------------------------------------------------------------------------ start, execute
     def start(self) -> KernelHandle:
         """Start the runner and wait for its hello (once; later calls return at once).
 
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
-        self._check_process()
+        _check_process(self.kernel_id, self.host_pid)
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -205,7 +201,7 @@ class KernelHandle:
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
-        self._check_process()
+        _check_process(self.kernel_id, self.host_pid)
         _check_cell(code, timeout)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
@@ -286,7 +282,7 @@ class KernelHandle:
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
         """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
-        self._check_process()
+        _check_process(self.kernel_id, self.host_pid)
         channel, cell = self._channel, self._cell
         if channel is not None and cell is not None:
             channel.send({"type": "interrupt", "id": cell.rid})
@@ -316,7 +312,7 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelStartError: if the fresh kernel does not start.
         """
-        self._check_process()
+        _check_process(self.kernel_id, self.host_pid)
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -332,12 +328,11 @@ class KernelHandle:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
-        :returns: the step that ended it, with the worker's exit code or signal. Idempotent. In a
-            forked child of the kernel's process it does nothing (step ``forked-child``).
+        :returns: the step that ended it, with the worker's exit code or signal. Idempotent; does
+            nothing in a forked child of the kernel's process (step ``forked-child``).
         """
         if os.getpid() != self.host_pid:
-            return ExitInfo(step="forked-child", confirmed=False,
-                            note=f"left alone: the kernel belongs to process {self.host_pid}")
+            return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
         with self._control_lock:
             if self.stopping:
                 return self.exit_info or ExitInfo(step="already-exited")
@@ -357,15 +352,6 @@ class KernelHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
-
-    def _check_process(self) -> None:
-        """:raises KernelForkedError: in a forked child of the process the kernel belongs to."""
-        if os.getpid() != self.host_pid:
-            raise KernelForkedError(
-                f"kernel {self.kernel_id} belongs to process {self.host_pid}; this is its forked child "
-                f"{os.getpid()}, which shares the parent's channel and may not use it. Hint: start a kernel "
-                "of its own in the child, or use the 'spawn' start method", kernel_id=self.kernel_id,
-                host_pid=self.host_pid)
 
     def __repr__(self) -> str:
         return (f"<KernelHandle {self.kernel_id[:8]} {self.transport.name} gen={self.generation} "
@@ -388,6 +374,15 @@ def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
             f"{ticket.generation}")
     return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
                                                           signal=None, note=note))
+
+
+def _check_process(kernel_id: str, host_pid: int) -> None:
+    """:raises KernelForkedError: in a forked child of ``host_pid``, the process the kernel belongs to."""
+    if os.getpid() != host_pid:
+        raise KernelForkedError(
+            f"kernel {kernel_id} belongs to process {host_pid}; this is its forked child {os.getpid()}, which "
+            "shares the parent's channel and may not use it. Hint: start a kernel of its own in the child, or "
+            "use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)
 
 
 def _check_cell(code: object, timeout: object) -> None:
