@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import secrets
 import threading
 import uuid
@@ -61,7 +62,7 @@ class KernelHandle:
     :param transport: where the kernel runs.
     :param options: how it is started and run (defaults: :class:`KernelOptions`).
     :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
-    :param kernel_id: uuid4 hex; a fresh one by default.
+    :param kernel_id: a plain name (letters, digits, ``_``, ``-``); a fresh uuid4 hex by default.
     :param owner: the key owner this kernel serves (for reports).
     """
 
@@ -71,7 +72,7 @@ class KernelHandle:
         self.transport = transport
         self.options = options or KernelOptions()
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
-        self.kernel_id = kernel_id or uuid.uuid4().hex
+        self.kernel_id = _checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
         self.token = secrets.token_urlsafe(24)
         self.host_pid = os.getpid()  # the process this kernel belongs to; a forked child may not use it
@@ -374,6 +375,20 @@ def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
             f"{ticket.generation}")
     return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
                                                           signal=None, note=note))
+
+
+_KERNEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def _checked_kernel_id(kernel_id: str) -> str:
+    """A kernel id names the kernel's dir and files where it runs, so it is one plain name (B45).
+
+    :raises ConfigError: if it is not 1-128 letters, digits, ``_`` or ``-`` (no ``/``, no ``..``).
+    """
+    if not isinstance(kernel_id, str) or not _KERNEL_ID.fullmatch(kernel_id):
+        raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
+                          f"not {kernel_id!r}")
+    return kernel_id
 
 
 def _check_process(kernel_id: str, host_pid: int) -> None:
