@@ -40,7 +40,7 @@ TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
 #: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
 MAX_COMMAND_BYTES = 100_000
-#: Ends the here-document that carries the config (base64 never holds ``_``).
+#: Ends the here-document (quoted: no expansion) that carries the config (base64 never holds ``_``).
 _HEREDOC_END = "HERMES_CONFIG_END"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -110,7 +110,7 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
          '(not 0700)"; exit 1;; esac'),
         f'mkdir -m 700 {d} || {{ echo "{ERROR_MARK} dir: cannot make "{d}; exit 1; }}',
         f"cd {d} || exit 1",
-        (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<{_HEREDOC_END}\n{b64(json.dumps(dict(config)).encode())}\n'
+        (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<\'{_HEREDOC_END}\'\n{b64(json.dumps(dict(config)).encode())}\n'
          f'{_HEREDOC_END}\n[ $? = 0 ] || {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
         (f"( {_launch_env_lines(kernel_id, unset)}; exec {py} -B {_q(f'{kdir}/{runner}')} serve --listen "
          f"{_q(f'{kdir}/{SOCKET_NAME}')} < config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; "
