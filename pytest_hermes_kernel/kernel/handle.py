@@ -173,7 +173,7 @@ class KernelHandle:
             self._pending_loss = loss
             self._emit("lost", loss)
 
-    # ------------------------------------------------------------------------------ start, execute
+    # ------------------------------------------------------------------------------ start
     def start(self) -> KernelHandle:
         """Start the runner and wait for its hello (once; later calls return at once).
 
@@ -188,7 +188,6 @@ class KernelHandle:
                 self._runtime.launch()
         return self
 
-    # ------------------------------------------------------------------------------ execute
     def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
                 cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.
@@ -284,21 +283,18 @@ class KernelHandle:
     def interrupt(self) -> None:
         """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
         _check_process(self.kernel_id, self.host_pid)
-        channel, cell = self._channel, self._cell
-        if channel is not None and cell is not None:
+        if (channel := self._channel) is not None and (cell := self._cell) is not None:
             channel.send({"type": "interrupt", "id": cell.rid})
 
     def cancel(self) -> None:
         """Start the timeout ladder for the running cell now, even while its budget is paused."""
-        cell = self._cell
-        if cell is not None:
+        if (cell := self._cell) is not None:
             cell.budget.cancel()
 
     @contextmanager
     def budget_paused(self) -> Iterator[None]:
         """Freeze the running cell's budget (e.g. while a human answers a prompt)."""
-        cell = self._cell
-        if cell is None:
+        if (cell := self._cell) is None:
             yield
             return
         with cell.budget.paused():
@@ -329,8 +325,8 @@ class KernelHandle:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
-        :returns: the step that ended it, with the worker's exit code or signal. Idempotent; does
-            nothing in a forked child of the kernel's process (step ``forked-child``).
+        :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
+            in a forked child of the kernel's process (step ``forked-child``).
         """
         if os.getpid() != self.host_pid:
             return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
