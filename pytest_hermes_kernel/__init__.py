@@ -12,7 +12,8 @@ Public API::
 from __future__ import annotations
 
 from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, HermesKernelError,
-                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
+                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
+                     KernelResetAfterTimeout,
                      KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
                      TransportUnavailableError)
 from .api import KernelRegistry, start_kernel
@@ -30,7 +31,7 @@ __version__ = "0.1.0"
 __all__ = [
     "start_kernel", "aexecute", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
-    "HostGoneError", "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
+    "HostGoneError", "KernelShutdownError", "KernelForkedError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
     "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
 ]

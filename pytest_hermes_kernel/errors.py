@@ -23,9 +23,10 @@ from typing import Any
 
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
-    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
-    "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError", "ImageBuildError",
-    "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
+    "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
+    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError",
+    "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
 
@@ -115,6 +116,24 @@ class HostGoneError(KernelDiedError):
     def __init__(self, message: str = "", *, info: Any = None, kernel_id: str | None = None,
                  host_pid: int | None = None) -> None:
         super().__init__(message, info=info, kernel_id=kernel_id)
+        self.host_pid = host_pid
+
+
+class KernelForkedError(HermesKernelError):
+    """A kernel handle was used in a forked child of the process it belongs to (B42).
+
+    The child shares the parent's channel and connections; using them would mix its frames into
+    the parent's, and ending them would end the parent's kernel. So a child's ``execute``,
+    ``start``, ``interrupt`` and ``restart`` raise this, and its ``shutdown`` leaves the kernel
+    alone.
+
+    :param kernel_id: the kernel.
+    :param host_pid: the process the kernel belongs to (the child's is ``os.getpid()``).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, host_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
         self.host_pid = host_pid
 
 
@@ -230,7 +249,9 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 
 
 class UnsafeRunDirError(HermesKernelError, PermissionError):
-    """A run's private directory cannot be trusted, so no run file is written there.
+    """A private directory of the kit cannot be trusted, so nothing is written there: a run's
+    directory (``containers/rundir.py``), or the kernel root on the far side (ssh's
+    ``~/.hermes-kernels``, filecell's ``root``) (B46).
 
     :param path: the directory refused.
     :param problem: why: a symlink, not a directory, owned by another user, open to group or

@@ -66,8 +66,8 @@ class LaunchSpec:
     """
 
     kernel_id: str
-    config: dict[str, Any]
-    env: dict[str, str]
+    config: dict[str, Any] = field(repr=False)  # holds the token: never in a repr (B43)
+    env: dict[str, str] = field(repr=False)
     cwd: str | None = None
     python: str | None = None
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import secrets
 import threading
 import uuid
@@ -25,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, KernelAbandoned,
-                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
 from .cell import CellRun, running_tool_of
 from .channel import Channel
 from .lifecycle import KernelState, Lifecycle, Loss
@@ -60,7 +62,7 @@ class KernelHandle:
     :param transport: where the kernel runs.
     :param options: how it is started and run (defaults: :class:`KernelOptions`).
     :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
-    :param kernel_id: uuid4 hex; a fresh one by default.
+    :param kernel_id: a plain name (letters, digits, ``_``, ``-``); a fresh uuid4 hex by default.
     :param owner: the key owner this kernel serves (for reports).
     """
 
@@ -70,9 +72,10 @@ class KernelHandle:
         self.transport = transport
         self.options = options or KernelOptions()
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
-        self.kernel_id = kernel_id or uuid.uuid4().hex
+        self.kernel_id = _checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
         self.token = secrets.token_urlsafe(24)
+        self.host_pid = os.getpid()  # the process this kernel belongs to; a forked child may not use it
         self.cells_run = 0
         self.exit_info: ExitInfo | None = None
         self._life = Lifecycle()
@@ -82,7 +85,7 @@ class KernelHandle:
         self._cell: CellRun | None = None
         self._queue = CellQueue()
         self._control_lock = threading.Lock()
-        self._secrets = secret_values()
+        self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
 
     def add_listener(self, listener: Listener) -> None:
@@ -151,8 +154,7 @@ class KernelHandle:
 
     @property
     def _running_rid(self) -> int | None:
-        cell = self._cell
-        return None if cell is None else cell.rid
+        return None if (cell := self._cell) is None else cell.rid
 
     def info(self, **changes: Any) -> KernelInfo:
         """Facts about the kernel now, with ``changes`` (any :class:`KernelInfo` fields) applied.
@@ -165,11 +167,8 @@ class KernelHandle:
         return KernelInfo(**facts)  # one construction (``dataclasses.replace`` costs as much again, per cell)
 
     def mark_lost(self, loss: Loss) -> None:
-        """Record a loss of state that the next cell reports (``state_lost`` with ``loss.reason``).
-
-        For an observer outside the handle, e.g. the registry starting the kernel for a key
-        whose previous kernel it evicted or reaped. Listeners get a ``lost`` event, once per loss.
-        """
+        """Record a loss of state for the next cell to report (``state_lost``, ``loss.reason``): for the
+        registry starting a key whose last kernel it evicted or reaped; a ``lost`` event, once a loss."""
         if loss is not self._pending_loss:
             self._pending_loss = loss
             self._emit("lost", loss)
@@ -181,6 +180,7 @@ class KernelHandle:
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
+        _check_process(self.kernel_id, self.host_pid)
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -188,7 +188,6 @@ class KernelHandle:
                 self._runtime.launch()
         return self
 
-    # ------------------------------------------------------------------------------ execute
     def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
                 cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.
@@ -202,6 +201,7 @@ class KernelHandle:
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
+        _check_process(self.kernel_id, self.host_pid)
         _check_cell(code, timeout)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
@@ -282,21 +282,19 @@ class KernelHandle:
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
         """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
-        channel, cell = self._channel, self._cell
-        if channel is not None and cell is not None:
+        _check_process(self.kernel_id, self.host_pid)
+        if (channel := self._channel) is not None and (cell := self._cell) is not None:
             channel.send({"type": "interrupt", "id": cell.rid})
 
     def cancel(self) -> None:
         """Start the timeout ladder for the running cell now, even while its budget is paused."""
-        cell = self._cell
-        if cell is not None:
+        if (cell := self._cell) is not None:
             cell.budget.cancel()
 
     @contextmanager
     def budget_paused(self) -> Iterator[None]:
         """Freeze the running cell's budget (e.g. while a human answers a prompt)."""
-        cell = self._cell
-        if cell is None:
+        if (cell := self._cell) is None:
             yield
             return
         with cell.budget.paused():
@@ -311,6 +309,7 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelStartError: if the fresh kernel does not start.
         """
+        _check_process(self.kernel_id, self.host_pid)
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -326,8 +325,11 @@ class KernelHandle:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
-        :returns: the step that ended it, with the worker's exit code or signal. Idempotent.
+        :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
+            in a forked child of the kernel's process (step ``forked-child``).
         """
+        if os.getpid() != self.host_pid:
+            return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
         with self._control_lock:
             if self.stopping:
                 return self.exit_info or ExitInfo(step="already-exited")
@@ -369,6 +371,29 @@ def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
             f"{ticket.generation}")
     return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
                                                           signal=None, note=note))
+
+
+_KERNEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def _checked_kernel_id(kernel_id: str) -> str:
+    """A kernel id names the kernel's dir and files where it runs, so it is one plain name (B45).
+
+    :raises ConfigError: if it is not 1-128 letters, digits, ``_`` or ``-`` (no ``/``, no ``..``).
+    """
+    if not isinstance(kernel_id, str) or not _KERNEL_ID.fullmatch(kernel_id):
+        raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
+                          f"not {kernel_id!r}")
+    return kernel_id
+
+
+def _check_process(kernel_id: str, host_pid: int) -> None:
+    """:raises KernelForkedError: in a forked child of ``host_pid``, the process the kernel belongs to."""
+    if os.getpid() != host_pid:
+        raise KernelForkedError(
+            f"kernel {kernel_id} belongs to process {host_pid}; this is its forked child {os.getpid()}, which "
+            "shares the parent's channel and may not use it. Hint: start a kernel of its own in the child, or "
+            "use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)
 
 
 def _check_cell(code: object, timeout: object) -> None:

@@ -182,21 +182,7 @@ class DockerTransport(Transport):
 
     def _put_runner(self, container_id: str, kernel_id: str) -> None:
         uid, gid = self._owner(container_id)
-        root = KERNEL_ROOT.rsplit("/", 1)[1]
-        app = runner_zipapp()
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
-                                     (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
-                info = tarfile.TarInfo(name)
-                info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
-                if data is None:
-                    info.type = tarfile.DIRTYPE
-                    tar.addfile(info)
-                else:
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
-        self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
+        self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(kernel_id, uid, gid))
 
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
@@ -351,3 +337,25 @@ class _NullStream:
 
     def close(self) -> None:
         pass
+
+
+def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:
+    """The tar ``put_archive`` unpacks in ``/tmp``: the kernel root (0711), the kernel dir (0700)
+    and the runner file (0600), owned by ``uid``/``gid`` (B45).
+
+    Only a directory or a regular file, each with a plain relative name (no ``..``, no absolute
+    path, no link of any kind) and no setuid, setgid or sticky bit: what is unpacked cannot land
+    outside the kernel dir or gain privileges. The engine unpacks it in the container's own
+    root, and replaces a symlink a cell may have put where the kernel root goes.
+    """
+    root, app = KERNEL_ROOT.rsplit("/", 1)[1], runner_zipapp()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
+                                 (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
+            info.type = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
+            info.size = 0 if data is None else len(data)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    return buf.getvalue()

@@ -17,7 +17,8 @@ The far side needs a POSIX ``sh``, ``base64``, ``od`` and ``python3``; the kerne
 its client are shipped through the command text. Commands may run concurrently (an interrupt
 is delivered while a long poll runs).
 
-Two reference backends: :class:`LocalShellBackend` (``sh -c`` on this machine; the default)
+Two reference backends: :class:`LocalShellBackend` (``sh`` on this machine, the command on its
+stdin so no ``ps`` shows it; the default)
 and :class:`DockerExecBackend` (``docker exec`` into a container).
 """
 
@@ -51,6 +52,10 @@ DRAIN_MAX_S = 2.0
 #: for (collected) by a later call of any backend instead of being dropped unwaited.
 _SUBREAPERS: list[subprocess.Popen[bytes]] = []
 _SUBREAPERS_LOCK = threading.Lock()
+#: How the reference backends run a command: the shell reads it from its stdin (then stdin is
+#: ``/dev/null``), so the command text, which carries the kernel's config, is in no argv that
+#: ``ps`` shows (B43).
+STDIN_SHIM = 's=$(cat); exec </dev/null; eval "$s"'
 
 
 @runtime_checkable
@@ -76,7 +81,8 @@ class ExecuteBackend(Protocol):
 
 
 class LocalShellBackend:
-    """``sh -c cmd`` on this machine: the default backend of ``filecell`` and the model for others.
+    """``sh`` on this machine, ``cmd`` on its stdin (:data:`STDIN_SHIM`; never in an argv): the
+    default backend of ``filecell`` and the model for others.
 
     :param shell: the POSIX shell to run commands with.
     :param env: environment of the commands; ``None`` is this process's environment.
@@ -102,10 +108,13 @@ class LocalShellBackend:
         :raises TimeoutError: if it runs longer than ``timeout`` seconds (its group is killed).
         """
         self._collect_subreapers()
-        proc = subprocess.Popen([self.shell, "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([self.shell, "-c", STDIN_SHIM], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
         assert proc.stdout is not None
         try:
+            assert proc.stdin is not None
+            with proc.stdin:  # the shim's cat reads it all before the command starts
+                proc.stdin.write(cmd.encode("utf-8"))
             out = _read_until_exit(proc, timeout)
         except TimeoutError:
             _kill_group(proc)
@@ -125,7 +134,8 @@ class LocalShellBackend:
         self._collect_subreapers()
         status_r, status_w = os.pipe()
         try:
-            proc = subprocess.Popen([sys.executable, "-S", "-c", _SUBREAPER, str(status_w)], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([sys.executable, "-S", "-c", _SUBREAPER, str(status_w), self.shell, STDIN_SHIM],
+                                    stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(status_w,),
                                     start_new_session=True, env=self.env)
         finally:
@@ -161,7 +171,8 @@ class LocalShellBackend:
         return f"LocalShellBackend({self.shell!r})"
 
 
-#: The subreaper: reads the command on stdin, runs ``sh -c`` as its child, writes the command's
+#: The subreaper: reads the command on stdin, runs the shell as its child (the command on its
+#: stdin, :data:`STDIN_SHIM`), writes the command's
 #: exit status to fd argv[1] when it ends, then reaps every orphan it adopted until none is left.
 _SUBREAPER = r"""
 import ctypes, os, sys
@@ -170,14 +181,25 @@ try:
 except Exception:
     pass
 status_fd = int(sys.argv[1])
-cmd = sys.stdin.buffer.read().decode('utf-8')
+shell, shim = sys.argv[2], sys.argv[3]
+cmd = sys.stdin.buffer.read()
+r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
     os.close(status_fd)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
     try:
-        os.execvp('sh', ['sh', '-c', cmd])
+        os.execvp(shell, [shell, '-c', shim])
     finally:
         os._exit(127)
+os.close(r)
+with open(w, 'wb') as fh:
+    try:
+        fh.write(cmd)
+    except OSError:
+        pass
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)

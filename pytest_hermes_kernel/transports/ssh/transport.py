@@ -29,9 +29,10 @@ import logging
 import shlex
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
+from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
@@ -74,7 +75,9 @@ class SshTransport(Transport):
     :param pkey: a paramiko private key for ``target``.
     :param host_key_policy: for a ``target`` not in known_hosts: ``reject`` (default), ``warn``
         or ``auto-add``.
-    :param known_hosts: extra known_hosts file for ``target``.
+    :param known_hosts: extra known_hosts file for ``target`` (read, never written).
+    :param host_key: ``"<type> <base64>"``: pin this host key for ``target`` (the explicit way to
+        trust a host whose key changed); known_hosts and the policy are then not consulted.
     :param keepalive_interval: seconds between keepalive requests (replies wanted).
     :param keepalive_missed: unanswered intervals before the connection counts as dead.
     :param connect_timeout: seconds for connect, banner and authentication each.
@@ -97,12 +100,13 @@ class SshTransport(Transport):
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
-                 max_sessions: int | None = None) -> None:
-        import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
+                 max_sessions: int | None = None, host_key: str | None = None) -> None:
+        import paramiko  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
-        self.host_key_policy, self.known_hosts = host_key_policy, known_hosts
+        self.host_key_policy, self.known_hosts, self.host_key = host_key_policy, known_hosts, host_key
+        self._session_keys = paramiko.HostKeys()  # keys this transport saw: a change is refused (B47)
         self.keepalive_interval, self.keepalive_missed = keepalive_interval, keepalive_missed
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
@@ -165,7 +169,8 @@ class SshTransport(Transport):
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
-                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
+                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
+                                 host_key=self.host_key, session_keys=self._session_keys, **common)
         assert self.sshd is not None
         return self.sshd.connect(self.connect_via, **common)
 
@@ -174,6 +179,8 @@ class SshTransport(Transport):
         try:
             conn = self._connection()
             kdir = self._make_kernel_dir(conn, spec)
+        except UnsafeRunDirError as exc:
+            raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
         python = spec.python or self.python
@@ -194,17 +201,10 @@ class SshTransport(Transport):
         try:
             if self._home is None:
                 self._home = sftp.normalize(".")
-            root = f"{self._home}/{KERNEL_ROOT}"
-            try:
-                sftp.mkdir(root, 0o700)
-            except OSError:
-                pass  # exists
-            kdir = f"{root}/{spec.kernel_id}"
-            self.made_dirs.add(str(conn.target), kdir)
-            sftp.mkdir(kdir, 0o700)
-            app = runner_zipapp()
-            _put(sftp, f"{kdir}/{app.name}", app.data)
-            return kdir
+            return _prepare_kernel_dir(sftp, self._home, spec.kernel_id,
+                                       made=lambda kdir: self.made_dirs.add(str(conn.target), kdir))
+        except UnsafeRunDirError:
+            raise
         except OSError as exc:
             raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
         finally:
@@ -353,6 +353,46 @@ class SshTransport(Transport):
     def describe(self) -> str:
         where = str(self.target) if self.target else "sshd container on 127.0.0.1"
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
+
+
+def _prepare_kernel_dir(sftp: paramiko.SFTPClient, home: str, kernel_id: str, *, made: Callable[[str], None]) -> str:
+    """Make ``<home>/.hermes-kernels/<kernel id>`` (0700, in a checked root) holding the runner file.
+
+    :param made: called with the kernel dir right before it is made (the leak probe's record).
+    :returns: the kernel dir.
+    :raises UnsafeRunDirError: if the root is not private (see :func:`_check_private_root`).
+    :raises OSError: if sftp cannot make it.
+    """
+    root = f"{home}/{KERNEL_ROOT}"
+    try:
+        sftp.mkdir(root, 0o700)
+    except OSError:
+        pass  # exists
+    _check_private_root(sftp, root, owner=sftp.stat(home).st_uid)
+    kdir = f"{root}/{kernel_id}"
+    made(kdir)
+    sftp.mkdir(kdir, 0o700)
+    app = runner_zipapp()
+    _put(sftp, f"{kdir}/{app.name}", app.data)
+    return kdir
+
+
+def _check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | None) -> None:
+    """The remote kernel root must be a real directory (never a symlink), owned by the ssh user
+    (the owner of its home) and closed to group and others (B46); nothing is changed to fit.
+
+    :raises UnsafeRunDirError: naming the path and what is wrong with it.
+    """
+    import stat
+
+    st = sftp.lstat(root)
+    mode = st.st_mode or 0
+    problem = ("it is a symlink" if stat.S_ISLNK(mode) else "it is not a directory" if not stat.S_ISDIR(mode)
+               else f"it is owned by uid {st.st_uid}, not {owner}" if st.st_uid != owner
+               else f"its mode is {stat.S_IMODE(mode):04o}, not 0700" if mode & 0o077 else None)
+    if problem is not None:
+        raise UnsafeRunDirError(f"refusing to keep kernels in {root} on the ssh host: {problem}. Hint: another "
+                                "user may have made it first; remove it on the host", path=root, problem=problem)
 
 
 def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
