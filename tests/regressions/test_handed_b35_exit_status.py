@@ -23,34 +23,20 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions
 from pytest_hermes_kernel.errors import ExitStatusUnknownError, KernelStartError, TransportLostError
-from pytest_hermes_kernel.transports import get_transport
-from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
 
 
-@pytest.fixture(params=["local", "docker"])
-def backend(request: pytest.FixtureRequest) -> ExecuteBackend:
-    if request.param == "local":
-        return LocalShellBackend()
-    from pytest_hermes_kernel.containers.images import docker_status
-
-    ok, why = docker_status()
-    if not ok:
-        pytest.skip(f"docker engine not reachable: {why}")
-    docker = get_transport("docker")
-    return DockerExecBackend(docker.shared_container(), client=docker.client)
-
-
-def test_a_silent_command_returns_its_own_status(backend):
-    transport = FileCellTransport(backend)
+def test_a_silent_command_returns_its_own_status(execute_backend):
+    transport = FileCellTransport(execute_backend)
     assert transport.run_command("sh -c 'exit 3' >/dev/null 2>&1", 30.0) == (3, "")
     assert transport.run_command("exit 0", 30.0) == (0, "")
 
 
-def test_a_sigkill_is_137_on_every_backend(backend):
-    code, _ = FileCellTransport(backend).run_command("kill -9 $$", 30.0)
+def test_a_sigkill_is_137_on_every_backend(execute_backend):
+    code, _ = FileCellTransport(execute_backend).run_command("kill -9 $$", 30.0)
     assert code == 137  # 128 + SIGKILL, as sh and docker report it; never -9 on one and 137 on another
-    code, _ = FileCellTransport(backend).run_command("sh -c 'kill -9 $$'", 30.0)
+    code, _ = FileCellTransport(execute_backend).run_command("sh -c 'kill -9 $$'", 30.0)
     assert code == 137
 
 

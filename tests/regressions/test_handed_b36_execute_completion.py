@@ -18,50 +18,34 @@ from __future__ import annotations
 import secrets
 import time
 
-import pytest
-
-from pytest_hermes_kernel.transports import get_transport
-from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend
 
 #: Seconds a call may take for a command that is done at once (a hang, not slowness, beyond it;
 #: docker's own exec drain is 2 s).
 PROMPT_S = 5.0
 
 
-@pytest.fixture(params=["local", "docker"])
-def backend(request: pytest.FixtureRequest) -> ExecuteBackend:
-    if request.param == "local":
-        return LocalShellBackend()
-    from pytest_hermes_kernel.containers.images import docker_status
-
-    ok, why = docker_status()
-    if not ok:
-        pytest.skip(f"docker engine not reachable: {why}")
-    docker = get_transport("docker")
-    return DockerExecBackend(docker.shared_container(), client=docker.client)
-
-
-def _timed(backend: ExecuteBackend, cmd: str, timeout: float = 60.0) -> tuple[int, str, float]:
+def _timed(execute_backend: ExecuteBackend, cmd: str, timeout: float = 60.0) -> tuple[int, str, float]:
     started = time.monotonic()
-    code, out = backend.execute(cmd, timeout)
+    code, out = execute_backend.execute(cmd, timeout)
     return code, out, time.monotonic() - started
 
 
-def test_a_background_descendant_holding_stdout_cannot_hold_the_call(backend):
+def test_a_background_descendant_holding_stdout_cannot_hold_the_call(execute_backend):
     pidfile = f"/tmp/hermes-b36-{secrets.token_hex(6)}.pid"
     try:
-        code, out, took = _timed(backend, f"echo a; sleep 300 & echo $! > {pidfile}; echo b")
+        code, out, took = _timed(execute_backend, f"echo a; sleep 300 & echo $! > {pidfile}; echo b")
         assert (code, out) == (0, "a\nb\n")
         assert took < PROMPT_S, f"the call took {took:.1f} s: the background sleep held it open"
     finally:
-        backend.execute(f"kill $(cat {pidfile}) 2>/dev/null; rm -f {pidfile}", 30.0)
+        execute_backend.execute(f"kill $(cat {pidfile}) 2>/dev/null; rm -f {pidfile}", 30.0)
 
 
-def test_output_written_right_before_exit_is_never_lost(backend):
-    code, out, _ = _timed(backend, "head -c 2000000 /dev/zero | tr '\\0' x; exit 0")
+def test_output_written_right_before_exit_is_never_lost(execute_backend):
+    code, out, _ = _timed(execute_backend, "head -c 2000000 /dev/zero | tr '\\0' x; exit 0")
     assert code == 0 and len(out) == 2_000_000 and set(out) == {"x"}
 
 
-def test_stdin_is_closed(backend):
-    code, out, took = _timed(backend, "cat", timeout=30.0)
+def test_stdin_is_closed(execute_backend):
+    code, out, took = _timed(execute_backend, "cat", timeout=30.0)
     assert (code, out) == (0, "") and took < PROMPT_S, f"cat waited {took:.1f} s for stdin"
