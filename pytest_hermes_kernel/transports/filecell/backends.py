@@ -282,8 +282,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        proc.communicate(timeout=5.0)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
+        proc.wait(timeout=5.0)  # not communicate(): it would flush the closed stdin and never wait
+    except subprocess.TimeoutExpired:
         pass
 
 
