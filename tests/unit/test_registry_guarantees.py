@@ -22,19 +22,9 @@ from pytest_hermes_kernel.errors import KernelShutdownError
 from pytest_hermes_kernel.kernel.lifecycle import KernelState
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry, live_registries
 from tests.support import REPO_ROOT, stays_true
-from tests.unit.test_registry_losses import Clock, FakeTransport
+from tests.unit.test_registry_losses import Clock, FakeTransport, clock, transport  # noqa: F401  (fixtures)
 
 A, B, C = KernelKey(owner="conv-a"), KernelKey(owner="conv-b"), KernelKey(owner="conv-c")
-
-
-@pytest.fixture
-def transport() -> FakeTransport:
-    return FakeTransport()
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 @pytest.fixture
