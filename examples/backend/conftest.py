@@ -1,24 +1,14 @@
-"""A worked example: a new execute-only backend checked by the whole contract suite.
-
-``SubprocessSandbox`` stands for any environment that can only run a command to completion and
-return its exit code and output (a sandbox API, a CI runner, a remote-exec service). Wrapped in
-``FileCellTransport`` it gets persistent kernels; overriding the ``hermes_transport`` fixture
-here makes every test in this folder (the contract suite, imported in test_contract.py) run
-against it.
-"""
-
-from __future__ import annotations
+"""Run the backend contract suite against my backend."""
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 
-from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
+from pytest_hermes_kernel.transports import FileCellTransport
 
 
 class SubprocessSandbox:
-    """The whole backend: one method, ``execute(cmd, timeout) -> (exit_code, output)``."""
+    """Stands for your backend: it runs a command to completion, returns (exit code, output)."""
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         try:
@@ -30,7 +20,7 @@ class SubprocessSandbox:
 
 
 @pytest.fixture
-def hermes_transport() -> Iterator[FileCellTransport]:
+def hermes_transport():
     transport = FileCellTransport(SubprocessSandbox(), root="/tmp/hermes-example-backend")
     yield transport
     transport.close()

@@ -1,3 +1,3 @@
-"""The backend contract suite against the example backend (see conftest.py): one import line."""
+"""The backend contract suite, in one import."""
 
 from pytest_hermes_kernel.contract import *  # noqa: F401,F403

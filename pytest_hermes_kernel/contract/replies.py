@@ -1,4 +1,4 @@
-"""Contract: the size of a reply never costs the kernel (issue #10, point 3).
+"""Contract: the size of a reply never costs the kernel.
 
 A cell's trailing value, its error message and its traceback are bounded like its output: over
 the cap the value keeps its head and tail around a ``[... N characters dropped ...]`` marker,

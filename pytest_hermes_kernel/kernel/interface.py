@@ -1,4 +1,4 @@
-"""The ``Kernel`` protocol: what a test (or a fault) may use of a kernel it was handed.
+"""The ``Kernel`` protocol: what a test (or a fault) may use of a kernel the fixtures gave it.
 
 Three classes satisfy it structurally: :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle`
 (the kernel runs under this process), the fault layer's ``HarnessKernel`` (its host is a

@@ -1,4 +1,4 @@
-"""The kernel's story in a failing test's report (issue #12 point 1).
+"""The kernel's story in a failing test's report: transport, pids, deaths, last cells, log tails.
 
 For every kernel a test got from ``hermes_kernel``/``hermes_kernel_factory`` the plugin follows
 the kernel's events. When the test fails (in any phase), its report gets one section per kernel,

@@ -1,4 +1,4 @@
-"""The kernel runner: the program that runs where the kernel lives (DESIGN.md section 2).
+"""The kernel runner: the program that runs where the kernel lives.
 
 It owns everything on the far side of the channel: the wire codec (:mod:`.frames`, which the
 host imports too: one codec), bounded output capture (:mod:`.capture`), the worker that holds
