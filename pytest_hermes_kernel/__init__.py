@@ -11,13 +11,15 @@ Public API::
 
 from __future__ import annotations
 
-from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, HermesKernelError,
+from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FileTransferError, FrameTooLargeError,
+                     HermesKernelError, TransferTooLargeError, UnsafePathError,
                      HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
                      KernelResetAfterTimeout,
                      KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
                      TransportUnavailableError)
 from .api import KernelRegistry, start_kernel
 from .kernel.aio import aexecute
+from .kernel.files import RejectedEntry, TransferReport
 from .kernel.handle import KernelHandle
 from .kernel.lifecycle import KernelState
 from .kernel.options import KernelOptions
@@ -33,5 +35,6 @@ __all__ = [
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
     "HostGoneError", "KernelShutdownError", "KernelForkedError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
     "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
-    "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
+    "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning", "TransferReport", "RejectedEntry", "FileTransferError",
+    "UnsafePathError", "TransferTooLargeError",
 ]

@@ -25,7 +25,8 @@ __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
     "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
-    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError",
+    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError",
+    "FileTransferError", "UnsafePathError", "TransferTooLargeError", "CellTimeoutError",
     "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
@@ -262,6 +263,41 @@ class UnsafeRunDirError(HermesKernelError, PermissionError):
         super().__init__(message)
         self.path = path
         self.problem = problem
+
+
+class FileTransferError(HermesKernelError):
+    """A file transfer in or out of a kernel (``KernelHandle.upload`` / ``download``) failed:
+    the path does not exist, the destination exists, or the transport cannot move files.
+    Nothing was written outside a temp dir that was removed.
+
+    :param path: the offending entry (a kernel path relative to the kernel's working dir, or a
+        local path).
+    :param problem: what is wrong with it.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, problem: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
+
+
+class UnsafePathError(FileTransferError, PermissionError):
+    """A transfer would leave the kernel's working dir or its local destination (B45): an
+    absolute name, a ``..`` or empty component, a symlink on the path (never followed)."""
+
+
+class TransferTooLargeError(FileTransferError):
+    """A transfer is over its size bound (``KernelOptions.max_transfer_bytes`` or ``max_bytes=``).
+
+    :param size_bytes: bytes the transfer would have moved up to and with ``path``.
+    :param limit_bytes: the bound.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, problem: str = "",
+                 size_bytes: int = 0, limit_bytes: int = 0) -> None:
+        super().__init__(message, path=path, problem=problem)
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
 
 
 class CellTimeoutError(HermesKernelError, TimeoutError):

@@ -22,6 +22,8 @@ and when:
   fault injector (other processes, other layers).
 * :attr:`Transport.orphan_timeout`: the fault layer, for the bound within which a kernel must
   be gone after its host died.
+* :meth:`Transport.files`: the handle's ``upload`` / ``download``: the kernel's files under its
+  working dir (:class:`~.files.KernelFiles`); the default refuses.
 * :meth:`Transport.close`: whoever made the transport, when done with it.
 
 Every optional capability is a method here with a default; callers never probe with
@@ -35,7 +37,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
-from ..errors import TransportLostError
+from ..errors import FileTransferError, TransportLostError
+from .files import KernelFiles
 
 __all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport"]
 
@@ -192,6 +195,15 @@ class Transport(ABC):
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` where the kernel runs (fault injection: ``kernel_sigkill``)."""
         os.kill(pid, sig)
+
+    def files(self, launched: Launched, workdir: str) -> KernelFiles:
+        """The files of the kernel of ``launched`` under ``workdir`` (its working dir), for one
+        transfer (``with`` it: it is closed after).
+
+        :raises FileTransferError: if the transport cannot move files (always, by default).
+        """
+        raise FileTransferError(f"the {self.name} transport cannot move files in or out of a kernel",
+                                path=None, problem="not supported")
 
     def describe(self) -> str:
         """One line for the report header."""

@@ -38,6 +38,7 @@ from .queue import CellQueue, Ticket
 from .results import MAX_FRAME_BYTES, CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
+from .transfer import download_from, upload_to
 
 if TYPE_CHECKING:
     from .contract import Launched, Transport
@@ -225,16 +226,9 @@ class KernelHandle:
         if state is not S.IDLE:  # the usual cell finds its kernel idle
             if state is S.RUNNER_LOST:
                 self.mark_lost(self._pending_loss or Loss(reason="died", note="the kernel runner was gone"))
-            self._runtime.bring_up(self._may_restart)
+            self._runtime.bring_up(lambda: _may_restart(self, self._pending_loss))
         loss, self._pending_loss = self._pending_loss, None
         return loss
-
-    def _may_restart(self) -> None:
-        loss = self._pending_loss
-        if not self.options.auto_restart and loss is not None:
-            raise KernelDiedError(f"kernel {self.kernel_id} is gone ({loss.reason}); "
-                                  "auto_restart is off: call restart() to continue on a fresh kernel",
-                                  info=self.info(**loss.info_fields()))
 
     def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None) -> CellResult:
         if not self._life.advance(S.BUSY):
@@ -344,6 +338,11 @@ class KernelHandle:
     close = shutdown
     """Alias of :meth:`shutdown` (the name the handed cases use)."""
 
+    upload = upload_to
+    """Copy a local file or tree into the kernel's working dir: :func:`~.transfer.upload_to`."""
+    download = download_from
+    """Copy a file or tree of the kernel's working dir out: :func:`~.transfer.download_from`."""
+
     def __enter__(self) -> KernelHandle:
         return self.start()
 
@@ -385,6 +384,14 @@ def _checked_kernel_id(kernel_id: str) -> str:
         raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
                           f"not {kernel_id!r}")
     return kernel_id
+
+
+def _may_restart(handle: KernelHandle, loss: Loss | None) -> None:
+    """:raises KernelDiedError: if the kernel is gone (``loss``) and ``auto_restart`` is off."""
+    if not handle.options.auto_restart and loss is not None:
+        raise KernelDiedError(f"kernel {handle.kernel_id} is gone ({loss.reason}); "
+                              "auto_restart is off: call restart() to continue on a fresh kernel",
+                              info=handle.info(**loss.info_fields()))
 
 
 def _check_process(kernel_id: str, host_pid: int) -> None:

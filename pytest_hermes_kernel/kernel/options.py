@@ -31,6 +31,9 @@ must fit in one 64 MiB frame."""
 DEFAULT_MAX_TOOL_CALLS = 50
 """Tool calls per cell (the seed system's ``max_tool_calls``)."""
 
+DEFAULT_MAX_TRANSFER_BYTES = 256 * 2**20
+"""Bytes of file content one ``upload`` / ``download`` may move (issue #12 point 6)."""
+
 IDLE_ORPHAN_TIMEOUT_S = 1800.0
 """The orphan timer, in seconds, of transports that attach to a runner only while a cell runs
 (``filecell``): there no host is attached between cells, so the timer is the kernel's idle
@@ -94,6 +97,7 @@ class KernelOptions:
         whose ``oom_kill`` counter tells an OOM kill from a plain SIGKILL; ``None``: none.
     :param cgroup_procs: path, where the kernel runs, of a cgroup's ``cgroup.procs`` the worker
         joins (a memory limit for local kernels); ``None``: none.
+    :param max_transfer_bytes: bytes one ``upload`` / ``download`` may move (file contents), > 0.
     """
 
     timeout: float | None = None
@@ -115,6 +119,7 @@ class KernelOptions:
     exit_grace: float = 2.0
     oom_counter_file: str | None = None
     cgroup_procs: str | None = None
+    max_transfer_bytes: int = DEFAULT_MAX_TRANSFER_BYTES
 
     def __post_init__(self) -> None:
         """Check every field.
@@ -132,6 +137,9 @@ class KernelOptions:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+        if not isinstance(self.max_transfer_bytes, int) or isinstance(self.max_transfer_bytes, bool) \
+                or self.max_transfer_bytes <= 0:
+            raise ConfigError(f"max_transfer_bytes must be an int > 0, got {self.max_transfer_bytes!r}")
         for name in ("max_tool_calls", "keepalive_missed"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:

@@ -32,6 +32,7 @@ from typing import ClassVar
 from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
+from ..kernel.files import KernelFiles
 from ..procs import dirs_under, kill_session, pid_alive, start_ticks
 from .runner_zipapp import write_runner
 
@@ -153,6 +154,12 @@ class LocalTransport(Transport):
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+    def files(self, launched: Launched, workdir: str) -> KernelFiles:
+        """The kernel's files, reached in this process (:class:`~.files.LocalFiles`)."""
+        from .files import LocalFiles
+
+        return LocalFiles(workdir)
 
     def describe(self) -> str:
         return f"local ({self.python})"

@@ -37,6 +37,7 @@ from ..runner_zipapp import runner_zipapp
 from ...containers.lifecycle import container_log
 from ...containers.sharing import current_run_id
 from . import probes
+from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
 
 if TYPE_CHECKING:
@@ -319,6 +320,11 @@ class DockerTransport(Transport):
         code, _ = self.run_script(cid, SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
+
+    def files(self, launched: Launched, workdir: str) -> DockerFiles:
+        """The kernel's files in its container (:class:`~.files.DockerFiles`: archives and checks by exec)."""
+        cid = launched.extra["container"]
+        return DockerFiles(self, cid, workdir, self._owner(cid))
 
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",

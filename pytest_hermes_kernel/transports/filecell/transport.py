@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError
 from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from .files import FileCellFiles
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
@@ -252,6 +253,10 @@ class FileCellTransport(Transport):
         code, _ = self.run_command(f"kill -{int(sig)} {int(pid)}", 15.0)
         if code != 0:
             raise ProcessLookupError(f"no process {pid} on {self.backend!r}")
+
+    def files(self, launched: Launched, workdir: str) -> FileCellFiles:
+        """The kernel's files through the backend (:class:`~.files.FileCellFiles`)."""
+        return FileCellFiles(self, workdir, launched.extra.get("python") or self.python)
 
     def describe(self) -> str:
         return f"filecell ({self.backend!r}, {self.python}, root {self.root})"

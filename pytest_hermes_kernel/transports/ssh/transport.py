@@ -41,6 +41,7 @@ from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
 from ...containers.sharing import current_run_id
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from .files import SftpFiles
 from . import probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
@@ -349,6 +350,10 @@ class SshTransport(Transport):
         code, _ = self.run_probe(SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
+
+    def files(self, launched: Launched, workdir: str) -> SftpFiles:
+        """The kernel's files on the ssh host, over a new SFTP session (:class:`~.files.SftpFiles`)."""
+        return SftpFiles(workdir, self._connection().sftp())
 
     def describe(self) -> str:
         where = str(self.target) if self.target else "sshd container on 127.0.0.1"

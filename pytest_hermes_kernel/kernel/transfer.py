@@ -1,0 +1,294 @@
+"""The transport-neutral steps of a file transfer, and its host side.
+
+:func:`download`: list the kernel's tree, plan it (:func:`~.files.plan_tree`: rejections and the
+size bound, before anything moves), write it into a fresh temp dir beside the local destination
+(:class:`Staging`), then rename it into place; on any error the temp dir is removed, so nothing
+is left outside it. :func:`upload`: list the local tree the same way (its symlinks are not
+followed either), check the kernel's destination, write the tree under a temp name beside it,
+rename it into place; on any error the temp name is removed.
+
+The local destination of a download (and the kernel destination of an upload) names what the
+copied entry becomes: it must not exist, or be a regular file that a copied file replaces; its
+missing parent directories are made.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ConfigError, FileTransferError, UnsafePathError
+from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, kernel_parts, plan_tree,
+                    safe_mode, too_large)
+
+if TYPE_CHECKING:
+    from .handle import KernelHandle
+
+__all__ = ["LocalSource", "Staging", "download", "download_from", "local_entries", "upload", "upload_to"]
+
+#: Bytes read or written at a time.
+CHUNK_BYTES = 1 << 20
+#: Prefix of the temp name an upload writes before its rename (``transports/filetree.py`` uses it too).
+TEMP_PREFIX = ".hermes-part-"
+_NOFOLLOW_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike[str], *,
+             max_bytes: int) -> TransferReport:
+    """Copy ``kernel_path`` (under the kernel's working dir) to ``local_path``.
+
+    :param max_bytes: the size bound in bytes.
+    :raises UnsafePathError: if ``kernel_path`` is not a plain relative path or a symlink is on it.
+    :raises FileTransferError: if it does not exist, or ``local_path`` is an existing directory.
+    :raises TransferTooLargeError: if it is over ``max_bytes``; nothing is left behind.
+    """
+    parts = kernel_parts(kernel_path)
+    plan = plan_tree(files.list_tree(parts), "/".join(parts), max_bytes)
+    with Staging(Path(local_path), max_bytes) as staging:
+        staging.make_dirs(plan)
+        files.fetch(parts, plan, staging)
+        staging.commit(plan)
+    return TransferReport(direction="download", source="/".join(parts), destination=str(local_path),
+                          files=staging.files, dirs=sum(e.kind == "dir" for e in plan.entries), bytes=staging.bytes,
+                          rejected=plan.rejected + tuple(staging.rejected), stripped=plan.stripped)
+
+
+def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: str, *,
+           max_bytes: int) -> TransferReport:
+    """Copy ``local_path`` to ``kernel_path`` (under the kernel's working dir).
+
+    :param max_bytes: the size bound in bytes.
+    :raises UnsafePathError: if ``kernel_path`` is not a plain relative path or a symlink is on it.
+    :raises FileTransferError: if ``local_path`` does not exist or the destination exists (a
+        directory, or anything but a file a file replaces).
+    :raises TransferTooLargeError: if it is over ``max_bytes``; nothing is left behind.
+    """
+    parts = kernel_parts(kernel_path)
+    root = Path(local_path)
+    plan = plan_tree(local_entries(root), str(root), max_bytes)
+    files.prepare(parts, plan.top.kind)
+    source = LocalSource(root, max_bytes)
+    temp = TEMP_PREFIX + secrets.token_hex(8)
+    try:
+        files.write_tree(parts, temp, plan, source)
+        files.commit(parts, temp)
+    except BaseException:
+        files.abort(parts, temp)
+        raise
+    return TransferReport(direction="upload", source=str(root), destination="/".join(parts), files=len(plan.files),
+                          dirs=sum(e.kind == "dir" for e in plan.entries), bytes=source.bytes,
+                          rejected=plan.rejected, stripped=plan.stripped)
+
+
+def kind_of(mode: int) -> EntryKind:
+    """The :data:`~.files.EntryKind` of an ``st_mode``."""
+    for test, kind in ((stat.S_ISDIR, "dir"), (stat.S_ISREG, "file"), (stat.S_ISLNK, "symlink"),
+                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device"),
+                       (stat.S_ISBLK, "device")):
+        if test(mode):
+            return kind  # type: ignore[return-value]
+    return "other"
+
+
+def local_entries(root: Path) -> list[Entry]:
+    """A local tree as :class:`~.files.Entry` values: ``root`` (as given) and, without following
+    any symlink, everything below it.
+
+    :raises FileTransferError: if ``root`` does not exist.
+    """
+    try:
+        st = root.stat()
+    except FileNotFoundError:
+        raise FileTransferError(f"{root} does not exist", path=str(root), problem="does not exist") from None
+    found = [Entry((), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)]
+    if stat.S_ISDIR(st.st_mode):
+        found += _walk(root, ())
+    return found
+
+
+def _walk(path: Path, rel: tuple[str, ...]) -> list[Entry]:
+    found: list[Entry] = []
+    with os.scandir(path) as it:
+        children = sorted(it, key=lambda e: e.name)
+    for child in children:
+        st = child.stat(follow_symlinks=False)
+        entry = Entry((*rel, child.name), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
+        found.append(entry)
+        if entry.kind == "dir":
+            found += _walk(path / child.name, entry.parts)
+    return found
+
+
+class LocalSource:
+    """An upload's local files, read without following symlinks below the top, and counted.
+
+    :param root: the local path being uploaded.
+    :param limit_bytes: the size bound (a file that grew since its listing is stopped by it).
+    """
+
+    def __init__(self, root: Path, limit_bytes: int) -> None:
+        self.root = root
+        self.limit_bytes = limit_bytes
+        self.bytes = 0
+
+    def chunks(self, entry: Entry, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
+        """``entry``'s content in chunks of up to ``chunk_bytes``.
+
+        :raises UnsafePathError: if it is no longer a regular file with one name.
+        :raises TransferTooLargeError: if the transfer passes its bound.
+        """
+        path = self.root.joinpath(*entry.parts)
+        fd = os.open(path, _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (entry.parts and st.st_nlink != 1):
+                raise UnsafePathError(f"{path} changed during the upload", path=str(path), problem="changed")
+            while data := os.read(fd, chunk_bytes):
+                self.bytes += len(data)
+                if self.bytes > self.limit_bytes:
+                    raise too_large(str(path), self.bytes, self.limit_bytes)
+                yield data
+        finally:
+            os.close(fd)
+
+
+class Staging:
+    """A download's local side: a fresh 0700 temp dir beside the destination, renamed into place
+    by :meth:`commit` and removed in any case when the ``with`` block ends.
+
+    :param destination: what the downloaded entry becomes.
+    :param limit_bytes: the size bound, counted on the bytes really written.
+    :raises FileTransferError: if ``destination`` is an existing directory (or a symlink).
+    """
+
+    def __init__(self, destination: Path, limit_bytes: int) -> None:
+        if destination.is_symlink() or destination.is_dir():
+            raise FileTransferError(f"{destination} already exists as a directory or symlink: a download names "
+                                    "a new path (or a file it replaces)", path=str(destination),
+                                    problem="already exists")
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        self.destination = destination
+        self.limit_bytes = limit_bytes
+        self.dir = Path(tempfile.mkdtemp(prefix=".hermes-download-", dir=destination.parent))
+        self.top = self.dir / "top"
+        self.files = 0
+        self.bytes = 0
+        self.rejected: list[RejectedEntry] = []  # found while fetching
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def path(self, parts: tuple[str, ...]) -> Path:
+        """Where the entry ``parts`` is written (its names were checked by the plan)."""
+        return self.top.joinpath(*parts)
+
+    def make_dirs(self, plan: Plan) -> None:
+        """Make every directory of ``plan`` (private until :meth:`commit`)."""
+        for entry in plan.entries:
+            if entry.kind == "dir":
+                os.mkdir(self.path(entry.parts), 0o700)
+
+    def write(self, entry: Entry, chunks: Iterable[bytes]) -> None:
+        """Write ``entry``'s content into a new file (``O_EXCL``, never through a link).
+
+        :raises TransferTooLargeError: if the bytes written pass the bound.
+        """
+        fd = os.open(self.path(entry.parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        try:
+            for data in chunks:
+                self.bytes += len(data)
+                if self.bytes > self.limit_bytes:
+                    raise too_large("/".join(entry.parts) or str(self.destination), self.bytes, self.limit_bytes)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        self.files += 1
+
+    def reject(self, path: str, reason: str) -> None:
+        """Record an entry found unsafe while fetching (nothing of it is written)."""
+        self.rejected.append(RejectedEntry(path, reason))
+
+    def commit(self, plan: Plan) -> None:
+        """Give every entry its safe mode (directories last, deepest first) and rename the tree
+        into place."""
+        written = [e for e in plan.entries if e.kind == "dir" or self.path(e.parts).exists()]
+        for entry in sorted(written, key=lambda e: (e.kind == "dir", -len(e.parts))):
+            os.chmod(self.path(entry.parts), safe_mode(entry.kind, entry.mode))  # made here: no links
+        if plan.top.kind == "file":
+            os.replace(self.top, self.destination)  # a file there is replaced
+        else:
+            os.rename(self.top, self.destination)
+
+
+def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str, *,
+              max_bytes: int | None = None) -> TransferReport:
+    """Copy a local file or directory tree to ``kernel_path`` under the kernel's working dir
+    (``KernelOptions.cwd``, else its kernel dir), starting the kernel first if needed.
+
+    The rules (no ``..``, no absolute names, no symlink followed, links and special files
+    rejected, special mode bits stripped, a size bound) are in :mod:`.files`.
+
+    :param local_path: the file or directory to copy (symlinks below it are not followed).
+    :param kernel_path: what it becomes, relative to the working dir; it must not exist (a
+        file may replace a file); missing parent directories are made.
+    :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
+    :returns: what was copied and what was not.
+    :raises UnsafePathError: if ``kernel_path`` is absolute, has ``..``, or has a symlink on it.
+    :raises FileTransferError: if ``local_path`` does not exist, the destination exists, or the
+        transport cannot move files.
+    :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
+    :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    """
+    limit = _limit(handle, max_bytes)
+    with _kernel_files(handle) as files:
+        return upload(files, local_path, kernel_path, max_bytes=limit)
+
+
+def download_from(handle: KernelHandle, kernel_path: str, local_path: str | os.PathLike[str], *,
+                  max_bytes: int | None = None) -> TransferReport:
+    """Copy a file or directory tree at ``kernel_path`` under the kernel's working dir to
+    ``local_path``, starting the kernel first if needed (the rules: :mod:`.files`).
+
+    :param kernel_path: relative to the working dir.
+    :param local_path: what it becomes: a new path, or a file a downloaded file replaces
+        (missing parents are made); it is written in a temp dir beside it and renamed into place.
+    :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
+    :returns: what was copied and what was not.
+    :raises UnsafePathError: if ``kernel_path`` is absolute, has ``..``, or has a symlink on it.
+    :raises FileTransferError: if it does not exist, ``local_path`` is an existing directory, or
+        the transport cannot move files.
+    :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
+    :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    """
+    limit = _limit(handle, max_bytes)
+    with _kernel_files(handle) as files:
+        return download(files, kernel_path, local_path, max_bytes=limit)
+
+
+def _limit(handle: KernelHandle, max_bytes: int | None) -> int:
+    if max_bytes is None:
+        return handle.options.max_transfer_bytes
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes <= 0:
+        raise ConfigError(f"max_bytes must be an int > 0 (bytes), or None; got {max_bytes!r}")
+    return max_bytes
+
+
+def _kernel_files(handle: KernelHandle) -> KernelFiles:
+    """The started kernel's files under its working dir, from its transport."""
+    launched = handle.start().launched
+    if launched is None or not (handle.options.cwd or launched.kernel_dir):
+        raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",
+                                path=None, problem="no runner")
+    return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")

@@ -1,0 +1,173 @@
+"""A docker kernel's files: contents through ``get_archive`` / ``put_archive``, every check and
+rename through :mod:`..filetree` requests run by ``docker exec`` as the kernel's user.
+
+Download: the tree is listed where it lives (``lstat``, no symlink followed), planned, then
+fetched as one ``get_archive`` tar that is never extracted as it is: each member is matched to
+the listing by name and type, checked again with :func:`tarfile.data_filter` (PEP 706, in
+Python 3.11.4+; the rules of :mod:`~pytest_hermes_kernel.kernel.files` are checked here
+first, so an interpreter without it loses nothing), and only a regular file's bytes are written
+(by :class:`~pytest_hermes_kernel.kernel.transfer.Staging`). A ``..`` name, an absolute name, a
+link or device member, or a member the listing did not have, is rejected and reported.
+
+Upload: the destination's parents are made and checked (no symlink on the way), the tree is
+sent by ``put_archive`` as a tar of plain entries (regular files and directories, safe modes,
+the kernel user's uid/gid) under a temp name in the parent, then renamed into place by a
+request. The engine resolves the parent's path inside the container, so between the check and
+the ``put_archive`` (milliseconds) a process of the kernel that swaps a checked directory for a
+symlink could redirect the write elsewhere *inside the container*, never onto this machine.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from ...kernel.files import Entry, Plan, Sink, Source, name_problem, safe_mode, shown_path
+from .. import filetree
+from ..files import RequestFiles
+
+if TYPE_CHECKING:
+    from .transport import DockerTransport
+
+__all__ = ["DockerFiles", "plain_tar"]
+
+#: A member type that carries content (``tarfile`` calls both regular).
+_REGULAR = (tarfile.REGTYPE, tarfile.AREGTYPE)
+
+
+class DockerFiles(RequestFiles):
+    """The files of one docker kernel under its working dir.
+
+    :param transport: the docker transport (its API client and exec helper).
+    :param container_id: the kernel's container.
+    :param workdir: the working dir inside the container.
+    :param owner: uid and gid of the container's user (what the uploaded entries are owned by).
+    """
+
+    def __init__(self, transport: DockerTransport, container_id: str, workdir: str, owner: tuple[int, int]) -> None:
+        super().__init__(workdir)
+        self.transport = transport
+        self.container_id = container_id
+        self.owner = owner
+
+    def request(self, op: str, parts: tuple[str, ...], **args: Any) -> dict[str, Any] | None:
+        request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
+        # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
+        _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user="")
+        return filetree.parse_result(out.decode("utf-8", "replace"))
+
+    def path(self, parts: tuple[str, ...]) -> str:
+        """The absolute path of ``parts`` inside the container."""
+        return posixpath.join(self.workdir, *parts)
+
+    def archive(self, parts: tuple[str, ...]) -> Iterator[bytes]:
+        """``get_archive`` of ``parts``: the tar's bytes as the engine streams them (a seam for tests)."""
+        bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
+        return iter(bits)
+
+    def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
+        planned = {e.parts: e for e in plan.files}
+        accepted = {e.parts for e in plan.entries}
+        reported = {r.path for r in plan.rejected}  # the listing's rejections are reported once
+        shown = "/".join(parts)
+        with tarfile.open(fileobj=_ChunkReader(self.archive(parts)), mode="r|") as tar:
+            for member in tar:
+                rel, problem = _member_parts(member.name, parts[-1])
+                path = member.name if rel is None else shown_path(shown, rel)
+                if path in reported:
+                    continue
+                entry = None if rel is None else planned.get(rel)
+                problem = problem or _member_problem(member, entry, rel in accepted)
+                if problem:
+                    sink.reject(path, problem)
+                elif entry is not None:
+                    sink.write(entry, _member_chunks(tar, member))
+
+    def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
+        uid, gid = self.owner
+        with tempfile.TemporaryFile() as buf:  # up to max_transfer_bytes: on disk, not in memory
+            plain_tar(buf, temp, plan, source, uid, gid)
+            buf.seek(0)
+            self.transport.api.put_archive(self.container_id, self.path(parts[:-1]), buf)
+
+
+def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int) -> None:
+    """Write to ``buf`` a tar of ``plan`` named ``top``: directories and regular files only,
+    plain relative names, :func:`~pytest_hermes_kernel.kernel.files.safe_mode` modes (no
+    setuid, setgid or sticky bit), owned by ``uid``/``gid``."""
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for entry in plan.entries:
+            info = tarfile.TarInfo("/".join((top, *entry.parts)))
+            info.mode, info.uid, info.gid, info.mtime = safe_mode(entry.kind, entry.mode), uid, gid, int(time.time())
+            if entry.kind == "dir":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+                continue
+            data = b"".join(source.chunks(entry, 1 << 20))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """A member's names below the top (``None`` and the problem when its name is not safe)."""
+    names = name.rstrip("/").split("/")
+    for part in names:
+        if (problem := name_problem(part)) is not None:
+            return None, f"its name {problem}: not copied"
+    if names[0] != top:
+        return None, f"outside the archived {top!r}: not copied"
+    return tuple(names[1:]), None
+
+
+def _member_problem(member: tarfile.TarInfo, entry: Entry | None, listed: bool) -> str | None:
+    """Why a member (whose name is safe) is not written; ``None`` to write it (or skip a directory)."""
+    if member.issym() or member.islnk():
+        return f"a {'symlink' if member.issym() else 'hard link'} in the archive (to {member.linkname!r}): not copied"
+    if member.isdir():
+        return None if listed else "a directory the listing did not have: not copied"
+    if member.type not in _REGULAR:
+        return "a FIFO or device in the archive: not copied"
+    if entry is None:
+        return None if listed else "a file the listing did not have: not copied"
+    data_filter = getattr(tarfile, "data_filter", None)  # PEP 706: 3.11.4+
+    if data_filter is not None:
+        try:
+            data_filter(member, "/nonexistent-hermes-dest")
+        except tarfile.FilterError as exc:
+            return f"refused by tarfile's data filter: {exc}"
+    return None
+
+
+def _member_chunks(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[bytes]:
+    fh = tar.extractfile(member)
+    if fh is None:
+        return
+    while data := fh.read(1 << 20):
+        yield data
+
+
+class _ChunkReader(io.RawIOBase):
+    """A readable file over an iterator of byte chunks (the engine's archive stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._rest = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._rest:
+            try:
+                self._rest = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self._rest))
+        buffer[:n], self._rest = self._rest[:n], self._rest[n:]
+        return n
