@@ -49,6 +49,11 @@ class KernelStartError(HermesKernelError):
     """The kernel runner did not start or did not say hello before its deadline."""
 
 
+class KernelServerUnavailable(KernelStartError):
+    """A kernel server could not fork this kernel (gone, refused, silent); the transport falls back
+    to a plain spawn and says so in the first result's ``kernel.note``."""
+
+
 class KernelDiedError(HermesKernelError):
     """The kernel is gone; ``info`` (a :class:`KernelInfo`) says why (reason, exit code, signal)."""
 
