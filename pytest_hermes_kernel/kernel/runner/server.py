@@ -225,11 +225,12 @@ def become_kernel(config: dict[str, Any], fd: int) -> None:
 
 
 def _redirect_output(log: str | None) -> None:
-    fd = os.open(log or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    if fd > 2:
-        os.close(fd)
+    """stdout on ``/dev/null``, stderr on the kernel's log: as a spawned runner has them."""
+    for target, path in ((1, os.devnull), (2, log or os.devnull)):
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------------- the environ slot
