@@ -33,11 +33,12 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
-from ..errors import KernelServerUnavailable, KernelStartError
+from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..procs import dirs_under, kill_session, pid_alive
+from .remote_server import with_fallback
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServers
 from .runner_zipapp import write_runner
 
@@ -95,15 +96,8 @@ class LocalTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from a kernel server, or spawn its runner (no server, or it failed)."""
         python = spec.python or self.python
-        note = ""
-        if self._servers is not None and (not spec.cwd or os.path.isdir(spec.cwd)):  # a bad cwd: the spawn's error
-            try:
-                return self._fork(spec, python)
-            except KernelServerUnavailable as exc:
-                note = f"kernel server unavailable ({exc}): started by a plain spawn"
-        launched = self._spawn(spec, python)
-        launched.note = note
-        return launched
+        usable = self._servers is not None and (not spec.cwd or os.path.isdir(spec.cwd))  # a bad cwd: the spawn's error
+        return with_fallback((lambda: self._fork(spec, python)) if usable else None, lambda: self._spawn(spec, python))
 
     def _fork(self, spec: LaunchSpec, python: str) -> Launched:
         assert self._servers is not None

@@ -55,7 +55,7 @@ RunnerFlavour = Literal["compiled", "compact"]
 POLL_MODULES = frozenset({"__init__", "client", "frames"})
 #: Runner modules the ``compact`` flavour leaves out: the kernel server's (filecell never runs
 #: one: every cell is its own execute), so the file stays small enough for a command line.
-SERVER_MODULES = frozenset({"server"})
+SERVER_MODULES = frozenset({"server", "server_remote"})
 
 
 @dataclass(frozen=True)

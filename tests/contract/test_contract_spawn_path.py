@@ -6,4 +6,4 @@ import pytest
 
 from pytest_hermes_kernel.contract import *  # noqa: F401,F403
 
-pytestmark = [pytest.mark.hermes_kernel(server=False), pytest.mark.hermes_transports("local")]
+pytestmark = [pytest.mark.hermes_kernel(server=False), pytest.mark.hermes_transports("local", "docker", "ssh")]

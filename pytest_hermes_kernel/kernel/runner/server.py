@@ -50,6 +50,7 @@ from .serve import read_config, run_on_channel
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Largest control message (bytes): a runner config with a large kernel environment.
@@ -70,15 +71,15 @@ def serve_server_fd(fd: int) -> None:
     KernelServer(socket.socket(fileno=fd), config).run()
 
 
-class KernelServer:
-    """The local kernel server's loop (see module docstring).
+class ForkingServer:
+    """What every kernel server does: fork kernels, reap them, end when idle (see module docstring).
 
-    :param control: the ``SOCK_SEQPACKET`` control socket to the host.
+    Subclasses register their sources on :attr:`sel` and handle them in :meth:`on_ready`.
+
     :param config: ``idle_timeout`` (seconds; ``None``: none), ``server_dir`` (removed at exit).
     """
 
-    def __init__(self, control: socket.socket, config: dict[str, Any]) -> None:
-        self.control = control
+    def __init__(self, config: dict[str, Any]) -> None:
         self.config = config
         self.idle_timeout: float | None = config.get("idle_timeout")
         self.sel = selectors.DefaultSelector()
@@ -90,7 +91,6 @@ class KernelServer:
         for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, self._on_sigterm)
-        self.sel.register(control, selectors.EVENT_READ, "control")
         self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
         self.children: set[int] = set()
         self.refusal = stamp_refusal()
@@ -101,7 +101,7 @@ class KernelServer:
         self.stopping = True
 
     def run(self) -> None:
-        """Serve requests until the lease ends, SIGTERM, or the idle timeout."""
+        """Serve until the lease ends, SIGTERM, or the idle timeout."""
         gc.collect()
         gc.freeze()  # what the server made is never scanned again: forked kernels keep sharing its pages
         try:
@@ -110,13 +110,17 @@ class KernelServer:
                 if timeout == 0.0:
                     break
                 for key, _ in self.sel.select(timeout):
-                    if key.data == "control":
-                        self.on_control()
-                    else:
+                    if key.data == "wake":
                         self.reap()
+                    else:
+                        self.on_ready(key.data, key.fileobj)
         finally:
             if self.config.get("server_dir"):
                 shutil.rmtree(self.config["server_dir"], ignore_errors=True)
+
+    def on_ready(self, what: Any, source: Any) -> None:
+        """A registered source other than the wakeup pipe is readable."""
+        raise NotImplementedError
 
     def _idle_left(self) -> float | None:
         if self.idle_timeout is None:
@@ -126,6 +130,67 @@ class KernelServer:
         if self.children:
             return float(self.idle_timeout)  # a kernel of ours lives: we stay to reap it
         return max(0.0, self.last_request + float(self.idle_timeout) - time.monotonic())
+
+    def refuse(self, config: dict[str, Any]) -> str | None:
+        """Why a kernel with runner ``config`` cannot be forked here (``None``: it can)."""
+        return self.refusal or _id_refusal(config.get("kernel_id"))
+
+    def fork(self, child: Callable[[], None]) -> int:
+        """Fork; the child closes the server's own fds and runs ``child`` (which never returns).
+
+        :raises OSError: if the fork fails.
+        """
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            self.close_in_child()
+            child()
+            os._exit(SETUP_FAILED)  # pragma: no cover - child() never returns
+        self.children.add(pid)
+        return pid
+
+    def close_in_child(self) -> None:
+        """Close the server's fds in a forked child (subclasses close their own sources too)."""
+        self.sel.close()
+        for fd in (self.wake_r, self.wake_w):
+            os.close(fd)
+
+    def reap(self) -> None:
+        """Collect exited kernels (and drain the wakeup pipe); :meth:`on_exit` for each."""
+        try:
+            while os.read(self.wake_r, 512):
+                pass
+        except OSError:
+            pass
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if not pid:
+                return
+            self.children.discard(pid)
+            self.on_exit(pid, status)
+
+    def on_exit(self, pid: int, status: int) -> None:
+        """Kernel ``pid`` ended with wait ``status`` (nothing to do by default)."""
+
+
+class KernelServer(ForkingServer):
+    """The local kernel server: requests on a control socket (see module docstring).
+
+    :param control: the ``SOCK_SEQPACKET`` control socket to the host.
+    :param config: see :class:`ForkingServer`.
+    """
+
+    def __init__(self, control: socket.socket, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.control = control
+        self.sel.register(control, selectors.EVENT_READ, "control")
+
+    def on_ready(self, what: Any, source: Any) -> None:
+        self.on_control()
 
     def on_control(self) -> None:
         """Answer one host message (EOF: the lease ended)."""
@@ -158,62 +223,43 @@ class KernelServer:
             return {"type": "pong", "id": rid, "pid": os.getpid(), "kernels": len(self.children)}
         if kind != "spawn" or len(fds) != 1 or not isinstance(request.get("config"), dict):
             return {"type": "error", "id": rid, "error": f"bad request {kind!r} with {len(fds)} fds"}
-        config = request["config"]
-        why = self.refusal or _id_refusal(config.get("kernel_id"))
+        config, fd = request["config"], fds[0]
+        why = self.refuse(config)
         if why:
             return {"type": "error", "id": rid, "error": why}
         try:
-            pid = self.fork_kernel(config, fds[0])
+            pid = self.fork(lambda: become_kernel(config, fd))
         except OSError as exc:
             return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
         return {"type": "spawned", "id": rid, "pid": pid}
 
-    def fork_kernel(self, config: dict[str, Any], fd: int) -> int:
-        """Fork a kernel whose channel is ``fd``; return its pid (its session id)."""
-        pid = os.fork()
-        if pid == 0:
-            self._close_in_child()
-            become_kernel(config, fd)
-        self.children.add(pid)
-        return pid
-
-    def _close_in_child(self) -> None:
-        signal.set_wakeup_fd(-1)
-        self.sel.close()
+    def close_in_child(self) -> None:
+        super().close_in_child()
         self.control.close()
-        for fd in (self.wake_r, self.wake_w):
-            os.close(fd)
-
-    def reap(self) -> None:
-        """Collect exited kernels (and drain the wakeup pipe)."""
-        try:
-            while os.read(self.wake_r, 512):
-                pass
-        except OSError:
-            pass
-        while self.children:
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                self.children.clear()
-                return
-            if not pid:
-                return
-            self.children.discard(pid)
 
 
 def become_kernel(config: dict[str, Any], fd: int) -> None:
     """In a freshly forked child: become the supervisor of a new kernel on channel ``fd``. Never returns."""
+    enter_kernel(config, fd, lambda: run_on_channel(config, socket.socket(fileno=fd)))
+
+
+def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]) -> None:
+    """In a freshly forked child: become a fresh kernel's process, then ``serve``. Never returns.
+
+    New session, only ``keep_fd`` (and stdio) open, stdin and stdout on ``/dev/null`` and stderr
+    on the kernel's log (as a spawned runner has them), the kernel id in ``/proc/self/environ``,
+    ``random`` reseeded, cwd as a spawned runner's.
+    """
     code = 0
     try:
         os.setsid()
-        close_fds_except({0, 1, 2, fd})
-        _redirect_output(config.get("log"))
+        _redirect_stdio(config.get("log"))
+        close_fds_except({0, 1, 2, keep_fd})
         stamp_kernel_id(str(config["kernel_id"]))
         if "random" in sys.modules:
             sys.modules["random"].seed()  # never the server's (or a sibling's) sequence
         os.chdir(config.get("cwd") or config.get("kernel_dir") or "/")
-        run_on_channel(config, socket.socket(fileno=fd))
+        serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED
         try:
@@ -224,10 +270,11 @@ def become_kernel(config: dict[str, Any], fd: int) -> None:
         os._exit(code)
 
 
-def _redirect_output(log: str | None) -> None:
-    """stdout on ``/dev/null``, stderr on the kernel's log: as a spawned runner has them."""
-    for target, path in ((1, os.devnull), (2, log or os.devnull)):
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+def _redirect_stdio(log: str | None) -> None:
+    """stdin and stdout on ``/dev/null``, stderr on the kernel's log: as a spawned runner has them."""
+    for target, path in ((0, os.devnull), (1, os.devnull), (2, log or os.devnull)):
+        flags = os.O_RDONLY if target == 0 else os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = os.open(path, flags, 0o600)
         if fd != target:
             os.dup2(fd, target)
             os.close(fd)

@@ -36,12 +36,14 @@ from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SC
                        runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
+from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
+from ..remote_server import forked_alive, forked_cleanup, forked_reap, with_fallback
 from .host import ContainerMode, KernelHosts
+from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
     import docker
 
-KERNEL_ROOT = "/tmp/hermes-kernels"
 #: Seconds for ``serve --listen`` to print ``ready`` (a cold python start in a busy container).
 READY_TIMEOUT = 30.0
 
@@ -60,6 +62,9 @@ class DockerTransport(Transport):
         kernel option's value (``KernelOptions.orphan_timeout``).
     :param python: interpreter inside the container.
     :param run_id: groups shared containers; default :func:`~.sharing.current_run_id`.
+    :param server: fork kernels from a kernel server in the shared container (:mod:`.kernel_server`);
+        ``False`` starts every runner with its own execs (the spawn path, also used for fresh containers).
+    :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``.
     :raises TransportUnavailableError: if no docker engine answers.
     """
@@ -69,7 +74,8 @@ class DockerTransport(Transport):
 
     def __init__(self, *, image: str | None = None, container: ContainerMode = "shared",
                  mem_limit_bytes: int | None = None, cpus: float | None = None,
-                 orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None) -> None:
+                 orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None,
+                 server: bool = True, server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
         import docker as docker_sdk
@@ -93,6 +99,7 @@ class DockerTransport(Transport):
         self.hosts = KernelHosts(self.client, mode=container, image=image, mem_limit_bytes=mem_limit_bytes,
                                  cpus=cpus, run_id=self.run_id)
         self._owners: dict[str, tuple[int, int]] = {}
+        self._servers = server_pool(self, server_idle_timeout) if server else None
 
     # ------------------------------------------------------------------------------ containers
     @property
@@ -144,7 +151,13 @@ class DockerTransport(Transport):
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
+        """Fork the kernel from the container's kernel server, or start its runner with execs."""
         cid = self.hosts.for_launch()
+        pool = self._servers if not self.hosts.is_fresh(cid) else None
+        fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
+        return with_fallback(fork, lambda: self._spawn(cid, spec))
+
+    def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         try:
@@ -175,23 +188,8 @@ class DockerTransport(Transport):
                         kernel_id, container_id[:12], exc)
         self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
-    def _put_runner(self, container_id: str, kernel_id: str) -> None:
-        uid, gid = self._owner(container_id)
-        root = KERNEL_ROOT.rsplit("/", 1)[1]
-        app = runner_zipapp()
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
-                                     (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
-                info = tarfile.TarInfo(name)
-                info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
-                if data is None:
-                    info.type = tarfile.DIRTYPE
-                    tar.addfile(info)
-                else:
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
-        self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
+    def _put_runner(self, container_id: str, dirname: str) -> None:
+        put_runner(self.api, container_id, self._owner(container_id), dirname)
 
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
@@ -250,6 +248,9 @@ class DockerTransport(Transport):
         cid = launched.extra["container"]
         if launched.pid is None or launched.extra.get("gone"):
             return False
+        known = forked_alive(launched)  # its server knows, without an exec
+        if known is not None:
+            return known
         try:
             if not self.container_running(cid):
                 return False
@@ -259,12 +260,18 @@ class DockerTransport(Transport):
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        """Wait for a forked kernel's exit as its server reports it; else probe once (an exec)."""
+        return forked_reap(launched, timeout) or not self.alive(launched)
+
     def cleanup(self, launched: Launched) -> None:
         cid = launched.extra.get("container")
         if not cid:
             return
         if self.hosts.is_fresh(cid):
             self.hosts.done_with(cid)
+            return
+        if forked_cleanup(launched):
             return
         try:
             if launched.kernel_dir and self.container_running(cid):
@@ -273,7 +280,9 @@ class DockerTransport(Transport):
             log.warning("could not remove %s in %s: %s", launched.kernel_dir, cid[:12], exc)
 
     def close(self) -> None:
-        """Leave the shared container (the run's last user removes it); remove fresh ones."""
+        """Close the kernel servers; leave the shared container (the run's last user removes it); remove fresh ones."""
+        if self._servers is not None:
+            self._servers.close()
         self.hosts.close()
 
     # ------------------------------------------------------------------------------ diagnostics
@@ -348,6 +357,26 @@ class DockerTransport(Transport):
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits})"
+
+
+def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
+    """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
+    uid, gid = owner
+    root = KERNEL_ROOT.rsplit("/", 1)[1]
+    app = runner_zipapp()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, mode, data in ((root, 0o711, None), (f"{root}/{dirname}", 0o700, None),
+                                 (f"{root}/{dirname}/{app.name}", 0o600, app.data)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
 
 
 class _NullStream:

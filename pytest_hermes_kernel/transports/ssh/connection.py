@@ -282,6 +282,13 @@ class SshConnection:
         self.client.close()
 
 
+def put_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
+    """Write ``data`` to a new private (0600) file ``path`` over SFTP."""
+    with sftp.open(path, "wb") as fh:
+        fh.chmod(0o600)
+        fh.write(data)
+
+
 def _drain(chan: Any, out: bytearray, err: bytearray) -> None:
     while chan.recv_ready():
         out += chan.recv(1 << 20)

@@ -38,14 +38,16 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
-from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
+from ..remote_server import forked_alive, forked_cleanup, forked_reap, with_fallback
+from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget, put_file
+from .kernel_server import KERNEL_ROOT, fork_on_host, server_pool
 from . import probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
 
-KERNEL_ROOT = ".hermes-kernels"
 READY_TIMEOUT = 30.0
 PROBE_TIMEOUT = 15.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
@@ -85,6 +87,9 @@ class SshTransport(Transport):
         kernel option's value.
     :param python: interpreter on the ssh host.
     :param image: image of the sshd container (default: the kernel host image).
+    :param server: fork kernels from a kernel server on the host (:mod:`.kernel_server`); ``False``
+        starts every runner with its own exec channels (the spawn path).
+    :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :raises TransportUnavailableError: if no ``target`` is given and no docker engine answers.
     """
 
@@ -97,7 +102,8 @@ class SshTransport(Transport):
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
-                 max_sessions: int | None = None) -> None:
+                 max_sessions: int | None = None, server: bool = True,
+                 server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
         import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -119,6 +125,7 @@ class SshTransport(Transport):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
             raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
+        self._servers = server_pool(self, server_idle_timeout) if server else None
         self.sshd = (SshdContainer(run_id=self.run_id, image=image, mem_limit_bytes=mem_limit_bytes,
                                    fresh=container == "fresh") if self.target is None else None)
 
@@ -170,9 +177,18 @@ class SshTransport(Transport):
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
+        """Fork the kernel from the connection's kernel server, or start its runner with execs."""
         try:
             conn = self._connection()
-            kdir = self._make_kernel_dir(conn, spec)
+        except TransportLostError as exc:
+            raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
+        pool = self._servers
+        fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
+        return with_fallback(fork, lambda: self._spawn(conn, spec))
+
+    def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
+        try:
+            kdir = _make_kernel_dir(self, conn, spec)
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
         python = spec.python or self.python
@@ -187,26 +203,6 @@ class SshTransport(Transport):
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
                         extra={"conn": conn, "python": python, "runner": runner})
-
-    def _make_kernel_dir(self, conn: SshConnection, spec: LaunchSpec) -> str:
-        sftp = conn.sftp()
-        try:
-            if self._home is None:
-                self._home = sftp.normalize(".")
-            root = f"{self._home}/{KERNEL_ROOT}"
-            try:
-                sftp.mkdir(root, 0o700)
-            except OSError:
-                pass  # exists
-            kdir = f"{root}/{spec.kernel_id}"
-            sftp.mkdir(kdir, 0o700)
-            app = runner_zipapp()
-            _put(sftp, f"{kdir}/{app.name}", app.data)
-            return kdir
-        except OSError as exc:
-            raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
-        finally:
-            sftp.close()
 
     def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None:
         """A launch failed: end every process it may have started (found by the kernel id in
@@ -286,13 +282,20 @@ class SshTransport(Transport):
     def alive(self, launched: Launched) -> bool:
         if launched.pid is None or launched.extra.get("gone"):
             return False
+        known = forked_alive(launched)  # its server knows, without an exec
+        if known is not None:
+            return known
         try:
             return self._alive_on(self._connection(probe=True), launched)
         except (TransportLostError, TimeoutError):
             return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
 
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        """Wait for a forked kernel's exit as its server reports it; else probe once (an exec)."""
+        return forked_reap(launched, timeout) or not self.alive(launched)
+
     def cleanup(self, launched: Launched) -> None:
-        if not launched.kernel_dir:
+        if not launched.kernel_dir or forked_cleanup(launched):
             return
         try:
             self._remove_dir(self._connection(probe=True), launched.kernel_dir)
@@ -308,7 +311,9 @@ class SshTransport(Transport):
             log.warning("could not remove %s over ssh: %s", kdir, exc)
 
     def close(self) -> None:
-        """Close the connection; leave the shared sshd container (its last user removes it)."""
+        """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
+        if self._servers is not None:
+            self._servers.close()
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:
@@ -361,10 +366,29 @@ class SshTransport(Transport):
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
 
 
-def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
-    with sftp.open(path, "wb") as fh:
-        fh.chmod(0o600)
-        fh.write(data)
+def _make_kernel_dir(transport: SshTransport, conn: SshConnection, spec: LaunchSpec) -> str:
+    """A new 0700 kernel dir ``~/.hermes-kernels/<kernel_id>`` holding the runner file (SFTP).
+
+    :raises TransportLostError: if SFTP fails.
+    """
+    sftp = conn.sftp()
+    try:
+        if transport._home is None:
+            transport._home = sftp.normalize(".")
+        root = f"{transport._home}/{KERNEL_ROOT}"
+        try:
+            sftp.mkdir(root, 0o700)
+        except OSError:
+            pass  # exists
+        kdir = f"{root}/{spec.kernel_id}"
+        sftp.mkdir(kdir, 0o700)
+        app = runner_zipapp()
+        put_file(sftp, f"{kdir}/{app.name}", app.data)
+        return kdir
+    except OSError as exc:
+        raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
+    finally:
+        sftp.close()
 
 
 def _start_hint(code: int | None, python: str) -> str:
