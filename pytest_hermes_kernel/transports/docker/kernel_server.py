@@ -39,6 +39,8 @@ class DockerSide(Protocol):
 
     def _put_runner(self, container_id: str, dirname: str) -> None: ...
 
+    def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None: ...
+
     def container_running(self, container_id: str) -> bool: ...
 
 
@@ -77,7 +79,11 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
     python = spec.python or transport.python
     kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
     config: dict[str, Any] = json.loads(runner_config(spec, kdir, transport.orphan_timeout))
-    pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config)
+    try:
+        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config)
+    except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
+        transport._end_failed_launch(container_id, kdir, spec.kernel_id)
+        raise
     return Launched(stream=stream, pid=pid, kernel_dir=kdir,
                     label=f"docker {container_id[:12]} pid {pid}, forked by kernel server {server.pid}",
                     extra={"container": container_id, "python": python, "runner": runner, "server": server})

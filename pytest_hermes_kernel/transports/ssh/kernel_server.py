@@ -36,8 +36,11 @@ class SshSide(Protocol):
 
     python: str
     orphan_timeout: float | None
+    _home: str | None
 
     def _connection(self, *, probe: bool = False) -> SshConnection: ...
+
+    def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None: ...
 
 
 def server_pool(transport: SshSide, idle_timeout: float | None) -> ServerPool:
@@ -53,7 +56,8 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     try:
         sftp = conn.sftp()
         try:
-            root = f"{sftp.normalize('.')}/{KERNEL_ROOT}"
+            transport._home = sftp.normalize(".")
+            root = f"{transport._home}/{KERNEL_ROOT}"
             try:
                 sftp.mkdir(root, 0o700)
             except OSError:
@@ -67,7 +71,7 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         runner = f"{sdir}/{app.name}"
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
-        chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio")
+        chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
     except (OSError, TransportLostError) as exc:
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
@@ -102,7 +106,12 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         kdir = f"{(server.hello or {}).get('home')}/{KERNEL_ROOT}/{spec.kernel_id}"
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
 
-    pid, stream, runner, server = pool.spawn(str(conn.target), python, config)
+    try:
+        pid, stream, runner, server = pool.spawn(str(conn.target), python, config)
+    except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
+        kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
+        transport._end_failed_launch(conn, kdir, spec.kernel_id, python)
+        raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides
         conn = server.stream.connection
