@@ -76,9 +76,8 @@ class KernelHandle:
         self.exit_info: ExitInfo | None = None
         self._life = Lifecycle()
         self._runtime = KernelRuntime(transport, self.options, kernel_id=self.kernel_id, token=self.token,
-                                      life=self._life, on_started=self._on_started)
+                                      life=self._life, on_started=lambda launched: self._emit("started", launched))
         self._pending_loss: Loss | None = None  # the loss the next cell must report
-        self._start_note = ""  # what the last launch said about itself, for the next result's kernel.note
         self._cell: CellRun | None = None
         self._cell_lock = threading.RLock()
         self._control_lock = threading.Lock()
@@ -88,10 +87,6 @@ class KernelHandle:
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(event, handle, payload)`` on ``started``, ``result`` and ``shutdown``."""
         self._listeners.append(listener)
-
-    def _on_started(self, launched: Launched) -> None:
-        self._start_note = launched.note
-        self._emit("started", launched)
 
     def _emit(self, event: str, payload: Any) -> None:
         for listener in list(self._listeners):
@@ -277,9 +272,8 @@ class KernelHandle:
                 death = replace(death, note=note)
             self.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
         changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected)
-        if self._start_note:  # e.g. no kernel server: a plain spawn (said once)
-            changes["note"] = "; ".join(filter(None, (changes.get("note"), self._start_note)))
-            self._start_note = ""
+        if note := self._runtime.take_start_note():  # e.g. no kernel server: a plain spawn (said once)
+            changes["note"] = "; ".join(filter(None, (changes.get("note"), note)))
         return build_result(outcome, status=verdict.status, kernel=self.info(**changes), watchdog=watchdog,
                             tool_calls=cell.authority.calls, secrets=self._secrets)
 

@@ -33,19 +33,23 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+import psutil
+
 from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..procs import dirs_under, kill_session, pid_alive
 from .remote_server import with_fallback
-from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServers
+from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
 from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 LOG_NAME = "runner.log"
 #: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
 _POLL_S = 0.005
+#: Seconds a forked runner that ended may take to be reaped by its server (one SIGCHLD).
+REAPED_WAIT_S = 1.0
 #: Host variables a runner is started with (the host's own values, never the kernel's ``env``
 #: option): what an interpreter of this host may need to start at all.
 LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONHOME", "LD_LIBRARY_PATH")
@@ -114,7 +118,7 @@ class LocalTransport(Transport):
             kernel_end.close()
         return Launched(stream=SocketStream(host_end), pid=pid, kernel_dir=kdir,
                         label=f"local pid {pid}, forked by kernel server {server.pid}",
-                        extra={"runner": ForkedRunner(pid)})
+                        extra={"runner": ForkedRunner(pid, server)})
 
     def _spawn(self, spec: LaunchSpec, python: str) -> Launched:
         kdir, runner = _make_kernel_dir()
@@ -160,18 +164,14 @@ class LocalTransport(Transport):
         return False
 
     def alive(self, launched: Launched) -> bool:
-        return not launched.extra["runner"].wait(0.0)
+        return launched.extra["runner"].alive()
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait for the runner to exit, leaving no zombie; True when it did within ``timeout``."""
         return launched.extra["runner"].wait(timeout)
 
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
-        proc: subprocess.Popen[bytes] = launched.extra["proc"]
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        return launched.extra["runner"].exit_status(timeout)
 
     def sweep_stale(self, max_age_s: float) -> int:
         return sweep_stale_kernel_dirs(max_age_s)
@@ -215,6 +215,17 @@ class SpawnedRunner:
             return False
         return True
 
+    def alive(self) -> bool:
+        """Runs and is no zombie (a zombie is dead even while nobody reaped it)."""
+        return self.proc.poll() is None and pid_alive(self.proc.pid)
+
+    def exit_status(self, timeout: float) -> int | None:
+        """The exit code once it ended within ``timeout`` seconds (``-N``: signal ``N``), else ``None``."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def close(self) -> None:
         """Nothing to release (``Popen`` collected the exit status)."""
 
@@ -224,10 +235,12 @@ class ForkedRunner:
     elsewhere by polling its pid). Its server collects its exit status.
 
     :param pid: the runner's pid, as the server reported it (open the pidfd at once).
+    :param server: the server that forked it (it knows the exit status).
     """
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, server: LocalServer) -> None:
         self.pid = pid
+        self.server = server
         self.pidfd: int | None
         try:
             self.pidfd = os.pidfd_open(pid)
@@ -235,15 +248,35 @@ class ForkedRunner:
             self.pidfd = None
 
     def wait(self, timeout: float) -> bool:
-        """True when the runner has ended within ``timeout`` seconds (``0``: just look)."""
+        """True when the runner has ended within ``timeout`` seconds (``0``: just look); when it
+        has, its server's reaping is waited for too (bounded by :data:`REAPED_WAIT_S`), so a
+        shutdown leaves no zombie behind, as on the spawn path."""
         if self.pidfd is not None:
-            return bool(select.select([self.pidfd], [], [], max(0.0, timeout))[0])
+            ended = bool(select.select([self.pidfd], [], [], max(0.0, timeout))[0])
+            if ended and timeout > 0:
+                self._wait_reaped()
+            return ended
         deadline = time.monotonic() + timeout
         while pid_alive(self.pid):
             if time.monotonic() >= deadline:
                 return False
             time.sleep(_POLL_S)
         return True
+
+    def alive(self) -> bool:
+        """Runs and is no zombie (its pidfd is readable once it ended, reaped or not)."""
+        return not self.wait(0.0)
+
+    def exit_status(self, timeout: float) -> int | None:
+        """The exit code once it ended within ``timeout`` seconds, as its server reaped it."""
+        if not self.wait(timeout):
+            return None
+        return self.server.exit_status(self.pid)
+
+    def _wait_reaped(self) -> None:
+        deadline = time.monotonic() + REAPED_WAIT_S
+        while psutil.pid_exists(self.pid) and time.monotonic() < deadline:  # a zombie until its server reaps it
+            time.sleep(_POLL_S)
 
     def close(self) -> None:
         """Release the pidfd."""

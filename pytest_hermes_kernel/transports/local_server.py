@@ -107,7 +107,17 @@ class LocalServer:
             raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
         return int(reply["pid"])
 
-    def _ask(self, message: dict[str, Any], channel: socket.socket) -> dict[str, Any]:
+    def exit_status(self, pid: int) -> int | None:
+        """How kernel ``pid`` ended, as its server reaped it (``-N``: signal ``N``); ``None`` if unknown."""
+        try:
+            with self.lock:
+                reply = self._ask({"type": "status", "pid": pid}, None)
+        except KernelServerUnavailable:
+            return None
+        code = reply.get("exit_code")
+        return code if isinstance(code, int) else None
+
+    def _ask(self, message: dict[str, Any], channel: socket.socket | None) -> dict[str, Any]:
         if not self.usable:
             raise KernelServerUnavailable(self.gone or f"the kernel server (pid {self.pid}) has exited")
         rid = next(self.ids)
@@ -116,7 +126,7 @@ class LocalServer:
             raise KernelServerUnavailable(f"the kernel's config is too large for the server ({len(request)} bytes)")
         timeout = REPLY_TIMEOUT_S if self.answered else FIRST_REPLY_TIMEOUT_S
         try:
-            socket.send_fds(self.control, [request], [channel.fileno()])
+            socket.send_fds(self.control, [request], [] if channel is None else [channel.fileno()])
             reply = self._recv(timeout)
         except (OSError, TimeoutError) as exc:
             self._lose(f"the kernel server (pid {self.pid}) did not answer: {type(exc).__name__}: {exc}")

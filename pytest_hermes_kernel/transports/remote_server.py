@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelServerUnavailable
-from ..kernel.contract import ByteStream, Launched
+from ..kernel.contract import ByteStream, Launched, Transport
 from ..kernel.results import FrameDecoder, FrameError, encode_frame
 
 Header = dict[str, Any]
@@ -94,8 +94,8 @@ class RemoteServer:
         rid = next(self._ids)
         try:
             self.send_frame(dict(message, id=rid))
-        except OSError as exc:
-            raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}") from None
+        except OSError as exc:  # not sent: asking another server is safe
+            raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}", sent=False) from None
         with self._cond:
             self._cond.wait_for(lambda: rid in self._replies or self.gone, timeout)
             reply = self._replies.pop(rid, None)
@@ -235,10 +235,10 @@ class ServerPool:
         server = self._server(where, python)
         try:
             return (*server.spawn(config(server)), server)
-        except KernelServerUnavailable:
-            if server.usable:
-                raise  # a refusal: a new server would refuse too
-        server = self._server(where, python)
+        except KernelServerUnavailable as exc:
+            if exc.facts.get("sent", True):
+                raise  # a refusal (a new server would refuse too), or it may have forked the kernel
+        server = self._server(where, python)  # it was gone before it had the request: once more
         return (*server.spawn(config(server)), server)
 
     def _server(self, where: str, python: str) -> RemoteServer:
@@ -305,6 +305,12 @@ def forked_reap(launched: Launched, timeout: float) -> bool:
     """Wait up to ``timeout`` s for a server-forked runner to end; ``False``: not seen (ask another way)."""
     server = server_of(launched.extra)
     return server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout)
+
+
+def reap_forked_or_probe(transport: Transport, launched: Launched, timeout: float) -> bool:
+    """``Transport.reap`` of the docker and ssh transports: wait for a forked kernel's exit as its
+    server reports it; else (spawned, or the server is gone) probe once with ``alive`` (an exec)."""
+    return forked_reap(launched, timeout) or not transport.alive(launched)
 
 
 def forked_cleanup(launched: Launched) -> bool:

@@ -16,6 +16,9 @@ JSON object, and a ``spawn`` carries the kernel's channel socket (``SCM_RIGHTS``
     host -> server  {"type": "spawn", "id": n, "config": {...runner config...}}  + 1 fd
     server -> host  {"type": "spawned", "id": n, "pid": p} | {"type": "error", "id": n, "error": why}
     host -> server  {"type": "ping", "id": n}   ->   {"type": "pong", "id": n, "pid": ...}
+    host -> server  {"type": "status", "id": n, "pid": p}  ->  {"type": "status", "id": n, "exit_code": c}
+                    (``c``: how kernel ``p`` ended, as ``Popen.returncode`` says it, ``-N`` for signal
+                    ``N``; ``None`` while it runs or was not reaped yet)
 
 The control socket is the server's lease: at EOF (the host died, by any means, or is done with
 it) the server exits at once. Its kernels do not depend on it: each holds its own channel, which
@@ -55,6 +58,8 @@ if TYPE_CHECKING:
 
 #: Largest control message (bytes): a runner config with a large kernel environment.
 MAX_MESSAGE_BYTES = 4 << 20
+#: Exit codes of reaped kernels the local server keeps for ``status`` requests.
+MAX_EXITS_KEPT = 256
 #: Exit status of a forked kernel whose own setup failed (EX_SOFTWARE, as a worker's).
 SETUP_FAILED = 70
 #: Name of the entry that fills the slot's rest after a kernel id.
@@ -187,6 +192,7 @@ class KernelServer(ForkingServer):
     def __init__(self, control: socket.socket, config: dict[str, Any]) -> None:
         super().__init__(config)
         self.control = control
+        self.exits: dict[int, int] = {}  # pid -> exit code of recently reaped kernels
         self.sel.register(control, selectors.EVENT_READ, "control")
 
     def on_ready(self, what: Any, source: Any) -> None:
@@ -221,6 +227,9 @@ class KernelServer(ForkingServer):
         rid, kind = request.get("id"), request.get("type")
         if kind == "ping":
             return {"type": "pong", "id": rid, "pid": os.getpid(), "kernels": len(self.children)}
+        if kind == "status":
+            self.reap()
+            return {"type": "status", "id": rid, "exit_code": self.exits.get(request.get("pid"))}
         if kind != "spawn" or len(fds) != 1 or not isinstance(request.get("config"), dict):
             return {"type": "error", "id": rid, "error": f"bad request {kind!r} with {len(fds)} fds"}
         config, fd = request["config"], fds[0]
@@ -232,6 +241,11 @@ class KernelServer(ForkingServer):
         except OSError as exc:
             return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
         return {"type": "spawned", "id": rid, "pid": pid}
+
+    def on_exit(self, pid: int, status: int) -> None:
+        self.exits[pid] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        while len(self.exits) > MAX_EXITS_KEPT:
+            del self.exits[next(iter(self.exits))]
 
     def close_in_child(self) -> None:
         super().close_in_child()

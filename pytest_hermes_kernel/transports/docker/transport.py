@@ -37,7 +37,7 @@ from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SC
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, forked_reap, with_fallback
+from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
 from .host import ContainerMode, KernelHosts
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
@@ -139,16 +139,6 @@ class DockerTransport(Transport):
         stream.exec_id = exec_id
         return stream
 
-    def _owner(self, container_id: str) -> tuple[int, int]:
-        """uid and gid of the container's exec user (the kernel dir is theirs)."""
-        if container_id not in self._owners:
-            code, out, err = self._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
-            ids = out.split()
-            if code != 0 or len(ids) != 2:
-                raise KernelStartError(f"could not read the container user's uid: {err.decode(errors='replace')}")
-            self._owners[container_id] = (int(ids[0]), int(ids[1]))
-        return self._owners[container_id]
-
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
@@ -189,7 +179,7 @@ class DockerTransport(Transport):
         self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
     def _put_runner(self, container_id: str, dirname: str) -> None:
-        put_runner(self.api, container_id, self._owner(container_id), dirname)
+        put_runner(self.api, container_id, container_owner(self, container_id), dirname)
 
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
@@ -260,9 +250,7 @@ class DockerTransport(Transport):
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
-    def reap(self, launched: Launched, timeout: float) -> bool:
-        """Wait for a forked kernel's exit as its server reports it; else probe once (an exec)."""
-        return forked_reap(launched, timeout) or not self.alive(launched)
+    reap = reap_forked_or_probe
 
     def cleanup(self, launched: Launched) -> None:
         cid = launched.extra.get("container")
@@ -357,6 +345,21 @@ class DockerTransport(Transport):
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits})"
+
+
+def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:
+    """uid and gid of the container's exec user (the kernel dir is theirs), read once per container.
+
+    :raises KernelStartError: if they cannot be read.
+    """
+    owners = transport._owners
+    if container_id not in owners:
+        code, out, err = transport._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
+        ids = out.split()
+        if code != 0 or len(ids) != 2:
+            raise KernelStartError(f"could not read the container user's uid: {err.decode(errors='replace')}")
+        owners[container_id] = (int(ids[0]), int(ids[1]))
+    return owners[container_id]
 
 
 def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:

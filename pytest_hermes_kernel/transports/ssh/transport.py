@@ -39,7 +39,7 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, forked_reap, with_fallback
+from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget, put_file
 from .kernel_server import KERNEL_ROOT, fork_on_host, server_pool
 from . import probes
@@ -290,9 +290,7 @@ class SshTransport(Transport):
         except (TransportLostError, TimeoutError):
             return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
 
-    def reap(self, launched: Launched, timeout: float) -> bool:
-        """Wait for a forked kernel's exit as its server reports it; else probe once (an exec)."""
-        return forked_reap(launched, timeout) or not self.alive(launched)
+    reap = reap_forked_or_probe
 
     def cleanup(self, launched: Launched) -> None:
         if not launched.kernel_dir or forked_cleanup(launched):
