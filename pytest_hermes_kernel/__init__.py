@@ -11,12 +11,10 @@ Public API::
 
 from __future__ import annotations
 
-from typing import Any
-
-from .errors import (CellInterrupted, CellTimeoutError, HermesKernelError, HermesLeakWarning, KernelAbandoned,
-                     KernelDiedError, KernelResetAfterTimeout, KernelResetFailed, KernelRestartedError,
-                     FrameTooLargeError, KernelShutdownError, KernelStartError, ToolCallRefused,
-                     TransportLostError)
+from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, HermesKernelError,
+                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
+                     KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
+                     TransportUnavailableError)
 from .api import KernelRegistry, start_kernel
 from .kernel.handle import KernelHandle
 from .kernel.lifecycle import KernelState
@@ -30,17 +28,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "start_kernel", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
-    "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "KernelDiedError", "KernelRestartedError",
-    "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError", "CellTimeoutError",
-    "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed", "KernelAbandoned", "ToolCallRefused",
-    "HermesLeakWarning",
-    "HostGoneError",
+    "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
+    "HostGoneError", "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
+    "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "HostGoneError":  # lives with the host harness; imported on first use
-        from .faults.harness import HostGoneError
-
-        return HostGoneError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import ConfigError
+from .errors import ConfigError, ScenarioFailure
 from .kernel.handle import KernelHandle
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -147,10 +147,6 @@ class ScenarioFault(Protocol):
 
 FaultInjector = Callable[[Any, KernelHandle], None]
 """``on_fault(fault, handle)``: inject one of the runner's faults into a leased kernel now."""
-
-
-class ScenarioFailure(AssertionError):
-    """A step's outcome differed from its expectation; the message shows both."""
 
 
 def check(step_no: int, expect: dict[str, Any], result: CellResult, wall_s: float) -> list[str]:

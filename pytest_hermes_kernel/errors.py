@@ -1,31 +1,62 @@
-"""One exception hierarchy for the whole package.
+"""One exception hierarchy for the whole package, and the leak warning.
 
-Every exception here pickles (pytest-xdist ships them between processes): each class keeps
-its constructor arguments in ``self.args`` and rebuilds from them in ``__reduce__``.
+Every exception of the package is defined here, under :class:`HermesKernelError`. An error's
+*facts* are the keyword-only parameters of its ``__init__``: each is set as an attribute of the
+same name, typed and documented with ``:param:`` in the class docstring. Every exception here
+pickles with its type, message and facts (pytest-xdist and the host harness ship them between
+processes): ``__reduce__`` rebuilds it from :attr:`HermesKernelError.facts`.
+
 Builtins are mixed in only where callers catch them (``TimeoutError``, ``ConnectionError``,
-``LookupError``, ``ValueError``).
+``ValueError``, ``PermissionError``, ``AssertionError``).
+
+This module is below everything (it imports nothing of the package), so facts whose type lives
+in the kernel core (:class:`~pytest_hermes_kernel.kernel.results.KernelInfo`,
+:class:`~pytest_hermes_kernel.kernel.results.CellResult`) are annotated ``Any`` and named in
+their ``:param:``.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
+
+__all__ = [
+    "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
+    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
+    "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
+    "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
+]
 
 
 class HermesKernelError(Exception):
-    """Base class of every error raised by pytest-hermes-kernel."""
+    """Base class of every error raised by pytest-hermes-kernel.
 
-    def __init__(self, message: str = "", **facts: Any) -> None:
+    :param message: what went wrong and, where it helps, a ``Hint:`` line.
+    """
+
+    def __init__(self, message: str = "") -> None:
         super().__init__(message)
         self.message = message
-        self.facts = dict(facts)
-        for name, value in facts.items():
-            setattr(self, name, value)
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """This error's facts by name (the keyword-only parameters of its ``__init__``)."""
+        return {name: getattr(self, name) for name in fact_names(type(self))}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.message, self.facts))
 
     def __str__(self) -> str:
         return self.message
+
+
+@functools.cache
+def fact_names(cls: type[HermesKernelError]) -> tuple[str, ...]:
+    """The names of the facts an error class carries (its ``__init__``'s keyword-only parameters)."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
 def _rebuild(cls: type[HermesKernelError], message: str, facts: dict[str, Any]) -> HermesKernelError:
@@ -46,7 +77,17 @@ class FrameTooLargeError(HermesKernelError, ValueError):
 
 
 class KernelStartError(HermesKernelError):
-    """The kernel runner did not start or did not say hello before its deadline."""
+    """The kernel runner did not start or did not say hello before its deadline.
+
+    :param kernel_id: the kernel that did not start (``None`` when it had no id yet).
+    :param exit_code: the runner's exit status when it died before its hello (``None``: it did
+        not die, or the transport could not tell).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
+        self.exit_code = exit_code
 
 
 class KernelServerUnavailable(KernelStartError):
@@ -55,19 +96,72 @@ class KernelServerUnavailable(KernelStartError):
 
 
 class KernelDiedError(HermesKernelError):
-    """The kernel is gone; ``info`` (a :class:`KernelInfo`) says why (reason, exit code, signal)."""
+    """The kernel is gone and ``auto_restart`` is off; ``info`` says why (reason, exit code, signal).
+
+    :param info: the lost kernel's ``KernelInfo`` (kernel.results), ``state_lost=True`` with
+        its ``reason``; ``None`` where nothing was known.
+    :param kernel_id: the lost kernel's id; defaults to ``info.kernel_id``.
+    """
+
+    def __init__(self, message: str = "", *, info: Any = None, kernel_id: str | None = None) -> None:
+        super().__init__(message)
+        self.info = info
+        self.kernel_id = kernel_id if kernel_id is not None else getattr(info, "kernel_id", None)
 
 
-class KernelRestartedError(KernelDiedError):
-    """The kernel was replaced by a new generation and its state is lost (auto-restart off)."""
+class HostGoneError(KernelDiedError):
+    """The host harness process is gone (it was SIGKILLed); its kernel went with it.
+
+    :param info: as for :class:`KernelDiedError`.
+    :param kernel_id: the harness's kernel (``None`` if the host died before it started one).
+    :param host_pid: pid of the harness host process that is gone.
+    """
+
+    def __init__(self, message: str = "", *, info: Any = None, kernel_id: str | None = None,
+                 host_pid: int | None = None) -> None:
+        super().__init__(message, info=info, kernel_id=kernel_id)
+        self.host_pid = host_pid
 
 
 class KernelShutdownError(HermesKernelError):
-    """The kernel (or its registry) was shut down; no further cells can run on it."""
+    """The kernel (or its registry) was shut down; no further cells can run on it.
+
+    :param kernel_id: the kernel that is shut down (``None``: the whole registry is).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
 
 
 class TransportLostError(HermesKernelError, ConnectionError):
-    """The channel to a remote kernel runner broke and could not be re-attached in time."""
+    """The channel to a remote kernel runner broke and could not be re-attached in time.
+
+    :param permanent: retrying cannot help (the container stopped, the runner is gone, a host
+        key mismatch), so the handle reports the loss at once instead of re-attaching.
+    :param timed_out: the host did not answer within the connect timeout (a silent host, not a
+        refusal).
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+        self.timed_out = timed_out
+
+
+class ChannelClosed(TransportLostError):
+    """A channel's byte stream ended (EOF or error).
+
+    :param permanent: as for :class:`TransportLostError`.
+    :param timed_out: as for :class:`TransportLostError`.
+    :param closed_by_us: this side closed the channel (``False``: the peer broke it), the
+        difference between "closed by us" and "broken by the peer".
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
+                 closed_by_us: bool = False) -> None:
+        super().__init__(message, permanent=permanent, timed_out=timed_out)
+        self.closed_by_us = closed_by_us
 
 
 class TransportUnavailableError(HermesKernelError):
@@ -75,23 +169,70 @@ class TransportUnavailableError(HermesKernelError):
 
 
 class ImageBuildError(HermesKernelError):
-    """The kernel host image could not be built; the message carries the log tail and a hint."""
+    """The kernel host image could not be built; the message carries the log tail and a hint.
+
+    :param log_tail: the last lines of the build's output (``""`` when nothing ran).
+    """
+
+    def __init__(self, message: str = "", *, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.log_tail = log_tail
+
+
+class ContainerStartError(HermesKernelError):
+    """A kernel host or sshd container did not come up; the message has its log tail and a hint.
+
+    :param container_id: the container that failed (``None`` when none was created).
+    :param log_tail: its last log lines (``""`` when there was no container).
+    """
+
+    def __init__(self, message: str = "", *, container_id: str | None = None, log_tail: str = "") -> None:
+        super().__init__(message)
+        self.container_id = container_id
+        self.log_tail = log_tail
+
+
+class SharedLockTimeout(HermesKernelError, TimeoutError):
+    """Another process held a run's lock file (containers.sharing) for too long.
+
+    :param path: the lock file.
+    :param timeout: seconds this process waited for it.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, timeout: float | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.timeout = timeout
 
 
 class UnsafeRunDirError(HermesKernelError, PermissionError):
     """A run's private directory cannot be trusted, so no run file is written there.
 
-    Facts: ``path`` (the directory refused) and ``problem`` (a symlink, not a directory, owned
-    by another user, open to group or others, or in a temp dir others can rename entries of).
+    :param path: the directory refused.
+    :param problem: why: a symlink, not a directory, owned by another user, open to group or
+        others, or in a temp dir others can rename entries of.
     """
+
+    def __init__(self, message: str = "", *, path: str | None = None, problem: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
 
 
 class CellTimeoutError(HermesKernelError, TimeoutError):
-    """Base of the watchdog outcomes, raised by ``execute(..., raise_on_timeout=True)``."""
+    """Base of the watchdog outcomes, raised by ``execute(..., raise_on_timeout=True)``.
+
+    :param result: the cell's ``CellResult`` (kernel.results): ``status="timeout"`` and the
+        ``watchdog`` outcome; ``result.kernel`` says whether the state was lost.
+    """
+
+    def __init__(self, message: str = "", *, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class CellInterrupted(CellTimeoutError):
-    """Over budget; SIGINT ended the cell and the namespace is kept."""
+    """Over budget; SIGINT ended the cell and the namespace is kept (``result`` as above)."""
 
 
 class KernelResetAfterTimeout(CellTimeoutError):
@@ -111,15 +252,35 @@ class ToolCallRefused(HermesKernelError, PermissionError):
 
 
 class LeakError(HermesKernelError):
-    """Something outlived its test (raised only when the leak check is set to ``error``)."""
+    """Something outlived its test (raised only when the leak check is set to ``error``).
+
+    :param leaks: how many of each kind of resource outlived the test (``{"kernel dir": 1}``).
+    """
+
+    def __init__(self, message: str = "", *, leaks: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.leaks = dict(leaks or {})
 
 
-class HermesLeakWarning(UserWarning):
-    """A leak found after a test: a kernel, process, container, thread, fd or dir that outlived it."""
+class ScenarioFailure(HermesKernelError, AssertionError):
+    """A catalog scenario's step differed from its expectation; the message shows both.
+
+    An ``AssertionError``, so that pytest reports the scenario as failed, not errored.
+    """
 
 
 class KernelStateError(HermesKernelError):
     """An illegal kernel state transition (a bug in the package, not in the caller's code).
 
-    ``from_state`` and ``to_state`` name the two :class:`~.kernel.lifecycle.KernelState` members.
+    :param from_state: the name of the :class:`~.kernel.lifecycle.KernelState` it was in.
+    :param to_state: the name of the state the move asked for.
     """
+
+    def __init__(self, message: str = "", *, from_state: str | None = None, to_state: str | None = None) -> None:
+        super().__init__(message)
+        self.from_state = from_state
+        self.to_state = to_state
+
+
+class HermesLeakWarning(UserWarning):
+    """A leak found after a test: a kernel, process, container, thread, fd or dir that outlived it."""

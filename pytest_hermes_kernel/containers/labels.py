@@ -36,7 +36,7 @@ def run_labels(
     """Labels for a container made by this process (the host).
 
     :param run_id: id of the test run (shared by all xdist workers of one run).
-    :param worker_id: xdist worker id (``gw0``...) or ``master``.
+    :param worker_id: xdist worker id (``gw0``...) or ``controller`` (not an xdist worker).
     :param role: what the container is for.
     :param extra: more labels; they cannot override the ones above.
     :returns: the label dict.

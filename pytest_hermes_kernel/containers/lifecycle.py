@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from pytest_hermes_kernel.errors import HermesKernelError
+from pytest_hermes_kernel.errors import ContainerStartError
 
 from .labels import run_labels
 
@@ -31,14 +31,6 @@ LOOPBACK = "127.0.0.1"
 START_TIMEOUT = 30.0
 LOG_TAIL_LINES = 20
 SSHD_COMMAND = ["/usr/sbin/sshd", "-D", "-e"]
-
-
-class ContainerStartError(HermesKernelError):
-    """A kernel host or sshd container did not come up; the message has its log tail and a hint.
-
-    Facts (attributes): ``container_id`` and ``log_tail`` where a container existed.
-    (Defined here until it moves to :mod:`pytest_hermes_kernel.errors`.)
-    """
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,15 @@ A :class:`SharedResource` is a record of what was started (``{"container_id": ..
 joiners need, e.g. the sshd port and key file) in a JSON *state file*, next to a lock file, in
 the run's private directory (:func:`~.rundir.run_dir`: ``<tmp>/pytest-hermes-kernel-<uid>/run-<run
 id>/<kind>-<key>.json`` and ``.lock``; files a resource keeps beside them, such as the sshd
-private key, are ``<kind>-<key>.<suffix>``). The run id is ``PYTEST_XDIST_TESTRUNUID`` when
-pytest-xdist set it (the same for every worker of one run), else a uuid made once per process.
+private key, are ``<kind>-<key>.<suffix>``). The run id also labels the run's containers.
 
-The run id is exported as ``PYTEST_HERMES_RUN_ID`` when this process made it up, so processes
-it starts (the host harness, ``pytester`` runs) join the same containers instead of leaving
-their own behind when they are SIGKILLed.
+A process belongs to one run (:func:`current_run_id`). Whoever knows the run sets it once with
+:func:`use_run_id` and hands it on explicitly to the processes it starts: the pytest plugin sets
+it at configure (``--hermes-run-id`` / ``PYTEST_HERMES_RUN_ID``, else the one the xdist
+controller sends each worker, else a new uuid), and the host harness sends it to its host
+process in the start message, so they join the same containers instead of leaving their own
+behind when they are SIGKILLed. Without either it is a uuid made once per process. The run id
+is never written to ``os.environ``.
 
 The state file also lists its *members* (``pid:start-time:token``). :meth:`SharedResource.acquire`
 joins (or starts the resource when there is none, or it is no longer usable);
@@ -38,47 +41,59 @@ import json
 import logging
 import os
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ConfigError, HermesKernelError
-from .rundir import remove_if_empty, run_dir, run_dir_path
+from ..errors import ConfigError, SharedLockTimeout
+from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path
 
 Resource = dict[str, Any]
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
-RUN_ID_ENV = "PYTEST_HERMES_RUN_ID"
-XDIST_RUN_ID_ENV = "PYTEST_XDIST_TESTRUNUID"
 #: Starting a container (and, for the first user, building the image) happens under the lock.
 LOCK_TIMEOUT = 600.0
 #: A pid counts as the same process when its start time is within this of the recorded one.
 START_TIME_TOLERANCE_S = 1.0
+#: :func:`worker_id` outside pytest-xdist workers.
+CONTROLLER = "controller"
 
-_process_run_id: str | None = None
+_run_id: str | None = None
+_run_id_lock = threading.Lock()
+
+
+def use_run_id(run_id: str | None) -> str | None:
+    """Make ``run_id`` the run this process belongs to (see module docstring).
+
+    :param run_id: letters, digits, ``_.-``, at most 128 characters; ``None`` forgets the run
+        id (the next :func:`current_run_id` makes a new one).
+    :returns: the run id this replaces (``None`` if there was none), so a caller can restore it.
+    :raises ConfigError: if ``run_id`` is not a valid run id.
+    """
+    global _run_id
+    if run_id is not None and not RUN_ID_PATTERN.fullmatch(run_id):
+        raise ConfigError(f"a run id must be 1-128 letters, digits, '_', '.' or '-', not {run_id!r}")
+    with _run_id_lock:
+        previous, _run_id = _run_id, run_id
+    return previous
 
 
 def current_run_id() -> str:
-    """The run id: ``$PYTEST_HERMES_RUN_ID``, ``$PYTEST_XDIST_TESTRUNUID``, else a new uuid.
-
-    A new uuid is exported as ``PYTEST_HERMES_RUN_ID`` (see module docstring).
-    """
-    global _process_run_id
-    from_env = os.environ.get(RUN_ID_ENV) or os.environ.get(XDIST_RUN_ID_ENV)
-    if from_env:
-        return from_env
-    if _process_run_id is None:
-        _process_run_id = uuid.uuid4().hex
-        os.environ[RUN_ID_ENV] = _process_run_id
-    return _process_run_id
+    """The run this process belongs to: the one set by :func:`use_run_id`, else a new uuid (once)."""
+    global _run_id
+    with _run_id_lock:
+        if _run_id is None:
+            _run_id = uuid.uuid4().hex
+        return _run_id
 
 
 def worker_id() -> str:
-    """The xdist worker id (``gw0``...) or ``master``."""
-    return os.environ.get("PYTEST_XDIST_WORKER", "master")
+    """The xdist worker id (``gw0``...) or ``controller`` outside an xdist worker."""
+    return os.environ.get("PYTEST_XDIST_WORKER", CONTROLLER)
 
 
 def _process_start(pid: int) -> float | None:
@@ -105,7 +120,7 @@ class SharedResource:
 
     :param kind: what it is (``docker``, ``sshd``); part of the file names.
     :param key: a short digest of the options that make the resource (image, limits).
-    :param run_id: overrides :func:`current_run_id` (tests).
+    :param run_id: the run; default :func:`current_run_id`.
     :param directory: the temp dir the run's directory is made in (default: the temp dir).
     :raises ConfigError: if the run id cannot name a directory, or ``kind``/``key`` hold anything
         but letters, digits, ``_`` and ``-`` (a file's name up to its first dot is its resource).
@@ -271,10 +286,6 @@ def _unlink(path: str) -> None:
         log.warning("could not remove %s: %s", path, exc)
 
 
-class SharedLockTimeout(HermesKernelError, TimeoutError):
-    """Another process held a run's lock file for longer than :data:`LOCK_TIMEOUT` seconds."""
-
-
 @contextlib.contextmanager
 def _locked(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created 0600), robust to the file being unlinked.
@@ -297,7 +308,8 @@ def _locked(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterat
         os.close(fd)
         if got is None and time.monotonic() >= deadline:
             raise SharedLockTimeout(f"{path} was held by another process for more than {timeout:g} s. "
-                                    "Hint: is a container start stuck in another pytest process?") from None
+                                    "Hint: is a container start stuck in another pytest process?",
+                                    path=path, timeout=timeout) from None
         if got is None:
             time.sleep(0.02)
     try:

@@ -108,7 +108,8 @@ def in_use(labels: dict[str, str]) -> bool:
     A shared container (it names its state file, :data:`~.labels.LABEL_STATE_FILE`) is in use
     while any member recorded there lives, each checked by pid and start time, whoever created
     it (the creator may be a SIGKILLed host or an xdist worker that finished first). Any other
-    container is in use while its creating host lives (:func:`~.labels.host_is_gone`).
+    container, and a shared one whose state file is not written yet, is in use while its
+    creating host lives (:func:`~.labels.host_is_gone`).
     Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
 
     :param labels: the container's labels.
@@ -116,8 +117,10 @@ def in_use(labels: dict[str, str]) -> bool:
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
     state_file = labels.get(LABEL_STATE_FILE)
-    if state_file:
+    if state_file and os.path.exists(state_file):
         return held(state_file)
+    # no state file yet: the first member starts the container before it records itself there
+    # (a concurrent sweep in that window must not remove it), so its creator decides
     return not host_is_gone(labels)
 
 

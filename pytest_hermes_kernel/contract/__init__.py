@@ -17,7 +17,9 @@ A backend author gets the whole suite against their transport with two small fil
 
 The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
-subprocess and C output attribution, ``os.fork`` in a cell, and tool calls under cell authority.
+subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, and,
+on transports that declare ``reattachable``, re-attach after a dropped stream (idle and mid-cell)
+and ``transport_lost`` when the runner is really gone (these skip, with the reason, elsewhere).
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose
 kernels run elsewhere (a container, a remote host) is checked where they run.
 
@@ -39,6 +41,7 @@ from .environment import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .locales import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403
+from .reattach import *  # noqa: F401,F403
 from .replies import *  # noqa: F401,F403
 from .starting import *  # noqa: F401,F403
 from .tools import *  # noqa: F401,F403

@@ -1,14 +1,22 @@
-"""Probes the contract suite uses: waiting with deadlines, and pids seen *where the kernel runs*.
+"""Probes the contract suite uses: deadlines, pids *where the kernel runs*, cells that say they run.
+
+Waiting is with deadlines; cells run in a thread and report that they are running.
 
 A docker or ssh kernel's pids mean nothing in this host's process table, so every pid check
 goes through the transport (:meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`).
+A test that acts on a running cell (interrupt, drop, restart) waits for the cell to say it runs
+(:class:`CellStarted`, or a process of the cell: :func:`process_of`), never for a fixed time.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any, TypeVar
+
+from ..kernel.results import CellResult
 
 T = TypeVar("T")
 
@@ -37,6 +45,18 @@ def kernel_pids(kernel: Any, kernel_id: str | None = None) -> set[int]:
     return {int(line.split(":", 1)[0]) for line in lines}
 
 
+def process_of(kernel: Any, command: str) -> int | None:
+    """The pid of a live process of ``kernel`` whose command line is ``command``, seen where the
+    kernel runs (``None`` if there is none): a cell that starts ``sleep 30`` reports that it runs."""
+    transport, launched = kernel.transport, kernel.launched
+    locator = transport.locator(launched) if launched is not None else None
+    for line in transport.kernel_processes(kernel.kernel_id, locator):
+        pid, _, cmdline = line.partition(":")
+        if cmdline.strip() == command:
+            return int(pid)
+    return None
+
+
 def gone_in_kernel(kernel: Any, pid: int | None) -> bool:
     """True when ``pid`` (a pid where ``kernel`` runs) is no longer one of its live processes."""
     return pid is None or pid not in kernel_pids(kernel)
@@ -48,3 +68,51 @@ def signal_in_kernel(kernel: Any, pid: int, sig: int) -> None:
         kernel.transport.signal_pid(kernel.launched, pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def run_in_thread(kernel: Any, code: str, **kwargs: Any) -> Future[CellResult]:
+    """Start ``kernel.execute(code, **kwargs)`` in a thread; the future resolves with its result
+    (or its exception), so the test can act on the kernel while the cell runs."""
+    fut: Future[CellResult] = Future()
+
+    def run() -> None:
+        try:
+            fut.set_result(kernel.execute(code, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            fut.set_exception(exc)
+
+    threading.Thread(target=run, name="hermes-contract-cell", daemon=True).start()
+    return fut
+
+
+class CellStarted:
+    """A host tool that a cell calls to report that it is running (a condition, not a sleep).
+
+    Offer it with ``tools=probe.tools()`` and begin the cell with :attr:`CODE`; :meth:`wait`
+    returns once the cell has called it, i.e. the cell's code is executing in the kernel. The
+    call's result may still be on its way to the kernel then: to break the stream, wait for a
+    process of the cell instead (:func:`process_of`).
+    """
+
+    TOOL = "cell_started"
+    CODE = f"import hermes_tools\nhermes_tools.{TOOL}()\n"
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def __call__(self) -> None:
+        self._event.set()
+
+    def tools(self) -> dict[str, Callable[[], None]]:
+        """``{name: tool}`` for ``tools=`` of a kernel factory."""
+        return {self.TOOL: self}
+
+    def wait(self, timeout: float = 10.0) -> None:
+        """Wait until a cell called the tool; reset for the next cell.
+
+        :param timeout: seconds.
+        :raises AssertionError: if no cell called it within ``timeout``.
+        """
+        if not self._event.wait(timeout):
+            raise AssertionError(f"the cell did not report that it is running within {timeout} s")
+        self._event.clear()

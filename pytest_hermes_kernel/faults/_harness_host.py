@@ -41,11 +41,14 @@ class _Host:
             self.out.write(_LEN.pack(len(data)) + data)
             self.out.flush()
 
-    def start(self, transport: str, options: dict[str, Any], transport_options: dict[str, Any]) -> dict[str, Any]:
+    def start(self, transport: str, options: dict[str, Any], transport_options: dict[str, Any],
+              run_id: str) -> dict[str, Any]:
+        from pytest_hermes_kernel.containers.sharing import use_run_id
         from pytest_hermes_kernel.kernel.handle import KernelHandle
         from pytest_hermes_kernel.kernel.options import KernelOptions
         from pytest_hermes_kernel.transports import get_transport, make_transport
 
+        use_run_id(run_id)  # the test process's run: share its containers, never leave our own
         t = make_transport(transport, **transport_options) if transport_options else get_transport(transport)
         self.kernel = KernelHandle(t, KernelOptions(**options)).start()
         k = self.kernel

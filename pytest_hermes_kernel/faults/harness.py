@@ -23,7 +23,8 @@ from concurrent.futures import Future
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..errors import HermesKernelError, KernelDiedError, KernelStartError
+from ..containers.sharing import current_run_id
+from ..errors import HermesKernelError, HostGoneError, KernelStartError
 from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
@@ -34,10 +35,6 @@ if TYPE_CHECKING:
     from ..kernel.interface import KernelListener
 
 _LEN = struct.Struct(">I")
-
-
-class HostGoneError(KernelDiedError):
-    """The harness host process is gone (it was SIGKILLed); its kernel went with it."""
 
 
 class HarnessKernel:
@@ -72,7 +69,8 @@ class HarnessKernel:
         self._reader.start()
         fields = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)}
         try:
-            self.facts = self._call("start", transport, fields, dict(transport_options or {}), timeout=start_timeout)
+            self.facts = self._call("start", transport, fields, dict(transport_options or {}), current_run_id(),
+                                    timeout=start_timeout)  # the host joins our run (run id in the start message)
         except HermesKernelError:
             self.kill_host()
             raise
@@ -98,7 +96,7 @@ class HarnessKernel:
             if fut is not None:
                 fut.set_result(value) if ok else fut.set_exception(value)
         gone = HostGoneError(f"the harness host (pid {self.host_pid}) is gone; its kernel had no host",
-                             kernel_id=getattr(self, "kernel_id", None))
+                             kernel_id=getattr(self, "kernel_id", None), host_pid=self.host_pid)
         for fut in list(self._pending.values()):
             fut.set_exception(gone)
         self._pending.clear()
@@ -107,7 +105,8 @@ class HarnessKernel:
         rid = next(self._ids)
         fut: Future[Any] = Future()
         if self.proc.poll() is not None:
-            fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone"))
+            fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone",
+                                            host_pid=self.host_pid))
             return fut
         self._pending[rid] = fut
         data = pickle.dumps((rid, method, args, kwargs))
@@ -117,7 +116,8 @@ class HarnessKernel:
                 self.proc.stdin.flush()
             except (BrokenPipeError, ValueError):
                 self._pending.pop(rid, None)
-                fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone"))
+                fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone",
+                                            host_pid=self.host_pid))
         return fut
 
     def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from ..errors import FrameTooLargeError, ProtocolError, TransportLostError
+from ..errors import ChannelClosed, FrameTooLargeError, ProtocolError
 from .contract import ByteStream
 from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
 
@@ -53,10 +53,6 @@ class SocketStream:
         except OSError:
             pass
         self.sock.close()
-
-
-class ChannelClosed(TransportLostError):
-    """The stream ended (EOF or error); ``closed_by_us`` tells a local close from a peer break."""
 
 
 class Channel:

@@ -73,9 +73,6 @@ class ScenarioFile(pytest.File):
                 yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{name}]", scenario=scenario,
                                                faults=faults, transport_name=name)
 
-    class CollectError(Exception):
-        pass
-
 
 class ScenarioItem(pytest.Item):
     """One scenario on one transport; its faults go through the same apply step and injector as

@@ -1,16 +1,24 @@
 """Options, ini keys, environment variables and the resolved settings of a run.
 
 Precedence (STYLE.md): marker > CLI > env (``PYTEST_HERMES_*``) > ini (``hermes_*``) > default.
+
+The run id is resolved here once per process and handed on explicitly: to this process's
+shared containers (:func:`~pytest_hermes_kernel.containers.sharing.use_run_id`) and, from the
+xdist controller, to each worker in its ``workerinput`` (so every worker of a run shares its
+containers). It is never written to ``os.environ``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 import pytest
 
+from ..containers.sharing import RUN_ID_PATTERN, use_run_id
 from ..errors import ConfigError
 from ..transports import TRANSPORT_NAMES
 
@@ -71,6 +79,12 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
+def _run_id(text: str) -> str:
+    if not RUN_ID_PATTERN.fullmatch(text):
+        raise ConfigError(f"a run id must be 1-128 letters, digits, '_', '.' or '-', not {text!r}")
+    return text
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -91,6 +105,8 @@ SETTINGS = (
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
              ".ci/run sets it so CI always runs every transport", "false", _bool),
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
+    _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "
+             "and names the run's shared containers (default: a new id per run)", None, _run_id),
 )
 
 
@@ -106,6 +122,7 @@ class HermesSettings:
     idle_timeout: float | None
     require_transports: bool
     leak_grace: float | None
+    run_id: str | None
     sources: dict[str, str]
 
 
@@ -115,7 +132,7 @@ settings_key = pytest.StashKey[HermesSettings]()
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hermes-kernel", "session-persistent kernels (pytest-hermes-kernel)")
     for s in SETTINGS:
-        where = f"[env {s.env}, ini hermes_{s.name}; default {s.default}]"
+        where = f"[env {s.env}, ini hermes_{s.name}; default {s.default or 'see help'}]"
         if s.is_flag:  # a bare flag: a value argument would swallow the test path after it
             group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, action="store_const", const="true",
                             help=f"{s.help} {where}")
@@ -131,7 +148,7 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     :raises pytest.UsageError: naming the setting and its source when a value is bad.
     """
     environ = dict(os.environ) if environ is None else environ
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {s.name: None for s in SETTINGS if s.default is None}
     sources: dict[str, str] = {}
     for s in SETTINGS:
         for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
@@ -146,9 +163,23 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     return HermesSettings(sources=sources, **values)
 
 
+_previous_run_id_key = pytest.StashKey[str | None]()
+
+
+def _run_id_of(config: pytest.Config, settings: HermesSettings) -> str:
+    """The run id: the xdist controller's (on a worker), else the setting, else a new uuid."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get("hermes_run_id"):
+        return str(workerinput["hermes_run_id"])
+    return settings.run_id or uuid.uuid4().hex
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[settings_key] = resolve(config)
+    settings = resolve(config)
+    settings = dataclasses.replace(settings, run_id=_run_id_of(config, settings))
+    config.stash[settings_key] = settings
+    config.stash[_previous_run_id_key] = use_run_id(settings.run_id)
     config.addinivalue_line(
         "markers", "hermes_kernel(**options): options for this test's kernels: any KernelOptions field "
         "(timeout=, max_output_bytes=, auto_restart=, env=, tools=, watchdog=WatchdogPolicy(...)), "
@@ -158,3 +189,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "hermes_transports(*names): run this test only on these transports of the matrix")
     # registered here, not by the leak checker, so that `-p no:...leakcheck` keeps it known
     config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist, on the controller: send each worker this run's id (see module docstring)."""
+    node.workerinput["hermes_run_id"] = node.config.stash[settings_key].run_id
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _previous_run_id_key in config.stash:
+        use_run_id(config.stash[_previous_run_id_key])

@@ -33,25 +33,9 @@ HOST_BOUND_ENV = frozenset({
     "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "DBUS_SESSION_BUS_ADDRESS", "TERM",
 })
 
-#: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
-#: (5 s at most); prints ``gone`` or ``left <pids>``.
-KILL_SESSION_SCRIPT = r"""
-import os, sys, time
-sid = int(sys.argv[1])
-def members():
-    out = []
-    for name in os.listdir('/proc'):
-        if not name.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % name, 'rb') as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b')') + 2:].split()
-        if int(fields[3]) == sid and fields[0] != b'Z':
-            out.append(int(name))
-    return out
+#: The tail of the kill scripts: SIGKILL what ``members()`` lists until none is left (5 s at
+#: most); prints ``gone`` or ``left <pids>``.
+_KILL_UNTIL_GONE = r"""
 deadline = time.monotonic() + 5.0
 while True:
     pids = members()
@@ -68,6 +52,27 @@ while True:
         break
     time.sleep(0.02)
 """
+
+#: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
+#: (5 s at most); prints ``gone`` or ``left <pids>``.
+KILL_SESSION_SCRIPT = (r"""
+import os, sys, time
+sid = int(sys.argv[1])
+def members():
+    out = []
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name, 'rb') as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b')') + 2:].split()
+        if int(fields[3]) == sid and fields[0] != b'Z':
+            out.append(int(name))
+    return out
+""" + _KILL_UNTIL_GONE)
 
 #: argv[1]: a pid. Exit status 0 when it exists and is not a zombie.
 ALIVE_SCRIPT = r"""
@@ -158,7 +163,7 @@ def parse_host_processes(output: bytes) -> list[tuple[str, str, str, str]]:
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries
 #: ``HERMES_KERNEL_ID=<id>`` until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
 #: For a launch that failed before the runner's pid was known: nothing it started may outlive it.
-KILL_KERNEL_SCRIPT = r"""
+KILL_KERNEL_SCRIPT = (r"""
 import os, sys, time
 want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
 def members():
@@ -176,22 +181,7 @@ def members():
         if want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z':
             out.append(int(name))
     return out
-deadline = time.monotonic() + 5.0
-while True:
-    pids = members()
-    if not pids:
-        print('gone')
-        break
-    for pid in pids:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
-    if time.monotonic() > deadline:
-        print('left', *pids)
-        break
-    time.sleep(0.02)
-"""
+""" + _KILL_UNTIL_GONE)
 
 
 def portable_env(env: dict[str, str]) -> dict[str, str]:

@@ -164,18 +164,24 @@ import time
 import pytest
 
 @pytest.mark.hermes_kernel(tools={"ping": lambda: "pong"})
-def test_tool_call_after_its_cell_settled_is_refused(hermes_kernel):
+def test_tool_call_after_its_cell_settled_is_refused(hermes_kernel, tmp_path):
+    go, done = tmp_path / "go", tmp_path / "done"
     hermes_kernel.execute(
-        "import threading, time, hermes_tools\\n"
+        "import os, threading, time, hermes_tools\\n"
         "box = {}\\n"
         "def late():\\n"
-        "    time.sleep(0.5)\\n"
+        f"    while not os.path.exists({str(go)!r}):\\n"
+        "        time.sleep(0.01)\\n"
         "    try:\\n"
         "        box['value'] = hermes_tools.ping()\\n"
         "    except hermes_tools.ToolError as exc:\\n"
         "        box['refused'] = str(exc)\\n"
+        f"    open({str(done)!r}, 'w').close()\\n"
         "threading.Thread(target=late, daemon=True).start()")
-    time.sleep(1.0)  # the cell has settled; the thread calls while no cell runs
+    go.touch()  # the cell has settled: the thread calls while no cell runs
+    deadline = time.monotonic() + 5.0  # answered at once when refused; the bug holds it for a cell
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     r = hermes_kernel.execute("import time\\nt = time.monotonic()\\n"
                               "while not box and time.monotonic() - t < 3: time.sleep(0.02)\\nbox")
     assert "refused" in r.value and "pong" not in r.value, r.value
@@ -223,7 +229,7 @@ def test_spawn_race_leak_is_caught(pytester: pytest.Pytester, repo_importable: N
 
 
 def test_reaping_a_leased_kernel_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
-    shutil.copy(REPO / "tests/regressions/conftest.py", pytester.path / "conftest.py")
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")  # make_registry, fake_clock
     _copy(pytester, "tests/regressions/test_reap_and_evict_skip_leased_kernel.py")
     _caught(pytester, REAP_LEASED, "tests/regressions/test_reap_and_evict_skip_leased_kernel.py")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import gone, wait_until
+from tests.support import gone, wait_until
 
 KEEP_TESTS = """
 from pathlib import Path

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import gone, wait_until
-from tests.plugin.conftest import pid_in
+from tests.support import gone, pid_in, wait_until
 
 LEAKY_TESTS = """
 import subprocess

@@ -59,7 +59,7 @@ EXPECTED = {
 def _error_of(result: pytest.RunResult, test: str) -> str:
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if f"ERROR at setup of {test}" in line)
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("_____")), len(lines))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("_____", "====="))), len(lines))
     return "\n".join(lines[start:end])
 
 

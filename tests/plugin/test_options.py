@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.plugin.conftest import output_of
+from tests.support import output_of
 
 MATRIX_CONFTEST = """
 from pytest_hermes_kernel.transports import register_transport

@@ -3,7 +3,7 @@ reasons, the same injector; a bad fault table is a collection error that names t
 
 from __future__ import annotations
 
-from .conftest import output_of
+from tests.support import output_of
 
 HEAD = """
 [scenario]

@@ -17,7 +17,8 @@ def test_cell(hermes_kernel, n):
 
 # Two files, one per worker (--dist loadfile), in lock step through files in the run's dir:
 # the holder starts its kernel after test_short's leak snapshot and keeps it until after
-# test_short's leak check. Only test_short's own resources may count as its leaks.
+# test_short's leak check (a conftest hook marks the end of test_short's teardown). Only
+# test_short's own resources may count as its leaks.
 WAIT_FOR = """
 import pathlib, time
 
@@ -39,7 +40,15 @@ def test_holder(hermes_kernel_factory):
     wait_for("short-started")
     hermes_kernel_factory()
     pathlib.Path("holding").touch()
-    time.sleep(2.0)  # outlive test_short's leak check (grace 0.2 s)
+    wait_for("short-checked")  # outlive test_short's leak check
+"""
+
+SIGNALS = """
+import pathlib
+
+def pytest_runtest_logreport(report):
+    if report.when == "teardown" and report.nodeid.endswith("::test_short"):
+        pathlib.Path("short-checked").touch()  # test_short's teardown is over, its leak check included
 """
 
 
@@ -55,6 +64,7 @@ def test_workers_run_kernels_and_the_controller_sums_them(pytester, run):
 
 def test_a_worker_does_not_report_another_workers_kernel_as_its_leak(pytester, run, monkeypatch):
     pytester.makepyfile(test_short=SHORT, test_holder=HOLDER)
+    pytester.makeconftest(SIGNALS)
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(pytester.mkdir("kernel-dirs")))
 
     result = run("-n", "2", "--dist", "loadfile", "--hermes-leak-grace=0.2")
@@ -62,3 +72,43 @@ def test_a_worker_does_not_report_another_workers_kernel_as_its_leak(pytester, r
     result.assert_outcomes(passed=2)
     assert "leaked" not in result.stdout.str()
     result.stdout.fnmatch_lines(["kernels started: 1; *"])
+
+
+RUN_ID_PROBE = """
+import os
+import pathlib
+
+import pytest
+
+from pytest_hermes_kernel.containers.sharing import current_run_id
+
+@pytest.mark.parametrize("i", range(4))
+def test_probe(i):
+    assert "PYTEST_HERMES_RUN_ID" not in os.environ  # handed on explicitly, never exported
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    pathlib.Path(f"run-id-{i}").write_text(f"{worker} {current_run_id()}")
+"""
+
+
+def _run_ids(pytester: pytest.Pytester) -> set[str]:
+    return {(pytester.path / f"run-id-{i}").read_text().split()[1] for i in range(4)}
+
+
+def test_one_run_id_reaches_every_worker_and_the_setting_chooses_it(pytester, run):
+    """The containers of a run are shared by its workers because they share its run id."""
+    pytester.makepyfile(test_probe=RUN_ID_PROBE)
+
+    run("-n", "2").assert_outcomes(passed=4)
+    [made] = _run_ids(pytester)
+
+    run("-n", "2").assert_outcomes(passed=4)
+    assert _run_ids(pytester) != {made}, "each run makes its own id"
+    run("-n", "2", "--hermes-run-id=ci-run.7").assert_outcomes(passed=4)
+    assert _run_ids(pytester) == {"ci-run.7"}
+
+
+def test_a_bad_run_id_is_a_usage_error(pytester, run):
+    pytester.makepyfile(test_probe=RUN_ID_PROBE)
+    result = run("--hermes-run-id=has/slash")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*bad value 'has/slash' from --hermes-run-id*run id*"])

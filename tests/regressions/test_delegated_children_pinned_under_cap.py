@@ -6,7 +6,7 @@ Children are pinned (exempt from the cap) while they live and disposed by ``shut
 from __future__ import annotations
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import gone, wait_until
+from tests.support import gone, wait_until
 
 PARENT = "conv-parent"
 

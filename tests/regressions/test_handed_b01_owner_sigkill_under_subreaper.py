@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.helpers import gone, group_members, kill_quietly, pids_with_kernel_id, python_host, wait_until
+from tests.support import gone, group_members, kill_quietly, pids_with_kernel_id, python_host, wait_until
 
 OWNER = """
 import ctypes, json, os, time

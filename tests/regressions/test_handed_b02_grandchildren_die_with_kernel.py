@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from tests.helpers import all_gone, gone, kill_quietly, wait_until
+from tests.support import all_gone, gone, kill_quietly, wait_until
 
 START_CHILDREN = [
     "import subprocess\ns = subprocess.Popen(['sleep', '900'])\ns.pid",

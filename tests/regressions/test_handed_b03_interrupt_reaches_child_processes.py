@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tests.helpers import child_pids, gone, kill_quietly, wait_until
+from tests.support import child_pids, gone, kill_quietly, wait_until
 
 
 def _interrupt_when_child_runs(k, name: str) -> tuple[threading.Thread, list[int], list[float]]:

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel import WatchdogPolicy
-from tests.helpers import gone
+from tests.support import gone
 
 POLICY = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 TIMEOUT = 2.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from tests.helpers import reaped, wait_until
+from tests.support import reaped, wait_until
 
 
 def test_system_exit_sequence(make_kernel):

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import reaped, wait_until
+from tests.support import reaped, wait_until
 
 LEFTOVERS = {
     "thread": "import threading, time\nthreading.Thread(target=time.sleep, args=(10**6,)).start()",

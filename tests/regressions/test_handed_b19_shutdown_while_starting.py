@@ -9,7 +9,7 @@ import time
 
 from pytest_hermes_kernel import KernelKey, KernelShutdownError
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.helpers import gone, kernel_ids_below
+from tests.support import gone, kernel_ids_below
 
 ITERATIONS = 25  # the case says 50; 25 keeps the local suite under its time budget
 START_DELAY = 0.1  # slows every start: the runner exists but the handle is not ready yet

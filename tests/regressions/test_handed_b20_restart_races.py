@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_hermes_kernel import KernelShutdownError
-from tests.helpers import gone, pids_with_kernel_id, reaped, stays_true, wait_until
+from tests.support import gone, pids_with_kernel_id, reaped, stays_true, wait_until
 
 
 def _run_in_thread(k, code: str) -> tuple[threading.Thread, list]:

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.helpers import wait_until
+from tests.support import wait_until
 
 HEARTBEAT_S = 1.0  # the case: death is seen within one heartbeat interval
 FAIL_FAST_S = 5.0

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, WatchdogPolicy, start_kernel
-from tests.helpers import interpreter_with, wait_until
+from tests.support import interpreter_with, wait_until
 
 CYCLES, RESTARTS, THREADS = 21, 15, 3
 """Measured on a loaded 2-core machine: a start costs ~0.3 s, a restart with its cell ~0.03 s, a

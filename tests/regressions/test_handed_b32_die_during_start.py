@@ -13,7 +13,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.procs import processes_with_env
-from tests.helpers import interpreter_with
+from tests.support import interpreter_with
 
 FAIL_FAST_S = 3.0  # the case: within ~1-2 s of the death; the start timeout is 120 s
 

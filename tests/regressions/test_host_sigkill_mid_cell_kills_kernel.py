@@ -12,7 +12,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.helpers import gone, kill_quietly, python_host, wait_until
+from tests.support import gone, kill_quietly, python_host, wait_until
 
 HOST = """
 import json, sys

@@ -6,7 +6,7 @@ A background reaper ends idle kernels on its own.
 from __future__ import annotations
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import gone, wait_until
+from tests.support import gone, wait_until
 
 
 def test_background_reaper_ends_an_idle_kernel(make_registry):

@@ -6,7 +6,7 @@ One kernel per owner; ``shutdown_owner`` ends only that owner's kernels (and its
 from __future__ import annotations
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import gone, wait_until
+from tests.support import gone, wait_until
 
 
 def test_owners_do_not_see_each_others_namespace(make_registry):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import gone, wait_until
+from tests.support import gone, wait_until
 
 A, B, C = (KernelKey(owner=o) for o in ("conv-a", "conv-b", "conv-c"))
 

@@ -9,7 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from pytest_hermes_kernel import KernelKey
-from tests.helpers import kernel_ids_below
+from tests.support import kernel_ids_below
 
 THREADS = 16
 

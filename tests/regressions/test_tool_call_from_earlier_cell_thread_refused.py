@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from pytest_hermes_kernel import KernelKey, WatchdogPolicy
-from tests.helpers import wait_until
+from tests.support import wait_until
 
 KEY = KernelKey(owner="conv-tools")
 SPAWN_LATE_CALLER = """

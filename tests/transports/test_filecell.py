@@ -22,8 +22,7 @@ from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.kernel.contract import Launched
 from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
-from tests.helpers import wait_until
-from tests.transports.conftest import run_in_thread, wait_running
+from tests.support import CellStarted, run_in_thread, wait_request_sent, wait_until
 
 TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0}
 
@@ -34,12 +33,18 @@ class CountingBackend:
     def __init__(self, inner: ExecuteBackend) -> None:
         self.inner = inner
         self.commands: list[str] = []
+        self.finished: set[int] = set()  # indexes of commands that have returned
         self.lock = threading.Lock()
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         with self.lock:
             self.commands.append(cmd)
-        return self.inner.execute(cmd, timeout)
+            index = len(self.commands) - 1
+        try:
+            return self.inner.execute(cmd, timeout)
+        finally:
+            with self.lock:
+                self.finished.add(index)
 
     def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         with self.lock:
@@ -50,6 +55,13 @@ class CountingBackend:
     def count(self) -> int:
         with self.lock:
             return len(self.commands)
+
+    def handed_over(self, since: int) -> bool:
+        """Whether the first long poll run since command ``since`` has returned while a later one
+        runs: the poll that carried a cell's frames has handed over to one that only waits."""
+        with self.lock:
+            polls = [i for i in range(since, len(self.commands)) if scripts.CLIENT_BOOT in self.commands[i]]
+            return len(polls) >= 2 and polls[0] in self.finished and polls[-1] not in self.finished
 
     def __repr__(self) -> str:
         return f"Counting({self.inner!r})"
@@ -122,9 +134,10 @@ def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend
     k = start(transport_=FileCellTransport(backend, poll_window_s=1.5))
     k.execute("y = 5")
     pid = k.pid
+    since = backend.count()
     fut = run_in_thread(k, "import time\ntime.sleep(30)")
-    wait_running(k)
-    time.sleep(2.0)  # the poll that carried the cell has handed over to one that only waits
+    wait_until(lambda: backend.handed_over(since), 10.0,
+               what="the poll that carried the cell to hand over to one that only waits")
 
     k.interrupt()
     r = fut.result(timeout=15)
@@ -139,7 +152,7 @@ def test_interrupt_right_after_the_cell_is_sent_is_not_lost(start):
     k = start()
     for _ in range(3):
         fut = run_in_thread(k, "import time\ntime.sleep(30)")
-        wait_running(k)
+        wait_request_sent(k)
         k.interrupt()  # the cell's frame may still be on its way: the interrupt must follow it
         r = fut.result(timeout=15)
         assert r.status == "interrupted", r.summary()
@@ -237,11 +250,11 @@ def test_concurrent_tool_calls_from_threads_are_all_answered(start):
 
 
 def test_restart_while_a_cell_runs_goes_through_the_attached_client(start):
-    k = start()
+    started = CellStarted()
+    k = start(tools=started.tools())
     k.execute("x = 1")
-    fut = run_in_thread(k, "import time\ntime.sleep(30)")
-    wait_running(k)
-    time.sleep(0.5)
+    fut = run_in_thread(k, started.CODE + "import time\ntime.sleep(30)")
+    started.wait()
 
     info = k.restart()
 

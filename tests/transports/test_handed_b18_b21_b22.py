@@ -81,13 +81,13 @@ def test_slow(hermes_kernel):
 
 @needs_docker
 @pytest.mark.hermes_transports("local")
-def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, monkeypatch, hermes_transport) -> None:
+def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, hermes_transport) -> None:
     import docker
 
     run_id = f"b21-{uuid.uuid4().hex[:12]}"
-    monkeypatch.setenv("PYTEST_HERMES_RUN_ID", run_id)
     pytester.makepyfile(test_b21=XDIST_TESTS)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", timeout=300)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", f"--hermes-run-id={run_id}",
+                                           timeout=300)
     result.assert_outcomes(passed=5)
     text = result.stdout.str() + result.stderr.str()
     assert "409" not in text and "Conflict" not in text

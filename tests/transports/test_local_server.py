@@ -24,7 +24,7 @@ import pytest
 from pytest_hermes_kernel import KernelHandle, KernelOptions, start_kernel
 from pytest_hermes_kernel.procs import pid_alive
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.helpers import wait_until
+from tests.support import wait_until
 
 FDS_OF = "import os; sorted(os.readlink(f'/proc/self/fd/{n}').split(':')[0] for n in os.listdir('/proc/self/fd'))"
 

@@ -2,7 +2,9 @@
 
 Remote pids are checked on the ssh host over a *new* connection, never in the host's process
 table. Tests that pause or kill sshd get their own sshd container (their own ``run_id``), so
-other tests, and other xdist workers, keep theirs.
+other tests, and other xdist workers, keep theirs. Re-attach after a dropped stream is part of
+the contract suite (``pytest_hermes_kernel/contract/reattach.py``, run with
+``--hermes-transport=ssh tests/contract``); what stays here is ssh's own: a lost connection.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT
 from pytest_hermes_kernel.transports.runner_zipapp import runner_zipapp
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from pytest_hermes_kernel.transports.ssh.connection import SshConnection, SshTarget
-from tests.helpers import wait_until
-from tests.transports.conftest import run_in_thread, wait_running
+from tests.support import CellStarted, run_in_thread, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -101,11 +102,11 @@ def test_the_channel_is_not_the_kernels_stdin(ssh, start):
 
 def test_interrupt_of_a_long_sleep_arrives_within_2_s(ssh, start):
     """B25 (c): no SSH "signal" request; the supervisor signals the worker on the remote host."""
-    k = start(ssh)
+    started = CellStarted()
+    k = start(ssh, tools=started.tools())
     k.execute("import time\nkept = 'yes'")
-    fut = run_in_thread(k, "time.sleep(600)")
-    wait_running(k)
-    time.sleep(1.0)
+    fut = run_in_thread(k, started.CODE + "time.sleep(600)")
+    started.wait()
 
     sent = time.monotonic()
     k.interrupt()
@@ -149,11 +150,11 @@ def test_host_sigkill_remote_kernel_exits_within_orphan_timeout(ssh):
 
 def test_paused_sshd_mid_cell_reports_transport_lost_within_keepalive_bound(own_sshd, start):
     """B23 (i): ``docker pause`` black-holes the connection (no FIN, no RST)."""
-    k = start(own_sshd)
+    started = CellStarted()
+    k = start(own_sshd, tools=started.tools())
     k.execute("a = 1")
-    fut = run_in_thread(k, "import time\ntime.sleep(120)", timeout=300)
-    wait_running(k)
-    time.sleep(1.0)
+    fut = run_in_thread(k, started.CODE + "import time\ntime.sleep(120)", timeout=300)
+    started.wait()
     cid = own_sshd.sshd_container_id
     bound = own_sshd.keepalive_interval * own_sshd.keepalive_missed + 3.0  # 3 s x 3 + 3 = 12 s
 
@@ -173,10 +174,10 @@ def test_paused_sshd_mid_cell_reports_transport_lost_within_keepalive_bound(own_
 
 def test_killed_sshd_mid_cell_reports_transport_lost(own_sshd, start):
     """B23 (ii): ``docker kill`` of the sshd container."""
-    k = start(own_sshd)
-    fut = run_in_thread(k, "import time\ntime.sleep(120)", timeout=300)
-    wait_running(k)
-    time.sleep(1.0)
+    started = CellStarted()
+    k = start(own_sshd, tools=started.tools())
+    fut = run_in_thread(k, started.CODE + "import time\ntime.sleep(120)", timeout=300)
+    started.wait()
 
     killed = time.monotonic()
     own_sshd.sshd.docker.api.kill(own_sshd.sshd_container_id)
@@ -184,30 +185,6 @@ def test_killed_sshd_mid_cell_reports_transport_lost(own_sshd, start):
 
     assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
     assert time.monotonic() - killed <= 12.0
-
-
-def test_dropped_stream_while_idle_reconnects_with_state(ssh, start):
-    k = start(ssh)
-    k.execute("x = 'kept'")
-
-    k._channel.stream.close()
-    r = k.execute("x", timeout=20)
-
-    assert r.status == "ok" and r.value == "'kept'"
-    assert r.kernel.reconnected and not r.kernel.state_lost
-
-
-def test_dropped_stream_mid_cell_delivers_the_result_after_reconnect(ssh, start):
-    k = start(ssh)
-    fut = run_in_thread(k, "import time\ntime.sleep(1.5)\n'done'")
-    wait_running(k)
-    time.sleep(0.5)
-
-    k._channel.stream.close()
-    r = fut.result(timeout=20)
-
-    assert r.status == "ok" and r.value == "'done'"
-    assert r.kernel.reconnected
 
 
 def test_lost_connection_reconnects_for_the_next_cell(ssh, start):

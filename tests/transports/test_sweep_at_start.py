@@ -13,10 +13,8 @@ from pytest_hermes_kernel.cli import doctor
 pytestmark = pytest.mark.skipif(not doctor(["docker"])[0].ok, reason="needs a docker engine")
 
 SCRIPT = """
-import os
-os.environ["PYTEST_HERMES_RUN_ID"] = "live-run"
 from pytest_hermes_kernel.transports import make_transport
-make_transport("docker").close()
+make_transport("docker", run_id="live-run").close()
 """
 
 

@@ -55,11 +55,13 @@ class Recording(Transport):
         self.orphan_timeout = 7.0
         self.calls: list[tuple[str, Any]] = []
         self.runners: list[socket.socket] = []  # the far end of every stream handed out
+        self.streams: list[SockStream] = []  # our end of every stream handed out
 
     def _pair(self) -> ByteStream:
         ours, theirs = socket.socketpair()
         self.runners.append(theirs)
-        return SockStream(ours)
+        self.streams.append(SockStream(ours))
+        return self.streams[-1]
 
     def launch(self, spec: LaunchSpec) -> Launched:
         self.calls.append(("launch", spec.kernel_id))
@@ -123,6 +125,8 @@ def inner() -> Any:
     yield transport
     for sock in transport.runners:
         sock.close()
+    for stream in transport.streams:  # close() is idempotent: some tests closed theirs already
+        stream.close()
 
 
 def spec(kernel_id: str = "k1") -> LaunchSpec:

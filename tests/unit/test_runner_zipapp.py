@@ -145,20 +145,20 @@ def _echo_server(path: str) -> threading.Thread:
 def test_relay_mode_runs_isolated_and_copies_both_ways(runner_file: Path, tmp_path: Path) -> None:
     path = str(tmp_path / "sock")
     server = _echo_server(path)
-    proc = subprocess.Popen([*ISOLATED, "-X", "importtime", str(runner_file), "relay", path],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        proc.stdin.write(b"ping")
-        proc.stdin.flush()
-        assert proc.stdout.read(4) == b"PING"
-        proc.stdin.close()  # the host side ends: the relay ends, cleanly
-        assert proc.wait(timeout=10) == 0
-    finally:
-        proc.kill()
-        proc.wait()
+    with subprocess.Popen([*ISOLATED, "-X", "importtime", str(runner_file), "relay", path],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        try:
+            proc.stdin.write(b"ping")
+            proc.stdin.flush()
+            assert proc.stdout.read(4) == b"PING"
+            proc.stdin.close()  # the host side ends: the relay ends, cleanly
+            assert proc.wait(timeout=10) == 0
+        finally:
+            proc.kill()
+            proc.wait()
+        imports = proc.stderr.read().decode()
     server.join(5.0)
-    assert loaded_runner_modules(proc.stderr.read().decode()) == {ZIP_PACKAGE, f"{ZIP_PACKAGE}.__main__",
-                                                                  f"{ZIP_PACKAGE}.relay"}
+    assert loaded_runner_modules(imports) == {ZIP_PACKAGE, f"{ZIP_PACKAGE}.__main__", f"{ZIP_PACKAGE}.relay"}
 
 
 def test_bytecode_of_another_interpreter_falls_back_to_the_sources(tmp_path: Path) -> None:

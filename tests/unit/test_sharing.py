@@ -6,9 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from pytest_hermes_kernel.containers import sharing
 from pytest_hermes_kernel.containers.sharing import SharedResource
+from pytest_hermes_kernel.errors import ConfigError
 
 
 class Recorder:
@@ -67,9 +71,9 @@ def test_members_whose_process_died_are_dropped(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     a = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
     rec.acquire(a)
-    state = json.loads(open(a.state_path).read())
+    state = json.loads(Path(a.state_path).read_text())
     state["members"].append(f"{dead.stdout.strip()}:1.0:deadbeef")  # a SIGKILLed worker's entry
-    open(a.state_path, "w").write(json.dumps(state))
+    Path(a.state_path).write_text(json.dumps(state))
 
     assert a.release(rec.stopped.append) is True  # the dead member does not keep it
     assert rec.stopped == [{"container_id": "c1"}]
@@ -81,16 +85,31 @@ def test_release_without_acquire_does_nothing(tmp_path):
     assert rec.stopped == []
 
 
-def test_run_id_comes_from_xdist_or_is_made_once_and_exported(monkeypatch):
-    monkeypatch.delenv(sharing.RUN_ID_ENV, raising=False)
-    monkeypatch.setenv(sharing.XDIST_RUN_ID_ENV, "xdist-run")
-    assert sharing.current_run_id() == "xdist-run"
+def test_run_id_is_made_once_set_explicitly_and_never_exported(monkeypatch):
+    monkeypatch.setattr(sharing, "_run_id", None)
+    environ_before = dict(sharing.os.environ)
 
-    monkeypatch.delenv(sharing.XDIST_RUN_ID_ENV)
-    monkeypatch.setattr(sharing, "_process_run_id", None)
     made = sharing.current_run_id()
     assert made and sharing.current_run_id() == made
-    assert sharing.os.environ[sharing.RUN_ID_ENV] == made  # child processes join the same run
+
+    assert sharing.use_run_id("run-7.b_x") == made
+    assert sharing.current_run_id() == "run-7.b_x"
+    assert dict(sharing.os.environ) == environ_before  # handed on explicitly, never through the environment
+
+
+@pytest.mark.parametrize("bad", ["", "-leading-dash", "has space", "slash/y", "x" * 129])
+def test_a_run_id_that_cannot_name_files_and_labels_is_refused(monkeypatch, bad):
+    monkeypatch.setattr(sharing, "_run_id", "kept")
+    with pytest.raises(ConfigError, match="run id"):
+        sharing.use_run_id(bad)
+    assert sharing.current_run_id() == "kept"
+
+
+def test_worker_id_outside_xdist_is_controller(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    assert sharing.worker_id() == "controller"
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    assert sharing.worker_id() == "gw1"
 
 
 def _member(directory: str, barrier, log: str) -> None:
@@ -121,8 +140,40 @@ def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
         p.start()
     for p in procs:
         p.join(60)
+    codes = [p.exitcode for p in procs]
+    for p in procs:
+        p.close()  # its sentinel pipe
 
-    assert [p.exitcode for p in procs] == [0] * 6
-    assert open(log).read().split() == ["start", "stop"]
+    assert codes == [0] * 6
+    assert Path(log).read_text().split() == ["start", "stop"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["log", f"pytest-hermes-kernel-{os.getuid()}"]
     assert list((tmp_path / f"pytest-hermes-kernel-{os.getuid()}").iterdir()) == []  # no run dir, state or lock
+
+
+def _shared_labels(state_file: str, host_pid: int) -> dict[str, str]:
+    import socket
+
+    import psutil
+
+    from pytest_hermes_kernel.containers import labels
+
+    return {labels.LABEL: "1", labels.LABEL_HOSTNAME: socket.gethostname(), labels.LABEL_STATE_FILE: state_file,
+            labels.LABEL_HOST_PID: str(host_pid), labels.LABEL_HOST_START: f"{psutil.Process(host_pid).create_time():.3f}"}
+
+
+def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_creator_lives(tmp_path):
+    """The first member starts the container, then writes the state file: a sweep of another
+    session in between must not take a container that is about to be used."""
+    from pytest_hermes_kernel.containers.sweep import in_use
+
+    res = SharedResource("docker", "k", run_id="rec", directory=str(tmp_path))
+    labels = _shared_labels(res.state_path, sharing.os.getpid())
+
+    assert in_use(labels), "no state file yet, the creator lives"
+
+    res.acquire(lambda: {"container_id": "c"}, lambda r: True, lambda r: None)
+    assert in_use(labels), "recorded, with a live member"
+    res.release(lambda r: None)
+    os.makedirs(os.path.dirname(res.state_path), mode=0o700, exist_ok=True)  # the last member removed it
+    Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c"}, "members": ["1:0.0:dead"]}))
+    assert not in_use(labels), "recorded, and every member is gone: the creator alone does not keep it"

@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 #: Exit status a backend returns when it ended a command at its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
 
+#: Live subreapers of every :class:`LocalShellBackend`. They belong to the process, not to a
+#: backend: each outlives the backend that started it until its kernel has ended, and is waited
+#: for (collected) by a later call of any backend instead of being dropped unwaited.
+_SUBREAPERS: list[subprocess.Popen[bytes]] = []
+_SUBREAPERS_LOCK = threading.Lock()
+
 
 @runtime_checkable
 class ExecuteBackend(Protocol):
@@ -72,8 +78,6 @@ class LocalShellBackend:
     def __init__(self, *, shell: str = "sh", env: dict[str, str] | None = None) -> None:
         self.shell = shell
         self.env = env
-        self._lock = threading.Lock()
-        self._subreapers: list[subprocess.Popen[bytes]] = []
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """Run ``cmd``; see :class:`ExecuteBackend`.
@@ -106,8 +110,8 @@ class LocalShellBackend:
                                     start_new_session=True, env=self.env)
         finally:
             os.close(status_w)
-        with self._lock:
-            self._subreapers.append(proc)
+        with _SUBREAPERS_LOCK:
+            _SUBREAPERS.append(proc)
         try:
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(cmd.encode("utf-8"))  # the command never sits in a long-lived argv
@@ -124,8 +128,8 @@ class LocalShellBackend:
         return code, out
 
     def _collect_subreapers(self) -> None:
-        with self._lock:
-            self._subreapers = [p for p in self._subreapers if p.poll() is None]
+        with _SUBREAPERS_LOCK:
+            _SUBREAPERS[:] = [p for p in _SUBREAPERS if p.poll() is None]
 
     def close(self) -> None:
         """Collect subreapers that have finished (live ones keep reaping their kernels)."""
@@ -232,7 +236,7 @@ class DockerExecBackend:
         self._owned_container = False
 
     @classmethod
-    def start(cls, *, image: str | None = None, run_id: str = "filecell", worker_id: str = "master",
+    def start(cls, *, image: str | None = None, run_id: str = "filecell", worker_id: str = "controller",
               mem_limit_bytes: int | None = None) -> DockerExecBackend:
         """Start a kernel host container (no network) and return a backend that owns it.
 

@@ -155,9 +155,9 @@ class SshTransport(Transport):
             try:
                 self._conn = self._connect()
             except TransportLostError as exc:
-                if getattr(exc, "timed_out", False):
+                if exc.timed_out:
                     self._mark_silent(str(exc))
-                raise TransportLostError(str(exc), permanent=probe and bool(getattr(exc, "timed_out", False))) from None
+                raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
             self._home = None
             return self._conn
 

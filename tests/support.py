@@ -1,26 +1,30 @@
-"""Small helpers shared by the unit, contract and regression suites.
+"""What this repo's own tests share, as plain functions and classes (the fixtures built on them
+are in the repo's top-level ``conftest.py``).
 
-Waiting is always on a condition with a deadline (``wait_until``), never a fixed sleep; the
-process probes read ``/proc`` and psutil directly so they see what a user would see.
+Waiting is always on a condition with a deadline (``wait_until``, or a cell that reports it is
+running: ``CellStarted``), never a fixed sleep; the process probes read ``/proc`` and psutil
+directly so they see what a user would see. Nothing here is for users of the plugin: they get
+everything from the plugin and ``pytest_hermes_kernel.contract``.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 import psutil
+import pytest
 
-from pytest_hermes_kernel.contract._probes import kernel_pids, signal_in_kernel, wait_until  # noqa: F401
+from pytest_hermes_kernel.contract._probes import (CellStarted, kernel_pids, run_in_thread,  # noqa: F401
+                                                   signal_in_kernel, wait_until)
 from pytest_hermes_kernel.kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-
-T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_ID_VAR = "HERMES_KERNEL_ID"
@@ -156,3 +160,46 @@ def python_host(script: str) -> subprocess.Popen[str]:
                             stdin=subprocess.DEVNULL, text=True, env=env)
 
 
+def wait_request_sent(kernel: Any, timeout: float = 10.0) -> None:
+    """Wait until ``kernel`` has sent a cell's request (its in-flight request id is set).
+
+    For races *at* the send (an interrupt right behind the cell's frame); a test that needs the
+    cell to be running waits for :class:`CellStarted` instead. It reads the handle's private
+    in-flight id: the handle has no public "request sent" state.
+    """
+    wait_until(lambda: kernel._running_rid is not None, timeout, interval=0.005,
+               what="the cell's request to be sent")
+
+
+class FakeClock:
+    """A monotonic clock the test moves by hand (the registry's clock seam)."""
+
+    def __init__(self, start: float = 1000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+# ----------------------------------------------------------------- inner pytest runs (pytester)
+RUN_TIMEOUT_S = 90.0
+"""Longest one inner pytest run may take before pytester kills it (a hang, not slowness)."""
+
+UNRELATED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:benchmark")
+"""Third-party plugins installed here that the inner runs do not need. Under
+PYTHONDONTWRITEBYTECODE pytest re-rewrites hypothesis at every start (about 3 s a run)."""
+
+
+def output_of(result: pytest.RunResult) -> str:
+    """stdout and stderr of a run as one text."""
+    return result.stdout.str() + "\n" + result.stderr.str()
+
+
+def pid_in(text: str, pattern: str) -> int:
+    """The first ``(\\d+)`` group of ``pattern`` in ``text``; fails the test if absent."""
+    found = re.search(pattern, text)
+    assert found, f"no match for {pattern!r} in:\n{text}"
+    return int(found.group(1))

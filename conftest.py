@@ -1,0 +1,96 @@
+"""What this repo's own test suites share (tests/, examples/, fixtures/): pytester and the
+fixtures that make kernels and registries which cannot outlive their test.
+
+Nothing here is for users of the plugin: they get every fixture they need from the plugin
+(``hermes_kernel``, ``hermes_registry``, ...) and the contract suite from
+``pytest_hermes_kernel.contract``. The plain helpers these fixtures use (process probes,
+``wait_until``, ``CellStarted``, ...) live in :mod:`tests.support`; per-folder conftests keep
+only what one folder needs (``tests/plugin``: the inner pytest runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel import KernelHandle, KernelRegistry, start_kernel
+from pytest_hermes_kernel.kernel.contract import Transport
+from tests.support import FakeClock, kernel_ids_below, wait_until
+
+pytest_plugins = ("pytester",)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    """A clock for the registry's clock seam that the test advances by hand."""
+    return FakeClock()
+
+
+@pytest.fixture
+def no_kernel_left_behind() -> Iterator[None]:
+    """Fail the test if a local kernel process started during it still runs 5 s after it."""
+    before = kernel_ids_below()
+    yield
+    wait_until(lambda: not (kernel_ids_below() - before), 5.0,
+               what="every kernel process started by this test to end")
+
+
+@pytest.fixture
+def make_registry(no_kernel_left_behind: None) -> Iterator[Callable[..., KernelRegistry]]:
+    """``make_registry(**kwargs)``: a :class:`KernelRegistry` (no background reaper unless asked),
+    closed after the test; no local kernel of it may be left behind."""
+    made: list[KernelRegistry] = []
+
+    def make(**kwargs: Any) -> KernelRegistry:
+        kwargs.setdefault("background_reaper", False)
+        registry = KernelRegistry(**kwargs)
+        made.append(registry)
+        return registry
+
+    yield make
+    for registry in made:
+        registry.close()
+
+
+@pytest.fixture
+def make_kernel(no_kernel_left_behind: None) -> Iterator[Callable[..., KernelHandle]]:
+    """``make_kernel(**options)``: a started local kernel, shut down after the test; none of its
+    processes may be left behind."""
+    made: list[KernelHandle] = []
+
+    def make(**options: Any) -> KernelHandle:
+        handle = start_kernel("local", **options)
+        made.append(handle)
+        return handle
+
+    yield make
+    for handle in made:
+        handle.shutdown()
+
+
+@pytest.fixture
+def start() -> Iterator[Callable[..., KernelHandle]]:
+    """``start(transport, **options) -> KernelHandle`` on any transport (a name or an instance);
+    every kernel is shut down after the test."""
+    made: list[KernelHandle] = []
+
+    def factory(transport: Transport | str, **options: Any) -> KernelHandle:
+        handle = start_kernel(transport, **options)
+        made.append(handle)
+        return handle
+
+    yield factory
+    for handle in made:
+        handle.shutdown()
+
+
+@pytest.fixture(scope="session")
+def docker_ready() -> None:
+    """Skip, with the reason, where no docker engine answers (docker, and ssh's sshd container)."""
+    from pytest_hermes_kernel.containers.images import docker_status
+
+    ok, why = docker_status()
+    if not ok:
+        pytest.skip(f"docker engine not reachable: {why}")
