@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
+    "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
     "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
     "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",

@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from typing import Any
 
 from ..errors import KernelServerUnavailable
@@ -57,6 +58,7 @@ class LocalServer:
 
     def __init__(self, python: str, env: dict[str, str], root: str, idle_timeout: float | None) -> None:
         self.python = python
+        self.owner = os.getpid()  # a forked copy of this process holds a copy, not the server
         self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
@@ -183,6 +185,9 @@ class LocalServers:
         self._servers: collections.OrderedDict[tuple[Any, ...], LocalServer] = collections.OrderedDict()
         self._lock = threading.Lock()
         self._owner = os.getpid()
+        # A transport nobody closed still ends its servers when it is collected or at exit,
+        # never leaving their lease sockets to the garbage collector.
+        self._finalizer = weakref.finalize(self, _close_servers, self._servers, self._lock)
 
     def spawn(self, python: str, env: dict[str, str], config: dict[str, Any], channel: socket.socket) -> tuple[int, LocalServer]:
         """A kernel forked by the server for ``(python, env)``; a server found gone is replaced once.
@@ -226,8 +231,13 @@ class LocalServers:
 
     def close(self) -> None:
         """Close every server (their kernels live on, each on its own lease)."""
-        with self._lock:
-            servers = list(self._servers.values()) if self._owner == os.getpid() else []
-            self._servers.clear()
-        for server in servers:
-            server.close()
+        _close_servers(self._servers, self._lock)
+
+
+def _close_servers(servers: collections.OrderedDict[tuple[Any, ...], LocalServer], lock: threading.Lock) -> None:
+    """Close and forget ``servers``; only those this process started (a fork holds copies)."""
+    with lock:
+        mine = [server for server in servers.values() if server.owner == os.getpid()]
+        servers.clear()
+    for server in mine:
+        server.close()

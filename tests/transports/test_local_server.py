@@ -164,6 +164,7 @@ def test_host_death_by_sigkill_ends_the_server_and_every_kernel_it_forked():
     finally:
         host.kill()
         host.wait()
+        host.stdout.close()  # type: ignore[union-attr]
     pids = seen["server"] + seen["kernels"]
     assert len(pids) == 5
 

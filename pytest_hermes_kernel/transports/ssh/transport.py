@@ -104,7 +104,7 @@ class SshTransport(Transport):
                  container: str = "shared", connect_via: ConnectVia | None = None,
                  max_sessions: int | None = None, server: bool = True,
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
-        import paramiko  # noqa: F401 - fail early (make_transport turns it into TransportUnavailableError)
+        import paramiko  # noqa: F401  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
