@@ -25,7 +25,7 @@ __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
-    "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
+    "ExecNotStartedError", "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
     "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
@@ -148,6 +148,16 @@ class TransportLostError(HermesKernelError, ConnectionError):
         super().__init__(message)
         self.permanent = permanent
         self.timed_out = timed_out
+
+
+class ExecNotStartedError(TransportLostError):
+    """A remote command could not be started: its exec channel did not open because the
+    connection under it was found dead. The command never ran, so running it again on a new
+    connection is safe (the probes do, once).
+
+    :param permanent: as for :class:`TransportLostError`.
+    :param timed_out: as for :class:`TransportLostError`.
+    """
 
 
 class ChannelClosed(TransportLostError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any
 
 from ..kernel.contract import LaunchSpec
@@ -32,6 +33,10 @@ HOST_BOUND_ENV = frozenset({
     "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "DISPLAY", "SSH_AUTH_SOCK",
     "SSH_CONNECTION", "SSH_CLIENT", "SSH_TTY", "DBUS_SESSION_BUS_ADDRESS", "TERM",
 })
+
+#: Where kernel dirs are made: in a container, and (relative to the login's home) on an ssh host.
+DOCKER_KERNEL_ROOT = "/tmp/hermes-kernels"
+SSH_KERNEL_ROOT = ".hermes-kernels"
 
 #: The tail of the kill scripts: SIGKILL what ``members()`` lists until none is left (5 s at
 #: most); prints ``gone`` or ``left <pids>``.
@@ -110,11 +115,15 @@ for name in os.listdir('/proc'):
 """
 
 
-#: argv[1]: a host pid. Prints ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline`` of every live process whose
-#: environment carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels of that host, for the
-#: leak probe that lists them where they run).
+#: argv[1]: a host pid; argv[2:]: kernel dirs. Prints ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline``
+#: of every live process whose environment carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels
+#: of that host, for the leak probe that lists them where they run), then ``dir<TAB>path`` for
+#: each of the given kernel dirs that still exists.
 HOST_PROCESSES_SCRIPT = r"""
 import os, sys
+for path in sys.argv[2:]:
+    if os.path.isdir(path):
+        print('dir\t' + path)
 want = b'HERMES_KERNEL_HOST_PID=' + sys.argv[1].encode()
 for name in os.listdir('/proc'):
     if not name.isdigit() or int(name) == os.getpid():
@@ -158,6 +167,35 @@ def parse_host_processes(output: bytes) -> list[tuple[str, str, str, str]]:
         if len(parts) == 4 and parts[0].isdigit():
             rows.append((parts[0], parts[1], parts[2], parts[3]))
     return rows
+
+
+def parse_existing_dirs(output: bytes) -> list[str]:
+    """The kernel dirs :data:`HOST_PROCESSES_SCRIPT` found still there."""
+    return [line[4:] for line in output.decode("utf-8", "replace").splitlines() if line.startswith("dir\t")]
+
+
+class MadeDirs:
+    """Kernel dirs this process made where its kernels run, per place (a container id, an ssh
+    target), each forgotten once seen gone (kernel ids are never reused): what the leak probe
+    checks for dirs left behind, without listing anyone else's."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, where: str, path: str) -> None:
+        with self._lock:
+            self._dirs.setdefault(where, set()).add(path)
+
+    def of(self, where: str) -> list[str]:
+        """The dirs made at ``where`` not yet seen gone, sorted."""
+        with self._lock:
+            return sorted(self._dirs.get(where, ()))
+
+    def seen(self, where: str, asked: list[str], existing: list[str]) -> None:
+        """Forget the ``asked`` dirs at ``where`` that are not among the ``existing`` ones."""
+        with self._lock:
+            self._dirs.get(where, set()).difference_update(set(asked) - set(existing))
 
 
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries

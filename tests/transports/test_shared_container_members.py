@@ -38,8 +38,11 @@ def _member(run_id: str) -> tuple[subprocess.Popen[str], str]:
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
-    proc.send_signal(signal.SIGKILL)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
     proc.wait(10)
+    if proc.stdout:
+        proc.stdout.close()
 
 
 def test_a_sweep_leaves_a_shared_container_to_its_survivors_and_removes_it_after_the_last(
@@ -66,7 +69,7 @@ def test_a_sweep_leaves_a_shared_container_to_its_survivors_and_removes_it_after
         assert not os.path.exists(run_dir_path(run_id)), "the removed container's run files outlived it"
     finally:
         for proc in (creator, survivor):
-            if proc is not None and proc.poll() is None:
+            if proc is not None:
                 _kill(proc)
         from pytest_hermes_kernel.containers.lifecycle import remove_container
 

@@ -197,6 +197,19 @@ def test_lost_connection_reconnects_for_the_next_cell(ssh, start):
     assert r.value == "'kept'" and r.kernel.reconnected
 
 
+def test_a_probe_on_a_connection_found_dead_reconnects_and_runs(ssh, start, monkeypatch):
+    k = start(ssh)
+    dead = ssh._connection()
+
+    def eof(*args, **kwargs):
+        raise EOFError()  # what paramiko raises when its transport dies while a channel opens
+
+    monkeypatch.setattr(dead.transport, "open_session", eof)  # it still says is_active()
+    assert ssh.kernel_processes(k.kernel_id), "the probe must reconnect and see the kernel's processes"
+    assert ssh.current_connection is not dead
+    assert k.execute("1 + 1").value == "2"
+
+
 def test_explicit_target_with_unknown_host_key_is_rejected(ssh, tmp_path):
     record = _sshd(ssh)
     target = f"{record['user']}@{record['host']}:{record['port']}"

@@ -63,6 +63,27 @@ def test_a_labelled_container_nobody_holds_is_reported_and_removed(hermes_transp
         remove_container(container.id)
 
 
+@pytest.mark.hermes_allow_leaks("the test leaves a kernel dir on purpose and cleans up through the probe")
+def test_a_kernel_dir_left_where_the_kernel_ran_is_reported_and_removed(hermes_transport: Transport,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    transport = _remote(hermes_transport)
+    checker = LeakChecker(TRANSPORT_ONLY, grace=0.0)
+    before = checker.before()
+    handle = KernelHandle(transport, KernelOptions()).start()
+    kdir = handle.launched.kernel_dir
+    assert kdir
+    with monkeypatch.context() as patch:
+        patch.setattr(transport, "cleanup", lambda launched: None)  # as if the dir's removal failed
+        assert transport.kill(handle.launched)  # SIGKILL: the runner cannot remove its dir either
+        handle.shutdown()
+    report = checker.after(before)
+    leaked = report.leaks.get("remote kernel dir", {})
+    assert len(leaked) == 1 and kdir in next(iter(leaked.values())), report.format("case")
+    assert not report.leaks.get("remote kernel process"), "the kernel itself ended: only its dir is left"
+    checker.cleanup(report)
+    assert not checker.after(before), "the probe's cleanup left the kernel dir"
+
+
 @pytest.mark.hermes_allow_leaks("the test leaves an ssh channel open on purpose and cleans up through the probe")
 def test_an_ssh_channel_left_open_is_reported_and_closed(hermes_transport: Transport) -> None:
     if hermes_transport.name != "ssh":

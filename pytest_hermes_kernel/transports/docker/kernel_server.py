@@ -19,12 +19,12 @@ from typing import Any, Protocol
 from ...errors import KernelServerUnavailable
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
-from ..detached import launch_env, runner_config
+from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer, ServerPool
 from ..runner_zipapp import runner_zipapp
 from .stream import DockerExecStream
 
-KERNEL_ROOT = "/tmp/hermes-kernels"
+KERNEL_ROOT = DOCKER_KERNEL_ROOT
 SERVER_DIR_PREFIX = "server-"
 #: Seconds of silence on a server's stream between container state checks (it is silent while idle).
 SERVER_STATE_POLL_S = 5.0
@@ -36,6 +36,7 @@ class DockerSide(Protocol):
     api: Any
     python: str
     orphan_timeout: float | None
+    made_dirs: MadeDirs
 
     def _put_runner(self, container_id: str, dirname: str) -> None: ...
 
@@ -79,6 +80,7 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
     python = spec.python or transport.python
     kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
     config: dict[str, Any] = json.loads(runner_config(spec, kdir, transport.orphan_timeout))
+    transport.made_dirs.add(container_id, kdir)  # as on the spawn path: the leak probe checks it is gone
     try:
         pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay

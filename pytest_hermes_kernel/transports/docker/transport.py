@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
-                       KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT,
-                       SOCKET_NAME, parse_host_processes, parse_kernel_processes, parse_ready, launch_env,
-                       runner_config)
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
+                       LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
+                       parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
+from . import probes
 from .host import ContainerMode, KernelHosts
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
@@ -100,6 +100,7 @@ class DockerTransport(Transport):
                                  cpus=cpus, run_id=self.run_id)
         self._owners: dict[str, tuple[int, int]] = {}
         self._servers = server_pool(self, server_idle_timeout) if server else None
+        self.made_dirs = MadeDirs()  # kernel dirs made in the containers (both paths), for the leak probe
 
     # ------------------------------------------------------------------------------ containers
     @property
@@ -128,7 +129,9 @@ class DockerTransport(Transport):
         code = self.api.exec_inspect(exec_id).get("ExitCode")
         return code, out or b"", err or b""
 
-    def _run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+    def run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+        """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
+        user); ``(exit code, stdout)``."""
         code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user)
         return code, out
 
@@ -150,6 +153,7 @@ class DockerTransport(Transport):
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
+        self.made_dirs.add(cid, kdir)
         try:
             self._put_runner(cid, spec.kernel_id)
             pid = self._start_runner(cid, runner, kdir, spec)
@@ -169,7 +173,7 @@ class DockerTransport(Transport):
         try:
             if self.container_running(container_id):
                 # as the kernel's user: docker's root cannot read other users' environ here
-                code, out = self._run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
+                code, out = self.run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
                 if code != 0 or out.strip() != b"gone":
                     log.warning("failed launch of kernel %s in %s: could not end all its processes: %r",
                                 kernel_id, container_id[:12], out[-200:])
@@ -226,7 +230,7 @@ class DockerTransport(Transport):
         try:
             if not self.container_running(cid):
                 return True  # nothing runs in a stopped container
-            code, out = self._run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
+            code, out = self.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
         except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
             log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
             return False
@@ -244,7 +248,7 @@ class DockerTransport(Transport):
         try:
             if not self.container_running(cid):
                 return False
-            code, _ = self._run_script(cid, ALIVE_SCRIPT, str(launched.pid))
+            code, _ = self.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
         except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
             return False
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
@@ -295,37 +299,18 @@ class DockerTransport(Transport):
             try:
                 if self.container_running(cid):
                     # as the kernel's user: docker's root lacks CAP_SYS_PTRACE to read others' environ
-                    found += parse_kernel_processes(self._run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id,
+                    found += parse_kernel_processes(self.run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id,
                                                                      user="")[1])
             except Exception:  # noqa: BLE001 - a container removed meanwhile has no processes
                 continue
         return found
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        """This run's containers nobody holds, and host ``host_pid``'s kernel processes inside
-        the containers this transport knows (listed there, through the engine)."""
-        from ...containers.sweep import unused_run_containers
-
-        found: dict[str, dict[str, str]] = {"container": unused_run_containers(self.client, self.run_id),
-                                            "remote kernel process": {}}
-        for cid in self.hosts.all_known():
-            if not self.container_running(cid):
-                continue
-            _, out = self._run_script(cid, HOST_PROCESSES_SCRIPT, str(host_pid), user="")
-            for pid, start, kernel_id, cmd in parse_host_processes(out):
-                found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \
-                    f"pid {pid} in container {cid[:12]} (kernel {kernel_id}): {cmd}"
-        return found
+        """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`)."""
+        return probes.snapshot(self, host_pid)
 
     def leak_cleanup(self, kind: str, identity: str) -> None:
-        try:
-            if kind == "container":
-                self.hosts.remove(identity)
-            elif kind == "remote kernel process":
-                _, cid, pid, start, _kernel = identity.split(":")
-                self._run_script(cid, KILL_IF_SAME_SCRIPT, pid, start)
-        except Exception as exc:  # noqa: BLE001 - cleanup never raises
-            log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+        probes.cleanup(self, kind, identity)
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` inside the kernel's container.
@@ -337,7 +322,7 @@ class DockerTransport(Transport):
         cid = launched.extra["container"] if launched is not None else self.hosts.run_container()
         if cid is None:
             raise ProcessLookupError(f"no process {pid}: this run has no shared docker container")
-        code, _ = self._run_script(cid, SIGNAL_SCRIPT, str(pid), str(int(sig)))
+        code, _ = self.run_script(cid, SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
 

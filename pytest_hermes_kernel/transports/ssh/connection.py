@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import ConfigError, TransportLostError
+from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 
 if TYPE_CHECKING:
     import paramiko
@@ -189,9 +189,19 @@ class SshConnection:
         with self._session_slot():
             try:
                 chan = self.transport.open_session(timeout=self.connect_timeout)
+            except paramiko.ChannelException as exc:  # refused by the server; the connection lives
+                raise TransportLostError(f"ssh exec on {self.target} refused: {exc}") from None
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                if isinstance(exc, paramiko.SSHException) and self.transport.is_active():
+                    raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None  # e.g. a slow open
+                self.transport.close()  # found dead: the next use reconnects instead of trying it again
+                raise ExecNotStartedError(f"ssh exec on {self.target} failed, the connection is dead: "
+                                          f"{exc or type(exc).__name__}") from None
+            try:
                 chan.exec_command(command)
             except (OSError, paramiko.SSHException, EOFError) as exc:
-                raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None
+                chan.close()
+                raise TransportLostError(f"ssh exec on {self.target} failed: {exc or type(exc).__name__}") from None
             self._channels.append(chan)
             self._commands[chan.get_id()] = command
             if shared:

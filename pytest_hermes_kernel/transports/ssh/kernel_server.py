@@ -22,12 +22,12 @@ from typing import Any, Protocol
 from ...errors import KernelServerUnavailable, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
-from ..detached import launch_env, runner_config
+from ..detached import SSH_KERNEL_ROOT, MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer, ServerPool
 from ..runner_zipapp import runner_zipapp
 from .connection import SshConnection, SshStream, put_file
 
-KERNEL_ROOT = ".hermes-kernels"
+KERNEL_ROOT = SSH_KERNEL_ROOT
 SERVER_DIR_PREFIX = "server-"
 
 
@@ -37,6 +37,7 @@ class SshSide(Protocol):
     python: str
     orphan_timeout: float | None
     _home: str | None
+    made_dirs: MadeDirs
 
     def _connection(self, *, probe: bool = False) -> SshConnection: ...
 
@@ -104,6 +105,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
 
     def config(server: RemoteServer) -> dict[str, Any]:
         kdir = f"{(server.hello or {}).get('home')}/{KERNEL_ROOT}/{spec.kernel_id}"
+        transport.made_dirs.add(str(conn.target), kdir)  # as on the spawn path: the leak probe checks it is gone
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
 
     try:

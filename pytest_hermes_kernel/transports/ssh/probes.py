@@ -3,33 +3,44 @@
 Listed through the transport's own connection (nothing is connected for this: without a
 connection there is nothing to list): its open channels, the kernel processes of a host on
 the ssh host (scanned there, so a real remote host is covered), and the run's sshd containers
-that no live process holds.
+that no live process holds, and the kernel dirs this process made there that are still there.
 """
 
 from __future__ import annotations
 
 import logging
+import shlex
 from typing import TYPE_CHECKING
 
-from ..detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_host_processes
+from ...errors import TransportLostError
+from ..detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes
 
 if TYPE_CHECKING:
+    from .connection import SshConnection
     from .transport import SshTransport
 
 log = logging.getLogger(__name__)
 
+#: Seconds a probe's command on the ssh host may take.
+PROBE_TIMEOUT = 15.0
+
 
 def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]]:
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
-    found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}}
+    found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
     if conn is not None and conn.usable:
         for chan_id, command in conn.open_channels().items():
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
-        _, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, str(host_pid))
+        where = str(conn.target)
+        dirs = transport.made_dirs.of(where)
+        _, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, str(host_pid), *dirs)
         for pid, start, kernel_id, cmd in parse_host_processes(out):
             found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
                 f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
+        existing = parse_existing_dirs(out)
+        transport.made_dirs.seen(where, dirs, existing)
+        found["remote kernel dir"].update({f"ssh:{d}": f"kernel dir {d} on {where}" for d in existing})
     if transport.sshd is not None:
         from ...containers.sweep import unused_run_containers
 
@@ -47,9 +58,21 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
         elif kind == "remote kernel process" and conn is not None:
             _, pid, start, _kernel = identity.split(":")
             transport.run_script(conn, KILL_IF_SAME_SCRIPT, pid, start)
+        elif kind == "remote kernel dir" and conn is not None:
+            remove_kernel_dir(conn, identity.split(":", 1)[1])
         elif kind == "container" and transport.sshd is not None:
             from ...containers.lifecycle import remove_container
 
             remove_container(identity, client=transport.sshd.docker)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
+    """``rm -rf`` a kernel dir on the ssh host (nothing but a kernel dir); failures are logged."""
+    if f"/{SSH_KERNEL_ROOT}/" not in kdir:
+        return
+    try:
+        conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+    except (TransportLostError, TimeoutError) as exc:
+        log.warning("could not remove %s over ssh: %s", kdir, exc)

@@ -31,12 +31,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ...errors import ConfigError, KernelStartError, TransportLostError
+from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
-                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, parse_kernel_processes,
+                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
+from .probes import PROBE_TIMEOUT, remove_kernel_dir
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     import paramiko
 
 READY_TIMEOUT = 30.0
-PROBE_TIMEOUT = 15.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
 
@@ -117,6 +117,7 @@ class SshTransport(Transport):
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
         self._home: str | None = None
+        self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
         self._quiet_until = 0.0
         self._down_reason = ""
         self.connect_via = connect_via
@@ -215,7 +216,7 @@ class SshTransport(Transport):
         except (TransportLostError, TimeoutError) as exc:
             log.warning("failed launch of kernel %s on %s: could not end its processes: %s",
                         kernel_id, conn.target, exc)
-        self._remove_dir(conn, kdir)
+        remove_kernel_dir(conn, kdir)
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
@@ -261,8 +262,19 @@ class SshTransport(Transport):
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
         return code, out
 
-    def _alive_on(self, conn: SshConnection, launched: Launched) -> bool:
-        code, _ = self.run_script(conn, ALIVE_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+    def run_probe(self, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
+        """:meth:`run_script` on the live connection; again on a new one if it was dead (the script never ran).
+
+        :raises TransportLostError: if the host cannot be reached (``permanent`` while it is silent).
+        """
+        try:
+            return self.run_script(self._connection(probe=True), script, *args, python=python)
+        except ExecNotStartedError:
+            return self.run_script(self._connection(probe=True), script, *args, python=python)
+
+    def _alive_on(self, conn: SshConnection | None, launched: Launched) -> bool:  # None: see run_probe
+        args, python = (ALIVE_SCRIPT, str(launched.pid)), launched.extra.get("python")
+        code, _ = self.run_probe(*args, python=python) if conn is None else self.run_script(conn, *args, python=python)
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
@@ -270,8 +282,7 @@ class SshTransport(Transport):
         if launched.pid is None:
             return True
         try:
-            conn = self._connection(probe=True)
-            code, out = self.run_script(conn, KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+            code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
         except (TransportLostError, TimeoutError) as exc:
             log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
             return False
@@ -286,7 +297,7 @@ class SshTransport(Transport):
         if known is not None:
             return known
         try:
-            return self._alive_on(self._connection(probe=True), launched)
+            return self._alive_on(None, launched)
         except (TransportLostError, TimeoutError):
             return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
 
@@ -296,17 +307,9 @@ class SshTransport(Transport):
         if not launched.kernel_dir or forked_cleanup(launched):
             return
         try:
-            self._remove_dir(self._connection(probe=True), launched.kernel_dir)
+            remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
         except TransportLostError as exc:
             log.warning("could not remove %s over ssh: %s", launched.kernel_dir, exc)
-
-    def _remove_dir(self, conn: SshConnection, kdir: str) -> None:
-        if f"/{KERNEL_ROOT}/" not in kdir:  # never rm -rf anything but a kernel dir
-            return
-        try:
-            conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
-        except (TransportLostError, TimeoutError) as exc:
-            log.warning("could not remove %s over ssh: %s", kdir, exc)
 
     def close(self) -> None:
         """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
@@ -338,8 +341,7 @@ class SshTransport(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (scanned there)."""
         try:
-            return parse_kernel_processes(self.run_script(self._connection(probe=True), KERNEL_PROCESSES_SCRIPT,
-                                                       kernel_id)[1])
+            return parse_kernel_processes(self.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
         except (TransportLostError, TimeoutError):
             return []
 
@@ -355,7 +357,7 @@ class SshTransport(Transport):
 
         :raises ProcessLookupError: if no such process runs there (or it is not ours).
         """
-        code, _ = self.run_script(self._connection(probe=True), SIGNAL_SCRIPT, str(pid), str(int(sig)))
+        code, _ = self.run_probe(SIGNAL_SCRIPT, str(pid), str(int(sig)))
         if code != 0:
             raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
 
@@ -379,6 +381,7 @@ def _make_kernel_dir(transport: SshTransport, conn: SshConnection, spec: LaunchS
         except OSError:
             pass  # exists
         kdir = f"{root}/{spec.kernel_id}"
+        transport.made_dirs.add(str(conn.target), kdir)
         sftp.mkdir(kdir, 0o700)
         app = runner_zipapp()
         put_file(sftp, f"{kdir}/{app.name}", app.data)
@@ -404,3 +407,4 @@ def _relay_command(python: str, runner: str, kdir: str) -> str:
     """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``."""
     q = shlex.quote
     return f"exec {q(python)} -B {q(runner)} relay {q(kdir + '/' + SOCKET_NAME)}"
+

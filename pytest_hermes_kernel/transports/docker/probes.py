@@ -1,0 +1,56 @@
+"""What the docker transport shows the leak checker, and how it cleans what leaked.
+
+Listed through the engine (so an engine elsewhere, ``DOCKER_HOST``, is covered): the run's
+containers that nobody holds, and inside each container this transport knows, the kernel
+processes of a host and the kernel dirs it made that are still there.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ..detached import DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_existing_dirs, parse_host_processes
+
+if TYPE_CHECKING:
+    from .transport import DockerTransport
+
+log = logging.getLogger(__name__)
+
+
+def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, str]]:
+    """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
+    from ...containers.sweep import unused_run_containers
+
+    found: dict[str, dict[str, str]] = {"container": unused_run_containers(transport.client, transport.run_id),
+                                        "remote kernel process": {}, "remote kernel dir": {}}
+    for cid in transport.hosts.all_known():
+        if not transport.container_running(cid):
+            continue
+        dirs = transport.made_dirs.of(cid)
+        _, out = transport.run_script(cid, HOST_PROCESSES_SCRIPT, str(host_pid), *dirs, user="")
+        for pid, start, kernel_id, cmd in parse_host_processes(out):
+            found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \
+                f"pid {pid} in container {cid[:12]} (kernel {kernel_id}): {cmd}"
+        existing = parse_existing_dirs(out)
+        transport.made_dirs.seen(cid, dirs, existing)
+        found["remote kernel dir"].update({f"docker:{cid}:{d}": f"kernel dir {d} in container {cid[:12]}"
+                                           for d in existing})
+    return found
+
+
+def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
+    """End one reported thing: remove the container, kill the process (if still the same one),
+    remove the kernel dir. Never raises."""
+    try:
+        if kind == "container":
+            transport.hosts.remove(identity)
+        elif kind == "remote kernel process":
+            _, cid, pid, start, _kernel = identity.split(":")
+            transport.run_script(cid, KILL_IF_SAME_SCRIPT, pid, start)
+        elif kind == "remote kernel dir":
+            _, cid, path = identity.split(":", 2)
+            if path.startswith(f"{DOCKER_KERNEL_ROOT}/"):  # never rm -rf anything but a kernel dir
+                transport.run_script(cid, "import shutil, sys; shutil.rmtree(sys.argv[1])", path)
+    except Exception as exc:  # noqa: BLE001 - cleanup never raises
+        log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
