@@ -161,7 +161,7 @@ class RemoteServer:
         except (OSError, FrameError) as exc:
             why = f"its stream broke: {type(exc).__name__}: {exc}"
         finally:
-            self._end(why)
+            self.close(why)  # its stream is of no use now: release it (its socket or channel) at once
 
     def _dispatch(self, header: Header, blobs: list[bytes]) -> None:
         kind = header.get("type")
@@ -203,9 +203,12 @@ class RemoteServer:
         except OSError:
             pass
 
-    def close(self) -> None:
-        """End the server's lease (it exits at once; kernels live on their own orphan timers)."""
-        self._end("closed")
+    def close(self, why: str = "closed") -> None:
+        """End the server's lease (it exits at once; kernels live on their own orphan timers).
+
+        :param why: what :attr:`gone` says if the server was not gone already.
+        """
+        self._end(why)
         try:
             self.stream.close()
         except OSError:
