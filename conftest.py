@@ -94,3 +94,21 @@ def docker_ready() -> None:
     ok, why = docker_status()
     if not ok:
         pytest.skip(f"docker engine not reachable: {why}")
+
+
+@pytest.fixture(params=["local", "docker"])
+def execute_backend(request: pytest.FixtureRequest) -> Any:
+    """Each reference execute-only backend in turn: the local shell, and docker exec into the
+    run's shared container (skipped where no docker engine answers)."""
+    from pytest_hermes_kernel.transports import get_transport
+    from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, LocalShellBackend
+
+    if request.param == "local":
+        return LocalShellBackend()
+    from pytest_hermes_kernel.containers.images import docker_status
+
+    ok, why = docker_status()
+    if not ok:
+        pytest.skip(f"docker engine not reachable: {why}")
+    docker = get_transport("docker")
+    return DockerExecBackend(docker.shared_container(), client=docker.client)

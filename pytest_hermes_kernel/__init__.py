@@ -12,10 +12,12 @@ Public API::
 from __future__ import annotations
 
 from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, HermesKernelError,
-                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelResetAfterTimeout,
+                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
+                     KernelResetAfterTimeout,
                      KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
                      TransportUnavailableError)
 from .api import KernelRegistry, start_kernel
+from .kernel.aio import aexecute
 from .kernel.handle import KernelHandle
 from .kernel.lifecycle import KernelState
 from .kernel.options import KernelOptions
@@ -27,9 +29,9 @@ from .kernel.watchdog import WatchdogPolicy
 __version__ = "0.1.0"
 
 __all__ = [
-    "start_kernel", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
+    "start_kernel", "aexecute", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
-    "HostGoneError", "KernelShutdownError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
+    "HostGoneError", "KernelShutdownError", "KernelForkedError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
     "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning",
 ]

@@ -2,6 +2,7 @@
 
 * ``doctor``: which transports work on this machine, and for each one that does not, why and
   what to do. Exit code 0 when every transport asked for works (default: all), 1 otherwise.
+  ``doctor --image NAME`` checks a kernel host image instead (python3, sh, init, user, sshd).
 * ``build-image``: build the kernel host image (offline, from Debian packages when needed).
 * ``sweep``: remove what runs nobody uses any more left behind (found by labels, member lists
   and markers): run files (:mod:`~pytest_hermes_kernel.containers.rundir`), labelled
@@ -209,11 +210,39 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
     return killed
 
 
+def doctor_image(image: str, out: Callable[[str], None] = print) -> int:
+    """``hermes-kernel doctor --image NAME``: print each need of a kernel host image
+    (:mod:`~pytest_hermes_kernel.containers.image_check`); exit code 0 when the docker
+    transport can use it (``sshd`` is needed by the ssh transport only), 1 otherwise."""
+    from .containers.image_check import REQUIRED, check_image
+    from .errors import ContainerStartError
+
+    ok, why = _check_docker_engine()
+    if not ok:
+        out(f"image     NO  {why}")
+        return 1
+    import docker
+
+    client = docker.from_env()
+    try:
+        checks = check_image(client, image)
+    except ContainerStartError as exc:
+        out(f"image     NO  {exc}")
+        return 1
+    finally:
+        client.close()
+    for c in checks:
+        role = "" if c.need in REQUIRED else " (ssh transport only)"
+        out(f"{c.need:9} {'ok ' if c.ok else 'NO '} {c.detail}{role}")
+    return 0 if all(c.ok for c in checks if c.need in REQUIRED) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
+    d.add_argument("--image", metavar="NAME", help="check a kernel host image instead: what it has, what it lacks")
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
     b.add_argument("--tag", default="hermes-kernel-host:latest")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
@@ -221,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("kinds", nargs="*", metavar="KIND", help=f"only these: any of {', '.join(SWEEP_KINDS)} "
                    "(default: all)")
     args = ap.parse_args(argv)
+    if args.cmd == "doctor" and args.image:
+        return doctor_image(args.image)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
         if unknown:

@@ -24,9 +24,10 @@ from typing import Any
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
-    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelStateError", "TransportLostError",
-    "ExecNotStartedError", "ChannelClosed", "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "SharedLockTimeout",
-    "UnsafeRunDirError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
+    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
+    "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
+    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError", "CellTimeoutError",
+    "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
 ]
 
@@ -124,15 +125,36 @@ class HostGoneError(KernelDiedError):
         self.host_pid = host_pid
 
 
+class KernelForkedError(HermesKernelError):
+    """A kernel handle was used in a forked child of the process it belongs to (B42).
+
+    The child shares the parent's channel and connections; using them would mix its frames into
+    the parent's, and ending them would end the parent's kernel. So a child's ``execute``,
+    ``start``, ``interrupt`` and ``restart`` raise this, and its ``shutdown`` leaves the kernel
+    alone.
+
+    :param kernel_id: the kernel.
+    :param host_pid: the process the kernel belongs to (the child's is ``os.getpid()``).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, host_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
+        self.host_pid = host_pid
+
+
 class KernelShutdownError(HermesKernelError):
     """The kernel (or its registry) was shut down; no further cells can run on it.
 
     :param kernel_id: the kernel that is shut down (``None``: the whole registry is).
+    :param generation: the kernel's generation the refused request was sent to (``None``: not
+        known, or the whole registry).
     """
 
-    def __init__(self, message: str = "", *, kernel_id: str | None = None) -> None:
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, generation: int | None = None) -> None:
         super().__init__(message)
         self.kernel_id = kernel_id
+        self.generation = generation
 
 
 class TransportLostError(HermesKernelError, ConnectionError):
@@ -173,6 +195,22 @@ class ChannelClosed(TransportLostError):
                  closed_by_us: bool = False) -> None:
         super().__init__(message, permanent=permanent, timed_out=timed_out)
         self.closed_by_us = closed_by_us
+
+
+class ExitStatusUnknownError(TransportLostError):
+    """An execute-only backend returned no exit status a command can be judged by (handed case B35).
+
+    ``None`` (docker-py's ``exit_code`` when the stream broke or the exec still ran), a negative
+    number (paramiko's ``-1`` for "no status", subprocess's ``-N``) or one over 255: the command
+    may or may not have run, so it is neither a success nor an ordinary failure.
+
+    :param returned: ``repr`` of what the backend returned as the exit status.
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
+                 returned: str = "") -> None:
+        super().__init__(message, permanent=permanent, timed_out=timed_out)
+        self.returned = returned
 
 
 class TransportUnavailableError(HermesKernelError):
@@ -217,7 +255,9 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 
 
 class UnsafeRunDirError(HermesKernelError, PermissionError):
-    """A run's private directory cannot be trusted, so no run file is written there.
+    """A private directory of the kit cannot be trusted, so nothing is written there: a run's
+    directory (``containers/rundir.py``), or the kernel root on the far side (ssh's
+    ``~/.hermes-kernels``, filecell's ``root``) (B46).
 
     :param path: the directory refused.
     :param problem: why: a symlink, not a directory, owned by another user, open to group or

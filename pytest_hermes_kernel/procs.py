@@ -1,11 +1,21 @@
-"""Process-tree helpers on top of psutil (Linux ``/proc`` for the session id psutil lacks)."""
+"""Process-tree helpers on top of psutil (Linux ``/proc`` for the session id psutil lacks).
+
+Pid reuse (handed case B29): a pid read from ``/proc`` may belong to another process by the
+time a signal is sent. Every signal from here goes through :func:`signal_if`: a pidfd is opened
+*before* the process is checked, and the signal goes through that pidfd, so the check and the
+signal are about one process; without pidfds the check runs immediately before ``kill``.
+"""
 
 from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 
 import psutil
+
+PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
+"""Whether this Python and OS have pidfds (Linux >= 5.3, Python >= 3.9); else start-time checks."""
 
 
 def pid_alive(pid: int) -> bool:
@@ -16,15 +26,54 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def session_id(pid: int) -> int | None:
-    """The session id of ``pid`` (field 6 of ``/proc/PID/stat``), or ``None`` if it is gone."""
+def read_stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/PID/stat`` after the command name (field 3 first), or ``None`` if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return int(fields[3])
+    return stat[stat.rfind(b")") + 2 :].split()
+
+
+def session_id(pid: int) -> int | None:
+    """The session id of ``pid`` (field 6 of ``/proc/PID/stat``), or ``None`` if it is gone."""
+    fields = read_stat(pid)
+    return None if fields is None else int(fields[3])
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (field 22 of ``/proc/PID/stat``); ``None`` if gone.
+
+    With the pid, it names one process for good: a reused pid has a later start.
+    """
+    fields = read_stat(pid)
+    return None if fields is None else int(fields[19])
+
+
+def signal_if(pid: int, sig: int, still: Callable[[list[bytes]], bool]) -> bool:
+    """Send ``sig`` to ``pid`` only while it is the process ``still(stat fields)`` accepts.
+
+    :param still: judges the fields of :func:`read_stat` (a session, a start time).
+    :returns: whether the signal was sent (``False``: gone, not ours, or no longer that process).
+    """
+    fd = None
+    try:
+        if PIDFD:
+            fd = os.pidfd_open(pid)  # first: the check below is then about this very process
+        fields = read_stat(pid)
+        if fields is None or not still(fields):
+            return False
+        if fd is None:
+            os.kill(pid, sig)
+        else:
+            signal.pidfd_send_signal(fd, sig)
+        return True
+    except (OSError, ValueError, IndexError):  # gone (ESRCH), not ours (EPERM), an odd stat line
+        return False
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def session_members(sid: int) -> list[int]:
@@ -36,21 +85,22 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
-def kill_session(sid: int, sig: int = signal.SIGKILL) -> list[int]:
+def kill_session(sid: int, sig: int = signal.SIGKILL, *, leader_start: int | None = None) -> list[int]:
     """Send ``sig`` to every process in session ``sid``; return the pids signalled.
 
     A kernel's runner leads its own session, so this reaches the runner, its worker and every
     process a cell started, including ones that moved to another process group (but not ones
-    that called ``setsid`` themselves: that is how a cell opts a daemon out).
+    that called ``setsid`` themselves: that is how a cell opts a daemon out). Each member is
+    checked and signalled through :func:`signal_if` (never a pid reused meanwhile).
+
+    :param leader_start: the session leader's :func:`start_ticks`, when known: if pid ``sid``
+        is now a process that started at another time, the leader was reaped and its pid reused
+        by a new session of the same number, which is not ours: nothing is signalled.
     """
-    hit = []
-    for pid in session_members(sid):
-        try:
-            os.kill(pid, sig)
-            hit.append(pid)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return hit
+    if leader_start is not None and start_ticks(sid) not in (None, leader_start):
+        return []
+    return [pid for pid in session_members(sid)
+            if signal_if(pid, sig, lambda fields: int(fields[3]) == sid and fields[0] != b"Z")]
 
 
 def descendants(pid: int) -> list[psutil.Process]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_hermes_kernel.errors import ContainerStartError
 
+from .image_check import require_image
 from .labels import run_labels
 
 if TYPE_CHECKING:
@@ -158,6 +159,14 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
             client.close()
 
 
+def container_log(client: docker.DockerClient, container_id: str, lines: int) -> str:
+    """The last ``lines`` lines a container wrote (stdout and stderr); ``""`` if it is gone."""
+    try:
+        return client.api.logs(container_id, tail=lines).decode("utf-8", "replace").rstrip()
+    except Exception:  # noqa: BLE001 - gone or engine away: there is no log to show
+        return ""
+
+
 def _limits(mem_limit_bytes: int | None, cpus: float | None) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     if mem_limit_bytes is not None:
@@ -181,20 +190,6 @@ def _configure_ryuk(client: docker.DockerClient) -> None:
         testcontainers_config.ryuk_disabled = True
 
 
-def _require_local_image(client: docker.DockerClient, image: str) -> None:
-    """Fail fast instead of letting testcontainers try to pull (no registry is reachable)."""
-    import docker
-
-    try:
-        client.images.get(image)
-    except docker.errors.ImageNotFound:
-        raise ContainerStartError(
-            f"image {image} is not on this docker engine (it is never pulled).\n"
-            "Hint: build it with `hermes-kernel build-image` "
-            "or pytest_hermes_kernel.containers.images.ensure_image()."
-        ) from None
-
-
 def _start(
     image: str,
     *,
@@ -207,7 +202,7 @@ def _start(
 
     tc = DockerContainer(image).with_command(command).with_envs(**env)
     client = tc.get_docker_client().client
-    _require_local_image(client, image)
+    require_image(client, image)
     _configure_ryuk(client)
     # with_kwargs() replaces earlier kwargs: all docker-py options go in one call.
     tc = tc.with_kwargs(**options)

@@ -35,6 +35,7 @@ import pytest
 
 from ..kernel.handle import KernelHandle
 from .cancel import *  # noqa: F401,F403
+from .in_flight import *  # noqa: F401,F403
 from .channel_integrity import *  # noqa: F401,F403
 from .crashes import *  # noqa: F401,F403
 from .environment import *  # noqa: F401,F403

@@ -73,11 +73,17 @@ def signal_in_kernel(kernel: Any, pid: int, sig: int) -> None:
 def run_in_thread(kernel: Any, code: str, **kwargs: Any) -> Future[CellResult]:
     """Start ``kernel.execute(code, **kwargs)`` in a thread; the future resolves with its result
     (or its exception), so the test can act on the kernel while the cell runs."""
-    fut: Future[CellResult] = Future()
+    return call_in_thread(kernel.execute, code, **kwargs)
+
+
+def call_in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+    """Start ``fn(*args, **kwargs)`` in a thread of its own; the future resolves with what it
+    returns (or raises). The thread ends with the call."""
+    fut: Future[T] = Future()
 
     def run() -> None:
         try:
-            fut.set_result(kernel.execute(code, **kwargs))
+            fut.set_result(fn(*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - handed to the test
             fut.set_exception(exc)
 

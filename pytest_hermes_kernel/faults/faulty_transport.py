@@ -224,6 +224,9 @@ class FaultyTransport(Transport):
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         return self.inner.runner_log(self._inner_of(launched), lines)
 
+    def host_log(self, launched: Launched, lines: int = 20) -> str:
+        return self.inner.host_log(self._inner_of(launched), lines)
+
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
         return self.inner.exit_status(self._inner_of(launched), timeout)
 

@@ -11,7 +11,7 @@ neither, the fault fires when the test asks (``hermes_faults``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -123,11 +123,27 @@ def spec_from_table(table: Mapping[str, Any]) -> FaultSpec:
 
 
 def marker_help() -> list[str]:
-    """``name(signature): summary`` lines for ``config.addinivalue_line("markers", ...)``."""
-    import inspect
-
+    """``name(signature): summary`` lines for ``config.addinivalue_line("markers", ...)``: the
+    signature as written (no quoted annotations), the summary the docstring's first sentence."""
     lines = []
     for name, func in MARKERS.items():
-        sig = str(inspect.signature(func)).replace(" -> FaultSpec", "")
-        lines.append(f"{name}{sig}: {(func.__doc__ or '').split(chr(10))[0]}")
+        paragraph = " ".join((func.__doc__ or "").split("\n\n")[0].split())
+        lines.append(f"{name}{plain_signature(func)}: {paragraph.split('. ')[0].rstrip('.')}.")
     return lines
+
+
+class _Annotation(str):
+    """An annotation's source text, shown as written (``int | None``, not ``'int | None'``)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def plain_signature(func: Callable[..., object]) -> str:
+    """``func``'s parameters as a user writes them: no return annotation, annotations unquoted."""
+    import inspect
+
+    sig = inspect.signature(func)
+    params = [p.replace(annotation=_Annotation(p.annotation)) if isinstance(p.annotation, str) else p
+              for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))

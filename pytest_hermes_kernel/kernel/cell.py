@@ -50,16 +50,18 @@ class CellRun:
     :param budget_s: seconds of budget; ``None`` is no limit.
     :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
     :param stopping: returns true once the kernel is shutting down (no re-attach then).
+    :param cancel: the caller's cancel switch for this cell (see :class:`~.watchdog.CellBudget`).
     """
 
     def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
-                 budget_s: float | None, kernel: object, stopping: Callable[[], bool]) -> None:
+                 budget_s: float | None, kernel: object, stopping: Callable[[], bool],
+                 cancel: threading.Event | None = None) -> None:
         self.link = link
         self.options = options
         self.kernel = kernel
         self.stopping = stopping
         self.rid = link.channel.next_id()
-        self.budget = CellBudget(budget_s, options.watchdog)
+        self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
         self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
         self._stage: Action | None = None

@@ -66,8 +66,8 @@ class LaunchSpec:
     """
 
     kernel_id: str
-    config: dict[str, Any]
-    env: dict[str, str]
+    config: dict[str, Any] = field(repr=False)  # holds the token: never in a repr (B43)
+    env: dict[str, str] = field(repr=False)
     cwd: str | None = None
     python: str | None = None
 
@@ -153,6 +153,11 @@ class Transport(ABC):
 
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         """The last ``lines`` lines of the runner's log, for error messages; ``""`` if none."""
+        return ""
+
+    def host_log(self, launched: Launched, lines: int = 20) -> str:
+        """The last ``lines`` lines of the log of what hosts the kernel (a container's output, an
+        sshd's), for a failing test's report; ``""`` if there is none (the default)."""
         return ""
 
     def sweep_stale(self, max_age_s: float) -> int:

@@ -16,22 +16,25 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import re
 import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, KernelAbandoned,
-                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
 from .cell import CellRun, running_tool_of
 from .channel import Channel
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
 from .output import secret_values
+from .queue import CellQueue, Ticket
 from .results import MAX_FRAME_BYTES, CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
@@ -59,7 +62,7 @@ class KernelHandle:
     :param transport: where the kernel runs.
     :param options: how it is started and run (defaults: :class:`KernelOptions`).
     :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
-    :param kernel_id: uuid4 hex; a fresh one by default.
+    :param kernel_id: a plain name (letters, digits, ``_``, ``-``); a fresh uuid4 hex by default.
     :param owner: the key owner this kernel serves (for reports).
     """
 
@@ -69,9 +72,10 @@ class KernelHandle:
         self.transport = transport
         self.options = options or KernelOptions()
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
-        self.kernel_id = kernel_id or uuid.uuid4().hex
+        self.kernel_id = _checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
         self.token = secrets.token_urlsafe(24)
+        self.host_pid = os.getpid()  # the process this kernel belongs to; a forked child may not use it
         self.cells_run = 0
         self.exit_info: ExitInfo | None = None
         self._life = Lifecycle()
@@ -79,9 +83,9 @@ class KernelHandle:
                                       life=self._life, on_started=lambda launched: self._emit("started", launched))
         self._pending_loss: Loss | None = None  # the loss the next cell must report
         self._cell: CellRun | None = None
-        self._cell_lock = threading.RLock()
+        self._queue = CellQueue()
         self._control_lock = threading.Lock()
-        self._secrets = secret_values()
+        self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
 
     def add_listener(self, listener: Listener) -> None:
@@ -90,10 +94,8 @@ class KernelHandle:
 
     def _emit(self, event: str, payload: Any) -> None:
         for listener in list(self._listeners):
-            try:
+            with suppress(Exception):  # an observer must never break the kernel
                 listener(event, self, payload)
-            except Exception:  # noqa: BLE001 - an observer must never break the kernel
-                pass
 
     # ------------------------------------------------------------------------------ looking
     @property
@@ -117,20 +119,16 @@ class KernelHandle:
         """How many times the kernel was replaced (a new worker or runner); state is lost each time."""
         return self._runtime.generation
 
-    @property
-    def restart_count(self) -> int:
-        """Replacements so far (deaths, resets, ``restart()``); equals :attr:`generation`."""
-        return self._runtime.restart_count
+    restart_count = generation
+    """Replacements so far (deaths, resets, ``restart()``): :attr:`generation` by another name."""
 
     @property
     def worker_pid(self) -> int | None:
         """Pid of the interpreter running cells (inside the container for remote kernels)."""
         return self._runtime.worker_pid
 
-    @property
-    def pid(self) -> int | None:
-        """Alias of :attr:`worker_pid`."""
-        return self._runtime.worker_pid
+    pid = worker_pid
+    """Alias of :attr:`worker_pid`."""
 
     @property
     def runner_pid(self) -> int | None:
@@ -150,9 +148,13 @@ class KernelHandle:
         return None if link is None else link.channel
 
     @property
+    def queued(self) -> int:
+        """How many cells wait for their turn now (the running cell is not counted)."""
+        return self._queue.waiting
+
+    @property
     def _running_rid(self) -> int | None:
-        cell = self._cell
-        return None if cell is None else cell.rid
+        return None if (cell := self._cell) is None else cell.rid
 
     def info(self, **changes: Any) -> KernelInfo:
         """Facts about the kernel now, with ``changes`` (any :class:`KernelInfo` fields) applied.
@@ -165,11 +167,8 @@ class KernelHandle:
         return KernelInfo(**facts)  # one construction (``dataclasses.replace`` costs as much again, per cell)
 
     def mark_lost(self, loss: Loss) -> None:
-        """Record a loss of state that the next cell reports (``state_lost`` with ``loss.reason``).
-
-        For an observer outside the handle, e.g. the registry starting the kernel for a key
-        whose previous kernel it evicted or reaped. Listeners get a ``lost`` event, once per loss.
-        """
+        """Record a loss of state for the next cell to report (``state_lost``, ``loss.reason``): for the
+        registry starting a key whose last kernel it evicted or reaped; a ``lost`` event, once a loss."""
         if loss is not self._pending_loss:
             self._pending_loss = loss
             self._emit("lost", loss)
@@ -181,33 +180,39 @@ class KernelHandle:
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
-        with self._cell_lock:
+        _check_process(self.kernel_id, self.host_pid)
+        with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
             if self._life.is_(S.NEW):
                 self._runtime.launch()
         return self
 
-    # ------------------------------------------------------------------------------ execute
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.
 
         :param timeout: seconds of budget for this cell (``None``: ``options.timeout``).
+        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`.
         :param raise_on_timeout: raise the watchdog outcome's exception instead of returning it.
-        :returns: the :class:`CellResult`; a death, exit or lost transport is a result too.
+        :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
+            overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
+        _check_process(self.kernel_id, self.host_pid)
         _check_cell(code, timeout)
         if running_tool_of(self):
-            raise ConfigError(f"a tool cannot run a cell on kernel {self.kernel_id}: the cell that called the "
-                              "tool holds it (it would wait for itself)")
+            raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
         budget_s = self.options.timeout if timeout is None else timeout
-        with self._cell_lock:
+        ticket = self._queue.ticket(self.generation)
+        with self._queue.turn(ticket) as may_run:
             if self._life.stopping:
-                raise self._runtime.shut_error()
-            result = self._run(code, budget_s, self._prepare())
+                raise self._runtime.shut_error(ticket.generation)
+            if not may_run:
+                return _overtaken(self.info(generation=ticket.generation), ticket)
+            result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
         if raise_on_timeout and result.watchdog:
@@ -226,18 +231,17 @@ class KernelHandle:
 
     def _may_restart(self) -> None:
         loss = self._pending_loss
-        if self.options.auto_restart or loss is None:
-            return
-        raise KernelDiedError(f"kernel {self.kernel_id} is gone ({loss.reason}); "
-                              "auto_restart is off: call restart() to continue on a fresh kernel",
-                              info=self.info(**loss.info_fields()))
+        if not self.options.auto_restart and loss is not None:
+            raise KernelDiedError(f"kernel {self.kernel_id} is gone ({loss.reason}); "
+                                  "auto_restart is off: call restart() to continue on a fresh kernel",
+                                  info=self.info(**loss.info_fields()))
 
-    def _run(self, code: str, budget_s: float | None, loss: Loss | None) -> CellResult:
+    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None) -> CellResult:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self._life.stopping)
+                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
@@ -255,7 +259,7 @@ class KernelHandle:
         if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
             self._life.advance(S.WORKER_DEAD)
             self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
-            return self._run(code, budget_s, self._prepare())
+            return self._run(code, budget_s, self._prepare(), cancel)
         return self._judge(outcome, loss, intent, cell)
 
     def _judge(self, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent, cell: CellRun) -> CellResult:
@@ -280,21 +284,19 @@ class KernelHandle:
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
         """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
-        channel, cell = self._channel, self._cell
-        if channel is not None and cell is not None:
+        _check_process(self.kernel_id, self.host_pid)
+        if (channel := self._channel) is not None and (cell := self._cell) is not None:
             channel.send({"type": "interrupt", "id": cell.rid})
 
     def cancel(self) -> None:
         """Start the timeout ladder for the running cell now, even while its budget is paused."""
-        cell = self._cell
-        if cell is not None:
+        if (cell := self._cell) is not None:
             cell.budget.cancel()
 
     @contextmanager
     def budget_paused(self) -> Iterator[None]:
         """Freeze the running cell's budget (e.g. while a human answers a prompt)."""
-        cell = self._cell
-        if cell is None:
+        if (cell := self._cell) is None:
             yield
             return
         with cell.budget.paused():
@@ -303,28 +305,33 @@ class KernelHandle:
     def restart(self) -> KernelInfo:
         """Kill the worker (and every process it started) and start a fresh one; state is lost.
 
-        A cell running meanwhile returns ``status="died"`` with ``reason="reset"``. The old
-        worker is confirmed dead before the new one starts.
+        The running cell and the cells waiting for their turn (not run) return ``died``, ``reason="reset"``
+        on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
         :raises KernelStartError: if the fresh kernel does not start.
         """
+        _check_process(self.kernel_id, self.host_pid)
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
-            if self._life.swap(S.BUSY, S.RESETTING):
-                self._runtime.require_link().kill_worker()
-            with self._cell_lock:  # a running cell settles first
-                self._runtime.replace()
-                self.mark_lost(Loss(reason="reset", note="restart() was called"))
-                return self.info(state_lost=True, reason="reset")
+            with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                if self._life.swap(S.BUSY, S.RESETTING):
+                    self._runtime.require_link().kill_worker()
+                with self._queue.lock:  # a running cell settles first
+                    self._runtime.replace()
+                    self.mark_lost(Loss(reason="reset", note="restart() was called"))
+                    return self.info(state_lost=True, reason="reset")
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
-        :returns: the step that ended it, with the worker's exit code or signal. Idempotent.
+        :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
+            in a forked child of the kernel's process (step ``forked-child``).
         """
+        if os.getpid() != self.host_pid:
+            return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
         with self._control_lock:
             if self.stopping:
                 return self.exit_info or ExitInfo(step="already-exited")
@@ -336,9 +343,8 @@ class KernelHandle:
         self._emit("shutdown", self.exit_info)
         return self.exit_info
 
-    def close(self) -> ExitInfo:
-        """Alias of :meth:`shutdown` (the name the handed cases use)."""
-        return self.shutdown()
+    close = shutdown
+    """Alias of :meth:`shutdown` (the name the handed cases use)."""
 
     def __enter__(self) -> KernelHandle:
         return self.start()
@@ -351,10 +357,45 @@ class KernelHandle:
                 f"pid={self.worker_pid} {'alive' if self.alive else 'down'} ({self.state.value})>")
 
 
+_TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that called the tool holds it "
+                      "(it would wait for itself)")
+"""The error of a tool that runs a cell on the kernel whose cell called it."""
+
 _HEADER_RESERVE_BYTES = 65536
 """Bytes of a frame kept for an ``execute`` request's other fields (id, tool names)."""
 _SOURCE_CHECK_CHARS = (MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES) // 6
 """Sources of up to this many characters fit whatever they hold (JSON-escaped, 6 bytes each at most)."""
+
+
+def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
+    """The final result of a cell that ``restart()`` overtook while it waited (it never ran)."""
+    note = (f"not run: restart() was called while the cell waited for its turn on generation "
+            f"{ticket.generation}")
+    return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
+                                                          signal=None, note=note))
+
+
+_KERNEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def _checked_kernel_id(kernel_id: str) -> str:
+    """A kernel id names the kernel's dir and files where it runs, so it is one plain name (B45).
+
+    :raises ConfigError: if it is not 1-128 letters, digits, ``_`` or ``-`` (no ``/``, no ``..``).
+    """
+    if not isinstance(kernel_id, str) or not _KERNEL_ID.fullmatch(kernel_id):
+        raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
+                          f"not {kernel_id!r}")
+    return kernel_id
+
+
+def _check_process(kernel_id: str, host_pid: int) -> None:
+    """:raises KernelForkedError: in a forked child of ``host_pid``, the process the kernel belongs to."""
+    if os.getpid() != host_pid:
+        raise KernelForkedError(
+            f"kernel {kernel_id} belongs to process {host_pid}; this is its forked child {os.getpid()}, which "
+            "shares the parent's channel and may not use it. Hint: start a kernel of its own in the child, or "
+            "use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)
 
 
 def _check_cell(code: object, timeout: object) -> None:

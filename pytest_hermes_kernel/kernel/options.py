@@ -102,7 +102,7 @@ class KernelOptions:
     auto_restart: bool = True
     cwd: str | None = None
     python: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict, repr=False)  # values may be secrets (B43)
     env_allow: tuple[str, ...] = ()
     inherit_env: bool = True
     watchdog: WatchdogPolicy = field(default_factory=WatchdogPolicy)
@@ -155,10 +155,10 @@ def check_env(env: Mapping[str, str]) -> None:
     :raises ConfigError: if a name or value is not a str or cannot be held; it names the variable.
     """
     if not isinstance(env, Mapping):
-        raise ConfigError(f"env must be a dict of variable name -> value, got {env!r}")
+        raise ConfigError(f"env must be a dict of variable name -> value, got a {type(env).__name__}")
     for name, value in env.items():
         if not isinstance(name, str) or not isinstance(value, str):
-            raise ConfigError(f"env names and values must be str, got {name!r}: {value!r}")
+            raise ConfigError(f"env names and values must be str, got {name!r}: a {type(value).__name__}")
         if not name or "=" in name or "\0" in name:
             raise ConfigError(f"env variable {name!r}: a name must be non-empty and hold no '=' or NUL")
         if "\0" in value:

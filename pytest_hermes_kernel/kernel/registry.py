@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import os
 import threading
 import time
 import weakref
@@ -155,7 +156,7 @@ class KernelRegistry(IdleReaping):
         self._reaper: IdleReaper | None = None
         if background_reaper and idle_timeout is not None:
             self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
-        atexit.register(_shutdown_at_exit, weakref.ref(self))
+        atexit.register(_shutdown_at_exit, weakref.ref(self), os.getpid())
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
         _live.add(self)
 
@@ -413,9 +414,9 @@ def _check_settings(max_kernels: object, idle_timeout: object) -> None:
         raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
 
 
-def _shutdown_at_exit(ref: weakref.ref[KernelRegistry]) -> None:
+def _shutdown_at_exit(ref: weakref.ref[KernelRegistry], pid: int) -> None:
     registry = ref()
-    if registry is not None:
+    if registry is not None and os.getpid() == pid:  # a forked child leaves the parent's kernels alone
         registry.close()
 
 

@@ -116,8 +116,9 @@ class ExitInfo:
     """How a kernel ended: ``step`` is the shutdown step that ended it.
 
     ``step`` is one of ``request`` (it exited when asked), ``sigterm``, ``sigkill``,
-    ``already-exited`` or ``unreachable`` (the runner could not be reached; the transport's
-    kill was used and ``confirmed`` says whether the process was seen gone).
+    ``already-exited``, ``unreachable`` (the runner could not be reached; the transport's
+    kill was used and ``confirmed`` says whether the process was seen gone) or ``forked-child``
+    (called in a forked child of the kernel's process: nothing was done).
     """
 
     step: str

@@ -57,9 +57,14 @@ class KernelRuntime:
         self.restart_count = 0
         self.start_note = ""
 
-    def shut_error(self) -> KernelShutdownError:
-        """The error for a move refused because the kernel is shut down."""
-        return KernelShutdownError(f"kernel {self.kernel_id} is shut down", kernel_id=self.kernel_id)
+    def shut_error(self, generation: int | None = None) -> KernelShutdownError:
+        """The error for a move refused because the kernel is shut down.
+
+        :param generation: the generation the refused request was sent to (default: the current one).
+        """
+        generation = self.generation if generation is None else generation
+        return KernelShutdownError(f"kernel {self.kernel_id} (generation {generation}) is shut down",
+                                   kernel_id=self.kernel_id, generation=generation)
 
     def require_link(self) -> RunnerLink:
         """The current runner.

@@ -34,10 +34,12 @@ class CellBudget:
 
     :param timeout: seconds of unpaused running time; ``None`` is no limit.
     :param clock: a monotonic clock in seconds (a seam for tests).
+    :param switch: the cancel switch, when the caller holds it (set from any thread, also before
+        the cell started, it cancels the budget); a fresh one by default.
     """
 
     def __init__(self, timeout: float | None, policy: WatchdogPolicy,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, *, switch: threading.Event | None = None) -> None:
         self.timeout = timeout
         self.policy = policy
         self.clock = clock
@@ -45,7 +47,7 @@ class CellBudget:
         self._used = 0.0
         self._since: float | None = clock()
         self._pauses = 0
-        self.cancelled = False
+        self._switch = switch or threading.Event()
         self.stage: Literal["running", "interrupting", "killing", "abandoned"] = "running"
         self._stage_deadline: float | None = None
 
@@ -75,7 +77,12 @@ class CellBudget:
             self.resume()
 
     def cancel(self) -> None:
-        self.cancelled = True
+        self._switch.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """:meth:`cancel` was called, or the caller's switch was set."""
+        return self._switch.is_set()
 
     def next_wait(self) -> float:
         """Seconds to wait for the result before :meth:`due` should be asked again."""

@@ -37,6 +37,7 @@ from ..kernel.contract import Transport
 from ..kernel.handle import KernelHandle
 from ..kernel.interface import Kernel
 from ..kernel.options import KernelOptions
+from .settings import transport_defaults
 
 _setups_key = pytest.StashKey[list[FaultSetup]]()
 _link_key = pytest.StashKey[ProxyRoute]()
@@ -93,7 +94,8 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     request.node.stash.setdefault(_setups_key, []).append(setup)
     kernel: Kernel
     if plan.in_harness:
-        kernel = HarnessKernel(transport.name, setup.options)
+        kernel = HarnessKernel(transport.name, setup.options,
+                               transport_options=transport_defaults(request.config, transport.name))
     else:
         kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel

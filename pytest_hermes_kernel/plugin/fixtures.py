@@ -21,9 +21,10 @@ from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
 from ..transports import get_transport, make_transport, transport_names
 from ..kernel.contract import Transport
-from . import faults
+from . import faults, story
 from .report import phase_report_key, stats_key
-from .settings import settings_key
+from .markers import options_lacking
+from .settings import settings_key, transport_defaults
 
 _FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(KernelOptions)}
 _KERNEL_FIELDS = set(_FIELD_TYPES)
@@ -175,12 +176,14 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     if name == "<none>":
         pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
     marker = kernel_marker(request.node)
+    _skip_where_options_do_not_apply(name, marker.transport_options)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
+    defaults = transport_defaults(request.config, name)
     try:
         if options:
-            transport = make_transport(name, **options)
+            transport = make_transport(name, **{**defaults, **options})
         else:
-            transport = get_transport(name)
+            transport = get_transport(name, **defaults)
     except TransportUnavailableError as exc:
         _unavailable(request, str(exc))
         raise
@@ -219,6 +222,7 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
         kernel = faults.make_kernel(request, hermes_transport, opts, tools)
         kernel.add_listener(stats.on_event)
         stats.on_event("started", kernel, None)  # started before the listener was added
+        story.follow(request.node, kernel)
         made.append(kernel)
         return kernel
 
@@ -230,6 +234,17 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
         faults.close_fault_setups(request.node)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
+
+
+def _skip_where_options_do_not_apply(name: str, options: dict[str, Any]) -> None:
+    """Skip this leg when the marker gives transport options its transport does not take (the
+    test asked for e.g. ``container="fresh"``, which only docker and ssh honour)."""
+    lacking = options_lacking(name, options)
+    if lacking:
+        what = ", ".join(f"{key}= (taken by {', '.join(takers)})" for key, takers in lacking.items())
+        where = sorted(set().union(*map(set, lacking.values())))
+        pytest.skip(f"the {name} transport cannot honour the hermes_kernel marker's {what}: this leg is skipped. "
+                    f"Hint: @pytest.mark.hermes_transports({', '.join(map(repr, where))}) runs the test only there")
 
 
 def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> None:
@@ -271,7 +286,9 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
     own = hermes_transport.name
 
     def factory(key: Any) -> Transport:
-        return hermes_transport if key.transport == own else get_transport(key.transport)
+        if key.transport == own:
+            return hermes_transport
+        return get_transport(key.transport, **transport_defaults(request.config, key.transport))
 
     registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
                               options=opts, tools=marker.tools, transport_factory=factory, transport=own)

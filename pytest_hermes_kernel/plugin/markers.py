@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from ..errors import ConfigError
-from ..faults.spec import MARKERS as FAULT_MARKERS
+from ..faults.spec import MARKERS as FAULT_MARKERS, plain_signature
 from ..kernel.options import KernelOptions
 from ..transports import transport_factory, transport_names
 
@@ -55,6 +55,16 @@ def transport_option_names() -> dict[str, set[str]]:
             continue
         names[name] = {p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
     return names
+
+
+def options_lacking(transport: str, options: Iterable[str]) -> dict[str, list[str]]:
+    """``{option: [transports that take it]}`` for each marker transport option that
+    ``transport`` does not take (``{}`` for a transport whose options cannot be read)."""
+    by_transport = transport_option_names()
+    takes = by_transport.get(transport)
+    if takes is None:
+        return {}
+    return {key: sorted(t for t, keys in by_transport.items() if key in keys) for key in options if key not in takes}
 
 
 def _unknown_transport(name: object, where: str) -> str | None:
@@ -115,16 +125,12 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             try:
                 parse(*mark.args, **mark.kwargs)
             except (TypeError, ConfigError) as exc:
-                problems.append(f"bad @pytest.mark.{name}{_signature(parse)}: {exc}")
+                problems.append(f"bad @pytest.mark.{name}{plain_signature(parse)}: {exc}")
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
     return problems
-
-
-def _signature(func: Callable[..., object]) -> str:
-    return str(inspect.signature(func)).split(" ->")[0]
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (

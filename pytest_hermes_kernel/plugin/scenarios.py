@@ -23,7 +23,7 @@ from ..kernel.contract import Transport
 from ..kernel.options import KernelOptions
 from ..transports import get_transport, make_transport
 from .report import stats_key
-from .settings import settings_key
+from .settings import settings_key, transport_defaults
 
 
 def _is_scenario_file(path: Path) -> bool:
@@ -105,7 +105,10 @@ class ScenarioItem(pytest.Item):
     def _transport(self, options: dict[str, Any]) -> Transport:
         """The shared transport, or one of the scenario's own when its faults need options."""
         try:
-            return make_transport(self.transport_name, **options) if options else get_transport(self.transport_name)
+            defaults = transport_defaults(self.config, self.transport_name)
+            if options:
+                return make_transport(self.transport_name, **{**defaults, **options})
+            return get_transport(self.transport_name, **defaults)
         except TransportUnavailableError as exc:
             if self.config.stash[settings_key].require_transports:
                 raise

@@ -85,6 +85,12 @@ def _run_id(text: str) -> str:
     return text
 
 
+def _image(text: str) -> str:
+    if not text.strip() or any(c.isspace() for c in text):
+        raise ConfigError(f"an image name has no spaces and is not empty, not {text!r}")
+    return text
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -105,6 +111,8 @@ SETTINGS = (
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
              ".ci/run sets it so CI always runs every transport", "false", _bool),
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
+    _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
+             "locally on first use); see README 'Images'", None, _image),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "
              "and names the run's shared containers (default: a new id per run)", None, _run_id),
 )
@@ -122,11 +130,19 @@ class HermesSettings:
     idle_timeout: float | None
     require_transports: bool
     leak_grace: float | None
+    image: str | None
     run_id: str | None
     sources: dict[str, str]
 
 
 settings_key = pytest.StashKey[HermesSettings]()
+
+
+def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
+    """Constructor options the run's settings give a built-in transport: ``image`` for docker
+    and ssh when ``--hermes-image`` is set; ``{}`` otherwise."""
+    image = config.stash[settings_key].image
+    return {"image": image} if image and name in ("docker", "ssh") else {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -39,8 +39,29 @@ DOCKER_KERNEL_ROOT = "/tmp/hermes-kernels"
 SSH_KERNEL_ROOT = ".hermes-kernels"
 
 #: The tail of the kill scripts: SIGKILL what ``members()`` lists until none is left (5 s at
-#: most); prints ``gone`` or ``left <pids>``.
+#: most); prints ``gone`` or ``left <pids>``. Each kill goes through a pidfd opened *before*
+#: ``is_member`` re-checks the process (B29: a pid listed a moment ago may be another process's
+#: by now); without pidfds the re-check runs immediately before ``kill``.
 _KILL_UNTIL_GONE = r"""
+import signal
+PIDFD = hasattr(os, 'pidfd_open') and hasattr(signal, 'pidfd_send_signal')
+def members():
+    return [int(n) for n in os.listdir('/proc') if n.isdigit() and int(n) != os.getpid() and is_member(n)]
+def kill(pid):
+    fd = None
+    try:
+        if PIDFD:
+            fd = os.pidfd_open(pid)
+        if is_member(str(pid)):
+            if fd is None:
+                os.kill(pid, 9)
+            else:
+                signal.pidfd_send_signal(fd, 9)
+    except OSError:
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
 deadline = time.monotonic() + 5.0
 while True:
     pids = members()
@@ -48,10 +69,7 @@ while True:
         print('gone')
         break
     for pid in pids:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
+        kill(pid)
     if time.monotonic() > deadline:
         print('left', *pids)
         break
@@ -63,20 +81,14 @@ while True:
 KILL_SESSION_SCRIPT = (r"""
 import os, sys, time
 sid = int(sys.argv[1])
-def members():
-    out = []
-    for name in os.listdir('/proc'):
-        if not name.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % name, 'rb') as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b')') + 2:].split()
-        if int(fields[3]) == sid and fields[0] != b'Z':
-            out.append(int(name))
-    return out
+def is_member(name):
+    try:
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b')') + 2:].split()
+    return int(fields[3]) == sid and fields[0] != b'Z'
 """ + _KILL_UNTIL_GONE)
 
 #: argv[1]: a pid. Exit status 0 when it exists and is not a zombie.
@@ -204,21 +216,15 @@ class MadeDirs:
 KILL_KERNEL_SCRIPT = (r"""
 import os, sys, time
 want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
-def members():
-    out = []
-    for name in os.listdir('/proc'):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open('/proc/%s/environ' % name, 'rb') as fh:
-                env = fh.read().split(b'\0')
-            with open('/proc/%s/stat' % name, 'rb') as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        if want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z':
-            out.append(int(name))
-    return out
+def is_member(name):
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            env = fh.read().split(b'\0')
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z'
 """ + _KILL_UNTIL_GONE)
 
 

@@ -39,7 +39,7 @@ from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.runner.environ import SERVER_KERNEL_ID
-from ..procs import dirs_under, kill_session, pid_alive
+from ..procs import dirs_under, kill_session, pid_alive, start_ticks
 from .remote_server import with_fallback
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
 from .runner_zipapp import write_runner
@@ -118,7 +118,7 @@ class LocalTransport(Transport):
             kernel_end.close()
         return Launched(stream=SocketStream(host_end), pid=pid, kernel_dir=kdir,
                         label=f"local pid {pid}, forked by kernel server {server.pid}",
-                        extra={"runner": ForkedRunner(pid, server)})
+                        extra={"runner": ForkedRunner(pid, server), "start_ticks": start_ticks(pid)})
 
     def _spawn(self, spec: LaunchSpec, python: str) -> Launched:
         kdir, runner = _make_kernel_dir()
@@ -148,17 +148,19 @@ class LocalTransport(Transport):
         except OSError:
             pass  # it died at once; the hello wait reports it with the runner log
         return Launched(stream=SocketStream(host_end), pid=proc.pid, kernel_dir=kdir,
-                        label=f"local pid {proc.pid}", extra={"runner": SpawnedRunner(proc)})
+                        label=f"local pid {proc.pid}",
+                        extra={"runner": SpawnedRunner(proc), "start_ticks": start_ticks(proc.pid)})
 
     def kill(self, launched: Launched) -> bool:
         if launched.pid is None:
             return True
-        kill_session(launched.pid)
+        leader = launched.extra.get("start_ticks")  # once the runner is reaped its pid may be reused (B29)
+        kill_session(launched.pid, leader_start=leader)
         if not launched.extra["runner"].wait(5.0):
             return False
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:  # members of the session re-parented to init
-            if not kill_session(launched.pid):
+            if not kill_session(launched.pid, leader_start=leader):
                 return True
             time.sleep(0.02)
         return False

@@ -5,6 +5,12 @@ scenario must fail with it, and pass again without it.
 The bugs (seed behaviour catalog section 7): the spawn-race leak; reaping or evicting a leased
 kernel; LRU eviction of live delegated children; a kernel outliving its SIGKILLed host; a stale
 tool call running after its cell settled; a transport blip treated as a kernel death.
+
+And the mutants of the mutation run (``benchmarks/mutation.py``, issue #13) that are a named
+public failure mode, each put back the same way: the cap evicting the most recently used kernel;
+a finished child's disposal taking every child; ``discard`` removing a key's current kernel for a
+stale handle; a worker's death between cells reported without its exit code or signal; the
+shutdown ladder without its last rung (a worker that ignores SIGTERM is never SIGKILLed).
 """
 
 from __future__ import annotations
@@ -148,6 +154,76 @@ def reattach(self, pending, **_):  # the seed bug: any broken stream is taken fo
 link.RunnerLink.reattach = reattach
 """
 
+EVICT_MOST_RECENT = """
+from pytest_hermes_kernel.kernel import registry as r
+
+def _over_cap_unlocked(self, keep):  # the mutant: the newest kernels are evicted, not the oldest
+    unpinned = [e for e in self._entries.values() if not e.pinned]
+    excess = len(unpinned) - self.max_kernels
+    if excess <= 0:
+        return []
+    victims = [e for e in reversed(unpinned) if e.key != keep and e.leases == 0][:excess]
+    return [self._pop_unlocked(e, "evicted") for e in victims]
+
+r.KernelRegistry._over_cap_unlocked = _over_cap_unlocked
+"""
+
+CHILD_DISPOSES_ALL = """
+from pytest_hermes_kernel.kernel import registry as r
+
+def shutdown_child(self, child_id):  # the mutant: one child finishing disposes every child
+    return self._shutdown_where(lambda k: k.child_id is not None)
+
+r.KernelRegistry.shutdown_child = shutdown_child
+"""
+
+DISCARD_ANY = """
+from pytest_hermes_kernel.kernel import registry as r
+
+def discard(self, key, handle):  # the mutant: remove-only-if-same dropped
+    key = self.resolve(key)
+    with self._lock:
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._pop_unlocked(entry, "reset")
+    handle.shutdown()
+    if entry is None:
+        return False
+    self._shut(entry)
+    return True
+
+r.KernelRegistry.discard = discard
+"""
+
+EXIT_FACTS_LOST = """
+from pytest_hermes_kernel.kernel import lifecycle as L
+
+_orig = L.Loss.between_cells.__func__
+
+def between_cells(cls, exit_code, signal, oom_killed):  # the mutant: how the worker died is dropped
+    return _orig(cls, None, None, oom_killed)
+
+L.Loss.between_cells = classmethod(between_cells)
+"""
+
+NO_LAST_RUNG = """
+import shutil
+import tempfile
+from pathlib import Path
+
+from pytest_hermes_kernel.transports import runner_zipapp
+
+# the mutant, in the runner the kernels of this run ship: the ladder stops at SIGTERM
+copy = Path(tempfile.mkdtemp()) / "runner"
+shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+worker = copy / "worker_process.py"
+src = worker.read_text()
+patched = src.replace('("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL))', '("sigterm", signal.SIGTERM))')
+assert patched != src, "the worker's shutdown ladder has no SIGKILL rung left to remove"
+worker.write_text(patched)
+runner_zipapp.RUNNER_SOURCE_DIR = copy
+"""
+
 HOST_SIGKILL_TEST = """
 import pytest
 from pytest_hermes_kernel.faults.harness import HostGoneError
@@ -266,3 +342,28 @@ def test_transport_blip_taken_for_death_is_caught(pytester: pytest.Pytester, rep
         pytest.skip(f"needs docker: {doctor(['docker'])[0].detail}")
     _copy(pytester, "fixtures/transport_drop_idle_reconnects.toml")
     _caught(pytester, BLIP_DEATH, "fixtures", "--hermes-transport=docker")
+
+
+# ------------------------------------------------------------------------------ mutants (issue #13)
+def _guarantee(pytester: pytest.Pytester, rel: str) -> str:
+    """Copy a test file of this repo (and the repo's conftest) into the inner run."""
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
+    _copy(pytester, rel)
+    return rel
+
+
+@pytest.mark.parametrize("patch, test", [
+    (EVICT_MOST_RECENT, "test_the_cap_evicts_the_least_recently_used_kernel_and_only_it"),
+    (CHILD_DISPOSES_ALL, "test_a_finished_child_disposes_its_kernels_and_no_one_elses"),
+    (DISCARD_ANY, "test_discard_removes_the_entry_only_if_it_still_holds_that_handle"),
+], ids=["evict-most-recent", "child-disposes-all", "discard-any"])
+def test_registry_mutant_is_caught(pytester: pytest.Pytester, repo_importable: None, patch: str, test: str) -> None:
+    _caught(pytester, patch, _guarantee(pytester, "tests/unit/test_registry_guarantees.py"), "-k", test)
+
+
+@pytest.mark.parametrize("patch, test", [
+    (EXIT_FACTS_LOST, "test_a_worker_dead_between_cells_is_reported_by_the_next_cell"),
+    (NO_LAST_RUNG, "test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace"),
+], ids=["exit-facts-lost", "no-sigkill-rung"])
+def test_lifecycle_mutant_is_caught(pytester: pytest.Pytester, repo_importable: None, patch: str, test: str) -> None:
+    _caught(pytester, patch, _guarantee(pytester, "tests/unit/test_runner_lifecycle.py"), "-k", test)

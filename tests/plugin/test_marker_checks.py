@@ -73,3 +73,31 @@ def test_each_marker_problem_errors_its_own_test_once_naming_the_fix(pytester: p
         if text.count(expected) != 1:
             wrong[test] = text
     assert not wrong, "\n\n".join(f"{t}: expected once: {EXPECTED[t]!r}\n{text}" for t, text in wrong.items())
+
+
+def test_pytest_markers_shows_each_hermes_marker_with_its_signature_and_one_line(run) -> None:  # type: ignore[no-untyped-def]
+    result = run("--markers")
+    lines = [line for line in result.stdout.lines if line.startswith("@pytest.mark.hermes_")]
+    names = {line[len("@pytest.mark."):].split("(")[0] for line in lines}
+    assert names >= {"hermes_kernel", "hermes_transports", "hermes_allow_leaks", "hermes_host_sigkill",
+                     "hermes_kernel_sigkill", "hermes_oom", "hermes_transport_drop"}, names
+    unreadable = [line for line in lines if "): " not in line or "'int" in line or "->" in line]
+    assert not unreadable, "\n".join(unreadable)
+
+
+LEG_SUITE = """
+import pytest
+
+@pytest.mark.hermes_kernel(container="fresh")
+def test_fresh_container(hermes_transport):
+    assert hermes_transport.name in ("docker", "ssh")
+"""
+
+
+def test_a_transport_option_skips_each_leg_that_cannot_honour_it_naming_where_it_applies(pytester, run) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_legs=LEG_SUITE)
+    result = run("--hermes-transport=local,filecell", "-rs")
+    result.assert_outcomes(skipped=2)
+    for leg in ("local", "filecell"):
+        result.stdout.fnmatch_lines([f"*the {leg} transport cannot honour the hermes_kernel marker's container= "
+                                     "(taken by docker, ssh)*hermes_transports('docker', 'ssh')*"])

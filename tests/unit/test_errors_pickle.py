@@ -25,7 +25,7 @@ SAMPLES = {
     "kernel_id": "k1", "info": INFO, "result": CellResult(status="timeout", kernel=INFO, watchdog="reset"),
     "leaks": {"kernel dir": 1}, "closed_by_us": True, "permanent": True, "timed_out": True, "host_pid": 4242,
     "log_tail": "line 1\nline 2", "container_id": "c0ffee", "path": "/tmp/run.lock", "timeout": 600.0,
-    "from_state": "IDLE", "to_state": "BUSY", "problem": "a symlink", "exit_code": 1,
+    "from_state": "IDLE", "to_state": "BUSY", "problem": "a symlink", "exit_code": 1, "generation": 3, "returned": "None",
 }
 
 EXCEPTIONS = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)

@@ -5,6 +5,7 @@
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
 * :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
+* :func:`signal_if`: a signal to a pid read from ``/proc`` (B29: it may be reused meanwhile).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import signal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable
+    from collections.abc import Callable, Collection, Iterable
+
+PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 
 
 def _in_container() -> bool:
@@ -97,14 +100,24 @@ def kill_session_strays() -> None:
     except OSError:
         return
     for name in names:
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                if _session_of(fh.read()) == me:
-                    os.kill(int(name), signal.SIGKILL)
-        except (OSError, ValueError, IndexError):
-            continue
+        if name.isdigit() and int(name) != me:
+            signal_if(int(name), signal.SIGKILL, lambda stat: _session_of(stat) == me)
+
+
+def signal_if(pid: int, sig: int, still: Callable[[bytes], bool]) -> None:
+    """Send ``sig`` to ``pid`` if ``still(its stat)``, by a pidfd opened before the check (else just after it)."""
+    fd = None
+    try:
+        if PIDFD:
+            fd = os.pidfd_open(pid)
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            if still(fh.read()):
+                signal.pidfd_send_signal(fd, sig) if fd else os.kill(pid, sig)
+    except (OSError, ValueError, IndexError):
+        pass
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _open_fds() -> Iterable[int]:

@@ -98,18 +98,21 @@ class Supervisor:
         self.sel.close()
 
     def reap_children(self) -> None:
-        """Collect exited children (the worker, or orphans re-parented to us)."""
+        """Collect exited children (the worker, or orphans re-parented to us); the worker only
+        through :meth:`.WorkerProcess.reap` (B29)."""
         while True:
             try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
+                seen = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
             except ChildProcessError:
                 return
-            if not pid:
+            if seen is None:
                 return
-            if pid == self.worker.pid:
-                info = self.worker.gone(status)
-                if self.cells.cell is not None:
-                    self.finish_with_death(info)
+            if seen.si_pid != self.worker.pid:
+                os.waitpid(seen.si_pid, 0)
+                continue
+            info = self.worker.reap()
+            if info is not None and self.cells.cell is not None:
+                self.finish_with_death(info)
 
     def finish(self, outcome: Header) -> None:
         """Settle the running cell with ``outcome`` and send its result (kept until acked)."""

@@ -3,6 +3,7 @@
 The worker's pid is its process group id (it calls ``setpgid(0, 0)``), so a signal to the
 group also reaches what its cells started; :func:`.procfs.kill_session_strays` covers the ones
 that left the group. ``waitpid`` gives the exact exit code or signal of every worker.
+B29: ``pid`` is set only while the worker is unreaped; :meth:`WorkerProcess.reap` ends the group first.
 """
 
 from __future__ import annotations
@@ -120,36 +121,42 @@ class WorkerProcess:
         """
         deadline = time.monotonic() + timeout
         while self.pid is not None:
-            try:
-                pid, status = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                return self.gone(None)
-            if pid:
-                return self.gone(status)
+            info = self.reap()
+            if info is not None:
+                return info
             if time.monotonic() >= deadline:
                 return None
             time.sleep(_REAP_POLL_S)
         return self.exit
 
+    def reap(self) -> WorkerExit | None:
+        """Reap the worker if it exited (else ``None``), SIGKILLing its group first (its zombie holds the id)."""
+        pid = self.pid
+        if pid is None:
+            return self.exit
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                return None
+            self.signal_group(signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return self.gone(None)
+        return self.gone(status)
+
     def gone(self, status: int | None) -> WorkerExit:
-        """Record the worker's end from its wait ``status``; kill what its cells left behind."""
+        """Record the reaped worker's end from its wait ``status``; kill what its cells left behind."""
         if status is None:
             info: WorkerExit = (None, None)
         elif os.WIFSIGNALED(status):
             info = (128 + os.WTERMSIG(status), os.WTERMSIG(status))
         else:
             info = (os.WEXITSTATUS(status), None)
-        # the group may hold children of cells (pool workers, sleep): they die with the kernel
-        try:
-            os.killpg(self.pid, signal.SIGKILL)  # type: ignore[arg-type]
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.pid = None
         kill_session_strays()
         if self.sock is not None:
             self.sel.unregister(self.sock)
             self.sock.close()
             self.sock = None
-        self.pid = None
         self.exit = info
         return info
 

@@ -34,6 +34,7 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
                        parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
+from ...containers.lifecycle import container_log
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
@@ -286,6 +287,10 @@ class DockerTransport(Transport):
             return ""
         return out.decode("utf-8", "replace").rstrip()
 
+    def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        """The kernel host container's own output (its init's), last ``lines`` lines."""
+        return container_log(self.client, launched.extra.get("container") or "", lines)
+
     def locator(self, launched: Launched) -> dict[str, Any]:
         return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,
                 "container_id": launched.extra["container"]}
@@ -349,22 +354,7 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
 
 def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
     """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
-    uid, gid = owner
-    root = KERNEL_ROOT.rsplit("/", 1)[1]
-    app = runner_zipapp()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, mode, data in ((root, 0o711, None), (f"{root}/{dirname}", 0o700, None),
-                                 (f"{root}/{dirname}/{app.name}", 0o600, app.data)):
-            info = tarfile.TarInfo(name)
-            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
-            if data is None:
-                info.type = tarfile.DIRTYPE
-                tar.addfile(info)
-            else:
-                info.size = len(data)
-                tar.addfile(info, io.BytesIO(data))
-    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", buf.getvalue())
+    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
 
 
 class _NullStream:
@@ -378,3 +368,25 @@ class _NullStream:
 
     def close(self) -> None:
         pass
+
+
+def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:
+    """The tar ``put_archive`` unpacks in ``/tmp``: the kernel root (0711), the kernel dir (0700)
+    and the runner file (0600), owned by ``uid``/``gid`` (B45).
+
+    Only a directory or a regular file, each with a plain relative name (no ``..``, no absolute
+    path, no link of any kind) and no setuid, setgid or sticky bit: what is unpacked cannot land
+    outside the kernel dir or gain privileges. The engine unpacks it in the container's own
+    root, and replaces a symlink a cell may have put where the kernel root goes.
+    """
+    root, app = KERNEL_ROOT.rsplit("/", 1)[1], runner_zipapp()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
+                                 (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
+            info.type = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
+            info.size = 0 if data is None else len(data)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    return buf.getvalue()

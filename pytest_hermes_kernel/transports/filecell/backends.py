@@ -17,7 +17,8 @@ The far side needs a POSIX ``sh``, ``base64``, ``od`` and ``python3``; the kerne
 its client are shipped through the command text. Commands may run concurrently (an interrupt
 is delivered while a long poll runs).
 
-Two reference backends: :class:`LocalShellBackend` (``sh -c`` on this machine; the default)
+Two reference backends: :class:`LocalShellBackend` (``sh`` on this machine, the command on its
+stdin so no ``ps`` shows it; the default)
 and :class:`DockerExecBackend` (``docker exec`` into a container).
 """
 
@@ -32,43 +33,65 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ...errors import ExitStatusUnknownError
+
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
 #: Exit status a backend returns when it ended a command at its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
+#: Seconds the output of an exited command is still read while it keeps coming (handed case
+#: B36: what was written right before the exit is never lost) ...
+DRAIN_IDLE_S = 0.2
+#: ... and at most, in all: a background process that holds the output cannot hold the call
+#: open (docker's own exec drain is 2 s too).
+DRAIN_MAX_S = 2.0
 
 #: Live subreapers of every :class:`LocalShellBackend`. They belong to the process, not to a
 #: backend: each outlives the backend that started it until its kernel has ended, and is waited
 #: for (collected) by a later call of any backend instead of being dropped unwaited.
 _SUBREAPERS: list[subprocess.Popen[bytes]] = []
 _SUBREAPERS_LOCK = threading.Lock()
+#: How the reference backends run a command: the shell reads it from its stdin (then stdin is
+#: ``/dev/null``), so the command text, which carries the kernel's config, is in no argv that
+#: ``ps`` shows (B43).
+STDIN_SHIM = 's=$(cat); exec </dev/null; eval "$s"'
 
 
 @runtime_checkable
 class ExecuteBackend(Protocol):
     """Runs one shell command to completion where the kernels live.
 
-    ``execute(cmd, timeout)`` runs ``cmd`` with a POSIX shell (``sh -c cmd``), waits for it and
-    returns ``(exit_code, output)``: the combined stdout and stderr as text. ``timeout`` is in
-    seconds (``None``: no limit); on timeout the backend ends the command and raises
-    :class:`TimeoutError` or returns exit code 124. Any other exception means the command may
-    or may not have run (the transport then treats the kernel as unreachable).
+    ``execute(cmd, timeout)`` runs ``cmd`` with a POSIX shell (``sh -c cmd``), with stdin closed
+    or ``/dev/null``, waits for it and returns ``(exit_code, output)``: the combined stdout and
+    stderr as text. ``exit_code`` is the shell's convention, 0..255, a death by signal N being
+    128 + N; a backend that does not know the status raises (the transport refuses ``None``,
+    negative numbers and numbers over 255 as unknown, never as success: handed case B35).
+    ``timeout`` is in seconds (``None``: no limit); on timeout the backend ends the command and
+    raises :class:`TimeoutError` or returns exit code 124. Any other exception means the command
+    may or may not have run (the transport then treats the kernel as unreachable).
 
-    Background processes the command starts (the kernel runner daemonizes) must keep running
-    after ``execute`` returns.
+    ``execute`` returns once the command has exited and its output is drained; a background
+    process that still holds the output must not keep it open (handed case B36). Background
+    processes the command starts (the kernel runner daemonizes) must keep running after
+    ``execute`` returns.
     """
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]: ...
 
 
 class LocalShellBackend:
-    """``sh -c cmd`` on this machine: the default backend of ``filecell`` and the model for others.
+    """``sh`` on this machine, ``cmd`` on its stdin (:data:`STDIN_SHIM`; never in an argv): the
+    default backend of ``filecell`` and the model for others.
 
     :param shell: the POSIX shell to run commands with.
     :param env: environment of the commands; ``None`` is this process's environment.
 
-    The command runs in its own session and its whole process group is killed at the timeout.
+    The command runs in its own session, with stdin ``/dev/null``, and its whole process group is
+    killed at the timeout. It returns once the command has exited and its output went quiet
+    (:data:`DRAIN_IDLE_S`, :data:`DRAIN_MAX_S` at most): a background process that inherited the
+    output keeps running (the protocol's rule for background processes) but cannot hold the call
+    open; what it writes later is not part of the result. A death by signal N is 128 + N.
     The launch command (the one that leaves the kernel runner behind) runs under a small
     subreaper (:meth:`execute_detached`) that reaps the runner when it ends: on hosts whose
     init does not reap orphans (some VM and container inits) the runner would otherwise stay a
@@ -85,14 +108,20 @@ class LocalShellBackend:
         :raises TimeoutError: if it runs longer than ``timeout`` seconds (its group is killed).
         """
         self._collect_subreapers()
-        proc = subprocess.Popen([self.shell, "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        proc = subprocess.Popen([self.shell, "-c", STDIN_SHIM], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        assert proc.stdout is not None
         try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+            assert proc.stdin is not None
+            with proc.stdin:  # the shim's cat reads it all before the command starts
+                proc.stdin.write(cmd.encode("utf-8"))
+            out = _read_until_exit(proc, timeout)
+        except TimeoutError:
             _kill_group(proc)
-            raise TimeoutError(f"command did not finish within {timeout} s") from None
-        return proc.returncode, out.decode("utf-8", "replace")
+            raise
+        finally:
+            proc.stdout.close()
+        return shell_status(proc.wait()), out.decode("utf-8", "replace")
 
     def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """Run ``cmd``, which leaves daemons behind, under a subreaper that reaps them later.
@@ -105,7 +134,8 @@ class LocalShellBackend:
         self._collect_subreapers()
         status_r, status_w = os.pipe()
         try:
-            proc = subprocess.Popen([sys.executable, "-S", "-c", _SUBREAPER, str(status_w)], stdin=subprocess.PIPE,
+            proc = subprocess.Popen([sys.executable, "-S", "-c", _SUBREAPER, str(status_w), self.shell, STDIN_SHIM],
+                                    stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(status_w,),
                                     start_new_session=True, env=self.env)
         finally:
@@ -124,8 +154,10 @@ class LocalShellBackend:
             os.close(status_r)
             if proc.stdout is not None:
                 proc.stdout.close()
-        code = int(status) if status.strip().lstrip("-").isdigit() else 255
-        return code, out
+        if not status.strip().lstrip("-").isdigit():
+            raise ExitStatusUnknownError(f"the launch command's exit status was not reported ({status!r})",
+                                         returned=repr(status))
+        return shell_status(int(status)), out
 
     def _collect_subreapers(self) -> None:
         with _SUBREAPERS_LOCK:
@@ -139,7 +171,8 @@ class LocalShellBackend:
         return f"LocalShellBackend({self.shell!r})"
 
 
-#: The subreaper: reads the command on stdin, runs ``sh -c`` as its child, writes the command's
+#: The subreaper: reads the command on stdin, runs the shell as its child (the command on its
+#: stdin, :data:`STDIN_SHIM`), writes the command's
 #: exit status to fd argv[1] when it ends, then reaps every orphan it adopted until none is left.
 _SUBREAPER = r"""
 import ctypes, os, sys
@@ -148,14 +181,25 @@ try:
 except Exception:
     pass
 status_fd = int(sys.argv[1])
-cmd = sys.stdin.buffer.read().decode('utf-8')
+shell, shim = sys.argv[2], sys.argv[3]
+cmd = sys.stdin.buffer.read()
+r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
     os.close(status_fd)
+    os.close(w)
+    os.dup2(r, 0)
+    os.close(r)
     try:
-        os.execvp('sh', ['sh', '-c', cmd])
+        os.execvp(shell, [shell, '-c', shim])
     finally:
         os._exit(127)
+os.close(r)
+with open(w, 'wb') as fh:
+    try:
+        fh.write(cmd)
+    except OSError:
+        pass
 null = os.open(os.devnull, os.O_RDWR)
 for fd in (0, 1, 2):
     os.dup2(null, fd)
@@ -170,6 +214,42 @@ while True:
         os.write(status_fd, str(os.waitstatus_to_exitcode(status)).encode())
         os.close(status_fd)
 """
+
+
+def shell_status(returncode: int) -> int:
+    """``subprocess``'s return code in the shell's convention: a death by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _read_until_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bytes:
+    """``proc``'s output until it has exited and the output is closed or quiet (see :data:`DRAIN_MAX_S`).
+
+    :raises TimeoutError: if ``proc`` still runs after ``timeout`` seconds.
+    """
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    deadline = None if timeout is None else time.monotonic() + timeout
+    chunks: list[bytes] = []
+    drain_end: float | None = None  # set once the command exited
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if drain_end is None and proc.poll() is not None:
+                drain_end = now + DRAIN_MAX_S
+            if drain_end is None and deadline is not None and now >= deadline:
+                raise TimeoutError(f"command did not finish within {timeout} s")
+            wait = DRAIN_IDLE_S if drain_end is not None else 0.05
+            if not sel.select(min(wait, max(0.0, (drain_end or now + wait) - now))):
+                if drain_end is not None:
+                    return b"".join(chunks)  # exited, and the output went quiet (or a holder keeps it open)
+                continue
+            data = os.read(fd, 65536)
+            if not data:
+                return b"".join(chunks)
+            chunks.append(data)
+            if drain_end is not None and time.monotonic() >= drain_end:
+                return b"".join(chunks)
 
 
 def _read_until_closed(out_fd: int, status_fd: int, timeout: float | None) -> tuple[str, str]:
@@ -202,8 +282,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     try:
-        proc.communicate(timeout=5.0)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
+        proc.wait(timeout=5.0)  # not communicate(): it would flush the closed stdin and never wait
+    except subprocess.TimeoutExpired:
         pass
 
 
@@ -267,7 +347,10 @@ class DockerExecBackend:
         else:
             out = _call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
         code = api.exec_inspect(exec_id).get("ExitCode")
-        return (255 if code is None else int(code)), (out or b"").decode("utf-8", "replace")
+        if code is None:  # docker-py/moby: the stream ended before the exec did (B35)
+            raise ExitStatusUnknownError(f"docker exec {exec_id[:12]} in {self.container_id[:12]} reported no exit "
+                                         "code (the exec still runs, or its stream broke)", returned="None")
+        return int(code), (out or b"").decode("utf-8", "replace")
 
     def _timeout_available(self) -> bool:
         if self._has_timeout is None:

@@ -40,6 +40,8 @@ TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
 #: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
 MAX_COMMAND_BYTES = 100_000
+#: Ends the here-document (quoted: no expansion) that carries the config (base64 never holds ``_``).
+_HEREDOC_END = "HERMES_CONFIG_END"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -63,20 +65,21 @@ def _launch_env_lines(kernel_id: str, unset: list[str]) -> str:
     return "; ".join(([f"unset {drop}"] if drop else []) + [f"export {exports}"])
 
 
-#: Run in the new kernel dir: argv[1] is the config (base64 JSON, no token), then pairs of file
-#: name and zlib+base64 content. Makes the token here (never on a command line) and writes every
+#: Run in the new kernel dir: the config (base64 JSON, no token) on stdin (a here-document: it
+#: holds the kernel's environment, which must be in no argv, B43), argv: pairs of file name and
+#: zlib+base64 content. Makes the token here (never on a command line) and writes every
 #: file 0600 with O_EXCL.
 _SETUP = r"""
 import base64, json, os, sys, zlib
 def put(name, data):
     with os.fdopen(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), 'wb') as fh:
         fh.write(data)
-config = json.loads(base64.b64decode(sys.argv[1]))
+config = json.loads(base64.b64decode(sys.stdin.read().strip()))
 config['token'] = os.urandom(24).hex()
 put('TOKEN_NAME', config['token'].encode())
 put('config.json', json.dumps(config).encode())
 put('LOG_NAME', b'')
-args = sys.argv[2:]
+args = sys.argv[1:]
 for i in range(0, len(args), 2):
     put(args[i], zlib.decompress(base64.b64decode(args[i + 1])))
 """.replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME)
@@ -103,10 +106,12 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
         f"mkdir -p {r} 2>/dev/null",
         (f'[ -d {r} ] && [ ! -L {r} ] && [ -O {r} ] || {{ echo "{ERROR_MARK} root: "{r}" is not a directory '
          'owned by $(id -un)"; exit 1; }'),
+        (f'case $(ls -ld {r}) in d???------*) ;; *) echo "{ERROR_MARK} root: "{r}" is open to group or others '
+         '(not 0700)"; exit 1;; esac'),
         f'mkdir -m 700 {d} || {{ echo "{ERROR_MARK} dir: cannot make "{d}; exit 1; }}',
         f"cd {d} || exit 1",
-        (f'{py} -I -S -c {_q(_SETUP)} {b64(json.dumps(dict(config)).encode())} {shipped} '
-         f'|| {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
+        (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<\'{_HEREDOC_END}\'\n{b64(json.dumps(dict(config)).encode())}\n'
+         f'{_HEREDOC_END}\n[ $? = 0 ] || {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
         (f"( {_launch_env_lines(kernel_id, unset)}; exec {py} -B {_q(f'{kdir}/{runner}')} serve --listen "
          f"{_q(f'{kdir}/{SOCKET_NAME}')} < config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; "
          f"rm -f config.json; tail -n 20 {LOG_NAME}; exit 1; }}"),

@@ -33,7 +33,7 @@ import os
 import secrets
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, KernelStartError
+from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError
 from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from ...kernel.contract import Launched, LaunchSpec, Transport
@@ -122,6 +122,10 @@ class FileCellTransport(Transport):
                                    f"{exc}\nHint: can the backend run `sh -c`?") from None
         pid = scripts.parse_ready(out)
         hello = scripts.parse_client_output(out)
+        unknown = self._unknown_status(code)
+        if unknown is not None:  # it may or may not have started: end what it may have left (B35)
+            self._cleanup_quietly(kdir, pid, python)
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._cleanup_quietly(kdir, pid, python)
             raise KernelStartError(
@@ -130,6 +134,29 @@ class FileCellTransport(Transport):
         stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
                         extra={"site": site, "python": python, "runner": app.name})
+
+    def run_command(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        """Run ``cmd`` through the backend where its exit status is read, checked (B35).
+
+        (Commands judged by their output alone, the liveness, kill and poll scripts, call the
+        backend directly: their status is never read.)
+
+        :returns: ``(exit status 0..255, output)``; a signal death is 128 + the signal.
+        :raises ExitStatusUnknownError: if the backend returned no usable status (``None``, a
+            negative number, over 255): unknown, never read as success or as an ordinary failure.
+        """
+        code, out = self.backend.execute(cmd, timeout)
+        unknown = self._unknown_status(code)
+        if unknown is not None:
+            raise unknown
+        return code, out
+
+    def _unknown_status(self, code: object) -> ExitStatusUnknownError | None:
+        if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255:
+            return None
+        return ExitStatusUnknownError(f"the filecell backend {self.backend!r} returned exit status {code!r}: the "
+                                      "command's outcome is unknown (an exit status is 0..255; a signal death is "
+                                      "128 + the signal)", returned=repr(code))
 
     def _cleanup_quietly(self, kdir: str, pid: int | None = None, python: str | None = None) -> None:
         try:
@@ -222,7 +249,7 @@ class FileCellTransport(Transport):
 
         :raises ProcessLookupError: if it could not be signalled.
         """
-        code, _ = self.backend.execute(f"kill -{int(sig)} {int(pid)}", 15.0)
+        code, _ = self.run_command(f"kill -{int(sig)} {int(pid)}", 15.0)
         if code != 0:
             raise ProcessLookupError(f"no process {pid} on {self.backend!r}")
 
@@ -262,7 +289,8 @@ class FileCellSite:
     def drop(self, frames: bytes, seq: int) -> None:
         """Put frames into the kernel dir; the attached (or next) client sends them."""
         for cmd in scripts.drop_commands(kdir=self.kdir, seq=seq, data=frames):
-            code, out = self._execute(cmd, 30.0)
+            self.executes += 1
+            code, out = self.transport.run_command(cmd, 30.0)  # its status is read: checked (B35)
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
 

@@ -66,6 +66,16 @@ class SshTarget:
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
 
+def _changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
+    """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
+    name, got, want = target.known_hosts_name(), exc.key, exc.expected_key
+    where = "the key pinned for it" if pinned else "the key trusted for it (known_hosts, or seen earlier in this run)"
+    return (f"the ssh host key of {name} changed: it offered {got.get_name()} {got.fingerprint}, but "
+            f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
+            f"was recreated on purpose, trust its new key explicitly: SshTransport(target={str(target)!r}, "
+            f"host_key={got.get_name() + ' ' + got.get_base64()!r})")
+
+
 class SshConnection:
     """A connected, self-checking SSH client (see module docstring).
 
@@ -74,7 +84,11 @@ class SshConnection:
     :param host_key: ``"<type> <base64>"`` to pin; the server must present exactly this key.
     :param host_key_policy: for unknown hosts when nothing is pinned: ``reject`` (default),
         ``warn`` or ``auto-add`` (only when asked for; never silently).
-    :param known_hosts: extra known_hosts file (``~/.ssh/known_hosts`` is always read).
+    :param known_hosts: extra known_hosts file (``~/.ssh/known_hosts`` is always read). Neither
+        is ever written: a key accepted by ``auto-add`` goes into ``session_keys`` only.
+    :param session_keys: the host keys this session (the transport) has seen: trusted on every
+        later connection, so a key that changes within the session is refused (B47), and the
+        key accepted now is added to them.
     :param connect_timeout: seconds for TCP connect, banner and authentication each.
     :param max_sessions: channels this connection keeps open at once: the server's
         ``MaxSessions`` (OpenSSH's default is 10; the kit's sshd container allows 64). Past it
@@ -88,7 +102,8 @@ class SshConnection:
     def __init__(self, target: SshTarget, *, pkey: paramiko.PKey | None = None, key_filename: str | None = None,
                  host_key: str | None = None, host_key_policy: HostKeyPolicy = "reject",
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
-                 connect_timeout: float = 5.0, max_sessions: int = 10, session_wait: float = 30.0) -> None:
+                 connect_timeout: float = 5.0, max_sessions: int = 10, session_wait: float = 30.0,
+                 session_keys: paramiko.HostKeys | None = None) -> None:
         import paramiko
 
         if not isinstance(max_sessions, int) or max_sessions < 1:
@@ -106,13 +121,16 @@ class SshConnection:
         self.unresponsive: str | None = None  # set when keepalives went unanswered
         self._stop = threading.Event()
         self.client = paramiko.SSHClient()
-        self._trust(host_key, host_key_policy, known_hosts)
+        self._trust(host_key, host_key_policy, known_hosts, session_keys)
         started = time.monotonic()
         try:
             self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename,
                                 timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
                                 channel_timeout=connect_timeout, allow_agent=pkey is None and key_filename is None,
                                 look_for_keys=pkey is None and key_filename is None)
+        except paramiko.BadHostKeyException as exc:
+            self.client.close()
+            raise TransportLostError(_changed_key_message(target, exc, host_key is not None), permanent=True) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             self.client.close()
             timed_out = time.monotonic() - started >= connect_timeout * 0.8
@@ -120,6 +138,9 @@ class SshConnection:
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
+        if session_keys is not None:
+            key = self.transport.get_remote_server_key()
+            session_keys.add(target.known_hosts_name(), key.get_name(), key)
         self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
         self.last_reply = time.monotonic()
@@ -127,17 +148,21 @@ class SshConnection:
                                          daemon=True)
         self._checker.start()
 
-    def _trust(self, host_key: str | None, policy: HostKeyPolicy, known_hosts: str | None) -> None:
+    def _trust(self, host_key: str | None, policy: HostKeyPolicy, known_hosts: str | None,
+               session_keys: paramiko.HostKeys | None) -> None:
         import paramiko
 
+        keys = self.client.get_host_keys()
         if host_key:
             kind, b64 = host_key.split()[:2]
-            key = paramiko.PKey.from_type_string(kind, base64.b64decode(b64))
-            self.client.get_host_keys().add(self.target.known_hosts_name(), kind, key)
+            keys.add(self.target.known_hosts_name(), kind, paramiko.PKey.from_type_string(kind, base64.b64decode(b64)))
         else:
             self.client.load_system_host_keys()
             if known_hosts:
-                self.client.load_host_keys(known_hosts)
+                keys.load(known_hosts)  # not load_host_keys: paramiko's auto-add would write that file
+            for name, entry in (session_keys or {}).items():
+                for kind, key in entry.items():
+                    keys.add(name, kind, key)
         policies = {"reject": paramiko.RejectPolicy, "warn": paramiko.WarningPolicy, "auto-add": paramiko.AutoAddPolicy}
         if policy not in policies:
             raise ConfigError(f"host_key_policy must be one of {', '.join(policies)}, not {policy!r}")

@@ -19,15 +19,16 @@ import shlex
 import uuid
 from typing import Any, Protocol
 
-from ...errors import KernelServerUnavailable, TransportLostError
+from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
-from ..detached import SSH_KERNEL_ROOT, MadeDirs, launch_env, runner_config
+from ..detached import MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer, ServerPool
 from ..runner_zipapp import runner_zipapp
 from .connection import SshConnection, SshStream, put_file
+from .probes import end_failed_launch
+from .rundir import KERNEL_ROOT, private_root
 
-KERNEL_ROOT = SSH_KERNEL_ROOT
 SERVER_DIR_PREFIX = "server-"
 
 
@@ -41,7 +42,8 @@ class SshSide(Protocol):
 
     def _connection(self, *, probe: bool = False) -> SshConnection: ...
 
-    def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None: ...
+    def run_script(self, conn: SshConnection, script: str, *args: str,
+                   python: str | None = None) -> tuple[int | None, bytes]: ...
 
 
 def server_pool(transport: SshSide, idle_timeout: float | None) -> ServerPool:
@@ -58,11 +60,7 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         sftp = conn.sftp()
         try:
             transport._home = sftp.normalize(".")
-            root = f"{transport._home}/{KERNEL_ROOT}"
-            try:
-                sftp.mkdir(root, 0o700)
-            except OSError:
-                pass  # exists
+            root = private_root(sftp, transport._home)
             sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
             sftp.mkdir(sdir, 0o700)
             app = runner_zipapp()
@@ -73,7 +71,7 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
         chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
-    except (OSError, TransportLostError) as exc:
+    except (OSError, TransportLostError, UnsafeRunDirError) as exc:
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
     return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
@@ -112,7 +110,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         pid, stream, runner, server = pool.spawn(str(conn.target), python, config)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
-        transport._end_failed_launch(conn, kdir, spec.kernel_id, python)
+        end_failed_launch(transport, conn, kdir, spec.kernel_id)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides

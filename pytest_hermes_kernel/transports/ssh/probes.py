@@ -13,7 +13,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from ...errors import TransportLostError
-from ..detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes
+from ..detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes
 
 if TYPE_CHECKING:
     from .connection import SshConnection
@@ -76,3 +76,17 @@ def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
         conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
     except (TransportLostError, TimeoutError) as exc:
         log.warning("could not remove %s over ssh: %s", kdir, exc)
+
+
+def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str) -> None:
+    """A launch failed: end every process it may have started (found by the kernel id in
+    their environment: the runner's pid may never have been reported), then its dir."""
+    try:
+        # the transport's python: the kernel's interpreter may be what failed
+        code, out = transport.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)
+        if code != 0 or out.strip() != b"gone":
+            log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
+                        kernel_id, conn.target, out[-200:])
+    except (TransportLostError, TimeoutError) as exc:
+        log.warning("failed launch of kernel %s on %s: could not end its processes: %s", kernel_id, conn.target, exc)
+    remove_kernel_dir(conn, kdir)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import KernelStartError, TransportUnavailableError
 from ...containers.labels import LABEL_STATE_FILE
+from ...containers.lifecycle import container_log
 from ...containers.sharing import SharedResource, worker_id
 
 if TYPE_CHECKING:
@@ -68,6 +69,10 @@ class SshdContainer:
     @property
     def container_id(self) -> str | None:
         return None if self.record is None else self.record["container_id"]
+
+    def log(self, lines: int) -> str:
+        """The sshd container's last ``lines`` log lines (``""`` before it runs)."""
+        return container_log(self.docker, self.container_id, lines) if self.container_id else ""
 
     def running(self, container_id: str) -> bool:
         """Whether the container exists and runs (a paused one counts as running)."""

@@ -31,18 +31,19 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError
+from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT,
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
-from .probes import PROBE_TIMEOUT, remove_kernel_dir
+from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
+from .rundir import make_kernel_dir
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
-from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget, put_file
-from .kernel_server import KERNEL_ROOT, fork_on_host, server_pool
+from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from .kernel_server import fork_on_host, server_pool
 from . import probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
@@ -76,7 +77,9 @@ class SshTransport(Transport):
     :param pkey: a paramiko private key for ``target``.
     :param host_key_policy: for a ``target`` not in known_hosts: ``reject`` (default), ``warn``
         or ``auto-add``.
-    :param known_hosts: extra known_hosts file for ``target``.
+    :param known_hosts: extra known_hosts file for ``target`` (read, never written).
+    :param host_key: ``"<type> <base64>"``: pin this host key for ``target`` (the explicit way to
+        trust a host whose key changed); known_hosts and the policy are then not consulted.
     :param keepalive_interval: seconds between keepalive requests (replies wanted).
     :param keepalive_missed: unanswered intervals before the connection counts as dead.
     :param connect_timeout: seconds for connect, banner and authentication each.
@@ -102,13 +105,14 @@ class SshTransport(Transport):
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
-                 max_sessions: int | None = None, server: bool = True,
+                 max_sessions: int | None = None, host_key: str | None = None, server: bool = True,
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
         import paramiko  # noqa: F401  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
-        self.host_key_policy, self.known_hosts = host_key_policy, known_hosts
+        self.host_key_policy, self.known_hosts, self.host_key = host_key_policy, known_hosts, host_key
+        self._session_keys = paramiko.HostKeys()  # keys this transport saw: a change is refused (B47)
         self.keepalive_interval, self.keepalive_missed = keepalive_interval, keepalive_missed
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
@@ -172,7 +176,8 @@ class SshTransport(Transport):
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
-                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts, **common)
+                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
+                                 host_key=self.host_key, session_keys=self._session_keys, **common)
         assert self.sshd is not None
         return self.sshd.connect(self.connect_via, **common)
 
@@ -189,7 +194,9 @@ class SshTransport(Transport):
 
     def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
         try:
-            kdir = _make_kernel_dir(self, conn, spec)
+            kdir = make_kernel_dir(self, conn, spec.kernel_id)
+        except UnsafeRunDirError as exc:
+            raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
         python = spec.python or self.python
@@ -198,25 +205,13 @@ class SshTransport(Transport):
             pid = self._start_runner(conn, runner, kdir, spec, python)
             chan = conn.open_exec(_relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
-            self._end_failed_launch(conn, kdir, spec.kernel_id, python)
+            end_failed_launch(self, conn, kdir, spec.kernel_id)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
                         extra={"conn": conn, "python": python, "runner": runner})
 
-    def _end_failed_launch(self, conn: SshConnection, kdir: str, kernel_id: str, python: str) -> None:
-        """A launch failed: end every process it may have started (found by the kernel id in
-        their environment: the runner's pid may never have been reported), then its dir."""
-        try:
-            code, out = self.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)  # the transport's python: the kernel's may be what failed
-            if code != 0 or out.strip() != b"gone":
-                log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
-                            kernel_id, conn.target, out[-200:])
-        except (TransportLostError, TimeoutError) as exc:
-            log.warning("failed launch of kernel %s on %s: could not end its processes: %s",
-                        kernel_id, conn.target, exc)
-        remove_kernel_dir(conn, kdir)
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
@@ -325,6 +320,10 @@ class SshTransport(Transport):
             self.sshd.leave()
 
     # ------------------------------------------------------------------------------ diagnostics
+    def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        """The sshd container's log (sshd -e), last ``lines`` lines; ``""`` for a ``target=`` host."""
+        return self.sshd.log(lines) if self.sshd is not None else ""
+
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         try:
             _, out, _ = self._connection(probe=True).run(
@@ -366,30 +365,6 @@ class SshTransport(Transport):
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
 
 
-def _make_kernel_dir(transport: SshTransport, conn: SshConnection, spec: LaunchSpec) -> str:
-    """A new 0700 kernel dir ``~/.hermes-kernels/<kernel_id>`` holding the runner file (SFTP).
-
-    :raises TransportLostError: if SFTP fails.
-    """
-    sftp = conn.sftp()
-    try:
-        if transport._home is None:
-            transport._home = sftp.normalize(".")
-        root = f"{transport._home}/{KERNEL_ROOT}"
-        try:
-            sftp.mkdir(root, 0o700)
-        except OSError:
-            pass  # exists
-        kdir = f"{root}/{spec.kernel_id}"
-        transport.made_dirs.add(str(conn.target), kdir)
-        sftp.mkdir(kdir, 0o700)
-        app = runner_zipapp()
-        put_file(sftp, f"{kdir}/{app.name}", app.data)
-        return kdir
-    except OSError as exc:
-        raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
-    finally:
-        sftp.close()
 
 
 def _start_hint(code: int | None, python: str) -> str:

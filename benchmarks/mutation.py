@@ -1,0 +1,458 @@
+"""Mutation testing of the lifecycle core with cosmic-ray, on the local transport (issue #13).
+
+    pip install -e '.[dev,mutation]'
+    python benchmarks/mutation.py                          # every file of the lifecycle core
+    python benchmarks/mutation.py --file kernel/registry.py --file kernel/watchdog.py
+    python benchmarks/mutation.py --file kernel/handle.py --only-survivors benchmarks/results/mutation/handle.json
+
+Each file is mutated in a scratch copy of this checkout (never in place): cosmic-ray writes one
+mutant at a time into the copy and runs that file's test selection (:data:`TESTS`) there with
+``-x`` on the local transport; a non-zero exit kills the mutant, the per-mutant timeout (4x the
+unmutated run, at least 60 s) counts as a timeout. The copy comes first on ``sys.path`` and
+``PYTHONPATH`` (the plugin's inner pytest runs import it too), so the runner zipapp is built from
+the mutated ``kernel/runner/`` of the copy: a preflight plants a runner that exits at once and
+checks that the selection fails with it (the count would be false otherwise).
+
+Mutants: cosmic-ray's operators, one replacement per operator as mutmut does (``+`` -> ``-``,
+``<`` -> ``<=``, ``==`` -> ``!=``, ``is`` -> ``is not``, ...; the full cross product of
+arithmetic and comparison operators is filtered out: :data:`EXCLUDED_OPERATORS`), and no mutant
+inside an annotation (``from __future__ import annotations``: they are never evaluated).
+
+Writes ``benchmarks/results/mutation/<stem>.json`` and ``.md`` per file (mutants, killed,
+survived, timeouts; each survivor's file:line, operator and diff) and ``summary.md``.
+``--only-survivors PREVIOUS.json`` runs only the survivors of an earlier report again (after
+new tests: the rest were killed already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = "pytest_hermes_kernel"
+OUT = REPO / "benchmarks" / "results" / "mutation"
+RUNNER_FILES = ("kernel/runner/supervisor.py", "kernel/runner/worker.py", "kernel/runner/worker_process.py",
+                "kernel/runner/cells.py", "kernel/runner/serve.py")
+
+_CONTRACT = "tests/contract/test_contract.py::test_"
+#: The contract cases about a kernel's life and end (the whole suite takes ~90 s on a loaded 2-core machine).
+_CONTRACT_LIFE = [f"{_CONTRACT}{name}[local]" for name in (
+    "system_exit_ends_the_kernel_and_keeps_the_code", "os_exit_is_detected_quickly_with_its_code",
+    "restart_loses_state_and_bumps_generation", "worker_killed_between_cells_is_never_reported_alive",
+    "stack_overflow_is_died_with_sigsegv_and_a_note", "shutdown_reports_how_the_kernel_ended",
+    "error_keeps_the_kernel_and_its_state", "interrupt_from_another_thread_keeps_state",
+    "timeout_interrupt_keeps_state", "ignored_sigint_escalates_to_kill_and_restart",
+    "reset_failed_when_restart_is_off", "tool_call_returns_the_host_value", "small_output_is_exact",
+    "fd_level_output_is_attributed_to_its_cell_in_order", "unreachable_runner_is_killed_from_outside_and_replaced",
+    "oversized_source_is_refused_kernel_untouched",
+    "interrupt_while_idle_is_harmless")]
+_REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
+                  "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
+_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
+_RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py",
+                       "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
+                       "tests/regressions/test_handed_b30_zombie_is_not_alive.py",
+                       "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
+                       "tests/regressions/test_handed_b17_stdin_is_dev_null.py",
+                       "tests/faults/test_fault_markers.py::test_oom_is_reported_as_oom",
+                       "tests/regressions/test_handed_b20_restart_races.py",
+                       "tests/regressions/test_handed_b31_fds_return_to_baseline.py"]
+#: The test selection per mutated file (pytest arguments from the repo root), fast tests first
+#: (``-x`` stops at the first failure); test files the checkout lacks are left out.
+TESTS: dict[str, list[str]] = {
+    "kernel/registry.py": [*_REGISTRY_FAST,
+                           "tests/regressions/test_spawn_race_one_kernel_per_key.py",
+                           "tests/regressions/test_owner_isolation.py",
+                           "tests/regressions/test_idle_kernel_reaped_without_acquire.py",
+                           "tests/regressions/test_delegated_children_pinned_under_cap.py",
+                           "tests/regressions/test_reap_and_evict_skip_leased_kernel.py",
+                           "tests/regressions/test_idle_reaped_on_time.py"],
+    "kernel/watchdog.py": ["tests/unit/test_budget.py", "tests/unit/test_handle_guarantees.py",
+                           *(f"{_CONTRACT}{n}[local]" for n in (
+                               "timeout_interrupt_keeps_state", "timeout_interrupt_raises_when_asked",
+                               "ignored_sigint_escalates_to_kill_and_restart", "reset_raises_when_asked",
+                               "reset_failed_when_restart_is_off", "options_timeout_is_the_default_budget",
+                               "tool_budget_per_cell")),
+                           "tests/regressions/test_handed_b04_ignored_interrupt_escalates.py"],
+    "kernel/output.py": ["tests/unit/test_output.py",
+                         "tests/regressions/test_handed_b09_fd_output_attributed_to_cell.py",
+                         "tests/regressions/test_handed_b11_binary_output_and_real_stdout.py",
+                         "tests/regressions/test_handed_b13_output_flood_bounded.py"],
+    "kernel/rpc.py": ["tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
+                      *(f"{_CONTRACT}{n}[local]" for n in (
+                          "tool_call_returns_the_host_value", "failing_tool_is_the_cells_error_not_the_hosts",
+                          "unknown_tool_is_refused_inside_the_cell", "tool_call_with_no_tools_registered_is_refused",
+                          "tool_budget_per_cell", "fork_child_tool_call_is_refused",
+                          "tool_callable_captured_in_one_cell_runs_under_the_current_cell"))],
+    "kernel/handle.py": ["tests/unit/test_handle_guarantees.py", "tests/unit/test_runner_lifecycle.py",
+                         *_REGISTRY_FAST, *_CONTRACT_LIFE,
+                         "tests/regressions/test_handed_b19_shutdown_while_starting.py",
+                         "tests/regressions/test_handed_b20_restart_races.py"],
+    **{f: [*_RUNNER_FAST, *_CONTRACT_LIFE, *_RUNNER_REGRESSIONS] for f in RUNNER_FILES},
+}
+
+#: Operators filtered out: the cross product beyond one replacement per operator.
+_KEEP_BINARY = {"Add_Sub", "Sub_Add", "Mul_Div", "Div_Mul", "FloorDiv_Div", "Mod_FloorDiv", "Pow_Mul",
+                "BitOr_BitAnd", "BitAnd_BitOr", "BitXor_BitAnd", "LShift_RShift", "RShift_LShift"}
+_KEEP_COMPARE = {"Eq_NotEq", "NotEq_Eq", "Lt_LtE", "LtE_Lt", "Gt_GtE", "GtE_Gt", "Is_IsNot", "IsNot_Is"}
+_KEEP_UNARY = {"USub_UAdd", "Delete_Not", "Invert_UAdd"}
+EXCLUDED_OPERATORS = [
+    rf"core/ReplaceBinaryOperator_(?!({'|'.join(sorted(_KEEP_BINARY))})$)",
+    rf"core/ReplaceComparisonOperator_(?!({'|'.join(sorted(_KEEP_COMPARE))})$)",
+    rf"core/ReplaceUnaryOperator_(?!({'|'.join(sorted(_KEEP_UNARY))})$)",
+    r"core/VariableReplacer", r"core/VariableInserter",
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutant's outcome as the report gives it."""
+
+    file: str
+    line: int
+    operator: str
+    occurrence: int
+    outcome: str  # killed | survived | timeout | incompetent
+    diff: str
+
+
+def scratch_copy(source: str | None) -> Path:
+    """A copy to mutate: of the working tree (no venv, git or caches), or of git revision ``source``."""
+    dest = Path(tempfile.mkdtemp(prefix="hermes-mutation-")) / "repo"
+    if source is None:
+        shutil.copytree(REPO, dest, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "results",
+                                                                  "*.egg-info", ".pytest_cache"))
+        return dest
+    dest.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", source], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def write_config(root: Path, rel: str, timeout_s: float) -> Path:
+    cmd = shlex.join(_test_command(root, rel))
+    config = root / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{PACKAGE}/{rel}"\n'
+        f"timeout = {timeout_s:.0f}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(cmd)}\n"
+        "[cosmic-ray.distributor]\nname = \"local\"\n"
+        "[cosmic-ray.filters.operators-filter]\n"
+        f"exclude-operators = {json.dumps(EXCLUDED_OPERATORS)}\n")
+    return config
+
+
+def _selection(root: Path, rel: str) -> list[str]:
+    """The file's selection, less test files the copy does not have."""
+    return [w for w in TESTS[rel] if (root / w.split("::")[0]).exists()]
+
+
+def _env(root: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _run(root: Path, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(argv), cwd=root, env=_env(root), text=True, capture_output=True)
+    if check and proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return proc
+
+
+def _test_command(root: Path, rel: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "--hermes-transport=local",
+            *_selection(root, rel)]
+
+
+def preflight(root: Path, rel: str) -> float:
+    """Run the selection unmutated (seconds it took); for runner files, check a mutant reaches the kernel.
+
+    :raises SystemExit: if the selection fails unmutated, imports the package from elsewhere, or
+        passes with a runner that cannot run a cell.
+    """
+    where = _run(root, sys.executable, "-c", f"import {PACKAGE}.transports.runner_zipapp as z; "
+                                             "print(z.RUNNER_SOURCE_DIR)").stdout.strip()
+    if not Path(where).is_relative_to(root):
+        raise SystemExit(f"the runner would be built from {where}, not from the mutated copy {root}")
+    start = time.monotonic()
+    if _run(root, *_test_command(root, rel), check=False).returncode != 0:  # a loaded machine: once more
+        start = time.monotonic()
+        _run(root, *_test_command(root, rel))
+    took = time.monotonic() - start
+    if rel.startswith("kernel/runner/"):
+        main = root / PACKAGE / "kernel" / "runner" / "__main__.py"
+        original = main.read_text()
+        main.write_text(original.replace("def main(", "def main(*_a, **_k):\n    return 97\n\n\ndef _main(", 1))
+        try:
+            if _run(root, *_test_command(root, rel), check=False).returncode == 0:
+                raise SystemExit("a runner that exits at once passed the selection: mutants would not reach the kernel")
+        finally:
+            main.write_text(original)
+    return took
+
+
+def annotation_spans(source: str) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where the annotations are: mutants there change nothing (they are never evaluated)."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        found: list[ast.expr | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append(node.returns)
+            args = node.args
+            found += [a.annotation for a in [*args.posonlyargs, *args.args, *args.kwonlyargs,
+                                               *(x for x in (args.vararg, args.kwarg) if x)]]
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        spans += [((n.lineno, n.col_offset), (n.end_lineno or n.lineno, n.end_col_offset or 0))
+                  for n in found if n is not None]
+    return spans
+
+
+def skip_annotations(root: Path, rel: str, session: Path) -> int:
+    """Mark the mutants inside annotations as skipped; how many."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    spans = annotation_spans((root / PACKAGE / rel).read_text())
+    skipped = 0
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            m = item.mutations[0]
+            if any(a <= tuple(m.start_pos) and tuple(m.end_pos) <= b for a, b in spans):
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED,
+                                                      output="annotation"))
+                skipped += 1
+    return skipped
+
+
+def keep_only(session: Path, previous: Path) -> None:
+    """Skip every mutant that is not a survivor of ``previous`` (a report of this script)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    wanted = {(m["operator"], m["occurrence"]) for m in json.loads(previous.read_text())["mutants"]
+              if m["outcome"] == "survived"}
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item in list(db.pending_work_items):
+            m = item.mutations[0]
+            if (m.operator_name.split("/")[-1], m.occurrence) not in wanted:
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not a survivor"))
+
+
+def collect(rel: str, session: Path) -> list[Mutant]:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    out = []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome == "skipped":
+                continue
+            m = item.mutations[0]
+            outcome = str(result.test_outcome.value) if result.test_outcome else str(result.worker_outcome.value)
+            if outcome == "killed" and (result.output or "") == "timeout":
+                outcome = "timeout"
+            out.append(Mutant(file=f"{PACKAGE}/{rel}", line=m.start_pos[0], operator=m.operator_name.split("/")[-1],
+                              occurrence=m.occurrence, outcome=outcome, diff=_short_diff(result.diff or "")))
+    return sorted(out, key=lambda m: (m.line, m.operator, m.occurrence))
+
+
+def _short_diff(diff: str) -> str:
+    return "\n".join(line for line in diff.splitlines() if re.match(r"[-+](?![-+])", line))
+
+
+def prepare(root: Path, rel: str, timeout_s: float, previous: Path | None) -> tuple[Path, Path, int]:
+    """Config and session of ``rel``'s mutants, filters applied: (config, session, annotation mutants skipped)."""
+    config = write_config(root, rel, timeout_s)
+    session = root / f"{Path(rel).stem}.sqlite"
+    session.unlink(missing_ok=True)
+    _run(root, "cosmic-ray", "init", str(config), str(session))
+    _run(root, "cr-filter-operators", str(session), str(config))
+    skipped = skip_annotations(root, rel, session)
+    if previous is not None:
+        keep_only(session, previous)
+    return config, session, skipped
+
+
+def pending(session: Path) -> int:
+    from cosmic_ray.work_db import WorkDB, use_db
+
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        return sum(1 for _ in db.pending_work_items)
+
+
+def execute(root: Path, config: Path, session: Path, budget_s: float | None) -> bool:
+    """Run the pending mutants (cosmic-ray takes them in random order); stop after ``budget_s``.
+
+    :returns: whether every mutant ran (``False``: the budget ended it; what ran is a random sample).
+    """
+    proc = subprocess.Popen(["cosmic-ray", "exec", str(config), str(session)], cwd=root, env=_env(root),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=budget_s)
+        return True
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End cosmic-ray and the test run it started (in its own session, with its kernels)."""
+    import psutil
+
+    children = psutil.Process(proc.pid).children()
+    proc.kill()
+    proc.wait()
+    for child in children:
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def mutate_file(root: Path, rel: str, previous: Path | None, budget_s: float | None = None) -> dict[str, object]:
+    baseline = preflight(root, rel)
+    timeout = max(60.0, 4 * baseline)
+    config, session, skipped = prepare(root, rel, timeout, previous)
+    total = pending(session)
+    start = time.monotonic()
+    complete = execute(root, config, session, budget_s)
+    wall = time.monotonic() - start
+    mutants = collect(rel, session)
+    counts = {k: sum(m.outcome == k for m in mutants) for k in ("killed", "survived", "timeout", "incompetent")}
+    return {"file": f"{PACKAGE}/{rel}", "tests": _selection(root, rel), "baseline_s": round(baseline, 1),
+            "timeout_s": timeout, "wall_s": round(wall, 1), "mutants": [asdict(m) for m in mutants],
+            "count": len(mutants), "selected": total, "complete": complete, **counts,
+            "annotation_mutants_skipped": skipped,
+            "only_survivors_of": str(previous) if previous else None}
+
+
+def markdown(report: dict[str, object]) -> str:
+    sample = "" if report["complete"] else f" (a random sample: the budget ran out; {report['selected']} selected)"
+    lines = [f"# Mutation report: `{report['file']}`", "",
+             f"mutants {report['count']}{sample}, killed {report['killed']}, survived {report['survived']}, "
+             f"timeouts {report['timeout']}, incompetent {report['incompetent']}; "
+             f"wall {report['wall_s']} s (unmutated selection {report['baseline_s']} s, timeout {report['timeout_s']} s)",
+             "", "Tests: " + ", ".join(f"`{t}`" for t in report["tests"]), "", "## Survivors", ""]
+    for m in report["mutants"]:
+        if m["outcome"] == "survived":
+            lines += [f"- `{m['file']}:{m['line']}` {m['operator']} #{m['occurrence']}", "  ```diff",
+                      *("  " + d for d in m["diff"].splitlines()), "  ```"]
+    return "\n".join(lines) + "\n"
+
+
+def run_one(rel: str, args: argparse.Namespace) -> str:
+    """Mutate ``rel`` in its own copy; write its report; the one-line summary."""
+    root = scratch_copy(args.source)
+    try:
+        previous = args.only_survivors / f"{Path(rel).stem}.json" if args.only_survivors else None
+        if args.count:
+            return f"{rel}: {pending(prepare(root, rel, 60.0, previous)[1])} mutants"
+        report = mutate_file(root, rel, previous, args.budget_s)
+        report["source"] = args.source or "working tree"
+        (args.out / f"{Path(rel).stem}.json").write_text(json.dumps(report, indent=1))
+        (args.out / f"{Path(rel).stem}.md").write_text(markdown(report))
+        return (f"{rel}: {report['count']} of {report['selected']} mutants, {report['killed']} killed, {report['survived']} survived, "
+                f"{report['timeout']} timeouts in {report['wall_s']} s")
+    finally:
+        shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[tuple[str, int, str]]:
+    """``(file, line, operator)`` of the mutants argued equivalent in ``tests/mutation-equivalents.md``
+    (entries ``- **LINE Operator**`` under a ``## `file` `` heading)."""
+    found: set[tuple[str, int, str]] = set()
+    current = ""
+    for line in path.read_text().splitlines():
+        if line.startswith("## `"):
+            current = line.strip("#` ")
+        elif (m := re.match(r"- \*\*(\d+) (\w+)\*\*", line)) and current:
+            found.add((current, int(m.group(1)), m.group(2)))
+    return found
+
+
+def _file_row(report: dict[str, Any], rerun: dict[str, Any] | None,
+              equivalent: set[tuple[str, int, str]]) -> dict[str, Any]:
+    still = [m for m in (rerun or report)["mutants"] if m["outcome"] == "survived"]
+    left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
+    return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
+            "wall_s": report["wall_s"] + (rerun or {}).get("wall_s", 0.0),
+            "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
+            "timeouts": report["timeout"], "killed_after": report["count"] - len(still),
+            "equivalent": len(still) - len(left), "survivors": left, "rerun": rerun is not None}
+
+
+def summarize(before: Path, after: Path | None, out: Path) -> str:
+    """Before/after counts per file (after: killed before, plus the survivors' rerun); writes summary.md/.json."""
+    equivalent = equivalents()
+    rows = []
+    for path in sorted(before.glob("*.json")):
+        rerun = after / path.name if after else None
+        rows.append(_file_row(json.loads(path.read_text()),
+                              json.loads(rerun.read_text()) if rerun and rerun.exists() else None, equivalent))
+    total = {k: sum(r[k] for r in rows) for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts")}
+    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"])
+    lines = ["# Mutation summary", "", "| file | mutants run (of selected) | killed before (timeouts) | killed after "
+             "| equivalent | survivors left | killed of non-equivalent | wall s |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"])
+        lines.append(f"| `{r['file']}` | {r['mutants']} ({r['selected']}) | {r['killed_before']} ({r['timeouts']}) "
+                     f"| {r['killed_after'] if r['rerun'] else 'not rerun'} | {r['equivalent']} | {len(r['survivors'])} "
+                     f"| {share:.0%} | {r['wall_s']:.0f} |")
+    lines += ["", f"All: {total['mutants']} mutants run, {total['killed_before']} killed before "
+                  f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent: "
+                  f"{ratio:.1%} of the non-equivalent mutants killed.", "", "## Survivors left", ""]
+    lines += [f"- `{m['file']}:{m['line']}` {m['operator']}: " + " / ".join(d.strip() for d in m["diff"].splitlines())
+              for r in rows for m in r["survivors"]]
+    (out / "summary.json").write_text(json.dumps({"files": rows, **total, "ratio": ratio}, indent=1))
+    text = "\n".join(lines) + "\n"
+    (out / "summary.md").write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--file", action="append", choices=sorted(TESTS), help="a file to mutate (repeatable)")
+    parser.add_argument("--source", help="mutate this git revision instead of the working tree (e.g. main)")
+    parser.add_argument("--only-survivors", type=Path, metavar="DIR",
+                        help="a previous run's output dir: run each file's survivors only")
+    parser.add_argument("--parallel", type=int, default=1, help="files mutated at once, each in its own copy")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--budget-s", type=float, help="seconds of mutants per file; what ran is a random sample")
+    parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
+    parser.add_argument("--summarize", type=Path, nargs="+", metavar="DIR",
+                        help="BEFORE [AFTER]: write summary.md/.json of two runs' reports into --out (no test runs)")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.summarize:
+        print(summarize(args.summarize[0], args.summarize[1] if len(args.summarize) > 1 else None, args.out))
+        return 0
+    failed = 0
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        runs = {pool.submit(run_one, rel, args): rel for rel in args.file or sorted(TESTS)}
+        for done in as_completed(runs):
+            try:
+                print(done.result(), flush=True)
+            except (Exception, SystemExit) as exc:  # noqa: BLE001 - one file's failure is reported, the rest go on
+                failed += 1
+                print(f"{runs[done]}: FAILED: {exc}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

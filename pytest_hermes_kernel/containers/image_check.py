@@ -1,0 +1,122 @@
+"""What a kernel host image needs, checked on a real container; and when a missing image is pulled.
+
+An image for the docker transport needs ``python3`` (3.8 or newer: the runner is stdlib only),
+a POSIX ``/bin/sh``, an init as PID 1 (``tini``, ``dumb-init``, or docker's ``--init``: a
+detached kernel runner reparents to PID 1 when its ``docker exec`` ends and must be reaped),
+and a ``hermes`` user (kernels run as that user, never as root). For the ssh transport it also
+needs ``sshd`` and an entrypoint that installs ``$HERMES_AUTHORIZED_KEY`` for ``hermes`` (see
+the ``kernel-host`` Dockerfile and entrypoint.sh shipped in this package).
+
+:func:`check_image` runs one throwaway container of the image with networking off and reports
+each need. :func:`require_image` is what a container start calls: a missing image is pulled
+only when its name names a registry (``host[:port]/...``, e.g. ``127.0.0.1:5000/kernels:1``);
+a bare name such as ``myimage:1`` is never pulled (it would go to Docker Hub, beyond the
+loopback this kit keeps to), and the error says how to build or name it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import ContainerStartError
+
+if TYPE_CHECKING:
+    import docker
+
+#: Inside the image: one ``<need> ok <detail>`` or ``<need> missing <detail>`` line a need.
+_PROBE = r"""
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))'; then
+  echo "python3 ok $(python3 -c 'import sys; print(sys.version.split()[0])')"
+else
+  echo "python3 missing no python3 3.8+ on PATH"
+fi
+if id -u hermes >/dev/null 2>&1; then echo "user ok hermes is uid $(id -u hermes)"; else echo "user missing no user hermes"; fi
+if command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ]; then echo "sshd ok $(command -v sshd || echo /usr/sbin/sshd)"; else echo "sshd missing no sshd"; fi
+"""
+
+#: Needs whose absence makes the image unusable for the docker transport (sshd: ssh only).
+REQUIRED = ("sh", "python3", "init", "user")
+_INITS = ("tini", "dumb-init", "docker-init", "catatonit")
+
+
+@dataclass(frozen=True)
+class ImageCheck:
+    """One need of a kernel host image: ``need`` (``sh``, ``python3``, ``init``, ``user``,
+    ``sshd``), whether the image meets it, and what was found or what to do."""
+
+    need: str
+    ok: bool
+    detail: str
+
+
+def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
+    """Check ``image`` (which must be on the engine) for every need, one container, network off.
+
+    :raises ContainerStartError: if the image is not on the engine.
+    """
+    import docker as docker_mod
+
+    try:
+        config = client.images.get(image).attrs.get("Config") or {}
+    except docker_mod.errors.ImageNotFound:
+        raise ContainerStartError(f"image {image} is not on the docker engine at {client.api.base_url}") from None
+    checks = [_init_check(config.get("Entrypoint") or [])]
+    try:
+        out = client.containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], network_mode="none",
+                                    remove=True, user="root", stdout=True, stderr=True)
+    except docker_mod.errors.DockerException as exc:
+        return [ImageCheck("sh", False, f"could not run /bin/sh in it: {_first_line(exc)}"), *checks]
+    checks.insert(0, ImageCheck("sh", True, "/bin/sh runs"))
+    for line in out.decode("utf-8", "replace").splitlines():
+        need, _, rest = line.partition(" ")
+        state, _, detail = rest.partition(" ")
+        checks.append(ImageCheck(need, state == "ok", detail))
+    return checks
+
+
+def _init_check(entrypoint: list[str]) -> ImageCheck:
+    if any(part.rsplit("/", 1)[-1] in _INITS for part in entrypoint):
+        return ImageCheck("init", True, f"entrypoint {' '.join(entrypoint)}")
+    return ImageCheck("init", False, f"PID 1 is not an init (entrypoint {entrypoint or 'none'}): exited kernel "
+                                     "runners would stay zombies. Use tini as ENTRYPOINT (the kit's image does)")
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def names_registry(image: str) -> str | None:
+    """The registry host an image name names (``127.0.0.1:5000/a/b:1`` -> ``127.0.0.1:5000``), else ``None``."""
+    first, sep, _ = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return first
+    return None
+
+
+def require_image(client: docker.DockerClient, image: str) -> None:
+    """Make sure ``image`` is on the engine: pull it when its name names a registry.
+
+    :raises ContainerStartError: if it is missing and has no registry in its name, or the pull
+        failed (the message names the registry and the engine's answer).
+    """
+    import docker as docker_mod
+
+    try:
+        client.images.get(image)
+        return
+    except docker_mod.errors.ImageNotFound:
+        pass
+    registry = names_registry(image)
+    if registry is None:
+        raise ContainerStartError(
+            f"image {image} is not on the docker engine at {client.api.base_url}, and its name names no registry, "
+            "so it is not pulled.\nHint: build the kit's image with `hermes-kernel build-image`, build yours with "
+            "`docker build`, or name its registry (`registry.example:5000/name:tag`); check an image with "
+            "`hermes-kernel doctor --image NAME`")
+    try:
+        client.images.pull(image)
+    except docker_mod.errors.DockerException as exc:
+        raise ContainerStartError(f"image {image} is not on the docker engine and could not be pulled from "
+                                  f"{registry}: {_first_line(exc)}\nHint: is the registry reachable from dockerd "
+                                  "and are you logged in (`docker login`)?") from None

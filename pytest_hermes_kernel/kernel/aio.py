@@ -1,0 +1,87 @@
+"""Running a cell from asyncio: :func:`aexecute`, whose cancellation cancels the cell (B28).
+
+A coroutine that awaits a cell through a thread pool (``asyncio.to_thread(k.execute, ...)``)
+leaves the cell running when its task is cancelled: the kernel works on, and the waiting
+thread outlives its request. :func:`aexecute` instead runs the cell in a thread of its own and,
+when the awaiting task is cancelled, throws the cell's cancel switch: the timeout ladder starts
+at once (SIGINT, then SIGKILL and a fresh worker, or abandon), the coroutine waits for the cell
+to settle (further cancellations are held until then), hands the settled
+:class:`~.results.CellResult` (its ``watchdog`` says which rung ended the cell) to
+``on_cancelled``, and then lets the cancellation propagate, as asyncio requires. The thread
+ends with its cell, so no listener outlives its request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .results import CellResult
+
+if TYPE_CHECKING:
+    from .handle import KernelHandle
+
+__all__ = ["aexecute"]
+
+
+async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = None,
+                   on_cancelled: Callable[[CellResult], None] | None = None) -> CellResult:
+    """Run ``code`` on ``kernel`` from a coroutine (see module docstring).
+
+    :param timeout: seconds of budget for the cell (``None``: the kernel's ``options.timeout``).
+    :param on_cancelled: called with the cancelled cell's final result, before the
+        cancellation propagates (not called when the cell raised instead of returning).
+    :returns: the cell's :class:`CellResult`.
+    :raises asyncio.CancelledError: if the awaiting task was cancelled (after the cell settled).
+    :raises KernelShutdownError: if the kernel was shut down (and whatever ``execute`` raises).
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[CellResult] = loop.create_future()
+    switch = threading.Event()
+    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch),
+                     name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        switch.set()
+        result = await _settled(done)
+        if result is not None and on_cancelled is not None:
+            on_cancelled(result)
+        raise
+
+
+async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
+    """Wait for the cell to end, holding further cancellations; its result (``None`` if it raised)."""
+    while not done.done():
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:
+            continue
+        except BaseException:  # noqa: BLE001 - the cell's own error; the cancellation is what propagates
+            break
+    return None if done.exception() is not None else done.result()
+
+
+def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult], kernel: KernelHandle,
+              code: str, timeout: float | None, switch: threading.Event) -> None:
+    """The cell's thread: run it, hand its result (or error) to the loop, end."""
+    outcome: CellResult | BaseException
+    try:
+        outcome = kernel.execute(code, timeout=timeout, cancel=switch)
+    except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+        outcome = exc
+    try:
+        loop.call_soon_threadsafe(_settle, done, outcome)
+    except RuntimeError:
+        pass  # the loop is closed: nobody awaits this cell any more
+
+
+def _settle(done: asyncio.Future[CellResult], outcome: CellResult | BaseException) -> None:
+    if done.done():
+        return
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)

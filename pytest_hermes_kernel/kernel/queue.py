@@ -1,0 +1,100 @@
+"""CellQueue: the order of cells on one kernel, and which of them a ``restart()`` overtook.
+
+Cells on one kernel are serialized: each ``execute`` waits for its turn (the queue's lock).
+A ``restart()`` ends the generation the waiting cells were sent to (handed case B27), so a cell
+that was already waiting when the restart began is never run on the replacement: it gets its
+turn at once and is told it was overtaken (the handle answers it with a final result naming
+the old generation). A cell sent while the restart runs waits until the restart is done and
+then runs on the new generation. Nothing here knows about the kernel itself.
+
+Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn); the restart's own
+moves are serialized by the caller (the handle's control lock), so :meth:`CellQueue.restart`
+never runs twice at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+__all__ = ["CellQueue", "Ticket"]
+
+
+@dataclass(frozen=True)
+class Ticket:
+    """Where a cell stood when it was sent: the restart count and the kernel's generation then.
+
+    :param epoch: how many ``restart()`` calls had begun when the cell was sent.
+    :param generation: the kernel's generation when the cell was sent (what an overtaken cell names).
+    """
+
+    epoch: int
+    generation: int
+
+
+class CellQueue:
+    """Serializes cells on one kernel; marks off the cells a restart overtook (see module docstring)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._turn = threading.Condition(self.lock)
+        self._epoch = 0
+        self._restarting = False
+        self._waiting = 0
+        self._count_lock = threading.Lock()
+
+    @property
+    def waiting(self) -> int:
+        """How many cells wait for their turn now."""
+        return self._waiting
+
+    def ticket(self, generation: int) -> Ticket:
+        """A ticket for a cell sent now, to the kernel's ``generation``."""
+        return Ticket(epoch=self._epoch, generation=generation)
+
+    @contextmanager
+    def turn(self, ticket: Ticket) -> Iterator[bool]:
+        """Hold the kernel for one cell; yields whether it may run (``False``: a restart overtook it).
+
+        A cell sent while a restart runs waits here until the restart is done.
+        """
+        with self._counted():
+            self._turn.acquire()
+            try:
+                while self._restarting and ticket.epoch == self._epoch:
+                    self._turn.wait()
+            except BaseException:
+                self._turn.release()
+                raise
+        try:
+            yield ticket.epoch == self._epoch
+        finally:
+            self._turn.release()
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        with self._count_lock:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._count_lock:
+                self._waiting -= 1
+
+    @contextmanager
+    def restart(self) -> Iterator[None]:
+        """Mark a restart: every cell waiting now is overtaken; cells sent meanwhile wait for it.
+
+        The body runs with the queue's lock free (a running cell still holds it); enter
+        :attr:`lock` inside it to replace the kernel once that cell settled.
+        """
+        self._epoch += 1  # without the lock: a running cell holds it (restarts are serialized by the caller)
+        self._restarting = True
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._restarting = False
+                self._turn.notify_all()

@@ -1,0 +1,111 @@
+"""pytest-xdist, on the controller: a worker that crashed has its kernels reaped at once (B41).
+
+A worker that dies mid-test (``os._exit``, a segfault, SIGKILL, a teardown that kills it) runs
+no teardown. Its local kernels end by their lease, but a filecell kernel lives until its idle
+timer (30 min) and a docker or ssh runner until its orphan timer. So the controller learns
+each worker's pid when it comes up (``pytest_testnodeready``) and, when one goes down with an
+error (``pytest_testnodedown``), kills every process carrying that pid as its kernel host
+(``HERMES_KERNEL_HOST_PID``): on this machine, checked to be the same process right before the
+signal, and in the run's containers (docker and the ssh transport's sshd), by pid and start
+time. Kernels on a ``target=`` ssh host end by their orphan timer. xdist names the test the
+worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
+reaped. Nothing here touches a live worker's kernels: the pid is that of the dead worker only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+import pytest
+
+from ..containers.labels import LABEL_RUN_ID
+from ..containers.sharing import current_run_id
+from ..transports.detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_host_processes
+
+
+@dataclass
+class Crashes:
+    """What the controller knows of its workers: pids, crashed tests, reaped processes."""
+
+    pids: dict[str, int] = field(default_factory=dict)
+    crashed_in: dict[str, list[str]] = field(default_factory=dict)
+    reaped: dict[str, int] = field(default_factory=dict)
+
+
+_crashes_key = pytest.StashKey[Crashes]()
+
+
+def _crashes(config: pytest.Config) -> Crashes:
+    if _crashes_key not in config.stash:
+        config.stash[_crashes_key] = Crashes()
+    return config.stash[_crashes_key]
+
+
+def reap_local(host_pid: int) -> int:
+    """SIGKILL every live process of this machine whose kernel host is ``host_pid``; how many."""
+    killed = 0
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
+                continue
+            proc.kill()  # psutil checks the pid still names the process it listed (start time)
+            killed += 1
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return killed
+
+
+def reap_in_containers(host_pid: int, run_id: str) -> int:
+    """Kill ``host_pid``'s kernel processes in the run's containers (docker, sshd); how many."""
+    try:
+        import docker
+        client = docker.from_env()
+    except Exception:  # noqa: BLE001 - no docker here: no containers to reap in
+        return 0
+    killed = 0
+    try:
+        for container in client.containers.list(filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+            code, out = container.exec_run(["python3", "-c", HOST_PROCESSES_SCRIPT, str(host_pid)], user="root")
+            for pid, start, _kid, _cmd in parse_host_processes(out or b"") if code == 0 else []:
+                code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user="root")
+                killed += code == 0
+    except Exception:  # noqa: BLE001 - best effort: the orphan timers and the sweep are the backstop
+        pass
+    finally:
+        client.close()
+    return killed
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodeready(node: Any) -> None:
+    try:
+        _crashes(node.config).pids[node.gateway.id] = int(node.gateway._rinfo().pid)
+    except Exception:  # noqa: BLE001 - without its pid a crashed worker is left to the backstops
+        pass
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    crashes = _crashes(node.config)
+    pid = crashes.pids.pop(node.gateway.id, None)
+    if error is None or pid is None:
+        return
+    crashes.reaped[node.gateway.id] = reap_local(pid) + reap_in_containers(pid, current_run_id())
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem: str, report: Any, sched: Any) -> None:
+    worker = report.node.gateway.id
+    _crashes(report.node.config).crashed_in.setdefault(worker, []).append(crashitem)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    crashes = config.stash.get(_crashes_key, None)
+    if crashes is None or not (crashes.crashed_in or crashes.reaped):
+        return
+    for worker in sorted(set(crashes.crashed_in) | set(crashes.reaped)):
+        where = ", ".join(crashes.crashed_in.get(worker, [])) or "between tests"
+        terminalreporter.write_line(f"hermes-kernel: worker {worker} crashed in {where}; "
+                                    f"{crashes.reaped.get(worker, 0)} of its kernel processes reaped")

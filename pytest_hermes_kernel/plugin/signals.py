@@ -1,0 +1,41 @@
+"""SIGTERM ends a run the way Ctrl-C does: through teardown, so nothing of the run is left (B40).
+
+Python's default SIGTERM kills the process on the spot: no fixture teardown, no session end, no
+``atexit``. A CI abort (Jenkins, ``timeout``, ``docker stop``) would leave the run's containers,
+its run files and its ssh sessions behind (local kernels end by their lease either way). So,
+for the run's life, a first SIGTERM raises :class:`KeyboardInterrupt` in the main thread: pytest
+reports the run as interrupted and tears down every fixture that was set up (function scope up
+to session), and the session end closes the shared transports. A second SIGTERM kills at once
+(the default comes back with the first). A handler someone else installed is left alone, and
+nothing is installed off the main thread.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+import pytest
+
+_previous_key = pytest.StashKey[Any]()
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise KeyboardInterrupt("SIGTERM: the run is torn down like after Ctrl-C")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        config.stash[_previous_key] = signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)

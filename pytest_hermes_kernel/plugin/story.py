@@ -1,0 +1,151 @@
+"""The kernel's story in a failing test's report (issue #12 point 1).
+
+For every kernel a test got from ``hermes_kernel``/``hermes_kernel_factory`` the plugin follows
+the kernel's events. When the test fails (in any phase), its report gets one section per kernel,
+``hermes-kernel: kernel <id>``: transport, kernel id, pids, generation, every loss or reset with
+its reason, the last cells' statuses, and the tails of the runner's log and of the host's log
+(the kernel host container's or the sshd container's, :meth:`Transport.host_log`). Each tail is
+bounded (:data:`LOG_LINES` lines, :data:`SECTION_CHARS` characters a section) and redacted like
+cell output (:func:`~pytest_hermes_kernel.kernel.output.redact`, with the kernel env's secret
+values). The same facts go to ``item.user_properties`` as ``hermes_kernel.<n>.<fact>``, which
+the JUnit XML writer puts in the test case's ``<properties>``. A passing test gets the section
+only when ``-rA``/``-rP`` or ``-v`` asks, and no properties.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from ..kernel.interface import Kernel
+from ..kernel.output import redact, secret_values
+
+#: Cells remembered per kernel (the newest).
+LAST_CELLS = 5
+#: Lines of each log tail.
+LOG_LINES = 20
+#: Characters a section may hold; the rest is cut with a note.
+SECTION_CHARS = 8000
+
+
+@dataclass
+class KernelStory:
+    """What happened to one kernel during a test, as its report section tells it."""
+
+    kernel: Kernel
+    generations: list[str] = field(default_factory=list)
+    losses: list[str] = field(default_factory=list)
+    cells: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=LAST_CELLS))
+    count: int = 0
+    seen_generation: int = -1
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self._generation_seen()
+
+    def on_event(self, event: str, kernel: Any, payload: Any) -> None:
+        """The kernel's listener (see :data:`~pytest_hermes_kernel.kernel.interface.KernelListener`)."""
+        with self.lock:
+            if event == "started":
+                self._generation_seen()
+            elif event == "lost":
+                self.losses.append(f"{payload.reason}: {payload.note or 'no note'}"
+                                   + _exit_bits(payload.exit_code, payload.signal))
+            elif event == "result":
+                if payload.kernel.generation != self.seen_generation:  # a restart brings no "started"
+                    self._generation_seen()
+                self.count += 1
+                self.cells.append(f"cell {self.count} (generation {payload.kernel.generation}): {payload.summary()}")
+            elif event == "shutdown":
+                self.losses.append(f"shutdown: {payload}")
+
+    def _generation_seen(self) -> None:
+        k = self.kernel
+        self.seen_generation = k.generation
+        self.generations.append(f"generation {k.generation}: worker pid {k.pid}, runner pid {k.runner_pid}")
+
+    def facts(self) -> dict[str, str]:
+        """The story as flat facts (the JUnit properties), redacted."""
+        k = self.kernel
+        with self.lock:
+            facts = {"transport": k.transport.name, "kernel_id": k.kernel_id, "generation": str(k.generation),
+                     "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
+                     "last_cells": " | ".join(self.cells) or "none"}
+        return {name: self._clean(value) for name, value in facts.items()}
+
+    def section(self) -> str:
+        """The report section's text: facts, then the log tails; bounded and redacted."""
+        facts = self.facts()
+        lines = [f"transport: {facts['transport']}", f"kernel id: {facts['kernel_id']}",
+                 f"generation now: {facts['generation']}", "pids:", *_indent(self.generations),
+                 "deaths and resets:", *_indent(self.losses or ["none"]),
+                 f"last {LAST_CELLS} cells:", *_indent(list(self.cells) or ["none"])]
+        for title, text in self._tails():
+            lines += [f"{title} (last {LOG_LINES} lines):", *_indent(text.splitlines() or ["(empty)"])]
+        text = self._clean("\n".join(lines))
+        if len(text) > SECTION_CHARS:
+            text = text[:SECTION_CHARS] + f"\n[... {len(text) - SECTION_CHARS} characters cut ...]"
+        return text
+
+    def _tails(self) -> list[tuple[str, str]]:
+        launched, transport = self.kernel.launched, self.kernel.transport
+        if launched is None:
+            return [("runner log", "(the kernel's launch lives in another process)")]
+        tails = []
+        for title, read in (("runner log", transport.runner_log), ("host log", transport.host_log)):
+            try:
+                tails.append((title, read(launched, LOG_LINES)))
+            except Exception as exc:  # noqa: BLE001 - a report must never fail for its story
+                tails.append((title, f"(could not be read: {exc})"))
+        return [(title, text) for title, text in tails if text or title == "runner log"]
+
+    def _clean(self, text: str) -> str:
+        return redact(text, secret_values(self.kernel.options.env))
+
+
+def _exit_bits(exit_code: int | None, signal: int | None) -> str:
+    bits = ([f"exit code {exit_code}"] if exit_code is not None else []) + ([f"signal {signal}"] if signal else [])
+    return f" ({', '.join(bits)})" if bits else ""
+
+
+def _indent(lines: list[str]) -> list[str]:
+    return [f"  {line}" for line in lines]
+
+
+stories_key = pytest.StashKey[list[KernelStory]]()
+
+
+def follow(item: pytest.Item, kernel: Kernel) -> None:
+    """Tell ``kernel``'s story in ``item``'s report if the test fails."""
+    story = KernelStory(kernel)
+    kernel.add_listener(story.on_event)
+    item.stash.setdefault(stories_key, []).append(story)
+
+
+def _wanted(item: pytest.Item, report: pytest.TestReport) -> bool:
+    if report.failed:
+        return True
+    config = item.config
+    asked = config.get_verbosity() > 0 or bool({"A", "P"} & set(getattr(config.option, "reportchars", "") or ""))
+    return report.when == "call" and asked
+
+
+_told_key = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    stories = item.stash.get(stories_key, [])
+    if stories and not item.stash.get(_told_key, False) and _wanted(item, report):
+        item.stash[_told_key] = report.failed  # a failure's story is told once, in its first failed phase
+        for n, story in enumerate(stories):
+            report.sections.append((f"hermes-kernel: kernel {story.kernel.kernel_id}", story.section()))
+            if report.failed:  # JUnit XML takes the teardown report's, copied from the item's
+                target = report.user_properties if report.when == "teardown" else item.user_properties
+                target.extend((f"hermes_kernel.{n}.{name}", value) for name, value in story.facts().items())
+    return report

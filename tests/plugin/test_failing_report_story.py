@@ -1,0 +1,75 @@
+"""A failing test's report tells its kernels' story, as a section and as JUnit XML properties
+(issue #12 point 1); a passing test's report stays quiet unless ``-rA`` asks.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+SECRET = "canary-7f3c9e1d2b8a4c6e"
+
+SUITE = """
+import os
+
+import pytest
+
+@pytest.mark.hermes_kernel(env={"SERVICE_TOKEN": os.environ["STORY_CANARY"]})  # the value is not in the source
+def test_fails_after_a_death(hermes_kernel):
+    assert hermes_kernel.execute("x = 41").status == "ok"
+    r = hermes_kernel.execute("import os\\nos._exit(3)")
+    assert r.status == "died"
+    hermes_kernel.execute("import os\\nprint(os.environ['SERVICE_TOKEN'])")
+    assert False, "the test fails after its kernel died once"
+
+def test_passes(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+"""
+
+
+def _sections(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "hermes-kernel: kernel " in line]
+
+
+def _properties(path: str) -> dict[str, dict[str, str]]:
+    cases = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        cases[case.get("name", "").split("[")[0]] = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+    return cases
+
+
+def test_a_failing_test_reports_each_kernel_story_and_junit_properties(pytester: pytest.Pytester, run,  # type: ignore[no-untyped-def]
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORY_CANARY", SECRET)
+    pytester.makepyfile(test_story=SUITE)
+    result = run("--hermes-transport=local", "--junitxml=report.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+
+    assert len(_sections(out)) == 1, "one section, for the failing test's one kernel, none for the passing test"
+    story = out[out.index("hermes-kernel: kernel "):]
+    for fact in ("transport: local", "generation now: 1", "generation 0: worker pid", "generation 1: worker pid",
+                 "died", "exit code 3", "cell 1 (generation 0): status=ok", "cell 2 (generation 0): status=died",
+                 "runner log (last 20 lines):"):
+        assert fact in story, f"{fact!r} missing from the story:\n{story}"
+    assert SECRET not in out, "the kernel env's secret reached the terminal report"
+
+    props = _properties(str(pytester.path / "report.xml"))
+    failing, passing = props["test_fails_after_a_death"], props["test_passes"]
+    assert failing["hermes_kernel.0.transport"] == "local"
+    assert failing["hermes_kernel.0.generation"] == "1"
+    assert "died" in failing["hermes_kernel.0.losses"] and "exit code 3" in failing["hermes_kernel.0.losses"]
+    assert len(failing["hermes_kernel.0.kernel_id"]) == 32
+    assert not passing, "a passing test gets no kernel properties"
+    assert SECRET not in (pytester.path / "report.xml").read_text(encoding="utf-8")
+
+
+def test_a_passing_test_tells_its_story_when_asked_with_rA(pytester: pytest.Pytester, run,  # type: ignore[no-untyped-def]
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STORY_CANARY", SECRET)
+    pytester.makepyfile(test_story=SUITE)
+    result = run("--hermes-transport=local", "-rA", "-k", "test_passes")
+    result.assert_outcomes(passed=1, deselected=1)
+    assert len(_sections(result.stdout.str())) == 1
+    assert "cell 1 (generation 0): status=ok" in result.stdout.str()

@@ -1,0 +1,98 @@
+"""Handed case B41: under pytest-xdist a crashed worker's kernels were never torn down, the crash
+was blamed on the wrong test, and ``--maxfail`` tore session fixtures down twice or wedged.
+
+``pytest -n 2``: test_a holds a kernel (filecell, whose runner would otherwise live for its
+30 min idle timer, and docker, whose runner would live for its orphan timer) and calls
+``os._exit(1)``; test_b fails normally; test_c's fixture teardown kills its worker while its
+kernel lives. The crashes are blamed on test_a and test_c by node id, the controller reaps the
+dead workers' kernels at once, and the run ends with its summary. With ``--maxfail=1`` the run
+stops at the first failure, with a summary, and without an internal error or a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pytest_hermes_kernel.procs import processes_with_env
+from tests.support import wait_until
+
+pytest.importorskip("xdist")
+
+INNER = """
+import json, os, pathlib
+import pytest
+
+HERE = pathlib.Path(__file__).parent
+
+
+def note(name, kernel):
+    (HERE / name).write_text(json.dumps({"pid": os.getpid(), "kernel": kernel.kernel_id}))
+
+
+@pytest.mark.hermes_transports("filecell", "docker")
+def test_a(hermes_kernel, hermes_transport):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+    note(f"a-{hermes_transport.name}.json", hermes_kernel)
+    os._exit(1)
+
+
+def test_b():
+    assert False, "an ordinary failure"
+
+
+@pytest.fixture
+def dies_in_teardown(hermes_kernel):
+    yield hermes_kernel
+    note("c-filecell.json", hermes_kernel)
+    os._exit(1)
+
+
+@pytest.mark.hermes_transports("filecell")
+def test_c(dies_in_teardown):
+    assert dies_in_teardown.execute("2 + 2").value == "4"
+"""
+
+
+def _reaped(output: str, nodeid: str) -> int:
+    found = re.search(rf"hermes-kernel: worker gw\d+ crashed in {re.escape(nodeid)}; (\d+) of its kernel", output)
+    assert found, f"no crash line for {nodeid}:\n{output[-3000:]}"
+    return int(found.group(1))
+
+
+def test_crashed_workers_are_blamed_right_and_their_kernels_reaped(pytester: pytest.Pytester, run,
+                                                                   docker_ready: None) -> None:
+    pytester.makepyfile(test_inner=INNER)
+
+    result = run("-n", "2", "--hermes-transport=filecell,docker")
+
+    out = "\n".join(result.outlines)
+    result.assert_outcomes(passed=1, failed=4)  # test_c itself passed; three crashes and test_b
+    for nodeid in ("test_inner.py::test_a[filecell]", "test_inner.py::test_a[docker]",
+                   "test_inner.py::test_c[filecell]"):
+        assert re.search(rf"worker 'gw\d+' crashed while running '{re.escape(nodeid)}'", out), out[-3000:]
+        assert _reaped(out, nodeid) >= 1  # the runner (and its worker) where the kernel ran
+    assert "an ordinary failure" in out and "FAILED test_inner.py::test_b - AssertionError" in out
+    for name in ("a-filecell.json", "c-filecell.json"):
+        pid = str(json.loads((pytester.path / name).read_text())["pid"])
+        wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", pid), 3.0,
+                   what=f"the kernel processes of the crashed worker {pid} to be gone")
+
+
+def test_maxfail_stops_with_a_summary_and_no_internal_error(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_inner=INNER)
+
+    result = run("-n", "2", "--maxfail=1", "--hermes-transport=filecell", "-k", "test_a or test_b")
+
+    out = "\n".join(result.outlines + result.errlines)
+    # xdist ends a --maxfail run as interrupted ("stopping after 1 failures")
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED), out[-3000:]
+    assert "INTERNALERROR" not in out, out[-3000:]
+    assert re.search(r"=+ \d+ failed.* in [\d.]+s", out), out[-3000:]  # it ended, with its summary
+    pid_file = pytester.path / "a-filecell.json"
+    if pid_file.exists():  # test_a ran (and crashed) before the run stopped: its kernel is gone
+        pid = str(json.loads(pid_file.read_text())["pid"])
+        wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", pid), 3.0,
+                   what="the crashed worker's kernel processes to be gone")

@@ -1,0 +1,168 @@
+"""What the runner reports about a kernel's end, on real local kernels.
+
+The shutdown ladder (request -> SIGTERM -> SIGKILL, each rung waiting ``shutdown_grace``) says
+which rung ended the worker and with which code or signal; a cell cut by the shutdown says so;
+a worker that died between cells is reported, with its exit code or signal, by the next cell.
+Written against the survivors of the mutation run (``benchmarks/mutation.py``, issue #13).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from pytest_hermes_kernel.errors import KernelShutdownError
+from tests.support import CellStarted, gone, run_in_thread, wait_until
+
+GRACE = 0.5
+IGNORE_SIGTERM = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+SLEEP = "import time\ntime.sleep(60)\n"
+
+
+def _shutdown_mid_cell(make_kernel, setup: str = ""):
+    """Shut a kernel down while a cell sleeps after ``setup``: (kernel, exit info, seconds the
+    shutdown took, the cell's result)."""
+    probe = CellStarted()
+    k = make_kernel(shutdown_grace=GRACE, tools=probe.tools())
+    cell = run_in_thread(k, setup + probe.CODE + SLEEP)  # the setup has run once the cell reports
+    probe.wait()
+    started = time.monotonic()
+    info = k.shutdown()
+    took = time.monotonic() - started
+    return k, info, took, cell.result(timeout=30)
+
+
+def test_an_idle_kernel_exits_when_asked(make_kernel):
+    k = make_kernel(shutdown_grace=GRACE)
+    k.execute("1")
+    pid = k.pid
+
+    info = k.shutdown()
+
+    assert (info.step, info.exit_code, info.signal, info.confirmed, info.note) == ("request", 0, None, True, "")
+    assert gone(pid)
+    assert k.shutdown() is info, "shutdown is idempotent and says the same"
+    with pytest.raises(KernelShutdownError):
+        k.execute("1")
+
+
+def test_a_running_cell_is_ended_by_sigterm(make_kernel):
+    k, info, took, cut = _shutdown_mid_cell(make_kernel)
+
+    assert (info.step, info.exit_code, info.signal, info.note) == ("sigterm", 128 + signal.SIGTERM, signal.SIGTERM, "")
+    assert took < GRACE + 5.0, "SIGTERM worked: the ladder did not wait for its last rung"
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "reset"
+    assert "shut down while the cell ran" in cut.kernel.note
+
+
+def test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace(make_kernel):
+    k, info, took, cut = _shutdown_mid_cell(make_kernel, IGNORE_SIGTERM)
+
+    assert (info.step, info.exit_code, info.signal) == ("sigkill", 128 + signal.SIGKILL, signal.SIGKILL)
+    assert info.note == "forced kill after grace" and info.confirmed
+    assert took >= GRACE, "SIGTERM had its grace before the SIGKILL"
+    assert took < GRACE + 3.0, "the SIGTERM rung waits the shutdown grace, not the kill wait (5 s)"
+    assert cut.status == "died" and cut.kernel.reason == "reset"
+
+
+def test_shutdown_now_kills_the_tree_from_outside(make_kernel):
+    k = make_kernel()
+    k.execute("1")
+    worker, runner = k.pid, k.runner_pid
+
+    info = k.shutdown(now=True)
+
+    assert (info.step, info.signal, info.confirmed) == ("sigkill", signal.SIGKILL, True)
+    assert "killed from outside" in info.note
+    wait_until(lambda: gone(worker) and gone(runner), 5.0, what="the killed kernel's processes to be gone")
+
+
+@pytest.mark.parametrize("how, code, sig", [
+    ("exit code", 7, None),
+    ("signal", 128 + signal.SIGKILL, signal.SIGKILL),
+])
+def test_a_worker_dead_between_cells_is_reported_by_the_next_cell(make_kernel, how, code, sig):
+    k = make_kernel()
+    k.execute("x = 1")
+    pid = k.pid
+    if sig is None:
+        k.execute("import os, threading, time\n"
+                  "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(7))).start()")
+    else:
+        os.kill(pid, sig)
+    wait_until(lambda: gone(pid), 5.0, what="the worker to die between cells")
+
+    r = k.execute("'next'")
+
+    assert r.status == "ok" and r.value == "'next'", "the cell ran on a fresh worker"
+    assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.generation == 1
+    assert (r.kernel.exit_code, r.kernel.signal) == (code, sig)
+    assert "between cells" in r.kernel.note and r.kernel.pid != pid
+    again = k.execute("'after'")
+    assert not again.kernel.state_lost and again.kernel.exit_code is None, "the death is reported once"
+
+
+def test_shutdown_of_a_kernel_whose_worker_already_died_says_how_it_died(make_kernel):
+    k = make_kernel()
+    k.execute("import os, threading, time\n"
+              "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(9))).start()")
+    pid = k.pid
+    wait_until(lambda: gone(pid), 5.0, what="the worker to die between cells")
+
+    info = k.shutdown()
+
+    assert (info.step, info.exit_code, info.signal, info.confirmed) == ("already-exited", 9, None, True)
+
+
+def test_the_cell_after_a_lost_runner_reports_the_same_loss_as_the_cut_cell(make_kernel):
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("keep = 1")
+    cell = run_in_thread(k, probe.CODE + SLEEP)
+    probe.wait()
+    runner = k.runner_pid
+
+    os.kill(runner, signal.SIGKILL)  # the whole runner is gone mid-cell, not just the worker
+    cut = cell.result(timeout=30)
+    nxt = k.execute("'back'")
+
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "died", cut.summary()
+    assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.reason == "died"
+    assert nxt.kernel.note == cut.kernel.note, "the next cell tells the recorded cause, not a generic one"
+    assert k.runner_pid != runner and k.execute("'again'").kernel.state_lost is False
+
+
+def test_a_restart_during_a_cell_ends_that_cell_as_reset(make_kernel):
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("keep = 1")
+    cell = run_in_thread(k, probe.CODE + SLEEP)
+    probe.wait()
+    old = k.pid
+
+    info = k.restart()
+    cut = cell.result(timeout=30)
+
+    assert info.state_lost and info.reason == "reset"
+    assert cut.status == "died" and cut.kernel.state_lost and cut.kernel.reason == "reset", cut.summary()
+    assert cut.kernel.signal == signal.SIGKILL, "the cut cell says how its worker ended"
+    r = k.execute("'fresh' if 'keep' not in globals() else 'stale'")
+    assert r.value == "'fresh'" and r.kernel.pid != old
+
+
+def test_the_runner_holds_no_more_fds_after_its_worker_was_replaced(make_kernel):
+    import psutil
+
+    k = make_kernel()
+    k.execute("1")
+    supervisor = psutil.Process(k.runner_pid)
+    baseline = supervisor.num_fds()
+
+    for _ in range(3):
+        k.restart()
+        assert k.execute("1").value == "1"
+
+    assert supervisor.num_fds() == baseline, "each replaced worker must leave nothing open in the runner"
