@@ -14,17 +14,21 @@ The runner is a package (stdlib only); a kernel host gets it as one file,
 * **Bytecode** of the building interpreter sits next to each source as unchecked hash-based
   ``.pyc`` (PEP 552): an interpreter of the same version starts without compiling (the sources
   take ~12 ms to compile on the 2-core reference machine), any other finds the magic number wrong
-  and compiles the source. The ``compact`` flavour keeps the filecell launch command small.
+  and compiles the source. The ``compact`` flavour keeps the filecell launch command small: its
+  sources lose their docstrings and comments (:func:`slim_source`; line numbers kept, so a
+  traceback points at the same lines).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import importlib.util
 import io
 import marshal
 import os
+import tokenize
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,12 +81,42 @@ def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]
     for path in sorted(source_dir.glob("*.py")):
         if flavour == "compact" and path.stem in SERVER_MODULES:
             continue
-        source = path.read_bytes()
+        source = path.read_bytes() if flavour == "compiled" else slim_source(path.read_bytes())
         arcname = f"{ZIP_PACKAGE}/{path.name}"
         members.append((arcname, source))
         if flavour == "compiled" or path.stem in POLL_MODULES:
             members.append((arcname + "c", _pyc(source, arcname)))
     return sorted(members)
+
+
+def slim_source(source: bytes) -> bytes:
+    """``source`` without docstrings and comments, every line where it was.
+
+    A docstring becomes an empty string literal spanning as many lines (a body of only a
+    docstring stays valid); a comment is cut off its line. The code compiles to the same
+    operations (docstrings aside), and a traceback's line numbers still match the real source.
+
+    :param source: a module's UTF-8 source.
+    :returns: the slimmed UTF-8 source.
+    """
+    text = source.decode("utf-8")
+    lines = text.splitlines(keepends=True)
+    docstrings = {(first.lineno, first.col_offset) for node in ast.walk(ast.parse(source))
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  for first in node.body[:1]
+                  if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                  and isinstance(first.value.value, str)}
+    cuts = []  # (start, end, replacement): tokenize's (1-based row, column in characters)
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type == tokenize.COMMENT:
+            cuts.append((tok.start, tok.end, ""))
+        elif tok.type == tokenize.STRING and tok.start in docstrings:
+            span = tok.end[0] - tok.start[0]
+            cuts.append((tok.start, tok.end, '""' if span == 0 else '"""' + "\n" * span + '"""'))
+    for (row, col), (end_row, end_col), new in sorted(cuts, reverse=True):
+        head, tail = lines[row - 1][:col], lines[end_row - 1][end_col:]
+        lines[row - 1:end_row] = ((head.rstrip() if not new else head) + new + tail).splitlines(keepends=True)
+    return "".join(lines).encode("utf-8")
 
 
 def _pyc(source: bytes, arcname: str) -> bytes:

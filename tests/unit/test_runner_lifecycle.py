@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -166,3 +168,25 @@ def test_the_runner_holds_no_more_fds_after_its_worker_was_replaced(make_kernel)
         assert k.execute("1").value == "1"
 
     assert supervisor.num_fds() == baseline, "each replaced worker must leave nothing open in the runner"
+
+
+WORKER_KILLED_AT_ONCE = r"""
+import os, selectors, signal, time
+from pytest_hermes_kernel.kernel.runner.worker_process import WorkerProcess
+
+wp = WorkerProcess({}, selectors.DefaultSelector(), (os.pipe()[1], os.pipe()[1]))
+pid = wp.start(lambda: time.sleep(1.0))  # the child is slow to run: the group must exist already
+assert os.getpgid(pid) == pid, ("the worker is not its own group yet", os.getpgid(pid), pid)
+wp.signal_group(signal.SIGKILL)
+print(wp.wait(5.0))
+"""
+
+
+def test_a_worker_signalled_the_moment_it_was_forked_is_hit():
+    """The supervisor makes the worker its own process group right after the fork, not only the
+    worker itself once it runs: a kill in between (a ``restart()`` right after the start) found
+    no group, missed the worker, and the "new" worker was the old one with its state."""
+    out = subprocess.run([sys.executable, "-c", WORKER_KILLED_AT_ONCE], capture_output=True, text=True, timeout=60)
+
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(137, 9)", out.stdout

@@ -24,7 +24,7 @@ import pytest
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, SERVER_MODULES, ZIP_PACKAGE,
                                                            RunnerFlavour, RunnerZipapp, build_zipapp, runner_zipapp,
-                                                           write_runner)
+                                                           slim_source, write_runner)
 
 ISOLATED = [sys.executable, "-I", "-S", "-B"]
 
@@ -78,7 +78,8 @@ def test_the_file_holds_the_runner_package_and_nothing_else(flavour: RunnerFlavo
 
     assert shipped == package | {"__main__.py"}
     for path in sources:
-        assert zf.read(f"{ZIP_PACKAGE}/{path.name}") == path.read_bytes()
+        source = path.read_bytes()
+        assert zf.read(f"{ZIP_PACKAGE}/{path.name}") == (source if flavour == "compiled" else slim_source(source))
     assert {n for n in zf.namelist() if n.endswith(".pyc")} == {f"{ZIP_PACKAGE}/{m}.pyc" for m in compiled}
     assert _imports_outside_the_stdlib_and_the_package(zf, shipped) == []
 
@@ -87,6 +88,32 @@ def test_the_compact_file_fits_a_filecell_launch_command() -> None:
     """filecell ships it zlib-compressed and base64-encoded inside one command (see scripts.MAX_COMMAND_BYTES)."""
     size = len(scripts.b64(zlib.compress(runner_zipapp("compact").data, 9)))
     assert size < scripts.MAX_COMMAND_BYTES // 2, size
+
+
+@pytest.mark.parametrize("path", sorted(RUNNER_SOURCE_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_the_compact_sources_lose_docstrings_and_comments_but_keep_their_lines(path: Path) -> None:
+    source = path.read_bytes()
+    slim = slim_source(source)
+
+    assert slim.count(b"\n") == source.count(b"\n")
+    assert _code_lines(slim, path.name) == _code_lines(source, path.name), "a traceback would point elsewhere"
+    assert not [n for n in ast.walk(ast.parse(slim)) if _docstring(n)]
+    assert b"#" not in b"".join(line for line in slim.splitlines() if b"'" not in line and b'"' not in line)
+    assert len(slim) < len(source)
+
+
+def _code_lines(source: bytes, name: str) -> list[tuple[str, int]]:
+    """(name, first line) of every code object a module compiles to, nested ones included."""
+    found, todo = [], [compile(source, name, "exec", dont_inherit=True)]
+    while todo:
+        code = todo.pop()
+        found.append((code.co_name, code.co_firstlineno))
+        todo += [c for c in code.co_consts if hasattr(c, "co_code")]
+    return sorted(found)
+
+
+def _docstring(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and bool(ast.get_docstring(node))
 
 
 def _imports_outside_the_stdlib_and_the_package(zf: zipfile.ZipFile, names: set[str]) -> list[str]:

@@ -1,7 +1,8 @@
 """The supervisor's side of its worker: fork it, signal its process group, reap it.
 
-The worker's pid is its process group id (it calls ``setpgid(0, 0)``), so a signal to the
-group also reaches what its cells started; :func:`.procfs.kill_session_strays` covers the ones
+The worker's pid is its process group id (set by the supervisor right after the fork, and by the
+worker itself: whichever runs first, as a shell does for its jobs), so a signal to the
+group also reaches what its cells started, even one sent the moment the fork returned; :func:`.procfs.kill_session_strays` covers the ones
 that left the group. ``waitpid`` gives the exact exit code or signal of every worker.
 B29: ``pid`` is set only while the worker is unreaped; :meth:`WorkerProcess.reap` ends the group first.
 """
@@ -68,6 +69,7 @@ class WorkerProcess:
             parent.close()
             close_in_child()
             self._enter_child(child)
+        _own_group(pid)
         child.close()
         parent.setblocking(False)
         self.pid, self.sock, self.decoder = pid, parent, FrameDecoder()
@@ -78,6 +80,7 @@ class WorkerProcess:
         return pid
 
     def _enter_child(self, child: socket.socket) -> None:
+        _own_group(0)
         out_w, err_w = self.write_ends
         close_fds_except({0, 1, 2, child.fileno(), out_w, err_w})
         cgroup_procs = self.config.get("cgroup_procs")
@@ -179,3 +182,17 @@ class WorkerProcess:
             if self.wait(grace if sig != signal.SIGKILL else KILL_WAIT_S) is not None:
                 return step  # type: ignore[return-value]
         return "sigkill"
+
+
+def _own_group(pid: int) -> None:
+    """Make worker ``pid`` (``0``: this process) the leader of its own process group.
+
+    Both sides call it (POSIX job control's recipe): a ``killpg`` sent right after the fork, before
+    the child ran at all, would otherwise find no such group and miss the worker (a ``restart()``
+    right after the start left the old worker running, measured). ``EACCES``/``ESRCH``: the child
+    already did it, or is gone.
+    """
+    try:
+        os.setpgid(pid, 0)
+    except (PermissionError, ProcessLookupError):
+        pass
