@@ -24,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import measures  # noqa: E402
+import starts  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TARGETS = {"local": {"rt_p50_ms": 0.25, "start_p50_ms": 60.0, "idle_pss_mb": 15.0},
@@ -42,6 +43,7 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             res["transports"][name] = figs
         except Exception as exc:  # noqa: BLE001 - an unavailable transport is reported, not fatal
             res["transports"][name] = {"unavailable": f"{type(exc).__name__}: {exc}"}
+    res["starts"] = start_figures(args)
     progress("anchors: raw pipe echo, relay echo, bare python")
     a = res["anchors"]
     a["pipe_echo_p50_ms"] = statistics.median(measures.pipe_echo(args.cells)) * 1e3
@@ -69,6 +71,68 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
         progress("anchors: jupyter_client + ipykernel")
         a["jupyter"] = measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8))
     return res
+
+
+def start_figures(args: argparse.Namespace) -> dict[str, Any]:
+    """Issue #11's start figures: both paths per transport, the remote anchors, memory, 64 at once."""
+    out: dict[str, Any] = {}
+    for name in args.transports:
+        if "unavailable" in res_unavailable(name, args):
+            continue
+        progress(f"{name}: start to first result, server and spawn path")
+        try:
+            out[name] = starts.path_figures(name, args.starts)
+        except Exception as exc:  # noqa: BLE001 - reported, not fatal
+            out[name] = {"unavailable": f"{type(exc).__name__}: {exc}"}
+    anchors = {"docker": starts.docker_exec_true, "ssh": starts.ssh_exec_true}
+    for name, anchor in anchors.items():
+        if name in out and "unavailable" not in out[name]:
+            progress(f"anchors: one {name} exec of true")
+            out[name]["exec_true_p50_ms"] = anchor(args.starts)
+    if "local" in args.transports:
+        progress("local: idle memory per kernel (8 forked from one server), 64 kernels at once")
+        out["memory"] = starts.memory_per_kernel(8)
+        out["concurrent"] = starts.concurrent_starts(64)
+    return out
+
+
+def res_unavailable(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``{"unavailable": why}`` when transport ``name`` cannot run here, else ``{}``."""
+    try:
+        from pytest_hermes_kernel.transports import get_transport
+
+        get_transport(name)
+    except Exception as exc:  # noqa: BLE001
+        return {"unavailable": f"{type(exc).__name__}: {exc}"}
+    return {}
+
+
+def start_table(res: dict[str, Any]) -> list[str]:
+    """Rows of the start figures, each with its anchor and ratio."""
+    a, st = res["anchors"], res.get("starts", {})
+    bare = a.get("bare_python_start_p50_ms")
+    jup = (a.get("jupyter") or {}).get("start_p50_ms")
+    lines = ["start to first result (p50 ms): server path | spawn path | anchor"]
+    for name, f in st.items():
+        if name in ("memory", "concurrent") or "unavailable" in f:
+            continue
+        ours, spawn = f.get("start_first_p50_ms"), f.get("start_first_spawn_p50_ms")
+        anchor, aname = ((f.get("exec_true_p50_ms"), f"one {name} exec of true") if name in ("docker", "ssh")
+                         else (bare, "bare python -c pass"))
+        ratio = f" ({ours / anchor:.2f}x)" if ours and anchor else ""
+        extra = f"; jupyter_client {jup:.1f} ms ({jup / ours:.0f}x faster)" if name == "local" and jup and ours else ""
+        spawn_text = f"{spawn:.1f}" if spawn is not None else "-"
+        anchor_text = f"{anchor:.1f} {aname}{ratio}" if anchor else ""
+        note = f" [note: {f['server_note']}]" if f.get("server_note") else ""
+        lines.append(f"  {name:9} {ours:8.1f} | {spawn_text:>8} | {anchor_text}{extra}{note}")
+    mem, conc = st.get("memory"), st.get("concurrent")
+    if mem:
+        lines.append(f"idle memory per kernel, {mem['kernels']} forked from one server: PSS {mem['idle_pss_mb']:.1f} MB, "
+                     f"unshared (USS) {mem['idle_uss_mb']:.1f} MB")
+    if conc:
+        lines.append(f"{conc['kernels']} local kernels started at once, all first results: "
+                     f"{conc['server_s']:.2f} s (server) | {conc['spawn_s']:.2f} s (spawn)")
+    return lines
 
 
 def progress(text: str) -> None:
@@ -109,10 +173,16 @@ def table(res: dict[str, Any]) -> str:
                  f"bare python RSS {a['bare_python_rss_mb']:.1f} MB")
     seed = a.get("seed_filecell")
     if seed and "unavailable" not in seed:
-        lines.append(f"filecell vs seed-style file protocol (local shell): ours {json.dumps(seed['filecell'])}; "
-                     f"seed {json.dumps(seed['seed_style'])}; one execute {json.dumps(seed['floor'])}")
+        ours_ms, seed_ms = seed["filecell"]["p50_ms"], seed["seed_style"]["p50_ms"]
+        sh_ms = seed["floor"]["sh_true_ms"]
+        lines.append(f"filecell cell (local shell) p50 {ours_ms:.1f} ms: {ours_ms / sh_ms:.1f}x one `sh -c true` "
+                     f"execute ({sh_ms:.1f} ms), {ours_ms / a['bare_python_start_p50_ms']:.2f}x bare python, "
+                     f"{seed_ms / ours_ms:.0f}x faster than the seed-style protocol ({seed_ms:.0f} ms)")
+        lines.append(f"  details: ours {json.dumps(seed['filecell'])}; seed {json.dumps(seed['seed_style'])}; "
+                     f"one execute {json.dumps(seed['floor'])}")
     elif seed:
         lines.append(f"seed-style file protocol: {seed['unavailable']}")
+    lines += start_table(res)
     return "\n".join(lines)
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
+    "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
     "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
     "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError",
@@ -90,6 +91,11 @@ class KernelStartError(HermesKernelError):
         super().__init__(message)
         self.kernel_id = kernel_id
         self.exit_code = exit_code
+
+
+class KernelServerUnavailable(KernelStartError):
+    """A kernel server could not fork this kernel (gone, refused, silent); the transport falls back
+    to a plain spawn and says so in the first result's ``kernel.note``."""
 
 
 class KernelDiedError(HermesKernelError):

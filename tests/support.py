@@ -24,6 +24,7 @@ import pytest
 
 from pytest_hermes_kernel.contract._probes import (CellStarted, kernel_pids, run_in_thread,  # noqa: F401
                                                    signal_in_kernel, wait_until)
+from pytest_hermes_kernel.kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_ID_VAR = "HERMES_KERNEL_ID"
@@ -110,7 +111,9 @@ def pids_with_kernel_id(kernel_id: str) -> list[int]:
 
 
 def kernel_ids_below(pid: int | None = None) -> set[str]:
-    """Distinct ``HERMES_KERNEL_ID`` values among the live descendants of ``pid`` (default: us)."""
+    """Distinct ``HERMES_KERNEL_ID`` values among the live descendants of ``pid`` (default: us).
+
+    A kernel server's placeholder is not a kernel's id: servers outlive tests by design."""
     try:
         children = psutil.Process(pid or os.getpid()).children(recursive=True)
     except psutil.NoSuchProcess:
@@ -118,7 +121,7 @@ def kernel_ids_below(pid: int | None = None) -> set[str]:
     ids = set()
     for child in children:
         kid = environ_of(child.pid).get(KERNEL_ID_VAR)
-        if kid and not gone(child.pid):
+        if kid and not kid.startswith(SERVER_KERNEL_ID_PREFIX) and not gone(child.pid):
             ids.add(kid)
     return ids
 

@@ -85,6 +85,8 @@ class Launched:
     :param label: a short text for names and messages (``"pid 123"``, ``"container ab12"``).
     :param extra: the transport's own facts about this launch (a ``Popen``, a container id);
         only the transport that made it reads them.
+    :param note: what the kernel's first result says about its start in ``kernel.note`` (e.g. a
+        kernel server was unavailable and the runner was spawned instead); ``""``: nothing.
     """
 
     stream: ByteStream
@@ -92,6 +94,7 @@ class Launched:
     kernel_dir: str | None = None
     label: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
 
 
 class Transport(ABC):

@@ -134,19 +134,16 @@ class KernelHandle:
     @property
     def runner_pid(self) -> int | None:
         """Pid of the runner's supervisor where the kernel runs; ``None`` without a runner."""
-        link = self._runtime.link
-        return None if link is None else link.launched.pid
+        return None if (launched := self.launched) is None else launched.pid
 
     @property
     def launched(self) -> Launched | None:
         """The transport's record of the current runner; ``None`` without a runner."""
-        link = self._runtime.link
-        return None if link is None else link.launched
+        return None if (link := self._runtime.link) is None else link.launched
 
     @property
     def _channel(self) -> Channel | None:
-        link = self._runtime.link
-        return None if link is None else link.channel
+        return None if (link := self._runtime.link) is None else link.channel
 
     @property
     def queued(self) -> int:
@@ -269,7 +266,8 @@ class KernelHandle:
                                                                    restart=self.options.watchdog.restart)
                 death = replace(death, note=note)
             self.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
-        changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected)
+        changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,
+                                       start_note=self._runtime.take_start_note())
         return build_result(outcome, status=verdict.status, kernel=self.info(**changes), watchdog=watchdog,
                             tool_calls=cell.authority.calls, secrets=self._secrets)
 

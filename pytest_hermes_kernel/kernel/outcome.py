@@ -164,12 +164,14 @@ class Verdict:
     note: str | None = None
     reset: bool = False
 
-    def info_changes(self, *, earlier: Loss | None, death: Loss | None, reconnected: bool) -> dict[str, Any]:
+    def info_changes(self, *, earlier: Loss | None, death: Loss | None, reconnected: bool,
+                     start_note: str | None = None) -> dict[str, Any]:
         """The :class:`~.results.KernelInfo` fields of the cell's result.
 
         :param earlier: the loss this cell reports from before it (a death, a reset, an eviction).
         :param death: the loss this cell caused, as the handle settled it (after any reset).
         :param reconnected: the stream was re-attached during the cell.
+        :param start_note: how the kernel started, said once (e.g. no kernel server: a plain spawn).
         """
         changes: dict[str, Any] = {"reconnected": reconnected, **(earlier.info_fields() if earlier else {})}
         if death is not None:
@@ -178,6 +180,8 @@ class Verdict:
             changes["note"] = self.note
         if self.reset:
             changes.update(state_lost=True, reason="reset")
+        if start_note:
+            changes["note"] = "; ".join(filter(None, (changes.get("note"), start_note)))
         return changes
 
 

@@ -55,6 +55,7 @@ class KernelRuntime:
         self.worker_pid: int | None = None
         self.generation = 0
         self.restart_count = 0
+        self.start_note = ""
 
     def shut_error(self, generation: int | None = None) -> KernelShutdownError:
         """The error for a move refused because the kernel is shut down.
@@ -98,7 +99,14 @@ class KernelRuntime:
         if not self.life.advance(S.WORKER_DEAD if self.worker_pid is None else S.IDLE):
             self.discard()  # shut down while it started: it must not outlive the handle
             raise self.shut_error()
-        self.on_started(self.require_link().launched)
+        launched = self.require_link().launched
+        self.start_note = launched.note
+        self.on_started(launched)
+
+    def take_start_note(self) -> str:
+        """What the last launch said about itself (``Launched.note``), once: for the next result's ``kernel.note``."""
+        note, self.start_note = self.start_note, ""
+        return note
 
     def _connect(self) -> dict[str, Any]:
         link = RunnerLink.launch(self.transport, launch_spec(self.kernel_id, self.token, self.options),

@@ -16,6 +16,8 @@ from typing import Any
 
 import psutil
 
+from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
+
 Snapshot = dict[str, str]
 
 
@@ -77,7 +79,21 @@ def _describe(proc: psutil.Process) -> str:
 
 def _kernel_marked(proc: psutil.Process, host_pid: str) -> bool:
     try:
-        return proc.environ().get("HERMES_KERNEL_HOST_PID") == host_pid
+        env = proc.environ()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+        return False
+    return env.get("HERMES_KERNEL_HOST_PID") == host_pid and not _is_kernel_server(env)
+
+
+def _is_kernel_server(env: dict[str, str]) -> bool:
+    """A kernel server (``kernel/runner/server.py``) outlives tests by design, as the run's shared
+    containers do: it is the transport's, closed with it, and holds nothing of any kernel."""
+    return env.get("HERMES_KERNEL_ID", "").startswith(SERVER_KERNEL_ID_PREFIX)
+
+
+def _kernel_server(proc: psutil.Process) -> bool:
+    try:
+        return _is_kernel_server(proc.environ())
     except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
         return False
 
@@ -115,7 +131,7 @@ def child_processes() -> Snapshot:
     out = {}
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.status() != psutil.STATUS_ZOMBIE and not _kernel_server(proc):
                 out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
         except psutil.NoSuchProcess:
             continue

@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from ..kernel.contract import LaunchSpec
+from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
 
 SOCKET_NAME = "sock"
 PIDFILE_NAME = "runner.pid"
@@ -151,8 +152,9 @@ for name in os.listdir('/proc'):
     fields = stat[stat.rfind(b')') + 2:].split()
     if want in env and fields[0] != b'Z':
         kid = [e[17:].decode() for e in env if e.startswith(b'HERMES_KERNEL_ID=')] or ['?']
-        print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
-"""
+        if not kid[0].startswith('SERVER_PREFIX'):  # a kernel server is the transport's, not a kernel
+            print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
+""".replace("SERVER_PREFIX", SERVER_KERNEL_ID_PREFIX)
 
 #: argv[1]: a pid, argv[2]: its start ticks (field 22 of /proc/<pid>/stat). SIGKILLs it only if
 #: it is still that process (never a reused pid); exit status 0 when it was.

@@ -1,8 +1,11 @@
-"""Local transport: the kernel runner as a child process of the host.
+"""Local transport: the kernel runner as a process of this machine, forked by a kernel server.
 
-The runner file (:mod:`.runner_zipapp`) is written into the kernel's private dir and run from
-there, as on every other transport. It starts in its own session (``start_new_session=True``),
-so it and everything the kernel starts can be found and killed together. The channel is one end of a socketpair passed by
+By default a kernel is forked by a kernel server (:mod:`.local_server`, ``kernel/runner/server.py``):
+a start is one message and a fork, not a new interpreter. With ``server=False``, or when the server
+is gone or refuses (said in the first result's ``kernel.note``), the runner starts as a child process:
+the runner file (:mod:`.runner_zipapp`) is written into the kernel's private dir and run from there,
+as on every other transport. Either way the kernel leads its own session, so it and everything it
+starts can be found and killed together, and its kernel dir is private (0700). The channel is one end of a socketpair passed by
 fd: it is also the parent-death lease. When the host dies by any means (SIGKILL included, also
 mid-cell) the kernel sees EOF and kills its worker's process group, then exits.
 ``PR_SET_PDEATHSIG`` is not used for the host link: it fires when the *thread* that spawned the
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -29,14 +33,24 @@ import time
 from pathlib import Path
 from typing import ClassVar
 
+import psutil
+
 from ..errors import KernelStartError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
+from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..procs import dirs_under, kill_session, pid_alive, start_ticks
+from .remote_server import with_fallback
+from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
 from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
+LOG_NAME = "runner.log"
+#: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
+_POLL_S = 0.005
+#: Seconds a forked runner that ended may take to be reaped by its server (one SIGCHLD).
+REAPED_WAIT_S = 1.0
 #: Host variables a runner is started with (the host's own values, never the kernel's ``env``
 #: option): what an interpreter of this host may need to start at all.
 LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONHOME", "LD_LIBRARY_PATH")
@@ -63,24 +77,57 @@ def kernel_dir_root() -> str:
 
 
 class LocalTransport(Transport):
-    """Kernels as local subprocesses (see module docstring)."""
+    """Kernels as local processes (see module docstring).
+
+    :param python: the interpreter kernels run (default: this one).
+    :param server: fork kernels from a kernel server (:mod:`.local_server`); ``False`` starts
+        every runner as a new process (the spawn path).
+    :param max_servers: kernel servers kept at once (one per interpreter and launch environment).
+    :param server_idle_timeout: seconds a server without requests and kernels lives on.
+    """
 
     name: ClassVar[str] = "local"
 
-    def __init__(self, *, python: str | None = None) -> None:
+    def __init__(self, *, python: str | None = None, server: bool = True, max_servers: int = DEFAULT_MAX_SERVERS,
+                 server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
         self.python = python or sys.executable
+        self.server = server
+        self._servers = LocalServers(kernel_dir_root(), max_servers, server_idle_timeout) if server else None
 
     @property
     def runs_on_this_host(self) -> bool:
         return True
 
     def launch(self, spec: LaunchSpec) -> Launched:
+        """Fork the kernel from a kernel server, or spawn its runner (no server, or it failed)."""
+        python = spec.python or self.python
+        usable = self._servers is not None and (not spec.cwd or os.path.isdir(spec.cwd))  # a bad cwd: the spawn's error
+        return with_fallback((lambda: self._fork(spec, python)) if usable else None, lambda: self._spawn(spec, python))
+
+    def _fork(self, spec: LaunchSpec, python: str) -> Launched:
+        assert self._servers is not None
+        kdir = _new_kernel_dir()
+        host_end, kernel_end = socket.socketpair()
+        config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True, log=os.path.join(kdir, LOG_NAME))
+        try:
+            pid, server = self._servers.spawn(python, launch_env(SERVER_KERNEL_ID), config, kernel_end)
+        except BaseException:
+            host_end.close()
+            shutil.rmtree(kdir, ignore_errors=True)
+            raise
+        finally:
+            kernel_end.close()
+        return Launched(stream=SocketStream(host_end), pid=pid, kernel_dir=kdir,
+                        label=f"local pid {pid}, forked by kernel server {server.pid}",
+                        extra={"runner": ForkedRunner(pid, server), "start_ticks": start_ticks(pid)})
+
+    def _spawn(self, spec: LaunchSpec, python: str) -> Launched:
         kdir, runner = _make_kernel_dir()
         host_end, kernel_end = socket.socketpair()
-        log = open(os.path.join(kdir, "runner.log"), "wb")
+        log = open(os.path.join(kdir, LOG_NAME), "wb")
         try:
             proc = subprocess.Popen(
-                [spec.python or self.python, "-B", runner, "serve", "--fd", str(kernel_end.fileno())],
+                [python, "-B", runner, "serve", "--fd", str(kernel_end.fileno())],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
                 pass_fds=(kernel_end.fileno(),), start_new_session=True,
                 env=launch_env(spec.kernel_id), cwd=spec.cwd or kdir,
@@ -90,29 +137,27 @@ class LocalTransport(Transport):
             shutil.rmtree(kdir, ignore_errors=True)
             hint = (f"the working directory cwd={spec.cwd!r} does not exist" if spec.cwd and not os.path.isdir(spec.cwd)
                     else "check the interpreter path (option python=...)")
-            raise KernelStartError(f"could not start the local kernel runner with {spec.python or self.python!r}: "
+            raise KernelStartError(f"could not start the local kernel runner with {python!r}: "
                                    f"{exc}\nHint: {hint}.") from None
         finally:
             kernel_end.close()
             log.close()
         try:
             config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True)  # the whole environment
-            proc.stdin.write(json.dumps(config).encode())
-            proc.stdin.close()
+            proc.stdin.write(json.dumps(config).encode())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
         except OSError:
             pass  # it died at once; the hello wait reports it with the runner log
         return Launched(stream=SocketStream(host_end), pid=proc.pid, kernel_dir=kdir,
-                        label=f"local pid {proc.pid}", extra={"proc": proc, "start_ticks": start_ticks(proc.pid)})
+                        label=f"local pid {proc.pid}",
+                        extra={"runner": SpawnedRunner(proc), "start_ticks": start_ticks(proc.pid)})
 
     def kill(self, launched: Launched) -> bool:
         if launched.pid is None:
             return True
         leader = launched.extra.get("start_ticks")  # once the runner is reaped its pid may be reused (B29)
         kill_session(launched.pid, leader_start=leader)
-        proc: subprocess.Popen[bytes] = launched.extra["proc"]
-        try:
-            proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
+        if not launched.extra["runner"].wait(5.0):
             return False
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:  # members of the session re-parented to init
@@ -122,35 +167,26 @@ class LocalTransport(Transport):
         return False
 
     def alive(self, launched: Launched) -> bool:
-        proc: subprocess.Popen[bytes] = launched.extra["proc"]
-        return proc.poll() is None and pid_alive(proc.pid)
+        return launched.extra["runner"].alive()
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait for the runner to exit, leaving no zombie; True when it did within ``timeout``."""
-        proc: subprocess.Popen[bytes] = launched.extra["proc"]
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
+        return launched.extra["runner"].wait(timeout)
 
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
-        proc: subprocess.Popen[bytes] = launched.extra["proc"]
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+        return launched.extra["runner"].exit_status(timeout)
 
     def sweep_stale(self, max_age_s: float) -> int:
         return sweep_stale_kernel_dirs(max_age_s)
 
     def cleanup(self, launched: Launched) -> None:
+        launched.extra["runner"].close()
         if launched.kernel_dir:
             shutil.rmtree(launched.kernel_dir, ignore_errors=True)
 
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         try:
-            text = Path(launched.kernel_dir or "", "runner.log").read_text("utf-8", "replace")
+            text = Path(launched.kernel_dir or "", LOG_NAME).read_text("utf-8", "replace")
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
@@ -161,19 +197,119 @@ class LocalTransport(Transport):
 
         return LocalFiles(workdir)
 
+    def server_pids(self) -> list[int]:
+        """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
+        return [] if self._servers is None else self._servers.pids()
+
+    def close(self) -> None:
+        """Close the kernel servers (kernels they forked live on, each on its own lease)."""
+        if self._servers is not None:
+            self._servers.close()
+
     def describe(self) -> str:
-        return f"local ({self.python})"
+        return f"local ({self.python}, {'kernel server' if self._servers is not None else 'spawn'})"
+
+
+class SpawnedRunner:
+    """A runner started as our child process: waited for with ``Popen.wait`` (no zombie left)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def wait(self, timeout: float) -> bool:
+        """True when the runner has exited within ``timeout`` seconds (``0``: just look)."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def alive(self) -> bool:
+        """Runs and is no zombie (a zombie is dead even while nobody reaped it)."""
+        return self.proc.poll() is None and pid_alive(self.proc.pid)
+
+    def exit_status(self, timeout: float) -> int | None:
+        """The exit code once it ended within ``timeout`` seconds (``-N``: signal ``N``), else ``None``."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def close(self) -> None:
+        """Nothing to release (``Popen`` collected the exit status)."""
+
+
+class ForkedRunner:
+    """A runner a kernel server forked: not our child, so waited for through a pidfd (Linux >= 5.3;
+    elsewhere by polling its pid). Its server collects its exit status.
+
+    :param pid: the runner's pid, as the server reported it (open the pidfd at once).
+    :param server: the server that forked it (it knows the exit status).
+    """
+
+    def __init__(self, pid: int, server: LocalServer) -> None:
+        self.pid = pid
+        self.server = server
+        self.pidfd: int | None
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self.pidfd = None
+
+    def wait(self, timeout: float) -> bool:
+        """True when the runner has ended within ``timeout`` seconds (``0``: just look); when it
+        has, its server's reaping is waited for too (bounded by :data:`REAPED_WAIT_S`), so a
+        shutdown leaves no zombie behind, as on the spawn path."""
+        if self.pidfd is not None:
+            ended = bool(select.select([self.pidfd], [], [], max(0.0, timeout))[0])
+            if ended and timeout > 0:
+                self._wait_reaped()
+            return ended
+        deadline = time.monotonic() + timeout
+        while pid_alive(self.pid):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_S)
+        return True
+
+    def alive(self) -> bool:
+        """Runs and is no zombie (its pidfd is readable once it ended, reaped or not)."""
+        return not self.wait(0.0)
+
+    def exit_status(self, timeout: float) -> int | None:
+        """The exit code once it ended within ``timeout`` seconds, as its server reaped it."""
+        if not self.wait(timeout):
+            return None
+        return self.server.exit_status(self.pid)
+
+    def _wait_reaped(self) -> None:
+        deadline = time.monotonic() + REAPED_WAIT_S
+        while psutil.pid_exists(self.pid) and time.monotonic() < deadline:  # a zombie until its server reaps it
+            time.sleep(_POLL_S)
+
+    def close(self) -> None:
+        """Release the pidfd."""
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+
+def _new_kernel_dir() -> str:
+    """A new, empty kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``).
+
+    The host pid in the name lets the leak checker tell this process's dirs apart.
+    """
+    return tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
 
 
 def _make_kernel_dir() -> tuple[str, str]:
-    """A new kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``) holding the runner file.
-
-    The host pid in the name lets the leak checker tell this process's dirs apart.
+    """A new kernel dir (:func:`_new_kernel_dir`) holding the runner file (a forked kernel runs
+    its server's instead).
 
     :returns: the dir and the runner file's path in it.
     :raises KernelStartError: if the runner file cannot be written there.
     """
-    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    kdir = _new_kernel_dir()
     try:
         return kdir, write_runner(kdir)  # ~0.1 ms; private, and it goes with the kernel
     except OSError as exc:
@@ -217,6 +353,7 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
 
 
 def _host_dead(rest: str) -> bool:
-    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` belongs to a dead host."""
-    pid, sep, _ = rest.partition("-")
+    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
+    ``hermes-kernel-server-<host pid>-<random>``) belongs to a dead host."""
+    pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
     return bool(sep) and pid.isdigit() and not pid_alive(int(pid))

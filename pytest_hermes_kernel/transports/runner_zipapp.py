@@ -52,10 +52,14 @@ _UNCHECKED_HASH_PYC = (1).to_bytes(4, "little")
 #: How a runner file is made: ``compiled`` (local, docker, ssh): every module as source and
 #: bytecode, deflated; ``compact`` (filecell, shipped inside a command line of ~100 KB):
 #: bytecode only for the modules a poll imports (:data:`POLL_MODULES`), stored uncompressed
-#: (the command compresses the whole file; a poll then needs no ``zlib``).
+#: (the command compresses the whole file; a poll then needs no ``zlib``), without the kernel
+#: server's modules (:data:`SERVER_MODULES`).
 RunnerFlavour = Literal["compiled", "compact"]
 #: The runner modules a filecell poll imports (its ``client`` mode).
 POLL_MODULES = frozenset({"__init__", "client", "frames"})
+#: Runner modules the ``compact`` flavour leaves out: the kernel server's (filecell never runs
+#: one: every cell is its own execute), so the file stays small enough for a command line.
+SERVER_MODULES = frozenset({"server", "server_remote"})
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class RunnerZipapp:
 def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]]:
     members = [("__main__.py", _ENTRY.encode())]
     for path in sorted(source_dir.glob("*.py")):
+        if flavour == "compact" and path.stem in SERVER_MODULES:
+            continue
         source = path.read_bytes() if flavour == "compiled" else slim_source(path.read_bytes())
         arcname = f"{ZIP_PACKAGE}/{path.name}"
         members.append((arcname, source))

@@ -104,6 +104,13 @@ if os.environ.get("HERMES_BUG_HOST_LEASE") and "HERMES_KERNEL_ID" not in os.envi
 
     L.socket.socketpair = socketpair
     L.subprocess.Popen = Popen
+    _init = L.LocalTransport.__init__
+
+    def __init__(self, **kw):  # the seed's runner was a spawned process: so are the bug's kernels
+        kw.setdefault("server", False)
+        _init(self, **kw)
+
+    L.LocalTransport.__init__ = __init__
 """
 
 STALE_TOOL = """

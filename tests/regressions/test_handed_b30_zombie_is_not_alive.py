@@ -13,8 +13,10 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
 from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports.local import LocalTransport
 from tests.support import wait_until
 
 HEARTBEAT_S = 1.0  # the case: death is seen within one heartbeat interval
@@ -25,24 +27,36 @@ def _no_poll(self: subprocess.Popen[bytes]) -> None:
     return None  # "still running": the dead child stays a zombie
 
 
-def test_zombie_runner_is_dead_and_the_next_cell_fails_fast(monkeypatch):
-    kernel = start_kernel("local")
+@pytest.mark.parametrize("path", ["spawn", "server"])
+def test_zombie_runner_is_dead_and_the_next_cell_fails_fast(monkeypatch, path):
+    """Spawn path: the host's reaping is off. Server path: the kernel server that forked the runner
+    (its parent) is stopped, so nobody reaps it."""
+    transport = LocalTransport(server=path == "server")
+    kernel = start_kernel(transport)
+    server = transport.server_pids()
     try:
         kernel.execute("keep = 1")
         runner = kernel.runner_pid
         monkeypatch.setattr(subprocess.Popen, "poll", _no_poll)
+        for pid in server:
+            os.kill(pid, signal.SIGSTOP)
         os.kill(runner, signal.SIGKILL)
         wait_until(lambda: psutil.Process(runner).status() == psutil.STATUS_ZOMBIE, 5.0)
         started = time.monotonic()
 
         assert not kernel.transport.alive(kernel.launched)  # a zombie is dead
         assert psutil.Process(runner).status() == psutil.STATUS_ZOMBIE  # (and still unreaped)
+        for pid in server:
+            os.kill(pid, signal.SIGCONT)
         r = kernel.execute("'keep' in globals()")
 
         assert time.monotonic() - started < FAIL_FAST_S, r.summary()
         assert r.status == "died" and r.kernel.state_lost and r.kernel.reason == "died", r.summary()
         assert kernel.execute("'keep' in globals()").value == "False"  # a new runner, no hang
     finally:
+        for pid in server:
+            os.kill(pid, signal.SIGCONT)
         monkeypatch.undo()
         kernel.shutdown()
+        transport.close()
     wait_until(lambda: not any(p.status() == psutil.STATUS_ZOMBIE for p in psutil.Process().children()), 5.0)

@@ -9,12 +9,14 @@ before the output) and the failed launch left its runner alive until its orphan 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions
-from pytest_hermes_kernel.errors import KernelStartError
+from pytest_hermes_kernel.errors import KernelServerUnavailable, KernelStartError
+from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.kernel.contract import Transport
 
 STORM = 32
@@ -46,10 +48,18 @@ def test_32_concurrent_launches_all_start_and_leave_no_runner(hermes_transport: 
     assert not {kid: procs for kid, procs in left.items() if procs}, "runners left after shutdown"
 
 
-def test_a_launch_that_fails_after_its_runner_started_leaves_nothing(hermes_transport: Transport,
+@pytest.fixture
+def spawn_path(hermes_transport: Transport) -> Iterator[Transport]:
+    """The test's stream transport on the spawn path (``server=False``), closed after the test."""
+    transport = make_transport(_stream_transport(hermes_transport).name, server=False)
+    yield transport
+    transport.close()
+
+
+def test_a_launch_that_fails_after_its_runner_started_leaves_nothing(spawn_path: Transport,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The relay step fails after ``serve --listen`` has started the runner: nothing may stay."""
-    transport = _stream_transport(hermes_transport)
+    transport = spawn_path
     kernel_id = uuid.uuid4().hex
     if transport.name == "docker":
         def no_relay(*_args: object, **_kwargs: object) -> None:
@@ -71,6 +81,34 @@ def test_a_launch_that_fails_after_its_runner_started_leaves_nothing(hermes_tran
         handle.start()
     monkeypatch.undo()
     assert transport.kernel_processes(kernel_id) == [], "the failed launch left its runner running"
+
+
+def test_a_server_gone_right_after_it_forked_leaves_only_the_spawned_kernel(hermes_transport: Transport,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel server forks the kernel and is gone before the host has it: the launch falls back
+    to a plain spawn (said in ``kernel.note``) and the forked runner does not stay behind."""
+    transport = _stream_transport(hermes_transport)
+    from pytest_hermes_kernel.transports.remote_server import RemoteServer
+
+    real_spawn = RemoteServer.spawn
+
+    def spawn_then_die(self: RemoteServer, config: dict, timeout: float = 15.0):  # type: ignore[no-untyped-def]
+        real_spawn(self, config, timeout)
+        self.close()
+        raise KernelServerUnavailable("injected: the server went away after the fork")
+
+    monkeypatch.setattr(RemoteServer, "spawn", spawn_then_die)
+    handle = KernelHandle(transport, KernelOptions())
+    try:
+        handle.start()
+        monkeypatch.undo()
+        first = handle.execute("6 * 7")
+        assert first.value == "42" and "injected: the server went away" in first.kernel.note
+        pids = {int(line.split(":")[0]) for line in transport.kernel_processes(handle.kernel_id)}
+        assert pids == {handle.runner_pid, handle.pid}, "only the spawned runner and its worker may run"
+    finally:
+        handle.shutdown()
+    assert transport.kernel_processes(handle.kernel_id) == []
 
 
 def test_past_the_session_limit_a_channel_waits_its_turn_then_names_the_limit(hermes_transport: Transport) -> None:

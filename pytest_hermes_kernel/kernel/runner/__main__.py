@@ -4,6 +4,8 @@
 
     serve --fd N          local: the channel is the inherited fd N        (.serve)
     serve --listen SOCK   remote: unix socket SOCK, daemonizes            (.serve)
+    server --fd N         local kernel server: forks kernels on request   (.server)
+    server --stdio        remote kernel server on the exec's stream       (.server_remote)
     relay SOCK            stdin/stdout <-> the unix socket SOCK           (.relay)
     client DIR PARAMS     execute-only backends: one long poll            (.client)
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | relay SOCK | client DIR PARAMS\n"
+USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | server --fd N | server --stdio | relay SOCK | client DIR PARAMS\n"
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +30,14 @@ def main(argv: list[str]) -> int:
         from .serve import serve_listen
 
         serve_listen(argv[2])
+    elif len(argv) >= 3 and argv[0] == "server" and argv[1] == "--fd":
+        from .server import serve_server_fd
+
+        serve_server_fd(int(argv[2]))
+    elif len(argv) >= 2 and argv[0] == "server" and argv[1] == "--stdio":
+        from .server_remote import serve_server_stdio
+
+        serve_server_stdio()
     elif len(argv) >= 2 and argv[0] == "relay":
         from .relay import relay
 

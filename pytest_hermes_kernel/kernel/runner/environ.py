@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 #: Set in every kernel process whatever ``env`` says: the leak probes and the failed-launch kill
 #: find a kernel's processes by it (``/proc/<pid>/environ``), so it is not a user value.
 KERNEL_ID_NAME = "HERMES_KERNEL_ID"
+#: ``HERMES_KERNEL_ID`` of a kernel server (:mod:`.server`): a 64-character slot each kernel it
+#: forks writes its own id over; probes tell a server from a kernel by this prefix.
+SERVER_KERNEL_ID_PREFIX = "hermes-kernel-server"
+SERVER_KERNEL_ID = SERVER_KERNEL_ID_PREFIX.ljust(64, ".")
 
 
 def apply_kernel_env(config: dict[str, Any]) -> None:

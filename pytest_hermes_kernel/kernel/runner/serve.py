@@ -62,7 +62,8 @@ def run_on_channel(config: dict[str, Any], sock: socket.socket) -> None:
     sup.run()
 
 
-def _bind(path: str) -> socket.socket:
+def bind_listener(path: str) -> socket.socket:
+    """A unix socket listening at ``path`` (0600; a stale socket file there is replaced)."""
     old = os.umask(0o077)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -74,6 +75,13 @@ def _bind(path: str) -> socket.socket:
     os.chmod(path, 0o600)
     listener.listen(LISTEN_BACKLOG)
     return listener
+
+
+def write_pidfile(config: dict[str, Any]) -> None:
+    """Write this process's pid into the config's ``pidfile`` (if it names one)."""
+    if config.get("pidfile"):
+        with open(config["pidfile"], "w", encoding="ascii") as fh:
+            fh.write(f"{os.getpid()}\n")
 
 
 def _daemonize(config: dict[str, Any]) -> None:
@@ -89,17 +97,23 @@ def _daemonize(config: dict[str, Any]) -> None:
     os.dup2(fd, 2)
     if fd > 2:
         os.close(fd)
-    if config.get("pidfile"):
-        with open(config["pidfile"], "w", encoding="ascii") as fh:
-            fh.write(f"{os.getpid()}\n")
+    write_pidfile(config)
 
 
 def serve_listen(path: str) -> None:
     """Daemonize and serve clients that attach to the unix socket ``path``."""
     config = read_config()
     config["listen"] = path
-    listener = _bind(path)
+    listener = bind_listener(path)
     _daemonize(config)
+    run_listening(config, listener)
+
+
+def run_listening(config: dict[str, Any], listener: socket.socket) -> None:
+    """Serve clients that attach to ``listener`` until the orphan timer or shutdown ends it.
+
+    Also the body of a kernel the remote kernel server forks (:mod:`.server_remote`).
+    """
     sup = Supervisor(config)
     sup.start_worker()
     sup.link.listen(listener)

@@ -30,20 +30,22 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
                        parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.lifecycle import container_log
 from ...containers.sharing import current_run_id
+from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
+from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
 from . import probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
+from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
     import docker
 
-KERNEL_ROOT = DOCKER_KERNEL_ROOT
 #: Seconds for ``serve --listen`` to print ``ready`` (a cold python start in a busy container).
 READY_TIMEOUT = 30.0
 
@@ -62,6 +64,9 @@ class DockerTransport(Transport):
         kernel option's value (``KernelOptions.orphan_timeout``).
     :param python: interpreter inside the container.
     :param run_id: groups shared containers; default :func:`~.sharing.current_run_id`.
+    :param server: fork kernels from a kernel server in the shared container (:mod:`.kernel_server`);
+        ``False`` starts every runner with its own execs (the spawn path, also used for fresh containers).
+    :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``.
     :raises TransportUnavailableError: if no docker engine answers.
     """
@@ -71,7 +76,8 @@ class DockerTransport(Transport):
 
     def __init__(self, *, image: str | None = None, container: ContainerMode = "shared",
                  mem_limit_bytes: int | None = None, cpus: float | None = None,
-                 orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None) -> None:
+                 orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None,
+                 server: bool = True, server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
         import docker as docker_sdk
@@ -95,7 +101,8 @@ class DockerTransport(Transport):
         self.hosts = KernelHosts(self.client, mode=container, image=image, mem_limit_bytes=mem_limit_bytes,
                                  cpus=cpus, run_id=self.run_id)
         self._owners: dict[str, tuple[int, int]] = {}
-        self.made_dirs = MadeDirs()  # kernel dirs made in the containers, for the leak probe
+        self._servers = server_pool(self, server_idle_timeout) if server else None
+        self.made_dirs = MadeDirs()  # kernel dirs made in the containers (both paths), for the leak probe
 
     # ------------------------------------------------------------------------------ containers
     @property
@@ -137,19 +144,15 @@ class DockerTransport(Transport):
         stream.exec_id = exec_id
         return stream
 
-    def _owner(self, container_id: str) -> tuple[int, int]:
-        """uid and gid of the container's exec user (the kernel dir is theirs)."""
-        if container_id not in self._owners:
-            code, out, err = self._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
-            ids = out.split()
-            if code != 0 or len(ids) != 2:
-                raise KernelStartError(f"could not read the container user's uid: {err.decode(errors='replace')}")
-            self._owners[container_id] = (int(ids[0]), int(ids[1]))
-        return self._owners[container_id]
-
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
+        """Fork the kernel from the container's kernel server, or start its runner with execs."""
         cid = self.hosts.for_launch()
+        pool = self._servers if not self.hosts.is_fresh(cid) else None
+        fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
+        return with_fallback(fork, lambda: self._spawn(cid, spec))
+
+    def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         self.made_dirs.add(cid, kdir)
@@ -181,9 +184,8 @@ class DockerTransport(Transport):
                         kernel_id, container_id[:12], exc)
         self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
-    def _put_runner(self, container_id: str, kernel_id: str) -> None:
-        uid, gid = self._owner(container_id)
-        self.api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(kernel_id, uid, gid))
+    def _put_runner(self, container_id: str, dirname: str) -> None:
+        put_runner(self.api, container_id, container_owner(self, container_id), dirname)
 
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
@@ -242,6 +244,9 @@ class DockerTransport(Transport):
         cid = launched.extra["container"]
         if launched.pid is None or launched.extra.get("gone"):
             return False
+        known = forked_alive(launched)  # its server knows, without an exec
+        if known is not None:
+            return known
         try:
             if not self.container_running(cid):
                 return False
@@ -251,12 +256,16 @@ class DockerTransport(Transport):
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
+    reap = reap_forked_or_probe
+
     def cleanup(self, launched: Launched) -> None:
         cid = launched.extra.get("container")
         if not cid:
             return
         if self.hosts.is_fresh(cid):
             self.hosts.done_with(cid)
+            return
+        if forked_cleanup(launched):
             return
         try:
             if launched.kernel_dir and self.container_running(cid):
@@ -265,7 +274,9 @@ class DockerTransport(Transport):
             log.warning("could not remove %s in %s: %s", launched.kernel_dir, cid[:12], exc)
 
     def close(self) -> None:
-        """Leave the shared container (the run's last user removes it); remove fresh ones."""
+        """Close the kernel servers; leave the shared container (the run's last user removes it); remove fresh ones."""
+        if self._servers is not None:
+            self._servers.close()
         self.hosts.close()
 
     # ------------------------------------------------------------------------------ diagnostics
@@ -330,6 +341,26 @@ class DockerTransport(Transport):
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits})"
+
+
+def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:
+    """uid and gid of the container's exec user (the kernel dir is theirs), read once per container.
+
+    :raises KernelStartError: if they cannot be read.
+    """
+    owners = transport._owners
+    if container_id not in owners:
+        code, out, err = transport._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
+        ids = out.split()
+        if code != 0 or len(ids) != 2:
+            raise KernelStartError(f"could not read the container user's uid: {err.decode(errors='replace')}")
+        owners[container_id] = (int(ids[0]), int(ids[1]))
+    return owners[container_id]
+
+
+def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
+    """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
+    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
 
 
 class _NullStream:

@@ -113,6 +113,7 @@ class SshConnection:
         self.session_wait = session_wait
         self._channels: list[Any] = []  # open channels (exec and sftp) counted against max_sessions
         self._commands: dict[int, str] = {}  # channel id -> the command it runs (leak reports)
+        self._shared: set[int] = set()  # ids of channels that outlive tests (not reported)
         self._sessions = threading.Condition()
         self.keepalive_interval = keepalive_interval
         self.keepalive_missed = keepalive_missed
@@ -199,9 +200,11 @@ class SshConnection:
             answered.set()
 
     # ------------------------------------------------------------------------------ channels
-    def open_exec(self, command: str) -> paramiko.Channel:
+    def open_exec(self, command: str, *, shared: bool = False) -> paramiko.Channel:
         """Start ``command`` on a new session channel.
 
+        :param shared: the channel is the transport's own and outlives tests, as the connection
+            does (a kernel server's): :meth:`open_channels` does not list it.
         :raises TransportLostError: if the connection is dead or the server does not open it.
         """
         import paramiko
@@ -226,15 +229,20 @@ class SshConnection:
                 raise TransportLostError(f"ssh exec on {self.target} failed: {exc or type(exc).__name__}") from None
             self._channels.append(chan)
             self._commands[chan.get_id()] = command
+            if shared:
+                self._shared.add(chan.get_id())
         return chan
 
     def open_channels(self) -> dict[int, str]:
-        """``{channel id: command}`` of this connection's open exec channels (sftp: ``"sftp"``)."""
+        """``{channel id: command}`` of this connection's open exec channels (sftp: ``"sftp"``), but
+        the shared ones (see :meth:`open_exec`)."""
         with self._sessions:
             self._channels = [c for c in self._channels if not c.closed]
             live = {c.get_id() for c in self._channels}
             self._commands = {k: v for k, v in self._commands.items() if k in live}
-            return {c.get_id(): self._commands.get(c.get_id(), "sftp") for c in self._channels}
+            self._shared &= live
+            return {c.get_id(): self._commands.get(c.get_id(), "sftp") for c in self._channels
+                    if c.get_id() not in self._shared}
 
     def close_channel(self, chan_id: int) -> None:
         """Close one open channel by id (the leak checker's cleanup); unknown ids are ignored."""
@@ -315,6 +323,13 @@ class SshConnection:
     def close(self) -> None:
         self._stop.set()
         self.client.close()
+
+
+def put_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
+    """Write ``data`` to a new private (0600) file ``path`` over SFTP."""
+    with sftp.open(path, "wb") as fh:
+        fh.chmod(0o600)
+        fh.write(data)
 
 
 def _drain(chan: Any, out: bytearray, err: bytearray) -> None:

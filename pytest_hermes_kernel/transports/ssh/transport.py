@@ -29,26 +29,28 @@ import logging
 import shlex
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, SSH_KERNEL_ROOT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
+from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
                        LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
                        parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
+from .rundir import make_kernel_dir
 from ...containers.sharing import current_run_id
+from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
+from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
+from .kernel_server import fork_on_host, server_pool
 from . import probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
 
-KERNEL_ROOT = SSH_KERNEL_ROOT
 READY_TIMEOUT = 30.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
@@ -89,6 +91,9 @@ class SshTransport(Transport):
         kernel option's value.
     :param python: interpreter on the ssh host.
     :param image: image of the sshd container (default: the kernel host image).
+    :param server: fork kernels from a kernel server on the host (:mod:`.kernel_server`); ``False``
+        starts every runner with its own exec channels (the spawn path).
+    :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :raises TransportUnavailableError: if no ``target`` is given and no docker engine answers.
     """
 
@@ -101,8 +106,9 @@ class SshTransport(Transport):
                  connect_timeout: float = 5.0, orphan_timeout: float | None = None, python: str = "python3",
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
-                 max_sessions: int | None = None, host_key: str | None = None) -> None:
-        import paramiko  # fail early (make_transport turns it into TransportUnavailableError)
+                 max_sessions: int | None = None, host_key: str | None = None, server: bool = True,
+                 server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
+        import paramiko  # noqa: F401  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
@@ -125,6 +131,7 @@ class SshTransport(Transport):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
             raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
+        self._servers = server_pool(self, server_idle_timeout) if server else None
         self.sshd = (SshdContainer(run_id=self.run_id, image=image, mem_limit_bytes=mem_limit_bytes,
                                    fresh=container == "fresh") if self.target is None else None)
 
@@ -177,9 +184,18 @@ class SshTransport(Transport):
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
+        """Fork the kernel from the connection's kernel server, or start its runner with execs."""
         try:
             conn = self._connection()
-            kdir = self._make_kernel_dir(conn, spec)
+        except TransportLostError as exc:
+            raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
+        pool = self._servers
+        fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
+        return with_fallback(fork, lambda: self._spawn(conn, spec))
+
+    def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
+        try:
+            kdir = make_kernel_dir(self, conn, spec.kernel_id)
         except UnsafeRunDirError as exc:
             raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
@@ -197,19 +213,6 @@ class SshTransport(Transport):
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
                         extra={"conn": conn, "python": python, "runner": runner})
 
-    def _make_kernel_dir(self, conn: SshConnection, spec: LaunchSpec) -> str:
-        sftp = conn.sftp()
-        try:
-            if self._home is None:
-                self._home = sftp.normalize(".")
-            return _prepare_kernel_dir(sftp, self._home, spec.kernel_id,
-                                       made=lambda kdir: self.made_dirs.add(str(conn.target), kdir))
-        except UnsafeRunDirError:
-            raise
-        except OSError as exc:
-            raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
-        finally:
-            sftp.close()
 
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
@@ -286,13 +289,18 @@ class SshTransport(Transport):
     def alive(self, launched: Launched) -> bool:
         if launched.pid is None or launched.extra.get("gone"):
             return False
+        known = forked_alive(launched)  # its server knows, without an exec
+        if known is not None:
+            return known
         try:
             return self._alive_on(None, launched)
         except (TransportLostError, TimeoutError):
             return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
 
+    reap = reap_forked_or_probe
+
     def cleanup(self, launched: Launched) -> None:
-        if not launched.kernel_dir:
+        if not launched.kernel_dir or forked_cleanup(launched):
             return
         try:
             remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
@@ -300,7 +308,9 @@ class SshTransport(Transport):
             log.warning("could not remove %s over ssh: %s", launched.kernel_dir, exc)
 
     def close(self) -> None:
-        """Close the connection; leave the shared sshd container (its last user removes it)."""
+        """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
+        if self._servers is not None:
+            self._servers.close()
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:
@@ -360,50 +370,6 @@ class SshTransport(Transport):
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
 
 
-def _prepare_kernel_dir(sftp: paramiko.SFTPClient, home: str, kernel_id: str, *, made: Callable[[str], None]) -> str:
-    """Make ``<home>/.hermes-kernels/<kernel id>`` (0700, in a checked root) holding the runner file.
-
-    :param made: called with the kernel dir right before it is made (the leak probe's record).
-    :returns: the kernel dir.
-    :raises UnsafeRunDirError: if the root is not private (see :func:`_check_private_root`).
-    :raises OSError: if sftp cannot make it.
-    """
-    root = f"{home}/{KERNEL_ROOT}"
-    try:
-        sftp.mkdir(root, 0o700)
-    except OSError:
-        pass  # exists
-    _check_private_root(sftp, root, owner=sftp.stat(home).st_uid)
-    kdir = f"{root}/{kernel_id}"
-    made(kdir)
-    sftp.mkdir(kdir, 0o700)
-    app = runner_zipapp()
-    _put(sftp, f"{kdir}/{app.name}", app.data)
-    return kdir
-
-
-def _check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | None) -> None:
-    """The remote kernel root must be a real directory (never a symlink), owned by the ssh user
-    (the owner of its home) and closed to group and others (B46); nothing is changed to fit.
-
-    :raises UnsafeRunDirError: naming the path and what is wrong with it.
-    """
-    import stat
-
-    st = sftp.lstat(root)
-    mode = st.st_mode or 0
-    problem = ("it is a symlink" if stat.S_ISLNK(mode) else "it is not a directory" if not stat.S_ISDIR(mode)
-               else f"it is owned by uid {st.st_uid}, not {owner}" if st.st_uid != owner
-               else f"its mode is {stat.S_IMODE(mode):04o}, not 0700" if mode & 0o077 else None)
-    if problem is not None:
-        raise UnsafeRunDirError(f"refusing to keep kernels in {root} on the ssh host: {problem}. Hint: another "
-                                "user may have made it first; remove it on the host", path=root, problem=problem)
-
-
-def _put(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
-    with sftp.open(path, "wb") as fh:
-        fh.chmod(0o600)
-        fh.write(data)
 
 
 def _start_hint(code: int | None, python: str) -> str:

@@ -1,0 +1,358 @@
+"""``server --fd N``: the kernel server, a long-lived runner process that forks fresh kernels.
+
+The host starts one per (interpreter, launch environment) and asks it for kernels instead of
+starting a runner each time (DESIGN.md section 2: an optimisation, never a semantic change). The
+server has the whole runner imported, holds no threads and nothing of any kernel; asked for a
+kernel it forks, and the child becomes that kernel's supervisor exactly as ``serve --fd`` would:
+a new session (own process group), stdin on ``/dev/null``, its output on the kernel dir's
+log, only the kernel's channel open, ``random`` reseeded, its cwd, and then the worker forked from
+it applies the kernel's environment (:mod:`.environ`). What forked kernels do share with the
+server and each other is read-only: the imported code's pages, and the string hash seed
+(``PYTHONHASHSEED`` is fixed once, when the server's interpreter starts).
+
+The control socket ``N`` is a ``SOCK_SEQPACKET`` socketpair with the host; each message is one
+JSON object, and a ``spawn`` carries the kernel's channel socket (``SCM_RIGHTS``)::
+
+    host -> server  {"type": "spawn", "id": n, "config": {...runner config...}}  + 1 fd
+    server -> host  {"type": "spawned", "id": n, "pid": p} | {"type": "error", "id": n, "error": why}
+    host -> server  {"type": "ping", "id": n}   ->   {"type": "pong", "id": n, "pid": ...}
+    host -> server  {"type": "status", "id": n, "pid": p}  ->  {"type": "status", "id": n, "exit_code": c}
+                    (``c``: how kernel ``p`` ended, as ``Popen.returncode`` says it, ``-N`` for signal
+                    ``N``; ``None`` while it runs or was not reaped yet)
+
+The control socket is the server's lease: at EOF (the host died, by any means, or is done with
+it) the server exits at once. Its kernels do not depend on it: each holds its own channel, which
+is its own lease. With no request for ``idle_timeout`` seconds (server config, on stdin) and no
+kernel of its own alive, the server exits by itself.
+
+Every kernel process must carry ``HERMES_KERNEL_ID`` in ``/proc/<pid>/environ`` (the leak probes
+and the failed-launch kill find kernels by it), which shows a process's *initial* environment:
+a forked child would show the server's. So the server starts with a placeholder value
+(:data:`.environ.SERVER_KERNEL_ID`) and each child writes its kernel id over it, in place, in its
+own copy of that memory (``/proc/self/mem``). A host that does not allow that gets refusals, and
+the transport falls back to a plain spawn.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import selectors
+import shutil
+import signal
+import socket
+import sys
+import time
+import traceback
+
+from .capture import set_nonblocking
+from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
+from .procfs import close_fds_except
+from .serve import read_config, run_on_channel
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: Largest control message (bytes): a runner config with a large kernel environment.
+MAX_MESSAGE_BYTES = 4 << 20
+#: Exit codes of reaped kernels the local server keeps for ``status`` requests.
+MAX_EXITS_KEPT = 256
+#: Exit status of a forked kernel whose own setup failed (EX_SOFTWARE, as a worker's).
+SETUP_FAILED = 70
+#: Name of the entry that fills the slot's rest after a kernel id.
+SLOT_FILLER = "HERMES_KERNEL_SLOT"
+#: Longest kernel id a forked kernel can carry (a uuid4 hex is 32).
+MAX_KERNEL_ID_BYTES = len(SERVER_KERNEL_ID) - len(SLOT_FILLER) - 2
+#: Fields of ``/proc/self/stat`` (0-based, after the command name) holding env_start, env_end.
+_ENV_START_FIELD, _ENV_END_FIELD = 47, 48
+
+
+def serve_server_fd(fd: int) -> None:
+    """Run the kernel server on the inherited control socket ``fd`` until its lease ends."""
+    config = read_config()
+    KernelServer(socket.socket(fileno=fd), config).run()
+
+
+class ForkingServer:
+    """What every kernel server does: fork kernels, reap them, end when idle (see module docstring).
+
+    Subclasses register their sources on :attr:`sel` and handle them in :meth:`on_ready`.
+
+    :param config: ``idle_timeout`` (seconds; ``None``: none), ``server_dir`` (removed at exit).
+    """
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.config = config
+        self.idle_timeout: float | None = config.get("idle_timeout")
+        self.sel = selectors.DefaultSelector()
+        self.wake_r, self.wake_w = os.pipe()
+        for fd in (self.wake_r, self.wake_w):
+            set_nonblocking(fd)
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the selector through the wakeup fd
+        for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.sel.register(self.wake_r, selectors.EVENT_READ, "wake")
+        self.children: set[int] = set()
+        self.refusal = stamp_refusal()
+        self.last_request = time.monotonic()
+        self.stopping = False
+
+    def _on_sigterm(self, *_: object) -> None:
+        self.stopping = True
+
+    def run(self) -> None:
+        """Serve until the lease ends, SIGTERM, or the idle timeout."""
+        gc.collect()
+        gc.freeze()  # what the server made is never scanned again: forked kernels keep sharing its pages
+        try:
+            while not self.stopping:
+                timeout = self._idle_left()
+                if timeout == 0.0:
+                    break
+                for key, _ in self.sel.select(timeout):
+                    if key.data == "wake":
+                        self.reap()
+                    else:
+                        self.on_ready(key.data, key.fileobj)
+        finally:
+            if self.config.get("server_dir"):
+                shutil.rmtree(self.config["server_dir"], ignore_errors=True)
+
+    def on_ready(self, what: Any, source: Any) -> None:
+        """A registered source other than the wakeup pipe is readable."""
+        raise NotImplementedError
+
+    def _idle_left(self) -> float | None:
+        if self.idle_timeout is None:
+            return None
+        if self.children:
+            self.reap()
+        if self.children:
+            return float(self.idle_timeout)  # a kernel of ours lives: we stay to reap it
+        return max(0.0, self.last_request + float(self.idle_timeout) - time.monotonic())
+
+    def refuse(self, config: dict[str, Any]) -> str | None:
+        """Why a kernel with runner ``config`` cannot be forked here (``None``: it can)."""
+        return self.refusal or _id_refusal(config.get("kernel_id"))
+
+    def fork(self, child: Callable[[], None]) -> int:
+        """Fork; the child closes the server's own fds and runs ``child`` (which never returns).
+
+        :raises OSError: if the fork fails.
+        """
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)
+            self.close_in_child()
+            child()
+            os._exit(SETUP_FAILED)  # pragma: no cover - child() never returns
+        self.children.add(pid)
+        return pid
+
+    def close_in_child(self) -> None:
+        """Close the server's fds in a forked child (subclasses close their own sources too)."""
+        self.sel.close()
+        for fd in (self.wake_r, self.wake_w):
+            os.close(fd)
+
+    def reap(self) -> None:
+        """Collect exited kernels (and drain the wakeup pipe); :meth:`on_exit` for each."""
+        try:
+            while os.read(self.wake_r, 512):
+                pass
+        except OSError:
+            pass
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                self.children.clear()
+                return
+            if not pid:
+                return
+            self.children.discard(pid)
+            self.on_exit(pid, status)
+
+    def on_exit(self, pid: int, status: int) -> None:
+        """Kernel ``pid`` ended with wait ``status`` (nothing to do by default)."""
+
+
+class KernelServer(ForkingServer):
+    """The local kernel server: requests on a control socket (see module docstring).
+
+    :param control: the ``SOCK_SEQPACKET`` control socket to the host.
+    :param config: see :class:`ForkingServer`.
+    """
+
+    def __init__(self, control: socket.socket, config: dict[str, Any]) -> None:
+        super().__init__(config)
+        self.control = control
+        self.exits: dict[int, int] = {}  # pid -> exit code of recently reaped kernels
+        self.sel.register(control, selectors.EVENT_READ, "control")
+
+    def on_ready(self, what: Any, source: Any) -> None:
+        self.on_control()
+
+    def on_control(self) -> None:
+        """Answer one host message (EOF: the lease ended)."""
+        try:
+            msg, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE_BYTES, 4)
+        except OSError:
+            msg, fds = b"", []
+        try:
+            if not msg:
+                self.stopping = True
+                return
+            self.last_request = time.monotonic()
+            reply = self.answer(msg, fds)
+            try:
+                self.control.send(json.dumps(reply).encode("utf-8"))
+            except OSError:
+                self.stopping = True
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def answer(self, msg: bytes, fds: list[int]) -> dict[str, Any]:
+        """The reply to one request (a ``spawn`` forks a kernel on ``fds[0]``)."""
+        try:
+            request = json.loads(msg.decode("utf-8"))
+        except ValueError as exc:
+            return {"type": "error", "id": None, "error": f"bad request: {exc}"}
+        rid, kind = request.get("id"), request.get("type")
+        if kind == "ping":
+            return {"type": "pong", "id": rid, "pid": os.getpid(), "kernels": len(self.children)}
+        if kind == "status":
+            self.reap()
+            return {"type": "status", "id": rid, "exit_code": self.exits.get(request.get("pid"))}
+        if kind != "spawn" or len(fds) != 1 or not isinstance(request.get("config"), dict):
+            return {"type": "error", "id": rid, "error": f"bad request {kind!r} with {len(fds)} fds"}
+        config, fd = request["config"], fds[0]
+        why = self.refuse(config)
+        if why:
+            return {"type": "error", "id": rid, "error": why}
+        try:
+            pid = self.fork(lambda: become_kernel(config, fd))
+        except OSError as exc:
+            return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
+        return {"type": "spawned", "id": rid, "pid": pid}
+
+    def on_exit(self, pid: int, status: int) -> None:
+        self.exits[pid] = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        while len(self.exits) > MAX_EXITS_KEPT:
+            del self.exits[next(iter(self.exits))]
+
+    def close_in_child(self) -> None:
+        super().close_in_child()
+        self.control.close()
+
+
+def become_kernel(config: dict[str, Any], fd: int) -> None:
+    """In a freshly forked child: become the supervisor of a new kernel on channel ``fd``. Never returns."""
+    enter_kernel(config, fd, lambda: run_on_channel(config, socket.socket(fileno=fd)))
+
+
+def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]) -> None:
+    """In a freshly forked child: become a fresh kernel's process, then ``serve``. Never returns.
+
+    New session, only ``keep_fd`` (and stdio) open, stdin and stdout on ``/dev/null`` and stderr
+    on the kernel's log (as a spawned runner has them), the kernel id in ``/proc/self/environ``,
+    ``random`` reseeded, cwd as a spawned runner's.
+    """
+    code = 0
+    try:
+        os.setsid()
+        _redirect_stdio(config.get("log"))
+        close_fds_except({0, 1, 2, keep_fd})
+        stamp_kernel_id(str(config["kernel_id"]))
+        if "random" in sys.modules:
+            sys.modules["random"].seed()  # never the server's (or a sibling's) sequence
+        os.chdir(config.get("cwd") or config.get("kernel_dir") or "/")
+        serve()
+    except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
+        code = SETUP_FAILED
+        try:
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
+
+
+def _redirect_stdio(log: str | None) -> None:
+    """stdin and stdout on ``/dev/null``, stderr on the kernel's log: as a spawned runner has them."""
+    for target, path in ((0, os.devnull), (1, os.devnull), (2, log or os.devnull)):
+        flags = os.O_RDONLY if target == 0 else os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        fd = os.open(path, flags, 0o600)
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------------- the environ slot
+def _environ_region() -> tuple[int, bytes]:
+    """Address of this process's initial environment block and its bytes."""
+    with open("/proc/self/stat", "rb") as fh:
+        stat = fh.read()
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    start = int(fields[_ENV_START_FIELD])
+    with open("/proc/self/environ", "rb") as fh:
+        block = fh.read()
+    return start, block
+
+
+def _slot_offset(block: bytes) -> int:
+    """Offset of ``HERMES_KERNEL_ID=<placeholder>`` in ``block``, or -1."""
+    entry = f"{KERNEL_ID_NAME}={SERVER_KERNEL_ID}".encode()
+    if block.startswith(entry + b"\0"):
+        return 0
+    at = block.find(b"\0" + entry + b"\0")
+    return at + 1 if at >= 0 else -1
+
+
+def stamp_refusal() -> str | None:
+    """Why kernels cannot be stamped here (``None``: they can): no placeholder, or no writable memory."""
+    try:
+        _, block = _environ_region()
+        if _slot_offset(block) < 0:
+            return f"the server was started without the {KERNEL_ID_NAME} placeholder"
+        with open("/proc/self/mem", "r+b", buffering=0):
+            pass
+    except (OSError, ValueError, IndexError) as exc:
+        return f"a forked kernel could not mark its environment (/proc/self/mem): {exc}"
+    return None
+
+
+def _id_refusal(kernel_id: object) -> str | None:
+    if not isinstance(kernel_id, str) or not kernel_id or len(kernel_id.encode()) > MAX_KERNEL_ID_BYTES:
+        return f"kernel id {kernel_id!r} does not fit the server's slot ({MAX_KERNEL_ID_BYTES} bytes)"
+    return None
+
+
+def stamp_kernel_id(kernel_id: str) -> None:
+    """Write ``HERMES_KERNEL_ID=<kernel_id>`` over the placeholder in this process's initial
+    environment block (what ``/proc/<pid>/environ`` shows); the rest of the slot becomes a
+    ``HERMES_KERNEL_SLOT=...`` entry (never a double NUL: readers stop at one).
+
+    :raises OSError: if the block cannot be written or does not read back as written.
+    """
+    start, block = _environ_region()
+    at = _slot_offset(block)
+    if at < 0:
+        raise OSError(f"no {KERNEL_ID_NAME} placeholder in this process's environment")
+    width = len(KERNEL_ID_NAME) + 1 + len(SERVER_KERNEL_ID)
+    entry = f"{KERNEL_ID_NAME}={kernel_id}".encode()
+    filler = (SLOT_FILLER + "=").encode()
+    data = entry + b"\0" + filler.ljust(width - len(entry) - 1, b".")
+    if len(data) != width:
+        raise OSError(f"kernel id {kernel_id!r} does not fit the slot")
+    with open("/proc/self/mem", "r+b", buffering=0) as mem:
+        mem.seek(start + at)
+        mem.write(data)
+    if entry + b"\0" not in _environ_region()[1]:
+        raise OSError("the kernel id did not read back from /proc/self/environ")

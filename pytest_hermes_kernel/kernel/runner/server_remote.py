@@ -1,0 +1,249 @@
+"""``server --stdio``: the kernel server of a container or ssh host, over the stream the transport holds.
+
+The docker and ssh transports start it once per kernel host with one exec; its stdin and stdout
+are that exec's stream, and every later kernel start is one message on it (no exec per kernel).
+Each kernel it forks is what ``serve --listen`` would make (:mod:`.serve`): its own session, a
+0700 kernel dir holding a link to the runner file, a unix socket ``<dir>/sock`` that clients
+attach to with the kernel's token, the orphan timer. The server attaches to that socket itself and
+relays it as one channel of the stream; a re-attach after a drop goes the old way (a relay exec),
+so nothing about faults and re-attach changes.
+
+Frames on the stream are those of :mod:`.frames`. The first one from the host is the server's
+config; the server answers ``hello``. Then::
+
+    host -> server  {"type": "spawn", "id": n, "config": {...}}    -> spawned {"id", "pid", "chan"} | error
+    host -> server  {"type": "data", "chan": c} + blob             the bytes, to kernel c's socket
+    host -> server  {"type": "close", "chan": c}                   detach (the kernel's orphan clock starts)
+    host -> server  {"type": "alive", "id": n, "pid": p}           -> {"type": "alive", "id", "alive": bool}
+    host -> server  {"type": "rmdir", "id": n, "dir": d}           -> {"type": "removed", "id"} (only dirs it made)
+    server -> host  {"type": "data", "chan": c} + blob             bytes from kernel c
+    server -> host  {"type": "closed", "chan": c}                  kernel c's socket closed
+    server -> host  {"type": "exited", "pid": p, "exit_code", "signal"}   a kernel ended
+
+EOF on stdin (the host died, the stream broke, the host is done) ends the server at once: each
+kernel then lives on its own orphan timer, exactly as when a relay exec ends.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import socket
+import sys
+import time
+
+from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
+from .server import ForkingServer, enter_kernel
+from .serve import bind_listener, run_listening, write_pidfile
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .frames import Header
+
+SOCKET_NAME = "sock"
+
+
+def serve_server_stdio() -> None:
+    """Run the remote kernel server on fds 0 and 1 (see module docstring)."""
+    decoder = FrameDecoder()
+    while True:
+        chunk = os.read(0, READ_CHUNK)
+        if not chunk:
+            return
+        decoder.feed(chunk)
+        frame = decoder.next_frame()
+        if frame is not None:
+            break
+    config = frame[0].get("config") or {}
+    RemoteKernelServer(config, decoder).run()
+
+
+class RemoteKernelServer(ForkingServer):
+    """The mux loop over stdin/stdout (see module docstring).
+
+    :param config: ``idle_timeout``, ``server_dir``, ``runner`` (the runner file each kernel dir
+        links to), ``log`` (the server's own stderr).
+    :param decoder: the stdin decoder, holding what came after the config frame.
+    """
+
+    def __init__(self, config: dict[str, Any], decoder: FrameDecoder) -> None:
+        super().__init__(config)
+        _stderr_to(config.get("log"))
+        self.decoder = decoder
+        self.chans: dict[int, socket.socket] = {}
+        self.next_chan = 1
+        self.dirs: set[str] = set()  # kernel dirs made here: the only ones "rmdir" removes
+        self.sel.register(0, selectors.EVENT_READ, "in")
+        self.say({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
+                  "home": os.path.expanduser("~"), "refusal": self.refusal})
+        self.on_frames()  # what the host sent right behind the config
+
+    def say(self, header: Header, blobs: tuple[bytes, ...] = ()) -> None:
+        """Write one frame to the host (stdout)."""
+        view = memoryview(encode_frame(header, blobs))
+        try:
+            while view:
+                view = view[os.write(1, view):]
+        except OSError:
+            self.stopping = True
+
+    def on_ready(self, what: Any, source: Any) -> None:
+        if what == "in":
+            self.on_stdin()
+        else:
+            self.on_kernel(what)
+
+    def on_stdin(self) -> None:
+        try:
+            chunk = os.read(0, READ_CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.stopping = True
+            return
+        self.decoder.feed(chunk)
+        self.on_frames()
+
+    def on_frames(self) -> None:
+        while not self.stopping:
+            try:
+                frame = self.decoder.next_frame()
+            except FrameError as exc:
+                self.say({"type": "error", "id": None, "error": f"bad frame: {exc}"})
+                self.stopping = True
+                return
+            if frame is None:
+                return
+            self.on_message(*frame)
+
+    def on_message(self, msg: Header, blobs: list[bytes]) -> None:
+        kind = msg.get("type")
+        if kind == "data":
+            sock = self.chans.get(msg.get("chan"))  # type: ignore[arg-type]
+            if sock is not None and blobs:
+                try:
+                    sock.sendall(blobs[0])
+                except OSError:
+                    self.drop(msg["chan"], tell=True)
+        elif kind == "close":
+            self.drop(msg.get("chan"), tell=False)  # type: ignore[arg-type]
+        elif kind == "spawn":
+            self.last_request = time.monotonic()
+            self.say(self.spawn(msg))
+        elif kind == "alive":
+            self.reap()
+            self.say({"type": "alive", "id": msg.get("id"), "alive": msg.get("pid") in self.children})
+        elif kind == "rmdir":
+            self.say(self.rmdir(msg))
+        else:
+            self.say({"type": "error", "id": msg.get("id"), "error": f"unknown message {kind!r}"})
+
+    def on_kernel(self, chan: int) -> None:
+        sock = self.chans.get(chan)
+        if sock is None:
+            return
+        try:
+            data = sock.recv(READ_CHUNK)
+        except OSError:
+            data = b""
+        if data:
+            self.say({"type": "data", "chan": chan}, (data,))
+        else:
+            self.drop(chan, tell=True)
+
+    def drop(self, chan: int, *, tell: bool) -> None:
+        """Stop relaying channel ``chan`` (``tell``: let the host know it closed)."""
+        sock = self.chans.pop(chan, None)
+        if sock is None:
+            return
+        self.sel.unregister(sock)
+        sock.close()
+        if tell:
+            self.say({"type": "closed", "chan": chan})
+
+    # ------------------------------------------------------------------------------ kernels
+    def spawn(self, msg: Header) -> Header:
+        """Fork the kernel ``msg`` asks for and attach to it as channel ``chan``."""
+        rid, config = msg.get("id"), msg.get("config")
+        if not isinstance(config, dict) or not config.get("kernel_dir"):
+            return {"type": "error", "id": rid, "error": "spawn needs a config with a kernel_dir"}
+        why = self.refuse(config)
+        if why:
+            return {"type": "error", "id": rid, "error": why}
+        kdir = str(config["kernel_dir"])
+        path = os.path.join(kdir, SOCKET_NAME)
+        try:
+            runner = _make_kernel_dir(kdir, self.config.get("runner"))
+            listener = bind_listener(path)
+        except OSError as exc:
+            shutil.rmtree(kdir, ignore_errors=True)
+            return {"type": "error", "id": rid, "error": f"could not make the kernel dir {kdir}: {exc}"}
+        config = dict(config, listen=path)
+        try:
+            pid = self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener)))
+        except OSError as exc:
+            shutil.rmtree(kdir, ignore_errors=True)
+            return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
+        finally:
+            listener.close()
+        self.dirs.add(kdir)
+        return dict(self.attach(path), type="spawned", id=rid, pid=pid, runner=runner)
+
+    def rmdir(self, msg: Header) -> Header:
+        """Remove a kernel dir this server made (the host's cleanup, without an exec)."""
+        kdir = msg.get("dir")
+        if kdir not in self.dirs:
+            return {"type": "error", "id": msg.get("id"), "error": f"{kdir!r} is not a kernel dir of this server"}
+        self.dirs.discard(kdir)  # type: ignore[arg-type]
+        shutil.rmtree(str(kdir), ignore_errors=True)
+        return {"type": "removed", "id": msg.get("id")}
+
+    def attach(self, path: str) -> Header:
+        """Connect to a kernel's socket as a new channel (it listens already: the connect is queued)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(path)
+        chan, self.next_chan = self.next_chan, self.next_chan + 1
+        self.chans[chan] = sock
+        self.sel.register(sock, selectors.EVENT_READ, chan)
+        return {"chan": chan}
+
+    def on_exit(self, pid: int, status: int) -> None:
+        code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+        self.say({"type": "exited", "pid": pid, "exit_code": code, "signal": sig})
+
+    def close_in_child(self) -> None:
+        super().close_in_child()
+        for sock in self.chans.values():
+            sock.close()
+
+
+def _serve(config: dict[str, Any], listener: socket.socket) -> None:
+    write_pidfile(config)
+    run_listening(config, listener)
+
+
+def _make_kernel_dir(kdir: str, runner: str | None) -> str | None:
+    """Make ``kdir`` (0700; its parent 0711 if missing) holding a link to the server's ``runner``
+    file (a re-attach runs its ``relay`` from there); the link's path, or ``None``."""
+    os.makedirs(os.path.dirname(kdir), mode=0o711, exist_ok=True)
+    os.mkdir(kdir, 0o700)
+    if not runner:
+        return None
+    target = os.path.join(kdir, os.path.basename(runner))
+    try:
+        os.link(runner, target)
+    except OSError:
+        shutil.copyfile(runner, target)
+        os.chmod(target, 0o600)
+    return target
+
+
+def _stderr_to(log: str | None) -> None:
+    if log:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 2)
+        os.close(fd)

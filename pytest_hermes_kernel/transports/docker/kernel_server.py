@@ -1,0 +1,91 @@
+"""The docker transport's kernel servers: one per container and interpreter, started with one exec.
+
+The server (``kernel/runner/server_remote.py``) runs as the container's exec user from its own
+0700 dir ``/tmp/hermes-kernels/server-<random>`` (the runner file, put there with one
+``put_archive``; its log), with the same fixed launch environment as a spawned runner, its
+``HERMES_KERNEL_ID`` being the slot each forked kernel writes its own id over. Its exec's
+hijacked socket is the stream every kernel of this transport in that container rides
+(:class:`~..remote_server.MuxStream`): a kernel start is one message, not three execs. A kernel
+dir it makes is ``/tmp/hermes-kernels/<kernel_id>`` as on the spawn path, with a link to the
+runner file, so re-attach (a relay exec), kill and the probes work the same on both paths.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any, Protocol
+
+from ...errors import KernelServerUnavailable
+from ...kernel.contract import Launched, LaunchSpec
+from ...kernel.runner.environ import SERVER_KERNEL_ID
+from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
+from ..remote_server import RemoteServer, ServerPool
+from ..runner_zipapp import runner_zipapp
+from .stream import DockerExecStream
+
+KERNEL_ROOT = DOCKER_KERNEL_ROOT
+SERVER_DIR_PREFIX = "server-"
+#: Seconds of silence on a server's stream between container state checks (it is silent while idle).
+SERVER_STATE_POLL_S = 5.0
+
+
+class DockerSide(Protocol):
+    """What the servers need of the docker transport."""
+
+    api: Any
+    python: str
+    orphan_timeout: float | None
+    made_dirs: MadeDirs
+
+    def _put_runner(self, container_id: str, dirname: str) -> None: ...
+
+    def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None: ...
+
+    def container_running(self, container_id: str) -> bool: ...
+
+
+def server_pool(transport: DockerSide, idle_timeout: float | None) -> ServerPool:
+    """The pool of ``transport``'s servers (see module docstring)."""
+    return ServerPool(lambda cid, python: start_server(transport, cid, python, idle_timeout))
+
+
+def start_server(transport: DockerSide, container_id: str, python: str, idle_timeout: float | None) -> RemoteServer:
+    """Start a kernel server in the container with one exec and wait for its hello.
+
+    :raises KernelServerUnavailable: if it cannot be started or does not answer.
+    """
+    name = f"{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
+    sdir = f"{KERNEL_ROOT}/{name}"
+    runner = f"{sdir}/{runner_zipapp().name}"
+    api = transport.api
+    try:
+        transport._put_runner(container_id, name)
+        exec_id = api.exec_create(container_id, [python, "-B", runner, "server", "--stdio"], stdin=True, stdout=True,
+                                  stderr=True, environment=launch_env(SERVER_KERNEL_ID), workdir=sdir)["Id"]
+        stream = DockerExecStream(api.exec_start(exec_id, socket=True), state_poll_s=SERVER_STATE_POLL_S,
+                                  container_running=lambda: transport.container_running(container_id))
+    except Exception as exc:  # noqa: BLE001 - any engine failure: the spawn path may still work
+        raise KernelServerUnavailable(f"could not start a kernel server in {container_id[:12]}: "
+                                      f"{type(exc).__name__}: {exc}") from None
+    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
+    return RemoteServer(stream, name=f"docker {container_id[:12]}", config=config)
+
+
+def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str, spec: LaunchSpec) -> Launched:
+    """A kernel forked by the container's server (see module docstring).
+
+    :raises KernelServerUnavailable: if no server could fork it.
+    """
+    python = spec.python or transport.python
+    kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
+    config: dict[str, Any] = json.loads(runner_config(spec, kdir, transport.orphan_timeout))
+    transport.made_dirs.add(container_id, kdir)  # as on the spawn path: the leak probe checks it is gone
+    try:
+        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config)
+    except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
+        transport._end_failed_launch(container_id, kdir, spec.kernel_id)
+        raise
+    return Launched(stream=stream, pid=pid, kernel_dir=kdir,
+                    label=f"docker {container_id[:12]} pid {pid}, forked by kernel server {server.pid}",
+                    extra={"container": container_id, "python": python, "runner": runner, "server": server})

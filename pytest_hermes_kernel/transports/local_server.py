@@ -1,0 +1,243 @@
+"""The host's side of local kernel servers (``kernel/runner/server.py``): start them, ask them, drop them.
+
+A :class:`LocalTransport <.local.LocalTransport>` keeps a small pool (:class:`LocalServers`):
+one server per (interpreter, launch environment), at most ``max_servers`` (the least recently
+used one is closed past that), each exiting by itself after ``idle_timeout`` seconds without a
+request and with no kernel of its own alive. The kernel's own environment and cwd are applied in
+the forked kernel (``kernel/runner/environ.py``), so they need no server of their own.
+
+A server is started with the same fixed launch environment as a spawned runner, its
+``HERMES_KERNEL_ID`` being the slot each forked kernel writes its own id over. Its control
+socket (a ``SOCK_SEQPACKET`` socketpair) is its lease: this process's death, by any means, ends
+it. Whatever goes wrong with a server (it exited, it refused, it does not answer) is a
+:class:`~pytest_hermes_kernel.errors.KernelServerUnavailable`: the transport then starts the
+kernel by a plain spawn and says so in the first result's ``kernel.note``.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+from typing import Any
+
+from ..errors import KernelServerUnavailable
+from .runner_zipapp import write_runner
+
+SERVER_DIR_PREFIX = "hermes-kernel-server-"
+DEFAULT_MAX_SERVERS = 4
+#: Seconds a server without requests and without kernels of its own lives on.
+DEFAULT_SERVER_IDLE_TIMEOUT_S = 300.0
+#: Seconds for a server's first answer (its interpreter starts and imports the runner first).
+FIRST_REPLY_TIMEOUT_S = 30.0
+#: Seconds for any later answer (one fork).
+REPLY_TIMEOUT_S = 10.0
+#: Largest spawn request sent (a datagram of the control socket must fit its send buffer).
+MAX_REQUEST_BYTES = 160_000
+
+
+class LocalServer:
+    """One kernel server process of this host.
+
+    :param python: the interpreter it runs.
+    :param env: its launch environment, ``HERMES_KERNEL_ID`` being the slot
+        (:data:`~pytest_hermes_kernel.kernel.runner.environ.SERVER_KERNEL_ID`).
+    :param root: where its private dir (runner file, log) is made.
+    :param idle_timeout: seconds without requests after which it exits (``None``: never).
+    :raises KernelServerUnavailable: if it cannot be started.
+    """
+
+    def __init__(self, python: str, env: dict[str, str], root: str, idle_timeout: float | None) -> None:
+        self.python = python
+        self.owner = os.getpid()  # a forked copy of this process holds a copy, not the server
+        self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.answered = False
+        self.gone = ""
+        self.last_used = time.monotonic()
+        try:
+            self.proc = self._start(theirs, env, idle_timeout)
+        except OSError as exc:
+            self.control.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
+        finally:
+            theirs.close()
+
+    def _start(self, theirs: socket.socket, env: dict[str, str], idle_timeout: float | None) -> subprocess.Popen[bytes]:
+        runner = write_runner(self.dir)
+        with open(os.path.join(self.dir, "server.log"), "wb") as log:
+            proc = subprocess.Popen([self.python, "-B", runner, "server", "--fd", str(theirs.fileno())],
+                                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
+                                    pass_fds=(theirs.fileno(),), start_new_session=True, env=env, cwd=self.dir)
+        try:
+            proc.stdin.write(json.dumps({"idle_timeout": idle_timeout, "server_dir": self.dir}).encode())  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+        except OSError:
+            pass  # it died at once: the first request says so
+        return proc
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def usable(self) -> bool:
+        """Not known to be gone (an idle server may still have exited: a request finds out)."""
+        return not self.gone and self.proc.poll() is None
+
+    def spawn(self, config: dict[str, Any], channel: socket.socket) -> int:
+        """Ask for a kernel with runner ``config`` on the kernel's end of its ``channel``.
+
+        :returns: the forked kernel's pid (its session id).
+        :raises KernelServerUnavailable: if the server refused (``gone`` stays empty) or is gone.
+        """
+        with self.lock:
+            reply = self._ask({"type": "spawn", "config": config}, channel)
+        if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
+            raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
+        return int(reply["pid"])
+
+    def exit_status(self, pid: int) -> int | None:
+        """How kernel ``pid`` ended, as its server reaped it (``-N``: signal ``N``); ``None`` if unknown."""
+        try:
+            with self.lock:
+                reply = self._ask({"type": "status", "pid": pid}, None)
+        except KernelServerUnavailable:
+            return None
+        code = reply.get("exit_code")
+        return code if isinstance(code, int) else None
+
+    def _ask(self, message: dict[str, Any], channel: socket.socket | None) -> dict[str, Any]:
+        if not self.usable:
+            raise KernelServerUnavailable(self.gone or f"the kernel server (pid {self.pid}) has exited")
+        rid = next(self.ids)
+        request = json.dumps(dict(message, id=rid)).encode("utf-8")
+        if len(request) > MAX_REQUEST_BYTES:
+            raise KernelServerUnavailable(f"the kernel's config is too large for the server ({len(request)} bytes)")
+        timeout = REPLY_TIMEOUT_S if self.answered else FIRST_REPLY_TIMEOUT_S
+        try:
+            socket.send_fds(self.control, [request], [] if channel is None else [channel.fileno()])
+            reply = self._recv(timeout)
+        except (OSError, TimeoutError) as exc:
+            self._lose(f"the kernel server (pid {self.pid}) did not answer: {type(exc).__name__}: {exc}")
+        if reply is None:
+            self._lose(f"the kernel server (pid {self.pid}) has exited")
+        self.answered, self.last_used = True, time.monotonic()
+        if reply.get("id") != rid:  # pragma: no cover - one request at a time: a server bug
+            self._lose(f"the kernel server answered request {reply.get('id')!r}, not {rid}")
+        return reply
+
+    def _recv(self, timeout: float) -> dict[str, Any] | None:
+        """The next reply; ``None`` at EOF.
+
+        :raises TimeoutError: if none comes within ``timeout`` seconds.
+        """
+        if not select.select([self.control], [], [], timeout)[0]:
+            raise TimeoutError(f"no reply within {timeout} s")
+        data = self.control.recv(65536)
+        return json.loads(data.decode("utf-8")) if data else None
+
+    def _lose(self, why: str) -> None:
+        self.gone = why
+        self.close()
+        raise KernelServerUnavailable(why)
+
+    def close(self) -> None:
+        """End the server's lease; it exits at once (its kernels live on their own leases)."""
+        self.gone = self.gone or "closed"
+        try:
+            self.control.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LocalServers:
+    """A transport's kernel servers (see module docstring).
+
+    :param root: where server dirs are made (the kernel dir root).
+    :param max_servers: servers kept at once (one per interpreter and launch environment).
+    :param idle_timeout: seconds a server without requests and kernels lives on.
+    """
+
+    def __init__(self, root: str, max_servers: int = DEFAULT_MAX_SERVERS,
+                 idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
+        self.root = root
+        self.max_servers = max(1, max_servers)
+        self.idle_timeout = idle_timeout
+        self._servers: collections.OrderedDict[tuple[Any, ...], LocalServer] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._owner = os.getpid()
+        # A transport nobody closed still ends its servers when it is collected or at exit,
+        # never leaving their lease sockets to the garbage collector.
+        self._finalizer = weakref.finalize(self, _close_servers, self._servers, self._lock)
+
+    def spawn(self, python: str, env: dict[str, str], config: dict[str, Any], channel: socket.socket) -> tuple[int, LocalServer]:
+        """A kernel forked by the server for ``(python, env)``; a server found gone is replaced once.
+
+        :returns: the kernel's pid and the server that forked it.
+        :raises KernelServerUnavailable: if no server could fork it.
+        """
+        key = (python, tuple(sorted(env.items())))
+        server = self._server(key, python, env)
+        try:
+            return server.spawn(config, channel), server
+        except KernelServerUnavailable:
+            if not server.gone:
+                raise  # a refusal: a new server would refuse too
+        server = self._server(key, python, env)
+        return server.spawn(config, channel), server
+
+    def _server(self, key: tuple[Any, ...], python: str, env: dict[str, str]) -> LocalServer:
+        with self._lock:
+            if self._owner != os.getpid():  # a forked copy of the host: those servers are the parent's
+                self._servers.clear()
+                self._owner = os.getpid()
+            server = self._servers.get(key)
+            if server is not None and server.usable:
+                self._servers.move_to_end(key)
+                return server
+            if server is not None:
+                del self._servers[key]
+                server.close()
+            server = LocalServer(python, env, self.root, self.idle_timeout)
+            self._servers[key] = server
+            evicted = [self._servers.popitem(last=False)[1] for _ in range(len(self._servers) - self.max_servers)]
+        for old in evicted:
+            old.close()
+        return server
+
+    def pids(self) -> list[int]:
+        """Pids of the servers that may be running."""
+        with self._lock:
+            return [s.pid for s in self._servers.values() if s.usable]
+
+    def close(self) -> None:
+        """Close every server (their kernels live on, each on its own lease)."""
+        _close_servers(self._servers, self._lock)
+
+
+def _close_servers(servers: collections.OrderedDict[tuple[Any, ...], LocalServer], lock: threading.Lock) -> None:
+    """Close and forget ``servers``; only those this process started (a fork holds copies)."""
+    with lock:
+        mine = [server for server in servers.values() if server.owner == os.getpid()]
+        servers.clear()
+    for server in mine:
+        server.close()

@@ -1,0 +1,380 @@
+"""The host's side of a remote kernel server (``kernel/runner/server_remote.py``) over one stream.
+
+The docker and ssh transports start one server per kernel host with one exec and keep its stream;
+a kernel start is then one ``spawn`` message, and the kernel's channel is a :class:`MuxStream`
+riding that stream (no exec, no ssh session per kernel). One reader thread per server (named
+``hermes-shared ...``: it belongs to the transport, not to a test) hands each frame to its
+kernel's stream, to the waiting request, or to the record of ended kernels.
+
+Whatever goes wrong with a server (it refused, it exited, its stream broke) is a
+:class:`~pytest_hermes_kernel.errors.KernelServerUnavailable` for the launch that asked; the
+transport then starts the runner by a plain spawn and says so in ``kernel.note``. Kernels already
+forked do not depend on the server: when its stream ends, their streams end too and the handle
+re-attaches the old way (a relay exec), while each runner keeps its state (orphan timer).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import KernelServerUnavailable
+from ..kernel.contract import ByteStream, Launched, Transport
+from ..kernel.results import FrameDecoder, FrameError, encode_frame
+
+Header = dict[str, Any]
+#: Seconds for a server's ``hello`` (its interpreter starts and imports the runner first).
+HELLO_TIMEOUT_S = 30.0
+#: Seconds for the answer to a ``spawn`` (a mkdir, a bind and a fork).
+SPAWN_TIMEOUT_S = 15.0
+
+
+class RemoteServer:
+    """One remote kernel server and the stream to it (see module docstring).
+
+    :param stream: the server exec's stream (its stdin/stdout).
+    :param name: a short text for thread names and messages (``"docker ab12"``).
+    :param config: the server config (``idle_timeout``, ``server_dir``, ``runner``, ``log``).
+    :raises KernelServerUnavailable: if it does not say hello within :data:`HELLO_TIMEOUT_S`.
+    """
+
+    def __init__(self, stream: ByteStream, *, name: str, config: dict[str, Any],
+                 hello_timeout: float = HELLO_TIMEOUT_S) -> None:
+        self.stream = stream
+        self.name = name
+        self.gone = ""
+        self.hello: Header | None = None
+        self._send_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._replies: dict[int, Header] = {}
+        self._chans: dict[int, MuxStream] = {}
+        self._exited: dict[int, tuple[int | None, int | None]] = {}
+        self._ids = itertools.count(1)
+        self.send_frame({"type": "config", "config": config})
+        self._reader = threading.Thread(target=self._read, name=f"hermes-shared kernel server {name}", daemon=True)
+        self._reader.start()
+        with self._cond:
+            self._cond.wait_for(lambda: self.hello is not None or self.gone, hello_timeout)
+        if self.hello is None:
+            self.close()
+            raise KernelServerUnavailable(f"the kernel server on {name} did not say hello: {self.gone or 'no answer'}")
+        if self.hello.get("refusal"):
+            self.close()
+            raise KernelServerUnavailable(f"the kernel server on {name} cannot fork kernels: {self.hello['refusal']}")
+
+    @property
+    def usable(self) -> bool:
+        return not self.gone
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.hello is None else self.hello.get("pid")
+
+    # ------------------------------------------------------------------------------ requests
+    def send_frame(self, header: Header, blobs: tuple[bytes, ...] = ()) -> None:
+        """Send one frame to the server.
+
+        :raises OSError: if the stream is gone.
+        """
+        data = encode_frame(header, blobs)
+        with self._send_lock:
+            if self.gone:
+                raise BrokenPipeError(self.gone)
+            self.stream.send(data)
+
+    def request(self, message: Header, timeout: float) -> Header:
+        """Send ``message`` with a fresh id and wait for the reply with that id.
+
+        :raises KernelServerUnavailable: if the stream breaks or no reply comes in time.
+        """
+        rid = next(self._ids)
+        try:
+            self.send_frame(dict(message, id=rid))
+        except OSError as exc:  # not sent: asking another server is safe
+            raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}", sent=False) from None
+        with self._cond:
+            self._cond.wait_for(lambda: rid in self._replies or self.gone, timeout)
+            reply = self._replies.pop(rid, None)
+        if reply is None:
+            why = self.gone or f"no answer within {timeout} s"
+            if not self.gone:
+                self.close()  # a silent server is no use to anyone
+            raise KernelServerUnavailable(f"the kernel server on {self.name}: {why}")
+        return reply
+
+    def spawn(self, config: dict[str, Any], timeout: float = SPAWN_TIMEOUT_S) -> tuple[int, MuxStream, str | None]:
+        """Have the server fork the kernel of runner ``config``.
+
+        :returns: its pid, the stream of its channel, and the path of the runner file in its dir.
+        :raises KernelServerUnavailable: if the server refused or is gone.
+        """
+        reply = self.request({"type": "spawn", "config": config}, timeout)
+        if reply.get("type") != "spawned":
+            raise KernelServerUnavailable(f"the kernel server on {self.name} refused: {reply.get('error', reply)}")
+        with self._cond:
+            stream = self._chans[reply["chan"]]
+        return int(reply["pid"]), stream, reply.get("runner")
+
+    def exited(self, pid: int) -> bool:
+        """Whether the server reported kernel ``pid`` ended (its dir is removed then)."""
+        with self._cond:
+            return pid in self._exited
+
+    def wait_exit(self, pid: int, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for kernel ``pid`` to end; ``False`` if not, or if the server is gone."""
+        with self._cond:
+            self._cond.wait_for(lambda: pid in self._exited or self.gone, timeout)
+            return pid in self._exited
+
+    def remove_dir(self, kernel_dir: str, timeout: float = SPAWN_TIMEOUT_S) -> bool:
+        """Have the server remove a kernel dir it made; ``False`` if it would not or could not."""
+        try:
+            return self.request({"type": "rmdir", "dir": kernel_dir}, timeout).get("type") == "removed"
+        except KernelServerUnavailable:
+            return False
+
+    def alive(self, pid: int, timeout: float = SPAWN_TIMEOUT_S) -> bool:
+        """Whether kernel ``pid`` (one of the server's) still runs.
+
+        :raises KernelServerUnavailable: if the server cannot tell (gone, silent).
+        """
+        if self.exited(pid):
+            return False
+        return bool(self.request({"type": "alive", "pid": pid}, timeout).get("alive"))
+
+    # ------------------------------------------------------------------------------ reading
+    def _read(self) -> None:
+        decoder = FrameDecoder()
+        why = "its stream ended"
+        try:
+            while True:
+                data = self.stream.recv(None)
+                if not data:
+                    break
+                decoder.feed(data)
+                while (frame := decoder.next_frame()) is not None:
+                    self._dispatch(*frame)
+        except (OSError, FrameError) as exc:
+            why = f"its stream broke: {type(exc).__name__}: {exc}"
+        finally:
+            self.close(why)  # its stream is of no use now: release it (its socket or channel) at once
+
+    def _dispatch(self, header: Header, blobs: list[bytes]) -> None:
+        kind = header.get("type")
+        if kind == "data":
+            with self._cond:
+                stream = self._chans.get(header.get("chan"))  # type: ignore[arg-type]
+            if stream is not None and blobs:
+                stream.feed(blobs[0])
+            return
+        with self._cond:
+            if kind == "closed":
+                stream = self._chans.pop(header.get("chan"), None)  # type: ignore[arg-type]
+                if stream is not None:
+                    stream.end()
+            elif kind == "exited":
+                self._exited[header["pid"]] = (header.get("exit_code"), header.get("signal"))
+            elif kind == "hello":
+                self.hello = header
+            else:
+                if kind == "spawned":  # its stream exists before any of its data can come
+                    self._chans[header["chan"]] = MuxStream(self, header["chan"])
+                self._replies[header.get("id")] = header  # type: ignore[index]
+            self._cond.notify_all()
+
+    def _end(self, why: str) -> None:
+        with self._cond:
+            self.gone = self.gone or why
+            streams, self._chans = list(self._chans.values()), {}
+            self._cond.notify_all()
+        for stream in streams:
+            stream.end()
+
+    def detach(self, chan: int) -> None:
+        """A kernel's stream was closed by the host: stop relaying it (the kernel's orphan clock starts)."""
+        with self._cond:
+            self._chans.pop(chan, None)
+        try:
+            self.send_frame({"type": "close", "chan": chan})
+        except OSError:
+            pass
+
+    def close(self, why: str = "closed") -> None:
+        """End the server's lease (it exits at once; kernels live on their own orphan timers).
+
+        :param why: what :attr:`gone` says if the server was not gone already.
+        """
+        self._end(why)
+        try:
+            self.stream.close()
+        except OSError:
+            pass
+
+
+class ServerPool:
+    """A transport's remote kernel servers: one per (kernel host, interpreter), started on first use.
+
+    :param start: ``start(where, python) -> RemoteServer``: one exec that starts a server.
+    """
+
+    def __init__(self, start: Callable[[str, str], RemoteServer]) -> None:
+        self._start = start
+        self._servers: dict[tuple[str, str], RemoteServer] = {}
+        self._lock = threading.Lock()
+        self._starting: dict[tuple[str, str], threading.Lock] = {}
+
+    def spawn(self, where: str, python: str,
+              config: Callable[[RemoteServer], dict[str, Any]]) -> tuple[int, MuxStream, str | None, RemoteServer]:
+        """Fork a kernel on ``where`` (a server found gone is replaced once).
+
+        :param config: the runner config for a server (its hello says e.g. the far side's home).
+        :returns: the kernel's pid, its stream, its runner file's path and the server.
+        :raises KernelServerUnavailable: if no server could fork it.
+        """
+        server = self._server(where, python)
+        try:
+            return (*server.spawn(config(server)), server)
+        except KernelServerUnavailable as exc:
+            if exc.facts.get("sent", True):
+                raise  # a refusal (a new server would refuse too), or it may have forked the kernel
+        server = self._server(where, python)  # it was gone before it had the request: once more
+        return (*server.spawn(config(server)), server)
+
+    def _server(self, where: str, python: str) -> RemoteServer:
+        key = (where, python)
+        with self._lock:
+            starting = self._starting.setdefault(key, threading.Lock())
+        with starting:  # one start per key at a time; other kinds of servers start meanwhile
+            with self._lock:
+                server = self._servers.get(key)
+            if server is not None and server.usable:
+                return server
+            server = self._start(where, python)
+            with self._lock:
+                self._servers[key] = server
+            return server
+
+    def forget(self, where: str) -> None:
+        """Drop (and close) the servers on ``where`` (a container that was removed)."""
+        with self._lock:
+            gone = [self._servers.pop(k) for k in list(self._servers) if k[0] == where]
+        for server in gone:
+            server.close()
+
+    def close(self) -> None:
+        """Close every server (kernels live on their own orphan timers)."""
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.close()
+
+
+def server_of(extra: dict[str, Any]) -> RemoteServer | None:
+    """The server that forked a launch (from its ``Launched.extra``), if it is still usable."""
+    server = extra.get("server")
+    return server if isinstance(server, RemoteServer) and server.usable else None
+
+
+def with_fallback(fork: Callable[[], Launched] | None, spawn: Callable[[], Launched]) -> Launched:
+    """``fork()`` the kernel from a kernel server; if there is none (``None``) or it is unavailable,
+    ``spawn()`` the runner, and say so in the launch's note when a server failed."""
+    note = ""
+    if fork is not None:
+        try:
+            return fork()
+        except KernelServerUnavailable as exc:
+            note = f"kernel server unavailable ({exc}): started by a plain spawn"
+    launched = spawn()
+    launched.note = note
+    return launched
+
+
+def forked_alive(launched: Launched) -> bool | None:
+    """Whether a server-forked runner still runs, as its server knows (``None``: it cannot tell)."""
+    server = server_of(launched.extra)
+    if server is None or launched.pid is None:
+        return None
+    try:
+        return server.alive(launched.pid)
+    except KernelServerUnavailable:
+        return None
+
+
+def forked_reap(launched: Launched, timeout: float) -> bool:
+    """Wait up to ``timeout`` s for a server-forked runner to end; ``False``: not seen (ask another way)."""
+    server = server_of(launched.extra)
+    return server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout)
+
+
+def reap_forked_or_probe(transport: Transport, launched: Launched, timeout: float) -> bool:
+    """``Transport.reap`` of the docker and ssh transports: wait for a forked kernel's exit as its
+    server reports it; else (spawned, or the server is gone) probe once with ``alive`` (an exec)."""
+    return forked_reap(launched, timeout) or not transport.alive(launched)
+
+
+def forked_cleanup(launched: Launched) -> bool:
+    """Have the server remove a forked kernel's dir; ``False``: remove it another way."""
+    server = server_of(launched.extra)
+    return server is not None and bool(launched.kernel_dir) and server.remove_dir(launched.kernel_dir or "")
+
+
+class MuxStream:
+    """A kernel's channel as one channel of its server's stream (a :class:`ByteStream`).
+
+    ``close`` detaches (the runner keeps its state and its orphan clock runs), as closing a relay
+    exec's stream would; ``recv`` returns ``b""`` once the server said the kernel's socket closed
+    or the server's stream ended.
+    """
+
+    def __init__(self, server: RemoteServer, chan: int) -> None:
+        self.server = server
+        self.chan = chan
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._cond = threading.Condition()
+        self._eof = False
+        self._closed = False
+
+    def send(self, data: bytes) -> None:
+        """:raises BrokenPipeError: if the channel or the server's stream has ended."""
+        if self._eof:
+            raise BrokenPipeError(f"kernel channel {self.chan} on {self.server.name} has ended")
+        self.server.send_frame({"type": "data", "chan": self.chan}, (data,))
+
+    def recv(self, timeout: float | None) -> bytes:
+        deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+        with self._cond:
+            while not self._chunks and not self._eof:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise TimeoutError
+                self._cond.wait(left)
+            if self._chunks:
+                data = b"".join(self._chunks)
+                self._chunks.clear()
+                return data
+            return b""
+
+    def close(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = self._eof = True
+            self._cond.notify_all()
+        self.server.detach(self.chan)
+
+    def feed(self, data: bytes) -> None:
+        """Bytes from the kernel (the server's reader thread)."""
+        with self._cond:
+            if not self._closed:
+                self._chunks.append(data)
+                self._cond.notify_all()
+
+    def end(self) -> None:
+        """The kernel's socket closed, or the server's stream ended."""
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()

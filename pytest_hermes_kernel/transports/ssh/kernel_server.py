@@ -1,0 +1,120 @@
+"""The ssh transport's kernel servers: one per connection and interpreter, started with one exec.
+
+The server (``kernel/runner/server_remote.py``) runs from its own 0700 dir
+``~/.hermes-kernels/server-<random>`` (the runner file, put there over SFTP once; its log), with
+the login's own environment plus the kernel markers, its ``HERMES_KERNEL_ID`` being the slot each
+forked kernel writes its own id over. Its exec channel is the stream every kernel of the
+connection rides (:class:`~..remote_server.MuxStream`): a kernel start is one message, no exec
+and no ssh session of its own (``MaxSessions`` no longer bounds how many kernels run at once). A
+kernel dir it makes is ``~/.hermes-kernels/<kernel_id>`` as on the spawn path, with a link to the
+runner file, so re-attach (a relay exec channel), kill and the probes work the same on both paths.
+When the connection dies, so does the server's channel: the server exits, its kernels live on
+their orphan timers, the handle re-attaches as before, and the next launch starts a new server.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import uuid
+from typing import Any, Protocol
+
+from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
+from ...kernel.contract import Launched, LaunchSpec
+from ...kernel.runner.environ import SERVER_KERNEL_ID
+from ..detached import MadeDirs, launch_env, runner_config
+from ..remote_server import RemoteServer, ServerPool
+from ..runner_zipapp import runner_zipapp
+from .connection import SshConnection, SshStream, put_file
+from .probes import end_failed_launch
+from .rundir import KERNEL_ROOT, private_root
+
+SERVER_DIR_PREFIX = "server-"
+
+
+class SshSide(Protocol):
+    """What the servers need of the ssh transport."""
+
+    python: str
+    orphan_timeout: float | None
+    _home: str | None
+    made_dirs: MadeDirs
+
+    def _connection(self, *, probe: bool = False) -> SshConnection: ...
+
+    def run_script(self, conn: SshConnection, script: str, *args: str,
+                   python: str | None = None) -> tuple[int | None, bytes]: ...
+
+
+def server_pool(transport: SshSide, idle_timeout: float | None) -> ServerPool:
+    """The pool of ``transport``'s servers (see module docstring)."""
+    return ServerPool(lambda _where, python: start_server(transport, transport._connection(), python, idle_timeout))
+
+
+def start_server(transport: SshSide, conn: SshConnection, python: str, idle_timeout: float | None) -> RemoteServer:
+    """Put the runner into a new server dir over SFTP, start the server with one exec, wait for its hello.
+
+    :raises KernelServerUnavailable: if it cannot be started or does not answer.
+    """
+    try:
+        sftp = conn.sftp()
+        try:
+            transport._home = sftp.normalize(".")
+            root = private_root(sftp, transport._home)
+            sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
+            sftp.mkdir(sdir, 0o700)
+            app = runner_zipapp()
+            put_file(sftp, f"{sdir}/{app.name}", app.data)
+        finally:
+            sftp.close()
+        runner = f"{sdir}/{app.name}"
+        q = shlex.quote
+        exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
+        chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
+    except (OSError, TransportLostError, UnsafeRunDirError) as exc:
+        raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
+    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
+    return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
+
+
+class ServerStream(SshStream):
+    """The server's exec channel as a stream, read without ``select``.
+
+    paramiko gives every channel that is ``select``-ed a pipe pair, and this channel outlives every
+    test (the leak check would count the pipe); a blocking read returns at EOF, and when the
+    connection is closed (its keepalive check closes a silent one).
+    """
+
+    def recv(self, timeout: float | None) -> bytes:
+        if timeout is not None:
+            return super().recv(timeout)
+        try:
+            return self.chan.recv(1 << 20)
+        except (EOFError, OSError):
+            return b""
+
+
+def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec: LaunchSpec) -> Launched:
+    """A kernel forked by the connection's server (see module docstring).
+
+    :raises KernelServerUnavailable: if no server could fork it.
+    """
+    python = spec.python or transport.python
+
+    def config(server: RemoteServer) -> dict[str, Any]:
+        kdir = f"{(server.hello or {}).get('home')}/{KERNEL_ROOT}/{spec.kernel_id}"
+        transport.made_dirs.add(str(conn.target), kdir)  # as on the spawn path: the leak probe checks it is gone
+        return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
+
+    try:
+        pid, stream, runner, server = pool.spawn(str(conn.target), python, config)
+    except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
+        kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
+        end_failed_launch(transport, conn, kdir, spec.kernel_id)
+        raise
+    kdir = config(server)["kernel_dir"]
+    if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides
+        conn = server.stream.connection
+    return Launched(stream=stream, pid=pid, kernel_dir=kdir,
+                    label=f"ssh {conn.target} pid {pid}, forked by kernel server {server.pid}",
+                    extra={"conn": conn, "python": python, "runner": runner, "server": server})

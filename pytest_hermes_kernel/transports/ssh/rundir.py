@@ -1,0 +1,92 @@
+"""Kernel dirs on an ssh host: ``~/.hermes-kernels/<name>``, made over SFTP in a checked root.
+
+The root must be a real directory owned by the ssh user and closed to group and others (B46:
+another user of the host may have made it first, or planted a symlink); nothing is changed to
+fit, the kit refuses. Both the spawn path and the kernel servers (:mod:`.kernel_server`) make
+their dirs here.
+"""
+
+from __future__ import annotations
+
+import stat
+from typing import TYPE_CHECKING, Protocol
+
+from ...errors import TransportLostError, UnsafeRunDirError
+from ..detached import SSH_KERNEL_ROOT, MadeDirs
+from ..runner_zipapp import runner_zipapp
+from .connection import SshConnection, put_file
+
+if TYPE_CHECKING:
+    import paramiko
+
+KERNEL_ROOT = SSH_KERNEL_ROOT
+
+
+class HomeOwner(Protocol):
+    """What a kernel dir needs of the ssh transport: the login's home, once read, and the record of
+    the dirs it made (for the leak probe)."""
+
+    _home: str | None
+    made_dirs: MadeDirs
+
+
+def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str:
+    """Make ``<home>/.hermes-kernels/<name>`` (0700) holding the runner file, recorded in
+    ``transport.made_dirs`` right before it is made.
+
+    :param name: the dir's name: the kernel id (spawn path) or ``server-<random>`` (a server's).
+    :returns: the dir's absolute path on the host.
+    :raises UnsafeRunDirError: if the root is not private (:func:`check_private_root`).
+    :raises TransportLostError: if SFTP fails.
+    """
+    sftp = conn.sftp()
+    try:
+        if transport._home is None:
+            transport._home = sftp.normalize(".")
+        root = private_root(sftp, transport._home)
+        kdir = f"{root}/{name}"
+        transport.made_dirs.add(str(conn.target), kdir)
+        sftp.mkdir(kdir, 0o700)
+        app = runner_zipapp()
+        put_file(sftp, f"{kdir}/{app.name}", app.data)
+        return kdir
+    except UnsafeRunDirError:
+        raise
+    except OSError as exc:
+        raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
+    finally:
+        sftp.close()
+
+
+def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
+    """``<home>/.hermes-kernels``, made 0700 if missing, then checked (:func:`check_private_root`).
+
+    :raises UnsafeRunDirError: if it is not private.
+    :raises OSError: if SFTP fails.
+    """
+    root = f"{home}/{KERNEL_ROOT}"
+    try:
+        sftp.mkdir(root, 0o700)
+    except OSError:
+        pass  # exists
+    check_private_root(sftp, root, owner=sftp.stat(home).st_uid)
+    return root
+
+
+def check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | None) -> None:
+    """The remote kernel root must be a real directory (never a symlink), owned by ``owner`` (the
+    owner of the login's home) and closed to group and others (B46).
+
+    :raises UnsafeRunDirError: naming the path and what is wrong with it.
+    """
+    st = sftp.lstat(root)
+    mode = st.st_mode or 0
+    problem = ("it is a symlink" if stat.S_ISLNK(mode) else "it is not a directory" if not stat.S_ISDIR(mode)
+               else f"it is owned by uid {st.st_uid}, not {owner}" if st.st_uid != owner
+               else f"its mode is {stat.S_IMODE(mode):04o}, not 0700" if mode & 0o077 else None)
+    if problem is not None:
+        raise UnsafeRunDirError(f"refusing to keep kernels in {root} on the ssh host: {problem}. Hint: another "
+                                "user may have made it first; remove it on the host", path=root, problem=problem)
+
+
+__all__ = ["KERNEL_ROOT", "check_private_root", "make_kernel_dir", "private_root"]
