@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..kernel.contract import ByteStream, Launched, LaunchSpec, Transport
+from ..kernel.files import KernelFiles
 from .proxy import ProxyRoute, TcpFaultProxy
 from .spec import DropMode
 
@@ -235,6 +236,9 @@ class FaultyTransport(Transport):
 
     def locator(self, launched: Launched) -> dict[str, Any]:
         return self.inner.locator(self._inner_of(launched))
+
+    def files(self, launched: Launched, workdir: str) -> KernelFiles:
+        return self.inner.files(self._inner_of(launched), workdir)
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         return self.inner.kernel_processes(kernel_id, locator)

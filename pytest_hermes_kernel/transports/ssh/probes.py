@@ -13,7 +13,8 @@ import shlex
 from typing import TYPE_CHECKING
 
 from ...errors import TransportLostError
-from ..detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes
+from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT,
+                        parse_existing_dirs, parse_host_processes, parse_kernel_processes)
 
 if TYPE_CHECKING:
     from .connection import SshConnection
@@ -66,6 +67,15 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
             remove_container(identity, client=transport.sshd.docker)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
+    """Live processes of kernel ``kernel_id`` on the ssh host, scanned there; ``[]`` when the host
+    cannot be reached (its runner ends by its orphan timer)."""
+    try:
+        return parse_kernel_processes(transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
+    except (TransportLostError, TimeoutError):
+        return []
 
 
 def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:

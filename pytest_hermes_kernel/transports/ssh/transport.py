@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT,
-                       LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, parse_kernel_processes,
-                       parse_ready, launch_env, runner_config)
+from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME,
+                       MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
 from .rundir import make_kernel_dir
@@ -339,11 +338,8 @@ class SshTransport(Transport):
                 "sshd_container_id": self.sshd_container_id}
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
-        """Live processes of kernel ``kernel_id`` on the ssh host (scanned there)."""
-        try:
-            return parse_kernel_processes(self.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
-        except (TransportLostError, TimeoutError):
-            return []
+        """Live processes of kernel ``kernel_id`` on the ssh host (:func:`.probes.kernel_processes`)."""
+        return probes.kernel_processes(self, kernel_id)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Open channels, kernel processes on the ssh host, unheld sshd containers (:mod:`.probes`)."""
