@@ -16,14 +16,15 @@ timeout, or that ends before the delay is over, ends its fault unfired: it is no
 
 from __future__ import annotations
 
+import functools
 import signal
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..kernel.cell_timer import CellStartTimer
 from ..procs import pid_alive
 from .apply import host_death_bound
 from .faulty_transport import FaultyTransport
@@ -145,7 +146,7 @@ class FaultingKernel:
         self.death_bound = death_bound
         self.cells = 0
         self.fired: list[FiredFault] = []
-        self._armed: list[_DuringCell] = []
+        self._armed: list[CellStartTimer] = []
         if any(s.during_cell is not None for s in self.specs):
             if not kernel.options.report_running:
                 raise ConfigError(f"during_cell faults on kernel {kernel.kernel_id} need it started with "
@@ -205,7 +206,8 @@ class FaultingKernel:
             if spec.fires_after(n - 1) and not self._has_fired(spec):
                 self.fire(spec)
         budget = self.kernel.options.timeout if timeout is None else timeout
-        armed = [_DuringCell(spec, self.fire, budget) for spec in self.specs if spec.fires_during(n)]
+        armed = [CellStartTimer(spec.delay, functools.partial(self.fire, spec), budget,
+                                name=f"hermes-fault-{spec.kind}") for spec in self.specs if spec.fires_during(n)]
         self._armed = armed
         try:
             return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
@@ -267,35 +269,3 @@ class FaultingKernel:
         return [f"kernel {host.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
                 "still alive:\n  " + "\n  ".join(survivors)]
 
-
-class _DuringCell:
-    """One ``during_cell`` fault armed for one cell: it fires ``spec.delay`` seconds after the
-    cell started in the worker (:meth:`started`) unless the cell ended first (:meth:`end`).
-
-    :param spec: the fault.
-    :param fire: injects it (called on this trigger's own thread).
-    :param start_timeout: seconds to wait for the cell's start; ``None``: until the cell ends.
-    """
-
-    def __init__(self, spec: FaultSpec, fire: Callable[[FaultSpec], None], start_timeout: float | None) -> None:
-        self.spec = spec
-        self._running = threading.Event()
-        self._ended = threading.Event()
-        self._thread = threading.Thread(target=self._wait, args=(fire, start_timeout), daemon=True,
-                                        name=f"hermes-fault-{spec.kind}")
-        self._thread.start()
-
-    def started(self) -> None:
-        """The cell has started in the worker: the fault's delay begins now."""
-        self._running.set()
-
-    def end(self) -> None:
-        """The cell ended (or the test did): a fault that has not fired yet never will."""
-        self._ended.set()
-        self._running.set()
-
-    def _wait(self, fire: Callable[[FaultSpec], None], start_timeout: float | None) -> None:
-        if not self._running.wait(start_timeout) or self._ended.is_set():
-            return
-        if not self._ended.wait(self.spec.delay):
-            fire(self.spec)

@@ -51,13 +51,14 @@ class CellRun:
     :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
     :param stopping: returns true once the kernel is shutting down (no re-attach then).
     :param cancel: the caller's cancel switch for this cell (see :class:`~.watchdog.CellBudget`).
-    :param on_running: called once, on the cell's thread, when the runner says the cell has
-        started in the worker (only asked for with ``options.report_running``).
+    :param emit: ``emit(event, payload)`` reports the cell's events to the kernel's listeners:
+        ``running`` once, on the cell's thread, when the runner says the cell has started in the
+        worker (asked for only with ``options.report_running``).
     """
 
     def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
                  budget_s: float | None, kernel: object, stopping: Callable[[], bool],
-                 cancel: threading.Event | None = None, on_running: Callable[[], None] | None = None) -> None:
+                 cancel: threading.Event | None = None, emit: Callable[[str, Any], None] | None = None) -> None:
         self.link = link
         self.options = options
         self.kernel = kernel
@@ -68,7 +69,8 @@ class CellRun:
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
         if options.report_running:
             self.request["report_running"] = True
-        self._on_running = on_running
+        self._emit = emit
+        self._started = False  # the runner said the cell has started in the worker
         self._stage: Action | None = None
         self._reconnected = False
         self._tool_threads: list[threading.Thread] = []
@@ -127,10 +129,10 @@ class CellRun:
                 return self._outcome(header, blobs)
 
     def _running(self) -> None:
-        """The cell has started in the worker: tell ``on_running``, once per cell."""
-        notify, self._on_running = self._on_running, None
-        if notify is not None:
-            notify()
+        """The cell has started in the worker: emit ``running``, once per cell."""
+        if self._emit is not None and not self._started:
+            self._started = True
+            self._emit("running", None)
 
     def _keepalive(self, channel: Channel, pings: int, last_heard: float) -> tuple[int, float]:
         """Ping a silent re-attachable channel; declare it lost after ``keepalive_missed`` pings."""

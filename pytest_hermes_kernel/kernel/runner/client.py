@@ -15,11 +15,9 @@ comes from ``DIR/token`` (never argv).
   waiting, for ``pickup_s`` seconds.
 * Every frame received is printed as one base64 line after :data:`CLIENT_BEGIN`; the last line
   is ``CLIENT_END STATUS@@`` (see :data:`ClientStatus`).
-* A cell that asked to be told when it starts (``report_running``) ends the poll with its
-  ``running`` frame, so the host learns it while the cell runs (the next poll waits for the result).
 * Leaving is lossless: it half-closes and relays until the supervisor lets it go. After a tool
-  call, a ``running`` frame or at the deadline (the cell runs on) a forked holder stays attached for up to ``hold_s``
-  seconds and spools what comes (``h-<pid>.spool``, under the lock ``h-<pid>.lock``) until the
+  call, a ``running`` frame or at the deadline (the cell runs on) a forked holder stays attached
+  for up to ``hold_s`` seconds and spools what comes (``h-<pid>.spool``, under the lock ``h-<pid>.lock``) until the
   next client takes over and relays the spool first: no frame is sent while nobody is attached,
   so a tool call from another thread is never lost.
 """
@@ -44,9 +42,9 @@ if TYPE_CHECKING:
     from .frames import Header
 
     #: How a poll ended: ``done`` (a reply for a ``wait`` id; with no ``wait`` ids: the hello),
-    #: ``tool`` (a tool call of a ``wait`` cell), ``running`` (a ``wait`` cell that asked for it
-    #: started in the worker), ``deadline``, ``eof`` (dropped: another client attached, or the
-    #: supervisor ended), ``gone`` (nothing listens) or ``error`` (refused, bad frame).
+    #: ``tool``/``running`` (a tool call of a ``wait`` cell, or it started), ``deadline``, ``eof``
+    #: (dropped: another client attached, or the supervisor ended), ``gone`` (nothing listens)
+    #: or ``error`` (refused, bad frame).
     ClientStatus = Literal["done", "tool", "running", "deadline", "eof", "gone", "error"]
 
 CLIENT_BEGIN = "@@hermes-client begin@@"
@@ -271,7 +269,7 @@ def _read(sock: socket.socket, left: float) -> bytes | None:
 
 
 def _status(header: Header, wait: set[Any], status: ClientStatus | None) -> ClientStatus | None:
-    """The poll's status after ``header`` (``done`` beats ``tool`` and ``running``; ``error`` beats all)."""
+    """The poll's status after ``header`` (``done`` beats ``tool``; ``error`` beats both)."""
     kind = header.get("type")
     key = header.get("cell") if kind == "tool_call" else header.get("id")
     if kind == "error" and key is None:

@@ -222,7 +222,7 @@ class Supervisor:
             else:
                 self.finish(msg)
         elif kind == "running" and running and msg.get("id") == self.cells.running_id:
-            self.link.reply(msg)  # the cell asked to be told when it starts (report_running)
+            self.link.reply(msg)
         elif kind == "tool_call":
             if running and msg.get("cell") == self.cells.running_id:
                 self.link.reply(msg)

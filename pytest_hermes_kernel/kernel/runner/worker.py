@@ -3,8 +3,7 @@
 Forked from the supervisor (see :mod:`.supervisor`), in its own process group, with stdin on
 ``/dev/null`` and fd 1/2 on the supervisor's pipes. It talks to the supervisor only, over a
 private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``exit`` and
-``tool_result``, and sends ``ready``, ``result``, ``tool_call`` and, when the request asks
-(``report_running``), ``running`` as the cell starts.
+``tool_result``, and sends ``ready``, ``running`` (if asked), ``result`` and ``tool_call``.
 
 * A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
   after the result is sent, as a clean interpreter exit would.
