@@ -37,8 +37,9 @@ Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdo
 ``max_duration_s`` (wall seconds for the step), ``same_pid`` (all threads got one kernel),
 ``generation``.
 
-The runner decides *when* a fault fires (after or during which step); what firing does is the
-caller's ``on_fault`` (the plugin passes the fault layer's one injector, and applies the
+The runner decides *when* a fault fires (after or during which step: a ``during`` fault
+``delay`` seconds after the step's cell started in the worker, the kernel's ``running`` event,
+and not at all when the step ends first); what firing does is the caller's ``on_fault`` (the plugin passes the fault layer's one injector, and applies the
 faults' transport and kernel options before the run, as for markers).
 """
 
@@ -54,6 +55,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from .errors import ConfigError, ScenarioFailure
+from .kernel.cell_timer import CellStartTimer
 from .kernel.handle import KernelHandle
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -133,7 +135,7 @@ class ScenarioFault(Protocol):
 
     @property
     def delay(self) -> float:
-        """Seconds after the step started that a ``during`` fault fires."""
+        """Seconds after the step's cell started in the worker that a ``during`` fault fires."""
         ...
 
     def fires_after(self, cell: int) -> bool:
@@ -141,7 +143,7 @@ class ScenarioFault(Protocol):
         ...
 
     def fires_during(self, cell: int) -> bool:
-        """Whether it fires ``delay`` seconds into step ``cell`` (1-based)."""
+        """Whether it fires ``delay`` seconds into step ``cell`` (1-based) once it runs."""
         ...
 
 
@@ -187,7 +189,10 @@ class ScenarioRunner:
         plugin parses them with ``faults.spec.spec_from_table``).
     :param on_fault: fires one of ``faults`` at a leased kernel (the plugin's injector);
         ``None`` makes a scenario whose fault fires fail with a clear message.
-    :param options: the kernels' options (default: the scenario's ``[kernel]`` table).
+    :param options: the kernels' options (default: the scenario's ``[kernel]`` table); with a
+        fault during a step they must have ``report_running`` (``faults.apply`` sets it).
+    :raises ConfigError: if a fault fires during a step and the kernels do not report their
+        cells' start.
     """
 
     def __init__(self, scenario: Scenario, transport_factory: Callable[[KernelKey], Any], transport_name: str,
@@ -197,12 +202,26 @@ class ScenarioRunner:
         self.transport_name = transport_name
         self.on_fault = on_fault
         self.faults = tuple(faults)
+        options = options or KernelOptions(**scenario.kernel)
+        if not options.report_running and any(f.fires_during(n) for f in self.faults
+                                               for n in range(1, len(scenario.steps) + 1)):
+            raise ConfigError(f"scenario {scenario.name!r}: a fault during a step needs kernels started with "
+                              "report_running=True (faults.apply sets it): it is timed from the cell's start")
         reg = dict(scenario.registry)
-        self.registry = KernelRegistry(options=options or KernelOptions(**scenario.kernel),
+        self.registry = KernelRegistry(options=options,
                                        transport_factory=transport_factory, background_reaper=False,
                                        max_kernels=reg.get("max_kernels", 4),
                                        idle_timeout=reg.get("idle_timeout", 1800.0))
-        self.registry.listener = listener
+        self.listener = listener
+        self.registry.listener = self._on_event
+        self._armed: list[CellStartTimer] = []
+
+    def _on_event(self, event: str, handle: KernelHandle, payload: Any) -> None:
+        if event == "running":  # the kernels run with report_running when a fault fires during a step
+            for timer in self._armed:
+                timer.started()
+        if self.listener is not None:
+            self.listener(event, handle, payload)
 
     def key(self, step: dict[str, Any]) -> KernelKey:
         owner = step.get("owner", "scenario")
@@ -258,7 +277,9 @@ class ScenarioRunner:
             return []
         threads = int(step.get("threads", 1))
         expect = step.get("expect", {})
-        timers = [self._during(fault, key) for fault in self.faults if fault.fires_during(n)]
+        budget = step.get("timeout", self.registry.options.timeout)
+        self._armed = [self._during(fault, key, budget) for fault in self.faults if fault.fires_during(n)]
+        timers: list[threading.Timer] = []
         if step.get("interrupt_after") is not None:
             timers.append(self._interrupt_later(key, float(step["interrupt_after"])))
         with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -267,6 +288,8 @@ class ScenarioRunner:
             results = [f.result() for f in futures]
         for timer in timers:
             timer.cancel()
+        for armed in self._armed:
+            armed.end()
         wall = time.monotonic() - started
         problems = []
         for result in results:
@@ -278,15 +301,13 @@ class ScenarioRunner:
                             f"{len({r.kernel.pid for r in results})} kernels, expected 1")
         return problems
 
-    def _during(self, fault: ScenarioFault, key: KernelKey) -> threading.Timer:
+    def _during(self, fault: ScenarioFault, key: KernelKey, budget: float | None) -> CellStartTimer:
+        """Arm ``fault`` for the step's cell: ``delay`` s after it started (waited for up to its budget)."""
         def fire() -> None:
             with self.registry.lease(key) as handle:
                 self.on_fault(fault, handle) if self.on_fault else None
 
-        timer = threading.Timer(float(fault.delay), fire)
-        timer.daemon = True
-        timer.start()
-        return timer
+        return CellStartTimer(float(fault.delay), fire, budget, name=f"hermes-scenario-{fault.kind}")
 
     def _interrupt_later(self, key: KernelKey, delay: float) -> threading.Timer:
         def fire() -> None:

@@ -1,7 +1,8 @@
 """The host half of the host harness: a separate process that owns a kernel.
 
 Run as ``python -m pytest_hermes_kernel.faults._harness_host``. It reads pickled requests from
-stdin and writes pickled replies to stdout (``u32`` length prefix each), so the test process can
+stdin and writes pickled replies to stdout (``u32`` length prefix each; reply id
+:data:`EVENT_ID` carries a kernel event, ``(event, payload)``), so the test process can
 drive a kernel that lives under *this* process and then SIGKILL this process to see what the
 kernel does when its host dies without a word.
 """
@@ -16,6 +17,10 @@ import threading
 from typing import Any
 
 _LEN = struct.Struct(">I")
+EVENT_ID = 0
+"""The reply id of kernel events forwarded to the test process (requests count from 1)."""
+FORWARDED_EVENTS = ("running",)
+"""Kernel events the test process needs while a cell runs (results come as replies)."""
 
 
 def _read(stream: Any) -> Any:
@@ -41,6 +46,10 @@ class _Host:
             self.out.write(_LEN.pack(len(data)) + data)
             self.out.flush()
 
+    def forward(self, event: str, _kernel: Any, payload: Any) -> None:
+        if event in FORWARDED_EVENTS:
+            self.reply(EVENT_ID, True, (event, payload))
+
     def start(self, transport: str, options: dict[str, Any], transport_options: dict[str, Any],
               run_id: str) -> dict[str, Any]:
         from pytest_hermes_kernel.containers.sharing import use_run_id
@@ -50,7 +59,9 @@ class _Host:
 
         use_run_id(run_id)  # the test process's run: share its containers, never leave our own
         t = make_transport(transport, **transport_options) if transport_options else get_transport(transport)
-        self.kernel = KernelHandle(t, KernelOptions(**options)).start()
+        self.kernel = KernelHandle(t, KernelOptions(**options))
+        self.kernel.add_listener(self.forward)
+        self.kernel.start()
         k = self.kernel
         launched = k.launched
         return {"kernel_id": k.kernel_id, "pid": k.pid, "runner_pid": k.runner_pid, "host_pid": os.getpid(),

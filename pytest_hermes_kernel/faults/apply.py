@@ -13,7 +13,8 @@ Three steps, in the order a caller meets them:
    short orphan timer for ``host_sigkill``, and the bound within which a kernel must be gone
    after its host died.
 3. :func:`apply_faults`: carry the plan out: create the cgroup, wrap the transport, change the
-   kernel options. The :class:`FaultSetup` it returns is closed after the kernel is gone.
+   kernel options (``report_running`` for ``during_cell`` faults, which time themselves from the
+   cell's start in the worker). The :class:`FaultSetup` it returns is closed after the kernel is gone.
 
 Firing the faults at their trigger points is :mod:`.injector`'s job.
 """
@@ -211,6 +212,8 @@ def apply_faults(plan: FaultPlan, transport: Transport, options: KernelOptions, 
     """
     if plan.orphan_timeout is not None:
         options = dataclasses.replace(options, orphan_timeout=plan.orphan_timeout)
+    if any(s.during_cell is not None for s in plan.firing):
+        options = dataclasses.replace(options, report_running=True)
     if plan.wrap_streams and plan.skip is None:
         transport = FaultyTransport(transport, link=link)
     cgroup = None

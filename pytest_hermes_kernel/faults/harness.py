@@ -29,6 +29,7 @@ from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
+from ._harness_host import EVENT_ID
 
 if TYPE_CHECKING:
     from ..kernel.contract import Launched, Transport
@@ -92,6 +93,9 @@ class HarnessKernel:
                 break
             (n,) = _LEN.unpack(head)
             rid, ok, value = pickle.loads(out.read(n))
+            if rid == EVENT_ID:
+                self._emit(*value)
+                continue
             fut = self._pending.pop(rid, None)
             if fut is not None:
                 fut.set_result(value) if ok else fut.set_exception(value)
@@ -214,8 +218,9 @@ class HarnessKernel:
         return base.replace(**changes) if changes else base
 
     def add_listener(self, listener: KernelListener) -> None:
-        """Call ``listener(event, kernel, payload)`` on ``result`` and ``shutdown``, seen from
-        this process (``started`` has happened by the time a harness kernel exists)."""
+        """Call ``listener(event, kernel, payload)`` on ``running`` (forwarded by the host as the
+        cell starts), ``result``, ``lost`` and ``shutdown``, seen from this process (``started``
+        has happened by the time a harness kernel exists)."""
         self._listeners.append(listener)
 
     def _emit(self, event: str, payload: Any) -> None:

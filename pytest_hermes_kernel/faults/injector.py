@@ -6,18 +6,25 @@ actions (``oom`` is a condition the kernel starts under, see :mod:`.apply`, and 
 They reach the kernel only through the protocol: its transport and launch record, never a
 private channel. :class:`FaultingKernel` wraps a kernel and fires its specs at their trigger
 points (by cell count); the scenario runner fires at the same points through :func:`fire`.
+
+A ``during_cell`` fault is timed from the cell's start in the worker, not from the call of
+``execute()``: the kernel runs with ``report_running`` (:func:`~.apply.apply_faults` sets it)
+and its ``running`` event starts the fault's ``delay``. A cell that has not started within its
+timeout, or that ends before the delay is over, ends its fault unfired: it is not in
+:attr:`FaultingKernel.fired`, and a later cell does not meet it.
 """
 
 from __future__ import annotations
 
+import functools
 import signal
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
+from ..kernel.cell_timer import CellStartTimer
 from ..procs import pid_alive
 from .apply import host_death_bound
 from .faulty_transport import FaultyTransport
@@ -139,7 +146,13 @@ class FaultingKernel:
         self.death_bound = death_bound
         self.cells = 0
         self.fired: list[FiredFault] = []
-        self._timers: list[threading.Timer] = []
+        self._armed: list[CellStartTimer] = []
+        if any(s.during_cell is not None for s in self.specs):
+            if not kernel.options.report_running:
+                raise ConfigError(f"during_cell faults on kernel {kernel.kernel_id} need it started with "
+                                  "report_running=True (apply_faults sets it): they are timed from the "
+                                  "cell's start in the worker")
+            kernel.add_listener(self._on_event)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kernel, name)
@@ -181,18 +194,26 @@ class FaultingKernel:
         return self.kernel.info(**changes)
 
     def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
-        """Fire what is due before cell N, arm what fires during it, then run it."""
+        """Fire what is due before cell N, arm what fires during it, run it, disarm what did not fire.
+
+        A ``during_cell`` fault waits for the cell's ``running`` event for at most the cell's
+        timeout (``timeout``, else ``options.timeout``; ``None``: until the cell ends), then
+        ``delay`` seconds more while the cell runs.
+        """
         self.cells += 1
         n = self.cells
         for spec in self.specs:
             if spec.fires_after(n - 1) and not self._has_fired(spec):
                 self.fire(spec)
-            if spec.fires_during(n):
-                timer = threading.Timer(spec.delay, self.fire, args=(spec,))
-                timer.daemon = True
-                self._timers.append(timer)
-                timer.start()
-        return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
+        budget = self.kernel.options.timeout if timeout is None else timeout
+        armed = [CellStartTimer(spec.delay, functools.partial(self.fire, spec), budget,
+                                name=f"hermes-fault-{spec.kind}") for spec in self.specs if spec.fires_during(n)]
+        self._armed = armed
+        try:
+            return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
+        finally:
+            for trigger in armed:
+                trigger.end()
 
     def interrupt(self) -> None:
         self.kernel.interrupt()
@@ -211,6 +232,11 @@ class FaultingKernel:
         self.kernel.add_listener(lambda event, _kernel, payload: listener(event, self, payload))
 
     # ------------------------------------------------------------------------------ the faults
+    def _on_event(self, event: str, _kernel: Any, _payload: Any) -> None:
+        if event == "running":
+            for trigger in self._armed:
+                trigger.started()
+
     def _has_fired(self, spec: FaultSpec) -> bool:
         return any(f.spec is spec for f in self.fired)
 
@@ -220,14 +246,15 @@ class FaultingKernel:
         fire(spec, self.kernel)
 
     def finish(self) -> list[str]:
-        """End the test's faults: stop timers and heal drops (a fault lasts at most until its test
-        ends), so the kernel can be shut down cleanly and nothing is left for the leak check.
+        """End the test's faults: disarm what did not fire and heal drops (a fault lasts at most
+        until its test ends), so the kernel can be shut down cleanly and nothing is left for the
+        leak check.
 
         :returns: what is wrong after the faults: processes of a kernel that outlived its
             SIGKILLed host by more than the bound (they are killed then).
         """
-        for timer in self._timers:
-            timer.cancel()
+        for trigger in self._armed:
+            trigger.end()
         heal(self.kernel)
         host = self.kernel
         if not isinstance(host, HarnessKernel) or not any(f.spec.kind == "host_sigkill" for f in self.fired):
@@ -241,3 +268,4 @@ class FaultingKernel:
         host.kill_survivors()
         return [f"kernel {host.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
                 "still alive:\n  " + "\n  ".join(survivors)]
+

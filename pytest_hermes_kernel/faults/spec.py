@@ -5,8 +5,11 @@ Each marker is parsed by calling the function of the same name with ``*mark.args
 a ``TypeError`` with Python's own message, turned into a usage error naming the test.
 
 Trigger points: ``after_cell=N`` fires once cell N (1-based) has returned, before the next
-cell; ``during_cell=N`` fires ``delay`` seconds after cell N started, while it runs. With
-neither, the fault fires when the test asks (``hermes_faults``).
+cell; ``during_cell=N`` fires ``delay`` seconds after cell N has started in the kernel's worker
+(the kernel's ``running`` event, see ``KernelOptions.report_running``), not after ``execute()``
+was called, while it runs. A cell that has not started within its timeout, or that ends before
+the delay is over, ends its fault unfired (see :mod:`.injector`). With neither, the fault fires
+when the test asks (``hermes_faults``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ class FaultSpec:
         drop must be detected; ``None``: the transport's stated bound.
     :param duration: seconds a ``blackhole``/``latency`` lasts (``None``: until the test ends).
     :param latency: seconds added to every read in ``latency`` mode.
+    :param delay: seconds after cell ``during_cell`` started in the kernel's worker (not after
+        ``execute()`` was called) that the fault fires, if the cell still runs then.
     """
 
     kind: FaultKind
@@ -66,7 +71,7 @@ class FaultSpec:
         return self.fires and self.after_cell == cell
 
     def fires_during(self, cell: int) -> bool:
-        """Whether the fault fires ``delay`` seconds after cell ``cell`` (1-based) started."""
+        """Whether the fault fires ``delay`` seconds after cell ``cell`` (1-based) started in the worker."""
         return self.fires and self.during_cell == cell
 
 

@@ -51,11 +51,14 @@ class CellRun:
     :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
     :param stopping: returns true once the kernel is shutting down (no re-attach then).
     :param cancel: the caller's cancel switch for this cell (see :class:`~.watchdog.CellBudget`).
+    :param emit: ``emit(event, payload)`` reports the cell's events to the kernel's listeners:
+        ``running`` once, on the cell's thread, when the runner says the cell has started in the
+        worker (asked for only with ``options.report_running``).
     """
 
     def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
                  budget_s: float | None, kernel: object, stopping: Callable[[], bool],
-                 cancel: threading.Event | None = None) -> None:
+                 cancel: threading.Event | None = None, emit: Callable[[str, Any], None] | None = None) -> None:
         self.link = link
         self.options = options
         self.kernel = kernel
@@ -64,6 +67,10 @@ class CellRun:
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
         self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
+        if options.report_running:
+            self.request["report_running"] = True
+        self._emit = emit
+        self._started = False  # the runner said the cell has started in the worker
         self._stage: Action | None = None
         self._reconnected = False
         self._tool_threads: list[threading.Thread] = []
@@ -115,9 +122,17 @@ class CellRun:
             kind = header.get("type")
             if kind == "tool_call":
                 self._tool_threads.append(self._start_tool_call(channel, header))
+            elif kind == "running":
+                self._running()
             elif kind != "pong":
                 self._join_tools()
                 return self._outcome(header, blobs)
+
+    def _running(self) -> None:
+        """The cell has started in the worker: emit ``running``, once per cell."""
+        if self._emit is not None and not self._started:
+            self._started = True
+            self._emit("running", None)
 
     def _keepalive(self, channel: Channel, pings: int, last_heard: float) -> tuple[int, float]:
         """Ping a silent re-attachable channel; declare it lost after ``keepalive_missed`` pings."""
@@ -205,7 +220,10 @@ class CellRun:
         if hello is not None:
             self._reconnected = True
             try:
-                if self.rid not in hello.get("replayed", ()) and hello.get("running") != self.rid:
+                if hello.get("running") == self.rid:
+                    if self.options.report_running:
+                        self._running()  # its running frame may have been lost with the stream
+                elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
                 return self._await_result()
             except ChannelClosed as again:

@@ -90,7 +90,7 @@ class KernelHandle:
         self._listeners: list[Listener] = []
 
     def add_listener(self, listener: Listener) -> None:
-        """Call ``listener(event, handle, payload)`` on ``started``, ``result`` and ``shutdown``."""
+        """Call ``listener(event, handle, payload)`` on each event (:data:`~.interface.KernelListener`)."""
         self._listeners.append(listener)
 
     def _emit(self, event: str, payload: Any) -> None:
@@ -232,7 +232,7 @@ class KernelHandle:
             raise self._runtime.shut_error()
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel)
+                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel, emit=self._emit)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown

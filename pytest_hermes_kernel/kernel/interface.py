@@ -24,8 +24,11 @@ if TYPE_CHECKING:
 __all__ = ["Kernel", "KernelListener"]
 
 KernelListener = Callable[[str, Any, Any], None]
-"""``listener(event, kernel, payload)``: ``started`` (payload ``None``), ``result`` (a
-:class:`CellResult`) and ``shutdown`` (an :class:`ExitInfo`)."""
+"""``listener(event, kernel, payload)``: ``started`` (payload ``None``), ``running`` (payload
+``None``: the cell now running has started in the worker; only with
+``KernelOptions.report_running``, called on the cell's thread or, for a harness kernel, its
+reader's), ``result`` (a :class:`CellResult`), ``lost`` (a :class:`~.lifecycle.Loss`, once per
+loss) and ``shutdown`` (an :class:`ExitInfo`)."""
 
 
 class Kernel(Protocol):

@@ -98,6 +98,10 @@ class KernelOptions:
     :param cgroup_procs: path, where the kernel runs, of a cgroup's ``cgroup.procs`` the worker
         joins (a memory limit for local kernels); ``None``: none.
     :param max_transfer_bytes: bytes one ``upload`` / ``download`` may move (file contents), > 0.
+    :param report_running: ask the runner to say when each cell has started in the worker (a
+        ``running`` frame, the kernel's ``running`` event); ``during_cell`` faults time
+        themselves from it. Off by default: it costs a frame per cell (and an execute per cell
+        on ``filecell``).
     """
 
     timeout: float | None = None
@@ -120,6 +124,7 @@ class KernelOptions:
     oom_counter_file: str | None = None
     cgroup_procs: str | None = None
     max_transfer_bytes: int = DEFAULT_MAX_TRANSFER_BYTES
+    report_running: bool = False
 
     def __post_init__(self) -> None:
         """Check every field.

@@ -51,6 +51,30 @@ after_cell = 1
 code = "x = 1"
 """
 
+DURING = HEAD.format(name="sigkill-during-steps") + """
+[[fault]]
+kind = "kernel_sigkill"
+during_cell = 2
+delay = 0.3
+
+[[fault]]
+kind = "kernel_sigkill"
+during_cell = 3
+delay = 1.0
+
+[[cell]]
+code = "x = 1"
+[[cell]]
+code = "import time; time.sleep(30)"
+timeout = 20
+expect = { status = "died", reason = "died", signal = 9, max_duration_s = 10 }
+[[cell]]
+code = "y = 3"
+[[cell]]
+code = "import time; time.sleep(2); y"
+expect = { status = "ok", value = "3" }
+"""
+
 
 def test_a_scenario_fault_fires_through_the_injector(pytester, run):
     pytester.mkdir("fixtures")
@@ -76,3 +100,12 @@ def test_bad_fault_tables_are_collection_errors_naming_the_file(pytester, run):
     text = output_of(result)
     assert "bad.toml: fault 1: transport_drop: mode must be 'reset', 'blackhole' or 'latency', not 'sideways'" in text
     assert "host.toml: fault 1: host_sigkill is not available in scenarios" in text
+
+
+def test_a_fault_during_a_step_lands_mid_step_and_dies_with_a_step_that_ends_first(pytester, run):
+    """Step 2's fault kills its cell; step 3 ends before its fault's delay, so that fault never
+    fires (it does not hit step 4, which outlasts the delay)."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "during.toml").write_text(DURING)
+    result = run("fixtures", "--hermes-transport=local")
+    result.assert_outcomes(passed=1)

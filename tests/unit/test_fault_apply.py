@@ -184,3 +184,15 @@ def test_drops_on_demand_wrap_only_where_drops_apply() -> None:
     local = plan_faults([], Local(), KernelOptions(), drops_on_demand=True)
     assert not local.wrap_streams and local.skip is None
     assert apply_faults(local, Local(), KernelOptions()).transport.name == "local"
+
+
+def test_during_cell_faults_start_the_kernel_reporting_its_cells_start() -> None:
+    """A ``during_cell`` fault is timed from the cell's start in the worker: its kernel runs with
+    ``report_running``; other faults leave the option (and its cost per cell) off."""
+    for spec in (hermes_kernel_sigkill(during_cell=2), hermes_transport_drop("reset", during_cell=1),
+                 hermes_host_sigkill(during_cell=2)):
+        setup = apply_faults(plan_faults([spec], Docker(), KernelOptions()), Docker(), KernelOptions())
+        assert setup.options.report_running, spec
+    for specs in ([hermes_kernel_sigkill(after_cell=1)], [hermes_oom(256 * MIB)], []):
+        setup = apply_faults(plan_faults(specs, Docker(), KernelOptions()), Docker(), KernelOptions())
+        assert not setup.options.report_running, specs

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -46,7 +47,7 @@ class Lease(Remote):
 class FakeKernel:
     """A :class:`Kernel` that records cells and events instead of running them."""
 
-    def __init__(self, transport: Transport, pid: int | None = 321) -> None:
+    def __init__(self, transport: Transport, pid: int | None = 321, options: KernelOptions | None = None) -> None:
         self.kernel_id = "f" * 32
         self.generation = 0
         self.pid = pid
@@ -54,7 +55,7 @@ class FakeKernel:
         self.alive = True
         self.transport = transport
         self.launched: Launched | None = Launched(stream=None, pid=320)  # type: ignore[arg-type]
-        self.options = KernelOptions()
+        self.options = options or KernelOptions()
         self.cells: list[str] = []
         self.listeners: list[Any] = []
 
@@ -63,10 +64,17 @@ class FakeKernel:
 
     def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
         self.cells.append(code)
+        self.run(code)
         result = CellResult(status="ok", kernel=self.info())
-        for listener in self.listeners:
-            listener("result", self, result)
+        self.emit("result", result)
         return result
+
+    def run(self, code: str) -> None:
+        """What the cell does in the kernel (nothing: it ends at once, never said to be running)."""
+
+    def emit(self, event: str, payload: Any) -> None:
+        for listener in self.listeners:
+            listener(event, self, payload)
 
     def interrupt(self) -> None: ...
 
@@ -118,16 +126,67 @@ def test_after_cell_fires_once_between_cells_and_oom_never_fires() -> None:
     assert kernel.finish() == [] and inner.cells == ["a", "b", "c"]
 
 
-def test_during_cell_fires_after_its_delay_while_the_cell_runs() -> None:
-    remote = Remote()
-    fired = threading.Event()
-    remote.signal_pid = lambda launched, pid, sig: fired.set()  # type: ignore[method-assign]
-    kernel = FaultingKernel(FakeKernel(remote), [hermes_kernel_sigkill(during_cell=2, delay=0.05)])
-    kernel.execute("a")
-    assert not fired.wait(0.3), "nothing fires during cell 1"
-    kernel.execute("b")
-    assert fired.wait(5.0)
-    kernel.finish()
+class SlowStarts(FakeKernel):
+    """A kernel whose cells start in the worker ``late_s`` seconds after ``execute()`` (a loaded
+    machine: the cell has not reached the worker yet) and then run until SIGKILLed, or for
+    ``run_s`` seconds; it records when each cell started and ended (monotonic seconds)."""
+
+    def __init__(self, late_s: float, run_s: float = 10.0) -> None:
+        super().__init__(Remote(), options=KernelOptions(report_running=True))
+        self.late_s, self.run_s = late_s, run_s
+        self.killed = threading.Event()
+        self.started_at: list[float] = []
+        self.ended_at: list[float] = []
+        self.transport.signal_pid = self.kill  # type: ignore[method-assign]
+
+    def kill(self, launched: Launched | None, pid: int, sig: int) -> None:
+        self.killed.set()
+
+    def run(self, code: str) -> None:
+        if self.killed.wait(self.late_s):
+            self.ended_at.append(time.monotonic())
+            return  # killed before the cell got to the worker: the idle worker died
+        self.started_at.append(time.monotonic())
+        self.emit("running", None)
+        self.killed.wait(self.run_s)
+        self.ended_at.append(time.monotonic())
+
+
+def test_during_cell_fires_its_delay_after_the_cell_started_in_the_worker_not_after_execute() -> None:
+    """The cell reaches the worker 0.6 s after execute(); the fault (delay 0.2 s) still lands
+    mid-cell, 0.2 s after that start (a wall-time timer from execute() killed the idle worker)."""
+    inner = SlowStarts(late_s=0.6, run_s=0.3)
+    kernel = FaultingKernel(inner, [hermes_kernel_sigkill(during_cell=2, delay=0.2)])
+    kernel.execute("a", timeout=5)
+    assert not inner.killed.is_set() and kernel.fired == [], "nothing fires during cell 1"
+    inner.run_s = 10.0  # cell 2 runs until the fault kills it
+    kernel.execute("b", timeout=5)
+    assert inner.killed.is_set() and [f.cell for f in kernel.fired] == [2]
+    assert len(inner.started_at) == 2, "cell 2 was killed before it reached the worker"
+    started, at = inner.started_at[1], kernel.fired[0].at
+    assert started + 0.2 <= at <= inner.ended_at[1], "fired while cell 2 ran, its delay after it started"
+    assert kernel.finish() == []
+
+
+def test_during_cell_fault_of_a_cell_that_ended_first_never_fires() -> None:
+    """A cell that ends before the delay (or never starts within its timeout) ends its fault:
+    it is not in ``fired`` and never hits a later cell."""
+    inner = SlowStarts(late_s=0.0, run_s=0.05)
+    kernel = FaultingKernel(inner, [hermes_kernel_sigkill(during_cell=1, delay=0.3)])
+    kernel.execute("quick")
+    inner.run_s = 1.0
+    kernel.execute("the next cell runs past the first one's delay")
+    assert not inner.killed.is_set() and kernel.fired == []
+    late = SlowStarts(late_s=1.0, run_s=0.5)  # starts after its 0.2 s timeout: the wait gave up
+    kernel = FaultingKernel(late, [hermes_kernel_sigkill(during_cell=1, delay=0.0)])
+    kernel.execute("starts too late", timeout=0.2)
+    assert not late.killed.is_set() and kernel.fired == [] and kernel.finish() == []
+
+
+def test_during_cell_faults_need_a_kernel_that_reports_its_cells_start() -> None:
+    with pytest.raises(ConfigError, match="report_running=True"):
+        FaultingKernel(FakeKernel(Remote()), [hermes_kernel_sigkill(during_cell=2)])
+    FaultingKernel(FakeKernel(Remote()), [hermes_kernel_sigkill(after_cell=1)])  # between cells: no need
 
 
 def test_faulting_kernel_is_the_kernel_it_wraps_to_whoever_holds_it() -> None:

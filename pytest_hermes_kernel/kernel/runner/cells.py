@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .worker_process import WorkerExit
 
 #: Keys of an ``execute`` request the worker needs (the rest is the supervisor's).
-_FORWARDED = ("type", "id", "code", "tools")
+_FORWARDED = ("type", "id", "code", "tools", "report_running")
 #: Seconds between reads of the OOM counter at cell starts (reading ``/sys`` costs ~0.1 ms).
 OOM_READ_INTERVAL_S = 1.0
 

@@ -16,8 +16,8 @@ comes from ``DIR/token`` (never argv).
 * Every frame received is printed as one base64 line after :data:`CLIENT_BEGIN`; the last line
   is ``CLIENT_END STATUS@@`` (see :data:`ClientStatus`).
 * Leaving is lossless: it half-closes and relays until the supervisor lets it go. After a tool
-  call or at the deadline (the cell runs on) a forked holder stays attached for up to ``hold_s``
-  seconds and spools what comes (``h-<pid>.spool``, under the lock ``h-<pid>.lock``) until the
+  call, a ``running`` frame or at the deadline (the cell runs on) a forked holder stays attached
+  for up to ``hold_s`` seconds and spools what comes (``h-<pid>.spool``, under the lock ``h-<pid>.lock``) until the
   next client takes over and relays the spool first: no frame is sent while nobody is attached,
   so a tool call from another thread is never lost.
 """
@@ -42,9 +42,10 @@ if TYPE_CHECKING:
     from .frames import Header
 
     #: How a poll ended: ``done`` (a reply for a ``wait`` id; with no ``wait`` ids: the hello),
-    #: ``tool`` (a tool call of a ``wait`` cell), ``deadline``, ``eof`` (dropped: another client
-    #: attached, or the supervisor ended), ``gone`` (nothing listens) or ``error`` (refused, bad frame).
-    ClientStatus = Literal["done", "tool", "deadline", "eof", "gone", "error"]
+    #: ``tool``/``running`` (a tool call of a ``wait`` cell, or it started), ``deadline``, ``eof``
+    #: (dropped: another client attached, or the supervisor ended), ``gone`` (nothing listens)
+    #: or ``error`` (refused, bad frame).
+    ClientStatus = Literal["done", "tool", "running", "deadline", "eof", "gone", "error"]
 
 CLIENT_BEGIN = "@@hermes-client begin@@"
 CLIENT_SENT = "@@hermes-client sent@@"
@@ -103,7 +104,7 @@ def _session(kernel_dir: str, params: dict[str, Any], data: bytes) -> ClientStat
         sys.stdout.write(CLIENT_SENT + "\n")
         decoder = FrameDecoder()
         status = _unspool(kernel_dir, wait) or _await(kernel_dir, sock, decoder, wait, deadline, pickup_until)
-        if status in ("tool", "deadline") and float(params.get("hold_s", 0)) > 0:
+        if status in ("tool", "running", "deadline") and float(params.get("hold_s", 0)) > 0:
             _hold(kernel_dir, sock, decoder, wait, float(params["hold_s"]))
             return status
         if status != "eof":
@@ -275,8 +276,8 @@ def _status(header: Header, wait: set[Any], status: ClientStatus | None) -> Clie
         return "error"
     if (kind == "hello" and not wait) or (kind in CLIENT_REPLIES and key in wait):
         return "error" if status == "error" else "done"
-    if kind == "tool_call" and key in wait:
-        return status or "tool"
+    if kind in ("tool_call", "running") and key in wait:
+        return status or ("tool" if kind == "tool_call" else "running")
     return status
 
 

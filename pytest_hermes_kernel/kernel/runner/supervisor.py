@@ -221,6 +221,8 @@ class Supervisor:
                 self._finish_exit(msg)
             else:
                 self.finish(msg)
+        elif kind == "running" and running and msg.get("id") == self.cells.running_id:
+            self.link.reply(msg)
         elif kind == "tool_call":
             if running and msg.get("cell") == self.cells.running_id:
                 self.link.reply(msg)

@@ -3,7 +3,7 @@
 Forked from the supervisor (see :mod:`.supervisor`), in its own process group, with stdin on
 ``/dev/null`` and fd 1/2 on the supervisor's pipes. It talks to the supervisor only, over a
 private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``exit`` and
-``tool_result``, and sends ``ready``, ``result`` and ``tool_call``.
+``tool_result``, and sends ``ready``, ``running`` (if asked), ``result`` and ``tool_call``.
 
 * A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
   after the result is sent, as a clean interpreter exit would.
@@ -178,6 +178,8 @@ class Worker:
         self.execution_count += 1
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
+        if msg.get("report_running"):
+            self.send({"type": "running", "id": msg["id"]})
         started = time.perf_counter()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None

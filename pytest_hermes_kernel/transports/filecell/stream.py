@@ -15,10 +15,11 @@ The channel writes frames and reads frames as for any transport. Here:
   the polls brought. The channel waits in slices of 0.1 s; a poll runs on a thread for up to
   ``poll_window_s`` regardless, so slices never cost executes.
 * Before a poll's window ends, the next poll starts and takes over (the supervisor drops the
-  old client, which relays everything sent to it first). A poll that returns a tool call
-  leaves a holder attached (see :mod:`pytest_hermes_kernel.kernel.runner.client`) whose spool
-  the next poll relays, so nothing the supervisor sends while a cell runs is lost (it does not keep tool calls);
-  results are also replayed from the supervisor's unacknowledged results.
+  old client, which relays everything sent to it first). A poll that returns a tool call or a
+  cell's ``running`` frame leaves a holder attached (see
+  :mod:`pytest_hermes_kernel.kernel.runner.client`) whose spool the next poll relays, so nothing
+  the supervisor sends while a cell runs is lost (it does not keep tool calls); results are also
+  replayed from the supervisor's unacknowledged results.
 * Results relayed twice (by a pushed-out client and by the replay) reach the channel once.
 """
 
@@ -214,7 +215,7 @@ class FileCellStream:
 
     def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
         """Decide what a finished poll means for the stream (lock held)."""
-        if out.status in ("done", "tool", "deadline") or (out.status == "eof" and (out.sent or not frames)):
+        if out.status in ("done", "tool", "running", "deadline") or (out.status == "eof" and (out.sent or not frames)):
             self._failures = 0
             return
         if out.status == "gone":
