@@ -28,8 +28,9 @@ DropMode = Literal["reset", "blackhole", "latency"]
 class FaultSpec:
     """One fault of a test.
 
-    :param bound: seconds within which the kernel must be seen gone (``host_sigkill``) or the
-        drop must be detected; ``None``: the transport's stated bound.
+    :param bound: seconds within which the kernel must be seen gone (``host_sigkill`` only: no
+        other marker takes it, so none accepts an option it would not check); ``None``: the
+        transport's stated bound.
     :param duration: seconds a ``blackhole``/``latency`` lasts (``None``: until the test ends).
     :param latency: seconds added to every read in ``latency`` mode.
     :param delay: seconds after cell ``during_cell`` started in the kernel's worker (not after
@@ -87,18 +88,18 @@ def hermes_kernel_sigkill(*, after_cell: int | None = None, during_cell: int | N
     return FaultSpec("kernel_sigkill", after_cell=after_cell, during_cell=during_cell, delay=delay)
 
 
-def hermes_oom(limit_bytes: int, *, bound: float | None = None) -> FaultSpec:
+def hermes_oom(limit_bytes: int) -> FaultSpec:
     """Run the kernel under a real memory limit of ``limit_bytes`` (a cgroup or the container's)."""
-    return FaultSpec("oom", limit_bytes=limit_bytes, bound=bound)
+    return FaultSpec("oom", limit_bytes=limit_bytes)
 
 
 def hermes_transport_drop(mode: DropMode = "reset", *, after_cell: int | None = None,
                           during_cell: int | None = None, delay: float = 0.5, duration: float | None = None,
-                          latency: float = 0.2, bound: float | None = None) -> FaultSpec:
+                          latency: float = 0.2) -> FaultSpec:
     """Break the channel: ``reset`` (connection reset), ``blackhole`` (the peer goes silent),
     ``latency`` (``latency`` seconds added to every read)."""
     return FaultSpec("transport_drop", after_cell=after_cell, during_cell=during_cell, delay=delay, mode=mode,
-                     duration=duration, latency=latency, bound=bound)
+                     duration=duration, latency=latency)
 
 
 MARKERS = {

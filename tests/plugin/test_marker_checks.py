@@ -36,6 +36,10 @@ def test_fault_argument_typo(hermes_kernel):
 def test_pinned_transport_typo(hermes_kernel):
     pass
 
+@pytest.mark.hermes_oom(64 * 2**20, bound=5)
+def test_option_no_check_reads(hermes_kernel):
+    pass
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -53,6 +57,7 @@ EXPECTED = {
     "test_keyword_typo": "unknown keyword 'timout' of @pytest.mark.hermes_kernel; did you mean 'timeout'?",
     "test_fault_argument_typo": "bad @pytest.mark.hermes_kernel_sigkill(*, after_cell",
     "test_pinned_transport_typo": "unknown transport 'lcoal'; did you mean 'local'?",
+    "test_option_no_check_reads": "bad @pytest.mark.hermes_oom(limit_bytes",  # bound= is host_sigkill's only
 }
 
 
