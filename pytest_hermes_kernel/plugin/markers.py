@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from ..errors import ConfigError
-from ..faults.spec import MARKERS as FAULT_MARKERS, plain_signature
+from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, plain_signature
 from ..kernel.options import KernelOptions
 from ..transports import transport_factory, transport_names
 
@@ -123,14 +123,27 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
     for name, parse in FAULT_MARKERS.items():
         for mark in item.iter_markers(name):
             try:
-                parse(*mark.args, **mark.kwargs)
+                spec = parse(*mark.args, **mark.kwargs)
             except (TypeError, ConfigError) as exc:
                 problems.append(f"bad @pytest.mark.{name}{plain_signature(parse)}: {exc}")
+            else:
+                problems += [p for p in [_untriggered(name, spec, item)] if p]
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
     return problems
+
+
+def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:
+    """A fault that fires at a trigger point, with none given, in a test that cannot fire it
+    itself (no ``hermes_faults``): it would never fire, and the test would pass without it."""
+    if not spec.fires or spec.after_cell is not None or spec.during_cell is not None:
+        return None
+    if "hermes_faults" in item.fixturenames:
+        return None
+    return (f"@pytest.mark.{name} has no trigger, so it never fires: give after_cell=N or during_cell=N, "
+            "or fire it from the test with the hermes_faults fixture")
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (

@@ -40,6 +40,14 @@ def test_pinned_transport_typo(hermes_kernel):
 def test_option_no_check_reads(hermes_kernel):
     pass
 
+@pytest.mark.hermes_kernel_sigkill()
+def test_fault_without_trigger(hermes_kernel):
+    pass
+
+@pytest.mark.hermes_kernel_sigkill()
+def test_fault_fired_by_the_test(hermes_kernel, hermes_faults):
+    hermes_faults.kernel_sigkill(hermes_kernel)
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -58,6 +66,7 @@ EXPECTED = {
     "test_fault_argument_typo": "bad @pytest.mark.hermes_kernel_sigkill(*, after_cell",
     "test_pinned_transport_typo": "unknown transport 'lcoal'; did you mean 'local'?",
     "test_option_no_check_reads": "bad @pytest.mark.hermes_oom(limit_bytes",  # bound= is host_sigkill's only
+    "test_fault_without_trigger": "@pytest.mark.hermes_kernel_sigkill has no trigger, so it never fires",
 }
 
 
@@ -71,7 +80,7 @@ def _error_of(result: pytest.RunResult, test: str) -> str:
 def test_each_marker_problem_errors_its_own_test_once_naming_the_fix(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_markers=SUITE)
     result = run("--hermes-transport=local")
-    result.assert_outcomes(passed=1, errors=len(EXPECTED))
+    result.assert_outcomes(passed=2, errors=len(EXPECTED))
     wrong = {}
     for test, expected in EXPECTED.items():
         text = _error_of(result, test)
