@@ -85,6 +85,7 @@ def test_cancelling_the_task_awaiting_a_cell_interrupts_the_kernel(kernel_factor
     assert tasks_left == 0
     [r] = settled
     assert r.status == "timeout" and r.watchdog == "interrupted" and r.ename == "KeyboardInterrupt", r.summary()
+    assert r.kernel.note.startswith("cancelled: interrupted"), r.kernel.note  # not "over its budget": it was not
     b = _next_cells_are_their_own(kernel)
     assert not b.kernel.state_lost and kernel.execute("keep").value == "1"
     wait_until(lambda: threading.active_count() <= baseline, 5.0, what="host threads back to baseline")

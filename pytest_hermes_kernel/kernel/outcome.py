@@ -112,6 +112,8 @@ class CellOutcome:
     :param abandoned: the ladder ran out: no result even after the kill, so the runner was killed
         from outside through the transport.
     :param kill_confirmed: with ``abandoned``: the transport saw the runner gone.
+    :param cancelled: the caller cancelled the cell (``cancel()``, its cancel switch, the awaiting
+        task): the ladder started then, not at the end of its budget.
     :param channel_lost: the stream broke and could not be re-attached: the loss it means
         (``transport_lost``, ``died``, or ``reset`` during a shutdown) and a note.
     """
@@ -124,6 +126,7 @@ class CellOutcome:
     abandoned: bool = False
     kill_confirmed: bool = False
     channel_lost: Loss | None = None
+    cancelled: bool = False
 
     @property
     def status(self) -> Status:
@@ -198,8 +201,9 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
             return Verdict(status="timeout", death=replace(death, reason="timeout"))
         return Verdict(status=status, death=death)
     if outcome.stage == "interrupt" and status in ("interrupted", "error"):
+        why = "cancelled" if outcome.cancelled else f"over its {outcome.budget_s} s budget"
         return Verdict(status="timeout", watchdog="interrupted",
-                       note=f"over its {outcome.budget_s} s budget: interrupted (SIGINT); the namespace is kept")
+                       note=f"{why}: interrupted (SIGINT); the namespace is kept")
     if intent == "restart" and status == "interrupted":
         return Verdict(status=status, reset=True)
     return _PLAIN.get(status) or Verdict(status=status)
