@@ -159,9 +159,11 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 
 
 def _unavailable(request: pytest.FixtureRequest, why: str) -> None:
+    """Skip the test, or fail it under ``--hermes-require-transports`` (called while handling the
+    transport's error: ``from None`` keeps its traceback out of the report, the message has it all)."""
     if request.config.stash[settings_key].require_transports:
-        pytest.fail(f"required transport unavailable: {why}", pytrace=False)
-    pytest.skip(why)
+        raise pytest.fail.Exception(f"required transport unavailable: {why}", pytrace=False) from None
+    raise pytest.skip.Exception(why) from None
 
 
 @pytest.fixture
