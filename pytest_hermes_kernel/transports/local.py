@@ -31,11 +31,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import psutil
 
-from ..errors import KernelStartError
+from ..errors import KernelStartError, TransportLostError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
@@ -47,6 +47,8 @@ from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 LOG_NAME = "runner.log"
+#: The socket a kept kernel listens on, in its 0700 kernel dir (``--hermes-keep-failed``).
+KEPT_SOCKET_NAME = "kept.sock"
 #: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
 _POLL_S = 0.005
 #: Seconds a forked runner that ended may take to be reaped by its server (one SIGCHLD).
@@ -87,6 +89,7 @@ class LocalTransport(Transport):
     """
 
     name: ClassVar[str] = "local"
+    keepable: ClassVar[bool] = True
 
     def __init__(self, *, python: str | None = None, server: bool = True, max_servers: int = DEFAULT_MAX_SERVERS,
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
@@ -197,6 +200,34 @@ class LocalTransport(Transport):
 
         return LocalFiles(workdir)
 
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,
+                "start_ticks": launched.extra.get("start_ticks"), "listen": self.keep_address(launched)}
+
+    def keep_address(self, launched: Launched) -> str | None:
+        """The 0600 socket a kept kernel listens on, in its 0700 kernel dir (until then its channel
+        is the parent-death lease)."""
+        return os.path.join(launched.kernel_dir, KEPT_SOCKET_NAME) if launched.kernel_dir else None
+
+    def attach_kept(self, locator: dict[str, Any]) -> Launched:
+        """Connect to a kept kernel's socket (:meth:`keep_address`), checking its runner is the same
+        process (pid and start time) first.
+
+        :raises TransportLostError: if the runner is gone or its socket refuses the connection.
+        """
+        pid, ticks, path = locator.get("runner_pid"), locator.get("start_ticks"), locator.get("listen")
+        if not isinstance(pid, int) or not path or start_ticks(pid) != ticks:
+            raise TransportLostError(f"the kept local kernel runner {pid} is gone", permanent=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            sock.close()
+            raise TransportLostError(f"the kept local kernel at {path} refused the connection: {exc}",
+                                     permanent=True) from None
+        return Launched(stream=SocketStream(sock), pid=pid, kernel_dir=locator.get("kernel_dir"),
+                        label=f"local pid {pid}, kept", extra={"runner": ForkedRunner(pid, None), "start_ticks": ticks})
+
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
         return [] if self._servers is None else self._servers.pids()
@@ -244,10 +275,11 @@ class ForkedRunner:
     elsewhere by polling its pid). Its server collects its exit status.
 
     :param pid: the runner's pid, as the server reported it (open the pidfd at once).
-    :param server: the server that forked it (it knows the exit status).
+    :param server: the server that forked it (it knows the exit status); ``None`` for a kept
+        runner another process started (its exit status is nobody's to tell).
     """
 
-    def __init__(self, pid: int, server: LocalServer) -> None:
+    def __init__(self, pid: int, server: LocalServer | None) -> None:
         self.pid = pid
         self.server = server
         self.pidfd: int | None
@@ -278,7 +310,7 @@ class ForkedRunner:
 
     def exit_status(self, timeout: float) -> int | None:
         """The exit code once it ended within ``timeout`` seconds, as its server reaped it."""
-        if not self.wait(timeout):
+        if not self.wait(timeout) or self.server is None:
             return None
         return self.server.exit_status(self.pid)
 

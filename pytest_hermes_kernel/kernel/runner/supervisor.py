@@ -182,6 +182,21 @@ class Supervisor:
     def do_tool_result(self, msg: Header) -> None:
         self.worker.send(msg)
 
+    def do_keep(self, msg: Header) -> None:
+        """Outlive the host (a kernel kept for post-mortem): listen on ``listen`` when given (a
+        local runner's channel is its lease until then) and make ``orphan_timeout`` (seconds) the
+        orphan timer, so that a host that never comes back ends the kernel that much later."""
+        path = msg.get("listen")
+        if path and self.link.listener is None:
+            from .serve import bind_listener  # serve imports this module
+
+            self.config["listen"] = path  # unlinked at shutdown
+            self.link.listen(bind_listener(str(path)))
+        timeout = msg.get("orphan_timeout")
+        self.orphan_timeout = None if timeout is None else float(timeout)
+        self.link.reply({"type": "kept", "id": msg.get("id"), "listen": self.config.get("listen"),
+                         "orphan_timeout": self.orphan_timeout})
+
     def do_shutdown(self, msg: Header) -> None:
         code, sig = self.worker.exit or (None, None)
         step = self.worker.stop(float(msg.get("grace", DEFAULT_EXIT_GRACE_S)), self.cells.cell is not None)
