@@ -238,6 +238,9 @@ class FaultyTransport(Transport):
     def sweep_stale(self, max_age_s: float) -> int:
         return self.inner.sweep_stale(max_age_s)
 
+    def release(self, launched: Launched) -> None:
+        self.inner.release(self._inner_of(launched))
+
     def keep_address(self, launched: Launched) -> str | None:
         return self.inner.keep_address(self._inner_of(launched))
 

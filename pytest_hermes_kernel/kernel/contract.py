@@ -20,7 +20,8 @@ and when:
 * :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
   :meth:`Transport.leak_snapshot`, :meth:`Transport.leak_cleanup`: the leak checker and the
   fault injector (other processes, other layers).
-* :meth:`Transport.keep_address`, :meth:`Transport.attach_kept`: the handle, when a failed
+* :meth:`Transport.keep_address`, :meth:`Transport.release`, :meth:`Transport.attach_kept`: the
+  handle, when a failed
   test's kernel is kept for post-mortem (``keepable`` transports), and ``hermes-kernel
   attach``/``exec``/``sweep --kept`` in a later process, to reach it again from its locator.
 * :attr:`Transport.orphan_timeout`: the fault layer, for the bound within which a kernel must
@@ -182,6 +183,10 @@ class Transport(ABC):
         private kernel dir for a runner whose channel is its lease (local); ``None`` (the default)
         when it listens already (a detached runner: docker, ssh)."""
         return None
+
+    def release(self, launched: Launched) -> None:
+        """Drop this host's hold on a runner that lives on without it (a kept kernel: pidfds,
+        relays), never ending the runner or touching its kernel dir; never raises."""
 
     def attach_kept(self, locator: dict[str, Any]) -> Launched:
         """The launch record of a kept runner found by its :meth:`locator` (written by another

@@ -175,6 +175,7 @@ class RunnerLink:
     def detach(self) -> None:
         """Close the channel and leave the runner running (kept: its orphan timer starts now)."""
         self.channel.close("detached: the kernel is kept")
+        self.transport.release(self.launched)
 
     # ------------------------------------------------------------------------------ ending
     def alive(self) -> bool:

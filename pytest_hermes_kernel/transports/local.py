@@ -209,6 +209,9 @@ class LocalTransport(Transport):
         is the parent-death lease)."""
         return os.path.join(launched.kernel_dir, KEPT_SOCKET_NAME) if launched.kernel_dir else None
 
+    def release(self, launched: Launched) -> None:
+        launched.extra["runner"].close()
+
     def attach_kept(self, locator: dict[str, Any]) -> Launched:
         """Connect to a kept kernel's socket (:meth:`keep_address`), checking its runner is the same
         process (pid and start time) first.
@@ -368,14 +371,20 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
 
 
 def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
-    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed).
+    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed);
+    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`).
 
     :param max_age_s: a dir older than this (seconds since its last change) is stale.
     :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
     """
+    from ..containers.kept import exempt_kernel_dirs
+
     now = time.time()
     stale = []
+    kept = exempt_kernel_dirs()  # a kept kernel's dir (its socket) stays until its TTL ends
     for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+        if path in kept:
+            continue
         try:
             if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
                 stale.append(path)
