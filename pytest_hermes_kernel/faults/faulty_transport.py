@@ -241,6 +241,9 @@ class FaultyTransport(Transport):
     def release(self, launched: Launched) -> None:
         self.inner.release(self._inner_of(launched))
 
+    def attach_kept(self, locator: dict[str, Any]) -> Launched:
+        return self.inner.attach_kept(locator)  # a kept kernel's later stream is never faulted
+
     def keep_address(self, launched: Launched) -> str | None:
         return self.inner.keep_address(self._inner_of(launched))
 

@@ -244,6 +244,10 @@ class LocalTransport(Transport):
         return f"local ({self.python}, {'kernel server' if self._servers is not None else 'spawn'})"
 
 
+_LIVING_ON: list[subprocess.Popen[bytes]] = []
+"""``Popen`` objects of spawned runners this host released while they run (kept kernels)."""
+
+
 class SpawnedRunner:
     """A runner started as our child process: waited for with ``Popen.wait`` (no zombie left)."""
 
@@ -270,7 +274,10 @@ class SpawnedRunner:
             return None
 
     def close(self) -> None:
-        """Nothing to release (``Popen`` collected the exit status)."""
+        """Nothing to release (``Popen`` collected the exit status); a runner that lives on (kept)
+        keeps its ``Popen`` referenced, since collecting one whose child runs warns."""
+        if self.proc.returncode is None:
+            _LIVING_ON.append(self.proc)
 
 
 class ForkedRunner:

@@ -24,7 +24,7 @@ import selectors
 import signal
 import sys
 
-from .attach import ClientLink
+from .attach import ClientLink, bind_listener
 from .capture import OutputPipes, set_nonblocking
 from .cells import CellBook
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
@@ -188,8 +188,6 @@ class Supervisor:
         orphan timer, so that a host that never comes back ends the kernel that much later."""
         path = msg.get("listen")
         if path and self.link.listener is None:
-            from .serve import bind_listener  # serve imports this module
-
             self.config["listen"] = path  # unlinked at shutdown
             self.link.listen(bind_listener(str(path)))
         timeout = msg.get("orphan_timeout")
