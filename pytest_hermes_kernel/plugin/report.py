@@ -100,7 +100,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     timeout = "none" if s.timeout is None else f"{s.timeout:g} s"
     return (f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
             f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
-            + (f" keep-failed (ttl {s.keep_failed_ttl:g} s)" if s.keep_failed else ""))
+            + (" keep-failed" if s.keep_failed else ""))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -277,6 +277,7 @@ class SpawnedRunner:
         """Nothing to release (``Popen`` collected the exit status); a runner that lives on (kept)
         keeps its ``Popen`` referenced, since collecting one whose child runs warns."""
         if self.proc.returncode is None:
+            _LIVING_ON[:] = [p for p in _LIVING_ON if p.poll() is None]  # reap those that ended since
             _LIVING_ON.append(self.proc)
 
 

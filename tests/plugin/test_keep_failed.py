@@ -83,7 +83,7 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
     result.assert_outcomes(failed=1)
     kid, pid = kept_kernel(pytester)
     result.stdout.fnmatch_lines([
-        "hermes-kernel: transports=local * keep-failed (ttl 3600 s)",
+        "hermes-kernel: transports=local * keep-failed",
         f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} on local (worker pid {pid}, "
         "runner pid *); it ends by itself 3600 s after its last client leaves (at *",
         f"    hermes-kernel exec {kid} *",
