@@ -1,4 +1,4 @@
-"""The ``hermes-kernel`` command: ``doctor``, ``build-image``, ``sweep``.
+"""The ``hermes-kernel`` command: ``doctor``, ``build-image``, ``sweep``, ``ls``, ``attach``, ``exec``.
 
 * ``doctor``: which transports work on this machine, and for each one that does not, why and
   what to do. Exit code 0 when every transport asked for works (default: all), 1 otherwise.
@@ -7,7 +7,12 @@
 * ``sweep``: remove what runs nobody uses any more left behind (found by labels, member lists
   and markers): run files (:mod:`~pytest_hermes_kernel.containers.rundir`), labelled
   containers, local kernel dirs, local kernel processes (or only the kinds named). Never
-  anything else. ``--dry-run`` lists the same things and removes nothing.
+  anything else. ``--dry-run`` lists the same things and removes nothing. Kept kernels
+  (``--hermes-keep-failed``) are left alone until their TTL ends; ``sweep --kept`` ends them now.
+* ``ls``, ``attach ID``, ``exec ID CODE``: the kernels kept for post-mortem: list them, open a
+  console on one (each line a cell), run one cell (exit status 0 when it ended ``ok``).
+  Attaching re-attaches to the kept runner (its locator and token in its record,
+  :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
 """
 
 from __future__ import annotations
@@ -21,10 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .transports import TRANSPORT_NAMES
 
 #: What ``hermes-kernel sweep`` can remove, in the order it does.
-SweepKind = Literal["run-files", "containers", "kernel-dirs", "kernel-processes"]
+SweepKind = Literal["run-files", "containers", "kernel-dirs", "kernel-processes", "kept"]
 SWEEP_KINDS: tuple[SweepKind, ...] = get_args(SweepKind)
 
 
@@ -118,9 +124,12 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
     :param kinds: which of :data:`SWEEP_KINDS` to sweep (default: all).
     :returns: how many of each kind were removed (or would be), by kind.
     """
+    from .postmortem import sweep_kept
+
     sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
         "run-files": _sweep_run_files, "containers": _sweep_containers, "kernel-dirs": _sweep_kernel_dirs,
-        "kernel-processes": _kill_orphan_kernels}
+        "kernel-processes": _kill_orphan_kernels,
+        "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True)}
     return {kind: sweeps[kind](progress, dry_run) for kind in SWEEP_KINDS if kind in kinds}
 
 
@@ -191,7 +200,10 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
     """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone."""
     import psutil
 
+    from .containers.kept import exempt_kernel_ids
+
     killed = 0
+    kept = exempt_kernel_ids()  # outlive their host on purpose, until their TTL ends
     for proc in psutil.process_iter(["pid"]):
         try:
             env = proc.environ()
@@ -199,6 +211,8 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
             continue
         host = env.get("HERMES_KERNEL_HOST_PID")
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
+            continue
+        if env.get("HERMES_KERNEL_ID") in kept:
             continue
         try:
             if not dry_run:
@@ -248,8 +262,15 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     w.add_argument("kinds", nargs="*", metavar="KIND", help=f"only these: any of {', '.join(SWEEP_KINDS)} "
-                   "(default: all)")
+                   "(default: all; 'kept' removes only kept kernels whose TTL ran out, or that are gone)")
+    w.add_argument("--kept", action="store_true", help="end every kernel kept for post-mortem now (or those "
+                   "named by --kernel), expired or not; sweep nothing else")
+    w.add_argument("--kernel", action="append", default=[], metavar="ID", help="with --kept: only this kept "
+                   "kernel (an id or a unique prefix; repeatable)")
+    add_postmortem_commands(sub)
     args = ap.parse_args(argv)
+    if args.cmd in POSTMORTEM_COMMANDS:
+        return run_postmortem_command(args)
     if args.cmd == "doctor" and args.image:
         return doctor_image(args.image)
     if args.cmd == "doctor":
@@ -270,6 +291,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
     if unknown:
         ap.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
+    if args.kernel and not args.kept:
+        ap.error("--kernel needs --kept")
+    if args.kept:
+        from .postmortem import sweep_kept
+
+        n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
+        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernels")
+        return 0
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
     print(head + ", ".join(f"{n} {kind.replace('-', ' ')}" for kind, n in removed.items()))

@@ -25,12 +25,15 @@ import tempfile
 
 from ..errors import ConfigError, UnsafeRunDirError
 
-__all__ = ["RUN_DIR_PREFIX", "is_run_file", "remove_if_empty", "run_dir", "run_dir_path", "run_dirs", "runs_root"]
+__all__ = ["KEPT_DIR_NAME", "RUN_DIR_PREFIX", "is_run_file", "kept_dir", "remove_if_empty", "run_dir", "run_dir_path",
+           "run_dirs", "runs_root"]
 
 #: Name of the per-user directory in the temp dir: ``pytest-hermes-kernel-<uid>``.
 USER_DIR_PREFIX = "pytest-hermes-kernel-"
 #: Name of a run's directory in the per-user one: ``run-<run id>``.
 RUN_DIR_PREFIX = "run-"
+#: Name of the directory in the per-user one that holds kept kernels' records (:mod:`.kept`).
+KEPT_DIR_NAME = "kept"
 #: What a run id may be to name a directory (the same rule as the run id setting's).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -70,6 +73,24 @@ def run_dir(run_id: str, directory: str | None = None) -> str:
     _check_parent(os.path.dirname(root))
     _private_dir(root)
     _private_dir(path)
+    return path
+
+
+def kept_dir(directory: str | None = None, *, create: bool = True) -> str:
+    """The private directory of the records of kernels kept for post-mortem (:mod:`.kept`):
+    ``<tmp>/pytest-hermes-kernel-<uid>/kept``, made (or reused) and checked like a run directory.
+
+    :param directory: the temp dir to use; ``None``: :func:`tempfile.gettempdir`.
+    :param create: make it when missing (``False``: only check one that exists).
+    :raises UnsafeRunDirError: as :func:`run_dir` does.
+    """
+    path = os.path.join(runs_root(directory), KEPT_DIR_NAME)
+    if create:
+        _check_parent(os.path.dirname(runs_root(directory)))
+        _private_dir(runs_root(directory))
+        _private_dir(path)
+    elif os.path.lexists(path) and (problem := _problem(path)) is not None:
+        raise UnsafeRunDirError(f"refusing to read kept kernels from {path}: {problem}", path=path, problem=problem)
     return path
 
 

@@ -140,6 +140,10 @@ class FaultyTransport(Transport):
         return self.inner.reattachable
 
     @property
+    def keepable(self) -> bool:  # type: ignore[override]
+        return self.inner.keepable
+
+    @property
     def orphan_timeout(self) -> float | None:  # type: ignore[override]
         return self.inner.orphan_timeout
 
@@ -233,6 +237,15 @@ class FaultyTransport(Transport):
 
     def sweep_stale(self, max_age_s: float) -> int:
         return self.inner.sweep_stale(max_age_s)
+
+    def release(self, launched: Launched) -> None:
+        self.inner.release(self._inner_of(launched))
+
+    def attach_kept(self, locator: dict[str, Any]) -> Launched:
+        return self.inner.attach_kept(locator)  # a kept kernel's later stream is never faulted
+
+    def keep_address(self, launched: Launched) -> str | None:
+        return self.inner.keep_address(self._inner_of(launched))
 
     def locator(self, launched: Launched) -> dict[str, Any]:
         return self.inner.locator(self._inner_of(launched))

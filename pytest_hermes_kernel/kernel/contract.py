@@ -20,6 +20,10 @@ and when:
 * :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
   :meth:`Transport.leak_snapshot`, :meth:`Transport.leak_cleanup`: the leak checker and the
   fault injector (other processes, other layers).
+* :meth:`Transport.keep_address`, :meth:`Transport.release`, :meth:`Transport.attach_kept`: the
+  handle, when a failed
+  test's kernel is kept for post-mortem (``keepable`` transports), and ``hermes-kernel
+  attach``/``exec``/``sweep --kept`` in a later process, to reach it again from its locator.
 * :attr:`Transport.orphan_timeout`: the fault layer, for the bound within which a kernel must
   be gone after its host died.
 * :meth:`Transport.files`: the handle's ``upload`` / ``download``: the kernel's files under its
@@ -103,6 +107,9 @@ class Transport(ABC):
     name: ClassVar[str] = "abstract"
     reattachable: ClassVar[bool] = False
     """Whether a broken stream may be re-attached to a runner that kept its state."""
+    keepable: ClassVar[bool] = False
+    """Whether a kernel can outlive its host for post-mortem and be reached again from its
+    :meth:`locator` (:meth:`keep_address`, :meth:`attach_kept`)."""
     orphan_timeout: float | None = None
     """Seconds a detached runner lives with no host attached, when the transport sets it for every
     kernel; ``None``: each kernel's ``KernelOptions.orphan_timeout`` applies (instances of docker,
@@ -170,6 +177,24 @@ class Transport(ABC):
     def locator(self, launched: Launched) -> dict[str, Any]:
         """Picklable facts another process needs to find this kernel (see :meth:`kernel_processes`)."""
         return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir}
+
+    def keep_address(self, launched: Launched) -> str | None:
+        """Where a kept runner listens for clients once its host is gone: a unix socket path in its
+        private kernel dir for a runner whose channel is its lease (local); ``None`` (the default)
+        when it listens already (a detached runner: docker, ssh)."""
+        return None
+
+    def release(self, launched: Launched) -> None:
+        """Drop this host's hold on a runner that lives on without it (a kept kernel: pidfds,
+        relays), never ending the runner or touching its kernel dir; never raises."""
+
+    def attach_kept(self, locator: dict[str, Any]) -> Launched:
+        """The launch record of a kept runner found by its :meth:`locator` (written by another
+        process), with a fresh stream to it; the caller sends the ``attach`` frame.
+
+        :raises TransportLostError: if it cannot be reached (always, by default: not ``keepable``).
+        """
+        raise TransportLostError(f"the {self.name} transport cannot reach a kept kernel runner")
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Descriptions of live processes that belong to kernel ``kernel_id``, wherever it runs.

@@ -43,7 +43,7 @@ from .transfer import download_from, upload_to
 if TYPE_CHECKING:
     from .contract import Launched, Transport
 
-__all__ = ["KernelHandle", "KernelOptions"]
+__all__ = ["KernelHandle", "KernelOptions", "attach_kept"]
 
 S = KernelState
 Listener = Callable[[str, "KernelHandle", Any], None]
@@ -251,25 +251,7 @@ class KernelHandle:
             self._life.advance(S.WORKER_DEAD)
             self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
             return self._run(code, budget_s, self._prepare(), cancel)
-        return self._judge(outcome, loss, intent, cell)
-
-    def _judge(self, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent, cell: CellRun) -> CellResult:
-        """Settle the state after a cell and build its result (resetting where the ladder killed it)."""
-        verdict = judge(outcome, intent)
-        watchdog, death = verdict.watchdog, verdict.death
-        if death is None:
-            self._life.advance(S.IDLE)
-        else:
-            self._life.advance(S.RUNNER_LOST if outcome.runner_gone else S.WORKER_DEAD)
-            if outcome.ladder_killed:
-                watchdog, note = self._runtime.reset_after_timeout(abandoned=outcome.abandoned,
-                                                                   restart=self.options.watchdog.restart)
-                death = replace(death, note=note)
-            self.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
-        changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,
-                                       start_note=self._runtime.take_start_note())
-        return build_result(outcome, status=verdict.status, kernel=self.info(**changes), watchdog=watchdog,
-                            tool_calls=cell.authority.calls, secrets=self._secrets)
+        return _judge(self, outcome, loss, intent, cell)
 
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
@@ -322,12 +304,25 @@ class KernelHandle:
         """
         if os.getpid() != self.host_pid:
             return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
+        return self._end(lambda: self._runtime.stop(now))
+
+    def keep(self, orphan_timeout: float) -> ExitInfo:
+        """Detach, leaving the kernel running without this host for post-mortem (``keepable``
+        transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
+
+        :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
+        :raises TransportLostError: if the runner did not confirm (it was shut down instead).
+        """
+        _check_process(self.kernel_id, self.host_pid)
+        return self._end(lambda: self._runtime.keep(orphan_timeout))
+
+    def _end(self, how: Callable[[], ExitInfo]) -> ExitInfo:
         with self._control_lock:
             if self.stopping:
                 return self.exit_info or ExitInfo(step="already-exited")
             self._life.to(S.CLOSING)
             try:
-                self.exit_info = self._runtime.stop(now)
+                self.exit_info = how()
             finally:
                 self._life.to(S.CLOSED)
         self._emit("shutdown", self.exit_info)
@@ -350,6 +345,40 @@ class KernelHandle:
     def __repr__(self) -> str:
         return (f"<KernelHandle {self.kernel_id[:8]} {self.transport.name} gen={self.generation} "
                 f"pid={self.worker_pid} {'alive' if self.alive else 'down'} ({self.state.value})>")
+
+
+def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent: ControlIntent,
+           cell: CellRun) -> CellResult:
+    """Settle the state after a cell and build its result (resetting where the ladder killed it)."""
+    verdict = judge(outcome, intent)
+    watchdog, death = verdict.watchdog, verdict.death
+    if death is None:
+        handle._life.advance(S.IDLE)
+    else:
+        handle._life.advance(S.RUNNER_LOST if outcome.runner_gone else S.WORKER_DEAD)
+        if outcome.ladder_killed:
+            watchdog, note = handle._runtime.reset_after_timeout(abandoned=outcome.abandoned,
+                                                                 restart=handle.options.watchdog.restart)
+            death = replace(death, note=note)
+        handle.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
+    changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,
+                                   start_note=handle._runtime.take_start_note())
+    return build_result(outcome, status=verdict.status, kernel=handle.info(**changes), watchdog=watchdog,
+                        tool_calls=cell.authority.calls, secrets=handle._secrets)
+
+
+def attach_kept(transport: Transport, locator: dict[str, Any], *, kernel_id: str, token: str,
+                options: KernelOptions | None = None) -> KernelHandle:
+    """A handle on a kept kernel (:meth:`KernelHandle.keep`, maybe by another process), found by its
+    transport :meth:`~.contract.Transport.locator` and attached with its token; the namespace is
+    the one the kernel kept. End it with ``shutdown()``, or leave it kept with ``keep(ttl)``.
+
+    :raises TransportLostError: if it cannot be reached (gone, expired, or the token is refused).
+    """
+    handle = KernelHandle(transport, options, kernel_id=kernel_id)
+    handle.token = token
+    handle._runtime.adopt(transport.attach_kept(locator), token)
+    return handle
 
 
 _TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that called the tool holds it "

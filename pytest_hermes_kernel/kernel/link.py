@@ -3,7 +3,7 @@ channel to the runner's supervisor.
 
 A :class:`~.handle.KernelHandle` holds at most one link at a time; a new runner (a new
 generation after the runner was lost) is a new link. The link knows the runner's messages
-(``hello``/``attach``, ``start_worker``, ``kill_worker``, ``shutdown``) and the transport's
+(``hello``/``attach``, ``start_worker``, ``kill_worker``, ``keep``, ``shutdown``) and the transport's
 outside ways to end it; it knows nothing of cells, losses or the handle's state.
 """
 
@@ -153,6 +153,29 @@ class RunnerLink:
             self.channel = channel
             return hello
         return None
+
+    # ------------------------------------------------------------------------------ keeping
+    def keep(self, orphan_timeout: float, timeout: float) -> None:
+        """Make the runner outlive this host (post-mortem): it listens where the transport says
+        (:meth:`Transport.keep_address`; a detached runner listens already) and its orphan timer
+        becomes ``orphan_timeout`` seconds. The channel stays open until :meth:`detach`.
+
+        :param timeout: seconds for the runner's reply.
+        :raises TransportLostError: if the runner did not confirm (it is not kept).
+        """
+        listen = self.transport.keep_address(self.launched)
+        try:
+            header, _ = self.channel.request({"type": "keep", "listen": listen, "orphan_timeout": orphan_timeout},
+                                             timeout)
+        except (TimeoutError, ChannelClosed, OSError) as exc:
+            raise TransportLostError(f"kernel {self.kernel_id} did not confirm it is kept: {exc}") from None
+        if header.get("type") != "kept":
+            raise TransportLostError(f"kernel {self.kernel_id} refused to be kept: {header.get('error')}")
+
+    def detach(self) -> None:
+        """Close the channel and leave the runner running (kept: its orphan timer starts now)."""
+        self.channel.close("detached: the kernel is kept")
+        self.transport.release(self.launched)
 
     # ------------------------------------------------------------------------------ ending
     def alive(self) -> bool:

@@ -18,11 +18,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import KernelShutdownError, KernelStartError
+from ..errors import KernelShutdownError, KernelStartError, TransportLostError
 from .channel import ChannelClosed
 from .contract import Launched, LaunchSpec, Transport
 from .lifecycle import KernelState, Lifecycle
-from .link import RunnerLink
+from .link import RunnerLink, say_hello
 from .options import KernelOptions
 from .output import MARKER_RESERVE_BYTES, scrub_env
 from .results import ExitInfo, WatchdogOutcome
@@ -102,6 +102,26 @@ class KernelRuntime:
         launched = self.require_link().launched
         self.start_note = launched.note
         self.on_started(launched)
+
+    def adopt(self, launched: Launched, token: str) -> None:
+        """Take over a runner that already runs (a kept kernel, ``launched`` from
+        :meth:`Transport.attach_kept`): attach with ``token`` and await its hello; ``NEW -> IDLE``
+        (``WORKER_DEAD`` when its worker is gone: the next cell starts one, a new generation).
+
+        :raises TransportLostError: if the runner does not answer (gone, or the token is refused).
+        """
+        self.token = token
+        self.life.to(S.STARTING)
+        link = RunnerLink(self.transport, launched, token=token, kernel_id=self.kernel_id)
+        try:
+            hello = say_hello(link.channel, token=token, attach=True, pending=(), timeout=self.options.start_timeout)
+        except (TimeoutError, ChannelClosed) as exc:
+            link.channel.close("attach failed")
+            self.life.to(S.NEW)
+            raise TransportLostError(f"kernel {self.kernel_id}: the kept runner did not answer: {exc}") from None
+        self.link = link
+        self.worker_pid = hello.get("worker_pid")
+        self.life.to(S.WORKER_DEAD if self.worker_pid is None else S.IDLE)
 
     def take_start_note(self) -> str:
         """What the last launch said about itself (``Launched.note``), once: for the next result's ``kernel.note``."""
@@ -213,6 +233,26 @@ class KernelRuntime:
         link, self.link = self.link, None
         if link is not None:
             link.discard()
+
+    def keep(self, orphan_timeout: float) -> ExitInfo:
+        """Leave the runner running without this host (post-mortem; :meth:`RunnerLink.keep`), then
+        detach from it. A runner that does not confirm is shut down instead.
+
+        :param orphan_timeout: seconds the runner lives on with no client attached.
+        :returns: ``ExitInfo(step="kept")``.
+        :raises TransportLostError: if the runner did not confirm (it was shut down).
+        """
+        link, self.link = self.link, None
+        if link is None:
+            raise TransportLostError(f"kernel {self.kernel_id} has no runner to keep")
+        try:
+            link.keep(orphan_timeout, self.options.start_timeout)
+        except TransportLostError:
+            link.stop(False, self.options.shutdown_grace)
+            raise
+        link.detach()
+        return ExitInfo(step="kept", confirmed=False,
+                        note=f"kept for post-mortem: it ends after {orphan_timeout:g} s without a client")
 
     def stop(self, now: bool) -> ExitInfo:
         """Shut the runner down (see :meth:`RunnerLink.stop`); ``already-exited`` if there is none.

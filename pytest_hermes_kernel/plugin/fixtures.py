@@ -21,7 +21,7 @@ from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
 from ..transports import get_transport, make_transport, transport_names
 from ..kernel.contract import Transport
-from . import faults, story
+from . import faults, keep, story
 from .report import phase_report_key, stats_key
 from .markers import options_lacking
 from .settings import settings_key, transport_defaults
@@ -206,8 +206,8 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     host-harness or faulting kernel with the same :class:`Kernel` API).
 
     Options are :class:`KernelOptions` fields plus ``tools={name: callable}``; they override the
-    marker's. Every kernel is shut down after the test (kept until the session ends instead
-    when the test failed and ``--hermes-keep-failed`` is on).
+    marker's. Every kernel is shut down after the test (kept alive after pytest exits instead
+    when the test failed and ``--hermes-keep-failed`` is on: :mod:`.keep`).
     """
     settings = request.config.stash[settings_key]
     marker = kernel_marker(request.node)
@@ -254,9 +254,7 @@ def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> No
     failed = any(r.failed for r in reports.values())
     stats = request.config.stash[stats_key]
     if failed and request.config.stash[settings_key].keep_failed:
-        for handle in handles:
-            if handle.alive:
-                stats.keep(request.node.nodeid, handle)
+        keep.keep_kernels(request.node, handles)
         return
     errors = []
     for handle in handles:

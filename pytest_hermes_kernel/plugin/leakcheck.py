@@ -5,7 +5,8 @@ children, child processes of the test process, threads, pipes/files, kernel dirs
 entries (plus what transports register: containers, processes inside them, ssh sessions).
 New ones are reported as :class:`HermesLeakWarning` (``warn``) or make the test error
 (``error``), then ended so the next test starts clean. Kernels kept for post-mortem by
-``--hermes-keep-failed`` are not leaks: they are shut down when the session ends. Mark intended leftovers with
+``--hermes-keep-failed`` are not leaks (they outlive the session on purpose, :mod:`.keep`); what
+else the same test left still is. Mark intended leftovers with
 ``@pytest.mark.hermes_allow_leaks(reason)``.
 """
 
@@ -64,12 +65,15 @@ class LeakCheckPlugin:
 
 def _kept_resources(item: pytest.Item) -> set[str]:
     """Identities of what the kernels kept for post-mortem (``--hermes-keep-failed``) hold: not leaks."""
-    kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
-    if not kept:
+    stats = item.config.stash[stats_key]
+    kept = [handle for nodeid, handle in stats.kept if nodeid == item.nodeid]
+    past = [record for nodeid, record in stats.kept_past if nodeid == item.nodeid]
+    if not kept and not past:
         return set()
     launched = [h.launched for h in kept]  # None for a harness kernel: its launch is in the harness
-    dirs = {f"dir:{os.path.basename(x.kernel_dir)}" for x in launched if x is not None and x.kernel_dir}
-    return kernel_resources({h.kernel_id for h in kept}) | dirs
+    kdirs = [x.kernel_dir for x in launched if x is not None] + [r.locator.get("kernel_dir") for r in past]
+    dirs = {f"dir:{os.path.basename(d)}" for d in kdirs if d}
+    return kernel_resources({h.kernel_id for h in kept} | {r.kernel_id for r in past}) | dirs
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -15,6 +15,7 @@ import pytest
 from .settings import settings_key
 
 if TYPE_CHECKING:
+    from ..containers.kept import KeptKernel
     from ..kernel.interface import Kernel
 
 phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
@@ -30,7 +31,9 @@ class KernelStats:
         self.peak_alive = 0
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
-        self.kept: list[tuple[str, Kernel]] = []
+        self.kept: list[tuple[str, Kernel]] = []  # until the session ends (they cannot outlive it)
+        self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
+        self._kept_past_text: list[str] = []
         self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
         self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
 
@@ -51,11 +54,19 @@ class KernelStats:
         with self._lock:
             self.kept.append((nodeid, handle))
 
-    def kept_lines(self) -> list[str]:
-        """One line per kernel kept for post-mortem, as the terminal summary prints it."""
+    def keep_past(self, nodeid: str, record: KeptKernel | None, text: str) -> None:
+        """A kernel of ``nodeid`` kept past the session (``record``; ``None``: keeping it failed)."""
         with self._lock:
-            return [f"{nodeid}: kernel {h.kernel_id} worker pid {h.pid} runner pid {h.runner_pid}"
-                    for nodeid, h in self.kept] + self.kept_elsewhere
+            if record is not None:
+                self.kept_past.append((nodeid, record))
+            self._kept_past_text.append(text)
+
+    def kept_lines(self) -> list[str]:
+        """One entry per kernel kept for post-mortem, as the terminal summary prints it."""
+        with self._lock:
+            return [f"kept for post-mortem: {nodeid}: kernel {h.kernel_id} worker pid {h.pid} runner pid "
+                    f"{h.runner_pid} (shut down at session end: it cannot outlive it)"
+                    for nodeid, h in self.kept] + self._kept_past_text + self.kept_elsewhere
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
@@ -123,8 +134,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                   f"deaths and resets by reason: {deaths}")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
-    for line in kept:
-        tr.write_line(f"kept for post-mortem: {line} (shut down at session end)")
+    for entry in kept:
+        for line in entry.splitlines():
+            tr.write_line(line)
 
 
 @pytest.hookimpl(trylast=True)

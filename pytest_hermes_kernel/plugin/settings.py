@@ -68,6 +68,17 @@ def _seconds(text: str) -> float | None:
     return value
 
 
+def _positive_seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"expected a number of seconds > 0, not {text!r}")
+    return value
+
+
+#: Default TTL of a kernel kept for post-mortem: one hour (issue 12).
+DEFAULT_KEEP_TTL_S = 3600
+
+
 def _bool(text: str) -> bool:
     word = text.strip().lower()
     if word not in _TRUE + _FALSE:
@@ -104,8 +115,10 @@ SETTINGS = (
     _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
     _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
              "warn", _leak_mode),
-    _Setting("keep_failed", "keep a failed test's kernels alive until the session ends, for post-mortem",
-             "false", _bool),
+    _Setting("keep_failed", "keep a failed test's kernels alive after pytest exits, for post-mortem (local "
+             "transport; see README 'Post-mortem')", "false", _bool),
+    _Setting("keep_failed_ttl", "seconds a kept kernel lives without a client before it ends by itself",
+             str(DEFAULT_KEEP_TTL_S), _positive_seconds),
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
     _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
@@ -126,6 +139,7 @@ class HermesSettings:
     timeout: float | None
     leak_check: LeakMode
     keep_failed: bool
+    keep_failed_ttl: float
     max_kernels: int
     idle_timeout: float | None
     require_transports: bool

@@ -31,11 +31,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import psutil
 
-from ..errors import KernelStartError
+from ..errors import KernelStartError, TransportLostError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
@@ -47,6 +47,8 @@ from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 LOG_NAME = "runner.log"
+#: The socket a kept kernel listens on, in its 0700 kernel dir (``--hermes-keep-failed``).
+KEPT_SOCKET_NAME = "kept.sock"
 #: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
 _POLL_S = 0.005
 #: Seconds a forked runner that ended may take to be reaped by its server (one SIGCHLD).
@@ -87,6 +89,7 @@ class LocalTransport(Transport):
     """
 
     name: ClassVar[str] = "local"
+    keepable: ClassVar[bool] = True
 
     def __init__(self, *, python: str | None = None, server: bool = True, max_servers: int = DEFAULT_MAX_SERVERS,
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
@@ -197,6 +200,37 @@ class LocalTransport(Transport):
 
         return LocalFiles(workdir)
 
+    def locator(self, launched: Launched) -> dict[str, Any]:
+        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,
+                "start_ticks": launched.extra.get("start_ticks"), "listen": self.keep_address(launched)}
+
+    def keep_address(self, launched: Launched) -> str | None:
+        """The 0600 socket a kept kernel listens on, in its 0700 kernel dir (until then its channel
+        is the parent-death lease)."""
+        return os.path.join(launched.kernel_dir, KEPT_SOCKET_NAME) if launched.kernel_dir else None
+
+    def release(self, launched: Launched) -> None:
+        launched.extra["runner"].close()
+
+    def attach_kept(self, locator: dict[str, Any]) -> Launched:
+        """Connect to a kept kernel's socket (:meth:`keep_address`), checking its runner is the same
+        process (pid and start time) first.
+
+        :raises TransportLostError: if the runner is gone or its socket refuses the connection.
+        """
+        pid, ticks, path = locator.get("runner_pid"), locator.get("start_ticks"), locator.get("listen")
+        if not isinstance(pid, int) or not path or start_ticks(pid) != ticks:
+            raise TransportLostError(f"the kept local kernel runner {pid} is gone", permanent=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+        except OSError as exc:
+            sock.close()
+            raise TransportLostError(f"the kept local kernel at {path} refused the connection: {exc}",
+                                     permanent=True) from None
+        return Launched(stream=SocketStream(sock), pid=pid, kernel_dir=locator.get("kernel_dir"),
+                        label=f"local pid {pid}, kept", extra={"runner": ForkedRunner(pid, None), "start_ticks": ticks})
+
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
         return [] if self._servers is None else self._servers.pids()
@@ -208,6 +242,10 @@ class LocalTransport(Transport):
 
     def describe(self) -> str:
         return f"local ({self.python}, {'kernel server' if self._servers is not None else 'spawn'})"
+
+
+_LIVING_ON: list[subprocess.Popen[bytes]] = []
+"""``Popen`` objects of spawned runners this host released while they run (kept kernels)."""
 
 
 class SpawnedRunner:
@@ -236,7 +274,11 @@ class SpawnedRunner:
             return None
 
     def close(self) -> None:
-        """Nothing to release (``Popen`` collected the exit status)."""
+        """Nothing to release (``Popen`` collected the exit status); a runner that lives on (kept)
+        keeps its ``Popen`` referenced, since collecting one whose child runs warns."""
+        if self.proc.returncode is None:
+            _LIVING_ON[:] = [p for p in _LIVING_ON if p.poll() is None]  # reap those that ended since
+            _LIVING_ON.append(self.proc)
 
 
 class ForkedRunner:
@@ -244,10 +286,11 @@ class ForkedRunner:
     elsewhere by polling its pid). Its server collects its exit status.
 
     :param pid: the runner's pid, as the server reported it (open the pidfd at once).
-    :param server: the server that forked it (it knows the exit status).
+    :param server: the server that forked it (it knows the exit status); ``None`` for a kept
+        runner another process started (its exit status is nobody's to tell).
     """
 
-    def __init__(self, pid: int, server: LocalServer) -> None:
+    def __init__(self, pid: int, server: LocalServer | None) -> None:
         self.pid = pid
         self.server = server
         self.pidfd: int | None
@@ -278,7 +321,7 @@ class ForkedRunner:
 
     def exit_status(self, timeout: float) -> int | None:
         """The exit code once it ended within ``timeout`` seconds, as its server reaped it."""
-        if not self.wait(timeout):
+        if not self.wait(timeout) or self.server is None:
             return None
         return self.server.exit_status(self.pid)
 
@@ -336,14 +379,20 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
 
 
 def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
-    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed).
+    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed);
+    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`).
 
     :param max_age_s: a dir older than this (seconds since its last change) is stale.
     :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
     """
+    from ..containers.kept import exempt_kernel_dirs
+
     now = time.time()
     stale = []
+    kept = exempt_kernel_dirs()  # a kept kernel's dir (its socket) stays until its TTL ends
     for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+        if path in kept:
+            continue
         try:
             if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
                 stale.append(path)

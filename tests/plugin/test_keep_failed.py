@@ -1,64 +1,213 @@
-"""--hermes-keep-failed: a failed test's kernel stays up for post-mortem until the session ends."""
+"""--hermes-keep-failed: a failed test's kernel outlives pytest for post-mortem (issue 12, point 2).
+
+Each test runs pytest in a subprocess, lets it exit, then reaches what it kept the way a user
+does: ``hermes-kernel ls``, ``exec``, ``attach`` and ``sweep --kept`` in subprocesses. Both run
+with ``TMPDIR`` on a private directory of the test (:func:`kept_env`), so the kept records and
+kernel dirs are that test's alone; its finalizer ends whatever was kept, pass or fail.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import gone, wait_until
+from tests.support import gone, pids_with_kernel_id, stays_true, wait_until
 
-KEEP_TESTS = """
+FAILING_TEST = """
 from pathlib import Path
-
-import psutil
-
-PID_FILE = Path("kernel.pid")
 
 def test_fails(hermes_kernel):
     hermes_kernel.execute("evidence = 'what went wrong'")
-    PID_FILE.write_text(str(hermes_kernel.pid))
+    Path("kernel.json").write_text('{"id": "%s", "pid": %d}' % (hermes_kernel.kernel_id, hermes_kernel.pid))
     assert False, "deliberate failure"
+"""
+
+LATER_TEST = """
+import psutil
 
 def test_later_in_the_same_session():
-    worker = psutil.Process(int(PID_FILE.read_text()))  # raises NoSuchProcess if it was shut down
+    import json
+    from pathlib import Path
+    worker = psutil.Process(json.loads(Path("kernel.json").read_text())["pid"])  # NoSuchProcess if shut down
     assert worker.status() != psutil.STATUS_ZOMBIE
 """
 
+CLI_TIMEOUT_S = 60.0
 
-def test_failed_tests_kernel_is_kept_until_the_session_ends(pytester, run):
-    pytester.makepyfile(test_keep=KEEP_TESTS)
+
+@pytest.fixture
+def kept_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private ``TMPDIR`` for the inner run and the CLI; afterwards every kernel kept there ends."""
+    tmp = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))  # short: a unix socket path has 108 bytes
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.delenv("PYTEST_HERMES_KERNEL_DIR", raising=False)
+    yield tmp
+    hermes("sweep", "--kept")
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def hermes(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``hermes-kernel ARGS`` in a subprocess, in this process's environment (``TMPDIR`` included)."""
+    return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *args], input=stdin,
+                          capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=dict(os.environ),
+                          stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def kept_kernel(pytester: pytest.Pytester) -> tuple[str, int]:
+    facts = json.loads(Path(pytester.path, "kernel.json").read_text())
+    return facts["id"], facts["pid"]
+
+
+def records(tmp: Path) -> list[str]:
+    kept = tmp / f"pytest-hermes-kernel-{os.getuid()}" / "kept"
+    return sorted(p.stem for p in kept.glob("*.json")) if kept.exists() else []
+
+
+def kernel_dirs(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.glob("hermes-kernel-*") if not p.name.startswith("hermes-kernel-server-"))
+
+
+def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST)
 
     result = run("--hermes-keep-failed")
 
-    result.assert_outcomes(failed=1, passed=1)
-    pid = int(Path(pytester.path, "kernel.pid").read_text())
+    result.assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
     result.stdout.fnmatch_lines([
         "hermes-kernel: transports=local * keep-failed",
-        f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel * worker pid {pid} runner pid * "
-        "(shut down at session end)",
+        f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} on local (worker pid {pid}, "
+        "runner pid *); it ends by itself 3600 s after its last client leaves (at *",
+        f"    hermes-kernel exec {kid} *",
+        f"    hermes-kernel attach {kid} *",
+        "    hermes-kernel ls *",
+        f"    hermes-kernel sweep --kept --kernel {kid} *",
     ])
     assert "leaked" not in result.stdout.str()  # a kept kernel is not a leak
-    wait_until(lambda: gone(pid), 5.0, what=f"kept kernel worker {pid} to end with the session")
+    assert stays_true(lambda: not gone(pid), 1.0), "the kept kernel must outlive the pytest process"
+    record = kept_env / f"pytest-hermes-kernel-{os.getuid()}" / "kept" / f"{kid}.json"
+    assert record.stat().st_mode & 0o777 == 0o600 and record.parent.stat().st_mode & 0o777 == 0o700
+
+    ls = hermes("ls")
+    assert ls.returncode == 0 and kid in ls.stdout, ls.stdout + ls.stderr
+    line = next(x for x in ls.stdout.splitlines() if x.startswith(kid))
+    assert line.split()[1:3] == ["local", "runner"] and " yes " in line and "test_keep.py::test_fails[local]" in line
+
+    shown = hermes("exec", kid, "evidence")
+    assert (shown.returncode, shown.stdout) == (0, "'what went wrong'\n"), shown.stderr
+    failed = hermes("exec", kid[:8], "1/0")  # a unique prefix names it too
+    assert failed.returncode == 1 and "ZeroDivisionError: division by zero" in failed.stderr
+
+    console = hermes("attach", kid, stdin="n = len(evidence)\nprint('n is', n)\nimport sys; print('e', file=sys.stderr)\nn\n")
+    assert console.returncode == 0, console.stderr
+    assert console.stdout == "n is 15\n15\n" and console.stderr == "e\n"
+    assert hermes("exec", kid, "n").stdout == "15\n"  # state kept across attaches
+
+    swept = hermes("sweep", "--kept")
+    assert swept.returncode == 0 and f"removed kept kernel {kid}" in swept.stdout, swept.stdout + swept.stderr
+    wait_until(lambda: gone(pid) and not pids_with_kernel_id(kid), 10.0, what=f"kept kernel {kid} to end")
+    assert records(kept_env) == [] and kernel_dirs(kept_env) == []
+    assert kid not in hermes("ls").stdout
+    gone_now = hermes("exec", kid, "evidence")
+    assert gone_now.returncode == 2 and f"no kept kernel {kid!r}" in gone_now.stderr
 
 
-def test_without_the_flag_a_failed_tests_kernel_is_shut_down(pytester, run):
-    pytester.makepyfile(test_keep=KEEP_TESTS)
+def test_a_kept_kernel_ends_by_its_own_timer_when_its_ttl_runs_out(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST)
+
+    result = run("--hermes-keep-failed", "--hermes-keep-failed-ttl", "2")
+
+    result.assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+    result.stdout.fnmatch_lines([f"kept for post-mortem: * kernel {kid} * it ends by itself 2 s after *"])
+    wait_until(lambda: gone(pid) and not pids_with_kernel_id(kid), 15.0, what=f"kept kernel {kid} to expire")
+    wait_until(lambda: kernel_dirs(kept_env) == [], 5.0, what="the expired kernel's dir to go")
+    line = next(x for x in hermes("ls").stdout.splitlines() if x.startswith(kid))
+    assert " expired " in line and line.split()[-2] == "no", line
+
+    swept = hermes("sweep", "kept")  # the plain sweep removes records of expired kept kernels
+    assert f"removed kept kernel {kid}" in swept.stdout and records(kept_env) == []
+
+
+def test_later_sweeps_leave_an_unexpired_kept_kernel_alone(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+
+    swept = hermes("sweep", "kernel-dirs", "kernel-processes", "kept")  # its host is gone: still not a leftover
+
+    assert swept.returncode == 0 and str(pid) not in swept.stdout and kid not in swept.stdout, swept.stdout
+    assert not gone(pid) and records(kept_env) == [kid] and len(kernel_dirs(kept_env)) == 1
+    assert hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
+def test_a_passing_test_keeps_nothing(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST.replace('assert False, "deliberate failure"', "pass"))
+
+    result = run("--hermes-keep-failed")
+
+    result.assert_outcomes(passed=1)
+    kid, pid = kept_kernel(pytester)
+    assert "kept for post-mortem" not in result.stdout.str()
+    wait_until(lambda: gone(pid), 5.0, what="the passing test's kernel to be shut down")
+    assert records(kept_env) == [] and kernel_dirs(kept_env) == [] and not pids_with_kernel_id(kid)
+
+
+def test_a_host_sigkilled_before_the_switch_takes_its_kernel_along(pytester, run, kept_env):
+    """The switch happens at the failed test's teardown: until then the channel is the lease."""
+    pytester.makepyfile(test_keep=FAILING_TEST.replace(
+        'assert False, "deliberate failure"', "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"))
+
+    result = run("--hermes-keep-failed")
+
+    assert result.ret == -9, result.stdout.str()
+    kid, pid = kept_kernel(pytester)
+    wait_until(lambda: gone(pid) and not pids_with_kernel_id(kid), 5.0, what="the kernel to die with its host")
+    assert records(kept_env) == []
+    assert "removed kept kernel" not in hermes("sweep", "--kept").stdout
+
+
+def test_the_leak_check_still_catches_what_else_the_failed_test_left(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST.replace(
+        'assert False, "deliberate failure"',
+        'import subprocess; subprocess.Popen(["sleep", "300"]); assert False, "deliberate failure"'))
+
+    result = run("--hermes-keep-failed", "--hermes-leak-check=error")
+
+    result.assert_outcomes(failed=1, errors=1)
+    kid, pid = kept_kernel(pytester)
+    text = result.stdout.str()
+    assert "sleep 300" in text and "LeakError" in text, text
+    assert kid not in text.split("LeakError", 1)[1].split("\n\n", 1)[0]  # the kept kernel is not named a leak
+    assert not gone(pid) and records(kept_env) == [kid]
+
+
+def test_without_the_flag_a_failed_tests_kernel_is_shut_down(pytester, run, kept_env):
+    pytester.makepyfile(test_keep=FAILING_TEST, test_later=LATER_TEST)
 
     result = run()
 
     result.assert_outcomes(failed=2)
-    result.stdout.fnmatch_lines(["FAILED test_keep.py::test_later_in_the_same_session - psutil.NoSuchProcess*"])
-    assert "kept for post-mortem" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["FAILED test_later.py::test_later_in_the_same_session - psutil.NoSuchProcess*"])
+    assert "kept for post-mortem" not in result.stdout.str() and records(kept_env) == []
 
 
-def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run):
+def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run, kept_env):
     pytest.importorskip("xdist")
-    pytester.makepyfile(test_keep=KEEP_TESTS)
+    pytester.makepyfile(test_keep=FAILING_TEST)
 
     result = run("-n", "1", "--hermes-keep-failed")
 
-    result.assert_outcomes(failed=1, passed=1)
-    pid = int(Path(pytester.path, "kernel.pid").read_text())
-    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel * worker pid {pid} *"])
-    wait_until(lambda: gone(pid), 5.0, what=f"kept kernel worker {pid} to end with the session")
+    result.assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
+                                 f"    hermes-kernel exec {kid} *"])
+    assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"

@@ -24,7 +24,7 @@ RANKS: dict[str, int] = {
     "containers": 2,
     "transports": 3,
     "faults": 4, "leaks": 4, "catalog": 4,
-    "api": 5,
+    "api": 5, "postmortem": 5,
     "plugin": 6, "contract": 6,
     "cli": 7,
     "": 8,  # the package's own __init__: public re-exports

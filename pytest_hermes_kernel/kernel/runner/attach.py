@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import hmac
+import os
 import selectors
 import socket
 import time
@@ -24,6 +25,25 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .frames import Header
+
+
+#: Connections the listening socket queues (one client at a time, a re-attach may overlap).
+LISTEN_BACKLOG = 4
+
+
+def bind_listener(path: str) -> socket.socket:
+    """A unix socket listening at ``path`` (0600; a stale socket file there is replaced)."""
+    old = os.umask(0o077)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    listener.bind(path)
+    os.umask(old)
+    os.chmod(path, 0o600)
+    listener.listen(LISTEN_BACKLOG)
+    return listener
 
 
 class ClientLink:

@@ -18,15 +18,13 @@ import os
 import socket
 import sys
 
+from .attach import bind_listener
 from .frames import READ_CHUNK
 from .supervisor import Supervisor
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-#: Connections the listening socket queues (one client at a time, a re-attach may overlap).
-LISTEN_BACKLOG = 4
 
 
 def read_config() -> dict[str, Any]:
@@ -60,21 +58,6 @@ def run_on_channel(config: dict[str, Any], sock: socket.socket) -> None:
     sup.link.attach(sock, authenticated=True)
     sup.say_hello()
     sup.run()
-
-
-def bind_listener(path: str) -> socket.socket:
-    """A unix socket listening at ``path`` (0600; a stale socket file there is replaced)."""
-    old = os.umask(0o077)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    listener.bind(path)
-    os.umask(old)
-    os.chmod(path, 0o600)
-    listener.listen(LISTEN_BACKLOG)
-    return listener
 
 
 def write_pidfile(config: dict[str, Any]) -> None:

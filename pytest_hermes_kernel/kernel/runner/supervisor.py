@@ -24,7 +24,7 @@ import selectors
 import signal
 import sys
 
-from .attach import ClientLink
+from .attach import ClientLink, bind_listener
 from .capture import OutputPipes, set_nonblocking
 from .cells import CellBook
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
@@ -181,6 +181,19 @@ class Supervisor:
 
     def do_tool_result(self, msg: Header) -> None:
         self.worker.send(msg)
+
+    def do_keep(self, msg: Header) -> None:
+        """Outlive the host (a kernel kept for post-mortem): listen on ``listen`` when given (a
+        local runner's channel is its lease until then) and make ``orphan_timeout`` (seconds) the
+        orphan timer, so that a host that never comes back ends the kernel that much later."""
+        path = msg.get("listen")
+        if path and self.link.listener is None:
+            self.config["listen"] = path  # unlinked at shutdown
+            self.link.listen(bind_listener(str(path)))
+        timeout = msg.get("orphan_timeout")
+        self.orphan_timeout = None if timeout is None else float(timeout)
+        self.link.reply({"type": "kept", "id": msg.get("id"), "listen": self.config.get("listen"),
+                         "orphan_timeout": self.orphan_timeout})
 
     def do_shutdown(self, msg: Header) -> None:
         code, sig = self.worker.exit or (None, None)

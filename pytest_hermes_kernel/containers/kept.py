@@ -1,0 +1,144 @@
+"""Kernels kept for post-mortem (``--hermes-keep-failed``): one record file per kernel.
+
+A failed test's kernel that is kept outlives pytest (its runner listens on a socket and ends by
+its own orphan timer, the TTL). What another process needs to reach it again is a
+:class:`KeptKernel` record: the kernel id, its transport and locator, its attach token, and when
+it expires. Records are ``<kernel id>.json`` files, 0600, in the per-user 0700 directory
+:func:`~.rundir.kept_dir` (``<tmp>/pytest-hermes-kernel-<uid>/kept/``), written atomically
+(never through a symlink). The token is a secret: it is in the file, never in a repr or a line
+that ``hermes-kernel ls`` prints.
+
+Who reads them: ``hermes-kernel ls/attach/exec/sweep`` (:mod:`pytest_hermes_kernel.cli`), and
+the sweeps of dead hosts' leftovers, which leave an unexpired kept kernel's processes and kernel
+dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ..errors import ConfigError, UnsafeRunDirError
+from .rundir import kept_dir
+
+__all__ = ["KeptKernel", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "load_all", "remove", "save", "unexpired"]
+
+
+@dataclass(frozen=True)
+class KeptKernel:
+    """The record of one kept kernel.
+
+    :param kernel_id: the kernel's id.
+    :param transport: its transport's name (``local``, ...).
+    :param locator: the transport's :meth:`~pytest_hermes_kernel.kernel.contract.Transport.locator`.
+    :param token: the kernel's attach token (secret: never in a repr).
+    :param nodeid: the failed test that kept it.
+    :param kept_at: when it was kept (epoch seconds).
+    :param detached_at: when the last client detached (epoch seconds): the TTL runs from there.
+    :param ttl_s: the kept runner's orphan timer (seconds without a client before it ends).
+    :param host_pid: the pytest process that kept it.
+    :param worker_pid: the worker's pid when it was kept (where the kernel runs).
+    """
+
+    kernel_id: str
+    transport: str
+    locator: dict[str, Any]
+    token: str = field(repr=False)
+    nodeid: str
+    kept_at: float
+    detached_at: float
+    ttl_s: float
+    host_pid: int
+    worker_pid: int | None = None
+
+    @property
+    def expires_at(self) -> float:
+        """When the runner's orphan timer ends it, unless a client attaches first (epoch seconds)."""
+        return self.detached_at + self.ttl_s
+
+    def expired(self, now: float | None = None) -> bool:
+        """Whether the TTL has run out (``now``: epoch seconds, default the current time)."""
+        return (time.time() if now is None else now) >= self.expires_at
+
+    def detached_now(self) -> KeptKernel:
+        """This record after a client detached now (the TTL starts again)."""
+        return replace(self, detached_at=time.time())
+
+
+def _path(kernel_id: str, directory: str | None) -> str:
+    return os.path.join(kept_dir(directory), f"{kernel_id}.json")
+
+
+def save(record: KeptKernel, directory: str | None = None) -> str:
+    """Write ``record`` (0600, atomically, replacing an earlier one); returns its path.
+
+    :raises UnsafeRunDirError: if the kept directory is not private (see :func:`~.rundir.kept_dir`).
+    """
+    path = _path(record.kernel_id, directory)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump(asdict(record), fh)
+    os.replace(tmp, path)
+    return path
+
+
+def load_all(directory: str | None = None) -> list[KeptKernel]:
+    """Every kept kernel's record, oldest first (unreadable files are skipped)."""
+    root = kept_dir(directory, create=False)
+    try:
+        names = sorted(n for n in os.listdir(root) if n.endswith(".json"))
+    except OSError:
+        return []
+    records = []
+    for name in names:
+        try:
+            with open(os.path.join(root, name), encoding="utf-8") as fh:
+                records.append(KeptKernel(**json.load(fh)))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(records, key=lambda r: r.detached_at)
+
+
+def find(kernel_id: str, directory: str | None = None) -> KeptKernel:
+    """The record whose kernel id is ``kernel_id`` or starts with it.
+
+    :raises ConfigError: if none matches, or a prefix matches more than one.
+    """
+    matches = [r for r in load_all(directory) if r.kernel_id.startswith(kernel_id)] if kernel_id else []
+    exact = [r for r in matches if r.kernel_id == kernel_id]
+    if len(exact) == 1 or len(matches) == 1:
+        return (exact or matches)[0]
+    if not matches:
+        raise ConfigError(f"no kept kernel {kernel_id!r}. Hint: `hermes-kernel ls` lists the kept kernels")
+    raise ConfigError(f"{kernel_id!r} names {len(matches)} kept kernels: give more of the id")
+
+
+def remove(kernel_id: str, directory: str | None = None) -> None:
+    """Remove a kernel's record (gone already: nothing to do)."""
+    try:
+        os.unlink(_path(kernel_id, directory))
+    except FileNotFoundError:
+        pass
+
+
+def unexpired(directory: str | None = None) -> list[KeptKernel]:
+    """Records of kept kernels whose TTL has not run out; none when the kept directory is unsafe
+    (a record there is not to be trusted)."""
+    try:
+        return [r for r in load_all(directory) if not r.expired()]
+    except UnsafeRunDirError:
+        return []
+
+
+def exempt_kernel_ids(directory: str | None = None) -> set[str]:
+    """Ids of unexpired kept kernels: sweeps of dead hosts' kernel processes leave them alone."""
+    return {r.kernel_id for r in unexpired(directory)}
+
+
+def exempt_kernel_dirs(directory: str | None = None) -> set[str]:
+    """Kernel dirs (where the kernel runs) of unexpired kept kernels: stale-dir sweeps leave them alone."""
+    return {str(r.locator["kernel_dir"]) for r in unexpired(directory) if r.locator.get("kernel_dir")}

@@ -1,0 +1,85 @@
+"""Post-mortem: a failed test's kernels stay alive after pytest exits (``--hermes-keep-failed``).
+
+At a failed test's teardown, each of its live kernels on a ``keepable`` transport (local) is
+recorded (:mod:`~pytest_hermes_kernel.containers.kept`: a 0600 file in the per-user 0700 kept
+dir, with its locator and attach token), then switched: the runner listens on a socket in its
+0700 kernel dir and takes the TTL (``--hermes-keep-failed-ttl``, default 1 h) as its orphan
+timer, and the handle detaches. Until that switch the kernel's channel is its parent-death
+lease, so a host SIGKILLed before it still takes its kernels along. The terminal summary prints
+for each kept kernel its id, transport, expiry and the commands that reach it
+(``hermes-kernel exec``/``attach``/``ls``/``sweep --kept``). Kernels that cannot be kept past
+the session (a host-harness or fault-firing kernel, a transport that is not ``keepable``) are
+kept until the session ends, as before, and the summary says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ..containers.kept import KeptKernel, remove, save
+from ..errors import TransportLostError, UnsafeRunDirError
+from ..kernel.handle import KernelHandle
+from .report import stats_key
+from .settings import settings_key
+
+if TYPE_CHECKING:
+    from ..kernel.interface import Kernel
+
+__all__ = ["keep_kernels"]
+
+
+def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
+    """Keep the live ``kernels`` of the failed test ``item`` (see module docstring)."""
+    stats = item.config.stash[stats_key]
+    ttl = item.config.stash[settings_key].keep_failed_ttl
+    for kernel in kernels:
+        if not kernel.alive:
+            continue
+        if isinstance(kernel, KernelHandle) and kernel.transport.keepable:
+            record, text = _keep_past_session(item.nodeid, kernel, ttl)
+            stats.keep_past(item.nodeid, record, text)
+        else:
+            stats.keep(item.nodeid, kernel)
+
+
+def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[KeptKernel | None, str]:
+    """Record ``kernel``, then switch it to outlive this process; the summary's text for it.
+
+    The record is written before the switch, so a kept kernel always has one; a switch that
+    fails removes it again (the kernel was shut down).
+    """
+    launched = kernel.launched
+    assert launched is not None  # alive
+    runner_pid = launched.pid
+    record = KeptKernel(kernel_id=kernel.kernel_id, transport=kernel.transport.name,
+                        locator=kernel.transport.locator(launched), token=kernel.token, nodeid=nodeid,
+                        kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(), worker_pid=kernel.pid)
+    try:
+        save(record)
+        kernel.keep(ttl)
+    except (TransportLostError, UnsafeRunDirError, OSError) as exc:
+        remove(record.kernel_id)
+        kernel.shutdown()
+        return None, f"{nodeid}: kernel {record.kernel_id} could not be kept, so it was shut down: {exc}"
+    record = record.detached_now()
+    save(record)
+    return record, describe(record, runner_pid)
+
+
+def describe(record: KeptKernel, runner_pid: int | None) -> str:
+    """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
+    kid = record.kernel_id
+    at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
+    return "\n".join([
+        f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport} (worker pid "
+        f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
+        f"its last client leaves (at {at} if none comes)",
+        f"    hermes-kernel exec {kid} 'dir()'    run one cell in it",
+        f"    hermes-kernel attach {kid}    a console: each line is a cell",
+        "    hermes-kernel ls    every kept kernel, alive or not",
+        f"    hermes-kernel sweep --kept --kernel {kid}    end it now",
+    ])

@@ -1,0 +1,210 @@
+"""Kernels kept for post-mortem, from a later process: ``hermes-kernel ls``, ``attach``, ``exec``,
+``sweep --kept``.
+
+A kept kernel (``--hermes-keep-failed``, :mod:`pytest_hermes_kernel.plugin.keep`) runs on after
+pytest exited, listening where its record (:mod:`~pytest_hermes_kernel.containers.kept`) says.
+Each command here reads the record, makes a transport of the record's name and re-attaches to
+the runner through it (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.attach_kept` and
+:func:`~pytest_hermes_kernel.kernel.handle.attach_kept`: the ``attach`` frame with the kernel's
+token, as after a dropped stream). Leaving keeps the kernel (its TTL starts again: the runner's
+orphan timer); ``sweep --kept`` ends it through the same channel (request -> SIGTERM -> SIGKILL).
+Cells run with no budget and ``auto_restart`` off: a command never starts a kernel of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import IO, Any
+
+from .containers.kept import KeptKernel, find, load_all, remove, save
+from .errors import ConfigError, HermesKernelError, KernelDiedError, TransportLostError
+from .kernel.handle import KernelHandle, attach_kept
+from .kernel.options import KernelOptions
+from .kernel.results import CellResult
+from .transports import make_transport
+
+__all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "exec_cell", "list_kept",
+           "run_postmortem_command", "sweep_kept"]
+
+POSTMORTEM_COMMANDS = ("ls", "attach", "exec")
+#: How a command runs cells: no budget (a person waits), never a kernel of its own.
+CELL_OPTIONS = KernelOptions(timeout=None, auto_restart=False)
+#: Exit status when the kept kernel cannot be reached (gone, expired, unknown id).
+UNREACHABLE = 2
+
+
+@contextmanager
+def attached(record: KeptKernel) -> Iterator[KernelHandle]:
+    """A handle on the kept kernel of ``record``; on leaving, it stays kept (TTL restarted).
+
+    :raises TransportLostError: if the kernel cannot be reached.
+    """
+    transport = make_transport(record.transport)
+    try:
+        handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
+                             options=CELL_OPTIONS)
+        try:
+            yield handle
+        finally:
+            if handle.alive:
+                handle.keep(record.ttl_s)
+                save(record.detached_now())
+    finally:
+        transport.close()
+
+
+def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
+    """Print a cell's result as the API returns it: stdout, stderr, the value, the error."""
+    out.write(r.stdout)
+    err.write(r.stderr)
+    if r.value is not None:
+        out.write(r.value + "\n")
+    if r.status == "error":
+        err.write((r.traceback or f"{r.ename}: {r.evalue}").rstrip("\n") + "\n")
+    elif r.status != "ok":
+        err.write(f"[{r.summary()}]\n")
+    out.flush()
+    err.flush()
+
+
+def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bool:
+    """Run one cell (Ctrl-C interrupts it, the namespace kept); True when it ended ``ok``."""
+    previous = signal.signal(signal.SIGINT, lambda *_: handle.interrupt())
+    try:
+        r = handle.execute(code)
+    except KernelDiedError as exc:
+        err.write(f"[{exc}]\n")
+        return False
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    print_result(r, out, err)
+    return r.ok
+
+
+def exec_cell(kernel_id: str, code: str, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
+    """``hermes-kernel exec ID CODE``: run one cell; 0 when it ended ``ok``, 1 otherwise, 2 unreachable."""
+    return _with_kernel(kernel_id, err, lambda handle: 0 if _run_cell(handle, code, out, err) else 1)
+
+
+def attach_console(kernel_id: str, stdin: IO[str] = sys.stdin, out: IO[str] = sys.stdout,
+                   err: IO[str] = sys.stderr) -> int:
+    """``hermes-kernel attach ID``: each line of ``stdin`` is a cell, until EOF (Ctrl-D).
+
+    :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached.
+    """
+    def console(handle: KernelHandle) -> int:
+        tty = stdin.isatty()
+        if tty:
+            err.write(f"kernel {handle.kernel_id} ({handle.transport.name}): each line is a cell; "
+                      "Ctrl-C interrupts it, Ctrl-D leaves the kernel kept\n")
+        failed = False
+        while True:
+            if tty:
+                err.write(">>> ")
+                err.flush()
+            line = stdin.readline()
+            if not line:
+                return 1 if failed else 0
+            if line.strip():
+                failed = not _run_cell(handle, line.rstrip("\n"), out, err) or failed
+
+    return _with_kernel(kernel_id, err, console)
+
+
+def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], int]) -> int:
+    try:
+        record = find(kernel_id)
+        with attached(record) as handle:
+            return body(handle)
+    except (ConfigError, TransportLostError) as exc:
+        hint = "" if isinstance(exc, ConfigError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
+                                                         "`hermes-kernel sweep kept` removes the records of those gone")
+        err.write(f"hermes-kernel: {exc}{hint}\n")
+        return UNREACHABLE
+
+
+def alive(record: KeptKernel) -> bool:
+    """Whether a process of the kept kernel still runs where it runs (through its transport)."""
+    transport = make_transport(record.transport)
+    try:
+        return bool(transport.kernel_processes(record.kernel_id, record.locator))
+    except HermesKernelError:
+        return False
+    finally:
+        transport.close()
+
+
+def _where(record: KeptKernel) -> str:
+    loc = record.locator
+    return next((f"{k.replace('_', ' ')} {str(loc[k])[:12]}" for k in ("container_id", "runner_pid") if loc.get(k)), "?")
+
+
+def list_kept(out: IO[str] = sys.stdout) -> int:
+    """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive)."""
+    now = time.time()
+    out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':22}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
+    for r in load_all():
+        left = "expired" if r.expired(now) else f"{r.expires_at - now:.0f} s"
+        out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):22}  {now - r.kept_at:>5.0f} s  {left:>10}  "
+                  f"{'yes' if alive(r) else 'no':5}  {r.nodeid}\n")
+    return 0
+
+
+def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
+               kernel_ids: Sequence[str] = ()) -> int:
+    """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
+    (``expired_only``) those whose TTL ran out or that are gone.
+
+    :returns: how many were removed (or would be).
+    """
+    removed = 0
+    for record in load_all():
+        if kernel_ids and not any(record.kernel_id.startswith(k) for k in kernel_ids):
+            continue
+        if expired_only and not record.expired() and alive(record):
+            continue
+        if not dry_run:
+            end_kept(record)
+        removed += 1
+        progress(f"{'would remove' if dry_run else 'removed'} kept kernel {record.kernel_id} "
+                 f"({record.transport}, kept by {record.nodeid})")
+    return removed
+
+
+def end_kept(record: KeptKernel) -> None:
+    """End a kept kernel (attach, then shut it down) and remove its record; one already gone only
+    loses its record."""
+    transport = make_transport(record.transport)
+    try:
+        handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
+                             options=CELL_OPTIONS)
+        handle.shutdown()
+    except TransportLostError:
+        pass  # gone already (its orphan timer, or killed)
+    finally:
+        transport.close()
+        remove(record.kernel_id)
+
+
+def add_postmortem_commands(sub: Any) -> None:
+    """Add ``ls``, ``attach`` and ``exec`` to the ``hermes-kernel`` subcommands ``sub``."""
+    sub.add_parser("ls", help="list the kernels kept for post-mortem (--hermes-keep-failed)")
+    a = sub.add_parser("attach", help="a console on a kept kernel: each line of input is a cell")
+    a.add_argument("kernel_id", metavar="ID", help="a kept kernel's id, or a unique prefix of it")
+    e = sub.add_parser("exec", help="run one cell in a kept kernel (exit status 0 when it ends ok)")
+    e.add_argument("kernel_id", metavar="ID", help="a kept kernel's id, or a unique prefix of it")
+    e.add_argument("code", metavar="CODE", help="the cell's source")
+
+
+def run_postmortem_command(args: argparse.Namespace) -> int:
+    """Run ``ls``, ``attach`` or ``exec`` as parsed; its exit status."""
+    if args.cmd == "ls":
+        return list_kept()
+    if args.cmd == "attach":
+        return attach_console(args.kernel_id)
+    return exec_cell(args.kernel_id, args.code)
