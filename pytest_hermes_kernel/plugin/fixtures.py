@@ -252,7 +252,6 @@ def _skip_where_options_do_not_apply(name: str, options: dict[str, Any]) -> None
 def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> None:
     reports = request.node.stash.get(phase_report_key, {})
     failed = any(r.failed for r in reports.values())
-    stats = request.config.stash[stats_key]
     if failed and request.config.stash[settings_key].keep_failed:
         keep.keep_kernels(request.node, handles)
         return
