@@ -210,7 +210,7 @@ class LocalTransport(Transport):
         return os.path.join(launched.kernel_dir, KEPT_SOCKET_NAME) if launched.kernel_dir else None
 
     def release(self, launched: Launched) -> None:
-        launched.extra["runner"].close()
+        launched.extra["runner"].disown()
 
     def attach_kept(self, locator: dict[str, Any]) -> Launched:
         """Connect to a kept kernel's socket (:meth:`keep_address`), checking its runner is the same
@@ -244,10 +244,6 @@ class LocalTransport(Transport):
         return f"local ({self.python}, {'kernel server' if self._servers is not None else 'spawn'})"
 
 
-_LIVING_ON: list[subprocess.Popen[bytes]] = []
-"""``Popen`` objects of spawned runners this host released while they run (kept kernels)."""
-
-
 class SpawnedRunner:
     """A runner started as our child process: waited for with ``Popen.wait`` (no zombie left)."""
 
@@ -274,11 +270,13 @@ class SpawnedRunner:
             return None
 
     def close(self) -> None:
-        """Nothing to release (``Popen`` collected the exit status); a runner that lives on (kept)
-        keeps its ``Popen`` referenced, since collecting one whose child runs warns."""
-        if self.proc.returncode is None:
-            _LIVING_ON[:] = [p for p in _LIVING_ON if p.poll() is None]  # reap those that ended since
-            _LIVING_ON.append(self.proc)
+        """Nothing to release (``Popen`` collected the exit status)."""
+
+    def disown(self) -> None:
+        """The runner outlives this process by design (a kept kernel): its ``Popen`` must neither
+        warn that it still runs when collected nor be polled for it (``Popen.__del__`` checks
+        ``_child_created``, CPython 3.8-3.13); init reaps it once this process has exited."""
+        self.proc._child_created = False  # type: ignore[attr-defined]
 
 
 class ForkedRunner:
@@ -335,6 +333,8 @@ class ForkedRunner:
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
+
+    disown = close  # its server, not this process, is its parent
 
 
 def _new_kernel_dir() -> str:
