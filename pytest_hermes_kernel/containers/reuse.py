@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import UnsafeRunDirError
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role
 from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
@@ -208,7 +209,7 @@ class ReuseStore:
                 if not dry_run and (found in ("expired", "stale") or (reused and found == "parked")):
                     self._drop(container_id, records)
                 return found
-        except _StoreGone:
+        except UnsafeRunDirError:  # a labelled store gone (or not ours) meanwhile: nothing to judge there
             return None
 
     def records(self) -> list[dict[str, Any]]:
@@ -225,8 +226,13 @@ class ReuseStore:
         return self.path == reuse_dir(self._directory, create=False)
 
     def _check(self) -> None:
+        """A store a label names is used only while it is a private directory of this user.
+
+        :raises UnsafeRunDirError: if it is not (or is gone).
+        """
         if not is_private_dir(self.path):
-            raise _StoreGone(self.path)
+            raise UnsafeRunDirError(f"the reuse store {self.path} is gone or not private", path=self.path,
+                                    problem="gone or not private")
 
     def _write(self, record: dict[str, Any]) -> None:
         path = os.path.join(self.path, f"{record['container_id']}.json")
@@ -250,10 +256,6 @@ class ReuseStore:
             with contextlib.suppress(OSError):
                 os.unlink(self._lock_path)
                 os.rmdir(self.path)
-
-
-class _StoreGone(Exception):
-    """A labelled store that is not there (or not ours) any more: nothing to judge in it."""
 
 
 def verdict(record: dict[str, Any], image_id_now: Callable[[str], str | None]) -> Verdict:
