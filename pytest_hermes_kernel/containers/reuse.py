@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +47,7 @@ __all__ = ["DEFAULT_REUSE_IDLE_TIMEOUT_S", "Claimant", "ReusePolicy", "ReuseSpec
            "claim_or_start", "park_or_remove", "removable", "store_of"]
 
 Resource = dict[str, Any]
+log = logging.getLogger(__name__)
 #: What the sweep makes of a reusable container (:func:`verdict`).
 Verdict = Literal["claimed", "parked", "expired", "stale", "unknown"]
 
@@ -152,7 +154,12 @@ class ReuseStore:
                 record = max(free, key=lambda r: r.get("touched_at", 0.0))
                 self._write(dict(record, claim=_claim_dict(claimant), touched_at=time.time()))
             cid = record["container_id"]
-            if ready(cid):
+            try:
+                ok = ready(cid)
+            except Exception as exc:  # noqa: BLE001 - an engine error on one container: try the next
+                log.warning("a kept container %s could not be checked: %s", cid[:12], exc)
+                ok = False
+            if ok:
                 return dict(record["resource"])
             self.forget(cid)
             remove(cid)

@@ -184,7 +184,7 @@ class KernelHosts:
         if not self.running(container_id):
             return False
         exec_id = self.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
-                                       user="")["Id"]
+                                       user="", stderr=False)["Id"]
         out = self.api.exec_start(exec_id)
         if out.strip() != b"gone":
             log.warning("a reused container %s still runs kernel processes (%r): not used", container_id[:12], out[-200:])
