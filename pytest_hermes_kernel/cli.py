@@ -13,6 +13,8 @@
   console on one (each line a cell), run one cell (exit status 0 when it ended ``ok``).
   Attaching re-attaches to the kept runner (its locator and token in its record,
   :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
+  Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep
+  --reused`` removes every one no live run has claimed (with its record and sshd key).
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def doctor(names: list[str] | None = None) -> list[Check]:
 
 
 def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
-          kinds: Sequence[SweepKind] = SWEEP_KINDS) -> dict[str, int]:
+          kinds: Sequence[SweepKind] = SWEEP_KINDS, reused: bool = False) -> dict[str, int]:
     """Remove leftovers of dead runs: run files, containers (by label), kernel dirs, kernel processes.
 
     Run files go first: a shared container whose files went is then judged unheld as well.
@@ -122,13 +124,14 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
         ``would remove ...``/``would kill ...`` in a dry run).
     :param dry_run: only list what would be removed; nothing is removed or killed.
     :param kinds: which of :data:`SWEEP_KINDS` to sweep (default: all).
+    :param reused: containers kept between runs go too (unless a live run has claimed one).
     :returns: how many of each kind were removed (or would be), by kind.
     """
     from .postmortem import sweep_kept
 
     sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
-        "run-files": _sweep_run_files, "containers": _sweep_containers, "kernel-dirs": _sweep_kernel_dirs,
-        "kernel-processes": _kill_orphan_kernels,
+        "run-files": _sweep_run_files, "containers": lambda p, d: _sweep_containers(p, d, reused=reused),
+        "kernel-dirs": _sweep_kernel_dirs, "kernel-processes": _kill_orphan_kernels,
         "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True)}
     return {kind: sweeps[kind](progress, dry_run) for kind in SWEEP_KINDS if kind in kinds}
 
@@ -148,15 +151,15 @@ def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
     return len(paths)
 
 
-def _sweep_containers(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Labelled containers that no live process uses."""
+def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused: bool = False) -> int:
+    """Labelled containers that no live process uses (and, with ``reused``, parked reusable ones)."""
     ok, why = _check_docker_engine()
     if not ok:
         progress(f"containers: skipped ({why})")
         return 0
     from .containers.sweep import sweep_dead_runs
 
-    ids = sweep_dead_runs(dry_run=dry_run)
+    ids = sweep_dead_runs(dry_run=dry_run, reused=reused)
     for cid in ids:
         progress(f"{_verb(dry_run)} container {cid[:12]} (no live process uses it)")
     return len(ids)
@@ -261,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--tag", default="hermes-kernel-host:latest")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    w.add_argument("--reused", action="store_true", help="also remove the containers kept between runs by "
+                   "--hermes-reuse (those no live run has claimed), their records and sshd keys")
     w.add_argument("kinds", nargs="*", metavar="KIND", help=f"only these: any of {', '.join(SWEEP_KINDS)} "
                    "(default: all; 'kept' removes only kept kernels whose TTL ran out, or that are gone)")
     w.add_argument("--kept", action="store_true", help="end every kernel kept for post-mortem now (or those "
@@ -299,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
         print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernels")
         return 0
-    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS)
+    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
     print(head + ", ".join(f"{n} {kind.replace('-', ' ')}" for kind, n in removed.items()))
     return 0

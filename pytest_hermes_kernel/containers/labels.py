@@ -12,7 +12,8 @@ import socket
 from typing import Literal
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
-           "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "Role", "run_labels", "host_is_gone"]
+           "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
+           "LABEL_REUSE_STORE", "Role", "run_labels", "host_is_gone"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -26,6 +27,15 @@ LABEL_ROLE = "org.hermes-kernel.role"
 #: A container shared through a :class:`~.sharing.SharedResource` names its state file: it is in
 #: use while any member recorded there lives (whoever created it).
 LABEL_STATE_FILE = "org.hermes-kernel.state-file"
+#: ``1`` on a container made to be kept between runs (``--hermes-reuse``, :mod:`.reuse`); such a
+#: container is judged by its record in the reuse store, not by its creator's labels.
+LABEL_REUSE = "org.hermes-kernel.reuse"
+#: Digest of what shapes a reusable container (role, image and its id, limits, network, user).
+LABEL_REUSE_KEY = "org.hermes-kernel.reuse-key"
+#: The image id (a content hash) a reusable container was made from: a changed image is not reused.
+LABEL_IMAGE_ID = "org.hermes-kernel.image-id"
+#: The reuse store directory that holds a reusable container's record (:func:`~.rundir.reuse_dir`).
+LABEL_REUSE_STORE = "org.hermes-kernel.reuse-store"
 #: A host pid whose process started more than this many seconds away from the label is reused.
 HOST_START_TOLERANCE_S = 1.0
 

@@ -25,7 +25,8 @@ import tempfile
 
 from ..errors import ConfigError, UnsafeRunDirError
 
-__all__ = ["KEPT_DIR_NAME", "RUN_DIR_PREFIX", "is_run_file", "kept_dir", "remove_if_empty", "run_dir", "run_dir_path",
+__all__ = ["KEPT_DIR_NAME", "REUSE_DIR_NAME", "RUN_DIR_PREFIX", "is_private_dir", "is_run_file", "kept_dir",
+           "remove_if_empty", "reuse_dir", "run_dir", "run_dir_path",
            "run_dirs", "runs_root"]
 
 #: Name of the per-user directory in the temp dir: ``pytest-hermes-kernel-<uid>``.
@@ -34,6 +35,9 @@ USER_DIR_PREFIX = "pytest-hermes-kernel-"
 RUN_DIR_PREFIX = "run-"
 #: Name of the directory in the per-user one that holds kept kernels' records (:mod:`.kept`).
 KEPT_DIR_NAME = "kept"
+#: Name of the directory in the per-user one that holds the records of containers kept between
+#: runs (``--hermes-reuse``, :mod:`.reuse`); removed when the last record goes.
+REUSE_DIR_NAME = "reuse"
 #: What a run id may be to name a directory (the same rule as the run id setting's).
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 
@@ -92,6 +96,29 @@ def kept_dir(directory: str | None = None, *, create: bool = True) -> str:
     elif os.path.lexists(path) and (problem := _problem(path)) is not None:
         raise UnsafeRunDirError(f"refusing to read kept kernels from {path}: {problem}", path=path, problem=problem)
     return path
+
+
+def reuse_dir(directory: str | None = None, *, create: bool = True) -> str:
+    """The private directory of the reuse store (:mod:`.reuse`): ``<tmp>/pytest-hermes-kernel-<uid>/reuse``,
+    made (or reused) and checked like a run directory.
+
+    :param directory: the temp dir to use; ``None``: :func:`tempfile.gettempdir`.
+    :param create: make it when missing; ``False`` only returns the path.
+    :raises UnsafeRunDirError: as :func:`run_dir` does (only when ``create``).
+    """
+    root = runs_root(directory)
+    path = os.path.join(root, REUSE_DIR_NAME)
+    if create:
+        _check_parent(os.path.dirname(root))
+        _private_dir(root)
+        _private_dir(path)
+    return path
+
+
+def is_private_dir(path: str) -> bool:
+    """Whether ``path`` is a real directory of this user closed to group and others (never
+    following a symlink): a directory a container label names is trusted only then."""
+    return _problem(path) is None
 
 
 def remove_if_empty(path: str) -> bool:

@@ -105,7 +105,8 @@ def _process_start(pid: int) -> float | None:
         return None
 
 
-def _member_alive(member: str) -> bool:
+def member_alive(member: str) -> bool:
+    """Whether a member string (``pid:start-time:token``, :attr:`SharedResource.member`) names a live process."""
     pid, _, rest = member.partition(":")
     started, _, _token = rest.partition(":")
     try:
@@ -207,7 +208,7 @@ class SharedResource:
         return self._read()["members"]
 
     def _lock(self) -> contextlib.AbstractContextManager[None]:
-        return _locked(self.lock_path, LOCK_TIMEOUT, make_dir=lambda: run_dir(self.run_id, self._directory))
+        return locked_file(self.lock_path, LOCK_TIMEOUT, make_dir=lambda: run_dir(self.run_id, self._directory))
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -215,7 +216,7 @@ class SharedResource:
                 state = json.load(fh)
         except (OSError, ValueError):
             state = {}
-        members = [m for m in state.get("members", []) if isinstance(m, str) and _member_alive(m)]
+        members = [m for m in state.get("members", []) if isinstance(m, str) and member_alive(m)]
         return {"resource": state.get("resource"), "members": members}
 
     def _write(self, state: dict[str, Any]) -> None:
@@ -240,7 +241,7 @@ def held(state_path: str) -> bool:
         return True
     except (OSError, ValueError, AttributeError):
         return False
-    return any(isinstance(m, str) and _member_alive(m) for m in members)
+    return any(isinstance(m, str) and member_alive(m) for m in members)
 
 
 def discard_unheld(state_path: str, *, dry_run: bool = False) -> list[str] | None:
@@ -287,7 +288,7 @@ def _unlink(path: str) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterator[None]:
+def locked_file(path: str, timeout: float, make_dir: Callable[[], object]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created 0600), robust to the file being unlinked.
 
     :param make_dir: makes (or checks) the directory of ``path``; called before every attempt,

@@ -5,17 +5,25 @@ run directories of this user (:func:`~.rundir.run_dirs`; a shared resource's fil
 live process holds it, :func:`~.sharing.discard_unheld`). A session sweeps once, at its first
 use of docker (:func:`sweep_once_per_process`), never its own run's; ``hermes-kernel sweep``
 runs the same sweeps, and with ``--dry-run`` only lists what they would remove.
+
+Containers kept between runs (``--hermes-reuse``, :mod:`.reuse`) are judged by their record in
+the reuse store instead: left alone while claimed or parked and unexpired, removed when expired
+or when their image name points at another image now; ``hermes-kernel sweep --reused`` removes
+every unclaimed one of this user's store.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .labels import LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE, host_is_gone
+from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
+                     host_is_gone)
 from .lifecycle import remove_container
-from .rundir import is_run_file, remove_if_empty, run_dirs
+from .reuse import Verdict, removable, store_of, verdict
+from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dirs
 from .sharing import discard_unheld, held
 
 if TYPE_CHECKING:
@@ -25,8 +33,8 @@ __all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_once_per_
 
 
 def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None,
-                    dry_run: bool = False) -> list[str]:
-    """Remove containers nobody uses any more (see :func:`in_use`).
+                    dry_run: bool = False, reused: bool = False) -> list[str]:
+    """Remove containers nobody uses any more (see :func:`in_use`; reusable ones: module docstring).
 
     Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
     A removed shared container's run files go with it (its sshd key included), when they are
@@ -36,6 +44,7 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     :param keep_run_id: never remove this run's containers (its creator may have exited while
         another xdist worker of the run still uses a shared one).
     :param dry_run: only find them; nothing is removed.
+    :param reused: also remove the unclaimed containers parked in this user's reuse store.
     :returns: ids of the containers removed (or that would be).
     """
     import docker
@@ -46,9 +55,8 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            if (keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id) or in_use(labels):
-                continue
-            if dry_run or remove_container(summary["Id"], client=client):
+            if _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused) and \
+                    (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
                     _discard_files_of(labels)
@@ -56,6 +64,41 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
         if owned:
             client.close()
     return removed
+
+
+def _goes(client: docker.DockerClient, container_id: str, labels: dict[str, str], *, keep_run_id: str | None,
+          dry_run: bool, reused: bool) -> bool:
+    """Whether a sweep removes this container (a reusable one's record is deleted here when it does)."""
+    if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
+        return False
+    if labels.get(LABEL_REUSE) == "1":
+        found = _reuse_verdict(client, container_id, labels, dry_run=dry_run, reused=reused)
+        if found != "unknown":
+            return found in ("expired", "stale")
+    return not ((keep_run_id is not None and labels.get(LABEL_RUN_ID) == keep_run_id) or in_use(labels))
+
+
+def _reuse_verdict(client: docker.DockerClient, container_id: str, labels: dict[str, str], *, dry_run: bool,
+                   reused: bool) -> Verdict:
+    return removable(container_id, labels, reused=reused, current_store=reuse_dir(create=False),
+                     image_id_now=_image_ids(client), dry_run=dry_run)
+
+
+def _image_ids(client: docker.DockerClient) -> Callable[[str], str | None]:
+    """``name -> image id now`` (``None``: no such image), each name asked once."""
+    import docker
+
+    seen: dict[str, str | None] = {}
+
+    def image_id(name: str) -> str | None:
+        if name not in seen:
+            try:
+                seen[name] = str(client.images.get(name).id)
+            except docker.errors.ImageNotFound:
+                seen[name] = None
+        return seen[name]
+
+    return image_id
 
 
 def _discard_files_of(labels: dict[str, str]) -> None:
@@ -137,11 +180,19 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
     for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}
+        if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
+            continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
         if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE]):
             role = labels.get(LABEL_ROLE, "?")
             found[summary["Id"]] = (f"container {summary['Id'][:12]} ({role}, {summary.get('State', '?')}); "
                                     "no live process holds it")
     return found
+
+
+def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:
+    store = store_of(labels)
+    record = None if store is None else next((r for r in store.records() if r["container_id"] == container_id), None)
+    return record is not None and verdict(record, lambda _name: record.get("image_id")) in ("claimed", "parked")
 
 
 _swept_at_start = False

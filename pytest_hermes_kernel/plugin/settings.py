@@ -18,6 +18,7 @@ from typing import Any, Callable, Literal
 
 import pytest
 
+from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
 from ..containers.sharing import RUN_ID_PATTERN, use_run_id
 from ..errors import ConfigError
 from ..transports import TRANSPORT_NAMES
@@ -126,6 +127,11 @@ SETTINGS = (
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
     _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
              "locally on first use); see README 'Images'", None, _image),
+    _Setting("reuse", "keep the run's docker kernel host and sshd containers when it ends and use them again in "
+             "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
+             "false", _bool),
+    _Setting("reuse_idle_timeout", "seconds a container kept by --hermes-reuse waits unused before a sweep "
+             "removes it (none: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "
              "and names the run's shared containers (default: a new id per run)", None, _run_id),
 )
@@ -145,6 +151,8 @@ class HermesSettings:
     require_transports: bool
     leak_grace: float | None
     image: str | None
+    reuse: bool
+    reuse_idle_timeout: float | None
     run_id: str | None
     sources: dict[str, str]
 
@@ -153,10 +161,15 @@ settings_key = pytest.StashKey[HermesSettings]()
 
 
 def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
-    """Constructor options the run's settings give a built-in transport: ``image`` for docker
-    and ssh when ``--hermes-image`` is set; ``{}`` otherwise."""
-    image = config.stash[settings_key].image
-    return {"image": image} if image and name in ("docker", "ssh") else {}
+    """Constructor options the run's settings give a built-in transport: for docker and ssh,
+    ``image`` when ``--hermes-image`` is set and ``reuse`` when ``--hermes-reuse`` is on; ``{}`` otherwise."""
+    settings = config.stash[settings_key]
+    if name not in ("docker", "ssh"):
+        return {}
+    options: dict[str, Any] = {"image": settings.image} if settings.image else {}
+    if settings.reuse:
+        options["reuse"] = ReusePolicy(idle_timeout=settings.reuse_idle_timeout)
+    return options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -228,6 +228,37 @@ def is_member(name):
 """ + _KILL_UNTIL_GONE)
 
 
+#: argv[1]: a kernel root (``~`` expanded). Before a container kept between runs is handed out
+#: (``--hermes-reuse``): SIGKILLs every live process carrying the kit's kernel marker
+#: (``HERMES_KERNEL_ID``, kernel servers included) until none is left (5 s at most), prints
+#: ``gone`` or ``left <pids>``, then removes what is in the kernel root (a symlink in its place is
+#: left alone; a link in it is unlinked, never followed).
+CLEAR_KERNELS_SCRIPT = (r"""
+import os, sys, time, shutil
+def is_member(name):
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            env = fh.read().split(b'\0')
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return False
+    return any(e.startswith(b'HERMES_KERNEL_ID=') for e in env) and stat[stat.rfind(b')') + 2:].split()[0] != b'Z'
+""" + _KILL_UNTIL_GONE + r"""
+root = os.path.expanduser(sys.argv[1])
+if os.path.isdir(root) and not os.path.islink(root):
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+""")
+
+
 def portable_env(env: dict[str, str]) -> dict[str, str]:
     """``env`` without the host-bound variables that still hold the host's own value.
 

@@ -105,7 +105,7 @@ def test_a_resource_whose_lock_is_held_is_left_alone(tmp_path: Path) -> None:
     from pytest_hermes_kernel.containers import sharing
 
     starting = _resource(tmp_path, "run1", alive=False)
-    with sharing._locked(starting.lock_path, 5.0, make_dir=lambda: None):
+    with sharing.locked_file(starting.lock_path, 5.0, make_dir=lambda: None):
         script = (f"from pytest_hermes_kernel.containers import sweep; "
                   f"print(sweep.sweep_dead_run_files({str(tmp_path)!r}))")
         out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout

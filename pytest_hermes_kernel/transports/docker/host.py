@@ -4,6 +4,11 @@
 transport instance and xdist worker through :class:`~pytest_hermes_kernel.containers.sharing.SharedResource`;
 the last user removes it, and a shared container that stopped is replaced on the next launch.
 ``container="fresh"``: one container per kernel, removed with the kernel.
+
+With a :class:`~pytest_hermes_kernel.containers.reuse.ReusePolicy` (``--hermes-reuse``) the shared
+container is claimed from the reuse store when a parked one fits (cleared first: every process
+with the kit's kernel marker ended, the kernel root emptied) or started reusable, and the run's
+last user parks it instead of removing it (:mod:`pytest_hermes_kernel.containers.reuse`).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import threading
 from typing import TYPE_CHECKING, Literal
 
 from ...containers.labels import LABEL_STATE_FILE
-from ...containers.sharing import SharedResource, worker_id
+from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
+from ...containers.sharing import Resource, SharedResource, worker_id
+from ..detached import CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT
 
 if TYPE_CHECKING:
     import docker
@@ -33,10 +40,12 @@ class KernelHosts:
     :param mem_limit_bytes: container memory limit; ``None``: none.
     :param cpus: CPU quota in cores; ``None``: none.
     :param run_id: the run the shared container belongs to.
+    :param reuse: keep the shared container between runs (see module docstring); ``None``: off.
     """
 
     def __init__(self, client: docker.DockerClient, *, mode: ContainerMode, image: str | None,
-                 mem_limit_bytes: int | None, cpus: float | None, run_id: str) -> None:
+                 mem_limit_bytes: int | None, cpus: float | None, run_id: str,
+                 reuse: ReusePolicy | None = None) -> None:
         self.client = client
         self.api = client.api
         self.mode: ContainerMode = mode
@@ -48,6 +57,8 @@ class KernelHosts:
         self._shared: SharedResource | None = None
         self._shared_id: str | None = None
         self._fresh: set[str] = set()
+        self.reuse = reuse
+        self._store = None if reuse is None else ReuseStore(reuse.directory)
 
     @property
     def image(self) -> str:
@@ -92,10 +103,8 @@ class KernelHosts:
             if self._shared_id is not None and self.running(self._shared_id):
                 return self._shared_id
             resource = self._resource()
-            record = resource.acquire(
-                start=lambda: {"container_id": self._start({LABEL_STATE_FILE: resource.state_path})},
-                usable=lambda r: self.running(r["container_id"]),
-                discard=lambda r: self.remove(r["container_id"]))
+            record = resource.acquire(start=lambda: self._start_shared(resource),
+                                      usable=lambda r: self.running(r["container_id"]), discard=self._discard)
             self._shared_id = record["container_id"]
             return self._shared_id
 
@@ -136,9 +145,50 @@ class KernelHosts:
             self.remove(cid)
         if shared is not None:
             try:
-                shared.release(stop=lambda r: self.remove(r["container_id"]))
+                shared.release(stop=self._stop_shared)
             except Exception as exc:  # noqa: BLE001 - closing is best effort; the label sweep is the backstop
                 log.warning("could not release the shared container: %s", exc)
+
+    def _start_shared(self, resource: SharedResource) -> Resource:
+        """The run's first user: start the shared container, or (reuse on) claim a parked one."""
+        labels = {LABEL_STATE_FILE: resource.state_path}
+        if self._store is None or self.reuse is None:
+            return {"container_id": self._start(labels)}
+        return claim_or_start(self._store, self._reuse_spec(), Claimant(self.run_id, resource.state_path, resource.member),
+                              self.reuse, start=lambda more: ({"container_id": self._start({**labels, **more})}, None),
+                              ready=self._clear, remove=self.remove)
+
+    def _stop_shared(self, record: Resource) -> None:
+        """The run's last user: remove the shared container, or park a reusable one."""
+        if self._store is None or self.reuse is None:
+            self.remove(record["container_id"])
+        else:
+            park_or_remove(self._store, record, self.reuse, self.remove)
+
+    def _discard(self, record: Resource) -> None:
+        """A recorded shared container that stopped: gone for good (its reuse record too)."""
+        if self._store is not None:
+            self._store.forget(record["container_id"])
+        self.remove(record["container_id"])
+
+    def _reuse_spec(self) -> ReuseSpec:
+        from ...containers.lifecycle import SSH_USER
+
+        shape = (("mem_limit_bytes", str(self.mem_limit_bytes)), ("cpus", str(self.cpus)), ("network", "none"),
+                 ("user", SSH_USER))
+        return ReuseSpec("docker-kernel-host", self.image, str(self.client.images.get(self.image).id), shape)
+
+    def _clear(self, container_id: str) -> bool:
+        """A claimed container runs and no kernel of an earlier run is left in it (ended now; the
+        kernel root emptied), as the container's user (root lacks ptrace rights on their environ)."""
+        if not self.running(container_id):
+            return False
+        exec_id = self.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
+                                       user="", stderr=False)["Id"]
+        out = self.api.exec_start(exec_id)
+        if out.strip() != b"gone":
+            log.warning("a reused container %s still runs kernel processes (%r): not used", container_id[:12], out[-200:])
+        return out.strip() == b"gone"
 
     def _start(self, labels: dict[str, str] | None = None) -> str:
         from ...containers.lifecycle import start_kernel_host

@@ -35,6 +35,7 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
                        parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.lifecycle import container_log
+from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
@@ -67,6 +68,7 @@ class DockerTransport(Transport):
     :param server: fork kernels from a kernel server in the shared container (:mod:`.kernel_server`);
         ``False`` starts every runner with its own execs (the spawn path, also used for fresh containers).
     :param server_idle_timeout: seconds a server without requests and kernels lives on.
+    :param reuse: keep the shared container between runs (``--hermes-reuse``; :mod:`.host`); ``None``: off.
     :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``.
     :raises TransportUnavailableError: if no docker engine answers.
     """
@@ -77,7 +79,8 @@ class DockerTransport(Transport):
     def __init__(self, *, image: str | None = None, container: ContainerMode = "shared",
                  mem_limit_bytes: int | None = None, cpus: float | None = None,
                  orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None,
-                 server: bool = True, server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
+                 server: bool = True, server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S,
+                 reuse: ReusePolicy | None = None) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
         import docker as docker_sdk
@@ -99,7 +102,7 @@ class DockerTransport(Transport):
 
         sweep_once_per_process(self.client, self.run_id)  # leftovers of dead runs, never this run's
         self.hosts = KernelHosts(self.client, mode=container, image=image, mem_limit_bytes=mem_limit_bytes,
-                                 cpus=cpus, run_id=self.run_id)
+                                 cpus=cpus, run_id=self.run_id, reuse=reuse)
         self._owners: dict[str, tuple[int, int]] = {}
         self._servers = server_pool(self, server_idle_timeout) if server else None
         self.made_dirs = MadeDirs()  # kernel dirs made in the containers (both paths), for the leak probe
@@ -340,7 +343,8 @@ class DockerTransport(Transport):
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
-        return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits})"
+        kept = ", kept between runs" if self.hosts.reuse is not None and self.container_mode == "shared" else ""
+        return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept})"
 
 
 def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:

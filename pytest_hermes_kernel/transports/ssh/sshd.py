@@ -9,6 +9,12 @@ the run's 0700 directory (:mod:`~pytest_hermes_kernel.containers.rundir`), remov
 container by the run's last user, or by the sweep that removes the container when every user
 died. The host key is read from the container with ``docker exec`` and pinned: nothing is
 auto-added to a known_hosts.
+
+With a :class:`~pytest_hermes_kernel.containers.reuse.ReusePolicy` (``--hermes-reuse``) the
+container is kept between runs like the docker transport's (:mod:`~pytest_hermes_kernel.containers.reuse`):
+its private key is then kept in the reuse store (``<cid>.key``, 0600) instead of the run's
+directory, and a claimed container is cleared first (as the ``hermes`` user: kernel processes
+ended, ``~/.hermes-kernels`` emptied).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 from ...errors import KernelStartError, TransportUnavailableError
 from ...containers.labels import LABEL_STATE_FILE
 from ...containers.lifecycle import container_log
+from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import SharedResource, worker_id
+from ..detached import CLEAR_KERNELS_SCRIPT, SSH_KERNEL_ROOT
 
 if TYPE_CHECKING:
     import docker
@@ -43,11 +51,12 @@ class SshdContainer:
 
     :param run_id: groups the shared container (the transport's run id).
     :param image: image to run; ``None`` builds/uses the kernel host image.
+    :param reuse: keep the container between runs (see module docstring; not with ``fresh``).
     :raises TransportUnavailableError: if no docker engine answers.
     """
 
     def __init__(self, *, run_id: str, image: str | None = None, mem_limit_bytes: int | None = None,
-                 fresh: bool = False) -> None:
+                 fresh: bool = False, reuse: ReusePolicy | None = None) -> None:
         from ...containers.images import docker_status
 
         ok, why = docker_status()
@@ -65,6 +74,8 @@ class SshdContainer:
         self.fresh_key = uuid.uuid4().hex[:12] if fresh else ""
         self._shared: SharedResource | None = None
         self.record: Record | None = None
+        self.reuse = None if fresh else reuse
+        self._store = None if self.reuse is None else ReuseStore(self.reuse.directory)
 
     @property
     def container_id(self) -> str | None:
@@ -96,8 +107,8 @@ class SshdContainer:
             self.image = self.image or ensure_image(self.docker, progress=log.info)
             key = re.sub(r"\W", "_", self.image)[-40:] + f"-{self.mem_limit_bytes or 0}{self.fresh_key}"
             self._shared = SharedResource("sshd", key, run_id=self.run_id)
-        self.record = self._shared.acquire(start=self._start, usable=lambda r: self.running(r["container_id"]),
-                                           discard=self._remove)
+        self.record = self._shared.acquire(start=self._start_shared, usable=lambda r: self.running(r["container_id"]),
+                                           discard=self._discard)
         return self.record
 
     def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:
@@ -123,12 +134,30 @@ class SshdContainer:
         shared, self._shared, self.record = self._shared, None, None
         if shared is not None:
             try:
-                shared.release(stop=self._remove)
+                shared.release(stop=self._stop_shared)
             except Exception as exc:  # noqa: BLE001 - the label sweep is the backstop
                 log.warning("could not release the shared sshd container: %s", exc)
         self.docker.close()
 
-    def _start(self) -> Record:
+    def _start_shared(self) -> Record:
+        """The run's first user: start the sshd container, or (reuse on) claim a parked one."""
+        assert self._shared is not None and self.image is not None
+        if self._store is None or self.reuse is None:
+            record, private = self._start({})
+            return self._keep_key(record, private, self._shared.side_file("key"))
+        shared, store = self._shared, self._store
+        spec = ReuseSpec("sshd", self.image, str(self.docker.images.get(self.image).id),
+                         (("mem_limit_bytes", str(self.mem_limit_bytes)),))
+        return claim_or_start(store, spec, Claimant(self.run_id, shared.state_path, shared.member), self.reuse,
+                              start=lambda labels: self._start_reusable(labels, store), ready=self._clear,
+                              remove=lambda cid: self._remove({"container_id": cid}))
+
+    def _start_reusable(self, labels: dict[str, str], store: ReuseStore) -> tuple[Record, str]:
+        record, private = self._start(labels)
+        return dict(record, key_file=store.key_file(record["container_id"])), private
+
+    def _start(self, labels: dict[str, str]) -> tuple[Record, str]:
+        """Start an sshd container for a new key pair: its record (no key file yet) and the private key."""
         from ...containers.keys import generate_keypair
         from ...containers.lifecycle import start_sshd
 
@@ -136,18 +165,48 @@ class SshdContainer:
         private, public = generate_keypair()
         endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public,
                               mem_limit_bytes=self.mem_limit_bytes,
-                              labels={LABEL_STATE_FILE: self._shared.state_path})
+                              labels={LABEL_STATE_FILE: self._shared.state_path, **labels})
         record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
-                  "user": endpoint.user, "key_file": self._shared.side_file("key")}
+                  "user": endpoint.user}
         try:
             record["host_key"] = self._read_host_key(endpoint.container_id)
-            fd = os.open(record["key_file"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        except BaseException:
+            self._remove(record)
+            raise
+        return record, private
+
+    def _keep_key(self, record: Record, private: str, key_file: str) -> Record:
+        """Write the private key (0600) as ``key_file`` of the record (the run's side file)."""
+        record = dict(record, key_file=key_file)
+        try:
+            fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as fh:
                 fh.write(private)
         except BaseException:
             self._remove(record)
             raise
         return record
+
+    def _stop_shared(self, record: Record) -> None:
+        if self._store is None or self.reuse is None:
+            self._remove(record)
+        else:
+            park_or_remove(self._store, record, self.reuse, lambda cid: self._remove(record))
+
+    def _discard(self, record: Record) -> None:
+        if self._store is not None:
+            self._store.forget(record["container_id"])
+        self._remove(record)
+
+    def _clear(self, container_id: str) -> bool:
+        """A claimed container runs and no kernel of an earlier run is left in it (see module docstring)."""
+        from ...containers.lifecycle import SSH_USER
+
+        if not self.running(container_id):
+            return False
+        exec_id = self.docker.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT,
+                                                             f"~/{SSH_KERNEL_ROOT}"], user=SSH_USER, stderr=False)["Id"]
+        return self.docker.api.exec_start(exec_id).strip() == b"gone"
 
     def _read_host_key(self, container_id: str) -> str:
         api = self.docker.api

@@ -38,6 +38,7 @@ from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LI
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
 from .rundir import make_kernel_dir
+from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
@@ -93,6 +94,7 @@ class SshTransport(Transport):
     :param server: fork kernels from a kernel server on the host (:mod:`.kernel_server`); ``False``
         starts every runner with its own exec channels (the spawn path).
     :param server_idle_timeout: seconds a server without requests and kernels lives on.
+    :param reuse: keep the sshd container between runs (``--hermes-reuse``; :mod:`.sshd`); ``None``: off.
     :raises TransportUnavailableError: if no ``target`` is given and no docker engine answers.
     """
 
@@ -106,7 +108,7 @@ class SshTransport(Transport):
                  image: str | None = None, run_id: str | None = None, mem_limit_bytes: int | None = None,
                  container: str = "shared", connect_via: ConnectVia | None = None,
                  max_sessions: int | None = None, host_key: str | None = None, server: bool = True,
-                 server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
+                 server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S, reuse: ReusePolicy | None = None) -> None:
         import paramiko  # noqa: F401  # fail early (make_transport turns it into TransportUnavailableError)
 
         self.target = SshTarget.parse(target) if target else None
@@ -132,7 +134,7 @@ class SshTransport(Transport):
             raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
         self._servers = server_pool(self, server_idle_timeout) if server else None
         self.sshd = (SshdContainer(run_id=self.run_id, image=image, mem_limit_bytes=mem_limit_bytes,
-                                   fresh=container == "fresh") if self.target is None else None)
+                                   fresh=container == "fresh", reuse=reuse) if self.target is None else None)
 
     @property
     def sshd_container_id(self) -> str | None:
