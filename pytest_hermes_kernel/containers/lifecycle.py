@@ -143,7 +143,10 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
 
     :param container_id: full or short id.
     :param client: docker-py client; ``None`` opens one from the environment.
-    :returns: ``True`` if it was removed now, ``False`` if it was already gone.
+    :returns: ``True`` if it was removed now, ``False`` if it was already gone or another
+        process is removing it (docker's 409 "removal of container ... is already in progress":
+        two sweeps of one dead run at once).
+    :raises docker.errors.APIError: for any other refusal of the engine.
     """
     import docker
 
@@ -154,6 +157,10 @@ def remove_container(container_id: str, *, client: docker.DockerClient | None = 
         return True
     except docker.errors.NotFound:
         return False
+    except docker.errors.APIError as exc:
+        if exc.status_code == 409 and "already in progress" in str(exc):
+            return False
+        raise
     finally:
         if owned:
             client.close()

@@ -177,3 +177,40 @@ def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_cre
     os.makedirs(os.path.dirname(res.state_path), mode=0o700, exist_ok=True)  # the last member removed it
     Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c"}, "members": ["1:0.0:dead"]}))
     assert not in_use(labels), "recorded, and every member is gone: the creator alone does not keep it"
+
+
+class _Engine:
+    """A docker client whose ``remove_container`` answers as the engine did for a second sweep."""
+
+    def __init__(self, status: int, message: str) -> None:
+        import requests
+        from types import SimpleNamespace
+
+        response = requests.Response()
+        response.status_code = status
+        self.error = (status, message, response)
+        self.api = SimpleNamespace(remove_container=self._remove)
+
+    def _remove(self, container_id: str, **_: object) -> None:
+        import docker
+
+        status, message, response = self.error
+        raise docker.errors.APIError(message, response=response, explanation=message)
+
+
+def test_a_container_another_sweep_is_removing_is_not_an_error():
+    """Two sweeps of one dead run at once: docker answers the second with 409 "already in
+    progress" (measured in tests/plugin/test_concurrent_runs.py); that is "not removed by us"."""
+    from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+    busy = _Engine(409, "removal of container abc is already in progress")
+    assert remove_container("abc", client=busy) is False  # type: ignore[arg-type]
+
+
+def test_any_other_refusal_of_the_engine_is_raised():
+    import docker
+
+    from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+    with pytest.raises(docker.errors.APIError):
+        remove_container("abc", client=_Engine(500, "driver failed"))  # type: ignore[arg-type]
