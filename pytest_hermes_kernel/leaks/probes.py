@@ -45,11 +45,13 @@ class TransportResources:
         self._owner: dict[str, Any] = {}  # identity -> the transport that reported it (last snapshot)
 
     def snapshot(self) -> Snapshot:
-        from ..transports import live_transports
+        from ..transports import forget_closed_transports, live_transports
 
         out: Snapshot = {}
         owners: dict[str, Any] = {}
-        for transport in live_transports():
+        transports = live_transports()
+        forget_closed_transports()  # probed now, for the last time
+        for transport in transports:
             try:
                 found = transport.leak_snapshot(os.getpid())
             except Exception:  # noqa: BLE001 - an unreachable host must not fail every test

@@ -19,7 +19,7 @@ from ..kernel.interface import Kernel
 from ..kernel.options import KernelOptions
 from ..kernel.registry import KernelRegistry
 from ..kernel.watchdog import WatchdogPolicy
-from ..transports import get_transport, make_transport, transport_names
+from ..transports import close_transport, get_transport, make_transport, transport_names
 from ..kernel.contract import Transport
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
@@ -194,7 +194,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     else:
         yield transport
         if options:
-            transport.close()
+            close_transport(transport)
         return
     pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback
 

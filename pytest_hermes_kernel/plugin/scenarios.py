@@ -21,7 +21,7 @@ from ..faults.proxy import ProxyRoute
 from ..faults.spec import FaultSpec, spec_from_table
 from ..kernel.contract import Transport
 from ..kernel.options import KernelOptions
-from ..transports import get_transport, make_transport
+from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
 from .settings import settings_key, transport_defaults
 
@@ -100,7 +100,7 @@ class ScenarioItem(pytest.Item):
                 setup.close()
         finally:
             if options:
-                transport.close()
+                close_transport(transport)
 
     def _transport(self, options: dict[str, Any]) -> Transport:
         """The shared transport, or one of the scenario's own when its faults need options."""

@@ -3,6 +3,8 @@ hermes_allow_leaks and -p no:... change that, and that it cleans up what it repo
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.support import gone, pid_in, wait_until
@@ -116,3 +118,28 @@ def test_allow_leaks_without_a_reason_errors_naming_the_test(pytester, run):
     result = run()
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(["*test_no_reason: hermes_allow_leaks needs a reason*"])
+
+
+OWN_TRANSPORTS = """
+import pytest
+from pytest_hermes_kernel.transports import live_transports
+
+@pytest.mark.parametrize("i", range(5))
+@pytest.mark.hermes_kernel(server=False)
+def test_own_transport(hermes_kernel, i):
+    assert hermes_kernel.execute("1").value == "1"
+
+def test_zz_count():
+    print("LIVE", len(live_transports()))
+"""
+
+
+def test_a_tests_own_transport_is_probed_after_it_and_then_no_more(pytester, run):
+    """Each test whose marker gives transport options gets its own transport, closed after it.
+    The leak check after that test still probes it; later ones must not, or every snapshot grows
+    with the run (it did: 7-9 s setups and teardowns late in the full matrix)."""
+    pytester.makepyfile(test_own=OWN_TRANSPORTS)
+    result = run("--hermes-transport=local", "--hermes-leak-check=error", "-s")
+    result.assert_outcomes(passed=6)
+    live = [int(n) for n in re.findall(r"LIVE (\d+)", result.stdout.str())]
+    assert live and live[0] <= 1, result.stdout.str()[-2000:]  # at most the shared local transport
