@@ -61,10 +61,21 @@ def test_a_kernel_id_that_is_not_a_plain_name_is_refused(hermes_transport: Trans
     assert "kernel id" in str(info.value)
 
 
+@pytest.mark.hermes_kernel(server=False)  # the spawn path: each kernel gets its own copy
 def test_the_runner_file_is_a_private_regular_file_in_the_kernel_dir(hermes_transport: Transport) -> None:
     with start_kernel(hermes_transport) as k:
         r = k.execute(RUNNER_FILE)
     assert r.value == "(True, '0o600', '0o700', 1)", r.summary()
+
+
+@pytest.mark.hermes_transports("docker", "ssh")
+def test_a_forked_kernels_runner_file_is_its_servers_private_file_linked_into_its_dir(hermes_transport: Transport) -> None:
+    """On the kernel-server path the kernel dir holds a hard link to the server's runner file
+    (re-attach and the probes find it there, as on the spawn path): still a regular 0600 file in a
+    0700 dir, with exactly those two names."""
+    with start_kernel(hermes_transport) as k:
+        r = k.execute(RUNNER_FILE)
+    assert r.value == "(True, '0o600', '0o700', 2)", r.summary()
 
 
 def test_a_symlink_planted_at_the_kernel_root_does_not_redirect_the_runner(docker_ready: None) -> None:

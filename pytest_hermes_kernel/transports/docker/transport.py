@@ -338,7 +338,7 @@ class DockerTransport(Transport):
     def files(self, launched: Launched, workdir: str) -> DockerFiles:
         """The kernel's files in its container (:class:`~.files.DockerFiles`: archives and checks by exec)."""
         cid = launched.extra["container"]
-        return DockerFiles(self, cid, workdir, self._owner(cid))
+        return DockerFiles(self, cid, workdir, container_owner(self, cid))
 
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
