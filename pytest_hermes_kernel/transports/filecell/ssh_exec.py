@@ -3,7 +3,7 @@
 :class:`SshExecBackend` keeps the :class:`~.backends.ExecuteBackend` contract of the other two
 reference backends. It does not make a connection of its own: it asks a ``connect`` callable for
 the live one each time (an :class:`~pytest_hermes_kernel.transports.ssh.transport.SshTransport`'s
-``connection``, which reconnects after a loss and reaches the run's sshd container, its pinned
+connection accessor, which reconnects after a loss and reaches the run's sshd container, its pinned
 host key and key file), so the keepalive checks of
 :class:`~pytest_hermes_kernel.transports.ssh.connection.SshConnection` guard it too.
 
@@ -63,7 +63,7 @@ class SshExecBackend:
     @classmethod
     def over(cls, transport: SshTransport) -> SshExecBackend:
         """A backend on ``transport``'s connection (the run's sshd container without ``target=``)."""
-        return cls(transport.connection, label=transport.describe())
+        return cls(transport._connection, label=transport.describe())  # the transport's own accessor: it reconnects
 
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """Run ``cmd``; see :class:`~.backends.ExecuteBackend`.

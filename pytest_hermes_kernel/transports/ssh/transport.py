@@ -247,13 +247,6 @@ class SshTransport(Transport):
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
-    def connection(self) -> SshConnection:
-        """The live connection, connecting (again) when needed (execute-only backends run on it).
-
-        :raises TransportLostError: if the host cannot be reached.
-        """
-        return self._connection()
-
     @property
     def current_connection(self) -> SshConnection | None:
         """The connection in use now, without connecting (``None`` before the first one)."""
