@@ -7,8 +7,9 @@ An inner run (pytest in a subprocess) starts a kernel and sleeps past ``--timeou
 * ``timeout_method=thread``: pytest-timeout dumps the stacks and ``os._exit()``s: no teardown,
   no atexit hook runs. On local the kernel ends itself on its parent-death lease (the host's
   end closes the fd it watches); the run directory is not made for a local-only run. On docker
-  the kernel host container may outlive the process: the next session's start sweeps
-  containers whose creating host is gone (by label), which this test checks by starting one.
+  the kernel host container (and the kernel server inside it, until its idle timer) outlives the
+  process: the next session's start sweeps containers whose creating host is gone (by label),
+  which this test checks by starting one.
 """
 
 from __future__ import annotations
@@ -65,11 +66,11 @@ def test_a_timed_out_test_leaves_nothing(pytester: pytest.Pytester, request: pyt
     run_id = f"b40t-{uuid.uuid4().hex}"
     pid, code, out = _inner(pytester, transport, run_id, "--timeout=2", "-o", f"timeout_method={method}", "-k", "sleeps")
     assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
-    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
-               what="the timed-out run's kernel processes to be gone")
-    if transport == "docker":
+    if transport == "docker":  # first: the kernel processes inside a surviving container go with it
         if method == "thread" and _containers_of(run_id):  # no teardown ran: the next session sweeps it
             _, code, nxt = _inner(pytester, transport, f"b40t-next-{uuid.uuid4().hex}", "-k", "next_session")
             assert code == pytest.ExitCode.OK, nxt
         wait_until(lambda: not _containers_of(run_id), 10.0, what="the timed-out run's containers to be gone")
+    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
+               what="the timed-out run's kernel processes to be gone")
     assert not Path(run_dir_path(run_id)).exists(), f"the run's files survived it:\n{out}"
