@@ -96,10 +96,11 @@ def docker_ready() -> None:
         pytest.skip(f"docker engine not reachable: {why}")
 
 
-@pytest.fixture(params=["local", "docker"])
+@pytest.fixture(params=["local", "docker", "ssh"])
 def execute_backend(request: pytest.FixtureRequest) -> Any:
-    """Each reference execute-only backend in turn: the local shell, and docker exec into the
-    run's shared container (skipped where no docker engine answers)."""
+    """Each reference execute-only backend in turn: the local shell, docker exec into the run's
+    shared container, and ssh exec channels into the run's sshd container (both skipped where no
+    docker engine answers)."""
     from pytest_hermes_kernel.transports import get_transport
     from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, LocalShellBackend
 
@@ -110,5 +111,9 @@ def execute_backend(request: pytest.FixtureRequest) -> Any:
     ok, why = docker_status()
     if not ok:
         pytest.skip(f"docker engine not reachable: {why}")
+    if request.param == "ssh":
+        from pytest_hermes_kernel.transports.filecell.ssh_exec import SshExecBackend
+
+        return SshExecBackend.over(get_transport("ssh"))
     docker = get_transport("docker")
     return DockerExecBackend(docker.shared_container(), client=docker.client)

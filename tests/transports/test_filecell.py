@@ -20,6 +20,7 @@ from pytest_hermes_kernel import KernelHandle, KernelOptions, WatchdogPolicy
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
+from pytest_hermes_kernel.transports.filecell.ssh_exec import SshExecBackend
 from pytest_hermes_kernel.kernel.contract import Launched
 from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
 from tests.support import CellStarted, run_in_thread, wait_request_sent, wait_until
@@ -67,7 +68,7 @@ class CountingBackend:
         return f"Counting({self.inner!r})"
 
 
-@pytest.fixture(params=["local", "docker"])
+@pytest.fixture(params=["local", "docker", "ssh"])
 def backend(request: pytest.FixtureRequest) -> CountingBackend:
     if request.param == "local":
         return CountingBackend(LocalShellBackend())
@@ -76,6 +77,8 @@ def backend(request: pytest.FixtureRequest) -> CountingBackend:
     ok, why = docker_status()
     if not ok:
         pytest.skip(f"docker engine not reachable: {why}")
+    if request.param == "ssh":  # exec channels into the run's sshd container
+        return CountingBackend(SshExecBackend.over(get_transport("ssh")))
     docker = get_transport("docker")
     return CountingBackend(DockerExecBackend(docker.shared_container(), client=docker.client))
 

@@ -1,0 +1,76 @@
+"""Handed case B40 (c): a pytest-timeout timeout in a test that holds a kernel leaves nothing.
+
+An inner run (pytest in a subprocess) starts a kernel and sleeps past ``--timeout=2``:
+
+* ``timeout_method=signal``: pytest-timeout fails the test from SIGALRM, so the fixtures' own
+  teardown ends the kernel; at exit nothing of the run is left.
+* ``timeout_method=thread``: pytest-timeout dumps the stacks and ``os._exit()``s: no teardown,
+  no atexit hook runs. On local the kernel ends itself on its parent-death lease (the host's
+  end closes the fd it watches); the run directory is not made for a local-only run. On docker
+  the kernel host container (and the kernel server inside it, until its idle timer) outlives the
+  process: the next session's start sweeps containers whose creating host is gone (by label),
+  which this test checks by starting one.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.containers.rundir import run_dir_path
+from pytest_hermes_kernel.procs import processes_with_env
+from tests.plugin.test_interrupts import _containers_of
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, wait_until
+
+pytest.importorskip("pytest_timeout", reason="B40 (c) needs pytest-timeout (the dev extra)")
+
+INNER = """
+import time
+
+
+def test_sleeps_past_the_timeout(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+    time.sleep(60)
+
+
+def test_next_session(hermes_kernel):
+    assert hermes_kernel.execute("2 + 2").value == "4"
+"""
+
+
+def _inner(pytester: pytest.Pytester, transport: str, run_id: str, *args: str) -> tuple[int, int, str]:
+    """Run the inner session; ``(its pid, exit status, output)``."""
+    with subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "-q",
+             f"--hermes-transport={transport}", "--hermes-require-transports", f"--hermes-run-id={run_id}", *args],
+            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        try:
+            out = proc.communicate(timeout=RUN_TIMEOUT_S)[0]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    return proc.pid, proc.returncode, out
+
+
+@pytest.mark.parametrize("transport", ["local", "docker"])
+@pytest.mark.parametrize("method", ["thread", "signal"])
+def test_a_timed_out_test_leaves_nothing(pytester: pytest.Pytester, request: pytest.FixtureRequest,
+                                         transport: str, method: str) -> None:
+    if transport == "docker":
+        request.getfixturevalue("docker_ready")
+    pytester.makepyfile(test_inner=INNER)
+    run_id = f"b40t-{uuid.uuid4().hex}"
+    pid, code, out = _inner(pytester, transport, run_id, "--timeout=2", "-o", f"timeout_method={method}", "-k", "sleeps")
+    assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
+    if transport == "docker":  # first: the kernel processes inside a surviving container go with it
+        if method == "thread" and _containers_of(run_id):  # no teardown ran: the next session sweeps it
+            _, code, nxt = _inner(pytester, transport, f"b40t-next-{uuid.uuid4().hex}", "-k", "next_session")
+            assert code == pytest.ExitCode.OK, nxt
+        wait_until(lambda: not _containers_of(run_id), 10.0, what="the timed-out run's containers to be gone")
+    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
+               what="the timed-out run's kernel processes to be gone")
+    assert not Path(run_dir_path(run_id)).exists(), f"the run's files survived it:\n{out}"
