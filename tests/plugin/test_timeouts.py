@@ -74,3 +74,35 @@ def test_a_timed_out_test_leaves_nothing(pytester: pytest.Pytester, request: pyt
     wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
                what="the timed-out run's kernel processes to be gone")
     assert not Path(run_dir_path(run_id)).exists(), f"the run's files survived it:\n{out}"
+
+
+STUBBORN = """
+import pytest
+
+
+@pytest.mark.hermes_kernel(shutdown_grace=1.0)
+def test_fails_holding_a_kernel_that_will_not_end(hermes_kernel):
+    hermes_kernel.execute("import signal, threading, time\\n"
+                          "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
+                          "threading.Thread(target=time.sleep, args=(600,)).start()")  # not a daemon: exit waits
+    assert False, "deliberate failure"
+"""
+
+
+@pytest.mark.parametrize("transport", ["local", "docker"])
+def test_the_teardown_of_a_failed_test_is_bounded_by_the_kits_own_ladder(pytester: pytest.Pytester,
+                                                                           request: pytest.FixtureRequest,
+                                                                           transport: str) -> None:
+    """B40 (d): after a failed test the kernel's worker ignores SIGTERM and holds a thread that
+    keeps it from exiting; pytest-timeout does not time a failed test's teardown (#196), so the
+    kit's shutdown ladder (request -> SIGTERM -> SIGKILL, ``shutdown_grace`` each) must end it.
+    Without the last rung the inner run would hang for the thread's 600 s (killed here at
+    ``RUN_TIMEOUT_S``)."""
+    if transport == "docker":
+        request.getfixturevalue("docker_ready")
+    pytester.makepyfile(test_inner=STUBBORN)
+    pid, code, out = _inner(pytester, transport, f"b40d-{uuid.uuid4().hex}", "--timeout=60")
+    assert code == pytest.ExitCode.TESTS_FAILED and "deliberate failure" in out, out
+    assert "Timeout" not in out, out  # the teardown ended within the kit's ladder, not pytest-timeout's
+    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
+               what="the failed test's kernel processes to be gone")
