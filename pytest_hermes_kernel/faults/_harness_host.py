@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import os
 import pickle
-import struct
 import sys
 import threading
 from typing import Any
 
-_LEN = struct.Struct(">I")
-EVENT_ID = 0
-"""The reply id of kernel events forwarded to the test process (requests count from 1)."""
+from .harness import _LEN, EVENT_ID  # the test process's side of the same wire
+
 FORWARDED_EVENTS = ("running",)
 """Kernel events the test process needs while a cell runs (results come as replies)."""
 

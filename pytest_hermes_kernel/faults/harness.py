@@ -29,13 +29,17 @@ from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
-from ._harness_host import EVENT_ID
 
 if TYPE_CHECKING:
     from ..kernel.contract import Launched, Transport
     from ..kernel.interface import KernelListener
 
 _LEN = struct.Struct(">I")
+"""The length prefix of each pickled request and reply (see :mod:`._harness_host`)."""
+EVENT_ID = 0
+"""The reply id of kernel events the host forwards to the test process (requests count from 1).
+Defined here, not in :mod:`._harness_host`: the package must not import the module that
+``python -m`` runs (runpy warns, and under ``-W error`` the host dies at once)."""
 
 
 class HarnessKernel:
