@@ -61,7 +61,9 @@ class KernelStory:
                 self.count += 1
                 self.cells.append(f"cell {self.count} (generation {payload.kernel.generation}): {payload.summary()}")
             elif event == "shutdown":
-                self.losses.append(f"shutdown: {payload}")
+                self.losses.append(f"shutdown: ended by step {payload.step}" + (f" ({payload.note})" if payload.note else "")
+                                   + ("" if payload.confirmed else ", not confirmed gone")
+                                   + _exit_bits(payload.exit_code, payload.signal))
 
     def _generation_seen(self) -> None:
         k = self.kernel

@@ -51,6 +51,7 @@ def test_walkthrough_2_reproduces_the_leak_then_passes_once_fixed(tmp_path: Path
     failing = run_command(parts["command"], tmp_path)
     assert failing.returncode == 1, failing.stdout[-3000:]
     assert missing_lines(parts["output"], failing.stdout) == [], failing.stdout[-3000:]
+    assert "ExitInfo(" not in failing.stdout and "RuntimeWarning" not in failing.stdout, failing.stdout[-3000:]
 
     (test_file,) = [name for name in parts if name.startswith("test_")]
     source = (tmp_path / test_file).read_text(encoding="utf-8")
