@@ -17,9 +17,11 @@ The decoy must survive every operation.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -166,8 +168,13 @@ def _unshare() -> list[str]:
 
 
 def _run(script: str) -> None:
-    proc = subprocess.run([*_unshare(), sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, timeout=SCENARIO_TIMEOUT_S)
+    # Its own kernel dir root: inside the pid namespace every other process's pid looks dead, so
+    # the registry's stale-dir sweep (reap_once) would take the live kernel dirs of every other
+    # process in the shared temp dir (it did: a parallel test's runner lost its file mid-start).
+    with tempfile.TemporaryDirectory(prefix="b29-kernels-") as kernel_dirs:
+        proc = subprocess.run([*_unshare(), sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
+                              text=True, timeout=SCENARIO_TIMEOUT_S,
+                              env={**os.environ, "PYTEST_HERMES_KERNEL_DIR": kernel_dirs})
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
 
 
