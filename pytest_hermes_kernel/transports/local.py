@@ -47,6 +47,8 @@ from .runner_zipapp import write_runner
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 LOG_NAME = "runner.log"
+#: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep.
+HOST_FILE = "runner.host"
 #: The socket a kept kernel listens on, in its 0700 kernel dir (``--hermes-keep-failed``).
 KEPT_SOCKET_NAME = "kept.sock"
 #: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
@@ -338,11 +340,24 @@ class ForkedRunner:
 
 
 def _new_kernel_dir() -> str:
-    """A new, empty kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``).
+    """A new kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``) holding only
+    :data:`HOST_FILE`.
 
-    The host pid in the name lets the leak checker tell this process's dirs apart.
+    The host pid in the name lets the leak checker tell this process's dirs apart; the host file
+    names the pid namespace that pid belongs to (see :func:`_host_dead`).
     """
-    return tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    with open(os.path.join(kdir, HOST_FILE), "x", encoding="ascii") as fh:
+        fh.write(f"{os.getpid()} {_pid_namespace()}\n")
+    return kdir
+
+
+def _pid_namespace() -> str:
+    """This process's pid namespace (``pid:[4026531836]``); ``""`` where ``/proc`` cannot say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
 
 
 def _make_kernel_dir() -> tuple[str, str]:
@@ -394,15 +409,28 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
         if path in kept:
             continue
         try:
-            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):]):
+            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
                 stale.append(path)
         except OSError:
             continue
     return stale
 
 
-def _host_dead(rest: str) -> bool:
+def _host_dead(rest: str, path: str) -> bool:
     """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
-    ``hermes-kernel-server-<host pid>-<random>``) belongs to a dead host."""
+    ``hermes-kernel-server-<host pid>-<random>``) at ``path`` belongs to a dead host.
+
+    A pid is only dead in the pid namespace it was seen in: when the dir's :data:`HOST_FILE`
+    names another namespace (a sweep run inside a container or ``unshare --pid`` that shares
+    this temp dir), every host there looks dead from here, so nothing is judged (that once
+    removed a parallel run's live kernel dirs, one a runner was starting from).
+    """
     pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
-    return bool(sep) and pid.isdigit() and not pid_alive(int(pid))
+    if not (sep and pid.isdigit()) or pid_alive(int(pid)):
+        return False
+    try:
+        with open(os.path.join(path, HOST_FILE), encoding="ascii") as fh:
+            namespace = fh.read().split()[1:2]
+    except (OSError, UnicodeDecodeError):
+        return True  # no host file (a server's dir, an older kit's): the pid alone decides
+    return not namespace or namespace[0] == _pid_namespace()

@@ -1,0 +1,67 @@
+"""The stale-dir sweep of local kernel dirs (``sweep_stale_kernel_dirs``: the registry's reaper
+and ``hermes-kernel sweep kernel-dirs``): only dirs whose host is dead, judged in the pid
+namespace their host was in.
+
+A sweep run in another pid namespace that shares the temp dir (a container, ``unshare --pid``)
+sees every host of this one as dead; it once removed a parallel run's live kernel dirs, one a
+runner was starting from (the runner died with exit code 2: its file was gone).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.transports.local import HOST_FILE, KERNEL_DIR_PREFIX, _new_kernel_dir, sweep_stale_kernel_dirs
+
+WEEK_S = 7 * 86400.0
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def _dir_of(root: Path, pid: int, host_file: str | None) -> Path:
+    path = root / f"{KERNEL_DIR_PREFIX}{pid}-x1"
+    path.mkdir(mode=0o700)
+    if host_file is not None:
+        (path / HOST_FILE).write_text(host_file)
+    return path
+
+
+def test_a_new_kernel_dir_names_its_host_and_the_hosts_pid_namespace(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
+    kdir = _new_kernel_dir()
+    assert Path(kdir, HOST_FILE).read_text() == f"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\n"
+
+
+def test_a_dead_hosts_dir_goes_unless_its_host_lived_in_another_pid_namespace(tmp_path):
+    dead = _dead_pid()
+    ours = _dir_of(tmp_path, dead, f"{dead} {os.readlink('/proc/self/ns/pid')}\n")
+    older_kit = _dir_of(tmp_path, dead + 100000, None)  # no host file: the pid alone decides
+    elsewhere = _dir_of(tmp_path, dead + 200000, f"{dead} pid:[1]\n")
+
+    assert sweep_stale_kernel_dirs(WEEK_S, root=str(tmp_path)) == 2
+    assert not ours.exists() and not older_kit.exists() and elsewhere.exists()
+
+
+def test_a_sweep_inside_another_pid_namespace_leaves_a_live_hosts_dirs(monkeypatch, tmp_path):
+    probe = ["unshare", "-Urpf", "--mount-proc", "true"]
+    if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip("needs unshare -Urpf --mount-proc")
+    monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
+    live = Path(_new_kernel_dir())
+    sweep = ("from pytest_hermes_kernel.transports.local import sweep_stale_kernel_dirs; "
+             f"print(sweep_stale_kernel_dirs({WEEK_S}, root={str(tmp_path)!r}))")
+    out = subprocess.run([*probe[:3], sys.executable, "-c", sweep], capture_output=True, text=True, timeout=60)
+
+    assert out.returncode == 0 and out.stdout.strip() == "0", out.stdout + out.stderr
+    assert live.exists(), "a sweep in another pid namespace removed a live host's kernel dir"
+
