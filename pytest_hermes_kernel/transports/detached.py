@@ -76,6 +76,20 @@ while True:
     time.sleep(0.02)
 """
 
+#: The kill scripts' reader of a process: ``live_env(name)`` is its environment (a list of
+#: ``NAME=value`` bytes), or ``None`` when it is gone, unreadable or a zombie.
+_LIVE_ENV = r"""
+def live_env(name):
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            env = fh.read().split(b'\0')
+        with open('/proc/%s/stat' % name, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return None if stat[stat.rfind(b')') + 2:].split()[0] == b'Z' else env
+"""
+
 #: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
 #: (5 s at most); prints ``gone`` or ``left <pids>``.
 KILL_SESSION_SCRIPT = (r"""
@@ -216,15 +230,10 @@ class MadeDirs:
 KILL_KERNEL_SCRIPT = (r"""
 import os, sys, time
 want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
+""" + _LIVE_ENV + r"""
 def is_member(name):
-    try:
-        with open('/proc/%s/environ' % name, 'rb') as fh:
-            env = fh.read().split(b'\0')
-        with open('/proc/%s/stat' % name, 'rb') as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z'
+    env = live_env(name)
+    return env is not None and want in env
 """ + _KILL_UNTIL_GONE)
 
 
@@ -235,15 +244,10 @@ def is_member(name):
 #: left alone; a link in it is unlinked, never followed).
 CLEAR_KERNELS_SCRIPT = (r"""
 import os, sys, time, shutil
+""" + _LIVE_ENV + r"""
 def is_member(name):
-    try:
-        with open('/proc/%s/environ' % name, 'rb') as fh:
-            env = fh.read().split(b'\0')
-        with open('/proc/%s/stat' % name, 'rb') as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return any(e.startswith(b'HERMES_KERNEL_ID=') for e in env) and stat[stat.rfind(b')') + 2:].split()[0] != b'Z'
+    env = live_env(name)
+    return env is not None and any(e.startswith(b'HERMES_KERNEL_ID=') for e in env)
 """ + _KILL_UNTIL_GONE + r"""
 root = os.path.expanduser(sys.argv[1])
 if os.path.isdir(root) and not os.path.islink(root):

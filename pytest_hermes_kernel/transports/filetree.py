@@ -198,26 +198,26 @@ def make_dir(wd: str, parts: List[str], mode: int) -> None:
         os.close(parent)
 
 
-def create_file(wd: str, parts: List[str]) -> None:
-    """Create the new, empty, private (0600) file ``parts`` (``O_EXCL``: never an existing name)."""
+def _open_last(wd: str, parts: List[str], flags: int, mode: int = 0o600) -> int:
+    """An fd on the last component of ``parts``, opened with ``flags | O_NOFOLLOW`` in its parent
+    (itself reached without following a symlink); the refusal names the path."""
     parent = open_parent(wd, parts)
     try:
-        os.close(os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=parent))
+        return os.open(parts[-1], flags | os.O_NOFOLLOW, mode, dir_fd=parent)
     except OSError as exc:
         raise refused("/".join(parts), _problem(exc), exc.errno) from None
     finally:
         os.close(parent)
+
+
+def create_file(wd: str, parts: List[str]) -> None:
+    """Create the new, empty, private (0600) file ``parts`` (``O_EXCL``: never an existing name)."""
+    os.close(_open_last(wd, parts, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
 
 
 def append_file(wd: str, parts: List[str], data: bytes) -> None:
     """Append ``data`` to the regular file ``parts`` (never through a symlink)."""
-    parent = open_parent(wd, parts)
-    try:
-        fd = os.open(parts[-1], os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW, dir_fd=parent)
-    except OSError as exc:
-        raise refused("/".join(parts), _problem(exc), exc.errno) from None
-    finally:
-        os.close(parent)
+    fd = _open_last(wd, parts, os.O_WRONLY | os.O_APPEND)
     try:
         view = memoryview(data)
         while view:
@@ -228,13 +228,7 @@ def append_file(wd: str, parts: List[str], data: bytes) -> None:
 
 def set_mode(wd: str, parts: List[str], mode: int) -> None:
     """``chmod`` of ``parts`` through an fd opened without following a symlink."""
-    parent = open_parent(wd, parts)
-    try:
-        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=parent)
-    except OSError as exc:
-        raise refused("/".join(parts), _problem(exc), exc.errno) from None
-    finally:
-        os.close(parent)
+    fd = _open_last(wd, parts, os.O_RDONLY | os.O_NONBLOCK)
     try:
         os.fchmod(fd, mode)
     finally:
