@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -293,6 +294,7 @@ class ForkedRunner:
     def __init__(self, pid: int, server: LocalServer | None) -> None:
         self.pid = pid
         self.server = server
+        self._lock = threading.Lock()  # close() from one thread while another waits
         self.pidfd: int | None
         try:
             self.pidfd = os.pidfd_open(pid)
@@ -302,9 +304,18 @@ class ForkedRunner:
     def wait(self, timeout: float) -> bool:
         """True when the runner has ended within ``timeout`` seconds (``0``: just look); when it
         has, its server's reaping is waited for too (bounded by :data:`REAPED_WAIT_S`), so a
-        shutdown leaves no zombie behind, as on the spawn path."""
-        if self.pidfd is not None:
-            ended = bool(select.select([self.pidfd], [], [], max(0.0, timeout))[0])
+        shutdown leaves no zombie behind, as on the spawn path.
+
+        Each wait selects on its own duplicate of the pidfd: a :meth:`close` from another thread
+        (a shutdown while a cell's thread asks whether the runner lives) can neither make it fail
+        nor make it wait on whatever file reused the number."""
+        with self._lock:
+            pidfd = None if self.pidfd is None else os.dup(self.pidfd)
+        if pidfd is not None:
+            try:
+                ended = bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
+            finally:
+                os.close(pidfd)
             if ended and timeout > 0:
                 self._wait_reaped()
             return ended
@@ -332,9 +343,10 @@ class ForkedRunner:
 
     def close(self) -> None:
         """Release the pidfd."""
-        if self.pidfd is not None:
-            os.close(self.pidfd)
-            self.pidfd = None
+        with self._lock:
+            if self.pidfd is not None:
+                os.close(self.pidfd)
+                self.pidfd = None
 
     disown = close  # its server, not this process, is its parent
 

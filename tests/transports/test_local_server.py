@@ -169,3 +169,29 @@ def test_host_death_by_sigkill_ends_the_server_and_every_kernel_it_forked():
     assert len(pids) == 5
 
     wait_until(lambda: not [p for p in pids if pid_alive(p)], 5.0, what="server and kernels to end with their host")
+
+
+def test_a_forked_runner_closed_while_another_thread_waits_on_it_answers(monkeypatch):
+    """A shutdown closes the runner's pidfd while a cell's thread asks whether the runner lives
+    (the channel broke under the cell): that thread got ``OSError: [Errno 9] Bad file descriptor``
+    from ``select`` (or, with the number reused, waited on an unrelated file)."""
+    from pytest_hermes_kernel.transports import local
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    runner = local.ForkedRunner(child.pid, server=None)
+    assert runner.pidfd is not None, "this kernel has pidfd_open (Linux >= 5.3)"
+    real_select = local.select.select
+
+    def close_first(*args):  # the other thread's close() lands between reading the fd and selecting
+        runner.close()
+        return real_select(*args)
+
+    monkeypatch.setattr(local.select, "select", close_first)
+    try:
+        assert runner.alive(), "the runner still runs"
+        child.kill()
+        child.wait()
+        assert not runner.alive(), "its end is seen after the close"
+    finally:
+        child.kill()
+        child.wait()

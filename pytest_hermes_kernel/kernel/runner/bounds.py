@@ -1,19 +1,25 @@
-"""Bounds on what a cell's reply carries besides its output: the trailing value, the error text.
+"""What a cell's reply carries besides its output (the trailing value, the error or exit), and its bounds.
 
 A cell's ``value`` (the ``repr`` of its last expression) is bounded like a stream: past the cap
 the reply keeps the first 40 % and the last 60 % of it, says it was truncated and gives the
 full length in characters (the host puts the marker between head and tail). An exception's
 message and traceback are cut the same way with the marker inline. A reply that still would
 not fit in one frame is replaced by an error saying so: the size of a reply never costs the
-kernel.
+kernel. A traceback leaves out the runner's own frames.
 """
 
 from __future__ import annotations
+
+import os
+import sys
+import traceback
 
 from .frames import MAX_FRAME_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .frames import Header
 
 #: Characters of a value, message or traceback kept when the config names no cap.
@@ -55,3 +61,50 @@ def too_large(header: Header, size: int) -> Header:
     out: Header = {k: header[k] for k in keep if k in header}
     out.update(status="error", ename="ReplyTooLarge", evalue=note, traceback=f"ReplyTooLarge: {note}\n")
     return out
+
+
+def _code_dir() -> str:
+    """Where the runner's code says it lives (frames name their code's file: in a zipapp's
+    compiled members that is the name given when they were compiled, not ``__file__``)."""
+    return os.path.dirname(_code_dir.__code__.co_filename)
+
+
+#: The runner's own source files: their frames never appear in a cell's traceback.
+_RUNNER_DIR = _code_dir()
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or a note when ``__repr__`` itself fails."""
+    try:
+        return repr(value)
+    except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
+        return f"<repr failed: {type(exc).__name__}: {exc}>"
+
+
+def describe_error(exc: BaseException, reply: Header, status: str) -> None:
+    """Fill ``reply`` with ``status``, the exception and its traceback (the runner's frames cut out)."""
+    reply["status"] = status
+    reply["ename"] = type(exc).__name__
+    reply["evalue"] = str(exc)
+    tbe = traceback.TracebackException.from_exception(exc)
+    tbe.stack = traceback.StackSummary.from_list(
+        [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
+    reply["traceback"] = "".join(tbe.format())
+
+
+def describe_exit(exc: SystemExit, reply: Header) -> int:
+    """Fill ``reply`` for a cell that raised ``SystemExit``; return the exit status (0-255)."""
+    code = exc.code
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code & 0xFF
+    else:
+        status = 1
+        try:
+            sys.stderr.write(f"{code}\n")
+        except Exception:  # noqa: BLE001 - stderr may be closed by the cell
+            pass
+    reply.update(status="exited", ename="SystemExit", evalue="" if code is None else str(code),
+                 exit_code=status, traceback=f"SystemExit: {code!r}\n")
+    return status

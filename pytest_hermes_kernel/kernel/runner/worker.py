@@ -7,7 +7,9 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
 
 * A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
   after the result is sent, as a clean interpreter exit would.
-* SIGINT raises ``KeyboardInterrupt`` only while a cell runs.
+* SIGINT raises ``KeyboardInterrupt`` only while a cell runs, and never while the cell's main
+  thread is inside the runner's own frame reading or writing (a tool call): there it waits for
+  the end of that step, so the channel's bytes and the reader's bookkeeping stay whole.
 * ``os.fork()`` in a cell: the child never touches the channel and never returns to the loop.
 * ``hermes_tools`` (a module in ``sys.modules``) calls host tools under the running cell's
   authority; a call after its cell settled is refused.
@@ -21,6 +23,7 @@ import builtins
 import faulthandler
 import io
 import os
+import select
 import signal
 import socket
 import sys
@@ -29,7 +32,7 @@ import time
 import traceback
 import types
 
-from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, too_large
+from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
 from .environ import apply_kernel_env
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 
@@ -43,18 +46,13 @@ if TYPE_CHECKING:
     T = TypeVar("T")
 
 
-def _code_dir() -> str:
-    """Where the runner's code says it lives (frames name their code's file: in a zipapp's
-    compiled members that is the name given when they were compiled, not ``__file__``)."""
-    return os.path.dirname(_code_dir.__code__.co_filename)
-
-
-#: The runner's own source files: their frames never appear in a cell's traceback.
-_RUNNER_DIR = _code_dir()
 #: Exit status of a worker whose own start failed (EX_SOFTWARE).
 START_FAILED = 70
 _RETIRED = "No active cell: the cell this call belonged to has settled, so its tool authority is retired."
 _WORKER: Worker | None = None
+#: While a cell's main thread waits for a tool's result, how often (seconds) it looks for a SIGINT
+#: that arrived meanwhile (the wait itself must not be cut: see :meth:`Worker.on_sigint`).
+INTERRUPT_POLL_S = 0.02
 
 
 class ToolError(Exception):
@@ -89,11 +87,37 @@ class Worker:
         self.commands: list[Header] = []  # execute / exit, for the main loop
         self.replies: dict[str, Header | None] = {}  # tool call id -> tool_result (None while pending)
         self.calls = 0
+        self._main = threading.get_ident()  # signal handlers run in this thread only
+        self._io = 0  # > 0 while the main thread reads or writes frames
+        self._interrupt_pending = False
 
     def on_sigint(self, signum: int, frame: Any) -> None:
-        """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break."""
-        if self.in_cell:
-            raise KeyboardInterrupt
+        """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
+
+        Inside the main thread's frame I/O the interrupt is deferred to the end of that step
+        (:meth:`_leave_io`): raised there, it could drop bytes already read, cut a frame in half,
+        or skip the hand-over of the reading (and the next ``execute`` would wait forever).
+        """
+        if not self.in_cell:
+            return
+        if self._io:
+            self._interrupt_pending = True
+            return
+        raise KeyboardInterrupt
+
+    def _enter_io(self) -> bool:
+        if threading.get_ident() != self._main:
+            return False
+        self._io += 1
+        return True
+
+    def _leave_io(self) -> None:
+        """End a main-thread I/O step; a SIGINT that came meanwhile interrupts the cell now."""
+        self._io -= 1
+        if not self._io and self._interrupt_pending:
+            self._interrupt_pending = False
+            if self.in_cell:
+                raise KeyboardInterrupt
 
     def send(self, header: Header) -> None:
         """Send one frame to the supervisor (a process forked by a cell ends here instead).
@@ -108,8 +132,13 @@ class Worker:
             if header.get("type") != "result":
                 raise ToolError(f"the tool call is {len(data)} bytes, over the {MAX_FRAME_BYTES}-byte frame limit")
             data = encode_frame(too_large(header, len(data)))
-        with self.send_lock:
-            send_all(self.sock, data)
+        shielded = self._enter_io()
+        try:
+            with self.send_lock:
+                send_all(self.sock, data)
+        finally:
+            if shielded:
+                self._leave_io()
 
     def recv(self) -> Header:
         """The next command (``execute``/``exit``) for the main loop.
@@ -135,20 +164,34 @@ class Worker:
 
     def _read_once(self) -> None:
         data = None
+        shielded = self._enter_io()
         try:
-            data = self.sock.recv(READ_CHUNK)
+            data = self._recv(shielded)
         except OSError:
             data = b""
-        finally:  # also on KeyboardInterrupt: hand the reading over
-            with self.cond:
-                self.reading = False
-                if data:
-                    self.decoder.feed(data)
-                    while (frame := self.decoder.next_frame()) is not None:
-                        self._route(frame[0])
-                elif data is not None:
-                    self.eof = True
-                self.cond.notify_all()
+        finally:  # also when no data came: hand the reading over
+            try:
+                with self.cond:
+                    self.reading = False
+                    if data:
+                        self.decoder.feed(data)
+                        while (frame := self.decoder.next_frame()) is not None:
+                            self._route(frame[0])
+                    elif data is not None:
+                        self.eof = True
+                    self.cond.notify_all()
+            finally:
+                if shielded:
+                    self._leave_io()
+
+    def _recv(self, main: bool) -> bytes | None:
+        """The next bytes from the socket; ``None`` when a SIGINT came first, in a cell's main thread."""
+        if not (main and self.in_cell):
+            return self.sock.recv(READ_CHUNK)
+        while not self._interrupt_pending:
+            if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:
+                return self.sock.recv(READ_CHUNK)
+        return None
 
     def _route(self, msg: Header) -> None:
         if msg.get("type") != "tool_result":
@@ -183,6 +226,7 @@ class Worker:
         started = time.perf_counter()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
+        self._interrupt_pending = False
         self.in_cell = True
         try:
             value = self.exec_source(msg.get("code", ""))
@@ -251,43 +295,6 @@ class Worker:
         if not msg.get("ok"):
             raise ToolError(msg.get("error", "tool call failed"))
         return msg.get("value")
-
-
-def safe_repr(value: Any) -> str:
-    """``repr(value)``, or a note when ``__repr__`` itself fails."""
-    try:
-        return repr(value)
-    except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
-        return f"<repr failed: {type(exc).__name__}: {exc}>"
-
-
-def describe_error(exc: BaseException, reply: Header, status: str) -> None:
-    """Fill ``reply`` with ``status``, the exception and its traceback (the runner's frames cut out)."""
-    reply["status"] = status
-    reply["ename"] = type(exc).__name__
-    reply["evalue"] = str(exc)
-    tbe = traceback.TracebackException.from_exception(exc)
-    tbe.stack = traceback.StackSummary.from_list(
-        [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
-    reply["traceback"] = "".join(tbe.format())
-
-
-def describe_exit(exc: SystemExit, reply: Header) -> int:
-    """Fill ``reply`` for a cell that raised ``SystemExit``; return the exit status (0-255)."""
-    code = exc.code
-    if code is None:
-        status = 0
-    elif isinstance(code, int):
-        status = code & 0xFF
-    else:
-        status = 1
-        try:
-            sys.stderr.write(f"{code}\n")
-        except Exception:  # noqa: BLE001 - stderr may be closed by the cell
-            pass
-    reply.update(status="exited", ename="SystemExit", evalue="" if code is None else str(code),
-                 exit_code=status, traceback=f"SystemExit: {code!r}\n")
-    return status
 
 
 def flush_stdio() -> None:

@@ -1,0 +1,94 @@
+"""A SIGINT that lands while the worker's main thread reads or writes frames (a cell waiting for
+a tool's result) interrupts the cell once that step is done, never in the middle of it.
+
+Found by ``tests/regressions/test_interrupt_racing_a_channel_read_keeps_the_kernel.py`` on docker
+in a full matrix run: the interrupt came while the worker handled the tool's reply, the
+``KeyboardInterrupt`` skipped part of the reader's bookkeeping, and the next cell's ``execute``
+was never read (the cell timed out and the kernel was killed: its state lost). These tests run a
+:class:`Worker` in this process, on a socketpair, with its SIGINT handler installed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
+from pytest_hermes_kernel.kernel.runner.worker import Worker
+
+
+@pytest.fixture
+def worker() -> Iterator[tuple[Worker, socket.socket]]:
+    """A worker inside a cell, its SIGINT handler installed, and the supervisor's end."""
+    host, mine = socket.socketpair()
+    mine.settimeout(5)  # a lost frame ends the read (EOFError) instead of hanging the test
+    w = Worker(mine, {})
+    w.in_cell, w.cell_id = True, 1
+    before = signal.signal(signal.SIGINT, w.on_sigint)
+    try:
+        yield w, host
+    finally:
+        signal.signal(signal.SIGINT, before)
+        host.close()
+        mine.close()
+
+
+def _serve_one_tool_call(host: socket.socket, then: bytes = b"") -> threading.Thread:
+    """Answer the worker's next tool call ``ok``, sending ``then`` in the same write."""
+    def serve() -> None:
+        decoder = FrameDecoder()
+        while (frame := decoder.next_frame()) is None:
+            decoder.feed(host.recv(65536))
+        call = frame[0]
+        host.sendall(encode_frame({"type": "tool_result", "id": call["id"], "ok": True, "value": 1}) + then)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_an_interrupt_while_the_tool_reply_is_handled_leaves_the_next_command_readable(worker):
+    w, host = worker
+    route = w._route
+
+    def route_then_interrupt(msg):  # the SIGINT lands right as the reply is handled
+        if msg.get("type") == "tool_result":
+            os.kill(os.getpid(), signal.SIGINT)
+        route(msg)
+
+    w._route = route_then_interrupt
+    server = _serve_one_tool_call(host, then=encode_frame({"type": "execute", "id": 2, "code": "kept"}))
+
+    with pytest.raises(KeyboardInterrupt):
+        w.call_tool("busy", {})
+    server.join(5)
+    w.in_cell = False
+
+    assert w.recv() == {"type": "execute", "id": 2, "code": "kept"}, "the next cell's request was kept"
+    assert not w.reading, "the reading was handed over"
+
+
+def test_an_interrupt_while_waiting_for_a_slow_tool_still_interrupts_at_once(worker):
+    w, host = worker
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # the tool never answers
+    started = time.monotonic()
+
+    with pytest.raises(KeyboardInterrupt):
+        w.call_tool("slow", {})
+
+    assert time.monotonic() - started < 2.0, "the wait for the reply was cut by the interrupt"
+
+
+def test_an_interrupt_between_cells_is_ignored(worker):
+    w, host = worker
+    w.in_cell = False
+    host.sendall(encode_frame({"type": "execute", "id": 3, "code": "1"}))
+    os.kill(os.getpid(), signal.SIGINT)
+
+    assert w.recv()["id"] == 3
