@@ -31,6 +31,9 @@ Header = dict[str, Any]
 HELLO_TIMEOUT_S = 30.0
 #: Seconds for the answer to a ``spawn`` (a mkdir, a bind and a fork).
 SPAWN_TIMEOUT_S = 15.0
+#: Seconds for the answer to a ``probe`` (a fork and a scan of ``/proc``; the server ends the
+#: child at 10 s). A server silent that long is closed: the caller runs the probe by exec.
+PROBE_TIMEOUT_S = 12.0
 
 
 class RemoteServer:
@@ -146,6 +149,25 @@ class RemoteServer:
             return False
         return bool(self.request({"type": "alive", "pid": pid}, timeout).get("alive"))
 
+    def probe(self, script: str, args: list[str], timeout: float = PROBE_TIMEOUT_S,
+              alarm_s: int | None = None) -> tuple[int | None, bytes]:
+        """Run a probe ``script`` (``python -c script args...``) in a fork of the server: no exec.
+
+        :param alarm_s: whole seconds after which SIGALRM ends the script (the server's cap, 10 s, by default).
+
+        :returns: its exit code (``-N``: signal ``N``) and stdout (at most 1 MiB; UTF-8, invalid
+            bytes replaced).
+        :raises KernelServerUnavailable: if the server cannot run it (gone, silent, refused).
+        """
+        message = {"type": "probe", "script": script, "argv": list(args)}
+        if alarm_s is not None:
+            message["alarm_s"] = alarm_s
+        reply = self.request(message, timeout)
+        if reply.get("type") != "probed":
+            raise KernelServerUnavailable(f"the kernel server on {self.name} did not run the probe: "
+                                          f"{reply.get('error', reply)}")
+        return reply.get("exit_code"), str(reply.get("output", "")).encode("utf-8")
+
     # ------------------------------------------------------------------------------ reading
     def _read(self) -> None:
         decoder = FrameDecoder()
@@ -257,6 +279,11 @@ class ServerPool:
             with self._lock:
                 self._servers[key] = server
             return server
+
+    def running(self, where: str) -> RemoteServer | None:
+        """A usable server already running on ``where`` (none is started for this)."""
+        with self._lock:
+            return next((s for (w, _), s in self._servers.items() if w == where and s.usable), None)
 
     def forget(self, where: str) -> None:
         """Drop (and close) the servers on ``where`` (a container that was removed)."""

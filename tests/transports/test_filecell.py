@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -383,3 +384,21 @@ def test_no_zombie_runner_is_left_on_the_local_shell():
     assert k.execute("1").value == "1"
     k.shutdown()
     wait_until(lambda: not os.path.exists(f"/proc/{runner}"), 5.0, what="the runner to be reaped")
+
+
+def test_the_interpreter_is_looked_up_once_per_kernel_not_per_cell(tmp_path):
+    """``python`` names an interpreter through PATH or a version manager's shim (pyenv's costs
+    ~90 ms per start, most of a trivial cell): the launch resolves it once (its
+    ``sys.executable``) and every later execute runs that file."""
+    calls = tmp_path / "calls"
+    shim = tmp_path / "python-shim"
+    shim.write_text(f"#!/bin/sh\necho x >> {calls}\nexec {sys.executable} \"$@\"\n")
+    shim.chmod(0o755)
+    transport = FileCellTransport(LocalShellBackend(), python=str(shim))
+    with KernelHandle(transport, KernelOptions()) as k:
+        for n in range(5):
+            assert k.execute(f"{n} + 1").value == str(n + 1)
+        assert k.launched.extra["python"] == sys.executable, "the shim resolved to the interpreter it runs"
+        assert k.execute("import sys; sys.executable").value == repr(sys.executable)
+
+    assert calls.read_text().count("x") == 1, "only the launch's setup went through the shim"

@@ -107,3 +107,55 @@ def test_a_clean_test_leaves_nothing_the_transport_probe_reports(hermes_transpor
         assert handle.execute("6 * 7").value == "42"
     report = checker.after(before)
     assert not report, report.format("case")
+
+
+def _scan_execs(transport: Transport, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the host-process scans the transport runs by exec from now on."""
+    from pytest_hermes_kernel.transports.detached import HOST_PROCESSES_SCRIPT
+
+    execs: list[str] = []
+    run_script = transport.run_script  # type: ignore[attr-defined]
+
+    def recording(where, script, *args, **kw):
+        if script == HOST_PROCESSES_SCRIPT:
+            execs.append(str(where))
+        return run_script(where, script, *args, **kw)
+
+    monkeypatch.setattr(transport, "run_script", recording)
+    return execs
+
+
+@pytest.mark.hermes_allow_leaks("the test leaks a kernel on purpose and cleans up through the probe")
+@pytest.mark.parametrize("scan_by", ["kernel server", "exec"])
+def test_the_scan_runs_in_the_kernel_server_when_one_runs_and_finds_the_same(
+        hermes_transport: Transport, monkeypatch: pytest.MonkeyPatch, scan_by: str) -> None:
+    transport = _remote(hermes_transport)
+    if transport.servers is None:  # type: ignore[attr-defined]
+        pytest.skip("this transport was made without kernel servers")
+    handle = KernelHandle(transport, KernelOptions()).start()  # its server runs from now on
+    assert handle.launched.extra.get("server") is not None, "the kernel was forked by a server"
+    execs = _scan_execs(transport, monkeypatch)
+    if scan_by == "exec":
+        monkeypatch.setattr(transport.servers, "running", lambda where: None)  # type: ignore[attr-defined]
+    checker = LeakChecker(TRANSPORT_ONLY, grace=0.0)
+    try:
+        leaked = checker.after({}).leaks.get("remote kernel process", {})
+        assert any(handle.kernel_id in d for d in leaked.values()), leaked
+        assert bool(execs) == (scan_by == "exec"), execs
+    finally:
+        handle.shutdown()
+
+
+def test_a_probe_in_the_kernel_server_gives_its_output_and_exit_code_and_a_hung_one_is_ended(
+        hermes_transport: Transport) -> None:
+    transport = _remote(hermes_transport)
+    if transport.servers is None:  # type: ignore[attr-defined]
+        pytest.skip("this transport was made without kernel servers")
+    with KernelHandle(transport, KernelOptions()) as handle:
+        server = handle.launched.extra["server"]
+        assert server.probe("import sys; print(sys.argv[1:], 'é'); sys.exit(3)", ["a", "b c"]) == \
+            (3, "['a', 'b c'] é\n".encode())
+        assert server.probe("raise ValueError('no')", []) == (1, b"")
+        code, _ = server.probe("import time; time.sleep(60)", [], alarm_s=1)
+        assert code == -14, "SIGALRM ended the hung probe"
+        assert server.usable and handle.execute("1 + 1").value == "2", "the server and its kernels go on"

@@ -2,7 +2,8 @@
 
 Listed through the engine (so an engine elsewhere, ``DOCKER_HOST``, is covered): the run's
 containers that nobody holds, and inside each container this transport knows, the kernel
-processes of a host and the kernel dirs it made that are still there.
+processes of a host and the kernel dirs it made that are still there (scanned by the
+container's kernel server when one runs, else by an exec).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ...errors import KernelServerUnavailable
 from ..detached import DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_existing_dirs, parse_host_processes
 
 if TYPE_CHECKING:
@@ -25,10 +27,10 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
     found: dict[str, dict[str, str]] = {"container": unused_run_containers(transport.client, transport.run_id),
                                         "remote kernel process": {}, "remote kernel dir": {}}
     for cid in transport.hosts.all_known():
-        if not transport.container_running(cid):
-            continue
         dirs = transport.made_dirs.of(cid)
-        _, out = transport.run_script(cid, HOST_PROCESSES_SCRIPT, str(host_pid), *dirs, user="")
+        out = _scan(transport, cid, [str(host_pid), *dirs])
+        if out is None:
+            continue
         for pid, start, kernel_id, cmd in parse_host_processes(out):
             found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \
                 f"pid {pid} in container {cid[:12]} (kernel {kernel_id}): {cmd}"
@@ -37,6 +39,21 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
         found["remote kernel dir"].update({f"docker:{cid}:{d}": f"kernel dir {d} in container {cid[:12]}"
                                            for d in existing})
     return found
+
+
+def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None:
+    """The host-process scan's output in container ``cid``: run by the kernel server there when
+    one runs (a fork, no exec: most snapshots), else by an exec as the image's user (the server's
+    user too: docker's root cannot read other users' environ); ``None`` if the container is not running."""
+    server = None if transport.servers is None else transport.servers.running(cid)
+    if server is not None:
+        try:
+            return server.probe(HOST_PROCESSES_SCRIPT, args)[1]
+        except KernelServerUnavailable:
+            pass
+    if not transport.container_running(cid):
+        return None
+    return transport.run_script(cid, HOST_PROCESSES_SCRIPT, *args, user="")[1]
 
 
 def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:

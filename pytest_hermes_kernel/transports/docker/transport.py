@@ -104,7 +104,7 @@ class DockerTransport(Transport):
         self.hosts = KernelHosts(self.client, mode=container, image=image, mem_limit_bytes=mem_limit_bytes,
                                  cpus=cpus, run_id=self.run_id, reuse=reuse)
         self._owners: dict[str, tuple[int, int]] = {}
-        self._servers = server_pool(self, server_idle_timeout) if server else None
+        self.servers = server_pool(self, server_idle_timeout) if server else None
         self.made_dirs = MadeDirs()  # kernel dirs made in the containers (both paths), for the leak probe
 
     # ------------------------------------------------------------------------------ containers
@@ -151,7 +151,7 @@ class DockerTransport(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
         cid = self.hosts.for_launch()
-        pool = self._servers if not self.hosts.is_fresh(cid) else None
+        pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         return with_fallback(fork, lambda: self._spawn(cid, spec))
 
@@ -278,8 +278,8 @@ class DockerTransport(Transport):
 
     def close(self) -> None:
         """Close the kernel servers; leave the shared container (the run's last user removes it); remove fresh ones."""
-        if self._servers is not None:
-            self._servers.close()
+        if self.servers is not None:
+            self.servers.close()
         self.hosts.close()
 
     # ------------------------------------------------------------------------------ diagnostics

@@ -38,6 +38,12 @@ CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}
                "sys.exit(client(sys.argv[2], sys.argv[3]))")
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
+#: The launch's line naming the interpreter that ran it (its ``sys.executable``): later executes
+#: run that file, with no PATH lookup and no version-manager shim in between (a pyenv shim costs
+#: ~90 ms per start, measured here: most of a trivial cell).
+PYTHON_MARK = "HERMES-FILECELL-PYTHON"
+#: The same path in the kernel dir, for the launch's own later steps (the runner, the hello).
+PYTHON_FILE = "python.path"
 #: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
 MAX_COMMAND_BYTES = 100_000
 #: Ends the here-document (quoted: no expansion) that carries the config (base64 never holds ``_``).
@@ -82,7 +88,9 @@ put('LOG_NAME', b'')
 args = sys.argv[1:]
 for i in range(0, len(args), 2):
     put(args[i], zlib.decompress(base64.b64decode(args[i + 1])))
-""".replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME)
+put('PYTHON_FILE', sys.executable.encode())
+print('PYTHON_MARK', sys.executable)
+""".replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME).replace("PYTHON_MARK", PYTHON_MARK).replace("PYTHON_FILE", PYTHON_FILE)
 
 
 def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Mapping[str, bytes],
@@ -100,6 +108,7 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
     # paths and the interpreter are written in as quoted words, never as shell variables: the
     # backend's environment (or the unset list) can hold any name and must not steer the launch
     r, d, py = _q(root), _q(kdir), _q(python)
+    exe = f'"$(cat {PYTHON_FILE})"'  # what ``python`` resolved to, from the file the setup wrote
     return "\n".join([
         "umask 077",
         f'command -v {py} >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: "{py}" not found"; exit 127; }}',
@@ -112,11 +121,11 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
         f"cd {d} || exit 1",
         (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<\'{_HEREDOC_END}\'\n{b64(json.dumps(dict(config)).encode())}\n'
          f'{_HEREDOC_END}\n[ $? = 0 ] || {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
-        (f"( {_launch_env_lines(kernel_id, unset)}; exec {py} -B {_q(f'{kdir}/{runner}')} serve --listen "
+        (f"( {_launch_env_lines(kernel_id, unset)}; exec {exe} -B {_q(f'{kdir}/{runner}')} serve --listen "
          f"{_q(f'{kdir}/{SOCKET_NAME}')} < config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; "
          f"rm -f config.json; tail -n 20 {LOG_NAME}; exit 1; }}"),
         "rm -f config.json",
-        f"{py} -I -S -B -c {_q(CLIENT_BOOT)} {_q(f'{kdir}/{runner}')} {d} {hello_params}",
+        f"{exe} -I -S -B -c {_q(CLIENT_BOOT)} {_q(f'{kdir}/{runner}')} {d} {hello_params}",
     ])
 
 
@@ -244,6 +253,15 @@ def parse_ready(text: str) -> int | None:
         word, _, rest = line.strip().partition(" ")
         if word == "ready" and rest.strip().isdigit():
             return int(rest)
+    return None
+
+
+def parse_python(text: str) -> str | None:
+    """The interpreter the launch ran (its :data:`PYTHON_MARK` line: an absolute path), or ``None``."""
+    for line in text.splitlines():
+        word, _, rest = line.strip().partition(" ")
+        if word == PYTHON_MARK and rest.startswith("/") and "\n" not in rest:
+            return rest
     return None
 
 

@@ -132,6 +132,7 @@ class FileCellTransport(Transport):
             raise KernelStartError(
                 f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
                 f"{_tail(out)}\nHint: the backend needs sh, python3 ({python!r}) and a writable {self.root!r}")
+        site.python = python = scripts.parse_python(out) or python  # resolved once: no PATH lookup per poll
         stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
                         extra={"site": site, "python": python, "runner": app.name})

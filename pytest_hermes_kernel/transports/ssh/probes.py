@@ -2,7 +2,8 @@
 
 Listed through the transport's own connection (nothing is connected for this: without a
 connection there is nothing to list): its open channels, the kernel processes of a host on
-the ssh host (scanned there, so a real remote host is covered), and the run's sshd containers
+the ssh host (scanned there, so a real remote host is covered: by the kernel server there
+when one runs, else by an exec), and the run's sshd containers
 that no live process holds, and the kernel dirs this process made there that are still there.
 """
 
@@ -12,7 +13,7 @@ import logging
 import shlex
 from typing import TYPE_CHECKING
 
-from ...errors import TransportLostError
+from ...errors import KernelServerUnavailable, TransportLostError
 from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes)
 
@@ -35,7 +36,7 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
         where = str(conn.target)
         dirs = transport.made_dirs.of(where)
-        _, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, str(host_pid), *dirs)
+        out = _scan(transport, conn, where, [str(host_pid), *dirs])
         for pid, start, kernel_id, cmd in parse_host_processes(out):
             found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
                 f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
@@ -47,6 +48,18 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
 
         found["container"] = unused_run_containers(transport.sshd.docker, transport.run_id)
     return found
+
+
+def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[str]) -> bytes:
+    """The host-process scan's output on the ssh host: run by the kernel server there when one
+    runs (a fork, no ssh exec: most snapshots), else by an exec; both as the login user."""
+    server = None if transport.servers is None else transport.servers.running(where)
+    if server is not None:
+        try:
+            return server.probe(HOST_PROCESSES_SCRIPT, args)[1]
+        except KernelServerUnavailable:
+            pass
+    return transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)[1]
 
 
 def cleanup(transport: SshTransport, kind: str, identity: str) -> None:

@@ -132,7 +132,7 @@ class SshTransport(Transport):
             raise ConfigError(f"container must be 'shared' or 'fresh', not {container!r}")
         if self.target is not None and mem_limit_bytes is not None:
             raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
-        self._servers = server_pool(self, server_idle_timeout) if server else None
+        self.servers = server_pool(self, server_idle_timeout) if server else None
         self.sshd = (SshdContainer(run_id=self.run_id, image=image, mem_limit_bytes=mem_limit_bytes,
                                    fresh=container == "fresh", reuse=reuse) if self.target is None else None)
 
@@ -190,7 +190,7 @@ class SshTransport(Transport):
             conn = self._connection()
         except TransportLostError as exc:
             raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
-        pool = self._servers
+        pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
         return with_fallback(fork, lambda: self._spawn(conn, spec))
 
@@ -310,8 +310,8 @@ class SshTransport(Transport):
 
     def close(self) -> None:
         """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
-        if self._servers is not None:
-            self._servers.close()
+        if self.servers is not None:
+            self.servers.close()
         with self._lock:
             conn, self._conn = self._conn, None
         if conn is not None:

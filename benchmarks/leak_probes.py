@@ -1,0 +1,70 @@
+"""What the leak check costs per test: one snapshot of every probe, per transport, in one run.
+
+The leak checker snapshots before each test and after its teardown, and the transport probe asks
+every live transport of the session, so each test pays every live transport's snapshot twice.
+On docker and ssh the scan of the far side's processes and kernel dirs runs in a fork of the
+kernel server when one runs there; the anchor is the same scan by one exec (``docker exec`` /
+ssh exec), measured in the same run by hiding the server from the probe.
+
+    python benchmarks/leak_probes.py [--rounds 20] [--transports local,docker,ssh,filecell]
+
+Prints, per transport, the median snapshot time in ms by server and by exec, and the median of a
+whole ``LeakChecker.before()`` with all the named transports live (what one test pays, twice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.leaks.checker import LeakChecker
+from pytest_hermes_kernel.transports import make_transport
+
+
+def _median_ms(fn: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--transports", type=lambda s: s.split(","), default=["local", "docker", "ssh", "filecell"])
+    args = ap.parse_args()
+    transports = [make_transport(name) for name in args.transports]
+    try:
+        for transport in transports:
+            with start_kernel(transport) as kernel:  # a kernel server runs from now on, where there is one
+                kernel.execute("1")
+        print(f"{'transport':10} {'by server ms':>13} {'by exec ms':>11}")
+        for transport in transports:
+            snap = lambda t=transport: t.leak_snapshot(os.getpid())  # noqa: E731
+            by_server = _median_ms(snap, args.rounds)
+            servers = getattr(transport, "servers", None)
+            by_exec = None
+            if servers is not None:
+                running = servers.running
+                servers.running = lambda where: None
+                try:
+                    by_exec = _median_ms(snap, args.rounds)
+                finally:
+                    servers.running = running
+            print(f"{transport.name:10} {by_server:13.2f} {'-' if by_exec is None else f'{by_exec:.2f}':>11}")
+        checker = LeakChecker()
+        print(f"LeakChecker.before() with {','.join(args.transports)} live: "
+              f"{_median_ms(checker.before, args.rounds):.2f} ms (paid twice per test)")
+    finally:
+        for transport in transports:
+            transport.close()
+
+
+if __name__ == "__main__":
+    main()
