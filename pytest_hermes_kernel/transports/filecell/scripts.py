@@ -38,11 +38,13 @@ CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}
                "sys.exit(client(sys.argv[2], sys.argv[3]))")
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
-#: The launch's line naming the interpreter that ran it (its ``sys.executable``): later executes
-#: run that file, with no PATH lookup and no version-manager shim in between (a pyenv shim costs
-#: ~90 ms per start, measured here: most of a trivial cell).
+#: The launch's line naming the interpreter that ran it (its ``sys.executable``): the client's
+#: polls run that file, with no PATH lookup and no version-manager shim in between (a pyenv shim
+#: costs ~90 ms per start, measured here: most of a trivial cell). The client is stdlib-only
+#: and isolated (``-I -S``), so what a wrapper would set does not reach it; the runner, which
+#: runs the cells, still starts through ``python`` as given, wrapper and all.
 PYTHON_MARK = "HERMES-FILECELL-PYTHON"
-#: The same path in the kernel dir, for the launch's own later steps (the runner, the hello).
+#: The same path in the kernel dir, for the launch's own hello.
 PYTHON_FILE = "python.path"
 #: Largest command text sent in one execute (Linux limits one argv string to 128 KiB).
 MAX_COMMAND_BYTES = 100_000
@@ -121,7 +123,7 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
         f"cd {d} || exit 1",
         (f'{py} -I -S -c {_q(_SETUP)} {shipped} <<\'{_HEREDOC_END}\'\n{b64(json.dumps(dict(config)).encode())}\n'
          f'{_HEREDOC_END}\n[ $? = 0 ] || {{ echo "{ERROR_MARK} setup failed"; exit 1; }}'),
-        (f"( {_launch_env_lines(kernel_id, unset)}; exec {exe} -B {_q(f'{kdir}/{runner}')} serve --listen "
+        (f"( {_launch_env_lines(kernel_id, unset)}; exec {py} -B {_q(f'{kdir}/{runner}')} serve --listen "
          f"{_q(f'{kdir}/{SOCKET_NAME}')} < config.json ) || {{ echo \"{ERROR_MARK} runner: exit $?\"; "
          f"rm -f config.json; tail -n 20 {LOG_NAME}; exit 1; }}"),
         "rm -f config.json",
