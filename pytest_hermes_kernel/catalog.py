@@ -202,6 +202,7 @@ class ScenarioRunner:
         self.transport_name = transport_name
         self.on_fault = on_fault
         self.faults = tuple(faults)
+        self._firing: str | None = None  # the fault being injected (named if it raises)
         options = options or KernelOptions(**scenario.kernel)
         if not options.report_running and any(f.fires_during(n) for f in self.faults
                                                for n in range(1, len(scenario.steps) + 1)):
@@ -230,12 +231,21 @@ class ScenarioRunner:
         return KernelKey(owner=owner, transport=self.transport_name)
 
     def run(self) -> None:
+        """Run every step, fire the faults after their cells, check the end; one failure lists every problem.
+
+        :raises ScenarioFailure: if any expectation failed, or a step or fault raised after one
+            had (the error then ends the list: what went wrong first is the lead).
+        """
         problems: list[str] = []
         try:
             for n, step in enumerate(self.s.steps, 1):
                 problems += self._step(n, step)
                 problems += self._faults_after(n)
             problems += self._end_checks()
+        except Exception as exc:
+            if not problems:
+                raise
+            problems.append(f"then {self._firing or 'a step'} raised {type(exc).__name__}: {exc}")
         finally:
             self.registry.close()
         if problems:
@@ -244,7 +254,9 @@ class ScenarioRunner:
     def _faults_after(self, n: int) -> list[str]:
         for fault in self.faults:
             if fault.fires_after(n):
+                self._firing = f"fault {fault.kind} after step {n}"
                 self._fire(fault)
+                self._firing = None
         return []
 
     def _fire(self, fault: ScenarioFault) -> None:

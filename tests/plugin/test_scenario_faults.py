@@ -109,3 +109,28 @@ def test_a_fault_during_a_step_lands_mid_step_and_dies_with_a_step_that_ends_fir
     pytester.path.joinpath("fixtures", "during.toml").write_text(DURING)
     result = run("fixtures", "--hermes-transport=local")
     result.assert_outcomes(passed=1)
+
+
+EXIT_THEN_SIGKILL = HEAD.format(name="exit-then-sigkill") + """
+[[fault]]
+kind = "kernel_sigkill"
+after_cell = 1
+
+[[cell]]
+code = "import os; os._exit(3)"
+expect = { status = "ok" }
+[[cell]]
+code = "1"
+"""
+
+
+def test_a_fault_that_raises_after_a_failed_expectation_reports_both(pytester, run):
+    """What went wrong first (cell 1 was not ``ok``) leads; the fault's own error follows it."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "exit.toml").write_text(EXIT_THEN_SIGKILL)
+    result = run("fixtures", "--hermes-transport=local")
+    result.assert_outcomes(failed=1)
+    text = output_of(result)
+    first, then = text.find("cell 1: expected status='ok'"), text.find("then fault kernel_sigkill after step 1 raised")
+    assert 0 <= first < then, text[-3000:]
+    assert "exited with code 3" in text[first:then], text[-3000:]
