@@ -201,6 +201,9 @@ class Transport(ABC):
 
         Every kernel process carries ``HERMES_KERNEL_ID`` in its environment (runner, worker and
         what cells start); remote transports run the same scan inside the container or host.
+
+        :raises TransportLostError: if the place the kernel runs cannot be asked (never an empty
+            list, which reads as "nothing of the kernel is left").
         """
         from ..procs import processes_with_env
 

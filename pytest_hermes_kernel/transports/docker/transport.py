@@ -310,8 +310,10 @@ class DockerTransport(Transport):
                     # as the kernel's user: docker's root lacks CAP_SYS_PTRACE to read others' environ
                     found += parse_kernel_processes(self.run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id,
                                                                      user="")[1])
-            except Exception:  # noqa: BLE001 - a container removed meanwhile has no processes
-                continue
+            except Exception as exc:  # noqa: BLE001 - only a container gone meanwhile has no processes
+                if not _seen_gone(self, cid):
+                    raise TransportLostError(f"cannot list kernel {kernel_id}'s processes in container "
+                                             f"{cid[:12]}: {type(exc).__name__}: {exc}") from None
         return found
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
@@ -365,6 +367,14 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
 def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
     """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
     api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
+
+
+def _seen_gone(transport: DockerTransport, container_id: str) -> bool:
+    """Whether the engine answers that the container no longer runs (not: cannot be asked)."""
+    try:
+        return not transport.container_running(container_id)
+    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+        return False
 
 
 class _NullStream:

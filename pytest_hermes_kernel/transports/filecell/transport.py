@@ -33,7 +33,7 @@ import os
 import secrets
 from typing import Any, ClassVar
 
-from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError
+from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError, TransportLostError
 from . import scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from .files import FileCellFiles
@@ -237,11 +237,16 @@ class FileCellTransport(Transport):
         return out.rstrip()
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
-        """Live processes of kernel ``kernel_id`` where the backend runs (scanned there)."""
+        """Live processes of kernel ``kernel_id`` where the backend runs (scanned there).
+
+        :raises TransportLostError: if the backend cannot run the scan (an empty list would read
+            as "nothing of the kernel is left").
+        """
         try:
             _, out = self.backend.execute(scripts.processes_command(kernel_id=kernel_id, python=self.python), 30.0)
-        except Exception:  # noqa: BLE001 - unreachable: nothing seen
-            return []
+        except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
+            raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
+                                     f"failed: {type(exc).__name__}: {exc}") from None
         from ..detached import parse_kernel_processes
 
         return parse_kernel_processes(out.encode())

@@ -83,12 +83,16 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
 
 
 def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
-    """Live processes of kernel ``kernel_id`` on the ssh host, scanned there; ``[]`` when the host
-    cannot be reached (its runner ends by its orphan timer)."""
+    """Live processes of kernel ``kernel_id`` on the ssh host, scanned there.
+
+    :raises TransportLostError: if the host cannot be reached or the scan does not finish within
+        :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
+    """
     try:
         return parse_kernel_processes(transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
-    except (TransportLostError, TimeoutError):
-        return []
+    except TimeoutError:
+        raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host did not "
+                                 f"finish within {PROBE_TIMEOUT:g} s", timed_out=True) from None
 
 
 def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
