@@ -35,6 +35,26 @@ def test_failing_tool_is_the_cells_error_not_the_hosts(kernel_factory):
     assert k.execute("1").status == "ok"
 
 
+def _raise(exc: BaseException):
+    raise exc
+
+
+def test_a_tool_raising_keyboard_interrupt_or_system_exit_is_the_cells_error(kernel_factory):
+    """Not an ``Exception``: it ended the host's tool thread with no answer, and the cell waited
+    for one until its budget ran out (forever without one)."""
+    k = kernel_factory(tools={"interrupt": lambda: _raise(KeyboardInterrupt("from the tool")),
+                              "exit": lambda: _raise(SystemExit(3))})
+    k.execute("kept = 1")
+    code = ("import hermes_tools\nerrors = []\nfor name in ('interrupt', 'exit'):\n    try:\n"
+            "        hermes_tools.call(name)\n    except Exception as exc:\n"
+            "        errors.append(type(exc).__name__ + ': ' + str(exc))\nerrors")
+    r = k.execute(code, timeout=15)
+    assert r.status == "ok", r.summary()
+    assert "KeyboardInterrupt: from the tool" in r.value and "SystemExit: 3" in r.value, r.value
+    assert [c["ok"] for c in r.tool_calls] == [False, False]
+    assert k.execute("kept").value == "1", "the kernel and its state go on"
+
+
 def test_tool_budget_per_cell(kernel_factory):
     k = kernel_factory(tools=TOOLS, max_tool_calls=3)
     code = ("import hermes_tools\nout = []\nfor i in range(5):\n    try:\n"

@@ -175,7 +175,9 @@ class CellRun:
                 reply["ok"] = True
             except ToolCallRefused as exc:
                 reply.update(ok=False, error=str(exc))
-            except Exception as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours
+            except BaseException as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours;
+                # KeyboardInterrupt or SystemExit too: in this thread they are the tool's own raise
+                # (no signal lands here), and unanswered, the cell would wait for its budget
                 reply.update(ok=False, error=f"{type(exc).__name__}: {exc}")
         finally:
             _in_tool.kernel = None
