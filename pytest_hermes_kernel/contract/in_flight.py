@@ -1,6 +1,6 @@
 """Contract: a restart or shutdown while a cell runs gives every request a final status (B27).
 
-A cell in flight and the cells queued behind it (on the same handle, and through a second
+A cell in flight (keeping what it printed) and the cells queued behind it (on the same handle, and through a second
 lease holder of the same registry key) each end, within the restart's own time, with an
 explicit status that names the generation they were sent to: ``died`` with ``reason="reset"``
 (a queued cell is not run, and says so), or :class:`KernelShutdownError` for a cell queued
@@ -28,8 +28,9 @@ __all__ = ["in_flight_started", "in_flight_registry", "test_restart_while_a_cell
 
 #: Seconds every request in flight or queued has to settle once restart()/shutdown() returned.
 SETTLE_S = 10.0
-#: The cell that runs while the kernel is restarted (it would run for 30 s).
-LONG_CELL = CellStarted.CODE + "import time\nprint('start', flush=True)\ntime.sleep(30)\n"
+#: The cell that runs while the kernel is restarted (it would run for 30 s); it has printed
+#: ``start`` by the time it reports that it runs.
+LONG_CELL = "print('start', flush=True)\n" + CellStarted.CODE + "import time\ntime.sleep(30)\n"
 
 
 @pytest.fixture
@@ -73,6 +74,7 @@ def test_restart_while_a_cell_runs_settles_every_request(in_flight_registry, in_
     for name, r in results.items():
         assert r.status == "died" and r.kernel.reason == "reset", f"{name}: {r.summary()}"
         assert r.kernel.generation == old, f"{name} must name the generation it was sent to: {r.summary()}"
+    assert results["A"].stdout == "start\n", "the cut cell keeps what it printed"
     assert "not run" in results["B"].kernel.note and "not run" in results["C"].kernel.note
     assert results["B"].stdout == results["C"].stdout == "" and results["B"].execution_count == 0
     after = kernel.execute("print('after'); print('x' in globals(), 'y' in globals())")
@@ -93,6 +95,7 @@ def test_shutdown_while_a_cell_runs_settles_every_request(in_flight_registry, in
 
     running = a.result(timeout=SETTLE_S)
     assert running.status == "died" and running.kernel.reason == "reset", running.summary()
+    assert running.stdout == "start\n", "the cell cut by the shutdown keeps what it printed"
     assert running.kernel.generation == old
     for name, fut in (("B", b), ("C", c)):
         with pytest.raises(KernelShutdownError) as info:

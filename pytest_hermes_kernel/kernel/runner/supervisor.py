@@ -196,10 +196,13 @@ class Supervisor:
                          "orphan_timeout": self.orphan_timeout})
 
     def do_shutdown(self, msg: Header) -> None:
+        """End the worker by the ladder; a cell it cut gets its result (with what it printed) before ``bye``."""
         code, sig = self.worker.exit or (None, None)
         step = self.worker.stop(float(msg.get("grace", DEFAULT_EXIT_GRACE_S)), self.cells.cell is not None)
         if self.worker.exit is not None:
             code, sig = self.worker.exit
+            if self.cells.cell is not None:
+                self.finish_with_death(self.worker.exit)
         self.link.reply({"type": "bye", "id": msg.get("id"), "step": step, "exit_code": code, "signal": sig})
         self.stopping = True
 
