@@ -10,7 +10,11 @@ that ``hermes-kernel ls`` prints.
 
 Who reads them: ``hermes-kernel ls/attach/exec/sweep`` (:mod:`pytest_hermes_kernel.cli`), and
 the sweeps of dead hosts' leftovers, which leave an unexpired kept kernel's processes and kernel
-dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`).
+dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`), and the docker transport,
+whose run's last member, start-up sweep and leak probe leave a container holding an unexpired
+kept kernel alone (:func:`exempt_container_ids`, :func:`holds_kept_kernel`: the record's
+locator names the container; the container's :data:`~.labels.LABEL_TMPDIR` label says under
+which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record too).
 """
 
 from __future__ import annotations
@@ -22,9 +26,11 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import ConfigError, UnsafeRunDirError
+from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
 
-__all__ = ["KeptKernel", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "load_all", "remove", "save", "unexpired"]
+__all__ = ["KeptKernel", "exempt_container_ids", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "holds_kept_kernel",
+           "load_all", "remove", "save", "unexpired"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +148,21 @@ def exempt_kernel_ids(directory: str | None = None) -> set[str]:
 def exempt_kernel_dirs(directory: str | None = None) -> set[str]:
     """Kernel dirs (where the kernel runs) of unexpired kept kernels: stale-dir sweeps leave them alone."""
     return {str(r.locator["kernel_dir"]) for r in unexpired(directory) if r.locator.get("kernel_dir")}
+
+
+def exempt_container_ids(directory: str | None = None) -> set[str]:
+    """Ids of the containers that hold an unexpired kept kernel (docker): nothing removes them
+    until the kernel is swept or its TTL runs out."""
+    return {str(r.locator["container_id"]) for r in unexpired(directory) if r.locator.get("container_id")}
+
+
+def holds_kept_kernel(container_id: str, labels: dict[str, str]) -> bool:
+    """Whether an unexpired kept kernel's record names ``container_id``: among this process's
+    records, or those under the temp dir its :data:`~.labels.LABEL_TMPDIR` label names (checked
+    as private and this user's, as every kept dir is).
+
+    :param container_id: the container's full id.
+    :param labels: its labels.
+    """
+    where = {None, labels.get(LABEL_TMPDIR) or None}
+    return any(container_id in exempt_container_ids(directory) for directory in where)
