@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -103,6 +105,15 @@ def kept_docker(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPa
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def sweep_with_another_tmpdir(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``hermes-kernel sweep containers kernel-processes`` as a user whose ``TMPDIR`` is another one."""
+    other = tmp_path / "other-tmp"
+    other.mkdir(mode=0o700)
+    return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "containers", "kernel-processes"],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(other)},
+                          stdin=subprocess.DEVNULL)
+
+
 def run_docker(run, kept: Kept, *args: str) -> pytest.RunResult:  # noqa: ANN001 - the plugin conftest's fixture
     return run("--hermes-transport=docker", f"--hermes-run-id={kept.run_id}", *args)
 
@@ -148,19 +159,21 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     assert hermes("exec", kid, "evidence").returncode == 2
 
 
-def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(pytester, run, kept_docker):
+def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(pytester, run, kept_docker, tmp_path):
     pytester.makepyfile(test_keep=failing("server"))
     run_docker(run, kept_docker, "--hermes-keep-failed").assert_outcomes(failed=1)
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
     cid = kept_docker.record(kid)["locator"]["container_id"]
 
-    swept = hermes("sweep")  # every kind: its host is gone, but the kernel is kept
+    swept = hermes("sweep", "containers", "kernel-processes", "kept")  # its host is gone, but the kernel is kept
+    elsewhere = sweep_with_another_tmpdir(tmp_path)  # no record there: the container's label says where they are
     later = kept_docker.run_id
     kept_docker.run_id = f"{later}-later"
     pytester.makepyfile(test_keep="def test_uses_docker(hermes_kernel):\n    assert hermes_kernel.execute('1').ok\n")
     run_docker(run, kept_docker).assert_outcomes(passed=1)  # its start-up sweep runs too
 
     assert cid[:12] not in swept.stdout and kid not in swept.stdout, swept.stdout
+    assert elsewhere.returncode == 0 and cid[:12] not in elsewhere.stdout, elsewhere.stdout + elsewhere.stderr
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
     assert run_containers(kept_docker.run_id) == {}, "the later run removed its own container"
     kept_docker.run_id = later
@@ -178,8 +191,9 @@ def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container
     wait_until(lambda: not kernel_processes(cid, kid), 20.0, what=f"kept kernel {kid} to expire")
     line = next(x for x in hermes("ls").stdout.splitlines() if x.startswith(kid))
     assert " expired " in line and line.split()[-2] == "no", line
+    assert running(cid), "an expired kernel's container stays until the next sweep"
 
-    swept = hermes("sweep")
+    swept = hermes("sweep", "containers", "kept")
     assert f"removed container {cid[:12]}" in swept.stdout and f"removed kept kernel {kid}" in swept.stdout, swept.stdout
     assert not running(cid) and run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
 
