@@ -76,6 +76,8 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
     kid = record.kernel_id
     at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
+    container = record.locator.get("container_id")
+    shell = [f"    docker exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
     return "\n".join([
         f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport} (worker pid "
         f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
@@ -84,4 +86,5 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
         f"    hermes-kernel attach {kid}    a console: each line is a cell",
         "    hermes-kernel ls    every kept kernel, alive or not",
         f"    hermes-kernel sweep --kept --kernel {kid}    end it now",
+        *shell,
     ])

@@ -76,6 +76,12 @@ class Kept:
 
     def __init__(self, tmp: Path, run_id: str) -> None:
         self.tmp, self.run_id = tmp, run_id
+        self.run_ids = [run_id]  # every run's containers are removed afterwards
+
+    def next_run(self) -> None:
+        """The next inner run gets a run id of its own."""
+        self.run_id = f"{self.run_ids[0]}-{len(self.run_ids)}"
+        self.run_ids.append(self.run_id)
 
     def record(self, kernel_id: str) -> dict:
         path = self.tmp / f"pytest-hermes-kernel-{os.getuid()}" / "kept" / f"{kernel_id}.json"
@@ -94,11 +100,12 @@ def kept_docker(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPa
     run_id = f"keepdocker-{uuid.uuid4().hex[:12]}"
     monkeypatch.setenv("TMPDIR", str(tmp))
     monkeypatch.delenv("PYTEST_HERMES_KERNEL_DIR", raising=False)
+    found = Kept(tmp, run_id)
     try:
-        yield Kept(tmp, run_id)
+        yield found
     finally:
         hermes("sweep", "--kept")
-        for cid in run_containers(run_id):
+        for cid in [c for rid in found.run_ids for c in run_containers(rid)]:
             remove_container(cid)
         import shutil
 
@@ -138,6 +145,7 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     ])
     assert "leaked" not in result.stdout.str() and "LeakError" not in result.stdout.str(), result.stdout.str()
     cid = kept_docker.record(kid)["locator"]["container_id"]
+    result.stdout.fnmatch_lines([f"    docker exec -it {cid[:12]} sh    a shell in its container *"])
     assert list(run_containers(kept_docker.run_id)) == [cid], "only the kept kernel's container outlives the run"
     assert stays_true(lambda: running(cid) and bool(kernel_processes(cid, kid)), 1.0), \
         "the kept kernel and its container must outlive the pytest process"
@@ -167,8 +175,8 @@ def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(py
 
     swept = hermes("sweep", "containers", "kernel-processes", "kept")  # its host is gone, but the kernel is kept
     elsewhere = sweep_with_another_tmpdir(tmp_path)  # no record there: the container's label says where they are
-    later = kept_docker.run_id
-    kept_docker.run_id = f"{later}-later"
+    first_run = kept_docker.run_id
+    kept_docker.next_run()
     pytester.makepyfile(test_keep="def test_uses_docker(hermes_kernel):\n    assert hermes_kernel.execute('1').ok\n")
     run_docker(run, kept_docker).assert_outcomes(passed=1)  # its start-up sweep runs too
 
@@ -176,7 +184,7 @@ def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(py
     assert elsewhere.returncode == 0 and cid[:12] not in elsewhere.stdout, elsewhere.stdout + elsewhere.stderr
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
     assert run_containers(kept_docker.run_id) == {}, "the later run removed its own container"
-    kept_docker.run_id = later
+    assert list(run_containers(first_run)) == [cid]
 
 
 def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container(pytester, run, kept_docker):
