@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -150,19 +151,25 @@ def exempt_kernel_dirs(directory: str | None = None) -> set[str]:
     return {str(r.locator["kernel_dir"]) for r in unexpired(directory) if r.locator.get("kernel_dir")}
 
 
-def exempt_container_ids(directory: str | None = None) -> set[str]:
+def exempt_container_ids(directory: str | None = None, ignoring: Collection[str] = ()) -> set[str]:
     """Ids of the containers that hold an unexpired kept kernel (docker): nothing removes them
-    until the kernel is swept or its TTL runs out."""
-    return {str(r.locator["container_id"]) for r in unexpired(directory) if r.locator.get("container_id")}
+    until the kernel is swept or its TTL runs out.
+
+    :param ignoring: kernel ids whose records do not count (being swept: a dry run lists their
+        containers as the sweep would find them).
+    """
+    return {str(r.locator["container_id"]) for r in unexpired(directory)
+            if r.locator.get("container_id") and r.kernel_id not in ignoring}
 
 
-def holds_kept_kernel(container_id: str, labels: dict[str, str]) -> bool:
+def holds_kept_kernel(container_id: str, labels: dict[str, str], ignoring: Collection[str] = ()) -> bool:
     """Whether an unexpired kept kernel's record names ``container_id``: among this process's
     records, or those under the temp dir its :data:`~.labels.LABEL_TMPDIR` label names (checked
     as private and this user's, as every kept dir is).
 
     :param container_id: the container's full id.
     :param labels: its labels.
+    :param ignoring: kernel ids whose records do not count (see :func:`exempt_container_ids`).
     """
     where = {None, labels.get(LABEL_TMPDIR) or None}
-    return any(container_id in exempt_container_ids(directory) for directory in where)
+    return any(container_id in exempt_container_ids(directory, ignoring) for directory in where)

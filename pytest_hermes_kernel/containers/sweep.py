@@ -200,7 +200,7 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
 
 
 def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,
-                          dry_run: bool = False) -> list[str]:
+                          dry_run: bool = False, swept: Collection[str] = ()) -> list[str]:
     """Remove the containers that held kept kernels just swept (``hermes-kernel sweep --kept``),
     each only when no unexpired kept kernel is left in it, it is labelled as made on this hostname
     and no live process of any run uses it (:func:`in_use`); never by name.
@@ -208,11 +208,12 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
     :param container_ids: full ids, from the swept kernels' records.
     :param client: docker-py client; ``None`` opens one from the environment.
     :param dry_run: only find them; nothing is removed.
+    :param swept: ids of the kept kernels being swept (in a dry run their records are still there).
     :returns: ids of the containers removed (or that would be).
     """
     import docker
 
-    wanted = set(container_ids) - exempt_container_ids()
+    wanted = set(container_ids) - exempt_container_ids(ignoring=swept)
     if not wanted:
         return []
     owned = client is None
@@ -222,7 +223,7 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
             cid = summary["Id"]
-            if cid in wanted and not holds_kept_kernel(cid, labels) and not in_use(labels) and \
+            if cid in wanted and not holds_kept_kernel(cid, labels, swept) and not in_use(labels) and \
                     (dry_run or remove_container(cid, client=client)):
                 removed.append(cid)
                 if not dry_run:

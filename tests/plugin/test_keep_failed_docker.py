@@ -159,6 +159,10 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     assert (console.returncode, console.stdout) == (0, "n is 15\n"), console.stderr
     assert hermes("exec", kid, "n").stdout == "15\n"  # state kept across attaches
 
+    dry = hermes("sweep", "--kept", "--dry-run")
+    assert f"would remove kept kernel {kid}" in dry.stdout and f"would remove container {cid[:12]}" in dry.stdout, \
+        dry.stdout + dry.stderr
+    assert running(cid) and records(kept_docker.tmp) == [kid], "a dry run removes nothing"
     swept = hermes("sweep", "--kept")
     assert swept.returncode == 0, swept.stdout + swept.stderr
     assert f"removed kept kernel {kid}" in swept.stdout and f"removed container {cid[:12]}" in swept.stdout, swept.stdout

@@ -20,10 +20,10 @@ from ...kernel.contract import Launched
 if TYPE_CHECKING:
     from .transport import DockerTransport
 
-__all__ = ["attach_kept", "locator", "release"]
+__all__ = ["attach_kept", "locator_of", "release"]
 
 
-def locator(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
+def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
     """What another process needs to reach the kernel of ``launched`` again (JSON values)."""
     return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"],
             "runner": launched.extra.get("runner"), "python": launched.extra.get("python") or transport.python}

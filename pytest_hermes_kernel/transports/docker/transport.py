@@ -298,7 +298,7 @@ class DockerTransport(Transport):
         """The kernel host container's own output (its init's), last ``lines`` lines."""
         return container_log(self.client, launched.extra.get("container") or "", lines)
 
-    locator = keep.locator
+    locator = keep.locator_of
     release = keep.release
     attach_kept = keep.attach_kept
 
