@@ -62,8 +62,9 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            if not holds_kept_kernel(summary["Id"], labels) and _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused) and \
-                    (dry_run or remove_container(summary["Id"], client=client)):
+            goes = not holds_kept_kernel(summary["Id"], labels) and \
+                _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused)
+            if goes and (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
                     _discard_files_of(labels)
