@@ -200,7 +200,12 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
 
 
 def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone."""
+    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
+
+    Only processes in this pid namespace are local: a docker kernel's processes are visible
+    here too, with their host's pid, but their container decides their fate (a kept one
+    outlives its host; the container sweep removes the rest).
+    """
     import psutil
 
     from .containers.kept import exempt_kernel_ids
@@ -209,7 +214,7 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
     kept = exempt_kernel_ids()  # outlive their host on purpose, until their TTL ends
     for proc in psutil.process_iter(["pid"]):
         try:
-            env = proc.environ()
+            env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
         host = env.get("HERMES_KERNEL_HOST_PID")
@@ -225,6 +230,14 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
         except psutil.NoSuchProcess:
             continue
     return killed
+
+
+def _in_this_pid_namespace(pid: int) -> bool:
+    """Whether process ``pid`` shares this process's pid namespace (not inside a container).
+
+    :raises OSError: if its namespace cannot be read (gone, or another user's).
+    """
+    return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
 
 
 def doctor_image(image: str, out: Callable[[str], None] = print) -> int:

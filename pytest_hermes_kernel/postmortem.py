@@ -7,7 +7,8 @@ Each command here reads the record, makes a transport of the record's name and r
 the runner through it (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.attach_kept` and
 :func:`~pytest_hermes_kernel.kernel.handle.attach_kept`: the ``attach`` frame with the kernel's
 token, as after a dropped stream). Leaving keeps the kernel (its TTL starts again: the runner's
-orphan timer); ``sweep --kept`` ends it through the same channel (request -> SIGTERM -> SIGKILL).
+orphan timer); ``sweep --kept`` ends it through the same channel (request -> SIGTERM -> SIGKILL)
+and then removes the containers (docker) that no kept kernel is left in.
 Cells run with no budget and ``auto_restart`` off: a command never starts a kernel of its own.
 """
 
@@ -162,7 +163,7 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
 
     :returns: how many were removed (or would be).
     """
-    removed = 0
+    removed, containers, swept = 0, set(), []
     for record in load_all():
         if kernel_ids and not any(record.kernel_id.startswith(k) for k in kernel_ids):
             continue
@@ -171,9 +172,29 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
         if not dry_run:
             end_kept(record)
         removed += 1
+        swept.append(record.kernel_id)
+        containers.add(record.locator.get("container_id"))
         progress(f"{'would remove' if dry_run else 'removed'} kept kernel {record.kernel_id} "
                  f"({record.transport}, kept by {record.nodeid})")
+    _sweep_containers_of_kept({c for c in containers if isinstance(c, str)}, swept, progress, dry_run)
     return removed
+
+
+def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
+                              dry_run: bool) -> None:
+    """Remove the containers that held the swept kept kernels, once none of their kernels is kept
+    (:func:`~pytest_hermes_kernel.containers.sweep.sweep_kept_containers`)."""
+    if not container_ids:
+        return
+    from .containers.sweep import sweep_kept_containers
+
+    try:
+        gone = sweep_kept_containers(container_ids, dry_run=dry_run, swept=swept)
+    except Exception as exc:  # noqa: BLE001 - no engine: the next sweep removes them
+        progress(f"containers of kept kernels: skipped ({type(exc).__name__}: {exc})")
+        return
+    for cid in gone:
+        progress(f"{'would remove' if dry_run else 'removed'} container {cid[:12]} (no kept kernel is left in it)")
 
 
 def end_kept(record: KeptKernel) -> None:

@@ -10,7 +10,11 @@ that ``hermes-kernel ls`` prints.
 
 Who reads them: ``hermes-kernel ls/attach/exec/sweep`` (:mod:`pytest_hermes_kernel.cli`), and
 the sweeps of dead hosts' leftovers, which leave an unexpired kept kernel's processes and kernel
-dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`).
+dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`), and the docker transport,
+whose run's last member, start-up sweep and leak probe leave a container holding an unexpired
+kept kernel alone (:func:`exempt_container_ids`, :func:`holds_kept_kernel`: the record's
+locator names the container; the container's :data:`~.labels.LABEL_TMPDIR` label says under
+which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record too).
 """
 
 from __future__ import annotations
@@ -18,13 +22,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import ConfigError, UnsafeRunDirError
+from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
 
-__all__ = ["KeptKernel", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "load_all", "remove", "save", "unexpired"]
+__all__ = ["KeptKernel", "exempt_container_ids", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "holds_kept_kernel",
+           "load_all", "remove", "save", "unexpired"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +149,27 @@ def exempt_kernel_ids(directory: str | None = None) -> set[str]:
 def exempt_kernel_dirs(directory: str | None = None) -> set[str]:
     """Kernel dirs (where the kernel runs) of unexpired kept kernels: stale-dir sweeps leave them alone."""
     return {str(r.locator["kernel_dir"]) for r in unexpired(directory) if r.locator.get("kernel_dir")}
+
+
+def exempt_container_ids(directory: str | None = None, ignoring: Collection[str] = ()) -> set[str]:
+    """Ids of the containers that hold an unexpired kept kernel (docker): nothing removes them
+    until the kernel is swept or its TTL runs out.
+
+    :param ignoring: kernel ids whose records do not count (being swept: a dry run lists their
+        containers as the sweep would find them).
+    """
+    return {str(r.locator["container_id"]) for r in unexpired(directory)
+            if r.locator.get("container_id") and r.kernel_id not in ignoring}
+
+
+def holds_kept_kernel(container_id: str, labels: dict[str, str], ignoring: Collection[str] = ()) -> bool:
+    """Whether an unexpired kept kernel's record names ``container_id``: among this process's
+    records, or those under the temp dir its :data:`~.labels.LABEL_TMPDIR` label names (checked
+    as private and this user's, as every kept dir is).
+
+    :param container_id: the container's full id.
+    :param labels: its labels.
+    :param ignoring: kernel ids whose records do not count (see :func:`exempt_container_ids`).
+    """
+    where = {None, labels.get(LABEL_TMPDIR) or None}
+    return any(container_id in exempt_container_ids(directory, ignoring) for directory in where)

@@ -13,7 +13,7 @@ from typing import Literal
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
-           "LABEL_REUSE_STORE", "Role", "run_labels", "host_is_gone"]
+           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "Role", "run_labels", "host_is_gone"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -36,6 +36,10 @@ LABEL_REUSE_KEY = "org.hermes-kernel.reuse-key"
 LABEL_IMAGE_ID = "org.hermes-kernel.image-id"
 #: The reuse store directory that holds a reusable container's record (:func:`~.rundir.reuse_dir`).
 LABEL_REUSE_STORE = "org.hermes-kernel.reuse-store"
+#: The temp dir of the process that made a kernel host container: the records of kernels kept in
+#: it for post-mortem are under it (:func:`~.rundir.kept_dir`), so a sweep run with another
+#: ``TMPDIR`` still finds them (:func:`~.kept.holds_kept_kernel`).
+LABEL_TMPDIR = "org.hermes-kernel.tmpdir"
 #: A host pid whose process started more than this many seconds away from the label is reused.
 HOST_START_TOLERANCE_S = 1.0
 

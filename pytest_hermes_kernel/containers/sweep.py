@@ -10,15 +10,21 @@ Containers kept between runs (``--hermes-reuse``, :mod:`.reuse`) are judged by t
 the reuse store instead: left alone while claimed or parked and unexpired, removed when expired
 or when their image name points at another image now; ``hermes-kernel sweep --reused`` removes
 every unclaimed one of this user's store.
+
+A container that holds an unexpired kernel kept for post-mortem (``--hermes-keep-failed``, a
+record of :mod:`.kept` names it) is left alone by every sweep and by the leak probe; once its
+kernels are swept (``hermes-kernel sweep --kept``: :func:`sweep_kept_containers`) or their TTL
+ran out, it goes like any dead run's container.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
+from .kept import exempt_container_ids, holds_kept_kernel
 from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
                      host_is_gone)
 from .lifecycle import remove_container
@@ -29,7 +35,8 @@ from .sharing import discard_unheld, held
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_once_per_process", "unused_run_containers"]
+__all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_kept_containers", "sweep_once_per_process",
+           "unused_run_containers"]
 
 
 def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None,
@@ -55,8 +62,9 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            if _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused) and \
-                    (dry_run or remove_container(summary["Id"], client=client)):
+            goes = not holds_kept_kernel(summary["Id"], labels) and \
+                _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused)
+            if goes and (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
                     _discard_files_of(labels)
@@ -177,9 +185,12 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     :param run_id: the run's id label.
     """
     found = {}
+    kept = exempt_container_ids()  # outlive the run on purpose, with their kept kernels: not leaks
     mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
     for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}
+        if summary["Id"] in kept:
+            continue
         if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
             continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
         if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE]):
@@ -187,6 +198,41 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
             found[summary["Id"]] = (f"container {summary['Id'][:12]} ({role}, {summary.get('State', '?')}); "
                                     "no live process holds it")
     return found
+
+
+def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,
+                          dry_run: bool = False, swept: Collection[str] = ()) -> list[str]:
+    """Remove the containers that held kept kernels just swept (``hermes-kernel sweep --kept``),
+    each only when no unexpired kept kernel is left in it, it is labelled as made on this hostname
+    and no live process of any run uses it (:func:`in_use`); never by name.
+
+    :param container_ids: full ids, from the swept kernels' records.
+    :param client: docker-py client; ``None`` opens one from the environment.
+    :param dry_run: only find them; nothing is removed.
+    :param swept: ids of the kept kernels being swept (in a dry run their records are still there).
+    :returns: ids of the containers removed (or that would be).
+    """
+    import docker
+
+    wanted = set(container_ids) - exempt_container_ids(ignoring=swept)
+    if not wanted:
+        return []
+    owned = client is None
+    client = docker.from_env() if client is None else client
+    removed: list[str] = []
+    try:
+        for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
+            labels = summary.get("Labels") or {}
+            cid = summary["Id"]
+            if cid in wanted and not holds_kept_kernel(cid, labels, swept) and not in_use(labels) and \
+                    (dry_run or remove_container(cid, client=client)):
+                removed.append(cid)
+                if not dry_run:
+                    _discard_files_of(labels)
+    finally:
+        if owned:
+            client.close()
+    return removed
 
 
 def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:

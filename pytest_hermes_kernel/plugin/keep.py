@@ -1,10 +1,12 @@
 """Post-mortem: a failed test's kernels stay alive after pytest exits (``--hermes-keep-failed``).
 
-At a failed test's teardown, each of its live kernels on a ``keepable`` transport (local) is
-recorded (:mod:`~pytest_hermes_kernel.containers.kept`: a 0600 file in the per-user 0700 kept
-dir, with its locator and attach token), then switched: the runner listens on a socket in its
-0700 kernel dir and takes the TTL (``--hermes-keep-failed-ttl``, default 1 h) as its orphan
-timer, and the handle detaches. Until that switch the kernel's channel is its parent-death
+At a failed test's teardown, each of its live kernels on a ``keepable`` transport (local,
+docker) is recorded (:mod:`~pytest_hermes_kernel.containers.kept`: a 0600 file in the per-user
+0700 kept dir, with its locator and attach token), then switched: the runner listens on a
+socket in its 0700 kernel dir and takes the TTL (``--hermes-keep-failed-ttl``, default 1 h) as
+its orphan timer, and the handle detaches (a docker runner listens on its socket in the
+container from its start: only its orphan timer changes, and its container stays while the
+record names it). Until that switch the kernel's channel is its parent-death
 lease, so a host SIGKILLed before it still takes its kernels along. The terminal summary prints
 for each kept kernel its id, transport, expiry and the commands that reach it
 (``hermes-kernel exec``/``attach``/``ls``/``sweep --kept``). Kernels that cannot be kept past
@@ -74,6 +76,8 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
     kid = record.kernel_id
     at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
+    container = record.locator.get("container_id")
+    shell = [f"    docker exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
     return "\n".join([
         f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport} (worker pid "
         f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
@@ -82,4 +86,5 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
         f"    hermes-kernel attach {kid}    a console: each line is a cell",
         "    hermes-kernel ls    every kept kernel, alive or not",
         f"    hermes-kernel sweep --kept --kernel {kid}    end it now",
+        *shell,
     ])

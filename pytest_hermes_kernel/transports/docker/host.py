@@ -9,16 +9,23 @@ With a :class:`~pytest_hermes_kernel.containers.reuse.ReusePolicy` (``--hermes-r
 container is claimed from the reuse store when a parked one fits (cleared first: every process
 with the kit's kernel marker ended, the kernel root emptied) or started reusable, and the run's
 last user parks it instead of removing it (:mod:`pytest_hermes_kernel.containers.reuse`).
+
+A container that holds an unexpired kernel kept for post-mortem (``--hermes-keep-failed``: a
+record of :mod:`pytest_hermes_kernel.containers.kept` names it) is neither removed nor parked:
+it outlives the run with its kernel, and ``hermes-kernel sweep --kept`` (or, once the kernel's
+TTL ran out, the next sweep) removes it.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import tempfile
 import threading
 from typing import TYPE_CHECKING, Literal
 
-from ...containers.labels import LABEL_STATE_FILE
+from ...containers.kept import exempt_container_ids
+from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import Resource, SharedResource, worker_id
 from ..detached import CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT
@@ -129,8 +136,11 @@ class KernelHosts:
         self.remove(container_id)
 
     def remove(self, container_id: str) -> None:
+        """Remove a container of this run, unless it holds a kept kernel (see module docstring)."""
         from ...containers.lifecycle import remove_container
 
+        if _holds_kept_kernel(container_id):
+            return
         try:
             remove_container(container_id, client=self.client)
         except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
@@ -159,7 +169,10 @@ class KernelHosts:
                               ready=self._clear, remove=self.remove)
 
     def _stop_shared(self, record: Resource) -> None:
-        """The run's last user: remove the shared container, or park a reusable one."""
+        """The run's last user: remove the shared container, or park a reusable one (neither while
+        it holds a kept kernel)."""
+        if _holds_kept_kernel(record["container_id"]):
+            return
         if self._store is None or self.reuse is None:
             self.remove(record["container_id"])
         else:
@@ -193,6 +206,8 @@ class KernelHosts:
     def _start(self, labels: dict[str, str] | None = None) -> str:
         from ...containers.lifecycle import start_kernel_host
 
+        labels = {LABEL_TMPDIR: tempfile.gettempdir(), **(labels or {})}  # where a kept kernel's record is
+
         container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
                                       mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
                                       network_disabled=True, labels=labels)
@@ -203,3 +218,11 @@ class KernelHosts:
             key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
             self._shared = SharedResource("docker", key, run_id=self.run_id)
         return self._shared
+
+
+def _holds_kept_kernel(container_id: str) -> bool:
+    """Whether an unexpired kept kernel's record names ``container_id`` (it stays; module docstring)."""
+    if container_id not in exempt_container_ids():
+        return False
+    log.info("container %s holds a kernel kept for post-mortem: left running", container_id[:12])
+    return True

@@ -22,8 +22,10 @@ log = logging.getLogger(__name__)
 
 def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, str]]:
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
+    from ...containers.kept import exempt_kernel_ids
     from ...containers.sweep import unused_run_containers
 
+    kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
     found: dict[str, dict[str, str]] = {"container": unused_run_containers(transport.client, transport.run_id),
                                         "remote kernel process": {}, "remote kernel dir": {}}
     for cid in transport.hosts.all_known():
@@ -32,6 +34,8 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
         if out is None:
             continue
         for pid, start, kernel_id, cmd in parse_host_processes(out):
+            if kernel_id in kept:
+                continue
             found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \
                 f"pid {pid} in container {cid[:12]} (kernel {kernel_id}): {cmd}"
         existing = parse_existing_dirs(out)

@@ -8,7 +8,9 @@ environment; it daemonizes into its own session and prints ``ready <pid>``), the
 exec running ``<runner file> relay <dir>/sock`` whose hijacked socket is the channel
 (:class:`~.docker_stream.DockerExecStream`). A broken stream is re-attached with a new relay
 exec; the runner keeps its state and replays the unacknowledged result. When nobody is attached
-for ``orphan_timeout`` seconds (the host died) the runner kills its worker and exits.
+for ``orphan_timeout`` seconds (the host died) the runner kills its worker and exits. A kernel kept
+for post-mortem (``--hermes-keep-failed``) takes its TTL as that timer and is reached again from
+another process by the same relay exec (:mod:`.keep`).
 
 Docker cannot signal or kill an exec (moby/moby#35703), so nothing relies on the exec client:
 interrupts travel on the channel (the supervisor signals the worker's group inside the
@@ -39,7 +41,7 @@ from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
-from . import probes
+from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
@@ -75,6 +77,7 @@ class DockerTransport(Transport):
 
     name: ClassVar[str] = "docker"
     reattachable: ClassVar[bool] = True
+    keepable: ClassVar[bool] = True  # post-mortem: :mod:`.keep`
 
     def __init__(self, *, image: str | None = None, container: ContainerMode = "shared",
                  mem_limit_bytes: int | None = None, cpus: float | None = None,
@@ -295,9 +298,9 @@ class DockerTransport(Transport):
         """The kernel host container's own output (its init's), last ``lines`` lines."""
         return container_log(self.client, launched.extra.get("container") or "", lines)
 
-    def locator(self, launched: Launched) -> dict[str, Any]:
-        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir,
-                "container_id": launched.extra["container"]}
+    locator = keep.locator_of
+    release = keep.release
+    attach_kept = keep.attach_kept
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` inside its container (scanned there)."""

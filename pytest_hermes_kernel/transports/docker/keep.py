@@ -1,0 +1,65 @@
+"""Docker kernels kept for post-mortem (``--hermes-keep-failed``): let go, and reached again later.
+
+A docker runner listens on ``<kernel dir>/sock`` inside its container from its start (both the
+kernel-server and the spawn path), so keeping it needs no new listener: the ``keep`` frame makes
+the TTL its orphan timer and the host detaches (the relay exec, or its channel of the kernel
+server's stream, closes). Its container stays while the kept record names it
+(:mod:`~.host`, :mod:`pytest_hermes_kernel.containers.sweep`). Another process (``hermes-kernel
+exec``/``attach``/``sweep --kept``) re-attaches from the record's locator (container id, runner
+pid, kernel dir, the runner file in it, the interpreter) with a new relay exec, as after a
+dropped stream.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...errors import TransportLostError
+from ...kernel.contract import Launched
+
+if TYPE_CHECKING:
+    from .transport import DockerTransport
+
+__all__ = ["attach_kept", "locator_of", "release"]
+
+
+def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
+    """What another process needs to reach the kernel of ``launched`` again (JSON values)."""
+    return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"],
+            "runner": launched.extra.get("runner"), "python": launched.extra.get("python") or transport.python}
+
+
+def release(transport: DockerTransport, launched: Launched) -> None:
+    """The runner lives on without this host: its kernel dir is no longer one the leak probe
+    expects gone (the channel was closed already). Never raises."""
+    cid, kdir = launched.extra.get("container"), launched.kernel_dir
+    if cid and kdir:
+        transport.made_dirs.seen(cid, [kdir], [])
+
+
+def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched:
+    """The launch record of the kept runner at ``locator``, with a new relay exec to it.
+
+    :raises TransportLostError: if the record lacks what is needed, the container stopped or
+        the runner is gone (all ``permanent``).
+    """
+    cid, pid, kdir, runner = (locator.get(k) for k in ("container_id", "runner_pid", "kernel_dir", "runner"))
+    if not (isinstance(cid, str) and isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
+        raise TransportLostError(f"the kept docker kernel's record is incomplete: {sorted(locator)}", permanent=True)
+    extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner}
+    probe = Launched(stream=_NoStream(), pid=pid, kernel_dir=kdir, extra=extra)
+    stream = transport.reattach(probe)
+    return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}, kept", extra=extra)
+
+
+class _NoStream:
+    """The stream of a launch record made only to probe a kept runner (never used)."""
+
+    def send(self, data: bytes) -> None:
+        raise OSError("no stream")
+
+    def recv(self, timeout: float | None) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass

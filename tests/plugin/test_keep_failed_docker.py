@@ -1,0 +1,236 @@
+"""--hermes-keep-failed on docker: a failed test's kernel and its container outlive pytest (issue 12, point 2).
+
+As in ``test_keep_failed.py``: pytest runs in a subprocess with ``--hermes-transport=docker``
+and exits, then the CLI (``hermes-kernel ls``, ``exec``, ``attach``, ``sweep --kept``) runs in
+subprocesses, each with ``TMPDIR`` on the test's private directory (its kept records and run
+files are the test's alone). The kept kernel runs in the run's shared container (kernel-server
+and spawn paths) or a fresh one; the finalizer sweeps what was kept and removes, by id, every
+container the inner run made, pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
+from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
+from tests.support import stays_true, wait_until
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+#: The marker of each docker path: the run's shared container (kernel server, spawn), a fresh one.
+PATHS = {"server": "", "spawn": "@pytest.mark.hermes_kernel(server=False)\n",
+         "fresh": '@pytest.mark.hermes_kernel(container="fresh")\n'}
+
+
+def _client():  # noqa: ANN202 - docker-py is imported lazily
+    import docker
+
+    return docker.from_env()
+
+
+def run_containers(run_id: str) -> dict[str, str]:
+    """``{id: state}`` of the containers labelled with the run id ``run_id`` (on this engine)."""
+    client = _client()
+    try:
+        found = client.api.containers(all=True, filters={"label": [f"{LABEL}=1", f"{LABEL_RUN_ID}={run_id}"]})
+        return {c["Id"]: c.get("State", "?") for c in found}
+    finally:
+        client.close()
+
+
+def running(container_id: str) -> bool:
+    import docker
+
+    client = _client()
+    try:
+        return bool(client.api.inspect_container(container_id)["State"]["Running"])
+    except docker.errors.NotFound:
+        return False
+    finally:
+        client.close()
+
+
+def kernel_processes(container_id: str, kernel_id: str) -> list[str]:
+    """Pids in the container whose environment carries the kernel's id (read as the kernel's user)."""
+    script = ("import os,sys\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: e=open(f'/proc/{p}/environ','rb').read()\n"
+              "  except OSError: continue\n  if b'HERMES_KERNEL_ID='+sys.argv[1].encode()+b'\\0' in e+b'\\0': print(p)")
+    client = _client()
+    try:
+        exec_id = client.api.exec_create(container_id, ["python3", "-c", script, kernel_id], user="")["Id"]
+        return client.api.exec_start(exec_id).decode().split()
+    finally:
+        client.close()
+
+
+class Kept:
+    """One inner run's facts: its run id, the kept record (read from its 0600 file), the tmp dir."""
+
+    def __init__(self, tmp: Path, run_id: str) -> None:
+        self.tmp, self.run_id = tmp, run_id
+        self.run_ids = [run_id]  # every run's containers are removed afterwards
+
+    def next_run(self) -> None:
+        """The next inner run gets a run id of its own."""
+        self.run_id = f"{self.run_ids[0]}-{len(self.run_ids)}"
+        self.run_ids.append(self.run_id)
+
+    def record(self, kernel_id: str) -> dict:
+        path = self.tmp / f"pytest-hermes-kernel-{os.getuid()}" / "kept" / f"{kernel_id}.json"
+        return json.loads(path.read_text())
+
+
+@pytest.fixture
+def kept_docker(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kept]:
+    """A private ``TMPDIR`` and run id for the inner run and the CLI; afterwards what was kept is
+    swept and every container of the run is removed by id."""
+    import tempfile
+
+    from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+    tmp = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))
+    run_id = f"keepdocker-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.delenv("PYTEST_HERMES_KERNEL_DIR", raising=False)
+    found = Kept(tmp, run_id)
+    try:
+        yield found
+    finally:
+        hermes("sweep", "--kept")
+        for cid in [c for rid in found.run_ids for c in run_containers(rid)]:
+            remove_container(cid)
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sweep_with_another_tmpdir(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``hermes-kernel sweep containers kernel-processes`` as a user whose ``TMPDIR`` is another one."""
+    other = tmp_path / "other-tmp"
+    other.mkdir(mode=0o700)
+    return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "containers", "kernel-processes"],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(other)},
+                          stdin=subprocess.DEVNULL)
+
+
+def run_docker(run, kept: Kept, *args: str) -> pytest.RunResult:  # noqa: ANN001 - the plugin conftest's fixture
+    return run("--hermes-transport=docker", f"--hermes-run-id={kept.run_id}", *args)
+
+
+def failing(path: str) -> str:
+    return FAILING_TEST.replace("def test_fails", f"{PATHS[path]}def test_fails").replace(
+        "from pathlib import Path", "from pathlib import Path\nimport pytest")
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run, kept_docker, path):
+    pytester.makepyfile(test_keep=failing(path))
+
+    result = run_docker(run, kept_docker, "--hermes-keep-failed", "--hermes-leak-check=error")
+
+    result.assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    result.stdout.fnmatch_lines([
+        f"kept for post-mortem: test_keep.py::test_fails[[]docker[]]: kernel {kid} on docker (worker pid *",
+        f"    hermes-kernel exec {kid} *",
+        f"    hermes-kernel sweep --kept --kernel {kid} *",
+    ])
+    assert "leaked" not in result.stdout.str() and "LeakError" not in result.stdout.str(), result.stdout.str()
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+    result.stdout.fnmatch_lines([f"    docker exec -it {cid[:12]} sh    a shell in its container *"])
+    assert list(run_containers(kept_docker.run_id)) == [cid], "only the kept kernel's container outlives the run"
+    assert stays_true(lambda: running(cid) and bool(kernel_processes(cid, kid)), 1.0), \
+        "the kept kernel and its container must outlive the pytest process"
+
+    ls = hermes("ls")
+    line = next((x for x in ls.stdout.splitlines() if x.startswith(kid)), "")
+    assert line.split()[1:5] == ["docker", "container", "id", cid[:12]] and " yes " in line, ls.stdout + ls.stderr
+    shown = hermes("exec", kid, "evidence")
+    assert (shown.returncode, shown.stdout) == (0, "'what went wrong'\n"), shown.stderr
+    console = hermes("attach", kid[:8], stdin="n = len(evidence)\nprint('n is', n)\n")
+    assert (console.returncode, console.stdout) == (0, "n is 15\n"), console.stderr
+    assert hermes("exec", kid, "n").stdout == "15\n"  # state kept across attaches
+
+    dry = hermes("sweep", "--kept", "--dry-run")
+    assert f"would remove kept kernel {kid}" in dry.stdout and f"would remove container {cid[:12]}" in dry.stdout, \
+        dry.stdout + dry.stderr
+    assert running(cid) and records(kept_docker.tmp) == [kid], "a dry run removes nothing"
+    swept = hermes("sweep", "--kept")
+    assert swept.returncode == 0, swept.stdout + swept.stderr
+    assert f"removed kept kernel {kid}" in swept.stdout and f"removed container {cid[:12]}" in swept.stdout, swept.stdout
+    wait_until(lambda: not running(cid), 10.0, what=f"the kept kernel's container {cid[:12]} to go")
+    assert run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
+    assert hermes("exec", kid, "evidence").returncode == 2
+
+
+def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(pytester, run, kept_docker, tmp_path):
+    pytester.makepyfile(test_keep=failing("server"))
+    run_docker(run, kept_docker, "--hermes-keep-failed").assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+
+    swept = hermes("sweep", "containers", "kernel-processes", "kept")  # its host is gone, but the kernel is kept
+    elsewhere = sweep_with_another_tmpdir(tmp_path)  # no record there: the container's label says where they are
+    first_run = kept_docker.run_id
+    kept_docker.next_run()
+    pytester.makepyfile(test_keep="def test_uses_docker(hermes_kernel):\n    assert hermes_kernel.execute('1').ok\n")
+    run_docker(run, kept_docker).assert_outcomes(passed=1)  # its start-up sweep runs too
+
+    assert cid[:12] not in swept.stdout and kid not in swept.stdout, swept.stdout
+    assert elsewhere.returncode == 0 and cid[:12] not in elsewhere.stdout, elsewhere.stdout + elsewhere.stderr
+    assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+    assert run_containers(kept_docker.run_id) == {}, "the later run removed its own container"
+    assert list(run_containers(first_run)) == [cid]
+
+
+def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container(pytester, run, kept_docker):
+    pytester.makepyfile(test_keep=failing("spawn"))
+
+    result = run_docker(run, kept_docker, "--hermes-keep-failed", "--hermes-keep-failed-ttl", "2")
+
+    result.assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+    result.stdout.fnmatch_lines([f"kept for post-mortem: * kernel {kid} * it ends by itself 2 s after *"])
+    wait_until(lambda: not kernel_processes(cid, kid), 20.0, what=f"kept kernel {kid} to expire")
+    assert running(cid), "an expired kernel's container stays until the next sweep"
+
+    # the next sweep: here `hermes-kernel sweep`; a later run's start-up sweep (any docker use,
+    # `hermes-kernel ls` included) removes it the same way
+    swept = hermes("sweep", "containers", "kept")
+    assert f"removed container {cid[:12]}" in swept.stdout and f"removed kept kernel {kid}" in swept.stdout, swept.stdout
+    assert not running(cid) and run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
+
+
+def test_a_passing_docker_test_keeps_nothing(pytester, run, kept_docker):
+    pytester.makepyfile(test_keep=failing("server").replace('assert False, "deliberate failure"', "pass"))
+
+    result = run_docker(run, kept_docker, "--hermes-keep-failed")
+
+    result.assert_outcomes(passed=1)
+    assert "kept for post-mortem" not in result.stdout.str() and records(kept_docker.tmp) == []
+    assert run_containers(kept_docker.run_id) == {}, "the run's container went with the run"
+
+
+def test_the_leak_check_still_catches_a_real_leak_beside_a_kept_docker_kernel(pytester, run, kept_docker):
+    pytester.makepyfile(test_keep=failing("server").replace(
+        'assert False, "deliberate failure"',
+        'import subprocess; subprocess.Popen(["sleep", "301"]); assert False, "deliberate failure"'))
+
+    result = run_docker(run, kept_docker, "--hermes-keep-failed", "--hermes-leak-check=error")
+
+    result.assert_outcomes(failed=1, errors=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    text = result.stdout.str()
+    assert "sleep 301" in text and "LeakError" in text, text
+    assert kid not in text.split("LeakError", 1)[1].split("\n\n", 1)[0]  # the kept kernel is not named a leak
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+    assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
