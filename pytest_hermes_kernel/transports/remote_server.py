@@ -300,6 +300,18 @@ class ServerPool:
             server.close()
 
 
+def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str]) -> bytes | None:
+    """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
+    exec): its stdout; ``None`` when none runs there or it could not (the caller execs it)."""
+    server = None if pool is None else pool.running(where)
+    if server is None:
+        return None
+    try:
+        return server.probe(script, args)[1]
+    except KernelServerUnavailable:
+        return None
+
+
 def server_of(extra: dict[str, Any]) -> RemoteServer | None:
     """The server that forked a launch (from its ``Launched.extra``), if it is still usable."""
     server = extra.get("server")

@@ -47,13 +47,14 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     if not (isinstance(cid, str) and isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
         raise TransportLostError(f"the kept docker kernel's record is incomplete: {sorted(locator)}", permanent=True)
     extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner}
-    probe = Launched(stream=_NoStream(), pid=pid, kernel_dir=kdir, extra=extra)
+    probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}, kept", extra=extra)
 
 
-class _NoStream:
-    """The stream of a launch record made only to probe a kept runner (never used)."""
+class NullStream:
+    """Stand-in stream of a launch record that has none: one made only to reach a kept runner
+    again, or to clean up a launch that never got one (never used for traffic)."""
 
     def send(self, data: bytes) -> None:
         raise OSError("no stream")

@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...errors import KernelServerUnavailable
 from ..detached import DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_existing_dirs, parse_host_processes
+from ..remote_server import probe_by_server
 
 if TYPE_CHECKING:
     from .transport import DockerTransport
@@ -49,12 +49,9 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     """The host-process scan's output in container ``cid``: run by the kernel server there when
     one runs (a fork, no exec: most snapshots), else by an exec as the image's user (the server's
     user too: docker's root cannot read other users' environ); ``None`` if the container is not running."""
-    server = None if transport.servers is None else transport.servers.running(cid)
-    if server is not None:
-        try:
-            return server.probe(HOST_PROCESSES_SCRIPT, args)[1]
-        except KernelServerUnavailable:
-            pass
+    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args)
+    if out is not None:
+        return out
     if not transport.container_running(cid):
         return None
     return transport.run_script(cid, HOST_PROCESSES_SCRIPT, *args, user="")[1]

@@ -188,7 +188,7 @@ class DockerTransport(Transport):
         except Exception as exc:  # noqa: BLE001 - engine errors: the launch error is what the user needs
             log.warning("failed launch of kernel %s in %s: could not end its processes: %s",
                         kernel_id, container_id[:12], exc)
-        self.cleanup(Launched(stream=_NullStream(), kernel_dir=kdir, extra={"container": container_id}))
+        self.cleanup(Launched(stream=keep.NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
     def _put_runner(self, container_id: str, dirname: str) -> None:
         put_runner(self.api, container_id, container_owner(self, container_id), dirname)
@@ -378,19 +378,6 @@ def _seen_gone(transport: DockerTransport, container_id: str) -> bool:
         return not transport.container_running(container_id)
     except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
         return False
-
-
-class _NullStream:
-    """Stand-in stream for cleaning up a launch that never got one."""
-
-    def send(self, data: bytes) -> None:
-        raise OSError("no stream")
-
-    def recv(self, timeout: float | None) -> bytes:
-        return b""
-
-    def close(self) -> None:
-        pass
 
 
 def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:

@@ -13,9 +13,10 @@ import logging
 import shlex
 from typing import TYPE_CHECKING
 
-from ...errors import KernelServerUnavailable, TransportLostError
+from ...errors import TransportLostError
 from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes)
+from ..remote_server import probe_by_server
 
 if TYPE_CHECKING:
     from .connection import SshConnection
@@ -53,13 +54,8 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
 def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[str]) -> bytes:
     """The host-process scan's output on the ssh host: run by the kernel server there when one
     runs (a fork, no ssh exec: most snapshots), else by an exec; both as the login user."""
-    server = None if transport.servers is None else transport.servers.running(where)
-    if server is not None:
-        try:
-            return server.probe(HOST_PROCESSES_SCRIPT, args)[1]
-        except KernelServerUnavailable:
-            pass
-    return transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)[1]
+    out = probe_by_server(transport.servers, where, HOST_PROCESSES_SCRIPT, args)
+    return out if out is not None else transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)[1]
 
 
 def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
