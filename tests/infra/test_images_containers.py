@@ -178,17 +178,24 @@ def _dead_pid() -> tuple[int, float]:
 
 
 def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
-    kernel_image: str, docker_client: docker.DockerClient
+    kernel_image: str, docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import socket
+    import uuid
+
     import psutil
 
     from pytest_hermes_kernel.containers.sharing import current_run_id
 
     dead_pid, dead_start = _dead_pid()
     me = psutil.Process()
-    # this run's own id: the session-start sweeps of this run's other xdist workers leave these
-    # alone (they keep their own run), so only the sweep under test can remove them
+    # sweeps look only at containers made on their own hostname: under a hostname of its own the
+    # sweep under test is the only one that can remove these (the start-up sweeps of pytest and
+    # CLI subprocesses of parallel tests would remove the dead host's container first)
+    hostname = f"hermes-sweep-test-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setattr(socket, "gethostname", lambda: hostname)
     base = labels.run_labels(run_id=current_run_id(), worker_id="test", role="docker-kernel-host")
+    assert base[labels.LABEL_HOSTNAME] == hostname
     cases = {
         "dead": {**base, labels.LABEL_HOST_PID: str(dead_pid),
                  labels.LABEL_HOST_START: f"{dead_start:.3f}"},
