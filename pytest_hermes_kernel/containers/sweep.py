@@ -54,6 +54,14 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     :param reused: also remove the unclaimed containers parked in this user's reuse store.
     :returns: ids of the containers removed (or that would be).
     """
+    return _remove_labelled(client, lambda c, cid, labels: not holds_kept_kernel(cid, labels) and _goes(
+        c, cid, labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused), dry_run=dry_run)
+
+
+def _remove_labelled(client: docker.DockerClient | None,
+                     goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool) -> list[str]:
+    """Remove the kit's labelled containers for which ``goes(client, id, labels)`` holds, and
+    their run files; ids of those removed (or that would be, with ``dry_run``)."""
     import docker
 
     owned = client is None
@@ -62,9 +70,7 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            goes = not holds_kept_kernel(summary["Id"], labels) and \
-                _goes(client, summary["Id"], labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused)
-            if goes and (dry_run or remove_container(summary["Id"], client=client)):
+            if goes(client, summary["Id"], labels) and (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
                     _discard_files_of(labels)
@@ -212,27 +218,11 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
     :param swept: ids of the kept kernels being swept (in a dry run their records are still there).
     :returns: ids of the containers removed (or that would be).
     """
-    import docker
-
     wanted = set(container_ids) - exempt_container_ids(ignoring=swept)
     if not wanted:
         return []
-    owned = client is None
-    client = docker.from_env() if client is None else client
-    removed: list[str] = []
-    try:
-        for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
-            labels = summary.get("Labels") or {}
-            cid = summary["Id"]
-            if cid in wanted and not holds_kept_kernel(cid, labels, swept) and not in_use(labels) and \
-                    (dry_run or remove_container(cid, client=client)):
-                removed.append(cid)
-                if not dry_run:
-                    _discard_files_of(labels)
-    finally:
-        if owned:
-            client.close()
-    return removed
+    return _remove_labelled(client, lambda _c, cid, labels: cid in wanted and not holds_kept_kernel(
+        cid, labels, swept) and not in_use(labels), dry_run=dry_run)
 
 
 def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:
