@@ -201,12 +201,17 @@ def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container
     cid = kept_docker.record(kid)["locator"]["container_id"]
     result.stdout.fnmatch_lines([f"kept for post-mortem: * kernel {kid} * it ends by itself 2 s after *"])
     wait_until(lambda: not kernel_processes(cid, kid), 20.0, what=f"kept kernel {kid} to expire")
-    assert running(cid), "an expired kernel's container stays until the next sweep"
+    # an expired kernel's container stays until the next sweep. In a parallel suite that may be
+    # the start-up sweep of another test's pytest run, which can come first: then this one finds
+    # it gone (what it must never find is the container gone while the kernel was unexpired: the
+    # other tests of this file)
+    still_there = running(cid)
 
     # the next sweep: here `hermes-kernel sweep`; a later run's start-up sweep (any docker use,
     # `hermes-kernel ls` included) removes it the same way
     swept = hermes("sweep", "containers", "kept")
-    assert f"removed container {cid[:12]}" in swept.stdout and f"removed kept kernel {kid}" in swept.stdout, swept.stdout
+    assert f"removed kept kernel {kid}" in swept.stdout, swept.stdout
+    assert not still_there or f"removed container {cid[:12]}" in swept.stdout, swept.stdout
     assert not running(cid) and run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
 
 
