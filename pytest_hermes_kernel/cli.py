@@ -133,7 +133,9 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
         "run-files": _sweep_run_files, "containers": lambda p, d: _sweep_containers(p, d, reused=reused),
         "kernel-dirs": _sweep_kernel_dirs, "kernel-processes": _kill_orphan_kernels,
         "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True)}
-    return {kind: sweeps[kind](progress, dry_run) for kind in SWEEP_KINDS if kind in kinds}
+    # kept kernels first: one found gone (its TTL ran out) frees its container for the container sweep
+    order = ("run-files", "kept", "containers", "kernel-dirs", "kernel-processes")
+    return {kind: sweeps[kind](progress, dry_run) for kind in order if kind in kinds}
 
 
 def _verb(dry_run: bool, verb: str = "remove") -> str:
