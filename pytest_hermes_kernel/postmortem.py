@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .containers.kept import KeptKernel, find, load_all, remove, save
 from .errors import ConfigError, HermesKernelError, KernelDiedError, TransportLostError
@@ -28,6 +28,9 @@ from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
 from .transports import make_transport
+
+if TYPE_CHECKING:
+    from .kernel.contract import Transport
 
 __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "exec_cell", "list_kept",
            "run_postmortem_command", "sweep_kept"]
@@ -45,7 +48,7 @@ def attached(record: KeptKernel) -> Iterator[KernelHandle]:
 
     :raises TransportLostError: if the kernel cannot be reached.
     """
-    transport = make_transport(record.transport)
+    transport = transport_for(record)
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
                              options=CELL_OPTIONS)
@@ -57,6 +60,17 @@ def attached(record: KeptKernel) -> Iterator[KernelHandle]:
                 save(record.detached_now())
     finally:
         transport.close()
+
+
+def transport_for(record: KeptKernel) -> Transport:
+    """A new transport to reach the kept kernel of ``record`` with: made with the options its
+    locator's ``reach`` names (an ssh kernel's host and key), else the transport's defaults.
+
+    :raises ConfigError: if the record names an unknown transport or option.
+    :raises TransportUnavailableError: if that transport cannot run here.
+    """
+    reach = record.locator.get("reach")
+    return make_transport(record.transport, **(reach if isinstance(reach, dict) else {}))
 
 
 def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
@@ -131,7 +145,7 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
 
 def alive(record: KeptKernel) -> bool:
     """Whether a process of the kept kernel still runs where it runs (through its transport)."""
-    transport = make_transport(record.transport)
+    transport = transport_for(record)
     try:
         return bool(transport.kernel_processes(record.kernel_id, record.locator))
     except HermesKernelError:
@@ -200,7 +214,7 @@ def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progres
 def end_kept(record: KeptKernel) -> None:
     """End a kept kernel (attach, then shut it down) and remove its record; one already gone only
     loses its record."""
-    transport = make_transport(record.transport)
+    transport = transport_for(record)
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
                              options=CELL_OPTIONS)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
@@ -31,7 +32,7 @@ from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
 
 __all__ = ["KeptKernel", "exempt_container_ids", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "holds_kept_kernel",
-           "load_all", "remove", "save", "unexpired"]
+           "load_all", "remove", "save", "save_secret", "unexpired"]
 
 
 @dataclass(frozen=True)
@@ -84,13 +85,31 @@ def save(record: KeptKernel, directory: str | None = None) -> str:
 
     :raises UnsafeRunDirError: if the kept directory is not private (see :func:`~.rundir.kept_dir`).
     """
-    path = _path(record.kernel_id, directory)
+    return _write_private(_path(record.kernel_id, directory), json.dumps(asdict(record)))
+
+
+def _write_private(path: str, text: str) -> str:
+    """Write ``text`` as ``path``, 0600, atomically (a new file renamed over it, never followed
+    through a symlink); returns ``path``."""
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(asdict(record), fh)
+        fh.write(text)
     os.replace(tmp, path)
     return path
+
+
+def save_secret(kernel_id: str, name: str, text: str, directory: str | None = None) -> str:
+    """Write a secret a kept kernel's record refers to (an ssh private key: ``name``) as
+    ``<kernel id>.<name>`` (0600, beside the record, never through a symlink); returns its path.
+    :func:`remove` removes it with the record.
+
+    :raises UnsafeRunDirError: if the kept directory is not private.
+    :raises ValueError: if ``kernel_id`` or ``name`` is not a plain file name part.
+    """
+    if not (re.fullmatch(r"[\w-]+", kernel_id) and re.fullmatch(r"[\w-]+", name)):
+        raise ValueError(f"not a kept-kernel secret name: {kernel_id!r}, {name!r}")
+    return _write_private(os.path.join(kept_dir(directory), f"{kernel_id}.{name}"), text)
 
 
 def load_all(directory: str | None = None) -> list[KeptKernel]:
@@ -125,11 +144,19 @@ def find(kernel_id: str, directory: str | None = None) -> KeptKernel:
 
 
 def remove(kernel_id: str, directory: str | None = None) -> None:
-    """Remove a kernel's record (gone already: nothing to do)."""
+    """Remove a kernel's record and the secrets beside it (:func:`save_secret`); gone already:
+    nothing to do."""
+    record = _path(kernel_id, directory)
+    root = os.path.dirname(record)
     try:
-        os.unlink(_path(kernel_id, directory))
-    except FileNotFoundError:
-        pass
+        secrets = [n for n in os.listdir(root) if n.startswith(f"{kernel_id}.") and not n.endswith(".json")]
+    except OSError:
+        secrets = []
+    for path in [record, *(os.path.join(root, n) for n in secrets)]:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def unexpired(directory: str | None = None) -> list[KeptKernel]:

@@ -1,12 +1,12 @@
 """Post-mortem: a failed test's kernels stay alive after pytest exits (``--hermes-keep-failed``).
 
 At a failed test's teardown, each of its live kernels on a ``keepable`` transport (local,
-docker) is recorded (:mod:`~pytest_hermes_kernel.containers.kept`: a 0600 file in the per-user
+docker, ssh) is recorded (:mod:`~pytest_hermes_kernel.containers.kept`: a 0600 file in the per-user
 0700 kept dir, with its locator and attach token), then switched: the runner listens on a
 socket in its 0700 kernel dir and takes the TTL (``--hermes-keep-failed-ttl``, default 1 h) as
-its orphan timer, and the handle detaches (a docker runner listens on its socket in the
-container from its start: only its orphan timer changes, and its container stays while the
-record names it). Until that switch the kernel's channel is its parent-death
+its orphan timer, and the handle detaches (a docker or ssh runner listens on its socket
+from its start: only its orphan timer changes, and its container, the kernel host or the sshd
+container, stays while the record names it). Until that switch the kernel's channel is its parent-death
 lease, so a host SIGKILLed before it still takes its kernels along. The terminal summary prints
 for each kept kernel its id, transport, expiry and the commands that reach it
 (``hermes-kernel exec``/``attach``/``ls``/``sweep --kept``). Kernels that cannot be kept past

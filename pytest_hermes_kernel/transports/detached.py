@@ -316,3 +316,17 @@ def parse_kernel_processes(output: bytes) -> list[str]:
         if sep and pid.isdigit():
             found.append(f"{pid}: {cmd}")
     return found
+
+
+class NullStream:
+    """Stand-in stream of a launch record that has none: one made only to reach a kept runner
+    again, or to clean up a launch that never got one (never used for traffic)."""
+
+    def send(self, data: bytes) -> None:
+        raise OSError("no stream")
+
+    def recv(self, timeout: float | None) -> bytes:
+        return b""
+
+    def close(self) -> None:
+        pass

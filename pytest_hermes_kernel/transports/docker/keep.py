@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
 from ...kernel.contract import Launched
+from ..detached import NullStream
 
 if TYPE_CHECKING:
     from .transport import DockerTransport
 
-__all__ = ["attach_kept", "locator_of", "release"]
+__all__ = ["NullStream", "attach_kept", "locator_of", "release"]
 
 
 def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
@@ -51,16 +52,3 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}, kept", extra=extra)
 
-
-class NullStream:
-    """Stand-in stream of a launch record that has none: one made only to reach a kept runner
-    again, or to clean up a launch that never got one (never used for traffic)."""
-
-    def send(self, data: bytes) -> None:
-        raise OSError("no stream")
-
-    def recv(self, timeout: float | None) -> bytes:
-        return b""
-
-    def close(self) -> None:
-        pass

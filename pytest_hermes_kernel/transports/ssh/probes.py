@@ -13,12 +13,14 @@ import logging
 import shlex
 from typing import TYPE_CHECKING
 
+from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
-from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, SSH_KERNEL_ROOT,
-                        parse_existing_dirs, parse_host_processes, parse_kernel_processes)
+from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
+                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes, parse_kernel_processes)
 from ..remote_server import probe_by_server
 
 if TYPE_CHECKING:
+    from ...kernel.contract import Launched
     from .connection import SshConnection
     from .transport import SshTransport
 
@@ -38,7 +40,10 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
         where = str(conn.target)
         dirs = transport.made_dirs.of(where)
         out = _scan(transport, conn, where, [str(host_pid), *dirs])
+        kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
         for pid, start, kernel_id, cmd in parse_host_processes(out):
+            if kernel_id in kept:
+                continue
             found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
                 f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
         existing = parse_existing_dirs(out)
@@ -113,3 +118,23 @@ def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, k
     except (TransportLostError, TimeoutError) as exc:
         log.warning("failed launch of kernel %s on %s: could not end its processes: %s", kernel_id, conn.target, exc)
     remove_kernel_dir(conn, kdir)
+
+
+def runner_log(transport: SshTransport, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+    """The last ``lines`` lines of the kernel runner's log on the ssh host (``""`` if unreachable)."""
+    try:
+        _, out, _ = transport.connection().run(
+            f"tail -n {int(lines)} {shlex.quote(f'{launched.kernel_dir}/{LOG_NAME}')}", timeout=PROBE_TIMEOUT)
+    except (TransportLostError, TimeoutError):
+        return ""
+    return out.decode("utf-8", "replace").rstrip()
+
+
+def signal_pid(transport: SshTransport, launched: Launched | None, pid: int, sig: int) -> None:
+    """Send ``sig`` to ``pid`` on the ssh host.
+
+    :raises ProcessLookupError: if no such process runs there (or it is not ours).
+    """
+    code, _ = transport.run_probe(SIGNAL_SCRIPT, str(pid), str(int(sig)))
+    if code != 0:
+        raise ProcessLookupError(f"no process {pid} of ours on the ssh host")

@@ -22,12 +22,14 @@ from __future__ import annotations
 import logging
 import os
 import re
+import tempfile
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import KernelStartError, TransportUnavailableError
-from ...containers.labels import LABEL_STATE_FILE
+from ...containers.kept import exempt_container_ids
+from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import SharedResource, worker_id
@@ -165,7 +167,8 @@ class SshdContainer:
         private, public = generate_keypair()
         endpoint = start_sshd(image=self.image, run_id=self.run_id, worker_id=worker_id(), authorized_key=public,
                               mem_limit_bytes=self.mem_limit_bytes,
-                              labels={LABEL_STATE_FILE: self._shared.state_path, **labels})
+                              labels={LABEL_STATE_FILE: self._shared.state_path,
+                                      LABEL_TMPDIR: tempfile.gettempdir(), **labels})  # where kept records are
         record = {"container_id": endpoint.container_id, "host": endpoint.host, "port": endpoint.port,
                   "user": endpoint.user}
         try:
@@ -188,6 +191,11 @@ class SshdContainer:
         return record
 
     def _stop_shared(self, record: Record) -> None:
+        """The run's last user: remove the container, or park a reusable one (neither while it
+        holds a kernel kept for post-mortem: it outlives the run with it, see :mod:`.keep`)."""
+        if record["container_id"] in exempt_container_ids():
+            log.info("sshd container %s holds a kernel kept for post-mortem: left running", record["container_id"][:12])
+            return
         if self._store is None or self.reuse is None:
             self._remove(record)
         else:

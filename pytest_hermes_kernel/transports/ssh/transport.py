@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME,
+from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
                        MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
@@ -45,7 +45,7 @@ from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, 
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
-from . import probes
+from . import keep, probes
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ class SshTransport(Transport):
 
     name: ClassVar[str] = "ssh"
     reattachable: ClassVar[bool] = True
+    keepable: ClassVar[bool] = True  # post-mortem: :mod:`.keep`
 
     def __init__(self, *, target: str | None = None, key_filename: str | None = None,
                  pkey: paramiko.PKey | None = None, host_key_policy: HostKeyPolicy = "reject",
@@ -247,6 +248,13 @@ class SshTransport(Transport):
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
+    def connection(self) -> SshConnection:
+        """The live connection, connecting if needed (at once refused while the host is silent).
+
+        :raises TransportLostError: if the host cannot be reached.
+        """
+        return self._connection(probe=True)
+
     @property
     def current_connection(self) -> SshConnection | None:
         """The connection in use now, without connecting (``None`` before the first one)."""
@@ -326,18 +334,11 @@ class SshTransport(Transport):
         """The sshd container's log (sshd -e), last ``lines`` lines; ``""`` for a ``target=`` host."""
         return self.sshd.log(lines) if self.sshd is not None else ""
 
-    def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
-        try:
-            _, out, _ = self._connection(probe=True).run(
-                f"tail -n {int(lines)} {shlex.quote(f'{launched.kernel_dir}/{LOG_NAME}')}", timeout=PROBE_TIMEOUT)
-        except (TransportLostError, TimeoutError):
-            return ""
-        return out.decode("utf-8", "replace").rstrip()
+    runner_log = probes.runner_log
 
-    def locator(self, launched: Launched) -> dict[str, Any]:
-        conn: SshConnection = launched.extra["conn"]
-        return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "target": str(conn.target),
-                "sshd_container_id": self.sshd_container_id}
+    locator = keep.locator_of
+    release = keep.release
+    attach_kept = keep.attach_kept
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (:func:`.probes.kernel_processes`)."""
@@ -350,14 +351,7 @@ class SshTransport(Transport):
     def leak_cleanup(self, kind: str, identity: str) -> None:
         probes.cleanup(self, kind, identity)
 
-    def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
-        """Send ``sig`` to ``pid`` on the ssh host.
-
-        :raises ProcessLookupError: if no such process runs there (or it is not ours).
-        """
-        code, _ = self.run_probe(SIGNAL_SCRIPT, str(pid), str(int(sig)))
-        if code != 0:
-            raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
+    signal_pid = probes.signal_pid
 
     def files(self, launched: Launched, workdir: str) -> SftpFiles:
         """The kernel's files on the ssh host, over a new SFTP session (:class:`~.files.SftpFiles`)."""

@@ -1,0 +1,88 @@
+"""SSH kernels kept for post-mortem (``--hermes-keep-failed``): let go, and reached again later.
+
+An ssh runner listens on ``<kernel dir>/sock`` on its host from its start (both the kernel-server
+and the spawn path), so keeping it needs no new listener: the ``keep`` frame makes the TTL its
+orphan timer and the host detaches (its relay channel closes). Another process (``hermes-kernel
+exec``/``attach``/``sweep --kept``) connects again with what the record's locator says and opens
+a new relay channel, as after a dropped connection.
+
+What reaching it takes is in the locator's ``reach``: the keyword options of a new
+:class:`~.transport.SshTransport` (``target``, ``key_filename``, ``host_key``, ...; no kernel
+server: nothing is started there). For the run's sshd container that is its published
+``127.0.0.1`` port, its pinned host key and a copy of the run's private key (a 0600 file beside
+the record in the per-user 0700 kept dir, :func:`~pytest_hermes_kernel.containers.kept.save_secret`,
+removed with the record); the container's id is the locator's ``container_id``, so it outlives
+the run while the record is unexpired, as a docker kernel's container does. For a ``target=`` host:
+the target, its key file, known_hosts, host-key policy and pinned key as given (a key given only
+as a ``pkey`` object is not written anywhere: the later process then authenticates as paramiko
+does by default: the user's agent and default key files).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ...containers.kept import save_secret
+from ...errors import TransportLostError
+from ...kernel.contract import Launched
+from ..detached import NullStream
+
+if TYPE_CHECKING:
+    from .transport import SshTransport
+
+__all__ = ["attach_kept", "locator_of", "release"]
+
+
+def locator_of(transport: SshTransport, launched: Launched) -> dict[str, Any]:
+    """What another process needs to reach the kernel of ``launched`` again (JSON values).
+
+    :raises OSError: if the private key copy cannot be written.
+    """
+    conn = launched.extra["conn"]
+    locator = {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "runner": launched.extra.get("runner"),
+               "python": launched.extra.get("python") or transport.python, "target": str(conn.target)}
+    if transport.sshd is None:
+        return {**locator, "reach": _reach_target(transport)}
+    record = transport.sshd.join()
+    with open(record["key_file"], encoding="ascii") as fh:
+        key_file = save_secret(os.path.basename(launched.kernel_dir or ""), "ssh-key", fh.read())
+    reach = {"target": f"{record['user']}@{record['host']}:{record['port']}", "key_filename": key_file,
+             "host_key": record["host_key"], "server": False}
+    return {**locator, "container_id": record["container_id"], "target": reach["target"], "reach": reach}
+
+
+def _reach_target(transport: SshTransport) -> dict[str, Any]:
+    reach: dict[str, Any] = {"target": str(transport.target), "host_key_policy": transport.host_key_policy,
+                             "server": False}
+    for name in ("key_filename", "known_hosts", "host_key"):
+        if getattr(transport, name):
+            reach[name] = getattr(transport, name)
+    return reach
+
+
+def release(transport: SshTransport, launched: Launched) -> None:
+    """The runner lives on without this host: its kernel dir is no longer one the leak probe
+    expects gone (the channel was closed already). Never raises."""
+    conn, kdir = launched.extra.get("conn"), launched.kernel_dir
+    if conn is not None and kdir:
+        transport.made_dirs.seen(str(conn.target), [kdir], [])
+
+
+def attach_kept(transport: SshTransport, locator: dict[str, Any]) -> Launched:
+    """The launch record of the kept runner at ``locator``, with a new relay channel to it.
+
+    ``transport`` is one made with the locator's ``reach`` options.
+
+    :raises TransportLostError: if the record lacks what is needed, the host cannot be reached
+        or the runner is gone (``permanent``).
+    """
+    pid, kdir, runner = (locator.get(k) for k in ("runner_pid", "kernel_dir", "runner"))
+    if not (isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
+        raise TransportLostError(f"the kept ssh kernel's record is incomplete: {sorted(locator)}", permanent=True)
+    conn = transport.connection()
+    extra = {"conn": conn, "python": locator.get("python") or transport.python, "runner": runner}
+    probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
+    stream = transport.reattach(probe)
+    return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}, kept", extra=extra)
+
