@@ -110,14 +110,27 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _ssh_targets(text: str) -> tuple[str, ...]:
+    from ..transports.ssh.targets import parse_targets
+
+    return parse_targets(text)
+
+
+def _existing_file(text: str) -> str:
+    path = os.path.expanduser(text.strip())
+    if not os.path.isfile(path):
+        raise ConfigError(f"no such file: {path!r}")
+    return path
+
+
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
              "more than one makes a matrix", "local", _transports),
     _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
     _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
              "warn", _leak_mode),
-    _Setting("keep_failed", "keep a failed test's kernels alive after pytest exits, for post-mortem (local "
-             "transport; see README 'Post-mortem')", "false", _bool),
+    _Setting("keep_failed", "keep a failed test's kernels alive after pytest exits, for post-mortem (local, "
+             "docker and ssh transports; see README 'Post-mortem')", "false", _bool),
     _Setting("keep_failed_ttl", "seconds a kept kernel lives without a client before it ends by itself",
              str(DEFAULT_KEEP_TTL_S), _positive_seconds),
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
@@ -132,6 +145,13 @@ SETTINGS = (
              "false", _bool),
     _Setting("reuse_idle_timeout", "seconds a container kept by --hermes-reuse waits unused before a sweep "
              "removes it (none: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
+    _Setting("ssh_targets", "run the ssh transport's kernels on these hosts instead of an sshd container: "
+             "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
+             "see README 'Several hosts'", None, _ssh_targets),
+    _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
+             _existing_file),
+    _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
+             "~/.ssh/known_hosts is read too)", None, _existing_file),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "
              "and names the run's shared containers (default: a new id per run)", None, _run_id),
 )
@@ -153,6 +173,9 @@ class HermesSettings:
     image: str | None
     reuse: bool
     reuse_idle_timeout: float | None
+    ssh_targets: tuple[str, ...] | None
+    ssh_key: str | None
+    ssh_known_hosts: str | None
     run_id: str | None
     sources: dict[str, str]
 
@@ -162,10 +185,15 @@ settings_key = pytest.StashKey[HermesSettings]()
 
 def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
     """Constructor options the run's settings give a built-in transport: for docker and ssh,
-    ``image`` when ``--hermes-image`` is set and ``reuse`` when ``--hermes-reuse`` is on; ``{}`` otherwise."""
+    ``image`` when ``--hermes-image`` is set and ``reuse`` when ``--hermes-reuse`` is on; for ssh
+    with ``--hermes-ssh-targets``, ``targets`` (and the key and known_hosts files) instead: there
+    is no sshd container then; ``{}`` otherwise."""
     settings = config.stash[settings_key]
     if name not in ("docker", "ssh"):
         return {}
+    if name == "ssh" and settings.ssh_targets:
+        given = {"key_filename": settings.ssh_key, "known_hosts": settings.ssh_known_hosts}
+        return {"targets": settings.ssh_targets, **{k: v for k, v in given.items() if v}}
     options: dict[str, Any] = {"image": settings.image} if settings.image else {}
     if settings.reuse:
         options["reuse"] = ReusePolicy(idle_timeout=settings.reuse_idle_timeout)

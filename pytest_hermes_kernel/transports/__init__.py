@@ -89,9 +89,9 @@ def _builtin(name: str) -> Callable[..., Transport]:
 
         return DockerTransport
     if name == "ssh":
-        from .ssh.transport import SshTransport
+        from .ssh.targets import ssh_transport
 
-        return SshTransport
+        return ssh_transport
     if name == "filecell":
         from .filecell.transport import FileCellTransport
 

@@ -1,0 +1,91 @@
+"""The ssh transport over several hosts (``--hermes-ssh-targets``): kernels spread by load.
+
+:class:`SshTargets` holds one :class:`~.transport.SshTransport` per target (each with its own
+connection, kernel server, made-dirs record and leak probe) and places each new kernel on the
+target with the fewest live kernels of this process (:class:`~..spread.Spread`); the kernel's
+label (``ssh user@host:port pid N``), its first result's ``kernel.note`` and its kept record's
+locator name its target.
+
+:func:`ssh_transport` is the ``ssh`` name's factory: ``targets`` with two or more entries gives an
+:class:`SshTargets`, one a plain :class:`~.transport.SshTransport` on it, none the sshd container.
+A transport with a fault proxy on its TCP path (``connect_via``: ``hermes_transport_drop``) has
+one proxy to cut, so it runs on the first target only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ...errors import ConfigError
+from ...kernel.contract import Transport
+from ..spread import Spread, factory_signature
+from .connection import SshTarget
+from .transport import SshTransport
+
+__all__ = ["SshTargets", "parse_targets", "ssh_transport"]
+
+
+def parse_targets(text: str) -> tuple[str, ...]:
+    """``user@host:port`` entries of a comma list, each checked, in order.
+
+    :raises ConfigError: if an entry is not a target, or one is named twice.
+    """
+    targets = tuple(str(SshTarget.parse(t.strip())) for t in text.split(",") if t.strip())
+    if not targets:
+        raise ConfigError(f"no ssh target in {text!r}: expected user@host:port[,user@host:port...]")
+    if len(set(targets)) != len(targets):
+        raise ConfigError(f"an ssh target is named twice in {text!r}")
+    return targets
+
+
+class SshTargets(Spread[SshTransport]):
+    """Ssh kernels spread over several hosts (see module docstring).
+
+    :param targets: two or more ``user@host:port``.
+    :param options: :class:`~.transport.SshTransport` options, the same for every target
+        (``key_filename``, ``known_hosts``, ``host_key_policy``, ...).
+    :raises ConfigError: if a target is bad or named twice.
+    """
+
+    name: ClassVar[str] = "ssh"
+    keepable: ClassVar[bool] = True
+
+    def __init__(self, targets: Sequence[str], **options: Any) -> None:
+        members: list[SshTransport] = []
+        try:
+            for target in parse_targets(",".join(targets)):
+                members.append(SshTransport(target=target, **options))
+        except BaseException:
+            for member in members:
+                member.close()
+            raise
+        self.orphan_timeout = options.get("orphan_timeout")
+        super().__init__(members)
+
+    def place_of(self, member: SshTransport) -> str:
+        return str(member.target)
+
+    def place_in(self, locator: dict[str, Any]) -> str | None:
+        reach = locator.get("reach")
+        target = reach.get("target") if isinstance(reach, dict) else locator.get("target")
+        return str(SshTarget.parse(target)) if isinstance(target, str) else None
+
+
+def ssh_transport(*, targets: Sequence[str] | None = None, **options: Any) -> Transport:
+    """The ``ssh`` transport: over ``targets`` (two or more: an :class:`SshTargets`; one: an
+    :class:`~.transport.SshTransport` on it), else on ``target=`` or the run's sshd container.
+
+    :raises ConfigError: if a target is bad, or both ``target`` and ``targets`` are given.
+    """
+    if not targets:
+        return SshTransport(**options)
+    if options.get("target"):
+        raise ConfigError("give the ssh transport target= or targets=, not both")
+    chosen = parse_targets(",".join(targets))
+    if len(chosen) == 1 or options.get("connect_via") is not None:
+        return SshTransport(target=chosen[0], **options)
+    return SshTargets(chosen, **options)
+
+
+ssh_transport.__signature__ = factory_signature(SshTransport, "targets", "Sequence[str] | None")  # type: ignore[attr-defined]
