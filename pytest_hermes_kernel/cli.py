@@ -317,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
         from .postmortem import sweep_kept
 
         n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
-        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernels")
+        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}")
         return 0
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "

@@ -155,17 +155,22 @@ def alive(record: KeptKernel) -> bool:
 
 
 def _where(record: KeptKernel) -> str:
+    """Where the kept kernel runs: its container, else its ssh host, else its runner's pid."""
     loc = record.locator
-    return next((f"{k.replace('_', ' ')} {str(loc[k])[:12]}" for k in ("container_id", "runner_pid") if loc.get(k)), "?")
+    if loc.get("container_id"):
+        return f"container id {str(loc['container_id'])[:12]}"
+    if loc.get("target"):
+        return f"host {loc['target']}"
+    return f"runner pid {loc['runner_pid']}" if loc.get("runner_pid") else "?"
 
 
 def list_kept(out: IO[str] = sys.stdout) -> int:
     """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive)."""
     now = time.time()
-    out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':22}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
+    out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':25}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in load_all():
         left = "expired" if r.expired(now) else f"{r.expires_at - now:.0f} s"
-        out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):22}  {now - r.kept_at:>5.0f} s  {left:>10}  "
+        out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):25}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{'yes' if alive(r) else 'no':5}  {r.nodeid}\n")
     return 0
 
