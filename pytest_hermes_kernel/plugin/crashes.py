@@ -66,15 +66,29 @@ def reap_in_containers(host_pid: int, run_id: str) -> int:
         return 0
     killed = 0
     try:
-        for container in client.containers.list(filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
-            code, out = container.exec_run(["python3", "-c", HOST_PROCESSES_SCRIPT, str(host_pid)], user="root")
-            for pid, start, _kid, _cmd in parse_host_processes(out or b"") if code == 0 else []:
-                code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user="root")
-                killed += code == 0
+        # sparse: no inspect per container, so one removed meanwhile cannot end the loop
+        for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+            try:
+                killed += _reap_in(container, host_pid)
+            except Exception:  # noqa: BLE001 - that container went or cannot be asked: the next one
+                continue
     except Exception:  # noqa: BLE001 - best effort: the orphan timers and the sweep are the backstop
         pass
     finally:
         client.close()
+    return killed
+
+
+def _reap_in(container: Any, host_pid: int) -> int:
+    """Kill ``host_pid``'s kernel processes in one container, as the kernels' user (the
+    container's root lacks the ptrace right to read their environments: it would find none)."""
+    from ..containers.lifecycle import SSH_USER
+
+    code, out = container.exec_run(["python3", "-c", HOST_PROCESSES_SCRIPT, str(host_pid)], user=SSH_USER)
+    killed = 0
+    for pid, start, _kid, _cmd in parse_host_processes(out or b"") if code == 0 else []:
+        code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
+        killed += code == 0
     return killed
 
 

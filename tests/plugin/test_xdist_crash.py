@@ -12,6 +12,7 @@ stops at the first failure, with a summary, and without an internal error or a h
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -96,3 +97,30 @@ def test_maxfail_stops_with_a_summary_and_no_internal_error(pytester: pytest.Pyt
         pid = str(json.loads(pid_file.read_text())["pid"])
         wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", pid), 3.0,
                    what="the crashed worker's kernel processes to be gone")
+
+
+def test_the_controller_reaps_a_dead_workers_kernels_inside_the_runs_containers(docker_ready: None) -> None:
+    """What the controller does for a crashed worker's docker kernels where the host cannot see
+    them (another engine, another machine): it asks inside each of the run's containers. Here the
+    "crashed worker" is this process: its kernel's processes in the shared container must be
+    found and killed (the container's root cannot read the kernel user's environments: a scan
+    as root finds nothing)."""
+    from pytest_hermes_kernel import KernelHandle
+    from pytest_hermes_kernel.containers.sharing import current_run_id
+    from pytest_hermes_kernel.plugin.crashes import reap_in_containers
+    from pytest_hermes_kernel.transports import make_transport
+
+    transport = make_transport("docker", server=False)
+    kernel = KernelHandle(transport).start()
+    try:
+        assert kernel.execute("1").ok
+        runner_alive = lambda: transport.alive(kernel.launched)  # noqa: E731
+        assert runner_alive()
+
+        killed = reap_in_containers(os.getpid(), current_run_id())
+
+        assert killed >= 1, "the kernel's runner must be found and killed inside the container"
+        wait_until(lambda: not runner_alive(), 5.0, what="the reaped kernel's runner to be gone")
+    finally:
+        kernel.shutdown()
+        transport.close()
