@@ -212,7 +212,7 @@ def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
         removed = sweep.sweep_dead_runs(docker_client)
         assert {ids["dead"], ids["reused"]} <= set(removed)
         assert not {ids["alive"], ids["unlabelled"]} & set(removed)
-        left = {c.id for c in docker_client.containers.list(all=True)}
+        left = {c.id for c in docker_client.containers.list(all=True, sparse=True)}
         assert ids["alive"] in left and ids["unlabelled"] in left
         assert ids["dead"] not in left and ids["reused"] not in left
     finally:

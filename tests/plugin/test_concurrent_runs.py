@@ -79,7 +79,7 @@ def _labelled(run_id: str) -> list[str]:
 
     client = docker.from_env()
     try:
-        return [c.id for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})]
+        return [c.id for c in client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})]
     finally:
         client.close()
 

@@ -91,7 +91,7 @@ def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, hermes_tra
     result.assert_outcomes(passed=5)
     text = result.stdout.str() + result.stderr.str()
     assert "409" not in text and "Conflict" not in text
-    left = docker.from_env().containers.list(all=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})
+    left = docker.from_env().containers.list(all=True, sparse=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})
     assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
 
 

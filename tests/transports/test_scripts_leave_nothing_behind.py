@@ -50,7 +50,7 @@ def _containers_of_run(run_id: str) -> list[str]:
 
     client = docker.from_env()
     try:
-        return [c.id for c in client.containers.list(all=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})]
+        return [c.id for c in client.containers.list(all=True, sparse=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})]
     finally:
         client.close()
 

@@ -56,7 +56,7 @@ def test_a_labelled_container_nobody_holds_is_reported_and_removed(hermes_transp
         assert set(report.leaks.get("container", {})) == {f"container|{container.id}"}, report.format("case")
         checker.cleanup(report)
         client = transport.client if transport.name == "docker" else transport.sshd.docker  # type: ignore[attr-defined]
-        assert container.id not in {c.id for c in client.containers.list(all=True)}
+        assert container.id not in {c.id for c in client.containers.list(all=True, sparse=True)}
     finally:
         from pytest_hermes_kernel.containers.lifecycle import remove_container
 
