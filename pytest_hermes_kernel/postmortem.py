@@ -38,6 +38,8 @@ __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "
 POSTMORTEM_COMMANDS = ("ls", "attach", "exec")
 #: How a command runs cells: no budget (a person waits), never a kernel of its own.
 CELL_OPTIONS = KernelOptions(timeout=None, auto_restart=False)
+#: What ``hermes-kernel ls`` says of :func:`alive`'s answer (``?``: its place cannot be asked).
+ALIVE_WORDS = {True: "yes", False: "no", None: "?"}
 #: Exit status when the kept kernel cannot be reached (gone, expired, unknown id).
 UNREACHABLE = 2
 
@@ -143,13 +145,17 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         return UNREACHABLE
 
 
-def alive(record: KeptKernel) -> bool:
-    """Whether a process of the kept kernel still runs where it runs (through its transport)."""
-    transport = transport_for(record)
+def alive(record: KeptKernel) -> bool | None:
+    """Whether a process of the kept kernel still runs where it runs (through its transport);
+    ``None`` when that place cannot be asked (its host or engine is down, its key file gone)."""
+    try:
+        transport = transport_for(record)
+    except HermesKernelError:
+        return None
     try:
         return bool(transport.kernel_processes(record.kernel_id, record.locator))
-    except HermesKernelError:
-        return False
+    except (HermesKernelError, OSError):
+        return None
     finally:
         transport.close()
 
@@ -167,11 +173,11 @@ def _where(record: KeptKernel) -> str:
 def list_kept(out: IO[str] = sys.stdout) -> int:
     """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive)."""
     now = time.time()
-    out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':25}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
+    out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in load_all():
         left = "expired" if r.expired(now) else f"{r.expires_at - now:.0f} s"
-        out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):25}  {now - r.kept_at:>5.0f} s  {left:>10}  "
-                  f"{'yes' if alive(r) else 'no':5}  {r.nodeid}\n")
+        out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
+                  f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
 
 
@@ -186,10 +192,13 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     for record in load_all():
         if kernel_ids and not any(record.kernel_id.startswith(k) for k in kernel_ids):
             continue
-        if expired_only and not record.expired() and alive(record):
+        if expired_only and not record.expired() and alive(record) is not False:  # alive, or cannot tell
             continue
-        if not dry_run:
-            end_kept(record)
+        why = None if dry_run else end_kept(record)
+        if why is not None:
+            progress(f"could not end kept kernel {record.kernel_id} ({record.transport}): {why}; its record is "
+                     f"kept (the kernel still ends by itself {record.ttl_s:g} s after its last client)")
+            continue
         removed += 1
         swept.append(record.kernel_id)
         containers.add(record.locator.get("container_id"))
@@ -216,19 +225,31 @@ def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progres
         progress(f"{'would remove' if dry_run else 'removed'} container {cid[:12]} (no kept kernel is left in it)")
 
 
-def end_kept(record: KeptKernel) -> None:
-    """End a kept kernel (attach, then shut it down) and remove its record; one already gone only
-    loses its record."""
-    transport = transport_for(record)
+def end_kept(record: KeptKernel) -> str | None:
+    """End a kept kernel (attach, then shut it down) and remove its record. One gone already (the
+    runner is gone for good, or its TTL ran out) only loses its record.
+
+    :returns: ``None`` when done; else why it could not be reached (its record is kept then:
+        the kernel may still run, and its TTL still ends it).
+    """
+    try:
+        transport = transport_for(record)
+    except HermesKernelError as exc:
+        return str(exc)
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
                              options=CELL_OPTIONS)
         handle.shutdown()
-    except TransportLostError:
-        pass  # gone already (its orphan timer, or killed)
+    except TransportLostError as exc:
+        if not (exc.permanent or record.expired()):
+            return str(exc)
+    except (HermesKernelError, OSError) as exc:  # e.g. an ssh key or known_hosts file gone
+        if not record.expired():
+            return f"{type(exc).__name__}: {exc}"
     finally:
         transport.close()
-        remove(record.kernel_id)
+    remove(record.kernel_id)
+    return None
 
 
 def add_postmortem_commands(sub: Any) -> None:

@@ -34,8 +34,8 @@ def test_c_locale_round_trips_utf8_output_and_source(kernel_factory, name):
 def test_c_locale_round_trips_non_ascii_file_names(kernel_factory):
     k = _c_locale_kernel(kernel_factory)
 
-    r = k.execute("import os, tempfile\nd = tempfile.mkdtemp()\nopen(os.path.join(d, 'ü.txt'), 'w').write('x')\n"
-                  "print(os.listdir(d))\nos.listdir(d)")
+    r = k.execute("import os, shutil, tempfile\nd = tempfile.mkdtemp()\nopen(os.path.join(d, 'ü.txt'), 'w').write('x')\n"
+                  "print(os.listdir(d))\nnames = os.listdir(d)\nshutil.rmtree(d)\nnames")
 
     assert r.status == "ok", r.summary()
     assert r.stdout == "['ü.txt']\n" and r.value == "['ü.txt']"

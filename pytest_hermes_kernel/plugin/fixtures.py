@@ -181,6 +181,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     _skip_where_options_do_not_apply(name, marker.transport_options)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
     defaults = transport_defaults(request.config, name)
+    _skip_where_targets_cannot(name, defaults, options)
     try:
         if options:
             transport = make_transport(name, **{**defaults, **options})
@@ -247,6 +248,16 @@ def _skip_where_options_do_not_apply(name: str, options: dict[str, Any]) -> None
         where = sorted(set().union(*map(set, lacking.values())))
         pytest.skip(f"the {name} transport cannot honour the hermes_kernel marker's {what}: this leg is skipped. "
                     f"Hint: @pytest.mark.hermes_transports({', '.join(map(repr, where))}) runs the test only there")
+
+
+def _skip_where_targets_cannot(name: str, defaults: dict[str, Any], options: dict[str, Any]) -> None:
+    """Skip this leg when the test needs the sshd container the kit starts (a memory limit, a fresh
+    container: the OOM marker) but the run points the ssh transport at hosts of its own."""
+    needs = sorted({"mem_limit_bytes", "container"} & set(options))
+    if name == "ssh" and defaults.get("targets") and needs:
+        pytest.skip(f"the ssh transport runs on --hermes-ssh-targets hosts, which cannot honour "
+                    f"{', '.join(f'{k}=' for k in needs)} (a memory limit or a fresh container, e.g. for the "
+                    "hermes_oom marker, needs the sshd container the kit starts): this leg is skipped")
 
 
 def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> None:

@@ -76,10 +76,11 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
     kid = record.kernel_id
     at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
-    container = record.locator.get("container_id")
+    container, target = record.locator.get("container_id"), record.locator.get("target")
+    host = f" {target}" if target and not container else ""  # an ssh target: which host
     shell = [f"    docker exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
     return "\n".join([
-        f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport} (worker pid "
+        f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport}{host} (worker pid "
         f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
         f"its last client leaves (at {at} if none comes)",
         f"    hermes-kernel exec {kid} 'dir()'    run one cell in it",

@@ -117,7 +117,7 @@ def _ssh_targets(text: str) -> tuple[str, ...]:
 
 
 def _existing_file(text: str) -> str:
-    path = os.path.expanduser(text.strip())
+    path = os.path.abspath(os.path.expanduser(text.strip()))  # a kept kernel's record is read from anywhere
     if not os.path.isfile(path):
         raise ConfigError(f"no such file: {path!r}")
     return path

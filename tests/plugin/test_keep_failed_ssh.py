@@ -113,3 +113,20 @@ def test_a_later_ssh_runs_start_up_sweep_leaves_an_unexpired_kept_sshd_alone(pyt
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
     assert run_containers(kept_ssh.run_id) == {}, "the later run removed its own sshd container"
     assert list(run_containers(first_run)) == [cid]
+
+
+def test_a_kept_kernel_that_cannot_be_reached_keeps_its_record_and_says_so(pytester, run, kept_ssh):
+    pytester.makepyfile(test_keep=failing("spawn"))
+    run_ssh(run, kept_ssh, "--hermes-keep-failed").assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    locator = kept_ssh.record(kid)["locator"]
+    os.unlink(locator["reach"]["key_filename"])  # the key copy lost: the host can no longer be logged into
+
+    ls = hermes("ls")
+    swept = hermes("sweep", "--kept")
+
+    line = next((x for x in ls.stdout.splitlines() if x.startswith(kid)), "")
+    assert ls.returncode == 0 and " ? " in line, ls.stdout + ls.stderr  # cannot tell, never "no"
+    assert swept.returncode == 0 and f"could not end kept kernel {kid} (ssh)" in swept.stdout, swept.stdout + swept.stderr
+    assert "its record is kept" in swept.stdout and records(kept_ssh.tmp) == [kid]
+    assert kernel_processes(locator["container_id"], kid, user=SSH_USER), "the kernel still runs: its record must stay"

@@ -57,8 +57,10 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
         key = tmp / "id_ed25519"
         key.write_text(private)
         key.chmod(0o600)
+        host_keys = [_host_key(client, e.container_id) for e in started]
+        assert host_keys[0] != host_keys[1], "each container makes its own host key (the image carries none)"
         known = tmp / "known_hosts"
-        known.write_text("".join(f"[{e.host}]:{e.port} {_host_key(client, e.container_id)}\n" for e in started))
+        known.write_text("".join(f"[{e.host}]:{e.port} {key}\n" for e, key in zip(started, host_keys)))
         targets = tuple(f"{e.user}@{e.host}:{e.port}" for e in started)
         yield Hosts(targets, str(key), str(known), tuple(e.container_id for e in started))  # type: ignore[arg-type]
     finally:
@@ -144,3 +146,21 @@ def test_where(hermes_kernel, n):
             assert _kernel_pids_on(client, cid) == [], f"a kernel process is left on {cid[:12]}"
     finally:
         client.close()
+
+
+def test_an_oom_test_skips_the_leg_on_target_hosts_with_the_reason(two_hosts, pytester):
+    pytester.makepyfile(test_oom="""
+import pytest
+
+@pytest.mark.hermes_oom(limit_bytes=64 * 2**20)
+def test_big(hermes_kernel):
+    hermes_kernel.execute("x = bytearray(2**30)")
+""")
+
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-rs", "--hermes-transport=ssh", f"--hermes-ssh-targets={','.join(two_hosts.targets)}",
+        f"--hermes-ssh-key={two_hosts.key_file}", f"--hermes-ssh-known-hosts={two_hosts.known_hosts}", timeout=120)
+
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*--hermes-ssh-targets hosts, which cannot honour container=, mem_limit_bytes= *"
+                                 "hermes_oom marker*this leg is skipped*"])

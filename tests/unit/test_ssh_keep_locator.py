@@ -19,9 +19,10 @@ from pytest_hermes_kernel.transports.ssh.connection import SshTarget
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 
 
-def test_a_target_kernels_locator_reaches_the_same_host_the_same_way(tmp_path):
-    transport = SshTransport(target="ops@127.0.0.1:2222", key_filename=str(tmp_path / "id_ed25519"),
-                             known_hosts=str(tmp_path / "known_hosts"), host_key_policy="warn")
+def test_a_target_kernels_locator_reaches_the_same_host_the_same_way(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative paths, as typed on a command line: the record has them absolute
+    transport = SshTransport(target="ops@127.0.0.1:2222", key_filename="id_ed25519",
+                             known_hosts="./known_hosts", host_key_policy="warn")
     try:
         conn = SimpleNamespace(target=SshTarget("127.0.0.1", 2222, "ops"))
         launched = Launched(stream=NullStream(), pid=4321, kernel_dir="/home/ops/.hermes-kernels/k1",

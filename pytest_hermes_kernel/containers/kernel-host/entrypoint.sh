@@ -2,9 +2,14 @@
 # pytest-hermes-kernel container entrypoint (runs under tini, which is PID 1).
 #
 # Installs the run's public key from HERMES_AUTHORIZED_KEY into ~hermes/.ssh/authorized_keys
-# (0600, owned by hermes), then exec's the command so that no shell stays between tini and
-# `sleep infinity` / `sshd -D -e`.
+# (0600, owned by hermes); as root, makes this container's own ssh host key (the image has none:
+# two containers never share one, so a pinned key tells them apart); then exec's the command so
+# that no shell stays between tini and `sleep infinity` / `sshd -D -e`.
 set -eu
+
+if [ "$(id -u)" = 0 ] && [ ! -e /etc/ssh/ssh_host_ed25519_key ]; then
+    ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
+fi
 
 if [ -n "${HERMES_AUTHORIZED_KEY:-}" ]; then
     ssh_dir=/home/hermes/.ssh

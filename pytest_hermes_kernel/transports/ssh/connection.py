@@ -66,6 +66,14 @@ class SshTarget:
         return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
 
 
+def _hint(exc: BaseException) -> str:
+    """What to do about a connect error a user can fix on this side (``""``: none known)."""
+    if "not found in known_hosts" in str(exc):
+        return ("\nHint: the host's key is not trusted yet: add it to a known_hosts file (e.g. `ssh-keyscan -p PORT "
+                "HOST >> ci_known_hosts`) and pass it (--hermes-ssh-known-hosts, known_hosts=), or pin it with host_key=")
+    return ""
+
+
 def _changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
     """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
     name, got, want = target.known_hosts_name(), exc.key, exc.expected_key
@@ -134,7 +142,7 @@ class SshConnection:
         except (OSError, paramiko.SSHException, EOFError) as exc:
             self.client.close()
             timed_out = time.monotonic() - started >= connect_timeout * 0.8
-            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}",
+            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}{_hint(exc)}",
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
@@ -159,7 +167,10 @@ class SshConnection:
         else:
             self.client.load_system_host_keys()
             if known_hosts:
-                keys.load(known_hosts)  # not load_host_keys: paramiko's auto-add would write that file
+                try:
+                    keys.load(known_hosts)  # not load_host_keys: paramiko's auto-add would write that file
+                except OSError as exc:
+                    raise ConfigError(f"the known_hosts file {known_hosts!r} cannot be read: {exc.strerror or exc}") from None
             for name, entry in (session_keys or {}).items():
                 for kind, key in entry.items():
                     keys.add(name, kind, key)

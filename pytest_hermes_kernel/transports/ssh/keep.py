@@ -55,9 +55,11 @@ def locator_of(transport: SshTransport, launched: Launched) -> dict[str, Any]:
 def _reach_target(transport: SshTransport) -> dict[str, Any]:
     reach: dict[str, Any] = {"target": str(transport.target), "host_key_policy": transport.host_key_policy,
                              "server": False}
-    for name in ("key_filename", "known_hosts", "host_key"):
+    for name in ("key_filename", "known_hosts"):  # absolute: the record is read from any directory
         if getattr(transport, name):
-            reach[name] = getattr(transport, name)
+            reach[name] = os.path.abspath(getattr(transport, name))
+    if transport.host_key:
+        reach["host_key"] = transport.host_key
     return reach
 
 

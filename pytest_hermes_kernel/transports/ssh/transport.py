@@ -190,7 +190,7 @@ class SshTransport(Transport):
         try:
             conn = self._connection()
         except TransportLostError as exc:
-            raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
+            raise _unreachable(exc) from None
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
         return with_fallback(fork, lambda: self._spawn(conn, spec))
@@ -201,7 +201,7 @@ class SshTransport(Transport):
         except UnsafeRunDirError as exc:
             raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
-            raise KernelStartError(f"ssh transport: {exc}\nHint: is the host up and the key accepted?") from None
+            raise _unreachable(exc) from None
         python = spec.python or self.python
         runner = f"{kdir}/{runner_zipapp().name}"
         try:
@@ -362,6 +362,12 @@ class SshTransport(Transport):
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
 
 
+
+
+def _unreachable(exc: TransportLostError) -> KernelStartError:
+    """The start error of a host that cannot be reached, with a hint (the connection's own, if it has one)."""
+    hint = "" if "Hint:" in str(exc) else "\nHint: is the host up and the key accepted?"
+    return KernelStartError(f"ssh transport: {exc}{hint}")
 
 
 def _start_hint(code: int | None, python: str) -> str:
