@@ -250,6 +250,9 @@ class FaultyTransport(Transport):
     def locator(self, launched: Launched) -> dict[str, Any]:
         return self.inner.locator(self._inner_of(launched))
 
+    def kept_locator(self, launched: Launched) -> dict[str, Any]:
+        return self.inner.kept_locator(self._inner_of(launched))
+
     def files(self, launched: Launched, workdir: str) -> KernelFiles:
         return self.inner.files(self._inner_of(launched), workdir)
 

@@ -17,7 +17,7 @@ and when:
   (kernel dir); never raises.
 * :meth:`Transport.runner_log`: the handle, for the error of a start that failed.
 * :meth:`Transport.sweep_stale`: the registry's reaper, for kernel dirs of dead hosts.
-* :meth:`Transport.locator`, :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
+* :meth:`Transport.locator` (:meth:`Transport.kept_locator`), :meth:`Transport.kernel_processes`, :meth:`Transport.signal_pid`,
   :meth:`Transport.leak_snapshot`, :meth:`Transport.leak_cleanup`: the leak checker and the
   fault injector (other processes, other layers).
 * :meth:`Transport.keep_address`, :meth:`Transport.release`, :meth:`Transport.attach_kept`: the
@@ -177,6 +177,13 @@ class Transport(ABC):
     def locator(self, launched: Launched) -> dict[str, Any]:
         """Picklable facts another process needs to find this kernel (see :meth:`kernel_processes`)."""
         return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir}
+
+    def kept_locator(self, launched: Launched) -> dict[str, Any]:
+        """The :meth:`locator` recorded for a kernel kept for post-mortem, which must stay valid once
+        this run is gone: by default the locator itself; a transport whose way in needs a file of
+        the run (ssh: the run's private key) copies it beside the record here (only here: the
+        locator is asked for often, and has no side effects)."""
+        return self.locator(launched)
 
     def keep_address(self, launched: Launched) -> str | None:
         """Where a kept runner listens for clients once its host is gone: a unix socket path in its

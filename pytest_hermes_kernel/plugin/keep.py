@@ -56,17 +56,18 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[K
     """
     launched = kernel.launched
     assert launched is not None  # alive
-    runner_pid = launched.pid
-    record = KeptKernel(kernel_id=kernel.kernel_id, transport=kernel.transport.name,
-                        locator=kernel.transport.locator(launched), token=kernel.token, nodeid=nodeid,
-                        kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(), worker_pid=kernel.pid)
+    runner_pid, kid = launched.pid, kernel.kernel_id
     try:
+        record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
+                            locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
+                            kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
+                            worker_pid=kernel.pid)
         save(record)
         kernel.keep(ttl)
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:
-        remove(record.kernel_id)
+        remove(kid)
         kernel.shutdown()
-        return None, f"{nodeid}: kernel {record.kernel_id} could not be kept, so it was shut down: {exc}"
+        return None, f"{nodeid}: kernel {kid} could not be kept, so it was shut down: {exc}"
     record = record.detached_now()
     save(record)
     return record, describe(record, runner_pid)

@@ -134,6 +134,9 @@ class Spread(Transport, Generic[M]):
     def locator(self, launched: Launched) -> dict[str, Any]:
         return self._of(launched).locator(launched)
 
+    def kept_locator(self, launched: Launched) -> dict[str, Any]:
+        return self._of(launched).kept_locator(launched)
+
     def release(self, launched: Launched) -> None:
         self._of(launched).release(launched)
 

@@ -130,3 +130,30 @@ def test_a_kept_kernel_that_cannot_be_reached_keeps_its_record_and_says_so(pytes
     assert swept.returncode == 0 and f"could not end kept kernel {kid} (ssh)" in swept.stdout, swept.stdout + swept.stderr
     assert "its record is kept" in swept.stdout and records(kept_ssh.tmp) == [kid]
     assert kernel_processes(locator["container_id"], kid, user=SSH_USER), "the kernel still runs: its record must stay"
+
+
+def test_asking_a_locator_writes_nothing_and_only_keeping_copies_the_key():
+    """The locator is asked for often (leak probes, the host harness, contract probes): only the
+    locator recorded for a kept kernel copies the run's key, beside the record, removed with it."""
+    from pytest_hermes_kernel import KernelHandle
+    from pytest_hermes_kernel.containers.kept import remove
+    from pytest_hermes_kernel.containers.rundir import kept_dir
+    from pytest_hermes_kernel.transports import make_transport
+
+    transport = make_transport("ssh")
+    kernel = KernelHandle(transport).start()
+    try:
+        before = sorted(os.listdir(kept_dir()))
+        for _ in range(3):
+            assert transport.locator(kernel.launched)["reach"]["key_filename"] != ""
+        assert sorted(os.listdir(kept_dir())) == before, "locator() must not write anything"
+
+        kept = transport.kept_locator(kernel.launched)
+        copy = Path(kept["reach"]["key_filename"])
+        assert copy.parent == Path(kept_dir()) and copy.name == f"{kernel.kernel_id}.ssh-key"
+        assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+        remove(kernel.kernel_id)
+        assert sorted(os.listdir(kept_dir())) == before
+    finally:
+        kernel.shutdown()
+        transport.close()

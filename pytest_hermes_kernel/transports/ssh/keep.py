@@ -31,25 +31,36 @@ from ..detached import NullStream
 if TYPE_CHECKING:
     from .transport import SshTransport
 
-__all__ = ["attach_kept", "locator_of", "release"]
+__all__ = ["attach_kept", "kept_locator_of", "locator_of", "release"]
 
 
 def locator_of(transport: SshTransport, launched: Launched) -> dict[str, Any]:
-    """What another process needs to reach the kernel of ``launched`` again (JSON values).
-
-    :raises OSError: if the private key copy cannot be written.
-    """
+    """What another process needs to reach the kernel of ``launched`` again (JSON values; no
+    side effects: for the run's sshd container, ``reach`` names the run's own key file, which
+    goes with the run: :func:`kept_locator_of` is the one to record)."""
     conn = launched.extra["conn"]
     locator = {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "runner": launched.extra.get("runner"),
                "python": launched.extra.get("python") or transport.python, "target": str(conn.target)}
     if transport.sshd is None:
         return {**locator, "reach": _reach_target(transport)}
     record = transport.sshd.join()
-    with open(record["key_file"], encoding="ascii") as fh:
-        key_file = save_secret(os.path.basename(launched.kernel_dir or ""), "ssh-key", fh.read())
-    reach = {"target": f"{record['user']}@{record['host']}:{record['port']}", "key_filename": key_file,
+    reach = {"target": f"{record['user']}@{record['host']}:{record['port']}", "key_filename": record["key_file"],
              "host_key": record["host_key"], "server": False}
     return {**locator, "container_id": record["container_id"], "target": reach["target"], "reach": reach}
+
+
+def kept_locator_of(transport: SshTransport, launched: Launched) -> dict[str, Any]:
+    """:func:`locator_of` for a kept kernel: for the run's sshd container, with a copy of the run's
+    private key beside the record (``<kernel id>.ssh-key``, 0600) in place of the run's file.
+
+    :raises OSError: if the key cannot be read or its copy written.
+    """
+    locator = locator_of(transport, launched)
+    if transport.sshd is None:
+        return locator
+    with open(locator["reach"]["key_filename"], encoding="ascii") as fh:
+        key_file = save_secret(os.path.basename(launched.kernel_dir or ""), "ssh-key", fh.read())
+    return {**locator, "reach": {**locator["reach"], "key_filename": key_file}}
 
 
 def _reach_target(transport: SshTransport) -> dict[str, Any]:

@@ -337,6 +337,7 @@ class SshTransport(Transport):
     runner_log = probes.runner_log
 
     locator = keep.locator_of
+    kept_locator = keep.kept_locator_of
     release = keep.release
     attach_kept = keep.attach_kept
 
