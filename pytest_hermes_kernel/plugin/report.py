@@ -128,6 +128,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if not stats.started and not stats.leaks and not kept:
         return
     tr = terminalreporter
+    tr.ensure_newline()  # before the section, not between it and its first line (-v leaves a test line open)
     tr.section("hermes-kernel summary")
     deaths = ", ".join(f"{r}={n}" for r, n in sorted(stats.deaths.items())) or "none"
     tr.write_line(f"kernels started: {stats.started}; peak alive: {stats.peak_alive}; "

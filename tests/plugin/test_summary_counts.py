@@ -47,3 +47,13 @@ def test_the_summary_counts_what_the_tests_observed(pytester: pytest.Pytester, r
     result = run("--hermes-transport=local", *xdist)
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines([EXPECTED])
+
+
+def test_the_summary_starts_right_under_its_header_in_verbose_mode(pytester: pytest.Pytester, run) -> None:
+    pytester.makepyfile(test_one="def test_one(hermes_kernel):\n    assert hermes_kernel.execute('1').ok\n")
+
+    result = run("-v")
+
+    lines = result.outlines
+    header = next(i for i, line in enumerate(lines) if "hermes-kernel summary" in line)
+    assert lines[header + 1].startswith("kernels started: 1;"), lines[header - 2:header + 3]
