@@ -17,7 +17,7 @@ import itertools
 import threading
 from abc import abstractmethod
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ..errors import TransportLostError
 from ..kernel.contract import ByteStream, Launched, LaunchSpec, Transport
@@ -39,6 +39,8 @@ class Spread(Transport, Generic[M]):
     """
 
     reattachable = True
+    place_word: ClassVar[str] = ""
+    """What a place is called in ``kernel.note`` (``"engine"``: "on docker engine URL")."""
 
     def __init__(self, members: Sequence[M]) -> None:
         self.members = list(members)
@@ -101,7 +103,8 @@ class Spread(Transport, Generic[M]):
                 self._live[self.place_of(member)].discard(slot)
             raise
         launched.extra.update({_SLOT: slot, PLACE: self.place_of(member)})
-        launched.note = "; ".join(n for n in (f"on {self.name} {self.place_of(member)}", launched.note) if n)
+        where = " ".join(w for w in ("on", self.name, self.place_word, self.place_of(member)) if w)
+        launched.note = "; ".join(n for n in (where, launched.note) if n)
         return launched
 
     def reattach(self, launched: Launched) -> ByteStream:
