@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
+from .errors import ConfigError
 from .transports import TRANSPORT_NAMES
 
 #: What ``hermes-kernel sweep`` can remove, in the order it does.
@@ -54,22 +55,44 @@ def _check_local() -> Check:
     return Check("local", True, f"{sys.executable} (Python {sys.version.split()[0]}); {cgroup}")
 
 
-def _check_docker_engine() -> tuple[bool, str]:
+#: Environment variable naming the docker engines (a comma list) the doctor and the sweep look at.
+ENGINES_ENV = "PYTEST_HERMES_DOCKER_HOSTS"
+#: One engine: its URL, or ``None`` for the environment's (``DOCKER_HOST``).
+Engines = Sequence["str | None"]
+
+
+def engines_of(text: str | None) -> tuple[str | None, ...]:
+    """The engines named by ``text`` (a comma list, ``default`` for the environment's), else by
+    :data:`ENGINES_ENV`, else the environment's engine alone.
+
+    :raises ConfigError: if an entry is not an engine URL.
+    """
+    from .containers.engines import DEFAULT_ENGINE, parse_engine_list
+
+    text = text or os.environ.get(ENGINES_ENV)
+    return tuple(None if u == DEFAULT_ENGINE else u for u in parse_engine_list(text)) if text else (None,)
+
+
+def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
     try:
         from .containers.images import docker_status
     except ImportError as exc:  # pragma: no cover - images imports docker lazily
         return False, str(exc)
     try:
-        return docker_status()
+        return docker_status(url)
     except ImportError as exc:
         return False, f"docker-py is not installed ({exc})"
 
 
-def _check_image() -> tuple[bool, str]:
+def _check_image(url: str | None = None) -> tuple[bool, str]:
     try:
-        import docker
+        from .containers.engines import engine_client
 
-        docker.from_env().images.get("hermes-kernel-host:latest")
+        client = engine_client(url)
+        try:
+            client.images.get("hermes-kernel-host:latest")
+        finally:
+            client.close()
         return True, "image hermes-kernel-host:latest present"
     except ImportError:
         return False, "docker-py is not installed"
@@ -77,13 +100,14 @@ def _check_image() -> tuple[bool, str]:
         return False, "image hermes-kernel-host:latest not built yet (it is built on first use, ~70 s)"
 
 
-def _check_docker() -> Check:
-    ok, why = _check_docker_engine()
-    if not ok:
-        return Check("docker", False, why, "pip install 'pytest-hermes-kernel[docker]'; start dockerd "
+def _check_docker(engines: Engines = (None,)) -> Check:
+    """The docker transport on each engine (``None``: the environment's, ``DOCKER_HOST``)."""
+    found = [(*_check_docker_engine(url), url) for url in engines]
+    bad = [why for ok, why, _url in found if not ok]
+    if bad:
+        return Check("docker", False, "; ".join(bad), "pip install 'pytest-hermes-kernel[docker]'; start dockerd "
                      "(apt-get install docker.io; dockerd &); .ci/run does both")
-    _, image = _check_image()
-    return Check("docker", True, f"{why}; {image}")
+    return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
 
 
 def _check_ssh() -> Check:
@@ -109,13 +133,13 @@ CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _chec
                                           "filecell": _check_filecell}
 
 
-def doctor(names: list[str] | None = None) -> list[Check]:
-    """Check each transport (default: all built-in ones)."""
-    return [CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
+def doctor(names: list[str] | None = None, engines: Engines = (None,)) -> list[Check]:
+    """Check each transport (default: all built-in ones); docker on each of ``engines``."""
+    return [_check_docker(engines) if n == "docker" else CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
 
 
 def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
-          kinds: Sequence[SweepKind] = SWEEP_KINDS, reused: bool = False) -> dict[str, int]:
+          kinds: Sequence[SweepKind] = SWEEP_KINDS, reused: bool = False, engines: Engines = (None,)) -> dict[str, int]:
     """Remove leftovers of dead runs: run files, containers (by label), kernel dirs, kernel processes.
 
     Run files go first: a shared container whose files went is then judged unheld as well.
@@ -125,12 +149,13 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
     :param dry_run: only list what would be removed; nothing is removed or killed.
     :param kinds: which of :data:`SWEEP_KINDS` to sweep (default: all).
     :param reused: containers kept between runs go too (unless a live run has claimed one).
+    :param engines: the docker engines whose containers are swept (``None``: the environment's).
     :returns: how many of each kind were removed (or would be), by kind.
     """
     from .postmortem import sweep_kept
 
     sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
-        "run-files": _sweep_run_files, "containers": lambda p, d: _sweep_containers(p, d, reused=reused),
+        "run-files": _sweep_run_files, "containers": lambda p, d: sum(_sweep_containers(p, d, reused=reused, engine=e) for e in engines),
         "kernel-dirs": _sweep_kernel_dirs, "kernel-processes": _kill_orphan_kernels,
         "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True)}
     # kept kernels first: one found gone (its TTL ran out) frees its container for the container sweep
@@ -153,17 +178,24 @@ def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
     return len(paths)
 
 
-def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused: bool = False) -> int:
-    """Labelled containers that no live process uses (and, with ``reused``, parked reusable ones)."""
-    ok, why = _check_docker_engine()
-    if not ok:
-        progress(f"containers: skipped ({why})")
-        return 0
+def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused: bool = False,
+                      engine: str | None = None) -> int:
+    """Labelled containers on ``engine`` that no live process uses (and, with ``reused``, parked reusable ones)."""
+    from .containers.engines import engine_client, engine_url
     from .containers.sweep import sweep_dead_runs
+    from .errors import HermesKernelError
 
-    ids = sweep_dead_runs(dry_run=dry_run, reused=reused)
-    for cid in ids:
-        progress(f"{_verb(dry_run)} container {cid[:12]} (no live process uses it)")
+    try:
+        client = engine_client(engine)
+    except (HermesKernelError, ImportError) as exc:
+        progress(f"containers: skipped ({exc})")
+        return 0
+    try:
+        ids = sweep_dead_runs(client, dry_run=dry_run, reused=reused)
+        for cid in ids:
+            progress(f"{_verb(dry_run)} container {cid[:12]} on {engine_url(client)} (no live process uses it)")
+    finally:
+        client.close()
     return len(ids)
 
 
@@ -242,20 +274,20 @@ def _in_this_pid_namespace(pid: int) -> bool:
     return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
 
 
-def doctor_image(image: str, out: Callable[[str], None] = print) -> int:
+def doctor_image(image: str, out: Callable[[str], None] = print, engine: str | None = None) -> int:
     """``hermes-kernel doctor --image NAME``: print each need of a kernel host image
     (:mod:`~pytest_hermes_kernel.containers.image_check`); exit code 0 when the docker
-    transport can use it (``sshd`` is needed by the ssh transport only), 1 otherwise."""
+    transport can use it (``sshd`` is needed by the ssh transport only), 1 otherwise. ``engine``:
+    the docker engine to look on (``None``: the environment's)."""
+    from .containers.engines import engine_client
     from .containers.image_check import REQUIRED, check_image
     from .errors import ContainerStartError
 
-    ok, why = _check_docker_engine()
+    ok, why = _check_docker_engine(engine)
     if not ok:
         out(f"image     NO  {why}")
         return 1
-    import docker
-
-    client = docker.from_env()
+    client = engine_client(engine)
     try:
         checks = check_image(client, image)
     except ContainerStartError as exc:
@@ -269,16 +301,22 @@ def doctor_image(image: str, out: Callable[[str], None] = print) -> int:
     return 0 if all(c.ok for c in checks if c.need in REQUIRED) else 1
 
 
+_ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path, tcp://host:port; 'default' is "
+                 f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
     d.add_argument("--image", metavar="NAME", help="check a kernel host image instead: what it has, what it lacks")
+    d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
     b.add_argument("--tag", default="hermes-kernel-host:latest")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
+    w.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     w.add_argument("--reused", action="store_true", help="also remove the containers kept between runs by "
                    "--hermes-reuse (those no live run has claimed), their records and sshd keys")
     w.add_argument("kinds", nargs="*", metavar="KIND", help=f"only these: any of {', '.join(SWEEP_KINDS)} "
@@ -291,13 +329,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd in POSTMORTEM_COMMANDS:
         return run_postmortem_command(args)
+    try:
+        engines = engines_of(getattr(args, "docker_hosts", None))
+    except ConfigError as exc:
+        ap.error(str(exc))
     if args.cmd == "doctor" and args.image:
-        return doctor_image(args.image)
+        return max(doctor_image(args.image, engine=e) for e in engines)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
         if unknown:
             ap.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
-        checks = doctor(args.transports or None)
+        checks = doctor(args.transports or None, engines)
         for c in checks:
             print(f"{c.transport:9} {'ok ' if c.ok else 'NO '} {c.detail}")
             if not c.ok and c.hint:
@@ -319,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
         print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}")
         return 0
-    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused)
+    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
     print(head + ", ".join(f"{n} {kind.replace('-', ' ')}" for kind, n in removed.items()))
     return 0

@@ -188,7 +188,8 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
 
     :returns: how many were removed (or would be).
     """
-    removed, containers, swept = 0, set(), []
+    removed, swept = 0, []
+    containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
     for record in load_all():
         if kernel_ids and not any(record.kernel_id.startswith(k) for k in kernel_ids):
             continue
@@ -201,23 +202,31 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
             continue
         removed += 1
         swept.append(record.kernel_id)
-        containers.add(record.locator.get("container_id"))
+        cid, engine = record.locator.get("container_id"), record.locator.get("docker_host")
+        if isinstance(cid, str):
+            containers.setdefault(engine if isinstance(engine, str) else None, set()).add(cid)
         progress(f"{'would remove' if dry_run else 'removed'} kept kernel {record.kernel_id} "
                  f"({record.transport}, kept by {record.nodeid})")
-    _sweep_containers_of_kept({c for c in containers if isinstance(c, str)}, swept, progress, dry_run)
+    for engine, ids in containers.items():
+        _sweep_containers_of_kept(ids, swept, progress, dry_run, engine)
     return removed
 
 
 def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
-                              dry_run: bool) -> None:
+                              dry_run: bool, engine: str | None = None) -> None:
     """Remove the containers that held the swept kept kernels, once none of their kernels is kept
     (:func:`~pytest_hermes_kernel.containers.sweep.sweep_kept_containers`)."""
     if not container_ids:
         return
+    from .containers.engines import engine_client
     from .containers.sweep import sweep_kept_containers
 
     try:
-        gone = sweep_kept_containers(container_ids, dry_run=dry_run, swept=swept)
+        client = engine_client(engine)  # the engine the kernels were kept on
+        try:
+            gone = sweep_kept_containers(container_ids, client, dry_run=dry_run, swept=swept)
+        finally:
+            client.close()
     except Exception as exc:  # noqa: BLE001 - no engine: the next sweep removes them
         progress(f"containers of kept kernels: skipped ({type(exc).__name__}: {exc})")
         return

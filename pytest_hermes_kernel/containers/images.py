@@ -56,30 +56,30 @@ LOCK_PATH = os.path.join(tempfile.gettempdir(), "pytest-hermes-kernel-image.lock
 LOCK_TIMEOUT = 1800.0
 
 
-def docker_status() -> tuple[bool, str]:
+def docker_status(url: str | None = None) -> tuple[bool, str]:
     """Tell whether a docker engine is reachable from this process; changes nothing.
 
+    :param url: the engine (``unix:///...``, ``tcp://...``); ``None``: the environment's (``DOCKER_HOST``).
     :returns: ``(True, "docker engine <version> at <url>")`` or ``(False, reason + " Hint: ...")``.
     """
     try:
-        import docker
+        import docker  # noqa: F401
     except ImportError:
         return False, (
             "the docker SDK is not installed. "
             "Hint: pip install 'pytest-hermes-kernel[docker]'"
         )
+    from .engines import engine_client, engine_url
+    from ..errors import HermesKernelError
+
     try:
-        client = docker.from_env(timeout=10)
-    except docker.errors.DockerException as exc:
-        return False, f"no docker engine: {exc}. Hint: is dockerd running? is DOCKER_HOST right?"
+        client = engine_client(url, timeout=10)
+    except HermesKernelError as exc:
+        return False, str(exc)
     try:
-        version = client.version().get("Version", "?")
-        return True, f"docker engine {version} at {client.api.base_url}"
-    except Exception as exc:  # requests/urllib3 errors are not DockerException
-        return False, (
-            f"docker engine at {client.api.base_url} did not answer: {exc}. "
-            "Hint: is dockerd running (`docker info`)? may this user use /var/run/docker.sock?"
-        )
+        return True, f"docker engine {client.version().get('Version', '?')} at {engine_url(client)}"
+    except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are not DockerException
+        return False, f"docker engine at {engine_url(client)} did not answer: {exc}. Hint: is dockerd running there?"
     finally:
         client.close()
 

@@ -54,8 +54,13 @@ def start_kernel_host(
     network_disabled: bool = True,
     labels: dict[str, str] | None = None,
     user: str = SSH_USER,
+    client: docker.DockerClient | None = None,
 ) -> Container:
     """Start a kernel host container for the docker transport (``sleep infinity`` under tini).
+
+    On ``client``'s engine when one is given (docker-py directly: testcontainers picks its engine
+    from its own configuration and cannot be pointed at another one), else through testcontainers
+    on the environment's engine.
 
     :param image: kernel host image (see :func:`pytest_hermes_kernel.containers.images.ensure_image`).
     :param run_id: run id label.
@@ -66,6 +71,7 @@ def start_kernel_host(
     :param network_disabled: ``True`` gives the container no network at all (only ``lo``).
     :param labels: extra labels.
     :param user: user of the container's processes and the default ``exec_run`` user.
+    :param client: the engine to start it on (``None``: testcontainers', the environment's).
     :returns: the running docker-py ``Container``; remove it with :func:`remove_container`.
     :raises ContainerStartError: if the container cannot be created or exits at once.
     """
@@ -78,7 +84,10 @@ def start_kernel_host(
         "user": user,
         **_limits(mem_limit_bytes, cpus),
     }
-    container = _start(image, command=["sleep", "infinity"], env={}, options=options)
+    if client is None:
+        container = _start(image, command=["sleep", "infinity"], env={}, options=options)
+    else:
+        container = _start_on(client, image, command=["sleep", "infinity"], options=options)
     _check_running(container, "kernel host")
     return container
 
@@ -225,6 +234,20 @@ def _start(
             f"Hint: build it with `hermes-kernel build-image`; is dockerd running?"
         ) from exc
     return tc.get_wrapped_container()
+
+
+def _start_on(client: docker.DockerClient, image: str, *, command: list[str], options: dict[str, Any]) -> Container:
+    """A container started on ``client``'s engine with docker-py (see :func:`start_kernel_host`).
+
+    :raises ContainerStartError: if it cannot be created or started (the engine named).
+    """
+    require_image(client, image)
+    try:
+        return client.containers.run(image, command, detach=True, **options)
+    except Exception as exc:  # noqa: BLE001 - any engine refusal: the message names the engine
+        raise ContainerStartError(f"could not start a container from {image} on the docker engine at "
+                                  f"{client.api.base_url}: {exc}\nHint: build it with `hermes-kernel build-image`; "
+                                  "is dockerd running?") from exc
 
 
 def _check_running(container: Container, what: str) -> None:

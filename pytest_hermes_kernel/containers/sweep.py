@@ -231,18 +231,22 @@ def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:
     return record is not None and verdict(record, lambda _name: record.get("image_id")) in ("claimed", "parked")
 
 
-_swept_at_start = False
+_swept_engines: set[str] = set()
 
 
 def sweep_once_per_process(client: docker.DockerClient, run_id: str) -> None:
-    """At a session's first use of docker: remove containers and run files of dead runs (never
-    this run's)."""
-    global _swept_at_start
-    if _swept_at_start:
+    """At a session's first use of each docker engine: remove that engine's containers of dead runs
+    (never this run's), and (at the first of them) the run files of dead runs."""
+    from .engines import engine_url
+
+    engine = engine_url(client)
+    if engine in _swept_engines:
         return
-    _swept_at_start = True
+    first = not _swept_engines
+    _swept_engines.add(engine)
     try:
         sweep_dead_runs(client, keep_run_id=run_id)
-        sweep_dead_run_files(keep_run_id=run_id)
+        if first:
+            sweep_dead_run_files(keep_run_id=run_id)
     except Exception:  # noqa: BLE001 - a failed sweep must not stop the run; `hermes-kernel sweep` retries
         pass

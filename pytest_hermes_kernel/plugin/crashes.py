@@ -15,6 +15,7 @@ reaped. Nothing here touches a live worker's kernels: the pid is that of the dea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import psutil
@@ -23,6 +24,7 @@ import pytest
 from ..containers.labels import LABEL_RUN_ID
 from ..containers.sharing import current_run_id
 from ..transports.detached import HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_host_processes
+from .settings import settings_key
 
 
 @dataclass
@@ -57,11 +59,19 @@ def reap_local(host_pid: int) -> int:
     return killed
 
 
-def reap_in_containers(host_pid: int, run_id: str) -> int:
-    """Kill ``host_pid``'s kernel processes in the run's containers (docker, sshd); how many."""
+def reap_in_containers(host_pid: int, run_id: str, engines: Sequence[str] | None = None) -> int:
+    """Kill ``host_pid``'s kernel processes in the run's containers (docker, sshd) on each engine
+    (``--hermes-docker-hosts``; ``None``: the environment's); how many."""
+    from ..containers.engines import DEFAULT_ENGINE
+
+    return sum(_reap_on(None if e == DEFAULT_ENGINE else e, host_pid, run_id) for e in engines or (DEFAULT_ENGINE,))
+
+
+def _reap_on(engine: str | None, host_pid: int, run_id: str) -> int:
     try:
-        import docker
-        client = docker.from_env()
+        from ..containers.engines import engine_client
+
+        client = engine_client(engine)
     except Exception:  # noqa: BLE001 - no docker here: no containers to reap in
         return 0
     killed = 0
@@ -106,7 +116,8 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     pid = crashes.pids.pop(node.gateway.id, None)
     if error is None or pid is None:
         return
-    crashes.reaped[node.gateway.id] = reap_local(pid) + reap_in_containers(pid, current_run_id())
+    engines = node.config.stash[settings_key].docker_hosts
+    crashes.reaped[node.gateway.id] = reap_local(pid) + reap_in_containers(pid, current_run_id(), engines)
 
 
 @pytest.hookimpl(optionalhook=True)

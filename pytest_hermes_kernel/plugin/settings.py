@@ -103,6 +103,12 @@ def _image(text: str) -> str:
     return text
 
 
+def _engines(text: str) -> tuple[str, ...]:
+    from ..containers.engines import parse_engine_list
+
+    return parse_engine_list(text)
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -140,6 +146,9 @@ SETTINGS = (
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
     _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
              "locally on first use); see README 'Images'", None, _image),
+    _Setting("docker_hosts", "docker engines to spread docker kernels over, a comma list of URLs (unix:///path, "
+             "tcp://host:port; 'default' is the environment's, DOCKER_HOST): each new kernel goes to the engine with "
+             "the fewest live kernels of this process; see README 'Several engines'", None, _engines),
     _Setting("reuse", "keep the run's docker kernel host and sshd containers when it ends and use them again in "
              "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
              "false", _bool),
@@ -171,6 +180,7 @@ class HermesSettings:
     require_transports: bool
     leak_grace: float | None
     image: str | None
+    docker_hosts: tuple[str, ...] | None
     reuse: bool
     reuse_idle_timeout: float | None
     ssh_targets: tuple[str, ...] | None
@@ -185,9 +195,10 @@ settings_key = pytest.StashKey[HermesSettings]()
 
 def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
     """Constructor options the run's settings give a built-in transport: for docker and ssh,
-    ``image`` when ``--hermes-image`` is set and ``reuse`` when ``--hermes-reuse`` is on; for ssh
-    with ``--hermes-ssh-targets``, ``targets`` (and the key and known_hosts files) instead: there
-    is no sshd container then; ``{}`` otherwise."""
+    ``image`` when ``--hermes-image`` is set and ``reuse`` when ``--hermes-reuse`` is on, for docker
+    ``docker_hosts`` when ``--hermes-docker-hosts`` is set; for ssh with ``--hermes-ssh-targets``,
+    ``targets`` (and the key and known_hosts files) instead: there is no sshd container then;
+    ``{}`` otherwise."""
     settings = config.stash[settings_key]
     if name not in ("docker", "ssh"):
         return {}
@@ -195,6 +206,8 @@ def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
         given = {"key_filename": settings.ssh_key, "known_hosts": settings.ssh_known_hosts}
         return {"targets": settings.ssh_targets, **{k: v for k, v in given.items() if v}}
     options: dict[str, Any] = {"image": settings.image} if settings.image else {}
+    if name == "docker" and settings.docker_hosts:
+        options["docker_hosts"] = settings.docker_hosts
     if settings.reuse:
         options["reuse"] = ReusePolicy(idle_timeout=settings.reuse_idle_timeout)
     return options

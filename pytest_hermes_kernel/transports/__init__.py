@@ -85,9 +85,9 @@ def _builtin(name: str) -> Callable[..., Transport]:
 
         return LocalTransport
     if name == "docker":
-        from .docker.transport import DockerTransport
+        from .docker.engines import docker_transport
 
-        return DockerTransport
+        return docker_transport
     if name == "ssh":
         from .ssh.targets import ssh_transport
 

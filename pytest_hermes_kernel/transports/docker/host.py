@@ -1,6 +1,6 @@
 """The kernel host containers of one docker transport: the run's shared one, or fresh ones.
 
-``container="shared"``: one container per test run for each (image, limits), shared by every
+``container="shared"``: one container per test run for each (image, limits, engine), shared by every
 transport instance and xdist worker through :class:`~pytest_hermes_kernel.containers.sharing.SharedResource`;
 the last user removes it, and a shared container that stopped is replaced on the next launch.
 ``container="fresh"``: one container per kernel, removed with the kernel.
@@ -24,6 +24,7 @@ import tempfile
 import threading
 from typing import TYPE_CHECKING, Literal
 
+from ...containers.engines import engine_url
 from ...containers.kept import exempt_container_ids
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -75,6 +76,21 @@ class KernelHosts:
 
             self._image = ensure_image(self.client, progress=log.info)
         return self._image
+
+    def has_image(self, tag: str) -> bool:
+        """Whether image ``tag`` is on this engine."""
+        import docker as docker_sdk
+
+        try:
+            self.client.images.get(tag)
+        except docker_sdk.errors.ImageNotFound:
+            return False
+        return True
+
+    def adopt_image(self, tag: str) -> None:
+        """Run ``tag`` when no image was given (it was made usable on this engine from another one)."""
+        if self._image is None:
+            self._image = tag
 
     @property
     def image_name(self) -> str:
@@ -188,7 +204,7 @@ class KernelHosts:
         from ...containers.lifecycle import SSH_USER
 
         shape = (("mem_limit_bytes", str(self.mem_limit_bytes)), ("cpus", str(self.cpus)), ("network", "none"),
-                 ("user", SSH_USER))
+                 ("user", SSH_USER), ("engine", engine_url(self.client)))
         return ReuseSpec("docker-kernel-host", self.image, str(self.client.images.get(self.image).id), shape)
 
     def _clear(self, container_id: str) -> bool:
@@ -210,12 +226,13 @@ class KernelHosts:
 
         container = start_kernel_host(image=self.image, run_id=self.run_id, worker_id=worker_id(),
                                       mem_limit_bytes=self.mem_limit_bytes, cpus=self.cpus,
-                                      network_disabled=True, labels=labels)
+                                      network_disabled=True, labels=labels, client=self.client)
         return str(container.id)
 
     def _resource(self) -> SharedResource:
         if self._shared is None:
-            key = hashlib.sha256(repr((self.image, self.mem_limit_bytes, self.cpus)).encode()).hexdigest()[:12]
+            shape = (self.image, self.mem_limit_bytes, self.cpus, engine_url(self.client))  # one per engine
+            key = hashlib.sha256(repr(shape).encode()).hexdigest()[:12]
             self._shared = SharedResource("docker", key, run_id=self.run_id)
         return self._shared
 

@@ -7,7 +7,9 @@ server's stream, closes). Its container stays while the kept record names it
 (:mod:`~.host`, :mod:`pytest_hermes_kernel.containers.sweep`). Another process (``hermes-kernel
 exec``/``attach``/``sweep --kept``) re-attaches from the record's locator (container id, runner
 pid, kernel dir, the runner file in it, the interpreter) with a new relay exec, as after a
-dropped stream.
+dropped stream. The locator names the engine (``docker_host``, and the same as the transport
+option ``reach`` a later process makes its transport with), so a kernel kept on an
+engine other than the environment's is reached there whatever ``DOCKER_HOST`` says then.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ __all__ = ["NullStream", "attach_kept", "locator_of", "release"]
 def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
     """What another process needs to reach the kernel of ``launched`` again (JSON values)."""
     return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"],
-            "runner": launched.extra.get("runner"), "python": launched.extra.get("python") or transport.python}
+            "runner": launched.extra.get("runner"), "python": launched.extra.get("python") or transport.python,
+            "docker_host": transport.engine, "reach": {"docker_host": transport.engine}}
 
 
 def release(transport: DockerTransport, launched: Launched) -> None:
@@ -47,8 +50,9 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     cid, pid, kdir, runner = (locator.get(k) for k in ("container_id", "runner_pid", "kernel_dir", "runner"))
     if not (isinstance(cid, str) and isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
         raise TransportLostError(f"the kept docker kernel's record is incomplete: {sorted(locator)}", permanent=True)
-    extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner}
+    extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner,
+             "engine": transport.engine}
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
-    return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}, kept", extra=extra)
+    return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {transport.engine}, kept", extra=extra)
 

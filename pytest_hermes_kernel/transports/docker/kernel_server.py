@@ -34,6 +34,7 @@ class DockerSide(Protocol):
     """What the servers need of the docker transport."""
 
     api: Any
+    engine: str
     python: str
     orphan_timeout: float | None
     made_dirs: MadeDirs
@@ -87,5 +88,6 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
         transport._end_failed_launch(container_id, kdir, spec.kernel_id)
         raise
     return Launched(stream=stream, pid=pid, kernel_dir=kdir,
-                    label=f"docker {container_id[:12]} pid {pid}, forked by kernel server {server.pid}",
-                    extra={"container": container_id, "python": python, "runner": runner, "server": server})
+                    label=f"docker {container_id[:12]} pid {pid} on {transport.engine}, forked by kernel server {server.pid}",
+                    extra={"container": container_id, "python": python, "runner": runner, "server": server,
+                           "engine": transport.engine})

@@ -36,6 +36,7 @@ from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIP
                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
                        parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
+from ...containers.engines import engine_client, engine_url
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
@@ -71,8 +72,10 @@ class DockerTransport(Transport):
         ``False`` starts every runner with its own execs (the spawn path, also used for fresh containers).
     :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :param reuse: keep the shared container between runs (``--hermes-reuse``; :mod:`.host`); ``None``: off.
-    :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``.
-    :raises TransportUnavailableError: if no docker engine answers.
+    :param docker_host: the engine's URL (``unix:///...``, ``tcp://...``); ``None``: the environment's
+        (``DOCKER_HOST``). Every container, exec, sweep and probe of this instance is on that engine.
+    :raises ConfigError: if ``container`` is not ``shared`` or ``fresh``, or ``docker_host`` is no engine URL.
+    :raises TransportUnavailableError: if the docker engine does not answer (the message names it).
     """
 
     name: ClassVar[str] = "docker"
@@ -83,17 +86,14 @@ class DockerTransport(Transport):
                  mem_limit_bytes: int | None = None, cpus: float | None = None,
                  orphan_timeout: float | None = None, python: str = "python3", run_id: str | None = None,
                  server: bool = True, server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S,
-                 reuse: ReusePolicy | None = None) -> None:
+                 reuse: ReusePolicy | None = None, docker_host: str | None = None) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
-        import docker as docker_sdk
-
-        from ...containers.images import docker_status
-
-        ok, why = docker_status()
-        if not ok:
-            raise TransportUnavailableError(f"the docker transport cannot run here: {why}")
-        self.client: docker.DockerClient = docker_sdk.from_env()
+        try:
+            self.client: docker.DockerClient = engine_client(docker_host)
+        except TransportUnavailableError as exc:
+            raise TransportUnavailableError(f"the docker transport cannot run here: {exc}") from None
+        self.engine = engine_url(self.client)  # what locators and labels name, whatever DOCKER_HOST is later
         self.api = self.client.api
         self.container_mode: ContainerMode = container
         self.mem_limit_bytes = mem_limit_bytes
@@ -172,8 +172,9 @@ class DockerTransport(Transport):
                 raise
             raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n"
                                    "Hint: does the image have python3? is the container running?") from None
-        return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid}",
-                        extra={"container": cid, "python": spec.python or self.python, "runner": runner})
+        return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {self.engine}",
+                        extra={"container": cid, "python": spec.python or self.python, "runner": runner,
+                               "engine": self.engine})
 
     def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None:
         """A launch failed: end every process it may have started (found by the kernel id in
@@ -349,7 +350,7 @@ class DockerTransport(Transport):
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
                           f", {self.cpus} cpus" if self.cpus else ""])
         kept = ", kept between runs" if self.hosts.reuse is not None and self.container_mode == "shared" else ""
-        return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept})"
+        return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept}, engine {self.engine})"
 
 
 def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:

@@ -1,0 +1,115 @@
+"""Docker engines by URL: a client for one (``None``: the environment's, ``DOCKER_HOST``), the
+list of engines a run spreads kernels over, and an image copied from one engine to another.
+
+An engine is named by its URL, as ``DOCKER_HOST`` takes it: ``unix:///path/docker.sock`` or
+``tcp://127.0.0.1:2375``. In a list (``--hermes-docker-hosts``) the word ``default`` stands
+for the environment's engine (``DOCKER_HOST``, else docker's default socket). Every client here
+is docker-py's own (:class:`docker.DockerClient`), never the docker CLI and never a hard-coded
+socket. ``docker`` is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+from ..errors import ConfigError, ContainerStartError, TransportUnavailableError
+
+if TYPE_CHECKING:
+    import docker
+
+__all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse_engine_list"]
+
+#: The word for "the environment's engine" in an engine list.
+DEFAULT_ENGINE = "default"
+#: URL schemes docker-py reaches (``ssh://`` needs paramiko or the ssh client: not offered).
+SCHEMES = ("unix", "tcp", "http", "https", "npipe")
+#: Seconds an engine has to answer its first ping.
+PING_TIMEOUT_S = 10.0
+
+
+def check_engine_url(url: str) -> str:
+    """``url`` when it names an engine docker-py can reach (``default`` too), else a ConfigError.
+
+    :raises ConfigError: if the scheme is not one of :data:`SCHEMES` or the address is missing.
+    """
+    if url == DEFAULT_ENGINE:
+        return url
+    parsed = urlparse(url)
+    if parsed.scheme not in SCHEMES or not (parsed.path if parsed.scheme in ("unix", "npipe") else parsed.netloc):
+        raise ConfigError(f"bad docker engine URL {url!r}: expected unix:///path/docker.sock, tcp://host:port "
+                          f"or {DEFAULT_ENGINE!r} (the environment's engine, DOCKER_HOST)")
+    return url
+
+
+def parse_engine_list(text: str) -> tuple[str, ...]:
+    """The engines of a comma list (``--hermes-docker-hosts``), checked, duplicates dropped.
+
+    :raises ConfigError: if the list is empty or an entry is not an engine URL.
+    """
+    urls = tuple(dict.fromkeys(check_engine_url(u.strip()) for u in text.split(",") if u.strip()))
+    if not urls:
+        raise ConfigError("--hermes-docker-hosts needs at least one engine URL, e.g. "
+                          "unix:///var/run/docker.sock,tcp://127.0.0.1:2375")
+    return urls
+
+
+def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerClient:
+    """A client of the engine at ``url`` (``None`` or ``default``: the environment's) that answered a ping.
+
+    :param url: the engine's URL.
+    :param timeout: seconds each API call may take.
+    :raises TransportUnavailableError: if the engine does not answer (the message names it).
+    :raises ConfigError: if ``url`` is not an engine URL.
+    """
+    import docker as docker_sdk
+
+    named = None if url in (None, DEFAULT_ENGINE) else check_engine_url(url)
+    where = named or f"the environment's engine (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')})"
+    try:  # the first call (API version) with a short timeout: an engine that does not answer fails fast
+        client = docker_sdk.from_env(timeout=PING_TIMEOUT_S) if named is None else \
+            docker_sdk.DockerClient(base_url=named, timeout=PING_TIMEOUT_S)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are not DockerException
+        raise TransportUnavailableError(f"the docker engine at {where} did not answer: {exc}. Hint: is dockerd "
+                                        "running there, and may this user use its socket? is the URL right?") from None
+    client.api.timeout = timeout
+    return client
+
+
+def engine_url(client: docker.DockerClient) -> str:
+    """The URL of the engine ``client`` talks to, as a user names it (``unix:///...``, ``tcp://...``)."""
+    from docker.transport.unixconn import UnixHTTPAdapter
+
+    base = str(client.api.base_url)
+    adapter = client.api.get_adapter(base)
+    if isinstance(adapter, UnixHTTPAdapter):  # docker-py names a unix socket http+docker://localhost
+        return f"unix://{adapter.socket_path}"
+    return base.replace("http://", "tcp://", 1)
+
+def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClient) -> None:
+    """Load image ``tag`` into engine ``target`` from engine ``source`` (``save`` + ``load``:
+    same image id, labels kept), unless ``target`` has the same image already.
+
+    :raises ContainerStartError: if ``source`` lacks it or the copy fails (both engines named).
+    """
+    import docker as docker_sdk
+
+    try:
+        image = source.images.get(tag)
+    except docker_sdk.errors.ImageNotFound:
+        raise ContainerStartError(f"image {tag} is on neither docker engine {engine_url(target)} nor "
+                                  f"{engine_url(source)}. Hint: `DOCKER_HOST={engine_url(source)} hermes-kernel "
+                                  "build-image`, or docker build it there") from None
+    try:
+        if target.images.get(tag).id == image.id:
+            return
+    except docker_sdk.errors.ImageNotFound:
+        pass
+    try:
+        target.images.load(b"".join(image.save(named=True)))
+    except docker_sdk.errors.DockerException as exc:
+        raise ContainerStartError(f"could not load image {tag} into docker engine {engine_url(target)} from "
+                                  f"{engine_url(source)}: {exc}. Hint: `docker save {tag} | DOCKER_HOST="
+                                  f"{engine_url(target)} docker load`") from None
