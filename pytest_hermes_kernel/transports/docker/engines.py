@@ -78,6 +78,11 @@ class DockerEngines(Transport):
         """The engines' URLs, in the order given."""
         return [m.engine for m in self.members]
 
+    @property
+    def run_id(self) -> str:
+        """The run every engine's containers are labelled with."""
+        return self.members[0].run_id
+
     def live_kernels(self) -> dict[str, int]:
         """``{engine: kernels of this process placed there and not cleaned up yet}``."""
         with self._lock:
