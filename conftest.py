@@ -10,6 +10,7 @@ only what one folder needs (``tests/plugin``: the inner pytest runs).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -117,3 +118,39 @@ def execute_backend(request: pytest.FixtureRequest) -> Any:
         return SshExecBackend.over(get_transport("ssh"))
     docker = get_transport("docker")
     return DockerExecBackend(docker.shared_container(), client=docker.client)
+
+
+@pytest.fixture(scope="session")
+def second_docker_engine(docker_ready: None) -> Iterator[str]:
+    """The URL (``unix://...``) of a second docker engine this session starts itself, with the
+    kit's image loaded into it from the first engine (issue 12 point 7; :mod:`tests.engines`).
+
+    Started once per session (per xdist worker), stopped at its end by the pid started here;
+    then no mount under its roots and no process of it may be left. Skips with the reason where
+    it cannot start (not root, no ``unshare``/``dockerd``), except under ``CI=true``, where that
+    fails.
+    """
+    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
+    from pytest_hermes_kernel.containers.images import BASE_TAG, ensure_image
+    from tests.engines import EngineUnavailable, start_second_engine, stop_second_engine
+
+    try:
+        engine = start_second_engine()
+    except EngineUnavailable as exc:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the two-engine tests: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    try:
+        first, second = engine_client(None, timeout=600), engine_client(engine.url, timeout=600)
+        try:
+            copy_image(ensure_image(first, progress=lambda _line: None), first, second)
+            copy_image(BASE_TAG, first, second)  # the kit's image is up to date there only on its own base
+        finally:
+            first.close()
+            second.close()
+        yield engine.url
+    finally:
+        left = stop_second_engine(engine)
+        if not left:
+            engine.remove_dir()
+    assert not left, f"the second docker engine left behind: {left}"

@@ -5,9 +5,11 @@ session needs it.
 --kill-child``: a second engine in the first one's namespace tears down the first one's
 ``docker0`` bridge), with no bridge and no iptables rules of its own (its containers run with
 ``network none`` anyway), its own data root, exec root and pid file under one private temp
-dir, and only a unix socket there. It is stopped by the pid this module started (SIGTERM to
-the dockerd it forked, then to ``unshare``, SIGKILL after a deadline), never by name, and the
-first engine is never touched. :meth:`SecondEngine.leftovers` says what is left after the stop
+dir, and only a unix socket there. It is started detached (``setsid --fork``): it serves a whole
+session, so it is no child of the test process (whose leak check would count it, and kill it, as
+a test's stray subprocess). It is stopped by the pids this module started and recorded (SIGTERM
+to the dockerd that our ``unshare`` forked, SIGKILL to ``unshare`` after a deadline: its
+``--kill-child`` takes the dockerd with it), never by name, and the first engine is never touched. :meth:`SecondEngine.leftovers` says what is left after the stop
 (mounts under its roots, processes whose command line names its dir).
 """
 
@@ -19,6 +21,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: Seconds for the engine's socket to answer after the start, and for its stop.
@@ -35,12 +38,18 @@ class SecondEngine:
     """A started second engine: its URL, its dir, the pids this module started."""
 
     root: str
-    proc: subprocess.Popen[bytes]  # our ``unshare``
+    unshare_pid: int
+    unshare_started: float  # its start time (psutil): a reused pid is not ours
     log_path: str
 
-    @property
-    def unshare_pid(self) -> int:
-        return self.proc.pid
+    def unshare_alive(self) -> bool:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.unshare_pid)
+            return proc.create_time() == self.unshare_started and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
 
     @property
     def socket(self) -> str:
@@ -69,16 +78,14 @@ class SecondEngine:
     def stop(self) -> None:
         """SIGTERM the dockerd (it stops its containerd and containers), wait for our ``unshare``
         to end, SIGKILL it after :data:`STOP_DEADLINE_S` (``--kill-child`` takes the dockerd with it)."""
+        if not self.unshare_alive():
+            return
         pid = self.dockerd_pid
         if pid is not None and _parent_of(pid) == self.unshare_pid:
             _signal(pid, signal.SIGTERM)
-        else:
-            _signal(self.unshare_pid, signal.SIGTERM)
-        try:
-            self.proc.wait(STOP_DEADLINE_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5.0)
+        if not _until(lambda: not self.unshare_alive(), STOP_DEADLINE_S) and self.unshare_alive():
+            _signal(self.unshare_pid, signal.SIGKILL)
+            _until(lambda: not self.unshare_alive(), 5.0)
 
     def leftovers(self) -> list[str]:
         """Mounts under the engine's dir and processes naming it, after :meth:`stop` (none expected)."""
@@ -112,27 +119,58 @@ def start_second_engine() -> SecondEngine:
                                 f"(uid {os.geteuid()}, missing: {missing or 'nothing'})")
     root = tempfile.mkdtemp(prefix="hermes-engine2-")  # 0700, short: a unix socket path is <= 107 bytes
     log_path = os.path.join(root, "dockerd.log")
-    argv = ["unshare", "--net", "--fork", "--kill-child", "dockerd", "--data-root", f"{root}/data",
+    pidfile = os.path.join(root, "unshare.pid")
+    detached = ["setsid", "--fork", "sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile]  # sh execs unshare: same pid
+    argv = [*detached, "unshare", "--net", "--fork", "--kill-child", "dockerd", "--data-root", f"{root}/data",
             "--exec-root", f"{root}/exec", "--pidfile", f"{root}/docker.pid", "-H", f"unix://{root}/docker.sock",
             "--bridge=none", "--iptables=false", "--ip6tables=false"]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-    engine = SecondEngine(root=root, proc=proc, log_path=log_path)
+        subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=30, check=True)
+    engine = SecondEngine(root=root, unshare_pid=_read_pid(pidfile), unshare_started=0.0, log_path=log_path)
     try:
-        _wait_answers(engine, proc)
+        import psutil
+
+        engine.unshare_started = psutil.Process(engine.unshare_pid).create_time()
+        _wait_answers(engine)
     except BaseException:
         engine.stop()
         raise
     return engine
 
 
+def _read_pid(path: str) -> int:
+    """The pid the detached ``sh`` wrote before it became ``unshare``."""
+    pid: list[int] = []
+
+    def written() -> bool:
+        try:
+            with open(path, encoding="ascii") as fh:
+                pid.append(int(fh.read().strip()))
+            return True
+        except (OSError, ValueError):
+            return False
+
+    if not _until(written, 10.0):
+        raise RuntimeError(f"the detached start of the second dockerd wrote no pid to {path}")
+    return pid[-1]
+
+
+def _until(pred: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def stop_second_engine(engine: SecondEngine) -> list[str]:
-    """Stop the engine (its ``unshare`` reaped); what is left afterwards (see :meth:`SecondEngine.leftovers`)."""
+    """Stop the engine; what is left afterwards (see :meth:`SecondEngine.leftovers`)."""
     engine.stop()
     return engine.leftovers()
 
 
-def _wait_answers(engine: SecondEngine, proc: subprocess.Popen[bytes]) -> None:
+def _wait_answers(engine: SecondEngine) -> None:
     import docker
 
     deadline = time.monotonic() + START_DEADLINE_S
@@ -144,8 +182,8 @@ def _wait_answers(engine: SecondEngine, proc: subprocess.Popen[bytes]) -> None:
                 return
             except docker.errors.DockerException:
                 pass
-        if proc.poll() is not None or time.monotonic() >= deadline:
-            raise RuntimeError(f"the second dockerd (unshare pid {proc.pid}, exit {proc.poll()}) did not answer on "
+        if not engine.unshare_alive() or time.monotonic() >= deadline:
+            raise RuntimeError(f"the second dockerd (unshare pid {engine.unshare_pid}) did not answer on "
                                f"{engine.socket} within {START_DEADLINE_S:g} s:\n{engine.log_tail()}")
         time.sleep(0.2)
 

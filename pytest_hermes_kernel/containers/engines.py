@@ -11,6 +11,7 @@ socket. ``docker`` is imported inside the functions.
 from __future__ import annotations
 
 import os
+import socket
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
@@ -67,15 +68,38 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
 
     named = None if url in (None, DEFAULT_ENGINE) else check_engine_url(url)
     where = named or f"the environment's engine (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')})"
+    _check_socket(named or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock", where)
+    client = None
     try:  # the first call (API version) with a short timeout: an engine that does not answer fails fast
         client = docker_sdk.from_env(timeout=PING_TIMEOUT_S) if named is None else \
             docker_sdk.DockerClient(base_url=named, timeout=PING_TIMEOUT_S)
         client.ping()
     except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are not DockerException
+        if client is not None:
+            client.close()
         raise TransportUnavailableError(f"the docker engine at {where} did not answer: {exc}. Hint: is dockerd "
                                         "running there, and may this user use its socket? is the URL right?") from None
     client.api.timeout = timeout
     return client
+
+
+def _check_socket(url: str, where: str) -> None:
+    """A unix socket engine: its socket accepts a connection (docker-py leaks the socket of one
+    that fails while it makes a client).
+
+    :raises TransportUnavailableError: if it does not.
+    """
+    if not url.startswith("unix://"):
+        return
+    path = url.removeprefix("unix://")
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(PING_TIMEOUT_S)
+            sock.connect(path)
+    except OSError as exc:
+        raise TransportUnavailableError(f"the docker engine at {where} did not answer: cannot connect to {path}: "
+                                        f"{exc.strerror or exc}. Hint: is dockerd running there, and may this user "
+                                        "use its socket? is the URL right?") from None
 
 
 def engine_url(client: docker.DockerClient) -> str:

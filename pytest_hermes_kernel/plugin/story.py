@@ -2,7 +2,8 @@
 
 For every kernel a test got from ``hermes_kernel``/``hermes_kernel_factory`` the plugin follows
 the kernel's events. When the test fails (in any phase), its report gets one section per kernel,
-``hermes-kernel: kernel <id>``: transport, kernel id, pids, generation, every loss or reset with
+``hermes-kernel: kernel <id>``: transport, where it runs (its launch's label: a docker kernel's
+container and engine), kernel id, pids, generation, every loss or reset with
 its reason, the last cells' statuses, and the tails of the runner's log and of the host's log
 (the kernel host container's or the sshd container's, :meth:`Transport.host_log`). Each tail is
 bounded (:data:`LOG_LINES` lines, :data:`SECTION_CHARS` characters a section) and redacted like
@@ -74,7 +75,8 @@ class KernelStory:
         """The story as flat facts (the JUnit properties), redacted."""
         k = self.kernel
         with self.lock:
-            facts = {"transport": k.transport.name, "kernel_id": k.kernel_id, "generation": str(k.generation),
+            where = k.launched.label if k.launched is not None else "(its launch lives in another process)"
+            facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
                      "last_cells": " | ".join(self.cells) or "none"}
         return {name: self._clean(value) for name, value in facts.items()}
@@ -82,7 +84,7 @@ class KernelStory:
     def section(self) -> str:
         """The report section's text: facts, then the log tails; bounded and redacted."""
         facts = self.facts()
-        lines = [f"transport: {facts['transport']}", f"kernel id: {facts['kernel_id']}",
+        lines = [f"transport: {facts['transport']}", f"where: {facts['where']}", f"kernel id: {facts['kernel_id']}",
                  f"generation now: {facts['generation']}", "pids:", *_indent(self.generations),
                  "deaths and resets:", *_indent(self.losses or ["none"]),
                  f"last {LAST_CELLS} cells:", *_indent(list(self.cells) or ["none"])]

@@ -3,7 +3,8 @@
 :class:`DockerEngines` holds one :class:`~.transport.DockerTransport` per engine (each with its own
 client, shared run container, kernel servers, start-up sweep and leak probe, all on its engine)
 and places each new kernel on the engine with the fewest live kernels *of this process* (each
-xdist worker counts its own), ties going round the list in turn. Everything else about a kernel
+xdist worker counts its own), ties going round the list in turn, each xdist worker starting at
+another engine (``gw<N>`` at engine ``N mod count``). Everything else about a kernel
 goes to the engine it was placed on (``Launched.extra["engine"]``); its label, its first result's
 ``kernel.note`` and its kept record's locator name that engine.
 
@@ -57,20 +58,26 @@ class DockerEngines(Transport):
             for url in urls:
                 self.members.append(DockerTransport(docker_host=None if url == DEFAULT_ENGINE else url, **options))
         except BaseException:
-            self.close()
+            self._abandon()
             raise
         engines = [m.engine for m in self.members]
         if len(set(engines)) != len(engines) or len(engines) < 2:
-            self.close()
+            self._abandon()
             raise ConfigError(f"--hermes-docker-hosts must name two or more distinct engines, not {engines}")
         self.orphan_timeout = options.get("orphan_timeout")
         self._named_image = options.get("image")
         self._live: dict[str, set[int]] = {e: set() for e in engines}
-        self._turn = 0
+        self._turn = _first_turn(len(self.members))
         self._slots = itertools.count()
         self._lock = threading.Lock()
         self._ready: set[str] = set()
         self._leaked_on: dict[tuple[str, str], DockerTransport] = {}
+
+    def _abandon(self) -> None:
+        """A construction failed: close the engines' transports made so far, and their clients."""
+        for member in self.members:
+            member.close()
+            member.client.close()
 
     # ------------------------------------------------------------------------------ placement
     @property
@@ -212,6 +219,14 @@ class DockerEngines(Transport):
         """Close every engine's transport (each leaves its shared container; its run's last member removes it)."""
         for member in self.members:
             member.close()
+
+
+def _first_turn(engines: int) -> int:
+    """Where this process's round starts: xdist worker ``gw<N>`` at engine ``N mod engines``, else the first."""
+    from ...containers.sharing import worker_id
+
+    number = worker_id().removeprefix("gw")
+    return int(number) % engines if number.isdigit() else 0
 
 
 def docker_transport(*, docker_hosts: Sequence[str] | None = None, **options: Any) -> Transport:
