@@ -121,6 +121,18 @@ def execute_backend(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
+def first_docker_engine(docker_ready: None) -> str:
+    """The URL of the engine the environment names (the machine's own, started by ``.ci/run``)."""
+    from pytest_hermes_kernel.containers.engines import engine_client, engine_url
+
+    client = engine_client(None)
+    try:
+        return engine_url(client)
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
 def second_docker_engine(docker_ready: None) -> Iterator[str]:
     """The URL (``unix://...``) of a second docker engine this session starts itself, with the
     kit's image loaded into it from the first engine (issue 12 point 7; :mod:`tests.engines`).

@@ -107,6 +107,18 @@ class SecondEngine:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def containers_on(url: str, *labels: str) -> set[str]:
+    """Ids of the kit's labelled containers on engine ``url`` with ``labels`` too (running or not)."""
+    from pytest_hermes_kernel.containers.engines import engine_client
+    from pytest_hermes_kernel.containers.labels import LABEL
+
+    client = engine_client(url)
+    try:
+        return {c["Id"] for c in client.api.containers(all=True, filters={"label": [f"{LABEL}=1", *labels]})}
+    finally:
+        client.close()
+
+
 def start_second_engine() -> SecondEngine:
     """Start a second dockerd (see module docstring) and wait until its socket answers.
 

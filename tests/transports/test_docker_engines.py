@@ -17,31 +17,12 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel import start_kernel
-from pytest_hermes_kernel.containers.engines import engine_client, engine_url
-from pytest_hermes_kernel.containers.labels import LABEL, LABEL_HOST_PID, LABEL_RUN_ID
+from pytest_hermes_kernel.containers.labels import LABEL_HOST_PID, LABEL_RUN_ID
 from pytest_hermes_kernel.errors import ConfigError, TransportUnavailableError
 from pytest_hermes_kernel.transports import close_transport, make_transport
 from pytest_hermes_kernel.transports.docker.engines import DockerEngines
+from tests.engines import containers_on
 from tests.support import wait_until
-
-
-@pytest.fixture(scope="module")
-def first_engine(docker_ready: None) -> str:
-    """The URL of the engine the environment names (the machine's own)."""
-    client = engine_client(None)
-    try:
-        return engine_url(client)
-    finally:
-        client.close()
-
-
-def containers_on(url: str, *labels: str) -> set[str]:
-    """Ids of the kit's labelled containers on engine ``url`` with ``labels`` too (running or not)."""
-    client = engine_client(url)
-    try:
-        return {c["Id"] for c in client.api.containers(all=True, filters={"label": [f"{LABEL}=1", *labels]})}
-    finally:
-        client.close()
 
 
 def mine_on(url: str) -> set[str]:
@@ -54,14 +35,14 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def on_second_engine(second_docker_engine: str, first_engine: str,
+def on_second_engine(second_docker_engine: str, first_docker_engine: str,
                      monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``DOCKER_HOST`` names the second engine for this test; nothing of this process may be
     added on the first one meanwhile."""
-    before = mine_on(first_engine)
+    before = mine_on(first_docker_engine)
     monkeypatch.setenv("DOCKER_HOST", second_docker_engine)
     yield second_docker_engine
-    assert mine_on(first_engine) <= before, "a container of this process appeared on the first engine"
+    assert mine_on(first_docker_engine) <= before, "a container of this process appeared on the first engine"
 
 
 def test_a_kernel_runs_on_the_engine_docker_host_names_and_leaves_nothing_there(on_second_engine):
@@ -115,19 +96,19 @@ def test_the_sweep_removes_a_dead_runs_container_on_the_engine_docker_host_names
     assert containers_on(on_second_engine, f"{LABEL_RUN_ID}={run_id}") == set()
 
 
-def test_the_doctor_checks_every_engine_named_and_names_one_that_does_not_answer(second_docker_engine, first_engine,
+def test_the_doctor_checks_every_engine_named_and_names_one_that_does_not_answer(second_docker_engine, first_docker_engine,
                                                                                  tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "DOCKER_HOST"}
     both = cli("doctor", "docker", "--docker-hosts", f"default,{second_docker_engine}", env=env)
     gone = str(tmp_path / "no-engine.sock")
     bad = cli("doctor", "docker", "--docker-hosts", f"{second_docker_engine},unix://{gone}", env=env)
 
-    assert both.returncode == 0 and f"at {first_engine}" in both.stdout and f"at {second_docker_engine}" in both.stdout, \
+    assert both.returncode == 0 and f"at {first_docker_engine}" in both.stdout and f"at {second_docker_engine}" in both.stdout, \
         both.stdout + both.stderr
     assert bad.returncode == 1 and f"unix://{gone} did not answer" in bad.stdout, bad.stdout + bad.stderr
 
 
-def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_engine, first_engine):
+def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_engine, first_docker_engine):
     transport = make_transport("docker", docker_hosts=("default", second_docker_engine))
     assert isinstance(transport, DockerEngines)
     try:
@@ -139,14 +120,14 @@ def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_eng
         kernels[lone].shutdown()
         fourth = start_kernel(transport)  # the engine that lost its only kernel has the fewest now
 
-        assert set(engines) == {first_engine, second_docker_engine}, engines
-        assert sorted(live.values()) == [1, 2] and set(live) == {first_engine, second_docker_engine}
+        assert set(engines) == {first_docker_engine, second_docker_engine}, engines
+        assert sorted(live.values()) == [1, 2] and set(live) == {first_docker_engine, second_docker_engine}
         assert all(f"on docker engine {e}" in n for e, n in zip(engines, notes)), notes
         assert fourth.launched.extra["engine"] == engines[lone]
         assert fourth.execute("x = 1; x + 1").value == "2"
         for k in [*kernels[:lone], *kernels[lone + 1:], fourth]:
             k.shutdown()
-        assert transport.live_kernels() == {first_engine: 0, second_docker_engine: 0}
+        assert transport.live_kernels() == {first_docker_engine: 0, second_docker_engine: 0}
     finally:
         close_transport(transport)
     assert mine_on(second_docker_engine) == set()
