@@ -26,6 +26,8 @@ __all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse
 DEFAULT_ENGINE = "default"
 #: URL schemes docker-py reaches (``ssh://`` needs paramiko or the ssh client: not offered).
 SCHEMES = ("unix", "tcp", "http", "https", "npipe")
+#: docker-py's engine when ``DOCKER_HOST`` is unset.
+DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 #: Seconds an engine has to answer its first ping.
 PING_TIMEOUT_S = 10.0
 
@@ -67,8 +69,10 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
     import docker as docker_sdk
 
     named = None if url in (None, DEFAULT_ENGINE) else check_engine_url(url)
-    where = named or f"the environment's engine (DOCKER_HOST={os.environ.get('DOCKER_HOST', 'unset')})"
-    _check_socket(named or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock", where)
+    env = os.environ.get("DOCKER_HOST")
+    target = named or env or DEFAULT_SOCKET
+    where = named or f"{target} ({'DOCKER_HOST' if env else 'the default; DOCKER_HOST is unset'})"
+    _check_socket(target, where)
     client = None
     try:  # the first call (API version) with a short timeout: an engine that does not answer fails fast
         client = docker_sdk.from_env(timeout=PING_TIMEOUT_S) if named is None else \

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ContainerStartError
+from .engines import engine_url
 
 if TYPE_CHECKING:
     import docker
@@ -60,7 +61,7 @@ def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
     try:
         config = client.images.get(image).attrs.get("Config") or {}
     except docker_mod.errors.ImageNotFound:
-        raise ContainerStartError(f"image {image} is not on the docker engine at {client.api.base_url}") from None
+        raise ContainerStartError(f"image {image} is not on the docker engine at {engine_url(client)}") from None
     checks = [_init_check(config.get("Entrypoint") or [])]
     try:
         out = client.containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], network_mode="none",
@@ -110,7 +111,7 @@ def require_image(client: docker.DockerClient, image: str) -> None:
     registry = names_registry(image)
     if registry is None:
         raise ContainerStartError(
-            f"image {image} is not on the docker engine at {client.api.base_url}, and its name names no registry, "
+            f"image {image} is not on the docker engine at {engine_url(client)}, and its name names no registry, "
             "so it is not pulled.\nHint: build the kit's image with `hermes-kernel build-image`, build yours with "
             "`docker build`, or name its registry (`registry.example:5000/name:tag`); check an image with "
             "`hermes-kernel doctor --image NAME`")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_hermes_kernel.errors import ContainerStartError
 
+from .engines import engine_url
 from .image_check import require_image
 from .labels import run_labels
 
@@ -246,7 +247,7 @@ def _start_on(client: docker.DockerClient, image: str, *, command: list[str], op
         return client.containers.run(image, command, detach=True, **options)
     except Exception as exc:  # noqa: BLE001 - any engine refusal: the message names the engine
         raise ContainerStartError(f"could not start a container from {image} on the docker engine at "
-                                  f"{client.api.base_url}: {exc}\nHint: build it with `hermes-kernel build-image`; "
+                                  f"{engine_url(client)}: {exc}\nHint: build it with `hermes-kernel build-image`; "
                                   "is dockerd running?") from exc
 
 

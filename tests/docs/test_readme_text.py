@@ -193,6 +193,15 @@ def _other_cgroup_reasons(tmp_path: Path) -> set[str]:
     return reasons
 
 
+def test_an_engine_of_the_list_that_does_not_answer_is_named(docker_ready: None, tmp_path: Path) -> None:
+    (tmp_path / "test_kernel_suite.py").write_text(SUITE)
+    ran = run_command(f"python -m pytest -q -rs --hermes-transport=docker "
+                      f"--hermes-docker-hosts=default,unix://{tmp_path}/engine2.sock", tmp_path)
+    bad = run_command("python -m pytest -q --hermes-transport=docker --hermes-docker-hosts=ftp://x", tmp_path)
+    _assert_quoted("A docker engine of the list does not answer", ran.stdout)
+    assert "bad docker engine URL 'ftp://x': expected unix:///path/docker.sock, tcp://host:port" in bad.stdout, bad.stdout
+
+
 def test_image_missing_quotes_the_error_and_the_build_hint(docker_ready: None, tmp_path: Path) -> None:
     from pytest_hermes_kernel.containers.base_image import HINT
 
