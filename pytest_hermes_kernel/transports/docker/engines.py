@@ -194,7 +194,8 @@ class DockerEngines(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """The kernel's live processes: on its locator's engine, else scanned on every engine."""
         if locator and locator.get("docker_host"):
-            return self._member(locator["docker_host"]).kernel_processes(kernel_id, locator)
+            member = next((m for m in self.members if m.engine == locator["docker_host"]), self.members[0])
+            return member.kernel_processes(kernel_id, locator)  # an engine not of the list: asked there
         return [p for m in self.members for p in m.kernel_processes(kernel_id, locator)]
 
     # ------------------------------------------------------------------------------ leaks, report

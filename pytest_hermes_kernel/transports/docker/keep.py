@@ -23,7 +23,7 @@ from ..detached import NullStream
 if TYPE_CHECKING:
     from .transport import DockerTransport
 
-__all__ = ["NullStream", "attach_kept", "locator_of", "release"]
+__all__ = ["NullStream", "attach_kept", "locator_of", "processes_elsewhere", "release"]
 
 
 def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]:
@@ -56,3 +56,20 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {transport.engine}, kept", extra=extra)
 
+
+def processes_elsewhere(kernel_id: str, locator: dict[str, Any]) -> list[str]:
+    """The live processes of a kernel whose locator names another engine than the asking
+    transport's (e.g. a host harness's kernel on the environment's engine), asked there through
+    a transport of that engine made for the question.
+
+    :raises TransportLostError: if that engine cannot be asked.
+    :raises TransportUnavailableError: if it does not answer.
+    """
+    from .transport import DockerTransport
+
+    transport = DockerTransport(docker_host=str(locator["docker_host"]), server=False)
+    try:
+        return transport.kernel_processes(kernel_id, locator)
+    finally:
+        transport.close()
+        transport.client.close()

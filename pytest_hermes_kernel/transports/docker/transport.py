@@ -304,7 +304,10 @@ class DockerTransport(Transport):
     attach_kept = keep.attach_kept
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
-        """Live processes of kernel ``kernel_id`` inside its container (scanned there)."""
+        """Live processes of kernel ``kernel_id`` inside its container (scanned there, on the
+        engine its locator names)."""
+        if locator and locator.get("docker_host") not in (None, self.engine):
+            return keep.processes_elsewhere(kernel_id, locator)
         cids = [locator["container_id"]] if locator and locator.get("container_id") else \
             self.hosts.all_known()
         found: list[str] = []
