@@ -144,7 +144,10 @@ class Spread(Transport, Generic[M]):
         self._of(launched).release(launched)
 
     def attach_kept(self, locator: dict[str, Any]) -> Launched:
-        return self._member(self.place_in(locator)).attach_kept(locator)
+        place = self.place_in(locator)
+        launched = self._member(place).attach_kept(locator)
+        launched.extra[PLACE] = place  # what is done to it later goes to that member too
+        return launched
 
     def files(self, launched: Launched, workdir: str) -> KernelFiles:
         return self._of(launched).files(launched, workdir)

@@ -21,6 +21,7 @@ from pytest_hermes_kernel.containers.labels import LABEL_HOST_PID, LABEL_RUN_ID
 from pytest_hermes_kernel.errors import ConfigError, TransportUnavailableError
 from pytest_hermes_kernel.transports import close_transport, make_transport
 from pytest_hermes_kernel.transports.docker.engines import DockerEngines
+from pytest_hermes_kernel.transports.spread import PLACE
 from tests.engines import containers_on
 from tests.support import wait_until
 
@@ -113,7 +114,7 @@ def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_eng
     assert isinstance(transport, DockerEngines)
     try:
         kernels = [start_kernel(transport) for _ in range(3)]
-        engines = [k.launched.extra["engine"] for k in kernels]
+        engines = [k.launched.extra[PLACE] for k in kernels]
         notes = [k.execute("1").kernel.note for k in kernels]
         live = transport.live_kernels()
         lone = next(i for i, e in enumerate(engines) if engines.count(e) == 1)
@@ -122,8 +123,8 @@ def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_eng
 
         assert set(engines) == {first_docker_engine, second_docker_engine}, engines
         assert sorted(live.values()) == [1, 2] and set(live) == {first_docker_engine, second_docker_engine}
-        assert all(f"on docker engine {e}" in n for e, n in zip(engines, notes)), notes
-        assert fourth.launched.extra["engine"] == engines[lone]
+        assert all(f"on docker {e}" in n for e, n in zip(engines, notes)), notes
+        assert fourth.launched.extra[PLACE] == engines[lone]
         assert fourth.execute("x = 1; x + 1").value == "2"
         for k in [*kernels[:lone], *kernels[lone + 1:], fourth]:
             k.shutdown()

@@ -57,17 +57,15 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {transport.engine}, kept", extra=extra)
 
 
-def processes_elsewhere(kernel_id: str, locator: dict[str, Any]) -> list[str]:
+def processes_elsewhere(cls: type[DockerTransport], kernel_id: str, locator: dict[str, Any]) -> list[str]:
     """The live processes of a kernel whose locator names another engine than the asking
     transport's (e.g. a host harness's kernel on the environment's engine), asked there through
-    a transport of that engine made for the question.
+    a transport of class ``cls`` on that engine, made for the question.
 
     :raises TransportLostError: if that engine cannot be asked.
     :raises TransportUnavailableError: if it does not answer.
     """
-    from .transport import DockerTransport
-
-    transport = DockerTransport(docker_host=str(locator["docker_host"]), server=False)
+    transport = cls(docker_host=str(locator["docker_host"]), server=False)
     try:
         return transport.kernel_processes(kernel_id, locator)
     finally:

@@ -307,7 +307,7 @@ class DockerTransport(Transport):
         """Live processes of kernel ``kernel_id`` inside its container (scanned there, on the
         engine its locator names)."""
         if locator and locator.get("docker_host") not in (None, self.engine):
-            return keep.processes_elsewhere(kernel_id, locator)
+            return keep.processes_elsewhere(type(self), kernel_id, locator)
         cids = [locator["container_id"]] if locator and locator.get("container_id") else \
             self.hosts.all_known()
         found: list[str] = []
