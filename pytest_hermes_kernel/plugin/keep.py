@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..containers.engines import DEFAULT_SOCKET
 from ..containers.kept import KeptKernel, remove, save
 from ..errors import TransportLostError, UnsafeRunDirError
 from ..kernel.handle import KernelHandle
@@ -73,10 +74,6 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[K
     return record, describe(record, runner_pid)
 
 
-#: The engine the docker CLI talks to when neither ``-H`` nor ``DOCKER_HOST`` names one.
-DOCKER_CLI_DEFAULT = "unix:///var/run/docker.sock"
-
-
 def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
     kid = record.kernel_id
@@ -84,7 +81,7 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
     container, target = record.locator.get("container_id"), record.locator.get("target")
     host = f" {target}" if target and not container else ""  # an ssh target: which host
     engine = record.locator.get("docker_host")
-    cli = "docker" if engine in (None, DOCKER_CLI_DEFAULT) else f"docker -H {engine}"  # the engine it is kept on
+    cli = "docker" if engine in (None, DEFAULT_SOCKET) else f"docker -H {engine}"  # the engine it is kept on
     shell = [f"    {cli} exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
     return "\n".join([
         f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport}{host} (worker pid "

@@ -143,3 +143,29 @@ def test_a_bad_engine_url_or_one_that_does_not_answer_is_named(second_docker_eng
         make_transport("docker", docker_hosts=(second_docker_engine, gone))
     with pytest.raises(TransportUnavailableError, match=f"{gone} did not answer"):
         make_transport("docker", docker_host=gone)
+
+
+def test_an_image_missing_on_one_engine_is_loaded_there_from_another(second_docker_engine, first_docker_engine):
+    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
+    from pytest_hermes_kernel.containers.images import KERNEL_HOST_TAG
+    from pytest_hermes_kernel.errors import ContainerStartError
+
+    tag = f"hermes-engines-test:{uuid.uuid4().hex[:8]}"  # on the first engine only
+    first, second = engine_client(first_docker_engine), engine_client(second_docker_engine)
+    first.images.get(KERNEL_HOST_TAG).tag(tag)
+    transport = make_transport("docker", docker_hosts=(second_docker_engine, first_docker_engine), image=tag)
+    try:
+        kernel = start_kernel(transport)  # the second engine is first in the list: the kernel goes there
+        r = kernel.execute("6 * 7")
+        placed = kernel.launched.extra[PLACE]
+        kernel.shutdown()
+
+        assert (r.status, r.value, placed) == ("ok", "42", second_docker_engine)
+        assert second.images.get(tag).id == first.images.get(tag).id
+        with pytest.raises(ContainerStartError, match="is on neither docker engine .* Hint: .*build-image"):
+            copy_image(f"{tag}-absent", first, second)
+    finally:
+        close_transport(transport)
+        for client in (first, second):
+            client.images.remove(tag)  # the tag only: the kit's image keeps its own
+            client.close()
