@@ -32,7 +32,7 @@ import pytest
 def test_kernel(hermes_kernel, n):
     r = hermes_kernel.execute("x = 20 + 1; x * 2")
     assert (r.status, r.value) == ("ok", "42")
-    assert "on docker unix://" in r.kernel.note
+    assert "on docker engine unix://" in r.kernel.note
 """
 
 

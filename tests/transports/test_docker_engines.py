@@ -123,7 +123,7 @@ def test_kernels_spread_over_two_engines_by_their_live_kernels(second_docker_eng
 
         assert set(engines) == {first_docker_engine, second_docker_engine}, engines
         assert sorted(live.values()) == [1, 2] and set(live) == {first_docker_engine, second_docker_engine}
-        assert all(f"on docker {e}" in n for e, n in zip(engines, notes)), notes
+        assert all(f"on docker engine {e}" in n for e, n in zip(engines, notes)), notes
         assert fourth.launched.extra[PLACE] == engines[lone]
         assert fourth.execute("x = 1; x + 1").value == "2"
         for k in [*kernels[:lone], *kernels[lone + 1:], fourth]:

@@ -6,7 +6,7 @@ and places each new kernel on the engine with the fewest live kernels of this pr
 (:class:`~..spread.Spread`: ties in turn, xdist worker ``gw<N>`` starting at engine ``N mod
 count``). Everything else about a kernel goes to the engine it was placed on; its label
 (``docker <container> pid N on <engine>``), its first result's ``kernel.note`` (``on docker
-<engine>``) and its kept record's locator (``docker_host``) name that engine.
+engine <engine>``) and its kept record's locator (``docker_host``) name that engine.
 
 The image: the kit's own is built (or found up to date) on the first engine and loaded from
 there into each other engine that lacks it (``docker save`` + ``load`` through docker-py: same
@@ -45,6 +45,7 @@ class DockerEngines(Spread[DockerTransport]):
 
     name: ClassVar[str] = "docker"
     keepable: ClassVar[bool] = True
+    place_word: ClassVar[str] = "engine"
 
     def __init__(self, docker_hosts: Sequence[str], **options: Any) -> None:
         members: list[DockerTransport] = []
