@@ -134,24 +134,44 @@ def first_docker_engine(docker_ready: None) -> str:
 
 @pytest.fixture(scope="session")
 def second_docker_engine(docker_ready: None) -> Iterator[str]:
-    """The URL (``unix://...``) of a second docker engine this session starts itself, with the
+    """The URL (``unix://...``) of a second docker engine the test run starts itself, with the
     kit's image loaded into it from the first engine (issue 12 point 7; :mod:`tests.engines`).
 
-    Started once per session (per xdist worker), stopped at its end by the pid started here;
-    then no mount under its roots and no process of it may be left. Skips with the reason where
-    it cannot start (not root, no ``unshare``/``dockerd``), except under ``CI=true``, where that
-    fails.
+    One engine per run, shared by its xdist workers (a run-wide shared resource, as the sshd
+    container is: the first worker that needs it starts it, the last one to leave stops it by the
+    pid started, and then no mount under its roots and no process of it may be left). Skips with
+    the reason where it cannot start (not root, no ``unshare``/``dockerd``), except under
+    ``CI=true``, where that fails.
     """
-    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
-    from pytest_hermes_kernel.containers.images import BASE_TAG, ensure_image
-    from tests.engines import EngineUnavailable, start_second_engine, stop_second_engine
+    from pytest_hermes_kernel.containers.sharing import SharedResource
+    from tests.engines import EngineUnavailable, SecondEngine
 
+    shared = SharedResource("engine2", "dockerd")
     try:
-        engine = start_second_engine()
+        record = shared.acquire(start=_start_second_engine, usable=lambda r: SecondEngine(**r).unshare_alive(),
+                                discard=lambda r: SecondEngine(**r).stop())
     except EngineUnavailable as exc:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the two-engine tests: {exc}", pytrace=False)
         pytest.skip(str(exc))
+    engine = SecondEngine(**record)
+    left: list[str] = []
+    try:
+        yield engine.url
+    finally:
+        shared.release(stop=lambda r: left.extend(_stop_second_engine(SecondEngine(**r))))
+    assert not left, f"the second docker engine left behind: {left}"
+
+
+def _start_second_engine() -> dict:
+    """Start the second engine and load the kit's image (and its base) into it: its record."""
+    import dataclasses
+
+    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
+    from pytest_hermes_kernel.containers.images import BASE_TAG, ensure_image
+    from tests.engines import start_second_engine
+
+    engine = start_second_engine()
     try:
         first, second = engine_client(None, timeout=600), engine_client(engine.url, timeout=600)
         try:
@@ -160,9 +180,16 @@ def second_docker_engine(docker_ready: None) -> Iterator[str]:
         finally:
             first.close()
             second.close()
-        yield engine.url
-    finally:
-        left = stop_second_engine(engine)
-        if not left:
-            engine.remove_dir()
-    assert not left, f"the second docker engine left behind: {left}"
+    except BaseException:
+        _stop_second_engine(engine)
+        raise
+    return dataclasses.asdict(engine)
+
+
+def _stop_second_engine(engine) -> list[str]:  # noqa: ANN001 - tests.engines.SecondEngine
+    from tests.engines import stop_second_engine
+
+    left = stop_second_engine(engine)
+    if not left:
+        engine.remove_dir()
+    return left
