@@ -27,6 +27,7 @@ import io
 import logging
 import tarfile
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
@@ -93,6 +94,7 @@ class DockerTransport(Transport):
             self.client: docker.DockerClient = engine_client(docker_host)
         except TransportUnavailableError as exc:
             raise TransportUnavailableError(f"the docker transport cannot run here: {exc}") from None
+        weakref.finalize(self, self.client.close)  # not in close(): the leak probe after it still asks
         self.engine = engine_url(self.client)  # what locators and labels name, whatever DOCKER_HOST is later
         self.api = self.client.api
         self.container_mode: ContainerMode = container
