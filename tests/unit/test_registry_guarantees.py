@@ -14,12 +14,15 @@ import os
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.errors import KernelShutdownError
+from pytest_hermes_kernel.kernel import registry as registry_module
 from pytest_hermes_kernel.kernel.lifecycle import KernelState
+from pytest_hermes_kernel.kernel.options import KernelOptions
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry, live_registries
 from tests.support import REPO_ROOT, stays_true
 from tests.unit.test_registry_losses import Clock, FakeTransport, clock, transport  # noqa: F401  (fixtures)
@@ -382,6 +385,41 @@ def test_a_keys_next_kernel_starts_only_once_its_last_one_is_dead(clock):
 
         assert transport.events == ["launch 1001", "dead 1001", "launch 1002"]
 
+
+
+def test_a_keys_next_kernel_waits_three_shutdown_graces_and_10_s_for_its_predecessor_then_starts(clock, monkeypatch):
+    """The wait for a predecessor that does not die is bounded by the longest its shutdown ladder
+    can take (request, SIGTERM, SIGKILL: ``shutdown_grace`` each, plus 10 s): the key's next kernel
+    starts after that, not never. The bound is observed, not waited out: the old kernel's burial
+    records the timeout it is waited with and answers at once, as if it had passed."""
+    bounds: list[float | None] = []
+
+    class Burial(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            bounds.append(timeout)
+            return super().wait(0)
+
+    @dataclass
+    class Entry(registry_module._Entry):
+        buried: threading.Event = field(default_factory=Burial)
+
+    monkeypatch.setattr(registry_module, "_Entry", Entry)
+    transport = SlowReapTransport()
+    with KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, clock=clock,
+                        options=KernelOptions(shutdown_grace=30.0)) as reg:
+        old = reg.get_or_start(A)
+        ending = threading.Thread(target=reg.discard, args=(A, old))
+        ending.start()
+        assert transport.reaping.wait(10), "the old kernel's shutdown began"
+
+        try:
+            new = reg.get_or_start(A)  # the old one is still dying (its reap waits for the test)
+
+            assert bounds == [30.0 * 3 + 10.0]
+            assert transport.events == ["launch 1001", "launch 1002"] and new is not old
+        finally:
+            transport.let_die.set()
+            ending.join(10)
 
 def test_registries_left_open_are_closed_at_interpreter_exit(tmp_path):
     script = tmp_path / "left_open.py"
