@@ -89,11 +89,11 @@ TESTS: dict[str, list[str]] = {
                                "reset_failed_when_restart_is_off", "options_timeout_is_the_default_budget",
                                "tool_budget_per_cell")),
                            "tests/regressions/test_handed_b04_ignored_interrupt_escalates.py"],
-    "kernel/output.py": ["tests/unit/test_output.py",
+    "kernel/output.py": ["tests/unit/test_output.py", "tests/regressions/test_output_cap_and_short_secrets.py",
                          "tests/regressions/test_handed_b09_fd_output_attributed_to_cell.py",
                          "tests/regressions/test_handed_b11_binary_output_and_real_stdout.py",
                          "tests/regressions/test_handed_b13_output_flood_bounded.py"],
-    "kernel/rpc.py": ["tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
+    "kernel/rpc.py": ["tests/unit/test_tool_rpc.py", "tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
                       *(f"{_CONTRACT}{n}[local]" for n in (
                           "tool_call_returns_the_host_value", "failing_tool_is_the_cells_error_not_the_hosts",
                           "unknown_tool_is_refused_inside_the_cell", "tool_call_with_no_tools_registered_is_refused",
@@ -241,18 +241,61 @@ def skip_annotations(root: Path, rel: str, session: Path) -> int:
     return skipped
 
 
-def keep_only(session: Path, previous: Path) -> None:
-    """Skip every mutant that is not a survivor of ``previous`` (a report of this script)."""
+def keep_only(root: Path, rel: str, session: Path, previous: Path) -> list[str]:
+    """Skip every mutant that is not a survivor of ``previous`` (a report of this script).
+
+    The file may have changed since ``previous`` ran (lines moved, code added): a survivor is
+    matched by its operator, its change (the diff's lines, stripped) and its line carried over to
+    the current file (``difflib`` over the report's ``source_text`` and the file now), not by
+    occurrence number.
+
+    :returns: the survivors of ``previous`` that no mutant of the file makes any more (their line changed).
+    """
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import WorkerOutcome, WorkResult
 
-    wanted = {(m["operator"], m["occurrence"]) for m in json.loads(previous.read_text())["mutants"]
+    report = json.loads(previous.read_text())
+    source = (root / PACKAGE / rel).read_text()
+    moved = _line_map(report.get("source_text", source), source)
+    wanted = {(m["operator"], _change(m["diff"]), moved.get(m["line"])): m for m in report["mutants"]
               if m["outcome"] == "survived"}
+    found = set()
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item in list(db.pending_work_items):
             m = item.mutations[0]
-            if (m.operator_name.split("/")[-1], m.occurrence) not in wanted:
+            key = (m.operator_name.split("/")[-1], _change(_mutant_diff(source, m)), m.start_pos[0])
+            if key in wanted:
+                found.add(key)
+            else:
                 db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="not a survivor"))
+    return [f"{m['file']}:{m['line']} {m['operator']}" for key, m in wanted.items() if key not in found]
+
+
+def _line_map(old: str, new: str) -> dict[int, int]:
+    """Line numbers (1-based) of ``old`` that ``new`` holds unchanged -> their number in ``new``."""
+    import difflib
+
+    moved: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(None, old.splitlines(), new.splitlines(), autojunk=False)
+    for a, b, size in matcher.get_matching_blocks():
+        moved.update((a + i + 1, b + i + 1) for i in range(size))
+    return moved
+
+
+def _change(diff: str) -> tuple[str, ...]:
+    return tuple(line[0] + line[1:].strip() for line in diff.splitlines() if line.strip())
+
+
+def _mutant_diff(source: str, mutation: Any) -> str:
+    """The short diff (:func:`_short_diff`) mutant ``mutation`` makes of ``source``."""
+    import difflib
+
+    import cosmic_ray.plugins
+    from cosmic_ray.mutating import mutate_code
+
+    operator = cosmic_ray.plugins.get_operator(mutation.operator_name)(**(getattr(mutation, "operator_args", None) or {}))
+    mutated = mutate_code(source, operator, mutation.occurrence) or source
+    return _short_diff("\n".join(difflib.unified_diff(source.split("\n"), mutated.split("\n"), lineterm="")))
 
 
 def collect(rel: str, session: Path) -> list[Mutant]:
@@ -276,17 +319,17 @@ def _short_diff(diff: str) -> str:
     return "\n".join(line for line in diff.splitlines() if re.match(r"[-+](?![-+])", line))
 
 
-def prepare(root: Path, rel: str, timeout_s: float, previous: Path | None) -> tuple[Path, Path, int]:
-    """Config and session of ``rel``'s mutants, filters applied: (config, session, annotation mutants skipped)."""
+def prepare(root: Path, rel: str, timeout_s: float, previous: Path | None) -> tuple[Path, Path, int, list[str]]:
+    """Config and session of ``rel``'s mutants, filters applied: (config, session, annotation
+    mutants skipped, survivors of ``previous`` whose code is gone)."""
     config = write_config(root, rel, timeout_s)
     session = root / f"{Path(rel).stem}.sqlite"
     session.unlink(missing_ok=True)
     _run(root, "cosmic-ray", "init", str(config), str(session))
     _run(root, "cr-filter-operators", str(session), str(config))
     skipped = skip_annotations(root, rel, session)
-    if previous is not None:
-        keep_only(session, previous)
-    return config, session, skipped
+    vanished = keep_only(root, rel, session, previous) if previous is not None else []
+    return config, session, skipped, vanished
 
 
 def pending(session: Path) -> int:
@@ -328,7 +371,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 def mutate_file(root: Path, rel: str, previous: Path | None, budget_s: float | None = None) -> dict[str, object]:
     baseline = preflight(root, rel)
     timeout = max(60.0, 4 * baseline)
-    config, session, skipped = prepare(root, rel, timeout, previous)
+    config, session, skipped, vanished = prepare(root, rel, timeout, previous)
     total = pending(session)
     start = time.monotonic()
     complete = execute(root, config, session, budget_s)
@@ -338,7 +381,8 @@ def mutate_file(root: Path, rel: str, previous: Path | None, budget_s: float | N
     return {"file": f"{PACKAGE}/{rel}", "tests": _selection(root, rel), "baseline_s": round(baseline, 1),
             "timeout_s": timeout, "wall_s": round(wall, 1), "mutants": [asdict(m) for m in mutants],
             "count": len(mutants), "selected": total, "complete": complete, **counts,
-            "annotation_mutants_skipped": skipped,
+            "annotation_mutants_skipped": skipped, "vanished_survivors": vanished,
+            "source_text": (root / PACKAGE / rel).read_text(),
             "only_survivors_of": str(previous) if previous else None}
 
 
@@ -362,7 +406,8 @@ def run_one(rel: str, args: argparse.Namespace) -> str:
     try:
         previous = args.only_survivors / f"{Path(rel).stem}.json" if args.only_survivors else None
         if args.count:
-            return f"{rel}: {pending(prepare(root, rel, 60.0, previous)[1])} mutants"
+            _, session, _, vanished = prepare(root, rel, 60.0, previous)
+            return f"{rel}: {pending(session)} mutants" + (f" (survivors whose line changed: {vanished})" if vanished else "")
         report = mutate_file(root, rel, previous, args.budget_s)
         report["source"] = args.source or "working tree"
         (args.out / f"{Path(rel).stem}.json").write_text(json.dumps(report, indent=1))

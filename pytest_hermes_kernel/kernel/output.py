@@ -117,7 +117,7 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
 
 def clean(text: str, secrets: Iterable[str] = ()) -> str:
     """:func:`strip_ansi` then :func:`redact`."""
-    if len(text) < 10:  # shorter than any secret shape (and than the 8-char literal minimum)
+    if len(text) < 8:  # shorter than the 8-char literal minimum and every shape (a URL password: ``a://b:c@``)
         return strip_ansi(text)
     return redact(strip_ansi(text), secrets)
 

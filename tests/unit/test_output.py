@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.capture import BoundedCapture
-from pytest_hermes_kernel.kernel.output import REDACTED, decode_capture, redact, scrub_env, strip_ansi
+from pytest_hermes_kernel.kernel.output import (REDACTED, clean, decode_capture, redact, scrub_env, secret_values,
+                                                strip_ansi)
 
 
 class TestDecodeCapture:
@@ -40,6 +43,43 @@ class TestDecodeCapture:
         assert "sk-abc" not in out.text and "mysecretvalue" not in out.text
         assert out.text.count(REDACTED) == 2
 
+
+
+class TestDecodeCaptureBounds:
+    """Where the head/tail split and the truncation marker begin (against mutation survivors)."""
+
+    def test_a_drop_with_no_tail_is_still_marked(self):
+        out = decode_capture(b"HEAD", b"", 1)
+        assert (out.text, out.truncated, out.dropped_bytes) == ("HEAD\n[... 1 bytes dropped ...]\n", True, 1)
+
+    def test_a_single_byte_dropped_between_head_and_tail_is_marked(self):
+        out = decode_capture(b"HEAD", b"TAIL", 1)
+        assert (out.text, out.truncated, out.dropped_bytes) == ("HEAD\n[... 1 bytes dropped ...]\nTAIL", True, 1)
+
+    def test_a_full_head_and_its_tail_drop_nothing(self):
+        out = decode_capture(b"HE", b"AD", 0)
+        assert (out.text, out.truncated, out.dropped_bytes) == ("HEAD", False, 0)
+
+    @pytest.mark.parametrize(("tail", "text", "dropped"), [
+        (b"\x80ab", "ab", 11),  # the lowest continuation byte
+        (b"\xbfab", "ab", 11),  # the highest
+        ("\U0001F600".encode()[1:] + b"ab", "ab", 13),  # the three of a 4-byte character
+        (b"\x80\x80\x80\x80ab", "\ufffdab", 13),  # never more than three: the fourth is invalid
+        (b"\x9f\x98\x80", "", 13),  # a tail of continuation bytes only
+        (b"\x7fab", "\x7fab", 10),  # ASCII is never skipped
+        (b"\xc0ab", "\ufffdab", 10),  # nor a byte that cannot continue a character
+    ], ids=["0x80", "0xbf", "three", "not-four", "only-continuation", "ascii", "not-continuation"])
+    def test_continuation_bytes_of_a_character_cut_by_the_drop_are_skipped_and_counted(self, tail, text, dropped):
+        out = decode_capture(b"HEAD", tail, 10)
+        assert out.text == f"HEAD\n[... {dropped} bytes dropped ...]\n{text}" and out.dropped_bytes == dropped
+
+    def test_a_decoded_stream_is_a_frozen_value(self):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            decode_capture(b"x", b"", 0).text = "y"  # type: ignore[misc]
+
+    def test_secrets_is_a_keyword_only_argument(self):
+        with pytest.raises(TypeError):
+            decode_capture(b"x", b"", 0, ["12345678"])  # type: ignore[misc]
 
 class TestStripAnsi:
     @pytest.mark.parametrize("raw, clean", [
@@ -80,6 +120,17 @@ class TestRedact:
     def test_literal_secrets_of_eight_chars_or_more(self):
         assert redact("x=longliteral y", ["longliteral"]) == f"x={REDACTED} y"
         assert redact("short one", ["short"]) == "short one"  # too short to redact safely
+        assert redact("a 12345678 b", ["12345678"]) == f"a {REDACTED} b"  # eight: the shortest redacted
+        assert redact("a 1234567 b", ["1234567"]) == "a 1234567 b"
+
+    @pytest.mark.parametrize("text", ["hunter22", "hunter22\n", "x=hunter22", "a://b:c@x"])
+    def test_short_texts_are_redacted_too(self, text):
+        assert "hunter22" not in clean(text, ["hunter22"]) and "c@x" not in clean(text)
+
+    def test_the_secret_values_are_those_of_secret_named_variables_of_eight_characters_or_more(self):
+        env = {"API_TOKEN": "12345678", "DB_PASSWORD": "1234567", "PATH": "/usr/local/bin:/usr/bin",
+               "HOME": "/home/someone"}
+        assert secret_values(env) == ("12345678",)
 
     def test_ordinary_text_is_untouched(self):
         text = "BYPASS=1 compass heading 270, token count 5"
@@ -102,6 +153,10 @@ class TestScrubEnv:
         out = scrub_env(self.ENV, allow=["GH_TOKEN"], extra={"HERMES_KERNEL_ID": "k", "PATH": "/usr/bin"})
         assert out["GH_TOKEN"] == "t" and out["HERMES_KERNEL_ID"] == "k" and out["PATH"] == "/usr/bin"
         assert "OPENAI_API_KEY" not in out
+
+    def test_allow_and_extra_are_keyword_only(self):
+        with pytest.raises(TypeError):
+            scrub_env(self.ENV, ["GH_TOKEN"])  # type: ignore[misc]
 
 
 class TestBoundedCapture:
