@@ -63,7 +63,8 @@ _CONTRACT_LIFE = [f"{_CONTRACT}{name}[local]" for name in (
     "interrupt_while_idle_is_harmless")]
 _REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
                   "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
-_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
+_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py",
+                "tests/unit/test_keep_attach.py"]  # a kept local kernel: attach token, orphan timer
 _RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py",
                        "tests/regressions/test_handed_b15_shutdown_not_blocked_by_threads.py",
                        "tests/regressions/test_handed_b30_zombie_is_not_alive.py",

@@ -9,9 +9,12 @@ Written against the survivors of the mutation run (``benchmarks/mutation.py``, i
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -190,3 +193,105 @@ def test_a_worker_signalled_the_moment_it_was_forked_is_hit():
 
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(137, 9)", out.stdout
+
+
+HOLD_THE_CHANNEL_AND_DIE = (  # a process the cell started inherits the worker's sockets; the worker exits
+    "import os, stat, subprocess\n"
+    "def is_socket(fd):\n"
+    "    try:\n"
+    "        return stat.S_ISSOCK(os.fstat(fd).st_mode)\n"
+    "    except OSError:\n"
+    "        return False\n"
+    "subprocess.Popen(['sleep', '60'], pass_fds=[fd for fd in range(3, 1024) if is_socket(fd)])\n"
+    "os._exit(3)\n")
+
+
+def test_a_worker_dead_mid_cell_is_reported_at_once_while_a_process_it_started_holds_its_channel(make_kernel):
+    """The runner learns of its worker's death from the exit itself (SIGCHLD, ``waitpid``), not
+    from the worker's socket closing: a child that inherited the socket keeps it open."""
+    k = make_kernel()
+    k.execute("x = 1")
+    pid = k.pid
+    started = time.monotonic()
+
+    r = k.execute(HOLD_THE_CHANNEL_AND_DIE, timeout=20)
+
+    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (3, None), r.summary()
+    assert time.monotonic() - started < 10, "reported when the worker died, not at the cell's timeout"
+    nxt = k.execute("'x' in globals()")
+    assert nxt.value == "False" and nxt.kernel.pid != pid, "the next cell ran on a fresh worker"
+
+
+
+def unread_bytes(pid: int) -> int:
+    """Bytes waiting, unread, in the receive queues of process ``pid``'s Unix sockets (``ss -x``)."""
+    out = subprocess.run(["ss", "-xpn"], capture_output=True, text=True, check=True).stdout
+    return sum(int(line.split()[2]) for line in out.splitlines() if re.search(rf"\bpid={pid},", line))
+
+
+needs_ss = pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2) to see a socket's unread bytes")
+
+
+@needs_ss
+def test_a_stopped_worker_killed_with_its_cells_request_unread_is_reported_killed(make_kernel):
+    """A worker that dies with frames of the runner unread makes the runner's read fail
+    (``ECONNRESET``, not an end of stream): that is its death too, and the runner lives on."""
+    k = make_kernel()
+    k.execute("x = 1")
+    pid, runner = k.pid, k.runner_pid
+    os.kill(pid, signal.SIGSTOP)
+    cell = run_in_thread(k, "'never read'")
+    wait_until(lambda: unread_bytes(pid) > 0, 10.0, what="the cell's request to reach the stopped worker")
+
+    os.kill(pid, signal.SIGKILL)
+    r = cell.result(timeout=30)
+
+    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (128 + signal.SIGKILL, signal.SIGKILL), r.summary()
+    assert k.execute("'next'").value == "'next'" and k.runner_pid == runner, "the runner lived on"
+
+
+@needs_ss
+def test_a_worker_killed_while_its_tool_result_is_on_the_way_is_reported_killed(make_kernel):
+    """The runner reads the tool's result before it sees the worker's death (the test stops the
+    runner until both are there): the result cannot be handed on, and that is not the runner's end."""
+    def stall() -> str:
+        os.kill(k.runner_pid, signal.SIGSTOP)  # the result below waits in the runner's socket
+        return "late"
+
+    k = make_kernel(tools={"stall": stall})
+    k.execute("x = 1")
+    pid, runner = k.pid, k.runner_pid
+    cell = run_in_thread(k, "import hermes_tools\nhermes_tools.stall()\n'never'")
+    try:
+        wait_until(lambda: unread_bytes(runner) > 0, 10.0, what="the tool's result to reach the stopped runner")
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: gone(pid), 5.0, what="the worker to die")
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    r = cell.result(timeout=30)
+
+    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (128 + signal.SIGKILL, signal.SIGKILL), r.summary()
+    assert k.execute("'next'").value == "'next'" and k.runner_pid == runner, "the runner lived on"
+
+
+@needs_ss
+def test_a_shutdown_read_before_the_workers_death_was_seen_says_it_had_exited(make_kernel):
+    """The worker is killed while the runner (stopped by the test) has the shutdown request unread:
+    the shutdown finds it dead and says ``already-exited`` with its signal, not a rung it tried."""
+    k = make_kernel(shutdown_grace=GRACE)
+    k.execute("x = 1")
+    pid, runner = k.pid, k.runner_pid
+    infos = []
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        ending = threading.Thread(target=lambda: infos.append(k.shutdown()))
+        ending.start()
+        wait_until(lambda: unread_bytes(runner) > 0, 10.0, what="the shutdown request to reach the stopped runner")
+        os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: gone(pid), 5.0, what="the worker to die")
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    ending.join(30)
+
+    assert [(i.step, i.exit_code, i.signal, i.confirmed) for i in infos] == [
+        ("already-exited", 128 + signal.SIGKILL, signal.SIGKILL, True)]

@@ -170,7 +170,7 @@ class WorkerProcess:
         :param cell_running: a cell runs, so the worker cannot read a request.
         :returns: the step that ended it.
         """
-        if self.pid is None:
+        if self.pid is None or self.reap() is not None:  # dead before, or found dead now (not yet seen)
             return "already-exited"
         steps = (("request", None), ("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL))
         for step, sig in steps:
