@@ -432,39 +432,53 @@ def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[
     return found
 
 
-def _file_row(report: dict[str, Any], rerun: dict[str, Any] | None,
-              equivalent: set[tuple[str, int, str]]) -> dict[str, Any]:
-    still = [m for m in (rerun or report)["mutants"] if m["outcome"] == "survived"]
+def _file_row(reports: list[dict[str, Any]], equivalent: set[tuple[str, int, str]]) -> dict[str, Any]:
+    """One file's row from its reports in run order: the first ran the mutants ("before"), each
+    later one reran the survivors of the one before it; the last says which survive now."""
+    report, last = reports[0], reports[-1]
+    still = [m for m in last["mutants"] if m["outcome"] == "survived"] if len(reports) > 1 else \
+        [m for m in report["mutants"] if m["outcome"] == "survived"]
+    gone = [v for r in reports[1:] for v in r.get("vanished_survivors", ())]  # their line changed: no such mutant now
     left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
     return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
-            "wall_s": report["wall_s"] + (rerun or {}).get("wall_s", 0.0),
+            "wall_s": sum(r["wall_s"] for r in reports),
             "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
-            "timeouts": report["timeout"], "killed_after": report["count"] - len(still),
-            "equivalent": len(still) - len(left), "survivors": left, "rerun": rerun is not None}
+            "timeouts": report["timeout"], "killed_after": report["count"] - len(still) - len(gone),
+            "equivalent": len(still) - len(left), "gone": gone, "survivors": left, "rerun": len(reports) > 1,
+            "runs": len(reports)}
 
 
-def summarize(before: Path, after: Path | None, out: Path) -> str:
-    """Before/after counts per file (after: killed before, plus the survivors' rerun); writes summary.md/.json."""
+def summarize(dirs: list[Path], out: Path) -> str:
+    """Before/after counts per file over the runs in ``dirs`` (in run order: a file's first report
+    is its mutant run, later ones its survivors' reruns); writes summary.md/.json into ``out``."""
     equivalent = equivalents()
-    rows = []
-    for path in sorted(before.glob("*.json")):
-        rerun = after / path.name if after else None
-        rows.append(_file_row(json.loads(path.read_text()),
-                              json.loads(rerun.read_text()) if rerun and rerun.exists() else None, equivalent))
+    by_file: dict[str, list[dict[str, Any]]] = {}
+    for d in dirs:
+        for path in sorted(d.glob("*.json")):
+            if path.name != "summary.json":
+                report = json.loads(path.read_text())
+                by_file.setdefault(report["file"], []).append(report)
+    rows = [_file_row(by_file[f], equivalent) for f in sorted(by_file)]
     total = {k: sum(r[k] for r in rows) for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts")}
-    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"])
+    total["gone"] = sum(len(r["gone"]) for r in rows)
+    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"] - total["gone"])
     lines = ["# Mutation summary", "", "| file | mutants run (of selected) | killed before (timeouts) | killed after "
-             "| equivalent | survivors left | killed of non-equivalent | wall s |", "|---|---|---|---|---|---|---|---|"]
+             "| equivalent | gone | survivors left | killed of non-equivalent | wall s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"])
+        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"] - len(r["gone"]))
         lines.append(f"| `{r['file']}` | {r['mutants']} ({r['selected']}) | {r['killed_before']} ({r['timeouts']}) "
-                     f"| {r['killed_after'] if r['rerun'] else 'not rerun'} | {r['equivalent']} | {len(r['survivors'])} "
-                     f"| {share:.0%} | {r['wall_s']:.0f} |")
+                     f"| {r['killed_after'] if r['rerun'] else 'not rerun'} | {r['equivalent']} | {len(r['gone'])} "
+                     f"| {len(r['survivors'])} | {share:.0%} | {r['wall_s']:.0f} |")
     lines += ["", f"All: {total['mutants']} mutants run, {total['killed_before']} killed before "
-                  f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent: "
-                  f"{ratio:.1%} of the non-equivalent mutants killed.", "", "## Survivors left", ""]
+                  f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent, "
+                  f"{total['gone']} gone (the line they mutated changed before their rerun): {ratio:.1%} of the "
+                  "non-equivalent mutants killed.", "", "## Survivors left", ""]
     lines += [f"- `{m['file']}:{m['line']}` {m['operator']}: " + " / ".join(d.strip() for d in m["diff"].splitlines())
-              for r in rows for m in r["survivors"]]
+              for r in rows for m in r["survivors"]] or ["(none)"]
+    if total["gone"]:
+        lines += ["", "## Gone (survivors whose line changed before their rerun)", ""]
+        lines += [f"- `{g}`" for r in rows for g in r["gone"]]
     (out / "summary.json").write_text(json.dumps({"files": rows, **total, "ratio": ratio}, indent=1))
     text = "\n".join(lines) + "\n"
     (out / "summary.md").write_text(text)
@@ -482,11 +496,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-s", type=float, help="seconds of mutants per file; what ran is a random sample")
     parser.add_argument("--count", action="store_true", help="only count each file's mutants (no test runs)")
     parser.add_argument("--summarize", type=Path, nargs="+", metavar="DIR",
-                        help="BEFORE [AFTER]: write summary.md/.json of two runs' reports into --out (no test runs)")
+                        help="BEFORE [AFTER ...]: runs' report dirs in run order (a file's first report is its "
+                             "mutant run, later ones reruns of its survivors); writes summary.md/.json into --out")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.summarize:
-        print(summarize(args.summarize[0], args.summarize[1] if len(args.summarize) > 1 else None, args.out))
+        print(summarize(args.summarize, args.out))
         return 0
     failed = 0
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
