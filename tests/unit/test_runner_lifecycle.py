@@ -295,3 +295,14 @@ def test_a_shutdown_read_before_the_workers_death_was_seen_says_it_had_exited(ma
 
     assert [(i.step, i.exit_code, i.signal, i.confirmed) for i in infos] == [
         ("already-exited", 128 + signal.SIGKILL, signal.SIGKILL, True)]
+
+
+def test_output_still_in_the_pipes_when_the_result_comes_is_in_the_result(make_kernel):
+    """The runner reads a pipe a chunk at a time; what the cell wrote just before it ended is
+    still there when its result arrives, and belongs to that result."""
+    k = make_kernel()
+
+    r = k.execute('import os\nos.write(1, b"x" * 500_000)\nos.write(2, b"e" * 300_000)\n"done"')
+
+    assert r.value == "'done'" and not r.stdout_truncated and not r.stderr_truncated
+    assert r.stdout == "x" * 500_000 and r.stderr == "e" * 300_000
