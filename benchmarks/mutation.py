@@ -419,47 +419,59 @@ def run_one(rel: str, args: argparse.Namespace) -> str:
         shutil.rmtree(root.parent, ignore_errors=True)
 
 
-def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md") -> set[tuple[str, int, str]]:
-    """``(file, line, operator)`` of the mutants argued equivalent in ``tests/mutation-equivalents.md``
-    (entries ``- **LINE Operator**`` under a ``## `file` `` heading)."""
+def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md",
+                kind: str = "equivalent") -> set[tuple[str, int, str]]:
+    """``(file, line, operator)`` of the entries ``- **LINE Operator**`` under a ``## `file` ``
+    heading of ``tests/mutation-equivalents.md``: those argued equivalent (``kind="equivalent"``),
+    or those under the ``# Killed on another transport`` part (``kind="elsewhere"``: a named test
+    kills them on docker or ssh, which the local command does not run)."""
     found: set[tuple[str, int, str]] = set()
-    current = ""
+    current, part = "", "equivalent"
     for line in path.read_text().splitlines():
-        if line.startswith("## `"):
+        if line.startswith("# "):
+            part = "elsewhere" if "another transport" in line else "equivalent"
+        elif line.startswith("## `"):
             current = line.strip("#` ")
-        elif (m := re.match(r"- \*\*(\d+) (\w+)\*\*", line)) and current:
+        elif line.startswith("## "):
+            current = ""
+        elif (m := re.match(r"- \*\*(\d+) (\w+)\*\*", line)) and current and part == kind:
             found.add((current, int(m.group(1)), m.group(2)))
     return found
 
 
-def _file_row(reports: list[dict[str, Any]], equivalent: set[tuple[str, int, str]]) -> dict[str, Any]:
+def _file_row(reports: list[dict[str, Any]], equivalent: set[tuple[str, int, str]],
+              elsewhere: set[tuple[str, int, str]] = frozenset()) -> dict[str, Any]:
     """One file's row from its reports in run order: the first ran the mutants ("before"), each
     later one reran the survivors of the one before it; the last says which survive now."""
     report, last = reports[0], reports[-1]
     still = [m for m in last["mutants"] if m["outcome"] == "survived"] if len(reports) > 1 else \
         [m for m in report["mutants"] if m["outcome"] == "survived"]
     gone = [v for r in reports[1:] for v in r.get("vanished_survivors", ())]  # their line changed: no such mutant now
+    other = [m for m in still if (m["file"], m["line"], m["operator"]) in elsewhere]
+    still = [m for m in still if m not in other]  # killed, by a test of another transport
     left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
     return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
             "wall_s": sum(r["wall_s"] for r in reports),
             "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
             "timeouts": report["timeout"], "killed_after": report["count"] - len(still) - len(gone),
             "equivalent": len(still) - len(left), "gone": gone, "survivors": left, "rerun": len(reports) > 1,
+            "killed_elsewhere": len(other),
             "runs": len(reports)}
 
 
 def summarize(dirs: list[Path], out: Path) -> str:
     """Before/after counts per file over the runs in ``dirs`` (in run order: a file's first report
     is its mutant run, later ones its survivors' reruns); writes summary.md/.json into ``out``."""
-    equivalent = equivalents()
+    equivalent, elsewhere = equivalents(), equivalents(kind="elsewhere")
     by_file: dict[str, list[dict[str, Any]]] = {}
     for d in dirs:
         for path in sorted(d.glob("*.json")):
             if path.name != "summary.json":
                 report = json.loads(path.read_text())
                 by_file.setdefault(report["file"], []).append(report)
-    rows = [_file_row(by_file[f], equivalent) for f in sorted(by_file)]
-    total = {k: sum(r[k] for r in rows) for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts")}
+    rows = [_file_row(by_file[f], equivalent, elsewhere) for f in sorted(by_file)]
+    total = {k: sum(r[k] for r in rows)
+             for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts", "killed_elsewhere")}
     total["gone"] = sum(len(r["gone"]) for r in rows)
     ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"] - total["gone"])
     lines = ["# Mutation summary", "", "| file | mutants run (of selected) | killed before (timeouts) | killed after "
@@ -473,7 +485,8 @@ def summarize(dirs: list[Path], out: Path) -> str:
     lines += ["", f"All: {total['mutants']} mutants run, {total['killed_before']} killed before "
                   f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent, "
                   f"{total['gone']} gone (the line they mutated changed before their rerun): {ratio:.1%} of the "
-                  "non-equivalent mutants killed.", "", "## Survivors left", ""]
+                  f"non-equivalent mutants killed ({total['killed_elsewhere']} of them by a test of another transport: "
+                  "tests/mutation-equivalents.md).", "", "## Survivors left", ""]
     lines += [f"- `{m['file']}:{m['line']}` {m['operator']}: " + " / ".join(d.strip() for d in m["diff"].splitlines())
               for r in rows for m in r["survivors"]] or ["(none)"]
     if total["gone"]:
