@@ -10,7 +10,9 @@ And the mutants of the mutation run (``benchmarks/mutation.py``, issue #13) that
 public failure mode, each put back the same way: the cap evicting the most recently used kernel;
 a finished child's disposal taking every child; ``discard`` removing a key's current kernel for a
 stale handle; a worker's death between cells reported without its exit code or signal; the
-shutdown ladder without its last rung (a worker that ignores SIGTERM is never SIGKILLed).
+shutdown ladder without its last rung (a worker that ignores SIGTERM is never SIGKILLed); a
+worker's death mid-cell seen only when its socket closes (reported at the cell's timeout while a
+child holds the socket); short output skipping redaction (a secret printed alone leaks, B43).
 """
 
 from __future__ import annotations
@@ -224,6 +226,36 @@ worker.write_text(patched)
 runner_zipapp.RUNNER_SOURCE_DIR = copy
 """
 
+DEATH_SEEN_BY_EOF_ONLY = """
+import shutil
+import tempfile
+from pathlib import Path
+
+from pytest_hermes_kernel.transports import runner_zipapp
+
+# the mutant, in the runner the kernels of this run ship: SIGCHLD reaps the worker but settles no cell
+copy = Path(tempfile.mkdtemp()) / "runner"
+shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+supervisor = copy / "supervisor.py"
+src = supervisor.read_text()
+patched = src.replace("if info is not None and self.cells.cell is not None:\\n                self.finish_with_death(info)",
+                      "if info is not None and self.cells.cell is None:\\n                self.finish_with_death(info)")
+assert patched != src, "reap_children no longer settles the running cell"
+supervisor.write_text(patched)
+runner_zipapp.RUNNER_SOURCE_DIR = copy
+"""
+
+SHORT_TEXT_UNREDACTED = """
+from pytest_hermes_kernel.kernel import output
+
+def clean(text, secrets=()):  # the mutant (the defect it showed): text under 10 characters skips redaction
+    if len(text) < 10:
+        return output.strip_ansi(text)
+    return output.redact(output.strip_ansi(text), secrets)
+
+output.clean = clean
+"""
+
 HOST_SIGKILL_TEST = """
 import pytest
 from pytest_hermes_kernel.faults.harness import HostGoneError
@@ -364,6 +396,12 @@ def test_registry_mutant_is_caught(pytester: pytest.Pytester, repo_importable: N
 @pytest.mark.parametrize("patch, test", [
     (EXIT_FACTS_LOST, "test_a_worker_dead_between_cells_is_reported_by_the_next_cell"),
     (NO_LAST_RUNG, "test_a_cell_ignoring_sigterm_is_ended_by_sigkill_after_the_grace"),
-], ids=["exit-facts-lost", "no-sigkill-rung"])
+    (DEATH_SEEN_BY_EOF_ONLY, "test_a_worker_dead_mid_cell_is_reported_at_once_while_a_process_it_started_holds"),
+], ids=["exit-facts-lost", "no-sigkill-rung", "death-seen-by-eof-only"])
 def test_lifecycle_mutant_is_caught(pytester: pytest.Pytester, repo_importable: None, patch: str, test: str) -> None:
     _caught(pytester, patch, _guarantee(pytester, "tests/unit/test_runner_lifecycle.py"), "-k", test)
+
+
+def test_short_output_skipping_redaction_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    _caught(pytester, SHORT_TEXT_UNREDACTED,
+            _guarantee(pytester, "tests/regressions/test_output_cap_and_short_secrets.py"), "-k", "short_secret")
