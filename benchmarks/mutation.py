@@ -439,14 +439,29 @@ def equivalents(path: Path = REPO / "tests" / "mutation-equivalents.md",
     return found
 
 
+def _survivors(reports: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The mutants still alive after the reruns, and the survivors gone (their line changed).
+
+    A rerun cut short by ``--budget-s`` leaves some survivors unrun: they stay alive.
+    """
+    alive = [m for m in reports[0]["mutants"] if m["outcome"] == "survived"]
+    gone: list[str] = []
+    for rerun in reports[1:]:
+        ran = {(m["operator"], _change(m["diff"])) for m in rerun["mutants"]}
+        vanished = set(rerun.get("vanished_survivors", ()))
+        gone += [name for m in alive if (name := f"{m['file']}:{m['line']} {m['operator']}") in vanished]
+        unrun = [m for m in alive if (m["operator"], _change(m["diff"])) not in ran
+                 and f"{m['file']}:{m['line']} {m['operator']}" not in vanished]
+        alive = [m for m in rerun["mutants"] if m["outcome"] == "survived"] + unrun
+    return alive, gone
+
+
 def _file_row(reports: list[dict[str, Any]], equivalent: set[tuple[str, int, str]],
               elsewhere: set[tuple[str, int, str]] = frozenset()) -> dict[str, Any]:
     """One file's row from its reports in run order: the first ran the mutants ("before"), each
     later one reran the survivors of the one before it; the last says which survive now."""
-    report, last = reports[0], reports[-1]
-    still = [m for m in last["mutants"] if m["outcome"] == "survived"] if len(reports) > 1 else \
-        [m for m in report["mutants"] if m["outcome"] == "survived"]
-    gone = [v for r in reports[1:] for v in r.get("vanished_survivors", ())]  # their line changed: no such mutant now
+    report = reports[0]
+    still, gone = _survivors(reports)
     other = [m for m in still if (m["file"], m["line"], m["operator"]) in elsewhere]
     still = [m for m in still if m not in other]  # killed, by a test of another transport
     left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
