@@ -63,7 +63,8 @@ _CONTRACT_LIFE = [f"{_CONTRACT}{name}[local]" for name in (
     "interrupt_while_idle_is_harmless")]
 _REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
                   "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
-_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py"]
+_RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py",
+                "tests/unit/test_worker_cells.py"]
 #: A kept local kernel (attach token, orphan timer); last: a kept spawned runner that ended is a
 #: zombie child of the test process until its next subprocess, which B30's zombie check would see.
 _RUNNER_KEPT = ["tests/unit/test_keep_attach.py"]
