@@ -276,10 +276,12 @@ class SpawnedRunner:
         """Nothing to release (``Popen`` collected the exit status)."""
 
     def disown(self) -> None:
-        """The runner outlives this process by design (a kept kernel): its ``Popen`` must neither
-        warn that it still runs when collected nor be polled for it (``Popen.__del__`` checks
-        ``_child_created``, CPython 3.8-3.13); init reaps it once this process has exited."""
+        """A kept kernel's runner outlives our hold: its ``Popen`` must not warn when collected
+        (``Popen.__del__`` checks ``_child_created``, CPython 3.8-3.13); a daemon thread reaps it
+        once it ends (TTL, ``sweep --kept``), never a zombie child for this process's life."""
         self.proc._child_created = False  # type: ignore[attr-defined]
+        threading.Thread(target=self.proc.wait, name=f"hermes-shared reaper of kept runner {self.proc.pid}",
+                         daemon=True).start()
 
 
 class ForkedRunner:
