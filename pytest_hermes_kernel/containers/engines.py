@@ -136,7 +136,8 @@ def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClien
     except docker_sdk.errors.ImageNotFound:
         pass
     try:
-        target.images.load(b"".join(image.save(named=True)))
+        # named=tag: saved under this tag (named=True takes the image's first tag, which may be another one)
+        target.images.load(b"".join(image.save(named=tag)))
     except docker_sdk.errors.DockerException as exc:
         raise ContainerStartError(f"could not load image {tag} into docker engine {engine_url(target)} from "
                                   f"{engine_url(source)}: {exc}. Hint: `docker save {tag} | DOCKER_HOST="

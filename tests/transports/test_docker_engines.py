@@ -171,3 +171,26 @@ def test_an_image_missing_on_one_engine_is_loaded_there_from_another(second_dock
         for client in (first, second):
             client.images.remove(tag)  # the tag only: the kit's image keeps its own
             client.close()
+
+
+def test_an_image_is_copied_under_the_tag_asked_for_whatever_its_other_tags(second_docker_engine, first_docker_engine):
+    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
+    from pytest_hermes_kernel.containers.images import BASE_TAG
+
+    first, second = engine_client(first_docker_engine), engine_client(second_docker_engine)
+    tags = [f"hermes-engines-tags:{uuid.uuid4().hex[:8]}" for _ in range(3)]
+    base = first.images.get(BASE_TAG)
+    try:
+        for tag in tags:
+            base.tag(tag)
+        for tag in tags:  # each one in turn: saving under the image's first tag would miss the others
+            copy_image(tag, first, second)
+            assert second.images.get(tag).id == base.id, f"{tag} is not on the second engine"
+    finally:
+        for client in (first, second):
+            for tag in tags:
+                try:
+                    client.images.remove(tag)  # the tag only
+                except Exception:  # noqa: BLE001 - not copied there
+                    pass
+            client.close()

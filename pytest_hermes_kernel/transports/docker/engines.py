@@ -79,11 +79,11 @@ class DockerEngines(Spread[DockerTransport]):
         return engine if isinstance(engine, str) else None
 
     def prepare(self, member: DockerTransport) -> None:
-        """Make the image usable on ``member``'s engine, once (see module docstring)."""
+        """Make the image usable on ``member``'s engine (copied once; its presence checked at each launch)."""
         with self._image_lock:
-            if member.engine in self._ready:
-                return
             tag = self._named_image or self.members[0].image  # the kit's own: built/checked on the first
+            if member.engine in self._ready and member.hosts.has_image(tag):
+                return  # checked at every launch: an image removed from an engine meanwhile is loaded again
             source = next((m for m in self.members if m.hosts.has_image(tag)), None)
             if source is not None and source is not member:
                 copy_image(tag, source.client, member.client)
