@@ -20,6 +20,7 @@ which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -31,8 +32,10 @@ from ..errors import ConfigError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
 
+log = logging.getLogger(__name__)
+
 __all__ = ["KeptKernel", "exempt_container_ids", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "holds_kept_kernel",
-           "load_all", "remove", "save", "save_secret", "unexpired"]
+           "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,15 @@ def exempt_container_ids(directory: str | None = None, ignoring: Collection[str]
     """
     return {str(r.locator["container_id"]) for r in unexpired(directory)
             if r.locator.get("container_id") and r.kernel_id not in ignoring}
+
+
+def stays_for_kept_kernel(container_id: str) -> bool:
+    """Whether this process's kept records name ``container_id`` (unexpired): the run's last member
+    leaves such a container running (logged), instead of removing or parking it."""
+    if container_id not in exempt_container_ids():
+        return False
+    log.info("container %s holds a kernel kept for post-mortem: left running", container_id[:12])
+    return True
 
 
 def holds_kept_kernel(container_id: str, labels: dict[str, str], ignoring: Collection[str] = ()) -> bool:

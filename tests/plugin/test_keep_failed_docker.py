@@ -231,17 +231,24 @@ def test_a_passing_docker_test_keeps_nothing(pytester, run, kept_docker):
     assert run_containers(kept_docker.run_id) == {}, "the run's container went with the run"
 
 
-def test_the_leak_check_still_catches_a_real_leak_beside_a_kept_docker_kernel(pytester, run, kept_docker):
-    pytester.makepyfile(test_keep=failing("server").replace(
+def leak_beside_a_kept_kernel(pytester: pytest.Pytester, run_inner, path: str, sleep_s: int) -> str:  # noqa: ANN001
+    """The failed test also leaves a ``sleep sleep_s``: the leak check must name it and not the
+    kept kernel; the kept kernel's id."""
+    pytester.makepyfile(test_keep=failing(path).replace(
         'assert False, "deliberate failure"',
-        'import subprocess; subprocess.Popen(["sleep", "301"]); assert False, "deliberate failure"'))
+        f'import subprocess; subprocess.Popen(["sleep", "{sleep_s}"]); assert False, "deliberate failure"'))
 
-    result = run_docker(run, kept_docker, "--hermes-keep-failed", "--hermes-leak-check=error")
+    result = run_inner("--hermes-keep-failed", "--hermes-leak-check=error")
 
     result.assert_outcomes(failed=1, errors=1)
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
     text = result.stdout.str()
-    assert "sleep 301" in text and "LeakError" in text, text
+    assert f"sleep {sleep_s}" in text and "LeakError" in text, text
     assert kid not in text.split("LeakError", 1)[1].split("\n\n", 1)[0]  # the kept kernel is not named a leak
+    return kid
+
+
+def test_the_leak_check_still_catches_a_real_leak_beside_a_kept_docker_kernel(pytester, run, kept_docker):
+    kid = leak_beside_a_kept_kernel(pytester, lambda *a: run_docker(run, kept_docker, *a), "server", 301)
     cid = kept_docker.record(kid)["locator"]["container_id"]
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"

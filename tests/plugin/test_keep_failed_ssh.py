@@ -17,8 +17,8 @@ import pytest
 
 from pytest_hermes_kernel.containers.lifecycle import SSH_USER
 from tests.plugin.test_keep_failed import hermes, records
-from tests.plugin.test_keep_failed_docker import (Kept, failing, kernel_processes, run_containers, running,
-                                                 sweep_with_another_tmpdir)
+from tests.plugin.test_keep_failed_docker import (Kept, failing, kernel_processes, leak_beside_a_kept_kernel, run_containers,
+                                                 running, sweep_with_another_tmpdir)
 from tests.plugin.test_keep_failed_docker import kept_docker as kept_ssh  # noqa: F401 - a fixture
 from tests.support import stays_true, wait_until
 
@@ -83,17 +83,7 @@ def test_a_passing_ssh_test_keeps_nothing(pytester, run, kept_ssh):
 
 
 def test_the_leak_check_still_catches_a_real_leak_beside_a_kept_ssh_kernel(pytester, run, kept_ssh):
-    pytester.makepyfile(test_keep=failing("spawn").replace(
-        'assert False, "deliberate failure"',
-        'import subprocess; subprocess.Popen(["sleep", "302"]); assert False, "deliberate failure"'))
-
-    result = run_ssh(run, kept_ssh, "--hermes-keep-failed", "--hermes-leak-check=error")
-
-    result.assert_outcomes(failed=1, errors=1)
-    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
-    text = result.stdout.str()
-    assert "sleep 302" in text and "LeakError" in text, text
-    assert kid not in text.split("LeakError", 1)[1].split("\n\n", 1)[0]  # the kept kernel is not named a leak
+    kid = leak_beside_a_kept_kernel(pytester, lambda *a: run_ssh(run, kept_ssh, *a), "spawn", 302)
     assert hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
 
 

@@ -246,8 +246,7 @@ def test_a_stopped_worker_killed_with_its_cells_request_unread_is_reported_kille
     os.kill(pid, signal.SIGKILL)
     r = cell.result(timeout=30)
 
-    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (128 + signal.SIGKILL, signal.SIGKILL), r.summary()
-    assert k.execute("'next'").value == "'next'" and k.runner_pid == runner, "the runner lived on"
+    _killed_and_the_runner_lived_on(r, k, runner)
 
 
 @needs_ss
@@ -270,8 +269,7 @@ def test_a_worker_killed_while_its_tool_result_is_on_the_way_is_reported_killed(
         os.kill(runner, signal.SIGCONT)
     r = cell.result(timeout=30)
 
-    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (128 + signal.SIGKILL, signal.SIGKILL), r.summary()
-    assert k.execute("'next'").value == "'next'" and k.runner_pid == runner, "the runner lived on"
+    _killed_and_the_runner_lived_on(r, k, runner)
 
 
 @needs_ss
@@ -306,3 +304,8 @@ def test_output_still_in_the_pipes_when_the_result_comes_is_in_the_result(make_k
 
     assert r.value == "'done'" and not r.stdout_truncated and not r.stderr_truncated
     assert r.stdout == "x" * 500_000 and r.stderr == "e" * 300_000
+
+
+def _killed_and_the_runner_lived_on(r, k, runner: int) -> None:  # noqa: ANN001 - a result, a kernel
+    assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (128 + signal.SIGKILL, signal.SIGKILL), r.summary()
+    assert k.execute("'next'").value == "'next'" and k.runner_pid == runner, "the runner lived on"

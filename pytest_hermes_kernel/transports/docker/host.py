@@ -25,7 +25,7 @@ import threading
 from typing import TYPE_CHECKING, Literal
 
 from ...containers.engines import engine_url
-from ...containers.kept import exempt_container_ids
+from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import Resource, SharedResource, worker_id
@@ -155,7 +155,7 @@ class KernelHosts:
         """Remove a container of this run, unless it holds a kept kernel (see module docstring)."""
         from ...containers.lifecycle import remove_container
 
-        if _holds_kept_kernel(container_id):
+        if stays_for_kept_kernel(container_id):
             return
         try:
             remove_container(container_id, client=self.client)
@@ -187,7 +187,7 @@ class KernelHosts:
     def _stop_shared(self, record: Resource) -> None:
         """The run's last user: remove the shared container, or park a reusable one (neither while
         it holds a kept kernel)."""
-        if _holds_kept_kernel(record["container_id"]):
+        if stays_for_kept_kernel(record["container_id"]):
             return
         if self._store is None or self.reuse is None:
             self.remove(record["container_id"])
@@ -236,10 +236,3 @@ class KernelHosts:
             self._shared = SharedResource("docker", key, run_id=self.run_id)
         return self._shared
 
-
-def _holds_kept_kernel(container_id: str) -> bool:
-    """Whether an unexpired kept kernel's record names ``container_id`` (it stays; module docstring)."""
-    if container_id not in exempt_container_ids():
-        return False
-    log.info("container %s holds a kernel kept for post-mortem: left running", container_id[:12])
-    return True

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...errors import KernelStartError, TransportUnavailableError
-from ...containers.kept import exempt_container_ids
+from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -193,8 +193,7 @@ class SshdContainer:
     def _stop_shared(self, record: Record) -> None:
         """The run's last user: remove the container, or park a reusable one (neither while it
         holds a kernel kept for post-mortem: it outlives the run with it, see :mod:`.keep`)."""
-        if record["container_id"] in exempt_container_ids():
-            log.info("sshd container %s holds a kernel kept for post-mortem: left running", record["container_id"][:12])
+        if stays_for_kept_kernel(record["container_id"]):
             return
         if self._store is None or self.reuse is None:
             self._remove(record)
