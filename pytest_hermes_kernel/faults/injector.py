@@ -59,8 +59,11 @@ def fire(spec: FaultSpec, kernel: Kernel) -> None:
 def kernel_sigkill(kernel: Kernel) -> None:
     """SIGKILL the kernel's worker from outside, where it runs (this host or its container).
 
-    On a transport whose kernels run on this host, returns once the worker is seen dead
-    (bounded by :data:`SIGKILL_SEEN_S`), so the next cell meets the death, not a race with it.
+    Returns once the worker is seen dead (bounded by :data:`SIGKILL_SEEN_S`), so the next cell
+    meets the death, not a race with it: on this host a zombie counts as dead; elsewhere the pid
+    must be gone (its runner reaped it), probed with signal 0 through the transport. A cell sent
+    to a worker that is dying but not dead yet is a death mid-cell (``died``, not re-run); a
+    container's ``kill`` returning does not mean the process has ended (B20's CI failure).
 
     :raises ConfigError: if the kernel has no worker (not started, or shut down).
     :raises ProcessLookupError: if the worker is already gone.
@@ -68,11 +71,19 @@ def kernel_sigkill(kernel: Kernel) -> None:
     pid = kernel.pid
     if pid is None:
         raise ConfigError(f"kernel_sigkill: kernel {kernel.kernel_id} has no worker to kill")
-    kernel.transport.signal_pid(kernel.launched, pid, signal.SIGKILL)
-    if kernel.transport.runs_on_this_host:
-        deadline = time.monotonic() + SIGKILL_SEEN_S
+    transport, launched = kernel.transport, kernel.launched
+    transport.signal_pid(launched, pid, signal.SIGKILL)
+    deadline = time.monotonic() + SIGKILL_SEEN_S
+    if transport.runs_on_this_host:
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.005)
+        return
+    while time.monotonic() < deadline:
+        try:
+            transport.signal_pid(launched, pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
 
 
 def transport_drop(kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,

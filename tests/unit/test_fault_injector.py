@@ -24,8 +24,11 @@ class Remote(Transport):
     name: ClassVar[str] = "remote"
     reattachable: ClassVar[bool] = True
 
-    def __init__(self) -> None:
+    def __init__(self, dies_after_probes: int = 0) -> None:
         self.signals: list[tuple[Launched | None, int, int]] = []
+        self.dies_after_probes = dies_after_probes  # a SIGKILLed pid still answers this many signal-0 probes
+        self.probes = 0
+        self.killed: set[int] = set()
 
     def launch(self, spec: LaunchSpec) -> Launched:
         raise AssertionError("not used")
@@ -37,7 +40,13 @@ class Remote(Transport):
         return True
 
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
-        self.signals.append((launched, pid, sig))
+        if sig != 0:
+            self.signals.append((launched, pid, sig))
+            self.killed.add(pid)
+            return
+        self.probes += 1
+        if pid in self.killed and self.probes > self.dies_after_probes:
+            raise ProcessLookupError(f"no process {pid}")
 
 
 class Lease(Remote):
@@ -100,6 +109,15 @@ def test_kernel_sigkill_signals_the_worker_where_it_runs() -> None:
         injector.kernel_sigkill(FakeKernel(remote, pid=None))
 
 
+def test_kernel_sigkill_returns_once_the_remote_worker_is_gone() -> None:
+    """A container's kill returns before the process has ended: the fault waits until a
+    signal-0 probe finds the pid gone, so the next cell is not sent to a dying worker (B20(b)
+    failed in CI on docker: the cell was handed to it and reported ``died``, not re-run)."""
+    remote = Remote(dies_after_probes=3)
+    injector.kernel_sigkill(FakeKernel(remote))
+    assert remote.probes == 4 and remote.signals == [(FakeKernel(remote).launched, 321, signal.SIGKILL)]
+
+
 def test_a_drop_needs_a_faulty_transport_and_a_reattachable_channel() -> None:
     with pytest.raises(ConfigError, match="Hint: mark the test with hermes_transport_drop"):
         injector.fire(hermes_transport_drop("reset"), FakeKernel(Remote()))
@@ -140,6 +158,8 @@ class SlowStarts(FakeKernel):
         self.transport.signal_pid = self.kill  # type: ignore[method-assign]
 
     def kill(self, launched: Launched | None, pid: int, sig: int) -> None:
+        if sig == 0 and self.killed.is_set():
+            raise ProcessLookupError(f"no process {pid}")
         self.killed.set()
 
     def run(self, code: str) -> None:
