@@ -85,6 +85,18 @@ def test_oom_is_reported_as_oom(hermes_kernel) -> None:
     assert hermes_kernel.execute("21 * 2").value == "42", "the same host stays usable"
 
 
+@pytest.mark.hermes_oom(limit_bytes=256 * 2**20)
+def test_a_childs_oom_kill_is_not_blamed_for_the_next_cells_death(hermes_kernel) -> None:
+    """The memory cgroup counts the OOM kill of a cell's child; a SIGKILL of the worker in the
+    next cell, at once after, is a plain death: the count at that cell's start already holds the
+    child's kill (a count kept from an earlier cell called it ``oom_killed``)."""
+    child = hermes_kernel.execute(f"import subprocess, sys\nsubprocess.run([sys.executable, '-c', {HOG!r}]).returncode",
+                                  timeout=120)
+    assert child.status == "ok" and child.value == "-9" and not child.kernel.state_lost, child.summary()
+    r = hermes_kernel.execute("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+    assert r.status == "died" and r.kernel.reason == "died" and not r.kernel.oom_killed, r.summary()
+
+
 @pytest.mark.hermes_transport_drop("reset", after_cell=1)
 def test_reset_while_idle_reconnects_with_state(hermes_kernel) -> None:
     hermes_kernel.execute("x = 41")

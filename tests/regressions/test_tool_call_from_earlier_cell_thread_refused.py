@@ -75,3 +75,17 @@ def test_a_thread_calling_across_many_cells_gets_every_answer(make_kernel):
         assert r.status == "ok" and r.value == str(i * 2), r.summary()
     r = k.execute("t.join(10)\nt.is_alive(), stats['ok'] + stats['refused']", timeout=15.0)
     assert r.value == "(False, 300)", r.summary()
+
+
+def test_threads_of_one_cell_calling_at_once_each_get_their_own_answer_intact(make_kernel):
+    """Answers of several megabytes, each read in many chunks: one thread reads the channel for
+    all waiters and routes every frame whole (two readers at once would split a frame's chunks
+    between them)."""
+    k = make_kernel(tools={"blob": lambda i: f"{i}:" + str(i) * 1_500_000})
+    r = k.execute("import hermes_tools, threading\nbarrier = threading.Barrier(6)\ngot = {}\n"
+                  "def call(i):\n    barrier.wait()\n    got[i] = hermes_tools.blob(i=i)\n"
+                  "ts = [threading.Thread(target=call, args=(i,)) for i in range(6)]\n"
+                  "[t.start() for t in ts]; [t.join(30) for t in ts]\n"
+                  "sorted(i for i, v in got.items() if v == f'{i}:' + str(i) * 1_500_000)", timeout=60)
+    assert r.status == "ok", r.summary()
+    assert r.value == "[0, 1, 2, 3, 4, 5]" and len(r.tool_calls) == 6

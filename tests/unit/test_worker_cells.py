@@ -58,9 +58,9 @@ def test_a_process_forked_by_a_cell_does_not_hold_the_kernels_channel(make_kerne
                   "if child == 0:\n    time.sleep(30)\n    os._exit(0)\n"
                   "child")
     child = int(r.value)
-    socks = wait_until(lambda: k.execute(f"sockets({child}) or 'none'").value, 5.0, what="the child's fds")
-
-    assert socks == "'none'", "the forked child closed its copy of the kernel's channel"
+    # the child closes its copy when it first runs, which a loaded machine may delay past fork()'s return
+    wait_until(lambda: k.execute(f"sockets({child}) or 'none'").value == "'none'", 5.0,
+               what="the forked child to close its copy of the kernel's channel")
     k.execute(f"os.kill({child}, 9); os.waitpid({child}, 0)")
 
 

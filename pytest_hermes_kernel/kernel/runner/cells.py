@@ -2,7 +2,8 @@
 
 One cell at a time. Its output is what the worker's pipes carry between ``begin`` and the
 result (output between cells belongs to no cell and is dropped). A worker that dies mid-cell
-ends the cell as ``died``, an OOM kill only when the memory cgroup's counter rose during it; a
+ends the cell as ``died``, an OOM kill only when the memory cgroup's counter rose during it (read
+at the cell's start and at the death, never carried over from an earlier cell); a
 cell that raised ``SystemExit`` ends as ``exited`` once the worker has really exited, with the
 exit code ``waitpid`` saw.
 """
@@ -10,12 +11,11 @@ exit code ``waitpid`` saw.
 from __future__ import annotations
 
 import signal
-import time
 
 from .bounds import too_large
 from .capture import OutputPipes
 from .frames import MAX_FRAME_BYTES, encode_frame
-from .procfs import read_oom_kills
+from .procfs import OomCounter
 from .worker_process import WorkerProcess
 
 TYPE_CHECKING = False
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 #: Keys of an ``execute`` request the worker needs (the rest is the supervisor's).
 _FORWARDED = ("type", "id", "code", "tools", "report_running")
-#: Seconds between reads of the OOM counter at cell starts (reading ``/sys`` costs ~0.1 ms).
-OOM_READ_INTERVAL_S = 1.0
 
 
 class CellBook:
@@ -43,8 +41,8 @@ class CellBook:
         self.worker = worker
         self.cell: Header | None = None  # the running execute request
         self.exiting: Header | None = None  # the worker's "exited" result, until the worker has ended
-        self.oom_baseline: int | None = None
-        self.oom_read_at = float("-inf")
+        self.oom_baseline: int | None = None  # the counter at the running cell's start
+        self._oom: OomCounter | None = None
 
     @property
     def running_id(self) -> Any:
@@ -52,16 +50,24 @@ class CellBook:
         return None if self.cell is None else self.cell["id"]
 
     def oom_count(self) -> int | None:
-        return read_oom_kills(self.worker.oom_file)
+        """The worker's memory cgroup's OOM-kill count now (``None``: no counter to read)."""
+        if self._oom is None or self._oom.path != self.worker.oom_file:
+            if self._oom is not None:
+                self._oom.close()
+            self._oom = OomCounter(self.worker.oom_file)
+        return self._oom.read()
+
+    def close(self) -> None:
+        """Close the OOM counter's descriptor (at the supervisor's shutdown)."""
+        if self._oom is not None:
+            self._oom.close()
 
     def begin(self, msg: Header) -> Header:
         """Start ``msg`` as the running cell; return the request to forward to the worker."""
         self.pipes.drain(capturing=False)
         self.pipes.reset()
         self.cell = msg
-        now = time.monotonic()
-        if now - self.oom_read_at >= OOM_READ_INTERVAL_S:
-            self.oom_baseline, self.oom_read_at = self.oom_count(), now
+        self.oom_baseline = self.oom_count()
         return {k: v for k, v in msg.items() if k in _FORWARDED}
 
     def capture(self, fd: int) -> None:
@@ -81,7 +87,6 @@ class CellBook:
             outcome["oom_killed"] = bool(sig == signal.SIGKILL and before is not None
                                          and after is not None and after > before)
             outcome["oom_counter"] = after
-            self.oom_baseline, self.oom_read_at = after, time.monotonic()
         self.exiting = None
         return outcome
 

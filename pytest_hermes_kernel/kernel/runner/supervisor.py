@@ -300,6 +300,7 @@ class Supervisor:
         """Kill the worker's group; remove the kernel dir (remote: the host may be gone) and socket."""
         self.worker.signal_group(signal.SIGKILL)
         self.worker.wait(KILL_WAIT_S)
+        self.cells.close()
         kdir = self.config.get("kernel_dir")
         if kdir and self.config.get("remove_kernel_dir", True):
             import shutil  # only now: its imports would slow every kernel's start

@@ -1,0 +1,96 @@
+"""The supervisor's book of the running cell (kernel/runner/cells.py): a reply up to the frame
+limit goes out whole, one byte more becomes an error that says so, and the OOM count a death is
+judged by is the one at that cell's start. Written against the survivors of the mutation run of
+``cells.py`` (issue #13)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.kernel.runner import cells
+from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
+
+LIMIT = 4096  # a small frame limit, so that a test can build a reply of exactly that size
+
+
+class Pipes:
+    """The worker's output pipes as the book sees them: the cell printed nothing."""
+
+    def drain(self, capturing: bool) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
+        return dict(COUNTS), (b"", b"", b"", b"")
+
+
+COUNTS = {"stdout_total": 0, "stdout_dropped": 0, "stderr_total": 0, "stderr_dropped": 0}
+
+
+class Worker:
+    pid, generation = 4242, 1
+
+    def __init__(self, oom_file: str | None = None) -> None:
+        self.oom_file = oom_file
+
+
+def _settled(book: cells.CellBook, value: str) -> tuple[dict, int]:
+    """The header the book sends for a cell whose reply carries ``value``, and the frame's size."""
+    book.begin({"type": "execute", "id": 7, "code": "value"})
+    request_id, frame = book.settle({"type": "result", "id": 7, "status": "ok", "value": value})
+    decoder = FrameDecoder(LIMIT)
+    decoder.feed(frame)
+    header, _ = decoder.next_frame()
+    assert request_id == 7
+    return header, len(frame)
+
+
+def _frame_size(value_length: int) -> int:
+    """Bytes of the result frame the book builds for a reply whose value has ``value_length`` characters."""
+    header = {"type": "result", "id": 7, "status": "ok", "value": "v" * value_length, **COUNTS,
+              "worker_pid": Worker.pid, "worker_generation": Worker.generation}
+    return len(encode_frame(header, (b"", b"", b"", b"")))
+
+
+def test_a_reply_of_exactly_the_frame_limit_goes_out_whole_and_one_byte_more_is_refused(monkeypatch):
+    monkeypatch.setattr(cells, "MAX_FRAME_BYTES", LIMIT)
+    book = cells.CellBook(Pipes(), Worker())  # type: ignore[arg-type]
+    fill = next(n for n in range(LIMIT) if _frame_size(n) == LIMIT)
+
+    header, size = _settled(book, "v" * fill)
+    assert size == LIMIT and header["status"] == "ok" and header["value"] == "v" * fill
+
+    header, size = _settled(book, "v" * (fill + 1))
+    assert header["status"] == "error" and header["ename"] == "ReplyTooLarge" and "value" not in header
+    assert f"is {LIMIT + 1} bytes, over the" in header["evalue"], header
+
+
+def test_a_death_is_judged_by_the_count_at_its_cells_start(tmp_path: Path):
+    counter = tmp_path / "memory.events"
+    counter.write_text("oom 0\noom_kill 0\n")
+    book = cells.CellBook(Pipes(), Worker(str(counter)))  # type: ignore[arg-type]
+
+    book.begin({"type": "execute", "id": 1, "code": "run a child that is OOM-killed"})
+    counter.write_text("oom 1\noom_kill 1\n")  # the child's kill, while cell 1 runs
+    book.settle({"type": "result", "id": 1, "status": "ok"})
+    book.begin({"type": "execute", "id": 2, "code": "at once after"})
+    died = book.died((None, 9))
+
+    book.close()
+    assert died["oom_killed"] is False and died["oom_counter"] == 1
+
+
+@pytest.mark.parametrize("text, count", [("oom 3\noom_kill 2\n", 2), ("oom_kill_disable 0\nunder_oom 0\noom_kill 5\n", 5),
+                                         ("oom 1\n", None), ("oom_kill x\n", None)])
+def test_the_oom_kill_count_is_read_from_v1_and_v2_files(tmp_path: Path, text: str, count: int | None):
+    from pytest_hermes_kernel.kernel.runner.procfs import OomCounter, read_oom_kills
+
+    path = tmp_path / "counter"
+    path.write_text(text)
+    held = OomCounter(str(path))
+    assert read_oom_kills(str(path)) == count and held.read() == count
+    path.unlink()
+    assert read_oom_kills(str(path)) is None and OomCounter(str(path)).read() is None
+    held.close()
