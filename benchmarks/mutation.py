@@ -64,7 +64,7 @@ _CONTRACT_LIFE = [f"{_CONTRACT}{name}[local]" for name in (
 _REGISTRY_FAST = ["tests/unit/test_registry_guarantees.py", "tests/unit/test_registry_losses.py",
                   "tests/unit/test_public_methods_exercised.py", "tests/unit/test_lifecycle.py"]
 _RUNNER_FAST = ["tests/unit/test_runner_lifecycle.py", "tests/unit/test_handle_guarantees.py",
-                "tests/unit/test_worker_cells.py"]
+                "tests/unit/test_worker_cells.py", "tests/unit/test_cell_book.py", "tests/unit/test_serve_listen.py"]
 #: A kept local kernel (attach token, orphan timer); last: a kept spawned runner that ended is a
 #: zombie child of the test process until its next subprocess, which B30's zombie check would see.
 _RUNNER_KEPT = ["tests/unit/test_keep_attach.py"]
@@ -74,6 +74,9 @@ _RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py"
                        "tests/regressions/test_handed_b02_grandchildren_die_with_kernel.py",
                        "tests/regressions/test_handed_b17_stdin_is_dev_null.py",
                        "tests/faults/test_fault_markers.py::test_oom_is_reported_as_oom",
+                       "tests/faults/test_fault_markers.py::test_a_childs_oom_kill_is_not_blamed_for_the_next_cells_death",
+                       "tests/regressions/test_worker_that_left_its_process_group.py",
+                       "tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
                        "tests/regressions/test_handed_b20_restart_races.py",
                        "tests/regressions/test_handed_b31_fds_return_to_baseline.py"]
 #: The test selection per mutated file (pytest arguments from the repo root), fast tests first

@@ -6,9 +6,11 @@ put ``/dev/null`` on fd 0.
 * ``serve --fd N``: the channel is the inherited socket ``N``; the host started us in our own
   session (``start_new_session=True``) and the channel's EOF is its death.
 * ``serve --listen SOCK``: bind ``SOCK`` (0600), fork, print ``ready <pid>`` from the parent and
-  exit (the exec that started us returns at once); the child calls ``setsid`` (its pid is its
-  session id), writes the pidfile, sends its output to the log and serves until the orphan timer
-  fires with no client attached.
+  exit 0 (the exec that started us returns at once); the child calls ``setsid`` (its pid is its
+  session id), writes the pidfile, sends its fds 1 and 2 to the log (0600; ``/dev/null`` when the
+  config names none) and serves until the orphan timer fires with no client attached. An exec
+  that left any of fds 0-2 closed gets ``/dev/null`` there first: a socket or the log opened on
+  fd 2 would be replaced by the log's ``dup2`` (the daemon died at once, silently).
 """
 
 from __future__ import annotations
@@ -78,13 +80,25 @@ def _daemonize(config: dict[str, Any]) -> None:
     fd = os.open(config.get("log") or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    if fd > 2:
-        os.close(fd)
+    os.close(fd)  # never one of 0-2 (:func:`std_fds_open`)
+    if sys.stderr is None:  # Python started with fd 2 closed: its tracebacks go to the log too
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
     write_pidfile(config)
+
+
+def std_fds_open() -> None:
+    """Put ``/dev/null`` on each of fds 0, 1 and 2 that is closed (each ``open`` takes the
+    lowest free number: the first closed one)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)
 
 
 def serve_listen(path: str) -> None:
     """Daemonize and serve clients that attach to the unix socket ``path``."""
+    std_fds_open()
     config = read_config()
     config["listen"] = path
     listener = bind_listener(path)

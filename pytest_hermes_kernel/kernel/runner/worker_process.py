@@ -103,18 +103,24 @@ class WorkerProcess:
         return True
 
     def signal_group(self, sig: int) -> None:
-        """Send ``sig`` to the worker's process group (the worker alone if that is refused)."""
+        """Send ``sig`` to the worker's process group, and to the worker alone when it is not in
+        that group any more (a cell's ``os.setpgid``: a restart left such a worker running and
+        said ``reset``) or the group refused it (no member the supervisor may signal).
+
+        The worker is an unreaped child: its pid cannot be reused meanwhile (B29).
+        """
         if self.pid is None:
             return
         try:
             os.killpg(self.pid, sig)
-        except ProcessLookupError:
+            if os.getpgid(self.pid) == self.pid:
+                return
+        except (ProcessLookupError, PermissionError):  # the group is empty, or none of it is ours
             pass
-        except PermissionError:
-            try:
-                os.kill(self.pid, sig)
-            except ProcessLookupError:
-                pass
+        try:
+            os.kill(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def wait(self, timeout: float) -> WorkerExit | None:
         """Reap the worker within ``timeout`` seconds.
