@@ -291,8 +291,8 @@ class KernelHandle:
                 if self._life.swap(S.BUSY, S.RESETTING):
                     self._runtime.require_link().kill_worker()
                 with self._queue.lock:  # a running cell settles first
+                    self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
                     self._runtime.replace()
-                    self.mark_lost(Loss(reason="reset", note="restart() was called"))
                     return self.info(state_lost=True, reason="reset")
 
     def shutdown(self, now: bool = False) -> ExitInfo:

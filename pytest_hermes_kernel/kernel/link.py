@@ -117,7 +117,8 @@ class RunnerLink:
         header, _ = self.channel.request({"type": "start_worker"}, timeout)
         pid = header.get("worker_pid")
         if pid is None:
-            raise KernelStartError(f"kernel {self.kernel_id}: the worker did not start", kernel_id=self.kernel_id)
+            why = f": {header['error']}" if header.get("error") else ""
+            raise KernelStartError(f"kernel {self.kernel_id}: the worker did not start{why}", kernel_id=self.kernel_id)
         return int(pid)
 
     def kill_worker(self) -> None:

@@ -171,8 +171,15 @@ class Supervisor:
                          "signal": None if info is None else info[1]})
 
     def do_start_worker(self, msg: Header) -> None:
-        if self.worker.pid is None:
-            self.start_worker()
+        """A fresh worker for a host that saw the last one end; never the last one again: a
+        worker SIGKILL did not end (uninterruptible sleep, a frozen cgroup) is refused, named."""
+        self.reap_children()
+        if self.worker.pid is not None:
+            self.link.reply({"type": "worker", "id": msg.get("id"), "worker_pid": None,
+                             "error": f"the old worker (pid {self.worker.pid}) did not end within {KILL_WAIT_S:g} s "
+                                      "of SIGKILL (uninterruptible sleep? a frozen cgroup?); no new worker started"})
+            return
+        self.start_worker()
         self.link.reply({"type": "worker", "id": msg.get("id"), "worker_pid": self.worker.pid})
 
     def do_ping(self, msg: Header) -> None:
