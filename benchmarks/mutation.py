@@ -76,6 +76,7 @@ _RUNNER_REGRESSIONS = ["tests/regressions/test_handed_b07_system_exit_policy.py"
                        "tests/faults/test_fault_markers.py::test_oom_is_reported_as_oom",
                        "tests/faults/test_fault_markers.py::test_a_childs_oom_kill_is_not_blamed_for_the_next_cells_death",
                        "tests/regressions/test_worker_that_left_its_process_group.py",
+                       "tests/regressions/test_worker_sigkill_cannot_end.py",
                        "tests/regressions/test_tool_call_from_earlier_cell_thread_refused.py",
                        "tests/regressions/test_handed_b20_restart_races.py",
                        "tests/regressions/test_handed_b31_fds_return_to_baseline.py"]
