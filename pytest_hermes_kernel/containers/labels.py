@@ -27,6 +27,9 @@ LABEL_ROLE = "org.hermes-kernel.role"
 #: A container shared through a :class:`~.sharing.SharedResource` names its state file: it is in
 #: use while any member recorded there lives (whoever created it).
 LABEL_STATE_FILE = "org.hermes-kernel.state-file"
+#: A random token per container start: a start cut short (a timeout, Ctrl-C) finds by it the
+#: container the engine made before the call could return its id.
+LABEL_START_TOKEN = "org.hermes-kernel.start-token"
 #: ``1`` on a container made to be kept between runs (``--hermes-reuse``, :mod:`.reuse`); such a
 #: container is judged by its record in the reuse store, not by its creator's labels.
 LABEL_REUSE = "org.hermes-kernel.reuse"

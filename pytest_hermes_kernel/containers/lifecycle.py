@@ -12,8 +12,10 @@ bridge address. ``docker``, ``testcontainers`` and ``psutil`` are imported insid
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -22,11 +24,13 @@ from pytest_hermes_kernel.errors import ContainerStartError
 
 from .engines import engine_url
 from .image_check import require_image
-from .labels import run_labels
+from .labels import LABEL_START_TOKEN, run_labels
 
 if TYPE_CHECKING:
     import docker
     from docker.models.containers import Container
+
+log = logging.getLogger(__name__)
 
 SSH_USER = "hermes"
 LOOPBACK = "127.0.0.1"
@@ -89,7 +93,11 @@ def start_kernel_host(
         container = _start(image, command=["sleep", "infinity"], env={}, options=options)
     else:
         container = _start_on(client, image, command=["sleep", "infinity"], options=options)
-    _check_running(container, "kernel host")
+    try:
+        _check_running(container, "kernel host")
+    except BaseException:  # also a timeout or Ctrl-C here (B40): the container goes with the start
+        remove_container(container.id or "", client=container.client)
+        raise
     return container
 
 
@@ -222,19 +230,34 @@ def _start(
     require_image(client, image)
     _configure_ryuk(client)
     # with_kwargs() replaces earlier kwargs: all docker-py options go in one call.
+    options, token = _with_start_token(options)
     tc = tc.with_kwargs(**options)
     tc.ports.update(ports or {})
     try:
         tc.start()
-    except Exception as exc:
-        created = getattr(tc, "_container", None)  # no public handle before start() returns
-        if created is not None:
-            remove_container(created.id or "", client=created.client)
+    except BaseException as exc:  # also a timeout or Ctrl-C inside the start (B40): nothing stays
+        _remove_started(client, token)
+        if not isinstance(exc, Exception):
+            raise
         raise ContainerStartError(
             f"could not start a container from {image}: {exc}\n"
             f"Hint: build it with `hermes-kernel build-image`; is dockerd running?"
         ) from exc
     return tc.get_wrapped_container()
+
+
+def _with_start_token(options: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    token = uuid.uuid4().hex
+    return {**options, "labels": {**options.get("labels", {}), LABEL_START_TOKEN: token}}, token
+
+
+def _remove_started(client: docker.DockerClient, token: str) -> None:
+    """Remove the container a start cut short made (found by its start token), if any."""
+    try:
+        for summary in client.api.containers(all=True, filters={"label": f"{LABEL_START_TOKEN}={token}"}):
+            remove_container(summary["Id"], client=client)
+    except Exception as exc:  # noqa: BLE001 - the start's own error is the one to report
+        log.warning("could not remove the container of a failed start (start token %s): %s", token, exc)
 
 
 def _start_on(client: docker.DockerClient, image: str, *, command: list[str], options: dict[str, Any]) -> Container:
@@ -243,9 +266,13 @@ def _start_on(client: docker.DockerClient, image: str, *, command: list[str], op
     :raises ContainerStartError: if it cannot be created or started (the engine named).
     """
     require_image(client, image)
+    options, token = _with_start_token(options)
     try:
         return client.containers.run(image, command, detach=True, **options)
-    except Exception as exc:  # noqa: BLE001 - any engine refusal: the message names the engine
+    except BaseException as exc:  # noqa: BLE001 - any engine refusal: the message names the engine
+        _remove_started(client, token)
+        if not isinstance(exc, Exception):
+            raise
         raise ContainerStartError(f"could not start a container from {image} on the docker engine at "
                                   f"{engine_url(client)}: {exc}\nHint: build it with `hermes-kernel build-image`; "
                                   "is dockerd running?") from exc

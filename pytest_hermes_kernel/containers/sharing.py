@@ -166,7 +166,12 @@ class SharedResource:
                 discard(resource)
                 resource = None
             if not resource:
-                resource = start()
+                try:
+                    resource = start()
+                except BaseException:  # also a timeout or Ctrl-C raised inside the start (B40)
+                    if not state["members"]:  # nobody else uses it: no files of it stay behind
+                        self._remove_files()
+                    raise
             members = state["members"]
             if self.member not in members:
                 members.append(self.member)
@@ -194,10 +199,15 @@ class SharedResource:
                 if resource:
                     stop(resource)
             finally:
-                for path in _files_of(self._stem):  # the lock file last, still held: waiters
-                    _unlink(path)                   # see the inode change and retry
-        remove_if_empty(self.run_dir)  # other resources of the run keep it
+                self._remove_files()
         return True
+
+    def _remove_files(self) -> None:
+        """Remove the state, side and lock files (the lock file last, still held: waiters see
+        the inode change and retry), then the run directory if nothing else is left in it."""
+        for path in _files_of(self._stem):
+            _unlink(path)
+        remove_if_empty(self.run_dir)  # other resources of the run keep it
 
     def peek(self) -> Resource | None:
         """The recorded resource without joining it (``None`` when there is none)."""

@@ -177,6 +177,29 @@ def _dead_pid() -> tuple[int, float]:
     return process.pid, started
 
 
+@pytest.mark.parametrize("engine", ["testcontainers", "docker-py"])
+def test_a_start_cut_short_after_the_engine_made_the_container_leaves_none(
+    kernel_image: str, run_id: str, docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """B40: pytest-timeout's signal method (or Ctrl-C) raises while the engine's answer is on its
+    way: the container exists, the start never returned its id. Testcontainers' path (the
+    environment's engine) and docker-py's (a named engine) both remove it, by its start token."""
+    from docker.models.containers import Container
+
+    real_start = Container.start
+
+    def start_then_interrupt(self: Any, *args: Any, **kwargs: Any) -> Any:
+        real_start(self, *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Container, "start", start_then_interrupt)  # both paths create, then start
+    with pytest.raises(KeyboardInterrupt):
+        containers.start_kernel_host(image=kernel_image, run_id=run_id, worker_id="w",
+                                     client=docker_client if engine == "docker-py" else None)
+
+    assert docker_client.containers.list(all=True, filters={"label": f"{labels.LABEL_RUN_ID}={run_id}"}) == []
+
+
 def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
     kernel_image: str, docker_client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

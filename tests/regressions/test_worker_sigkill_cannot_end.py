@@ -54,5 +54,5 @@ def test_restart_of_a_worker_sigkill_cannot_end_fails_naming_it(make_kernel):
         k.restart()
 
     r = k.execute("x")
-    assert r.ename == "NameError" and r.kernel.state_lost and r.kernel.pid != old, r.summary()
+    assert r.ename == "NameError" and r.kernel.state_lost and r.kernel.reason == "reset" and r.kernel.pid != old, r.summary()
     assert not pid_alive(old)

@@ -46,6 +46,38 @@ def test_second_member_joins_and_the_last_one_stops(tmp_path):
     assert not os.path.exists(b.run_dir), "the run's last member removes the run dir"
 
 
+def test_a_start_cut_short_leaves_no_file_and_the_next_member_starts_afresh(tmp_path):
+    """B40: pytest-timeout's signal method (or Ctrl-C) raises inside the resource's start; the
+    lock file stayed, and the run's directory with it, after the run had ended."""
+    res = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+
+    def cut_short() -> dict:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        res.acquire(cut_short, lambda r: True, lambda r: None)
+
+    assert not os.path.exists(res.run_dir), os.listdir(res.run_dir)
+    rec = Recorder()
+    assert rec.acquire(SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))) == {"container_id": "c1"}
+
+
+def test_a_start_cut_short_beside_a_live_member_leaves_that_members_files(tmp_path):
+    rec = Recorder()
+    first = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+    rec.acquire(first)
+    rec.usable = False  # the next member finds it broken and starts its own, which is cut short
+
+    def cut_short() -> dict:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        SharedResource("docker", "k", run_id="run1", directory=str(tmp_path)).acquire(
+            cut_short, lambda r: rec.usable, rec.discarded.append)
+
+    assert first.members() == [first.member] and os.path.exists(first.lock_path)
+
+
 def test_other_runs_and_other_options_do_not_share(tmp_path):
     rec = Recorder()
     rec.acquire(SharedResource("docker", "k", run_id="run1", directory=str(tmp_path)))
