@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from pytest_hermes_kernel.kernel.runner import worker_process
 from pytest_hermes_kernel.procs import pid_alive
 from tests.support import CellStarted, run_in_thread
@@ -23,6 +25,19 @@ def test_restart_ends_a_worker_that_left_its_process_group(make_kernel):
     info = k.restart()
 
     assert info.state_lost and info.pid != old and not pid_alive(old), info
+    assert k.execute("x").ename == "NameError"
+
+
+def test_restart_ends_a_worker_that_left_its_group_to_a_child_of_its_own(make_kernel):
+    """The group still has a member (a child the cell started before leaving): the signal to the
+    group succeeds, and reaches the child only; the worker is signalled itself too."""
+    k = make_kernel()
+    child, old = eval(k.execute("import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n" + LEAVE_GROUP +  # noqa: S307
+                                "x = 1\nchild.pid, os.getpid()").value)
+
+    info = k.restart()
+
+    assert info.pid != old and not pid_alive(old) and not pid_alive(child), info
     assert k.execute("x").ename == "NameError"
 
 
@@ -56,3 +71,20 @@ def test_a_group_the_supervisor_may_not_signal_does_not_end_the_supervisor(monke
     worker.signal_group(signal.SIGKILL)
 
     assert sent == [(worker.pid, signal.SIGKILL)]
+
+
+@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"), ProcessLookupError(3, "No such process")])
+def test_a_worker_out_of_its_group_that_refuses_the_signal_does_not_end_the_supervisor(monkeypatch, refusal):
+    """The worker alone refuses too (it runs a set-user-ID program) or is gone: nothing raises."""
+    def empty_group(pgid: int, sig: int) -> None:
+        raise ProcessLookupError(3, "No such process")
+
+    def refused(pid: int, sig: int) -> None:
+        raise refusal
+
+    monkeypatch.setattr(worker_process.os, "killpg", empty_group)
+    monkeypatch.setattr(worker_process.os, "kill", refused)
+    worker = worker_process.WorkerProcess.__new__(worker_process.WorkerProcess)
+    worker.pid = os.getpid() + 1_000_000
+
+    worker.signal_group(signal.SIGKILL)  # returns: the supervisor's wait then reports what became of it
