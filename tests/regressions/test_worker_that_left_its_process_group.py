@@ -32,8 +32,8 @@ def test_restart_ends_a_worker_that_left_its_group_to_a_child_of_its_own(make_ke
     """The group still has a member (a child the cell started before leaving): the signal to the
     group succeeds, and reaches the child only; the worker is signalled itself too."""
     k = make_kernel()
-    child, old = eval(k.execute("import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n" + LEAVE_GROUP +  # noqa: S307
-                                "x = 1\nchild.pid, os.getpid()").value)
+    code = "import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n" + LEAVE_GROUP + "x = 1\nchild.pid, os.getpid()"
+    child, old = eval(k.execute(code).value)  # noqa: S307 - our own cell's repr of two ints
 
     info = k.restart()
 
@@ -73,7 +73,8 @@ def test_a_group_the_supervisor_may_not_signal_does_not_end_the_supervisor(monke
     assert sent == [(worker.pid, signal.SIGKILL)]
 
 
-@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"), ProcessLookupError(3, "No such process")])
+@pytest.mark.parametrize("refusal", [PermissionError(1, "Operation not permitted"),
+                                     ProcessLookupError(3, "No such process")])
 def test_a_worker_out_of_its_group_that_refuses_the_signal_does_not_end_the_supervisor(monkeypatch, refusal):
     """The worker alone refuses too (it runs a set-user-ID program) or is gone: nothing raises."""
     def empty_group(pgid: int, sig: int) -> None:
