@@ -32,7 +32,8 @@ def test_restart_ends_a_worker_that_left_its_group_to_a_child_of_its_own(make_ke
     """The group still has a member (a child the cell started before leaving): the signal to the
     group succeeds, and reaches the child only; the worker is signalled itself too."""
     k = make_kernel()
-    code = "import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n" + LEAVE_GROUP + "x = 1\nchild.pid, os.getpid()"
+    code = ("import subprocess\nchild = subprocess.Popen(['sleep', '60'])\n" + LEAVE_GROUP
+            + "x = 1\nchild.pid, os.getpid()")
     child, old = eval(k.execute(code).value)  # noqa: S307 - our own cell's repr of two ints
 
     info = k.restart()
