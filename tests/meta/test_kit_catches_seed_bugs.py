@@ -226,6 +226,26 @@ worker.write_text(patched)
 runner_zipapp.RUNNER_SOURCE_DIR = copy
 """
 
+STALE_OOM_BASELINE = """
+import shutil
+import tempfile
+from pathlib import Path
+
+from pytest_hermes_kernel.transports import runner_zipapp
+
+# the mutant, in the runner the kernels of this run ship: the OOM count a death is judged by is
+# the first cell's, kept (the once-a-second re-read of 2026-12-01 was this bug over one second)
+copy = Path(tempfile.mkdtemp()) / "runner"
+shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+cells = copy / "cells.py"
+src = cells.read_text()
+patched = src.replace("self.oom_baseline = self.oom_count()",
+                      "self.oom_baseline = self.oom_count() if self.oom_baseline is None else self.oom_baseline")
+assert patched != src, "the cell book no longer reads the OOM count at each cell's start"
+cells.write_text(patched)
+runner_zipapp.RUNNER_SOURCE_DIR = copy
+"""
+
 DEATH_SEEN_BY_EOF_ONLY = """
 import shutil
 import tempfile
@@ -400,6 +420,16 @@ def test_registry_mutant_is_caught(pytester: pytest.Pytester, repo_importable: N
 ], ids=["exit-facts-lost", "no-sigkill-rung", "death-seen-by-eof-only"])
 def test_lifecycle_mutant_is_caught(pytester: pytest.Pytester, repo_importable: None, patch: str, test: str) -> None:
     _caught(pytester, patch, _guarantee(pytester, "tests/unit/test_runner_lifecycle.py"), "-k", test)
+
+
+def test_a_childs_oom_kill_blamed_on_a_later_death_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
+    """B06 (exit code 137, or an old OOM count, is not an OOM kill): the count kept from an
+    earlier cell, a mutant of the mutation run (issue #13)."""
+    guarantee = _guarantee(pytester, "tests/faults/test_fault_markers.py")
+    args = (guarantee, "--hermes-transport=local", "-k", "childs_oom_kill")
+    if not _run(pytester, None, *args).parseoutcomes().get("passed"):
+        pytest.skip("the OOM marker's test does not run here (no memory cgroup for a local kernel)")
+    _caught(pytester, STALE_OOM_BASELINE, *args)
 
 
 def test_short_output_skipping_redaction_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:
