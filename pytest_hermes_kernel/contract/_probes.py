@@ -62,6 +62,17 @@ def gone_in_kernel(kernel: Any, pid: int | None) -> bool:
     return pid is None or pid not in kernel_pids(kernel)
 
 
+def reaped_in_kernel(kernel: Any, pid: int) -> bool:
+    """True when ``pid`` no longer exists where ``kernel`` runs, not even as a zombie: its parent
+    (the runner, for a worker) has reaped it. A SIGKILLed process leaves the kernel's process
+    listing (its environment unreadable) a moment before it can be reaped."""
+    try:
+        kernel.transport.signal_pid(kernel.launched, pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
 def signal_in_kernel(kernel: Any, pid: int, sig: int) -> None:
     """Send ``sig`` to ``pid`` where ``kernel`` runs (never to a host pid of the same number)."""
     try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 import time
 
-from ._probes import gone_in_kernel, signal_in_kernel, wait_until
+from ._probes import reaped_in_kernel, signal_in_kernel, wait_until
 
 #: Seconds the cell after a worker's death may take (a fresh worker forks in ~0.1 s).
 DEATH_SEEN_S = 5.0
@@ -64,7 +64,7 @@ def test_worker_killed_between_cells_is_never_reported_alive(kernel):
     kernel.execute("keep = 1")
     pid = kernel.worker_pid
     signal_in_kernel(kernel, pid, signal.SIGKILL)
-    wait_until(lambda: gone_in_kernel(kernel, pid), 5.0, what=f"worker {pid} gone")
+    wait_until(lambda: reaped_in_kernel(kernel, pid), 5.0, what=f"worker {pid} dead and reaped by its runner")
     started = time.monotonic()
 
     r = kernel.execute("'keep' in globals()")

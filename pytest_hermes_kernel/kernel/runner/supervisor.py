@@ -88,8 +88,11 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------ worker
     def start_worker(self) -> int:
-        """Fork a fresh worker (see :meth:`.WorkerProcess.start`); return its pid."""
-        return self.worker.start(self._close_in_child)
+        """Fork a fresh worker (see :meth:`.WorkerProcess.start`); return its pid. Its memory
+        cgroup's OOM counter is opened now, so a runner holds the same fds before and after cells."""
+        pid = self.worker.start(self._close_in_child)
+        self.cells.oom_count()
+        return pid
 
     def _close_in_child(self) -> None:
         for fd in (*self.pipes.read_ends, self.wake_r, self.wake_w):
