@@ -46,6 +46,15 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = "pytest_hermes_kernel"
 OUT = REPO / "benchmarks" / "results" / "mutation"
+
+
+def _command(name: str) -> str:
+    """cosmic-ray's command ``name``: beside this interpreter (a virtualenv not activated), else on PATH."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else name
+
+
+COSMIC_RAY, FILTER_OPERATORS = _command("cosmic-ray"), _command("cr-filter-operators")
 RUNNER_FILES = ("kernel/runner/supervisor.py", "kernel/runner/worker.py", "kernel/runner/worker_process.py",
                 "kernel/runner/cells.py", "kernel/runner/serve.py")
 
@@ -333,8 +342,8 @@ def prepare(root: Path, rel: str, timeout_s: float, previous: Path | None) -> tu
     config = write_config(root, rel, timeout_s)
     session = root / f"{Path(rel).stem}.sqlite"
     session.unlink(missing_ok=True)
-    _run(root, "cosmic-ray", "init", str(config), str(session))
-    _run(root, "cr-filter-operators", str(session), str(config))
+    _run(root, COSMIC_RAY, "init", str(config), str(session))
+    _run(root, FILTER_OPERATORS, str(session), str(config))
     skipped = skip_annotations(root, rel, session)
     vanished = keep_only(root, rel, session, previous) if previous is not None else []
     return config, session, skipped, vanished
@@ -352,7 +361,7 @@ def execute(root: Path, config: Path, session: Path, budget_s: float | None) -> 
 
     :returns: whether every mutant ran (``False``: the budget ended it; what ran is a random sample).
     """
-    proc = subprocess.Popen(["cosmic-ray", "exec", str(config), str(session)], cwd=root, env=_env(root),
+    proc = subprocess.Popen([COSMIC_RAY, "exec", str(config), str(session)], cwd=root, env=_env(root),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(timeout=budget_s)
