@@ -36,6 +36,30 @@ def read_stat(pid: int) -> list[bytes] | None:
     return stat[stat.rfind(b")") + 2 :].split()
 
 
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def start_time(pid: int) -> float | None:
+    """When ``pid`` started, in seconds since boot (the start ticks of ``/proc/PID/stat``), or
+    ``None`` if it is gone; a process's identity with its pid, the same in every process.
+
+    Not ``psutil.Process.create_time()``: that adds the boot time of ``/proc/stat``, which moves
+    when the wall clock is stepped (a VM's clock corrected), so two processes reading it a moment
+    apart disagree by a second about one process: a CI run judged the live members of its shared
+    containers dead and removed the containers mid-test. Where there is no ``/proc``: psutil's
+    value (wall clock).
+    """
+    fields = read_stat(pid)
+    if fields is not None:
+        return int(fields[19]) / _CLOCK_TICKS
+    if os.path.isdir("/proc/self"):
+        return None
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.NoSuchProcess:
+        return None
+
+
 def session_id(pid: int) -> int | None:
     """The session id of ``pid`` (field 6 of ``/proc/PID/stat``), or ``None`` if it is gone."""
     fields = read_stat(pid)

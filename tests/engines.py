@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pytest_hermes_kernel.procs import start_time
 
 #: Seconds for the engine's socket to answer after the start, and for its stop.
 START_DEADLINE_S = 60.0
@@ -47,7 +48,7 @@ class SecondEngine:
 
         try:
             proc = psutil.Process(self.unshare_pid)
-            return proc.create_time() == self.unshare_started and proc.status() != psutil.STATUS_ZOMBIE
+            return start_time(proc.pid) == self.unshare_started and proc.status() != psutil.STATUS_ZOMBIE
         except psutil.NoSuchProcess:
             return False
 
@@ -140,9 +141,8 @@ def start_second_engine() -> SecondEngine:
         subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, timeout=30, check=True)
     engine = SecondEngine(root=root, unshare_pid=_read_pid(pidfile), unshare_started=0.0, log_path=log_path)
     try:
-        import psutil
 
-        engine.unshare_started = psutil.Process(engine.unshare_pid).create_time()
+        engine.unshare_started = start_time(engine.unshare_pid)
         _wait_answers(engine)
     except BaseException:
         engine.stop()

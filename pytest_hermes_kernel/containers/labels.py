@@ -11,6 +11,8 @@ import os
 import socket
 from typing import Literal
 
+from ..procs import start_time
+
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
            "LABEL_REUSE_STORE", "LABEL_TMPDIR", "Role", "run_labels", "host_is_gone"]
@@ -58,14 +60,12 @@ def run_labels(
     :param extra: more labels; they cannot override the ones above.
     :returns: the label dict.
     """
-    import psutil
-
     own = {
         LABEL: "1",
         LABEL_RUN_ID: run_id,
         LABEL_WORKER_ID: worker_id,
         LABEL_HOST_PID: str(os.getpid()),
-        LABEL_HOST_START: f"{psutil.Process().create_time():.3f}",
+        LABEL_HOST_START: f"{start_time(os.getpid()) or 0.0:.3f}",
         LABEL_HOSTNAME: socket.gethostname(),
         LABEL_ROLE: role,
     }
@@ -92,8 +92,7 @@ def host_is_gone(labels: dict[str, str]) -> bool:
     except (KeyError, ValueError):
         return False  # not made by start_* here: never ours to judge
     try:
-        return abs(psutil.Process(pid).create_time() - started) > HOST_START_TOLERANCE_S
-    except psutil.NoSuchProcess:
-        return True
+        now = start_time(pid)
     except psutil.Error:
         return False  # exists but unreadable (another user): keep
+    return now is None or abs(now - started) > HOST_START_TOLERANCE_S

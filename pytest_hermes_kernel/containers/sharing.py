@@ -97,12 +97,9 @@ def worker_id() -> str:
 
 
 def _process_start(pid: int) -> float | None:
-    import psutil
+    from ..procs import start_time
 
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return None
+    return start_time(pid)
 
 
 def member_alive(member: str) -> bool:

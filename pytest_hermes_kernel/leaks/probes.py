@@ -17,6 +17,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
+from ..procs import start_time
 
 Snapshot = dict[str, str]
 
@@ -122,7 +123,7 @@ def kernel_processes() -> Snapshot:
             if (proc.pid == os.getpid() or not _kernel_marked(proc, me) or proc.status() == psutil.STATUS_ZOMBIE
                     or (own_ns is not None and _pid_namespace(proc.pid) not in (own_ns, None))):
                 continue
-            out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
+            out[_identity(proc.pid)] = _describe(proc)
         except psutil.NoSuchProcess:
             continue
     return out
@@ -134,7 +135,7 @@ def child_processes() -> Snapshot:
     for proc in psutil.Process().children(recursive=True):
         try:
             if proc.status() != psutil.STATUS_ZOMBIE and not _kernel_server(proc):
-                out[f"{proc.pid}:{proc.create_time()}"] = _describe(proc)
+                out[_identity(proc.pid)] = _describe(proc)
         except psutil.NoSuchProcess:
             continue
     return out
@@ -148,18 +149,29 @@ def kernel_resources(kernel_ids: Collection[str]) -> set[str]:
             if proc.environ().get("HERMES_KERNEL_ID") not in kernel_ids:
                 continue
             for member in [proc, *proc.children(recursive=True)]:
-                out.add(f"{member.pid}:{member.create_time()}")
+                out.add(_identity(member.pid))
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
     return out
 
 
+def _identity(pid: int) -> str:
+    """``pid:start`` (seconds since boot, :func:`~pytest_hermes_kernel.procs.start_time`): one
+    process, whenever and wherever it is read.
+
+    :raises psutil.NoSuchProcess: if it is gone.
+    """
+    started = start_time(pid)
+    if started is None:
+        raise psutil.NoSuchProcess(pid)
+    return f"{pid}:{started}"
+
+
 def _kill_process(identity: str) -> None:
-    pid, _, created = identity.partition(":")
+    pid, _, _ = identity.partition(":")
     try:
-        proc = psutil.Process(int(pid))
-        if str(proc.create_time()) == created:  # never a recycled pid
-            proc.kill()
+        if _identity(int(pid)) == identity:  # never a recycled pid
+            psutil.Process(int(pid)).kill()
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         pass
 

@@ -20,6 +20,7 @@ import pytest
 from pytest_hermes_kernel.containers import base_image, images
 from pytest_hermes_kernel.containers import keys, labels, sweep
 from pytest_hermes_kernel.containers import lifecycle as containers
+from pytest_hermes_kernel.procs import start_time
 
 if TYPE_CHECKING:
     import docker
@@ -168,10 +169,9 @@ def _oom_kills(text: bytes) -> int:
 
 
 def _dead_pid() -> tuple[int, float]:
-    import psutil
 
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    started = psutil.Process(process.pid).create_time()
+    started = start_time(process.pid)
     process.kill()
     process.wait()
     return process.pid, started
@@ -222,7 +222,7 @@ def test_sweep_removes_dead_hosts_containers_and_never_unlabelled_ones(
     cases = {
         "dead": {**base, labels.LABEL_HOST_PID: str(dead_pid),
                  labels.LABEL_HOST_START: f"{dead_start:.3f}"},
-        "reused": {**base, labels.LABEL_HOST_START: f"{me.create_time() - 3600:.3f}"},
+        "reused": {**base, labels.LABEL_HOST_START: f"{start_time(me.pid) - 3600:.3f}"},
         "alive": base,
         "unlabelled": None,
     }

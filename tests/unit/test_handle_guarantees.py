@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import time
 
-import psutil
 import pytest
 
 from pytest_hermes_kernel.kernel.lifecycle import KernelState, Loss
+from pytest_hermes_kernel.procs import start_time
 from tests.support import CellStarted, run_in_thread
 
 
@@ -90,7 +90,7 @@ def test_the_handles_facts_follow_a_restart_and_the_shutdown(make_kernel):
     assert k.state is KernelState.IDLE and k.alive and not k.stopping
     assert k.launched is not None and k.runner_pid == k.launched.pid and k.runner_pid != k.worker_pid
     first = k.pid
-    first_identity = (first, psutil.Process(first).create_time())  # a pid alone may be reused at once
+    first_identity = (first, start_time(first))  # a pid alone may be reused at once
     assert k.worker_pid == first and k.generation == 0 and k.restart_count == 0
     assert "alive" in repr(k) and k.kernel_id[:8] in repr(k)
 
@@ -100,7 +100,7 @@ def test_the_handles_facts_follow_a_restart_and_the_shutdown(make_kernel):
     assert k.generation == 1 and k.restart_count == 1
     r = k.execute("1")
     assert r.kernel.pid == k.pid and r.kernel.generation == 1
-    assert (k.pid, psutil.Process(k.pid).create_time()) != first_identity, "the next cell runs on the new worker"
+    assert (k.pid, start_time(k.pid)) != first_identity, "the next cell runs on the new worker"
     assert k.close().step == "request"
     assert k.stopping and not k.alive and k.state is KernelState.CLOSED
     assert k.launched is None and k.runner_pid is None and "down" in repr(k)

@@ -9,16 +9,16 @@ import os
 import stat
 from pathlib import Path
 
-import psutil
 import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL_REUSE, LABEL_REUSE_STORE
 from pytest_hermes_kernel.containers.reuse import (Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start,
                                                    park_or_remove, removable)
 from pytest_hermes_kernel.containers.rundir import reuse_dir
+from pytest_hermes_kernel.procs import start_time
 
 SPEC = ReuseSpec("docker-kernel-host", "img:latest", "sha256:aaa", (("mem_limit_bytes", "None"),))
-ME = f"{os.getpid()}:{psutil.Process().create_time():.3f}:test"
+ME = f"{os.getpid()}:{start_time(os.getpid()):.3f}:test"
 DEAD = "999999999:0.000:gone"
 
 

@@ -13,6 +13,7 @@ import pytest
 from pytest_hermes_kernel.containers import sharing
 from pytest_hermes_kernel.containers.sharing import SharedResource
 from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.procs import start_time
 
 
 class Recorder:
@@ -185,12 +186,11 @@ def test_parallel_processes_start_once_stop_once_and_leave_no_file(tmp_path):
 def _shared_labels(state_file: str, host_pid: int) -> dict[str, str]:
     import socket
 
-    import psutil
 
     from pytest_hermes_kernel.containers import labels
 
     return {labels.LABEL: "1", labels.LABEL_HOSTNAME: socket.gethostname(), labels.LABEL_STATE_FILE: state_file,
-            labels.LABEL_HOST_PID: str(host_pid), labels.LABEL_HOST_START: f"{psutil.Process(host_pid).create_time():.3f}"}
+            labels.LABEL_HOST_PID: str(host_pid), labels.LABEL_HOST_START: f"{start_time(host_pid):.3f}"}
 
 
 def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_creator_lives(tmp_path):
@@ -207,7 +207,7 @@ def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_cre
     assert in_use(labels), "recorded, with a live member"
     res.release(lambda r: None)
     os.makedirs(os.path.dirname(res.state_path), mode=0o700, exist_ok=True)  # the last member removed it
-    Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c"}, "members": ["1:0.0:dead"]}))
+    Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c"}, "members": ["1:-1000.0:dead"]}))
     assert not in_use(labels), "recorded, and every member is gone: the creator alone does not keep it"
 
 
@@ -246,3 +246,21 @@ def test_any_other_refusal_of_the_engine_is_raised():
 
     with pytest.raises(docker.errors.APIError):
         remove_container("abc", client=_Engine(500, "driver failed"))  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="start times since boot come from /proc")
+def test_a_live_member_and_host_stay_alive_when_the_wall_clock_is_stepped(tmp_path, monkeypatch):
+    """psutil's create_time() adds the boot time, which moves when the wall clock is stepped (a VM's
+    clock corrected): a CI run judged its live members dead and removed their containers mid-test.
+    Identities are start times since boot now."""
+    import psutil._pslinux as linux
+
+    from pytest_hermes_kernel.containers import labels
+
+    member = SharedResource("docker", "k", run_id="clock", directory=str(tmp_path)).member
+    made = labels.run_labels(run_id="clock", worker_id="gw0", role="docker-kernel-host")
+    booted = linux.boot_time()
+    monkeypatch.setattr(linux, "boot_time", lambda: booted + 1.7)  # the clock stepped 1.7 s
+
+    assert sharing.member_alive(member)
+    assert not labels.host_is_gone(made)
