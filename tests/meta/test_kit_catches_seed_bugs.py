@@ -208,62 +208,44 @@ def between_cells(cls, exit_code, signal, oom_killed):  # the mutant: how the wo
 L.Loss.between_cells = classmethod(between_cells)
 """
 
-NO_LAST_RUNG = """
+def _runner_mutant(file: str, old: str, new: str, *, what: str) -> str:
+    """A bugpatch plugin that ships the kernels of the inner run a runner whose ``file`` has
+    ``old`` replaced by ``new`` (``what``: the mutant, said when ``old`` is no longer there)."""
+    return f"""
 import shutil
 import tempfile
 from pathlib import Path
 
 from pytest_hermes_kernel.transports import runner_zipapp
 
-# the mutant, in the runner the kernels of this run ship: the ladder stops at SIGTERM
 copy = Path(tempfile.mkdtemp()) / "runner"
 shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-worker = copy / "worker_process.py"
-src = worker.read_text()
-patched = src.replace('("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL))', '("sigterm", signal.SIGTERM))')
-assert patched != src, "the worker's shutdown ladder has no SIGKILL rung left to remove"
-worker.write_text(patched)
+target = copy / {file!r}
+src = target.read_text()
+patched = src.replace({old!r}, {new!r})
+assert patched != src, "nothing to put back: " + {what!r}
+target.write_text(patched)
 runner_zipapp.RUNNER_SOURCE_DIR = copy
 """
 
-STALE_OOM_BASELINE = """
-import shutil
-import tempfile
-from pathlib import Path
 
-from pytest_hermes_kernel.transports import runner_zipapp
+#: The shutdown ladder stops at SIGTERM.
+NO_LAST_RUNG = _runner_mutant("worker_process.py", '("sigterm", signal.SIGTERM), ("sigkill", signal.SIGKILL))',
+                              '("sigterm", signal.SIGTERM))', what="the SIGKILL rung of the shutdown ladder")
 
-# the mutant, in the runner the kernels of this run ship: the OOM count a death is judged by is
-# the first cell's, kept (the once-a-second re-read of 2026-12-01 was this bug over one second)
-copy = Path(tempfile.mkdtemp()) / "runner"
-shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-cells = copy / "cells.py"
-src = cells.read_text()
-patched = src.replace("self.oom_baseline = self.oom_count()",
-                      "self.oom_baseline = self.oom_count() if self.oom_baseline is None else self.oom_baseline")
-assert patched != src, "the cell book no longer reads the OOM count at each cell's start"
-cells.write_text(patched)
-runner_zipapp.RUNNER_SOURCE_DIR = copy
-"""
+#: The OOM count a death is judged by is the first cell's, kept (the once-a-second re-read of
+#: 2026-12-01 was this bug over one second).
+STALE_OOM_BASELINE = _runner_mutant(
+    "cells.py", "self.oom_baseline = self.oom_count()",
+    "self.oom_baseline = self.oom_count() if self.oom_baseline is None else self.oom_baseline",
+    what="the OOM count read at each cell's start")
 
-DEATH_SEEN_BY_EOF_ONLY = """
-import shutil
-import tempfile
-from pathlib import Path
-
-from pytest_hermes_kernel.transports import runner_zipapp
-
-# the mutant, in the runner the kernels of this run ship: SIGCHLD reaps the worker but settles no cell
-copy = Path(tempfile.mkdtemp()) / "runner"
-shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
-supervisor = copy / "supervisor.py"
-src = supervisor.read_text()
-patched = src.replace("if info is not None and self.cells.cell is not None:\\n                self.finish_with_death(info)",
-                      "if info is not None and self.cells.cell is None:\\n                self.finish_with_death(info)")
-assert patched != src, "reap_children no longer settles the running cell"
-supervisor.write_text(patched)
-runner_zipapp.RUNNER_SOURCE_DIR = copy
-"""
+#: SIGCHLD reaps the worker but settles no cell.
+DEATH_SEEN_BY_EOF_ONLY = _runner_mutant(
+    "supervisor.py",
+    "if info is not None and self.cells.cell is not None:\n                self.finish_with_death(info)",
+    "if info is not None and self.cells.cell is None:\n                self.finish_with_death(info)",
+    what="reap_children settling the running cell")
 
 SHORT_TEXT_UNREDACTED = """
 from pytest_hermes_kernel.kernel import output
