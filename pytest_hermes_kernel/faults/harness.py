@@ -66,6 +66,7 @@ class HarnessKernel:
         self._listeners: list[KernelListener] = []
         self._loss_echo = False  # the last result reported a death its next cell repeats
         self._closed = False
+        self._reader_done = False  # the host's replies ended: guarded by _lock with _pending
         self.cells_run = 0
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
@@ -105,20 +106,22 @@ class HarnessKernel:
                 fut.set_result(value) if ok else fut.set_exception(value)
         gone = HostGoneError(f"the harness host (pid {self.host_pid}) is gone; its kernel had no host",
                              kernel_id=getattr(self, "kernel_id", None), host_pid=self.host_pid)
-        for fut in list(self._pending.values()):
+        with self._lock:  # a request submitted from now on fails at once (no reader would answer it)
+            self._reader_done = True
+            pending, self._pending = list(self._pending.values()), {}
+        for fut in pending:
             fut.set_exception(gone)
-        self._pending.clear()
 
     def _submit(self, method: str, *args: Any, **kwargs: Any) -> Future[Any]:
         rid = next(self._ids)
         fut: Future[Any] = Future()
-        if self.proc.poll() is not None:
-            fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone",
-                                            host_pid=self.host_pid))
-            return fut
-        self._pending[rid] = fut
         data = pickle.dumps((rid, method, args, kwargs))
         with self._lock:
+            if self._reader_done or self.proc.poll() is not None:
+                fut.set_exception(HostGoneError(f"the harness host (pid {self.host_pid}) is gone",
+                                                host_pid=self.host_pid))
+                return fut
+            self._pending[rid] = fut
             try:
                 self.proc.stdin.write(_LEN.pack(len(data)) + data)
                 self.proc.stdin.flush()
