@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelServerUnavailable
-from ..kernel.contract import ByteStream, Launched, Transport
+from ..kernel.contract import ByteStream, Launched
 from ..kernel.results import FrameDecoder, FrameError, encode_frame
 
 Header = dict[str, Any]
@@ -347,12 +347,6 @@ def forked_reap(launched: Launched, timeout: float) -> bool:
     """Wait up to ``timeout`` s for a server-forked runner to end; ``False``: not seen (ask another way)."""
     server = server_of(launched.extra)
     return server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout)
-
-
-def reap_forked_or_probe(transport: Transport, launched: Launched, timeout: float) -> bool:
-    """``Transport.reap`` of the docker and ssh transports: wait for a forked kernel's exit as its
-    server reports it; else (spawned, or the server is gone) probe once with ``alive`` (an exec)."""
-    return forked_reap(launched, timeout) or not transport.alive(launched)
 
 
 def forked_cleanup(launched: Launched) -> bool:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..detached import DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, parse_existing_dirs, parse_host_processes
-from ..remote_server import probe_by_server
+from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, REAP_SCRIPT, REAP_WAIT_S,
+                        parse_existing_dirs, parse_host_processes)
+from ..remote_server import forked_alive, forked_reap, probe_by_server
 
 if TYPE_CHECKING:
+    from ...kernel.contract import Launched
     from .transport import DockerTransport
 
 log = logging.getLogger(__name__)
@@ -72,3 +74,23 @@ def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
                 transport.run_script(cid, "import shutil, sys; shutil.rmtree(sys.argv[1])", path)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool:
+    """``Transport.reap``: a forked runner's exit as its server saw it; else one exec that waits
+    for the runner to end and then removes its kernel dir (:data:`REAP_SCRIPT`: no separate probe,
+    kill and ``rm``, ~200 ms less per shutdown on the spawn path); True when it is gone."""
+    if forked_reap(launched, timeout):
+        return True
+    cid = launched.extra["container"]
+    if launched.pid is None or forked_alive(launched) is not None or not transport.container_running(cid):
+        return not transport.alive(launched)
+    kdir = launched.kernel_dir or ""
+    dirs = [kdir] if kdir.startswith(f"{DOCKER_KERNEL_ROOT}/") and not transport.hosts.is_fresh(cid) else []
+    try:
+        _, out = transport.run_script(cid, REAP_SCRIPT, str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs)
+    except Exception:  # noqa: BLE001 - cannot reach the engine: probe the usual way
+        return not transport.alive(launched)
+    gone = out.strip() == b"gone"
+    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
+    return gone

@@ -42,7 +42,7 @@ from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
+from ..remote_server import forked_alive, forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
@@ -265,7 +265,7 @@ class DockerTransport(Transport):
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
-    reap = reap_forked_or_probe
+    reap = probes.reap
 
     def cleanup(self, launched: Launched) -> None:
         cid = launched.extra.get("container")
@@ -274,7 +274,7 @@ class DockerTransport(Transport):
         if self.hosts.is_fresh(cid):
             self.hosts.done_with(cid)
             return
-        if forked_cleanup(launched):
+        if launched.extra.get("dir_removed") or forked_cleanup(launched):
             return
         try:
             if launched.kernel_dir and self.container_running(cid):

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
 from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
-                        LOG_TAIL_LINES, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs, parse_host_processes, parse_kernel_processes)
-from ..remote_server import probe_by_server
+                        LOG_TAIL_LINES, REAP_SCRIPT, REAP_WAIT_S, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
+                        parse_host_processes, parse_kernel_processes)
+from ..remote_server import forked_alive, forked_reap, probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -94,6 +95,26 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
     except TimeoutError:
         raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host did not "
                                  f"finish within {PROBE_TIMEOUT:g} s", timed_out=True) from None
+
+
+def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:
+    """``Transport.reap``: a forked runner's exit as its server saw it; else one exec that waits
+    for the runner to end and then removes its kernel dir (:data:`REAP_SCRIPT`: no separate probe,
+    kill and ``rm``, ~150 ms less per shutdown on the spawn path); True when it is gone."""
+    if forked_reap(launched, timeout):
+        return True
+    if launched.pid is None or forked_alive(launched) is not None:
+        return not transport.alive(launched)
+    kdir = launched.kernel_dir or ""
+    dirs = [kdir] if f"/{SSH_KERNEL_ROOT}/" in kdir else []
+    try:
+        _, out = transport.run_probe(REAP_SCRIPT, str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs,
+                                     python=launched.extra.get("python"))
+    except (TransportLostError, TimeoutError):
+        return False  # not confirmed: the caller kills it from outside
+    gone = out.strip() == b"gone"
+    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
+    return gone
 
 
 def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:

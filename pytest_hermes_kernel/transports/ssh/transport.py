@@ -41,7 +41,7 @@ from .rundir import make_kernel_dir
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, reap_forked_or_probe, with_fallback
+from ..remote_server import forked_alive, forked_cleanup, with_fallback
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
@@ -306,10 +306,10 @@ class SshTransport(Transport):
         except (TransportLostError, TimeoutError):
             return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
 
-    reap = reap_forked_or_probe
+    reap = probes.reap
 
     def cleanup(self, launched: Launched) -> None:
-        if not launched.kernel_dir or forked_cleanup(launched):
+        if not launched.kernel_dir or launched.extra.get("dir_removed") or forked_cleanup(launched):
             return
         try:
             remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
