@@ -41,6 +41,9 @@ class LeakChecker:
     def __init__(self, probes: Sequence[Probe] | None = None, grace: float = 3.0) -> None:
         self.probes = list(PROBES if probes is None else probes)
         self.grace = grace
+        self.last_clean: dict[str, Snapshot] | None = None
+        """The snapshots of the last :meth:`after` that found nothing (``None`` after a leak):
+        what is there now, so the next test's :meth:`before` may start from it."""
 
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
@@ -52,25 +55,29 @@ class LeakChecker:
         """
         deadline = time.monotonic() + self.grace
         while True:
-            report = self._diff(before, set(exempt))
+            report, now = self._diff(before, set(exempt))
+            self.last_clean = None if report else now
             if not report or time.monotonic() >= deadline:
                 return report
             time.sleep(0.05)
 
-    def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> LeakReport:
-        """One comparison; an identity is reported once, by the first probe that finds it
-        (a kernel's runner is both a kernel process and a child process)."""
+    def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> tuple[LeakReport, dict[str, Snapshot]]:
+        """One comparison and the snapshots it made; an identity is reported once, by the first
+        probe that finds it (a kernel's runner is both a kernel process and a child process)."""
         seen = set(exempt)
         leaks: dict[str, Snapshot] = {}
+        now: dict[str, Snapshot] = {}
         for probe in self.probes:
-            new = {k: v for k, v in self._new(probe, before.get(probe.kind, {})).items() if k not in seen}
+            now[probe.kind] = snapshot = self._safe(probe)
+            was = before.get(probe.kind, {})
+            new = {k: v for k, v in snapshot.items() if k not in was and k not in seen}
             seen.update(new)
             if probe.kinds_in_identity:
                 for identity, description in new.items():
                     leaks.setdefault(identity.partition("|")[0], {})[identity] = description
             else:
                 leaks.setdefault(probe.kind, {}).update(new)
-        return LeakReport(leaks)
+        return LeakReport(leaks), now
 
     def cleanup(self, report: LeakReport) -> None:
         """End leaked processes (only ones the probes identified as ours) so later tests start clean."""
@@ -82,10 +89,6 @@ class LeakChecker:
                     if (probe.kinds_in_identity and "|" in identity) or (not probe.kinds_in_identity
                                                                          and kind == probe.kind):
                         probe.cleanup(identity)
-
-    @staticmethod
-    def _new(probe: Probe, seen: Snapshot) -> Snapshot:
-        return {k: v for k, v in LeakChecker._safe(probe).items() if k not in seen}
 
     @staticmethod
     def _safe(probe: Probe) -> Snapshot:
