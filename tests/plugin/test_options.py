@@ -32,14 +32,14 @@ SLEEPY_CELL = """
 import pytest
 
 def test_cell(hermes_kernel):
-    r = hermes_kernel.execute("import time; time.sleep(3)")
+    r = hermes_kernel.execute("import time; time.sleep(1.5)")
     print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
 """
 
 SLEEPY_CELL_MARKED = SLEEPY_CELL + """
 @pytest.mark.hermes_kernel(timeout=5)
 def test_marked_cell(hermes_kernel):
-    r = hermes_kernel.execute("import time; time.sleep(3)")
+    r = hermes_kernel.execute("import time; time.sleep(1.5)")
     print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
 """
 
@@ -136,7 +136,7 @@ def test_header_shows_the_defaults(pytester, run):
 
 # ----------------------------------------------------------------------------- precedence
 # Each case sets the cell budget at several levels; the highest level decides whether a cell
-# that sleeps 3 s times out (budget 1 s) or finishes (budget 5 s or the 60 s default).
+# that sleeps 1.5 s times out (budget 1 s) or finishes (budget 5 s or the 60 s default).
 
 @pytest.mark.parametrize(("levels", "header", "status"), [
     pytest.param({"ini": "1"}, "cell-timeout=1 s", "timeout", id="ini-over-default"),

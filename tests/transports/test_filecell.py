@@ -227,9 +227,9 @@ def test_tool_calls_and_refusals(start, backend):
 
 # --------------------------------------------------------------------------------- protocol
 def test_long_cell_with_tool_calls_across_poll_handovers(start, backend):
-    """Polls of 1.5 s: each wait outlives a poll, so tool calls arrive on the poll that took over."""
-    k = start(transport_=FileCellTransport(backend, poll_window_s=1.5), tools=TOOLS)
-    code = ("import time, hermes_tools\nout = []\nfor i in range(3):\n    time.sleep(2.0)\n"
+    """Polls of 0.5 s: each wait outlives a poll, so tool calls arrive on the poll that took over."""
+    k = start(transport_=FileCellTransport(backend, poll_window_s=0.5), tools=TOOLS)
+    code = ("import time, hermes_tools\nout = []\nfor i in range(3):\n    time.sleep(0.8)\n"
             "    out.append(hermes_tools.add(a=i, b=1))\nout")
     r = k.execute(code, timeout=60)
     assert r.status == "ok", r.summary()
@@ -239,12 +239,12 @@ def test_long_cell_with_tool_calls_across_poll_handovers(start, backend):
 def test_concurrent_tool_calls_from_threads_are_all_answered(start):
     """Calls made while the host serves another one (no poll attached) are held, never lost."""
     def slow_add(a: int, b: int) -> int:
-        time.sleep(0.2)
+        time.sleep(0.1)
         return a + b
 
     k = start(tools={"add": slow_add})
     code = ("import hermes_tools, threading, time, random\nout = {}\n"
-            "def go(i):\n    time.sleep(random.random())\n    out[i] = hermes_tools.add(a=i, b=1)\n"
+            "def go(i):\n    time.sleep(random.random() / 2)\n    out[i] = hermes_tools.add(a=i, b=1)\n"
             "ts = [threading.Thread(target=go, args=(i,)) for i in range(8)]\n"
             "[t.start() for t in ts]; [t.join() for t in ts]\nsorted(out.values())")
     for _ in range(3):
