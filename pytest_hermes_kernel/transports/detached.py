@@ -90,19 +90,24 @@ def live_env(name):
     return None if stat[stat.rfind(b')') + 2:].split()[0] == b'Z' else env
 """
 
-#: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
-#: (5 s at most); prints ``gone`` or ``left <pids>``.
-KILL_SESSION_SCRIPT = (r"""
-import os, sys, time
-sid = int(sys.argv[1])
-def is_member(name):
+#: A script's ``stat_fields(pid)``: the fields of ``/proc/PID/stat`` after the command name
+#: (``[0]`` the state, ``[3]`` the session id); ``None`` when there is no such process.
+_STAT_FIELDS = r"""
+def stat_fields(pid):
     try:
-        with open('/proc/%s/stat' % name, 'rb') as fh:
+        with open('/proc/%s/stat' % pid, 'rb') as fh:
             stat = fh.read()
     except OSError:
-        return False
-    fields = stat[stat.rfind(b')') + 2:].split()
-    return int(fields[3]) == sid and fields[0] != b'Z'
+        return None
+    return stat[stat.rfind(b')') + 2:].split()
+"""
+
+#: argv[1]: the runner's session id. SIGKILLs every non-zombie member until none is left
+#: (5 s at most); prints ``gone`` or ``left <pids>``.
+KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\n" + _STAT_FIELDS + r"""
+def is_member(name):
+    fields = stat_fields(name)
+    return fields is not None and int(fields[3]) == sid and fields[0] != b'Z'
 """ + _KILL_UNTIL_GONE)
 
 #: argv[1]: a pid. Exit status 0 when it exists and is not a zombie.
@@ -122,15 +127,10 @@ REAP_WAIT_S = 3.0
 #: argv[1]: a pid, argv[2]: seconds to wait for it to end, argv[3] (optional): its kernel dir,
 #: removed once it ended. Prints ``gone`` or ``alive``: the reap and the cleanup of a spawned
 #: runner that was asked to exit, in one exec instead of a probe, maybe a kill, and an ``rm``.
-REAP_SCRIPT = r"""
-import shutil, sys, time
+REAP_SCRIPT = "import shutil, sys, time\n" + _STAT_FIELDS + r"""
 def alive(pid):
-    try:
-        with open('/proc/%s/stat' % pid, 'rb') as fh:
-            stat = fh.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b')') + 2:].split()[0] != b'Z'
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != b'Z'
 deadline = time.monotonic() + float(sys.argv[2])
 while alive(sys.argv[1]) and time.monotonic() < deadline:
     time.sleep(0.005)
