@@ -206,6 +206,20 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     return found
 
 
+def sweep_run_unheld(run_id: str, client: docker.DockerClient | None = None) -> list[str]:
+    """Remove the run's own containers that no live process holds (:func:`in_use`), and their run
+    files: what the xdist controller does at the end of a run in which workers crashed, since a
+    worker that crashed never left the shared containers it alone held. Containers kept between
+    runs (``--hermes-reuse``) or holding a kept kernel stay.
+
+    :param run_id: the run's id label; no other run's container is looked at.
+    :param client: docker-py client; ``None`` opens one from the environment.
+    :returns: ids of the containers removed.
+    """
+    return _remove_labelled(client, lambda _c, cid, labels: labels.get(LABEL_RUN_ID) == run_id and labels.get(
+        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels), dry_run=False)
+
+
 def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,
                           dry_run: bool = False, swept: Collection[str] = ()) -> list[str]:
     """Remove the containers that held kept kernels just swept (``hermes-kernel sweep --kept``),

@@ -34,6 +34,7 @@ class Crashes:
     pids: dict[str, int] = field(default_factory=dict)
     crashed_in: dict[str, list[str]] = field(default_factory=dict)
     reaped: dict[str, int] = field(default_factory=dict)
+    containers_removed: int = 0
 
 
 _crashes_key = pytest.StashKey[Crashes]()
@@ -126,6 +127,37 @@ def pytest_handlecrashitem(crashitem: str, report: Any, sched: Any) -> None:
     _crashes(report.node.config).crashed_in.setdefault(worker, []).append(crashitem)
 
 
+def remove_unheld_run_containers(run_id: str, engines: Sequence[str] | None = None) -> int:
+    """Remove the run's containers nobody alive holds, on each engine; how many (never raises)."""
+    from ..containers.engines import DEFAULT_ENGINE, engine_client
+    from ..containers.sweep import sweep_run_unheld
+
+    removed = 0
+    for engine in engines or (DEFAULT_ENGINE,):
+        try:
+            client = engine_client(None if engine == DEFAULT_ENGINE else engine)
+        except Exception:  # noqa: BLE001 - no docker there: no containers to remove
+            continue
+        try:
+            removed += len(sweep_run_unheld(run_id, client))
+        except Exception:  # noqa: BLE001 - best effort: the next run's start-up sweep is the backstop
+            pass
+        finally:
+            client.close()
+    return removed
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On the controller, after a run in which workers crashed: a crashed worker never left the
+    shared containers (docker host, sshd) it alone held; every worker is down now, so the run's
+    containers that no live process holds are removed (B41)."""
+    crashes = session.config.stash.get(_crashes_key, None)
+    if crashes is None or not crashes.reaped:
+        return
+    engines = session.config.stash[settings_key].docker_hosts
+    crashes.containers_removed = remove_unheld_run_containers(current_run_id(), engines)
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     crashes = config.stash.get(_crashes_key, None)
     if crashes is None or not (crashes.crashed_in or crashes.reaped):
@@ -134,3 +166,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         where = ", ".join(crashes.crashed_in.get(worker, [])) or "between tests"
         terminalreporter.write_line(f"hermes-kernel: worker {worker} crashed in {where}; "
                                     f"{crashes.reaped.get(worker, 0)} of its kernel processes reaped")
+    if crashes.containers_removed:
+        terminalreporter.write_line(f"hermes-kernel: {crashes.containers_removed} container(s) of this run that only "
+                                    "crashed workers held removed")

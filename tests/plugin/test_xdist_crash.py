@@ -5,7 +5,8 @@ was blamed on the wrong test, and ``--maxfail`` tore session fixtures down twice
 30 min idle timer, and docker, whose runner would live for its orphan timer) and calls
 ``os._exit(1)``; test_b fails normally; test_c's fixture teardown kills its worker while its
 kernel lives. The crashes are blamed on test_a and test_c by node id, the controller reaps the
-dead workers' kernels at once, and the run ends with its summary. With ``--maxfail=1`` the run
+dead workers' kernels at once and, at the end, the run's container that only a crashed worker
+held, and the run ends with its summary. With ``--maxfail=1`` the run
 stops at the first failure, with a summary, and without an internal error or a hang.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import uuid
 
 import pytest
 
@@ -65,12 +67,23 @@ def _reaped(output: str, nodeid: str) -> int:
 
 def test_crashed_workers_are_blamed_right_and_their_kernels_reaped(pytester: pytest.Pytester, run,
                                                                    docker_ready: None) -> None:
-    pytester.makepyfile(test_inner=INNER)
+    import docker
 
-    result = run("-n", "2", "--hermes-transport=filecell,docker")
+    pytester.makepyfile(test_inner=INNER)
+    run_id = f"b41-{uuid.uuid4().hex[:12]}"
+
+    result = run("-n", "2", "--hermes-transport=filecell,docker", f"--hermes-run-id={run_id}")
 
     out = "\n".join(result.outlines)
     result.assert_outcomes(passed=1, failed=4)  # test_c itself passed; three crashes and test_b
+    # the worker that crashed in test_a[docker] alone held the run's docker container: it never left it
+    client = docker.from_env()
+    try:
+        left = client.containers.list(all=True, sparse=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})
+    finally:
+        client.close()
+    assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
+    assert "container(s) of this run that only crashed workers held removed" in out, out[-3000:]
     for nodeid in ("test_inner.py::test_a[filecell]", "test_inner.py::test_a[docker]",
                    "test_inner.py::test_c[filecell]"):
         assert re.search(rf"worker 'gw\d+' crashed while running '{re.escape(nodeid)}'", out), out[-3000:]
