@@ -132,10 +132,25 @@ def first_docker_engine(docker_ready: None) -> str:
         client.close()
 
 
-@pytest.fixture(scope="session")
-def second_docker_engine(docker_ready: None) -> Iterator[str]:
+@pytest.fixture
+def second_docker_engine(_second_engine: tuple[str, str]) -> Iterator[str]:
     """The URL (``unix://...``) of a second docker engine the test run starts itself, with the
     kit's image loaded into it from the first engine (issue 12 point 7; :mod:`tests.engines`).
+
+    The run's tests on it take turns (a run-wide file lock, held for the test): they count the
+    run's containers there and sweep it, and a sweep another worker's test starts there (an inner
+    run's start-up sweep) would remove a dead run's container this test is about to sweep.
+    """
+    from filelock import FileLock
+
+    url, lock_path = _second_engine
+    with FileLock(lock_path, timeout=600):
+        yield url
+
+
+@pytest.fixture(scope="session")
+def _second_engine(docker_ready: None) -> Iterator[tuple[str, str]]:
+    """The second engine's URL and its turn lock's path.
 
     One engine per run, shared by its xdist workers (a run-wide shared resource, as the sshd
     container is: the first worker that needs it starts it, the last one to leave stops it by the
@@ -157,7 +172,7 @@ def second_docker_engine(docker_ready: None) -> Iterator[str]:
     engine = SecondEngine(**record)
     left: list[str] = []
     try:
-        yield engine.url
+        yield engine.url, shared.side_file("turns")
     finally:
         shared.release(stop=lambda r: left.extend(_stop_second_engine(SecondEngine(**r))))
     assert not left, f"the second docker engine left behind: {left}"
