@@ -15,7 +15,7 @@ reaped. Nothing here touches a live worker's kernels: the pid is that of the dea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psutil
@@ -63,30 +63,37 @@ def reap_local(host_pid: int) -> int:
 def reap_in_containers(host_pid: int, run_id: str, engines: Sequence[str] | None = None) -> int:
     """Kill ``host_pid``'s kernel processes in the run's containers (docker, sshd) on each engine
     (``--hermes-docker-hosts``; ``None``: the environment's); how many."""
-    from ..containers.engines import DEFAULT_ENGINE
-
-    return sum(_reap_on(None if e == DEFAULT_ENGINE else e, host_pid, run_id) for e in engines or (DEFAULT_ENGINE,))
+    return _sum_on_engines(engines, lambda client: _reap_on(client, host_pid, run_id))
 
 
-def _reap_on(engine: str | None, host_pid: int, run_id: str) -> int:
-    try:
-        from ..containers.engines import engine_client
+def _sum_on_engines(engines: Sequence[str] | None, count: Callable[[Any], int]) -> int:
+    """``count(client)`` summed over each engine (``None``: the environment's); an engine that
+    cannot be reached or fails counts 0 (best effort: the next run's start-up sweep is the backstop)."""
+    from ..containers.engines import DEFAULT_ENGINE, engine_client
 
-        client = engine_client(engine)
-    except Exception:  # noqa: BLE001 - no docker here: no containers to reap in
-        return 0
+    total = 0
+    for engine in engines or (DEFAULT_ENGINE,):
+        try:
+            client = engine_client(None if engine == DEFAULT_ENGINE else engine)
+        except Exception:  # noqa: BLE001 - no docker there: nothing to do on it
+            continue
+        try:
+            total += count(client)
+        except Exception:  # noqa: BLE001 - see the docstring
+            pass
+        finally:
+            client.close()
+    return total
+
+
+def _reap_on(client: Any, host_pid: int, run_id: str) -> int:
     killed = 0
-    try:
-        # sparse: no inspect per container, so one removed meanwhile cannot end the loop
-        for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
-            try:
-                killed += _reap_in(container, host_pid)
-            except Exception:  # noqa: BLE001 - that container went or cannot be asked: the next one
-                continue
-    except Exception:  # noqa: BLE001 - best effort: the orphan timers and the sweep are the backstop
-        pass
-    finally:
-        client.close()
+    # sparse: no inspect per container, so one removed meanwhile cannot end the loop
+    for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+        try:
+            killed += _reap_in(container, host_pid)
+        except Exception:  # noqa: BLE001 - that container went or cannot be asked: the next one
+            continue
     return killed
 
 
@@ -129,22 +136,9 @@ def pytest_handlecrashitem(crashitem: str, report: Any, sched: Any) -> None:
 
 def remove_unheld_run_containers(run_id: str, engines: Sequence[str] | None = None) -> int:
     """Remove the run's containers nobody alive holds, on each engine; how many (never raises)."""
-    from ..containers.engines import DEFAULT_ENGINE, engine_client
     from ..containers.sweep import sweep_run_unheld
 
-    removed = 0
-    for engine in engines or (DEFAULT_ENGINE,):
-        try:
-            client = engine_client(None if engine == DEFAULT_ENGINE else engine)
-        except Exception:  # noqa: BLE001 - no docker there: no containers to remove
-            continue
-        try:
-            removed += len(sweep_run_unheld(run_id, client))
-        except Exception:  # noqa: BLE001 - best effort: the next run's start-up sweep is the backstop
-            pass
-        finally:
-            client.close()
-    return removed
+    return _sum_on_engines(engines, lambda client: len(sweep_run_unheld(run_id, client)))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelServerUnavailable
+from .detached import REAP_WAIT_S
 from ..kernel.contract import ByteStream, Launched
 from ..kernel.results import FrameDecoder, FrameError, encode_frame
 
@@ -347,6 +348,17 @@ def forked_reap(launched: Launched, timeout: float) -> bool:
     """Wait up to ``timeout`` s for a server-forked runner to end; ``False``: not seen (ask another way)."""
     server = server_of(launched.extra)
     return server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout)
+
+
+def reap_in_one_exec(launched: Launched, timeout: float, dirs: list[str], run: Callable[..., bytes]) -> bool:
+    """The spawn path's reap of a runner asked to exit: ``run(*args) -> stdout`` runs
+    :data:`~.detached.REAP_SCRIPT` where it lives (it waits for the runner's end, then removes
+    ``dirs``); the verdict is recorded on the launch (``gone``; ``dir_removed`` spares
+    ``cleanup`` its ``rm``). True when the runner is gone."""
+    out = run(str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs)
+    gone = out.strip() == b"gone"
+    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
+    return gone
 
 
 def forked_cleanup(launched: Launched) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, REAP_SCRIPT, REAP_WAIT_S,
+from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, REAP_SCRIPT,
                         parse_existing_dirs, parse_host_processes)
-from ..remote_server import forked_alive, forked_reap, probe_by_server
+from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -88,9 +88,6 @@ def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool
     kdir = launched.kernel_dir or ""
     dirs = [kdir] if kdir.startswith(f"{DOCKER_KERNEL_ROOT}/") and not transport.hosts.is_fresh(cid) else []
     try:
-        _, out = transport.run_script(cid, REAP_SCRIPT, str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs)
+        return reap_in_one_exec(launched, timeout, dirs, lambda *args: transport.run_script(cid, REAP_SCRIPT, *args)[1])
     except Exception:  # noqa: BLE001 - cannot reach the engine: probe the usual way
         return not transport.alive(launched)
-    gone = out.strip() == b"gone"
-    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
-    return gone

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
 from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
-                        LOG_TAIL_LINES, REAP_SCRIPT, REAP_WAIT_S, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
+                        LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
-from ..remote_server import forked_alive, forked_reap, probe_by_server
+from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -107,14 +107,12 @@ def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:
         return not transport.alive(launched)
     kdir = launched.kernel_dir or ""
     dirs = [kdir] if f"/{SSH_KERNEL_ROOT}/" in kdir else []
+    python = launched.extra.get("python")
     try:
-        _, out = transport.run_probe(REAP_SCRIPT, str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs,
-                                     python=launched.extra.get("python"))
+        return reap_in_one_exec(launched, timeout, dirs,
+                                lambda *args: transport.run_probe(REAP_SCRIPT, *args, python=python)[1])
     except (TransportLostError, TimeoutError):
         return False  # not confirmed: the caller kills it from outside
-    gone = out.strip() == b"gone"
-    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
-    return gone
 
 
 def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
