@@ -116,6 +116,7 @@ if os.environ.get("HERMES_BUG_HOST_LEASE") and "HERMES_KERNEL_ID" not in os.envi
 """
 
 STALE_TOOL = """
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -127,6 +128,7 @@ from pytest_hermes_kernel.transports import runner_zipapp
 # the host dispatches whatever arrives while any cell runs (no per-cell authority). The runner
 # is built from a patched copy of its package, so the kernels of this run ship the bug.
 copy = Path(tempfile.mkdtemp()) / "runner"
+atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)  # the run built its runner file from it
 shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
 worker = copy / "worker.py"
 src = worker.read_text()
@@ -212,6 +214,7 @@ def _runner_mutant(file: str, old: str, new: str, *, what: str) -> str:
     """A bugpatch plugin that ships the kernels of the inner run a runner whose ``file`` has
     ``old`` replaced by ``new`` (``what``: the mutant, said when ``old`` is no longer there)."""
     return f"""
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -219,6 +222,7 @@ from pathlib import Path
 from pytest_hermes_kernel.transports import runner_zipapp
 
 copy = Path(tempfile.mkdtemp()) / "runner"
+atexit.register(shutil.rmtree, copy.parent, ignore_errors=True)  # the run built its runner file from it
 shutil.copytree(runner_zipapp.RUNNER_SOURCE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
 target = copy / {file!r}
 src = target.read_text()
