@@ -2,7 +2,7 @@
 
 Run the suite with every duration reported, then read its output::
 
-    python -m pytest -n 4 -p no:cacheprovider --hermes-transport=local,docker,ssh,filecell \\
+    python -m pytest -n 2 -p no:cacheprovider --hermes-transport=local,docker,ssh,filecell \\
         --hermes-require-transports --hermes-leak-check=error --durations=0 --durations-min=0.05 \\
         tests fixtures examples > /tmp/run.log
     python benchmarks/suite_time.py /tmp/run.log --top 30
