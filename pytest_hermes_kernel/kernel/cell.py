@@ -199,8 +199,8 @@ class CellRun:
         if action == "interrupt":
             channel.send({"type": "interrupt", "id": self.rid})
             return None
-        if action == "kill":
-            channel.send({"type": "kill_worker", "id": channel.next_id()})
+        if action == "kill":  # "cell": the runner kills only while this cell still runs
+            channel.send({"type": "kill_worker", "id": channel.next_id(), "cell": self.rid})
             return None
         confirmed = self.link.kill()  # no result even after the kill: kill the runner from outside
         return self._outcome(None, [], abandoned=True, kill_confirmed=confirmed)

@@ -200,7 +200,9 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
         if outcome.stage == "kill" or outcome.stage == "abandon":
             return Verdict(status="timeout", death=replace(death, reason="timeout"))
         return Verdict(status=status, death=death)
-    if outcome.stage == "interrupt" and status in ("interrupted", "error"):
+    if outcome.stage in ("interrupt", "kill") and status in ("interrupted", "error"):
+        # (stage "kill": the interrupt's result crossed the kill on the stream; the runner then
+        # skips a kill for a cell that has ended, so the namespace is kept)
         why = "cancelled" if outcome.cancelled else f"over its {outcome.budget_s} s budget"
         return Verdict(status="timeout", watchdog="interrupted",
                        note=f"{why}: interrupted (SIGINT); the namespace is kept")

@@ -39,6 +39,19 @@ def _get_or_start(reg, key, out, barrier):
         out.append(exc)
 
 
+def _wait_until_both_called(reg, got, deadline_s=15.0):
+    """Return once both starters have called ``get_or_start``: each one either holds its lease
+    (the entry's ``leases``) or has its answer in ``got`` (it appends after its lease ends).
+
+    A fixed sleep here let a starter that the machine had not yet scheduled call after
+    ``shutdown_all``, a legitimate second start that read as "two kernels for one key".
+    """
+    deadline = time.monotonic() + deadline_s
+    while len(got) + sum(s.leases for s in reg.snapshot()) < 2:
+        assert time.monotonic() < deadline, f"the two starters did not call get_or_start within {deadline_s} s"
+        time.sleep(0.001)
+
+
 def test_shutdown_all_during_concurrent_starts_leaves_nothing(make_registry):
     transport = SlowStartLocal()
     reg = make_registry(max_kernels=2, transport_factory=lambda _key: transport)
@@ -52,7 +65,7 @@ def test_shutdown_all_during_concurrent_starts_leaves_nothing(make_registry):
         threads = [threading.Thread(target=_get_or_start, args=(reg, key, got, barrier)) for _ in "AB"]
         for t in threads:
             t.start()
-        time.sleep(0.05)  # the scenario: thread C calls shutdown_all 50 ms after A and B
+        _wait_until_both_called(reg, got)  # the scenario: thread C calls shutdown_all right after A and B
         reg.shutdown_all()
         for t in threads:
             t.join(15)

@@ -20,6 +20,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel.errors import KernelShutdownError
+from pytest_hermes_kernel.kernel.options import WatchdogPolicy
 from tests.support import CellStarted, gone, run_in_thread, wait_until
 
 GRACE = 0.5
@@ -293,6 +294,38 @@ def test_a_shutdown_read_before_the_workers_death_was_seen_says_it_had_exited(ma
 
     assert [(i.step, i.exit_code, i.signal, i.confirmed) for i in infos] == [
         ("already-exited", 128 + signal.SIGKILL, signal.SIGKILL, True)]
+
+
+@needs_ss
+def test_a_watchdog_kill_that_crosses_its_cells_result_keeps_the_namespace(make_kernel, tmp_path, monkeypatch):
+    """The ladder's interrupt ends the cell just after its grace, so the host has sent the kill
+    when the cell's result comes: the runner (stopped by the test until the worker's result and
+    the host's interrupt and kill are all there) reads the result first and must not then kill
+    the idle worker; the cell is a timeout that the interrupt ended, the namespace kept.
+    (Seen under load on the output flood test: the result said ``interrupted``, and the kill
+    that followed it had lost the namespace unreported.)"""
+    k = make_kernel(watchdog=WatchdogPolicy(interrupt_grace=0.3, kill_grace=10.0))
+    k.execute("x = 41")
+    pid, runner = k.pid, k.runner_pid
+    channel, sent = k._runtime.require_link().channel, []
+    send = channel.send
+    monkeypatch.setattr(channel, "send", lambda header: (sent.append(header.get("type")), send(header))[1])
+    flag = tmp_path / "sleeping"
+    cell = run_in_thread(k, f"import pathlib, time\npathlib.Path({str(flag)!r}).touch()\ntime.sleep(60)", timeout=3.0)
+    wait_until(flag.exists, 10.0, what="the cell to start sleeping")
+    os.kill(runner, signal.SIGSTOP)
+    try:
+        os.kill(pid, signal.SIGINT)  # the worker ends the cell; its result waits in the runner's socket
+        wait_until(lambda: unread_bytes(runner) > 0, 10.0, what="the cell's result to reach the stopped runner")
+        assert "interrupt" not in sent, "precondition: the result was queued before the host's interrupt"
+        wait_until(lambda: "kill_worker" in sent, 10.0, what="the host's watchdog to send its kill")
+    finally:
+        os.kill(runner, signal.SIGCONT)
+    r = cell.result(timeout=30)
+
+    assert (r.status, r.watchdog, r.ename) == ("timeout", "interrupted", "KeyboardInterrupt"), r.summary()
+    assert not r.kernel.state_lost and k.pid == pid
+    assert k.execute("x + 1").value == "42"
 
 
 def test_output_still_in_the_pipes_when_the_result_comes_is_in_the_result(make_kernel):

@@ -166,6 +166,14 @@ class Supervisor:
             self.worker.signal_group(signal.SIGINT)
 
     def do_kill_worker(self, msg: Header) -> None:
+        """SIGKILL the worker's group. A request naming a ``cell`` kills only while that cell
+        runs: the watchdog's kill can cross the cell's own result on the stream (its interrupt
+        ended it just after the grace), and killing the now idle worker would lose its namespace
+        with nothing to report it."""
+        if "cell" in msg and msg["cell"] != self.cells.running_id:
+            self.link.reply({"type": "killed", "id": msg.get("id"), "exit_code": None, "signal": None,
+                             "skipped": "the cell had ended"})
+            return
         self.worker.signal_group(signal.SIGKILL)
         info = self.worker.wait(KILL_WAIT_S)
         if self.cells.cell is not None and info is not None:
