@@ -85,10 +85,82 @@ def test_an_interrupt_while_waiting_for_a_slow_tool_still_interrupts_at_once(wor
     assert time.monotonic() - started < 2.0, "the wait for the reply was cut by the interrupt"
 
 
-def test_an_interrupt_between_cells_is_ignored(worker):
+def _results(host: socket.socket) -> list[dict]:
+    """The result frames the worker sent (its socket end is closed by then)."""
+    host.settimeout(5)
+    decoder, out = FrameDecoder(), []
+    while data := host.recv(65536):
+        decoder.feed(data)
+        while (frame := decoder.next_frame()) is not None:
+            out.append(frame[0])
+    return [f for f in out if f.get("type") == "result"]
+
+
+def _serve(w: Worker, host: socket.socket, *cells: str, first_id: int = 1) -> list[dict]:
+    """Send ``cells`` (ids from ``first_id``) then ``exit``, and run the worker's main loop until
+    it exits; the results it sent (of these cells and of any sent before)."""
+    for i, code in enumerate(cells, first_id):
+        host.sendall(encode_frame({"type": "execute", "id": i, "code": code}))
+    host.sendall(encode_frame({"type": "exit"}))
+    w.loop()
+    w.sock.close()
+    return _results(host)
+
+
+def test_a_late_interrupt_between_cells_with_nothing_waiting_is_ignored(worker):
     w, host = worker
     w.in_cell = False
-    host.sendall(encode_frame({"type": "execute", "id": 3, "code": "1"}))
+    os.kill(os.getpid(), signal.SIGINT)  # e.g. the ladder's SIGINT landing after its cell ended
+
+    (r,) = _serve(w, host, "ran = 1")
+
+    assert r["status"] == "ok" and w.namespace["ran"] == 1
+
+
+def test_an_interrupt_with_the_next_cells_request_unread_interrupts_that_cell(worker):
+    """The supervisor forwards a cell and signals its interrupt right behind it: the SIGINT can
+    land before the worker has read the request. It is that cell's (seen on the filecell
+    transport under load: the interrupt was dropped and the cell slept its 30 s)."""
+    w, host = worker
+    w.in_cell = False
+    host.sendall(encode_frame({"type": "execute", "id": 1, "code": "ran = 1"}))
     os.kill(os.getpid(), signal.SIGINT)
 
-    assert w.recv()["id"] == 3
+    first, second = _serve(w, host, "ran2 = 2", first_id=2)
+
+    assert (first["status"], first["ename"]) == ("interrupted", "KeyboardInterrupt") and "ran" not in w.namespace
+    assert second["status"] == "ok" and w.namespace["ran2"] == 2, "only the one cell was interrupted"
+
+
+def test_an_interrupt_after_the_request_was_taken_but_before_the_cell_began_interrupts_it(worker):
+    """Nothing else waits in the socket then (the next request is sent only after this result)."""
+    w, host = worker
+    w.in_cell = False
+    run_cell = w.run_cell
+
+    def signal_then_run(msg):  # the SIGINT lands between the loop's read and the cell's start
+        if msg["id"] == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+        run_cell(msg)
+
+    w.run_cell = signal_then_run
+    results = []
+
+    def host_side() -> None:  # one cell at a time, as the supervisor does
+        decoder = FrameDecoder()
+        for frame in ({"type": "execute", "id": 1, "code": "ran = 1"}, {"type": "execute", "id": 2, "code": "ran2 = 2"}):
+            host.sendall(encode_frame(frame))
+            while not (got := decoder.next_frame()) or got[0].get("type") != "result":
+                if got is None:
+                    decoder.feed(host.recv(65536))
+            results.append(got[0])
+        host.sendall(encode_frame({"type": "exit"}))
+
+    thread = threading.Thread(target=host_side, daemon=True)
+    thread.start()
+    w.loop()
+    thread.join(5)
+
+    first, second = results
+    assert first["status"] == "interrupted" and "ran" not in w.namespace
+    assert second["status"] == "ok" and w.namespace["ran2"] == 2

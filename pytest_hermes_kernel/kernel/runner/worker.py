@@ -90,6 +90,8 @@ class Worker:
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = False
+        self._interrupt_next = False  # a SIGINT came between cells with the next execute waiting
+        self._starting = False  # the main loop has taken a command and not yet begun it
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -99,11 +101,24 @@ class Worker:
         or skip the hand-over of the reading (and the next ``execute`` would wait forever).
         """
         if not self.in_cell:
+            # between cells: the interrupt is for the cell whose request is already on its way
+            # in (the supervisor signals only while it has a cell running, and sent it first)
+            if self._starting or self._command_waiting():
+                self._interrupt_next = True
             return
         if self._io:
             self._interrupt_pending = True
             return
         raise KeyboardInterrupt
+
+    def _command_waiting(self) -> bool:
+        """A command has reached this worker and is not run yet (routed, buffered or unread)."""
+        if self.commands or self.decoder.pending():
+            return True
+        try:
+            return bool(select.select([self.sock], [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
 
     def _enter_io(self) -> bool:
         if threading.get_ident() != self._main:
@@ -145,7 +160,13 @@ class Worker:
 
         :raises EOFError: if the supervisor closed the socket.
         """
-        return self._wait(lambda: self.commands.pop(0) if self.commands else None)
+        return self._wait(self._take_command)
+
+    def _take_command(self) -> Header | None:
+        if not self.commands:
+            return None
+        self._starting = True  # before the pop: a SIGINT in between still sees a command
+        return self.commands.pop(0)
 
     def _wait(self, take: Callable[[], T | None]) -> T:
         while True:
@@ -214,6 +235,7 @@ class Worker:
                 self.run_cell(msg)
             elif kind == "exit":
                 return
+            self._starting = False
 
     # ------------------------------------------------------------------------------ cells
     def run_cell(self, msg: Header) -> None:
@@ -227,8 +249,12 @@ class Worker:
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
         self._interrupt_pending = False
-        self.in_cell = True
         try:
+            self.in_cell = True  # (inside the try: a SIGINT right after it is the cell's)
+            self._starting = False
+            if self._interrupt_next:  # interrupted before it began: the code does not run
+                self._interrupt_next = False
+                raise KeyboardInterrupt
             value = self.exec_source(msg.get("code", ""))
             self.in_cell = False
             if value is not None:
