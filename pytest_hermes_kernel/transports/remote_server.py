@@ -58,7 +58,11 @@ class RemoteServer:
         self._chans: dict[int, MuxStream] = {}
         self._exited: dict[int, tuple[int | None, int | None]] = {}
         self._ids = itertools.count(1)
-        self.send_frame({"type": "config", "config": config})
+        try:
+            self.send_frame({"type": "config", "config": config})
+        except OSError as exc:  # it ended at once (no such interpreter, say): the caller spawns instead
+            self.close()
+            raise KernelServerUnavailable(f"the kernel server on {name} ended before it had its config: {exc}") from exc
         self._reader = threading.Thread(target=self._read, name=f"hermes-shared kernel server {name}", daemon=True)
         self._reader.start()
         with self._cond:

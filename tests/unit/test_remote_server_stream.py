@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from pytest_hermes_kernel.kernel.results import encode_frame
-from pytest_hermes_kernel.transports.remote_server import RemoteServer
+from pytest_hermes_kernel.errors import KernelServerUnavailable
+from pytest_hermes_kernel.transports.remote_server import RemoteServer, with_fallback
 from tests.support import wait_until
 
 
@@ -54,3 +57,26 @@ def test_closing_a_live_server_closes_its_stream_and_says_closed():
 
     assert stream.closes >= 1
     assert server.gone == "closed"
+
+
+class EndedStream(ScriptedStream):
+    """A server exec that ended before its config could be sent (a missing interpreter)."""
+
+    def send(self, data: bytes) -> None:
+        raise OSError("ssh channel is closed")
+
+
+def test_a_server_that_ended_before_its_config_is_unavailable_and_the_launch_spawns():
+    """Seen on ssh under load with ``python=`` a missing interpreter: the exec's channel had
+    closed before the config went out, and the ``OSError`` escaped instead of the fallback's
+    spawn (whose ``KernelStartError`` names the exit code and stderr)."""
+    stream = EndedStream(end_after_hello=True)
+    with pytest.raises(KernelServerUnavailable, match="ended before it had its config: ssh channel is closed"):
+        RemoteServer(stream, name="test", config={})
+    assert stream.closes == 1
+
+    def fork():
+        RemoteServer(EndedStream(end_after_hello=True), name="test", config={})
+
+    spawned = with_fallback(fork, lambda: type("Launched", (), {"note": ""})())
+    assert spawned.note.startswith("kernel server unavailable (the kernel server on test ended before")
