@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..errors import ChannelClosed, FrameTooLargeError, ProtocolError
-from .contract import ByteStream
+from .contract import ByteStream, note_activity
 from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
 
 Frame = tuple[dict[str, Any], list[bytes]]
@@ -87,6 +87,7 @@ class Channel:
         if len(data) > MAX_FRAME_BYTES:
             raise FrameTooLargeError(f"a {header.get('type')} request of {len(data)} bytes is over the "
                                      f"{MAX_FRAME_BYTES}-byte frame limit; nothing was sent, the kernel is untouched")
+        note_activity()
         try:
             with self._send_lock:
                 self.stream.send(data)
@@ -165,6 +166,7 @@ class Channel:
         data = self.stream.recv(timeout)
         if not data:
             raise ChannelClosed("end of stream (the kernel runner or its relay is gone)")
+        note_activity()  # a cell's frames: it may be starting processes
         self._decoder.feed(data)
         return self._decode_all()
 

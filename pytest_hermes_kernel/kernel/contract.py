@@ -36,7 +36,12 @@ Every optional capability is a method here with a default; callers never probe w
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import threading
+import types
+from collections.abc import Iterator
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
@@ -44,7 +49,53 @@ from typing import Any, ClassVar, Protocol
 from ..errors import FileTransferError, TransportLostError
 from .files import KernelFiles
 
-__all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport"]
+__all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport", "activity", "note_activity", "quiet_activity"]
+
+_activity = [0]
+#: Methods of a transport that cannot start anything: calling them is not activity (the leak
+#: probes call the first two on every test).
+_NOT_ACTIVITY = frozenset({"leak_snapshot", "leak_cleanup", "describe"})
+
+
+_quiet = threading.local()
+
+
+def note_activity() -> None:
+    """Count one thing done towards a kernel in this process (a frame sent or received on a
+    channel, a call of a transport's public method); see :func:`activity`."""
+    if not getattr(_quiet, "on", False):
+        _activity[0] += 1
+
+
+@contextlib.contextmanager
+def quiet_activity() -> Iterator[None]:
+    """What this thread calls inside is not :func:`activity` (the leak probe's own round trips)."""
+    _quiet.on = True
+    try:
+        yield
+    finally:
+        _quiet.on = False
+
+
+def activity() -> int:
+    """How much this process has done towards kernels so far (a counter, never reset).
+
+    Everything a transport can leave behind where its kernels run (a runner, a process a cell
+    started, a kernel dir, a container, an ssh channel) comes from a call of one of its public
+    methods or from a cell, whose frames cross a channel. While this count stands still, a
+    transport's :meth:`Transport.leak_snapshot` can only find what it found the last time: the
+    leak probe reuses it (for a short while, see :mod:`pytest_hermes_kernel.leaks.probes`).
+    """
+    return _activity[0]
+
+
+def _counted(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def method(*args: Any, **kwargs: Any) -> Any:
+        note_activity()
+        return fn(*args, **kwargs)
+
+    return method
 
 
 class ByteStream(Protocol):
@@ -114,6 +165,14 @@ class Transport(ABC):
     """Seconds a detached runner lives with no host attached, when the transport sets it for every
     kernel; ``None``: each kernel's ``KernelOptions.orphan_timeout`` applies (instances of docker,
     ssh and filecell set their own)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every public method a transport defines counts as :func:`activity` when called."""
+        super().__init_subclass__(**kwargs)
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, types.FunctionType) and not name.startswith("_") and name not in _NOT_ACTIVITY \
+                    and not getattr(value, "__isabstractmethod__", False):
+                setattr(cls, name, _counted(value))
 
     @property
     def runs_on_this_host(self) -> bool:

@@ -60,6 +60,9 @@ class LeakChecker:
             if not report or time.monotonic() >= deadline:
                 return report
             time.sleep(0.05)
+            for probe in self.probes:  # a re-check looks again, never at a reused snapshot
+                if probe.fresh is not None:
+                    probe.fresh()
 
     def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> tuple[LeakReport, dict[str, Snapshot]]:
         """One comparison and the snapshots it made; an identity is reported once, by the first

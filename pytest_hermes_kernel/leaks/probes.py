@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -34,27 +35,54 @@ class Probe:
     snapshot: Callable[[], Snapshot]
     cleanup: Callable[[str], None] | None = None
     kinds_in_identity: bool = False
+    fresh: Callable[[], None] | None = None
+    """For a probe that may reuse its last snapshot: make the next one look again."""
+
+
+#: Seconds a transport snapshot is reused while this process did nothing towards kernels.
+REUSE_S = 2.0
 
 
 class TransportResources:
     """The probe over what live transports hold where their kernels run (see
     :meth:`~pytest_hermes_kernel.kernel.contract.Transport.leak_snapshot`): kernel processes
     listed through the transport (so a remote engine or host is covered), the run's containers
-    that nobody holds, open ssh channels. Each found thing can be cleaned by its transport."""
+    that nobody holds, open ssh channels. Each found thing can be cleaned by its transport.
 
-    def __init__(self) -> None:
+    Each snapshot costs round trips (a docker API call and a scan in each container, an ssh
+    request): about 25 ms on an idle 2-core machine with docker and ssh transports live, more
+    under load. What a transport reports is only ever made by a call of one of its methods or
+    by a cell (:func:`~pytest_hermes_kernel.kernel.contract.activity`), so while that count and
+    the set of live transports stand still, the last snapshot is reused for up to
+    :data:`REUSE_S` seconds: a test that starts no kernel (most unit tests) costs no round trip.
+    :meth:`fresh` forces a look (the leak checker's re-checks, and after a cleanup).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._owner: dict[str, Any] = {}  # identity -> the transport that reported it (last snapshot)
+        self._clock = clock
+        self._last: tuple[int, frozenset[int], float, Snapshot] | None = None  # activity, transports, when, what
+
+    def fresh(self) -> None:
+        """The next :meth:`snapshot` looks again."""
+        self._last = None
 
     def snapshot(self) -> Snapshot:
+        from ..kernel.contract import activity, quiet_activity
         from ..transports import forget_closed_transports, live_transports
 
+        transports = live_transports()
+        count, ids, now = activity(), frozenset(map(id, transports)), self._clock()
+        last = self._last
+        if last is not None and last[0] == count and last[1] == ids and now - last[2] < REUSE_S:
+            return dict(last[3])
         out: Snapshot = {}
         owners: dict[str, Any] = {}
-        transports = live_transports()
         forget_closed_transports()  # probed now, for the last time
         for transport in transports:
             try:
-                found = transport.leak_snapshot(os.getpid())
+                with quiet_activity():
+                    found = transport.leak_snapshot(os.getpid())
             except Exception:  # noqa: BLE001 - an unreachable host must not fail every test
                 continue
             for kind, items in found.items():
@@ -63,9 +91,11 @@ class TransportResources:
                     out.setdefault(key, description)
                     owners.setdefault(key, transport)
         self._owner = owners
+        self._last = (activity(), ids, now, dict(out)) if count == activity() else None
         return out
 
     def cleanup(self, key: str) -> None:
+        self._last = None
         transport = self._owner.get(key)
         if transport is not None:
             kind, _, identity = key.partition("|")
@@ -257,7 +287,8 @@ PROBES: list[Probe] = [
     Probe("fd", file_descriptors),
     Probe("kernel dir", kernel_dirs, _remove_kernel_dir),
     Probe("registry entry", registry_entries),
-    Probe("transport resource", _transport_resources.snapshot, _transport_resources.cleanup, kinds_in_identity=True),
+    Probe("transport resource", _transport_resources.snapshot, _transport_resources.cleanup, kinds_in_identity=True,
+          fresh=_transport_resources.fresh),
 ]
 
 
