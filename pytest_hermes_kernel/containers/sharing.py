@@ -21,7 +21,9 @@ and then the run directory once it is empty (the run's last member of its last r
 last xdist worker out). Members whose process is gone (a SIGKILLed worker) are dropped whenever
 the file is read, so a crash does not keep the container forever; if every member crashed, the
 label sweep (:func:`~pytest_hermes_kernel.containers.sweep.sweep_dead_runs`) removes the
-container and :func:`discard_unheld` the files.
+container and :func:`discard_unheld` the files. An xdist worker also records its run's *anchor*
+(:func:`use_run_anchor`: the controller, which outlives crashed workers and removes what only
+they held at its end): while it lives, no other run's sweep takes the container.
 
 The lock is an ``flock`` on the resource's lock file, held to read and write the state file and,
 for the first user, to start the container. The last member removes the lock file too, while
@@ -64,6 +66,7 @@ CONTROLLER = "controller"
 
 _run_id: str | None = None
 _run_id_lock = threading.Lock()
+_anchor: str | None = None
 
 
 def use_run_id(run_id: str | None) -> str | None:
@@ -80,6 +83,22 @@ def use_run_id(run_id: str | None) -> str | None:
     with _run_id_lock:
         previous, _run_id = _run_id, run_id
     return previous
+
+
+def use_run_anchor(anchor: str | None) -> None:
+    """Name the process that owns this process's run (``pid:start-time``: an xdist worker's
+    controller), or ``None``. The shared resources this process joins record it, and a run's
+    resource that no member holds any more (its workers crashed) stays in use, for every other
+    run's sweeps, while the anchor lives: that run's controller removes it at its end (B39, B41)."""
+    global _anchor
+    _anchor = anchor
+
+
+def process_anchor(pid: int | None = None) -> str | None:
+    """``pid:start-time`` of ``pid`` (default: this process), for :func:`use_run_anchor`."""
+    pid = os.getpid() if pid is None else pid
+    started = _process_start(pid)
+    return None if started is None else f"{pid}:{started}"
 
 
 def current_run_id() -> str:
@@ -172,7 +191,7 @@ class SharedResource:
             members = state["members"]
             if self.member not in members:
                 members.append(self.member)
-            self._write({"resource": resource, "members": members})
+            self._write({"resource": resource, "members": members, "anchor": state["anchor"] or _anchor})
             self.joined = True
             return resource
 
@@ -190,7 +209,7 @@ class SharedResource:
             members = [m for m in state["members"] if m != self.member]
             resource = state.get("resource")
             if members:
-                self._write({"resource": resource, "members": members})
+                self._write({"resource": resource, "members": members, "anchor": state["anchor"]})
                 return False
             try:
                 if resource:
@@ -224,7 +243,9 @@ class SharedResource:
         except (OSError, ValueError):
             state = {}
         members = [m for m in state.get("members", []) if isinstance(m, str) and member_alive(m)]
-        return {"resource": state.get("resource"), "members": members}
+        anchor = state.get("anchor")
+        return {"resource": state.get("resource"), "members": members,
+                "anchor": anchor if isinstance(anchor, str) else None}
 
     def _write(self, state: dict[str, Any]) -> None:
         tmp = f"{self.state_path}.{os.getpid()}.tmp"
@@ -234,20 +255,27 @@ class SharedResource:
         os.replace(tmp, self.state_path)
 
 
-def held(state_path: str) -> bool:
-    """Whether a live process is a member of the shared resource recorded at ``state_path``.
+def held(state_path: str, *, anchor: bool = True) -> bool:
+    """Whether a live process is a member of the shared resource recorded at ``state_path``, or
+    (with ``anchor``) its run's anchor lives (:func:`use_run_anchor`).
 
     Members are checked by pid and start time (a reused pid is not a member). A missing or
     unreadable state file holds nothing; one this user may not read (another user's run) counts
     as held: it is not ours to judge.
+
+    :param anchor: count the anchor: what another run's sweep asks; the run's own checks (its
+        leak probe, its controller's end-of-run removal) pass ``False``.
     """
     try:
         with open(state_path, encoding="utf-8") as fh:
-            members = json.load(fh).get("members", [])
+            state = json.load(fh)
+        members, run_anchor = state.get("members", []), state.get("anchor") if anchor else None
     except PermissionError:
         return True
     except (OSError, ValueError, AttributeError):
         return False
+    if isinstance(run_anchor, str) and member_alive(run_anchor):
+        return True
     return any(isinstance(m, str) and member_alive(m) for m in members)
 
 

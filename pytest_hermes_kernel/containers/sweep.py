@@ -159,12 +159,14 @@ def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
     return removed
 
 
-def in_use(labels: dict[str, str]) -> bool:
+def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     """Whether a labelled container is still used by a live process of any run.
 
     A shared container (it names its state file, :data:`~.labels.LABEL_STATE_FILE`) is in use
     while any member recorded there lives, each checked by pid and start time, whoever created
-    it (the creator may be a SIGKILLed host or an xdist worker that finished first). Any other
+    it (the creator may be a SIGKILLed host or an xdist worker that finished first), or while its
+    run's anchor lives (the xdist controller of workers that crashed: it removes the container at
+    the end of its run; ``anchor=False`` is that removal's own question). Any other
     container, and a shared one whose state file is not written yet, is in use while its
     creating host lives (:func:`~.labels.host_is_gone`).
     Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
@@ -175,7 +177,7 @@ def in_use(labels: dict[str, str]) -> bool:
         return True
     state_file = labels.get(LABEL_STATE_FILE)
     if state_file and os.path.exists(state_file):
-        return held(state_file)
+        return held(state_file, anchor=anchor)
     # no state file yet: the first member starts the container before it records itself there
     # (a concurrent sweep in that window must not remove it), so its creator decides
     return not host_is_gone(labels)
@@ -199,7 +201,7 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
             continue
         if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
             continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
-        if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE]):
+        if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE], anchor=False):
             role = labels.get(LABEL_ROLE, "?")
             found[summary["Id"]] = (f"container {summary['Id'][:12]} ({role}, {summary.get('State', '?')}); "
                                     "no live process holds it")
@@ -217,7 +219,7 @@ def sweep_run_unheld(run_id: str, client: docker.DockerClient | None = None) -> 
     :returns: ids of the containers removed.
     """
     return _remove_labelled(client, lambda _c, cid, labels: labels.get(LABEL_RUN_ID) == run_id and labels.get(
-        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels), dry_run=False)
+        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels, anchor=False), dry_run=False)
 
 
 def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,

@@ -5,7 +5,8 @@ Precedence (STYLE.md): marker > CLI > env (``PYTEST_HERMES_*``) > ini (``hermes_
 The run id is resolved here once per process and handed on explicitly: to this process's
 shared containers (:func:`~pytest_hermes_kernel.containers.sharing.use_run_id`) and, from the
 xdist controller, to each worker in its ``workerinput`` (so every worker of a run shares its
-containers). It is never written to ``os.environ``.
+containers), with the controller's ``pid:start-time`` as the run's anchor
+(:func:`~pytest_hermes_kernel.containers.sharing.use_run_anchor`). It is never written to ``os.environ``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Callable, Literal
 import pytest
 
 from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
-from ..containers.sharing import RUN_ID_PATTERN, use_run_id
+from ..containers.sharing import RUN_ID_PATTERN, process_anchor, use_run_anchor, use_run_id
 from ..errors import ConfigError
 from ..transports import TRANSPORT_NAMES
 
@@ -264,6 +265,8 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = dataclasses.replace(settings, run_id=_run_id_of(config, settings))
     config.stash[settings_key] = settings
     config.stash[_previous_run_id_key] = use_run_id(settings.run_id)
+    workerinput = getattr(config, "workerinput", None)
+    use_run_anchor(workerinput.get("hermes_run_anchor") if workerinput is not None else None)
     config.addinivalue_line(
         "markers", "hermes_kernel(**options): options for this test's kernels: any KernelOptions field "
         "(timeout=, max_output_bytes=, auto_restart=, env=, tools=, watchdog=WatchdogPolicy(...)), "
@@ -279,9 +282,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist, on the controller: send each worker this run's id (see module docstring)."""
     node.workerinput["hermes_run_id"] = node.config.stash[settings_key].run_id
+    node.workerinput["hermes_run_anchor"] = process_anchor()  # the controller outlives crashed workers
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _previous_run_id_key in config.stash:
         use_run_id(config.stash[_previous_run_id_key])
+        use_run_anchor(None)

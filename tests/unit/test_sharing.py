@@ -211,6 +211,37 @@ def test_a_shared_container_started_but_not_yet_recorded_is_in_use_while_its_cre
     assert not in_use(labels), "recorded, and every member is gone: the creator alone does not keep it"
 
 
+def test_a_resource_whose_members_crashed_stays_in_use_for_other_runs_while_its_runs_controller_lives(
+        tmp_path, monkeypatch):
+    """B39/B41: an xdist run's workers all crashed; its controller lives and removes the run's
+    container at its end. Another run's start-up sweep (seen: an inner run of the suite's own
+    tests) took it first: a live run's container touched by another run. The workers record
+    their controller as the run's anchor; the run's own checks (its leak probe, its
+    controller's removal) ask without it."""
+    from pytest_hermes_kernel.containers.sweep import in_use
+
+    controller = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        monkeypatch.setattr(sharing, "_anchor", None)
+        sharing.use_run_anchor(sharing.process_anchor(controller.pid))
+        worker = SharedResource("docker", "k", run_id="crashed", directory=str(tmp_path))
+        worker.acquire(lambda: {"container_id": "c"}, lambda r: True, lambda r: None)
+        state = json.loads(Path(worker.state_path).read_text())
+        state["members"] = ["1:-1000.0:dead"]  # the worker crashed: it never left
+        Path(worker.state_path).write_text(json.dumps(state))
+        labels = _shared_labels(worker.state_path, os.getpid())
+
+        assert sharing.held(worker.state_path) and in_use(labels), "the run's controller lives"
+        assert not sharing.held(worker.state_path, anchor=False) and not in_use(labels, anchor=False)
+        controller.kill()
+        controller.wait()
+        assert not in_use(labels), "the whole run is gone: any sweep may remove it"
+    finally:
+        controller.kill()
+        controller.wait()
+        sharing.use_run_anchor(None)
+
+
 class _Engine:
     """A docker client whose ``remove_container`` answers as the engine did for a second sweep."""
 
