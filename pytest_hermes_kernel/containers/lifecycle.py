@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from pytest_hermes_kernel.errors import ContainerStartError
 
+from ..kernel.contract import note_activity
+
 from .engines import engine_url
 from .image_check import require_image
 from .labels import LABEL_START_TOKEN, run_labels
@@ -225,6 +227,7 @@ def _start(
 ) -> Container:
     from testcontainers.core.container import DockerContainer
 
+    note_activity()  # a container the leak probe may report (see kernel.contract.activity)
     tc = DockerContainer(image).with_command(command).with_envs(**env)
     client = tc.get_docker_client().client
     require_image(client, image)
@@ -267,6 +270,7 @@ def _start_on(client: docker.DockerClient, image: str, *, command: list[str], op
     """
     require_image(client, image)
     options, token = _with_start_token(options)
+    note_activity()
     try:
         return client.containers.run(image, command, detach=True, **options)
     except BaseException as exc:  # noqa: BLE001 - any engine refusal: the message names the engine

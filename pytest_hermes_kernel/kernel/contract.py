@@ -82,7 +82,8 @@ def activity() -> int:
 
     Everything a transport can leave behind where its kernels run (a runner, a process a cell
     started, a kernel dir, a container, an ssh channel) comes from a call of one of its public
-    methods or from a cell, whose frames cross a channel. While this count stands still, a
+    methods, from a cell, whose frames cross a channel, or from the layers under the transports,
+    which count what they start too (a container, an ssh channel). While this count stands still, a
     transport's :meth:`Transport.leak_snapshot` can only find what it found the last time: the
     leak probe reuses it (for a short while, see :mod:`pytest_hermes_kernel.leaks.probes`).
     """

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
+from ...kernel.contract import note_activity
 
 if TYPE_CHECKING:
     import paramiko
@@ -222,6 +223,7 @@ class SshConnection:
 
         if not self.usable:
             raise TransportLostError(f"ssh connection to {self.target} is down: {self.unresponsive or 'closed'}")
+        note_activity()  # a channel the leak probe may report (see kernel.contract.activity)
         with self._session_slot():
             try:
                 chan = self.transport.open_session(timeout=self.connect_timeout)
@@ -292,9 +294,12 @@ class SshConnection:
         """
         chan = self.open_exec(command)
         try:
-            if stdin is not None:
-                chan.sendall(stdin)
-            chan.shutdown_write()
+            try:
+                if stdin is not None:
+                    chan.sendall(stdin)
+                chan.shutdown_write()
+            except OSError:  # it ended before reading its stdin (no such interpreter, say): what
+                pass  # it said and its exit status tell why, not the closed socket
             out, err = bytearray(), bytearray()
             deadline = time.monotonic() + timeout
             while True:
@@ -323,6 +328,7 @@ class SshConnection:
         """
         import paramiko
 
+        note_activity()
         with self._session_slot():
             try:
                 sftp = self.client.open_sftp()
