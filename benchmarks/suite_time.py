@@ -2,12 +2,12 @@
 
 Run the suite with every duration reported, then read its output::
 
-    python -m pytest -n 2 -p no:cacheprovider --hermes-transport=local,docker,ssh,filecell \\
+    python -m pytest -n 4 -p no:cacheprovider --hermes-transport=local,docker,ssh,filecell \\
         --hermes-require-transports --hermes-leak-check=error --durations=0 --durations-min=0.05 \\
         tests fixtures examples > /tmp/run.log
     python benchmarks/suite_time.py /tmp/run.log --top 30
 
-Times are worker seconds (under ``-n 2`` about twice the wall time), summed over the lines
+Times are worker seconds (under ``-n 4`` up to four times the wall time), summed over the lines
 pytest printed: durations under ``--durations-min`` are not in them. A test's transport is the
 leg in its id (``[docker]``, ``[ssh-...]``); tests without one (unit, plugin and docs tests, most
 of which run pytest in a subprocess) count as ``none``.
