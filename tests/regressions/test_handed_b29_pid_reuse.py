@@ -33,12 +33,19 @@ PRELUDE = r"""
 import os, signal, subprocess, sys, time
 
 def decoy_at(pid):
-    '''A ``sleep 600`` in a session of its own, on exactly ``pid`` (freed just now).'''
-    with open('/proc/sys/kernel/ns_last_pid', 'w') as fh:
-        fh.write(str(pid - 1))
-    decoy = subprocess.Popen(['sleep', '600'], start_new_session=True)
-    assert decoy.pid == pid, (decoy.pid, pid)
-    return decoy
+    '''A ``sleep 600`` in a session of its own, on exactly ``pid`` (freed just now). Dead is not
+    free: a zombie keeps its pid until its parent reaps it (a kernel server reaps its runners
+    from its own loop, later under load), and another fork may take the pid first: wait, retry.'''
+    for _ in range(5):
+        wait_for(lambda: not os.path.exists('/proc/%d' % pid), 'pid %d to be free' % pid)
+        with open('/proc/sys/kernel/ns_last_pid', 'w') as fh:
+            fh.write(str(pid - 1))
+        decoy = subprocess.Popen(['sleep', '600'], start_new_session=True)
+        if decoy.pid == pid:
+            return decoy
+        decoy.kill()
+        decoy.wait()
+    raise AssertionError('pid %d was taken each time before the decoy' % pid)
 
 def gone(pid):
     try:
