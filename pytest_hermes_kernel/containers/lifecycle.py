@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pytest_hermes_kernel.errors import ContainerStartError
 
 from ..kernel.contract import note_activity
-
 from .engines import engine_url
 from .image_check import require_image
 from .labels import LABEL_START_TOKEN, run_labels

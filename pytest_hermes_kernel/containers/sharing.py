@@ -94,11 +94,11 @@ def use_run_anchor(anchor: str | None) -> None:
     _anchor = anchor
 
 
-def process_anchor(pid: int | None = None) -> str | None:
-    """``pid:start-time`` of ``pid`` (default: this process), for :func:`use_run_anchor`."""
+def process_anchor(pid: int | None = None) -> str:
+    """``pid:start-time`` of ``pid`` (default: this process): an anchor for :func:`use_run_anchor`,
+    and the head of a member string (start time 0 when unknown: never alive)."""
     pid = os.getpid() if pid is None else pid
-    started = _process_start(pid)
-    return None if started is None else f"{pid}:{started}"
+    return f"{pid}:{_process_start(pid) or 0.0:.3f}"
 
 
 def current_run_id() -> str:
@@ -153,7 +153,7 @@ class SharedResource:
         self._stem = os.path.join(self.run_dir, f"{kind}-{key}")
         self.lock_path = self._stem + ".lock"
         self.state_path = self._stem + ".json"
-        self.member = f"{os.getpid()}:{_process_start(os.getpid()) or 0.0:.3f}:{uuid.uuid4().hex[:8]}"
+        self.member = f"{process_anchor()}:{uuid.uuid4().hex[:8]}"
         self.joined = False
 
     def side_file(self, suffix: str) -> str:

@@ -51,13 +51,11 @@ from .files import KernelFiles
 
 __all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport", "activity", "note_activity", "quiet_activity"]
 
-_activity = [0]
 #: Methods of a transport that cannot start anything: calling them is not activity (the leak
 #: probes call the first two on every test).
 _NOT_ACTIVITY = frozenset({"leak_snapshot", "leak_cleanup", "describe"})
-
-
-_quiet = threading.local()
+_activity = [0]
+_quiet = threading.local()  # ``on`` while this thread's calls are not activity
 
 
 def note_activity() -> None:

@@ -91,7 +91,7 @@ class TransportResources:
                     out.setdefault(key, description)
                     owners.setdefault(key, transport)
         self._owner = owners
-        self._last = (activity(), ids, now, dict(out)) if count == activity() else None
+        self._last = (count, ids, now, dict(out)) if count == activity() else None  # not if others acted meanwhile
         return out
 
     def cleanup(self, key: str) -> None:
