@@ -54,6 +54,12 @@ def kept_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+ORPHAN_SWEEP_IS_MACHINE_WIDE = """``hermes-kernel sweep kernel-processes`` kills every local kernel process whose host is
+gone, on the whole machine: run for real here, it also killed what a concurrent test checks
+survives its SIGKILLed host (under -n 4, the README's leak walkthrough then passed with its bug
+in). Tests list what it would kill (``--dry-run``, the same selection) instead."""
+
+
 def hermes(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """``hermes-kernel ARGS`` in a subprocess, in this process's environment (``TMPDIR`` included)."""
     return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *args], input=stdin,
@@ -142,9 +148,11 @@ def test_later_sweeps_leave_an_unexpired_kept_kernel_alone(pytester, run, kept_e
     run("--hermes-keep-failed").assert_outcomes(failed=1)
     kid, pid = kept_kernel(pytester)
 
-    swept = hermes("sweep", "kernel-dirs", "kernel-processes", "kept")  # its host is gone: still not a leftover
+    swept = hermes("sweep", "kernel-dirs", "kept")  # its host is gone: still not a leftover
+    would_kill = hermes("sweep", "--dry-run", "kernel-processes")  # see ORPHAN_SWEEP_IS_MACHINE_WIDE
 
-    assert swept.returncode == 0 and str(pid) not in swept.stdout and kid not in swept.stdout, swept.stdout
+    for out in (swept, would_kill):
+        assert out.returncode == 0 and str(pid) not in out.stdout and kid not in out.stdout, out.stdout
     assert not gone(pid) and records(kept_env) == [kid] and len(kernel_dirs(kept_env)) == 1
     assert hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
 

@@ -114,12 +114,17 @@ def kept_docker(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPa
 
 
 def sweep_with_another_tmpdir(tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """``hermes-kernel sweep containers kernel-processes`` as a user whose ``TMPDIR`` is another one."""
+    """``hermes-kernel sweep containers`` then ``sweep --dry-run kernel-processes`` (see
+    :data:`~tests.plugin.test_keep_failed.ORPHAN_SWEEP_IS_MACHINE_WIDE`) as a user whose ``TMPDIR``
+    is another one: their return code (the worse) and output, together."""
     other = tmp_path / "other-tmp"
     other.mkdir(mode=0o700)
-    return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "containers", "kernel-processes"],
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(other)},
-                          stdin=subprocess.DEVNULL)
+    runs = [subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", *args],
+                           capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(other)},
+                           stdin=subprocess.DEVNULL)
+            for args in (["containers"], ["--dry-run", "kernel-processes"])]
+    return subprocess.CompletedProcess(runs[0].args, max(r.returncode for r in runs),
+                                       "".join(r.stdout for r in runs), "".join(r.stderr for r in runs))
 
 
 def run_docker(run, kept: Kept, *args: str) -> pytest.RunResult:  # noqa: ANN001 - the plugin conftest's fixture
@@ -178,14 +183,15 @@ def test_a_later_runs_start_up_sweep_leaves_an_unexpired_kept_container_alone(py
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
     cid = kept_docker.record(kid)["locator"]["container_id"]
 
-    swept = hermes("sweep", "containers", "kernel-processes", "kept")  # its host is gone, but the kernel is kept
+    swept = hermes("sweep", "containers", "kept")  # its host is gone, but the kernel is kept
+    would_kill = hermes("sweep", "--dry-run", "kernel-processes")  # see ORPHAN_SWEEP_IS_MACHINE_WIDE
     elsewhere = sweep_with_another_tmpdir(tmp_path)  # no record there: the container's label says where they are
     first_run = kept_docker.run_id
     kept_docker.next_run()
     pytester.makepyfile(test_keep="def test_uses_docker(hermes_kernel):\n    assert hermes_kernel.execute('1').ok\n")
     run_docker(run, kept_docker).assert_outcomes(passed=1)  # its start-up sweep runs too
 
-    assert cid[:12] not in swept.stdout and kid not in swept.stdout, swept.stdout
+    assert cid[:12] not in swept.stdout and kid not in swept.stdout + would_kill.stdout, swept.stdout
     assert elsewhere.returncode == 0 and cid[:12] not in elsewhere.stdout, elsewhere.stdout + elsewhere.stderr
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
     assert run_containers(kept_docker.run_id) == {}, "the later run removed its own container"

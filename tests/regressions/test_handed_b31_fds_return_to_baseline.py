@@ -2,8 +2,8 @@
 
 315 restarts over 21 start/shutdown cycles (start, ``1+1``, 15 times restart and ``2+2``,
 shutdown; in three threads), 50 starts of a kernel that dies before its hello and 50 cells abandoned in
-the middle by the host's timeout, all under a tight ``RLIMIT_NOFILE``: the host's fd count must
-come back to its baseline (within 2) and no start may meet EMFILE.
+the middle by the host's timeout, all under a tight ``RLIMIT_NOFILE``: of the host's fds opened
+since the baseline, at most 2 may stay open, and no start may meet EMFILE.
 """
 
 from __future__ import annotations
@@ -27,6 +27,18 @@ FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 
 def _fd_count() -> int:
     return len(os.listdir("/proc/self/fd"))
+
+
+def _fds() -> set[tuple[str, str]]:
+    """``(fd, what it is open on)`` of this process: a socket or pipe by its inode, so an fd number
+    closed by something else meanwhile and reused for a leaked one still shows as new."""
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.add((fd, os.readlink(f"/proc/self/fd/{fd}")))
+        except OSError:
+            continue  # closed while listed (the listing's own fd, among others)
+    return out
 
 
 @pytest.fixture
@@ -53,7 +65,7 @@ def _cycles(n: int, errors: list[BaseException]) -> None:
 def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit, tmp_path):
     broken = interpreter_with(tmp_path, {"PYTHONHOME": "/nonexistent/hermes-b31"})  # cannot start
     start_kernel("local").shutdown()  # warm imports and caches before the baseline
-    baseline = _fd_count()
+    baseline = _fds()
     errors: list[BaseException] = []
 
     threads = [threading.Thread(target=_cycles, args=(CYCLES // THREADS, errors)) for _ in range(THREADS)]
@@ -70,8 +82,11 @@ def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit, tmp_path)
     k.shutdown()
 
     assert errors == []
+    # Only fds opened during the test count: under -n 4 the worker's other transports close some of
+    # theirs meanwhile (15 fewer than the baseline, measured), which is no leak and hides none.
     try:
-        wait_until(lambda: _fd_count() <= baseline + 2, 5.0)
+        wait_until(lambda: len(_fds() - baseline) <= 2, 5.0)
     except AssertionError:
-        pass  # reported below with the counts
-    assert abs(_fd_count() - baseline) <= 2, f"{_fd_count()} fds open, {baseline} before"
+        pass  # reported below with what they are
+    new = sorted(_fds() - baseline)
+    assert len(new) <= 2, f"{len(new)} fds opened during the test are still open: {new[:20]}"

@@ -1,0 +1,56 @@
+"""``hermes-kernel sweep kernel-processes``: it kills local kernel processes whose host is gone and
+leaves those whose host lives, and those of kept kernels.
+
+The sweep looks at the whole machine; run as is, it would also kill what concurrent tests keep
+alive on purpose (see ``tests.plugin.test_keep_failed.ORPHAN_SWEEP_IS_MACHINE_WIDE``). Here it is
+shown only this test's processes (``psutil.process_iter`` narrowed to them); the selection and
+the kill are the command's own.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+
+import psutil
+import pytest
+
+from pytest_hermes_kernel import cli
+from tests.support import gone, wait_until
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    assert not psutil.pid_exists(proc.pid)
+    return proc.pid
+
+
+def _kernel_process(host_pid: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host_pid)}
+    return subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
+
+
+def test_kills_the_kernel_processes_of_a_dead_host_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
+    orphan, live = _kernel_process(_dead_pid()), _kernel_process(os.getpid())
+    try:
+        wait_until(lambda: all(psutil.Process(p.pid).environ().get("HERMES_KERNEL_ID") for p in (orphan, live)),
+                   5.0, what="both processes to have exec'd with their markers")
+        mine = [psutil.Process(orphan.pid), psutil.Process(live.pid)]
+        monkeypatch.setattr(psutil, "process_iter", lambda *args, **kwargs: iter(mine))
+        lines: list[str] = []
+
+        listed = cli._kill_orphan_kernels(lines.append, True)
+        assert listed == 1 and not gone(orphan.pid)  # a dry run kills nothing
+
+        killed = cli._kill_orphan_kernels(lines.append, False)
+
+        assert killed == 1 and orphan.wait(5) == -9 and live.poll() is None
+        assert lines[0].startswith(f"would kill kernel process {orphan.pid} (host ")
+        assert lines[1].startswith(f"killed kernel process {orphan.pid} (host ")
+    finally:
+        for p in (orphan, live):
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
