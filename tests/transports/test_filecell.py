@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_hermes_kernel import KernelHandle, KernelOptions, WatchdogPolicy
+from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError, WatchdogPolicy
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
@@ -356,7 +356,6 @@ def test_runner_client_mode_and_shipped_client_say_hello(start, transport):
 
 def test_launch_failure_names_the_cause(backend):
     transport = FileCellTransport(backend, python="no-such-python3")
-    from pytest_hermes_kernel import KernelStartError
 
     with pytest.raises(KernelStartError, match="no-such-python3"):
         KernelHandle(transport).start()
@@ -386,11 +385,12 @@ def test_no_zombie_runner_is_left_on_the_local_shell():
     wait_until(lambda: not os.path.exists(f"/proc/{runner}"), 5.0, what="the runner to be reaped")
 
 
-def test_the_interpreter_is_looked_up_once_per_kernel_not_per_cell(tmp_path):
+def test_the_interpreter_is_looked_up_once_per_transport_not_per_cell(tmp_path):
     """``python`` names an interpreter through PATH or a version manager's shim (pyenv's costs
-    ~90 ms per start, most of a trivial cell): the launch resolves it once (its
-    ``sys.executable``) and the client's polls run that file; the runner, which runs the cells,
-    starts through the shim as given (what a wrapper sets up is the kernel's)."""
+    ~90 ms per start, most of a trivial cell): the first launch resolves it (its
+    ``sys.executable``); the client's polls, later launches' setup step and process scans run
+    that file. The runner, which runs the cells, starts through the shim as given, every time
+    (what a wrapper sets up is the kernel's)."""
     calls = tmp_path / "calls"
     shim = tmp_path / "python-shim"
     shim.write_text(f"#!/bin/sh\necho x >> {calls}\nexec {sys.executable} \"$@\"\n")
@@ -403,3 +403,22 @@ def test_the_interpreter_is_looked_up_once_per_kernel_not_per_cell(tmp_path):
         assert k.execute("import sys; sys.executable").value == repr(sys.executable)
 
     assert calls.read_text().count("x") == 2, "only the launch's setup and the runner went through the shim"
+
+    with KernelHandle(transport, KernelOptions()) as k:
+        assert k.execute("1 + 1").value == "2"
+        assert transport.kernel_processes(k.kernel_id) != []
+    assert calls.read_text().count("x") == 3, "a second kernel's runner only went through the shim"
+
+
+def test_a_resolved_interpreter_that_went_away_fails_one_start_and_is_looked_up_again(tmp_path):
+    """The interpreter a launch found is remembered; if it is gone at a later launch (a version
+    manager removed it), that start fails naming the setup, and the next one resolves afresh."""
+    transport = FileCellTransport(LocalShellBackend(), python=sys.executable)
+    with KernelHandle(transport, KernelOptions()) as k:
+        assert k.execute("1").value == "1"
+    transport._resolved[sys.executable] = str(tmp_path / "uninstalled" / "python3")
+
+    with pytest.raises(KernelStartError, match="setup failed"):
+        KernelHandle(transport, KernelOptions()).start()
+    with KernelHandle(transport, KernelOptions()) as k:
+        assert k.execute("2").value == "2"

@@ -89,6 +89,7 @@ class FileCellTransport(Transport):
         self.backend: ExecuteBackend = backend or LocalShellBackend()
         self._owns_backend = backend is None
         self.python = python
+        self._resolved: dict[str, str] = {}  # ``python`` as given -> the interpreter a launch found it runs
         self.root = root
         self.orphan_timeout = orphan_timeout
         self.poll_window_s = poll_window_s
@@ -111,9 +112,11 @@ class FileCellTransport(Transport):
         config.pop("token", None)  # a fresh one is made on the far side, never on a command line
         unset = [name for name in os.environ if name not in spec.env]  # the host's: not for the kernel
         config["env_unset"] = unset
+        setup_python = self._resolved.get(python, python)
         cmd = scripts.launch_command(
-            root=self.root, kdir=kdir, python=python, runner=app.name, files={app.name: app.data}, config=config,
-            kernel_id=spec.kernel_id, unset=unset, hello_params=scripts.params(wait=[], deadline_s=30.0))
+            root=self.root, kdir=kdir, python=python, setup_python=setup_python, runner=app.name,
+            files={app.name: app.data}, config=config, kernel_id=spec.kernel_id, unset=unset,
+            hello_params=scripts.params(wait=[], deadline_s=30.0))
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
         try:
             code, out = run(cmd, self.launch_timeout)
@@ -128,11 +131,15 @@ class FileCellTransport(Transport):
             self._cleanup_quietly(kdir, pid, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
+            self._resolved.pop(python, None)  # the next launch looks it up again
             self._cleanup_quietly(kdir, pid, python)
             raise KernelStartError(
                 f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
                 f"{_tail(out)}\nHint: the backend needs sh, python3 ({python!r}) and a writable {self.root!r}")
-        site.python = python = scripts.parse_python(out) or python  # resolved once: no PATH lookup per poll
+        resolved = scripts.parse_python(out)
+        if resolved:  # resolved once: no PATH lookup (nor wrapper, such as a pyenv shim) per poll or setup
+            self._resolved[python] = resolved
+        site.python = python = resolved or python
         stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
                         extra={"site": site, "python": python, "runner": app.name})
@@ -243,7 +250,8 @@ class FileCellTransport(Transport):
             as "nothing of the kernel is left").
         """
         try:
-            _, out = self.backend.execute(scripts.processes_command(kernel_id=kernel_id, python=self.python), 30.0)
+            _, out = self.backend.execute(
+                scripts.processes_command(kernel_id=kernel_id, python=self._resolved.get(self.python, self.python)), 30.0)
         except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
             raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
