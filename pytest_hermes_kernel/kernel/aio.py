@@ -13,7 +13,6 @@ ends with its cell, so no listener outlives its request.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -21,6 +20,8 @@ from typing import TYPE_CHECKING
 from .results import CellResult
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .handle import KernelHandle
 
 __all__ = ["aexecute"]
@@ -37,6 +38,8 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     :raises asyncio.CancelledError: if the awaiting task was cancelled (after the cell settled).
     :raises KernelShutdownError: if the kernel was shut down (and whatever ``execute`` raises).
     """
+    import asyncio  # here, not at import: a caller awaiting this has it loaded; others never pay for it
+
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
     switch = threading.Event()
@@ -54,6 +57,7 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
 
 async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
     """Wait for the cell to end, holding further cancellations; its result (``None`` if it raised)."""
+    import asyncio
     while not done.done():
         try:
             await asyncio.shield(done)

@@ -61,13 +61,22 @@ def running(container_id: str) -> bool:
 
 def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[str]:
     """Pids in the container whose environment carries the kernel's id (read as the kernel's
-    user: the image's, or ``user``)."""
+    user: the image's, or ``user``); none once the container is gone or stopped (a parallel
+    test's sweep may remove it as soon as the kernel expired)."""
+    import docker
+
     script = ("import os,sys\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: e=open(f'/proc/{p}/environ','rb').read()\n"
               "  except OSError: continue\n  if b'HERMES_KERNEL_ID='+sys.argv[1].encode()+b'\\0' in e+b'\\0': print(p)")
     client = _client()
     try:
         exec_id = client.api.exec_create(container_id, ["python3", "-c", script, kernel_id], user=user)["Id"]
         return client.api.exec_start(exec_id).decode().split()
+    except docker.errors.NotFound:
+        return []
+    except docker.errors.APIError as exc:  # 409: the container is not running (stopping, or stopped)
+        if exc.status_code == 409 and not running(container_id):
+            return []
+        raise
     finally:
         client.close()
 
