@@ -21,10 +21,11 @@ from tests.support import gone, wait_until
 
 
 def _dead_pid() -> int:
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    assert not psutil.pid_exists(proc.pid)
-    return proc.pid
+    """A pid no process can have: one past the kernel's ``pid_max`` (a freed pid could be reused)."""
+    with open("/proc/sys/kernel/pid_max", encoding="ascii") as fh:
+        pid = int(fh.read()) + 1
+    assert not psutil.pid_exists(pid)
+    return pid
 
 
 def _kernel_process(host_pid: int) -> subprocess.Popen[bytes]:
