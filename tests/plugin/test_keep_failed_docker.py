@@ -81,6 +81,14 @@ def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[
         client.close()
 
 
+def wait_removed_by_another_sweep(run_id: str, cid: str, output: str) -> None:
+    """Once its kept kernel ended, a container is a dead run's: ``sweep --kept`` removes it next,
+    unless a parallel test's sweep (any docker use starts one) came first. Then that one removes
+    it within a bound; a container nobody removes still fails here."""
+    wait_until(lambda: not run_containers(run_id), 10.0,
+               what=f"container {cid[:12]}, not removed by this sweep ({output!r}), to be removed by another")
+
+
 class Kept:
     """One inner run's facts: its run id, the kept record (read from its 0600 file), the tmp dir."""
 
@@ -180,7 +188,9 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     assert running(cid) and records(kept_docker.tmp) == [kid], "a dry run removes nothing"
     swept = hermes("sweep", "--kept")
     assert swept.returncode == 0, swept.stdout + swept.stderr
-    assert f"removed kept kernel {kid}" in swept.stdout and f"removed container {cid[:12]}" in swept.stdout, swept.stdout
+    assert f"removed kept kernel {kid}" in swept.stdout, swept.stdout
+    if f"removed container {cid[:12]}" not in swept.stdout:
+        wait_removed_by_another_sweep(kept_docker.run_id, cid, swept.stdout)
     wait_until(lambda: not running(cid), 10.0, what=f"the kept kernel's container {cid[:12]} to go")
     assert run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
     assert hermes("exec", kid, "evidence").returncode == 2
