@@ -58,6 +58,7 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
 async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
     """Wait for the cell to end, holding further cancellations; its result (``None`` if it raised)."""
     import asyncio
+
     while not done.done():
         try:
             await asyncio.shield(done)

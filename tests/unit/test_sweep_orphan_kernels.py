@@ -1,5 +1,5 @@
 """``hermes-kernel sweep kernel-processes``: it kills local kernel processes whose host is gone and
-leaves those whose host lives, and those of kept kernels.
+leaves those whose host lives (that it leaves kept kernels alone is in ``tests/plugin/test_keep_failed.py``).
 
 The sweep looks at the whole machine; run as is, it would also kill what concurrent tests keep
 alive on purpose (see ``tests.plugin.test_keep_failed.ORPHAN_SWEEP_IS_MACHINE_WIDE``). Here it is
