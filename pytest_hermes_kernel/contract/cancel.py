@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextlib
+import signal
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -37,12 +40,12 @@ CANCEL_AFTER_S = 0.5
 def test_keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_waiter(kernel):
     kernel.execute("keep = 1")
     baseline = threading.active_count()
-    timer = threading.Timer(CANCEL_AFTER_S, _thread.interrupt_main)
-    timer.start()
-
-    with pytest.raises(KeyboardInterrupt):
-        kernel.execute("while True: pass", timeout=60)
-    timer.join()
+    with _ctrl_c_raises_keyboard_interrupt():
+        timer = threading.Timer(CANCEL_AFTER_S, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            kernel.execute("while True: pass", timeout=60)
+        timer.join()
 
     b = kernel.execute("print('B')")
     c = kernel.execute("1 + 1")
@@ -50,6 +53,22 @@ def test_keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_waiter(kern
     assert b.kernel.state_lost, b.summary()  # the cancelled cell's kernel was ended, and it says so
     assert c.status == "ok" and c.value == "2" and c.stdout == ""
     wait_until(lambda: threading.active_count() <= baseline, 5.0, what="host threads back to baseline")
+
+
+@contextlib.contextmanager
+def _ctrl_c_raises_keyboard_interrupt() -> Iterator[None]:
+    """Python's own SIGINT handler for the block, as under a terminal.
+
+    ``_thread.interrupt_main`` does nothing while SIGINT is ignored or left to the OS default
+    (Python docs), and a pytest started as a background job of a non-interactive shell (``cmd &``
+    in a CI script) inherits SIGINT ignored: the cell would run on to its 60 s timeout and the
+    test would fail with "DID NOT RAISE" about the backend, not about the waiter.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def _cancel_while_it_runs(kernel, code: str, started: CellStarted) -> tuple[list[CellResult], int]:

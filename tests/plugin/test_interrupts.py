@@ -56,6 +56,12 @@ def test_in_setup(started_in_setup):
     pass
 """
 
+#: The inner pytest, with Python's own SIGINT handler whatever this run inherited: a pytest started
+#: as a background job of a non-interactive shell (``.ci/run &``) has SIGINT ignored, and its
+#: inner runs would inherit that and sit out a Ctrl-C (status 1 after "never signalled").
+SIGINT_AS_AT_A_TERMINAL = ("import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                           "sys.exit(pytest.console_main())")
+
 #: SIGTERM inside fixture setup on every transport; in the test where a container holds the run;
 #: Ctrl-C (pytest's own path) once each way. About 6 s a case on the 2-core machine.
 CASES = [(transport, "SIGTERM", "in_setup") for transport in ("local", "docker", "ssh", "filecell")] + [
@@ -80,7 +86,7 @@ def test_a_signalled_run_leaves_nothing(pytester: pytest.Pytester, request: pyte
     pytester.makepyfile(test_inner=INNER)
     run_id = f"b40-{uuid.uuid4().hex}"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "-q", "-k", where,
+        [sys.executable, "-c", SIGINT_AS_AT_A_TERMINAL, "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "-q", "-k", where,
          f"--hermes-transport={transport}", "--hermes-require-transports", f"--hermes-run-id={run_id}"],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
