@@ -158,3 +158,31 @@ def test_oom_in_a_memory_limited_container_is_reported_as_oom_killed(fresh_docke
     control = k.execute("import os\nos.kill(os.getpid(), 9)")  # SIGKILL that is not the OOM killer
     assert control.status == "died" and control.kernel.reason == "died" and not control.kernel.oom_killed
     assert k.execute("2 + 2").value == "4"
+
+
+def test_a_containers_user_is_read_once_for_every_transport_of_the_process(start, monkeypatch):
+    """The ``id`` exec that finds the container user's uid and gid (kernel dirs are theirs) runs
+    once per container, not once per transport instance: a second transport of the run, in the
+    same container, starts spawn-path kernels without it (80 such execs in one suite run)."""
+    from pytest_hermes_kernel.transports.docker import transport as docker_module
+
+    one, other = make_transport("docker", server=False), make_transport("docker", server=False)
+    try:
+        cid = start(one).launched.extra["container"]
+        asked: list[list[str]] = []
+        run = other._run
+
+        def recording(container_id, argv, **kw):
+            asked.append(list(argv))
+            return run(container_id, argv, **kw)
+
+        monkeypatch.setattr(other, "_run", recording)
+        k = start(other)
+        assert k.launched.extra["container"] == cid, "the run's one shared container"
+        assert ["sh", "-c", "id -u; id -g"] not in asked, asked
+        uid = docker_module._CONTAINER_OWNERS[(other.engine, cid)][0]
+        assert k.execute("import os; os.getuid()").value == str(uid), "the kernel runs as the user read once"
+        k.shutdown()
+    finally:
+        one.close()
+        other.close()

@@ -422,3 +422,24 @@ def test_a_resolved_interpreter_that_went_away_fails_one_start_and_is_looked_up_
         KernelHandle(transport, KernelOptions()).start()
     with KernelHandle(transport, KernelOptions()) as k:
         assert k.execute("2").value == "2"
+
+
+def test_a_docker_backend_asks_a_container_for_timeout_once_per_process(docker_ready, monkeypatch) -> None:
+    """``command -v timeout`` (whether a command's budget can be enforced inside the container)
+    is one exec per container for every backend of the process, not one per backend instance
+    (23 such execs in one suite run); a backend's budget is still enforced with it."""
+    docker = get_transport("docker")
+    one = DockerExecBackend(docker.shared_container(), client=docker.client)
+    assert one.execute("true", timeout=5.0)[0] == 0  # asked here, if no earlier backend asked
+    other = DockerExecBackend(docker.shared_container(), client=docker.client)
+    created: list[list[str]] = []
+    exec_create = docker.client.api.exec_create
+
+    def recording(container, cmd, *args, **kw):
+        created.append(list(cmd))
+        return exec_create(container, cmd, *args, **kw)
+
+    monkeypatch.setattr(docker.client.api, "exec_create", recording)
+    assert other.execute("sleep 5", timeout=0.5)[0] == 137, "killed by timeout -s KILL at its budget"
+    assert ["sh", "-c", "command -v timeout"] not in created, created
+    assert created and created[-1][:3] == ["timeout", "-s", "KILL"], created

@@ -13,6 +13,7 @@ from pytest_hermes_kernel import KernelHandle, KernelOptions
 from pytest_hermes_kernel.kernel.contract import Transport
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import PROBES
+from tests.support import wait_until
 
 TRANSPORT_ONLY = [p for p in PROBES if p.kind == "transport resource"]
 
@@ -109,15 +110,17 @@ def test_a_clean_test_leaves_nothing_the_transport_probe_reports(hermes_transpor
     assert not report, report.format("case")
 
 
-def _scan_execs(transport: Transport, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the host-process scans the transport runs by exec from now on."""
-    from pytest_hermes_kernel.transports.detached import HOST_PROCESSES_SCRIPT
+def _scan_execs(transport: Transport, monkeypatch: pytest.MonkeyPatch, script_name: str = "HOST_PROCESSES_SCRIPT",
+                ) -> list[str]:
+    """Record the scans (by default the host-process scan) the transport runs by exec from now on."""
+    from pytest_hermes_kernel.transports import detached
 
     execs: list[str] = []
     run_script = transport.run_script  # type: ignore[attr-defined]
+    wanted = getattr(detached, script_name)
 
     def recording(where, script, *args, **kw):
-        if script == HOST_PROCESSES_SCRIPT:
+        if script == wanted:
             execs.append(str(where))
         return run_script(where, script, *args, **kw)
 
@@ -159,3 +162,27 @@ def test_a_probe_in_the_kernel_server_gives_its_output_and_exit_code_and_a_hung_
         code, _ = server.probe("import time; time.sleep(60)", [], alarm_s=1)
         assert code == -14, "SIGALRM ended the hung probe"
         assert server.usable and handle.execute("1 + 1").value == "2", "the server and its kernels go on"
+
+
+@pytest.mark.parametrize("scan_by", ["kernel server", "exec"])
+def test_a_kernels_process_list_comes_from_the_kernel_server_when_one_runs(
+        hermes_transport: Transport, monkeypatch: pytest.MonkeyPatch, scan_by: str) -> None:
+    """``kernel_processes`` (the contract's "nothing of the kernel is left" check, polled) asks the
+    host's kernel server, as the leak snapshot does: no ``docker exec`` or ssh exec of a fresh
+    python3 per poll (207 docker execs in one suite run). Both ways list the same processes."""
+    transport = _remote(hermes_transport)
+    if transport.servers is None:  # type: ignore[attr-defined]
+        pytest.skip("this transport was made without kernel servers")
+    handle = KernelHandle(transport, KernelOptions()).start()
+    locator = transport.locator(handle.launched)
+    execs = _scan_execs(transport, monkeypatch, "KERNEL_PROCESSES_SCRIPT")
+    if scan_by == "exec":
+        monkeypatch.setattr(transport.servers, "running", lambda where: None)  # type: ignore[attr-defined]
+    try:
+        listed = transport.kernel_processes(handle.kernel_id, locator)
+        assert len(listed) >= 2, listed  # the kernel's supervisor and worker
+        assert bool(execs) == (scan_by == "exec"), execs
+    finally:
+        handle.shutdown()
+    wait_until(lambda: transport.kernel_processes(handle.kernel_id, locator) == [], 5.0,
+               what="the shut-down kernel's processes to be listed as gone")

@@ -287,6 +287,11 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+#: ``command -v timeout`` answers by (engine URL, full container id, user): see
+#: :meth:`DockerExecBackend._timeout_available`.
+_HAS_TIMEOUT: dict[tuple[str, str, str | None], bool] = {}
+
+
 class DockerExecBackend:
     """``docker exec <container> sh -c cmd`` (docker-py), as the container's default user.
 
@@ -353,11 +358,18 @@ class DockerExecBackend:
         return int(code), (out or b"").decode("utf-8", "replace")
 
     def _timeout_available(self) -> bool:
+        """Whether the container has ``timeout``: asked once per container (an id of 64 hex digits,
+        which never names another container) for every backend of this process, else once per backend."""
+        key = (self._client.api.base_url, self.container_id, self.user)
+        if self._has_timeout is None:
+            self._has_timeout = _HAS_TIMEOUT.get(key)
         if self._has_timeout is None:
             api = self._client.api
             exec_id = api.exec_create(self.container_id, ["sh", "-c", "command -v timeout"], user=self.user)["Id"]
             api.exec_start(exec_id)
             self._has_timeout = api.exec_inspect(exec_id).get("ExitCode") == 0
+            if len(self.container_id) == 64:
+                _HAS_TIMEOUT[key] = self._has_timeout
         return self._has_timeout
 
     def close(self) -> None:

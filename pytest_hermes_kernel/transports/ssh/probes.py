@@ -85,11 +85,17 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
 
 
 def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
-    """Live processes of kernel ``kernel_id`` on the ssh host, scanned there.
+    """Live processes of kernel ``kernel_id`` on the ssh host, scanned there (by the kernel
+    server there when one runs, as the leak snapshot's scan is; else by an exec).
 
     :raises TransportLostError: if the host cannot be reached or the scan does not finish within
         :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
     """
+    conn = transport.current_connection
+    if conn is not None and conn.usable:  # by the host's kernel server when one runs: no ssh exec
+        out = probe_by_server(transport.servers, str(conn.target), KERNEL_PROCESSES_SCRIPT, [kernel_id])
+        if out is not None:
+            return parse_kernel_processes(out)
     try:
         return parse_kernel_processes(transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
     except TimeoutError:
