@@ -10,6 +10,11 @@ ssh exec), measured in the same run by hiding the server from the probe.
 
 Prints, per transport, the median snapshot time in ms by server and by exec, and the median of a
 whole ``LeakChecker.before()`` with all the named transports live (what one test pays, twice).
+
+The host's own kernel-process probe reads every process's environment on the machine: its scan
+(a byte search of each ``/proc/<pid>/environ`` for the host's marker) is measured against the
+anchor it replaced, ``psutil.process_iter`` parsing every environment into a dict, as CPU ms per
+snapshot with the process count of the moment (a parallel suite run has 300-500 processes).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from collections.abc import Callable
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.leaks.checker import LeakChecker
+from pytest_hermes_kernel.leaks.probes import kernel_processes
 from pytest_hermes_kernel.transports import make_transport
 
 
@@ -32,6 +38,31 @@ def _median_ms(fn: Callable[[], object], rounds: int) -> float:
         fn()
         times.append(time.perf_counter() - started)
     return statistics.median(times) * 1000
+
+
+def _cpu_ms(fn: Callable[[], object], rounds: int) -> float:
+    """Median CPU time of this process per call, in ms."""
+    times = []
+    for _ in range(rounds):
+        started = time.process_time()
+        fn()
+        times.append(time.process_time() - started)
+    return statistics.median(times) * 1000
+
+
+def _parsed_scan() -> list[int]:
+    """The anchor: every process's environment parsed by psutil (the host probe before it searched bytes)."""
+    import psutil
+
+    me = str(os.getpid())
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if proc.environ().get("HERMES_KERNEL_HOST_PID") == me:
+                found.append(proc.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+    return found
 
 
 def main() -> None:
@@ -58,6 +89,9 @@ def main() -> None:
                 finally:
                     servers.running = running
             print(f"{transport.name:10} {by_server:13.2f} {'-' if by_exec is None else f'{by_exec:.2f}':>11}")
+        count = sum(1 for name in os.listdir("/proc") if name.isdigit())
+        print(f"host kernel-process probe, {count} processes: byte search {_cpu_ms(kernel_processes, args.rounds):.2f} "
+              f"CPU ms, psutil environ() parse {_cpu_ms(_parsed_scan, args.rounds):.2f} CPU ms (anchor)")
         checker = LeakChecker()
         print(f"LeakChecker.before() with {','.join(args.transports)} live: "
               f"{_median_ms(checker.before, args.rounds):.2f} ms (paid twice per test)")

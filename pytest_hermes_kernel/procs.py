@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import psutil
 
@@ -135,11 +135,38 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def pids_with_env(name: str, values: Collection[str]) -> list[int]:
+    """Pids of processes whose environment has ``name=value`` for one of ``values``.
+
+    Each process's ``/proc/<pid>/environ`` is searched as bytes for the whole entry, not parsed:
+    the leak check runs this over the machine's whole process table after every test, and a
+    parse of every environment into a dict (``psutil.Process.environ``) cost ~6x as much (6.7 ms
+    against 1.1 ms a scan of 82 processes on a 2-core machine; 300-500 processes during a parallel
+    run). A process that is gone or cannot be read (another user's) is left out, as psutil's
+    ``NoSuchProcess``/``AccessDenied`` are; the environment is the one the process was started
+    with (a later ``os.environ`` change in it does not show, for psutil neither).
+    """
+    needles = [b"\0" + f"{name}={value}".encode() + b"\0" for value in values]
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                block = b"\0" + fh.read() + b"\0"
+        except OSError:
+            continue
+        if any(needle in block for needle in needles):
+            found.append(int(entry))
+    return found
+
+
 def processes_with_env(name: str, value: str) -> list[str]:
     """``"pid: cmdline"`` of live processes whose environment has ``name=value``."""
     found = []
-    for proc in psutil.process_iter(["pid"]):
+    for pid in pids_with_env(name, [value]):
         try:
+            proc = psutil.Process(pid)
             if proc.environ().get(name) == value and proc.status() != psutil.STATUS_ZOMBIE:
                 found.append(f"{proc.pid}: {' '.join(proc.cmdline())[:160]}")
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..procs import start_time
+from ..procs import pids_with_env, start_time
 
 Snapshot = dict[str, str]
 
@@ -148,8 +148,9 @@ def kernel_processes() -> Snapshot:
     """
     me, own_ns = str(os.getpid()), _pid_namespace("self")
     out = {}
-    for proc in psutil.process_iter(["pid"]):
+    for pid in pids_with_env("HERMES_KERNEL_HOST_PID", [me]):  # a byte search; then the full checks
         try:
+            proc = psutil.Process(pid)
             if (proc.pid == os.getpid() or not _kernel_marked(proc, me) or proc.status() == psutil.STATUS_ZOMBIE
                     or (own_ns is not None and _pid_namespace(proc.pid) not in (own_ns, None))):
                 continue
@@ -174,8 +175,9 @@ def child_processes() -> Snapshot:
 def kernel_resources(kernel_ids: Collection[str]) -> set[str]:
     """Identities (as the process probes name them) of these kernels' processes and their children."""
     out: set[str] = set()
-    for proc in psutil.process_iter(["pid"]):
+    for pid in pids_with_env("HERMES_KERNEL_ID", kernel_ids):
         try:
+            proc = psutil.Process(pid)
             if proc.environ().get("HERMES_KERNEL_ID") not in kernel_ids:
                 continue
             for member in [proc, *proc.children(recursive=True)]:

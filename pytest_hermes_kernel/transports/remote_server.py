@@ -19,6 +19,7 @@ import collections
 import itertools
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -246,10 +247,15 @@ class ServerPool:
     """A transport's remote kernel servers: one per (kernel host, interpreter), started on first use.
 
     :param start: ``start(where, python) -> RemoteServer``: one exec that starts a server.
+    :param lends_probes: whether :func:`probe_by_server` may run another transport's probes in
+        these servers (``where`` names one kernel host for every transport of the process, and
+        the servers run as the user those probes' execs would run as: docker's container ids).
     """
 
-    def __init__(self, start: Callable[[str, str], RemoteServer]) -> None:
+    def __init__(self, start: Callable[[str, str], RemoteServer], *, lends_probes: bool = False) -> None:
         self._start = start
+        if lends_probes:
+            _LENDING_POOLS.add(self)
         self._servers: dict[tuple[str, str], RemoteServer] = {}
         self._lock = threading.Lock()
         self._starting: dict[tuple[str, str], threading.Lock] = {}
@@ -305,10 +311,24 @@ class ServerPool:
             server.close()
 
 
-def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str]) -> bytes | None:
+#: Pools whose servers run any transport's probes on their kernel host (``lends_probes``).
+_LENDING_POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
+
+
+def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str], *,
+                    borrow: bool = False) -> bytes | None:
     """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
-    exec): its stdout; ``None`` when none runs there or it could not (the caller execs it)."""
+    exec): its stdout; ``None`` when none runs there or it could not (the caller execs it).
+
+    :param borrow: when ``pool`` has none there, use a server another transport of this process
+        runs there, from a pool made with ``lends_probes`` (a spawn-path docker transport scans the
+        run's shared container through the server-path transport's server: 289 execs of a fresh
+        python3 in one suite run before).
+    """
     server = None if pool is None else pool.running(where)
+    if server is None and borrow:
+        server = next((s for p in list(_LENDING_POOLS) if p is not pool and (s := p.running(where)) is not None),
+                      None)
     if server is None:
         return None
     try:

@@ -7,6 +7,8 @@ or the ssh host were another machine: the transport alone must see the leak.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions
@@ -186,3 +188,28 @@ def test_a_kernels_process_list_comes_from_the_kernel_server_when_one_runs(
         handle.shutdown()
     wait_until(lambda: transport.kernel_processes(handle.kernel_id, locator) == [], 5.0,
                what="the shut-down kernel's processes to be listed as gone")
+
+
+@pytest.mark.hermes_allow_leaks("the test leaks a kernel on purpose and ends it itself")
+def test_a_spawn_path_docker_transport_scans_through_another_transports_kernel_server(
+        hermes_transport: Transport, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A docker transport made without kernel servers (the spawn path) borrows a server that
+    another transport of the process runs in the same container for its scans, and finds its
+    own leaked kernel there: no exec of a fresh python3 per leak snapshot."""
+    transport = _remote(hermes_transport)
+    if transport.name != "docker" or transport.servers is None:  # type: ignore[attr-defined]
+        pytest.skip("docker container ids name one kernel host for every transport of the process")
+    from pytest_hermes_kernel.transports import make_transport
+
+    with KernelHandle(transport, KernelOptions()):  # the server-path transport's server runs from now on
+        spawner = make_transport("docker", server=False)
+        try:
+            leaked = KernelHandle(spawner, KernelOptions()).start()
+            assert leaked.launched.extra.get("server") is None, "started by a plain spawn"
+            execs = _scan_execs(spawner, monkeypatch)
+            found = spawner.leak_snapshot(os.getpid())["remote kernel process"]
+            assert any(leaked.kernel_id in d for d in found.values()), found
+            assert execs == [], "the scan ran in the other transport's kernel server"
+            leaked.shutdown()
+        finally:
+            spawner.close()

@@ -48,7 +48,7 @@ class DockerSide(Protocol):
 
 def server_pool(transport: DockerSide, idle_timeout: float | None) -> ServerPool:
     """The pool of ``transport``'s servers (see module docstring)."""
-    return ServerPool(lambda cid, python: start_server(transport, cid, python, idle_timeout))
+    return ServerPool(lambda cid, python: start_server(transport, cid, python, idle_timeout), lends_probes=True)
 
 
 def start_server(transport: DockerSide, container_id: str, python: str, idle_timeout: float | None) -> RemoteServer:

@@ -9,10 +9,11 @@ container's kernel server when one runs, else by an exec).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, REAP_SCRIPT,
-                        parse_existing_dirs, parse_host_processes)
+from ...errors import TransportLostError
+from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+                        REAP_SCRIPT, parse_existing_dirs, parse_host_processes, parse_kernel_processes)
 from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
 
 if TYPE_CHECKING:
@@ -48,15 +49,47 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
 
 
 def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None:
-    """The host-process scan's output in container ``cid``: run by the kernel server there when
-    one runs (a fork, no exec: most snapshots), else by an exec as the image's user (the server's
+    """The host-process scan's output in container ``cid``: run by a kernel server there when
+    one runs, this transport's or another's of this process (a fork, no exec: most snapshots), else by an exec as the image's user (the server's
     user too: docker's root cannot read other users' environ); ``None`` if the container is not running."""
-    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args)
+    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
     if out is not None:
         return out
     if not transport.container_running(cid):
         return None
     return transport.run_script(cid, HOST_PROCESSES_SCRIPT, *args, user="")[1]
+
+
+def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[str, Any] | None) -> list[str]:
+    """``Transport.kernel_processes`` on this engine: the kernel's live processes in its container
+    (the locator's, else every container the transport knows), scanned there by a kernel server
+    when one runs (a fork: no exec of a fresh python3, ~0.1 s of CPU less across engine, runc and
+    the container), else by an exec as the kernel's user: docker's root lacks CAP_SYS_PTRACE to
+    read others' environ.
+
+    :raises TransportLostError: if a container that still runs cannot be scanned.
+    """
+    cids = [locator["container_id"]] if locator and locator.get("container_id") else transport.hosts.all_known()
+    found: list[str] = []
+    for cid in cids:
+        try:
+            out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True)
+            if out is None and transport.container_running(cid):
+                out = transport.run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")[1]
+            found += parse_kernel_processes(out or b"")
+        except Exception as exc:  # noqa: BLE001 - only a container gone meanwhile has no processes
+            if not _seen_gone(transport, cid):
+                raise TransportLostError(f"cannot list kernel {kernel_id}'s processes in container "
+                                         f"{cid[:12]}: {type(exc).__name__}: {exc}") from None
+    return found
+
+
+def _seen_gone(transport: DockerTransport, container_id: str) -> bool:
+    """Whether the engine answers that the container no longer runs (not: cannot be asked)."""
+    try:
+        return not transport.container_running(container_id)
+    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+        return False
 
 
 def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:

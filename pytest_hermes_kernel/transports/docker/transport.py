@@ -34,16 +34,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME,
-                       LOG_TAIL_LINES, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_kernel_processes,
-                       parse_ready, runner_config)
+from ..detached import (ALIVE_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
+                       SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import engine_client, engine_url
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, probe_by_server, with_fallback
+from ..remote_server import forked_alive, forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
@@ -307,27 +306,10 @@ class DockerTransport(Transport):
     attach_kept = keep.attach_kept
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
-        """Live processes of kernel ``kernel_id`` inside its container (scanned there, on the
-        engine its locator names)."""
+        """Live processes of kernel ``kernel_id`` inside its container (:func:`.probes.kernel_processes`)."""
         if locator and locator.get("docker_host") not in (None, self.engine):
             return keep.processes_elsewhere(type(self), kernel_id, locator)
-        cids = [locator["container_id"]] if locator and locator.get("container_id") else \
-            self.hosts.all_known()
-        found: list[str] = []
-        for cid in cids:
-            try:
-                # by the container's kernel server when one runs (a fork: no exec, ~0.1 s of CPU less
-                # across engine, runc and a fresh python3), else by an exec as the kernel's user:
-                # docker's root lacks CAP_SYS_PTRACE to read others' environ
-                out = probe_by_server(self.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id])
-                if out is None and self.container_running(cid):
-                    out = self.run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")[1]
-                found += parse_kernel_processes(out or b"")
-            except Exception as exc:  # noqa: BLE001 - only a container gone meanwhile has no processes
-                if not _seen_gone(self, cid):
-                    raise TransportLostError(f"cannot list kernel {kernel_id}'s processes in container "
-                                             f"{cid[:12]}: {type(exc).__name__}: {exc}") from None
-        return found
+        return probes.kernel_processes(self, kernel_id, locator)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`)."""
@@ -390,14 +372,6 @@ _FULL_ID = re.compile(r"[0-9a-f]{64}")
 def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
     """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
     api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
-
-
-def _seen_gone(transport: DockerTransport, container_id: str) -> bool:
-    """Whether the engine answers that the container no longer runs (not: cannot be asked)."""
-    try:
-        return not transport.container_running(container_id)
-    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
-        return False
 
 
 def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:
