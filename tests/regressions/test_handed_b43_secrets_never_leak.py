@@ -74,11 +74,27 @@ def container_argvs() -> list[bytes]:
     found = []
     try:
         for container in client.containers.list(filters={"label": f"{LABEL_RUN_ID}={current_run_id()}"}):
-            code, out = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline; echo"], user="root")
+            try:
+                code, out = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline; echo"], user="root")
+            except (docker.errors.NotFound, docker.errors.APIError):
+                # another worker's container of the run, removed or stopped since the list (a
+                # fresh container's test ended): nothing of this test's kernel runs there
+                if _still_running(client, container.id):
+                    raise
+                continue
             found.append(out or b"")
     finally:
         client.close()
     return found
+
+
+def _still_running(client, container_id: str) -> bool:  # noqa: ANN001 - a docker.DockerClient
+    import docker
+
+    try:
+        return client.containers.get(container_id).status == "running"
+    except docker.errors.NotFound:
+        return False
 
 
 class ArgvWatch:

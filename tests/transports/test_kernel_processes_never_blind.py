@@ -40,6 +40,7 @@ def test_docker_kernel_processes_raise_when_the_engine_fails_and_not_when_the_co
         monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_hermes_kernel.containers.images import docker_status
     from pytest_hermes_kernel.transports import get_transport
+    from pytest_hermes_kernel.transports.docker import probes as docker_probes
 
     ok, why = docker_status()
     if not ok:
@@ -51,6 +52,8 @@ def test_docker_kernel_processes_raise_when_the_engine_fails_and_not_when_the_co
         raise ConnectionError("the engine stopped answering")
 
     monkeypatch.setattr(transport, "run_script", engine_down)  # the scan's exec fails
+    # no kernel server to ask instead (one may run there from an earlier test): the scan is an exec
+    monkeypatch.setattr(docker_probes, "probe_by_server", lambda *args, **kwargs: None)
     with monkeypatch.context() as patch:
         # running at first; then the engine cannot be asked at all
         patch.setattr(transport.hosts, "running", _answers(True, ConnectionError("the engine stopped answering")))

@@ -205,6 +205,8 @@ def test_a_probe_on_a_connection_found_dead_reconnects_and_runs(ssh, start, monk
         raise EOFError()  # what paramiko raises when its transport dies while a channel opens
 
     monkeypatch.setattr(dead.transport, "open_session", eof)  # it still says is_active()
+    if ssh.servers is not None:  # the scan by exec, not by the kernel server's channel (still open)
+        monkeypatch.setattr(ssh.servers, "running", lambda where: None)
     assert ssh.kernel_processes(k.kernel_id), "the probe must reconnect and see the kernel's processes"
     assert ssh.current_connection is not dead
     assert k.execute("1 + 1").value == "2"

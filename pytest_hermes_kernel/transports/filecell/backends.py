@@ -360,9 +360,10 @@ class DockerExecBackend:
     def _timeout_available(self) -> bool:
         """Whether the container has ``timeout``: asked once per container (an id of 64 hex digits,
         which never names another container) for every backend of this process, else once per backend."""
-        key = (self._client.api.base_url, self.container_id, self.user)
-        if self._has_timeout is None:
-            self._has_timeout = _HAS_TIMEOUT.get(key)
+        if self._has_timeout is not None:
+            return self._has_timeout
+        key = (getattr(self._client.api, "base_url", ""), self.container_id, self.user)
+        self._has_timeout = _HAS_TIMEOUT.get(key)
         if self._has_timeout is None:
             api = self._client.api
             exec_id = api.exec_create(self.container_id, ["sh", "-c", "command -v timeout"], user=self.user)["Id"]
