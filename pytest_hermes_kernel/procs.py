@@ -140,9 +140,9 @@ def pids_with_env(name: str, values: Collection[str]) -> list[int]:
 
     Each process's ``/proc/<pid>/environ`` is searched as bytes for the whole entry, not parsed:
     the leak check runs this over the machine's whole process table after every test, and a
-    parse of every environment into a dict (``psutil.Process.environ``) cost ~6x as much (6.7 ms
-    against 1.1 ms a scan of 82 processes on a 2-core machine; 300-500 processes during a parallel
-    run). A process that is gone or cannot be read (another user's) is left out, as psutil's
+    parse of every environment into a dict (``psutil.Process.environ``) cost 4-5x as much (1.4
+    against 6.1 CPU ms a scan of 80 processes on a 2-core machine, ``python
+    benchmarks/leak_probes.py``; a parallel suite run has 300-500 processes). A process that is gone or cannot be read (another user's) is left out, as psutil's
     ``NoSuchProcess``/``AccessDenied`` are; the environment is the one the process was started
     with (a later ``os.environ`` change in it does not show, for psutil neither).
     """

@@ -11,6 +11,7 @@ socket. ``docker`` is imported inside the functions.
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
@@ -115,6 +116,16 @@ def engine_url(client: docker.DockerClient) -> str:
     if isinstance(adapter, UnixHTTPAdapter):  # docker-py names a unix socket http+docker://localhost
         return f"unix://{adapter.socket_path}"
     return base.replace("http://", "tcp://", 1)
+
+def is_full_container_id(name: str) -> bool:
+    """Whether ``name`` is a full container id (64 hex digits): it names one container on its
+    engine for good, so what is fixed at that container's creation (its user, its programs) may
+    be remembered by it for the whole process; a name or short id may name another container later."""
+    return _FULL_ID.fullmatch(name) is not None
+
+
+_FULL_ID = re.compile(r"[0-9a-f]{64}")
+
 
 def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClient) -> None:
     """Load image ``tag`` into engine ``target`` from engine ``source`` (``save`` + ``load``:

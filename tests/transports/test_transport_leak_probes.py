@@ -15,6 +15,7 @@ from pytest_hermes_kernel import KernelHandle, KernelOptions
 from pytest_hermes_kernel.kernel.contract import Transport
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import PROBES
+from pytest_hermes_kernel.transports.detached import HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT
 from tests.support import wait_until
 
 TRANSPORT_ONLY = [p for p in PROBES if p.kind == "transport resource"]
@@ -112,14 +113,10 @@ def test_a_clean_test_leaves_nothing_the_transport_probe_reports(hermes_transpor
     assert not report, report.format("case")
 
 
-def _scan_execs(transport: Transport, monkeypatch: pytest.MonkeyPatch, script_name: str = "HOST_PROCESSES_SCRIPT",
-                ) -> list[str]:
-    """Record the scans (by default the host-process scan) the transport runs by exec from now on."""
-    from pytest_hermes_kernel.transports import detached
-
+def _scan_execs(transport: Transport, monkeypatch: pytest.MonkeyPatch, wanted: str = HOST_PROCESSES_SCRIPT) -> list[str]:
+    """Record the scans of script ``wanted`` the transport runs by exec from now on."""
     execs: list[str] = []
     run_script = transport.run_script  # type: ignore[attr-defined]
-    wanted = getattr(detached, script_name)
 
     def recording(where, script, *args, **kw):
         if script == wanted:
@@ -177,7 +174,7 @@ def test_a_kernels_process_list_comes_from_the_kernel_server_when_one_runs(
         pytest.skip("this transport was made without kernel servers")
     handle = KernelHandle(transport, KernelOptions()).start()
     locator = transport.locator(handle.launched)
-    execs = _scan_execs(transport, monkeypatch, "KERNEL_PROCESSES_SCRIPT")
+    execs = _scan_execs(transport, monkeypatch, KERNEL_PROCESSES_SCRIPT)
     if scan_by == "exec":
         monkeypatch.setattr(transport.servers, "running", lambda where: None)  # type: ignore[attr-defined]
     try:

@@ -49,9 +49,10 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
 
 
 def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None:
-    """The host-process scan's output in container ``cid``: run by a kernel server there when
-    one runs, this transport's or another's of this process (a fork, no exec: most snapshots), else by an exec as the image's user (the server's
-    user too: docker's root cannot read other users' environ); ``None`` if the container is not running."""
+    """The host-process scan's output in container ``cid``: run by a kernel server there when one
+    runs, this transport's or another's of this process (a fork, no exec: most snapshots), else by
+    an exec as the image's user (the server's user too: docker's root cannot read other users'
+    environ); ``None`` if the container is not running."""
     out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
     if out is not None:
         return out

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import io
 import logging
-import re
 import tarfile
 import time
 import weakref
@@ -37,7 +36,7 @@ from .stream import DockerExecStream
 from ..detached import (ALIVE_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
                        SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_ready, runner_config)
 from ..runner_zipapp import runner_zipapp
-from ...containers.engines import engine_client, engine_url
+from ...containers.engines import engine_client, engine_url, is_full_container_id
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
@@ -350,7 +349,7 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
     :raises KernelStartError: if they cannot be read.
     """
     key = (transport.engine, container_id)
-    owners = _CONTAINER_OWNERS if _FULL_ID.fullmatch(container_id) else transport._owners
+    owners = _CONTAINER_OWNERS if is_full_container_id(container_id) else transport._owners
     if key not in owners:
         code, out, err = transport._run(container_id, ["sh", "-c", "id -u; id -g"], user="")
         ids = out.split()
@@ -361,12 +360,10 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
 
 
 #: uid and gid of each container's exec user, by (engine, full container id), for every transport
-#: of this process: a container's user is fixed at its creation and a full id never names another
-#: container, so the ``id`` exec runs once per container, not once per transport instance (80
-#: execs in one suite run, ~0.1 s of CPU each across engine, runc and the container). A name or
-#: short id may be given to another container later: those stay with their transport.
+#: of this process (:func:`~...containers.engines.is_full_container_id`): the ``id`` exec runs once
+#: per container, not once per transport instance (80 execs in one suite run). A name or short id
+#: stays with its transport.
 _CONTAINER_OWNERS: dict[tuple[str, str], tuple[int, int]] = {}
-_FULL_ID = re.compile(r"[0-9a-f]{64}")
 
 
 def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:

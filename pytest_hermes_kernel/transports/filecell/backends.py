@@ -34,6 +34,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ...errors import ExitStatusUnknownError
+from ...containers.engines import is_full_container_id
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -287,8 +288,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
-#: ``command -v timeout`` answers by (engine URL, full container id, user): see
-#: :meth:`DockerExecBackend._timeout_available`.
+#: ``command -v timeout`` answers by (engine URL, full container id, user), for every backend of the
+#: process (:func:`~...containers.engines.is_full_container_id`).
 _HAS_TIMEOUT: dict[tuple[str, str, str | None], bool] = {}
 
 
@@ -358,8 +359,8 @@ class DockerExecBackend:
         return int(code), (out or b"").decode("utf-8", "replace")
 
     def _timeout_available(self) -> bool:
-        """Whether the container has ``timeout``: asked once per container (an id of 64 hex digits,
-        which never names another container) for every backend of this process, else once per backend."""
+        """Whether the container has ``timeout``: asked once per container for every backend of this
+        process when the backend names it by full id, else once per backend (23 execs a suite run)."""
         if self._has_timeout is not None:
             return self._has_timeout
         key = (getattr(self._client.api, "base_url", ""), self.container_id, self.user)
@@ -369,7 +370,7 @@ class DockerExecBackend:
             exec_id = api.exec_create(self.container_id, ["sh", "-c", "command -v timeout"], user=self.user)["Id"]
             api.exec_start(exec_id)
             self._has_timeout = api.exec_inspect(exec_id).get("ExitCode") == 0
-            if len(self.container_id) == 64:
+            if is_full_container_id(self.container_id):
                 _HAS_TIMEOUT[key] = self._has_timeout
         return self._has_timeout
 
