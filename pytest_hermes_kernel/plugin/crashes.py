@@ -6,7 +6,7 @@ timer (30 min) and a docker or ssh runner until its orphan timer. So the control
 each worker's pid when it comes up (``pytest_testnodeready``) and, when one goes down with an
 error (``pytest_testnodedown``), kills every process carrying that pid as its kernel host
 (``HERMES_KERNEL_HOST_PID``): on this machine, checked to be the same process right before the
-signal, and in the run's containers (docker and the ssh transport's sshd), by pid and start
+signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd), by pid and start
 time. Kernels on a ``target=`` ssh host end by their orphan timer. xdist names the test the
 worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
 reaped. Nothing here touches a live worker's kernels: the pid is that of the dead worker only.
@@ -14,6 +14,9 @@ reaped. Nothing here touches a live worker's kernels: the pid is that of the dea
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,18 +49,54 @@ def _crashes(config: pytest.Config) -> Crashes:
     return config.stash[_crashes_key]
 
 
+#: Seconds to wait for SIGKILLed runners to be gone before removing their kernel dirs.
+_KILLED_WAIT_S = 3.0
+
+
 def reap_local(host_pid: int) -> int:
-    """SIGKILL every live process of this machine whose kernel host is ``host_pid``; how many."""
-    killed = 0
+    """SIGKILL every live process of this machine whose kernel host is ``host_pid``; how many.
+
+    A killed runner whose working directory is its kernel dir (filecell's: it holds the
+    ``runner.pid`` naming it) gets no chance to remove that dir: it is removed here once the
+    runner is gone, or it would stay until ``hermes-kernel sweep``.
+    """
+    killed: list[psutil.Process] = []
+    kernel_dirs: dict[psutil.Process, str] = {}
     for proc in psutil.process_iter(["pid"]):
         try:
             if proc.environ().get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
                 continue
+            cwd = proc.cwd()
             proc.kill()  # psutil checks the pid still names the process it listed (start time)
-            killed += 1
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
-    return killed
+        killed.append(proc)
+        if _names_runner(cwd, proc.pid):
+            kernel_dirs[proc] = cwd
+    deadline = time.monotonic() + _KILLED_WAIT_S
+    while kernel_dirs and time.monotonic() < deadline:
+        for proc in [proc for proc in kernel_dirs if _gone(proc)]:
+            shutil.rmtree(kernel_dirs.pop(proc), ignore_errors=True)
+        time.sleep(0.01)
+    return len(killed)
+
+
+def _gone(proc: psutil.Process) -> bool:
+    """Whether ``proc`` has ended: gone (its pid reused counts: psutil checks the start time) or
+    a zombie (on a machine whose pid 1 reaps nothing it stays one)."""
+    try:
+        return not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _names_runner(path: str, pid: int) -> bool:
+    """Whether ``path`` is a kernel dir whose ``runner.pid`` names ``pid``."""
+    try:
+        with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
+            return fh.read().split()[:1] == [str(pid)]
+    except (OSError, ValueError):
+        return False
 
 
 def reap_in_containers(host_pid: int, run_id: str, engines: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ stops at the first failure, with a summary, and without an internal error or a h
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import uuid
 import pytest
 
 from pytest_hermes_kernel.procs import processes_with_env
+from pytest_hermes_kernel.transports.filecell.transport import DEFAULT_ROOT
 from tests.support import wait_until
 
 pytest.importorskip("xdist")
@@ -59,6 +61,11 @@ def test_c(dies_in_teardown):
 """
 
 
+def _kernel_dirs(kernel_id: str) -> list[str]:
+    """The local filecell kernel dirs of ``kernel_id`` (``k-<first 12>-<random>``)."""
+    return glob.glob(os.path.join(DEFAULT_ROOT, f"k-{kernel_id[:12]}-*"))
+
+
 def _reaped(output: str, nodeid: str) -> int:
     found = re.search(rf"hermes-kernel: worker gw\d+ crashed in {re.escape(nodeid)}; (\d+) of its kernel", output)
     assert found, f"no crash line for {nodeid}:\n{output[-3000:]}"
@@ -90,9 +97,11 @@ def test_crashed_workers_are_blamed_right_and_their_kernels_reaped(pytester: pyt
         assert _reaped(out, nodeid) >= 1  # the runner (and its worker) where the kernel ran
     assert "an ordinary failure" in out and "FAILED test_inner.py::test_b - AssertionError" in out
     for name in ("a-filecell.json", "c-filecell.json"):
-        pid = str(json.loads((pytester.path / name).read_text())["pid"])
+        note = json.loads((pytester.path / name).read_text())
+        pid = str(note["pid"])
         wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", pid), 3.0,
                    what=f"the kernel processes of the crashed worker {pid} to be gone")
+        assert not _kernel_dirs(note["kernel"]), "a reaped filecell runner's kernel dir was left behind"
 
 
 def test_maxfail_stops_with_a_summary_and_no_internal_error(pytester: pytest.Pytester, run) -> None:
@@ -107,9 +116,11 @@ def test_maxfail_stops_with_a_summary_and_no_internal_error(pytester: pytest.Pyt
     assert re.search(r"=+ \d+ failed.* in [\d.]+s", out), out[-3000:]  # it ended, with its summary
     pid_file = pytester.path / "a-filecell.json"
     if pid_file.exists():  # test_a ran (and crashed) before the run stopped: its kernel is gone
-        pid = str(json.loads(pid_file.read_text())["pid"])
+        note = json.loads(pid_file.read_text())
+        pid = str(note["pid"])
         wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", pid), 3.0,
                    what="the crashed worker's kernel processes to be gone")
+        assert not _kernel_dirs(note["kernel"]), "a reaped filecell runner's kernel dir was left behind"
 
 
 def test_the_controller_reaps_a_dead_workers_kernels_inside_the_runs_containers(docker_ready: None) -> None:
