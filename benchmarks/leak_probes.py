@@ -14,7 +14,13 @@ whole ``LeakChecker.before()`` with all the named transports live (what one test
 The host's own kernel-process probe reads every process's environment on the machine: its scan
 (a byte search of each ``/proc/<pid>/environ`` for the host's marker) is measured against the
 anchor it replaced, ``psutil.process_iter`` parsing every environment into a dict, as CPU ms per
-snapshot with the process count of the moment (a parallel suite run has 300-500 processes).
+snapshot with the process count of the moment (a parallel suite run has 300-500 processes). The
+child-process probe of a process with no child asks the kernel (``has_children``) before psutil's
+walk over every process's parent, the anchor.
+
+What a test that starts no kernel pays for the plugin: ``pytest`` over N empty tests in a
+temporary directory, CPU seconds of the whole run, with the leak check on (the default, ``warn``),
+off, and without the plugin (``-p no:hermes_kernel``, the anchor); ``--empty-tests 0`` skips it.
 """
 
 from __future__ import annotations
@@ -22,12 +28,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import kernel_processes
+from pytest_hermes_kernel.procs import has_children
 from pytest_hermes_kernel.transports import make_transport
 
 
@@ -56,11 +66,40 @@ def _parsed_scan() -> list[int]:
     return found
 
 
+def _pytest_cpu_s(directory: str, *options: str) -> float:
+    """CPU seconds (user + system) of one ``pytest -q`` run in ``directory``."""
+    before = os.times()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options], cwd=directory,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = os.times()
+    return after.children_user - before.children_user + after.children_system - before.children_system
+
+
+def empty_tests(count: int, rounds: int = 3) -> None:
+    """Print the CPU seconds of ``count`` empty tests: leak check on, off, and no plugin."""
+    with tempfile.TemporaryDirectory() as directory:
+        with open(os.path.join(directory, "test_empty.py"), "w", encoding="ascii") as fh:
+            fh.write(f"import pytest\n\n\n@pytest.mark.parametrize('i', range({count}))\ndef test_empty(i):\n    pass\n")
+        legs = {"leak check warn (default)": (), "leak check off": ("--hermes-leak-check=off",),
+                "no plugin (anchor)": ("-p", "no:hermes_kernel")}
+        for name, options in legs.items():
+            cpu = statistics.median(_pytest_cpu_s(directory, *options) for _ in range(rounds))
+            print(f"pytest, {count} empty tests, {name}: {cpu:.2f} CPU s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--transports", type=lambda s: s.split(","), default=["local", "docker", "ssh", "filecell"])
+    ap.add_argument("--empty-tests", type=int, default=500)
     args = ap.parse_args()
+    if args.empty_tests:
+        empty_tests(args.empty_tests)
+    import psutil
+
+    walk = lambda: psutil.Process().children(recursive=True)  # noqa: E731
+    print(f"child-process probe, no child: has_children {_median_ms(lambda: has_children(os.getpid()), args.rounds, time.process_time):.3f} "
+          f"CPU ms, psutil children walk {_median_ms(walk, args.rounds, time.process_time):.3f} CPU ms (anchor)")
     transports = [make_transport(name) for name in args.transports]
     try:
         for transport in transports:

@@ -18,7 +18,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..procs import pids_with_env, start_time
+from ..procs import has_children, pids_with_env, start_time
 
 Snapshot = dict[str, str]
 
@@ -146,6 +146,10 @@ def kernel_processes() -> Snapshot:
     ``remote kernel process`` kind of :class:`TransportResources`), which also works when the
     engine or host is elsewhere; here they would only be counted twice.
     """
+    from ..kernel.contract import activity
+
+    if activity() == 0:  # nothing was ever started towards a kernel here: no process carries our marker
+        return {}
     me, own_ns = str(os.getpid()), _pid_namespace("self")
     out = {}
     for pid in pids_with_env("HERMES_KERNEL_HOST_PID", [me]):  # a byte search; then the full checks
@@ -161,7 +165,13 @@ def kernel_processes() -> Snapshot:
 
 
 def child_processes() -> Snapshot:
-    """Live descendants of the test process (a stray subprocess a test forgot)."""
+    """Live descendants of the test process (a stray subprocess a test forgot).
+
+    psutil finds descendants from the parent of every process on the machine; when the kernel
+    says this process has no child at all, that walk is skipped (:func:`~..procs.has_children`).
+    """
+    if not has_children(os.getpid()):
+        return {}
     out = {}
     for proc in psutil.Process().children(recursive=True):
         try:
