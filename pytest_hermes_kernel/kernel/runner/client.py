@@ -183,10 +183,19 @@ def _spool(sock: socket.socket, decoder: FrameDecoder, wait: set[Any], until: fl
         _leave(sock, decoder)
 
 
+def _entries(kernel_dir: str) -> list[str]:
+    """The kernel dir's entries; none once the supervisor, ending (a shutdown), removed it: its last
+    frames (the ``bye``) are still on the connection, and the poll must go on to read them."""
+    try:
+        return os.listdir(kernel_dir)
+    except FileNotFoundError:
+        return []
+
+
 def _unspool(kernel_dir: str, wait: set[Any]) -> ClientStatus | None:
     """Relay what holders spooled (oldest first, once each); the status it implies, or None."""
     status = None
-    locks = sorted(n for n in os.listdir(kernel_dir) if n.startswith(CLIENT_HOLD_PREFIX) and n.endswith(".lock"))
+    locks = sorted(n for n in _entries(kernel_dir) if n.startswith(CLIENT_HOLD_PREFIX) and n.endswith(".lock"))
     for name in locks:
         lines = _take_spool(os.path.join(kernel_dir, name))
         for line in lines or ():
@@ -231,7 +240,7 @@ def _take_spool(lock_path: str) -> list[str] | None:
 
 def _pickup(kernel_dir: str, sock: socket.socket, wait: set[Any], below: int | None = None) -> None:
     """Send the frames dropped into ``kernel_dir`` (``q-<seq>``, seq < ``below``), oldest first, once."""
-    names = sorted(n for n in os.listdir(kernel_dir) if n.startswith(CLIENT_DROP_PREFIX) and n[2:].isdigit()
+    names = sorted(n for n in _entries(kernel_dir) if n.startswith(CLIENT_DROP_PREFIX) and n[2:].isdigit()
                    and (below is None or int(n[2:]) < below))
     for name in names:
         path = os.path.join(kernel_dir, name)
