@@ -203,3 +203,27 @@ def pid_in(text: str, pattern: str) -> int:
     found = re.search(pattern, text)
     assert found, f"no match for {pattern!r} in:\n{text}"
     return int(found.group(1))
+
+
+#: The line :func:`container_output` has each exec print last.
+_EXEC_END = "hermes-test-exec-end"
+
+
+def container_output(client: Any, container_id: str, argv: list[str], user: str = "root", tries: int = 3) -> str:
+    """The complete stdout of ``argv`` run by ``docker exec`` in ``container_id`` (``client``: a
+    docker-py ``DockerClient``), for a test's read-only look into a container.
+
+    A loaded engine can answer an exec with its output lost or cut (moby/moby#27289): read as is,
+    a scan sees no process where there is one (a kept kernel looked gone in 2 loaded runs). The
+    command prints an end line after ``argv``; an answer without it is asked again ``tries``
+    times, then fails the test naming what came back.
+    """
+    wrapped = ["sh", "-c", f'"$@"; echo {_EXEC_END}', "sh", *argv]
+    out = ""
+    for _ in range(tries):
+        exec_id = client.api.exec_create(container_id, wrapped, user=user)["Id"]
+        out = client.api.exec_start(exec_id).decode(errors="replace")
+        if out.endswith(f"{_EXEC_END}\n"):
+            return out[:-len(_EXEC_END) - 1]
+    raise AssertionError(f"no complete answer from {argv[:2]} in container {container_id[:12]} "
+                         f"({tries} tries): {out[-300:]!r}")

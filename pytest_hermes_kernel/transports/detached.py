@@ -196,6 +196,13 @@ for name in os.listdir('/proc'):
             print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
 """.replace("SERVER_PREFIX", SERVER_KERNEL_ID_PREFIX)
 
+#: The line a read-only scan run by ``docker exec`` prints last, and the code (appended to the
+#: scan's script) that prints it: a loaded engine can return an exec's exit code 0 with its output
+#: lost or cut (moby/moby#27289, docker/docker-py#2042), and only an answer that ends with this
+#: line is complete (:func:`~.docker.probes.read_script`).
+SCAN_END_LINE = b"hermes-scan-end\n"
+SCAN_END_CODE = "\nimport sys as _hk_sys\n_hk_sys.stdout.write('hermes-scan-end\\n')\n"
+
 #: argv[1]: a pid, argv[2]: its start ticks (field 22 of /proc/<pid>/stat). SIGKILLs it only if
 #: it is still that process (never a reused pid); exit status 0 when it was.
 KILL_IF_SAME_SCRIPT = r"""

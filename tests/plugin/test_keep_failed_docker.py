@@ -22,7 +22,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
 from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
-from tests.support import stays_true, wait_until
+from tests.support import container_output, stays_true, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -69,8 +69,7 @@ def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[
               "  except OSError: continue\n  if b'HERMES_KERNEL_ID='+sys.argv[1].encode()+b'\\0' in e+b'\\0': print(p)")
     client = _client()
     try:
-        exec_id = client.api.exec_create(container_id, ["python3", "-c", script, kernel_id], user=user)["Id"]
-        return client.api.exec_start(exec_id).decode().split()
+        return container_output(client, container_id, ["python3", "-c", script, kernel_id], user=user).split()
     except docker.errors.NotFound:
         return []
     except docker.errors.APIError as exc:  # 409: the container is not running (stopping, or stopped)

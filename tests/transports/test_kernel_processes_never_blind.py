@@ -75,3 +75,41 @@ def _answers(*answers: object):
         return bool(answer)
 
     return running
+
+
+@pytest.mark.parametrize("lost", [b"", b"1234\tpython3 -B /tmp/hermes-kern"], ids=["blank", "cut"])
+def test_docker_scans_whose_output_the_engine_lost_are_asked_again_or_raise(
+        monkeypatch: pytest.MonkeyPatch, lost: bytes) -> None:
+    """A loaded engine can answer an exec with exit code 0 and its output lost or cut
+    (moby/moby#27289): read as is, a live kernel's scan says "no process", and the leak check
+    or a host-death check passes blind. A lost answer is asked again; one never complete raises."""
+    from pytest_hermes_kernel.containers.images import docker_status
+    from pytest_hermes_kernel.kernel.handle import KernelHandle
+    from pytest_hermes_kernel.kernel.options import KernelOptions
+    from pytest_hermes_kernel.transports import get_transport
+    from pytest_hermes_kernel.transports.docker import probes as docker_probes
+
+    ok, why = docker_status()
+    if not ok:
+        pytest.skip(f"docker engine not reachable: {why}")
+    transport = get_transport("docker")
+    with KernelHandle(transport, KernelOptions()) as handle:
+        locator = {"container_id": handle.launched.extra["container"]}
+        monkeypatch.setattr(docker_probes, "probe_by_server", lambda *args, **kwargs: None)  # scans by exec
+        real, losses = transport.run_script, []
+
+        def engine_losing(times: int):  # the first ``times`` answers come back lost
+            def run_script(*args: object, **kwargs: object) -> tuple[int | None, bytes]:
+                if len(losses) < times:
+                    losses.append(args)
+                    return 0, lost
+                return real(*args, **kwargs)
+            return run_script
+
+        monkeypatch.setattr(transport, "run_script", engine_losing(1))
+        assert transport.kernel_processes(handle.kernel_id, locator), "a live kernel's processes are found"
+        assert len(losses) == 1
+        losses.clear()
+        monkeypatch.setattr(transport, "run_script", engine_losing(100))
+        with pytest.raises(TransportLostError, match="no complete answer"):
+            transport.kernel_processes(handle.kernel_id, locator)

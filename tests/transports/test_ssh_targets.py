@@ -21,6 +21,7 @@ from pytest_hermes_kernel.containers.keys import generate_keypair
 from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.ssh.targets import SshTargets, parse_targets
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+from tests.support import container_output
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -34,8 +35,7 @@ class Hosts:
 
 
 def _host_key(client, container_id: str) -> str:  # noqa: ANN001 - docker-py
-    exec_id = client.api.exec_create(container_id, ["cat", "/etc/ssh/ssh_host_ed25519_key.pub"], user="root")["Id"]
-    return " ".join(client.api.exec_start(exec_id).decode().split()[:2])
+    return " ".join(container_output(client, container_id, ["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).split()[:2])
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +72,7 @@ def two_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hosts]:
 def _kernel_pids_on(client, container_id: str) -> list[str]:  # noqa: ANN001 - docker-py
     script = ("import os\nfor p in os.listdir('/proc'):\n if p.isdigit():\n  try: e=open(f'/proc/{p}/environ','rb').read()\n"
               "  except OSError: continue\n  if b'HERMES_KERNEL_ID=' in e: print(p)")
-    exec_id = client.api.exec_create(container_id, ["python3", "-c", script], user="hermes")["Id"]
-    return client.api.exec_start(exec_id).decode().split()
+    return container_output(client, container_id, ["python3", "-c", script], user="hermes").split()
 
 
 def test_kernels_go_to_the_host_with_the_fewest_live_kernels(two_hosts):

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
 from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
-                        REAP_SCRIPT, parse_existing_dirs, parse_host_processes, parse_kernel_processes)
+                        REAP_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, parse_existing_dirs, parse_host_processes,
+                        parse_kernel_processes)
 from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
 
 if TYPE_CHECKING:
@@ -52,13 +53,39 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     """The host-process scan's output in container ``cid``: run by a kernel server there when one
     runs, this transport's or another's of this process (a fork, no exec: most snapshots), else by
     an exec as the image's user (the server's user too: docker's root cannot read other users'
-    environ); ``None`` if the container is not running."""
+    environ), its answer checked complete (:func:`read_script`);
+    ``None`` if the container is not running."""
     out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
     if out is not None:
         return out
     if not transport.container_running(cid):
         return None
-    return transport.run_script(cid, HOST_PROCESSES_SCRIPT, *args, user="")[1]
+    return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
+
+
+#: How many times :func:`read_script` runs a scan whose answer came back lost or cut.
+EXEC_READ_TRIES = 3
+
+
+def read_script(transport: DockerTransport, container_id: str, script: str, *args: str, user: str = "root") -> bytes:
+    """The complete stdout of a read-only python ``script`` run with ``args`` in the container.
+
+    A loaded engine can answer an exec with exit code 0 and its output lost or cut
+    (moby/moby#27289, docker/docker-py#2042): read as is, a scan would see no process where
+    there is one (a leak check passing blind, a live kernel reported gone). So the script prints
+    an end line when it finishes (:data:`~..detached.SCAN_END_LINE`), and an answer without it is
+    asked again (the script only reads), up to :data:`EXEC_READ_TRIES` times.
+
+    :raises TransportLostError: if no complete answer came back (the message has the last exit
+        code and the end of its output).
+    """
+    code, out = None, b""
+    for _ in range(EXEC_READ_TRIES):
+        code, out = transport.run_script(container_id, script + SCAN_END_CODE, *args, user=user)
+        if code == 0 and out.endswith(SCAN_END_LINE):
+            return out[:-len(SCAN_END_LINE)]
+    raise TransportLostError(f"no complete answer from a scan in container {container_id[:12]} "
+                             f"({EXEC_READ_TRIES} tries): exit code {code}, stdout ends {out[-200:]!r}")
 
 
 def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[str, Any] | None) -> list[str]:
@@ -76,7 +103,7 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
         try:
             out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True)
             if out is None and transport.container_running(cid):
-                out = transport.run_script(cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")[1]
+                out = read_script(transport, cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")
             found += parse_kernel_processes(out or b"")
         except Exception as exc:  # noqa: BLE001 - only a container gone meanwhile has no processes
             if not _seen_gone(transport, cid):

@@ -369,6 +369,7 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
     return owners[key]
 
 
+
 #: How many times :func:`container_owner` asks before it gives up.
 _OWNER_TRIES = 3
 #: The line that ends a complete ``id`` answer.

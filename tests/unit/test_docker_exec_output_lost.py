@@ -5,7 +5,10 @@ code 0 and its output lost or cut (moby/moby#27289, docker/docker-py#2042): a CI
 loaded runs of ``test_docker_keep.py``, and 5 in 1200 direct reads under load.
 
 The answer must end with a marker line; one without it is asked again, and a read that never
-completes says what came back.
+completes says what came back. The same holds for the xdist crash reaper's scan of a crashed
+worker's kernels (a lost answer there left them running until their orphan timer); the
+transport's own scans are tested against a real engine in
+``tests/transports/test_kernel_processes_never_blind.py``.
 """
 
 from __future__ import annotations
@@ -66,3 +69,33 @@ def test_a_failing_exec_reports_its_exit_code_and_stderr() -> None:
     t = _transport([(126, b"", b"OCI runtime exec failed")] * docker_transport._OWNER_TRIES)
     with pytest.raises(KernelStartError, match=r"exit code 126.*OCI runtime exec failed"):
         container_owner(t, "short-name")
+
+
+class _Container:
+    """What the xdist crash reaper uses of a docker-py container: ``exec_run`` answering in turn."""
+
+    id = "c" * 64
+
+    def __init__(self, answers: list[tuple[int, bytes]]) -> None:
+        self.answers, self.asked = answers, []
+
+    def exec_run(self, argv: list[str], user: str = "") -> tuple[int, bytes]:
+        self.asked.append(argv)
+        return self.answers.pop(0)
+
+
+def test_the_crash_reapers_scan_is_asked_again_when_its_answer_was_lost() -> None:
+    from pytest_hermes_kernel.plugin.crashes import _reap_in
+    from pytest_hermes_kernel.transports.detached import SCAN_END_LINE
+
+    row = b"4242\t777\tkid\tpython3 -B runner.pyz serve\n"
+    container = _Container([(0, b""), (0, row + SCAN_END_LINE), (0, b"")])  # lost, complete, the kill
+    assert _reap_in(container, 1234) == 1, "the kernel the lost answer hid is still killed"
+    assert container.asked[2][-2:] == ["4242", "777"]
+
+
+def test_the_crash_reapers_scan_never_complete_is_an_error_not_nothing_to_kill() -> None:
+    from pytest_hermes_kernel.plugin.crashes import _reap_in
+
+    with pytest.raises(OSError, match="no complete answer"):
+        _reap_in(_Container([(0, b"4242\t777\tk")] * 3), 1234)
