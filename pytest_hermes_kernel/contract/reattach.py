@@ -101,8 +101,6 @@ def test_runner_gone_mid_cell_is_transport_lost(reattachable: Transport, kernel:
     assert after.ename == "NameError" and after.kernel.state_lost and after.kernel.generation == 1, after.summary()
 
 
-@pytest.mark.xfail(strict=True, reason="known defect: a tool result sent as the stream drops is lost; after the "
-                   "re-attach nobody sends it again and the cell waits for it until its budget ends")
 def test_drop_during_a_tool_call_still_answers_it(reattachable: Transport, kernel_factory: Callable[..., KernelHandle],
                                                   hermes_faults: Any) -> None:
     """The stream drops while the host runs a tool for the cell (the tool itself drops it)."""

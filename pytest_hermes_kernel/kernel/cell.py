@@ -74,6 +74,10 @@ class CellRun:
         self._stage: Action | None = None
         self._reconnected = False
         self._tool_threads: list[threading.Thread] = []
+        # tool call id -> the tool_result sent for it: sent again after a re-attach (a reply on a
+        # stream that drops is lost, and the worker waits for it); the worker ignores a second one
+        self._tool_replies: dict[Any, dict[str, Any]] = {}
+        self._tool_replies_lock = threading.Lock()
 
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.
@@ -121,7 +125,7 @@ class CellRun:
             last_heard, pings = time.monotonic(), 0
             kind = header.get("type")
             if kind == "tool_call":
-                self._tool_threads.append(self._start_tool_call(channel, header))
+                self._tool_threads.append(self._start_tool_call(header))
             elif kind == "running":
                 self._running()
             elif kind != "pong":
@@ -148,12 +152,12 @@ class CellRun:
         return pings + 1, last_heard
 
     # ------------------------------------------------------------------------------ tools
-    def _start_tool_call(self, channel: Channel, header: dict[str, Any]) -> threading.Thread:
+    def _start_tool_call(self, header: dict[str, Any]) -> threading.Thread:
         """Run a tool in its own thread, so the cell's thread keeps watching the channel and the
         ladder: ``cancel()``, ``interrupt()``, a kill or a shutdown still work while a tool blocks.
         The budget is paused while the tool runs (the seed watchdog's pause flag)."""
         self.budget.pause()
-        thread = threading.Thread(target=self._serve_tool_call, args=(channel, header),
+        thread = threading.Thread(target=self._serve_tool_call, args=(header,),
                                   name=f"hermes-tool-{header.get('name')}", daemon=True)
         thread.start()
         return thread
@@ -165,7 +169,7 @@ class CellRun:
             while thread.is_alive() and not self.budget.cancelled:
                 thread.join(0.1)
 
-    def _serve_tool_call(self, channel: Channel, header: dict[str, Any]) -> None:
+    def _serve_tool_call(self, header: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"type": "tool_result", "id": header.get("id")}
         _in_tool.kernel = self.kernel
         try:
@@ -183,13 +187,36 @@ class CellRun:
             _in_tool.kernel = None
             self.budget.resume()
         try:
-            channel.send(reply)
-        except (TypeError, FrameTooLargeError) as exc:
-            what = "is not JSON" if isinstance(exc, TypeError) else "does not fit in a frame"
-            channel.send({"type": "tool_result", "id": header.get("id"), "ok": False,
-                          "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"})
+            try:
+                channel = self._keep_tool_reply(reply)
+                channel.send(reply)
+            except (TypeError, FrameTooLargeError) as exc:
+                what = "is not JSON" if isinstance(exc, TypeError) else "does not fit in a frame"
+                reply = {"type": "tool_result", "id": header.get("id"), "ok": False,
+                         "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"}
+                self._keep_tool_reply(reply).send(reply)
         except ChannelClosed:
-            pass  # the cell ended meanwhile (killed, shut down): nobody waits for this answer
+            pass  # the cell ended (killed, shut down), or the stream dropped: a re-attach sends it again
+
+    def _keep_tool_reply(self, reply: dict[str, Any]) -> Channel:
+        """Keep ``reply`` for a re-attach to send again; the channel to send it on now (the link's
+        current one: a re-attach that completed while the tool ran replaced the channel the call
+        came on). Kept first, read second: a re-attach either finds it kept or has installed the
+        channel it goes out on."""
+        with self._tool_replies_lock:
+            self._tool_replies[reply.get("id")] = reply
+        return self.link.channel
+
+    def _send_tool_replies_again(self) -> None:
+        """After a re-attach: every tool result of this cell again (one sent as the stream dropped
+        is lost; the worker ignores one it already has)."""
+        with self._tool_replies_lock:
+            replies = list(self._tool_replies.values())
+        for reply in replies:
+            try:
+                self.link.channel.send(reply)
+            except (TypeError, FrameTooLargeError):
+                pass  # a value that cannot be sent: its tool's thread sends the error in its place
 
     # ------------------------------------------------------------------------------ watchdog
     def _escalate(self, action: Action) -> CellOutcome | None:
@@ -223,6 +250,7 @@ class CellRun:
             self._reconnected = True
             try:
                 if hello.get("running") == self.rid:
+                    self._send_tool_replies_again()
                     if self.options.report_running:
                         self._running()  # its running frame may have been lost with the stream
                 elif self.rid not in hello.get("replayed", ()):
