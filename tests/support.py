@@ -25,6 +25,7 @@ import pytest
 from pytest_hermes_kernel.contract._probes import (CellStarted, kernel_pids, run_in_thread,  # noqa: F401
                                                    signal_in_kernel, wait_until)
 from pytest_hermes_kernel.kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
+from pytest_hermes_kernel.transports.detached import SCAN_END_SH, until_complete
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 KERNEL_ID_VAR = "HERMES_KERNEL_ID"
@@ -205,25 +206,23 @@ def pid_in(text: str, pattern: str) -> int:
     return int(found.group(1))
 
 
-#: The line :func:`container_output` has each exec print last.
-_EXEC_END = "hermes-test-exec-end"
-
-
 def container_output(client: Any, container_id: str, argv: list[str], user: str = "root", tries: int = 3) -> str:
     """The complete stdout of ``argv`` run by ``docker exec`` in ``container_id`` (``client``: a
     docker-py ``DockerClient``), for a test's read-only look into a container.
 
     A loaded engine can answer an exec with its output lost or cut (moby/moby#27289): read as is,
-    a scan sees no process where there is one (a kept kernel looked gone in 2 loaded runs). The
-    command prints an end line after ``argv``; an answer without it is asked again ``tries``
-    times, then fails the test naming what came back.
+    a scan sees no process where there is one (a kept kernel looked gone in 2 loaded runs). As
+    the kit's own scans do (:func:`~pytest_hermes_kernel.transports.detached.until_complete`), the
+    command prints an end line after ``argv`` and an answer without it is asked again ``tries``
+    times; then the test fails naming what came back.
     """
-    wrapped = ["sh", "-c", f'"$@"; echo {_EXEC_END}', "sh", *argv]
-    out = ""
-    for _ in range(tries):
-        exec_id = client.api.exec_create(container_id, wrapped, user=user)["Id"]
-        out = client.api.exec_start(exec_id).decode(errors="replace")
-        if out.endswith(f"{_EXEC_END}\n"):
-            return out[:-len(_EXEC_END) - 1]
-    raise AssertionError(f"no complete answer from {argv[:2]} in container {container_id[:12]} "
-                         f"({tries} tries): {out[-300:]!r}")
+    wrapped = ["sh", "-c", f'"$@"; {SCAN_END_SH}', "sh", *argv]
+
+    def ask() -> tuple[int, bytes]:  # the exit code is not read: a complete answer is what counts
+        return 0, client.api.exec_start(client.api.exec_create(container_id, wrapped, user=user)["Id"])
+
+    answer, _, out = until_complete(ask, tries)
+    if answer is None:
+        raise AssertionError(f"no complete answer from {argv[:2]} in container {container_id[:12]} "
+                             f"({tries} tries): {out[-300:]!r}")
+    return answer.decode(errors="replace")

@@ -26,8 +26,8 @@ import pytest
 
 from ..containers.labels import LABEL_RUN_ID
 from ..containers.sharing import current_run_id
-from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_LINE,
-                                   parse_host_processes)
+from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, parse_host_processes,
+                                   until_complete)
 from .settings import settings_key
 
 
@@ -142,17 +142,12 @@ def _reap_in(container: Any, host_pid: int) -> int:
     container's root lacks the ptrace right to read their environments: it would find none)."""
     from ..containers.lifecycle import SSH_USER
 
-    rows = None
-    for _ in range(3):  # an answer the engine lost or cut is asked again (SCAN_END_LINE)
-        code, out = container.exec_run(["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)],
-                                       user=SSH_USER)
-        if code == 0 and (out or b"").endswith(SCAN_END_LINE):
-            rows = parse_host_processes(out)
-            break
-    if rows is None:
+    answer, _, _ = until_complete(lambda: tuple(container.exec_run(
+        ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
+    if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
     killed = 0
-    for pid, start, _kid, _cmd in rows:
+    for pid, start, _kid, _cmd in parse_host_processes(answer):
         code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
         killed += code == 0
     return killed

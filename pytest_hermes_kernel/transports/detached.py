@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..kernel.contract import LaunchSpec
@@ -196,12 +197,33 @@ for name in os.listdir('/proc'):
             print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
 """.replace("SERVER_PREFIX", SERVER_KERNEL_ID_PREFIX)
 
-#: The line a read-only scan run by ``docker exec`` prints last, and the code (appended to the
-#: scan's script) that prints it: a loaded engine can return an exec's exit code 0 with its output
-#: lost or cut (moby/moby#27289, docker/docker-py#2042), and only an answer that ends with this
-#: line is complete (:func:`~.docker.probes.read_script`).
+#: The line a read-only ``docker exec`` prints last (see :func:`until_complete`); the python code
+#: that prints it, appended to a scan's script; the shell command that prints it.
 SCAN_END_LINE = b"hermes-scan-end\n"
 SCAN_END_CODE = "\nimport sys as _hk_sys\n_hk_sys.stdout.write('hermes-scan-end\\n')\n"
+SCAN_END_SH = "echo hermes-scan-end"
+#: How many times :func:`until_complete` asks.
+SCAN_TRIES = 3
+
+
+def until_complete(ask: Callable[[], tuple[int | None, bytes | None]],
+                   tries: int = SCAN_TRIES) -> tuple[bytes | None, int | None, bytes]:
+    """Run a read-only exec until its answer is complete: ``(stdout without the end line, or None
+    when no answer of ``tries`` was; the last exit code; the last stdout)``.
+
+    ``ask()`` runs the exec, whose command prints :data:`SCAN_END_LINE` last, and returns ``(exit
+    code, stdout)``. A loaded engine can answer an exec with exit code 0 and its output lost or
+    cut (moby/moby#27289, docker/docker-py#2042; 5 in 1200 reads under load): read as is, a scan
+    sees no process where there is one. An answer without the end line is asked again (the exec
+    only reads, so asking twice changes nothing).
+    """
+    code, out = None, b""
+    for _ in range(tries):
+        code, answer = ask()
+        out = answer or b""
+        if code == 0 and out.endswith(SCAN_END_LINE):
+            return out[:-len(SCAN_END_LINE)], code, out
+    return None, code, out
 
 #: argv[1]: a pid, argv[2]: its start ticks (field 22 of /proc/<pid>/stat). SIGKILLs it only if
 #: it is still that process (never a reused pid); exit status 0 when it was.

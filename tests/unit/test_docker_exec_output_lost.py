@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_hermes_kernel.errors import KernelStartError
-from pytest_hermes_kernel.transports.docker import transport as docker_transport
+from pytest_hermes_kernel.transports.detached import SCAN_END_LINE, SCAN_TRIES
 from pytest_hermes_kernel.transports.docker.transport import container_owner
 
 
@@ -34,7 +34,7 @@ def _transport(answers: list[tuple[int | None, bytes, bytes]]) -> SimpleNamespac
 
 
 def _complete(uid: int, gid: int) -> tuple[int, bytes, bytes]:
-    return 0, f"{uid}\n{gid}\n{docker_transport._OWNER_END}\n".encode(), b""
+    return 0, f"{uid}\n{gid}\n".encode() + SCAN_END_LINE, b""
 
 
 @pytest.mark.parametrize("lost", [
@@ -56,17 +56,17 @@ def test_the_owner_is_read_once_per_container() -> None:
 
 
 def test_a_read_that_never_completes_says_what_came_back() -> None:
-    t = _transport([(0, b"", b"")] * docker_transport._OWNER_TRIES)
+    t = _transport([(0, b"", b"")] * SCAN_TRIES)
     with pytest.raises(KernelStartError) as info:
         container_owner(t, "short-name")
     message = str(info.value)
     assert "exit code 0" in message and "stdout b''" in message
-    assert f"{docker_transport._OWNER_TRIES} tries" in message
-    assert len(t.asked) == docker_transport._OWNER_TRIES
+    assert f"{SCAN_TRIES} tries" in message
+    assert len(t.asked) == SCAN_TRIES
 
 
 def test_a_failing_exec_reports_its_exit_code_and_stderr() -> None:
-    t = _transport([(126, b"", b"OCI runtime exec failed")] * docker_transport._OWNER_TRIES)
+    t = _transport([(126, b"", b"OCI runtime exec failed")] * SCAN_TRIES)
     with pytest.raises(KernelStartError, match=r"exit code 126.*OCI runtime exec failed"):
         container_owner(t, "short-name")
 
@@ -86,7 +86,6 @@ class _Container:
 
 def test_the_crash_reapers_scan_is_asked_again_when_its_answer_was_lost() -> None:
     from pytest_hermes_kernel.plugin.crashes import _reap_in
-    from pytest_hermes_kernel.transports.detached import SCAN_END_LINE
 
     row = b"4242\t777\tkid\tpython3 -B runner.pyz serve\n"
     container = _Container([(0, b""), (0, row + SCAN_END_LINE), (0, b"")])  # lost, complete, the kill

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
 from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
-                        REAP_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, parse_existing_dirs, parse_host_processes,
-                        parse_kernel_processes)
+                        REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES, parse_existing_dirs, parse_host_processes,
+                        parse_kernel_processes, until_complete)
 from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
 
 if TYPE_CHECKING:
@@ -63,29 +63,20 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
 
 
-#: How many times :func:`read_script` runs a scan whose answer came back lost or cut.
-EXEC_READ_TRIES = 3
-
-
 def read_script(transport: DockerTransport, container_id: str, script: str, *args: str, user: str = "root") -> bytes:
-    """The complete stdout of a read-only python ``script`` run with ``args`` in the container.
-
-    A loaded engine can answer an exec with exit code 0 and its output lost or cut
-    (moby/moby#27289, docker/docker-py#2042): read as is, a scan would see no process where
-    there is one (a leak check passing blind, a live kernel reported gone). So the script prints
-    an end line when it finishes (:data:`~..detached.SCAN_END_LINE`), and an answer without it is
-    asked again (the script only reads), up to :data:`EXEC_READ_TRIES` times.
+    """The complete stdout of a read-only python ``script`` run with ``args`` in the container
+    (:func:`~..detached.until_complete`: a lost answer read as is would be a leak check passing
+    blind, a live kernel reported gone).
 
     :raises TransportLostError: if no complete answer came back (the message has the last exit
         code and the end of its output).
     """
-    code, out = None, b""
-    for _ in range(EXEC_READ_TRIES):
-        code, out = transport.run_script(container_id, script + SCAN_END_CODE, *args, user=user)
-        if code == 0 and out.endswith(SCAN_END_LINE):
-            return out[:-len(SCAN_END_LINE)]
-    raise TransportLostError(f"no complete answer from a scan in container {container_id[:12]} "
-                             f"({EXEC_READ_TRIES} tries): exit code {code}, stdout ends {out[-200:]!r}")
+    answer, code, out = until_complete(
+        lambda: transport.run_script(container_id, script + SCAN_END_CODE, *args, user=user))
+    if answer is None:
+        raise TransportLostError(f"no complete answer from a scan in container {container_id[:12]} "
+                                 f"({SCAN_TRIES} tries): exit code {code}, stdout ends {out[-200:]!r}")
+    return answer
 
 
 def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[str, Any] | None) -> list[str]:

@@ -34,7 +34,8 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (ALIVE_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
-                       SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_ready, runner_config)
+                       SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_ready, runner_config,
+                       until_complete)
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import engine_client, engine_url, is_full_container_id
 from ...containers.lifecycle import container_log
@@ -346,34 +347,29 @@ class DockerTransport(Transport):
 def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:
     """uid and gid of the container's exec user (the kernel dir is theirs), read once per container.
 
-    The answer ends with a marker line: a loaded engine can return an exec's exit code 0 with its
-    output lost or cut (moby/moby#27289, docker/docker-py#2042: seen 5 in 1200 under load), so an
-    answer without the marker is asked again, up to :data:`_OWNER_TRIES` times.
+    An answer the engine lost or cut is asked again (:func:`~..detached.until_complete`).
 
     :raises KernelStartError: if they cannot be read; the message has the last exit code and output.
     """
     key = (transport.engine, container_id)
     owners = _CONTAINER_OWNERS if is_full_container_id(container_id) else transport._owners
     if key not in owners:
-        for _ in range(_OWNER_TRIES):
-            code, out, err = transport._run(container_id, ["sh", "-c", f"id -u; id -g; echo {_OWNER_END}"], user="")
-            ids = out.split()
-            if code == 0 and len(ids) == 3 and ids[2] == _OWNER_END.encode() and all(i.isdigit() for i in ids[:2]):
-                owners[key] = (int(ids[0]), int(ids[1]))
-                break
-        else:
+        errs: list[bytes] = []
+
+        def ask() -> tuple[int | None, bytes]:
+            code, out, err = transport._run(container_id, ["sh", "-c", f"id -u; id -g; {SCAN_END_SH}"], user="")
+            errs.append(err)
+            return code, out
+
+        answer, code, out = until_complete(ask)
+        ids = (answer or b"").split()
+        if answer is None or len(ids) != 2 or not all(i.isdigit() for i in ids):
             raise KernelStartError(
                 f"could not read the container user's uid and gid in {container_id[:12]} "
-                f"({_OWNER_TRIES} tries): exit code {code}, stdout {out[:200]!r}, "
-                f"stderr {err.decode(errors='replace')[:200]!r}")
+                f"({len(errs)} tries): exit code {code}, stdout {out[:200]!r}, "
+                f"stderr {errs[-1].decode(errors='replace')[:200]!r}")
+        owners[key] = (int(ids[0]), int(ids[1]))
     return owners[key]
-
-
-
-#: How many times :func:`container_owner` asks before it gives up.
-_OWNER_TRIES = 3
-#: The line that ends a complete ``id`` answer.
-_OWNER_END = "hermes-owner-end"
 
 
 #: uid and gid of each container's exec user, by (engine, full container id), for every transport
