@@ -6,14 +6,20 @@ import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from .probes import PROBES, Probe, Snapshot
+from .probes import PROBES, UNCHECKED, Probe, Snapshot
 
 
 @dataclass
 class LeakReport:
-    """What outlived a test: ``{kind: {identity: description}}``."""
+    """What outlived a test: ``{kind: {identity: description}}``, and what could not be looked at.
+
+    ``unchecked``: ``{what: why}`` for each part of the check that saw nothing because it could not
+    look (a probe that raised, a transport whose host did not answer): a leak there went unseen.
+    It does not make the report true (that is :attr:`leaks` only).
+    """
 
     leaks: dict[str, Snapshot] = field(default_factory=dict)
+    unchecked: dict[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return any(self.leaks.values())
@@ -29,6 +35,11 @@ class LeakReport:
         lines.append("Hint: shut kernels down (use the hermes_* fixtures or `with start_kernel(...)`), "
                      "wait for subprocesses, join threads; mark intended leftovers with "
                      "@pytest.mark.hermes_allow_leaks(reason).")
+        return "\n".join(lines)
+
+    def format_unchecked(self, nodeid: str) -> str:
+        lines = [f"{nodeid}: the leak check could not look at everything; a leak there went unseen:"]
+        lines += [f"  not checked: {what}: {why}" for what, why in sorted(self.unchecked.items())]
         return "\n".join(lines)
 
 
@@ -56,7 +67,7 @@ class LeakChecker:
         deadline = time.monotonic() + self.grace
         while True:
             report, now = self._diff(before, set(exempt))
-            self.last_clean = None if report else now
+            self.last_clean = None if report or report.unchecked else now
             if not report or time.monotonic() >= deadline:
                 return report
             time.sleep(0.05)
@@ -69,18 +80,25 @@ class LeakChecker:
         probe that finds it (a kernel's runner is both a kernel process and a child process)."""
         seen = set(exempt)
         leaks: dict[str, Snapshot] = {}
+        unchecked: dict[str, str] = {}
         now: dict[str, Snapshot] = {}
         for probe in self.probes:
             now[probe.kind] = snapshot = self._safe(probe)
             was = before.get(probe.kind, {})
-            new = {k: v for k, v in snapshot.items() if k not in was and k not in seen}
+            blind_before, blind_now = _unchecked(was), _unchecked(snapshot)
+            if blind_before:  # what it saw then is not known: anything it sees now could be old
+                unchecked.update({f"{what} (before the test)": why for what, why in blind_before.items()})
+                continue
+            unchecked.update(blind_now)
+            new = {k: v for k, v in snapshot.items()
+                   if k not in was and k not in seen and not k.startswith(UNCHECKED)}
             seen.update(new)
             if probe.kinds_in_identity:
                 for identity, description in new.items():
                     leaks.setdefault(identity.partition("|")[0], {})[identity] = description
             else:
                 leaks.setdefault(probe.kind, {}).update(new)
-        return LeakReport(leaks), now
+        return LeakReport(leaks, unchecked), now
 
     def cleanup(self, report: LeakReport) -> None:
         """End leaked processes (only ones the probes identified as ours) so later tests start clean."""
@@ -95,8 +113,13 @@ class LeakChecker:
 
     @staticmethod
     def _safe(probe: Probe) -> Snapshot:
+        """The probe's snapshot; one that raised is a part not looked at (:data:`UNCHECKED`)."""
         try:
             return probe.snapshot()
         except Exception as exc:  # noqa: BLE001 - a broken probe must not fail every test
-            del exc
-            return {}
+            return {UNCHECKED + probe.kind: f"{type(exc).__name__}: {exc}"}
+
+
+def _unchecked(snapshot: Snapshot) -> dict[str, str]:
+    """``{what: why}`` of the parts ``snapshot`` could not look at."""
+    return {key[len(UNCHECKED):]: why for key, why in snapshot.items() if key.startswith(UNCHECKED)}

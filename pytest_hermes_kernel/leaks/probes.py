@@ -22,6 +22,11 @@ from ..procs import has_children, pids_with_env, start_time
 
 Snapshot = dict[str, str]
 
+#: The key prefix of a snapshot entry that says a part could not be looked at:
+#: ``UNCHECKED + what -> why`` (``what``: a probe's kind or a transport's :meth:`describe` line).
+#: The checker reports such a part as not checked instead of reading it as empty.
+UNCHECKED = "unchecked|"
+
 
 @dataclass(frozen=True)
 class Probe:
@@ -79,11 +84,14 @@ class TransportResources:
         out: Snapshot = {}
         owners: dict[str, Any] = {}
         forget_closed_transports()  # probed now, for the last time
+        blind = False
         for transport in transports:
             try:
                 with quiet_activity():
                     found = transport.leak_snapshot(os.getpid())
-            except Exception:  # noqa: BLE001 - an unreachable host must not fail every test
+            except Exception as exc:  # noqa: BLE001 - an unreachable host must not fail every test
+                out[UNCHECKED + transport.describe()] = f"{type(exc).__name__}: {exc}"
+                blind = True
                 continue
             for kind, items in found.items():
                 for identity, description in items.items():
@@ -91,7 +99,8 @@ class TransportResources:
                     out.setdefault(key, description)
                     owners.setdefault(key, transport)
         self._owner = owners
-        self._last = (count, ids, now, dict(out)) if count == activity() else None  # not if others acted meanwhile
+        # not if others acted meanwhile, nor when a host could not be looked at (look again next time)
+        self._last = (count, ids, now, dict(out)) if count == activity() and not blind else None
         return out
 
     def cleanup(self, key: str) -> None:

@@ -4,7 +4,9 @@ Before each test and after its fixture teardown it snapshots kernel processes an
 children, child processes of the test process, threads, pipes/files, kernel dirs and registry
 entries (plus what transports register: containers, processes inside them, ssh sessions).
 New ones are reported as :class:`HermesLeakWarning` (``warn``) or make the test error
-(``error``), then ended so the next test starts clean. Kernels kept for post-mortem by
+(``error``), then ended so the next test starts clean. A part the check could not look at (a
+probe that raised, a transport's host that did not answer) is never read as "nothing there": the
+test gets a :class:`HermesLeakCheckIncompleteWarning` naming it, and the summary counts it. Kernels kept for post-mortem by
 ``--hermes-keep-failed`` are not leaks (they outlive the session on purpose, :mod:`.keep`); what
 else the same test left still is. Mark intended leftovers with
 ``@pytest.mark.hermes_allow_leaks(reason)``.
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import HermesLeakWarning, LeakError
+from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker
 from ..leaks.probes import kernel_resources
 from .report import stats_key
@@ -61,6 +63,9 @@ class LeakCheckPlugin:
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
+        if report.unchecked:  # never a silent pass: say what this test's check could not see
+            item.config.stash[stats_key].unchecked.append(item.nodeid)
+            warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
         if report:
             item.config.stash[stats_key].leaks.update(report.counts())
             text = report.format(item.nodeid)

@@ -22,7 +22,8 @@ phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 
 class KernelStats:
-    """Counts of a run: kernels started, peak alive, deaths by reason, leaks, kept kernels."""
+    """Counts of a run: kernels started, peak alive, deaths by reason, leaks, incomplete leak
+    checks, kept kernels."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -31,6 +32,7 @@ class KernelStats:
         self.peak_alive = 0
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
+        self.unchecked: list[str] = []  # node ids of tests whose leak check could not look at everything
         self.kept: list[tuple[str, Kernel]] = []  # until the session ends (they cannot outlive it)
         self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
         self._kept_past_text: list[str] = []
@@ -70,7 +72,7 @@ class KernelStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks), "kept": self.kept_lines()}
+                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines()}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -78,6 +80,7 @@ class KernelStats:
             self.peak_alive += data.get("peak_alive", 0)  # workers run at once: peaks add up
             self.deaths.update(data.get("deaths", {}))
             self.leaks.update(data.get("leaks", {}))
+            self.unchecked.extend(data.get("unchecked", []))
             self.kept_elsewhere.extend(data.get("kept", []))
 
 
@@ -125,7 +128,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     stats = config.stash[stats_key]
     kept = stats.kept_lines()
-    if not stats.started and not stats.leaks and not kept:
+    if not stats.started and not stats.leaks and not stats.unchecked and not kept:
         return
     tr = terminalreporter
     tr.ensure_newline()  # before the section, not between it and its first line (-v leaves a test line open)
@@ -135,6 +138,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                   f"deaths and resets by reason: {deaths}")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
+    if stats.unchecked:
+        shown = ", ".join(stats.unchecked[:3]) + (f" and {len(stats.unchecked) - 3} more" if len(stats.unchecked) > 3 else "")
+        tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({shown}): a part could not be "
+                      "looked at; see HermesLeakCheckIncompleteWarning")
     for entry in kept:
         for line in entry.splitlines():
             tr.write_line(line)

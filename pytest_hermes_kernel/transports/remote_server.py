@@ -318,7 +318,7 @@ _LENDING_POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
 def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str], *,
                     borrow: bool = False) -> bytes | None:
     """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
-    exec): its stdout; ``None`` when none runs there or it could not (the caller execs it).
+    exec): its stdout; ``None`` when none runs there or it could not or failed (the caller execs it).
 
     :param borrow: when ``pool`` has none there, use a server another transport of this process
         runs there, from a pool made with ``lends_probes`` (a spawn-path docker transport scans the
@@ -329,12 +329,11 @@ def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list
     if server is None and borrow:
         server = next((s for p in list(_LENDING_POOLS) if p is not pool and (s := p.running(where)) is not None),
                       None)
-    if server is None:
-        return None
     try:
-        return server.probe(script, args)[1]
+        code, out = server.probe(script, args) if server is not None else (None, None)
     except KernelServerUnavailable:
         return None
+    return out if code == 0 else None  # a failed scan's empty stdout must never read as "nothing"
 
 
 def server_of(extra: dict[str, Any]) -> RemoteServer | None:

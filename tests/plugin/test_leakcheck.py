@@ -143,3 +143,60 @@ def test_a_tests_own_transport_is_probed_after_it_and_then_no_more(pytester, run
     result.assert_outcomes(passed=6)
     live = [int(n) for n in re.findall(r"LIVE (\d+)", result.stdout.str())]
     assert live and live[0] <= 1, result.stdout.str()[-2000:]  # at most the shared local transport
+
+
+SILENT_HOST = """
+import pytest
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import make_transport, register_transport
+
+class Silent(Transport):
+    name = "silent"
+    silent = False
+    def launch(self, spec): raise NotImplementedError
+    def kill(self, launched): raise NotImplementedError
+    def alive(self, launched): raise NotImplementedError
+    def leak_snapshot(self, host_pid):
+        if self.silent:
+            raise TimeoutError("the host did not answer in 10 s")
+        return {}
+    def describe(self):
+        return "silent (host 10.9.9.9)"
+    def set_silent(self, silent):  # a call of the transport's: the check looks again after it
+        self.silent = silent
+
+register_transport("silent", Silent)
+HOST = make_transport("silent")
+
+def test_the_host_goes_silent():
+    HOST.set_silent(True)
+
+def test_it_answers_again():  # silent when this test began: its "before" saw nothing there
+    HOST.set_silent(False)
+
+def test_checked_again():
+    HOST.set_silent(False)
+"""
+
+
+def test_a_host_the_check_cannot_reach_is_reported_unchecked_never_clean(pytester, run):
+    pytester.makepyfile(test_silent=SILENT_HOST)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=3, warnings=2)
+    result.stdout.fnmatch_lines([
+        "*HermesLeakCheckIncompleteWarning: test_silent.py::test_the_host_goes_silent: the leak check could not "
+        "look at everything; a leak there went unseen:",
+        "*not checked: silent (host 10.9.9.9): TimeoutError: the host did not answer in 10 s",
+        "*HermesLeakCheckIncompleteWarning: test_silent.py::test_it_answers_again: the leak check could not*",
+        "*not checked: silent (host 10.9.9.9) (before the test): TimeoutError: *",
+        "leak checks incomplete: 2 tests (test_silent.py::test_the_host_goes_silent, "
+        "test_silent.py::test_it_answers_again): a part could not be looked at;*",
+    ])
+    assert "test_checked_again: the leak check" not in result.stdout.str()  # it looked again and saw
+
+    strict = run(GRACE, "-W", "error::pytest_hermes_kernel.errors.HermesLeakCheckIncompleteWarning")
+
+    strict.assert_outcomes(passed=3, errors=2)
+    strict.stdout.fnmatch_lines(["*ERROR at teardown of test_the_host_goes_silent*"])

@@ -12,10 +12,11 @@ import os
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions
-from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.kernel.contract import Transport, note_activity
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import PROBES
 from pytest_hermes_kernel.transports.detached import HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT
+from pytest_hermes_kernel.transports.remote_server import probe_by_server
 from tests.support import wait_until
 
 TRANSPORT_ONLY = [p for p in PROBES if p.kind == "transport resource"]
@@ -103,6 +104,43 @@ def test_an_ssh_channel_left_open_is_reported_and_closed(hermes_transport: Trans
     assert chan.closed
 
 
+@pytest.mark.hermes_allow_leaks("the test leaks a kernel on purpose and cleans up through the probe")
+def test_a_kernel_left_on_the_ssh_host_is_found_after_the_connection_died(hermes_transport: Transport) -> None:
+    """The kernels made through a connection that died still run on the host: the probe connects
+    again to look (before: it listed nothing there, a silent pass)."""
+    if hermes_transport.name != "ssh":
+        pytest.skip("the ssh transport's connection")
+    checker = LeakChecker(TRANSPORT_ONLY, grace=0.0)
+    before = checker.before()
+    handle = KernelHandle(hermes_transport, KernelOptions()).start()
+    hermes_transport.current_connection.close()  # type: ignore[attr-defined]
+
+    report = checker.after(before)
+
+    leaked = report.leaks.get("remote kernel process", {})
+    assert leaked and all(handle.kernel_id in d for d in leaked.values()), report.format("case")
+    assert not report.unchecked
+    checker.cleanup(report)
+    handle.shutdown()
+
+
+def test_a_failed_scan_on_the_ssh_host_is_reported_not_read_as_no_kernel(hermes_transport: Transport,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    if hermes_transport.name != "ssh":
+        pytest.skip("the ssh transport's scan")
+    hermes_transport._connection()  # type: ignore[attr-defined]
+    checker = LeakChecker(TRANSPORT_ONLY, grace=0.0)
+    before = checker.before()
+    monkeypatch.setattr(hermes_transport, "servers", None)  # no kernel server: the scan is an exec
+    monkeypatch.setattr(hermes_transport, "run_script", lambda conn, script, *args, **kw: (127, b""))
+    note_activity()
+
+    report = checker.after(before)
+
+    assert not report and list(report.unchecked) == [hermes_transport.describe()], report.unchecked
+    assert "exit status 127" in report.unchecked[hermes_transport.describe()]
+
+
 def test_a_clean_test_leaves_nothing_the_transport_probe_reports(hermes_transport: Transport) -> None:
     transport = _remote(hermes_transport)
     checker = LeakChecker(TRANSPORT_ONLY, grace=2.0)
@@ -161,6 +199,9 @@ def test_a_probe_in_the_kernel_server_gives_its_output_and_exit_code_and_a_hung_
         code, _ = server.probe("import time; time.sleep(60)", [], alarm_s=1)
         assert code == -14, "SIGALRM ended the hung probe"
         assert server.usable and handle.execute("1 + 1").value == "2", "the server and its kernels go on"
+        where = next(w for (w, _), s in transport.servers._servers.items() if s is server)  # type: ignore[attr-defined]
+        assert probe_by_server(transport.servers, where, "print('partial'); raise SystemExit(2)", []) is None, \
+            "a failed probe's output must send the caller to its exec, never read as the answer"
 
 
 @pytest.mark.parametrize("scan_by", ["kernel server", "exec"])

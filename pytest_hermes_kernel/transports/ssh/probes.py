@@ -1,7 +1,8 @@
 """What the ssh transport shows the leak checker, and how it cleans what leaked.
 
 Listed through the transport's own connection (nothing is connected for this: without a
-connection there is nothing to list): its open channels, the kernel processes of a host on
+connection there is nothing to list; a connection that died is made again, and a host that does
+not answer raises, which the leak check reports as not checked): its open channels, the kernel processes of a host on
 the ssh host (scanned there, so a real remote host is covered: by the kernel server there
 when one runs, else by an exec), and the run's sshd containers
 that no live process holds, and the kernel dirs this process made there that are still there.
@@ -35,7 +36,9 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
     found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
-    if conn is not None and conn.usable:
+    if conn is not None and not conn.usable:  # kernels made through it may still run there: look
+        conn = transport._connection(probe=True)  # raises TransportLostError if the host is silent
+    if conn is not None:
         for chan_id, command in conn.open_channels().items():
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
         where = str(conn.target)
@@ -61,7 +64,12 @@ def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[s
     """The host-process scan's output on the ssh host: run by the kernel server there when one
     runs (a fork, no ssh exec: most snapshots), else by an exec; both as the login user."""
     out = probe_by_server(transport.servers, where, HOST_PROCESSES_SCRIPT, args)
-    return out if out is not None else transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)[1]
+    if out is not None:
+        return out
+    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)
+    if code != 0:  # read as is, a failed scan is a host with no kernel on it
+        raise TransportLostError(f"the kernel scan on {where} failed (exit status {code}); output: {out[-300:]!r}")
+    return out
 
 
 def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
@@ -88,8 +96,8 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
     """Live processes of kernel ``kernel_id`` on the ssh host, scanned there (by the kernel
     server there when one runs, as the leak snapshot's scan is; else by an exec).
 
-    :raises TransportLostError: if the host cannot be reached or the scan does not finish within
-        :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
+    :raises TransportLostError: if the host cannot be reached, or the scan fails or does not finish
+        within :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
     """
     conn = transport.current_connection
     if conn is not None and conn.usable:  # by the host's kernel server when one runs: no ssh exec
@@ -97,10 +105,14 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
         if out is not None:
             return parse_kernel_processes(out)
     try:
-        return parse_kernel_processes(transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)[1])
+        code, out = transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)
     except TimeoutError:
         raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host did not "
                                  f"finish within {PROBE_TIMEOUT:g} s", timed_out=True) from None
+    if code != 0:
+        raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host failed "
+                                 f"(exit status {code}); output: {out[-300:]!r}")
+    return parse_kernel_processes(out)
 
 
 def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:

@@ -1,0 +1,136 @@
+"""A leak check that could not look is never a clean check: a probe that raises, or a transport
+whose host does not answer, makes the report name what went unchecked (and why) instead of
+reading it as "nothing there" (a silent pass); a part that could not be looked at before the test
+reports no leak and ends nothing there (everything it sees after could be old)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport, note_activity
+from pytest_hermes_kernel.leaks import probes
+from pytest_hermes_kernel.leaks.checker import LeakChecker
+from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport, register_transport
+
+
+class Flaky:
+    """A probe's snapshot function that raises while ``down`` is set."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self.found: dict[str, str] = {}
+        self.ended: list[str] = []
+
+    def snapshot(self) -> dict[str, str]:
+        if self.down:
+            raise ConnectionResetError("host did not answer")
+        return dict(self.found)
+
+
+@pytest.fixture
+def flaky() -> Flaky:
+    return Flaky()
+
+
+@pytest.fixture
+def checker(flaky: Flaky) -> LeakChecker:
+    return LeakChecker([probes.Probe("remote thing", flaky.snapshot, flaky.ended.append)], grace=0.0)
+
+
+def test_a_probe_that_raises_after_the_test_is_reported_unchecked_not_clean(flaky, checker):
+    before = checker.before()
+    flaky.down = True
+    flaky.found["t1"] = "a leaked thing it cannot see"
+
+    report = checker.after(before)
+
+    assert not report.leaks.get("remote thing")
+    assert report.unchecked == {"remote thing": "ConnectionResetError: host did not answer"}
+    assert "not checked: remote thing: ConnectionResetError: host did not answer" in report.format_unchecked("t::x")
+    assert checker.last_clean is None  # the next test looks afresh instead of starting from a blind snapshot
+
+
+def test_a_probe_blind_before_the_test_reports_no_leak_and_ends_nothing(flaky, checker):
+    flaky.found["old"] = "there before the test (the probe could not see it then)"
+    flaky.down = True
+    before = checker.before()
+    flaky.down = False
+
+    report = checker.after(before)
+    checker.cleanup(report)
+
+    assert not report and flaky.ended == []
+    assert report.unchecked == {"remote thing (before the test)": "ConnectionResetError: host did not answer"}
+
+
+def test_a_probe_that_answers_again_is_checked_again(flaky, checker):
+    flaky.down = True
+    checker.after(checker.before())
+    flaky.down = False
+    before = checker.before()
+    flaky.found["t2"] = "new"
+
+    report = checker.after(before)
+
+    assert report.leaks == {"remote thing": {"t2": "new"}} and report.unchecked == {}
+
+
+class Silent(Transport):
+    """A transport whose host stops answering the leak probe when ``silent`` is set."""
+
+    name = "silent"
+
+    def __init__(self) -> None:
+        self.silent = False
+        self.far: dict[str, str] = {}
+        self.visits = 0
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        raise NotImplementedError
+
+    def kill(self, launched: Launched) -> bool:
+        raise NotImplementedError
+
+    def alive(self, launched: Launched) -> bool:
+        raise NotImplementedError
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        self.visits += 1
+        if self.silent:
+            raise TimeoutError("no answer in 10 s")
+        return {"remote kernel process": dict(self.far)}
+
+    def describe(self) -> str:
+        return f"silent (host {id(self)})"
+
+
+@pytest.fixture
+def two_hosts() -> Any:
+    register_transport("silent", Silent)
+    made = [make_transport("silent"), make_transport("silent")]
+    yield made
+    for transport in made:
+        close_transport(transport)
+    forget_closed_transports()
+
+
+def test_one_silent_host_is_named_and_the_others_are_still_checked(two_hosts):
+    quiet, talking = two_hosts
+    resources = probes.TransportResources()
+    checker = LeakChecker([probes.Probe("transport resource", resources.snapshot, resources.cleanup,
+                                        kinds_in_identity=True, fresh=resources.fresh)], grace=0.0)
+    before = checker.before()
+    quiet.silent = True
+    quiet.far["silent:a"] = "unseen"
+    talking.far["silent:b"] = "pid 7 (kernel k-b)"
+    note_activity()  # what the test's kernel calls and channel frames note
+
+    report = checker.after(before)
+
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:b": "pid 7 (kernel k-b)"}}
+    assert report.unchecked == {quiet.describe(): "TimeoutError: no answer in 10 s"}
+    visits = quiet.visits
+    resources.snapshot()
+    assert quiet.visits == visits + 1  # a snapshot with a silent host is never reused: it looks again
