@@ -24,6 +24,7 @@ import pytest
 
 from pytest_hermes_kernel.contract._probes import (CellStarted, kernel_pids, run_in_thread,  # noqa: F401
                                                    signal_in_kernel, wait_until)
+from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport
 from pytest_hermes_kernel.kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
 from pytest_hermes_kernel.transports.detached import SCAN_END_SH, until_complete
 
@@ -170,6 +171,33 @@ def wait_request_sent(kernel: Any, timeout: float = 10.0) -> None:
     """
     wait_until(lambda: kernel._running_rid is not None, timeout, interval=0.005,
                what="the cell's request to be sent")
+
+
+class FarSide(Transport):
+    """A transport whose far side the test fills by hand; it counts the probe's visits."""
+
+    name = "farside"
+
+    def __init__(self) -> None:
+        self.far: dict[str, str] = {}
+        self.visits = 0
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        raise NotImplementedError
+
+    def kill(self, launched: Launched) -> bool:
+        raise NotImplementedError
+
+    def alive(self, launched: Launched) -> bool:
+        raise NotImplementedError
+
+    def leave_behind(self, what: str) -> None:  # a public method: calling it is activity
+        self.far[f"farside:{what}"] = what
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        self.visits += 1
+        self.describe()  # what a probe calls meanwhile is not activity
+        return {"remote kernel process": dict(self.far)}
 
 
 class FakeClock:

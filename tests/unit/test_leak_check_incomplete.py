@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport, note_activity
+from pytest_hermes_kernel.kernel.contract import note_activity
 from pytest_hermes_kernel.leaks import probes
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport, register_transport
+from tests.support import FarSide
 
 
 class Flaky:
@@ -77,30 +78,17 @@ def test_a_probe_that_answers_again_is_checked_again(flaky, checker):
     assert report.leaks == {"remote thing": {"t2": "new"}} and report.unchecked == {}
 
 
-class Silent(Transport):
+class Silent(FarSide):
     """A transport whose host stops answering the leak probe when ``silent`` is set."""
 
     name = "silent"
-
-    def __init__(self) -> None:
-        self.silent = False
-        self.far: dict[str, str] = {}
-        self.visits = 0
-
-    def launch(self, spec: LaunchSpec) -> Launched:
-        raise NotImplementedError
-
-    def kill(self, launched: Launched) -> bool:
-        raise NotImplementedError
-
-    def alive(self, launched: Launched) -> bool:
-        raise NotImplementedError
+    silent = False
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        self.visits += 1
         if self.silent:
+            self.visits += 1
             raise TimeoutError("no answer in 10 s")
-        return {"remote kernel process": dict(self.far)}
+        return super().leak_snapshot(host_pid)
 
     def describe(self) -> str:
         return f"silent (host {id(self)})"

@@ -10,38 +10,11 @@ from typing import Any
 
 import pytest
 
-from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport, activity, note_activity
+from pytest_hermes_kernel.kernel.contract import activity, note_activity
 from pytest_hermes_kernel.leaks import probes
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport, register_transport
-from tests.support import FakeClock
-
-
-class FarSide(Transport):
-    """A transport whose far side the test fills by hand; it counts the probe's visits."""
-
-    name = "farside"
-
-    def __init__(self) -> None:
-        self.far: dict[str, str] = {}
-        self.visits = 0
-
-    def launch(self, spec: LaunchSpec) -> Launched:
-        raise NotImplementedError
-
-    def kill(self, launched: Launched) -> bool:
-        raise NotImplementedError
-
-    def alive(self, launched: Launched) -> bool:
-        raise NotImplementedError
-
-    def leave_behind(self, what: str) -> None:  # a public method: calling it is activity
-        self.far[f"farside:{what}"] = what
-
-    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        self.visits += 1
-        self.describe()  # what a probe calls meanwhile is not activity
-        return {"remote kernel process": dict(self.far)}
+from tests.support import FakeClock, FarSide
 
 
 @pytest.fixture
