@@ -170,11 +170,20 @@ def _where(record: KeptKernel) -> str:
     return f"runner pid {loc['runner_pid']}" if loc.get("runner_pid") else "?"
 
 
-def list_kept(out: IO[str] = sys.stdout) -> int:
-    """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive)."""
+def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | None = None) -> int:
+    """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive,
+    the test that kept it), oldest first.
+
+    :param ids_only: only the ids, one a line, no header (``ls --ids``: for a script).
+    :param test: only kernels kept by a test whose node id contains this text (``ls --test``).
+    """
     now = time.time()
+    records = [r for r in load_all() if test is None or test in r.nodeid]
+    if ids_only:
+        out.writelines(f"{r.kernel_id}\n" for r in records)
+        return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
-    for r in load_all():
+    for r in records:
         left = "expired" if r.expired(now) else f"{r.expires_at - now:.0f} s"
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
@@ -263,7 +272,9 @@ def end_kept(record: KeptKernel) -> str | None:
 
 def add_postmortem_commands(sub: Any) -> None:
     """Add ``ls``, ``attach`` and ``exec`` to the ``hermes-kernel`` subcommands ``sub``."""
-    sub.add_parser("ls", help="list the kernels kept for post-mortem (--hermes-keep-failed)")
+    ls = sub.add_parser("ls", help="list the kernels kept for post-mortem (--hermes-keep-failed), oldest first")
+    ls.add_argument("--ids", action="store_true", help="only their ids, one a line (for scripts)")
+    ls.add_argument("--test", metavar="TEXT", help="only kernels kept by a test whose node id contains TEXT")
     a = sub.add_parser("attach", help="a console on a kept kernel: each line of input is a cell")
     a.add_argument("kernel_id", metavar="ID", help="a kept kernel's id, or a unique prefix of it")
     e = sub.add_parser("exec", help="run one cell in a kept kernel (exit status 0 when it ends ok)")
@@ -274,7 +285,7 @@ def add_postmortem_commands(sub: Any) -> None:
 def run_postmortem_command(args: argparse.Namespace) -> int:
     """Run ``ls``, ``attach`` or ``exec`` as parsed; its exit status."""
     if args.cmd == "ls":
-        return list_kept()
+        return list_kept(ids_only=args.ids, test=args.test)
     if args.cmd == "attach":
         return attach_console(args.kernel_id)
     return exec_cell(args.kernel_id, args.code)

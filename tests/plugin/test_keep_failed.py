@@ -106,6 +106,8 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
     assert ls.returncode == 0 and kid in ls.stdout, ls.stdout + ls.stderr
     line = next(x for x in ls.stdout.splitlines() if x.startswith(kid))
     assert line.split()[1:3] == ["local", "runner"] and " yes " in line and "test_keep.py::test_fails[local]" in line
+    assert hermes("ls", "--ids", "--test", "test_keep.py::test_fails").stdout == f"{kid}\n"  # the README's way
+    assert hermes("ls", "--ids", "--test", "test_other.py").stdout == ""
 
     shown = hermes("exec", kid, "evidence")
     assert (shown.returncode, shown.stdout) == (0, "'what went wrong'\n"), shown.stderr
