@@ -14,13 +14,15 @@ Drops are injected the way a test of the plugin does it, ``hermes_faults.transpo
 until the cell's ``sleep`` runs where the kernel runs (:func:`~._probes.process_of`), never a
 fixed time; the sleep is then ended from outside, so the drop is always mid-cell.
 
-Known defect, an ``xfail(strict=True)`` here until it is fixed: a tool result that the host
-sends just as the stream drops is lost, and the cell waits for it until its budget ends.
+Tool calls survive a drop both ways: a tool result the host sends as the stream drops is sent
+again after the re-attach, and so is a tool call the worker makes while no stream is attached
+(the runner keeps it until it is answered); the host runs each call once.
 """
 
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -30,20 +32,23 @@ import pytest
 from ..kernel.contract import Transport
 from ..kernel.handle import KernelHandle
 from ..kernel.options import KernelOptions
-from ._probes import process_of, run_in_thread, signal_in_kernel, wait_until
+from ._probes import gone_in_kernel, process_of, run_in_thread, signal_in_kernel, wait_until
 
 __all__ = [
     "reattachable", "test_drop_while_idle_reattaches_with_the_state_kept",
     "test_drop_mid_cell_delivers_the_result_after_the_reattach", "test_runner_gone_mid_cell_is_transport_lost",
-    "test_drop_during_a_tool_call_still_answers_it",
+    "test_drop_during_a_tool_call_still_answers_it", "test_a_tool_call_made_while_the_stream_is_down_is_answered_once",
 ]
 
 #: How long a cell in flight may take to settle after a drop (a hang, not slowness, beyond it).
 SETTLE_TIMEOUT_S = 30.0
 #: Slack over the kernel's ``reconnect_timeout`` for reporting a lost runner on a loaded machine.
 REPORT_SLACK_S = 5.0
-#: The budget of the cell whose tool call meets a drop (it ends the known defect's wait).
+#: The budget of the cell whose tool call meets a drop (a lost tool result would wait all of it).
 TOOL_DROP_BUDGET_S = 5.0
+#: The budget of the cell that calls a tool while the stream is down: it also covers the test's
+#: steps around the drop on a loaded machine (a lost tool call would wait all of it).
+TOOL_WHILE_DOWN_BUDGET_S = 20.0
 
 
 @pytest.fixture
@@ -115,3 +120,41 @@ def test_drop_during_a_tool_call_still_answers_it(reattachable: Transport, kerne
 
     assert r.status == "ok" and r.value == "'answered'", r.summary()
     assert r.kernel.reconnected and not r.kernel.state_lost
+    assert len(r.tool_calls) == 1, f"the call sent again after the re-attach ran again: {r.tool_calls}"
+
+
+def test_a_tool_call_made_while_the_stream_is_down_is_answered_once(
+        reattachable: Transport, kernel_factory: Callable[..., KernelHandle], hermes_faults: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker calls a tool after the stream dropped and before the host re-attached.
+
+    The host's re-attach is held (its transport's ``reattach`` waits) until the cell, let go
+    only then, has gone on to its call: the call meets no stream, and only the runner's copy of
+    it can reach the host after the re-attach.
+    """
+    calls: list[str] = []
+    kernel = kernel_factory(tools={"answer": lambda: calls.append("answer") or "answered"})
+    reattaching, let_go = threading.Event(), threading.Event()
+    reattach = kernel.transport.reattach
+
+    def held_reattach(launched: Any) -> Any:
+        reattaching.set()
+        let_go.wait(SETTLE_TIMEOUT_S)
+        return reattach(launched)
+
+    monkeypatch.setattr(kernel.transport, "reattach", held_reattach)
+    fut = run_in_thread(kernel, "import subprocess, hermes_tools\nsubprocess.run(['sleep', '30'])\n"
+                                "hermes_tools.answer()", timeout=TOOL_WHILE_DOWN_BUDGET_S)
+    sleep = wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
+    try:
+        hermes_faults.transport_drop(kernel, "reset")
+        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
+        signal_in_kernel(kernel, sleep, signal.SIGTERM)  # the cell goes on to call the tool
+        wait_until(lambda: gone_in_kernel(kernel, sleep), 10.0, what="the cell's sleep to end")
+    finally:
+        let_go.set()
+    r = fut.result(timeout=TOOL_WHILE_DOWN_BUDGET_S + SETTLE_TIMEOUT_S)
+
+    assert r.status == "ok" and r.value == "'answered'", r.summary()
+    assert r.kernel.reconnected and not r.kernel.state_lost
+    assert calls == ["answer"] and len(r.tool_calls) == 1, (calls, r.tool_calls)

@@ -74,6 +74,9 @@ class CellRun:
         self._stage: Action | None = None
         self._reconnected = False
         self._tool_threads: list[threading.Thread] = []
+        # tool call ids this cell has started (running or answered): a re-attach gets the runner's
+        # unanswered calls again, and a call id runs once (read and written on the cell's thread)
+        self._tool_calls_started: set[Any] = set()
         # tool call id -> the tool_result sent for it: sent again after a re-attach (a reply on a
         # stream that drops is lost, and the worker waits for it); the worker ignores a second one
         self._tool_replies: dict[Any, dict[str, Any]] = {}
@@ -125,7 +128,7 @@ class CellRun:
             last_heard, pings = time.monotonic(), 0
             kind = header.get("type")
             if kind == "tool_call":
-                self._tool_threads.append(self._start_tool_call(header))
+                self._start_tool_call_once(header)
             elif kind == "running":
                 self._running()
             elif kind != "pong":
@@ -152,6 +155,16 @@ class CellRun:
         return pings + 1, last_heard
 
     # ------------------------------------------------------------------------------ tools
+    def _start_tool_call_once(self, header: dict[str, Any]) -> None:
+        """Start the tool of ``header`` unless its call id has started already: the runner sends
+        its unanswered calls again after a re-attach; one still running answers when it ends, and
+        an answered one's result is sent again (:meth:`_send_tool_replies_again`)."""
+        call_id = header.get("id")
+        if call_id in self._tool_calls_started:
+            return
+        self._tool_calls_started.add(call_id)
+        self._tool_threads.append(self._start_tool_call(header))
+
     def _start_tool_call(self, header: dict[str, Any]) -> threading.Thread:
         """Run a tool in its own thread, so the cell's thread keeps watching the channel and the
         ladder: ``cancel()``, ``interrupt()``, a kill or a shutdown still work while a tool blocks.

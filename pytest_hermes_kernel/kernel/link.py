@@ -34,10 +34,12 @@ REAP_SLACK_S = 3.0
 
 
 def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int, ...],
-              timeout: float) -> dict[str, Any]:
+              timeout: float, resend_tool_calls: bool = False) -> dict[str, Any]:
     """Wait for the runner's ``hello`` (sending the ``attach`` frame first on a re-attachable stream).
 
     :param pending: ids of cells in flight: the runner replays their unacknowledged results.
+    :param resend_tool_calls: whether the runner sends the running cell's unanswered tool calls
+        again after the hello (a re-attach: the broken stream may have lost them).
     :param timeout: seconds to wait for the hello.
     :returns: the hello header (``worker_pid``, ``replayed``, ``running``).
     :raises TimeoutError: if no hello came in time.
@@ -46,7 +48,8 @@ def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int,
     channel.expect("hello")
     try:
         if attach:
-            channel.send({"type": "attach", "token": token, "pending": list(pending)})
+            channel.send({"type": "attach", "token": token, "pending": list(pending),
+                          "resend_tool_calls": resend_tool_calls})
         header, _ = channel.wait("hello", timeout)
     finally:
         channel.forget("hello")
@@ -130,7 +133,8 @@ class RunnerLink:
                  stopping: Callable[[], bool] | None = None) -> dict[str, Any] | None:
         """Replace a broken channel by a new stream to the same runner, retrying for ``timeout`` s.
 
-        :param pending: ids of cells in flight (their results are replayed).
+        :param pending: ids of cells in flight (their results are replayed; the running one's
+            unanswered tool calls are sent again).
         :param hello_timeout: seconds each attempt waits for the hello.
         :param stopping: a callable; when it returns true the retries stop (a shutdown began).
         :returns: the runner's hello, or ``None`` if the runner cannot be reached.
@@ -142,7 +146,8 @@ class RunnerLink:
                 channel = Channel(self.transport.reattach(self.launched), name=self.channel.name)
                 for rid in pending:
                     channel.expect(rid)
-                hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=hello_timeout)
+                hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=hello_timeout,
+                                  resend_tool_calls=True)
             except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
                 if channel is not None:
                     channel.close("re-attach failed")

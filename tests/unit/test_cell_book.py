@@ -1,7 +1,8 @@
 """The supervisor's book of the running cell (kernel/runner/cells.py): a reply up to the frame
 limit goes out whole, one byte more becomes an error that says so, and the OOM count a death is
 judged by is the one at that cell's start. Written against the survivors of the mutation run of
-``cells.py`` (issue #13)."""
+``cells.py`` (issue #13). The running cell's tool calls are kept until answered (a re-attaching
+host gets them again) and forgotten when the cell settles."""
 
 from __future__ import annotations
 
@@ -94,3 +95,30 @@ def test_the_oom_kill_count_is_read_from_v1_and_v2_files(tmp_path: Path, text: s
     path.unlink()
     assert read_oom_kills(str(path)) is None and OomCounter(str(path)).read() is None
     held.close()
+
+
+def _call(call_id: str, cell: int) -> dict:
+    return {"type": "tool_call", "id": call_id, "cell": cell, "name": "lookup", "args": {}}
+
+
+def test_the_running_cells_tool_calls_are_kept_in_order_until_answered():
+    book = cells.CellBook(Pipes(), Worker())  # type: ignore[arg-type]
+    book.begin({"type": "execute", "id": 3, "code": "two calls"})
+
+    assert book.keep_tool_call(_call("w-1", 3)) and book.keep_tool_call(_call("w-2", 3))
+    assert [c["id"] for c in book.unanswered()] == ["w-1", "w-2"]
+    book.answered("w-1")
+    book.answered("never-made")  # an answer sent again after a re-attach: nothing to forget
+    assert book.unanswered() == [_call("w-2", 3)]
+
+
+def test_a_call_of_no_running_cell_is_not_kept_and_a_settled_cell_forgets_its_calls():
+    book = cells.CellBook(Pipes(), Worker())  # type: ignore[arg-type]
+    assert not book.keep_tool_call(_call("w-1", 3)), "no cell runs"
+    book.begin({"type": "execute", "id": 4, "code": "a call left unanswered"})
+    assert not book.keep_tool_call(_call("w-2", 3)), "an earlier cell's call"
+    assert book.keep_tool_call(_call("w-3", 4))
+
+    book.settle({"type": "result", "id": 4, "status": "ok"})
+
+    assert book.unanswered() == []

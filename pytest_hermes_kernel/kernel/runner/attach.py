@@ -8,6 +8,10 @@
 * Results stay **unacknowledged** until the host acks them or sends a new request; an attach
   names the request ids it still waits for and gets those results again (no result is lost to
   a dropped connection, and none is replayed twice to a host that already has it).
+* A host that re-attaches after its stream broke asks for ``resend_tool_calls`` in its attach:
+  the running cell's tool calls nobody answered are sent again after the replayed results (the
+  supervisor's :class:`~.cells.CellBook` keeps them). A ``filecell`` poll never asks: its
+  holders relay every frame, and each poll is an attach.
 """
 
 from __future__ import annotations
@@ -139,10 +143,12 @@ class ClientLink:
         self.orphan_since = since
         return max(0.0, since + float(orphan_timeout) - time.monotonic())
 
-    def on_readable(self, on_attach: Callable[[list[object]], None], on_message: Callable[[Header], None]) -> None:
+    def on_readable(self, on_attach: Callable[[list[object], bool], None],
+                    on_message: Callable[[Header], None]) -> None:
         """Read what the client sent and hand each message on, until none is left or it is dropped.
 
-        :param on_attach: called with the replayable request ids once a client authenticates.
+        :param on_attach: called once a client authenticates, with the replayable request ids and
+            whether it asked for the running cell's unanswered tool calls (``resend_tool_calls``).
         :param on_message: called with every message of an authenticated client.
         """
         try:
@@ -169,7 +175,7 @@ class ClientLink:
             else:
                 self._authenticate(frame[0], on_attach)
 
-    def _authenticate(self, msg: Header, on_attach: Callable[[list[object]], None]) -> None:
+    def _authenticate(self, msg: Header, on_attach: Callable[[list[object], bool], None]) -> None:
         ok = msg.get("type") == "attach" and hmac.compare_digest(
             str(msg.get("token", "")).encode(), self.token.encode())
         if not ok:
@@ -177,7 +183,7 @@ class ClientLink:
             self.drop()
             return
         self.authenticated = True
-        on_attach([i for i in msg.get("pending", ()) if i in self.unacked])
+        on_attach([i for i in msg.get("pending", ()) if i in self.unacked], bool(msg.get("resend_tool_calls")))
 
     def replay(self, request_ids: list[object]) -> None:
         """Send again the kept results of ``request_ids``."""

@@ -6,6 +6,11 @@ ends the cell as ``died``, an OOM kill only when the memory cgroup's counter ros
 at the cell's start and at the death, never carried over from an earlier cell); a
 cell that raised ``SystemExit`` ends as ``exited`` once the worker has really exited, with the
 exit code ``waitpid`` saw.
+
+The running cell's tool calls stay here until they are answered: a call sent while no host is
+attached, or as the stream dropped, is lost on the way; a host that attaches gets the unanswered
+ones again (:meth:`CellBook.unanswered`). The cell's end forgets them: its tool authority is
+retired then, and a late answer finds no call waiting in the worker.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class CellBook:
         self.exiting: Header | None = None  # the worker's "exited" result, until the worker has ended
         self.oom_baseline: int | None = None  # the counter at the running cell's start
         self._oom: OomCounter | None = None
+        self._tool_calls: dict[Any, Header] = {}  # call id -> the running cell's unanswered tool_call
 
     @property
     def running_id(self) -> Any:
@@ -74,6 +80,24 @@ class CellBook:
         """Read one chunk of a pipe: the running cell's output, or nobody's."""
         self.pipes.on_readable(fd, capturing=self.cell is not None)
 
+    def keep_tool_call(self, msg: Header) -> bool:
+        """Keep the worker's ``tool_call`` ``msg`` until it is answered, if the running cell made it.
+
+        :returns: whether it is the running cell's (else its cell has settled: nobody answers it).
+        """
+        if self.cell is None or msg.get("cell") != self.running_id:
+            return False
+        self._tool_calls[msg.get("id")] = msg
+        return True
+
+    def answered(self, call_id: Any) -> None:
+        """The answer to tool call ``call_id`` goes to the worker: the call is no longer sent again."""
+        self._tool_calls.pop(call_id, None)
+
+    def unanswered(self) -> list[Header]:
+        """The running cell's tool calls nobody answered yet, in the order the worker made them."""
+        return list(self._tool_calls.values())
+
     def died(self, info: WorkerExit) -> Header:
         """The running cell's outcome now that its worker ended with ``info``."""
         code, sig = info
@@ -94,12 +118,13 @@ class CellBook:
         """End the running cell with ``outcome``: its request id and the result frame.
 
         The pipes are drained into the captures first: everything the cell wrote before its
-        result is in the result.
+        result is in the result. Its unanswered tool calls are forgotten.
         """
         self.pipes.drain(capturing=self.cell is not None)
         counts, blobs = self.pipes.take()
         outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
         self.cell = None
+        self._tool_calls.clear()
         frame = encode_frame(outcome, blobs)
         if len(frame) > MAX_FRAME_BYTES:  # never a kill for a reply's size: say so instead
             frame = encode_frame(dict(too_large(outcome, len(frame)), **counts), blobs)

@@ -132,10 +132,16 @@ class Supervisor:
                          "kernel_id": self.config.get("kernel_id"), "replayed": list(replayed),
                          "running": self.cells.running_id})
 
-    def on_attach(self, replay: list[object]) -> None:
-        """A client authenticated: hello, then the results it still waits for."""
+    def on_attach(self, replay: list[object], resend_tool_calls: bool) -> None:
+        """A client authenticated: hello, the results it still waits for, then, for a host that
+        re-attached after its stream broke, the running cell's tool calls nobody answered (one made
+        while no client was attached, or sent as the stream dropped, was lost; the host runs a
+        call id once, however often it comes)."""
         self.say_hello(replay)
         self.link.replay(replay)
+        if resend_tool_calls:
+            for call in self.cells.unanswered():
+                self.link.reply(call)
 
     def on_message(self, msg: Header) -> None:
         kind = msg.get("type")
@@ -198,6 +204,7 @@ class Supervisor:
                          "running": self.cells.running_id})
 
     def do_tool_result(self, msg: Header) -> None:
+        self.cells.answered(msg.get("id"))
         self.worker.send(msg)
 
     def do_keep(self, msg: Header) -> None:
@@ -258,7 +265,7 @@ class Supervisor:
         elif kind == "running" and running and msg.get("id") == self.cells.running_id:
             self.link.reply(msg)
         elif kind == "tool_call":
-            if running and msg.get("cell") == self.cells.running_id:
+            if self.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
                 self.link.reply(msg)
             else:  # its cell settled before the call got here: the host would drop it, unanswered
                 self.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})

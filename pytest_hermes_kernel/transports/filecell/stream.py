@@ -18,8 +18,9 @@ The channel writes frames and reads frames as for any transport. Here:
   old client, which relays everything sent to it first). A poll that returns a tool call or a
   cell's ``running`` frame leaves a holder attached (see
   :mod:`pytest_hermes_kernel.kernel.runner.client`) whose spool the next poll relays, so nothing
-  the supervisor sends while a cell runs is lost (it does not keep tool calls); results are also
-  replayed from the supervisor's unacknowledged results.
+  the supervisor sends while a cell runs is lost (a poll never asks it for the unanswered tool
+  calls it keeps for a re-attach); results are also replayed from the supervisor's
+  unacknowledged results.
 * Results relayed twice (by a pushed-out client and by the replay) reach the channel once.
 """
 
