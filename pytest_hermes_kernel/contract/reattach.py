@@ -3,7 +3,8 @@
 A transport whose ``reattachable`` is true (docker, ssh) promises that its kernel runner
 outlives the stream to it. When the stream breaks while the runner lives, the next cell, or
 the cell in flight, re-attaches (``kernel.reconnected``) with the namespace kept, and a result
-that was ready while no stream was attached is delivered. When the runner itself is gone, the
+that was ready while no stream was attached is delivered; a stream that drops again in the same
+cell is re-attached again. When the runner itself is gone, the
 cell in flight ends ``died`` with reason ``transport_lost`` (never a hang) and the next cell
 runs on a fresh runner, ``state_lost``. These tests skip, with that reason, on a transport that
 declares no re-attach (local: its channel is the parent-death lease; filecell: every cell is
@@ -38,6 +39,7 @@ __all__ = [
     "reattachable", "test_drop_while_idle_reattaches_with_the_state_kept",
     "test_drop_mid_cell_delivers_the_result_after_the_reattach", "test_runner_gone_mid_cell_is_transport_lost",
     "test_drop_during_a_tool_call_still_answers_it", "test_a_tool_call_made_while_the_stream_is_down_is_answered_once",
+    "test_a_second_drop_in_the_same_cell_is_re_attached_too",
 ]
 
 #: How long a cell in flight may take to settle after a drop (a hang, not slowness, beyond it).
@@ -88,6 +90,32 @@ def test_drop_mid_cell_delivers_the_result_after_the_reattach(reattachable: Tran
     assert r.kernel.reconnected and not r.kernel.state_lost
     after = kernel.execute("x")
     assert after.value == "41" and after.kernel.generation == 0
+
+
+def test_a_second_drop_in_the_same_cell_is_re_attached_too(reattachable: Transport, kernel: KernelHandle,
+                                                          hermes_faults: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream drops, the host re-attaches, and it drops again before the cell ends."""
+    reattached = threading.Semaphore(0)
+    reattach = kernel.transport.reattach
+
+    def counted(launched: Any) -> Any:
+        stream = reattach(launched)
+        reattached.release()
+        return stream
+
+    monkeypatch.setattr(kernel.transport, "reattach", counted)
+    kernel.execute("x = 40")
+    fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '30'])\n"
+                                "subprocess.run(['sleep', '31'])\nx + 2")
+    for sleep_cmd in ("sleep 30", "sleep 31"):
+        sleep = wait_until(lambda c=sleep_cmd: process_of(kernel, c), 10.0, what=f"the cell's {sleep_cmd} to run")
+        hermes_faults.transport_drop(kernel, "reset")
+        assert reattached.acquire(timeout=SETTLE_TIMEOUT_S), "the host did not re-attach after the drop"
+        signal_in_kernel(kernel, sleep, signal.SIGTERM)  # the cell goes on
+    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+
+    assert r.status == "ok" and r.value == "42", r.summary()
+    assert r.kernel.reconnected and not r.kernel.state_lost and r.kernel.generation == 0
 
 
 def test_runner_gone_mid_cell_is_transport_lost(reattachable: Transport, kernel: KernelHandle) -> None:

@@ -24,7 +24,12 @@ from .results import Reason
 from .rpc import CellAuthority, ToolTable
 from .watchdog import Action, CellBudget
 
-__all__ = ["CellRun", "running_tool_of"]
+__all__ = ["CellRun", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
+
+#: Re-attaches one cell may make: a stream that drops again after each of them (a flapping link)
+#: then ends the cell ``transport_lost``, its note saying how many there were, instead of
+#: re-attaching forever where the cell has no budget.
+MAX_REATTACHES_PER_CELL = 10
 
 
 class _ToolThread(threading.local):
@@ -251,15 +256,19 @@ class CellRun:
 
         After a re-attach the request is sent again when the runner neither ran it nor is
         running it (the stream broke before the request arrived, e.g. it was dropped while idle).
+        A stream that drops again in the same cell is re-attached again, up to
+        :data:`MAX_REATTACHES_PER_CELL` times.
         A channel lost for good ends the ladder: its outcome carries the loss, not a rung.
         """
         link, o = self.link, self.options
         reattachable = link.transport.reattachable
-        hello = None
-        if reattachable and not self.stopping():
+        reattaches = 0
+        while reattachable and not self.stopping() and reattaches < MAX_REATTACHES_PER_CELL:
             hello = link.reattach((self.rid,), timeout=o.reconnect_timeout, hello_timeout=o.start_timeout,
                                   stopping=self.stopping)
-        if hello is not None:
+            if hello is None:
+                break
+            reattaches += 1
             self._reconnected = True
             try:
                 if hello.get("running") == self.rid:
@@ -269,12 +278,13 @@ class CellRun:
                 elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
                 return self._await_result()
-            except ChannelClosed as again:
+            except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
         self._stage = None
         alive = link.alive()
         if not reattachable:
             link.kill()
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
-        note = f"channel lost: {exc}" + (" (runner still alive; killed)" if alive else "")
+        note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
+                + (" (runner still alive; killed)" if alive else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))

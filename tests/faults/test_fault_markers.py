@@ -11,7 +11,9 @@ import time
 
 import pytest
 
+from pytest_hermes_kernel.contract._probes import process_of, run_in_thread, wait_until
 from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.kernel import cell
 from pytest_hermes_kernel.faults.harness import HostGoneError
 
 HOG = "hog = []\nwhile True: hog.append(b'x' * (32 * 2**20))"
@@ -171,3 +173,31 @@ def test_faults_fixture_host_harness(hermes_faults) -> None:
     assert kernel.execute("import os; os.getpid()").value == str(kernel.pid)
     survivors = hermes_faults.host_sigkill(kernel, bound=2.0)
     assert survivors == []
+
+
+def test_a_link_that_drops_after_every_re_attach_ends_the_cell_at_the_cap(hermes_kernel, hermes_faults,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cell re-attaches each time its stream drops (a second drop in one cell is no loss), but a
+    link that drops again after every re-attach ends the cell ``transport_lost`` once the cell has
+    made ``MAX_REATTACHES_PER_CELL`` of them, the note saying so: never a re-attach loop."""
+    if not hermes_kernel.transport.reattachable:
+        pytest.skip(f"the {hermes_kernel.transport.name} transport declares no re-attach")
+    monkeypatch.setattr(cell, "MAX_REATTACHES_PER_CELL", 3)
+    link = hermes_kernel._runtime.require_link()
+    reattach, made = link.reattach, []
+
+    def dropped_again(*args, **kwargs):
+        hello = reattach(*args, **kwargs)
+        if hello is not None:
+            made.append(hello)
+            hermes_faults.transport_drop(hermes_kernel, "reset")  # the new stream drops at once
+        return hello
+
+    monkeypatch.setattr(link, "reattach", dropped_again)
+    fut = run_in_thread(hermes_kernel, "import subprocess\nsubprocess.run(['sleep', '30'])", timeout=60)
+    wait_until(lambda: process_of(hermes_kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
+    hermes_faults.transport_drop(hermes_kernel, "reset")
+    r = fut.result(timeout=60)
+
+    assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
+    assert len(made) == 3 and "(after 3 re-attaches in this cell)" in r.kernel.note, r.summary()
