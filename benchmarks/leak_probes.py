@@ -28,11 +28,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
+
+from pytest_start import pytest_cost
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.leaks.checker import LeakChecker
@@ -66,15 +66,6 @@ def _parsed_scan() -> list[int]:
     return found
 
 
-def _pytest_cpu_s(directory: str, *options: str) -> float:
-    """CPU seconds (user + system) of one ``pytest -q`` run in ``directory``."""
-    before = os.times()
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options], cwd=directory,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-    after = os.times()
-    return after.children_user - before.children_user + after.children_system - before.children_system
-
-
 def empty_tests(count: int, rounds: int = 3) -> None:
     """Print the CPU seconds of ``count`` empty tests: leak check on, off, and no plugin."""
     with tempfile.TemporaryDirectory() as directory:
@@ -83,7 +74,7 @@ def empty_tests(count: int, rounds: int = 3) -> None:
         legs = {"leak check warn (default)": (), "leak check off": ("--hermes-leak-check=off",),
                 "no plugin (anchor)": ("-p", "no:hermes_kernel")}
         for name, options in legs.items():
-            cpu = statistics.median(_pytest_cpu_s(directory, *options) for _ in range(rounds))
+            cpu = statistics.median(pytest_cost(directory, options)[0] for _ in range(rounds))
             print(f"pytest, {count} empty tests, {name}: {cpu:.2f} CPU s")
 
 

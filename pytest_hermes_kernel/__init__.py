@@ -11,22 +11,47 @@ Public API::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FileTransferError, FrameTooLargeError,
                      HermesKernelError, TransferTooLargeError, UnsafePathError,
                      HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
                      KernelResetAfterTimeout,
                      KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
                      TransportUnavailableError)
-from .api import KernelRegistry, start_kernel
-from .kernel.aio import aexecute
-from .kernel.files import RejectedEntry, TransferReport
-from .kernel.handle import KernelHandle
-from .kernel.lifecycle import KernelState
-from .kernel.options import KernelOptions
-from .kernel.registry import KernelKey
-from .kernel.results import CellResult, ExitInfo, KernelInfo
-from .kernel.rpc import ToolTable
-from .kernel.watchdog import WatchdogPolicy
+
+if TYPE_CHECKING:
+    from .api import KernelRegistry, start_kernel
+    from .kernel.aio import aexecute
+    from .kernel.files import RejectedEntry, TransferReport
+    from .kernel.handle import KernelHandle
+    from .kernel.lifecycle import KernelState
+    from .kernel.options import KernelOptions
+    from .kernel.registry import KernelKey
+    from .kernel.results import CellResult, ExitInfo, KernelInfo
+    from .kernel.rpc import ToolTable
+    from .kernel.watchdog import WatchdogPolicy
+
+#: Where each public name that is not an exception lives: imported on first use, so that a
+#: pytest run that loads the plugin and starts no kernel does not import the kernel core.
+_LAZY = {
+    "KernelRegistry": ".api", "start_kernel": ".api", "aexecute": ".kernel.aio", "RejectedEntry": ".kernel.files",
+    "TransferReport": ".kernel.files", "KernelHandle": ".kernel.handle", "KernelState": ".kernel.lifecycle",
+    "KernelOptions": ".kernel.options", "KernelKey": ".kernel.registry", "CellResult": ".kernel.results",
+    "ExitInfo": ".kernel.results", "KernelInfo": ".kernel.results", "ToolTable": ".kernel.rpc",
+    "WatchdogPolicy": ".kernel.watchdog",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public names of :data:`_LAZY`, imported on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)
+
 
 __version__ = "0.1.0"
 

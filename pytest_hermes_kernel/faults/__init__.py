@@ -10,8 +10,27 @@ May import: the kernel core (its port and the ``Kernel`` protocol), ``transports
 ``errors`` and ``procs``; never pytest (the plugin drives this package) and never ``leaks``.
 """
 
-from .faulty_transport import FaultyTransport
-from .harness import HarnessKernel, HostGoneError
-from .spec import FaultSpec
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .faulty_transport import FaultyTransport
+    from .harness import HarnessKernel, HostGoneError
+    from .spec import FaultSpec
 
 __all__ = ["FaultSpec", "FaultyTransport", "HarnessKernel", "HostGoneError"]
+
+_LAZY = {"FaultSpec": ".spec", "FaultyTransport": ".faulty_transport", "HarnessKernel": ".harness",
+         "HostGoneError": ".harness"}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``__all__``, imported on first use: the plugin's markers need :mod:`.spec`
+    alone, not the harness (pickle, threads) or the faulty transport."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module, __name__), name)

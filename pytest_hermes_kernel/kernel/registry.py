@@ -30,15 +30,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, KernelShutdownError
-from .handle import KernelHandle
 from .lifecycle import Loss
 from .options import KernelOptions
 from .reaper import IdleReaper, IdleReaping
 from .results import CellResult, Reason
 from .rpc import ToolTable
+
+if TYPE_CHECKING:  # imported when the first kernel starts: the leak check lists registries of runs that start none
+    from .handle import KernelHandle
 
 CHILD_SEPARATOR = "::child::"
 """Between a parent owner and a delegated child's id in the child's owner key."""
@@ -242,6 +244,8 @@ class KernelRegistry(IdleReaping):
 
     def _new_entry_unlocked(self, key: KernelKey, pinned: bool) -> _Entry:
         """A pending entry with a new, not yet started handle for ``key``."""
+        from .handle import KernelHandle
+
         transport = self._factory(key)
         self._transports[id(transport)] = transport
         handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)

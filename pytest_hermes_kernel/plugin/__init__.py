@@ -16,6 +16,11 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 
 Everything that imports pytest lives in this subpackage; the kernel core never does.
 
+Every pytest start where the package is installed loads these modules, so at module level they
+import only what a run that starts no kernel needs (settings, marker checks, the leak checker);
+the kernel core, the fault path, the catalog and the post-mortem records are imported inside the
+fixtures and hooks that use them (``tests/plugin/test_plugin_imports.py``).
+
 May import: everything below it (kernel, containers, transports, faults, leaks, catalog, api);
 never the contract suite (a sibling: both sit on top).
 """

@@ -26,8 +26,6 @@ import pytest
 
 from ..containers.labels import LABEL_RUN_ID
 from ..containers.sharing import current_run_id
-from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, parse_host_processes,
-                                   until_complete)
 from .settings import settings_key
 
 
@@ -141,6 +139,8 @@ def _reap_in(container: Any, host_pid: int) -> int:
     """Kill ``host_pid``'s kernel processes in one container, as the kernels' user (the
     container's root lacks the ptrace right to read their environments: it would find none)."""
     from ..containers.lifecycle import SSH_USER
+    from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE,
+                                       parse_host_processes, until_complete)
 
     answer, _, _ = until_complete(lambda: tuple(container.exec_run(
         ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))

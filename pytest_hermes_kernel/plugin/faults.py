@@ -21,26 +21,25 @@ apply on the test's transport skips the test with the reason.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import ConfigError, TransportUnavailableError
-from ..faults import injector
-from ..faults.apply import FaultSetup, apply_faults, plan_faults, transport_options
-from ..faults.cgroup import MemoryCgroup, create_memory_cgroup
-from ..faults.harness import HarnessKernel
-from ..faults.injector import FaultingKernel
-from ..faults.proxy import ProxyRoute
 from ..faults.spec import MARKERS, DropMode, FaultSpec, marker_help
-from ..kernel.contract import Transport
-from ..kernel.handle import KernelHandle
-from ..kernel.interface import Kernel
-from ..kernel.options import KernelOptions
 from .settings import transport_defaults
 
-_setups_key = pytest.StashKey[list[FaultSetup]]()
-_link_key = pytest.StashKey[ProxyRoute]()
+if TYPE_CHECKING:  # the rest of the faults package is imported by the fixtures that use it
+    from ..faults.apply import FaultSetup
+    from ..faults.cgroup import MemoryCgroup
+    from ..faults.harness import HarnessKernel
+    from ..faults.proxy import ProxyRoute
+    from ..kernel.contract import Transport
+    from ..kernel.interface import Kernel
+    from ..kernel.options import KernelOptions
+
+_setups_key = pytest.StashKey["list[FaultSetup]"]()
+_link_key = pytest.StashKey["ProxyRoute"]()
 
 
 def fault_specs(node: pytest.Item) -> list[FaultSpec]:
@@ -67,6 +66,9 @@ def transport_options_for_faults(request: pytest.FixtureRequest, transport_name:
     """Constructor options the test's faults need of its transport (see
     :func:`~pytest_hermes_kernel.faults.apply.transport_options`); the fault proxy route, if
     any, is kept for :func:`make_kernel`."""
+    from ..faults.apply import transport_options
+    from ..faults.proxy import ProxyRoute
+
     options = transport_options(fault_specs(request.node), transport_name, drops_on_demand=_drops_on_demand(request))
     link = options.get("connect_via")
     if isinstance(link, ProxyRoute):
@@ -81,6 +83,11 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     :raises pytest.skip.Exception: with the reason when a fault cannot apply on this transport.
     :raises pytest.UsageError: if the test gives tools to a host-harness kernel.
     """
+    from ..faults.apply import apply_faults, plan_faults
+    from ..faults.harness import HarnessKernel
+    from ..faults.injector import FaultingKernel
+    from ..kernel.handle import KernelHandle
+
     specs = fault_specs(request.node)
     plan = plan_faults(specs, transport, opts, drops_on_demand=_drops_on_demand(request))
     if plan.skip is not None:
@@ -103,6 +110,8 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
 
 def finish_kernel(kernel: Kernel) -> list[str]:
     """After the test: end its faults; return what is wrong (a kernel that outlived its host)."""
+    from ..faults.injector import FaultingKernel
+
     return kernel.finish() if isinstance(kernel, FaultingKernel) else []
 
 
@@ -134,26 +143,36 @@ class HermesFaults:
 
     def kernel_sigkill(self, kernel: Kernel) -> None:
         """SIGKILL the kernel's worker from outside."""
+        from ..faults import injector
+
         injector.kernel_sigkill(kernel)
 
     def transport_drop(self, kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,
                        latency: float = 0.2) -> None:
         """Break a docker/ssh kernel's channel (see :func:`~pytest_hermes_kernel.faults.injector.transport_drop`)."""
+        from ..faults import injector
+
         injector.transport_drop(kernel, mode, duration, latency)
 
     def harness(self, transport: str = "local", **options: Any) -> HarnessKernel:
         """A kernel whose host is a separate process; ``.kill_host()`` SIGKILLs the host."""
+        from ..faults.harness import HarnessKernel
+
         kernel = HarnessKernel(transport, options)
         self._harnesses.append(kernel)
         return kernel
 
     def host_sigkill(self, kernel: HarnessKernel, bound: float = 2.0) -> list[str]:
         """SIGKILL the harness host now; return what of the kernel survived ``bound`` seconds."""
+        from ..faults import injector
+
         injector.host_sigkill(kernel)
         return kernel.wait_kernel_gone(bound)
 
     def memory_cgroup(self, limit_bytes: int) -> MemoryCgroup:
         """A memory cgroup for a local kernel: pass ``cgroup_procs``/``oom_counter_file`` from it."""
+        from ..faults.cgroup import create_memory_cgroup
+
         try:
             cg = create_memory_cgroup(limit_bytes)
         except TransportUnavailableError as exc:

@@ -9,26 +9,34 @@ that uses these fixtures, the contract suite included, against their backend.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, TransportUnavailableError
-from ..kernel.interface import Kernel
-from ..kernel.options import KernelOptions
-from ..kernel.registry import KernelRegistry
-from ..kernel.watchdog import WatchdogPolicy
 from ..transports import close_transport, get_transport, make_transport, transport_names
-from ..kernel.contract import Transport
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
 from .markers import options_lacking
 from .settings import settings_key, transport_defaults
 
-_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(KernelOptions)}
-_KERNEL_FIELDS = set(_FIELD_TYPES)
+if TYPE_CHECKING:  # the kernel core is imported by the fixtures, when a test asks for a kernel
+    from ..kernel.contract import Transport
+    from ..kernel.interface import Kernel
+    from ..kernel.options import KernelOptions
+    from ..kernel.registry import KernelRegistry
+
 _MARKER_ONLY = {"transport", "tools"}
+
+
+@functools.cache
+def _field_types() -> dict[str, str]:
+    """Each :class:`KernelOptions` field's annotation, as text, by field name."""
+    from ..kernel.options import KernelOptions
+
+    return {f.name: str(f.type) for f in dataclasses.fields(KernelOptions)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,8 +50,9 @@ class KernelMarker:
 
 
 def _parse_marker(**kwargs: Any) -> KernelMarker:
-    kernel = {k: v for k, v in kwargs.items() if k in _KERNEL_FIELDS}
-    rest = {k: v for k, v in kwargs.items() if k not in _KERNEL_FIELDS and k not in _MARKER_ONLY}
+    fields = _field_types()
+    kernel = {k: v for k, v in kwargs.items() if k in fields}
+    rest = {k: v for k, v in kwargs.items() if k not in fields and k not in _MARKER_ONLY}
     problems = []
     tools = kwargs.get("tools") or {}
     if not isinstance(tools, Mapping) or not all(isinstance(n, str) and callable(f) for n, f in tools.items()):
@@ -59,7 +68,10 @@ def _parse_marker(**kwargs: Any) -> KernelMarker:
 
 def _kernel_options(values: dict[str, Any]) -> KernelOptions:
     """:raises ConfigError: if :class:`KernelOptions` rejects ``values`` (the message names the option)."""
-    problems = [p for p in (_bad_option(_FIELD_TYPES[k], k, v) if k in _FIELD_TYPES else f"unknown kernel option {k!r}"
+    from ..kernel.options import KernelOptions
+
+    types = _field_types()
+    problems = [p for p in (_bad_option(types[k], k, v) if k in types else f"unknown kernel option {k!r}"
                             for k, v in values.items()) if p]
     if problems:
         raise ConfigError("; ".join(problems))
@@ -75,6 +87,8 @@ def _bad_option(annotation: str, name: str, value: Any) -> str | None:
     Checked by the field's annotation: numbers (durations in seconds, sizes in bytes) must be
     ``>= 0``, so that a typo fails at the test that has it and not deep in the watchdog.
     """
+    from ..kernel.watchdog import WatchdogPolicy
+
     if value is None:
         return None if "None" in annotation else f"{name} must not be None"
     base = annotation.split("|")[0].strip()
@@ -289,6 +303,9 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
     ``KernelKey(owner=...)`` (no transport named) runs on this leg's transport of the matrix;
     a key that names another transport explicitly gets the shared transport of that name.
     """
+    from ..kernel.options import KernelOptions
+    from ..kernel.registry import KernelRegistry
+
     settings = request.config.stash[settings_key]
     marker = kernel_marker(request.node)
     opts = KernelOptions(**{"timeout": settings.timeout, **marker.kernel})

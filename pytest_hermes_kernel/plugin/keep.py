@@ -22,14 +22,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ..containers.engines import DEFAULT_SOCKET
-from ..containers.kept import KeptKernel, remove, save
 from ..errors import TransportLostError, UnsafeRunDirError
-from ..kernel.handle import KernelHandle
 from .report import stats_key
 from .settings import settings_key
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported by the functions, which run only when a failed test's kernels are kept
+    from ..containers.kept import KeptKernel
+    from ..kernel.handle import KernelHandle
     from ..kernel.interface import Kernel
 
 __all__ = ["keep_kernels"]
@@ -37,6 +36,8 @@ __all__ = ["keep_kernels"]
 
 def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
     """Keep the live ``kernels`` of the failed test ``item`` (see module docstring)."""
+    from ..kernel.handle import KernelHandle
+
     stats = item.config.stash[stats_key]
     ttl = item.config.stash[settings_key].keep_failed_ttl
     for kernel in kernels:
@@ -55,6 +56,8 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[K
     The record is written before the switch, so a kept kernel always has one; a switch that
     fails removes it again (the kernel was shut down).
     """
+    from ..containers.kept import KeptKernel, remove, save
+
     launched = kernel.launched
     assert launched is not None  # alive
     runner_pid, kid = launched.pid, kernel.kernel_id
@@ -76,6 +79,8 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[K
 
 def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
+    from ..containers.engines import DEFAULT_SOCKET
+
     kid = record.kernel_id
     at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
     container, target = record.locator.get("container_id"), record.locator.get("target")

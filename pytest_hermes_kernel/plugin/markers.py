@@ -26,7 +26,6 @@ import pytest
 
 from ..errors import ConfigError
 from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, plain_signature
-from ..kernel.options import KernelOptions
 from ..transports import transport_factory, transport_names
 
 _problem_key = pytest.StashKey[str]()
@@ -93,6 +92,8 @@ def _check_kernel_marker(item: pytest.Item) -> list[str]:
     marks = list(item.iter_markers("hermes_kernel"))
     if not marks:
         return []
+    from ..kernel.options import KernelOptions
+
     fields = {f.name for f in dataclasses.fields(KernelOptions)}
     by_transport = transport_option_names()
     transport_keys = set().union(*by_transport.values()) if by_transport else set()

@@ -9,21 +9,21 @@ The leak checker runs after each like after any test.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..catalog import Scenario, ScenarioFailure, ScenarioRunner, load_scenario
-from ..errors import ConfigError, TransportUnavailableError
-from ..faults import injector
-from ..faults.apply import FaultSetup, apply_faults, plan_faults, transport_options
-from ..faults.proxy import ProxyRoute
+from ..errors import ConfigError, ScenarioFailure, TransportUnavailableError
 from ..faults.spec import FaultSpec, spec_from_table
-from ..kernel.contract import Transport
-from ..kernel.options import KernelOptions
 from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
 from .settings import settings_key, transport_defaults
+
+if TYPE_CHECKING:  # the catalog and the fault path are imported when a scenario file is collected or run
+    from ..catalog import Scenario
+    from ..faults.apply import FaultSetup
+    from ..faults.proxy import ProxyRoute
+    from ..kernel.contract import Transport
 
 
 def _is_scenario_file(path: Path) -> bool:
@@ -60,6 +60,8 @@ class ScenarioFile(pytest.File):
     """A scenario file: one item per selected transport."""
 
     def collect(self) -> Any:
+        from ..catalog import load_scenario
+
         try:
             scenario = load_scenario(self.path)
             faults = scenario_faults(scenario)
@@ -88,6 +90,10 @@ class ScenarioItem(pytest.Item):
             self.add_marker(pytest.mark.hermes_scenario_fault(spec.kind))
 
     def runtest(self) -> None:
+        from ..catalog import ScenarioRunner
+        from ..faults import injector
+        from ..faults.apply import transport_options
+
         options = transport_options(self.faults, self.transport_name)
         transport = self._transport(options)
         try:
@@ -116,6 +122,9 @@ class ScenarioItem(pytest.Item):
 
     def _apply(self, transport: Transport, link: ProxyRoute | None) -> FaultSetup:
         """The faults' plan carried out on ``transport``; skips with the reason where they cannot apply."""
+        from ..faults.apply import apply_faults, plan_faults
+        from ..kernel.options import KernelOptions
+
         options = KernelOptions(**self.scenario.kernel)
         plan = plan_faults(self.faults, transport, options)
         if plan.skip is not None:

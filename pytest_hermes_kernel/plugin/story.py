@@ -18,12 +18,12 @@ from __future__ import annotations
 import collections
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..kernel.interface import Kernel
-from ..kernel.output import redact, secret_values
+if TYPE_CHECKING:
+    from ..kernel.interface import Kernel
 
 #: Cells remembered per kernel (the newest).
 LAST_CELLS = 5
@@ -108,6 +108,8 @@ class KernelStory:
         return [(title, text) for title, text in tails if text or title == "runner log"]
 
     def _clean(self, text: str) -> str:
+        from ..kernel.output import redact, secret_values
+
         return redact(text, secret_values(self.kernel.options.env))
 
 

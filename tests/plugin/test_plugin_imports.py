@@ -1,0 +1,71 @@
+"""Every pytest start where the package is installed loads the plugin, so loading it imports no
+kernel core, fault path, catalog or post-mortem module: the fixtures and hooks that use them
+import them (``benchmarks/pytest_start.py`` measures the start). Those deferred imports happen
+under pytest's assertion rewriting, mid-run, and must not warn (``-W error``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+LOAD_THE_PLUGIN = """
+import importlib, sys
+import pytest_hermes_kernel.plugin as plugin
+for name in plugin.pytest_plugins:
+    importlib.import_module(name)
+print(" ".join(sorted(sys.modules)))
+"""
+
+#: What a run that starts no kernel does not need (the leak check's snapshots may import the
+#: registry and the local transport at the first test; loading the plugin does not).
+DEFERRED = ("api", "catalog", "containers.engines", "containers.kept", "faults.apply", "faults.harness",
+            "faults.injector", "kernel.cell", "kernel.handle", "kernel.registry", "transports.detached",
+            "transports.local")
+
+USES_EVERY_DEFERRED_PATH = """
+import pytest
+from pytest_hermes_kernel import KernelKey
+
+
+@pytest.mark.hermes_kernel(timeout=30)
+def test_kernel(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_fault_marker(hermes_kernel):
+    hermes_kernel.execute("1")
+    assert hermes_kernel.execute("1").kernel.state_lost
+
+
+def test_faults_fixture(hermes_kernel, hermes_faults):
+    hermes_faults.kernel_sigkill(hermes_kernel)
+
+
+def test_registry(hermes_registry):
+    assert hermes_registry.execute(KernelKey(owner="a"), "2 * 3").value == "6"
+"""
+
+SCENARIO = """
+[scenario]
+name = "one-cell"
+source = "test"
+
+[[cell]]
+code = "6 * 7"
+expect = { status = "ok", value = "42" }
+"""
+
+
+def test_loading_the_plugin_imports_no_kernel_core() -> None:
+    loaded = set(subprocess.run([sys.executable, "-c", LOAD_THE_PLUGIN], capture_output=True, text=True,
+                                check=True, timeout=60).stdout.split())
+    assert not {f"pytest_hermes_kernel.{name}" for name in DEFERRED} & loaded, sorted(loaded)
+
+
+def test_the_deferred_imports_do_not_warn(pytester, run) -> None:
+    pytester.makepyfile(test_paths=USES_EVERY_DEFERRED_PATH)
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "one_cell.toml").write_text(SCENARIO)
+    result = run("-W", "error", "--hermes-transport=local")
+    result.assert_outcomes(passed=5)
