@@ -86,12 +86,12 @@ class LeakChecker:
             now[probe.kind] = snapshot = self._safe(probe)
             was = before.get(probe.kind, {})
             blind_before, blind_now = _unchecked(was), _unchecked(snapshot)
-            if blind_before:  # what it saw then is not known: anything it sees now could be old
-                unchecked.update({f"{what} (before the test)": why for what, why in blind_before.items()})
-                continue
+            unchecked.update({f"{what} (before the test)": why for what, why in blind_before.items()})
             unchecked.update(blind_now)
-            new = {k: v for k, v in snapshot.items()
-                   if k not in was and k not in seen and not k.startswith(UNCHECKED)}
+            if blind_before and probe.places is None:  # which part saw what is not known: none is compared
+                continue
+            new = {k: v for k, v in snapshot.items() if k not in was and k not in seen
+                   and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)}
             seen.update(new)
             if probe.kinds_in_identity:
                 for identity, description in new.items():
@@ -118,6 +118,15 @@ class LeakChecker:
             return probe.snapshot()
         except Exception as exc:  # noqa: BLE001 - a broken probe must not fail every test
             return {UNCHECKED + probe.kind: f"{type(exc).__name__}: {exc}"}
+
+
+def _seen_only_by(probe: Probe, identity: str, blind_before: dict[str, str]) -> bool:
+    """Whether only places blind before the test see ``identity`` now (what they saw then is not
+    known: it could be old). One that another place, which did look before, sees now is compared."""
+    if not blind_before:
+        return False
+    places = probe.places(identity) if probe.places is not None else ()
+    return all(place in blind_before for place in places)
 
 
 def _unchecked(snapshot: Snapshot) -> dict[str, str]:

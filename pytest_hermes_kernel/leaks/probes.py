@@ -11,6 +11,7 @@ import os
 import shutil
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
@@ -42,6 +43,10 @@ class Probe:
     kinds_in_identity: bool = False
     fresh: Callable[[], None] | None = None
     """For a probe that may reuse its last snapshot: make the next one look again."""
+    places: Callable[[str], Collection[str]] | None = None
+    """For a probe that looks at several places: the places (as its :data:`UNCHECKED` entries
+    name them) that saw an identity in its last snapshot. A place blind before the test then
+    hides only what it alone sees; without it, a blind part hides the whole probe."""
 
 
 #: Seconds a transport snapshot is reused while this process did nothing towards kernels.
@@ -65,6 +70,8 @@ class TransportResources:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._owner: dict[str, Any] = {}  # identity -> the transport that reported it (last snapshot)
+        self._places: dict[str, set[str]] = {}  # identity -> the labels of every transport that did
+        self._labels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._clock = clock
         self._last: tuple[int, frozenset[int], float, Snapshot] | None = None  # activity, transports, when, what
 
@@ -83,14 +90,16 @@ class TransportResources:
             return dict(last[3])
         out: Snapshot = {}
         owners: dict[str, Any] = {}
+        places: dict[str, set[str]] = {}
         forget_closed_transports()  # probed now, for the last time
         blind = False
         for transport in transports:
+            label = self.label(transport)
             try:
                 with quiet_activity():
                     found = transport.leak_snapshot(os.getpid())
             except Exception as exc:  # noqa: BLE001 - an unreachable host must not fail every test
-                out[UNCHECKED + transport.describe()] = f"{type(exc).__name__}: {exc}"
+                out[UNCHECKED + label] = f"{type(exc).__name__}: {exc}"
                 blind = True
                 continue
             for kind, items in found.items():
@@ -98,10 +107,29 @@ class TransportResources:
                     key = f"{kind}|{identity}"
                     out.setdefault(key, description)
                     owners.setdefault(key, transport)
-        self._owner = owners
+                    places.setdefault(key, set()).add(label)
+        self._owner, self._places = owners, places
         # not if others acted meanwhile, nor when a host could not be looked at (look again next time)
         self._last = (count, ids, now, dict(out)) if count == activity() and not blind else None
         return out
+
+    def places(self, key: str) -> set[str]:
+        """The labels of the transports that reported ``key`` in the last snapshot (:attr:`Probe.places`)."""
+        return self._places.get(key, set())
+
+    def label(self, transport: Any) -> str:
+        """How the report names ``transport``: its :meth:`describe` line, taken once (so a blind
+        place is known by the same name before and after a test); a ``describe()`` that raises
+        does not hide the scan's own error."""
+        label = self._labels.get(transport)
+        if label is None:
+            try:
+                label = transport.describe()
+            except Exception as exc:  # noqa: BLE001 - a name for the report, whatever describe() does
+                label = f"{getattr(transport, 'name', type(transport).__name__)} transport (describe() failed: {exc!r})"
+            label = self._labels.setdefault(transport, f"{label} #{len(self._labels) + 1}"
+                                            if label in self._labels.values() else label)
+        return label
 
     def cleanup(self, key: str) -> None:
         self._last = None
@@ -309,7 +337,7 @@ PROBES: list[Probe] = [
     Probe("kernel dir", kernel_dirs, _remove_kernel_dir),
     Probe("registry entry", registry_entries),
     Probe("transport resource", _transport_resources.snapshot, _transport_resources.cleanup, kinds_in_identity=True,
-          fresh=_transport_resources.fresh),
+          fresh=_transport_resources.fresh, places=_transport_resources.places),
 ]
 
 

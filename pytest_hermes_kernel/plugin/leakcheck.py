@@ -63,16 +63,18 @@ class LeakCheckPlugin:
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
+        stats = item.config.stash[stats_key]
         if report.unchecked:  # never a silent pass: say what this test's check could not see
-            item.config.stash[stats_key].unchecked.append(item.nodeid)
-            warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
-        if report:
-            item.config.stash[stats_key].leaks.update(report.counts())
-            text = report.format(item.nodeid)
+            stats.unchecked.append(item.nodeid)
+        if report:  # counted and ended first: a warning below may raise (-W error)
+            stats.leaks.update(report.counts())
             self.checker.cleanup(report)
+            text = report.format(item.nodeid) + ("\n" + report.format_unchecked(item.nodeid) if report.unchecked else "")
             if self.mode == "error":
                 raise LeakError(text, leaks=report.counts())
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
+        if report.unchecked:
+            warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
         return result
 
 

@@ -200,3 +200,26 @@ def test_a_host_the_check_cannot_reach_is_reported_unchecked_never_clean(pyteste
 
     strict.assert_outcomes(passed=3, errors=2)
     strict.stdout.fnmatch_lines(["*ERROR at teardown of test_the_host_goes_silent*"])
+
+
+def test_a_leak_beside_a_part_not_checked_is_still_reported_and_ended_whatever_fails_first(pytester, run):
+    """``-W error`` on the incomplete-check warning must not hide a leak the same check found."""
+    pytester.makepyfile(test_silent=SILENT_HOST.split("def test_the_host_goes_silent")[0] + """
+import subprocess
+
+def test_silent_and_leaky():
+    HOST.set_silent(True)
+    subprocess.Popen(["sleep", "30"])
+""")
+
+    result = run(GRACE, "-W", "error::pytest_hermes_kernel.errors.HermesLeakCheckIncompleteWarning")
+
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*HermesLeakWarning: test_silent.py::test_silent_and_leaky: resources outlived*",
+                                 "*leaked child process: pid *: sleep 30",
+                                 "*not checked: silent (host 10.9.9.9): TimeoutError: *",
+                                 "leaks found: child process=1",
+                                 "leak checks incomplete: 1 tests (test_silent.py::test_silent_and_leaky)*"])
+    sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
+    wait_until(lambda: gone(sleeper), 5.0, what="the checker to end the leaked sleeper")

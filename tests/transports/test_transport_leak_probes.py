@@ -12,6 +12,7 @@ import os
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions
+from pytest_hermes_kernel.errors import TransportLostError
 from pytest_hermes_kernel.kernel.contract import Transport, note_activity
 from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import PROBES
@@ -120,6 +121,35 @@ def test_a_kernel_left_on_the_ssh_host_is_found_after_the_connection_died(hermes
     leaked = report.leaks.get("remote kernel process", {})
     assert leaked and all(handle.kernel_id in d for d in leaked.values()), report.format("case")
     assert not report.unchecked
+    checker.cleanup(report)
+    handle.shutdown()
+
+
+@pytest.mark.hermes_allow_leaks("the test leaks a kernel on purpose and cleans up through the probe")
+def test_an_ssh_host_that_stopped_answering_is_reported_unchecked_then_looked_at_again(
+        hermes_transport: Transport, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a kernel op gave up on a silent host the transport holds no connection; kernels made
+    through the old one may still run there: the probe tries to connect, and says it could not
+    (before: no connection read as "never connected", nothing listed, a silent pass)."""
+    if hermes_transport.name != "ssh":
+        pytest.skip("the ssh transport's connection")
+    checker = LeakChecker(TRANSPORT_ONLY, grace=0.0)
+    before = checker.before()
+    handle = KernelHandle(hermes_transport, KernelOptions()).start()
+    hermes_transport.current_connection.close()  # type: ignore[attr-defined]
+    hermes_transport._conn = None  # type: ignore[attr-defined]  # as _connection() leaves it when the host is silent
+
+    def silent_host() -> None:
+        raise TransportLostError("timed out connecting to 127.0.0.1", timed_out=True)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(hermes_transport, "_connect", silent_host)
+        blind = checker.after(before)
+    assert not blind and "TransportLostError: timed out connecting" in blind.unchecked.get(hermes_transport.describe(), "")
+
+    report = checker.after(before)  # the host answers again: connected again, the kernel is seen
+    leaked = report.leaks.get("remote kernel process", {})
+    assert leaked and all(handle.kernel_id in d for d in leaked.values()) and not report.unchecked, report.format("case")
     checker.cleanup(report)
     handle.shutdown()
 

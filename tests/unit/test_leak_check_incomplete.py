@@ -122,3 +122,63 @@ def test_one_silent_host_is_named_and_the_others_are_still_checked(two_hosts):
     visits = quiet.visits
     resources.snapshot()
     assert quiet.visits == visits + 1  # a snapshot with a silent host is never reused: it looks again
+
+
+def _transport_checker() -> tuple[probes.TransportResources, LeakChecker]:
+    resources = probes.TransportResources()
+    return resources, LeakChecker([probes.Probe("transport resource", resources.snapshot, resources.cleanup,
+                                                kinds_in_identity=True, fresh=resources.fresh,
+                                                places=resources.places)], grace=0.0)
+
+
+def test_a_host_blind_before_the_test_hides_only_what_it_alone_sees(two_hosts):
+    quiet, talking = two_hosts
+    quiet.silent = True
+    resources, checker = _transport_checker()
+    before = checker.before()
+    quiet.silent = False
+    quiet.far["silent:old"] = "there before the test, unseen then"
+    talking.far["silent:new"] = "pid 8 (kernel k-new)"
+    note_activity()
+
+    report = checker.after(before)
+
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:new": "pid 8 (kernel k-new)"}}
+    assert report.unchecked == {f"{quiet.describe()} (before the test)": "TimeoutError: no answer in 10 s"}
+
+
+class Nameless(Silent):
+    """A transport whose describe() raises as well."""
+
+    name = "nameless"
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        if self.silent:
+            raise TimeoutError("no answer in 10 s")
+        return {"remote kernel process": dict(self.far)}
+
+    def describe(self) -> str:
+        raise RuntimeError("describe needs the host too")
+
+
+def test_a_describe_that_raises_keeps_the_scans_own_error_and_the_other_hosts_checked(two_hosts):
+    register_transport("nameless", Nameless)
+    nameless = make_transport("nameless")
+    try:
+        _, talking = two_hosts
+        resources, checker = _transport_checker()
+        before = checker.before()
+        nameless.silent = True
+        talking.far["silent:c"] = "pid 9 (kernel k-c)"
+        note_activity()
+
+        report = checker.after(before)
+
+        assert report.leaks == {"remote kernel process": {"remote kernel process|silent:c": "pid 9 (kernel k-c)"}}
+        assert len(report.unchecked) == 1, report.unchecked
+        [(what, why)] = report.unchecked.items()
+        assert what.startswith("nameless transport (describe() failed: RuntimeError('describe needs the host too'))")
+        assert why == "TimeoutError: no answer in 10 s"
+    finally:
+        close_transport(nameless)
+        forget_closed_transports()

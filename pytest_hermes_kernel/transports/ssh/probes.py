@@ -1,7 +1,7 @@
 """What the ssh transport shows the leak checker, and how it cleans what leaked.
 
-Listed through the transport's own connection (nothing is connected for this: without a
-connection there is nothing to list; a connection that died is made again, and a host that does
+Listed through the transport's own connection (nothing is connected for this before the first
+connection: there is nothing to list; a connection that died is made again, and a host that does
 not answer raises, which the leak check reports as not checked): its open channels, the kernel processes of a host on
 the ssh host (scanned there, so a real remote host is covered: by the kernel server there
 when one runs, else by an exec), and the run's sshd containers
@@ -36,8 +36,9 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
     found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
-    if conn is not None and not conn.usable:  # kernels made through it may still run there: look
-        conn = transport._connection(probe=True)  # raises TransportLostError if the host is silent
+    if not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
+        # kernels made through a connection that died may still run there: connect again to look
+        conn = transport._connection()  # raises TransportLostError if the host does not answer
     if conn is not None:
         for chan_id, command in conn.open_channels().items():
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"

@@ -127,6 +127,9 @@ class SshTransport(Transport):
         self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
         self._quiet_until = 0.0
         self._down_reason = ""
+        # kernels made through a connection may outlive it: the leak probe connects again to look
+        # where none is held now, unless closed (its kernels ended first; its route may be gone)
+        self.connected_once, self.closed = False, False
         self.connect_via = connect_via
         self.max_sessions = max_sessions
         if container not in ("shared", "fresh"):
@@ -162,6 +165,7 @@ class SshTransport(Transport):
                 raise TransportLostError(f"ssh host not answering: {self._down_reason}", permanent=True)
             try:
                 self._conn = self._connect()
+                self.connected_once = True
             except TransportLostError as exc:
                 if exc.timed_out:
                     self._mark_silent(str(exc))
@@ -318,6 +322,7 @@ class SshTransport(Transport):
 
     def close(self) -> None:
         """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
+        self.closed = True
         if self.servers is not None:
             self.servers.close()
         with self._lock:
