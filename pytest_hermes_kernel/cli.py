@@ -358,7 +358,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.kept:
         from .postmortem import sweep_kept
 
-        n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
+        try:
+            n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
+        except ConfigError as exc:
+            ap.error(f"--kernel: {exc}")
         print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}")
         return 0
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)

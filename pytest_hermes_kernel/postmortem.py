@@ -175,10 +175,12 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
     the test that kept it), oldest first.
 
     :param ids_only: only the ids, one a line, no header (``ls --ids``: for a script).
-    :param test: only kernels kept by a test whose node id contains this text (``ls --test``).
+    :param test: only kernels kept by this test (``ls --test``): a node id, or a prefix of one
+        that ends where pytest's do (``test_x.py`` or ``test_x.py::test_load`` takes
+        ``test_x.py::test_load[local]``, never ``test_x.py::test_load_many``).
     """
     now = time.time()
-    records = [r for r in load_all() if test is None or test in r.nodeid]
+    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
         return 0
@@ -190,17 +192,26 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
     return 0
 
 
+def _kept_by(nodeid: str, test: str) -> bool:
+    """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names."""
+    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
+
+
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
                kernel_ids: Sequence[str] = ()) -> int:
     """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
     (``expired_only``) those whose TTL ran out or that are gone.
 
+    :raises ConfigError: if a name matches no kept kernel or several, or is empty (then nothing
+        is ended: an empty ``--kernel`` from a script whose lookup found nothing must not end all).
+
     :returns: how many were removed (or would be).
     """
+    wanted = {find(k).kernel_id for k in kernel_ids}  # each names one kept kernel, or nothing is ended
     removed, swept = 0, []
     containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
     for record in load_all():
-        if kernel_ids and not any(record.kernel_id.startswith(k) for k in kernel_ids):
+        if kernel_ids and record.kernel_id not in wanted:
             continue
         if expired_only and not record.expired() and alive(record) is not False:  # alive, or cannot tell
             continue
@@ -270,11 +281,18 @@ def end_kept(record: KeptKernel) -> str | None:
     return None
 
 
+def _nonempty(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def add_postmortem_commands(sub: Any) -> None:
     """Add ``ls``, ``attach`` and ``exec`` to the ``hermes-kernel`` subcommands ``sub``."""
     ls = sub.add_parser("ls", help="list the kernels kept for post-mortem (--hermes-keep-failed), oldest first")
     ls.add_argument("--ids", action="store_true", help="only their ids, one a line (for scripts)")
-    ls.add_argument("--test", metavar="TEXT", help="only kernels kept by a test whose node id contains TEXT")
+    ls.add_argument("--test", metavar="NODEID", type=_nonempty, help="only kernels kept by this test (a node id; "
+                    "without its [leg]: every leg; a file or class: every test in it)")
     a = sub.add_parser("attach", help="a console on a kept kernel: each line of input is a cell")
     a.add_argument("kernel_id", metavar="ID", help="a kept kernel's id, or a unique prefix of it")
     e = sub.add_parser("exec", help="run one cell in a kept kernel (exit status 0 when it ends ok)")

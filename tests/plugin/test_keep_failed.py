@@ -108,6 +108,9 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
     assert line.split()[1:3] == ["local", "runner"] and " yes " in line and "test_keep.py::test_fails[local]" in line
     assert hermes("ls", "--ids", "--test", "test_keep.py::test_fails").stdout == f"{kid}\n"  # the README's way
     assert hermes("ls", "--ids", "--test", "test_other.py").stdout == ""
+    for bad in ("", "0000"):  # a script whose lookup found nothing, or another id: nothing is ended
+        refused = hermes("sweep", "--kept", "--kernel", bad)
+        assert refused.returncode == 2 and "--kernel:" in refused.stderr and kid in hermes("ls").stdout, refused.stderr
 
     shown = hermes("exec", kid, "evidence")
     assert (shown.returncode, shown.stdout) == (0, "'what went wrong'\n"), shown.stderr

@@ -1,0 +1,23 @@
+"""``hermes-kernel ls --test NODEID`` takes a test's kept kernels (every leg), or a file's or a
+class's, never those of a test whose name merely starts the same (the README's snippet picks the
+last id it lists, so a sibling ``test_load_many`` would be taken for ``test_load``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_hermes_kernel.postmortem import _kept_by
+
+
+@pytest.mark.parametrize(("nodeid", "test", "taken"), [
+    ("test_x.py::test_load[local]", "test_x.py::test_load", True),
+    ("test_x.py::test_load[local]", "test_x.py::test_load[local]", True),
+    ("test_x.py::test_load", "test_x.py::test_load", True),
+    ("test_x.py::TestA::test_load[ssh]", "test_x.py::TestA", True),
+    ("test_x.py::test_load[local]", "test_x.py", True),
+    ("test_x.py::test_load_many[local]", "test_x.py::test_load", False),
+    ("test_x.py::test_load[local]", "test_x.py::test_load[docker]", False),
+    ("test_xy.py::test_load[local]", "test_x", False),
+])
+def test_a_node_id_or_its_prefix_at_pytests_own_boundaries(nodeid, test, taken):
+    assert _kept_by(nodeid, test) is taken
