@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import threading
 import time
 import weakref
@@ -291,11 +292,19 @@ def _own_dir_prefix() -> str:
     return f"{KERNEL_DIR_PREFIX}{os.getpid()}-"
 
 
+#: The modules that make local kernel dirs and registries: a process that never imported one
+#: made none (a test run that starts no kernel then pays for neither import: ~30 ms a pytest start).
+_LOCAL_TRANSPORT = f"{__name__.rsplit('.', 2)[0]}.transports.local"
+_REGISTRY = f"{__name__.rsplit('.', 2)[0]}.kernel.registry"
+
+
 def kernel_dirs() -> Snapshot:
     """Local kernel dirs this process made (``hermes-kernel-<pid>-*``) in the kernel dir root.
 
     Dirs of other processes (pytest-xdist workers, other sessions) are theirs to report.
     """
+    if _LOCAL_TRANSPORT not in sys.modules:  # only the local transport makes them
+        return {}
     from ..transports.local import kernel_dir_root
 
     root, prefix = kernel_dir_root(), _own_dir_prefix()
@@ -319,6 +328,8 @@ def _remove_kernel_dir(identity: str) -> None:
 def registry_entries() -> Snapshot:
     """Entries of live :class:`KernelRegistry` objects."""
     out = {}
+    if _REGISTRY not in sys.modules:  # no registry was ever made here
+        return out
     from ..kernel.registry import live_registries
 
     for registry in live_registries():

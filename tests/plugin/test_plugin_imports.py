@@ -16,8 +16,8 @@ for name in plugin.pytest_plugins:
 print(" ".join(sorted(sys.modules)))
 """
 
-#: What a run that starts no kernel does not need (the leak check's snapshots may import the
-#: registry and the local transport at the first test; loading the plugin does not).
+#: What a run that starts no kernel does not need: loading the plugin imports none of them, nor
+#: does the leak check after a test that starts no kernel.
 DEFERRED = ("api", "catalog", "containers.engines", "containers.kept", "faults.apply", "faults.harness",
             "faults.injector", "kernel.cell", "kernel.handle", "kernel.registry", "transports.detached",
             "transports.local")
@@ -69,3 +69,22 @@ def test_the_deferred_imports_do_not_warn(pytester, run) -> None:
     pytester.path.joinpath("fixtures", "one_cell.toml").write_text(SCENARIO)
     result = run("-W", "error", "--hermes-transport=local")
     result.assert_outcomes(passed=5)
+
+
+NO_KERNEL = """
+import sys
+
+def test_nothing_towards_kernels():
+    pass
+
+def test_zz_what_the_first_check_imported():
+    print("LOADED", " ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_run_that_starts_no_kernel_imports_none_of_it_for_its_leak_check(pytester, run) -> None:
+    pytester.makepyfile(test_plain=NO_KERNEL)
+    result = run("-s", "--hermes-leak-check=error")
+    result.assert_outcomes(passed=2)
+    loaded = set(next(line for line in result.stdout.lines if "LOADED " in line).split("LOADED ", 1)[1].split())
+    assert not {f"pytest_hermes_kernel.{name}" for name in DEFERRED} & loaded, sorted(loaded)
