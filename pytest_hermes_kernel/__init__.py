@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FileTransferError, FrameTooLargeError,
                      HermesKernelError, TransferTooLargeError, UnsafePathError,
-                     HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
+                     HermesLeakCheckIncompleteWarning, HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
                      KernelResetAfterTimeout,
                      KernelResetFailed, KernelShutdownError, KernelStartError, ToolCallRefused, TransportLostError,
                      TransportUnavailableError)
@@ -60,6 +60,6 @@ __all__ = [
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
     "HostGoneError", "KernelShutdownError", "KernelForkedError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
     "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
-    "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning", "TransferReport", "RejectedEntry", "FileTransferError",
+    "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning", "HermesLeakCheckIncompleteWarning", "TransferReport", "RejectedEntry", "FileTransferError",
     "UnsafePathError", "TransferTooLargeError",
 ]
