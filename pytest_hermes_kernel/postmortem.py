@@ -193,8 +193,16 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
 
 
 def _kept_by(nodeid: str, test: str) -> bool:
-    """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names."""
-    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
+    """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names.
+
+    ``test`` may leave out leading directories of the node id's path (a record holds the id from
+    the rootdir, pytest prints it from where it was run) and may start with ``./``.
+    """
+    test = test.removeprefix("./")
+    path = nodeid.partition("::")[0]
+    starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
+    return any(nodeid[i:] == test or (nodeid.startswith(test, i) and nodeid[i + len(test):].startswith(("[", "::")))
+               for i in starts)
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,

@@ -39,7 +39,7 @@ __all__ = [
     "reattachable", "test_drop_while_idle_reattaches_with_the_state_kept",
     "test_drop_mid_cell_delivers_the_result_after_the_reattach", "test_runner_gone_mid_cell_is_transport_lost",
     "test_drop_during_a_tool_call_still_answers_it", "test_a_tool_call_made_while_the_stream_is_down_is_answered_once",
-    "test_a_second_drop_in_the_same_cell_is_re_attached_too",
+    "test_a_second_drop_in_the_same_cell_is_re_attached_too", "test_an_interrupt_while_the_stream_is_down_reaches_the_cell",
 ]
 
 #: How long a cell in flight may take to settle after a drop (a hang, not slowness, beyond it).
@@ -116,6 +116,34 @@ def test_a_second_drop_in_the_same_cell_is_re_attached_too(reattachable: Transpo
 
     assert r.status == "ok" and r.value == "42", r.summary()
     assert r.kernel.reconnected and not r.kernel.state_lost and r.kernel.generation == 0
+
+
+def test_an_interrupt_while_the_stream_is_down_reaches_the_cell(reattachable: Transport, kernel: KernelHandle,
+                                                                hermes_faults: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``interrupt()`` after a drop and before the re-attach: no error, and the cell is interrupted
+    once the stream is back, with the namespace kept."""
+    reattaching, let_go = threading.Event(), threading.Event()
+    reattach = kernel.transport.reattach
+
+    def held_reattach(launched: Any) -> Any:
+        reattaching.set()
+        let_go.wait(SETTLE_TIMEOUT_S)
+        return reattach(launched)
+
+    monkeypatch.setattr(kernel.transport, "reattach", held_reattach)
+    kernel.execute("x = 'kept'")
+    fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '30'])")
+    wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
+    try:
+        hermes_faults.transport_drop(kernel, "reset")
+        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
+        kernel.interrupt()
+    finally:
+        let_go.set()
+    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+
+    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
+    assert kernel.execute("x").value == "'kept'"
 
 
 def test_runner_gone_mid_cell_is_transport_lost(reattachable: Transport, kernel: KernelHandle) -> None:

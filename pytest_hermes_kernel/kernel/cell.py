@@ -86,6 +86,8 @@ class CellRun:
         # stream that drops is lost, and the worker waits for it); the worker ignores a second one
         self._tool_replies: dict[Any, dict[str, Any]] = {}
         self._tool_replies_lock = threading.Lock()
+        self._interrupt_unsent = False  # interrupt() met a broken stream: send it after the re-attach
+        self._interrupt_lock = threading.Lock()  # the flag and the send on the link's channel of now
 
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.
@@ -105,6 +107,14 @@ class CellRun:
             if self.link.channel is not channel:  # a re-attached channel expected it too
                 self.link.channel.forget(self.rid)
         return outcome
+
+    def interrupt(self) -> None:
+        """Ask the runner to interrupt this cell (SIGINT); on a stream that broke, once re-attached."""
+        with self._interrupt_lock:
+            try:
+                self.link.channel.send({"type": "interrupt", "id": self.rid})
+            except ChannelClosed:  # the cell's thread re-attaches (or reports the loss)
+                self._interrupt_unsent = True
 
     def _outcome(self, header: dict[str, Any] | None, blobs: list[bytes], **host: Any) -> CellOutcome:
         reply = None if header is None else RunnerReply.from_header(header)
@@ -275,6 +285,10 @@ class CellRun:
                     self._send_tool_replies_again()
                     if self.options.report_running:
                         self._running()  # its running frame may have been lost with the stream
+                    with self._interrupt_lock:
+                        if self._interrupt_unsent:
+                            self._interrupt_unsent = False
+                            link.channel.send({"type": "interrupt", "id": self.rid})
                 elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
                 return self._await_result()

@@ -255,10 +255,11 @@ class KernelHandle:
 
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
-        """Send SIGINT to the running cell (and its child processes); the namespace is kept."""
+        """Send SIGINT to the running cell (and its child processes); the namespace is kept (while
+        the cell's stream is down, once it is re-attached)."""
         _check_process(self.kernel_id, self.host_pid)
-        if (channel := self._channel) is not None and (cell := self._cell) is not None:
-            channel.send({"type": "interrupt", "id": cell.rid})
+        if (cell := self._cell) is not None:
+            cell.interrupt()
 
     def cancel(self) -> None:
         """Start the timeout ladder for the running cell now, even while its budget is paused."""

@@ -88,8 +88,8 @@ class LeakChecker:
             blind_before, blind_now = _unchecked(was), _unchecked(snapshot)
             unchecked.update({f"{what} (before the test)": why for what, why in blind_before.items()})
             unchecked.update(blind_now)
-            if blind_before and probe.places is None:  # which part saw what is not known: none is compared
-                continue
+            if probe.kind in blind_before or (blind_before and probe.places is None):
+                continue  # the whole probe was blind, or which part saw what is not known: none is compared
             new = {k: v for k, v in snapshot.items() if k not in was and k not in seen
                    and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)}
             seen.update(new)

@@ -98,17 +98,17 @@ class TransportResources:
             label = self.label(transport)
             try:
                 with quiet_activity():
-                    found = transport.leak_snapshot(os.getpid())
-            except Exception as exc:  # noqa: BLE001 - an unreachable host must not fail every test
+                    found = {f"{kind}|{identity}": str(description)
+                             for kind, items in transport.leak_snapshot(os.getpid()).items()
+                             for identity, description in items.items()}
+            except Exception as exc:  # noqa: BLE001 - an unreachable host (or a malformed answer) must not fail every test
                 out[UNCHECKED + label] = f"{type(exc).__name__}: {exc}"
                 blind = True
                 continue
-            for kind, items in found.items():
-                for identity, description in items.items():
-                    key = f"{kind}|{identity}"
-                    out.setdefault(key, description)
-                    owners.setdefault(key, transport)
-                    places.setdefault(key, set()).add(label)
+            for key, description in found.items():
+                out.setdefault(key, description)
+                owners.setdefault(key, transport)
+                places.setdefault(key, set()).add(label)
         self._owner, self._places = owners, places
         # not if others acted meanwhile, nor when a host could not be looked at (look again next time)
         self._last = (count, ids, now, dict(out)) if count == activity() and not blind else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +155,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not names:
         names = ["<none>"]
     metafunc.parametrize("hermes_transport", names, indirect=True, ids=names)
+
+
+_PACKAGE = __name__.partition(".")[0]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Any:
+    """Keep this package's modules across a test's teardown. ``pytester`` puts ``sys.modules``
+    back as it was before the test, dropping the modules first imported during it (most of this
+    package loads on first use), and the next import would make a second copy of their
+    process-wide state: the live registries, the local kernel dirs made, the kernel servers. The
+    leak check (a wrapper around this one) and the summary read the first copy."""
+    mine = {name: module for name, module in list(sys.modules.items())
+            if name == _PACKAGE or name.startswith(f"{_PACKAGE}.")}
+    try:
+        return (yield)
+    finally:
+        for name, module in mine.items():
+            sys.modules.setdefault(name, module)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -223,3 +223,27 @@ def test_silent_and_leaky():
                                  "leak checks incomplete: 1 tests (test_silent.py::test_silent_and_leaky)*"])
     sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
     wait_until(lambda: gone(sleeper), 5.0, what="the checker to end the leaked sleeper")
+
+
+IN_A_PYTESTER_TEST = """
+from pytest_hermes_kernel import KernelKey, KernelRegistry
+
+KEEP = []
+
+def test_leaks_from_a_test_that_uses_pytester(pytester):
+    registry = KernelRegistry()  # the first use of the registry and the local transport here
+    registry.execute(KernelKey(owner="a"), "1")
+    KEEP.append(registry)
+"""
+
+
+def test_a_leak_in_a_test_that_uses_pytester_is_still_found(pytester, run):
+    """``pytester`` drops the modules first imported during its test at teardown (most of the
+    package loads on first use): the leak check must still see that test's registry and kernel dir."""
+    pytester.makepyfile(test_in_pytester=IN_A_PYTESTER_TEST)
+
+    result = run(GRACE, "-p", "pytester")
+
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*leaked kernel dir: *hermes-kernel-*", "*leaked registry entry: registry entry 'a'*"],
+                                consecutive=False)

@@ -5,6 +5,7 @@ reports no leak and ends nothing there (everything it sees after could be old)."
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -181,4 +182,49 @@ def test_a_describe_that_raises_keeps_the_scans_own_error_and_the_other_hosts_ch
         assert why == "TimeoutError: no answer in 10 s"
     finally:
         close_transport(nameless)
+        forget_closed_transports()
+
+
+def test_a_probe_wholly_blind_before_the_test_compares_nothing_and_ends_nothing(two_hosts):
+    """The transport probe as a whole raised before the test (not one host of it): what every
+    host shows after could be old, so none of it is a leak, and nothing is ended."""
+    quiet, talking = two_hosts
+    talking.far["silent:old"] = "pid 5 (a module-scoped fixture's kernel, alive all along)"
+    resources, checker = _transport_checker()
+    ended: list[str] = []
+    checker.probes = [dataclasses.replace(checker.probes[0], snapshot=lambda: 1 / 0, cleanup=ended.append)]
+    before = checker.before()
+    checker.probes = [dataclasses.replace(checker.probes[0], snapshot=resources.snapshot)]
+    note_activity()
+
+    report = checker.after(before)
+    checker.cleanup(report)
+
+    assert not report and ended == [], report.leaks
+    assert report.unchecked == {"transport resource (before the test)": "ZeroDivisionError: division by zero"}
+
+
+class Malformed(Silent):
+    """A transport whose leak snapshot is malformed (a bug of a third-party backend's probe)."""
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        return {"remote kernel process": None}  # type: ignore[dict-item]
+
+
+def test_a_malformed_answer_blinds_that_host_only(two_hosts):
+    register_transport("malformed", Malformed)
+    malformed = make_transport("malformed")
+    try:
+        _, talking = two_hosts
+        resources, checker = _transport_checker()
+        before = checker.before()
+        talking.far["silent:d"] = "pid 10 (kernel k-d)"
+        note_activity()
+
+        report = checker.after(before)
+
+        assert report.leaks == {"remote kernel process": {"remote kernel process|silent:d": "pid 10 (kernel k-d)"}}
+        assert list(report.unchecked) == [f"{malformed.describe()} (before the test)", malformed.describe()]
+    finally:
+        close_transport(malformed)
         forget_closed_transports()

@@ -18,6 +18,10 @@ from pytest_hermes_kernel.postmortem import _kept_by
     ("test_x.py::test_load_many[local]", "test_x.py::test_load", False),
     ("test_x.py::test_load[local]", "test_x.py::test_load[docker]", False),
     ("test_xy.py::test_load[local]", "test_x", False),
+    ("sub/test_x.py::test_load[local]", "test_x.py::test_load", True),  # run from sub/, rootdir above
+    ("sub/test_x.py::test_load[local]", "./test_x.py::test_load", True),
+    ("sub/test_x.py::test_load[local]", "ub/test_x.py::test_load", False),
+    ("a/sub/test_x.py::test_load[local]", "sub/test_x.py", True),
 ])
 def test_a_node_id_or_its_prefix_at_pytests_own_boundaries(nodeid, test, taken):
     assert _kept_by(nodeid, test) is taken
