@@ -53,6 +53,21 @@ TOOL_DROP_BUDGET_S = 5.0
 TOOL_WHILE_DOWN_BUDGET_S = 20.0
 
 
+def _hold_reattach(kernel: KernelHandle, monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Hold the host's next re-attaches of ``kernel``: ``(reattaching, let_go)``; the first is set
+    when a re-attach begins, which then waits until the second is set."""
+    reattaching, let_go = threading.Event(), threading.Event()
+    reattach = kernel.transport.reattach
+
+    def held_reattach(launched: Any) -> Any:
+        reattaching.set()
+        let_go.wait(SETTLE_TIMEOUT_S)
+        return reattach(launched)
+
+    monkeypatch.setattr(kernel.transport, "reattach", held_reattach)
+    return reattaching, let_go
+
+
 @pytest.fixture
 def reattachable(hermes_transport: Transport) -> Transport:
     """This test's transport; skips when it declares no re-attach (``reattachable`` is false)."""
@@ -122,15 +137,7 @@ def test_an_interrupt_while_the_stream_is_down_reaches_the_cell(reattachable: Tr
                                                                 hermes_faults: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``interrupt()`` after a drop and before the re-attach: no error, and the cell is interrupted
     once the stream is back, with the namespace kept."""
-    reattaching, let_go = threading.Event(), threading.Event()
-    reattach = kernel.transport.reattach
-
-    def held_reattach(launched: Any) -> Any:
-        reattaching.set()
-        let_go.wait(SETTLE_TIMEOUT_S)
-        return reattach(launched)
-
-    monkeypatch.setattr(kernel.transport, "reattach", held_reattach)
+    reattaching, let_go = _hold_reattach(kernel, monkeypatch)
     kernel.execute("x = 'kept'")
     fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '30'])")
     wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
@@ -190,15 +197,7 @@ def test_a_tool_call_made_while_the_stream_is_down_is_answered_once(
     """
     calls: list[str] = []
     kernel = kernel_factory(tools={"answer": lambda: calls.append("answer") or "answered"})
-    reattaching, let_go = threading.Event(), threading.Event()
-    reattach = kernel.transport.reattach
-
-    def held_reattach(launched: Any) -> Any:
-        reattaching.set()
-        let_go.wait(SETTLE_TIMEOUT_S)
-        return reattach(launched)
-
-    monkeypatch.setattr(kernel.transport, "reattach", held_reattach)
+    reattaching, let_go = _hold_reattach(kernel, monkeypatch)
     fut = run_in_thread(kernel, "import subprocess, hermes_tools\nsubprocess.run(['sleep', '30'])\n"
                                 "hermes_tools.answer()", timeout=TOOL_WHILE_DOWN_BUDGET_S)
     sleep = wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")

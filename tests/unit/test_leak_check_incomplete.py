@@ -125,6 +125,22 @@ def test_one_silent_host_is_named_and_the_others_are_still_checked(two_hosts):
     assert quiet.visits == visits + 1  # a snapshot with a silent host is never reused: it looks again
 
 
+@pytest.fixture
+def third_host() -> Any:
+    """``third_host(name, cls)``: one more live transport of class ``cls``, closed after the test."""
+    made: list[Any] = []
+
+    def make(name: str, cls: type) -> Any:
+        register_transport(name, cls)
+        made.append(make_transport(name))
+        return made[-1]
+
+    yield make
+    for transport in made:
+        close_transport(transport)
+    forget_closed_transports()
+
+
 def _transport_checker() -> tuple[probes.TransportResources, LeakChecker]:
     resources = probes.TransportResources()
     return resources, LeakChecker([probes.Probe("transport resource", resources.snapshot, resources.cleanup,
@@ -162,27 +178,22 @@ class Nameless(Silent):
         raise RuntimeError("describe needs the host too")
 
 
-def test_a_describe_that_raises_keeps_the_scans_own_error_and_the_other_hosts_checked(two_hosts):
-    register_transport("nameless", Nameless)
-    nameless = make_transport("nameless")
-    try:
-        _, talking = two_hosts
-        resources, checker = _transport_checker()
-        before = checker.before()
-        nameless.silent = True
-        talking.far["silent:c"] = "pid 9 (kernel k-c)"
-        note_activity()
+def test_a_describe_that_raises_keeps_the_scans_own_error_and_the_other_hosts_checked(two_hosts, third_host):
+    nameless = third_host("nameless", Nameless)
+    _, talking = two_hosts
+    resources, checker = _transport_checker()
+    before = checker.before()
+    nameless.silent = True
+    talking.far["silent:c"] = "pid 9 (kernel k-c)"
+    note_activity()
 
-        report = checker.after(before)
+    report = checker.after(before)
 
-        assert report.leaks == {"remote kernel process": {"remote kernel process|silent:c": "pid 9 (kernel k-c)"}}
-        assert len(report.unchecked) == 1, report.unchecked
-        [(what, why)] = report.unchecked.items()
-        assert what.startswith("nameless transport (describe() failed: RuntimeError('describe needs the host too'))")
-        assert why == "TimeoutError: no answer in 10 s"
-    finally:
-        close_transport(nameless)
-        forget_closed_transports()
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:c": "pid 9 (kernel k-c)"}}
+    assert len(report.unchecked) == 1, report.unchecked
+    [(what, why)] = report.unchecked.items()
+    assert what.startswith("nameless transport (describe() failed: RuntimeError('describe needs the host too'))")
+    assert why == "TimeoutError: no answer in 10 s"
 
 
 def test_a_probe_wholly_blind_before_the_test_compares_nothing_and_ends_nothing(two_hosts):
@@ -211,20 +222,15 @@ class Malformed(Silent):
         return {"remote kernel process": None}  # type: ignore[dict-item]
 
 
-def test_a_malformed_answer_blinds_that_host_only(two_hosts):
-    register_transport("malformed", Malformed)
-    malformed = make_transport("malformed")
-    try:
-        _, talking = two_hosts
-        resources, checker = _transport_checker()
-        before = checker.before()
-        talking.far["silent:d"] = "pid 10 (kernel k-d)"
-        note_activity()
+def test_a_malformed_answer_blinds_that_host_only(two_hosts, third_host):
+    malformed = third_host("malformed", Malformed)
+    _, talking = two_hosts
+    resources, checker = _transport_checker()
+    before = checker.before()
+    talking.far["silent:d"] = "pid 10 (kernel k-d)"
+    note_activity()
 
-        report = checker.after(before)
+    report = checker.after(before)
 
-        assert report.leaks == {"remote kernel process": {"remote kernel process|silent:d": "pid 10 (kernel k-d)"}}
-        assert list(report.unchecked) == [f"{malformed.describe()} (before the test)", malformed.describe()]
-    finally:
-        close_transport(malformed)
-        forget_closed_transports()
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:d": "pid 10 (kernel k-d)"}}
+    assert list(report.unchecked) == [f"{malformed.describe()} (before the test)", malformed.describe()]
