@@ -122,11 +122,9 @@ class LeakChecker:
 
 def _seen_only_by(probe: Probe, identity: str, blind_before: dict[str, str]) -> bool:
     """Whether only places blind before the test see ``identity`` now (what they saw then is not
-    known: it could be old). One that another place, which did look before, sees now is compared."""
-    if not blind_before:
-        return False
-    places = probe.places(identity) if probe.places is not None else ()
-    return all(place in blind_before for place in places)
+    known: it could be old). One that another place, which did look before, sees now is compared.
+    Only asked of a probe with :attr:`~.probes.Probe.places` when something was blind before."""
+    return bool(blind_before) and all(place in blind_before for place in probe.places(identity))  # type: ignore[misc]
 
 
 def _unchecked(snapshot: Snapshot) -> dict[str, str]:

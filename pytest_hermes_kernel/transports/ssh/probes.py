@@ -67,9 +67,17 @@ def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[s
     out = probe_by_server(transport.servers, where, HOST_PROCESSES_SCRIPT, args)
     if out is not None:
         return out
-    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)
-    if code != 0:  # read as is, a failed scan is a host with no kernel on it
-        raise TransportLostError(f"the kernel scan on {where} failed (exit status {code}); output: {out[-300:]!r}")
+    return _completed(*transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args), f"the kernel scan on {where}")
+
+
+def _completed(code: int | None, out: bytes, what: str) -> bytes:
+    """A scan's output, read as a fact only when the scan ended well (read as is, a failed scan
+    is a host with no kernel on it).
+
+    :raises TransportLostError: if it exited non-zero or its exit status is unknown.
+    """
+    if code != 0:
+        raise TransportLostError(f"{what} failed (exit status {code}); output: {out[-300:]!r}")
     return out
 
 
@@ -110,10 +118,7 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
     except TimeoutError:
         raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host did not "
                                  f"finish within {PROBE_TIMEOUT:g} s", timed_out=True) from None
-    if code != 0:
-        raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host failed "
-                                 f"(exit status {code}); output: {out[-300:]!r}")
-    return parse_kernel_processes(out)
+    return parse_kernel_processes(_completed(code, out, f"the scan for kernel {kernel_id}'s processes on the ssh host"))
 
 
 def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:
