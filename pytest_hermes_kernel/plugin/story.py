@@ -10,7 +10,8 @@ bounded (:data:`LOG_LINES` lines, :data:`SECTION_CHARS` characters a section) an
 cell output (:func:`~pytest_hermes_kernel.kernel.output.redact`, with the kernel env's secret
 values). The same facts go to ``item.user_properties`` as ``hermes_kernel.<n>.<fact>``, which
 the JUnit XML writer puts in the test case's ``<properties>``. A passing test gets the section
-only when ``-rA``/``-rP`` or ``-v`` asks, and no properties.
+only when ``-rA``/``-rP`` asks (what pytest prints a passing test's sections for; ``-v`` alone
+prints none), and no properties.
 """
 
 from __future__ import annotations
@@ -136,7 +137,7 @@ def _wanted(item: pytest.Item, report: pytest.TestReport) -> bool:
     if report.failed:
         return True
     config = item.config
-    asked = config.get_verbosity() > 0 or bool({"A", "P"} & set(getattr(config.option, "reportchars", "") or ""))
+    asked = bool({"A", "P"} & set(getattr(config.option, "reportchars", "") or ""))
     return report.when == "call" and asked
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -139,9 +141,13 @@ SUITE = "def test_one(hermes_kernel):\n    assert hermes_kernel.execute('1 + 1')
 
 def test_no_docker_engine_quotes_the_skip_reason(tmp_path: Path) -> None:
     (tmp_path / "test_kernel_suite.py").write_text("\n\n\n" + SUITE)
-    env = fresh_env(DOCKER_HOST=f"unix://{tmp_path}/no-engine.sock")
-    skipped = run_command("python -m pytest -q -rs --hermes-transport=docker,ssh", tmp_path, env)
-    required = run_command("python -m pytest -q --hermes-transport=docker --hermes-require-transports", tmp_path, env)
+    short = Path(tempfile.mkdtemp(prefix="hk-", dir="/tmp"))  # a unix socket path has 108 bytes; tmp_path may be longer
+    env = fresh_env(DOCKER_HOST=f"unix://{short}/no-engine.sock")
+    try:
+        skipped = run_command("python -m pytest -q -rs --hermes-transport=docker,ssh", tmp_path, env)
+        required = run_command("python -m pytest -q --hermes-transport=docker --hermes-require-transports", tmp_path, env)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
     _assert_quoted("No docker engine", skipped.stdout)
     entry = section("Troubleshooting").split("### No docker engine", 1)[1].split("\n### ", 1)[0]
     for quoted in re.findall(r"`((?:the ssh transport|required transport unavailable)[^`]*?): \.\.\.`", entry):
