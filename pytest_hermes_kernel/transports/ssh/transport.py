@@ -14,10 +14,14 @@ channel to the supervisor, :meth:`SshTransport.kill` SIGKILLs the runner's sessi
 exec channel, and a runner nobody attaches to for ``orphan_timeout`` seconds ends itself.
 
 A dead connection is found by :class:`~.ssh_connection.SshConnection`'s keepalives with replies.
-Once keepalives went unanswered, probes (``reattach``, ``alive``, ``kill``, ``cleanup``) fail at
-once for ``keepalive_interval * keepalive_missed`` seconds instead of each waiting for a connect
-timeout; ``reattach`` then raises a permanent :class:`TransportLostError`, so the running cell
-reports ``transport_lost`` right away. ``launch`` always tries a fresh connection.
+Once keepalives (or a connect) went unanswered, the host is *silent* for ``keepalive_interval *
+keepalive_missed`` seconds: probes (``reattach``, ``alive``, ``kill``, ``cleanup``, the leak
+probe's scan) do not each wait for a connect timeout. A probe then tries a new connection at most
+once per :data:`SILENT_RETRY_S` seconds, bounded by :data:`SILENT_CONNECT_S`, and fails at once
+otherwise (``reattach`` with a permanent :class:`TransportLostError`, so the running cell
+reports ``transport_lost`` right away): a dead host costs one short try, and a host that came
+back (an unpaused sshd) is reached again at once, so a kill right after it still ends the
+runner. ``launch`` always tries a fresh connection.
 
 With no ``target``, the transport runs an sshd container, shared by the run and with its host
 key pinned (:class:`~.sshd.SshdContainer`).
@@ -54,6 +58,13 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 30.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
+
+#: While the host is silent, a probe tries a new connection at most once per this many seconds,
+#: counted from when it was last found silent (keepalives or a try unanswered) ...
+SILENT_RETRY_S = 3.0
+#: ... and that try gives up after this many seconds (TCP connect, banner, auth each), not
+#: ``connect_timeout``: on loopback a live sshd answers in ~0.1 s.
+SILENT_CONNECT_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +136,8 @@ class SshTransport(Transport):
         self._conn: SshConnection | None = None
         self._home: str | None = None
         self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
-        self._quiet_until = 0.0
+        self._quiet_until = 0.0  # until then the host is silent (see the module docstring)
+        self._next_try = 0.0  # a probe's next short connect try while it is silent
         self._down_reason = ""
         # kernels made through a connection may outlive it: the leak probe connects again to look
         # where none is held now, unless closed (its kernels ended first; its route may be gone)
@@ -149,7 +161,8 @@ class SshTransport(Transport):
     def _connection(self, *, probe: bool = False) -> SshConnection:
         """The live connection, reconnecting when needed.
 
-        :param probe: fail at once (``permanent``) while the host is known to be silent.
+        :param probe: while the host is known to be silent, one short try per
+            :data:`SILENT_RETRY_S` seconds, else fail at once (``permanent``).
         :raises TransportLostError: if the host cannot be reached.
         """
         with self._lock:
@@ -161,25 +174,31 @@ class SshTransport(Transport):
                     self._mark_silent(conn.unresponsive)
                 conn.close()
                 self._conn = None
-            if probe and time.monotonic() < self._quiet_until:
+            short = probe and time.monotonic() < self._quiet_until  # silent: one short try at most
+            if short and time.monotonic() < self._next_try:
                 raise TransportLostError(f"ssh host not answering: {self._down_reason}", permanent=True)
             try:
-                self._conn = self._connect()
+                self._conn = self._connect(SILENT_CONNECT_S if short else None)
                 self.connected_once = True
             except TransportLostError as exc:
                 if exc.timed_out:
                     self._mark_silent(str(exc))
+                elif short:
+                    self._next_try = time.monotonic() + SILENT_RETRY_S
                 raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
+            self._quiet_until = 0.0  # it answers again
             self._home = None
             return self._conn
 
     def _mark_silent(self, why: str) -> None:
-        self._quiet_until = time.monotonic() + self.keepalive_interval * self.keepalive_missed
+        now = time.monotonic()
+        self._quiet_until = now + self.keepalive_interval * self.keepalive_missed
+        self._next_try = now + SILENT_RETRY_S
         self._down_reason = why
 
-    def _connect(self) -> SshConnection:
+    def _connect(self, timeout: float | None = None) -> SshConnection:
         common = dict(keepalive_interval=self.keepalive_interval, keepalive_missed=self.keepalive_missed,
-                      connect_timeout=self.connect_timeout,
+                      connect_timeout=min(self.connect_timeout, timeout or self.connect_timeout),
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
             return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,

@@ -1,0 +1,124 @@
+"""An ssh host that stopped answering (a paused sshd, a black-holed route) is *silent*: probes
+(``kill``, ``alive``, ``reattach``, ``cleanup``, the leak check's scan) do not each wait for a
+connect timeout there. They fail at once, but try one short connection every ``SILENT_RETRY_S``
+seconds, so a host that came back is reached again (a kill ends its runner) and a dead one costs
+every test's leak check one short try now and then, not ``connect_timeout`` each (measured on a
+paused sshd container: 8.7 s to notice, then 5.0 s per leak snapshot before, 0-2 s after).
+
+The connection is faked here (what it costs and when it is tried is the policy under test); the
+real paused sshd is ``tests/transports/test_ssh.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel.errors import TransportLostError
+from pytest_hermes_kernel.transports.ssh import probes, transport as ssh_transport
+from pytest_hermes_kernel.transports.ssh.transport import SILENT_CONNECT_S, SshTransport
+from tests.support import wait_until
+
+RETRY_S = 0.3  # SILENT_RETRY_S, shortened for the test
+
+
+class FakeConnection:
+    usable = True
+    unresponsive = None
+    target = "hermes@127.0.0.1:1"
+
+    def close(self) -> None:
+        self.usable = False
+
+    def open_channels(self) -> dict[int, str]:
+        return {}
+
+
+class Host:
+    """The far side: answers or not; records each connect try's timeout."""
+
+    def __init__(self) -> None:
+        self.silent = True
+        self.tries: list[float | None] = []
+
+    def connect(self, timeout: float | None = None) -> FakeConnection:
+        self.tries.append(timeout)
+        if self.silent:
+            raise TransportLostError("cannot reach ssh host: no banner", timed_out=True)
+        return FakeConnection()
+
+
+@pytest.fixture
+def silent(monkeypatch: pytest.MonkeyPatch) -> tuple[SshTransport, Host]:
+    monkeypatch.setattr(ssh_transport, "SILENT_RETRY_S", RETRY_S)
+    transport = SshTransport(target="hermes@127.0.0.1:1", server=False)  # never connects: _connect is the fake
+    host = Host()
+    monkeypatch.setattr(transport, "_connect", host.connect)
+    with pytest.raises(TransportLostError):
+        transport._connection()  # the first look finds the host silent (a full connect timeout)
+    assert host.tries == [None]
+    return transport, host
+
+
+def _probe(transport: SshTransport) -> Any:
+    return transport.connection()
+
+
+def test_a_probe_on_a_silent_host_fails_at_once_without_a_connect_try(silent):
+    transport, host = silent
+
+    for _ in range(3):
+        with pytest.raises(TransportLostError, match="not answering") as caught:
+            _probe(transport)
+        assert caught.value.permanent
+
+    assert host.tries == [None]  # no try: nothing waited
+
+
+def test_a_silent_host_gets_one_short_try_per_retry_interval(silent):
+    transport, host = silent
+    wait_until(lambda: _tried(transport, host) > 1, 5.0, what="a short try once the retry interval passed")
+
+    assert host.tries[1] == SILENT_CONNECT_S  # bounded by the short timeout, not connect_timeout
+    with pytest.raises(TransportLostError, match="not answering"):
+        _probe(transport)  # and the interval starts again
+    assert len(host.tries) == 2
+
+
+def test_a_host_that_answers_again_is_used_at_once_after_the_interval(silent):
+    transport, host = silent
+    host.silent = False
+
+    wait_until(lambda: _connected(transport), 5.0, what="the probe reconnects once the host answers")
+
+    assert host.tries == [None, SILENT_CONNECT_S]
+    assert transport.connection() is transport.current_connection  # no longer silent: held, no new try
+
+
+def test_the_leak_probe_on_a_silent_host_reports_it_without_a_connect_timeout(silent):
+    transport, host = silent
+    assert transport.connected_once is False  # the fake never connected; a real transport had
+    transport.connected_once = True
+
+    for _ in range(3):
+        with pytest.raises(TransportLostError, match="not answering"):
+            probes.snapshot(transport, host_pid=1)  # the checker reports this host as not checked
+
+    assert host.tries == [None]
+
+
+def _tried(transport: SshTransport, host: Host) -> int:
+    try:
+        _probe(transport)
+    except TransportLostError:
+        pass
+    return len(host.tries)
+
+
+def _connected(transport: SshTransport) -> bool:
+    try:
+        _probe(transport)
+    except TransportLostError:
+        return False
+    return True
