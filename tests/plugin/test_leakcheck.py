@@ -247,3 +247,87 @@ def test_a_leak_in_a_test_that_uses_pytester_is_still_found(pytester, run):
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*leaked kernel dir: *hermes-kernel-*", "*leaked registry entry: registry entry 'a'*"],
                                 consecutive=False)
+
+
+MODULE_KERNEL = """
+import subprocess
+import pytest
+from pytest_hermes_kernel import start_kernel
+
+@pytest.fixture(scope="module")
+def shared():
+    with start_kernel("local") as k:
+        yield k
+
+@pytest.fixture(scope="module")
+def forgetful():
+    return start_kernel("local")  # never shut down: a leak of the module's fixture
+
+def test_one(shared):
+    assert shared.execute("x = 1; x").value == "1"
+
+def test_two(shared):
+    result = shared.execute("x")
+    assert (result.status, result.value, result.kernel.state_lost) == ("ok", "1", False)
+
+def test_three(shared, forgetful):
+    assert forgetful.execute("2").value == "2"
+
+def test_four(forgetful):
+    assert forgetful.execute("3").value == "3"
+"""
+
+
+def test_a_wider_fixtures_kernel_is_not_a_leak_of_the_test_that_started_it_nor_ended(pytester, run):
+    """A module-scoped fixture's kernel outlives the first test by design: the check after that
+    test must neither report it nor end it (it did both, and the next test's cell found the
+    kernel dead). What such a fixture leaves when it is torn down is still a leak, of the test
+    whose teardown ended the fixture."""
+    pytester.makepyfile(test_module_kernel=MODULE_KERNEL)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=4, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_four*",
+                                 "E *LeakError: test_module_kernel.py::test_four: resources outlived*",
+                                 "*leaked kernel process: pid *"])
+    assert out.count("resources outlived") == 1, out[-3000:]
+    runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+    wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten module kernel")
+
+
+FAILING_TEARDOWN = """
+import subprocess
+import pytest
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen(["sleep", "30"])
+    yield proc
+    raise RuntimeError("teardown went wrong before it waited for the sleeper")
+
+def test_leaves_a_sleeper(sleeper):
+    pass
+
+def test_next():
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", ["warn", "error"])
+def test_a_fixture_teardown_that_raises_does_not_hide_what_it_left(pytester, run, mode):
+    """A teardown error skipped the check: the sleeper was never reported nor ended, and since
+    it was in every later test's "before", no later check saw it either."""
+    pytester.makepyfile(test_teardown=FAILING_TEARDOWN)
+
+    result = run(GRACE, f"--hermes-leak-check={mode}")
+
+    result.assert_outcomes(passed=2, errors=1, **({"warnings": 1} if mode == "warn" else {}))
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*RuntimeError: teardown went wrong*"], consecutive=False)
+    result.stdout.fnmatch_lines(["*test_teardown.py::test_leaves_a_sleeper: resources outlived the test*",
+                                 "*leaked child process: pid *: sleep 30"], consecutive=False)
+    result.stdout.fnmatch_lines(["leaks found: child process=1"], consecutive=False)
+    sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
+    wait_until(lambda: gone(sleeper), 5.0, what="the checker to end the sleeper")
