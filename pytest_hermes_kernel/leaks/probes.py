@@ -75,6 +75,7 @@ class TransportResources:
         self._labels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._clock = clock
         self._last: tuple[int, frozenset[int], float, Snapshot] | None = None  # activity, transports, when, what
+        self._lingering: list[Any] = []  # closed transports that showed something in the last snapshot
 
     def fresh(self) -> None:
         """The next :meth:`snapshot` looks again."""
@@ -82,9 +83,11 @@ class TransportResources:
 
     def snapshot(self) -> Snapshot:
         from ..kernel.contract import activity, quiet_activity
-        from ..transports import forget_closed_transports, live_transports
+        from ..transports import forget_closed_transports, live_transports, watch_closed_transports
 
+        watch_closed_transports()
         transports = live_transports()
+        transports += [t for t in self._lingering if all(t is not x for x in transports)]
         count, ids, now = activity(), frozenset(map(id, transports)), self._clock()
         last = self._last
         if last is not None and last[0] == count and last[1] == ids and now - last[2] < REUSE_S:
@@ -92,8 +95,9 @@ class TransportResources:
         out: Snapshot = {}
         owners: dict[str, Any] = {}
         places: dict[str, set[str]] = {}
-        forget_closed_transports()  # probed now, for the last time
+        forget_closed_transports()  # probed now; again only while they show something (below)
         blind = False
+        showing: list[Any] = []  # transports that reported something or could not be looked at
         for transport in transports:
             label = self.label(transport)
             try:
@@ -104,12 +108,19 @@ class TransportResources:
             except Exception as exc:  # noqa: BLE001 - an unreachable host (or a malformed answer) must not fail every test
                 out[UNCHECKED + label] = f"{type(exc).__name__}: {exc}"
                 blind = True
+                showing.append(transport)
                 continue
+            if found:
+                showing.append(transport)
             for key, description in found.items():
                 out.setdefault(key, description)
                 owners.setdefault(key, transport)
                 places.setdefault(key, set()).add(label)
         self._owner, self._places = owners, places
+        # a closed transport is probed again while it shows something: the check's re-checks must
+        # see a leak there again (forgotten, it vanished on the second look), and until it is ended
+        still_open = live_transports()
+        self._lingering = [t for t in showing if all(t is not x for x in still_open)]
         # not if others acted meanwhile, nor when a host could not be looked at (look again next time)
         self._last = (count, ids, now, dict(out)) if count == activity() and not blind else None
         return out

@@ -10,6 +10,12 @@ test gets a :class:`HermesLeakCheckIncompleteWarning` naming it, and the summary
 ``--hermes-keep-failed`` are not leaks (they outlive the session on purpose, :mod:`.keep`); what
 else the same test left still is. Mark intended leftovers with
 ``@pytest.mark.hermes_allow_leaks(reason)``.
+
+A fixture of a wider scope than the test (module, class, package, session) holds what its setup
+made until pytest tears it down: that is not a leak of the test whose setup ran it, and the check
+neither reports nor ends it (it did both: a module-scoped kernel was killed after the module's
+first test). What it still leaves after its own teardown is a leak of the test whose teardown
+ended it.
 """
 
 from __future__ import annotations
@@ -21,8 +27,8 @@ from typing import Any
 import pytest
 
 from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
-from ..leaks.checker import LeakChecker
-from ..leaks.probes import kernel_resources
+from ..leaks.checker import LeakChecker, LeakReport
+from ..leaks.probes import UNCHECKED, kernel_resources
 from .report import stats_key
 from .settings import settings_key
 
@@ -36,6 +42,23 @@ class LeakCheckPlugin:
         self.mode = mode
         self.checker = LeakChecker(grace=grace)
         self._handoff: tuple[pytest.Item, dict[str, Any]] | None = None
+        self._held: dict[Any, set[str]] = {}  # live wider-scoped fixture -> what its setup made
+        self._released: set[str] = set()  # what wider-scoped fixtures torn down since the last check made
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
+        """What a wider-scoped fixture's setup makes is held by it, not leaked by the test."""
+        if fixturedef.scope == "function":
+            return (yield)
+        before = _identities(self.checker.before())
+        try:
+            return (yield)
+        finally:
+            self._held[fixturedef] = _identities(self.checker.before()) - before
+
+    def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
+        """Torn down: what it made must be gone by the next check (it is compared again there)."""
+        self._released |= self._held.pop(fixturedef, set())
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
@@ -49,20 +72,44 @@ class LeakCheckPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Any:
         __tracebackhide__ = True  # the report is the message; this hook's source would only hide it
-        result = yield
+        try:
+            result = yield
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as failed:  # a fixture's teardown that raised (pytest.fail included)
+            try:  # still checked: what it left would otherwise be in every later "before", never seen
+                self._check(item, nextitem)
+            finally:
+                raise failed  # noqa: B012 - the teardown's own error stays the test's error
+        self._check(item, nextitem)
+        return result
+
+    def _check(self, item: pytest.Item, nextitem: Any) -> None:
+        """Compare after ``item``'s fixture teardown; report, count and end what it left.
+
+        :raises LeakError: if something leaked and the mode is ``error``.
+        """
+        __tracebackhide__ = True
+        released, self._released = self._released, set()  # this check's, whatever it does below
         before = item.stash.get(_before_key, None)
         if before is None:
-            return result
+            return
         allowed = item.get_closest_marker("hermes_allow_leaks")
         if allowed is not None:
             if not allowed.args and "reason" not in allowed.kwargs:
                 raise pytest.UsageError(f"{item.nodeid}: hermes_allow_leaks needs a reason: "
                                         "@pytest.mark.hermes_allow_leaks('why this test leaves something')")
-            return result
-        report = self.checker.after(before, exempt=_kept_resources(item))
+            return
+        if released:  # in "before" while its fixture held it: a leak if it outlived that fixture
+            before = {kind: {k: v for k, v in snap.items() if k not in released} for kind, snap in before.items()}
+        report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values()))
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
+        self._report(item, report)
+
+    def _report(self, item: pytest.Item, report: LeakReport) -> None:
+        __tracebackhide__ = True
         stats = item.config.stash[stats_key]
         if report.unchecked:  # never a silent pass: say what this test's check could not see
             stats.unchecked.append(item.nodeid)
@@ -75,7 +122,11 @@ class LeakCheckPlugin:
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
-        return result
+
+
+def _identities(snapshots: dict[str, Any]) -> set[str]:
+    """Every identity the probes' snapshots name (parts not looked at left out)."""
+    return {key for snap in snapshots.values() for key in snap if not key.startswith(UNCHECKED)}
 
 
 def _kept_resources(item: pytest.Item) -> set[str]:

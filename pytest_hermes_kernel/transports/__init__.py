@@ -37,6 +37,7 @@ from ..kernel.contract import Launched, LaunchSpec, Transport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
            "TRANSPORT_NAMES", "close_shared_transports", "close_transport", "forget_closed_transports",
+           "watch_closed_transports",
            "live_transports", "make_transport", "transport_factory", "transport_names"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
@@ -45,6 +46,8 @@ _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, Transport] = {}
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
+_closed_held: list[Transport] = []  # the same, held until probed while a leak check watches
+_watching_closed = False
 _lock = threading.Lock()
 _exit_hook_pid: int | None = None  # the process whose atexit hook is registered
 
@@ -170,6 +173,8 @@ def close_transport(transport: Transport) -> None:
         transport.close()
     finally:
         _closed.add(transport)
+        if _watching_closed:
+            _closed_held.append(transport)
         _made.discard(transport)
 
 
@@ -177,6 +182,16 @@ def forget_closed_transports() -> None:
     """Drop the transports :func:`close_transport` closed from :func:`live_transports` (after a
     leak snapshot probed them once more)."""
     _closed.clear()
+    _closed_held.clear()
+
+
+def watch_closed_transports() -> None:
+    """From now on :func:`close_transport` holds each transport it closes until the next
+    :func:`forget_closed_transports`, so the leak snapshot after the test that closed it still
+    probes it when nothing else refers to it any more (it was garbage by then, and what it left
+    on its host went unseen). Only a process whose leak check probes transports holds them."""
+    global _watching_closed
+    _watching_closed = True
 
 
 def _close_at_exit_of_this_process() -> None:

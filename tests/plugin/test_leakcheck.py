@@ -247,3 +247,154 @@ def test_a_leak_in_a_test_that_uses_pytester_is_still_found(pytester, run):
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*leaked kernel dir: *hermes-kernel-*", "*leaked registry entry: registry entry 'a'*"],
                                 consecutive=False)
+
+
+MODULE_KERNEL = """
+import subprocess
+import pytest
+from pytest_hermes_kernel import start_kernel
+
+@pytest.fixture(scope="module")
+def shared():
+    with start_kernel("local") as k:
+        yield k
+
+@pytest.fixture(scope="module")
+def forgetful():
+    return start_kernel("local")  # never shut down: a leak of the module's fixture
+
+def test_one(shared):
+    assert shared.execute("x = 1; x").value == "1"
+
+def test_two(shared):
+    result = shared.execute("x")
+    assert (result.status, result.value, result.kernel.state_lost) == ("ok", "1", False)
+
+def test_three(shared, forgetful):
+    assert forgetful.execute("2").value == "2"
+
+def test_four(forgetful):
+    assert forgetful.execute("3").value == "3"
+"""
+
+
+def test_a_wider_fixtures_kernel_is_not_a_leak_of_the_test_that_started_it_nor_ended(pytester, run):
+    """A module-scoped fixture's kernel outlives the first test by design: the check after that
+    test must neither report it nor end it (it did both, and the next test's cell found the
+    kernel dead). What such a fixture leaves when it is torn down is still a leak, of the test
+    whose teardown ended the fixture."""
+    pytester.makepyfile(test_module_kernel=MODULE_KERNEL)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=4, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_four*",
+                                 "E *LeakError: test_module_kernel.py::test_four: resources outlived*",
+                                 "*leaked kernel process: pid *"])
+    assert out.count("resources outlived") == 1, out[-3000:]
+    runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+    wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten module kernel")
+
+
+FAILING_TEARDOWN = """
+import subprocess
+import pytest
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen(["sleep", "30"])
+    yield proc
+    raise RuntimeError("teardown went wrong before it waited for the sleeper")
+
+def test_leaves_a_sleeper(sleeper):
+    pass
+
+def test_next():
+    pass
+"""
+
+
+@pytest.mark.parametrize("mode", ["warn", "error"])
+def test_a_fixture_teardown_that_raises_does_not_hide_what_it_left(pytester, run, mode):
+    """A teardown error skipped the check: the sleeper was never reported nor ended, and since
+    it was in every later test's "before", no later check saw it either."""
+    pytester.makepyfile(test_teardown=FAILING_TEARDOWN)
+
+    result = run(GRACE, f"--hermes-leak-check={mode}")
+
+    result.assert_outcomes(passed=2, errors=1, **({"warnings": 1} if mode == "warn" else {}))
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*RuntimeError: teardown went wrong*"], consecutive=False)
+    result.stdout.fnmatch_lines(["*test_teardown.py::test_leaves_a_sleeper: resources outlived the test*",
+                                 "*leaked child process: pid *: sleep 30"], consecutive=False)
+    result.stdout.fnmatch_lines(["leaks found: child process=1"], consecutive=False)
+    sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
+    wait_until(lambda: gone(sleeper), 5.0, what="the checker to end the sleeper")
+
+
+CLOSED_HOST = """
+import gc
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import close_transport, make_transport, register_transport
+
+LEFT = {}  # what the far side still runs: identity -> description
+KEEP = []
+
+class FarHost(Transport):
+    '''A user backend whose close() leaves its kernels running on its host (they end by their own timer).'''
+    name = "farhost"
+    probed = 0
+    def launch(self, spec): raise NotImplementedError
+    def kill(self, launched): raise NotImplementedError
+    def alive(self, launched): raise NotImplementedError
+    def leak_snapshot(self, host_pid):
+        FarHost.probed += 1
+        return {"remote kernel process": dict(LEFT)}
+    def leak_cleanup(self, kind, identity):
+        LEFT.pop(identity, None)
+    def describe(self):
+        return "farhost (host 10.9.9.7)"
+
+register_transport("farhost", FarHost)
+
+def use_and_close(name, keep):
+    transport = make_transport("farhost")
+    LEFT[name] = f"pid 70 (kernel {name}) on 10.9.9.7"  # started through it, never shut down
+    close_transport(transport)
+    if keep:
+        KEEP.append(transport)  # a handle of the test still refers to it
+
+def test_closes_and_drops_its_transport():
+    use_and_close("k-dropped", keep=False)
+    gc.collect()
+
+def test_closes_its_transport_a_handle_still_refers_to():
+    use_and_close("k-referred", keep=True)
+
+def test_later():
+    assert LEFT == {}, "the check ended what it reported"
+    FarHost.probed = 0
+
+def test_much_later():
+    assert FarHost.probed == 0, "a closed host found clean is probed no more"
+"""
+
+
+def test_a_leak_on_a_transport_the_test_closed_is_reported_and_ended(pytester, run):
+    """The check after a test probes the transports the test closed once more, for what they left
+    on their host. A closed transport nothing referenced any more was garbage before that probe,
+    and one that was probed had been forgotten by the check's own re-check (``--hermes-leak-grace``),
+    so its leak vanished on the second look: either way, a clean pass."""
+    pytester.makepyfile(test_closed=CLOSED_HOST)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=4, warnings=2)
+    result.stdout.fnmatch_lines([
+        "*HermesLeakWarning: test_closed.py::test_closes_and_drops_its_transport: resources outlived*",
+        "*leaked remote kernel process: pid 70 (kernel k-dropped) on 10.9.9.7",
+        "*HermesLeakWarning: test_closed.py::test_closes_its_transport_a_handle_still_refers_to: resources*",
+        "*leaked remote kernel process: pid 70 (kernel k-referred) on 10.9.9.7",
+        "leaks found: remote kernel process=2",
+    ])
