@@ -131,16 +131,18 @@ class TransportResources:
 
     def label(self, transport: Any) -> str:
         """How the report names ``transport``: its :meth:`describe` line, taken once (so a blind
-        place is known by the same name before and after a test); a ``describe()`` that raises
-        does not hide the scan's own error."""
+        place is known by the same name before and after a test), with `` #2``, `` #3``... for a
+        second, third live transport of the same description, in the order the probe first saw
+        them; a ``describe()`` that raises does not hide the scan's own error."""
         label = self._labels.get(transport)
         if label is None:
             try:
                 label = transport.describe()
             except Exception as exc:  # noqa: BLE001 - a name for the report, whatever describe() does
                 label = f"{getattr(transport, 'name', type(transport).__name__)} transport (describe() failed: {exc!r})"
-            label = self._labels.setdefault(transport, f"{label} #{len(self._labels) + 1}"
-                                            if label in self._labels.values() else label)
+            taken = set(self._labels.values())  # another live transport has this description: number them
+            label = self._labels.setdefault(transport, label if label not in taken else next(
+                f"{label} #{n}" for n in range(2, len(taken) + 2) if f"{label} #{n}" not in taken))
         return label
 
     def cleanup(self, key: str) -> None:

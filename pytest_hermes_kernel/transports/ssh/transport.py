@@ -77,6 +77,44 @@ class ConnectVia(Protocol):
     def close(self) -> None: ...
 
 
+class Silence:
+    """Whether the host is known to be silent (keepalives or a connect unanswered) and when a
+    probe may try it again (see the module docstring).
+
+    :param window_s: seconds a host stays silent after it was last found so
+        (``keepalive_interval * keepalive_missed``).
+    """
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.until = 0.0  # silent until then
+        self.next_try = 0.0  # a probe's next short try
+        self.why = ""
+
+    def mark(self, why: str) -> None:
+        now = time.monotonic()
+        self.until, self.next_try, self.why = now + self.window_s, now + SILENT_RETRY_S, why
+
+    def connect_timeout(self, probe: bool) -> float | None:
+        """The connect timeout for the next try: ``None`` (the transport's own) unless a probe
+        meets a silent host, which gets one short try per :data:`SILENT_RETRY_S`.
+
+        :raises TransportLostError: (``permanent``) for a probe while silent between tries.
+        """
+        if not probe or time.monotonic() >= self.until:
+            return None
+        if time.monotonic() < self.next_try:
+            raise TransportLostError(f"ssh host not answering: {self.why}", permanent=True)
+        return SILENT_CONNECT_S
+
+    def failed(self, why: str, *, timed_out: bool, short: bool) -> None:
+        """A connect failed: a timeout is silence; a short try that was refused waits its turn again."""
+        if timed_out:
+            self.mark(why)
+        elif short:
+            self.next_try = time.monotonic() + SILENT_RETRY_S
+
+
 class SshTransport(Transport):
     """Kernels on an ssh host (see module docstring).
 
@@ -136,9 +174,7 @@ class SshTransport(Transport):
         self._conn: SshConnection | None = None
         self._home: str | None = None
         self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
-        self._quiet_until = 0.0  # until then the host is silent (see the module docstring)
-        self._next_try = 0.0  # a probe's next short connect try while it is silent
-        self._down_reason = ""
+        self._silence = Silence(keepalive_interval * keepalive_missed)
         # kernels made through a connection may outlive it: the leak probe connects again to look
         # where none is held now, unless closed (its kernels ended first; its route may be gone)
         self.connected_once, self.closed = False, False
@@ -171,30 +207,19 @@ class SshTransport(Transport):
                 return conn
             if conn is not None:
                 if conn.unresponsive:
-                    self._mark_silent(conn.unresponsive)
+                    self._silence.mark(conn.unresponsive)
                 conn.close()
                 self._conn = None
-            short = probe and time.monotonic() < self._quiet_until  # silent: one short try at most
-            if short and time.monotonic() < self._next_try:
-                raise TransportLostError(f"ssh host not answering: {self._down_reason}", permanent=True)
+            timeout = self._silence.connect_timeout(probe)  # raises at once while silent between tries
             try:
-                self._conn = self._connect(SILENT_CONNECT_S if short else None)
+                self._conn = self._connect(timeout)
                 self.connected_once = True
             except TransportLostError as exc:
-                if exc.timed_out:
-                    self._mark_silent(str(exc))
-                elif short:
-                    self._next_try = time.monotonic() + SILENT_RETRY_S
+                self._silence.failed(str(exc), timed_out=exc.timed_out, short=timeout is not None)
                 raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
-            self._quiet_until = 0.0  # it answers again
+            self._silence.until = 0.0  # it answers again
             self._home = None
             return self._conn
-
-    def _mark_silent(self, why: str) -> None:
-        now = time.monotonic()
-        self._quiet_until = now + self.keepalive_interval * self.keepalive_missed
-        self._next_try = now + SILENT_RETRY_S
-        self._down_reason = why
 
     def _connect(self, timeout: float | None = None) -> SshConnection:
         common = dict(keepalive_interval=self.keepalive_interval, keepalive_missed=self.keepalive_missed,
@@ -262,7 +287,7 @@ class SshTransport(Transport):
         old: SshConnection = launched.extra["conn"]
         if old.unresponsive:
             with self._lock:
-                self._mark_silent(old.unresponsive)
+                self._silence.mark(old.unresponsive)
             raise TransportLostError(f"ssh host stopped answering: {old.unresponsive}", permanent=True)
         conn = self._connection(probe=True)
         if not self._alive_on(conn, launched):
