@@ -30,6 +30,7 @@ from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLa
                       KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
 from .cell import CellRun, running_tool_of
 from .channel import Channel
+from .holders import current_holder, hold
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
@@ -48,10 +49,8 @@ __all__ = ["KernelHandle", "KernelOptions", "attach_kept"]
 S = KernelState
 Listener = Callable[[str, "KernelHandle", Any], None]
 
-_OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {
-    "interrupted": CellInterrupted, "reset": KernelResetAfterTimeout,
-    "reset_failed": KernelResetFailed, "abandoned": KernelAbandoned,
-}
+_OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {"interrupted": CellInterrupted, "reset": KernelResetAfterTimeout,
+                                                      "reset_failed": KernelResetFailed, "abandoned": KernelAbandoned}
 
 
 class KernelHandle:
@@ -88,6 +87,7 @@ class KernelHandle:
         self._control_lock = threading.Lock()
         self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
+        self.holder = hold(self, current_holder.get())  # what keeps it beyond its caller's work (.holders)
 
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener(event, handle, payload)`` on each event (:data:`~.interface.KernelListener`)."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, KernelShutdownError
+from .holders import current_holder, hold
 from .lifecycle import Loss
 from .options import KernelOptions
 from .reaper import IdleReaper, IdleReaping
@@ -160,6 +161,8 @@ class KernelRegistry(IdleReaping):
             self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
         atexit.register(_shutdown_at_exit, weakref.ref(self), os.getpid())
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
+        self.holder = current_holder.get()
+        """What holds this registry's kernels beyond the caller's unit of work (:mod:`.holders`)."""
         _live.add(self)
 
     # ------------------------------------------------------------------------------ acquire
@@ -249,6 +252,7 @@ class KernelRegistry(IdleReaping):
         transport = self._factory(key)
         self._transports[id(transport)] = transport
         handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
+        handle.holder = hold(handle, self.holder)  # whenever it starts
         if self.listener is not None:
             handle.add_listener(self.listener)
         entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock(),

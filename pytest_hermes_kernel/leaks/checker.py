@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from .probes import PROBES, UNCHECKED, Probe, Snapshot
@@ -33,7 +33,8 @@ class LeakReport:
             for desc in sorted(items.values()):
                 lines.append(f"  leaked {kind}: {desc}")
         lines.append("Hint: shut kernels down (use the hermes_* fixtures or `with start_kernel(...)`), "
-                     "wait for subprocesses, join threads; mark intended leftovers with "
+                     "wait for subprocesses, join threads; hold a kernel or registry that several tests "
+                     "share in a module- or session-scoped fixture; mark intended leftovers with "
                      "@pytest.mark.hermes_allow_leaks(reason).")
         return "\n".join(lines)
 
@@ -59,14 +60,17 @@ class LeakChecker:
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
 
-    def after(self, before: dict[str, Snapshot], exempt: Collection[str] = ()) -> LeakReport:
+    def after(self, before: dict[str, Snapshot], exempt: Collection[str] = (),
+              exempt_if: Callable[[str, str], bool] | None = None) -> LeakReport:
         """What is new since ``before``; retried for up to ``grace`` seconds while anything is.
 
         :param exempt: identities that are not leaks (e.g. a kernel kept for post-mortem).
+        :param exempt_if: ``(identity, description) -> bool``: also not leaks where true (e.g.
+            what names a held kernel's id, wherever a probe found it).
         """
         deadline = time.monotonic() + self.grace
         while True:
-            report, now = self._diff(before, set(exempt))
+            report, now = self._diff(before, set(exempt), exempt_if)
             self.last_clean = None if report or report.unchecked else now
             if not report or time.monotonic() >= deadline:
                 return report
@@ -75,7 +79,8 @@ class LeakChecker:
                 if probe.fresh is not None:
                     probe.fresh()
 
-    def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> tuple[LeakReport, dict[str, Snapshot]]:
+    def _diff(self, before: dict[str, Snapshot], exempt: set[str],
+              exempt_if: Callable[[str, str], bool] | None = None) -> tuple[LeakReport, dict[str, Snapshot]]:
         """One comparison and the snapshots it made; an identity is reported once, by the first
         probe that finds it (a kernel's runner is both a kernel process and a child process)."""
         seen = set(exempt)
@@ -91,7 +96,8 @@ class LeakChecker:
             if probe.kind in blind_before or (blind_before and probe.places is None):
                 continue  # the whole probe was blind, or which part saw what is not known: none is compared
             new = {k: v for k, v in snapshot.items() if k not in was and k not in seen
-                   and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)}
+                   and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)
+                   and not (exempt_if is not None and exempt_if(k, v))}
             seen.update(new)
             if probe.kinds_in_identity:
                 for identity, description in new.items():

@@ -14,14 +14,20 @@ else the same test left still is. Mark intended leftovers with
 A fixture of a wider scope than the test (module, class, package, session) holds what its setup
 made until pytest tears it down: that is not a leak of the test whose setup ran it, and the check
 neither reports nor ends it (it did both: a module-scoped kernel was killed after the module's
-first test). What it still leaves after its own teardown is a leak of the test whose teardown
-ended it.
+first test). It also holds every kernel of a handle or registry made in its setup, whenever that
+kernel starts or restarts (a session-scoped registry's kernel started by a test, the next worker
+of a restarted module-scoped kernel: :mod:`pytest_hermes_kernel.kernel.holders`), wherever it
+runs (its processes, kernel dir and registry entry here; what a transport finds of it on a
+container or ssh host, by its kernel id). What it still leaves after its own teardown is a leak
+of the test whose teardown ended it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
+from collections.abc import Collection
 from typing import Any
 
 import pytest
@@ -43,22 +49,35 @@ class LeakCheckPlugin:
         self.checker = LeakChecker(grace=grace)
         self._handoff: tuple[pytest.Item, dict[str, Any]] | None = None
         self._held: dict[Any, set[str]] = {}  # live wider-scoped fixture -> what its setup made
+        self._holdings: dict[Any, Holding] = {}  # live wider-scoped fixture -> what its kernels are held by
         self._released: set[str] = set()  # what wider-scoped fixtures torn down since the last check made
+        self._released_kernels: set[str] = set()  # the ids of their kernels still there then
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
-        """What a wider-scoped fixture's setup makes is held by it, not leaked by the test."""
+        """What a wider-scoped fixture's setup makes is held by it, not leaked by the test; so are
+        the kernels of the handles and registries it makes, whenever they start."""
         if fixturedef.scope == "function":
             return (yield)
+        from ..kernel.holders import current_holder  # stdlib only: no kernel module loaded for it
+
+        holding = self._holdings[fixturedef] = Holding(fixturedef.argname, fixturedef.scope)
         before = _identities(self.checker.before())
+        token = current_holder.set(holding)
         try:
             return (yield)
         finally:
+            current_holder.reset(token)
             self._held[fixturedef] = _identities(self.checker.before()) - before
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
-        """Torn down: what it made must be gone by the next check (it is compared again there)."""
+        """Torn down: what it made, and its kernels, must be gone by the next check (they are compared again there)."""
         self._released |= self._held.pop(fixturedef, set())
+        holding = self._holdings.pop(fixturedef, None)
+        if holding is not None:
+            handles = _held_handles({holding})
+            self._released |= _kernel_identities(handles)
+            self._released_kernels |= {h.kernel_id for h in handles}
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
@@ -91,6 +110,7 @@ class LeakCheckPlugin:
         """
         __tracebackhide__ = True
         released, self._released = self._released, set()  # this check's, whatever it does below
+        released_kernels, self._released_kernels = self._released_kernels, set()
         before = item.stash.get(_before_key, None)
         if before is None:
             return
@@ -100,9 +120,14 @@ class LeakCheckPlugin:
                 raise pytest.UsageError(f"{item.nodeid}: hermes_allow_leaks needs a reason: "
                                         "@pytest.mark.hermes_allow_leaks('why this test leaves something')")
             return
-        if released:  # in "before" while its fixture held it: a leak if it outlived that fixture
-            before = {kind: {k: v for k, v in snap.items() if k not in released} for kind, snap in before.items()}
-        report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values()))
+        if released or released_kernels:  # in "before" while its fixture held it: a leak if it outlived that fixture
+            before = {kind: {k: v for k, v in snap.items() if k not in released and not _names(k, v, released_kernels)}
+                      for kind, snap in before.items()}
+        held = _held_handles(set(self._holdings.values()))
+        held_ids = {h.kernel_id for h in held}
+        report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
+                                    | _kernel_identities(held),
+                                    exempt_if=(lambda key, what: _names(key, what, held_ids)) if held_ids else None)
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
@@ -122,6 +147,42 @@ class LeakCheckPlugin:
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
+
+
+class Holding:
+    """One setup of a wider-scoped fixture: the holder (:mod:`~pytest_hermes_kernel.kernel.holders`)
+    of the kernels made during it, until pytest tears it down."""
+
+    def __init__(self, name: str, scope: str) -> None:
+        self.name, self.scope = name, scope
+
+    def __repr__(self) -> str:
+        return f"<{self.scope}-scoped fixture {self.name!r}>"
+
+
+def _held_handles(holdings: Collection[Holding]) -> list[Any]:
+    """The kernels held by these fixture setups that are not shut down."""
+    holders = sys.modules.get("pytest_hermes_kernel.kernel.holders")  # not loaded: no kernel was ever made
+    if holders is None or not holdings:
+        return []
+    return [h for h in holders.held_handles() if h.holder in holdings and not h.stopping]
+
+
+def _kernel_identities(handles: Collection[Any]) -> set[str]:
+    """Identities of these kernels' processes (and their children) and kernel dirs on this host."""
+    if not handles:
+        return set()
+    dirs = {f"dir:{os.path.basename(h.launched.kernel_dir)}" for h in handles
+            if h.launched is not None and h.launched.kernel_dir}
+    return kernel_resources({h.kernel_id for h in handles}) | dirs
+
+
+def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
+    """Whether a probe's finding is one of these kernels' (by id, so wherever it runs): a
+    registry entry (``entry:<id>``), a remote process (``...:<id>``) or kernel dir (``.../<id>``),
+    or an ssh relay channel to ``<kernel dir>/sock``."""
+    last = key.rpartition("|")[2]
+    return any(last.endswith((f":{kid}", f"/{kid}")) or f"/{kid}/sock" in description for kid in kernel_ids)
 
 
 def _identities(snapshots: dict[str, Any]) -> set[str]:

@@ -297,6 +297,71 @@ def test_a_wider_fixtures_kernel_is_not_a_leak_of_the_test_that_started_it_nor_e
     wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten module kernel")
 
 
+HELD_KERNELS = """
+import pytest
+from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
+
+T = "{transport}"
+
+@pytest.fixture(scope="session")
+def registry():
+    with KernelRegistry() as reg:  # its kernels start later, in the tests that use them
+        yield reg
+
+@pytest.fixture(scope="session")
+def forgetful_registry():
+    return KernelRegistry()  # never closed: what it starts outlives the fixture
+
+@pytest.fixture(scope="module")
+def shared():
+    with start_kernel(T) as k:
+        yield k
+
+def test_one(registry):
+    assert registry.execute(KernelKey(owner="agent", transport=T), "x = 41").status == "ok"
+
+def test_two(registry, shared):
+    result = registry.execute(KernelKey(owner="agent", transport=T), "x + 1")
+    assert (result.status, result.value, result.kernel.state_lost) == ("ok", "42", False), result.summary()
+    shared.restart()  # a new worker, still the module fixture's
+    assert shared.execute("y = 1; y").value == "1"
+
+def test_three(shared, forgetful_registry):
+    result = shared.execute("y")
+    assert (result.status, result.value) == ("ok", "1"), result.summary()
+    assert forgetful_registry.execute(KernelKey(owner="late", transport=T), "2").value == "2"
+
+def test_four():  # the last test: its teardown ends the session's fixtures
+    pass
+"""
+
+
+@pytest.mark.parametrize("transport", ["local", "docker", "ssh"])
+def test_kernels_a_wider_fixtures_registry_or_kernel_starts_later_are_its_own(pytester, run, transport, request):
+    """A session-scoped registry starts its kernels in the tests that first use them, and a
+    module-scoped kernel restarted by a test has a new worker: both are the fixture's, not leaks
+    of those tests (the check ended the registry's kernel after its first test, and the next test's
+    cell found it dead). A registry fixture that never closes still leaks, at the session's end."""
+    if transport != "local":
+        request.getfixturevalue("docker_ready")
+    pytester.makepyfile(test_held=HELD_KERNELS.replace("{transport}", transport))
+
+    result = run(GRACE, "--hermes-leak-check=error", "-p", "no:randomly")
+
+    result.assert_outcomes(passed=4, errors=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_four*",
+                                 "E *LeakError: test_held.py::test_four: resources outlived*"], consecutive=False)
+    assert out.count("resources outlived") == 1, out[-3000:]
+    assert "leaked registry entry: registry entry 'late'" in out, out[-3000:]
+    assert "registry entry 'agent'" not in out, out[-3000:]
+    if transport == "local":
+        runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+        wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten registry's kernel")
+    else:
+        result.stdout.fnmatch_lines(["*leaked remote kernel process: pid * (kernel *"], consecutive=False)
+
+
 FAILING_TEARDOWN = """
 import subprocess
 import pytest

@@ -1,0 +1,54 @@
+"""One kernel for several tests: what an agent's session-persistent kernel looks like in a suite.
+
+Hold the kernel (or a registry of them) in a module- or session-scoped fixture. The leak check
+then counts it as the fixture's for as long as the fixture lives, including a kernel the
+registry starts later in a test and the new worker of a restart; it checks the kernel is gone
+once pytest tears the fixture down.
+
+The tests of this file run in order and share state on purpose (``-p no:randomly`` if you use
+a plugin that shuffles them).
+"""
+
+import pytest
+
+from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    with start_kernel("local") as k:  # shut down once the module's last test is done
+        yield k
+
+
+@pytest.fixture(scope="session")
+def registry():
+    with KernelRegistry() as reg:  # one kernel per key, started by the first cell that needs it
+        yield reg
+
+
+def test_a_cell_defines_a_name(kernel):
+    assert kernel.execute("rows = [1, 2, 3]").status == "ok"
+
+
+def test_a_later_test_sees_it(kernel):
+    assert kernel.execute("sum(rows)").value == "6"
+
+
+def test_a_restart_loses_the_names_and_says_so(kernel):
+    kernel.restart()
+
+    result = kernel.execute("'rows' in globals()")
+
+    assert result.value == "False" and result.kernel.state_lost and result.kernel.reason == "reset"
+
+
+def test_an_agents_kernel_starts_on_its_first_cell(registry):
+    agent = KernelKey(owner="agent-1")
+
+    assert registry.execute(agent, "notes = ['started']").status == "ok"
+
+
+def test_and_is_still_there_for_its_next_call(registry):
+    result = registry.execute(KernelKey(owner="agent-1"), "notes.append('again'); notes")
+
+    assert result.value == "['started', 'again']" and not result.kernel.state_lost
