@@ -15,8 +15,9 @@ class SubprocessSandbox:
             done = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=timeout,
                                   stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
-            return 124, ""
-        return done.returncode, done.stdout + done.stderr
+            return 124, ""  # the protocol's status for a command ended at its timeout
+        code = done.returncode  # the shell's convention: a death by signal N is 128 + N, never -N
+        return (128 - code if code < 0 else code), done.stdout + done.stderr
 
 
 @pytest.fixture

@@ -17,7 +17,9 @@ A backend author gets the whole suite against their transport with two small fil
 
 The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
-subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, and,
+subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, a
+tree of files in and out (where the transport moves files), the ``ExecuteBackend`` protocol of a
+filecell transport's backend itself (stdout and stderr, exit status, whole output, timeout), and,
 on transports that declare ``reattachable``, re-attach after a dropped stream (idle and mid-cell)
 and ``transport_lost`` when the runner is really gone (these skip, with the reason, elsewhere).
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose
@@ -39,6 +41,8 @@ from .in_flight import *  # noqa: F401,F403
 from .channel_integrity import *  # noqa: F401,F403
 from .crashes import *  # noqa: F401,F403
 from .environment import *  # noqa: F401,F403
+from .backend_protocol import *  # noqa: F401,F403
+from .transfers import *  # noqa: F401,F403
 from .lifecycle import *  # noqa: F401,F403
 from .locales import *  # noqa: F401,F403
 from .output import *  # noqa: F401,F403

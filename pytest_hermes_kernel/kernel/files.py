@@ -297,4 +297,5 @@ class KernelFiles(ABC):
 def refusal(entry: str, problem: str, *, symlink: bool) -> FileTransferError:
     """The typed error of a refusal the kernel's side reported for ``entry``."""
     cls = UnsafePathError if symlink else FileTransferError
-    return cls(f"{entry} {problem}", path=entry, problem=problem)
+    text = problem if entry == "." else f"{entry} {problem}"  # "." is the working dir, which the problem names
+    return cls(text, path=entry, problem=problem)

@@ -14,6 +14,7 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ...errors import FileTransferError
 from .. import filetree
 from ..files import RequestFiles
 
@@ -51,5 +52,18 @@ class FileCellFiles(RequestFiles):
             return {"refused": {"entry": "/".join(parts), "problem": "has a name the shell cannot carry"}}
         cmd = (f"{shlex.quote(self.python)} -I -c {shlex.quote(filetree.shipped_source())} <<'{_END}'\n"
                f"{request}\n{_END}\n")
-        _code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
-        return filetree.parse_result(out)
+        code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
+        what = f"{op} {'/'.join(parts)}"
+        try:
+            answer = filetree.parse_result(out)
+        except ValueError:  # the answer line is there but cut short or damaged
+            raise FileTransferError(
+                f"the answer to {what} through {self.transport.backend!r} was cut short or damaged: the backend "
+                f"returned {len(out.encode())} bytes of output, ending {out[-80:]!r}\nHint: an execute backend must "
+                "return a command's whole output (no cap, no rewriting)", path="/".join(parts),
+                problem="damaged answer") from None
+        if answer is None:
+            raise FileTransferError(f"the kernel's side gave no answer to {what} through {self.transport.backend!r} "
+                                    f"(exit {code}): {out.strip()[-300:] or '<no output>'}", path="/".join(parts),
+                                    problem="no answer")
+        return answer

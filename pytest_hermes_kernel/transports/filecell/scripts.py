@@ -90,8 +90,9 @@ put('LOG_NAME', b'')
 args = sys.argv[1:]
 for i in range(0, len(args), 2):
     put(args[i], zlib.decompress(base64.b64decode(args[i + 1])))
-put('PYTHON_FILE', sys.executable.encode())
-print('PYTHON_MARK', sys.executable)
+exe = sys.executable or os.path.realpath('/proc/self/exe')  # '' with no PATH in the environment
+put('PYTHON_FILE', exe.encode())
+print('PYTHON_MARK', exe)
 """.replace("TOKEN_NAME", TOKEN_NAME).replace("LOG_NAME", LOG_NAME).replace("PYTHON_MARK", PYTHON_MARK).replace("PYTHON_FILE", PYTHON_FILE)
 
 
@@ -141,7 +142,10 @@ def client_command(*, kdir: str, python: str, runner: str, params: str) -> str:
     :param runner: the runner file's name in ``kdir``.
     :param params: from :func:`params`.
     """
-    return f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {_q(f'{kdir}/{runner}')} {_q(kdir)} {params}"
+    app = _q(f"{kdir}/{runner}")
+    return (f'[ -f {app} ] || {{ echo "{ERROR_MARK} the runner file "{app}" is gone: the backend did not keep the '
+            'kernel dir from one execute to the next (every command must see the same filesystem)"; exit 1; }; '
+            f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {app} {_q(kdir)} {params}")
 
 
 def drop_commands(*, kdir: str, seq: int, data: bytes) -> list[str]:

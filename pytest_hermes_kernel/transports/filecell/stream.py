@@ -134,8 +134,11 @@ class FileCellStream:
             self._site.drop(b"".join(drops), seq)
 
     def recv(self, timeout: float | None) -> bytes:
-        """What the polls brought; ``b""`` once the runner is gone or the stream is closed.
+        """What the polls brought; ``b""`` once the stream is closed.
 
+        :raises ConnectionResetError: once the stream broke (the runner is gone, polls failed),
+            saying why (:attr:`broken`): the channel's close reason, so the kernel's death note
+            names it.
         :raises TimeoutError: if nothing came within ``timeout`` seconds (polls go on).
         """
         deadline = None if timeout is None else self._clock() + timeout
@@ -145,8 +148,10 @@ class FileCellStream:
                     data = bytes(self._inbox)
                     self._inbox.clear()
                     return data
-                if self._broken or self._closed:
+                if self._closed:
                     return b""
+                if self._broken:
+                    raise ConnectionResetError(f"filecell stream broke: {self._broken}")
                 self._schedule()
                 left = None if deadline is None else deadline - self._clock()
                 if left is not None and left <= 0:
@@ -220,7 +225,9 @@ class FileCellStream:
             self._failures = 0
             return
         if out.status == "gone":
-            self._broken = "the kernel runner is gone (nothing listens on its socket)"
+            self._broken = ("the kernel runner is gone (nothing listens on its socket): it ended, or the backend "
+                            "did not keep its kernel dir from one execute to the next (every command must see the "
+                            "same filesystem and processes)")
             return
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"

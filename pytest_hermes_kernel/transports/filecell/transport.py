@@ -123,7 +123,8 @@ class FileCellTransport(Transport):
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._cleanup_quietly(kdir)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
-                                   f"{exc}\nHint: can the backend run `sh -c`?") from None
+                                   f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
+                                   "output) for every command (`sh -c CMD`), raising only at the timeout") from None
         pid = scripts.parse_ready(out)
         hello = scripts.parse_client_output(out)
         unknown = self._unknown_status(code)

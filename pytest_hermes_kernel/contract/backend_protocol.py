@@ -1,0 +1,108 @@
+"""Contract: an execute-only backend keeps the ``ExecuteBackend`` protocol, rule by rule.
+
+The protocol: :class:`~pytest_hermes_kernel.transports.filecell.backends.ExecuteBackend`.
+
+A ``filecell`` transport reads only what its backend's ``execute(cmd, timeout)`` hands back,
+and most of what it runs is judged by its output alone, so a backend that loses part of that
+answer can still pass every kernel case of the suite while its kernels fail elsewhere: a failed
+step that does not say why (stderr dropped: a traceback is there), a dead process read as alive (every status 0), a
+cell's default-sized result cut short (output truncated), a poll that hangs with its command
+(timeout ignored). These cases call the backend directly, each with a deadline, and say which
+rule of the protocol it broke. They skip on transports that have no execute backend.
+"""
+
+from __future__ import annotations
+
+import shlex
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import pytest
+
+from ..transports.filecell.backends import TIMEOUT_EXIT
+from ..transports.filecell.transport import FileCellTransport
+from ._probes import call_in_thread
+
+#: Seconds a command ended at its timeout may take beyond it (a container exec, a loaded machine).
+TIMEOUT_SLACK_S = 8.0
+#: Bytes of output a backend must return whole: one poll can carry a cell's result at the default
+#: caps (1 MiB per stream, base64: 4/3 of that, and the value), so 4 MiB.
+WHOLE_OUTPUT_BYTES = 4 * 2**20
+#: Statuses a command ended at its timeout may have: 124 (coreutils ``timeout``, the protocol's),
+#: or 137 (128 + SIGKILL: ``timeout -s KILL`` in a container whose ``timeout`` reports the signal).
+TIMEOUT_STATUSES = (TIMEOUT_EXIT, 128 + 9)
+
+__all__ = ["execute_backend", "test_backend_returns_stdout_and_stderr", "test_backend_returns_the_exit_status",
+           "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout"]
+
+
+@pytest.fixture
+def execute_backend(hermes_transport):
+    """The transport's execute backend; skips on transports that have none."""
+    if not isinstance(hermes_transport, FileCellTransport):
+        pytest.skip(f"the {hermes_transport.name} transport has no execute backend (only filecell does)")
+    return hermes_transport.backend
+
+
+def _run(backend, cmd: str, timeout: float = 30.0):
+    """``backend.execute(cmd, timeout)``, failing the test (not hanging it) past the timeout."""
+    fut = call_in_thread(backend.execute, cmd, timeout)
+    try:
+        return fut.result(timeout=timeout + TIMEOUT_SLACK_S)
+    except FutureTimeout:
+        if fut.done():  # the backend raised a TimeoutError of its own
+            raise
+        raise AssertionError(f"execute({cmd!r}, timeout={timeout}) had not returned after "
+                             f"{timeout + TIMEOUT_SLACK_S} s") from None
+
+
+def test_backend_returns_stdout_and_stderr(execute_backend):
+    code, out = _run(execute_backend, "echo to-stdout; echo to-stderr >&2")
+
+    assert code == 0, f"execute returned exit status {code!r} for a command that succeeded"
+    assert "to-stdout" in out, f"execute lost the command's stdout; it returned {out!r}"
+    assert "to-stderr" in out, (f"execute lost the command's stderr; it returned {out!r}. The output must be "
+                                "stdout and stderr combined: a failed start's reason is on stderr")
+
+
+@pytest.mark.parametrize("cmd, status", [("exit 3", 3), ("false", 1), ("exit 255", 255), ("kill -9 $$", 137)],
+                         ids=["exit-3", "false", "exit-255", "sigkill"])
+def test_backend_returns_the_exit_status(execute_backend, cmd, status):
+    code, out = _run(execute_backend, cmd)
+
+    assert code == status, (f"execute of {cmd!r} returned exit status {code!r}, not {status}: the status is the "
+                            "shell's, 0..255, a death by signal N being 128 + N (never 0 for a failure; the "
+                            f"transport reads it to tell a dead process from a live one); output {out!r}")
+
+
+def test_backend_returns_the_whole_output(execute_backend, hermes_transport):
+    python = shlex.quote(hermes_transport.python)
+    cmd = (f"{python} -c 'import sys; sys.stdout.write(\"0123456789abcde\\n\" * {WHOLE_OUTPUT_BYTES // 16}); "
+           f"sys.stdout.write(\"THE-END\\n\")'")
+
+    code, out = _run(execute_backend, cmd, 60.0)
+
+    size = len(out.encode("utf-8"))
+    assert code == 0, f"execute returned exit status {code!r}: {out[-300:]!r}"
+    assert out.rstrip("\r\n").endswith("THE-END"), (
+        f"execute returned {size} bytes of a {WHOLE_OUTPUT_BYTES + 8}-byte output, not ending in its last line: "
+        f"the output must come back whole (one poll carries a cell's result, up to several MiB); it ends "
+        f"{out[-80:]!r}")
+    assert out.count("0123456789abcde") == WHOLE_OUTPUT_BYTES // 16, f"execute returned {size} bytes: lines lost"
+
+
+def test_backend_ends_a_command_at_its_timeout(execute_backend):
+    """A command still running at its timeout is ended: the call raises :class:`TimeoutError` or
+    returns 124 (137 where ``timeout -s KILL`` reports the signal), in about ``timeout`` seconds,
+    never after the command ended by itself. A backend that ignores the timeout hangs a kernel
+    with whatever command hangs."""
+    fut = call_in_thread(execute_backend.execute, "sleep 20", 1.0)
+    try:
+        code, out = fut.result(timeout=1.0 + TIMEOUT_SLACK_S)
+    except (TimeoutError, FutureTimeout):
+        if fut.done():  # the backend raised TimeoutError itself: the protocol's other answer
+            return
+        raise AssertionError(f"execute('sleep 20', timeout=1.0) had not returned after {1.0 + TIMEOUT_SLACK_S} s: a "
+                             f"backend must end the command at its timeout (raise TimeoutError or return "
+                             f"{TIMEOUT_EXIT})") from None
+    assert code in TIMEOUT_STATUSES, (f"execute('sleep 20', timeout=1.0) returned status {code!r} ({out!r}): a "
+                                      f"command ended at its timeout returns {TIMEOUT_EXIT} or raises TimeoutError")

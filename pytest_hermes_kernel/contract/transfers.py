@@ -1,0 +1,54 @@
+"""Contract: a tree of files goes into a kernel and comes back out byte for byte.
+
+``upload`` and ``download`` move files under the kernel's working dir (README, "Files in and out
+of a kernel"). A tree with a nested directory, an empty file and a file of several transfer chunks
+of every byte value goes in, the kernel reads what arrived and writes a changed copy, and that
+copy comes back exact. Skips on transports that do not move files (``Transport.files`` left at
+its default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+
+from ..kernel.contract import Transport
+
+#: Bytes of the big file: several chunks of every transport (filecell moves 48 KiB a command).
+BIG_BYTES = 300_000
+
+__all__ = ["moves_files", "test_a_tree_round_trips_through_the_kernel"]
+
+
+@pytest.fixture
+def moves_files(hermes_transport):
+    """Skips on a transport that does not move files."""
+    if type(hermes_transport).files is Transport.files:
+        pytest.skip(f"the {hermes_transport.name} transport does not move files (Transport.files is the default)")
+
+
+def test_a_tree_round_trips_through_the_kernel(kernel, moves_files, tmp_path):
+    big = os.urandom(BIG_BYTES) + bytes(range(256)) + b"\r\n\n\r"
+    tree = tmp_path / "up"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "sub" / "big.bin").write_bytes(big)
+    (tree / "empty.txt").write_bytes(b"")
+    (tree / "note.txt").write_text("naïve ✓\nline two\n", encoding="utf-8")
+
+    sent = kernel.upload(tree, "in")
+
+    assert sent.complete and (sent.files, sent.bytes) == (3, len(big) + len("naïve ✓\nline two\n".encode())), sent
+    r = kernel.execute("import hashlib, os\ndata = open('in/sub/big.bin', 'rb').read()\n"
+                       "os.makedirs('out/sub')\nopen('out/sub/big.bin', 'wb').write(data[::-1])\n"
+                       "(hashlib.sha256(data).hexdigest(), os.path.getsize('in/empty.txt'), "
+                       "open('in/note.txt', encoding='utf-8').read())")
+    assert r.status == "ok", r.summary()
+    assert r.value == repr((hashlib.sha256(big).hexdigest(), 0, "naïve ✓\nline two\n")), \
+        "what the kernel read is not what was uploaded"
+
+    got = kernel.download("out", tmp_path / "down")
+
+    assert got.complete and got.files == 1, got
+    assert (tmp_path / "down" / "sub" / "big.bin").read_bytes() == big[::-1], "the download is not what the kernel wrote"

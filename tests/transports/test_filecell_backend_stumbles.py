@@ -1,0 +1,136 @@
+"""filecell: what a backend author sees when their execute backend gets something wrong.
+
+Each case is a backend with one defect found by running the contract suite against it (a
+sandbox whose commands get no ``PATH``, one that keeps no files between commands, one that cuts
+its output short, one that starts raising); the kernel works where it can, and the error the
+user gets names the defect instead of a symptom.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_hermes_kernel import KernelHandle, KernelStartError
+from pytest_hermes_kernel.errors import FileTransferError
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
+
+
+@pytest.fixture
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A short kernel root of this test (a unix socket path under it must fit in 108 bytes)."""
+    path = f"/tmp/hermes-stumble-{os.getpid()}-{os.urandom(3).hex()}"
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+class Sandbox:
+    """``sh -c`` through ``subprocess``, as the README's example backend."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        done = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        return (128 - done.returncode if done.returncode < 0 else done.returncode), done.stdout + done.stderr
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class KeepsNoFiles(Sandbox):
+    """Every command starts on a filesystem where nothing the earlier ones wrote under ``root`` is left."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        try:
+            return super().execute(cmd, timeout)
+        finally:
+            for name in os.listdir(self.root) if os.path.isdir(self.root) else ():
+                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+
+
+class CutsOutput(Sandbox):
+    """Returns the first 16 KiB of every command's output, silently."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        code, out = super().execute(cmd, timeout)
+        return code, out[:16384]
+
+
+class FailsAfter(Sandbox):
+    """Raises on every call after the first ``calls``."""
+
+    def __init__(self, calls: int) -> None:
+        self.left = calls
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        self.left -= 1
+        if self.left < 0:
+            raise ConnectionError("sandbox quota exceeded")
+        return super().execute(cmd, timeout)
+
+
+def test_a_backend_whose_commands_have_no_path_still_starts_kernels(root):
+    """With an empty environment the far side's ``sys.executable`` is ``''``: the launch used it as
+    the client's interpreter and failed with ``sh: : Permission denied``."""
+    k = KernelHandle(FileCellTransport(LocalShellBackend(env={}), root=root)).start()
+    try:
+        assert k.execute("6 * 7").value == "42"
+    finally:
+        k.shutdown()
+
+
+def test_a_backend_that_keeps_no_files_between_commands_is_named_in_the_death_note(root):
+    k = KernelHandle(FileCellTransport(KeepsNoFiles(root), root=root)).start()
+    try:
+        r = k.execute("1")
+    finally:
+        k.shutdown()
+
+    assert r.status == "died"
+    assert "did not keep the kernel dir from one execute to the next" in r.kernel.note, r.kernel.note
+    assert "same filesystem" in r.kernel.note
+
+
+def test_a_backend_that_cuts_output_short_fails_a_download_saying_so(root, tmp_path):
+    k = KernelHandle(FileCellTransport(CutsOutput(), root=root)).start()
+    try:
+        assert k.execute("open('big.bin', 'wb').write(bytes(200_000))").status == "ok"
+        with pytest.raises(FileTransferError) as caught:
+            k.download("big.bin", tmp_path / "big.bin")
+    finally:
+        k.shutdown()
+
+    text = str(caught.value)
+    assert "read big.bin through CutsOutput() was cut short or damaged" in text, text
+    assert "must return a command's whole output" in text, text
+
+
+def test_a_backend_that_starts_raising_fails_the_start_with_its_error_and_what_execute_must_do(root):
+    transport = FileCellTransport(FailsAfter(0), root=root)
+
+    with pytest.raises(KernelStartError) as caught:
+        KernelHandle(transport).start()
+
+    text = str(caught.value)
+    assert "failed: ConnectionError: sandbox quota exceeded" in text, text
+    assert "must return (exit status, output) for every command" in text, text
+
+
+def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):
+    (tmp_path / "f.txt").write_text("x")
+    k = KernelHandle(FileCellTransport(KeepsNoFiles(root), root=root)).start()
+    kernel_dir = k.launched.kernel_dir
+    try:
+        with pytest.raises(FileTransferError) as caught:
+            k.upload(tmp_path / "f.txt", "f.txt")
+    finally:
+        k.shutdown()
+
+    assert str(caught.value) == f"the working dir {kernel_dir} does not exist", str(caught.value)
