@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, load_all, remove, save
-from .errors import ConfigError, HermesKernelError, KernelDiedError, TransportLostError
+from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
+from .errors import ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -46,11 +46,19 @@ UNREACHABLE = 2
 
 @contextmanager
 def attached(record: KeptKernel) -> Iterator[KernelHandle]:
-    """A handle on the kept kernel of ``record``; on leaving, it stays kept (TTL restarted).
+    """A handle on the kept kernel of ``record``, held by this command alone (:func:`in_use`); on
+    leaving, it stays kept (TTL restarted).
 
+    :raises KernelInUseError: if another command holds it (it is left alone).
     :raises TransportLostError: if the kernel cannot be reached.
     """
-    transport = transport_for(record)
+    with in_use(record.kernel_id):
+        transport = transport_for(record)
+        yield from _attached_through(transport, record)
+
+
+def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[KernelHandle]:
+    """The body of :func:`attached` once the kernel is held: attach, yield, keep it on leaving."""
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
                              options=CELL_OPTIONS)
@@ -138,8 +146,8 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         record = find(kernel_id)
         with attached(record) as handle:
             return body(handle)
-    except (ConfigError, TransportLostError) as exc:
-        hint = "" if isinstance(exc, ConfigError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
+    except (ConfigError, KernelInUseError, TransportLostError) as exc:
+        hint = "" if not isinstance(exc, TransportLostError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
                                                          "`hermes-kernel sweep kept` removes the records of those gone")
         err.write(f"hermes-kernel: {exc}{hint}\n")
         return UNREACHABLE

@@ -224,3 +224,35 @@ def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run,
     result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
                                  f"    hermes-kernel exec {kid} *"])
     assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
+def test_a_second_command_on_a_kept_kernel_in_use_is_refused_and_the_kernel_survives(pytester, run, kept_env):
+    """``hermes-kernel attach`` open in one terminal, ``exec`` in another: the second attach took
+    the runner's one client link from the first, whose next cell then saw its stream end, read it
+    as the kernel's death and killed the kept runner: the post-mortem evidence was gone. A command
+    on a kernel that another command holds is refused now (exit 2, naming the holder)."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+    with subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "attach", kid], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)) as console:
+        try:
+            console.stdin.write("evidence\n")
+            console.stdin.flush()
+            assert console.stdout.readline() == "'what went wrong'\n"  # attached, and idle now
+
+            second = hermes("exec", kid, "evidence = 'overwritten'")
+
+            assert second.returncode == 2, second.stdout + second.stderr
+            assert f"kept kernel {kid} is in use by another hermes-kernel command (pid {console.pid})" in second.stderr
+            console.stdin.write("evidence\n")
+            console.stdin.flush()
+            assert console.stdout.readline() == "'what went wrong'\n"
+            console.stdin.close()
+            assert console.wait(timeout=CLI_TIMEOUT_S) == 0, console.stderr.read()
+        finally:
+            if console.poll() is None:
+                console.kill()
+    assert not gone(pid)
+    after = hermes("exec", kid, "evidence")
+    assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr
