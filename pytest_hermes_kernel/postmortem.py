@@ -15,6 +15,7 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -188,7 +189,7 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
         ``test_x.py::test_load[local]``, never ``test_x.py::test_load_many``).
     """
     now = time.time()
-    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test)]
+    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test, r.rootdir)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
         return 0
@@ -200,17 +201,29 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
     return 0
 
 
-def _kept_by(nodeid: str, test: str) -> bool:
+def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:
     """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names.
 
     ``test`` may leave out leading directories of the node id's path (a record holds the id from
-    the rootdir, pytest prints it from where it was run) and may start with ``./``.
+    the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
+    record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
+    directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
     """
     test = test.removeprefix("./")
     path = nodeid.partition("::")[0]
     starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
-    return any(nodeid[i:] == test or (nodeid.startswith(test, i) and nodeid[i + len(test):].startswith(("[", "::")))
-               for i in starts)
+    if any(_names(nodeid[i:], test) for i in starts):
+        return True
+    if rootdir is None:
+        return False
+    file, sep, rest = test.partition("::")
+    where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), rootdir)
+    return not where.startswith("..") and _names(nodeid, where + sep + rest)
+
+
+def _names(nodeid: str, test: str) -> bool:
+    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
+    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,

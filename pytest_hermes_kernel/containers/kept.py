@@ -54,6 +54,7 @@ class KeptKernel:
     :param ttl_s: the kept runner's orphan timer (seconds without a client before it ends).
     :param host_pid: the pytest process that kept it.
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
+    :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
     """
 
     kernel_id: str
@@ -66,6 +67,7 @@ class KeptKernel:
     ttl_s: float
     host_pid: int
     worker_pid: int | None = None
+    rootdir: str | None = None
 
     @property
     def expires_at(self) -> float:

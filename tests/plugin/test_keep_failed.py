@@ -60,11 +60,11 @@ survives its SIGKILLed host (under -n 4, the README's leak walkthrough then pass
 in). Tests list what it would kill (``--dry-run``, the same selection) instead."""
 
 
-def hermes(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def hermes(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``hermes-kernel ARGS`` in a subprocess, in this process's environment (``TMPDIR`` included)."""
     return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *args], input=stdin,
                           capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=dict(os.environ),
-                          stdin=None if stdin is not None else subprocess.DEVNULL)
+                          stdin=None if stdin is not None else subprocess.DEVNULL, cwd=cwd)
 
 
 def kept_kernel(pytester: pytest.Pytester) -> tuple[str, int]:
@@ -108,6 +108,8 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
     assert line.split()[1:3] == ["local", "runner"] and " yes " in line and "test_keep.py::test_fails[local]" in line
     assert hermes("ls", "--ids", "--test", "test_keep.py::test_fails").stdout == f"{kid}\n"  # the README's way
     assert hermes("ls", "--ids", "--test", "test_other.py").stdout == ""
+    above = pytester.path.parent  # pytest run from there prints <dir>/test_keep.py::test_fails[local]
+    assert hermes("ls", "--ids", "--test", f"{pytester.path.name}/test_keep.py::test_fails", cwd=above).stdout == f"{kid}\n"
     for bad in ("", "0000"):  # a script whose lookup found nothing, or another id: nothing is ended
         refused = hermes("sweep", "--kept", "--kernel", bad)
         assert refused.returncode == 2 and "--kernel:" in refused.stderr and kid in hermes("ls").stdout, refused.stderr
