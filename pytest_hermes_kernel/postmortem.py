@@ -227,9 +227,12 @@ def _names(nodeid: str, test: str) -> bool:
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
-               kernel_ids: Sequence[str] = ()) -> int:
+               kernel_ids: Sequence[str] = (), not_ended: list[str] | None = None) -> int:
     """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
     (``expired_only``) those whose TTL ran out or that are gone.
+
+    :param not_ended: if given, gets the id of each kept kernel that could not be ended (its
+        record is kept, and ``progress`` says why).
 
     :raises ConfigError: if a name matches no kept kernel or several, or is empty (then nothing
         is ended: an empty ``--kernel`` from a script whose lookup found nothing must not end all).
@@ -248,6 +251,8 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
         if why is not None:
             progress(f"could not end kept kernel {record.kernel_id} ({record.transport}): {why}; its record is "
                      f"kept (the kernel still ends by itself {record.ttl_s:g} s after its last client)")
+            if not_ended is not None:
+                not_ended.append(record.kernel_id)
             continue
         removed += 1
         swept.append(record.kernel_id)
