@@ -308,9 +308,11 @@ class CellRun:
                 exc = again
         self._stage = None
         alive = link.alive()
-        if not reattachable:
-            link.kill()
+        # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
+        # one whose link kept dropping ran its cell on until the next cell discarded it)
+        killed = link.kill() if alive or not reattachable else False
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (" (runner still alive; killed)" if alive else ""))
+                + ((" (runner still alive; killed)" if killed else " (runner still alive; the kill was not "
+                    "confirmed: its cell may run on)") if alive else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
