@@ -309,8 +309,9 @@ class CellRun:
         self._stage = None
         alive = link.alive()
         # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
-        # one whose link kept dropping ran its cell on until the next cell discarded it)
-        killed = link.kill() if alive or not reattachable else False
+        # one whose link kept dropping ran its cell on until the next cell discarded it); one a
+        # shutdown is ending is the shutdown's to end
+        killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
                 + ((" (runner still alive; killed)" if killed else " (runner still alive; the kill was not "
