@@ -314,6 +314,13 @@ class CellRun:
         killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + ((" (runner still alive; killed)" if killed else " (runner still alive; the kill was not "
-                    "confirmed: its cell may run on)") if alive else ""))
+                + (_still_alive(killed, self.stopping()) if alive else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
+
+
+def _still_alive(killed: bool, stopping: bool) -> str:
+    """The loss note's words for a runner still alive when the host gave up on its channel."""
+    if killed:
+        return " (runner still alive; killed)"
+    return " (runner still alive; the shutdown ends it)" if stopping else \
+        " (runner still alive; the kill was not confirmed: its cell may run on)"
