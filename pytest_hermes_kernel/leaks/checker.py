@@ -59,14 +59,17 @@ class LeakChecker:
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
 
-    def after(self, before: dict[str, Snapshot], exempt: Collection[str] = ()) -> LeakReport:
+    def after(self, before: dict[str, Snapshot], exempt: Collection[str] = (),
+              exempt_kernels: Collection[str] = ()) -> LeakReport:
         """What is new since ``before``; retried for up to ``grace`` seconds while anything is.
 
         :param exempt: identities that are not leaks (e.g. a kernel kept for post-mortem).
+        :param exempt_kernels: kernel ids whose processes a transport lists are not leaks (its
+            identities end with ``:<kernel id>``: ``docker:<container>:<pid>:<start>:<kernel id>``).
         """
         deadline = time.monotonic() + self.grace
         while True:
-            report, now = self._diff(before, set(exempt))
+            report, now = self._diff(before, set(exempt), set(exempt_kernels))
             self.last_clean = None if report or report.unchecked else now
             if not report or time.monotonic() >= deadline:
                 return report
@@ -75,7 +78,8 @@ class LeakChecker:
                 if probe.fresh is not None:
                     probe.fresh()
 
-    def _diff(self, before: dict[str, Snapshot], exempt: set[str]) -> tuple[LeakReport, dict[str, Snapshot]]:
+    def _diff(self, before: dict[str, Snapshot], exempt: set[str],
+              kernels: set[str] | None = None) -> tuple[LeakReport, dict[str, Snapshot]]:
         """One comparison and the snapshots it made; an identity is reported once, by the first
         probe that finds it (a kernel's runner is both a kernel process and a child process)."""
         seen = set(exempt)
@@ -91,7 +95,8 @@ class LeakChecker:
             if probe.kind in blind_before or (blind_before and probe.places is None):
                 continue  # the whole probe was blind, or which part saw what is not known: none is compared
             new = {k: v for k, v in snapshot.items() if k not in was and k not in seen
-                   and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)}
+                   and not k.startswith(UNCHECKED) and not _seen_only_by(probe, k, blind_before)
+                   and not (kernels and probe.kinds_in_identity and k.rpartition(":")[2] in kernels)}
             seen.update(new)
             if probe.kinds_in_identity:
                 for identity, description in new.items():

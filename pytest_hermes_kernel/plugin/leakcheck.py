@@ -21,6 +21,7 @@ ended it.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from typing import Any
 
@@ -43,6 +44,7 @@ class LeakCheckPlugin:
         self.checker = LeakChecker(grace=grace)
         self._handoff: tuple[pytest.Item, dict[str, Any]] | None = None
         self._held: dict[Any, set[str]] = {}  # live wider-scoped fixture -> what its setup made
+        self._held_kernels: dict[Any, list[Any]] = {}  # live wider-scoped fixture -> the kernels its value is
         self._released: set[str] = set()  # what wider-scoped fixtures torn down since the last check made
 
     @pytest.hookimpl(wrapper=True)
@@ -55,10 +57,20 @@ class LeakCheckPlugin:
             return (yield)
         finally:
             self._held[fixturedef] = _identities(self.checker.before()) - before
+            self._held_kernels[fixturedef] = _kernels_in(fixturedef.cached_result)
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
         """Torn down: what it made must be gone by the next check (it is compared again there)."""
         self._released |= self._held.pop(fixturedef, set())
+        self._held_kernels.pop(fixturedef, None)
+
+    def _held_now(self) -> tuple[set[str], set[str]]:
+        """What live wider-scoped fixtures hold now: what their setup made, and whatever their
+        kernels run on now (a kernel restarted in a test has a new worker, still the fixture's):
+        ``(identities, kernel ids)``."""
+        made = set().union(*self._held.values())
+        kernels = [k for held in self._held_kernels.values() for k in held]
+        return (made | _kernel_identities(kernels), {k.kernel_id for k in kernels}) if kernels else (made, set())
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
@@ -102,7 +114,8 @@ class LeakCheckPlugin:
             return
         if released:  # in "before" while its fixture held it: a leak if it outlived that fixture
             before = {kind: {k: v for k, v in snap.items() if k not in released} for kind, snap in before.items()}
-        report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values()))
+        held, held_kernels = self._held_now()
+        report = self.checker.after(before, exempt=_kept_resources(item) | held, exempt_kernels=held_kernels)
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
@@ -127,6 +140,30 @@ class LeakCheckPlugin:
 def _identities(snapshots: dict[str, Any]) -> set[str]:
     """Every identity the probes' snapshots name (parts not looked at left out)."""
     return {key for snap in snapshots.values() for key in snap if not key.startswith(UNCHECKED)}
+
+
+def _kernels_in(cached: Any) -> list[Any]:
+    """The kernel handles a fixture's value is, or holds in a list, tuple or dict (shallow)."""
+    if cached is None or _HANDLE_MODULE not in sys.modules:  # no handle was ever made here
+        return []
+    from ..kernel.handle import KernelHandle
+
+    value = cached[0]
+    values = list(value.values()) if isinstance(value, dict) else list(value) if isinstance(value, (list, tuple)) \
+        else [value]
+    return [v for v in values if isinstance(v, KernelHandle)]
+
+
+def _kernel_identities(kernels: list[Any]) -> set[str]:
+    """Identities of the processes on this machine, kernel dirs and registry entries of
+    ``kernels`` as they are now (their processes elsewhere: ``exempt_kernels`` of the check)."""
+    ids = {k.kernel_id for k in kernels}
+    dirs = {f"dir:{os.path.basename(k.launched.kernel_dir)}" for k in kernels
+            if k.launched is not None and k.launched.kernel_dir}
+    return kernel_resources(ids) | dirs | {f"entry:{kid}" for kid in ids}
+
+
+_HANDLE_MODULE = f"{__name__.rsplit('.', 2)[0]}.kernel.handle"
 
 
 def _kept_resources(item: pytest.Item) -> set[str]:
