@@ -73,6 +73,7 @@ class TransportResources:
         self._owner: dict[str, Any] = {}  # identity -> the transport that reported it (last snapshot)
         self._places: dict[str, set[str]] = {}  # identity -> the labels of every transport that did
         self._labels: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._label_counts: dict[str, int] = {}  # describe() line -> transports named after it so far
         self._clock = clock
         self._last: tuple[int, frozenset[int], float, Snapshot] | None = None  # activity, transports, when, what
         self._lingering: list[Any] = []  # closed transports that showed something in the last snapshot
@@ -139,8 +140,10 @@ class TransportResources:
                 label = transport.describe()
             except Exception as exc:  # noqa: BLE001 - a name for the report, whatever describe() does
                 label = f"{getattr(transport, 'name', type(transport).__name__)} transport (describe() failed: {exc!r})"
-            label = self._labels.setdefault(transport, f"{label} #{len(self._labels) + 1}"
-                                            if label in self._labels.values() else label)
+            made = self._label_counts[label] = self._label_counts.get(label, 0) + 1
+            # numbered in order, never reused: a collected transport's number (its entry gone) was
+            # handed to the next, and two live ones then shared one name (and one blindness)
+            label = self._labels.setdefault(transport, label if made == 1 else f"{label} #{made}")
         return label
 
     def cleanup(self, key: str) -> None:

@@ -234,3 +234,28 @@ def test_a_malformed_answer_blinds_that_host_only(two_hosts, third_host):
 
     assert report.leaks == {"remote kernel process": {"remote kernel process|silent:d": "pid 10 (kernel k-d)"}}
     assert list(report.unchecked) == [f"{malformed.describe()} (before the test)", malformed.describe()]
+
+
+class SameLine:
+    """A transport as the probe names it: several describe() the same line (same options)."""
+
+    name = "same"
+
+    def describe(self) -> str:
+        return "docker (engine default, image hermes-kernel-host:latest)"
+
+
+def test_two_live_transports_never_share_a_name_in_the_report():
+    """Labels of transports that describe() alike get ``#2``, ``#3``...; one that was garbage
+    collected freed its entry, and the next one got the number of a live one (``#3`` twice): a host
+    blind before the test then hid what the other, which had looked, saw after."""
+    import gc
+
+    resources = probes.TransportResources()
+    first, second, third = SameLine(), SameLine(), SameLine()
+    names = [resources.label(t) for t in (first, second, third)]
+    del second
+    gc.collect()
+    fourth = SameLine()
+
+    assert len(set(names)) == 3 and resources.label(fourth) not in {resources.label(first), resources.label(third)}
