@@ -259,3 +259,21 @@ def test_two_live_transports_never_share_a_name_in_the_report():
     fourth = SameLine()
 
     assert len(set(names)) == 3 and resources.label(fourth) not in {resources.label(first), resources.label(third)}
+
+
+def test_a_closed_host_that_cannot_be_looked_at_is_named_once_then_no_more(two_hosts):
+    """A closed transport is probed again only while it shows something to end; one whose host
+    does not answer (an sshd the test killed, then closed) is named as not checked by the check
+    after its test, never by every later test's."""
+    quiet, _ = two_hosts
+    resources = probes.TransportResources()
+    quiet.silent = True
+    close_transport(quiet)
+
+    first = resources.snapshot()
+    visits = quiet.visits
+    resources.fresh()
+    later = resources.snapshot()
+
+    assert probes.UNCHECKED + quiet.describe() in first and quiet.visits == visits
+    assert not any(key.startswith(probes.UNCHECKED) for key in later)
