@@ -277,3 +277,21 @@ def test_a_closed_host_that_cannot_be_looked_at_is_named_once_then_no_more(two_h
 
     assert probes.UNCHECKED + quiet.describe() in first and quiet.visits == visits
     assert not any(key.startswith(probes.UNCHECKED) for key in later)
+
+
+def test_a_probe_without_places_partly_blind_before_the_test_compares_nothing():
+    """A probe of several places that does not say which place saw what (no ``places``, e.g. one
+    a user registers) and had a part it could not look at before the test: what it sees after
+    could be old, so none of it is a leak and nothing is ended (no test failed without this)."""
+    seen = {"far:old": "there all along, in the part that was blind"}
+    ended: list[str] = []
+    states = iter([{probes.UNCHECKED + "host b": "TimeoutError: no answer", "far:a": "host a's"},
+                   dict(seen, **{"far:a": "host a's"})])
+    checker = LeakChecker([probes.Probe("far thing", lambda: next(states), ended.append)], grace=0.0)
+    before = checker.before()
+
+    report = checker.after(before)
+    checker.cleanup(report)
+
+    assert not report and ended == [], report.leaks
+    assert report.unchecked == {"host b (before the test)": "TimeoutError: no answer"}
