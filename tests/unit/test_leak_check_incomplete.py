@@ -295,3 +295,22 @@ def test_a_probe_without_places_partly_blind_before_the_test_compares_nothing():
 
     assert not report and ended == [], report.leaks
     assert report.unchecked == {"host b (before the test)": "TimeoutError: no answer"}
+
+
+def test_what_a_host_that_looked_before_sees_is_compared_even_if_a_blind_one_sees_it_too(two_hosts):
+    """One thing seen through two transports (the run's container, seen by docker and by ssh; one
+    container's kernel, by two docker transports): a host that looked before the test vouches for
+    it, so it is compared, even if another that sees it too was blind then (no test failed when
+    any one blind place hid it)."""
+    quiet, talking = two_hosts
+    quiet.silent = True
+    resources, checker = _transport_checker()
+    before = checker.before()
+    quiet.silent = False
+    for host in (quiet, talking):
+        host.far["silent:shared"] = "pid 11 (kernel k-shared)"
+    note_activity()
+
+    report = checker.after(before)
+
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:shared": "pid 11 (kernel k-shared)"}}
