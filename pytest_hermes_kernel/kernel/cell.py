@@ -303,6 +303,7 @@ class CellRun:
                     self._interrupt_again(hello)
                 elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
+                    self._interrupt_again({})  # one asked for while the request was lost goes after it
                 return self._await_result()
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
