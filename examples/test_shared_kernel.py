@@ -6,12 +6,18 @@ registry starts later in a test and the new worker of a restart; it checks the k
 once pytest tears the fixture down.
 
 The tests of this file run in order and share state on purpose (``-p no:randomly`` if you use
-a plugin that shuffles them).
+a plugin that shuffles them). Under pytest-xdist each worker has its own session and module
+fixtures, so they must run in one worker: the ``xdist_group`` mark below does that with
+``--dist loadgroup`` (or run the file with ``--dist loadfile``/``loadscope``). These fixtures are
+outside the ``--hermes-transport`` matrix: name a transport in ``start_kernel(...)`` or
+``KernelKey(..., transport="docker")``.
 """
 
 import pytest
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
+
+pytestmark = pytest.mark.xdist_group("shared-kernel")  # one worker for the whole file (--dist loadgroup)
 
 
 @pytest.fixture(scope="module")

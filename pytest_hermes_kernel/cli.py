@@ -358,16 +358,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.kept:
         from .postmortem import sweep_kept
 
+        not_ended: list[str] = []
         try:
-            n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel)
+            n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel, not_ended=not_ended)
         except ConfigError as exc:
             ap.error(f"--kernel: {exc}")
-        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}")
-        return 0
+        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
+              + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
+        return 1 if not_ended else 0  # a kernel asked to end that still runs is no success
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
-    print(head + ", ".join(f"{n} {kind.replace('-', ' ')}" for kind, n in removed.items()))
+    print(head + ", ".join(f"{n} {_count_noun(kind, n)}" for kind, n in removed.items()))
     return 0
+
+
+def _count_noun(kind: str, n: int) -> str:
+    """``run-files`` -> ``run files`` (``run file`` for one; ``kernel processes`` -> ``kernel process``)."""
+    words = kind.replace("-", " ")
+    if n != 1 and words != "kept":
+        return words
+    return words.removesuffix("es") if words.endswith("sses") else words.removesuffix("s")
 
 
 if __name__ == "__main__":

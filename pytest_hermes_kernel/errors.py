@@ -24,7 +24,7 @@ from typing import Any
 __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
-    "KernelDiedError", "HostGoneError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
+    "KernelDiedError", "HostGoneError", "KernelInUseError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
     "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
     "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError",
     "FileTransferError", "UnsafePathError", "TransferTooLargeError", "CellTimeoutError",
@@ -137,6 +137,20 @@ class KernelForkedError(HermesKernelError):
 
     :param kernel_id: the kernel.
     :param host_pid: the process the kernel belongs to (the child's is ``os.getpid()``).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, host_pid: int | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
+        self.host_pid = host_pid
+
+
+class KernelInUseError(HermesKernelError):
+    """A kernel kept for post-mortem is held by another ``hermes-kernel`` command (``attach``,
+    ``exec``): a runner has one client link, and a second attach would take it from the first.
+
+    :param kernel_id: the kept kernel.
+    :param host_pid: the pid of the command that holds it (``None``: not known).
     """
 
     def __init__(self, message: str = "", *, kernel_id: str | None = None, host_pid: int | None = None) -> None:

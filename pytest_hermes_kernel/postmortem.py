@@ -15,6 +15,7 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -22,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, load_all, remove, save
-from .errors import ConfigError, HermesKernelError, KernelDiedError, TransportLostError
+from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
+from .errors import ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -46,11 +47,19 @@ UNREACHABLE = 2
 
 @contextmanager
 def attached(record: KeptKernel) -> Iterator[KernelHandle]:
-    """A handle on the kept kernel of ``record``; on leaving, it stays kept (TTL restarted).
+    """A handle on the kept kernel of ``record``, held by this command alone (:func:`in_use`); on
+    leaving, it stays kept (TTL restarted).
 
+    :raises KernelInUseError: if another command holds it (it is left alone).
     :raises TransportLostError: if the kernel cannot be reached.
     """
-    transport = transport_for(record)
+    with in_use(record.kernel_id):
+        transport = transport_for(record)
+        yield from _attached_through(transport, record)
+
+
+def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[KernelHandle]:
+    """The body of :func:`attached` once the kernel is held: attach, yield, keep it on leaving."""
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
                              options=CELL_OPTIONS)
@@ -138,8 +147,8 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         record = find(kernel_id)
         with attached(record) as handle:
             return body(handle)
-    except (ConfigError, TransportLostError) as exc:
-        hint = "" if isinstance(exc, ConfigError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
+    except (ConfigError, KernelInUseError, TransportLostError) as exc:
+        hint = "" if not isinstance(exc, TransportLostError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
                                                          "`hermes-kernel sweep kept` removes the records of those gone")
         err.write(f"hermes-kernel: {exc}{hint}\n")
         return UNREACHABLE
@@ -180,7 +189,7 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
         ``test_x.py::test_load[local]``, never ``test_x.py::test_load_many``).
     """
     now = time.time()
-    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test)]
+    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test, r.rootdir)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
         return 0
@@ -192,23 +201,38 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
     return 0
 
 
-def _kept_by(nodeid: str, test: str) -> bool:
+def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:
     """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names.
 
     ``test`` may leave out leading directories of the node id's path (a record holds the id from
-    the rootdir, pytest prints it from where it was run) and may start with ``./``.
+    the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
+    record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
+    directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
     """
     test = test.removeprefix("./")
     path = nodeid.partition("::")[0]
     starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
-    return any(nodeid[i:] == test or (nodeid.startswith(test, i) and nodeid[i + len(test):].startswith(("[", "::")))
-               for i in starts)
+    if any(_names(nodeid[i:], test) for i in starts):
+        return True
+    if rootdir is None:
+        return False
+    file, sep, rest = test.partition("::")
+    where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), rootdir)
+    return not where.startswith("..") and _names(nodeid, where + sep + rest)
+
+
+def _names(nodeid: str, test: str) -> bool:
+    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
+    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
-               kernel_ids: Sequence[str] = ()) -> int:
+               kernel_ids: Sequence[str] = (), not_ended: list[str] | None = None) -> int:
     """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
     (``expired_only``) those whose TTL ran out or that are gone.
+
+    :param not_ended: if given, gets the id of each kept kernel that could not be ended (its
+        record is kept, and ``progress`` says why).
 
     :raises ConfigError: if a name matches no kept kernel or several, or is empty (then nothing
         is ended: an empty ``--kernel`` from a script whose lookup found nothing must not end all).
@@ -227,6 +251,8 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
         if why is not None:
             progress(f"could not end kept kernel {record.kernel_id} ({record.transport}): {why}; its record is "
                      f"kept (the kernel still ends by itself {record.ttl_s:g} s after its last client)")
+            if not_ended is not None:
+                not_ended.append(record.kernel_id)
             continue
         removed += 1
         swept.append(record.kernel_id)

@@ -19,16 +19,18 @@ which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from ..errors import ConfigError, UnsafeRunDirError
+from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
 
@@ -52,6 +54,7 @@ class KeptKernel:
     :param ttl_s: the kept runner's orphan timer (seconds without a client before it ends).
     :param host_pid: the pytest process that kept it.
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
+    :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
     """
 
     kernel_id: str
@@ -64,6 +67,7 @@ class KeptKernel:
     ttl_s: float
     host_pid: int
     worker_pid: int | None = None
+    rootdir: str | None = None
 
     @property
     def expires_at(self) -> float:
@@ -144,6 +148,35 @@ def find(kernel_id: str, directory: str | None = None) -> KeptKernel:
     if not matches:
         raise ConfigError(f"no kept kernel {kernel_id!r}. Hint: `hermes-kernel ls` lists the kept kernels")
     raise ConfigError(f"{kernel_id!r} names {len(matches)} kept kernels: give more of the id")
+
+
+@contextmanager
+def in_use(kernel_id: str, directory: str | None = None) -> Iterator[None]:
+    """Hold kept kernel ``kernel_id`` for one command: an ``flock`` on ``<kernel id>.lock`` beside
+    its record (0600, never through a symlink; removed with the record by :func:`remove`), which
+    says who holds it. Released when the command ends, however it ends (the kernel drops the lock).
+
+    :raises KernelInUseError: if another process holds it (nothing was attached).
+    :raises UnsafeRunDirError: if the kept directory is not private.
+    """
+    path = os.path.join(kept_dir(directory), f"{kernel_id}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            pid = int(holder) if holder.isdigit() else None
+            raise KernelInUseError(
+                f"kept kernel {kernel_id} is in use by another hermes-kernel command"
+                f"{f' (pid {pid})' if pid else ''}: a kernel has one client at a time, and a second would "
+                "take it from the first. Hint: leave that one (Ctrl-D ends `attach`), then try again",
+                kernel_id=kernel_id, host_pid=pid) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
 
 
 def remove(kernel_id: str, directory: str | None = None) -> None:

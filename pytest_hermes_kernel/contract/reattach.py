@@ -40,6 +40,8 @@ __all__ = [
     "test_drop_mid_cell_delivers_the_result_after_the_reattach", "test_runner_gone_mid_cell_is_transport_lost",
     "test_drop_during_a_tool_call_still_answers_it", "test_a_tool_call_made_while_the_stream_is_down_is_answered_once",
     "test_a_second_drop_in_the_same_cell_is_re_attached_too", "test_an_interrupt_while_the_stream_is_down_reaches_the_cell",
+    "test_an_interrupt_lost_in_a_silent_stream_still_reaches_the_cell",
+    "test_an_interrupt_of_a_cell_sent_again_after_the_reattach_reaches_it",
 ]
 
 #: How long a cell in flight may take to settle after a drop (a hang, not slowness, beyond it).
@@ -143,6 +145,45 @@ def test_an_interrupt_while_the_stream_is_down_reaches_the_cell(reattachable: Tr
     wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
     try:
         hermes_faults.transport_drop(kernel, "reset")
+        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
+        kernel.interrupt()
+    finally:
+        let_go.set()
+    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+
+    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
+    assert kernel.execute("x").value == "'kept'"
+
+
+def test_an_interrupt_lost_in_a_silent_stream_still_reaches_the_cell(
+        reattachable: Transport, kernel_factory: Callable[..., KernelHandle], hermes_faults: Any) -> None:
+    """``interrupt()`` while the stream is silent (a ``blackhole``: no FIN, no RST) goes out
+    without an error and vanishes; once the keepalives give up and the host re-attaches, the cell
+    still gets it: it ends ``interrupted`` with the namespace kept, not after its own end (the
+    interrupt was lost: the cell ran on, and a watchdog then killed what it could have interrupted)."""
+    kernel = kernel_factory(keepalive_interval=0.5, keepalive_missed=2)
+    kernel.execute("x = 'kept'")
+    fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '60'])")
+    wait_until(lambda: process_of(kernel, "sleep 60"), 10.0, what="the cell's sleep to run")
+    hermes_faults.transport_drop(kernel, "blackhole", 3.0)  # the keepalives give up after 1.5 s
+    kernel.interrupt()
+
+    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+
+    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
+    assert kernel.execute("x").value == "'kept'"
+
+
+def test_an_interrupt_of_a_cell_sent_again_after_the_reattach_reaches_it(
+        reattachable: Transport, kernel: KernelHandle, hermes_faults: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stream dropped while idle, so the next cell's request never reached the runner; the
+    host re-attaches and sends the cell again. An ``interrupt()`` made while that re-attach ran
+    must reach the cell sent again (it was lost: the cell ran to its own end)."""
+    kernel.execute("x = 'kept'")
+    reattaching, let_go = _hold_reattach(kernel, monkeypatch)
+    hermes_faults.transport_drop(kernel, "reset")
+    fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '60'])")
+    try:
         assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
         kernel.interrupt()
     finally:

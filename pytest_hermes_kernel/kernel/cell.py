@@ -86,8 +86,11 @@ class CellRun:
         # stream that drops is lost, and the worker waits for it); the worker ignores a second one
         self._tool_replies: dict[Any, dict[str, Any]] = {}
         self._tool_replies_lock = threading.Lock()
-        self._interrupt_unsent = False  # interrupt() met a broken stream: send it after the re-attach
-        self._interrupt_lock = threading.Lock()  # the flag and the send on the link's channel of now
+        # interrupts asked for this cell (interrupt(), the watchdog's rung), numbered in each frame:
+        # one sent into a stream that broke or went silent may be lost, so the last is sent again
+        # after a re-attach unless the runner's hello says it got it (it applies a number once)
+        self._interrupts = 0
+        self._interrupt_lock = threading.Lock()  # the count and the send on the link's channel of now
 
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.
@@ -109,12 +112,24 @@ class CellRun:
         return outcome
 
     def interrupt(self) -> None:
-        """Ask the runner to interrupt this cell (SIGINT); on a stream that broke, once re-attached."""
+        """Ask the runner to interrupt this cell (SIGINT); on a stream that broke or went silent,
+        again once re-attached (:meth:`_interrupt_again`)."""
         with self._interrupt_lock:
+            self._interrupts += 1
             try:
-                self.link.channel.send({"type": "interrupt", "id": self.rid})
+                self.link.channel.send(self._interrupt_frame())
             except ChannelClosed:  # the cell's thread re-attaches (or reports the loss)
-                self._interrupt_unsent = True
+                pass
+
+    def _interrupt_frame(self) -> dict[str, Any]:
+        return {"type": "interrupt", "id": self.rid, "n": self._interrupts}
+
+    def _interrupt_again(self, hello: dict[str, Any]) -> None:
+        """After a re-attach to the running cell: the last interrupt again if the runner did not get it."""
+        with self._interrupt_lock:
+            got = hello.get("interrupts")
+            if self._interrupts and not (isinstance(got, int) and got >= self._interrupts):
+                self.link.channel.send(self._interrupt_frame())
 
     def _outcome(self, header: dict[str, Any] | None, blobs: list[bytes], **host: Any) -> CellOutcome:
         reply = None if header is None else RunnerReply.from_header(header)
@@ -252,7 +267,7 @@ class CellRun:
         channel = self.link.channel
         self._stage = action
         if action == "interrupt":
-            channel.send({"type": "interrupt", "id": self.rid})
+            self.interrupt()  # numbered like interrupt()'s: sent again after a re-attach if lost
             return None
         if action == "kill":  # "cell": the runner kills only while this cell still runs
             channel.send({"type": "kill_worker", "id": channel.next_id(), "cell": self.rid})
@@ -285,20 +300,28 @@ class CellRun:
                     self._send_tool_replies_again()
                     if self.options.report_running:
                         self._running()  # its running frame may have been lost with the stream
-                    with self._interrupt_lock:
-                        if self._interrupt_unsent:
-                            self._interrupt_unsent = False
-                            link.channel.send({"type": "interrupt", "id": self.rid})
+                    self._interrupt_again(hello)
                 elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
+                    self._interrupt_again({})  # one asked for while the request was lost goes after it
                 return self._await_result()
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
         self._stage = None
         alive = link.alive()
-        if not reattachable:
-            link.kill()
+        # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
+        # one whose link kept dropping ran its cell on until the next cell discarded it); one a
+        # shutdown is ending is the shutdown's to end
+        killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (" (runner still alive; killed)" if alive else ""))
+                + (_still_alive(killed, self.stopping()) if alive else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
+
+
+def _still_alive(killed: bool, stopping: bool) -> str:
+    """The loss note's words for a runner still alive when the host gave up on its channel."""
+    if killed:
+        return " (runner still alive; killed)"
+    return " (runner still alive; the shutdown ends it)" if stopping else \
+        " (runner still alive; the kill was not confirmed: its cell may run on)"

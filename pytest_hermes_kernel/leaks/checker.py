@@ -34,7 +34,7 @@ class LeakReport:
                 lines.append(f"  leaked {kind}: {desc}")
         lines.append("Hint: shut kernels down (use the hermes_* fixtures or `with start_kernel(...)`), "
                      "wait for subprocesses, join threads; hold a kernel or registry that several tests "
-                     "share in a module- or session-scoped fixture; mark intended leftovers with "
+                     "share in a module- or session-scoped fixture that closes it; mark intended leftovers with "
                      "@pytest.mark.hermes_allow_leaks(reason).")
         return "\n".join(lines)
 

@@ -97,7 +97,7 @@ class TransportResources:
         places: dict[str, set[str]] = {}
         forget_closed_transports()  # probed now; again only while they show something (below)
         blind = False
-        showing: list[Any] = []  # transports that reported something or could not be looked at
+        showing: list[Any] = []  # transports that reported something (to end, and to see again)
         for transport in transports:
             label = self.label(transport)
             try:
@@ -107,8 +107,7 @@ class TransportResources:
                              for identity, description in items.items()}
             except Exception as exc:  # noqa: BLE001 - an unreachable host (or a malformed answer) must not fail every test
                 out[UNCHECKED + label] = f"{type(exc).__name__}: {exc}"
-                blind = True
-                showing.append(transport)
+                blind = True  # a closed one is named once: it has nothing this check could end
                 continue
             if found:
                 showing.append(transport)

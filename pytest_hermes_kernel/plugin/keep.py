@@ -44,13 +44,14 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
         if not kernel.alive:
             continue
         if isinstance(kernel, KernelHandle) and kernel.transport.keepable:
-            record, text = _keep_past_session(item.nodeid, kernel, ttl)
+            record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath))
             stats.keep_past(item.nodeid, record, text)
         else:
             stats.keep(item.nodeid, kernel)
 
 
-def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[KeptKernel | None, str]:
+def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float,
+                       rootdir: str | None = None) -> tuple[KeptKernel | None, str]:
     """Record ``kernel``, then switch it to outlive this process; the summary's text for it.
 
     The record is written before the switch, so a kept kernel always has one; a switch that
@@ -65,7 +66,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float) -> tuple[K
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
-                            worker_pid=kernel.pid)
+                            worker_pid=kernel.pid, rootdir=rootdir)
         save(record)
         kernel.keep(ttl)
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:

@@ -10,7 +10,8 @@ errors at setup with one message (printed once), before any fixture runs:
   is an error listing the known names, with a did-you-mean;
 * an unknown keyword of ``hermes_kernel(...)`` is reported as that: an unknown keyword of that
   marker (with a did-you-mean), not as a failure of the transport;
-* bad arguments of a fault marker are reported with the marker's signature.
+* bad arguments of a fault marker are reported with the marker's signature;
+* a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean.
 
 Turn this plugin off with ``-p no:pytest_hermes_kernel.plugin.markers`` (not recommended).
 """
@@ -147,8 +148,16 @@ def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:
             "or fire it from the test with the hermes_faults fixture")
 
 
+def _check_marker_names(item: pytest.Item) -> list[str]:
+    """A ``hermes_*`` marker this plugin does not define (a typo of a fault marker would
+    otherwise get only pytest's unknown-mark warning, and the test would pass without its fault)."""
+    known = {line.split(":")[0].split("(")[0].strip() for line in item.config.getini("markers")}
+    return [f"unknown marker @pytest.mark.{m.name}{did_you_mean(m.name, (k for k in known if k.startswith('hermes_')))}"
+            for m in item.iter_markers() if m.name.startswith("hermes_") and m.name not in known]
+
+
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (
-    _check_transports_marker, _check_kernel_marker, _check_fault_markers)
+    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers)
 
 
 def marker_problems(item: pytest.Item) -> list[str]:

@@ -201,3 +201,7 @@ def test_a_link_that_drops_after_every_re_attach_ends_the_cell_at_the_cap(hermes
 
     assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
     assert len(made) == 3 and "(after 3 re-attaches in this cell)" in r.kernel.note, r.summary()
+    # the result says the runner was killed: the cell must not run on behind a "died" (it did,
+    # until the next cell or the shutdown discarded the runner)
+    assert "(runner still alive; killed)" in r.kernel.note, r.summary()
+    wait_until(lambda: not process_of(hermes_kernel, "sleep 30"), 5.0, what="the given-up cell's sleep to end")

@@ -60,11 +60,11 @@ survives its SIGKILLed host (under -n 4, the README's leak walkthrough then pass
 in). Tests list what it would kill (``--dry-run``, the same selection) instead."""
 
 
-def hermes(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def hermes(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``hermes-kernel ARGS`` in a subprocess, in this process's environment (``TMPDIR`` included)."""
     return subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *args], input=stdin,
                           capture_output=True, text=True, timeout=CLI_TIMEOUT_S, env=dict(os.environ),
-                          stdin=None if stdin is not None else subprocess.DEVNULL)
+                          stdin=None if stdin is not None else subprocess.DEVNULL, cwd=cwd)
 
 
 def kept_kernel(pytester: pytest.Pytester) -> tuple[str, int]:
@@ -108,6 +108,8 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
     assert line.split()[1:3] == ["local", "runner"] and " yes " in line and "test_keep.py::test_fails[local]" in line
     assert hermes("ls", "--ids", "--test", "test_keep.py::test_fails").stdout == f"{kid}\n"  # the README's way
     assert hermes("ls", "--ids", "--test", "test_other.py").stdout == ""
+    above = pytester.path.parent  # pytest run from there prints <dir>/test_keep.py::test_fails[local]
+    assert hermes("ls", "--ids", "--test", f"{pytester.path.name}/test_keep.py::test_fails", cwd=above).stdout == f"{kid}\n"
     for bad in ("", "0000"):  # a script whose lookup found nothing, or another id: nothing is ended
         refused = hermes("sweep", "--kept", "--kernel", bad)
         assert refused.returncode == 2 and "--kernel:" in refused.stderr and kid in hermes("ls").stdout, refused.stderr
@@ -224,3 +226,35 @@ def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run,
     result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
                                  f"    hermes-kernel exec {kid} *"])
     assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
+def test_a_second_command_on_a_kept_kernel_in_use_is_refused_and_the_kernel_survives(pytester, run, kept_env):
+    """``hermes-kernel attach`` open in one terminal, ``exec`` in another: the second attach took
+    the runner's one client link from the first, whose next cell then saw its stream end, read it
+    as the kernel's death and killed the kept runner: the post-mortem evidence was gone. A command
+    on a kernel that another command holds is refused now (exit 2, naming the holder)."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+    with subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "attach", kid], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)) as console:
+        try:
+            console.stdin.write("evidence\n")
+            console.stdin.flush()
+            assert console.stdout.readline() == "'what went wrong'\n"  # attached, and idle now
+
+            second = hermes("exec", kid, "evidence = 'overwritten'")
+
+            assert second.returncode == 2, second.stdout + second.stderr
+            assert f"kept kernel {kid} is in use by another hermes-kernel command (pid {console.pid})" in second.stderr
+            console.stdin.write("evidence\n")
+            console.stdin.flush()
+            assert console.stdout.readline() == "'what went wrong'\n"
+            console.stdin.close()
+            assert console.wait(timeout=CLI_TIMEOUT_S) == 0, console.stderr.read()
+        finally:
+            if console.poll() is None:
+                console.kill()
+    assert not gone(pid)
+    after = hermes("exec", kid, "evidence")
+    assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr

@@ -119,7 +119,7 @@ def test_a_kept_kernel_that_cannot_be_reached_keeps_its_record_and_says_so(pytes
 
     line = next((x for x in ls.stdout.splitlines() if x.startswith(kid)), "")
     assert ls.returncode == 0 and " ? " in line, ls.stdout + ls.stderr  # cannot tell, never "no"
-    assert swept.returncode == 0 and f"could not end kept kernel {kid} (ssh)" in swept.stdout, swept.stdout + swept.stderr
+    assert swept.returncode == 1 and f"could not end kept kernel {kid} (ssh)" in swept.stdout, swept.stdout + swept.stderr
     assert "its record is kept" in swept.stdout and records(kept_ssh.tmp) == [kid]
     assert kernel_processes(locator["container_id"], kid, user=SSH_USER), "the kernel still runs: its record must stay"
 

@@ -463,3 +463,36 @@ def test_a_leak_on_a_transport_the_test_closed_is_reported_and_ended(pytester, r
         "*leaked remote kernel process: pid 70 (kernel k-referred) on 10.9.9.7",
         "leaks found: remote kernel process=2",
     ])
+
+
+MODULE_KERNEL_RESTARTED = """
+import pytest
+from pytest_hermes_kernel import start_kernel
+
+@pytest.fixture(scope="module")
+def shared():
+    with start_kernel("local") as k:
+        yield k
+
+def test_one(shared):
+    assert shared.execute("x = 1; x").value == "1"
+
+def test_two_restarts_it(shared):
+    assert shared.execute("import sys; sys.exit(3)").status == "exited"  # the next cell: a fresh worker
+    assert shared.execute("y = 2; y").value == "2"
+
+def test_three(shared):
+    result = shared.execute("y")
+    assert (result.status, result.value) == ("ok", "2"), result.summary()
+"""
+
+
+def test_a_wider_fixtures_kernel_restarted_during_a_test_is_still_its_own(pytester, run):
+    """The module's kernel restarted in a test (SystemExit, a crash, restart()): its new worker is
+    the fixture's kernel still, not that test's leak (it was reported and killed, and the next
+    test's cell found the namespace gone)."""
+    pytester.makepyfile(test_restarted=MODULE_KERNEL_RESTARTED)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=3)

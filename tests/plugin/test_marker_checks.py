@@ -48,6 +48,10 @@ def test_fault_without_trigger(hermes_kernel):
 def test_fault_fired_by_the_test(hermes_kernel, hermes_faults):
     hermes_faults.kernel_sigkill(hermes_kernel)
 
+@pytest.mark.hermes_host_sigkil(after_cell=1)
+def test_marker_name_typo(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -67,6 +71,8 @@ EXPECTED = {
     "test_pinned_transport_typo": "unknown transport 'lcoal'; did you mean 'local'?",
     "test_option_no_check_reads": "bad @pytest.mark.hermes_oom(limit_bytes",  # bound= is host_sigkill's only
     "test_fault_without_trigger": "@pytest.mark.hermes_kernel_sigkill has no trigger, so it never fires",
+    # pytest only warns of an unknown mark: the test would pass without its fault
+    "test_marker_name_typo": "unknown marker @pytest.mark.hermes_host_sigkil; did you mean 'hermes_host_sigkill'?",
 }
 
 

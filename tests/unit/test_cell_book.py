@@ -122,3 +122,19 @@ def test_a_call_of_no_running_cell_is_not_kept_and_a_settled_cell_forgets_its_ca
     book.settle({"type": "result", "id": 4, "status": "ok"})
 
     assert book.unanswered() == []
+
+
+def test_a_numbered_interrupt_is_applied_once_per_cell_and_an_unnumbered_one_always():
+    """A host sends its last interrupt again after a re-attach when it cannot tell whether the
+    silent stream delivered it: the runner applies each number once, and counts from 0 per cell
+    (the count is in its hello)."""
+    book = cells.CellBook(Pipes(), Worker())
+    assert not book.take_interrupt({"type": "interrupt", "id": 7, "n": 1})  # no cell runs
+    book.begin({"type": "execute", "id": 7, "code": "x"})
+    assert book.take_interrupt({"type": "interrupt", "id": 7, "n": 1})
+    assert not book.take_interrupt({"type": "interrupt", "id": 7, "n": 1})  # sent again: got it
+    assert book.take_interrupt({"type": "interrupt", "id": 7, "n": 2}) and book.interrupts == 2
+    assert book.take_interrupt({"type": "interrupt", "id": 7}) and book.take_interrupt({"type": "interrupt", "id": 7})
+    book.settle({"type": "result", "id": 7, "status": "interrupted"})
+    book.begin({"type": "execute", "id": 8, "code": "y"})
+    assert book.interrupts == 0 and book.take_interrupt({"type": "interrupt", "id": 8, "n": 1})

@@ -234,3 +234,83 @@ def test_a_malformed_answer_blinds_that_host_only(two_hosts, third_host):
 
     assert report.leaks == {"remote kernel process": {"remote kernel process|silent:d": "pid 10 (kernel k-d)"}}
     assert list(report.unchecked) == [f"{malformed.describe()} (before the test)", malformed.describe()]
+
+
+class SameLine:
+    """A transport as the probe names it: several describe() the same line (same options)."""
+
+    name = "same"
+
+    def describe(self) -> str:
+        return "docker (engine default, image hermes-kernel-host:latest)"
+
+
+def test_two_live_transports_never_share_a_name_in_the_report():
+    """Labels of transports that describe() alike get ``#2``, ``#3``...; one that was garbage
+    collected freed its entry, and the next one got the number of a live one (``#3`` twice): a host
+    blind before the test then hid what the other, which had looked, saw after."""
+    import gc
+
+    resources = probes.TransportResources()
+    first, second, third = SameLine(), SameLine(), SameLine()
+    names = [resources.label(t) for t in (first, second, third)]
+    del second
+    gc.collect()
+    fourth = SameLine()
+
+    assert len(set(names)) == 3 and resources.label(fourth) not in {resources.label(first), resources.label(third)}
+
+
+def test_a_closed_host_that_cannot_be_looked_at_is_named_once_then_no_more(two_hosts):
+    """A closed transport is probed again only while it shows something to end; one whose host
+    does not answer (an sshd the test killed, then closed) is named as not checked by the check
+    after its test, never by every later test's."""
+    quiet, _ = two_hosts
+    resources = probes.TransportResources()
+    quiet.silent = True
+    close_transport(quiet)
+
+    first = resources.snapshot()
+    visits = quiet.visits
+    resources.fresh()
+    later = resources.snapshot()
+
+    assert probes.UNCHECKED + quiet.describe() in first and quiet.visits == visits
+    assert not any(key.startswith(probes.UNCHECKED) for key in later)
+
+
+def test_a_probe_without_places_partly_blind_before_the_test_compares_nothing():
+    """A probe of several places that does not say which place saw what (no ``places``, e.g. one
+    a user registers) and had a part it could not look at before the test: what it sees after
+    could be old, so none of it is a leak and nothing is ended (no test failed without this)."""
+    seen = {"far:old": "there all along, in the part that was blind"}
+    ended: list[str] = []
+    states = iter([{probes.UNCHECKED + "host b": "TimeoutError: no answer", "far:a": "host a's"},
+                   dict(seen, **{"far:a": "host a's"})])
+    checker = LeakChecker([probes.Probe("far thing", lambda: next(states), ended.append)], grace=0.0)
+    before = checker.before()
+
+    report = checker.after(before)
+    checker.cleanup(report)
+
+    assert not report and ended == [], report.leaks
+    assert report.unchecked == {"host b (before the test)": "TimeoutError: no answer"}
+
+
+def test_what_a_host_that_looked_before_sees_is_compared_even_if_a_blind_one_sees_it_too(two_hosts):
+    """One thing seen through two transports (the run's container, seen by docker and by ssh; one
+    container's kernel, by two docker transports): a host that looked before the test vouches for
+    it, so it is compared, even if another that sees it too was blind then (no test failed when
+    any one blind place hid it)."""
+    quiet, talking = two_hosts
+    quiet.silent = True
+    resources, checker = _transport_checker()
+    before = checker.before()
+    quiet.silent = False
+    for host in (quiet, talking):
+        host.far["silent:shared"] = "pid 11 (kernel k-shared)"
+    note_activity()
+
+    report = checker.after(before)
+
+    assert report.leaks == {"remote kernel process": {"remote kernel process|silent:shared": "pid 11 (kernel k-shared)"}}

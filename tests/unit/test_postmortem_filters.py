@@ -25,3 +25,19 @@ from pytest_hermes_kernel.postmortem import _kept_by
 ])
 def test_a_node_id_or_its_prefix_at_pytests_own_boundaries(nodeid, test, taken):
     assert _kept_by(nodeid, test) is taken
+
+
+@pytest.mark.parametrize(("test", "taken"), [
+    ("proj/tests/test_x.py::test_load", True),  # pytest run from /w: it prints paths from there
+    ("proj/tests/test_x.py", True),
+    ("/w/proj/tests/test_x.py::test_load", True),  # an absolute path
+    ("../w/proj/tests/test_x.py::test_load[local]", True),
+    ("other/tests/test_x.py::test_load", False),  # another project's file of the same name
+    ("proj/tests/test_x.py::test_load_many", False),
+])
+def test_a_node_id_as_pytest_printed_it_from_above_the_rootdir(test, taken):
+    """Run from a directory above the rootdir, pytest prints ``proj/tests/test_x.py::test_load``
+    while the record holds the node id from the rootdir, ``tests/test_x.py::test_load[local]``:
+    ``ls --test`` with what pytest printed found nothing (the README's snippet then passed an empty
+    id on). The record's rootdir resolves the path as given, from the directory ``ls`` runs in."""
+    assert _kept_by("tests/test_x.py::test_load[local]", test, rootdir="/w/proj", cwd="/w") is taken

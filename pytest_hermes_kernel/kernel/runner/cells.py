@@ -49,11 +49,27 @@ class CellBook:
         self.oom_baseline: int | None = None  # the counter at the running cell's start
         self._oom: OomCounter | None = None
         self._tool_calls: dict[Any, Header] = {}  # call id -> the running cell's unanswered tool_call
+        self.interrupts = 0  # the highest interrupt number the running cell got (see take_interrupt)
 
     @property
     def running_id(self) -> Any:
         """The running cell's request id, or ``None``."""
         return None if self.cell is None else self.cell["id"]
+
+    def take_interrupt(self, msg: Header) -> bool:
+        """Whether the interrupt ``msg`` is new for the running cell. A host numbers each cell's
+        interrupts (``n``: 1, 2, ...) and, not knowing whether one sent into a silent stream
+        arrived, sends its last again after a re-attach: one already applied is not applied twice.
+        An interrupt without a number always is."""
+        if self.cell is None:
+            return False
+        n = msg.get("n")
+        if not isinstance(n, int):
+            return True
+        if n <= self.interrupts:
+            return False
+        self.interrupts = n
+        return True
 
     def oom_count(self) -> int | None:
         """The worker's memory cgroup's OOM-kill count now (``None``: no counter to read)."""
@@ -73,6 +89,7 @@ class CellBook:
         self.pipes.drain(capturing=False)
         self.pipes.reset()
         self.cell = msg
+        self.interrupts = 0
         self.oom_baseline = self.oom_count()
         return {k: v for k, v in msg.items() if k in _FORWARDED}
 

@@ -130,7 +130,7 @@ class Supervisor:
         self.link.reply({"type": "hello", "proto": PROTOCOL_VERSION, "pid": os.getpid(),
                          "worker_pid": self.worker.pid, "python": sys.version.split()[0],
                          "kernel_id": self.config.get("kernel_id"), "replayed": list(replayed),
-                         "running": self.cells.running_id})
+                         "running": self.cells.running_id, "interrupts": self.cells.interrupts})
 
     def on_attach(self, replay: list[object], resend_tool_calls: bool) -> None:
         """A client authenticated: hello, the results it still waits for, then, for a host that
@@ -168,7 +168,7 @@ class Supervisor:
         self.link.unacked.pop(msg.get("id"), None)
 
     def do_interrupt(self, msg: Header) -> None:
-        if self.cells.cell is not None and self.worker.pid is not None:
+        if self.worker.pid is not None and self.cells.take_interrupt(msg):
             self.worker.signal_group(signal.SIGINT)
 
     def do_kill_worker(self, msg: Header) -> None:
@@ -201,7 +201,7 @@ class Supervisor:
 
     def do_ping(self, msg: Header) -> None:
         self.link.reply({"type": "pong", "id": msg.get("id"), "worker_pid": self.worker.pid,
-                         "running": self.cells.running_id})
+                         "running": self.cells.running_id, "interrupts": self.cells.interrupts})
 
     def do_tool_result(self, msg: Header) -> None:
         self.cells.answered(msg.get("id"))

@@ -1,0 +1,50 @@
+"""``hermes-kernel sweep --kept``: a kept kernel it could not end is a failure of the command
+(exit status 1), never a success: ``sweep --kept --kernel "$ID" && echo gone`` said "gone"
+while the kernel still ran (its record kept, a line on stdout the only sign)."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.cli import main
+from pytest_hermes_kernel.containers import kept
+
+
+@pytest.fixture
+def kept_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TMPDIR for the records (the CLI reads them from there)."""
+    tmp = tmp_path / "t"
+    tmp.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return tmp
+
+
+def record(kernel_id: str, transport: str) -> kept.KeptKernel:
+    now = time.time()
+    return kept.KeptKernel(kernel_id=kernel_id, transport=transport, locator={}, token="t", nodeid="test_x.py::t",
+                           kept_at=now, detached_at=now, ttl_s=3600.0, host_pid=1)
+
+
+def test_a_kept_kernel_that_could_not_be_ended_fails_the_sweep(kept_dir, capsys):
+    kept.save(record("a" * 32, "gone-plugin"))  # its transport cannot be made here: it cannot be reached
+
+    code = main(["sweep", "--kept", "--kernel", "a" * 8])
+
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert f"could not end kept kernel {'a' * 32} (gone-plugin)" in out and "its record is kept" in out
+    assert [r.kernel_id for r in kept.load_all()] == ["a" * 32]
+
+
+def test_a_dry_run_or_a_sweep_that_ended_everything_succeeds(kept_dir, capsys):
+    kept.save(record("b" * 32, "gone-plugin"))
+
+    assert main(["sweep", "--kept", "--dry-run"]) == 0
+    assert f"would remove kept kernel {'b' * 32}" in capsys.readouterr().out
+    kept.remove("b" * 32)
+    assert main(["sweep", "--kept"]) == 0
