@@ -83,11 +83,23 @@ class HarnessKernel:
         except Exception as exc:
             self.kill_host()
             raise KernelStartError(f"the harness host could not start a {transport} kernel: {exc}") from None
+        if not transport_options:  # the run's shared kernel host: this process too is a member of it
+            self._join_run_host()
         self.kernel_id: str = self.facts["kernel_id"]
         self.pid: int | None = self.facts["pid"]
         self.runner_pid: int | None = self.facts["runner_pid"]
         self.generation = 0
         self.killed_at: float | None = None
+
+    def _join_run_host(self) -> None:
+        """Join the run's shared container (docker) or sshd container (ssh) the harness host
+        started: with the host its only member, nothing removed it once the host was SIGKILLed (it
+        outlived the run), and another run's start-up sweep could take it while this test ran."""
+        t = self.transport
+        if t.name == "docker":
+            t.shared_container()  # type: ignore[attr-defined]
+        elif t.name == "ssh" and getattr(t, "target", None) is None:
+            t.connection()  # type: ignore[attr-defined]  # connecting joins the run's sshd container
 
     # ------------------------------------------------------------------------------ plumbing
     def _read_replies(self) -> None:
