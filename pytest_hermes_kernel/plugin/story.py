@@ -76,7 +76,7 @@ class KernelStory:
         """The story as flat facts (the JUnit properties), redacted."""
         k = self.kernel
         with self.lock:
-            where = k.launched.label if k.launched is not None else "(its launch lives in another process)"
+            where = k.launched.label if k.launched is not None else _no_launch(k)
             facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
                      "last_cells": " | ".join(self.cells) or "none"}
@@ -99,7 +99,7 @@ class KernelStory:
     def _tails(self) -> list[tuple[str, str]]:
         launched, transport = self.kernel.launched, self.kernel.transport
         if launched is None:
-            return [("runner log", "(the kernel's launch lives in another process)")]
+            return [("runner log", _no_launch(self.kernel))]
         tails = []
         for title, read in (("runner log", transport.runner_log), ("host log", transport.host_log)):
             try:
@@ -156,3 +156,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 target = report.user_properties if report.when == "teardown" else item.user_properties
                 target.extend((f"hermes_kernel.{n}.{name}", value) for name, value in story.facts().items())
     return report
+
+
+def _no_launch(kernel: Any) -> str:
+    """Why a kernel has no launch record here: a harness kernel's is in its host process (the
+    one a ``hermes_host_sigkill`` test SIGKILLs); any other kernel did not start."""
+    if hasattr(kernel, "kill_host"):
+        return "(its launch lives in the harness host process)"
+    return "(none: the kernel did not start)"
