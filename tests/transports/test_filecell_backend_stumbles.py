@@ -117,10 +117,14 @@ class FailsAfter(Sandbox):
 
 def test_a_backend_whose_commands_have_no_path_still_starts_kernels(root):
     """With an empty environment the far side's ``sys.executable`` is ``''``: the launch used it as
-    the client's interpreter and failed with ``sh: : Permission denied``."""
+    the client's interpreter and failed with ``sh: : Permission denied``, and a cell that started
+    ``sys.executable`` failed with ``PermissionError: ''``."""
     k = KernelHandle(FileCellTransport(LocalShellBackend(env={}), root=root)).start()
     try:
         assert k.execute("6 * 7").value == "42"
+        r = k.execute("import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'print(6 * 7)'], "
+                      "capture_output=True, text=True, check=True).stdout")
+        assert r.value == repr("42\n"), r.summary()  # a cell can start its own interpreter
     finally:
         k.shutdown()
 
