@@ -19,7 +19,8 @@ The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
 subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, a
 tree of files in and out (where the transport moves files), the ``ExecuteBackend`` protocol of a
-filecell transport's backend itself (stdout and stderr, exit status, whole output, timeout), and,
+filecell transport's backend itself (stdout and stderr, exit status, whole output, timeout,
+commands at once), and,
 on transports that declare ``reattachable``, re-attach after a dropped stream (idle and mid-cell)
 and ``transport_lost`` when the runner is really gone (these skip, with the reason, elsewhere).
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose

@@ -13,6 +13,7 @@ rule of the protocol it broke. They skip on transports that have no execute back
 
 from __future__ import annotations
 
+import secrets
 import shlex
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -32,7 +33,8 @@ WHOLE_OUTPUT_BYTES = 4 * 2**20
 TIMEOUT_STATUSES = (TIMEOUT_EXIT, 128 + 9)
 
 __all__ = ["execute_backend", "test_backend_returns_stdout_and_stderr", "test_backend_returns_the_exit_status",
-           "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout"]
+           "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout",
+           "test_backend_runs_commands_concurrently"]
 
 
 @pytest.fixture
@@ -47,12 +49,16 @@ def _run(backend, cmd: str, timeout: float = 30.0):
     """``backend.execute(cmd, timeout)``, failing the test (not hanging it) past the timeout."""
     fut = call_in_thread(backend.execute, cmd, timeout)
     try:
-        return fut.result(timeout=timeout + TIMEOUT_SLACK_S)
+        result = fut.result(timeout=timeout + TIMEOUT_SLACK_S)
     except FutureTimeout:
         if fut.done():  # the backend raised a TimeoutError of its own
             raise
         raise AssertionError(f"execute({cmd!r}, timeout={timeout}) had not returned after "
                              f"{timeout + TIMEOUT_SLACK_S} s") from None
+    assert isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], str), (
+        f"execute({cmd!r}) returned {result!r:.200}: it must return (exit status, output text), the output "
+        "decoded (UTF-8)")
+    return result
 
 
 def test_backend_returns_stdout_and_stderr(execute_backend):
@@ -107,3 +113,24 @@ def test_backend_ends_a_command_at_its_timeout(execute_backend):
     assert code in TIMEOUT_STATUSES, (f"execute('sleep 20', timeout=1.0) returned status {code!r} ({out!r}): a "
                                       f"command ended at its timeout returns {TIMEOUT_EXIT} (or {128 + 9}, the "
                                       "SIGKILL of `timeout -s KILL`) or raises TimeoutError")
+
+
+def test_backend_runs_commands_concurrently(execute_backend, hermes_transport):
+    """A second command runs while a first one waits for it: an interrupt or a dropped frame is an
+    execute of its own while a cell's long poll runs. A backend that runs one command at a time
+    (one shell session behind a lock) delays every interrupt by a whole poll window."""
+    flag = shlex.quote(f"{hermes_transport.root}/concurrency-{secrets.token_hex(8)}")
+    waiter = (f"umask 077; mkdir -p {shlex.quote(hermes_transport.root)}; i=0; "
+              f"while [ ! -e {flag} ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; "
+              f"[ -e {flag} ] && echo SEEN; rm -f {flag}")
+    first = call_in_thread(execute_backend.execute, waiter, 30.0)
+    try:
+        second = _run(execute_backend, f"i=0; until [ -d {shlex.quote(hermes_transport.root)} ] || [ $i -ge 50 ]; "
+                                       f"do sleep 0.1; i=$((i+1)); done; touch {flag}", 30.0)
+    finally:
+        code, out = first.result(timeout=30.0 + TIMEOUT_SLACK_S)
+        _run(execute_backend, f"rm -f {flag}")  # a backend that ran the two in turn left it
+    assert second[0] == 0, f"the second command failed: {second!r}"
+    assert "SEEN" in out, ("execute ran the second command only after the first one had ended (the first waited 15 s "
+                           "for it): commands must run concurrently (an interrupt is its own execute while a cell's "
+                           f"long poll runs); the first returned ({code!r}, {out!r})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Iterator
 
@@ -63,6 +64,44 @@ class CutsOutput(Sandbox):
         return code, out[:16384]
 
 
+class ReturnsBytes(Sandbox):
+    """Returns the output undecoded."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        code, out = super().execute(cmd, timeout)
+        return code, out.encode()  # type: ignore[return-value]
+
+
+class EndsBackgroundProcesses(Sandbox):
+    """Kills what a command left running under ``root`` once it returns (a sandbox that ends its exec's cgroup)."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        try:
+            return super().execute(cmd, timeout)
+        finally:
+            for pid in processes_under(self.root):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+def processes_under(root: str) -> list[int]:
+    """Pids of this machine's processes with ``root/`` in their command line."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                if f"{root}/".encode() in fh.read():
+                    found.append(int(name))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
 class FailsAfter(Sandbox):
     """Raises on every call after the first ``calls``."""
 
@@ -78,10 +117,14 @@ class FailsAfter(Sandbox):
 
 def test_a_backend_whose_commands_have_no_path_still_starts_kernels(root):
     """With an empty environment the far side's ``sys.executable`` is ``''``: the launch used it as
-    the client's interpreter and failed with ``sh: : Permission denied``."""
+    the client's interpreter and failed with ``sh: : Permission denied``, and a cell that started
+    ``sys.executable`` failed with ``PermissionError: ''``."""
     k = KernelHandle(FileCellTransport(LocalShellBackend(env={}), root=root)).start()
     try:
         assert k.execute("6 * 7").value == "42"
+        r = k.execute("import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'print(6 * 7)'], "
+                      "capture_output=True, text=True, check=True).stdout")
+        assert r.value == repr("42\n"), r.summary()  # a cell can start its own interpreter
     finally:
         k.shutdown()
 
@@ -134,3 +177,24 @@ def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(ro
         k.shutdown()
 
     assert str(caught.value) == f"the working dir {kernel_dir} does not exist", str(caught.value)
+
+
+def test_a_backend_that_returns_bytes_fails_the_start_saying_what_execute_must_return(root):
+    with pytest.raises(KernelStartError) as caught:
+        KernelHandle(FileCellTransport(ReturnsBytes(), root=root)).start()
+
+    text = str(caught.value)
+    assert "execute returned (0, b'" in text, text
+    assert "it must return (exit status, output text), the output decoded (UTF-8)" in text, text
+    assert processes_under(root) == [], "the runner the launch started was left behind"
+
+
+def test_a_backend_that_ends_background_processes_is_named_in_the_death_note(root):
+    k = KernelHandle(FileCellTransport(EndsBackgroundProcesses(root), root=root)).start()
+    try:
+        r = k.execute("1")
+    finally:
+        k.shutdown()
+
+    assert r.status == "died"
+    assert "background processes must outlive their command" in r.kernel.note, r.kernel.note

@@ -50,6 +50,8 @@ def apply_kernel_env(config: dict[str, Any]) -> None:
     if config.get("kernel_id"):
         os.environ[KERNEL_ID_NAME] = str(config["kernel_id"])
     _extend_sys_path(os.environ.get("PYTHONPATH", ""))
+    if not sys.executable:  # started by name with no PATH (a backend whose commands get no environment)
+        sys.executable = os.path.realpath("/proc/self/exe")  # cells start sys.executable
 
 
 def _extend_sys_path(pythonpath: str) -> None:

@@ -225,9 +225,10 @@ class FileCellStream:
             self._failures = 0
             return
         if out.status == "gone":
-            self._broken = ("the kernel runner is gone (nothing listens on its socket): it ended, or the backend "
-                            "did not keep its kernel dir from one execute to the next (every command must see the "
-                            "same filesystem and processes)")
+            self._broken = ("the kernel runner is gone (nothing listens on its socket): it ended; or the backend "
+                            "ended it with the command that started it (background processes must outlive their "
+                            "command); or its kernel dir did not last from one execute to the next (every command "
+                            "must see the same filesystem and processes)")
             return
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"

@@ -125,6 +125,12 @@ class FileCellTransport(Transport):
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
                                    f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
                                    "output) for every command (`sh -c CMD`), raising only at the timeout") from None
+        if not isinstance(out, str):  # bytes, or (output, status) swapped: nothing below could read it
+            text = out.decode("utf-8", "replace") if isinstance(out, bytes) else str(code)
+            self._cleanup_quietly(kdir, scripts.parse_ready(text), python)
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: execute returned "
+                                   f"({code!r:.60}, {out!r:.60}); it must return (exit status, output text), the "
+                                   "output decoded (UTF-8)")
         pid = scripts.parse_ready(out)
         hello = scripts.parse_client_output(out)
         unknown = self._unknown_status(code)

@@ -1,0 +1,38 @@
+"""``examples/test_shared_kernel.py`` works as README's "One kernel for several tests" says: its
+tests share one kernel in one process and with ``--dist loadfile``, and skip, saying why, under
+xdist's default ``load`` distribution (which would spread them over workers with a kernel each)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = "examples/test_shared_kernel.py"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """pytest on the example as a user starts it: from the repo root, in an environment without
+    this run's xdist worker or hermes settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_HERMES"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS,
+                           "--hermes-leak-check=error", "-rs", EXAMPLE, *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+
+
+@pytest.mark.parametrize("how", [("-p", "no:xdist"), ("-n", "2", "--dist", "loadfile")], ids=["one-process", "loadfile"])
+def test_the_shared_kernel_example_passes_in_one_worker(how: tuple[str, ...]) -> None:
+    done = _run(*how)
+    assert done.returncode == 0 and "5 passed" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_shared_kernel_example_skips_saying_why_where_xdist_would_spread_it() -> None:
+    done = _run("-n", "2")
+    assert done.returncode == 0 and "5 skipped" in done.stdout, done.stdout[-3000:]
+    assert "these tests share one kernel: run them in one process or with --dist loadfile" in done.stdout
