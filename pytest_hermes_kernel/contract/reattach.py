@@ -145,14 +145,12 @@ def test_an_interrupt_while_the_stream_is_down_reaches_the_cell(reattachable: Tr
     wait_until(lambda: process_of(kernel, "sleep 30"), 10.0, what="the cell's sleep to run")
     try:
         hermes_faults.transport_drop(kernel, "reset")
-        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
-        kernel.interrupt()
-    finally:
+    except BaseException:
         let_go.set()
-    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+        raise
+    r = _interrupt_during_the_reattach(kernel, reattaching, let_go, fut)
 
-    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
-    assert kernel.execute("x").value == "'kept'"
+    _interrupted_with_the_namespace_kept(r, kernel)
 
 
 def test_an_interrupt_lost_in_a_silent_stream_still_reaches_the_cell(
@@ -170,8 +168,7 @@ def test_an_interrupt_lost_in_a_silent_stream_still_reaches_the_cell(
 
     r = fut.result(timeout=SETTLE_TIMEOUT_S)
 
-    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
-    assert kernel.execute("x").value == "'kept'"
+    _interrupted_with_the_namespace_kept(r, kernel)
 
 
 def test_an_interrupt_of_a_cell_sent_again_after_the_reattach_reaches_it(
@@ -183,15 +180,9 @@ def test_an_interrupt_of_a_cell_sent_again_after_the_reattach_reaches_it(
     reattaching, let_go = _hold_reattach(kernel, monkeypatch)
     hermes_faults.transport_drop(kernel, "reset")
     fut = run_in_thread(kernel, "import subprocess\nsubprocess.run(['sleep', '60'])")
-    try:
-        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
-        kernel.interrupt()
-    finally:
-        let_go.set()
-    r = fut.result(timeout=SETTLE_TIMEOUT_S)
+    r = _interrupt_during_the_reattach(kernel, reattaching, let_go, fut)
 
-    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
-    assert kernel.execute("x").value == "'kept'"
+    _interrupted_with_the_namespace_kept(r, kernel)
 
 
 def test_runner_gone_mid_cell_is_transport_lost(reattachable: Transport, kernel: KernelHandle) -> None:
@@ -254,3 +245,20 @@ def test_a_tool_call_made_while_the_stream_is_down_is_answered_once(
     assert r.status == "ok" and r.value == "'answered'", r.summary()
     assert r.kernel.reconnected and not r.kernel.state_lost
     assert calls == ["answer"] and len(r.tool_calls) == 1, (calls, r.tool_calls)
+
+
+def _interrupted_with_the_namespace_kept(r: Any, kernel: KernelHandle) -> None:
+    """The cell ended ``interrupted`` after a re-attach, and what an earlier cell set (``x``) is still there."""
+    assert r.status == "interrupted" and r.kernel.reconnected and not r.kernel.state_lost, r.summary()
+    assert kernel.execute("x").value == "'kept'"
+
+
+def _interrupt_during_the_reattach(kernel: KernelHandle, reattaching: Any, let_go: Any, fut: Any) -> Any:
+    """``interrupt()`` once the host began to re-attach (held by ``_hold_reattach``), then let the
+    re-attach go on; the cell's result."""
+    try:
+        assert reattaching.wait(SETTLE_TIMEOUT_S), "the host never began to re-attach after the drop"
+        kernel.interrupt()
+    finally:
+        let_go.set()
+    return fut.result(timeout=SETTLE_TIMEOUT_S)

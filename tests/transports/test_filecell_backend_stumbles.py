@@ -42,8 +42,8 @@ class Sandbox:
         return f"{type(self).__name__}()"
 
 
-class KeepsNoFiles(Sandbox):
-    """Every command starts on a filesystem where nothing the earlier ones wrote under ``root`` is left."""
+class AfterEachCommand(Sandbox):
+    """A sandbox that does something to ``root`` once each command has returned (:meth:`after`)."""
 
     def __init__(self, root: str) -> None:
         self.root = root
@@ -52,8 +52,18 @@ class KeepsNoFiles(Sandbox):
         try:
             return super().execute(cmd, timeout)
         finally:
-            for name in os.listdir(self.root) if os.path.isdir(self.root) else ():
-                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+            self.after()
+
+    def after(self) -> None:
+        raise NotImplementedError
+
+
+class KeepsNoFiles(AfterEachCommand):
+    """Every command starts on a filesystem where nothing the earlier ones wrote under ``root`` is left."""
+
+    def after(self) -> None:
+        for name in os.listdir(self.root) if os.path.isdir(self.root) else ():
+            shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
 
 
 class CutsOutput(Sandbox):
@@ -72,21 +82,15 @@ class ReturnsBytes(Sandbox):
         return code, out.encode()  # type: ignore[return-value]
 
 
-class EndsBackgroundProcesses(Sandbox):
+class EndsBackgroundProcesses(AfterEachCommand):
     """Kills what a command left running under ``root`` once it returns (a sandbox that ends its exec's cgroup)."""
 
-    def __init__(self, root: str) -> None:
-        self.root = root
-
-    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
-        try:
-            return super().execute(cmd, timeout)
-        finally:
-            for pid in processes_under(self.root):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+    def after(self) -> None:
+        for pid in processes_under(self.root):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def processes_under(root: str) -> list[int]:
@@ -129,16 +133,20 @@ def test_a_backend_whose_commands_have_no_path_still_starts_kernels(root):
         k.shutdown()
 
 
-def test_a_backend_that_keeps_no_files_between_commands_is_named_in_the_death_note(root):
-    k = KernelHandle(FileCellTransport(KeepsNoFiles(root), root=root)).start()
+@pytest.mark.parametrize(("sandbox", "said"), [
+    (KeepsNoFiles, ("did not keep the kernel dir from one execute to the next", "same filesystem")),
+    (EndsBackgroundProcesses, ("background processes must outlive their command",)),
+], ids=["keeps-no-files", "ends-background-processes"])
+def test_a_backend_that_breaks_the_kernels_life_is_named_in_the_death_note(root, sandbox, said):
+    k = KernelHandle(FileCellTransport(sandbox(root), root=root)).start()
     try:
         r = k.execute("1")
     finally:
         k.shutdown()
 
     assert r.status == "died"
-    assert "did not keep the kernel dir from one execute to the next" in r.kernel.note, r.kernel.note
-    assert "same filesystem" in r.kernel.note
+    for words in said:
+        assert words in r.kernel.note, r.kernel.note
 
 
 def test_a_backend_that_cuts_output_short_fails_a_download_saying_so(root, tmp_path):
@@ -187,14 +195,3 @@ def test_a_backend_that_returns_bytes_fails_the_start_saying_what_execute_must_r
     assert "execute returned (0, b'" in text, text
     assert "it must return (exit status, output text), the output decoded (UTF-8)" in text, text
     assert processes_under(root) == [], "the runner the launch started was left behind"
-
-
-def test_a_backend_that_ends_background_processes_is_named_in_the_death_note(root):
-    k = KernelHandle(FileCellTransport(EndsBackgroundProcesses(root), root=root)).start()
-    try:
-        r = k.execute("1")
-    finally:
-        k.shutdown()
-
-    assert r.status == "died"
-    assert "background processes must outlive their command" in r.kernel.note, r.kernel.note
