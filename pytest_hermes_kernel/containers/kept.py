@@ -19,7 +19,6 @@ which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record 
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -33,6 +32,7 @@ from typing import Any
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR
 from .rundir import kept_dir
+from .sharing import flock_current
 
 log = logging.getLogger(__name__)
 
@@ -160,18 +160,22 @@ def in_use(kernel_id: str, directory: str | None = None) -> Iterator[None]:
     :raises UnsafeRunDirError: if the kept directory is not private.
     """
     path = os.path.join(kept_dir(directory), f"{kernel_id}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    while True:  # the lock file of a record removed meanwhile is not the kernel's lock any more: take the new one
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        got = flock_current(fd, path)
+        if got:
+            break
+        if got is None:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            os.close(fd)
             pid = int(holder) if holder.isdigit() else None
             raise KernelInUseError(
                 f"kept kernel {kernel_id} is in use by another hermes-kernel command"
                 f"{f' (pid {pid})' if pid else ''}: a kernel has one client at a time, and a second would "
                 "take it from the first. Hint: leave that one (Ctrl-D ends `attach`), then try again",
-                kernel_id=kernel_id, host_pid=pid) from None
+                kernel_id=kernel_id, host_pid=pid)
+        os.close(fd)
+    try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield

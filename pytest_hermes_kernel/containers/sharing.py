@@ -338,7 +338,7 @@ def locked_file(path: str, timeout: float, make_dir: Callable[[], object]) -> It
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
             continue  # removed between the check and the open
-        got = _flock_current(fd, path)
+        got = flock_current(fd, path)
         if got:
             break
         os.close(fd)
@@ -367,12 +367,12 @@ def _locked_now(path: str, *, create: bool) -> Iterator[bool]:
         yield False
         return
     try:
-        yield bool(_flock_current(fd, path))
+        yield bool(flock_current(fd, path))
     finally:
         os.close(fd)
 
 
-def _flock_current(fd: int, path: str) -> bool | None:
+def flock_current(fd: int, path: str) -> bool | None:
     """``flock`` ``fd`` without waiting: ``True`` when locked and still the file at ``path``,
     ``False`` when the file was replaced meanwhile (lock the new one), ``None`` when busy."""
     try:

@@ -168,13 +168,16 @@ def _held_handles(holdings: Collection[Holding]) -> list[Any]:
     return [h for h in holders.held_handles() if h.holder in holdings and not h.stopping]
 
 
-def _kernel_identities(handles: Collection[Any]) -> set[str]:
-    """Identities of these kernels' processes (and their children) and kernel dirs on this host."""
-    if not handles:
+def _kernel_identities(handles: Collection[Any], records: Collection[Any] = ()) -> set[str]:
+    """Identities of these kernels' processes (and their children) and kernel dirs on this host:
+    of live ``handles`` and of kept-kernel ``records`` (:class:`~..containers.kept.KeptKernel`).
+    A handle without a launch here (a harness kernel's is in its host process) adds its id only."""
+    if not handles and not records:
         return set()
-    dirs = {f"dir:{os.path.basename(h.launched.kernel_dir)}" for h in handles
-            if h.launched is not None and h.launched.kernel_dir}
-    return kernel_resources({h.kernel_id for h in handles}) | dirs
+    kdirs = [h.launched.kernel_dir for h in handles if h.launched is not None]
+    kdirs += [r.locator.get("kernel_dir") for r in records]
+    ids = {h.kernel_id for h in handles} | {r.kernel_id for r in records}
+    return kernel_resources(ids) | {f"dir:{os.path.basename(d)}" for d in kdirs if d}
 
 
 def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
@@ -195,12 +198,7 @@ def _kept_resources(item: pytest.Item) -> set[str]:
     stats = item.config.stash[stats_key]
     kept = [handle for nodeid, handle in stats.kept if nodeid == item.nodeid]
     past = [record for nodeid, record in stats.kept_past if nodeid == item.nodeid]
-    if not kept and not past:
-        return set()
-    launched = [h.launched for h in kept]  # None for a harness kernel: its launch is in the harness
-    kdirs = [x.kernel_dir for x in launched if x is not None] + [r.locator.get("kernel_dir") for r in past]
-    dirs = {f"dir:{os.path.basename(d)}" for d in kdirs if d}
-    return kernel_resources({h.kernel_id for h in kept} | {r.kernel_id for r in past}) | dirs
+    return _kernel_identities(kept, past)
 
 
 def pytest_configure(config: pytest.Config) -> None:
