@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -254,3 +256,71 @@ def container_output(client: Any, container_id: str, argv: list[str], user: str 
         raise AssertionError(f"no complete answer from {argv[:2]} in container {container_id[:12]} "
                              f"({tries} tries): {out[-300:]!r}")
     return answer.decode(errors="replace")
+
+
+def own_run_id(args: Iterable[str]) -> tuple[str, list[str]]:
+    """``(run id, arguments to add)`` for an inner pytest run: the ``--hermes-run-id`` that
+    ``args`` name (nothing to add), else a new one to pass."""
+    args = list(args)
+    for i, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name == "--hermes-run-id" and (value or i + 1 < len(args)):
+            return (value or args[i + 1]), []
+    run_id = f"inner-{uuid.uuid4().hex[:12]}"
+    return run_id, [f"--hermes-run-id={run_id}"]
+
+
+def run_leftovers(run_id: str, *, within: float = 10.0) -> list[str]:
+    """What a finished pytest run left that nothing will end: its containers and its run
+    directory (where its sshd key is), ``[]`` when it left nothing (or no docker engine answers).
+
+    A container holding a kernel kept for post-mortem, or parked for reuse, is left on purpose
+    and not listed. Anything found is looked at again until ``within`` seconds pass (a process
+    of the run may still be leaving its container), then removed, so that one test's leftover
+    does not become the next run's sweep's work.
+    """
+    from pytest_hermes_kernel.containers.kept import holds_kept_kernel
+    from pytest_hermes_kernel.containers.labels import LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID
+    from pytest_hermes_kernel.containers.lifecycle import remove_container
+    from pytest_hermes_kernel.containers.rundir import RUN_ID_PATTERN, run_dir_path
+
+    if not RUN_ID_PATTERN.fullmatch(run_id):  # the run refused it: a usage error
+        return []
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception:  # noqa: BLE001 - no engine: the run made no container either
+        return []
+
+    def found() -> list[str]:
+        left = [f"{summary['Labels'].get(LABEL_ROLE, '?')} container {summary['Id'][:12]} ({summary['Status']})"
+                for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})
+                if summary["Labels"].get(LABEL_REUSE) != "1" and not holds_kept_kernel(summary["Id"], summary["Labels"])]
+        directory = run_dir_path(run_id)
+        if left and os.path.isdir(directory):
+            left.append(f"run directory {directory}: {sorted(os.listdir(directory))}")
+        return left
+
+    try:
+        deadline = time.monotonic() + within
+        left = found()
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = found()
+        if left:
+            for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+                if summary["Labels"].get(LABEL_REUSE) != "1" and not holds_kept_kernel(summary["Id"], summary["Labels"]):
+                    remove_container(summary["Id"], client=client)
+            shutil.rmtree(run_dir_path(run_id), ignore_errors=True)
+        return left
+    finally:
+        client.close()
+
+
+def assert_run_left_nothing(run_id: str, result: pytest.RunResult) -> None:
+    """Fail (after removing them) when the inner run ``run_id`` left containers or run files
+    (:func:`run_leftovers`); the message ends with the run's output."""
+    left = run_leftovers(run_id)
+    assert not left, f"the inner run left (removed now): {left}\n{result.stdout.str()[-2000:]}"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import assert_run_left_nothing, own_run_id
+
 REPO = Path(__file__).resolve().parent.parent.parent
 
 SPAWN_RACE = """
@@ -316,8 +318,11 @@ def _run(pytester: pytest.Pytester, patch: str | None, *args: str) -> pytest.Run
         pytester.makepyfile(bugpatch=textwrap.dedent(patch))
     else:
         (pytester.path / "bugpatch.py").unlink(missing_ok=True)
-    return pytester.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", "--hermes-leak-check=warn", *args,
-                                         timeout=240)
+    run_id, own = own_run_id(args)
+    result = pytester.runpytest_subprocess(*plugin, "-p", "no:cacheprovider", "--hermes-leak-check=warn", *own, *args,
+                                           timeout=240)
+    assert_run_left_nothing(run_id, result)
+    return result
 
 
 def _caught(pytester: pytest.Pytester, patch: str, *args: str) -> None:

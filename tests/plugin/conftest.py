@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_hermes_kernel.plugin.settings import SETTINGS
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, assert_run_left_nothing, own_run_id
 
 
 @pytest.fixture(autouse=True)
@@ -22,10 +22,20 @@ def _no_hermes_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def run(pytester: pytest.Pytester) -> Callable[..., pytest.RunResult]:
-    """``run(*args) -> RunResult``: pytest in a subprocess, in the pytester dir, without the cache."""
+    """``run(*args) -> RunResult``: pytest in a subprocess, in the pytester dir, without the cache.
+
+    The run has a run id of its own (``--hermes-run-id``, unless ``args`` name one), and the test
+    fails when the run left a container or run directory of that id behind (see
+    :func:`~tests.support.run_leftovers`): a run's containers outlived it, unseen, when a
+    registry closed at interpreter exit started a new sshd container after the plugin had
+    closed the run's transports.
+    """
 
     def run_pytest(*args: str) -> pytest.RunResult:
-        return pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED_PLUGINS, *args,
-                                             timeout=RUN_TIMEOUT_S)
+        run_id, own = own_run_id(args)
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED_PLUGINS, *own, *args,
+                                               timeout=RUN_TIMEOUT_S)
+        assert_run_left_nothing(run_id, result)
+        return result
 
     return run_pytest

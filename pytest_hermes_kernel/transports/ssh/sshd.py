@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...errors import KernelStartError, TransportUnavailableError
+from ...errors import KernelStartError, TransportLostError, TransportUnavailableError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
@@ -46,6 +46,10 @@ CONTAINER_MAX_SESSIONS = 64
 Record = dict[str, Any]
 
 log = logging.getLogger(__name__)
+
+
+class SshdGoneError(TransportLostError):
+    """A closed transport's sshd container is gone: every process it ran ended with it."""
 
 
 class SshdContainer:
@@ -75,6 +79,9 @@ class SshdContainer:
         self.mem_limit_bytes = mem_limit_bytes
         self.fresh_key = uuid.uuid4().hex[:12] if fresh else ""
         self._shared: SharedResource | None = None
+        self._key: str | None = None  # the shared resource's key, kept after leave()
+        self.left = False  # leave() was called: never start or join a container again
+        self._left_container: str | None = None
         self.record: Record | None = None
         self.reuse = None if fresh else reuse
         self._store = None if self.reuse is None else ReuseStore(self.reuse.directory)
@@ -99,19 +106,43 @@ class SshdContainer:
     def join(self) -> Record:
         """The record of a running sshd: ``host``, ``port``, ``user``, ``key_file``, ``host_key``.
 
-        Starts the container when the run has none or its container stopped.
+        Starts the container when the run has none or its container stopped. After
+        :meth:`leave` it only finds the run's container while another member keeps it running.
+
+        :raises SshdGoneError: after :meth:`leave`, when the run's container is gone: the
+            kernels it ran went with it.
         """
         if self.record is not None and self.running(self.record["container_id"]):
             return self.record
+        if self.left:
+            return self._find_after_leave()
         if self._shared is None:
             from ...containers.images import ensure_image
 
             self.image = self.image or ensure_image(self.docker, progress=log.info)
-            key = re.sub(r"\W", "_", self.image)[-40:] + f"-{self.mem_limit_bytes or 0}{self.fresh_key}"
-            self._shared = SharedResource("sshd", key, run_id=self.run_id)
+            self._key = re.sub(r"\W", "_", self.image)[-40:] + f"-{self.mem_limit_bytes or 0}{self.fresh_key}"
+            self._shared = SharedResource("sshd", self._key, run_id=self.run_id)
         self.record = self._shared.acquire(start=self._start_shared, usable=lambda r: self.running(r["container_id"]),
                                            discard=self._discard)
         return self.record
+
+    def _find_after_leave(self) -> Record:
+        """The run's container as another member keeps it, without joining it.
+
+        A closed transport is still asked to end the kernels it started (a registry closed at
+        interpreter exit, after the plugin closed the run's transports). Joining again started a
+        new sshd container when the run's last member had removed it, and the process then exited
+        a member of it: the container and its key outlived the run.
+        """
+        record = None if self._key is None else SharedResource("sshd", self._key, run_id=self.run_id).peek()
+        if record is not None and self.running(record["container_id"]):
+            self.record = record
+            return record
+        if self._left_container is not None and self.running(self._left_container):  # e.g. it holds a kept kernel
+            raise TransportLostError("this ssh transport was closed; the sshd container it left still runs, "
+                                     "but the run no longer shares it")
+        raise SshdGoneError("this ssh transport was closed and the run's sshd container is gone, "
+                            "with the kernels it ran", permanent=True)
 
     def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:
         """A new connection to the run's sshd (joined first), with its key and pinned host key.
@@ -133,6 +164,8 @@ class SshdContainer:
 
     def leave(self) -> None:
         """Leave the run's container (the last user removes it) and close the docker client."""
+        self.left = True
+        self._left_container = self.container_id or self._left_container
         shared, self._shared, self.record = self._shared, None, None
         if shared is not None:
             try:

@@ -50,7 +50,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
 from . import keep, probes
-from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
+from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer, SshdGoneError
 
 if TYPE_CHECKING:
     import paramiko
@@ -214,6 +214,8 @@ class SshTransport(Transport):
             try:
                 self._conn = self._connect(timeout)
                 self.connected_once = True
+            except SshdGoneError:
+                raise
             except TransportLostError as exc:
                 self._silence.failed(str(exc), timed_out=exc.timed_out, short=timeout is not None)
                 raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
@@ -337,6 +339,9 @@ class SshTransport(Transport):
         try:
             code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
         except (TransportLostError, TimeoutError) as exc:
+            if isinstance(exc, SshdGoneError):
+                launched.extra["gone"] = True  # its container was removed, and the runner with it
+                return True
             log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
             return False
         gone = code == 0 and out.strip() == b"gone"
@@ -361,8 +366,9 @@ class SshTransport(Transport):
             return
         try:
             remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
-        except TransportLostError as exc:
-            log.warning("could not remove %s over ssh: %s", launched.kernel_dir, exc)
+        except TransportLostError as exc:  # SshdGoneError: the dir went with its container
+            (log.debug if isinstance(exc, SshdGoneError) else log.warning)(
+                "could not remove %s over ssh: %s", launched.kernel_dir, exc)
 
     def close(self) -> None:
         """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
