@@ -25,7 +25,7 @@ __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelInUseError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
-    "TransportLostError", "ExecNotStartedError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
+    "TransportLostError", "ExecNotStartedError", "ContainerGoneError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
     "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError",
     "FileTransferError", "UnsafePathError", "TransferTooLargeError", "CellTimeoutError",
     "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
@@ -186,6 +186,16 @@ class TransportLostError(HermesKernelError, ConnectionError):
         super().__init__(message)
         self.permanent = permanent
         self.timed_out = timed_out
+
+
+class ContainerGoneError(TransportLostError):
+    """A closed transport was asked to reach its host, and the container it ran in is gone: every
+    process it ran ended with it (so a kill asked of it is done). Raised instead of starting a
+    new container, which nothing would remove.
+
+    :param permanent: as for :class:`TransportLostError` (always true here).
+    :param timed_out: as for :class:`TransportLostError`.
+    """
 
 
 class ExecNotStartedError(TransportLostError):

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...errors import KernelStartError, TransportLostError, TransportUnavailableError
+from ...errors import ContainerGoneError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
@@ -46,10 +46,6 @@ CONTAINER_MAX_SESSIONS = 64
 Record = dict[str, Any]
 
 log = logging.getLogger(__name__)
-
-
-class SshdGoneError(TransportLostError):
-    """A closed transport's sshd container is gone: every process it ran ended with it."""
 
 
 class SshdContainer:
@@ -109,7 +105,7 @@ class SshdContainer:
         Starts the container when the run has none or its container stopped. After
         :meth:`leave` it only finds the run's container while another member keeps it running.
 
-        :raises SshdGoneError: after :meth:`leave`, when the run's container is gone: the
+        :raises ContainerGoneError: after :meth:`leave`, when the run's container is gone: the
             kernels it ran went with it.
         """
         if self.record is not None and self.running(self.record["container_id"]):
@@ -141,7 +137,7 @@ class SshdContainer:
         if self._left_container is not None and self.running(self._left_container):  # e.g. it holds a kept kernel
             raise TransportLostError("this ssh transport was closed; the sshd container it left still runs, "
                                      "but the run no longer shares it")
-        raise SshdGoneError("this ssh transport was closed and the run's sshd container is gone, "
+        raise ContainerGoneError("this ssh transport was closed and the run's sshd container is gone, "
                             "with the kernels it ran", permanent=True)
 
     def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:

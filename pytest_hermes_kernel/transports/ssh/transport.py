@@ -35,7 +35,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ...errors import ConfigError, ExecNotStartedError, KernelStartError, TransportLostError, UnsafeRunDirError
+from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, KernelStartError, TransportLostError,
+                       UnsafeRunDirError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
                        MadeDirs, parse_ready, launch_env, runner_config)
@@ -50,7 +51,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
 from . import keep, probes
-from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer, SshdGoneError
+from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
@@ -214,9 +215,9 @@ class SshTransport(Transport):
             try:
                 self._conn = self._connect(timeout)
                 self.connected_once = True
-            except SshdGoneError:
-                raise
             except TransportLostError as exc:
+                if isinstance(exc, ContainerGoneError):
+                    raise
                 self._silence.failed(str(exc), timed_out=exc.timed_out, short=timeout is not None)
                 raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
             self._silence.until = 0.0  # it answers again
@@ -339,11 +340,10 @@ class SshTransport(Transport):
         try:
             code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
         except (TransportLostError, TimeoutError) as exc:
-            if isinstance(exc, SshdGoneError):
-                launched.extra["gone"] = True  # its container was removed, and the runner with it
-                return True
-            log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
-            return False
+            launched.extra["gone"] = isinstance(exc, ContainerGoneError)  # the runner went with its container
+            if not launched.extra["gone"]:
+                log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
+            return bool(launched.extra["gone"])
         gone = code == 0 and out.strip() == b"gone"
         launched.extra["gone"] = gone
         return gone
@@ -366,8 +366,8 @@ class SshTransport(Transport):
             return
         try:
             remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
-        except TransportLostError as exc:  # SshdGoneError: the dir went with its container
-            (log.debug if isinstance(exc, SshdGoneError) else log.warning)(
+        except TransportLostError as exc:  # ContainerGoneError: the dir went with its container
+            (log.debug if isinstance(exc, ContainerGoneError) else log.warning)(
                 "could not remove %s over ssh: %s", launched.kernel_dir, exc)
 
     def close(self) -> None:
