@@ -100,14 +100,31 @@ def _check_image(url: str | None = None) -> tuple[bool, str]:
         return False, "image hermes-kernel-host:latest not built yet (it is built on first use, ~70 s)"
 
 
+#: The docker line's hint when the docker SDK is missing (the engine cannot be asked without it).
+SDK_HINT = "pip install 'pytest-hermes-kernel[docker]' (the docker SDK), then run `hermes-kernel doctor` again"
+#: The docker line's hint when an engine does not answer: what a user of the installed package does.
+ENGINE_HINT = ("start a docker engine (`sudo systemctl start docker`, or `sudo dockerd &` where there is no "
+               "systemd; install one first if there is none, e.g. `sudo apt-get install docker.io`) and check that "
+               "`docker info` answers as this user (the `docker` group, or DOCKER_HOST naming the engine). The "
+               "kernel host image needs no registry: it is built on this machine on first use (about 70 s), "
+               "or now with `hermes-kernel build-image`")
+
+
 def _check_docker(engines: Engines = (None,)) -> Check:
     """The docker transport on each engine (``None``: the environment's, ``DOCKER_HOST``)."""
     found = [(*_check_docker_engine(url), url) for url in engines]
     bad = [why for ok, why, _url in found if not ok]
     if bad:
-        return Check("docker", False, "; ".join(bad), "pip install 'pytest-hermes-kernel[docker]'; start dockerd "
-                     "(apt-get install docker.io; dockerd &); .ci/run does both")
+        return Check("docker", False, "; ".join(bad), ENGINE_HINT if _docker_sdk_installed() else SDK_HINT)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
+
+
+def _docker_sdk_installed() -> bool:
+    try:
+        import docker  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _check_ssh() -> Check:

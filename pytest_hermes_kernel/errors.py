@@ -25,8 +25,9 @@ __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelInUseError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
-    "TransportLostError", "ExecNotStartedError", "ContainerGoneError", "ChannelClosed", "ExitStatusUnknownError", "TransportUnavailableError",
-    "ImageBuildError", "ContainerStartError", "SharedLockTimeout", "UnsafeRunDirError",
+    "TransportLostError", "ExecNotStartedError", "ContainerGoneError", "ChannelClosed", "ExitStatusUnknownError",
+    "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "ImageMissingError", "SharedLockTimeout",
+    "UnsafeRunDirError",
     "FileTransferError", "UnsafePathError", "TransferTooLargeError", "CellTimeoutError",
     "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "LeakError", "ScenarioFailure", "HermesLeakWarning",
@@ -265,6 +266,21 @@ class ContainerStartError(HermesKernelError):
         super().__init__(message)
         self.container_id = container_id
         self.log_tail = log_tail
+
+
+class ImageMissingError(ContainerStartError):
+    """The image a container is to run is not on the docker engine, and was not pulled or copied
+    there; the message names the image and the engine, and says how to build, name or check it.
+
+    :param image: the image name as it was given (``name:tag``, ``registry:port/name:tag``).
+    :param container_id: always ``None`` (no container was created); kept from the base class.
+    :param log_tail: always ``""``; kept from the base class.
+    """
+
+    def __init__(self, message: str = "", *, image: str = "", container_id: str | None = None,
+                 log_tail: str = "") -> None:
+        super().__init__(message, container_id=container_id, log_tail=log_tail)
+        self.image = image
 
 
 class SharedLockTimeout(HermesKernelError, TimeoutError):

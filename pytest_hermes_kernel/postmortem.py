@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
 from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
+from .containers.rundir import kept_dir
 from .errors import ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
@@ -179,19 +180,29 @@ def _where(record: KeptKernel) -> str:
     return f"runner pid {loc['runner_pid']}" if loc.get("runner_pid") else "?"
 
 
-def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | None = None) -> int:
+def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str | None = None) -> int:
     """``hermes-kernel ls``: one line per kept kernel (id, transport, where, age, expires, alive,
     the test that kept it), oldest first.
 
-    :param ids_only: only the ids, one a line, no header (``ls --ids``: for a script).
+    When none is listed it says so in a sentence instead (where it looked, and how a kernel is
+    kept); the exit status stays 0: an empty list is an answer, not a failure.
+
+    :param out: where to write (``None``: ``sys.stdout`` at the time of the call).
+    :param ids_only: only the ids, one a line, no header (``ls --ids``: for a script; nothing at
+        all when none is listed).
     :param test: only kernels kept by this test (``ls --test``): a node id, or a prefix of one
         that ends where pytest's do (``test_x.py`` or ``test_x.py::test_load`` takes
         ``test_x.py::test_load[local]``, never ``test_x.py::test_load_many``).
     """
+    out = sys.stdout if out is None else out
     now = time.time()
-    records = [r for r in load_all() if test is None or _kept_by(r.nodeid, test, r.rootdir)]
+    every = load_all()
+    records = [r for r in every if test is None or _kept_by(r.nodeid, test, r.rootdir)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
+        return 0
+    if not records:
+        out.write(_none_listed(test, others=len(every)))
         return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in records:
@@ -199,6 +210,16 @@ def list_kept(out: IO[str] = sys.stdout, *, ids_only: bool = False, test: str | 
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
+
+
+def _none_listed(test: str | None, *, others: int) -> str:
+    """What ``ls`` says when it lists no kernel: none kept at all (where it looked), or none by ``test``."""
+    if test is not None and others:
+        return (f"no kernel kept for post-mortem by {test} ({others} kept by other tests: "
+                "`hermes-kernel ls` lists them)\n")
+    return (f"no kernel is kept for post-mortem: no record in {kept_dir(create=False)}\n"
+            "(`pytest --hermes-keep-failed` keeps a failed test's kernels; their records are under the temp dir "
+            "of the run that kept them, so run `hermes-kernel ls` with the same TMPDIR)\n")
 
 
 def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:

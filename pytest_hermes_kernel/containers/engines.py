@@ -16,7 +16,7 @@ import socket
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from ..errors import ConfigError, ContainerStartError, TransportUnavailableError
+from ..errors import ConfigError, ContainerStartError, ImageMissingError, TransportUnavailableError
 
 if TYPE_CHECKING:
     import docker
@@ -131,16 +131,17 @@ def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClien
     """Load image ``tag`` into engine ``target`` from engine ``source`` (``save`` + ``load``:
     same image id, labels kept), unless ``target`` has the same image already.
 
-    :raises ContainerStartError: if ``source`` lacks it or the copy fails (both engines named).
+    :raises ImageMissingError: if ``source`` lacks it.
+    :raises ContainerStartError: if the copy fails (both engines named).
     """
     import docker as docker_sdk
 
     try:
         image = source.images.get(tag)
     except docker_sdk.errors.ImageNotFound:
-        raise ContainerStartError(f"image {tag} is on neither docker engine {engine_url(target)} nor "
-                                  f"{engine_url(source)}. Hint: `DOCKER_HOST={engine_url(source)} hermes-kernel "
-                                  "build-image`, or docker build it there") from None
+        raise ImageMissingError(f"image {tag} is on neither docker engine {engine_url(target)} nor "
+                                f"{engine_url(source)}. Hint: `DOCKER_HOST={engine_url(source)} hermes-kernel "
+                                "build-image`, or docker build it there", image=tag) from None
     try:
         if target.images.get(tag).id == image.id:
             return

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import ContainerStartError
+from ..errors import ImageMissingError
 from .engines import engine_url
 
 if TYPE_CHECKING:
@@ -54,14 +54,15 @@ class ImageCheck:
 def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
     """Check ``image`` (which must be on the engine) for every need, one container, network off.
 
-    :raises ContainerStartError: if the image is not on the engine.
+    :raises ImageMissingError: if the image is not on the engine.
     """
     import docker as docker_mod
 
     try:
         config = client.images.get(image).attrs.get("Config") or {}
     except docker_mod.errors.ImageNotFound:
-        raise ContainerStartError(f"image {image} is not on the docker engine at {engine_url(client)}") from None
+        raise ImageMissingError(f"image {image} is not on the docker engine at {engine_url(client)}",
+                                image=image) from None
     checks = [_init_check(config.get("Entrypoint") or [])]
     try:
         out = client.containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], network_mode="none",
@@ -98,7 +99,7 @@ def names_registry(image: str) -> str | None:
 def require_image(client: docker.DockerClient, image: str) -> None:
     """Make sure ``image`` is on the engine: pull it when its name names a registry.
 
-    :raises ContainerStartError: if it is missing and has no registry in its name, or the pull
+    :raises ImageMissingError: if it is missing and has no registry in its name, or the pull
         failed (the message names the registry and the engine's answer).
     """
     import docker as docker_mod
@@ -110,14 +111,14 @@ def require_image(client: docker.DockerClient, image: str) -> None:
         pass
     registry = names_registry(image)
     if registry is None:
-        raise ContainerStartError(
+        raise ImageMissingError(
             f"image {image} is not on the docker engine at {engine_url(client)}, and its name names no registry, "
             "so it is not pulled.\nHint: build the kit's image with `hermes-kernel build-image`, build yours with "
             "`docker build`, or name its registry (`registry.example:5000/name:tag`); check an image with "
-            "`hermes-kernel doctor --image NAME`")
+            f"`hermes-kernel doctor --image {image}`", image=image)
     try:
         client.images.pull(image)
     except docker_mod.errors.DockerException as exc:
-        raise ContainerStartError(f"image {image} is not on the docker engine and could not be pulled from "
-                                  f"{registry}: {_first_line(exc)}\nHint: is the registry reachable from dockerd "
-                                  "and are you logged in (`docker login`)?") from None
+        raise ImageMissingError(f"image {image} is not on the docker engine and could not be pulled from "
+                                f"{registry}: {_first_line(exc)}\nHint: is the registry reachable from dockerd "
+                                "and are you logged in (`docker login`)?", image=image) from None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelShutdownError, KernelStartError, TransportLostError
+from . import census
 from .channel import ChannelClosed
 from .contract import Launched, LaunchSpec, Transport
 from .lifecycle import KernelState, Lifecycle
@@ -101,6 +102,8 @@ class KernelRuntime:
             raise self.shut_error()
         launched = self.require_link().launched
         self.start_note = launched.note
+        if prior is S.NEW:  # this kernel's first runner: counted once, a relaunch is a generation
+            census.note("started", self.kernel_id)
         self.on_started(launched)
 
     def adopt(self, launched: Launched, token: str) -> None:
@@ -243,6 +246,7 @@ class KernelRuntime:
         :raises TransportLostError: if the runner did not confirm (it was shut down).
         """
         link, self.link = self.link, None
+        census.note("ended", self.kernel_id)  # kept or shut down: this host's kernel either way
         if link is None:
             raise TransportLostError(f"kernel {self.kernel_id} has no runner to keep")
         try:
@@ -260,6 +264,7 @@ class KernelRuntime:
         :param now: SIGKILL the whole tree at once instead of asking.
         """
         link, self.link = self.link, None
+        census.note("ended", self.kernel_id)
         if link is None:
             return ExitInfo(step="already-exited")
         return link.stop(now, self.options.shutdown_grace)

@@ -9,6 +9,7 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 * ``pytest_hermes_kernel.plugin.faults``: fault markers and the ``hermes_faults`` fixture
 * ``pytest_hermes_kernel.plugin.scenarios``: collects the TOML scenario catalog (``pytest fixtures/``)
 * ``pytest_hermes_kernel.plugin.story``: a failing test's report tells each of its kernels' story
+* ``pytest_hermes_kernel.plugin.image_errors``: a missing or unbuildable image: a short report, no traceback
 * ``pytest_hermes_kernel.plugin.keep``: ``--hermes-keep-failed``: a failed test's kernels outlive pytest
 * ``pytest_hermes_kernel.plugin.leakcheck``: the leak checker (registered only when enabled)
 * ``pytest_hermes_kernel.plugin.signals``: SIGTERM tears the run down like Ctrl-C
@@ -31,6 +32,7 @@ pytest_plugins = [
     "pytest_hermes_kernel.plugin.report",
     "pytest_hermes_kernel.plugin.faults",  # before fixtures, which imports it (else: PytestAssertRewriteWarning)
     "pytest_hermes_kernel.plugin.story",  # before fixtures too, which imports it
+    "pytest_hermes_kernel.plugin.image_errors",
     "pytest_hermes_kernel.plugin.keep",  # and this one
     "pytest_hermes_kernel.plugin.fixtures",
     "pytest_hermes_kernel.plugin.leakcheck",

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..kernel import census  # stdlib only: no kernel module is loaded for it
 from .settings import settings_key
 
 if TYPE_CHECKING:
@@ -23,7 +24,14 @@ phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 
 class KernelStats:
     """Counts of a run: kernels started, peak alive, deaths by reason, leaks, incomplete leak
-    checks, kept kernels."""
+    checks, kept kernels.
+
+    Kernels started and alive are every kernel this process started during the session, told by
+    the kernel census (:mod:`~pytest_hermes_kernel.kernel.census`: the fixtures' kernels and a
+    test's own ``start_kernel()`` or ``KernelRegistry`` alike), and the fixtures' kernels told by
+    their listeners (a host-harness kernel runs in a process of its own); one kernel id counts
+    once. Deaths are those the fixtures' and ``hermes_registry``'s listeners see.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -40,17 +48,34 @@ class KernelStats:
         self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
 
     def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
+        """A fixture kernel's listener (:data:`~pytest_hermes_kernel.kernel.interface.KernelListener`)."""
         with self._lock:
-            if event == "started" and handle.kernel_id not in self._counted:
-                self._counted.add(handle.kernel_id)
-                self.started += 1
-                self.alive += 1
-                self.peak_alive = max(self.peak_alive, self.alive)
-            elif event == "shutdown" and handle.kernel_id in self._counted:
-                self._counted.discard(handle.kernel_id)
-                self.alive = max(0, self.alive - 1)
+            if event == "started":
+                self._started(handle.kernel_id)
+            elif event == "shutdown":
+                self._ended(handle.kernel_id)
             elif event == "lost":  # once per loss, whoever caused it (faults, harness hosts included)
                 self.deaths[payload.reason] += 1
+
+    def on_census(self, event: str, kernel_id: str) -> None:
+        """The kernel census's observer: any kernel of this process started or ended."""
+        with self._lock:
+            if event == "started":
+                self._started(kernel_id)
+            elif event == "ended":
+                self._ended(kernel_id)
+
+    def _started(self, kernel_id: str) -> None:
+        if kernel_id not in self._counted:
+            self._counted.add(kernel_id)
+            self.started += 1
+            self.alive += 1
+            self.peak_alive = max(self.peak_alive, self.alive)
+
+    def _ended(self, kernel_id: str) -> None:
+        if kernel_id in self._counted:
+            self._counted.discard(kernel_id)
+            self.alive = max(0, self.alive - 1)
 
     def keep(self, nodeid: str, handle: Kernel) -> None:
         with self._lock:
@@ -88,7 +113,8 @@ stats_key = pytest.StashKey[KernelStats]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[stats_key] = KernelStats()
+    stats = config.stash[stats_key] = KernelStats()
+    census.observe(stats.on_census)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -153,6 +179,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if stats is None:
         return
     _finish_session(stats)
+    census.unobserve(stats.on_census)
 
 
 def _finish_session(stats: KernelStats) -> None:

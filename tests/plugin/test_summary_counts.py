@@ -57,3 +57,53 @@ def test_the_summary_starts_right_under_its_header_in_verbose_mode(pytester: pyt
     lines = result.outlines
     header = next(i for i, line in enumerate(lines) if "hermes-kernel summary" in line)
     assert lines[header + 1].startswith("kernels started: 1;"), lines[header - 2:header + 3]
+
+
+OWN_KERNELS = """
+import pytest
+from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
+
+
+@pytest.fixture
+def own_registry():
+    with KernelRegistry() as registry:
+        yield registry
+
+
+def test_a_registry_of_its_own(own_registry):
+    assert own_registry.execute(KernelKey(owner="a"), "1 + 1").value == "2"
+    assert own_registry.execute(KernelKey(owner="b"), "2 + 2").value == "4"
+
+
+def test_start_kernel_of_its_own():
+    with start_kernel() as kernel:
+        kernel.restart()  # a new generation, not a new kernel
+        assert kernel.execute("3").value == "3"
+
+
+LEFT = []
+
+
+def test_leaks_a_kernel_of_its_own():
+    LEFT.append(start_kernel())  # never shut down: the leak check reports it and ends it
+    assert LEFT[0].execute("4").value == "4"
+
+
+def test_a_fixture_kernel(hermes_kernel):
+    assert hermes_kernel.execute("5").value == "5"
+"""
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_kernels_a_test_starts_itself_are_counted_as_started(pytester: pytest.Pytester, run, xdist) -> None:  # type: ignore[no-untyped-def]
+    """``kernels started`` counted only the ``hermes_*`` fixtures' kernels: a test's own
+    ``KernelRegistry`` or ``start_kernel()`` left it at 1 here, beside a leak of one of those."""
+    pytester.makepyfile(test_own=OWN_KERNELS)
+
+    result = run("--hermes-transport=local", *xdist)
+
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "kernels started: 5; peak alive: *",
+                                 "leaks found: *kernel process=*"])
+    if not xdist:  # the registry's two kernels at once; xdist adds up its workers' peaks
+        result.stdout.fnmatch_lines(["kernels started: 5; peak alive: 2; *"])

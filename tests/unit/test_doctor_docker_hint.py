@@ -1,0 +1,46 @@
+"""``hermes-kernel doctor``'s hint when the docker transport cannot run tells a user of the
+installed package what to do: it said ``.ci/run does both``, a script of this repository that a
+``pip install`` does not ship. Now: start a docker engine and check ``docker info`` (the image
+needs no registry: it is built here), or, when the docker SDK is missing, install the extra."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.cli import ENGINES_ENV, main
+
+
+@pytest.fixture
+def no_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DOCKER_HOST at a socket nothing listens on."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    monkeypatch.delenv(ENGINES_ENV, raising=False)
+
+
+def hint_of(out: str) -> str:
+    return next(line.strip() for line in out.splitlines() if line.strip().startswith("Hint: "))
+
+
+def test_the_hint_for_an_engine_that_does_not_answer_says_how_to_start_one(no_engine, capsys):
+    assert main(["doctor", "docker"]) == 1
+
+    hint = hint_of(capsys.readouterr().out)
+    assert ".ci/run" not in hint
+    assert hint.startswith("Hint: start a docker engine (`sudo systemctl start docker`"), hint
+    assert "`docker info` answers as this user" in hint
+    assert "built on this machine on first use" in hint and "`hermes-kernel build-image`" in hint
+    assert "pip install" not in hint  # the SDK is there: installing it again would not help
+
+
+def test_the_hint_without_the_docker_sdk_says_which_extra_to_install(no_engine, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "docker", None)  # `import docker` raises ImportError
+
+    assert main(["doctor", "docker"]) == 1
+
+    out = capsys.readouterr().out
+    assert "the docker SDK is not installed" in out
+    assert hint_of(out) == ("Hint: pip install 'pytest-hermes-kernel[docker]' (the docker SDK), "
+                            "then run `hermes-kernel doctor` again")

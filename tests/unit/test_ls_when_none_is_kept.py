@@ -1,0 +1,55 @@
+"""``hermes-kernel ls`` with no kept kernel to list says so, and where it looked: it printed its
+header row alone, which reads like a table whose rows failed to load (and the records of another
+``TMPDIR`` are not seen). The exit status stays 0 (an empty list is an answer), and ``ls --ids``
+prints nothing at all, for scripts."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.cli import main
+from pytest_hermes_kernel.containers import kept
+
+
+@pytest.fixture
+def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private TMPDIR for the records (the CLI reads them from there)."""
+    tmp = tmp_path / "t"
+    tmp.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    return tmp
+
+
+def test_ls_says_no_kernel_is_kept_and_where_it_looked(tmpdir_env, capsys):
+    code = main(["ls"])
+
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith(f"no kernel is kept for post-mortem: no record in {kept.kept_dir(create=False)}\n"), out
+    assert "KERNEL ID" not in out
+    assert "`pytest --hermes-keep-failed` keeps a failed test's kernels" in out and "same TMPDIR" in out
+
+
+def test_ls_ids_prints_nothing_when_none_is_kept(tmpdir_env, capsys):
+    assert main(["ls", "--ids"]) == 0
+    assert capsys.readouterr() == ("", "")
+
+
+def test_ls_test_says_none_was_kept_by_that_test_when_others_were(tmpdir_env, capsys):
+    now = time.time()
+    kept.save(kept.KeptKernel(kernel_id="c" * 32, transport="local", locator={}, token="t",
+                              nodeid="test_x.py::test_load[local]", kept_at=now, detached_at=now, ttl_s=3600.0,
+                              host_pid=1))
+
+    code = main(["ls", "--test", "test_y.py"])
+
+    assert code == 0
+    assert capsys.readouterr().out == ("no kernel kept for post-mortem by test_y.py (1 kept by other tests: "
+                                       "`hermes-kernel ls` lists them)\n")
+    assert main(["ls", "--ids", "--test", "test_y.py"]) == 0
+    assert capsys.readouterr() == ("", "")
