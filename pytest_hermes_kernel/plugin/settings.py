@@ -143,7 +143,7 @@ SETTINGS = (
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
     _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
-             ".ci/run sets it so CI always runs every transport", "false", _bool),
+             "set it in CI, so a matrix leg that cannot run fails instead of passing as skipped", "false", _bool),
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
     _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
              "locally on first use); see README 'Images'", None, _image),
