@@ -105,9 +105,14 @@ def ensure_image(
     :returns: ``tag``, ready to run.
     :raises ImageBuildError: if the engine, debootstrap, the import or the build fails, or the
         lock is not obtained within ``lock_timeout``; the message has the log tail and a hint.
+        A process tries once per tag: later calls raise the first failure again at once (a
+        debootstrap from a mirror that does not answer took minutes, paid again by every test).
     """
     import filelock
 
+    if tag in _failed:
+        raise ImageBuildError(f"{_failed[tag]}\n(the build of {tag} failed earlier in this process, as above; "
+                              "it is not tried again until the process restarts)")
     owned = client is None
     client = _client() if client is None else client
     lock = filelock.FileLock(lock_path, timeout=lock_timeout)
@@ -115,14 +120,21 @@ def ensure_image(
         with _holding(lock, lambda: progress(f"[hermes-kernel image] waiting for {lock_path}")):
             return _ensure_locked(client, tag, progress)
     except filelock.Timeout as exc:
-        raise ImageBuildError(
+        _failed[tag] = ImageBuildError(
             f"another process held {lock_path} for more than {lock_timeout:g} s "
             f"while building {tag}.\nHint: is another pytest run or xdist worker stuck in "
-            "`debootstrap` or `docker build`? (the lock is released when that process ends)"
-        ) from exc
+            "`debootstrap` or `docker build`? (the lock is released when that process ends)")
+        raise _failed[tag] from exc
+    except ImageBuildError as exc:
+        _failed[tag] = exc
+        raise
     finally:
         if owned:
             client.close()
+
+
+#: The first build failure of each tag in this process (see :func:`ensure_image`).
+_failed: dict[str, ImageBuildError] = {}
 
 
 @contextlib.contextmanager

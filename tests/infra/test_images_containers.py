@@ -276,3 +276,28 @@ def test_content_hash_follows_the_build_context_and_base(tmp_path: Path) -> None
 
 def test_build_context_is_found() -> None:
     assert (images.context_dir() / "Dockerfile").is_file()
+
+
+def test_a_failed_build_is_tried_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test that needed the image ran the whole failing build again (a debootstrap from a
+    mirror that does not answer takes minutes); later calls now raise the first failure at once."""
+    from pytest_hermes_kernel.errors import ImageBuildError
+
+    tries: list[str] = []
+
+    def failing_build(client: object, tag: str, progress: object) -> str:
+        tries.append(tag)
+        raise ImageBuildError("debootstrap failed: mirror did not answer")
+
+    monkeypatch.setattr(images, "_ensure_locked", failing_build)
+    monkeypatch.setattr(images, "_failed", {}, raising=False)  # a fresh process
+    lock = str(tmp_path / "image.lock")
+    for _ in range(3):
+        with pytest.raises(ImageBuildError, match="debootstrap failed: mirror did not answer"):
+            images.ensure_image(object(), tag="hermes-test:one", lock_path=lock)  # type: ignore[arg-type]
+    assert tries == ["hermes-test:one"]
+    with pytest.raises(ImageBuildError, match="failed earlier in this process"):
+        images.ensure_image(object(), tag="hermes-test:one", lock_path=lock)  # type: ignore[arg-type]
+    with pytest.raises(ImageBuildError):
+        images.ensure_image(object(), tag="hermes-test:two", lock_path=lock)  # type: ignore[arg-type]
+    assert tries == ["hermes-test:one", "hermes-test:two"], "another tag is tried on its own"
