@@ -113,17 +113,24 @@ def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bo
     return r.ok
 
 
-def exec_cell(kernel_id: str, code: str, out: IO[str] = sys.stdout, err: IO[str] = sys.stderr) -> int:
-    """``hermes-kernel exec ID CODE``: run one cell; 0 when it ended ``ok``, 1 otherwise, 2 unreachable."""
+def exec_cell(kernel_id: str, code: str, out: IO[str] | None = None, err: IO[str] | None = None) -> int:
+    """``hermes-kernel exec ID CODE``: run one cell; 0 when it ended ``ok``, 1 otherwise, 2 unreachable.
+
+    ``out``/``err``: where to write (``None``: ``sys.stdout``/``sys.stderr`` at the time of the call).
+    """
+    out, err = out or sys.stdout, err or sys.stderr
     return _with_kernel(kernel_id, err, lambda handle: 0 if _run_cell(handle, code, out, err) else 1)
 
 
-def attach_console(kernel_id: str, stdin: IO[str] = sys.stdin, out: IO[str] = sys.stdout,
-                   err: IO[str] = sys.stderr) -> int:
+def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | None = None,
+                   err: IO[str] | None = None) -> int:
     """``hermes-kernel attach ID``: each line of ``stdin`` is a cell, until EOF (Ctrl-D).
+
+    ``stdin``/``out``/``err``: ``None`` is the ``sys`` stream at the time of the call.
 
     :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached.
     """
+    stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     def console(handle: KernelHandle) -> int:
         tty = stdin.isatty()
         if tty:

@@ -53,3 +53,20 @@ def test_ls_test_says_none_was_kept_by_that_test_when_others_were(tmpdir_env, ca
                                        "`hermes-kernel ls` lists them)\n")
     assert main(["ls", "--ids", "--test", "test_y.py"]) == 0
     assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.parametrize("command", ["exec", "attach"])
+def test_exec_and_attach_write_to_the_streams_of_the_call(tmpdir_env, command):
+    """``exec_cell``/``attach_console`` took ``sys.stdout``/``sys.stderr`` when the module was
+    imported: a caller's redirect (or pytest's capture begun later) never saw their words."""
+    import contextlib
+    import io
+
+    from pytest_hermes_kernel import postmortem
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = (postmortem.exec_cell("0123456789ab", "1") if command == "exec"
+                else postmortem.attach_console("0123456789ab", stdin=io.StringIO("")))
+    assert code == 2
+    assert "hermes-kernel: " in err.getvalue() and "0123456789ab" in err.getvalue(), err.getvalue()
