@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -217,6 +218,14 @@ def _close_at_exit_of_this_process() -> None:
     if _exit_hook_pid != os.getpid():
         _exit_hook_pid = os.getpid()
         atexit.register(_close_at_exit, _exit_hook_pid)
+        multiprocessing = sys.modules.get("multiprocessing")  # imported by whoever started this process, if anyone
+        if multiprocessing is not None and multiprocessing.parent_process() is not None:
+            # a multiprocessing child of the fork and forkserver methods ends by os._exit(): no
+            # atexit hook runs there, only multiprocessing's own finalizers (a twice-run hook
+            # closes nothing the second time)
+            from multiprocessing.util import Finalize
+
+            Finalize(None, _close_at_exit, args=(_exit_hook_pid,), exitpriority=0)
 
 
 def _close_at_exit(pid: int) -> None:
