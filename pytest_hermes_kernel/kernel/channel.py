@@ -151,13 +151,14 @@ class Channel:
             pass
         except (OSError, ChannelClosed, ProtocolError) as exc:
             error = str(exc) or type(exc).__name__
-        with self._cond:
-            self._reading = False
-            for frame in frames:
-                self._route(frame)
-            if error is not None and not self._closed:
-                self._closed = error
-            self._cond.notify_all()
+        finally:  # also after a KeyboardInterrupt in the read: else every later wait timed out unread
+            with self._cond:
+                self._reading = False
+                for frame in frames:
+                    self._route(frame)
+                if error is not None and not self._closed:
+                    self._closed = error
+                self._cond.notify_all()
 
     def _read_frames(self, timeout: float | None) -> list[Frame]:
         frames = self._decode_all()

@@ -159,7 +159,9 @@ class KernelRegistry(IdleReaping):
         self._reaper: IdleReaper | None = None
         if background_reaper and idle_timeout is not None:
             self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
-        atexit.register(_shutdown_at_exit, weakref.ref(self), os.getpid())
+        self.host_pid = os.getpid()
+        """The process this registry belongs to (a forked child's copy is its parent's)."""
+        atexit.register(_shutdown_at_exit, weakref.ref(self), self.host_pid)
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
         self.holder = current_holder.get()
         """What holds this registry's kernels beyond the caller's unit of work (:mod:`.holders`)."""

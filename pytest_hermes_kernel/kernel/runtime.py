@@ -193,9 +193,14 @@ class KernelRuntime:
         if self.life.is_(S.NEW, S.RUNNER_LOST):
             self.relaunch()
             return
-        if self.life.is_(S.IDLE):
-            self.kill_worker()
-        self.start_worker()
+        try:
+            if self.life.is_(S.IDLE):
+                self.kill_worker()
+            self.start_worker()
+        except ChannelClosed:  # the runner went with its channel (killed, its transport closed): a new runner
+            if not self.life.advance(S.RUNNER_LOST):
+                raise self.shut_error() from None
+            self.relaunch()
 
     def reset_after_timeout(self, *, abandoned: bool, restart: bool) -> tuple[WatchdogOutcome, str]:
         """The watchdog's last rung after it killed the kernel: replace it, unless it cannot.

@@ -9,7 +9,9 @@ A process that makes a shared transport closes it when it exits normally, withou
 the first :func:`get_transport` registers an :mod:`atexit` hook that shuts down the process's
 registries (kernels before their transports, whatever order the hooks were registered in) and
 then calls :func:`close_shared_transports`, which leaves each shared container (the last member
-removes it and the run's files). The pytest plugin closes them earlier, at session end.
+removes it and the run's files). The pytest plugin closes them earlier, at session end. A forked
+child never uses or closes its parent's shared transports (their connections, threads and
+memberships are the parent's): its first :func:`get_transport` makes its own, and its own hook.
 
 Owns: the name -> factory table, the shared instances, and one module or folder per transport
 (:mod:`.local`, :mod:`.docker`, :mod:`.ssh`, :mod:`.filecell`), plus what the stream transports
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable
@@ -50,6 +53,7 @@ _closed_held: list[Transport] = []  # the same, held until probed while a leak c
 _watching_closed = False
 _lock = threading.Lock()
 _exit_hook_pid: int | None = None  # the process whose atexit hook is registered
+_shared_pid: int | None = None  # the process the instances in _shared belong to
 
 
 _LAZY = {
@@ -138,6 +142,7 @@ def get_transport(name: str, **options: Any) -> Transport:
     :raises TransportUnavailableError: if it cannot run here (the message says why).
     """
     with _lock:
+        _forget_a_parents_transports()
         transport = _shared.get(name)
         if transport is None:
             factory = _factories.get(name) or _builtin(name)
@@ -194,25 +199,47 @@ def watch_closed_transports() -> None:
     _watching_closed = True
 
 
+def _forget_a_parents_transports() -> None:
+    """In a forked child, drop the shared transports it inherited (called under ``_lock``): they
+    are its parent's to use and close. A child that used them waited on its parent's kernel
+    servers and ssh connection, whose threads did not survive the fork (docker: 16 s, then a
+    spawn; ssh: failed after 25 s)."""
+    global _shared_pid
+    if _shared_pid != os.getpid():
+        _shared.clear()
+        _shared_pid = os.getpid()
+
+
 def _close_at_exit_of_this_process() -> None:
-    """Register :func:`_close_at_exit` once per process (called under ``_lock``)."""
+    """Register :func:`_close_at_exit` once per process, a forked child included (called under
+    ``_lock``): a child whose parent had registered it first inherited the hook but not the
+    right to run it, and exited a member of the containers its own transports had joined."""
     global _exit_hook_pid
-    if _exit_hook_pid is None:
+    if _exit_hook_pid != os.getpid():
         _exit_hook_pid = os.getpid()
-        atexit.register(_close_at_exit)
+        atexit.register(_close_at_exit, _exit_hook_pid)
+        multiprocessing = sys.modules.get("multiprocessing")  # imported by whoever started this process, if anyone
+        if multiprocessing is not None and multiprocessing.parent_process() is not None:
+            # a multiprocessing child of the fork and forkserver methods ends by os._exit(): no
+            # atexit hook runs there, only multiprocessing's own finalizers (a twice-run hook
+            # closes nothing the second time)
+            from multiprocessing.util import Finalize
+
+            Finalize(None, _close_at_exit, args=(_exit_hook_pid,), exitpriority=0)
 
 
-def _close_at_exit() -> None:
-    """At interpreter exit: shut down the registries' kernels, then close the shared transports.
+def _close_at_exit(pid: int) -> None:
+    """At interpreter exit of process ``pid``: shut down its registries' kernels, then close its
+    shared transports.
 
-    A forked child inherits the hook but not the memberships: it closes nothing (the parent's
-    transports are the parent's to close).
+    A forked child inherits its parent's hook but not the memberships: that hook closes nothing
+    there (the parent's registries and transports are the parent's to close).
     """
-    if os.getpid() != _exit_hook_pid:
+    if os.getpid() != pid:
         return
     from ..kernel.registry import live_registries
 
-    for registry in live_registries():
+    for registry in [r for r in live_registries() if r.host_pid == pid]:
         try:
             registry.close()
         except Exception:  # noqa: BLE001 - closing is best effort at exit; the transports still close
@@ -223,6 +250,7 @@ def _close_at_exit() -> None:
 def close_shared_transports() -> None:
     """Close every shared transport (containers, connections)."""
     with _lock:
+        _forget_a_parents_transports()
         transports = list(_shared.values())
         _shared.clear()
     for transport in transports:

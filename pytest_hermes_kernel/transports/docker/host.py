@@ -25,6 +25,7 @@ import threading
 from typing import TYPE_CHECKING, Literal
 
 from ...containers.engines import engine_url
+from ...errors import KernelStartError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -65,6 +66,7 @@ class KernelHosts:
         self._shared: SharedResource | None = None
         self._shared_id: str | None = None
         self._fresh: set[str] = set()
+        self.closed = False  # close() was called: no container is started or joined again
         self.reuse = reuse
         self._store = None if reuse is None else ReuseStore(reuse.directory)
 
@@ -112,17 +114,30 @@ class KernelHosts:
             return False
 
     def for_launch(self) -> str:
-        """The container for a new kernel: a fresh one, or the run's shared one."""
+        """The container for a new kernel: a fresh one, or the run's shared one.
+
+        :raises KernelStartError: after :meth:`close` (see :meth:`_refuse_if_closed`).
+        """
+        self._refuse_if_closed()
         if self.mode == "fresh":
             cid = self._start()
             with self._lock:
-                self._fresh.add(cid)
+                closed = self.closed
+                if not closed:
+                    self._fresh.add(cid)
+            if closed:  # closed from another thread while it started: close() did not see it
+                self.remove(cid)
+                self._refuse_if_closed()
             return cid
         return self.shared()
 
     def shared(self) -> str:
-        """Join the run's shared container (starting it when there is none or it stopped); its id."""
+        """Join the run's shared container (starting it when there is none or it stopped); its id.
+
+        :raises KernelStartError: after :meth:`close` (see :meth:`_refuse_if_closed`).
+        """
         with self._lock:
+            self._refuse_if_closed()  # under the lock close() takes: never joined after it left
             if self._shared_id is not None and self.running(self._shared_id):
                 return self._shared_id
             resource = self._resource()
@@ -130,6 +145,19 @@ class KernelHosts:
                                       usable=lambda r: self.running(r["container_id"]), discard=self._discard)
             self._shared_id = record["container_id"]
             return self._shared_id
+
+    def _refuse_if_closed(self) -> None:
+        """A closed transport starts and joins no container: a handle that auto-restarted its kernel
+        after the transport's close (a cell run on it at interpreter exit, after the plugin closed
+        the run's transports) started a new container, and the process then exited a member of it:
+        the container and the run's files outlived it.
+
+        :raises KernelStartError: if :meth:`close` was called.
+        """
+        if self.closed:
+            raise KernelStartError("this docker transport was closed: it starts no container or kernel any more\n"
+                                   "Hint: start the kernel on an open transport (get_transport() makes a new "
+                                   "shared one after close_shared_transports())")
 
     def run_container(self) -> str | None:
         """The run's shared container for these options, joined or not (``None``: none yet)."""
@@ -165,6 +193,7 @@ class KernelHosts:
     def close(self) -> None:
         """Leave the shared container (the run's last user removes it); remove fresh ones."""
         with self._lock:
+            self.closed = True
             fresh, self._fresh = list(self._fresh), set()
             shared, self._shared, self._shared_id = self._shared, None, None
         for cid in fresh:
