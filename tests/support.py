@@ -270,14 +270,15 @@ def own_run_id(args: Iterable[str]) -> tuple[str, list[str]]:
     return run_id, [f"--hermes-run-id={run_id}"]
 
 
-def run_leftovers(run_id: str, *, within: float = 10.0) -> list[str]:
+def run_leftovers(run_id: str, *, within: float = 0.0) -> list[str]:
     """What a finished pytest run left that nothing will end: its containers and its run
     directory (where its sshd key is), ``[]`` when it left nothing (or no docker engine answers).
 
     A container holding a kernel kept for post-mortem, or parked for reuse, is left on purpose
-    and not listed. Anything found is looked at again until ``within`` seconds pass (a process
-    of the run may still be leaving its container), then removed, so that one test's leftover
-    does not become the next run's sweep's work.
+    and not listed. Anything found is looked at again until ``within`` seconds pass (for a run
+    whose processes may still be leaving; by default none: the run has ended, and waiting would
+    let another run's start-up sweep remove a leftover first, a false pass), then removed, so
+    that one test's leftover does not become the next run's sweep's work.
     """
     from pytest_hermes_kernel.containers.kept import holds_kept_kernel
     from pytest_hermes_kernel.containers.labels import LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID

@@ -44,7 +44,7 @@ def test_a_cell_after_the_transport_closed_starts_no_container(options: dict, do
     host = python_host(HOST.format(run_id=run_id, options=options))
     out, err = host.communicate(timeout=120)
 
-    assert run_leftovers(run_id, within=0) == []  # the host has exited; removed by it if not
+    assert run_leftovers(run_id) == []  # the host has exited; removed by it if not
     outcome = json.loads(out.splitlines()[-1]) if out.strip() else {}
     assert outcome.get("first") == "died", err[-2000:]  # the channel ended with the transport
     assert outcome["second"] == "raised", outcome

@@ -48,7 +48,7 @@ def _run(parent: str, child: str) -> tuple[dict, list[str], str]:
     host = python_host(HOST.format(run_id=run_id, parent=parent, child=child))
     out, err = host.communicate(timeout=150)
     facts = {k: v for line in out.splitlines() if line.startswith("{") for k, v in json.loads(line).items()}
-    return facts, run_leftovers(run_id, within=0), err  # the host and its child have exited
+    return facts, run_leftovers(run_id), err  # the host and its child have exited
 
 
 @pytest.mark.parametrize("transport", ["docker", "ssh"])
