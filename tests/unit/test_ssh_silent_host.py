@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel.errors import TransportLostError
-from pytest_hermes_kernel.transports.ssh import probes, transport as ssh_transport
+from pytest_hermes_kernel.kernel.contract import Launched
+from pytest_hermes_kernel.transports.ssh import probes, silence
 from pytest_hermes_kernel.transports.ssh.transport import SILENT_CONNECT_S, SshTransport
 from tests.support import wait_until
 
@@ -33,6 +34,9 @@ class FakeConnection:
 
     def open_channels(self) -> dict[int, str]:
         return {}
+
+    def run(self, command: str, *, stdin: bytes | None = None, timeout: float = 30.0) -> tuple[int, bytes, bytes]:
+        return 0, b"gone\n", b""  # the kill script's answer
 
 
 class Host:
@@ -51,7 +55,7 @@ class Host:
 
 @pytest.fixture
 def silent(monkeypatch: pytest.MonkeyPatch) -> tuple[SshTransport, Host]:
-    monkeypatch.setattr(ssh_transport, "SILENT_RETRY_S", RETRY_S)
+    monkeypatch.setattr(silence, "SILENT_RETRY_S", RETRY_S)
     transport = SshTransport(target="hermes@127.0.0.1:1", server=False)  # never connects: _connect is the fake
     host = Host()
     monkeypatch.setattr(transport, "_connect", host.connect)
@@ -122,3 +126,27 @@ def _connected(transport: SshTransport) -> bool:
     except TransportLostError:
         return False
     return True
+
+
+def _launched(pid: int) -> Launched:
+    return Launched(stream=None, pid=pid, kernel_dir=f"/home/hermes/.hermes-kernels/k{pid}")  # type: ignore[arg-type]
+
+
+def test_a_kill_reaches_a_host_that_answers_again_while_other_probes_wait_their_turn(silent):
+    """A refused kill leaves the runner until its orphan timer: kills do not wait for the turn the
+    other probes' tries set."""
+    transport, host = silent
+    host.silent = False
+    with pytest.raises(TransportLostError, match="not answering"):
+        _probe(transport)  # the probes' next try is not due yet
+
+    assert transport.kill(_launched(31)) is True
+    assert host.tries == [None, SILENT_CONNECT_S]  # one short try, which reached it
+
+
+def test_kills_of_many_kernels_on_a_silent_host_cost_one_short_try(silent):
+    transport, host = silent
+
+    assert [transport.kill(_launched(pid)) for pid in range(100, 120)] == [False] * 20
+
+    assert host.tries == [None, SILENT_CONNECT_S]  # the first kill tried; the others failed at once

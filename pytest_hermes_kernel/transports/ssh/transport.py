@@ -19,9 +19,12 @@ keepalive_missed`` seconds: probes (``reattach``, ``alive``, ``kill``, ``cleanup
 probe's scan) do not each wait for a connect timeout. A probe then tries a new connection at most
 once per :data:`SILENT_RETRY_S` seconds, bounded by :data:`SILENT_CONNECT_S`, and fails at once
 otherwise (``reattach`` with a permanent :class:`TransportLostError`, so the running cell
-reports ``transport_lost`` right away): a dead host costs one short try, and a host that came
-back (an unpaused sshd) is reached again at once, so a kill right after it still ends the
-runner. ``launch`` always tries a fresh connection.
+reports ``transport_lost`` right away): a dead host costs one short try now and then. The probes
+that end a runner (``kill``, ``cleanup``) share a short try of their own, at once after the
+keepalives gave up and then once per :data:`SILENT_RETRY_S`: a host that came back (an unpaused
+sshd) is reached by the kill right after it (a refused kill leaves the runner until its orphan
+timer), and a dead one costs the kills of many kernels one short try, not one each. ``launch``
+always tries a fresh connection.
 
 With no ``target``, the transport runs an sshd container, shared by the run and with its host
 key pinned (:class:`~.sshd.SshdContainer`).
@@ -32,7 +35,6 @@ from __future__ import annotations
 import logging
 import shlex
 import threading
-import time
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, KernelStartError, TransportLostError,
@@ -51,6 +53,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
 from . import keep, probes
+from .silence import SILENT_CONNECT_S, SILENT_RETRY_S, Silence  # noqa: F401  # the numbers are read here too
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
@@ -59,13 +62,6 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 30.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
-
-#: While the host is silent, a probe tries a new connection at most once per this many seconds,
-#: counted from when it was last found silent (keepalives or a try unanswered) ...
-SILENT_RETRY_S = 3.0
-#: ... and that try gives up after this many seconds (TCP connect, banner, auth each), not
-#: ``connect_timeout``: on loopback a live sshd answers in ~0.1 s.
-SILENT_CONNECT_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -76,44 +72,6 @@ class ConnectVia(Protocol):
     def __call__(self, host: str, port: int) -> tuple[str, int]: ...
 
     def close(self) -> None: ...
-
-
-class Silence:
-    """Whether the host is known to be silent (keepalives or a connect unanswered) and when a
-    probe may try it again (see the module docstring).
-
-    :param window_s: seconds a host stays silent after it was last found so
-        (``keepalive_interval * keepalive_missed``).
-    """
-
-    def __init__(self, window_s: float) -> None:
-        self.window_s = window_s
-        self.until = 0.0  # silent until then
-        self.next_try = 0.0  # a probe's next short try
-        self.why = ""
-
-    def mark(self, why: str) -> None:
-        now = time.monotonic()
-        self.until, self.next_try, self.why = now + self.window_s, now + SILENT_RETRY_S, why
-
-    def connect_timeout(self, probe: bool) -> float | None:
-        """The connect timeout for the next try: ``None`` (the transport's own) unless a probe
-        meets a silent host, which gets one short try per :data:`SILENT_RETRY_S`.
-
-        :raises TransportLostError: (``permanent``) for a probe while silent between tries.
-        """
-        if not probe or time.monotonic() >= self.until:
-            return None
-        if time.monotonic() < self.next_try:
-            raise TransportLostError(f"ssh host not answering: {self.why}", permanent=True)
-        return SILENT_CONNECT_S
-
-    def failed(self, why: str, *, timed_out: bool, short: bool) -> None:
-        """A connect failed: a timeout is silence; a short try that was refused waits its turn again."""
-        if timed_out:
-            self.mark(why)
-        elif short:
-            self.next_try = time.monotonic() + SILENT_RETRY_S
 
 
 class SshTransport(Transport):
@@ -195,11 +153,11 @@ class SshTransport(Transport):
         return None if self.sshd is None else self.sshd.container_id
 
     # ------------------------------------------------------------------------------ connection
-    def _connection(self, *, probe: bool = False) -> SshConnection:
+    def _connection(self, *, probe: bool = False, ending: bool = False) -> SshConnection:
         """The live connection, reconnecting when needed.
 
-        :param probe: while the host is known to be silent, one short try per
-            :data:`SILENT_RETRY_S` seconds, else fail at once (``permanent``).
+        :param probe: while the host is known to be silent, one short try per :data:`SILENT_RETRY_S` s, else fail at once.
+        :param ending: the probe ends a runner (kill, cleanup): it counts only its own kind's tries.
         :raises TransportLostError: if the host cannot be reached.
         """
         with self._lock:
@@ -211,7 +169,7 @@ class SshTransport(Transport):
                     self._silence.mark(conn.unresponsive)
                 conn.close()
                 self._conn = None
-            timeout = self._silence.connect_timeout(probe)  # raises at once while silent between tries
+            timeout = self._silence.connect_timeout(probe, ending=ending)  # raises at once while silent between tries
             try:
                 self._conn = self._connect(timeout)
                 self.connected_once = True
@@ -266,7 +224,6 @@ class SshTransport(Transport):
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
                         extra={"conn": conn, "python": python, "runner": runner})
 
-
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(spec.kernel_id).items())
@@ -318,15 +275,16 @@ class SshTransport(Transport):
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
         return code, out
 
-    def run_probe(self, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
+    def run_probe(self, script: str, *args: str, python: str | None = None, ending: bool = False) -> tuple[int | None, bytes]:
         """:meth:`run_script` on the live connection; again on a new one if it was dead (the script never ran).
 
+        :param ending: the script ends a runner (see :meth:`_connection`).
         :raises TransportLostError: if the host cannot be reached (``permanent`` while it is silent).
         """
         try:
-            return self.run_script(self._connection(probe=True), script, *args, python=python)
+            return self.run_script(self._connection(probe=True, ending=ending), script, *args, python=python)
         except ExecNotStartedError:
-            return self.run_script(self._connection(probe=True), script, *args, python=python)
+            return self.run_script(self._connection(probe=True, ending=ending), script, *args, python=python)
 
     def _alive_on(self, conn: SshConnection | None, launched: Launched) -> bool:  # None: see run_probe
         args, python = (ALIVE_SCRIPT, str(launched.pid)), launched.extra.get("python")
@@ -338,7 +296,7 @@ class SshTransport(Transport):
         if launched.pid is None:
             return True
         try:
-            code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"))
+            code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"), ending=True)
         except (TransportLostError, TimeoutError) as exc:
             launched.extra["gone"] = isinstance(exc, ContainerGoneError)  # the runner went with its container
             if not launched.extra["gone"]:
@@ -365,7 +323,7 @@ class SshTransport(Transport):
         if not launched.kernel_dir or launched.extra.get("dir_removed") or forked_cleanup(launched):
             return
         try:
-            remove_kernel_dir(self._connection(probe=True), launched.kernel_dir)
+            remove_kernel_dir(self._connection(probe=True, ending=True), launched.kernel_dir)
         except TransportLostError as exc:  # ContainerGoneError: the dir went with its container
             (log.debug if isinstance(exc, ContainerGoneError) else log.warning)(
                 "could not remove %s over ssh: %s", launched.kernel_dir, exc)
