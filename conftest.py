@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,18 @@ from pytest_hermes_kernel.kernel.contract import Transport
 from tests.support import FakeClock, kernel_ids_below, wait_until
 
 pytest_plugins = ("pytester",)
+
+
+@pytest.fixture
+def private_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """This test's own ``TMPDIR`` (0700): its kept records and run files are its alone."""
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    return tmp
 
 
 @pytest.fixture

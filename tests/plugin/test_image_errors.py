@@ -73,6 +73,17 @@ def assert_short(report: list[str], out: str) -> None:
     assert not [line for line in report if "pytest_hermes_kernel/" in line or re.match(r"^(E |>|\s+raise )", line)], out
 
 
+def short_reports_of_both_tests(result: pytest.RunResult) -> tuple[list[list[str]], str]:
+    """The reports of the inner run's two tests, each checked to be short; ``(reports, output)``."""
+    out = result.stdout.str()
+    result.assert_outcomes(errors=2)
+    reports = reports_by_test(out)
+    assert sorted(reports) == ["test_one[docker]", "test_two[docker]"], out
+    for report in reports.values():
+        assert_short(report, out)
+    return list(reports.values()), out
+
+
 @pytest.mark.parametrize("source", ["--hermes-image", "PYTEST_HERMES_IMAGE", "ini hermes_image"])
 def test_a_missing_image_errors_each_test_once_naming_it_its_setting_and_the_fix(run, pytester, monkeypatch,
                                                                                  docker_ready, source):
@@ -86,14 +97,8 @@ def test_a_missing_image_errors_each_test_once_naming_it_its_setting_and_the_fix
     else:
         pytester.makeini(f"[pytest]\nhermes_image = {image}\n")
 
-    result = run(*args)
-
-    out = result.stdout.str()
-    result.assert_outcomes(errors=2)
-    reports = reports_by_test(out)
-    assert sorted(reports) == ["test_one[docker]", "test_two[docker]"], out
-    for report in reports.values():
-        assert_short(report, out)
+    reports, out = short_reports_of_both_tests(run(*args))
+    for report in reports:
         assert report[0].startswith(f"ImageMissingError: image {image} is not on the docker engine at "), out
         assert f"`hermes-kernel doctor --image {image}`" in "\n".join(report), out
         assert "`hermes-kernel build-image`" in "\n".join(report), out
@@ -106,14 +111,8 @@ def test_the_kit_s_image_that_cannot_be_built_errors_each_test_shortly_under_xdi
     pytester.makeconftest(UNBUILDABLE)
     pytester.makepyfile(test_suite=TWO_TESTS)
 
-    result = run("-n", "2", "--hermes-transport=docker")
-
-    out = result.stdout.str()
-    result.assert_outcomes(errors=2)
-    reports = reports_by_test(out)
-    assert sorted(reports) == ["test_one[docker]", "test_two[docker]"], out
-    for report in reports.values():
-        assert_short(report, out)
+    reports, out = short_reports_of_both_tests(run("-n", "2", "--hermes-transport=docker"))
+    for report in reports:
         assert report[0] == "ImageBuildError: debootstrap is not installed; cannot build hermes-kernel-base:bookworm.", out
         assert report[-1].startswith(f"This is the kit's own image, {KERNEL_HOST_TAG}: no --hermes-image, "), out
         assert "`hermes-kernel build-image` builds it" in report[-1] and "`hermes-kernel doctor`" in report[-1], out

@@ -24,18 +24,6 @@ from pytest_hermes_kernel.kernel.handle import KernelHandle, attach_kept
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
 
-@pytest.fixture
-def private_tmp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """This test's own ``TMPDIR``: its kept records and run files are its alone."""
-    import tempfile
-
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
-    return tmp
-
-
 @pytest.fixture(params=[True, False], ids=["server", "spawn"])
 def docker_pair(request: pytest.FixtureRequest, private_tmp: Path) -> Iterator[tuple]:
     """Two docker transports of one run: the one that keeps, and the one that reaches the kept kernel."""

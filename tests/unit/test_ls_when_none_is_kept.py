@@ -5,9 +5,7 @@ prints nothing at all, for scripts."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
@@ -15,17 +13,7 @@ from pytest_hermes_kernel.cli import main
 from pytest_hermes_kernel.containers import kept
 
 
-@pytest.fixture
-def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private TMPDIR for the records (the CLI reads them from there)."""
-    tmp = tmp_path / "t"
-    tmp.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    return tmp
-
-
-def test_ls_says_no_kernel_is_kept_and_where_it_looked(tmpdir_env, capsys):
+def test_ls_says_no_kernel_is_kept_and_where_it_looked(private_tmp, capsys):
     code = main(["ls"])
 
     out = capsys.readouterr().out
@@ -35,12 +23,12 @@ def test_ls_says_no_kernel_is_kept_and_where_it_looked(tmpdir_env, capsys):
     assert "`pytest --hermes-keep-failed` keeps a failed test's kernels" in out and "same TMPDIR" in out
 
 
-def test_ls_ids_prints_nothing_when_none_is_kept(tmpdir_env, capsys):
+def test_ls_ids_prints_nothing_when_none_is_kept(private_tmp, capsys):
     assert main(["ls", "--ids"]) == 0
     assert capsys.readouterr() == ("", "")
 
 
-def test_ls_test_says_none_was_kept_by_that_test_when_others_were(tmpdir_env, capsys):
+def test_ls_test_says_none_was_kept_by_that_test_when_others_were(private_tmp, capsys):
     now = time.time()
     kept.save(kept.KeptKernel(kernel_id="c" * 32, transport="local", locator={}, token="t",
                               nodeid="test_x.py::test_load[local]", kept_at=now, detached_at=now, ttl_s=3600.0,
@@ -56,7 +44,7 @@ def test_ls_test_says_none_was_kept_by_that_test_when_others_were(tmpdir_env, ca
 
 
 @pytest.mark.parametrize("command", ["exec", "attach"])
-def test_exec_and_attach_write_to_the_streams_of_the_call(tmpdir_env, command):
+def test_exec_and_attach_write_to_the_streams_of_the_call(private_tmp, command):
     """``exec_cell``/``attach_console`` took ``sys.stdout``/``sys.stderr`` when the module was
     imported: a caller's redirect (or pytest's capture begun later) never saw their words."""
     import contextlib

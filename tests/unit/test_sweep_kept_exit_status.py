@@ -4,24 +4,12 @@ while the kernel still ran (its record kept, a line on stdout the only sign)."""
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 import pytest
 
 from pytest_hermes_kernel.cli import main
 from pytest_hermes_kernel.containers import kept
-
-
-@pytest.fixture
-def kept_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A private TMPDIR for the records (the CLI reads them from there)."""
-    tmp = tmp_path / "t"
-    tmp.mkdir(mode=0o700)
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    return tmp
 
 
 def record(kernel_id: str, transport: str) -> kept.KeptKernel:
@@ -30,7 +18,7 @@ def record(kernel_id: str, transport: str) -> kept.KeptKernel:
                            kept_at=now, detached_at=now, ttl_s=3600.0, host_pid=1)
 
 
-def test_a_kept_kernel_that_could_not_be_ended_fails_the_sweep(kept_dir, capsys):
+def test_a_kept_kernel_that_could_not_be_ended_fails_the_sweep(private_tmp, capsys):
     kept.save(record("a" * 32, "gone-plugin"))  # its transport cannot be made here: it cannot be reached
 
     code = main(["sweep", "--kept", "--kernel", "a" * 8])
@@ -41,7 +29,7 @@ def test_a_kept_kernel_that_could_not_be_ended_fails_the_sweep(kept_dir, capsys)
     assert [r.kernel_id for r in kept.load_all()] == ["a" * 32]
 
 
-def test_a_dry_run_or_a_sweep_that_ended_everything_succeeds(kept_dir, capsys):
+def test_a_dry_run_or_a_sweep_that_ended_everything_succeeds(private_tmp, capsys):
     kept.save(record("b" * 32, "gone-plugin"))
 
     assert main(["sweep", "--kept", "--dry-run"]) == 0
