@@ -198,7 +198,11 @@ class Transport(ABC):
 
     @abstractmethod
     def alive(self, launched: Launched) -> bool:
-        """Whether the runner's supervisor process still exists."""
+        """Whether the runner's supervisor process still exists.
+
+        Where the runner cannot be reached (a silent ssh host, a failing docker engine) the answer
+        may be ``False`` although it runs: :meth:`cleanup` then ends it before removing its dir.
+        """
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a runner that was asked to exit; True when gone.
@@ -209,7 +213,9 @@ class Transport(ABC):
         return not self.alive(launched)
 
     def cleanup(self, launched: Launched) -> None:
-        """Remove the launch's leftovers (kernel dir, relay); never raises."""
+        """Remove the launch's leftovers (kernel dir, relay); never raises. A transport whose
+        :meth:`alive` may say ``False`` when it cannot tell (ssh, docker) kills a runner not seen
+        gone first: its dir never goes while the runner may run."""
 
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
         """The runner's exit status once it ended, waiting up to ``timeout`` seconds for it.

@@ -221,7 +221,8 @@ class RunnerLink:
                         note="forced kill after grace" if step == "sigkill" else "")
 
     def discard(self) -> None:
-        """Close the channel, kill the runner if it still runs, remove its leftovers; idempotent."""
+        """Close the channel, kill the runner if it still runs, remove its leftovers (the transport's
+        cleanup ends a runner ``alive()`` could not tell about); idempotent."""
         self.channel.close()
         if self.transport.alive(self.launched):  # local: alive() also collects an exited runner
             self.transport.kill(self.launched)

@@ -42,7 +42,7 @@ from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..procs import dirs_under, kill_session, pid_alive, start_ticks
-from .remote_server import with_fallback
+from .forked import with_fallback
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
 from .runner_zipapp import write_runner
 

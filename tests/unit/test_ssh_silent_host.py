@@ -11,12 +11,14 @@ real paused sshd is ``tests/transports/test_ssh.py``.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.errors import TransportLostError
-from pytest_hermes_kernel.kernel.contract import Launched
+from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec
+from pytest_hermes_kernel.transports.detached import KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT
 from pytest_hermes_kernel.transports.ssh import probes, silence
 from pytest_hermes_kernel.transports.ssh.transport import SILENT_CONNECT_S, SshTransport
 from tests.support import wait_until
@@ -29,6 +31,9 @@ class FakeConnection:
     unresponsive = None
     target = "hermes@127.0.0.1:1"
 
+    def __init__(self, ran: list[list[str]]) -> None:
+        self.ran = ran
+
     def close(self) -> None:
         self.usable = False
 
@@ -36,7 +41,8 @@ class FakeConnection:
         return {}
 
     def run(self, command: str, *, stdin: bytes | None = None, timeout: float = 30.0) -> tuple[int, bytes, bytes]:
-        return 0, b"gone\n", b""  # the kill script's answer
+        self.ran.append(shlex.split(command))
+        return 0, b"gone\n", b""  # the kill scripts' answer
 
 
 class Host:
@@ -45,12 +51,13 @@ class Host:
     def __init__(self) -> None:
         self.silent = True
         self.tries: list[float | None] = []
+        self.ran: list[list[str]] = []  # argv of each command run there
 
     def connect(self, timeout: float | None = None) -> FakeConnection:
         self.tries.append(timeout)
         if self.silent:
             raise TransportLostError("cannot reach ssh host: no banner", timed_out=True)
-        return FakeConnection()
+        return FakeConnection(self.ran)
 
 
 @pytest.fixture
@@ -150,3 +157,54 @@ def test_kills_of_many_kernels_on_a_silent_host_cost_one_short_try(silent):
     assert [transport.kill(_launched(pid)) for pid in range(100, 120)] == [False] * 20
 
     assert host.tries == [None, SILENT_CONNECT_S]  # the first kill tried; the others failed at once
+
+
+def _what_ran(host: Host) -> list[tuple[str, str]]:
+    """``(what, argument)`` of each command run on the host: a kill script and its pid or kernel
+    id, or ``rm`` and its path."""
+    names = {KILL_SESSION_SCRIPT: "kill session", KILL_KERNEL_SCRIPT: "kill kernel"}
+    return [(names.get(argv[2], "?"), argv[3]) if argv[1:2] == ["-c"] else (argv[0], argv[-1]) for argv in host.ran]
+
+
+def test_a_cleanup_ends_a_runner_alive_could_not_tell_about_before_its_dir_goes(silent):
+    """Seen: right after an unpause, the runner being replaced was not killed (``alive()`` was
+    refused: ``False``), and the cleanup, whose own try reached the host, removed its dir while
+    it ran on."""
+    transport, host = silent
+    host.silent = False
+    launched = _launched(31)
+
+    assert transport.alive(launched) is False  # refused: the probes' next try is not due yet
+    transport.cleanup(launched)
+
+    assert _what_ran(host) == [("kill session", "31"), ("rm", launched.kernel_dir)]
+    assert transport.left_behind == {}
+
+
+def test_a_cleanup_ends_no_runner_seen_gone(silent):
+    transport, host = silent
+    host.silent = False
+    launched = _launched(31)
+    launched.extra["gone"] = True  # e.g. alive() saw it gone, or a kill did
+
+    transport.cleanup(launched)
+
+    assert _what_ran(host) == [("rm", launched.kernel_dir)]  # no exec more than before
+
+
+def test_what_a_cleanup_could_not_reach_is_ended_by_the_kernels_next_launch(silent, monkeypatch):
+    """A cleanup on a silent host leaves the dir (and maybe the runner): the kernel's next launch
+    ends every process of that kernel and removes the dir first (a new runner's dir has its path)."""
+    transport, host = silent
+    launched = _launched(31)
+    kernel_id = launched.kernel_dir.rsplit("/", 1)[1]
+    monkeypatch.setattr(transport, "_spawn", lambda conn, spec: _launched(32))
+    transport.cleanup(launched)  # one short try: the host is still silent
+    assert transport.left_behind == {kernel_id: launched.kernel_dir}
+    host.silent = False
+
+    transport.launch(LaunchSpec(kernel_id=kernel_id, config={}, env={}))
+    transport.launch(LaunchSpec(kernel_id=kernel_id, config={}, env={}))  # nothing left: nothing ended
+
+    assert _what_ran(host) == [("kill kernel", kernel_id), ("rm", launched.kernel_dir)]
+    assert transport.left_behind == {}

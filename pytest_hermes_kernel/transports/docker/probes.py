@@ -15,7 +15,8 @@ from ...errors import TransportLostError
 from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
                         REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES, parse_existing_dirs, parse_host_processes,
                         parse_kernel_processes, until_complete)
-from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
+from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..remote_server import probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched

@@ -42,7 +42,7 @@ from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, with_fallback
+from ..forked import forked_alive, forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
@@ -258,9 +258,10 @@ class DockerTransport(Transport):
             return known
         try:
             if not self.container_running(cid):
+                launched.extra["gone"] = True  # it went with its container
                 return False
             code, _ = self.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
-        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
+        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs (cleanup kills it)
             return False
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
@@ -274,7 +275,11 @@ class DockerTransport(Transport):
         if self.hosts.is_fresh(cid):
             self.hosts.done_with(cid)
             return
-        if launched.extra.get("dir_removed") or forked_cleanup(launched):
+        if launched.extra.get("dir_removed"):
+            return
+        if not launched.extra.get("gone"):
+            self.kill(launched)  # alive() could not tell (the engine failed): its dir must not go while it runs
+        if forked_cleanup(launched):
             return
         try:
             if launched.kernel_dir and self.container_running(cid):

@@ -19,7 +19,8 @@ from ...errors import TransportLostError
 from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
                         LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
-from ..remote_server import forked_alive, forked_reap, probe_by_server, reap_in_one_exec
+from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..remote_server import probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -143,25 +144,39 @@ def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:
 
 def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
     """``rm -rf`` a kernel dir on the ssh host (nothing but a kernel dir); failures are logged."""
-    if f"/{SSH_KERNEL_ROOT}/" not in kdir:
-        return
     try:
-        conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+        rm_kernel_dir(conn, kdir)
     except (TransportLostError, TimeoutError) as exc:
         log.warning("could not remove %s over ssh: %s", kdir, exc)
+
+
+def rm_kernel_dir(conn: SshConnection, kdir: str) -> None:
+    """``rm -rf`` a kernel dir on the ssh host (nothing but a kernel dir).
+
+    :raises TransportLostError: if the host cannot be reached.
+    :raises TimeoutError: if the ``rm`` did not end within :data:`PROBE_TIMEOUT`.
+    """
+    if f"/{SSH_KERNEL_ROOT}/" in kdir:
+        conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
 
 
 def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str) -> None:
     """A launch failed: end every process it may have started (found by the kernel id in
     their environment: the runner's pid may never have been reported), then its dir."""
+    end_kernel(transport, conn, kdir, kernel_id, "failed launch")
+
+
+def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str, what: str) -> None:
+    """End every process of kernel ``kernel_id`` on the ssh host (found by the kernel id in their
+    environment), then remove ``kdir``; failures are logged, naming ``what`` was ended."""
     try:
         # the transport's python: the kernel's interpreter may be what failed
         code, out = transport.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)
         if code != 0 or out.strip() != b"gone":
-            log.warning("failed launch of kernel %s on %s: could not end all its processes: %r",
-                        kernel_id, conn.target, out[-200:])
+            log.warning("kernel %s on %s (%s): could not end all its processes: %r",
+                        kernel_id, conn.target, what, out[-200:])
     except (TransportLostError, TimeoutError) as exc:
-        log.warning("failed launch of kernel %s on %s: could not end its processes: %s", kernel_id, conn.target, exc)
+        log.warning("kernel %s on %s (%s): could not end its processes: %s", kernel_id, conn.target, what, exc)
     remove_kernel_dir(conn, kdir)
 
 

@@ -23,8 +23,10 @@ reports ``transport_lost`` right away): a dead host costs one short try now and 
 that end a runner (``kill``, ``cleanup``) share a short try of their own, at once after the
 keepalives gave up and then once per :data:`SILENT_RETRY_S`: a host that came back (an unpaused
 sshd) is reached by the kill right after it (a refused kill leaves the runner until its orphan
-timer), and a dead one costs the kills of many kernels one short try, not one each. ``launch``
-always tries a fresh connection.
+timer), and a dead one costs the kills of many kernels one short try, not one each. ``alive``
+refused on a silent host says ``False`` (it cannot tell): ``cleanup`` kills a runner not seen gone
+before it removes its dir, and what it cannot reach the kernel's next launch ends (:mod:`.ending`).
+``launch`` always tries a fresh connection.
 
 With no ``target``, the transport runs an sshd container, shared by the run and with its host
 key pinned (:class:`~.sshd.SshdContainer`).
@@ -32,7 +34,6 @@ key pinned (:class:`~.sshd.SshdContainer`).
 
 from __future__ import annotations
 
-import logging
 import shlex
 import threading
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -40,19 +41,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, KernelStartError, TransportLostError,
                        UnsafeRunDirError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
-from ..detached import (ALIVE_SCRIPT, KILL_SESSION_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
+from ..detached import (ALIVE_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
                        MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
-from .probes import PROBE_TIMEOUT, end_failed_launch, remove_kernel_dir
+from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..remote_server import forked_alive, forked_cleanup, with_fallback
+from ..forked import with_fallback
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
-from . import keep, probes
+from . import ending, keep, probes
 from .silence import SILENT_CONNECT_S, SILENT_RETRY_S, Silence  # noqa: F401  # the numbers are read here too
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
@@ -62,8 +63,6 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 30.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
-
-log = logging.getLogger(__name__)
 
 
 class ConnectVia(Protocol):
@@ -133,6 +132,7 @@ class SshTransport(Transport):
         self._conn: SshConnection | None = None
         self._home: str | None = None
         self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
+        self.left_behind: dict[str, str] = {}  # kernel id -> its dir, where a cleanup could not reach (:mod:`.ending`)
         self._silence = Silence(keepalive_interval * keepalive_missed)
         # kernels made through a connection may outlive it: the leak probe connects again to look
         # where none is held now, unless closed (its kernels ended first; its route may be gone)
@@ -200,6 +200,7 @@ class SshTransport(Transport):
             conn = self._connection()
         except TransportLostError as exc:
             raise _unreachable(exc) from None
+        ending.end_left_behind(self, conn, spec.kernel_id)
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
         return with_fallback(fork, lambda: self._spawn(conn, spec))
@@ -292,41 +293,10 @@ class SshTransport(Transport):
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
-    def kill(self, launched: Launched) -> bool:
-        if launched.pid is None:
-            return True
-        try:
-            code, out = self.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"), ending=True)
-        except (TransportLostError, TimeoutError) as exc:
-            launched.extra["gone"] = isinstance(exc, ContainerGoneError)  # the runner went with its container
-            if not launched.extra["gone"]:
-                log.warning("kill of kernel runner %s over ssh failed: %s", launched.pid, exc)
-            return bool(launched.extra["gone"])
-        gone = code == 0 and out.strip() == b"gone"
-        launched.extra["gone"] = gone
-        return gone
-
-    def alive(self, launched: Launched) -> bool:
-        if launched.pid is None or launched.extra.get("gone"):
-            return False
-        known = forked_alive(launched)  # its server knows, without an exec
-        if known is not None:
-            return known
-        try:
-            return self._alive_on(None, launched)
-        except (TransportLostError, TimeoutError):
-            return False  # cannot be confirmed; an unreachable runner ends by its orphan timer
-
+    kill = ending.kill
+    alive = ending.alive  # False also when it cannot be told: cleanup ends a runner not seen gone
     reap = probes.reap
-
-    def cleanup(self, launched: Launched) -> None:
-        if not launched.kernel_dir or launched.extra.get("dir_removed") or forked_cleanup(launched):
-            return
-        try:
-            remove_kernel_dir(self._connection(probe=True, ending=True), launched.kernel_dir)
-        except TransportLostError as exc:  # ContainerGoneError: the dir went with its container
-            (log.debug if isinstance(exc, ContainerGoneError) else log.warning)(
-                "could not remove %s over ssh: %s", launched.kernel_dir, exc)
+    cleanup = ending.cleanup
 
     def close(self) -> None:
         """Close the kernel servers and the connection; leave the shared sshd container (its last user removes it)."""
