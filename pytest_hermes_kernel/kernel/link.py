@@ -220,13 +220,19 @@ class RunnerLink:
         return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
                         note="forced kill after grace" if step == "sigkill" else "")
 
-    def discard(self) -> None:
+    def discard(self) -> bool:
         """Close the channel, kill the runner if it still runs, remove its leftovers (the transport's
-        cleanup ends a runner ``alive()`` could not tell about); idempotent."""
+        cleanup ends a runner ``alive()`` could not tell about); idempotent.
+
+        :returns: whether the runner is gone: ``False`` when it still runs and its kill was not
+            confirmed (e.g. its container is paused: frozen, not gone); its kernel dir is left
+            to it then (a later kill, or its orphan timer, ends both).
+        """
         self.channel.close()
-        if self.transport.alive(self.launched):  # local: alive() also collects an exited runner
-            self.transport.kill(self.launched)
+        if self.transport.alive(self.launched) and not self.transport.kill(self.launched):
+            return False  # (local: alive() also collects an exited runner)
         self.transport.cleanup(self.launched)
+        return True
 
 
 def _no_hello(transport: str, timeout: float, exc: BaseException, code: int | None, log: str) -> str:

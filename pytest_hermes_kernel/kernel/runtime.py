@@ -143,11 +143,12 @@ class KernelRuntime:
             raise
 
     def relaunch(self) -> None:
-        """A new runner in place of a lost one (a new generation); the old one is discarded first.
+        """A new runner in place of a lost one (a new generation); the old one is ended first.
 
-        :raises KernelStartError: if the new runner does not start.
+        :raises KernelStartError: if the old runner could not be ended (:meth:`end_lost_runner`),
+            or the new one does not start.
         """
-        self.discard()
+        self.end_lost_runner()
         self.launch()
         self._next_generation()
 
@@ -175,7 +176,7 @@ class KernelRuntime:
         if self.life.is_(S.NEW):
             self.launch()
         elif self.life.is_(S.RUNNER_LOST):
-            self.discard()
+            self.end_lost_runner()
             may_restart()
             self.relaunch()
         elif self.life.is_(S.WORKER_DEAD):
@@ -235,6 +236,26 @@ class KernelRuntime:
         """Whether the transport sees no runner (none, or its process is gone)."""
         link = self.link
         return link is None or not link.alive()
+
+    def end_lost_runner(self) -> None:
+        """End and forget the runner given up on (lost, or its cell abandoned), before another
+        starts in its place.
+
+        :raises KernelStartError: if it still runs and its kill was not confirmed (its container
+            is paused: frozen, not gone). It stays this kernel's runner, so a later cell or
+            ``shutdown()`` ends it once it can be reached; no second runner starts beside it.
+        """
+        link = self.link  # kept meanwhile: a shutdown meanwhile finds the runner and ends it
+        if link is None or link.discard():
+            self.link = None
+            return
+        if self.life.stopping:
+            raise self.shut_error()
+        raise KernelStartError(
+            f"kernel {self.kernel_id}: its runner ({link.launched.label}) still runs and could not be ended "
+            "(the kill was not confirmed: is its host paused?); no new runner is started beside it\n"
+            "Hint: once its host answers again (e.g. after `docker unpause`), the next cell ends it and starts a fresh "
+            "one, and shutdown() ends it", kernel_id=self.kernel_id)
 
     def discard(self) -> None:
         """End and forget the current runner, if any (its channel, process and kernel dir)."""

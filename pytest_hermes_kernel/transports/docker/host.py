@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import docker
 
 ContainerMode = Literal["shared", "fresh"]
+ContainerState = Literal["running", "paused", "stopped"]
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +107,28 @@ class KernelHosts:
 
     def running(self, container_id: str) -> bool:
         """Whether the container exists and runs (a paused one counts as running)."""
+        return self.state(container_id) != "stopped"
+
+    def state(self, container_id: str) -> ContainerState:
+        """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
+        its processes are frozen, not gone, and the engine refuses every exec into it with 409
+        Conflict) or ``stopped`` (also: no such container).
+
+        :raises docker.errors.APIError: if the engine cannot tell (not: the container is gone).
+        """
         import docker as docker_sdk
 
         try:
-            return bool(self.api.inspect_container(container_id)["State"]["Running"])
+            state = self.api.inspect_container(container_id)["State"]
         except docker_sdk.errors.NotFound:
+            return "stopped"
+        return "stopped" if not state.get("Running") else "paused" if state.get("Paused") else "running"
+
+    def seen_paused(self, container_id: str) -> bool:
+        """Whether the engine answers that the container is paused (not: cannot be asked)."""
+        try:
+            return self.state(container_id) == "paused"
+        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
             return False
 
     def for_launch(self) -> str:

@@ -235,12 +235,18 @@ class DockerTransport(Transport):
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
     def kill(self, launched: Launched) -> bool:
+        """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False."""
         cid = launched.extra["container"]
         if launched.pid is None:
             return True
         try:
-            if not self.container_running(cid):
+            state = self.hosts.state(cid)
+            if state == "stopped":
                 return True  # nothing runs in a stopped container
+            if state == "paused":
+                log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
+                            "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
+                return False
             code, out = self.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
         except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
             log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
@@ -250,19 +256,27 @@ class DockerTransport(Transport):
         return gone
 
     def alive(self, launched: Launched) -> bool:
+        """Whether the runner still exists. In a paused container it does: frozen, not gone (no
+        exec can look and its kernel server is silent), so the watchdog abandons its cell instead
+        of replacing a runner it could not end, and a kill after ``docker unpause`` ends it. An
+        engine that does not answer cannot confirm it: ``False``, as for an ssh host gone silent."""
         cid = launched.extra["container"]
         if launched.pid is None or launched.extra.get("gone"):
             return False
+        try:
+            state = self.hosts.state(cid)
+        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
+            return False
+        if state != "running":
+            launched.extra["gone"] = state == "stopped"  # it went with its container (paused: frozen, not gone)
+            return state == "paused"
         known = forked_alive(launched)  # its server knows, without an exec
         if known is not None:
             return known
         try:
-            if not self.container_running(cid):
-                launched.extra["gone"] = True  # it went with its container
-                return False
             code, _ = self.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
-        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs (cleanup kills it)
-            return False
+        except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot confirm: cleanup kills it)
+            return self.hosts.seen_paused(cid)
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
 
