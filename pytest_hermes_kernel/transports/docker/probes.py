@@ -1,4 +1,5 @@
-"""What the docker transport shows the leak checker, and how it cleans what leaked.
+"""What the docker transport shows the leak checker, and how it cleans what leaked; whether a
+runner lives, and its kill.
 
 Listed through the engine (so an engine elsewhere, ``DOCKER_HOST``, is covered): the run's
 containers that nobody holds, and inside each container this transport knows, the kernel
@@ -12,9 +13,9 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
-from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
-                        REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES, parse_existing_dirs, parse_host_processes,
-                        parse_kernel_processes, until_complete)
+from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
+                        KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
+                        parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
 from ..remote_server import probe_by_server
 
@@ -127,6 +128,54 @@ def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
                 transport.run_script(cid, "import shutil, sys; shutil.rmtree(sys.argv[1])", path)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def kill(transport: DockerTransport, launched: Launched) -> bool:
+    """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False."""
+    cid = launched.extra["container"]
+    if launched.pid is None:
+        return True
+    try:
+        state = transport.hosts.state(cid)
+        if state == "stopped":
+            return True  # nothing runs in a stopped container
+        if state == "paused":
+            log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
+                        "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
+            return False
+        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
+    except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
+        log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
+        return False
+    gone = code == 0 and out.strip() == b"gone"
+    launched.extra["gone"] = gone  # pids are not reused this fast: no second probe needed
+    return gone
+
+
+def alive(transport: DockerTransport, launched: Launched) -> bool:
+    """Whether the runner still exists. In a paused container it does: frozen, not gone (no
+    exec can look and its kernel server is silent), so the watchdog abandons its cell instead
+    of replacing a runner it could not end, and a kill after ``docker unpause`` ends it. An
+    engine that does not answer cannot confirm it: ``False``, as for an ssh host gone silent."""
+    cid = launched.extra["container"]
+    if launched.pid is None or launched.extra.get("gone"):
+        return False
+    try:
+        state = transport.hosts.state(cid)
+    except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
+        return False
+    if state != "running":
+        launched.extra["gone"] = state == "stopped"  # it went with its container (paused: frozen, not gone)
+        return state == "paused"
+    known = forked_alive(launched)  # its server knows, without an exec
+    if known is not None:
+        return known
+    try:
+        code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
+    except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot confirm: cleanup kills it)
+        return transport.hosts.seen_paused(cid)
+    launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
+    return code == 0
 
 
 def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool:

@@ -33,16 +33,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (ALIVE_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, LOG_TAIL_LINES,
-                       SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME, MadeDirs, launch_env, parse_ready, runner_config,
-                       until_complete)
+from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
+                        MadeDirs, launch_env, parse_ready, runner_config, until_complete)
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import engine_client, engine_url, is_full_container_id
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..forked import forked_alive, forked_cleanup, with_fallback
+from ..forked import forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts
@@ -234,52 +233,8 @@ class DockerTransport(Transport):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone", permanent=True)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
-    def kill(self, launched: Launched) -> bool:
-        """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False."""
-        cid = launched.extra["container"]
-        if launched.pid is None:
-            return True
-        try:
-            state = self.hosts.state(cid)
-            if state == "stopped":
-                return True  # nothing runs in a stopped container
-            if state == "paused":
-                log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
-                            "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
-                return False
-            code, out = self.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
-        except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
-            log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
-            return False
-        gone = code == 0 and out.strip() == b"gone"
-        launched.extra["gone"] = gone  # pids are not reused this fast: no second probe needed
-        return gone
-
-    def alive(self, launched: Launched) -> bool:
-        """Whether the runner still exists. In a paused container it does: frozen, not gone (no
-        exec can look and its kernel server is silent), so the watchdog abandons its cell instead
-        of replacing a runner it could not end, and a kill after ``docker unpause`` ends it. An
-        engine that does not answer cannot confirm it: ``False``, as for an ssh host gone silent."""
-        cid = launched.extra["container"]
-        if launched.pid is None or launched.extra.get("gone"):
-            return False
-        try:
-            state = self.hosts.state(cid)
-        except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
-            return False
-        if state != "running":
-            launched.extra["gone"] = state == "stopped"  # it went with its container (paused: frozen, not gone)
-            return state == "paused"
-        known = forked_alive(launched)  # its server knows, without an exec
-        if known is not None:
-            return known
-        try:
-            code, _ = self.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
-        except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot confirm: cleanup kills it)
-            return self.hosts.seen_paused(cid)
-        launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
-        return code == 0
-
+    kill = probes.kill
+    alive = probes.alive
     reap = probes.reap
 
     def cleanup(self, launched: Launched) -> None:
