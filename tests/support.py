@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +326,16 @@ def assert_run_left_nothing(run_id: str, result: pytest.RunResult) -> None:
     (:func:`run_leftovers`); the message ends with the run's output."""
     left = run_leftovers(run_id)
     assert not left, f"the inner run left (removed now): {left}\n{result.stdout.str()[-2000:]}"
+
+
+@contextmanager
+def transport_of_its_own(name: str, *, server: bool) -> Iterator[Transport]:
+    """A new ``name`` transport with a run id, and so containers, of its own (a test may pause or
+    kill them); closed after, which removes them. ``server``: the kernel-server or spawn path."""
+    from pytest_hermes_kernel.transports import make_transport
+
+    transport = make_transport(name, run_id=f"test-{uuid.uuid4().hex}", server=server)
+    try:
+        yield transport
+    finally:
+        transport.close()

@@ -14,16 +14,14 @@ execs.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelStartError
 from pytest_hermes_kernel.kernel.results import CellResult
-from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
-from tests.support import wait_until
+from tests.support import transport_of_its_own, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -35,10 +33,9 @@ BUDGET_S = 2.0
 @pytest.fixture(params=[True, False], ids=["server", "spawn"])
 def own_docker(request: pytest.FixtureRequest) -> Iterator[DockerTransport]:
     """A docker transport with a kernel host container of its own, to pause (removed when it closes)."""
-    transport = make_transport("docker", run_id=f"test-{uuid.uuid4().hex}", server=request.param)
-    assert isinstance(transport, DockerTransport)
-    yield transport
-    transport.close()
+    with transport_of_its_own("docker", server=request.param) as transport:
+        assert isinstance(transport, DockerTransport)
+        yield transport
 
 
 def _cell_into_paused_host(transport: DockerTransport, k: KernelHandle, then: Callable[[], object] = lambda: None
