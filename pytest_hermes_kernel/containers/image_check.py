@@ -61,8 +61,10 @@ def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
     try:
         config = client.images.get(image).attrs.get("Config") or {}
     except docker_mod.errors.ImageNotFound:
-        raise ImageMissingError(f"image {image} is not on the docker engine at {engine_url(client)}",
-                                image=image) from None
+        raise ImageMissingError(f"image {image} is not on the docker engine at {engine_url(client)}\nHint: build it "
+                                f"(`docker build -t {image} ...`) or pull it from its registry (`docker pull {image}`), "
+                                "then check it again; the kit's own image builds offline with "
+                                "`hermes-kernel build-image`", image=image) from None
     checks = [_init_check(config.get("Entrypoint") or [])]
     try:
         out = client.containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], network_mode="none",

@@ -52,9 +52,11 @@ def test_doctor_names_what_an_image_lacks(client):
     assert lines["python3"].split()[1] == "ok", done.stdout
 
 
-def test_doctor_on_a_missing_image_says_so():
-    done = _doctor(f"hermes-no-such-image:{uuid.uuid4().hex[:8]}")
+def test_doctor_on_a_missing_image_says_so_and_what_to_do():
+    image = f"hermes-no-such-image:{uuid.uuid4().hex[:8]}"
+    done = _doctor(image)
     assert done.returncode == 1 and "is not on the docker engine" in done.stdout, done.stdout
+    assert f"`docker pull {image}`" in done.stdout and "`hermes-kernel build-image`" in done.stdout, done.stdout
 
 
 def test_a_missing_image_without_a_registry_in_its_name_is_never_pulled(client):
