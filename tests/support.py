@@ -271,6 +271,20 @@ def own_run_id(args: Iterable[str]) -> tuple[str, list[str]]:
     return run_id, [f"--hermes-run-id={run_id}"]
 
 
+def run_containers(run_id: str) -> list[dict[str, Any]]:
+    """The engine's summaries (``Id``, ``Labels``, ``Status``, ...) of every container labelled
+    with run ``run_id``, stopped ones too."""
+    import docker
+
+    from pytest_hermes_kernel.containers.labels import LABEL_RUN_ID
+
+    client = docker.from_env()
+    try:
+        return list(client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}))
+    finally:
+        client.close()
+
+
 def run_leftovers(run_id: str, *, within: float = 0.0) -> list[str]:
     """What a finished pytest run left that nothing will end: its containers and its run
     directory (where its sshd key is), ``[]`` when it left nothing (or no docker engine answers).
@@ -281,44 +295,34 @@ def run_leftovers(run_id: str, *, within: float = 0.0) -> list[str]:
     let another run's start-up sweep remove a leftover first, a false pass), then removed, so
     that one test's leftover does not become the next run's sweep's work.
     """
+    from pytest_hermes_kernel.containers.images import docker_status
     from pytest_hermes_kernel.containers.kept import holds_kept_kernel
-    from pytest_hermes_kernel.containers.labels import LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID
+    from pytest_hermes_kernel.containers.labels import LABEL_REUSE, LABEL_ROLE
     from pytest_hermes_kernel.containers.lifecycle import remove_container
     from pytest_hermes_kernel.containers.rundir import RUN_ID_PATTERN, run_dir_path
 
-    if not RUN_ID_PATTERN.fullmatch(run_id):  # the run refused it: a usage error
-        return []
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-    except Exception:  # noqa: BLE001 - no engine: the run made no container either
+    if not RUN_ID_PATTERN.fullmatch(run_id) or not docker_status()[0]:  # a usage error; no engine: no container
         return []
 
-    def found() -> list[str]:
-        left = [f"{summary['Labels'].get(LABEL_ROLE, '?')} container {summary['Id'][:12]} ({summary['Status']})"
-                for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})
-                if summary["Labels"].get(LABEL_REUSE) != "1" and not holds_kept_kernel(summary["Id"], summary["Labels"])]
-        directory = run_dir_path(run_id)
-        if left and os.path.isdir(directory):
-            left.append(f"run directory {directory}: {sorted(os.listdir(directory))}")
-        return left
+    def left_on_purpose(summary: dict[str, Any]) -> bool:
+        return summary["Labels"].get(LABEL_REUSE) == "1" or holds_kept_kernel(summary["Id"], summary["Labels"])
 
-    try:
-        deadline = time.monotonic() + within
-        left = found()
-        while left and time.monotonic() < deadline:
-            time.sleep(0.2)
-            left = found()
-        if left:
-            for summary in client.api.containers(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
-                if summary["Labels"].get(LABEL_REUSE) != "1" and not holds_kept_kernel(summary["Id"], summary["Labels"]):
-                    remove_container(summary["Id"], client=client)
-            shutil.rmtree(run_dir_path(run_id), ignore_errors=True)
-        return left
-    finally:
-        client.close()
+    deadline = time.monotonic() + within
+    while True:
+        containers = [c for c in run_containers(run_id) if not left_on_purpose(c)]
+        if not containers or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    if not containers:
+        return []
+    directory = run_dir_path(run_id)
+    left = [f"{c['Labels'].get(LABEL_ROLE, '?')} container {c['Id'][:12]} ({c['Status']})" for c in containers]
+    if os.path.isdir(directory):
+        left.append(f"run directory {directory}: {sorted(os.listdir(directory))}")
+    for container in containers:
+        remove_container(container["Id"])
+    shutil.rmtree(directory, ignore_errors=True)
+    return left
 
 
 def assert_run_left_nothing(run_id: str, result: pytest.RunResult) -> None:

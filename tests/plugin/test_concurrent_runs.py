@@ -22,7 +22,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL_RUN_ID
 from pytest_hermes_kernel.containers.rundir import run_dir_path
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, run_containers
 
 pytest.importorskip("xdist")
 
@@ -75,13 +75,7 @@ def _start(directory: Path, me: str, other: str, out: Path) -> subprocess.Popen[
 
 
 def _labelled(run_id: str) -> list[str]:
-    import docker
-
-    client = docker.from_env()
-    try:
-        return [c.id for c in client.containers.list(all=True, sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})]
-    finally:
-        client.close()
+    return [c["Id"] for c in run_containers(run_id)]
 
 
 def test_two_runs_at_once_never_touch_each_other(pytester: pytest.Pytester, docker_ready: None) -> None:

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from pytest_hermes_kernel.containers.labels import LABEL_RUN_ID
+from tests.support import run_containers
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -28,13 +28,11 @@ def test_the_helper_dies_with_its_host(hermes_kernel):
 
 @pytest.mark.parametrize("transport", ["docker", "ssh"])
 def test_a_sigkilled_hosts_run_leaves_no_container(pytester: pytest.Pytester, run, transport: str) -> None:  # type: ignore[no-untyped-def]
-    import docker
-
     run_id = f"hostkill-{uuid.uuid4().hex[:12]}"
     pytester.makepyfile(test_host_killed=HOST_KILLED)
 
     result = run(f"--hermes-transport={transport}", f"--hermes-run-id={run_id}", "--hermes-leak-check=error")
 
     result.assert_outcomes(passed=1)
-    left = docker.from_env().containers.list(all=True, sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})
-    assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
+    left = run_containers(run_id)
+    assert not left, f"containers of the run left behind: {[c['Id'][:12] for c in left]}"

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_hermes_kernel.containers.labels import LABEL_RUN_ID
 from pytest_hermes_kernel.containers.rundir import run_dir_path
 from pytest_hermes_kernel.procs import processes_with_env
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, wait_until
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, run_containers, wait_until
 
 INNER = """
 import os, pathlib, time
@@ -69,13 +68,7 @@ CASES = [(transport, "SIGTERM", "in_setup") for transport in ("local", "docker",
 
 
 def _containers_of(run_id: str) -> list[str]:
-    import docker
-
-    client = docker.from_env()
-    try:
-        return [c.name for c in client.containers.list(all=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"})]
-    finally:
-        client.close()
+    return [c["Id"] for c in run_containers(run_id)]
 
 
 @pytest.mark.parametrize(("transport", "signame", "where"), CASES, ids=["-".join(c) for c in CASES])

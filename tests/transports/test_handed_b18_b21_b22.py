@@ -14,6 +14,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry
 from pytest_hermes_kernel.cli import doctor
+from tests.support import run_containers
 
 N_KERNELS = 16
 CAP = 8
@@ -82,8 +83,6 @@ def test_slow(hermes_kernel):
 @needs_docker
 @pytest.mark.hermes_transports("local")
 def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, hermes_transport) -> None:
-    import docker
-
     run_id = f"b21-{uuid.uuid4().hex[:12]}"
     pytester.makepyfile(test_b21=XDIST_TESTS)
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", f"--hermes-run-id={run_id}",
@@ -91,8 +90,8 @@ def test_b21_xdist_workers_share_a_container_and_leave_none(pytester, hermes_tra
     result.assert_outcomes(passed=5)
     text = result.stdout.str() + result.stderr.str()
     assert "409" not in text and "Conflict" not in text
-    left = docker.from_env().containers.list(all=True, sparse=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})
-    assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
+    left = run_containers(run_id)
+    assert not left, f"containers of the run left behind: {[c['Id'][:12] for c in left]}"
 
 
 @needs_docker

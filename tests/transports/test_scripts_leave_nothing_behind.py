@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import run_containers
+
 WITH_BLOCK = """
 import sys
 from pytest_hermes_kernel import start_kernel
@@ -46,13 +48,7 @@ print(current_run_id())
 
 
 def _containers_of_run(run_id: str) -> list[str]:
-    import docker
-
-    client = docker.from_env()
-    try:
-        return [c.id for c in client.containers.list(all=True, sparse=True, filters={"label": f"org.hermes-kernel.run-id={run_id}"})]
-    finally:
-        client.close()
+    return [c["Id"] for c in run_containers(run_id)]
 
 
 def _remove(container_ids: list[str]) -> None:
