@@ -16,10 +16,12 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
+from pytest_hermes_kernel.kernel.runner import worker as worker_module
 from pytest_hermes_kernel.kernel.runner.worker import Worker
 
 
@@ -164,3 +166,52 @@ def test_an_interrupt_after_the_request_was_taken_but_before_the_cell_began_inte
     first, second = results
     assert first["status"] == "interrupted" and "ran" not in w.namespace
     assert second["status"] == "ok" and w.namespace["ran2"] == 2
+
+
+def test_an_interrupt_landing_as_the_requests_bytes_are_read_interrupts_that_cell(worker):
+    """The SIGINT lands right after the worker's read returned the request's bytes and before they
+    are decoded: nothing waits in the socket nor in the decoder then, yet the interrupt is that
+    cell's (seen as the flaky contract case ``test_an_interrupt_of_a_cell_sent_again_after_the_
+    reattach_reaches_it[docker]``: the host sends the cell and its interrupt back to back after a
+    re-attach, the interrupt was dropped and the cell slept its 60 s)."""
+    w, host = worker
+    w.in_cell = False
+    recv, signalled = w._recv, []
+
+    def recv_then_interrupt(main):
+        data = recv(main)
+        if data and not signalled:
+            signalled.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs before the bytes are fed
+        return data
+
+    w._recv = recv_then_interrupt
+
+    first, second = _serve(w, host, "ran = 1", "ran2 = 2")
+
+    assert signalled, "the read was not reached"
+    assert (first["status"], first["ename"]) == ("interrupted", "KeyboardInterrupt") and "ran" not in w.namespace
+    assert second["status"] == "ok" and w.namespace["ran2"] == 2, "only the one cell was interrupted"
+
+
+def test_a_late_interrupt_while_the_worker_waits_for_its_next_request_is_ignored(worker, monkeypatch):
+    """The SIGINT of a cell that has just ended lands while the worker waits, nothing read, for
+    the next request: the request that comes later runs (it is no cell's interrupt then)."""
+    w, host = worker
+    w.in_cell = False
+    real_select, landed = worker_module.select.select, []
+
+    def interrupt_then_send(rlist, wlist, xlist, *timeout):
+        if timeout and not landed:  # the main loop's wait for its next request's bytes
+            landed.append(True)
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, the socket empty
+            host.sendall(encode_frame({"type": "execute", "id": 1, "code": "ran = 1"}) + encode_frame({"type": "exit"}))
+        return real_select(rlist, wlist, xlist, *timeout)
+
+    monkeypatch.setattr(worker_module, "select", SimpleNamespace(select=interrupt_then_send))
+    w.loop()
+    w.sock.close()
+
+    (r,) = _results(host)
+    assert landed, "the wait for the next request was not reached"
+    assert r["status"] == "ok" and w.namespace["ran"] == 1

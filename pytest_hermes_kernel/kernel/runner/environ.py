@@ -1,4 +1,5 @@
-"""The kernel's environment, applied to the worker only, after everything about its start is fixed.
+"""The worker's process set-up (:func:`become_worker`) and the kernel's environment, applied to the
+worker only, after everything about its start is fixed.
 
 The runner itself starts with a fixed launch environment that the transport chooses (the far
 side's own ``PATH``/``HOME`` etc., and ``HERMES_KERNEL_ID``); no name a user passes can change
@@ -21,7 +22,10 @@ processes cells start, not to the kernel's own interpreter.
 
 from __future__ import annotations
 
+import faulthandler
+import io
 import os
+import signal
 import sys
 
 TYPE_CHECKING = False
@@ -58,3 +62,37 @@ def _extend_sys_path(pythonpath: str) -> None:
     """Put ``PYTHONPATH``'s entries after ``sys.path[0]`` (where an interpreter start puts them)."""
     entries = [p for p in pythonpath.split(os.pathsep) if p and p not in sys.path]
     sys.path[1:1] = entries
+
+
+def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
+    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
+    ``faulthandler`` on fd 2, the kernel's environment (:mod:`.environ`)."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_w, 1)
+    os.dup2(err_w, 2)
+    for fd in (null, out_w, err_w):
+        if fd > 2:
+            os.close(fd)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the cell's stdin for good
+    sys.stdout = _text_stream(1)
+    sys.stderr = _text_stream(2)
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    faulthandler.enable(file=2, all_threads=True)  # a crash's traceback lands in the cell's stderr
+    sys.argv = [""]
+    if config.get("cwd"):
+        os.chdir(config["cwd"])
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+    apply_kernel_env(config)
+
+
+def _text_stream(fd: int) -> io.TextIOWrapper:
+    """A real ``sys.stdout``-like stream on ``fd``: ``.buffer``, ``.fileno()``, written through."""
+    raw = io.FileIO(fd, "wb", closefd=False)
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace",
+                            line_buffering=True, write_through=True)

@@ -20,8 +20,6 @@ from __future__ import annotations
 import ast
 import atexit
 import builtins
-import faulthandler
-import io
 import os
 import select
 import signal
@@ -33,7 +31,7 @@ import traceback
 import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import apply_kernel_env
+from .environ import become_worker
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 
 TYPE_CHECKING = False
@@ -91,6 +89,10 @@ class Worker:
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = False
         self._interrupt_next = False  # a SIGINT came between cells with the next execute waiting
+        # between cells: the main thread has bytes read and not yet decoded (see _recv), and a
+        # SIGINT came while it had (settled once they are decoded)
+        self._in_hand = False
+        self._interrupt_unsure = False
         self._starting = False  # the main loop has taken a command and not yet begun it
 
     def on_sigint(self, signum: int, frame: Any) -> None:
@@ -105,6 +107,8 @@ class Worker:
             # in (the supervisor signals only while it has a cell running, and sent it first)
             if self._starting or self._command_waiting():
                 self._interrupt_next = True
+            elif self._in_hand:  # the request may be in bytes read and not yet decoded
+                self._interrupt_unsure = True
             return
         if self._io:
             self._interrupt_pending = True
@@ -125,6 +129,15 @@ class Worker:
             return False
         self._io += 1
         return True
+
+    def _settle_unsure_interrupt(self) -> None:
+        """The bytes read between cells are decoded: a SIGINT that came while they were in hand
+        is the next cell's when they held (part of) a command, else a late one, dropped."""
+        self._in_hand = False
+        if self._interrupt_unsure:
+            self._interrupt_unsure = False
+            if self.commands or self.decoder.pending():
+                self._interrupt_next = True
 
     def _leave_io(self) -> None:
         """End a main-thread I/O step; a SIGINT that came meanwhile interrupts the cell now."""
@@ -200,6 +213,8 @@ class Worker:
                             self._route(frame[0])
                     elif data is not None:
                         self.eof = True
+                    if shielded:
+                        self._settle_unsure_interrupt()
                     self.cond.notify_all()
             finally:
                 if shielded:
@@ -207,7 +222,13 @@ class Worker:
 
     def _recv(self, main: bool) -> bytes | None:
         """The next bytes from the socket; ``None`` when a SIGINT came first, in a cell's main thread."""
-        if not (main and self.in_cell):
+        if not main:
+            return self.sock.recv(READ_CHUNK)
+        if not self.in_cell:
+            # wait with nothing in hand first: a SIGINT while the socket is empty is a late one
+            # (its cell ended), while one after the read is the next cell's if the bytes hold it
+            select.select([self.sock], [], [], self.sock.gettimeout())
+            self._in_hand = True
             return self.sock.recv(READ_CHUNK)
         while not self._interrupt_pending:
             if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:
@@ -366,13 +387,6 @@ def make_tools_module(worker: Worker) -> types.ModuleType:
     return mod
 
 
-def _text_stream(fd: int) -> io.TextIOWrapper:
-    """A real ``sys.stdout``-like stream on ``fd``: ``.buffer``, ``.fileno()``, written through."""
-    raw = io.FileIO(fd, "wb", closefd=False)
-    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace",
-                            line_buffering=True, write_through=True)
-
-
 def _close_channel_in_fork_child() -> None:
     worker = _WORKER
     if worker is not None and os.getpid() != worker.pid:
@@ -380,33 +394,6 @@ def _close_channel_in_fork_child() -> None:
             worker.sock.close()
         except OSError:
             pass
-
-
-def _become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
-    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
-    ``faulthandler`` on fd 2, the kernel's environment (:mod:`.environ`)."""
-    os.setpgid(0, 0)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(out_w, 1)
-    os.dup2(err_w, 2)
-    for fd in (null, out_w, err_w):
-        if fd > 2:
-            os.close(fd)
-    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
-    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - the cell's stdin for good
-    sys.stdout = _text_stream(1)
-    sys.stderr = _text_stream(2)
-    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-    faulthandler.enable(file=2, all_threads=True)  # a crash's traceback lands in the cell's stderr
-    sys.argv = [""]
-    if config.get("cwd"):
-        os.chdir(config["cwd"])
-    if "" not in sys.path:
-        sys.path.insert(0, "")
-    apply_kernel_env(config)
 
 
 def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, Any]) -> None:
@@ -422,7 +409,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     try:
         worker = Worker(sock, config)
         signal.signal(signal.SIGINT, worker.on_sigint)
-        _become_worker(out_w, err_w, config)
+        become_worker(out_w, err_w, config)
         _WORKER = worker
         sys.modules["hermes_tools"] = make_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
