@@ -274,3 +274,31 @@ def test_a_spawn_path_docker_transport_scans_through_another_transports_kernel_s
             leaked.shutdown()
         finally:
             spawner.close()
+
+
+@pytest.mark.hermes_transports("docker")
+def test_a_container_removed_while_its_scan_runs_is_no_blind_spot(hermes_transport: Transport,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The container a transport knows is removed between the probe's look at its state and the
+    scan's exec (another member of the shared container left it last): the snapshot reports
+    nothing there, not a part it could not look at (seen in a ``-n 2`` run as a leak check error:
+    ``exec ... is not running: Removal In Progress``)."""
+    from tests.support import transport_of_its_own
+
+    with transport_of_its_own("docker", server=False) as transport:
+        handle = KernelHandle(transport, KernelOptions()).start()
+        cid = handle.launched.extra["container"]
+        run_script, removed = transport.run_script, []  # type: ignore[attr-defined]
+
+        def removed_first(container_id: str, *args: object, **kwargs: object) -> object:
+            if container_id == cid and not removed:
+                removed.append(cid)
+                transport.api.remove_container(cid, force=True)  # type: ignore[attr-defined]
+            return run_script(container_id, *args, **kwargs)
+
+        monkeypatch.setattr(transport, "run_script", removed_first)
+        found = transport.leak_snapshot(os.getpid())
+
+        assert removed == [cid], "the scan's exec was not reached"
+        assert not any(cid in identity for kind in found.values() for identity in kind), found
+        handle.shutdown()

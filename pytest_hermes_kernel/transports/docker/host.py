@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 ContainerMode = Literal["shared", "fresh"]
 ContainerState = Literal["running", "paused", "stopped"]
+#: Engine states (``State.Status``) of a container that still shows ``Running`` while the engine
+#: removes it (``docker rm -f``: "Removal In Progress", every exec refused) or after it died.
+_ON_ITS_WAY_OUT = ("removing", "dead")
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ class KernelHosts:
     def state(self, container_id: str) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
         its processes are frozen, not gone, and the engine refuses every exec into it with 409
-        Conflict) or ``stopped`` (also: no such container).
+        Conflict) or ``stopped`` (also: no such container, or one the engine is removing).
 
         :raises docker.errors.APIError: if the engine cannot tell (not: the container is gone).
         """
@@ -122,7 +125,9 @@ class KernelHosts:
             state = self.api.inspect_container(container_id)["State"]
         except docker_sdk.errors.NotFound:
             return "stopped"
-        return "stopped" if not state.get("Running") else "paused" if state.get("Paused") else "running"
+        if not state.get("Running") or state.get("Status") in _ON_ITS_WAY_OUT:
+            return "stopped"
+        return "paused" if state.get("Paused") else "running"
 
     def seen_paused(self, container_id: str) -> bool:
         """Whether the engine answers that the container is paused (not: cannot be asked)."""

@@ -56,13 +56,23 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     runs, this transport's or another's of this process (a fork, no exec: most snapshots), else by
     an exec as the image's user (the server's user too: docker's root cannot read other users'
     environ), its answer checked complete (:func:`read_script`);
-    ``None`` if the container is not running."""
+    ``None`` if the container is not running, also when it stopped or went during the scan."""
+    import docker as docker_sdk
+
     out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
     if out is not None:
         return out
     if not transport.container_running(cid):
         return None
-    return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
+    try:
+        return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
+    except (docker_sdk.errors.APIError, TransportLostError):
+        # removed or stopped while the scan ran (another member of a shared container left it
+        # last): what was in it went with it. The engine refuses the exec with "is not running:
+        # Removal In Progress" (500), 409 or 404 then; a container that still runs is an error.
+        if not transport.container_running(cid):
+            return None
+        raise
 
 
 def read_script(transport: DockerTransport, container_id: str, script: str, *args: str, user: str = "root") -> bytes:
