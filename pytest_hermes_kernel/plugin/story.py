@@ -44,6 +44,7 @@ class KernelStory:
     cells: collections.deque[str] = field(default_factory=lambda: collections.deque(maxlen=LAST_CELLS))
     count: int = 0
     seen_generation: int = -1
+    last_launch: Any = None  # the kernel's last launch record (a shut-down kernel has none any more)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -70,13 +71,14 @@ class KernelStory:
     def _generation_seen(self) -> None:
         k = self.kernel
         self.seen_generation = k.generation
+        self.last_launch = getattr(k, "launched", None) or self.last_launch
         self.generations.append(f"generation {k.generation}: worker pid {k.pid}, runner pid {k.runner_pid}")
 
     def facts(self) -> dict[str, str]:
         """The story as flat facts (the JUnit properties), redacted."""
         k = self.kernel
         with self.lock:
-            where = k.launched.label if k.launched is not None else _no_launch(k)
+            where = _where(k.launched, self.last_launch, k)
             facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
                      "last_cells": " | ".join(self.cells) or "none"}
@@ -98,6 +100,8 @@ class KernelStory:
 
     def _tails(self) -> list[tuple[str, str]]:
         launched, transport = self.kernel.launched, self.kernel.transport
+        if launched is None and self.last_launch is not None:  # its kernel dir went with the shutdown
+            return [("runner log", "(none: the kernel was shut down before this report, its kernel dir with it)")]
         if launched is None:
             return [("runner log", _no_launch(self.kernel))]
         tails = []
@@ -156,6 +160,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 target = report.user_properties if report.when == "teardown" else item.user_properties
                 target.extend((f"hermes_kernel.{n}.{name}", value) for name, value in story.facts().items())
     return report
+
+
+def _where(launched: Any, last_launch: Any, kernel: Any) -> str:
+    """Where the kernel runs (its launch's label), or ran when it was shut down before the report."""
+    if launched is not None:
+        return launched.label
+    return f"{last_launch.label} (shut down)" if last_launch is not None else _no_launch(kernel)
 
 
 def _no_launch(kernel: Any) -> str:

@@ -73,3 +73,32 @@ def test_a_passing_test_tells_its_story_when_asked_with_rA(pytester: pytest.Pyte
     result.assert_outcomes(passed=1, deselected=1)
     assert len(_sections(result.stdout.str())) == 1
     assert "cell 1 (generation 0): status=ok" in result.stdout.str()
+
+
+TEARDOWN_SUITE = """
+import pytest
+
+@pytest.fixture
+def fails_last():
+    yield
+    raise RuntimeError("teardown fails after the kernel was shut down")
+
+def test_fails_in_teardown(fails_last, hermes_kernel):
+    assert hermes_kernel.execute("x = 1").status == "ok"
+"""
+
+
+def test_a_story_told_after_the_kernel_was_shut_down_still_says_where_it_ran(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """The test fails in a teardown that runs after its kernel's (a fixture's, or the leak check):
+    the story names where the kernel ran, not that it never started."""
+    pytester.makepyfile(test_story=TEARDOWN_SUITE)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=1)
+    out = result.stdout.str()
+    story = out[out.index("hermes-kernel: kernel "):]
+
+    assert "did not start" not in story, story
+    where = next(line for line in story.splitlines() if line.startswith("where: "))
+    assert where.startswith("where: local") and where.endswith("(shut down)"), where
+    assert "runner log (last 20 lines):\n  (none: the kernel was shut down before this report" in story, story
+    assert "cell 1 (generation 0): status=ok" in story
