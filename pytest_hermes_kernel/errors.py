@@ -189,6 +189,11 @@ class TransportLostError(HermesKernelError, ConnectionError):
         self.timed_out = timed_out
 
 
+#: The hint of every error a closed transport raises when asked to start a kernel.
+CLOSED_TRANSPORT_HINT = ("Hint: start the kernel on an open transport (get_transport() makes a new shared one after "
+                         "close_shared_transports())")
+
+
 class ContainerGoneError(TransportLostError):
     """A closed transport was asked to reach its host, and the container it ran in is gone: every
     process it ran ended with it (so a kill asked of it is done). Raised instead of starting a

@@ -25,7 +25,7 @@ import threading
 from typing import TYPE_CHECKING, Literal
 
 from ...containers.engines import engine_url
-from ...errors import KernelStartError
+from ...errors import CLOSED_TRANSPORT_HINT, KernelStartError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -179,8 +179,7 @@ class KernelHosts:
         """
         if self.closed:
             raise KernelStartError("this docker transport was closed: it starts no container or kernel any more\n"
-                                   "Hint: start the kernel on an open transport (get_transport() makes a new "
-                                   "shared one after close_shared_transports())")
+                                   f"{CLOSED_TRANSPORT_HINT}")
 
     def run_container(self) -> str | None:
         """The run's shared container for these options, joined or not (``None``: none yet)."""

@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ContainerGoneError, KernelStartError, TransportLostError, TransportUnavailableError
+from ...errors import CLOSED_TRANSPORT_HINT, ContainerGoneError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
@@ -136,9 +136,9 @@ class SshdContainer:
             return record
         if self._left_container is not None and self.running(self._left_container):  # e.g. it holds a kept kernel
             raise TransportLostError("this ssh transport was closed; the sshd container it left still runs, "
-                                     "but the run no longer shares it")
+                                     f"but the run no longer shares it\n{CLOSED_TRANSPORT_HINT}")
         raise ContainerGoneError("this ssh transport was closed and the run's sshd container is gone, "
-                            "with the kernels it ran", permanent=True)
+                                 f"with the kernels it ran\n{CLOSED_TRANSPORT_HINT}", permanent=True)
 
     def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:
         """A new connection to the run's sshd (joined first), with its key and pinned host key.
