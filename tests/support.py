@@ -333,12 +333,13 @@ def assert_run_left_nothing(run_id: str, result: pytest.RunResult) -> None:
 
 
 @contextmanager
-def transport_of_its_own(name: str, *, server: bool) -> Iterator[Transport]:
+def transport_of_its_own(name: str, *, server: bool, **options: Any) -> Iterator[Transport]:
     """A new ``name`` transport with a run id, and so containers, of its own (a test may pause or
-    kill them); closed after, which removes them. ``server``: the kernel-server or spawn path."""
+    kill them); closed after, which removes them. ``server``: the kernel-server or spawn path;
+    ``options``: more of the transport's options."""
     from pytest_hermes_kernel.transports import make_transport
 
-    transport = make_transport(name, run_id=f"test-{uuid.uuid4().hex}", server=server)
+    transport = make_transport(name, run_id=f"test-{uuid.uuid4().hex}", server=server, **options)
     try:
         yield transport
     finally:

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_hermes_kernel import KernelHandle
+from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError
 from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from tests.support import transport_of_its_own, wait_until
@@ -91,3 +91,24 @@ def test_the_runner_replaced_after_the_host_was_silent_is_ended(own_sshd, start)
     assert info.confirmed, info
     wait_until(lambda: own_sshd.kernel_processes(k.kernel_id) == [], 5.0, interval=0.2, what="the kernel's processes to end")
     assert not _running(own_sshd, old_runner)
+
+
+def test_a_kernel_start_into_a_host_gone_silent_says_it_went_silent() -> None:
+    """The sshd is paused after the connection was made; a kernel start then fails on it. The
+    error says the host stopped answering (its keepalives' note) and asks whether it is paused,
+    not "is the host up and the key accepted?" (the host is up, and the key was accepted)."""
+    with transport_of_its_own("ssh", server=False, keepalive_interval=1.0, keepalive_missed=2) as transport:
+        assert isinstance(transport, SshTransport)
+        with KernelHandle(transport, KernelOptions()) as k:  # connected, the key accepted
+            assert k.execute("1").value == "1"
+        api, cid = transport.sshd.docker.api, transport.sshd_container_id
+        api.pause(cid)
+        try:
+            with pytest.raises(KernelStartError) as refused:
+                KernelHandle(transport, KernelOptions()).start()
+        finally:
+            api.unpause(cid)
+
+    message = str(refused.value)
+    assert "no reply to ssh keepalives" in message and "is it paused" in message, message
+    assert "key accepted" not in message, message

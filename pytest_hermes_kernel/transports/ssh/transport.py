@@ -211,7 +211,7 @@ class SshTransport(Transport):
         except UnsafeRunDirError as exc:
             raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
-            raise _unreachable(exc) from None
+            raise _unreachable(exc, conn) from None
         python = spec.python or self.python
         runner = f"{kdir}/{runner_zipapp().name}"
         try:
@@ -346,10 +346,12 @@ class SshTransport(Transport):
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
 
 
-
-
-def _unreachable(exc: TransportLostError) -> KernelStartError:
-    """The start error of a host that cannot be reached, with a hint (the connection's own, if it has one)."""
+def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> KernelStartError:
+    """The start error of a host that cannot be reached, with a hint (the connection's own, if it
+    has one); a connection that went silent during the start says so (its keepalives' note)."""
+    if conn is not None and conn.unresponsive:
+        return KernelStartError(f"ssh transport: {exc}; {conn.unresponsive}\nHint: the host stopped answering "
+                                "during the start: is it paused, overloaded or cut off? The next start tries a new connection")
     hint = "" if "Hint:" in str(exc) else "\nHint: is the host up and the key accepted?"
     return KernelStartError(f"ssh transport: {exc}{hint}")
 
