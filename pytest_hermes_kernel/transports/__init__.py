@@ -1,8 +1,10 @@
 """Transports: where and how a kernel runs (``local``, ``docker``, ``ssh``, ``filecell``).
 
 :func:`get_transport` returns the process-wide shared instance for a name, so that kernels on
-one transport share its resources (the docker transport's container, the ssh connection).
-User backends register with :func:`register_transport`.
+one transport share its resources (the docker transport's container, the ssh connection). Its
+first call makes it with that call's options; a later call with other options raises
+:class:`~pytest_hermes_kernel.errors.ConfigError` instead of silently getting an instance that
+ignores them (:mod:`.shared_options`). User backends register with :func:`register_transport`.
 
 A process that makes a shared transport closes it when it exits normally, without being asked
 (a script that calls ``start_kernel("docker")`` and ends leaves no container, run file or key):
@@ -16,7 +18,8 @@ memberships are the parent's): its first :func:`get_transport` makes its own, an
 Owns: the name -> factory table, the shared instances, and one module or folder per transport
 (:mod:`.local`, :mod:`.docker`, :mod:`.ssh`, :mod:`.filecell`), plus what the stream transports
 share (:mod:`.detached`: the detached-runner flow's scripts, config and parsing;
-:mod:`.runner_zipapp`: the runner as one file).
+:mod:`.runner_zipapp`: the runner as one file; :mod:`.shared_options`: what each shared
+instance was made with).
 
 May import: the kernel core (its port, :mod:`~pytest_hermes_kernel.kernel.contract`),
 :mod:`pytest_hermes_kernel.containers`, ``errors`` and ``procs``; never faults, leaks, the
@@ -37,6 +40,7 @@ from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
 from ..kernel.contract import Launched, LaunchSpec, Transport
+from .shared_options import SharedTransport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
            "TRANSPORT_NAMES", "close_shared_transports", "close_transport", "forget_closed_transports",
@@ -46,7 +50,7 @@ __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_tra
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
 _factories: dict[str, Callable[..., Transport]] = {}
-_shared: dict[str, Transport] = {}
+_shared: dict[str, SharedTransport] = {}
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
 _closed_held: list[Transport] = []  # the same, held until probed while a leak check watches
@@ -123,6 +127,40 @@ def make_transport(name: str, **options: Any) -> Transport:
     """
     with _lock:
         factory = _factories.get(name) or _builtin(name)
+    return _make(name, factory, options)
+
+
+def get_transport(name: str, **options: Any) -> Transport:
+    """The shared transport for ``name``: made by the first call, with its ``options``.
+
+    A later call gets the same instance: without options always, with options only when they
+    resolve to those it was made with (:mod:`.shared_options`; a default passed explicitly is the
+    same option).
+
+    :raises ConfigError: if ``name`` is not a known transport, an option is not accepted, or
+        ``options`` differ from those the shared instance was made with (the message names each
+        one with both values, and where the instance was made).
+    :raises TransportUnavailableError: if it cannot run here (the message says why).
+    """
+    with _lock:
+        _forget_a_parents_transports()
+        factory = _factories.get(name) or _builtin(name)
+        shared = _shared.get(name)
+        if shared is not None:
+            shared.check(name, factory, options)
+            return shared.transport
+        transport = _make(name, factory, options)
+        _shared[name] = SharedTransport.made(transport, factory, options)
+        _close_at_exit_of_this_process()
+        return transport
+
+
+def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> Transport:
+    """``factory(**options)``, listed for the leak probes.
+
+    :raises ConfigError: if an option is not accepted.
+    :raises TransportUnavailableError: if the transport's package is not installed, or it cannot run here.
+    """
     try:
         transport = factory(**options)
     except ImportError as exc:
@@ -133,29 +171,6 @@ def make_transport(name: str, **options: Any) -> Transport:
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
     _made.add(transport)
     return transport
-
-
-def get_transport(name: str, **options: Any) -> Transport:
-    """The shared transport for ``name`` (created on first use with ``options``).
-
-    :raises ConfigError: if ``name`` is not a known transport.
-    :raises TransportUnavailableError: if it cannot run here (the message says why).
-    """
-    with _lock:
-        _forget_a_parents_transports()
-        transport = _shared.get(name)
-        if transport is None:
-            factory = _factories.get(name) or _builtin(name)
-            try:
-                transport = factory(**options)
-            except ImportError as exc:
-                raise TransportUnavailableError(
-                    f"the {name} transport needs a package that is not installed: {exc}. "
-                    f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
-            _shared[name] = transport
-            _made.add(transport)
-            _close_at_exit_of_this_process()
-        return transport
 
 
 def live_transports() -> list[Transport]:
@@ -251,7 +266,7 @@ def close_shared_transports() -> None:
     """Close every shared transport (containers, connections)."""
     with _lock:
         _forget_a_parents_transports()
-        transports = list(_shared.values())
+        transports = [shared.transport for shared in _shared.values()]
         _shared.clear()
     for transport in transports:
         try:
