@@ -3,8 +3,11 @@ marker > CLI > env > ini > default, seen through a cell that sleeps 3 s under ea
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
+from pytest_hermes_kernel.containers.images import KERNEL_HOST_TAG
 from tests.support import output_of
 
 MATRIX_CONFTEST = """
@@ -132,6 +135,60 @@ def test_header_shows_the_defaults(pytester, run):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["hermes-kernel: transports=local cell-timeout=60 s leak-check=warn max-kernels=4"])
     assert "hermes-kernel summary" not in result.stdout.str()  # no kernel, no summary
+
+
+# ------------------------------------------------------- a shared transport made before the run
+# A conftest.py that makes the shared transport at import makes it before the run's --hermes-*
+# options apply; the hermes_transport fixture then asks for it with those options. Other options
+# error each test that needs it, saying so (they were silently ignored: the run used the conftest's
+# transport); the same options, or none, run as ever.
+
+EARLY_CONFTEST = """
+from pytest_hermes_kernel.transports import get_transport
+
+EARLY = get_transport({name!r}{options})  # at import: before the run's options apply
+"""
+
+EARLY_TESTS = """
+def test_cell(hermes_kernel):
+    assert hermes_kernel.execute("6 * 7").value == "42"
+
+def test_the_conftest_s_transport(hermes_transport):
+    import conftest
+    assert hermes_transport is conftest.EARLY
+"""
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_other_options_than_a_conftest_s_shared_transport_error_each_test_saying_so(pytester, run, docker_ready, name):
+    image = f"hermes-no-such-image:{uuid.uuid4().hex[:8]}"
+    pytester.makeconftest(EARLY_CONFTEST.format(name=name, options=""))
+    pytester.makepyfile(test_early=EARLY_TESTS)
+
+    result = run(f"--hermes-transport={name}", f"--hermes-image={image}")
+
+    result.assert_outcomes(errors=2)  # in the hermes_transport fixture's setup
+    out = output_of(result)
+    assert out.count(f"get_transport('{name}', image='{image}'): the shared {name} transport of this process was "
+                     f"already made, by ") == 2, out
+    assert f"conftest.py:3 (<module>) with no options, and these differ: image='{image}' here, None (the " \
+           "default) there." in out, out
+    assert f"make_transport('{name}', ...) for a transport of your own" in out, out
+
+
+@pytest.mark.parametrize(("options", "args"), [
+    pytest.param("", [], id="no-options"),
+    pytest.param(f", image={KERNEL_HOST_TAG!r}", [f"--hermes-image={KERNEL_HOST_TAG}"], id="the-run-s-image"),
+    pytest.param(f", image={KERNEL_HOST_TAG!r}, container='shared', server=True", [f"--hermes-image={KERNEL_HOST_TAG}"],
+                 id="defaults-spelled-out"),
+])
+def test_a_conftest_s_shared_transport_with_the_run_s_options_is_the_run_s(pytester, run, docker_ready, options, args):
+    pytester.makeconftest(EARLY_CONFTEST.format(name="docker", options=options))
+    pytester.makepyfile(test_early=EARLY_TESTS)
+
+    result = run("--hermes-transport=docker", *args)
+
+    result.assert_outcomes(passed=2)
 
 
 # ----------------------------------------------------------------------------- precedence
