@@ -216,6 +216,14 @@ def test_image_missing_quotes_the_error_and_the_build_hint(docker_ready: None, t
     _assert_quoted("Image missing", ran.stdout + "\n" + HINT)
 
 
+def test_a_shared_transport_made_with_other_options_quotes_the_error(docker_ready: None, tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        "from pytest_hermes_kernel.transports import get_transport\n\nEARLY = get_transport('docker')\n")
+    (tmp_path / "test_suite.py").write_text(SUITE.replace("test_one", "test_cell"))
+    ran = run_command("python -m pytest -q --hermes-transport=docker --hermes-image=my-image:1", tmp_path)
+    _assert_quoted("A shared transport made with other options", ran.stdout)
+
+
 def test_ssh_entry_quotes_sshd_connection_and_host_key_errors(tmp_path: Path) -> None:
     script = tmp_path / "ssh_errors.py"
     script.write_text(SSH_ERRORS)
