@@ -252,11 +252,21 @@ _previous_run_id_key = pytest.StashKey[str | None]()
 
 
 def _run_id_of(config: pytest.Config, settings: HermesSettings) -> str:
-    """The run id: the xdist controller's (on a worker), else the setting, else a new uuid."""
+    """The run id: the xdist controller's (on a worker), else the setting, else the one of the
+    shared transports a ``conftest.py`` made at import (before this hook: they join this run),
+    else a new uuid."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None and workerinput.get("hermes_run_id"):
         return str(workerinput["hermes_run_id"])
-    return settings.run_id or uuid.uuid4().hex
+    return settings.run_id or _early_run_id() or uuid.uuid4().hex
+
+
+def _early_run_id() -> str | None:
+    """The run id the shared transports made before the run was configured run under, if any."""
+    from ..transports import shared_transports
+
+    made_in = [getattr(shared.transport, "run_id", None) for shared in shared_transports().values()]
+    return next((run_id for run_id in made_in if isinstance(run_id, str)), None)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -265,6 +275,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = dataclasses.replace(settings, run_id=_run_id_of(config, settings))
     config.stash[settings_key] = settings
     config.stash[_previous_run_id_key] = use_run_id(settings.run_id)
+    _warn_of_transports_made_outside_the_run(config, settings.run_id)
     workerinput = getattr(config, "workerinput", None)
     use_run_anchor(workerinput.get("hermes_run_anchor") if workerinput is not None else None)
     config.addinivalue_line(
@@ -276,6 +287,26 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "hermes_transports(*names): run this test only on these transports of the matrix")
     # registered here, not by the leak checker, so that `-p no:...leakcheck` keeps it known
     config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")
+
+
+def _warn_of_transports_made_outside_the_run(config: pytest.Config, run_id: str) -> None:
+    """A shared docker or ssh transport made before the run had its id (a ``conftest.py`` that
+    calls ``get_transport`` at import: initial conftests load before ``pytest_configure``) runs
+    under the run id it was made with. The run adopts it when nothing else names one
+    (:func:`_run_id_of`); when ``--hermes-run-id`` or the xdist controller does, that id does not
+    reach its containers' labels, and each xdist worker starts a container of its own instead of
+    sharing the run's (B21): warned here."""
+    from ..transports import shared_transports
+
+    for name, shared in shared_transports().items():
+        made_in = getattr(shared.transport, "run_id", None)
+        if made_in is not None and made_in != run_id:
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"the shared {name} transport was made before pytest set this run's id, by {shared.made_by}: "
+                f"it runs under run id {made_in}, not the run's {run_id} (--hermes-run-id does not reach its "
+                f"containers, and each xdist worker starts a container of its own)\nHint: take the "
+                f"hermes_transport fixture's transport, or call get_transport() in a fixture or test, not at "
+                f"conftest.py import"), stacklevel=2)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -42,7 +42,7 @@ from ..errors import ConfigError, TransportUnavailableError
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from .shared_options import SharedTransport
 
-__all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport",
+__all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport", "shared_transports",
            "TRANSPORT_NAMES", "close_shared_transports", "close_transport", "forget_closed_transports",
            "watch_closed_transports",
            "live_transports", "make_transport", "transport_factory", "transport_names"]
@@ -171,6 +171,13 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
     _made.add(transport)
     return transport
+
+
+def shared_transports() -> dict[str, SharedTransport]:
+    """This process's shared transports by name, each with what it was made with and where."""
+    with _lock:
+        _forget_a_parents_transports()
+        return dict(_shared)
 
 
 def live_transports() -> list[Transport]:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from pytest_hermes_kernel.containers.images import KERNEL_HOST_TAG
-from tests.support import output_of
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, output_of
 
 MATRIX_CONFTEST = """
 from pytest_hermes_kernel.transports import register_transport
@@ -225,3 +225,41 @@ def test_timeout_default_then_marker_over_cli(pytester, run):
     default.stdout.fnmatch_lines(["*cell-timeout=60 s*", "CELL status=ok budget=60.0"])
     marked.stdout.fnmatch_lines(["*cell-timeout=1 s*", "CELL status=ok budget=5"])
     assert "status=timeout" not in output_of(default) + output_of(marked)
+
+
+# ------------------------------------------------- the run id of a shared transport made early
+EARLY_RUN_TESTS = """
+def test_the_conftest_s_transport_is_in_the_run():
+    import conftest
+    from pytest_hermes_kernel.containers.sharing import current_run_id
+    assert conftest.EARLY.run_id == current_run_id()
+"""
+
+
+def test_a_conftest_s_shared_transport_joins_the_run_when_no_run_id_is_named(pytester):
+    """No run id named: the run adopts the one the transport was made with (it starts no container:
+    the run's own-run-id guard of the ``run`` fixture is not needed, nor possible)."""
+    pytester.makeconftest(EARLY_CONFTEST.format(name="docker", options=""))
+    pytester.makepyfile(test_early=EARLY_RUN_TESTS)
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker",
+                                           timeout=RUN_TIMEOUT_S)
+
+    result.assert_outcomes(passed=1)
+    assert "was made before pytest set this run's id" not in output_of(result)
+
+
+def test_a_conftest_s_shared_transport_outside_a_named_run_id_is_warned_of(pytester, run):
+    """``--hermes-run-id`` names the run after the conftest made the transport under its own id:
+    the run's id does not reach its containers. Said in a warning (it passed in silence)."""
+    run_id = f"test-early-{uuid.uuid4().hex[:8]}"
+    pytester.makeconftest(EARLY_CONFTEST.format(name="docker", options=""))
+    pytester.makepyfile(test_early=EARLY_RUN_TESTS.replace("==", "!="))
+
+    result = run("--hermes-transport=docker", f"--hermes-run-id={run_id}")
+
+    result.assert_outcomes(passed=1, warnings=1)
+    out = output_of(result)
+    assert "PytestConfigWarning: the shared docker transport was made before pytest set this run's id, by " in out, out
+    assert f"conftest.py:3 (<module>): it runs under run id " in out and f"not the run's {run_id}" in out, out
+    assert "call get_transport() in a fixture or test, not at conftest.py import" in out, out
