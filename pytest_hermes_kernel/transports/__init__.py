@@ -51,6 +51,7 @@ TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
 _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, SharedTransport] = {}
+_retired: list[Transport] = []  # shared instances register_transport replaced: closed with the shared ones
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
 _closed_held: list[Transport] = []  # the same, held until probed while a leak check watches
@@ -78,10 +79,17 @@ def __getattr__(name: str) -> Any:
 
 
 def register_transport(name: str, factory: Callable[..., Transport]) -> None:
-    """Make ``name`` usable in ``KernelKey(transport=name)`` and ``--hermes-transport``."""
+    """Make ``name`` usable in ``KernelKey(transport=name)`` and ``--hermes-transport``.
+
+    A shared instance of ``name`` made before is no longer handed out; it is closed with the
+    shared transports (:func:`close_shared_transports`, at exit), not dropped unclosed (its
+    containers and connections outlived the process), nor closed now (its kernels may still run).
+    """
     with _lock:
         _factories[name] = factory
-        _shared.pop(name, None)
+        replaced = _shared.pop(name, None)
+        if replaced is not None:
+            _retired.append(replaced.transport)
 
 
 def transport_names() -> tuple[str, ...]:
@@ -229,6 +237,7 @@ def _forget_a_parents_transports() -> None:
     global _shared_pid
     if _shared_pid != os.getpid():
         _shared.clear()
+        _retired.clear()
         _shared_pid = os.getpid()
 
 
@@ -270,11 +279,13 @@ def _close_at_exit(pid: int) -> None:
 
 
 def close_shared_transports() -> None:
-    """Close every shared transport (containers, connections)."""
+    """Close every shared transport (containers, connections), those :func:`register_transport`
+    replaced too."""
     with _lock:
         _forget_a_parents_transports()
-        transports = [shared.transport for shared in _shared.values()]
+        transports = [shared.transport for shared in _shared.values()] + _retired
         _shared.clear()
+        _retired.clear()
     for transport in transports:
         try:
             transport.close()

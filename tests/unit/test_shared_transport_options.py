@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -144,3 +146,42 @@ def test_a_bad_option_is_a_config_error_as_with_make_transport(registered):
     with pytest.raises(ConfigError, match=f"bad option for the {name} transport: .*no_such_option"):
         get_transport(name, no_such_option=1)
 
+
+
+REREGISTER_SCRIPT = """
+import sys
+
+from pytest_hermes_kernel.transports import get_transport, register_transport
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+log = sys.argv[1]
+
+def made(tag):
+    class Recorded(LocalTransport):
+        def close(self):
+            with open(log, "a") as f:
+                f.write(tag + "\\n")
+            super().close()
+    return Recorded
+
+register_transport("mine", made("first"))
+first = get_transport("mine")
+register_transport("mine", made("second"))
+assert get_transport("mine") is not first
+with open(log, "a") as f:
+    f.write("registered again\\n")
+"""
+
+
+def test_a_shared_instance_replaced_by_registering_its_name_again_is_still_closed_at_exit(tmp_path):
+    """Registering a name again stops handing out its shared instance; that instance is closed
+    at exit with the shared transports, not dropped unclosed (its containers and connections
+    outlived the process), and not at once (its kernels may still run on it)."""
+    log = tmp_path / "closed.log"
+    done = subprocess.run([sys.executable, "-c", REREGISTER_SCRIPT, str(log)], capture_output=True, text=True,
+                          timeout=60)
+
+    assert done.returncode == 0, done.stderr
+    lines = log.read_text().splitlines()
+    assert lines[0] == "registered again", "the replaced instance was closed while its kernels may run"
+    assert sorted(lines[1:]) == ["first", "second"], lines
