@@ -135,3 +135,18 @@ def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
     assert info.step == "request" and info.exit_code == 0 and info.confirmed
     assert k.transport.kernel_processes(k.kernel_id, locator) == [], "nothing of the kernel may be left"
     assert k.shutdown() == info  # idempotent
+
+
+def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
+    """``Transport.seen_gone`` is the core's only proof that a runner ended (the watchdog's reset,
+    a runner started in place of a lost one, a ``confirmed`` shutdown): ``False`` while it runs,
+    ``True`` once the transport killed it. (``False`` also when the transport cannot tell: a
+    backend whose ``alive()`` may say ``False`` then overrides it; see the port's docstring.)"""
+    transport, launched = kernel.transport, kernel.launched
+    assert kernel.execute("1 + 1").value == "2"
+
+    assert not transport.seen_gone(launched), "a running runner must not be seen gone"
+    assert transport.kill(launched), "the transport must see its runner gone after kill()"
+    assert transport.seen_gone(launched), "a runner the transport killed must be seen gone"
+    info = kernel.shutdown()
+    assert info.confirmed, info

@@ -218,6 +218,9 @@ class FaultyTransport(Transport):
     def alive(self, launched: Launched) -> bool:
         return self.inner.alive(self._inner_of(launched))
 
+    def seen_gone(self, launched: Launched) -> bool:
+        return self.inner.seen_gone(self._inner_of(launched))
+
     def reap(self, launched: Launched, timeout: float) -> bool:
         return self.inner.reap(self._inner_of(launched), timeout)
 

@@ -313,9 +313,10 @@ class CellRun:
         # one whose link kept dropping ran its cell on until the next cell discarded it); one a
         # shutdown is ending is the shutdown's to end
         killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
+        unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (_still_alive(killed, self.stopping()) if alive else ""))
+                + (_still_alive(killed, self.stopping()) if alive else _UNREACHED if unreached else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 
 
@@ -325,3 +326,8 @@ def _still_alive(killed: bool, stopping: bool) -> str:
         return " (runner still alive; killed)"
     return " (runner still alive; the shutdown ends it)" if stopping else \
         " (runner still alive; the kill was not confirmed: its cell may run on)"
+
+
+_UNREACHED = (" (the runner could not be reached, so it was not seen gone: its cell may run on until the next cell "
+              "or shutdown() reaches it, or its orphan timer ends it)")
+"""The loss note's words for a runner the transport could not tell about (a silent ssh host)."""

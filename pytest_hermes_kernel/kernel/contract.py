@@ -12,6 +12,9 @@ and when:
 * :meth:`Transport.kill`: the handle, as the last resort when the runner does not answer: it
   ends the runner's whole process tree from outside and returns whether it saw it gone.
 * :meth:`Transport.alive`: the handle, to probe the runner without the channel.
+* :meth:`Transport.seen_gone`: the handle, before it counts a runner dead (the watchdog's reset,
+  replacing a lost runner, ``shutdown()``'s ``confirmed``): ``False`` also when the transport
+  cannot tell, which ``alive()`` may answer ``False`` too.
 * :meth:`Transport.reap`: the handle, after the runner said goodbye: wait for it to end.
 * :meth:`Transport.cleanup`: the handle, after the kernel is gone: remove what the launch left
   (kernel dir); never raises.
@@ -201,16 +204,35 @@ class Transport(ABC):
         """Whether the runner's supervisor process still exists.
 
         Where the runner cannot be reached (a silent ssh host, a failing docker engine) the answer
-        may be ``False`` although it runs: :meth:`cleanup` then ends it before removing its dir.
+        may be ``False`` although it runs: :meth:`cleanup` then ends it before removing its dir,
+        and such a transport says what it saw in :meth:`seen_gone`.
         """
 
-    def reap(self, launched: Launched, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for a runner that was asked to exit; True when gone.
+    def seen_gone(self, launched: Launched) -> bool:
+        """Whether the runner was *seen gone*: its supervisor ended (or went with the container or
+        host it ran in), as the transport saw it, now or when it killed or reaped it.
 
-        The default probes :meth:`alive` once (a remote probe costs a round trip); a transport
-        that can wait cheaply (local: ``Popen.wait``) waits and leaves no zombie.
+        ``False`` while it runs (frozen in a paused container too) and also when the transport
+        cannot tell (a silent ssh host, a docker engine that does not answer): the core reads only
+        ``True`` as proof that the runner ended. It resets a kernel after a timeout, starts a
+        runner in place of a lost one and reports a shutdown ``confirmed`` only then; otherwise the
+        cell is ``abandoned`` ("the work may still be running") and the runner stays the kernel's,
+        to be ended once it can be reached.
+
+        The default is ``not alive(launched)``: right for a transport whose :meth:`alive` answers
+        ``False`` only for a runner it saw gone (local; filecell, whose :meth:`alive` says ``True``
+        when it cannot tell). A transport whose :meth:`alive` may say ``False`` when it cannot tell
+        (ssh, docker) overrides this.
         """
         return not self.alive(launched)
+
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for a runner that was asked to exit; True when seen gone.
+
+        The default probes :meth:`seen_gone` once (a remote probe costs a round trip); a transport
+        that can wait cheaply (local: ``Popen.wait``) waits and leaves no zombie.
+        """
+        return self.seen_gone(launched)
 
     def cleanup(self, launched: Launched) -> None:
         """Remove the launch's leftovers (kernel dir, relay); never raises. A transport whose

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from ..errors import KernelStartError, TransportLostError
@@ -185,8 +186,14 @@ class RunnerLink:
 
     # ------------------------------------------------------------------------------ ending
     def alive(self) -> bool:
-        """Whether the runner's supervisor still exists (a transport probe, not the channel)."""
+        """Whether the runner's supervisor still exists (a transport probe, not the channel);
+        ``False`` may also mean the transport cannot tell (:meth:`seen_gone` tells them apart)."""
         return self.transport.alive(self.launched)
+
+    def seen_gone(self) -> bool:
+        """Whether the transport saw the runner gone (:meth:`Transport.seen_gone`): the only proof
+        of its end; ``False`` while it runs or when the transport cannot tell."""
+        return self.transport.seen_gone(self.launched)
 
     def kill(self) -> bool:
         """SIGKILL the runner's whole tree from outside; True when the transport saw it gone."""
@@ -197,17 +204,19 @@ class RunnerLink:
 
         :param now: skip asking; SIGKILL the whole tree at once.
         :param grace: seconds each of the runner's steps waits (``shutdown_grace``).
-        :returns: the step that ended it. The link is discarded afterwards.
+        :returns: the step that ended it, ``confirmed`` when the runner was seen gone (a runner
+            that answered the request but could not be seen ending is not). The link is discarded
+            afterwards.
         """
         info = None if now else self._ask_to_exit(grace)
-        confirmed = True
         if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-            confirmed = self.kill()
-        self.discard()
+            self.kill()
+        confirmed = self.discard()
         if info is None:
-            info = ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
-                            note="killed from outside through the transport")
-        return info
+            return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
+                            note="killed from outside through the transport" if confirmed else
+                            "its kill through the transport was not confirmed: it may still run")
+        return info if confirmed else replace(info, confirmed=False)
 
     def _ask_to_exit(self, grace: float) -> ExitInfo | None:
         if self.channel.closed:
@@ -221,16 +230,16 @@ class RunnerLink:
                         note="forced kill after grace" if step == "sigkill" else "")
 
     def discard(self) -> bool:
-        """Close the channel, kill the runner if it still runs, remove its leftovers (the transport's
-        cleanup ends a runner ``alive()`` could not tell about); idempotent.
+        """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.
 
-        :returns: whether the runner is gone: ``False`` when it still runs and its kill was not
-            confirmed (e.g. its container is paused: frozen, not gone); its kernel dir is left
-            to it then (a later kill, or its orphan timer, ends both).
+        :returns: whether the runner is gone (seen gone, or its kill confirmed): ``False`` when it
+            may still run: it runs and its kill was not confirmed (its container is paused:
+            frozen, not gone), or the transport cannot tell (a silent ssh host); its kernel dir is
+            left to it then (a later kill, or its orphan timer, ends both).
         """
         self.channel.close()
-        if self.transport.alive(self.launched) and not self.transport.kill(self.launched):
-            return False  # (local: alive() also collects an exited runner)
+        if not self.transport.seen_gone(self.launched) and not self.transport.kill(self.launched):
+            return False  # (local: seen_gone() also collects an exited runner)
         self.transport.cleanup(self.launched)
         return True
 

@@ -117,8 +117,10 @@ class ExitInfo:
 
     ``step`` is one of ``request`` (it exited when asked), ``sigterm``, ``sigkill``,
     ``already-exited``, ``unreachable`` (the runner could not be reached; the transport's
-    kill was used and ``confirmed`` says whether the process was seen gone) or ``forked-child``
-    (called in a forked child of the kernel's process: nothing was done).
+    kill was used) or ``forked-child`` (called in a forked child of the kernel's process:
+    nothing was done). ``confirmed`` says whether the transport saw the runner gone
+    (:meth:`~.contract.Transport.seen_gone`); ``False``: it may still run (its host could not
+    be reached, or its container is paused), and its orphan timer ends it.
     """
 
     step: str

@@ -208,12 +208,15 @@ class KernelRuntime:
 
         :param abandoned: no result came even after the kill (the runner was killed from outside).
         :param restart: ``WatchdogPolicy.restart``: start a replacement at all.
-        :returns: the watchdog outcome (``reset``, ``reset_failed``, ``abandoned``) and its note.
+        :returns: the watchdog outcome (``reset``, ``reset_failed``, ``abandoned``) and its note:
+            ``abandoned`` when the runner was not seen gone after its kill from outside (it runs
+            frozen, or its host could not be reached: "cannot tell" is not "dead").
         """
         ineffective = "the interrupt was ineffective"
         if abandoned and not self.confirmed_dead():
-            return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: "
-                                 "the work may still be running")
+            return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
+                                 "be running (the kill was not confirmed and the runner was not seen gone: is its "
+                                 "host paused or unreachable?)")
         try:
             if not restart:
                 raise KernelStartError("restart after timeout is off (WatchdogPolicy.restart=False)")
@@ -233,17 +236,19 @@ class KernelRuntime:
             raise self.shut_error()
 
     def confirmed_dead(self) -> bool:
-        """Whether the transport sees no runner (none, or its process is gone)."""
+        """Whether there is no runner, or the transport saw it gone (:meth:`RunnerLink.seen_gone`;
+        not: it cannot tell, which ``alive()`` also answers ``False``)."""
         link = self.link
-        return link is None or not link.alive()
+        return link is None or link.seen_gone()
 
     def end_lost_runner(self) -> None:
         """End and forget the runner given up on (lost, or its cell abandoned), before another
         starts in its place.
 
-        :raises KernelStartError: if it still runs and its kill was not confirmed (its container
-            is paused: frozen, not gone). It stays this kernel's runner, so a later cell or
-            ``shutdown()`` ends it once it can be reached; no second runner starts beside it.
+        :raises KernelStartError: if it was not seen gone and its kill was not confirmed (its
+            container is paused: frozen, not gone; its ssh host is silent: it cannot tell). It
+            stays this kernel's runner, so a later cell or ``shutdown()`` ends it once it can be
+            reached; no second runner starts beside it.
         """
         link = self.link  # kept meanwhile: a shutdown meanwhile finds the runner and ends it
         if link is None or link.discard():
@@ -252,8 +257,8 @@ class KernelRuntime:
         if self.life.stopping:
             raise self.shut_error()
         raise KernelStartError(
-            f"kernel {self.kernel_id}: its runner ({link.launched.label}) still runs and could not be ended "
-            "(the kill was not confirmed: is its host paused?); no new runner is started beside it\n"
+            f"kernel {self.kernel_id}: its runner ({link.launched.label}) was not seen gone and could not be ended "
+            "(the kill was not confirmed: is its host paused or unreachable?); no new runner is started beside it\n"
             "Hint: once its host answers again (e.g. after `docker unpause`), the next cell ends it and starts a fresh "
             "one, and shutdown() ends it", kernel_id=self.kernel_id)
 

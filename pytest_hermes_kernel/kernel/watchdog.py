@@ -3,7 +3,8 @@
 A cell over its budget gets SIGINT and ``interrupt_grace`` seconds to end (state kept). If it
 does not, its worker's process group is killed and gets ``kill_grace`` seconds to be seen dead,
 then a fresh worker starts (state lost). If the runner cannot be reached at all, the kernel is
-killed from outside through the transport; when even that cannot be confirmed, the cell is
+killed from outside through the transport; when even that cannot be confirmed and the transport
+did not see the runner gone (``Transport.seen_gone``: "cannot tell" is not "gone"), the cell is
 abandoned: not reset, and the work may still be running. (The seed system's watchdog
 document, with its pause flag: while paused, e.g. during a tool call waiting on a human, the
 budget does not run down; a cancel cuts through a pause.) The grace periods are a

@@ -116,6 +116,9 @@ class Spread(Transport, Generic[M]):
     def alive(self, launched: Launched) -> bool:
         return self._of(launched).alive(launched)
 
+    def seen_gone(self, launched: Launched) -> bool:
+        return self._of(launched).seen_gone(launched)
+
     def reap(self, launched: Launched, timeout: float) -> bool:
         return self._of(launched).reap(launched, timeout)
 

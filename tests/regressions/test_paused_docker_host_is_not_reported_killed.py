@@ -84,7 +84,7 @@ def test_no_second_runner_starts_beside_a_frozen_one(own_docker, start):
     refused: list[str] = []
 
     def next_cell_while_paused() -> None:
-        with pytest.raises(KernelStartError, match="still runs and could not be ended") as exc:
+        with pytest.raises(KernelStartError, match="was not seen gone and could not be ended") as exc:
             k.execute("x")
         refused.append(str(exc.value))
 

@@ -208,3 +208,18 @@ def test_what_a_cleanup_could_not_reach_is_ended_by_the_kernels_next_launch(sile
 
     assert _what_ran(host) == [("kill kernel", kernel_id), ("rm", launched.kernel_dir)]
     assert transport.left_behind == {}
+
+
+def test_a_runner_on_a_silent_host_is_neither_alive_nor_seen_gone(silent):
+    """``alive()`` is ``False`` when it cannot tell; ``seen_gone()`` is too: the core counts the
+    runner dead only when it was seen gone (here: once a kill reached the host again)."""
+    transport, host = silent
+    launched = _launched(31)
+
+    assert (transport.alive(launched), transport.seen_gone(launched)) == (False, False)
+    assert transport.kill(launched) is False  # the kills' one short try: still silent
+    assert transport.seen_gone(launched) is False
+    host.silent = False
+    wait_until(lambda: transport.kill(launched), 5.0, what="a kill to reach the host once it answers")
+
+    assert transport.seen_gone(launched) is True

@@ -115,6 +115,14 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
     return found
 
 
+def _seen_running(transport: DockerTransport, container_id: str) -> bool:
+    """Whether the engine answers that the container runs (paused too; not: cannot be asked)."""
+    try:
+        return transport.container_running(container_id)
+    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+        return False
+
+
 def _seen_gone(transport: DockerTransport, container_id: str) -> bool:
     """Whether the engine answers that the container no longer runs (not: cannot be asked)."""
     try:
@@ -166,14 +174,28 @@ def alive(transport: DockerTransport, launched: Launched) -> bool:
     """Whether the runner still exists. In a paused container it does: frozen, not gone (no
     exec can look and its kernel server is silent), so the watchdog abandons its cell instead
     of replacing a runner it could not end, and a kill after ``docker unpause`` ends it. An
-    engine that does not answer cannot confirm it: ``False``, as for an ssh host gone silent."""
+    engine that does not answer cannot confirm it: ``False``, as for an ssh host gone silent
+    (and :func:`seen_gone` is ``False`` too: cannot tell is not gone)."""
+    return runner_seen(transport, launched) is True
+
+
+def seen_gone(transport: DockerTransport, launched: Launched) -> bool:
+    """``Transport.seen_gone``: ``True`` only for a runner seen ended (its process, or its container,
+    now or by an earlier probe, kill or reap); never for one the engine could not be asked about."""
+    return runner_seen(transport, launched) is False
+
+
+def runner_seen(transport: DockerTransport, launched: Launched) -> bool | None:
+    """The runner as the engine shows it: ``True`` it runs (frozen in a paused container too),
+    ``False`` it was seen gone, ``None`` it cannot be told (the engine did not answer, or the
+    probe failed): cleanup ends it, or its orphan timer does."""
     cid = launched.extra["container"]
     if launched.pid is None or launched.extra.get("gone"):
         return False
     try:
         state = transport.hosts.state(cid)
-    except Exception:  # noqa: BLE001 - cannot reach the engine: cannot confirm it runs
-        return False
+    except Exception:  # noqa: BLE001 - cannot reach the engine: cannot tell
+        return None
     if state != "running":
         launched.extra["gone"] = state == "stopped"  # it went with its container (paused: frozen, not gone)
         return state == "paused"
@@ -182,10 +204,10 @@ def alive(transport: DockerTransport, launched: Launched) -> bool:
         return known
     try:
         code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
-    except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot confirm: cleanup kills it)
-        return transport.hosts.seen_paused(cid)
+    except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
+        return True if transport.hosts.seen_paused(cid) else None
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
-    return code == 0
+    return True if code == 0 else False if code == 1 else None  # another code: the probe itself failed
 
 
 def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool:
@@ -195,11 +217,11 @@ def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool
     if forked_reap(launched, timeout):
         return True
     cid = launched.extra["container"]
-    if launched.pid is None or forked_alive(launched) is not None or not transport.container_running(cid):
-        return not transport.alive(launched)
+    if launched.pid is None or forked_alive(launched) is not None or not _seen_running(transport, cid):
+        return seen_gone(transport, launched)
     kdir = launched.kernel_dir or ""
     dirs = [kdir] if kdir.startswith(f"{DOCKER_KERNEL_ROOT}/") and not transport.hosts.is_fresh(cid) else []
     try:
         return reap_in_one_exec(launched, timeout, dirs, lambda *args: transport.run_script(cid, REAP_SCRIPT, *args)[1])
     except Exception:  # noqa: BLE001 - cannot reach the engine: probe the usual way
-        return not transport.alive(launched)
+        return seen_gone(transport, launched)

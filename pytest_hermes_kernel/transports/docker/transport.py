@@ -224,17 +224,22 @@ class DockerTransport(Transport):
         """A new relay exec to the same runner.
 
         :raises TransportLostError: if the container stopped or the runner is gone; both are
-            final (``permanent=True``), so the handle reports the loss at once.
+            final (``permanent=True``), so the handle reports the loss at once. Also (not final:
+            tried again) when the engine cannot tell whether the runner runs.
         """
         cid = launched.extra["container"]
         if not self.container_running(cid):
             raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
-        if not self.alive(launched):
-            raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone", permanent=True)
+        seen = probes.runner_seen(self, launched)
+        if not seen:
+            raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
+                                     + ("gone" if seen is False else "not seen: the engine did not answer"),
+                                     permanent=seen is False)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
     kill = probes.kill
     alive = probes.alive
+    seen_gone = probes.seen_gone
     reap = probes.reap
 
     def cleanup(self, launched: Launched) -> None:
@@ -246,8 +251,8 @@ class DockerTransport(Transport):
             return
         if launched.extra.get("dir_removed"):
             return
-        if not launched.extra.get("gone"):
-            self.kill(launched)  # alive() could not tell (the engine failed): its dir must not go while it runs
+        if not launched.extra.get("gone") and not self.kill(launched):
+            return  # not seen gone (the engine failed, the container is paused): its dir must not go while it runs
         if forked_cleanup(launched):
             return
         try:

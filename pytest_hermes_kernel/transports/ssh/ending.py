@@ -1,9 +1,13 @@
-"""How the ssh transport ends a kernel runner (``alive``, ``kill``, ``cleanup``), and what a cleanup could not reach.
+"""How the ssh transport ends a kernel runner (``alive``, ``seen_gone``, ``kill``, ``cleanup``), and
+what a cleanup could not reach.
 
 ``alive()`` is ``False`` both when the runner was seen gone and when it cannot be told (a silent
-host refuses the probe at once); only the first is recorded (``launched.extra["gone"]``). So
-``cleanup`` never removes the kernel dir of a runner not seen gone: it kills the runner first
-(one exec, only then), as the core's ``RunnerLink.discard`` kills only what ``alive()`` confirmed.
+host refuses the probe at once); only the first is recorded (``launched.extra["gone"]``), and only
+the first makes ``seen_gone()`` ``True``: the core counts a runner dead (resets a timed-out kernel,
+starts a runner in its place, confirms a shutdown) only then; a cell timed out on a silent host is
+``abandoned``. ``cleanup`` never removes the kernel dir of a runner not seen gone: it kills the
+runner first (one exec, only then), as the core's ``RunnerLink.discard`` kills every runner not
+seen gone.
 Seen: a cell ran into a paused sshd; right after the unpause the next cell replaced the runner,
 ``alive()`` was refused, and the cleanup (whose own try reached the host) removed the dir of a
 runner that ran on, with its worker, until its orphan timer.
@@ -34,15 +38,33 @@ log = logging.getLogger(__name__)
 
 def alive(transport: SshTransport, launched: Launched) -> bool:
     """``Transport.alive``: ``False`` also when it cannot be told (see module docstring)."""
+    return runner_seen(transport, launched) is True
+
+
+def seen_gone(transport: SshTransport, launched: Launched) -> bool:
+    """``Transport.seen_gone``: ``True`` only for a runner seen ended (now, or by an earlier probe,
+    kill or reap), never for one on a host that does not answer."""
+    return runner_seen(transport, launched) is False
+
+
+def runner_seen(transport: SshTransport, launched: Launched) -> bool | None:
+    """The runner as the transport sees it: ``True`` it runs, ``False`` it was seen gone, ``None``
+    it cannot be told (the host is silent, or the probe failed): cleanup ends it, or its orphan
+    timer does."""
     if launched.pid is None or launched.extra.get("gone"):
         return False
     known = forked_alive(launched)  # its server knows, without an exec
     if known is not None:
         return known
     try:
-        return transport._alive_on(None, launched)
+        if transport._alive_on(None, launched):
+            return True
+    except ContainerGoneError:  # it went with its sshd container
+        launched.extra["gone"] = True
+        return False
     except (TransportLostError, TimeoutError):
-        return False  # cannot be confirmed: cleanup ends it, or its orphan timer does
+        return None
+    return False if launched.extra.get("gone") else None  # gone, or the probe itself failed
 
 
 def kill(transport: SshTransport, launched: Launched) -> bool:
@@ -107,4 +129,4 @@ def end_left_behind(transport: SshTransport, conn: SshConnection, kernel_id: str
         end_kernel(transport, conn, kdir, kernel_id, "left behind by a cleanup that could not reach the host")
 
 
-__all__ = ["alive", "cleanup", "end_left_behind", "kill"]
+__all__ = ["alive", "cleanup", "end_left_behind", "kill", "runner_seen", "seen_gone"]

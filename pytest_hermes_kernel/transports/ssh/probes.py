@@ -131,7 +131,7 @@ def reap(transport: SshTransport, launched: Launched, timeout: float) -> bool:
     if forked_reap(launched, timeout):
         return True
     if launched.pid is None or forked_alive(launched) is not None:
-        return not transport.alive(launched)
+        return transport.seen_gone(launched)
     kdir = launched.kernel_dir or ""
     dirs = [kdir] if f"/{SSH_KERNEL_ROOT}/" in kdir else []
     python = launched.extra.get("python")

@@ -24,8 +24,10 @@ that end a runner (``kill``, ``cleanup``) share a short try of their own, at onc
 keepalives gave up and then once per :data:`SILENT_RETRY_S`: a host that came back (an unpaused
 sshd) is reached by the kill right after it (a refused kill leaves the runner until its orphan
 timer), and a dead one costs the kills of many kernels one short try, not one each. ``alive``
-refused on a silent host says ``False`` (it cannot tell): ``cleanup`` kills a runner not seen gone
-before it removes its dir, and what it cannot reach the kernel's next launch ends (:mod:`.ending`).
+refused on a silent host says ``False`` (it cannot tell) and ``seen_gone`` says ``False`` too, so the
+core never counts that runner dead (a timed-out cell is ``abandoned``, not reset); ``cleanup`` kills
+a runner not seen gone before it removes its dir, and what it cannot reach the kernel's next launch
+ends (:mod:`.ending`).
 ``launch`` always tries a fresh connection.
 
 With no ``target``, the transport runs an sshd container, shared by the run and with its host
@@ -295,6 +297,7 @@ class SshTransport(Transport):
 
     kill = ending.kill
     alive = ending.alive  # False also when it cannot be told: cleanup ends a runner not seen gone
+    seen_gone = ending.seen_gone  # False when it cannot be told: a silent host's runner is never counted dead
     reap = probes.reap
     cleanup = ending.cleanup
 
