@@ -211,22 +211,23 @@ class FileCellTransport(Transport):
                 return "ALIVE" in out
         return True
 
-    def reap(self, launched: Launched, timeout: float) -> int | None:
+    def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait up to ``timeout`` s for the runner to end (checked on the far side, one execute).
 
-        :returns: ``0`` once it is gone (its exit status is not visible from here), else ``None``.
+        :returns: True once it is seen gone (it answered ``0`` here, falsy: every shutdown then
+            ran the kill's execute after it, a python start on the far side, for nothing).
         """
         if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
-            return 0
+            return True
         try:
             _, out = self.backend.execute(
                 scripts.reap_command(kdir=launched.kernel_dir, pid=launched.pid, timeout=timeout), timeout + 15.0)
         except Exception:  # noqa: BLE001 - cannot confirm
-            return None
+            return False
         if "GONE" in out:
             launched.extra["gone"] = True
-            return 0
-        return None
+            return True
+        return False
 
     def cleanup(self, launched: Launched) -> None:
         stream = launched.stream
