@@ -126,6 +126,20 @@ def test_state_persists_and_a_trivial_cell_is_one_execute(start, backend):
     assert counts == [1] * 10
 
 
+def test_a_shutdown_runs_no_kill_once_the_runner_is_seen_gone(start, backend):
+    """The runner said goodbye and the reap saw it gone: no kill's execute (a python start on the
+    far side) follows; ``reap()`` answered ``0``, falsy, so every shutdown ran one for nothing."""
+    k = start()
+    k.execute("1")
+    before = backend.count()
+
+    info = k.shutdown()
+
+    ran = backend.commands[before:]
+    assert info.step == "request" and info.confirmed, info
+    assert not [c for c in ran if "def is_member(name)" in c], f"a kill ran after the reap saw it gone: {ran}"
+
+
 def test_error_keeps_the_kernel_and_its_state(start):
     k = start()
     k.execute("keep = 'me'")
