@@ -138,3 +138,15 @@ def test_a_numbered_interrupt_is_applied_once_per_cell_and_an_unnumbered_one_alw
     book.settle({"type": "result", "id": 7, "status": "interrupted"})
     book.begin({"type": "execute", "id": 8, "code": "y"})
     assert book.interrupts == 0 and book.take_interrupt({"type": "interrupt", "id": 8, "n": 1})
+
+
+def test_an_interrupt_naming_a_cell_that_has_ended_is_not_applied_to_the_next_one():
+    """``interrupt()`` on a thread preempted between taking the running cell and sending can
+    send its frame after the next cell's request: it names the cell that ended, and is dropped."""
+    book = cells.CellBook(Pipes(), Worker())
+    book.begin({"type": "execute", "id": 7, "code": "x"})
+    book.settle({"type": "result", "id": 7, "status": "ok"})
+    book.begin({"type": "execute", "id": 8, "code": "y"})
+
+    assert not book.take_interrupt({"type": "interrupt", "id": 7, "n": 1})
+    assert book.interrupts == 0 and book.take_interrupt({"type": "interrupt", "id": 8, "n": 1})

@@ -157,3 +157,28 @@ def test_client_output_parses():
     parsed = scripts.parse_client_output(text)
     assert (parsed.frames, parsed.sent, parsed.status) == ([frame], True, "done")
     assert parsed.noise == ["noise", "not base64!"]
+
+
+def test_an_interrupt_naming_a_cell_that_has_ended_is_never_a_signal(stream, site):
+    """``interrupt()`` on a thread that took the running cell just before it ended can send its
+    frame while the next cell runs: a signal would interrupt that cell, so it goes to the
+    supervisor, which knows which cell runs."""
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    site.polls.get(timeout=5)
+    site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))
+    assert _types(stream.recv(5.0)) == [("result", 1)]
+    stream.send(encode_frame({"type": "execute", "id": 2, "code": "import time; time.sleep(9)"}))
+    site.polls.get(timeout=5)
+    site.outputs.put(scripts.ClientOutput(frames=[HELLO], began=True, sent=True, status="deadline"))
+    waiter = threading.Thread(target=lambda: stream.recv(5.0), daemon=True)
+    waiter.start()
+    assert site.polls.get(timeout=5)["frames"] == b""  # only waits: cell 2 is at the worker
+
+    stream.send(encode_frame({"type": "interrupt", "id": 1, "n": 1}))
+
+    assert site.signals == [] and [_types(f) for f, _ in site.drops] == [[("interrupt", 1)]]
+    stream.send(encode_frame({"type": "interrupt", "id": 2, "n": 1}))
+    assert site.signals == [(77, "INT")]
+    site.outputs.put(_done({"type": "result", "id": 2, "status": "interrupted"}))
+    waiter.join(5)

@@ -60,8 +60,10 @@ class CellBook:
         """Whether the interrupt ``msg`` is new for the running cell. A host numbers each cell's
         interrupts (``n``: 1, 2, ...) and, not knowing whether one sent into a silent stream
         arrived, sends its last again after a re-attach: one already applied is not applied twice.
-        An interrupt without a number always is."""
-        if self.cell is None:
+        An interrupt without a number always is. One naming another cell (``id``) never is: a
+        host thread that took the running cell just before it ended can send its interrupt after
+        the next cell's request, and it must not interrupt that one."""
+        if self.cell is None or ("id" in msg and msg["id"] != self.running_id):
             return False
         n = msg.get("n")
         if not isinstance(n, int):

@@ -7,10 +7,11 @@ The channel writes frames and reads frames as for any transport. Here:
   line (a cell's ``execute`` frame and the wait for its result are one execute). When a poll
   runs (its client is attached and waiting), frames are dropped into the kernel dir (one
   execute) and the waiting client sends them on its connection: the supervisor accepts one
-  client at a time, and a second client would push the first out. An ``interrupt`` while a
-  poll that carries no frames runs is a signal instead: ``kill -INT -<worker pgid>`` (while
-  the poll's own frames may still be on their way it is dropped, so it cannot overtake the
-  ``execute`` or ``tool_result`` it follows).
+  client at a time, and a second client would push the first out. An ``interrupt`` of the
+  outstanding cell while a poll that carries no frames runs is a signal instead:
+  ``kill -INT -<worker pgid>`` (while the poll's own frames may still be on their way it is
+  dropped, so it cannot overtake the ``execute`` or ``tool_result`` it follows; one naming a
+  cell that has ended is dropped too, and the supervisor, which knows the running cell, ignores it).
 * ``recv`` starts a poll when frames wait to go or a reply is outstanding, and returns what
   the polls brought. The channel waits in slices of 0.1 s; a poll runs on a thread for up to
   ``poll_window_s`` regardless, so slices never cost executes.
@@ -119,6 +120,7 @@ class FileCellStream:
                         self._outstanding = {k: v for k, v in self._outstanding.items() if v != "execute"}
                     self._outstanding[header["id"]] = kind
                 if kind == "interrupt" and self.worker_pid and self._polls and \
+                        self._outstanding.get(header.get("id")) == "execute" and \
                         not any(p.carries_frames for p in self._polls):
                     signals.append(raw)  # every earlier frame has reached the supervisor
                 elif self._polls:
