@@ -74,9 +74,15 @@ _RUNNER_DIR = _code_dir()
 
 
 def safe_repr(value: Any) -> str:
-    """``repr(value)``, or a note when ``__repr__`` itself fails."""
+    """``repr(value)``, or a note when ``__repr__`` itself fails.
+
+    :raises KeyboardInterrupt: if the cell is interrupted while ``__repr__`` runs (it is the
+        cell's code: the worker calls this while the cell still runs, so an interrupt ends it).
+    """
     try:
         return repr(value)
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
         return f"<repr failed: {type(exc).__name__}: {exc}>"
 

@@ -7,9 +7,10 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
 
 * A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
   after the result is sent, as a clean interpreter exit would.
-* SIGINT raises ``KeyboardInterrupt`` only while a cell runs, and never while the cell's main
-  thread is inside the runner's own frame reading or writing (a tool call): there it waits for
-  the end of that step, so the channel's bytes and the reader's bookkeeping stay whole.
+* SIGINT raises ``KeyboardInterrupt`` only while a cell runs (its code and the ``repr`` of its
+  value), and never while the cell's main thread is inside the runner's own frame reading or
+  writing (a tool call): there it waits for the end of that step, so the channel's bytes and
+  the reader's bookkeeping stay whole.
 * ``os.fork()`` in a cell: the child never touches the channel and never returns to the loop.
 * ``hermes_tools`` (a module in ``sys.modules``) calls host tools under the running cell's
   authority; a call after its cell settled is refused.
@@ -277,9 +278,11 @@ class Worker:
                 self._interrupt_next = False
                 raise KeyboardInterrupt
             value = self.exec_source(msg.get("code", ""))
+            # the value's __repr__ is the cell's code too: an interrupt while it runs ends the cell
+            text = None if value is None else safe_repr(value)
             self.in_cell = False
-            if value is not None:
-                bound_value(reply, safe_repr(value), self.text_cap)
+            if text is not None:
+                bound_value(reply, text, self.text_cap)
         except SystemExit as exc:
             self.in_cell = False
             exiting = describe_exit(exc, reply)
