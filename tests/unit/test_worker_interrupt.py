@@ -215,3 +215,41 @@ def test_a_late_interrupt_while_the_worker_waits_for_its_next_request_is_ignored
     (r,) = _results(host)
     assert landed, "the wait for the next request was not reached"
     assert r["status"] == "ok" and w.namespace["ran"] == 1
+
+
+def test_a_late_interrupt_with_only_an_abandoned_tool_reply_unread_is_ignored(worker):
+    """A cell interrupted while it waited for a tool ends without reading the tool's reply, which
+    comes later and waits in the socket; a second SIGINT of that cell (a second ``interrupt()``,
+    the ladder's) landing then is a late one. Unread bytes are no ``execute``: the next cell runs."""
+    w, host = worker
+    w.in_cell = False
+    route = w._route
+
+    def route_then_send_the_next_cell(msg):  # the next request comes after the reply was read
+        route(msg)
+        if msg.get("type") == "tool_result":
+            host.sendall(encode_frame({"type": "execute", "id": 1, "code": "ran = 1"}) + encode_frame({"type": "exit"}))
+
+    w._route = route_then_send_the_next_cell
+    host.sendall(encode_frame({"type": "tool_result", "id": "gone-1", "ok": True, "value": 1}))
+    os.kill(os.getpid(), signal.SIGINT)
+
+    w.loop()
+    w.sock.close()
+
+    (r,) = _results(host)
+    assert r["status"] == "ok" and w.namespace["ran"] == 1, r
+
+
+def test_an_interrupt_with_an_abandoned_tool_reply_and_the_request_unread_interrupts_that_cell(worker):
+    """Both wait in the socket when the SIGINT lands: the request among them makes it that cell's."""
+    w, host = worker
+    w.in_cell = False
+    host.sendall(encode_frame({"type": "tool_result", "id": "gone-1", "ok": True, "value": 1})
+                 + encode_frame({"type": "execute", "id": 1, "code": "ran = 1"}))
+    os.kill(os.getpid(), signal.SIGINT)
+
+    first, second = _serve(w, host, "ran2 = 2", first_id=2)
+
+    assert first["status"] == "interrupted" and "ran" not in w.namespace
+    assert second["status"] == "ok" and w.namespace["ran2"] == 2, "only the one cell was interrupted"

@@ -106,9 +106,11 @@ class Worker:
         if not self.in_cell:
             # between cells: the interrupt is for the cell whose request is already on its way
             # in (the supervisor signals only while it has a cell running, and sent it first)
-            if self._starting or self._command_waiting():
+            if self._starting or self.commands:
                 self._interrupt_next = True
-            elif self._in_hand:  # the request may be in bytes read and not yet decoded
+            elif self._in_hand or self._bytes_waiting():
+                # the request may be in bytes not yet decoded, or they may be no request at all
+                # (the reply to a tool call its interrupted cell gave up on): settled once decoded
                 self._interrupt_unsure = True
             return
         if self._io:
@@ -116,9 +118,9 @@ class Worker:
             return
         raise KeyboardInterrupt
 
-    def _command_waiting(self) -> bool:
-        """A command has reached this worker and is not run yet (routed, buffered or unread)."""
-        if self.commands or self.decoder.pending():
+    def _bytes_waiting(self) -> bool:
+        """Bytes have reached this worker and are not decoded yet (buffered or unread)."""
+        if self.decoder.pending():
             return True
         try:
             return bool(select.select([self.sock], [], [], 0)[0])
@@ -133,12 +135,12 @@ class Worker:
 
     def _settle_unsure_interrupt(self) -> None:
         """The bytes read between cells are decoded: a SIGINT that came while they were in hand
-        is the next cell's when they held (part of) a command, else a late one, dropped."""
+        or unread is the next cell's when they held a command, undecided while part of a frame
+        is left, else a late one, dropped."""
         self._in_hand = False
-        if self._interrupt_unsure:
+        if self._interrupt_unsure and not self.decoder.pending():
             self._interrupt_unsure = False
-            if self.commands or self.decoder.pending():
-                self._interrupt_next = True
+            self._interrupt_next = self._interrupt_next or bool(self.commands)
 
     def _leave_io(self) -> None:
         """End a main-thread I/O step; a SIGINT that came meanwhile interrupts the cell now."""
@@ -180,6 +182,8 @@ class Worker:
         if not self.commands:
             return None
         self._starting = True  # before the pop: a SIGINT in between still sees a command
+        if self._interrupt_unsure:  # another thread decoded the bytes: they held this command
+            self._interrupt_unsure, self._interrupt_next = False, True
         return self.commands.pop(0)
 
     def _wait(self, take: Callable[[], T | None]) -> T:
