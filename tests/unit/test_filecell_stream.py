@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import wait_until
 from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.filecell.stream import FileCellStream
@@ -182,3 +183,37 @@ def test_an_interrupt_naming_a_cell_that_has_ended_is_never_a_signal(stream, sit
     assert site.signals == [(77, "INT")]
     site.outputs.put(_done({"type": "result", "id": 2, "status": "interrupted"}))
     waiter.join(5)
+
+
+@pytest.mark.xfail(strict=True, reason="filecell: an interrupt sent right behind an execute that was dropped "
+                   "into the kernel dir (a frameless poll still ran) is a signal that overtakes that execute; "
+                   "the worker, between cells with nothing waiting, ignores it and the cell runs on")
+def test_an_interrupt_behind_an_execute_dropped_while_a_frameless_poll_runs_is_not_a_signal(site):
+    """A cell long enough for a poll to hand over to another leaves the pushed-out frameless poll
+    running a moment after its result came: the next cell's ``execute`` is dropped then, and
+    reaches the supervisor only when a client picks it up. Its interrupt must not overtake it."""
+    clock = [0.0]
+    stream = FileCellStream(site, [HELLO], poll_window_s=10.0, handover_s=3.0, clock=lambda: clock[0])
+    try:
+        stream.recv(1.0)
+        stream.send(encode_frame({"type": "execute", "id": 1, "code": "import time; time.sleep(30)"}))
+        site.polls.get(timeout=5)
+        site.outputs.put(scripts.ClientOutput(frames=[HELLO], began=True, sent=True, status="deadline"))
+        threading.Thread(target=lambda: stream.recv(5.0), daemon=True).start()
+        assert site.polls.get(timeout=5)["frames"] == b""
+        clock[0] = 8.0  # near the frameless poll's deadline: the next one takes over
+        threading.Thread(target=lambda: stream.recv(5.0), daemon=True).start()
+        assert site.polls.get(timeout=5)["frames"] == b""
+        site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))  # one poll brings the result
+        wait_until(lambda: len(stream._polls) == 1, 5, what="one poll left running")
+
+        stream.send(encode_frame({"type": "execute", "id": 2, "code": "import time; time.sleep(30)"}))
+        stream.send(encode_frame({"type": "interrupt", "id": 2, "n": 1}))
+
+        assert [_types(f) for f, _ in site.drops][0] == [("execute", 2)]
+        assert site.signals == [], "the interrupt went as a signal ahead of the execute it follows"
+    finally:
+        stream.close()
+        while stream._polls:
+            site.outputs.put(scripts.ClientOutput(status="eof"))
+            stream.join(1.0)
