@@ -150,3 +150,24 @@ def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
     assert transport.seen_gone(launched), "a runner the transport killed must be seen gone"
     info = kernel.shutdown()
     assert info.confirmed, info
+
+
+def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kernel_factory):
+    # interrupt() took the running cell just before it ended and sent its interrupt only after
+    # the next cell was sent (its thread preempted in between): the runner must apply it to the
+    # cell it names, never to whichever cell runs when it arrives
+    held, started = [], threading.Event()
+    kernel = kernel_factory(tools={"hold": lambda: held.append(kernel._cell), "started": started.set})
+    kernel.execute("import hermes_tools\nhermes_tools.hold()\nkept = 'yes'")
+    [ended] = held
+    results = []
+    cell = threading.Thread(target=lambda: results.append(kernel.execute(
+        "import hermes_tools, time\nhermes_tools.started()\ntime.sleep(1.0)\nkept")))
+    cell.start()
+    assert started.wait(30), "the next cell never started"
+
+    ended.interrupt()
+    cell.join(30)
+
+    [result] = results
+    assert result.status == "ok" and result.value == "'yes'", result.summary()

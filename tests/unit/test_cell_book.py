@@ -138,3 +138,29 @@ def test_a_numbered_interrupt_is_applied_once_per_cell_and_an_unnumbered_one_alw
     book.settle({"type": "result", "id": 7, "status": "interrupted"})
     book.begin({"type": "execute", "id": 8, "code": "y"})
     assert book.interrupts == 0 and book.take_interrupt({"type": "interrupt", "id": 8, "n": 1})
+
+
+def test_an_interrupt_naming_a_cell_that_has_ended_is_not_applied_to_the_next_one():
+    """``interrupt()`` on a thread preempted between taking the running cell and sending can
+    send its frame after the next cell's request: it names the cell that ended, and is dropped."""
+    book = cells.CellBook(Pipes(), Worker())
+    book.begin({"type": "execute", "id": 7, "code": "x"})
+    book.settle({"type": "result", "id": 7, "status": "ok"})
+    book.begin({"type": "execute", "id": 8, "code": "y"})
+
+    assert not book.take_interrupt({"type": "interrupt", "id": 7, "n": 1})
+    assert book.interrupts == 0 and book.take_interrupt({"type": "interrupt", "id": 8, "n": 1})
+
+
+def test_an_interrupt_before_the_worker_says_the_cell_runs_is_held_until_it_does():
+    """The supervisor signals a cell only once the worker said ``running`` from inside it: a SIGINT
+    reaching the worker between cells is then always a late one (see the worker's ``on_sigint``)."""
+    book = cells.CellBook(Pipes(), Worker())
+    book.begin({"type": "execute", "id": 7, "code": "x"})
+
+    assert book.take_interrupt({"type": "interrupt", "id": 7, "n": 1}) and not book.started
+    book.held = True
+    book.settle({"type": "result", "id": 7, "status": "ok"})
+
+    book.begin({"type": "execute", "id": 8, "code": "y"})
+    assert not book.held and not book.started, "a held interrupt is its own cell's only"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import wait_until
 from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.filecell.stream import FileCellStream
@@ -90,7 +91,7 @@ def test_a_cell_is_one_poll_and_later_hellos_and_replays_are_dropped(stream, sit
     assert site.polls.empty()
 
 
-def test_frames_sent_while_a_poll_waits_are_dropped_and_interrupts_are_signals(stream, site):
+def test_frames_sent_while_a_poll_waits_are_dropped_interrupts_too(stream, site):
     stream.recv(1.0)
     stream.send(encode_frame({"type": "execute", "id": 1, "code": "import time; time.sleep(9)"}))
     first = site.polls.get(timeout=5)  # started by send itself
@@ -108,8 +109,8 @@ def test_frames_sent_while_a_poll_waits_are_dropped_and_interrupts_are_signals(s
     stream.send(encode_frame({"type": "interrupt", "id": 1}))
     stream.send(encode_frame({"type": "kill_worker", "id": 2}))
 
-    assert site.signals == [(77, "INT")]
-    assert [_types(f) for f, _ in site.drops[1:]] == [[("kill_worker", 2)]]
+    assert site.signals == []  # only the supervisor knows whether the cell runs yet
+    assert [_types(f) for f, _ in site.drops[1:]] == [[("interrupt", 1)], [("kill_worker", 2)]]
     site.outputs.put(_done({"type": "result", "id": 1, "status": "died"}, {"type": "killed", "id": 2}))
     waiter.join(5)
 
@@ -157,3 +158,65 @@ def test_client_output_parses():
     parsed = scripts.parse_client_output(text)
     assert (parsed.frames, parsed.sent, parsed.status) == ([frame], True, "done")
     assert parsed.noise == ["noise", "not base64!"]
+
+
+def test_an_interrupt_naming_a_cell_that_has_ended_is_never_a_signal(stream, site):
+    """``interrupt()`` on a thread that took the running cell just before it ended can send its
+    frame while the next cell runs: a signal would interrupt that cell, so it goes to the
+    supervisor, which knows which cell runs."""
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    site.polls.get(timeout=5)
+    site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))
+    assert _types(stream.recv(5.0)) == [("result", 1)]
+    stream.send(encode_frame({"type": "execute", "id": 2, "code": "import time; time.sleep(9)"}))
+    site.polls.get(timeout=5)
+    site.outputs.put(scripts.ClientOutput(frames=[HELLO], began=True, sent=True, status="deadline"))
+    waiter = threading.Thread(target=lambda: stream.recv(5.0), daemon=True)
+    waiter.start()
+    assert site.polls.get(timeout=5)["frames"] == b""  # only waits: cell 2 is at the worker
+
+    stream.send(encode_frame({"type": "interrupt", "id": 1, "n": 1}))
+
+    assert site.signals == [] and [_types(f) for f, _ in site.drops] == [[("interrupt", 1)]]
+    site.outputs.put(_done({"type": "result", "id": 2, "status": "interrupted"}))
+    waiter.join(5)
+
+
+def _recv_quietly(stream: FileCellStream) -> None:
+    """A channel's wait, on a thread: a test's fake clock may run it out (nothing to report)."""
+    try:
+        stream.recv(5.0)
+    except TimeoutError:
+        pass
+
+
+def test_an_interrupt_behind_an_execute_dropped_while_a_frameless_poll_runs_is_not_a_signal(site):
+    """A cell long enough for a poll to hand over to another leaves the pushed-out frameless poll
+    running a moment after its result came: the next cell's ``execute`` is dropped then, and
+    reaches the supervisor only when a client picks it up. Its interrupt must not overtake it."""
+    clock = [0.0]
+    stream = FileCellStream(site, [HELLO], poll_window_s=10.0, handover_s=3.0, clock=lambda: clock[0])
+    try:
+        stream.recv(1.0)
+        stream.send(encode_frame({"type": "execute", "id": 1, "code": "import time; time.sleep(30)"}))
+        site.polls.get(timeout=5)
+        site.outputs.put(scripts.ClientOutput(frames=[HELLO], began=True, sent=True, status="deadline"))
+        threading.Thread(target=_recv_quietly, args=(stream,), daemon=True).start()
+        assert site.polls.get(timeout=5)["frames"] == b""
+        clock[0] = 8.0  # near the frameless poll's deadline: the next one takes over
+        threading.Thread(target=_recv_quietly, args=(stream,), daemon=True).start()
+        assert site.polls.get(timeout=5)["frames"] == b""
+        site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))  # one poll brings the result
+        wait_until(lambda: len(stream._polls) == 1, 5, what="one poll left running")
+
+        stream.send(encode_frame({"type": "execute", "id": 2, "code": "import time; time.sleep(30)"}))
+        stream.send(encode_frame({"type": "interrupt", "id": 2, "n": 1}))
+
+        assert [_types(f) for f, _ in site.drops][0] == [("execute", 2)]
+        assert site.signals == [], "the interrupt went as a signal ahead of the execute it follows"
+    finally:
+        stream.close()
+        while stream._polls:
+            site.outputs.put(scripts.ClientOutput(status="eof"))
+            stream.join(1.0)

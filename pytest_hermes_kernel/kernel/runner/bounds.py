@@ -74,22 +74,43 @@ _RUNNER_DIR = _code_dir()
 
 
 def safe_repr(value: Any) -> str:
-    """``repr(value)``, or a note when ``__repr__`` itself fails."""
+    """``repr(value)``, or a note when ``__repr__`` itself fails.
+
+    :raises KeyboardInterrupt: if the cell is interrupted while ``__repr__`` runs (it is the
+        cell's code: the worker calls this while the cell still runs, so an interrupt ends it).
+    """
     try:
         return repr(value)
+    except KeyboardInterrupt:
+        raise
     except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
-        return f"<repr failed: {type(exc).__name__}: {exc}>"
+        return f"<repr failed: {type(exc).__name__}: {_safe_str(exc)}>"
+
+
+def _safe_str(exc: BaseException) -> str:
+    """``str(exc)``, or a note when the exception's ``__str__`` itself fails (it is user code)."""
+    try:
+        return str(exc)
+    except BaseException as again:  # noqa: BLE001 - a broken __str__ must not kill the worker
+        return f"<str failed: {type(again).__name__}>"
 
 
 def describe_error(exc: BaseException, reply: Header, status: str) -> None:
-    """Fill ``reply`` with ``status``, the exception and its traceback (the runner's frames cut out)."""
+    """Fill ``reply`` with ``status``, the exception and its traceback (the runner's frames cut out).
+
+    The exception's ``__str__`` is user code: one that fails is named, never raised (raised here,
+    after the cell, it ended the worker: exit code 70, the namespace lost).
+    """
     reply["status"] = status
     reply["ename"] = type(exc).__name__
-    reply["evalue"] = str(exc)
-    tbe = traceback.TracebackException.from_exception(exc)
-    tbe.stack = traceback.StackSummary.from_list(
-        [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
-    reply["traceback"] = "".join(tbe.format())
+    reply["evalue"] = _safe_str(exc)
+    try:
+        tbe = traceback.TracebackException.from_exception(exc)
+        tbe.stack = traceback.StackSummary.from_list(
+            [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
+        reply["traceback"] = "".join(tbe.format())
+    except BaseException as again:  # noqa: BLE001 - as for __str__
+        reply["traceback"] = f"{reply['ename']}: {reply['evalue']} (traceback failed: {type(again).__name__})\n"
 
 
 def describe_exit(exc: SystemExit, reply: Header) -> int:

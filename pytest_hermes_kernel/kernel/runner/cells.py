@@ -50,6 +50,8 @@ class CellBook:
         self._oom: OomCounter | None = None
         self._tool_calls: dict[Any, Header] = {}  # call id -> the running cell's unanswered tool_call
         self.interrupts = 0  # the highest interrupt number the running cell got (see take_interrupt)
+        self.started = False  # the worker said the running cell runs: its interrupts are signals now
+        self.held = False  # an interrupt came before that: signalled once the worker says it runs
 
     @property
     def running_id(self) -> Any:
@@ -60,8 +62,10 @@ class CellBook:
         """Whether the interrupt ``msg`` is new for the running cell. A host numbers each cell's
         interrupts (``n``: 1, 2, ...) and, not knowing whether one sent into a silent stream
         arrived, sends its last again after a re-attach: one already applied is not applied twice.
-        An interrupt without a number always is."""
-        if self.cell is None:
+        An interrupt without a number always is. One naming another cell (``id``) never is: a
+        host thread that took the running cell just before it ended can send its interrupt after
+        the next cell's request, and it must not interrupt that one."""
+        if self.cell is None or ("id" in msg and msg["id"] != self.running_id):
             return False
         n = msg.get("n")
         if not isinstance(n, int):
@@ -90,6 +94,7 @@ class CellBook:
         self.pipes.reset()
         self.cell = msg
         self.interrupts = 0
+        self.started = self.held = False
         self.oom_baseline = self.oom_count()
         return {k: v for k, v in msg.items() if k in _FORWARDED}
 
@@ -141,6 +146,7 @@ class CellBook:
         counts, blobs = self.pipes.take()
         outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
         self.cell = None
+        self.started = self.held = False
         self._tool_calls.clear()
         frame = encode_frame(outcome, blobs)
         if len(frame) > MAX_FRAME_BYTES:  # never a kill for a reply's size: say so instead

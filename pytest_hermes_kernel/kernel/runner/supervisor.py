@@ -168,8 +168,15 @@ class Supervisor:
         self.link.unacked.pop(msg.get("id"), None)
 
     def do_interrupt(self, msg: Header) -> None:
+        """SIGINT the worker's group for the running cell once the worker said it runs; until then
+        the interrupt is held. A SIGINT reaching the worker between cells is then always a late
+        one, which it ignores: it cannot tell one meant for the next cell from one whose handler
+        ran late (a thread of the ended cell holding the GIL) with the next request already there."""
         if self.worker.pid is not None and self.cells.take_interrupt(msg):
-            self.worker.signal_group(signal.SIGINT)
+            if self.cells.started:
+                self.worker.signal_group(signal.SIGINT)
+            else:
+                self.cells.held = True
 
     def do_kill_worker(self, msg: Header) -> None:
         """SIGKILL the worker's group. A request naming a ``cell`` kills only while that cell
@@ -263,7 +270,12 @@ class Supervisor:
             else:
                 self.finish(msg)
         elif kind == "running" and running and msg.get("id") == self.cells.running_id:
-            self.link.reply(msg)
+            self.cells.started = True
+            if self.cells.held:
+                self.cells.held = False
+                self.worker.signal_group(signal.SIGINT)
+            if self.cells.cell.get("report_running"):  # type: ignore[union-attr]
+                self.link.reply(msg)
         elif kind == "tool_call":
             if self.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
                 self.link.reply(msg)

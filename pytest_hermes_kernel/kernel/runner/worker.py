@@ -7,9 +7,11 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
 
 * A cell's last expression is its ``value`` (its ``repr``); ``SystemExit`` ends the worker
   after the result is sent, as a clean interpreter exit would.
-* SIGINT raises ``KeyboardInterrupt`` only while a cell runs, and never while the cell's main
-  thread is inside the runner's own frame reading or writing (a tool call): there it waits for
-  the end of that step, so the channel's bytes and the reader's bookkeeping stay whole.
+* SIGINT raises ``KeyboardInterrupt`` only while a cell runs (its code and the ``repr`` of its
+  value); between cells it is a late one and ignored (the supervisor signals a cell only once the
+  worker said ``running`` for it, from inside the cell); never while the cell's main thread is inside the runner's own frame reading or
+  writing (a tool call): there it waits for the end of that step, so the channel's bytes and
+  the reader's bookkeeping stay whole.
 * ``os.fork()`` in a cell: the child never touches the channel and never returns to the loop.
 * ``hermes_tools`` (a module in ``sys.modules``) calls host tools under the running cell's
   authority; a call after its cell settled is refused.
@@ -88,12 +90,6 @@ class Worker:
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = False
-        self._interrupt_next = False  # a SIGINT came between cells with the next execute waiting
-        # between cells: the main thread has bytes read and not yet decoded (see _recv), and a
-        # SIGINT came while it had (settled once they are decoded)
-        self._in_hand = False
-        self._interrupt_unsure = False
-        self._starting = False  # the main loop has taken a command and not yet begun it
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -103,41 +99,20 @@ class Worker:
         or skip the hand-over of the reading (and the next ``execute`` would wait forever).
         """
         if not self.in_cell:
-            # between cells: the interrupt is for the cell whose request is already on its way
-            # in (the supervisor signals only while it has a cell running, and sent it first)
-            if self._starting or self._command_waiting():
-                self._interrupt_next = True
-            elif self._in_hand:  # the request may be in bytes read and not yet decoded
-                self._interrupt_unsure = True
+            # a late one: its cell has ended. The supervisor signals a cell only once the worker
+            # said it runs (see run_cell), so no SIGINT is ever meant for a cell not begun yet
+            # (one whose handler ran late, after the next request came, interrupted that cell)
             return
         if self._io:
             self._interrupt_pending = True
             return
         raise KeyboardInterrupt
 
-    def _command_waiting(self) -> bool:
-        """A command has reached this worker and is not run yet (routed, buffered or unread)."""
-        if self.commands or self.decoder.pending():
-            return True
-        try:
-            return bool(select.select([self.sock], [], [], 0)[0])
-        except (OSError, ValueError):
-            return False
-
     def _enter_io(self) -> bool:
         if threading.get_ident() != self._main:
             return False
         self._io += 1
         return True
-
-    def _settle_unsure_interrupt(self) -> None:
-        """The bytes read between cells are decoded: a SIGINT that came while they were in hand
-        is the next cell's when they held (part of) a command, else a late one, dropped."""
-        self._in_hand = False
-        if self._interrupt_unsure:
-            self._interrupt_unsure = False
-            if self.commands or self.decoder.pending():
-                self._interrupt_next = True
 
     def _leave_io(self) -> None:
         """End a main-thread I/O step; a SIGINT that came meanwhile interrupts the cell now."""
@@ -178,7 +153,6 @@ class Worker:
     def _take_command(self) -> Header | None:
         if not self.commands:
             return None
-        self._starting = True  # before the pop: a SIGINT in between still sees a command
         return self.commands.pop(0)
 
     def _wait(self, take: Callable[[], T | None]) -> T:
@@ -213,8 +187,6 @@ class Worker:
                             self._route(frame[0])
                     elif data is not None:
                         self.eof = True
-                    if shielded:
-                        self._settle_unsure_interrupt()
                     self.cond.notify_all()
             finally:
                 if shielded:
@@ -224,11 +196,7 @@ class Worker:
         """The next bytes from the socket; ``None`` when a SIGINT came first, in a cell's main thread."""
         if not main:
             return self.sock.recv(READ_CHUNK)
-        if not self.in_cell:
-            # wait with nothing in hand first: a SIGINT while the socket is empty is a late one
-            # (its cell ended), while one after the read is the next cell's if the bytes hold it
-            select.select([self.sock], [], [], self.sock.gettimeout())
-            self._in_hand = True
+        if not self.in_cell:  # between cells a SIGINT is ignored: nothing to cut
             return self.sock.recv(READ_CHUNK)
         while not self._interrupt_pending:
             if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:
@@ -247,8 +215,6 @@ class Worker:
         while True:
             try:
                 msg = self.recv()
-            except KeyboardInterrupt:  # a late SIGINT between cells: nothing to interrupt
-                continue
             except (EOFError, OSError):
                 return
             kind = msg.get("type")
@@ -256,7 +222,6 @@ class Worker:
                 self.run_cell(msg)
             elif kind == "exit":
                 return
-            self._starting = False
 
     # ------------------------------------------------------------------------------ cells
     def run_cell(self, msg: Header) -> None:
@@ -264,22 +229,21 @@ class Worker:
         self.execution_count += 1
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
-        if msg.get("report_running"):
-            self.send({"type": "running", "id": msg["id"]})
         started = time.perf_counter()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
         self._interrupt_pending = False
         try:
             self.in_cell = True  # (inside the try: a SIGINT right after it is the cell's)
-            self._starting = False
-            if self._interrupt_next:  # interrupted before it began: the code does not run
-                self._interrupt_next = False
-                raise KeyboardInterrupt
+            # the supervisor holds the cell's interrupts until it reads this (see on_sigint); one
+            # that lands while it is sent interrupts the cell once it is sent (frame I/O)
+            self.send({"type": "running", "id": msg["id"]})
             value = self.exec_source(msg.get("code", ""))
+            # the value's __repr__ is the cell's code too: an interrupt while it runs ends the cell
+            text = None if value is None else safe_repr(value)
             self.in_cell = False
-            if value is not None:
-                bound_value(reply, safe_repr(value), self.text_cap)
+            if text is not None:
+                bound_value(reply, text, self.text_cap)
         except SystemExit as exc:
             self.in_cell = False
             exiting = describe_exit(exc, reply)

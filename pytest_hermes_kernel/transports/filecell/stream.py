@@ -7,10 +7,10 @@ The channel writes frames and reads frames as for any transport. Here:
   line (a cell's ``execute`` frame and the wait for its result are one execute). When a poll
   runs (its client is attached and waiting), frames are dropped into the kernel dir (one
   execute) and the waiting client sends them on its connection: the supervisor accepts one
-  client at a time, and a second client would push the first out. An ``interrupt`` while a
-  poll that carries no frames runs is a signal instead: ``kill -INT -<worker pgid>`` (while
-  the poll's own frames may still be on their way it is dropped, so it cannot overtake the
-  ``execute`` or ``tool_result`` it follows).
+  client at a time, and a second client would push the first out. An ``interrupt`` goes the
+  same way, never as a signal to the worker: only the supervisor knows whether the cell it
+  names runs yet (a signal overtook an ``execute`` dropped just before it, and the worker
+  ignores a SIGINT between cells).
 * ``recv`` starts a poll when frames wait to go or a reply is outstanding, and returns what
   the polls brought. The channel waits in slices of 0.1 s; a poll runs on a thread for up to
   ``poll_window_s`` regardless, so slices never cost executes.
@@ -100,11 +100,10 @@ class FileCellStream:
 
     # ------------------------------------------------------------------------------ ByteStream
     def send(self, data: bytes) -> None:
-        """Queue frames for the kernel (or signal an interrupt); see module docstring.
+        """Queue frames for the kernel; see module docstring.
 
         :raises BrokenPipeError: if the stream is closed or broken.
         """
-        signals: list[bytes] = []
         drops: list[bytes] = []
         with self._cond:
             seq = self._drop_seq
@@ -118,18 +117,12 @@ class FileCellStream:
                     if kind == "execute":  # a new cell settles every earlier one
                         self._outstanding = {k: v for k, v in self._outstanding.items() if v != "execute"}
                     self._outstanding[header["id"]] = kind
-                if kind == "interrupt" and self.worker_pid and self._polls and \
-                        not any(p.carries_frames for p in self._polls):
-                    signals.append(raw)  # every earlier frame has reached the supervisor
-                elif self._polls:
+                if self._polls:
                     drops.append(raw)
                 else:
                     self._outbox.append(raw)
             self._schedule()  # frames go out now, not at the next recv
             self._cond.notify_all()
-        for raw in signals:
-            if not self._site.signal_worker(self.worker_pid or 0, "INT"):
-                drops.append(raw)  # not signalled (no worker?): let the supervisor decide
         if drops:
             self._site.drop(b"".join(drops), seq)
 
