@@ -23,6 +23,7 @@ from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.ssh_exec import SshExecBackend
 from pytest_hermes_kernel.kernel.contract import Launched
+from pytest_hermes_kernel.kernel.runner.client import CLIENT_DROP_PREFIX
 from pytest_hermes_kernel.transports.filecell.transport import DockerExecBackend, FileCellTransport
 from tests.support import CellStarted, run_in_thread, wait_request_sent, wait_until
 
@@ -148,7 +149,10 @@ def test_error_keeps_the_kernel_and_its_state(start):
     assert k.execute("keep").value == "'me'"
 
 
-def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend):
+def test_interrupt_during_a_long_wait_goes_through_the_runner_and_keeps_state(start, backend):
+    """After the poll that carried the cell handed over to one that only waits, an interrupt is
+    dropped into the kernel dir for the waiting client (one execute), never a signal to the worker:
+    only the runner knows whether the cell it names runs yet."""
     k = start(transport_=FileCellTransport(backend, poll_window_s=1.5))
     k.execute("y = 5")
     pid = k.pid
@@ -157,11 +161,14 @@ def test_interrupt_during_a_long_wait_is_a_signal_and_keeps_state(start, backend
     wait_until(lambda: backend.handed_over(since), 10.0,
                what="the poll that carried the cell to hand over to one that only waits")
 
+    before = backend.count()
     k.interrupt()
     r = fut.result(timeout=15)
 
     assert r.status == "interrupted" and r.ename == "KeyboardInterrupt"
-    assert any("kill -s INT -- -" in c for c in backend.commands)
+    sent = backend.commands[before:]
+    assert any(CLIENT_DROP_PREFIX in c for c in sent), sent
+    assert not any("kill -s INT" in c for c in backend.commands), "the interrupt went as a signal"
     after = k.execute("y")
     assert after.value == "5" and after.kernel.pid == pid and not after.kernel.state_lost
 

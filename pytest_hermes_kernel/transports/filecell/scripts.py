@@ -175,11 +175,6 @@ def reap_command(*, kdir: str, pid: int, timeout: float) -> str:
             "sleep 0.05; i=$((i+1)); done; echo ALIVE")
 
 
-def signal_worker_command(*, kdir: str, pid: int, signal_name: str) -> str:
-    """Signals the worker's process group (the worker pid is its pgid) after checking its identity."""
-    return f"{_verified(kdir, pid)} && kill -s {signal_name} -- -{int(pid)} && echo SENT"
-
-
 #: argv[1]: runner pid, argv[2]: its socket path. Exits quietly (printing ``gone``) when the pid
 #: is alive but is not the runner (reused: its session cannot hold our processes any more).
 _VERIFY_RUNNER = r"""

@@ -50,8 +50,6 @@ class FileCellSite(Protocol):
 
     def drop(self, frames: bytes, seq: int) -> None: ...
 
-    def signal_worker(self, pid: int, signal_name: str) -> bool: ...
-
 
 @dataclass
 class _Poll:

@@ -321,17 +321,6 @@ class FileCellSite:
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
 
-    def signal_worker(self, pid: int, signal_name: str) -> bool:
-        """Signal the worker's process group (after checking it is this kernel's worker)."""
-        if pid <= 0:
-            return False
-        try:
-            _, out = self._execute(scripts.signal_worker_command(kdir=self.kdir, pid=pid, signal_name=signal_name),
-                                   15.0)
-        except Exception:  # noqa: BLE001 - fall back to the in-band interrupt
-            return False
-        return "SENT" in out
-
 
 def _tail(text: str, limit: int = 2000) -> str:
     return text.strip()[-limit:] or "<no output>"
