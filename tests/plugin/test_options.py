@@ -3,6 +3,7 @@ marker > CLI > env > ini > default, seen through a cell that sleeps 3 s under ea
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -169,8 +170,9 @@ def test_other_options_than_a_conftest_s_shared_transport_error_each_test_saying
 
     result.assert_outcomes(errors=2)  # in the hermes_transport fixture's setup
     out = output_of(result)
-    assert out.count(f"get_transport('{name}', image='{image}'): the shared {name} transport of this process was "
-                     f"already made, by ") == 2, out
+    said = f"get_transport('{name}', image='{image}'): the shared {name} transport of this process was already made, by "
+    # each test's error section says it (the short summary repeats it, whole under CI=true, cut to the terminal's width else)
+    assert len(re.findall(rf"^test_early\.py::\S+: {re.escape(said)}", out, re.M)) == 2, out
     assert f"conftest.py:3 (<module>) with no options, and these differ: image='{image}' here, None (the " \
            "default) there." in out, out
     assert f"make_transport('{name}', ...) for a transport of your own" in out, out

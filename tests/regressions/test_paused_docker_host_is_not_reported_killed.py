@@ -14,28 +14,20 @@ execs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelStartError
 from pytest_hermes_kernel.kernel.results import CellResult
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
-from tests.support import transport_of_its_own, wait_until
+from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
 #: The cell's budget: its ladder (SIGINT, +2 s kill, +2 s abandon) ends at ~6 s, before the
 #: channel's keepalives give up on the silent stream (~12 s).
 BUDGET_S = 2.0
-
-
-@pytest.fixture(params=[True, False], ids=["server", "spawn"])
-def own_docker(request: pytest.FixtureRequest) -> Iterator[DockerTransport]:
-    """A docker transport with a kernel host container of its own, to pause (removed when it closes)."""
-    with transport_of_its_own("docker", server=request.param) as transport:
-        assert isinstance(transport, DockerTransport)
-        yield transport
 
 
 def _cell_into_paused_host(transport: DockerTransport, k: KernelHandle, then: Callable[[], object] = lambda: None

@@ -16,7 +16,7 @@ spawned by its own execs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
@@ -24,7 +24,7 @@ from pytest_hermes_kernel import KernelHandle, KernelStartError
 from pytest_hermes_kernel.kernel.results import CellResult
 from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
-from tests.support import CellStarted, run_in_thread, transport_of_its_own, wait_until
+from tests.support import CellStarted, run_in_thread, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -37,14 +37,6 @@ SETTLE_S = 30.0
 #: Seconds after the unpause within which the next cell must reach the host: the probes that end a
 #: runner try a silent host once per ``SILENT_RETRY_S + SILENT_CONNECT_S`` (5 s).
 ANSWERS_AGAIN_S = 15.0
-
-
-@pytest.fixture(params=[True, False], ids=["server", "spawn"])
-def own_sshd(request: pytest.FixtureRequest) -> Iterator[SshTransport]:
-    """An ssh transport with an sshd container of its own, to pause (removed when it closes)."""
-    with transport_of_its_own("ssh", server=request.param) as transport:
-        assert isinstance(transport, SshTransport)
-        yield transport
 
 
 def _timed_out_on_a_silent_host(transport: SshTransport, k: KernelHandle, started: CellStarted,

@@ -19,7 +19,6 @@ Both start paths: a runner forked by the host's kernel server, and one spawned b
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
 
 import pytest
 
@@ -29,14 +28,6 @@ from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from tests.support import transport_of_its_own, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
-
-
-@pytest.fixture(params=[True, False], ids=["server", "spawn"])
-def own_sshd(request: pytest.FixtureRequest) -> Iterator[SshTransport]:
-    """An ssh transport with an sshd container of its own, to pause (removed when it closes)."""
-    with transport_of_its_own("ssh", server=request.param) as transport:
-        assert isinstance(transport, SshTransport)
-        yield transport
 
 
 def _lost_to_a_pause(transport: SshTransport, k: KernelHandle) -> None:
