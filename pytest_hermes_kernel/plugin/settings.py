@@ -263,10 +263,15 @@ def _run_id_of(config: pytest.Config, settings: HermesSettings) -> str:
 
 def _early_run_id() -> str | None:
     """The run id the shared transports made before the run was configured run under, if any."""
+    return next((made_in for _, made_in, _ in _shared_run_ids()), None)
+
+
+def _shared_run_ids() -> list[tuple[str, str, str]]:
+    """``(name, run id, where it was made)`` of each shared transport that runs under a run id."""
     from ..transports import shared_transports
 
-    made_in = [getattr(shared.transport, "run_id", None) for shared in shared_transports().values()]
-    return next((run_id for run_id in made_in if isinstance(run_id, str)), None)
+    return [(name, made_in, shared.made_by) for name, shared in shared_transports().items()
+            if isinstance(made_in := getattr(shared.transport, "run_id", None), str)]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -296,13 +301,10 @@ def _warn_of_transports_made_outside_the_run(config: pytest.Config, run_id: str)
     (:func:`_run_id_of`); when ``--hermes-run-id`` or the xdist controller does, that id does not
     reach its containers' labels, and each xdist worker starts a container of its own instead of
     sharing the run's (B21): warned here."""
-    from ..transports import shared_transports
-
-    for name, shared in shared_transports().items():
-        made_in = getattr(shared.transport, "run_id", None)
-        if made_in is not None and made_in != run_id:
+    for name, made_in, made_by in _shared_run_ids():
+        if made_in != run_id:
             config.issue_config_time_warning(pytest.PytestConfigWarning(
-                f"the shared {name} transport was made before pytest set this run's id, by {shared.made_by}: "
+                f"the shared {name} transport was made before pytest set this run's id, by {made_by}: "
                 f"it runs under run id {made_in}, not the run's {run_id} (--hermes-run-id does not reach its "
                 f"containers, and each xdist worker starts a container of its own)\nHint: take the "
                 f"hermes_transport fixture's transport, or call get_transport() in a fixture or test, not at "
