@@ -28,6 +28,7 @@ import importlib.util
 import io
 import marshal
 import os
+import threading
 import tokenize
 import zipfile
 from dataclasses import dataclass
@@ -153,12 +154,22 @@ def _cached(source_dir: Path, flavour: RunnerFlavour) -> RunnerZipapp:
     return build_zipapp(source_dir, flavour=flavour)
 
 
+#: Held while a zipapp is built: kernels started at once from several threads build it once.
+#: ``lru_cache`` alone lets each thread build its own copy, and parallel ``ast.parse`` calls in
+#: :func:`slim_source` can fail in CPython 3.11 with ``SystemError: AST constructor recursion
+#: depth mismatch`` (CPython gh-106905; seen here as a failed start of 1 of 8 concurrent
+#: filecell kernels).
+_BUILDING = threading.Lock()
+
+
 def runner_zipapp(flavour: RunnerFlavour = "compiled") -> RunnerZipapp:
-    """The runner zipapp of :data:`RUNNER_SOURCE_DIR`, built on first use and kept in memory.
+    """The runner zipapp of :data:`RUNNER_SOURCE_DIR`, built once per process on first use (by
+    one thread; others starting at the same time wait for it) and kept in memory.
 
     :param flavour: see :data:`RunnerFlavour`.
     """
-    return _cached(RUNNER_SOURCE_DIR, flavour)
+    with _BUILDING:
+        return _cached(RUNNER_SOURCE_DIR, flavour)
 
 
 def write_runner(directory: str, app: RunnerZipapp | None = None) -> str:

@@ -15,12 +15,15 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zipfile
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from pytest_hermes_kernel.transports import runner_zipapp as runner_zipapp_module
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, SERVER_MODULES, ZIP_PACKAGE,
                                                            RunnerFlavour, RunnerZipapp, build_zipapp, runner_zipapp,
@@ -64,6 +67,30 @@ def test_a_changed_source_changes_the_name(sources: Path) -> None:
     (sources / "relay.py").write_text((sources / "relay.py").read_text() + "\n# changed\n")
 
     assert build_zipapp(sources).name != before.name
+
+
+def test_kernels_started_at_once_build_the_file_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Concurrent first starts (a registry starting 8 filecell kernels from a thread pool) share
+    one build: parallel builds ran ``ast.parse`` in parallel, which CPython 3.11 can fail with
+    ``SystemError: AST constructor recursion depth mismatch`` (gh-106905)."""
+    builds: list[str] = []
+    real_build = runner_zipapp_module.build_zipapp
+
+    def slow_build(source_dir: Path, *, flavour: RunnerFlavour) -> RunnerZipapp:
+        builds.append(threading.current_thread().name)
+        time.sleep(0.05)  # widen the window in which other threads ask for the same file
+        return real_build(source_dir, flavour=flavour)
+
+    monkeypatch.setattr(runner_zipapp_module, "build_zipapp", slow_build)
+    runner_zipapp_module._cached.cache_clear()
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            apps = list(pool.map(lambda _: runner_zipapp("compact"), range(8)))
+    finally:
+        runner_zipapp_module._cached.cache_clear()
+
+    assert len(builds) == 1, f"built {len(builds)} times by {builds}"
+    assert all(app is apps[0] for app in apps)
 
 
 @pytest.mark.parametrize("flavour, compiled, omitted", [
