@@ -170,7 +170,8 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     result.stdout.fnmatch_lines([f"    docker exec -it {cid[:12]} sh    a shell in its container *"])
     assert list(run_containers(kept_docker.run_id)) == [cid], "only the kept kernel's container outlives the run"
     assert stays_true(lambda: running(cid) and bool(kernel_processes(cid, kid)), 1.0), \
-        "the kept kernel and its container must outlive the pytest process"
+        (f"the kept kernel and its container must outlive the pytest process: container running={running(cid)}, "
+         f"kernel pids={kernel_processes(cid, kid)}, ls: {hermes('ls').stdout}")
 
     ls = hermes("ls")
     line = next((x for x in ls.stdout.splitlines() if x.startswith(kid)), "")
