@@ -76,6 +76,8 @@ class RunnerLink:
         self.token = token
         self.kernel_id = kernel_id
         self.channel = Channel(launched.stream, name=f"kernel {kernel_id[:8]} ({launched.label})")
+        self.ended: bool | None = None
+        """After a failed :meth:`hello`: whether the runner is gone (``False``: it may still run)."""
 
     @classmethod
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
@@ -95,7 +97,10 @@ class RunnerLink:
         """Wait for the new runner's hello; on failure end it and say why (with its log).
 
         :param timeout: seconds (``KernelOptions.start_timeout``).
-        :raises KernelStartError: if no hello came in time; the runner is killed and cleaned up.
+        :raises KernelStartError: if no hello came in time; the runner is killed and cleaned up
+            (:meth:`discard`). A runner whose kill was not confirmed (a silent or paused host)
+            may still run: :attr:`ended` is ``False`` then, the error says so, and its kernel
+            dir is left to it.
         """
         try:
             return say_hello(self.channel, token=self.token, attach=self.transport.reattachable, pending=(),
@@ -105,10 +110,12 @@ class RunnerLink:
             code = self.transport.exit_status(self.launched, EXIT_STATUS_WAIT_S) if died else None
             log = self.transport.runner_log(self.launched)
             self.channel.close("no hello")
-            self.transport.kill(self.launched)
-            self.transport.cleanup(self.launched)
-            raise KernelStartError(_no_hello(self.transport.name, timeout, exc, code, log),
-                                   kernel_id=self.kernel_id, exit_code=code) from None
+            self.ended = self.discard()
+            text = _no_hello(self.transport.name, timeout, exc, code, log)
+            if not self.ended:
+                text += (f"\nits runner ({self.launched.label}) was not seen gone and its kill was not confirmed "
+                         "(is its host paused or unreachable?): it may still run")
+            raise KernelStartError(text, kernel_id=self.kernel_id, exit_code=code) from None
 
     # ------------------------------------------------------------------------------ worker
     def start_worker(self, timeout: float) -> int:

@@ -82,11 +82,16 @@ class KernelRuntime:
         """Launch a runner from ``NEW`` or ``RUNNER_LOST`` and wait for its hello.
 
         A failed start returns to the state it came from (so a relaunch stays a new generation).
+        Its runner, when not seen gone (its host is silent or paused), stays this kernel's: a later
+        launch ends it first (:meth:`end_lost_runner`) and ``shutdown()`` says whether that was
+        confirmed.
 
-        :raises KernelStartError: if the runner did not start or say hello in time.
+        :raises KernelStartError: if the runner did not start or say hello in time, or a failed
+            start's runner was still not seen gone and could not be ended.
         :raises KernelShutdownError: if the kernel was shut down before or while it started.
         """
         prior = self.life.state
+        self.end_lost_runner()  # a failed start's runner not seen gone: never a second one beside it
         if not self.life.advance(S.STARTING):
             raise self.shut_error()
         try:
@@ -138,8 +143,8 @@ class KernelRuntime:
         try:
             return link.hello(self.options.start_timeout)
         except KernelStartError:
-            if self.link is link:
-                self.link = None
+            if self.link is link and link.ended:
+                self.link = None  # else it may still run: it stays this kernel's runner, ended later
             raise
 
     def relaunch(self) -> None:

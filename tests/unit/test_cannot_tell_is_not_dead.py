@@ -3,7 +3,9 @@ never because ``alive()`` said ``False``: by the port's contract that may mean "
 ssh host gone silent refuses the probe at once). Over an in-process fake runner that stops
 answering mid-cell, on a transport that cannot see it: the timed-out cell is ``abandoned``, not
 reset; no second runner starts beside it; a shutdown is not ``confirmed``. On a transport that saw
-it gone (the default ``seen_gone``, ``not alive()``), the same cell is reset.
+it gone (the default ``seen_gone``, ``not alive()``), the same cell is reset. A runner that never
+says hello on such a transport may still run after its failed start: the start error says so, no
+second runner starts beside it, and a shutdown is not ``confirmed``.
 
 The real silent host is ``tests/regressions/test_silent_ssh_host_is_not_read_as_dead.py``.
 """
@@ -145,3 +147,74 @@ def test_a_shutdown_of_a_runner_that_said_goodbye_but_was_not_seen_gone_is_not_c
 
     assert info.step == "request" and not info.confirmed, info
 
+
+
+class MuteRunner(SilentRunner):
+    """Never says hello (its host went silent during the start); keeps its end open until closed."""
+
+    def run(self) -> None:
+        try:
+            while self.sock.recv(1 << 16):
+                pass
+        except OSError:
+            pass
+        finally:
+            self.sock.close()
+
+
+class MuteHost(Unseeable):
+    """Its runners never say hello; it cannot see them, never confirms a kill, counts cleanups."""
+
+    def __init__(self, *, sees: bool) -> None:
+        super().__init__(sees=sees)
+        self.cleanups = 0
+
+    def launch(self, spec: LaunchSpec) -> Launched:
+        self.launches += 1
+        host_end, runner_end = socket.socketpair()
+        runner = MuteRunner(runner_end, pid=2000 + self.launches)
+        runner.start()
+        self.runners.append(runner)
+        return Launched(stream=SocketStream(host_end), pid=runner.pid, label=f"mute {runner.pid}")
+
+    def cleanup(self, launched: Launched) -> None:
+        self.cleanups += 1
+
+
+def test_a_failed_start_whose_runner_was_not_seen_gone_is_never_reported_ended():
+    transport = MuteHost(sees=False)
+    k = KernelHandle(transport, KernelOptions(start_timeout=0.2, shutdown_grace=0.1))
+    try:
+        with pytest.raises(KernelStartError, match="did not say hello") as failed:
+            k.start()
+        assert "was not seen gone and its kill was not confirmed" in str(failed.value)
+        assert transport.cleanups == 0, "its kernel dir is left to the runner that may still run"
+
+        with pytest.raises(KernelStartError, match="was not seen gone and could not be ended"):
+            k.start()
+        assert transport.launches == 1, "no second runner beside the one that may still run"
+
+        info = k.shutdown()
+        assert (info.step, info.confirmed) == ("unreachable", False) and "may still run" in info.note, info
+    finally:
+        k.shutdown()
+        for runner in transport.runners:
+            runner.join(5.0)
+
+
+def test_a_failed_start_whose_runner_was_seen_gone_is_cleaned_and_the_next_start_is_a_new_runner():
+    transport = MuteHost(sees=True)
+    k = KernelHandle(transport, KernelOptions(start_timeout=0.2, shutdown_grace=0.1))
+    try:
+        with pytest.raises(KernelStartError, match="did not say hello") as failed:
+            k.start()
+        assert "may still run" not in str(failed.value) and transport.cleanups == 1
+
+        with pytest.raises(KernelStartError, match="did not say hello"):
+            k.start()
+        assert transport.launches == 2
+        assert k.shutdown().step == "already-exited"
+    finally:
+        k.shutdown()
+        for runner in transport.runners:
+            runner.join(5.0)
