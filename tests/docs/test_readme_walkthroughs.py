@@ -106,6 +106,14 @@ def test_files_example_uploads_and_downloads_in_a_fresh_directory(tmp_path: Path
     assert (tmp_path / "results" / "result.txt").read_text() == "A,B\n1,2\n"
 
 
-@pytest.mark.parametrize("name", ["backend", "leak", "matrix", "script", "files"])
+def test_quickstart_runs_as_written_in_a_fresh_directory(tmp_path: Path) -> None:
+    parts = walkthrough("quickstart")
+    write_files(parts, tmp_path)
+    ran = run_command(parts["command"], tmp_path)
+    assert ran.returncode == 0, ran.stdout[-3000:]
+    assert missing_lines(parts["output"], ran.stdout) == [], ran.stdout[-3000:]
+
+
+@pytest.mark.parametrize("name", ["quickstart", "backend", "leak", "matrix", "script", "files"])
 def test_every_walkthrough_has_a_command(name: str) -> None:
     assert "command" in walkthrough(name)
