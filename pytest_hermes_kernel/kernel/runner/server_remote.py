@@ -191,6 +191,11 @@ class RemoteKernelServer(ForkingServer):
         path = os.path.join(kdir, SOCKET_NAME)
         try:
             runner = _make_kernel_dir(kdir, self.config.get("runner"))
+        except FileExistsError:  # not made here: never removed here either
+            return {"type": "error", "id": rid, "error": f"the kernel dir {kdir} exists already: left as it is"}
+        except OSError as exc:
+            return {"type": "error", "id": rid, "error": f"could not make the kernel dir {kdir}: {exc}"}
+        try:
             listener = bind_listener(path)
         except OSError as exc:
             shutil.rmtree(kdir, ignore_errors=True)
@@ -291,17 +296,25 @@ def _serve(config: dict[str, Any], listener: socket.socket) -> None:
 
 def _make_kernel_dir(kdir: str, runner: str | None) -> str | None:
     """Make ``kdir`` (0700; its parent 0711 if missing) holding a link to the server's ``runner``
-    file (a re-attach runs its ``relay`` from there); the link's path, or ``None``."""
+    file (a re-attach runs its ``relay`` from there); the link's path, or ``None``.
+
+    :raises FileExistsError: if ``kdir`` exists (it is left as it is).
+    :raises OSError: if it cannot be made, or the link in it (then the dir made is removed).
+    """
     os.makedirs(os.path.dirname(kdir), mode=0o711, exist_ok=True)
     os.mkdir(kdir, 0o700)
     if not runner:
         return None
     target = os.path.join(kdir, os.path.basename(runner))
     try:
-        os.link(runner, target)
+        try:
+            os.link(runner, target)
+        except OSError:
+            shutil.copyfile(runner, target)
+            os.chmod(target, 0o600)
     except OSError:
-        shutil.copyfile(runner, target)
-        os.chmod(target, 0o600)
+        shutil.rmtree(kdir, ignore_errors=True)
+        raise
     return target
 
 
