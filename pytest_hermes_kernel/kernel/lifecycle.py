@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import KernelStateError
@@ -172,6 +172,11 @@ class Loss:
         detail = f" (signal {signal})" if signal else f" (exit code {exit_code})"
         return cls(reason="oom_killed" if oom_killed else "died", exit_code=exit_code, signal=signal,
                    oom_killed=oom_killed, note="the kernel died between cells" + detail)
+
+    def with_unconfirmed_end(self) -> Loss:
+        """This loss, its note adding that the ended kernel's shutdown was not confirmed."""
+        return replace(self, note=f"{self.note}; its runner was not seen gone (is its host paused or "
+                                   "unreachable?): it may still run until its orphan timer ends it")
 
     def info_fields(self) -> dict[str, Any]:
         """The :class:`~.results.KernelInfo` fields this loss sets (``state_lost`` included)."""

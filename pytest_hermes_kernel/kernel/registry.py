@@ -152,8 +152,10 @@ class KernelRegistry(IdleReaping):
         self._lost: dict[KernelKey, Loss] = {}  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
-        self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {}}
-        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason."""
+        self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
+                                      "unconfirmed_ends": 0}
+        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason,
+        ``unconfirmed_ends`` (shut down, runner not seen gone: it may still run beside the key's next)."""
         self.listener: Callable[..., None] | None = None
         """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
         self._reaper: IdleReaper | None = None
@@ -326,11 +328,17 @@ class KernelRegistry(IdleReaping):
             self._shut(entry, now=entry.doomed in ("reset", "host_gone"))
 
     def _shut(self, entry: _Entry, now: bool = False) -> None:
-        """Shut ``entry``'s kernel down, then let its key start a new one."""
+        """Shut ``entry``'s kernel down, then let its key start a new one. A shutdown that was not
+        confirmed is counted, and the key's pending loss (evicted, reaped) says so."""
+        info = None
         try:
-            entry.handle.shutdown(now=now)
+            info = entry.handle.shutdown(now=now)
         finally:
             with self._lock:
+                if info is not None and not info.confirmed and info.step not in ("forked-child", "kept"):
+                    self.stats["unconfirmed_ends"] += 1
+                    if entry.key in self._lost:
+                        self._lost[entry.key] = self._lost[entry.key].with_unconfirmed_end()
                 self._bury_unlocked(entry)
 
     def _bury_unlocked(self, entry: _Entry) -> None:

@@ -41,6 +41,7 @@ class KernelStats:
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
         self.unchecked: list[str] = []  # node ids of tests whose leak check could not look at everything
+        self.unconfirmed: list[str] = []  # kernel ids whose shutdown was not confirmed (may still run)
         self.kept: list[tuple[str, Kernel]] = []  # until the session ends (they cannot outlive it)
         self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
         self._kept_past_text: list[str] = []
@@ -54,6 +55,8 @@ class KernelStats:
                 self._started(handle.kernel_id)
             elif event == "shutdown":
                 self._ended(handle.kernel_id)
+                if not payload.confirmed and payload.step not in ("forked-child", "kept"):
+                    self.unconfirmed.append(handle.kernel_id)
             elif event == "lost":  # once per loss, whoever caused it (faults, harness hosts included)
                 self.deaths[payload.reason] += 1
 
@@ -97,7 +100,8 @@ class KernelStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines()}
+                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines(),
+                "unconfirmed": list(self.unconfirmed)}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -106,6 +110,7 @@ class KernelStats:
             self.deaths.update(data.get("deaths", {}))
             self.leaks.update(data.get("leaks", {}))
             self.unchecked.extend(data.get("unchecked", []))
+            self.unconfirmed.extend(data.get("unconfirmed", []))
             self.kept_elsewhere.extend(data.get("kept", []))
 
 
@@ -168,6 +173,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         shown = ", ".join(stats.unchecked[:3]) + (f" and {len(stats.unchecked) - 3} more" if len(stats.unchecked) > 3 else "")
         tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({shown}): a part could not be "
                       "looked at; see HermesLeakCheckIncompleteWarning")
+    if stats.unconfirmed:
+        shown = ", ".join(k[:8] for k in stats.unconfirmed[:3]) + (
+            f" and {len(stats.unconfirmed) - 3} more" if len(stats.unconfirmed) > 3 else "")
+        n = len(stats.unconfirmed)
+        tr.write_line(f"shutdowns not confirmed: {n} kernel{'s' if n > 1 else ''} ({shown}): not seen gone (a paused "
+                      "or unreachable host): may still run until the orphan timer ends it")
     for entry in kept:
         for line in entry.splitlines():
             tr.write_line(line)

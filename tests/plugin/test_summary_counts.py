@@ -107,3 +107,39 @@ def test_kernels_a_test_starts_itself_are_counted_as_started(pytester: pytest.Py
                                  "leaks found: *kernel process=*"])
     if not xdist:  # the registry's two kernels at once; xdist adds up its workers' peaks
         result.stdout.fnmatch_lines(["kernels started: 5; peak alive: 2; *"])
+
+
+UNCONFIRMED = """
+def _goes_silent(monkeypatch, kernel):
+    # the host cannot see the runner end, nor confirm a kill (a paused container, a silent ssh host)
+    for name, answer in (("reap", lambda launched, timeout: False), ("seen_gone", lambda launched: False),
+                         ("kill", lambda launched: False)):
+        monkeypatch.setattr(kernel.transport, name, answer)
+
+
+def test_one(monkeypatch, hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    _goes_silent(monkeypatch, hermes_kernel)
+
+
+def test_two(monkeypatch, hermes_kernel):
+    hermes_kernel.execute("x = 2")
+    _goes_silent(monkeypatch, hermes_kernel)
+
+
+def test_confirmed(hermes_kernel):
+    hermes_kernel.execute("x = 3")
+"""
+
+
+@pytest.mark.parametrize("xdist", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_the_summary_names_the_kernels_whose_shutdown_was_not_confirmed(pytester: pytest.Pytester, run, xdist) -> None:  # type: ignore[no-untyped-def]
+    """A fixture kernel whose shutdown was not confirmed may still run: the summary said nothing."""
+    pytester.makepyfile(test_unconfirmed=UNCONFIRMED)
+
+    result = run("--hermes-transport=local", *xdist)
+
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["kernels started: 3; *",
+                                 "shutdowns not confirmed: 2 kernels (*, *): not seen gone (a paused or unreachable "
+                                 "host): may still run until the orphan timer ends it"])

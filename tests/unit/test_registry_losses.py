@@ -18,6 +18,7 @@ from pytest_hermes_kernel.kernel.channel import SocketStream
 from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.lifecycle import KernelState, Loss
+from pytest_hermes_kernel.kernel.options import KernelOptions
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry
 from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 
@@ -174,6 +175,35 @@ def test_the_loss_survives_a_failed_start_of_the_keys_next_kernel(registry, tran
     r = reg.execute(A, "4")
 
     assert r.kernel.state_lost and r.kernel.reason == "evicted"
+
+
+class UnconfirmingTransport(FakeTransport):
+    """Its runners answer the shutdown request, but it never sees one end (a paused host)."""
+
+    def kill(self, launched: Launched) -> bool:
+        return False
+
+    def seen_gone(self, launched: Launched) -> bool:
+        return False
+
+    def reap(self, launched: Launched, timeout: float) -> bool:
+        return False
+
+
+def test_an_evicted_kernel_not_seen_gone_is_counted_and_its_keys_next_cell_says_so(clock):
+    transport = UnconfirmingTransport()
+    reg = KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, clock=clock,
+                         max_kernels=1, idle_timeout=None, options=KernelOptions(shutdown_grace=0.1))
+    try:
+        reg.execute(A, "1")
+        reg.execute(B, "2")  # over the cap of 1: A's kernel is evicted, its end not confirmed
+
+        again = reg.execute(A, "3")
+    finally:
+        reg.close()
+
+    assert again.kernel.reason == "evicted" and "may still run" in again.kernel.note, again.kernel.note
+    assert reg.stats["unconfirmed_ends"] == 3  # A, then B (evicted for A), then A at close
 
 
 def test_a_handle_reports_a_marked_loss_on_its_next_cell_only(transport):
