@@ -97,21 +97,23 @@ def test_outside_pytest_script_runs_its_sync_and_async_parts(tmp_path: Path) -> 
     assert not re.search(r"^(Traceback|Exception ignored)", ran.stdout, re.M), ran.stdout  # nothing on stderr
 
 
-def test_files_example_uploads_and_downloads_in_a_fresh_directory(tmp_path: Path) -> None:
-    parts = walkthrough("files")
-    write_files(parts, tmp_path)
-    ran = run_command(parts["command"], tmp_path)
+def _runs_as_shown(name: str, directory: Path) -> None:
+    """Walkthrough ``name``'s files written into ``directory``, its command run there: it exits 0
+    and prints every line its output block shows."""
+    parts = walkthrough(name)
+    write_files(parts, directory)
+    ran = run_command(parts["command"], directory)
     assert ran.returncode == 0, ran.stdout[-3000:]
     assert missing_lines(parts["output"], ran.stdout) == [], ran.stdout[-3000:]
+
+
+def test_files_example_uploads_and_downloads_in_a_fresh_directory(tmp_path: Path) -> None:
+    _runs_as_shown("files", tmp_path)
     assert (tmp_path / "results" / "result.txt").read_text() == "A,B\n1,2\n"
 
 
 def test_quickstart_runs_as_written_in_a_fresh_directory(tmp_path: Path) -> None:
-    parts = walkthrough("quickstart")
-    write_files(parts, tmp_path)
-    ran = run_command(parts["command"], tmp_path)
-    assert ran.returncode == 0, ran.stdout[-3000:]
-    assert missing_lines(parts["output"], ran.stdout) == [], ran.stdout[-3000:]
+    _runs_as_shown("quickstart", tmp_path)
 
 
 @pytest.mark.parametrize("name", ["quickstart", "backend", "leak", "matrix", "script", "files"])

@@ -66,6 +66,7 @@ class Unseeable(Transport):
     confirmed; ``sees`` says whether the transport saw the runner gone."""
 
     name = "unseeable"
+    runner_class = SilentRunner
 
     def __init__(self, *, sees: bool) -> None:
         self.sees = sees
@@ -75,10 +76,10 @@ class Unseeable(Transport):
     def launch(self, spec: LaunchSpec) -> Launched:
         self.launches += 1
         host_end, runner_end = socket.socketpair()
-        runner = SilentRunner(runner_end, pid=1000 + self.launches)
+        runner = self.runner_class(runner_end, pid=1000 + self.launches)
         runner.start()
         self.runners.append(runner)
-        return Launched(stream=SocketStream(host_end), pid=runner.pid, label=f"unseeable {runner.pid}")
+        return Launched(stream=SocketStream(host_end), pid=runner.pid, label=f"{self.name} {runner.pid}")
 
     def kill(self, launched: Launched) -> bool:
         return False
@@ -165,17 +166,12 @@ class MuteRunner(SilentRunner):
 class MuteHost(Unseeable):
     """Its runners never say hello; it cannot see them, never confirms a kill, counts cleanups."""
 
+    name = "mute"
+    runner_class = MuteRunner
+
     def __init__(self, *, sees: bool) -> None:
         super().__init__(sees=sees)
         self.cleanups = 0
-
-    def launch(self, spec: LaunchSpec) -> Launched:
-        self.launches += 1
-        host_end, runner_end = socket.socketpair()
-        runner = MuteRunner(runner_end, pid=2000 + self.launches)
-        runner.start()
-        self.runners.append(runner)
-        return Launched(stream=SocketStream(host_end), pid=runner.pid, label=f"mute {runner.pid}")
 
     def cleanup(self, launched: Launched) -> None:
         self.cleanups += 1
