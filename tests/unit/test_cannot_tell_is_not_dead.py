@@ -177,40 +177,44 @@ class MuteHost(Unseeable):
         self.cleanups += 1
 
 
-def test_a_failed_start_whose_runner_was_not_seen_gone_is_never_reported_ended():
-    transport = MuteHost(sees=False)
-    k = KernelHandle(transport, KernelOptions(start_timeout=0.2, shutdown_grace=0.1))
-    try:
-        with pytest.raises(KernelStartError, match="did not say hello") as failed:
-            k.start()
-        assert "was not seen gone and its kill was not confirmed" in str(failed.value)
-        assert transport.cleanups == 0, "its kernel dir is left to the runner that may still run"
+@pytest.fixture
+def mute_kernel() -> Any:
+    """``mute_kernel(sees) -> (handle, transport)``: a kernel not started yet on a :class:`MuteHost`."""
+    made: list[KernelHandle] = []
 
-        with pytest.raises(KernelStartError, match="was not seen gone and could not be ended"):
-            k.start()
-        assert transport.launches == 1, "no second runner beside the one that may still run"
+    def make(*, sees: bool) -> tuple[KernelHandle, MuteHost]:
+        made.append(KernelHandle(MuteHost(sees=sees), KernelOptions(start_timeout=0.2, shutdown_grace=0.1)))
+        return made[-1], made[-1].transport
 
-        info = k.shutdown()
-        assert (info.step, info.confirmed) == ("unreachable", False) and "may still run" in info.note, info
-    finally:
-        k.shutdown()
-        for runner in transport.runners:
+    yield make
+    for handle in made:
+        handle.shutdown()
+        for runner in handle.transport.runners:
             runner.join(5.0)
 
 
-def test_a_failed_start_whose_runner_was_seen_gone_is_cleaned_and_the_next_start_is_a_new_runner():
-    transport = MuteHost(sees=True)
-    k = KernelHandle(transport, KernelOptions(start_timeout=0.2, shutdown_grace=0.1))
-    try:
-        with pytest.raises(KernelStartError, match="did not say hello") as failed:
-            k.start()
-        assert "may still run" not in str(failed.value) and transport.cleanups == 1
+def test_a_failed_start_whose_runner_was_not_seen_gone_is_never_reported_ended(mute_kernel):
+    k, transport = mute_kernel(sees=False)
+    with pytest.raises(KernelStartError, match="did not say hello") as failed:
+        k.start()
+    assert "was not seen gone and its kill was not confirmed" in str(failed.value)
+    assert transport.cleanups == 0, "its kernel dir is left to the runner that may still run"
 
-        with pytest.raises(KernelStartError, match="did not say hello"):
-            k.start()
-        assert transport.launches == 2
-        assert k.shutdown().step == "already-exited"
-    finally:
-        k.shutdown()
-        for runner in transport.runners:
-            runner.join(5.0)
+    with pytest.raises(KernelStartError, match="was not seen gone and could not be ended"):
+        k.start()
+    assert transport.launches == 1, "no second runner beside the one that may still run"
+
+    info = k.shutdown()
+    assert (info.step, info.confirmed) == ("unreachable", False) and "may still run" in info.note, info
+
+
+def test_a_failed_start_whose_runner_was_seen_gone_is_cleaned_and_the_next_start_is_a_new_runner(mute_kernel):
+    k, transport = mute_kernel(sees=True)
+    with pytest.raises(KernelStartError, match="did not say hello") as failed:
+        k.start()
+    assert "may still run" not in str(failed.value) and transport.cleanups == 1
+
+    with pytest.raises(KernelStartError, match="did not say hello"):
+        k.start()
+    assert transport.launches == 2
+    assert k.shutdown().step == "already-exited"
