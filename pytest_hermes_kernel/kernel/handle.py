@@ -25,7 +25,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, KernelAbandoned,
-                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed,
+                      KernelStartError)
 from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
@@ -280,19 +281,25 @@ class KernelHandle:
         on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
-        :raises KernelStartError: if the fresh kernel does not start.
+        :raises KernelStartError: if the fresh kernel does not start, or the runner did not answer
+            the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
         _check_process(self.kernel_id, self.host_pid)
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
-            with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
-                if self._life.swap(S.BUSY, S.RESETTING):
-                    self._runtime.require_link().kill_worker()
-                with self._queue.lock:  # a running cell settles first
-                    self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
-                    self._runtime.replace()
-                    return self.info(state_lost=True, reason="reset")
+            try:
+                with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                    if self._life.swap(S.BUSY, S.RESETTING):
+                        self._runtime.require_link().kill_worker()
+                    with self._queue.lock:  # a running cell settles first
+                        self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
+                        self._runtime.replace()
+                        return self.info(state_lost=True, reason="reset")
+            except TimeoutError as exc:  # the channel's wait for a reply, not a kernel error: say what it means
+                raise KernelStartError(f"kernel {self.kernel_id}: restart() got no answer from its runner ({exc}); "
+                                       "the old worker may still run (is its host paused or unreachable?)",
+                                       kernel_id=self.kernel_id) from None
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
