@@ -80,8 +80,9 @@ def serve_server_fd(fd: int) -> None:
 def become_subreaper() -> None:
     """Adopt what this process's kernels leave behind (``PR_SET_CHILD_SUBREAPER``; a no-op where
     it fails): a process a cell started in a session of its own, and with an environment of its
-    own, outlives its kernel as a child of this server, not of init, so the host's leak probe still
-    finds it among its descendants (it carries no kernel marker then); :meth:`ForkingServer.reap`
+    own, outlives its kernel as a child of this server, not of init, so the leak probes still find
+    it (it carries no kernel marker then): locally among the test process's descendants, remotely
+    as an unmarked child of a kernel server (``HOST_PROCESSES_SCRIPT``); :meth:`ForkingServer.reap`
     collects it. Not inherited by a fork: each kernel's own tree is unchanged."""
     try:
         import ctypes
