@@ -152,8 +152,11 @@ class KernelOptions:
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a path string or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or "\0" in value):
+                raise ConfigError(f"{name} must be a path string (no NUL) or None, got {value!r}")
+        for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
 def check_env(env: Mapping[str, str]) -> None:
