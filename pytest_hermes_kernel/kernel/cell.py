@@ -9,22 +9,24 @@ it returns. Other threads reach the running cell through the handle: ``interrupt
 
 from __future__ import annotations
 
+import json
+import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import FrameTooLargeError, ToolCallRefused
+from ..errors import ConfigError, FrameTooLargeError, ToolCallRefused
 from .channel import Channel, ChannelClosed
 from .lifecycle import Loss
 from .link import RunnerLink
 from .options import KernelOptions
 from .outcome import CellOutcome, RunnerReply, blobs_of
-from .results import Reason
+from .results import MAX_FRAME_BYTES, Reason
 from .rpc import CellAuthority, ToolTable
 from .watchdog import Action, CellBudget
 
-__all__ = ["CellRun", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
+__all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
 
 #: Re-attaches one cell may make: a stream that drops again after each of them (a flapping link)
 #: then ends the cell ``transport_lost``, its note saying how many there were, instead of
@@ -331,3 +333,38 @@ def _still_alive(killed: bool, stopping: bool) -> str:
 _UNREACHED = (" (the runner could not be reached, so it was not seen gone: its cell may run on until the next cell "
               "or shutdown() reaches it, or its orphan timer ends it)")
 """The loss note's words for a runner the transport could not tell about (a silent ssh host)."""
+
+
+_HEADER_RESERVE_BYTES = 65536
+"""Bytes of a frame kept for an ``execute`` request's other fields (id, tool names)."""
+_SOURCE_CHECK_CHARS = (MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES) // 6
+"""Sources of up to this many characters fit whatever they hold (JSON-escaped, 6 bytes each at most)."""
+
+
+def check_cell_args(code: object, timeout: object, cancel: object = None) -> None:
+    """Refuse a cell's arguments before anything runs (a refusal found while sending would end the
+    kernel: the channel's state is then unknown).
+
+    :raises TypeError: if ``code`` is not a str, or ``cancel`` has no ``is_set()``.
+    :raises ConfigError: if ``code`` holds a lone surrogate (no UTF-8 form: the frame cannot carry
+        it, nor could the kernel compile it), or ``timeout`` is not a finite number of seconds > 0
+        (or ``None``).
+    :raises FrameTooLargeError: if ``code`` would not fit in one frame (nothing is sent).
+    """
+    if not isinstance(code, str):
+        raise TypeError(f"code must be str, not {type(code).__name__}")
+    if cancel is not None and not callable(getattr(cancel, "is_set", None)):
+        raise TypeError(f"cancel must be a threading.Event (or None), not {type(cancel).__name__}; nothing was sent")
+    if not code.isascii():
+        try:
+            code.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(f"the cell's source holds a lone surrogate {code[exc.start]!r} at index {exc.start} "
+                              "(it has no UTF-8 form); nothing was sent, the kernel is untouched") from None
+    if len(code) > _SOURCE_CHECK_CHARS:  # only a big cell pays for the exact size
+        size = len(json.dumps(code, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES:
+            raise FrameTooLargeError(f"the cell's source is {size} bytes as sent, over the {MAX_FRAME_BYTES}-byte "
+                                     "frame limit; nothing was sent, the kernel is untouched")
+    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")

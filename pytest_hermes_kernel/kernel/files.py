@@ -130,6 +130,10 @@ def name_problem(name: object) -> str | None:
         return f"{name!r} is not a plain name"
     if "/" in name or "\0" in name:
         return f"{name!r} holds '/' or NUL"
+    try:
+        name.encode("utf-8", "surrogateescape")  # U+DC80..U+DCFF: an undecodable byte of a file name
+    except UnicodeEncodeError as exc:
+        return f"{name!r} holds {name[exc.start]!r}, a lone surrogate that stands for no byte"
     return None
 
 

@@ -14,8 +14,6 @@ cell that saw its kernel die, the watchdog's reset, ``restart()``, or the regist
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import re
 import secrets
@@ -26,9 +24,10 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, FrameTooLargeError, KernelAbandoned,
-                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
-from .cell import CellRun, running_tool_of
+from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, KernelAbandoned,
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed,
+                      KernelStartError)
+from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
 from .lifecycle import KernelState, Lifecycle, Loss
@@ -36,7 +35,7 @@ from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
 from .output import secret_values
 from .queue import CellQueue, Ticket
-from .results import MAX_FRAME_BYTES, CellResult, ExitInfo, KernelInfo
+from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
 from .transfer import download_from, upload_to
@@ -200,7 +199,7 @@ class KernelHandle:
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
         _check_process(self.kernel_id, self.host_pid)
-        _check_cell(code, timeout)
+        check_cell_args(code, timeout, cancel)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
         budget_s = self.options.timeout if timeout is None else timeout
@@ -282,19 +281,25 @@ class KernelHandle:
         on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
-        :raises KernelStartError: if the fresh kernel does not start.
+        :raises KernelStartError: if the fresh kernel does not start, or the runner did not answer
+            the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
         _check_process(self.kernel_id, self.host_pid)
         with self._control_lock:
             if self.stopping:
                 raise self._runtime.shut_error()
-            with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
-                if self._life.swap(S.BUSY, S.RESETTING):
-                    self._runtime.require_link().kill_worker()
-                with self._queue.lock:  # a running cell settles first
-                    self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
-                    self._runtime.replace()
-                    return self.info(state_lost=True, reason="reset")
+            try:
+                with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                    if self._life.swap(S.BUSY, S.RESETTING):
+                        self._runtime.require_link().kill_worker()
+                    with self._queue.lock:  # a running cell settles first
+                        self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
+                        self._runtime.replace()
+                        return self.info(state_lost=True, reason="reset")
+            except TimeoutError as exc:  # the channel's wait for a reply, not a kernel error: say what it means
+                raise KernelStartError(f"kernel {self.kernel_id}: restart() got no answer from its runner ({exc}); "
+                                       "the old worker may still run (is its host paused or unreachable?)",
+                                       kernel_id=self.kernel_id) from None
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
@@ -386,12 +391,6 @@ _TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that call
                       "(it would wait for itself)")
 """The error of a tool that runs a cell on the kernel whose cell called it."""
 
-_HEADER_RESERVE_BYTES = 65536
-"""Bytes of a frame kept for an ``execute`` request's other fields (id, tool names)."""
-_SOURCE_CHECK_CHARS = (MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES) // 6
-"""Sources of up to this many characters fit whatever they hold (JSON-escaped, 6 bytes each at most)."""
-
-
 def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
     """The final result of a cell that ``restart()`` overtook while it waited (it never ran)."""
     note = (f"not run: restart() was called while the cell waited for its turn on generation "
@@ -429,21 +428,3 @@ def _check_process(kernel_id: str, host_pid: int) -> None:
             f"kernel {kernel_id} belongs to process {host_pid}; this is its forked child {os.getpid()}, which "
             "shares the parent's channel and may not use it. Hint: start a kernel of its own in the child, or "
             "use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)
-
-
-def _check_cell(code: object, timeout: object) -> None:
-    """Refuse a cell's arguments before anything runs.
-
-    :raises TypeError: if ``code`` is not a str.
-    :raises FrameTooLargeError: if ``code`` would not fit in one frame (nothing is sent).
-    :raises ConfigError: if ``timeout`` is not a finite number of seconds > 0 (or ``None``).
-    """
-    if not isinstance(code, str):
-        raise TypeError(f"code must be str, not {type(code).__name__}")
-    if len(code) > _SOURCE_CHECK_CHARS:  # only a big cell pays for the exact size
-        size = len(json.dumps(code, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-        if size > MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES:
-            raise FrameTooLargeError(f"the cell's source is {size} bytes as sent, over the {MAX_FRAME_BYTES}-byte "
-                                     "frame limit; nothing was sent, the kernel is untouched")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")

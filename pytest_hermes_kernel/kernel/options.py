@@ -152,8 +152,11 @@ class KernelOptions:
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigError(f"{name} must be a path string or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or "\0" in value):
+                raise ConfigError(f"{name} must be a path string (no NUL) or None, got {value!r}")
+        for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
 
 
 def check_env(env: Mapping[str, str]) -> None:
@@ -161,8 +164,9 @@ def check_env(env: Mapping[str, str]) -> None:
 
     A kernel's environment is applied to the kernel only (it travels in the runner's config,
     never in a command line), so names a shell would choke on (``A;B``, ``$(id)``, spaces,
-    non-ASCII) are fine; only an empty name, a name with ``=`` or NUL, and a value with NUL
-    cannot be put into an environment at all.
+    non-ASCII, an undecodable byte as ``os.environ`` holds it) are fine; only an empty name, a
+    name with ``=`` or NUL, a value with NUL, and a lone surrogate outside U+DC80..U+DCFF (it
+    stands for no byte) cannot be put into an environment at all.
 
     :param env: the ``env`` option (variable name -> value).
     :raises ConfigError: if a name or value is not a str or cannot be held; it names the variable.
@@ -176,3 +180,9 @@ def check_env(env: Mapping[str, str]) -> None:
             raise ConfigError(f"env variable {name!r}: a name must be non-empty and hold no '=' or NUL")
         if "\0" in value:
             raise ConfigError(f"env variable {name!r}: its value holds a NUL character")
+        for text in (name, value):
+            try:
+                text.encode("utf-8", "surrogateescape")  # U+DC80..U+DCFF: an undecodable byte, as os.environ has it
+            except UnicodeEncodeError as exc:
+                raise ConfigError(f"env variable {name!r}: {text[exc.start]!r} is a lone surrogate that stands for no "
+                                  "byte; no environment can hold it") from None

@@ -169,6 +169,7 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
     :raises ConfigError: if an option is not accepted.
     :raises TransportUnavailableError: if the transport's package is not installed, or it cannot run here.
     """
+    _check_flags(name, factory, options)
     try:
         transport = factory(**options)
     except ImportError as exc:
@@ -179,6 +180,24 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
     _made.add(transport)
     return transport
+
+
+def _check_flags(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> None:
+    """Refuse a non-bool value for an option the factory declares ``bool`` (``server="no"`` is
+    truthy: it silently chose the kernel server).
+
+    :raises ConfigError: if such an option is not ``True`` or ``False``.
+    """
+    import inspect
+
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature: nothing to check
+        return
+    for key, value in options.items():
+        param = params.get(key)
+        if param is not None and param.annotation in ("bool", bool) and not isinstance(value, bool):
+            raise ConfigError(f"bad option for the {name} transport: {key} must be True or False, got {value!r}")
 
 
 def shared_transports() -> dict[str, SharedTransport]:

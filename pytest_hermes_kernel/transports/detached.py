@@ -170,7 +170,9 @@ for name in os.listdir('/proc'):
 
 #: argv[1]: a host pid; argv[2:]: kernel dirs. Prints ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline``
 #: of every live process whose environment carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels
-#: of that host, for the leak probe that lists them where they run), then ``dir<TAB>path`` for
+#: of that host, for the leak probe that lists them where they run), and of every unmarked child
+#: of that host's kernel servers (kernel id ``?``: what a server, a subreaper, adopted from its
+#: kernels: a process a cell started with an environment of its own), then ``dir<TAB>path`` for
 #: each of the given kernel dirs that still exists.
 HOST_PROCESSES_SCRIPT = r"""
 import os, sys
@@ -178,6 +180,7 @@ for path in sys.argv[2:]:
     if os.path.isdir(path):
         print('dir\t' + path)
 want = b'HERMES_KERNEL_HOST_PID=' + sys.argv[1].encode()
+servers, unmarked = set(), []
 for name in os.listdir('/proc'):
     if not name.isdigit() or int(name) == os.getpid():
         continue
@@ -191,10 +194,19 @@ for name in os.listdir('/proc'):
     except OSError:
         continue
     fields = stat[stat.rfind(b')') + 2:].split()
-    if want in env and fields[0] != b'Z':
-        kid = [e[17:].decode() for e in env if e.startswith(b'HERMES_KERNEL_ID=')] or ['?']
-        if not kid[0].startswith('SERVER_PREFIX'):  # a kernel server is the transport's, not a kernel
-            print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
+    if fields[0] == b'Z':
+        continue
+    if want not in env:
+        unmarked.append((fields[1], name, fields[19].decode(), cmd))
+        continue
+    kid = [e[17:].decode() for e in env if e.startswith(b'HERMES_KERNEL_ID=')] or ['?']
+    if kid[0].startswith('SERVER_PREFIX'):  # a kernel server is the transport's, not a kernel
+        servers.add(name.encode())
+    else:
+        print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
+for ppid, name, start, cmd in unmarked:
+    if ppid in servers:
+        print('%s\t%s\t?\t%s' % (name, start, cmd[:160]))
 """.replace("SERVER_PREFIX", SERVER_KERNEL_ID_PREFIX)
 
 #: The line a read-only ``docker exec`` prints last (see :func:`until_complete`); the python code

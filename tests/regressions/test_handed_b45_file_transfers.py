@@ -99,7 +99,8 @@ def test_a_download_through_a_planted_symlink_is_refused(hermes_kernel: KernelHa
     assert tree(tmp_path) == {}
 
 
-@pytest.mark.parametrize("bad", ["../escape", "/etc/passwd", "a/../../b", "", "a//b", "."])
+@pytest.mark.parametrize("bad", ["../escape", "/etc/passwd", "a/../../b", "", "a//b", ".",
+                                 "\ud800.txt"])  # a lone surrogate that stands for no byte: no file can have it
 def test_kernel_paths_outside_the_working_dir_are_refused(hermes_kernel: KernelHandle, tmp_path: Path,
                                                           bad: str) -> None:
     with pytest.raises(UnsafePathError) as info:
@@ -109,6 +110,27 @@ def test_kernel_paths_outside_the_working_dir_are_refused(hermes_kernel: KernelH
     with pytest.raises(UnsafePathError):
         hermes_kernel.upload(tmp_path / "f", bad)
     assert tree(tmp_path) == {"f": "file"}
+
+
+def test_a_name_that_is_not_utf8_is_copied_or_refused_by_name(hermes_kernel: KernelHandle, tmp_path: Path) -> None:
+    """A file name's undecodable byte is copied where the transport can carry it; the ssh
+    transport's SFTP cannot (paramiko decodes names as UTF-8): it refuses with a
+    FileTransferError and copies nothing (it raised a bare UnicodeDecodeError / UnicodeEncodeError)."""
+    hermes_kernel.execute("import os\nos.mkdir('d')\nopen(b'd/' + bytes([255]) + b'.txt', 'w').write('x')")
+    (tmp_path / "f").write_text("x")
+    outcomes: list[Any] = []
+    for move in (lambda: hermes_kernel.download("d", tmp_path / "dl"),
+                 lambda: hermes_kernel.upload(tmp_path / "f", "\udcff.txt")):
+        try:
+            outcomes.append(move())
+        except FileTransferError as exc:
+            outcomes.append(exc)
+    if hermes_kernel.transport.name == "ssh":
+        assert all(isinstance(o, FileTransferError) and "not UTF-8" in str(o) for o in outcomes), outcomes
+        assert tree(tmp_path) == {"f": "file"}
+    else:
+        assert outcomes[0].files == 1 and os.listdir(os.fsencode(tmp_path / "dl")) == [b"\xff.txt"], outcomes
+        assert hermes_kernel.execute("os.path.exists(b'\\xff.txt')").value == "True"
 
 
 def test_a_file_and_a_tree_round_trip(hermes_kernel: KernelHandle, tmp_path: Path) -> None:

@@ -82,3 +82,13 @@ def test_header_is_compact_json_and_length_matches():
     frame = encode_frame({"k": "v"})
     total, hlen = struct.unpack(">II", frame[:8])
     assert total == len(frame) - 4 and json.loads(frame[8 : 8 + hlen]) == {"k": "v"}
+
+
+def test_a_header_with_a_lone_surrogate_round_trips():
+    """An environment's undecodable byte (``\\udcff``, as ``os.environ`` holds it) cannot be UTF-8:
+    the frame carries it JSON-escaped (it raised UnicodeEncodeError on a kernel server's spawn)."""
+    header = {"type": "spawn", "config": {"env": {"A": "\udcff", "B": "é"}}}
+    dec = FrameDecoder()
+    dec.feed(encode_frame(header, [b"x"]))
+    got, blobs = dec.next_frame()
+    assert got["config"] == header["config"] and blobs == [b"x"]

@@ -115,7 +115,7 @@ def test_a_big_non_ascii_cell_under_the_frame_limit_runs(make_kernel):
 
 def test_a_cell_is_refused_exactly_when_its_source_does_not_fit_a_frame(make_kernel):
     from pytest_hermes_kernel.errors import FrameTooLargeError
-    from pytest_hermes_kernel.kernel.handle import _HEADER_RESERVE_BYTES
+    from pytest_hermes_kernel.kernel.cell import _HEADER_RESERVE_BYTES
     from pytest_hermes_kernel.kernel.results import MAX_FRAME_BYTES
 
     k = make_kernel()
@@ -138,6 +138,21 @@ def test_a_cell_timeout_must_be_finite_seconds_over_zero(make_kernel, bad):
     with pytest.raises(ConfigError, match="timeout"):
         k.execute("1", timeout=bad)
     assert k.execute("1", timeout=0.5).value == "1"
+
+
+@pytest.mark.parametrize("code, kwargs, error", [
+    ("'\ud800'", {}, "ConfigError"),  # a lone surrogate: no UTF-8 form; it failed while sending
+    ("1", {"cancel": "yes"}, "TypeError"),  # not an Event: it failed in the cell's wait
+])
+def test_a_cell_refused_for_its_arguments_loses_nothing(make_kernel, code, kwargs, error):
+    """Bad arguments are refused before anything is sent: the kernel and its state stay."""
+    k = make_kernel()
+    k.execute("keep = 41")
+    with pytest.raises(Exception) as caught:
+        k.execute(code, **kwargs)
+    assert type(caught.value).__name__ == error and "nothing was sent" in str(caught.value), caught.value
+    r = k.execute("keep + 1")
+    assert r.value == "42" and not r.kernel.state_lost and r.kernel.generation == 0, r.summary()
 
 
 def test_a_first_cell_starts_the_kernel_and_reports_no_loss():

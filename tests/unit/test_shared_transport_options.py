@@ -185,3 +185,15 @@ def test_a_shared_instance_replaced_by_registering_its_name_again_is_still_close
     lines = log.read_text().splitlines()
     assert lines[0] == "registered again", "the replaced instance was closed while its kernels may run"
     assert sorted(lines[1:]) == ["first", "second"], lines
+
+
+@pytest.mark.parametrize("value", ["no", "false", 0, None])
+def test_a_flag_option_must_be_a_bool(value):
+    """``server="no"`` (from a marker or a conftest) is truthy: it chose the kernel server in silence."""
+    with pytest.raises(ConfigError, match=r"local transport: server must be True or False, got"):
+        make_transport("local", server=value)
+    transport = make_transport("local", server=False)
+    try:
+        assert transport.server is False
+    finally:
+        transport.close()

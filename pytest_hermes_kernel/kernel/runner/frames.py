@@ -42,11 +42,15 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
 
     :param header: a JSON-able dict; ``"blobs"`` is set here when there are blobs.
     :param blobs: raw byte strings sent after the header, in order.
-    :returns: the frame's bytes.
+    :returns: the frame's bytes. A header holding a lone surrogate (an environment's undecodable
+        byte, ``os.fsdecode``'s ``\udcff``) goes ASCII-escaped: JSON carries it, UTF-8 cannot.
     """
     if blobs:
         header = dict(header, blobs=[len(b) for b in blobs])
-    body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    try:
+        body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        body = json.dumps(header, separators=(",", ":")).encode("ascii")
     total = _HEAD.size - 4 + len(body) + sum(len(b) for b in blobs)
     return b"".join((_HEAD.pack(total, len(body)), body, *blobs))
 

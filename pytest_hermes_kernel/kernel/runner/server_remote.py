@@ -42,7 +42,7 @@ import time
 import traceback
 
 from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
-from .server import ForkingServer, enter_kernel
+from .server import ForkingServer, become_subreaper, enter_kernel
 from .serve import bind_listener, run_listening, write_pidfile
 
 TYPE_CHECKING = False
@@ -70,6 +70,7 @@ def serve_server_stdio() -> None:
         if frame is not None:
             break
     config = frame[0].get("config") or {}
+    become_subreaper()  # what its kernels leave behind stays its own: the host scan finds it
     RemoteKernelServer(config, decoder).run()
 
 

@@ -75,7 +75,17 @@ class SftpFiles(KernelFiles):
         self.sftp.close()
 
     def path(self, parts: tuple[str, ...]) -> str:
-        return posixpath.join(self.workdir, *parts)
+        """The path on the ssh host.
+
+        :raises FileTransferError: if it holds an undecodable byte (``\udcff``): paramiko's SFTP
+            sends UTF-8 names only (it raised a bare UnicodeEncodeError).
+        """
+        path = posixpath.join(self.workdir, *parts)
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _not_utf8("/".join(parts)) from None
+        return path
 
     def _lstat(self, parts: tuple[str, ...]) -> Any | None:
         try:
@@ -109,7 +119,11 @@ class SftpFiles(KernelFiles):
         return [top, *self._walk(parts, ())] if top.kind == "dir" else [top]
 
     def _walk(self, parts: tuple[str, ...], rel: tuple[str, ...]) -> Iterator[Entry]:
-        for attr in sorted(self.sftp.listdir_attr(self.path((*parts, *rel))), key=lambda a: str(a.filename)):
+        try:
+            attrs = self.sftp.listdir_attr(self.path((*parts, *rel)))
+        except UnicodeDecodeError:  # paramiko decodes every name of a listing as UTF-8
+            raise _not_utf8("/".join((*parts, *rel)), listing=True) from None
+        for attr in sorted(attrs, key=lambda a: str(a.filename)):
             entry = Entry((*rel, attr.filename), kind_of(attr.st_mode or 0), attr.st_size or 0, attr.st_mode or 0,
                           link_count(getattr(attr, "longname", None)))
             yield entry
@@ -172,6 +186,14 @@ class SftpFiles(KernelFiles):
             self.sftp.rmdir(path)
         else:
             self.sftp.remove(path)
+
+
+def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
+    """The error for a name SFTP cannot carry (nothing was copied)."""
+    what = f"{shown or '.'} holds a name" if listing else f"{shown} is a name"
+    return FileTransferError(f"{what} that is not UTF-8: the ssh transport's SFTP (paramiko) carries UTF-8 names "
+                             "only; nothing was copied. Hint: use a UTF-8 name (rename the file in a cell)",
+                             path=shown, problem="not UTF-8")
 
 
 def _check_dir(st: Any | None, shown: str) -> None:

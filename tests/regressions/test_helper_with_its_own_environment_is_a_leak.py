@@ -1,0 +1,67 @@
+"""Found by the breaker session: a process a cell started in a session of its own *and* with an
+environment of its own (``Popen(..., start_new_session=True, env={...})``, as a daemon that cleans
+its environment does) outlived its kernel unseen. It carries no kernel marker, and once its kernel's
+processes ended it was a child of init, not of the test process: the leak check passed while
+``sleep`` ran on for 300 s after the session (in a container or on an ssh host: until the
+container went). Kernel servers are child subreapers now: such a process becomes its kernel
+server's. Locally it is then a descendant of the test process, reported (and ended) as a ``child
+process``; in a container or on an ssh host the host-process scan lists the unmarked children of
+this host's kernel servers as ``remote kernel process`` (kernel ``?``). Not covered: the spawn
+path (``server=False``), which has no server to adopt it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.leaks.checker import LeakChecker
+from pytest_hermes_kernel.transports.local import LocalTransport
+from tests.support import gone, kill_quietly, transport_of_its_own, wait_until
+
+START_HELPER = ("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True, "
+                "env={'PATH': '/usr/bin:/bin'}).pid")
+
+
+@pytest.mark.parametrize("end", ["shutdown", "restart"])
+def test_a_helper_with_its_own_environment_is_reported(end):
+    checker = LeakChecker(grace=0.5)
+    transport = LocalTransport()  # its own kernel server, ended with it
+    before = checker.before()
+    kernel = start_kernel(transport)
+    helper = 0
+    try:
+        helper = int(kernel.execute(START_HELPER).value)
+        if end == "restart":
+            kernel.restart()
+        kernel.shutdown()
+        report = checker.after(before)
+        found = [desc for items in report.leaks.values() for desc in items.values()]
+        assert any(desc.startswith(f"pid {helper}: sleep 300") for desc in found), report.format("it")
+        checker.cleanup(report)
+        wait_until(lambda: gone(helper), 5.0, what="the check to end the helper it reported")
+    finally:
+        kernel.shutdown()
+        kill_quietly([helper])
+        transport.close()
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_remote_helper_with_its_own_environment_is_reported(name):
+    with transport_of_its_own(name, server=True) as transport:
+        kernel = start_kernel(transport)
+        try:
+            helper = kernel.execute(START_HELPER).value
+        finally:
+            kernel.shutdown()
+
+        def helpers() -> list[str]:
+            found = transport.leak_snapshot(os.getpid()).get("remote kernel process", {})
+            return [identity for identity, desc in found.items() if desc.startswith(f"pid {helper} ")]
+
+        leaked = helpers()
+        assert len(leaked) == 1 and leaked[0].endswith(":?"), transport.leak_snapshot(os.getpid())
+        transport.leak_cleanup("remote kernel process", leaked[0])
+        wait_until(lambda: not helpers(), 10.0, what="the cleanup to end the helper the scan found")

@@ -1,0 +1,28 @@
+"""Kernel options that would be read wrongly are refused with a ConfigError naming the option,
+before anything starts (found by the breaker session): ``auto_restart="no"`` was true, and a path
+with a NUL raised a bare ``ValueError: embedded null byte`` from the local launch (docker: a
+``KernelStartError`` after a launch)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.kernel.options import KernelOptions
+
+
+@pytest.mark.parametrize("option, value", [
+    ("auto_restart", "no"), ("inherit_env", 0), ("report_running", "yes"),
+    ("cwd", "/tmp/\0x"), ("python", "pyth\0on"),
+])
+def test_an_option_read_wrongly_is_refused(option, value):
+    with pytest.raises(ConfigError, match=option):
+        KernelOptions(**{option: value})
+    with pytest.raises(ConfigError, match=option):
+        start_kernel("local", **{option: value})
+
+
+def test_the_flags_and_paths_as_meant_pass():
+    options = KernelOptions(auto_restart=False, inherit_env=True, report_running=False, cwd="/tmp", python="python3")
+    assert options.auto_restart is False and options.cwd == "/tmp"
