@@ -25,10 +25,17 @@ START_HELPER = ("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new
                 "env={'PATH': '/usr/bin:/bin'}).pid")
 
 
+SPAWN_PATH_GAP = ("known defect: on the spawn path (server=False) no kernel server adopts the helper: once its "
+                  "kernel ended it is init's child without a kernel marker, and the leak check passes while it runs "
+                  "on (a fix needs a subreaper around each runner, or the runner reporting its leftovers at exit)")
+
+
+@pytest.mark.parametrize("server", [True, pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=SPAWN_PATH_GAP))],
+                         ids=["server-path", "spawn-path"])
 @pytest.mark.parametrize("end", ["shutdown", "restart"])
-def test_a_helper_with_its_own_environment_is_reported(end):
+def test_a_helper_with_its_own_environment_is_reported(end, server):
     checker = LeakChecker(grace=0.5)
-    transport = LocalTransport()  # its own kernel server, ended with it
+    transport = LocalTransport(server=server)  # its own kernel server (if any), ended with it
     before = checker.before()
     kernel = start_kernel(transport)
     helper = 0
