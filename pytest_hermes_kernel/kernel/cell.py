@@ -10,7 +10,6 @@ it returns. Other threads reach the running cell through the handle: ``interrupt
 from __future__ import annotations
 
 import json
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from ..errors import ConfigError, FrameTooLargeError, ToolCallRefused
 from .channel import Channel, ChannelClosed
 from .lifecycle import Loss
 from .link import RunnerLink
-from .options import KernelOptions
+from .options import KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
 from .results import MAX_FRAME_BYTES, Reason
 from .rpc import CellAuthority, ToolTable
@@ -366,5 +365,5 @@ def check_cell_args(code: object, timeout: object, cancel: object = None) -> Non
         if size > MAX_FRAME_BYTES - _HEADER_RESERVE_BYTES:
             raise FrameTooLargeError(f"the cell's source is {size} bytes as sent, over the {MAX_FRAME_BYTES}-byte "
                                      "frame limit; nothing was sent, the kernel is untouched")
-    if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+    if timeout is not None and not is_seconds(timeout, positive=True):
         raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")

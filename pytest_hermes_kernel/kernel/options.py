@@ -135,12 +135,12 @@ class KernelOptions:
             self.watchdog = WatchdogPolicy(**self.watchdog)
         if not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
             raise ConfigError(f"max_output_bytes must be in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes}")
-        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+        if self.timeout is not None and not is_seconds(self.timeout, positive=True):
             raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
         for name in ("start_timeout", "keepalive_interval", "reconnect_timeout", "orphan_timeout",
                      "shutdown_grace", "exit_grace"):
             value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            if not is_seconds(value, positive=False):
                 raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
         if not isinstance(self.max_transfer_bytes, int) or isinstance(self.max_transfer_bytes, bool) \
                 or self.max_transfer_bytes <= 0:
@@ -157,6 +157,13 @@ class KernelOptions:
         for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+def is_seconds(value: object, *, positive: bool) -> bool:
+    """Whether ``value`` is a finite number of seconds, ``> 0`` (``positive``) or ``>= 0``. A bool
+    is none (``True`` would be 1 s)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and (value > 0 if positive else value >= 0))
 
 
 def check_env(env: Mapping[str, str]) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, KernelShutdownError
 from .holders import current_holder, hold
+from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
 from .options import KernelOptions
 from .reaper import IdleReaper, IdleReaping
@@ -43,9 +44,6 @@ from .rpc import ToolTable
 if TYPE_CHECKING:  # imported when the first kernel starts: the leak check lists registries of runs that start none
     from .handle import KernelHandle
 
-CHILD_SEPARATOR = "::child::"
-"""Between a parent owner and a delegated child's id in the child's owner key."""
-
 DEFAULT_MAX_KERNELS = 4
 """LRU cap on unpinned kernels (the seed system's)."""
 
@@ -54,33 +52,6 @@ DEFAULT_IDLE_TIMEOUT = 1800.0
 
 STALE_DIR_AGE_S = 7 * 24 * 3600.0
 """Seconds after which a kernel dir of a dead host is swept (one week)."""
-
-
-@dataclass(frozen=True)
-class KernelKey:
-    """Identifies a kernel: one kernel per key.
-
-    ``owner`` is the conversation or session; a delegated child owns ``"<owner>::child::<id>"``
-    (see :meth:`child`). ``transport`` names where the kernel runs; ``None`` (the default) is
-    the registry's own transport (:meth:`KernelRegistry.resolve`), so a suite run as a transport
-    matrix puts ``KernelKey(owner=...)`` on each leg's transport. ``tools`` names the tool set,
-    so kernels with different tools differ.
-    """
-
-    owner: str
-    transport: str | None = None
-    python: str | None = None
-    cwd: str | None = None
-    tools: tuple[str, ...] = ()
-
-    @classmethod
-    def child(cls, parent_owner: str, child_id: str, **rest: Any) -> KernelKey:
-        """The key of a delegated child's kernel (pinned while the child lives)."""
-        return cls(owner=f"{parent_owner}{CHILD_SEPARATOR}{child_id}", **rest)
-
-    @property
-    def child_id(self) -> str | None:
-        return self.owner.split(CHILD_SEPARATOR, 1)[1] if CHILD_SEPARATOR in self.owner else None
 
 
 @dataclass
@@ -186,8 +157,11 @@ class KernelRegistry(IdleReaping):
             self._release(entry)
 
     def resolve(self, key: KernelKey) -> KernelKey:
-        """``key`` with its transport filled in: a key that names none gets the registry's own."""
-        return key if key.transport is not None else dataclasses.replace(key, transport=self.transport)
+        """``key`` with its transport filled in: a key that names none gets the registry's own.
+
+        :raises TypeError: if ``key`` is not a :class:`KernelKey` (:func:`~.keys.checked_key`).
+        """
+        return key if checked_key(key).transport is not None else dataclasses.replace(key, transport=self.transport)
 
     def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
         """The kernel for ``key``, started if needed (no lease is kept)."""
@@ -336,9 +310,7 @@ class KernelRegistry(IdleReaping):
         finally:
             with self._lock:
                 if info is not None and not info.confirmed and info.step not in ("forked-child", "kept"):
-                    self.stats["unconfirmed_ends"] += 1
-                    if entry.key in self._lost:
-                        self._lost[entry.key] = self._lost[entry.key].with_unconfirmed_end()
+                    _note_unconfirmed_end(self.stats, self._lost, entry.key)
                 self._bury_unlocked(entry)
 
     def _bury_unlocked(self, entry: _Entry) -> None:
@@ -430,6 +402,13 @@ def _check_settings(max_kernels: object, idle_timeout: object) -> None:
         raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
     if idle_timeout is not None and not (isinstance(idle_timeout, (int, float)) and idle_timeout >= 0):
         raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
+
+
+def _note_unconfirmed_end(stats: dict[str, Any], lost: dict[KernelKey, Loss], key: KernelKey) -> None:
+    """Count a kernel whose shutdown was not confirmed; the key's pending loss says it may still run."""
+    stats["unconfirmed_ends"] += 1
+    if key in lost:
+        lost[key] = lost[key].with_unconfirmed_end()
 
 
 def _shutdown_at_exit(ref: weakref.ref[KernelRegistry], pid: int) -> None:

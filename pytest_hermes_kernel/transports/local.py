@@ -141,8 +141,8 @@ class LocalTransport(Transport):
         except OSError as exc:
             host_end.close()
             shutil.rmtree(kdir, ignore_errors=True)
-            hint = (f"the working directory cwd={spec.cwd!r} does not exist" if spec.cwd and not os.path.isdir(spec.cwd)
-                    else "check the interpreter path (option python=...)")
+            hint = ("check the interpreter path (option python=...)" if not spec.cwd or os.path.isdir(spec.cwd) else
+                    f"the working directory cwd={spec.cwd!r} " + ("is not a directory" if os.path.exists(spec.cwd) else "does not exist"))
             raise KernelStartError(f"could not start the local kernel runner with {python!r}: "
                                    f"{exc}\nHint: {hint}.") from None
         finally:

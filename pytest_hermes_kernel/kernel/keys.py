@@ -1,0 +1,59 @@
+"""KernelKey: what names a kernel in a :class:`~.registry.KernelRegistry` (one kernel per key)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+
+__all__ = ["CHILD_SEPARATOR", "KernelKey", "checked_key"]
+
+CHILD_SEPARATOR = "::child::"
+"""Between a parent owner and a delegated child's id in the child's owner key."""
+
+
+@dataclass(frozen=True)
+class KernelKey:
+    """Identifies a kernel: one kernel per key.
+
+    ``owner`` is the conversation or session; a delegated child owns ``"<owner>::child::<id>"``
+    (see :meth:`child`). ``transport`` names where the kernel runs; ``None`` (the default) is
+    the registry's own transport (:meth:`KernelRegistry.resolve`), so a suite run as a transport
+    matrix puts ``KernelKey(owner=...)`` on each leg's transport. ``tools`` names the tool set,
+    so kernels with different tools differ.
+    """
+
+    owner: str
+    transport: str | None = None
+    python: str | None = None
+    cwd: str | None = None
+    tools: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        """:raises ConfigError: if ``owner`` is not a non-empty str, or ``transport``, ``python`` or
+            ``cwd`` is neither a str nor ``None``."""
+        if not isinstance(self.owner, str) or not self.owner:
+            raise ConfigError(f"KernelKey owner must be a non-empty str, got {self.owner!r}")
+        for name in ("transport", "python", "cwd"):
+            if not isinstance(getattr(self, name), (str, type(None))):
+                raise ConfigError(f"KernelKey {name} must be a str or None, got {getattr(self, name)!r}")
+
+    @classmethod
+    def child(cls, parent_owner: str, child_id: str, **rest: Any) -> KernelKey:
+        """The key of a delegated child's kernel (pinned while the child lives)."""
+        return cls(owner=f"{parent_owner}{CHILD_SEPARATOR}{child_id}", **rest)
+
+    @property
+    def child_id(self) -> str | None:
+        return self.owner.split(CHILD_SEPARATOR, 1)[1] if CHILD_SEPARATOR in self.owner else None
+
+
+def checked_key(key: object) -> KernelKey:
+    """``key``, when it is a :class:`KernelKey`.
+
+    :raises TypeError: if it is not (a bare owner string, say), showing the right form.
+    """
+    if not isinstance(key, KernelKey):
+        raise TypeError(f"a kernel's key must be a KernelKey, e.g. KernelKey(owner={key!r}); got {type(key).__name__}")
+    return key
