@@ -309,7 +309,7 @@ class KernelRegistry(IdleReaping):
             info = entry.handle.shutdown(now=now)
         finally:
             with self._lock:
-                if info is not None and not info.confirmed and info.step not in ("forked-child", "kept"):
+                if info is not None and info.may_still_run:
                     _note_unconfirmed_end(self.stats, self._lost, entry.key)
                 self._bury_unlocked(entry)
 

@@ -128,3 +128,9 @@ class ExitInfo:
     signal: int | None = None
     confirmed: bool = True
     note: str = ""
+
+    @property
+    def may_still_run(self) -> bool:
+        """A shutdown that was not confirmed: the runner may still run (not a kernel kept on
+        purpose, nor one left alone in a forked child)."""
+        return not self.confirmed and self.step not in ("forked-child", "kept")

@@ -55,7 +55,7 @@ class KernelStats:
                 self._started(handle.kernel_id)
             elif event == "shutdown":
                 self._ended(handle.kernel_id)
-                if not payload.confirmed and payload.step not in ("forked-child", "kept"):
+                if payload.may_still_run:
                     self.unconfirmed.append(handle.kernel_id)
             elif event == "lost":  # once per loss, whoever caused it (faults, harness hosts included)
                 self.deaths[payload.reason] += 1
@@ -170,18 +170,20 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
     if stats.unchecked:
-        shown = ", ".join(stats.unchecked[:3]) + (f" and {len(stats.unchecked) - 3} more" if len(stats.unchecked) > 3 else "")
-        tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({shown}): a part could not be "
-                      "looked at; see HermesLeakCheckIncompleteWarning")
+        tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({_first_three(stats.unchecked)}): a part "
+                      "could not be looked at; see HermesLeakCheckIncompleteWarning")
     if stats.unconfirmed:
-        shown = ", ".join(k[:8] for k in stats.unconfirmed[:3]) + (
-            f" and {len(stats.unconfirmed) - 3} more" if len(stats.unconfirmed) > 3 else "")
-        n = len(stats.unconfirmed)
+        n, shown = len(stats.unconfirmed), _first_three([k[:8] for k in stats.unconfirmed])
         tr.write_line(f"shutdowns not confirmed: {n} kernel{'s' if n > 1 else ''} ({shown}): not seen gone (a paused "
                       "or unreachable host): may still run until the orphan timer ends it")
     for entry in kept:
         for line in entry.splitlines():
             tr.write_line(line)
+
+
+def _first_three(items: list[str]) -> str:
+    """``a, b, c and N more``: the summary's way of naming a list."""
+    return ", ".join(items[:3]) + (f" and {len(items) - 3} more" if len(items) > 3 else "")
 
 
 @pytest.hookimpl(trylast=True)
