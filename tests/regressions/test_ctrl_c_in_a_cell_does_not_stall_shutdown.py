@@ -19,6 +19,7 @@ HOST = """
 import json, os, signal, threading, time
 from pytest_hermes_kernel import start_kernel
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background job (`cmd &`) inherits SIGINT ignored
 kernel = start_kernel("local")
 marker = {marker!r}
 
@@ -52,3 +53,4 @@ def test_shutdown_after_ctrl_c_in_a_cell_is_answered_at_once(tmp_path: Path) -> 
         wait_until(lambda: all(gone(pid) for pid in facts["pids"]), 5.0, what="the kernel's processes to end")
     finally:
         kill_quietly([*facts.get("pids", []), host.pid])
+        host.communicate(timeout=10)  # reaps it and closes its pipes, also after a timeout above
