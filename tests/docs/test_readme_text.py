@@ -269,13 +269,13 @@ def _sshd_not_answering() -> str:
 
 
 def _changed_key() -> str:
-    from pytest_hermes_kernel.transports.ssh.connection import SshTarget, _changed_key_message
+    from pytest_hermes_kernel.transports.ssh.address import SshTarget, changed_key_message
 
     def key(fingerprint: str) -> SimpleNamespace:
         return SimpleNamespace(get_name=lambda: "ssh-ed25519", fingerprint=fingerprint, get_base64=lambda: "AAAAC3")
 
     exc = SimpleNamespace(key=key("SHA256:new"), expected_key=key("SHA256:old"))
-    message = _changed_key_message(SshTarget.parse("hermes@127.0.0.1:2222"), exc, pinned=False)
+    message = changed_key_message(SshTarget.parse("hermes@127.0.0.1:2222"), exc, pinned=False)
     return f"KernelStartError: ssh transport: {message}"
 
 

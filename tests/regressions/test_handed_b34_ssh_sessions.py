@@ -21,6 +21,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle
 from pytest_hermes_kernel.containers.keys import generate_keypair
+from pytest_hermes_kernel.errors import TransportLostError
 from pytest_hermes_kernel.transports.filecell.ssh_exec import SshExecBackend
 from pytest_hermes_kernel.transports.ssh.transport import DEFAULT_MAX_SESSIONS, SshTransport
 from tests.support import container_output, wait_until
@@ -82,19 +83,49 @@ def _open(transport: SshTransport) -> dict[int, str]:
     return transport._connection().open_channels()
 
 
+def _own_connection(transport: SshTransport, **options: object):  # noqa: ANN202 - SshConnection
+    from pytest_hermes_kernel.transports.ssh.connection import SshConnection
+
+    return SshConnection(transport.target, key_filename=transport.key_filename, host_key=transport.host_key, **options)
+
+
 def test_the_server_refuses_the_eleventh_session_so_the_scenario_can_fail(default_sshd: SshTransport) -> None:
     """The fixture's sshd really has the default limit: a client that does not count its sessions
     is refused the eleventh (paramiko's ``ChannelException``). A connection of its own: the limit
     is per connection, and the transport's must not inherit sessions it does not count."""
     import paramiko
 
-    from pytest_hermes_kernel.transports.ssh.connection import SshConnection
-
-    conn = SshConnection(default_sshd.target, key_filename=default_sshd.key_filename, host_key=default_sshd.host_key)
+    conn = _own_connection(default_sshd)
     try:
         held = [conn.transport.open_session(timeout=5.0) for _ in range(SSHD_DEFAULT_MAX_SESSIONS)]
         with pytest.raises(paramiko.ChannelException):
             conn.transport.open_session(timeout=5.0)
+        del held
+    finally:
+        conn.close()
+
+
+def test_a_session_closed_while_its_command_runs_is_waited_for_not_refused(default_sshd: SshTransport) -> None:
+    """paramiko counts a channel closed when it sends its close; sshd frees the session only when
+    the command ends. The next open at the limit waits for that instead of failing (it was
+    refused with ``ChannelException(2, 'Connect failed')``, as the twelve-at-once case was now and
+    then)."""
+    conn = _own_connection(default_sshd, max_sessions=SSHD_DEFAULT_MAX_SESSIONS, session_wait=20.0)
+    try:
+        held = [conn.open_exec("sleep 2") for _ in range(SSHD_DEFAULT_MAX_SESSIONS)]
+        held[0].close()  # its sleep still runs on the host, holding the session
+        assert conn.run("echo next", timeout=20.0) == (0, b"next\n", b"")
+    finally:
+        conn.close()
+
+
+def test_a_server_limit_below_max_sessions_is_named_once_the_wait_is_over(default_sshd: SshTransport) -> None:
+    conn = _own_connection(default_sshd, max_sessions=SSHD_DEFAULT_MAX_SESSIONS + 1, session_wait=1.0)
+    try:
+        held = [conn.open_exec("sleep 30") for _ in range(SSHD_DEFAULT_MAX_SESSIONS)]
+        with pytest.raises(TransportLostError, match=r"refused: .*Connect failed.*\(retried for 1\.\d s while this "
+                           r"connection held 10 sessions: the server's MaxSessions may be below max_sessions=11"):
+            conn.open_exec("true")
         del held
     finally:
         conn.close()

@@ -20,69 +20,22 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
+from .address import SshTarget, changed_key_message, connect_hint
 
 if TYPE_CHECKING:
     import paramiko
 
 HostKeyPolicy = Literal["reject", "warn", "auto-add"]
 KEEPALIVE_REQUEST = "keepalive@openssh.com"
+#: Channel-open refusals a session of ours ending can cure (RFC 4254 5.1): 2, connect failed
+#: (OpenSSH's answer past ``MaxSessions``), and 4, resource shortage.
+REFUSED_FOR_NOW = (2, 4)
 #: Longest single wait in a read, so a dead connection is noticed without data.
 READ_SLICE_S = 0.5
-
-
-@dataclass(frozen=True)
-class SshTarget:
-    """Where to connect: ``user@host:port``."""
-
-    host: str
-    port: int = 22
-    user: str | None = None
-
-    @classmethod
-    def parse(cls, text: str) -> SshTarget:
-        """Parse ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
-
-        :raises ConfigError: if the port is not a number.
-        """
-        user, _, hostport = text.rpartition("@")
-        host, port = hostport, "22"
-        if hostport.startswith("["):
-            host, _, rest = hostport[1:].partition("]")
-            port = rest.lstrip(":") or "22"
-        elif hostport.count(":") == 1:
-            host, port = hostport.split(":")
-        if not port.isdigit() or not host:
-            raise ConfigError(f"ssh target must be user@host:port, not {text!r}")
-        return cls(host=host, port=int(port), user=user or None)
-
-    def known_hosts_name(self) -> str:
-        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
-
-    def __str__(self) -> str:
-        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
-
-
-def _hint(exc: BaseException) -> str:
-    """What to do about a connect error a user can fix on this side (``""``: none known)."""
-    if "not found in known_hosts" in str(exc):
-        return ("\nHint: the host's key is not trusted yet: add it to a known_hosts file (e.g. `ssh-keyscan -p PORT "
-                "HOST >> ci_known_hosts`) and pass it (--hermes-ssh-known-hosts, known_hosts=), or pin it with host_key=")
-    return ""
-
-
-def _changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
-    """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
-    name, got, want = target.known_hosts_name(), exc.key, exc.expected_key
-    where = "the key pinned for it" if pinned else "the key trusted for it (known_hosts, or seen earlier in this run)"
-    return (f"the ssh host key of {name} changed: it offered {got.get_name()} {got.fingerprint}, but "
-            f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
-            f"was recreated on purpose, trust its new key explicitly: SshTransport(target={str(target)!r}, "
-            f"host_key={got.get_name() + ' ' + got.get_base64()!r})")
 
 
 class SshConnection:
@@ -124,6 +77,7 @@ class SshConnection:
         self._commands: dict[int, str] = {}  # channel id -> the command it runs (leak reports)
         self._shared: set[int] = set()  # ids of channels that outlive tests (not reported)
         self._sessions = threading.Condition()
+        self._released_at = float("-inf")  # when a channel of ours was last seen closed
         self.keepalive_interval = keepalive_interval
         self.keepalive_missed = keepalive_missed
         self.connect_timeout = connect_timeout
@@ -139,11 +93,11 @@ class SshConnection:
                                 look_for_keys=pkey is None and key_filename is None)
         except paramiko.BadHostKeyException as exc:
             self.client.close()
-            raise TransportLostError(_changed_key_message(target, exc, host_key is not None), permanent=True) from None
+            raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
             self.client.close()
             timed_out = time.monotonic() - started >= connect_timeout * 0.8
-            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}{_hint(exc)}",
+            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}{connect_hint(exc)}",
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
@@ -226,9 +180,9 @@ class SshConnection:
         note_activity()  # a channel the leak probe may report (see kernel.contract.activity)
         with self._session_slot():
             try:
-                chan = self.transport.open_session(timeout=self.connect_timeout)
-            except paramiko.ChannelException as exc:  # refused by the server; the connection lives
-                raise TransportLostError(f"ssh exec on {self.target} refused: {exc}") from None
+                chan = self._open_session("ssh exec")
+            except TransportLostError:  # refused by the server; the connection lives
+                raise
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 if isinstance(exc, paramiko.SSHException) and self.transport.is_active():
                     raise TransportLostError(f"ssh exec on {self.target} failed: {exc}") from None  # e.g. a slow open
@@ -250,7 +204,7 @@ class SshConnection:
         """``{channel id: command}`` of this connection's open exec channels (sftp: ``"sftp"``), but
         the shared ones (see :meth:`open_exec`)."""
         with self._sessions:
-            self._channels = [c for c in self._channels if not c.closed]
+            self._prune()
             live = {c.get_id() for c in self._channels}
             self._commands = {k: v for k, v in self._commands.items() if k in live}
             self._shared &= live
@@ -264,6 +218,44 @@ class SshConnection:
         for chan in chans:
             chan.close()
 
+    def _prune(self) -> None:
+        """Forget closed channels (call with ``_sessions`` held)."""
+        live = [c for c in self._channels if not c.closed]
+        if len(live) < len(self._channels):
+            self._released_at = time.monotonic()
+        self._channels = live
+
+    def _open_session(self, what: str) -> paramiko.Channel:
+        """A new session channel; a refusal that a session of ours ending can cure is retried.
+
+        paramiko counts a channel closed when it sends its close; sshd frees its session once it
+        has read that close and the command has exited. So an open just after a close can be
+        refused (OpenSSH answers code 2 past ``MaxSessions``: twelve commands at once on a
+        ``MaxSessions 10`` server failed so now and then). While this connection holds or has just
+        released a session, a refusal is retried (10 ms doubling to 200 ms) for up to
+        ``session_wait`` s; on an idle connection it fails at once.
+
+        :raises TransportLostError: if the server still refuses (saying how long we waited and the
+            likely cause); other paramiko errors propagate unchanged.
+        """
+        import paramiko
+
+        first, delay, tries = time.monotonic(), 0.01, 0
+        while True:
+            try:
+                return self.transport.open_session(timeout=self.connect_timeout)
+            except paramiko.ChannelException as exc:  # refused by the server; the connection lives
+                now = time.monotonic()
+                ours = bool(self._channels) or now - self._released_at < self.session_wait
+                if exc.code in REFUSED_FOR_NOW and ours and now - first < self.session_wait:
+                    time.sleep(min(delay, first + self.session_wait - now))
+                    delay, tries = min(delay * 2, 0.2), tries + 1
+                    continue
+                why = (f" (retried for {now - first:.1f} s while this connection held {len(self._channels)} sessions: "
+                       f"the server's MaxSessions may be below max_sessions={self.max_sessions}; pass max_sessions= "
+                       "to match)") if tries else ""
+                raise TransportLostError(f"{what} on {self.target} refused: {exc}{why}") from None
+
     @contextmanager
     def _session_slot(self) -> Iterator[None]:
         """Hold the session count while a channel opens; wait for a free session first.
@@ -273,7 +265,7 @@ class SshConnection:
         deadline = time.monotonic() + self.session_wait
         with self._sessions:
             while True:
-                self._channels = [c for c in self._channels if not c.closed]
+                self._prune()
                 if len(self._channels) < self.max_sessions:
                     break
                 left = deadline - time.monotonic()
@@ -330,10 +322,16 @@ class SshConnection:
 
         note_activity()
         with self._session_slot():
-            try:
-                sftp = self.client.open_sftp()
+            chan = None
+            try:  # what paramiko's SSHClient.open_sftp does, with our retry
+                chan = self._open_session("sftp")
+                chan.invoke_subsystem("sftp")
+                sftp = paramiko.SFTPClient(chan)
             except (OSError, paramiko.SSHException, EOFError) as exc:
-                raise TransportLostError(f"sftp to {self.target} failed: {exc}") from None
+                if chan is not None:
+                    chan.close()
+                raise (exc if isinstance(exc, TransportLostError)  # refused: it says so
+                       else TransportLostError(f"sftp to {self.target} failed: {exc}")) from None
             self._channels.append(sftp.get_channel())
         return sftp
 

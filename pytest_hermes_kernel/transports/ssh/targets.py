@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from ...errors import ConfigError
 from ...kernel.contract import Transport
 from ..spread import Spread, factory_signature
-from .connection import SshTarget
+from .address import SshTarget
 from .transport import SshTransport
 
 __all__ = ["SshTargets", "parse_targets", "ssh_transport"]

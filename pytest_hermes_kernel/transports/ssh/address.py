@@ -1,0 +1,60 @@
+"""Where an ssh connection goes (:class:`SshTarget`), and what a user reads when it cannot get
+there: a connect error they can fix on this side, or a host key that changed (B47).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import ConfigError
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where to connect: ``user@host:port``."""
+
+    host: str
+    port: int = 22
+    user: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> SshTarget:
+        """Parse ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
+
+        :raises ConfigError: if the port is not a number.
+        """
+        user, _, hostport = text.rpartition("@")
+        host, port = hostport, "22"
+        if hostport.startswith("["):
+            host, _, rest = hostport[1:].partition("]")
+            port = rest.lstrip(":") or "22"
+        elif hostport.count(":") == 1:
+            host, port = hostport.split(":")
+        if not port.isdigit() or not host:
+            raise ConfigError(f"ssh target must be user@host:port, not {text!r}")
+        return cls(host=host, port=int(port), user=user or None)
+
+    def known_hosts_name(self) -> str:
+        return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+
+    def __str__(self) -> str:
+        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+
+
+def connect_hint(exc: BaseException) -> str:
+    """What to do about a connect error a user can fix on this side (``""``: none known)."""
+    if "not found in known_hosts" in str(exc):
+        return ("\nHint: the host's key is not trusted yet: add it to a known_hosts file (e.g. `ssh-keyscan -p PORT "
+                "HOST >> ci_known_hosts`) and pass it (--hermes-ssh-known-hosts, known_hosts=), or pin it with host_key=")
+    return ""
+
+
+def changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
+    """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
+    name, got, want = target.known_hosts_name(), exc.key, exc.expected_key
+    where = "the key pinned for it" if pinned else "the key trusted for it (known_hosts, or seen earlier in this run)"
+    return (f"the ssh host key of {name} changed: it offered {got.get_name()} {got.fingerprint}, but "
+            f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
+            f"was recreated on purpose, trust its new key explicitly: SshTransport(target={str(target)!r}, "
+            f"host_key={got.get_name() + ' ' + got.get_base64()!r})")
