@@ -285,3 +285,26 @@ def test_leak_check_entry_quotes_the_warning(tmp_path: Path) -> None:
         "subprocess.Popen(['sleep', '300'], start_new_session=True)\")\n")
     ran = run_command("python -m pytest -q", tmp_path)
     _assert_quoted("A leak check failed", ran.stdout)
+
+
+# ------------------------------------------------------------------ the doctor's sample output
+
+def _doctor_sample(name: str) -> str:
+    return readme_text().split(f"<!-- doctor: {name} -->\n```\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("case", ["ok", "no engine"])
+def test_the_doctor_sample_is_what_doctor_prints(docker_ready: None, tmp_path: Path, case: str) -> None:
+    """Each line of the README's sample (``...``: text cut) is in the real output, once the parts
+    that name this machine (the interpreter's dir, the engine's version) are put as the sample
+    shows them."""
+    import os
+    import sys
+
+    env = fresh_env(DOCKER_HOST="unix:///var/run/hermes-no-engine.sock") if case == "no engine" else None
+    done = run_command("hermes-kernel doctor", tmp_path, env)
+    assert done.returncode == (1 if case == "no engine" else 0), done.stdout
+    real = done.stdout.replace(os.path.dirname(sys.executable), "/home/me/project/.venv/bin")
+    real = re.sub(r"docker engine \S+ at", "docker engine 20.10.24+dfsg1 at", real)
+    unmatched = [line for line in _doctor_sample(case).splitlines() if line.strip() and _matches_none(line, real)]
+    assert unmatched == [], "the README shows\n" + "\n".join(unmatched) + f"\nbut doctor prints\n{real}"
