@@ -21,6 +21,10 @@ from dataclasses import dataclass
 
 __all__ = ["CellQueue", "Ticket"]
 
+#: How long a restart's end waits for the queue's lock to wake the cells sent meanwhile (seconds):
+#: only a running cell holds it longer, and that cell wakes them when its turn ends.
+NOTIFY_WAIT_S = 0.5
+
 
 @dataclass(frozen=True)
 class Ticket:
@@ -71,6 +75,7 @@ class CellQueue:
         try:
             yield ticket.epoch == self._epoch
         finally:
+            self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
             self._turn.release()
 
     @contextmanager
@@ -95,6 +100,13 @@ class CellQueue:
         try:
             yield
         finally:
-            with self._turn:
-                self._restarting = False
-                self._turn.notify_all()
+            self._restarting = False  # a plain store: waiters re-check it under the lock
+            # A restart that failed before the running cell settled (its runner did not answer the
+            # kill: a paused host) must not wait here for that cell's whole budget: it wakes the
+            # waiters only if the lock comes free at once, else the running cell's turn wakes them
+            # as it ends. A waiter holds the lock only between its check and its wait.
+            if self._turn.acquire(timeout=NOTIFY_WAIT_S):
+                try:
+                    self._turn.notify_all()
+                finally:
+                    self._turn.release()
