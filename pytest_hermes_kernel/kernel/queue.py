@@ -68,7 +68,7 @@ class CellQueue:
             self._turn.acquire()
             try:
                 while self._restarting and ticket.epoch == self._epoch:
-                    self._turn.wait()
+                    self._turn.wait(NOTIFY_WAIT_S)  # bounded: a restart's end may not get the lock to notify
             except BaseException:
                 self._turn.release()
                 raise
@@ -104,7 +104,7 @@ class CellQueue:
             # A restart that failed before the running cell settled (its runner did not answer the
             # kill: a paused host) must not wait here for that cell's whole budget: it wakes the
             # waiters only if the lock comes free at once, else the running cell's turn wakes them
-            # as it ends. A waiter holds the lock only between its check and its wait.
+            # as it ends (and waiters re-check every NOTIFY_WAIT_S: ``start()`` holds the lock too).
             if self._turn.acquire(timeout=NOTIFY_WAIT_S):
                 try:
                     self._turn.notify_all()
