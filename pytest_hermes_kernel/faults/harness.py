@@ -152,7 +152,13 @@ class HarnessKernel:
 
         :raises HostGoneError: if the host was killed before or during the cell.
         """
-        return self._unpack(self.execute_async(code, timeout=timeout, raise_on_timeout=raise_on_timeout).result())
+        try:
+            value = self.execute_async(code, timeout=timeout, raise_on_timeout=raise_on_timeout).result()
+        except HermesKernelError as exc:
+            if getattr(exc, "result", None) is None:  # no result told: the story names the cell by this
+                self._emit("raised", exc)
+            raise
+        return self._unpack(value)
 
     def execute_async(self, code: str, **kwargs: Any) -> Future[Any]:
         """Start a cell and return a future (the test may kill the host while it runs)."""
@@ -241,8 +247,9 @@ class HarnessKernel:
 
     def add_listener(self, listener: KernelListener) -> None:
         """Call ``listener(event, kernel, payload)`` on ``running`` (forwarded by the host as the
-        cell starts), ``result``, ``lost`` and ``shutdown``, seen from this process (``started``
-        has happened by the time a harness kernel exists)."""
+        cell starts), ``result``, ``raised`` (the host gone during a cell, say), ``lost`` and
+        ``shutdown``, seen from this process (``started`` has happened by the time a harness
+        kernel exists)."""
         self._listeners.append(listener)
 
     def _emit(self, event: str, payload: Any) -> None:

@@ -14,6 +14,7 @@ cell that saw its kernel die, the watchdog's reset, ``restart()``, or the regist
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import secrets
@@ -24,7 +25,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, KernelAbandoned,
+from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
                       KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed,
                       KernelStartError)
 from .cell import CellRun, check_cell_args, running_tool_of
@@ -50,6 +51,21 @@ Listener = Callable[[str, "KernelHandle", Any], None]
 
 _OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {"interrupted": CellInterrupted, "reset": KernelResetAfterTimeout,
                                                       "reset_failed": KernelResetFailed, "abandoned": KernelAbandoned}
+
+
+def _raised_is_told(execute: Callable[..., CellResult]) -> Callable[..., CellResult]:
+    """``execute`` that also emits ``raised`` (payload: the error) when it raises instead of
+    returning a result, so a failing test's story names that cell too (the error of
+    ``raise_on_timeout`` carries its result, already told as ``result``)."""
+    @functools.wraps(execute)
+    def run(self: KernelHandle, *args: Any, **kwargs: Any) -> CellResult:
+        try:
+            return execute(self, *args, **kwargs)
+        except HermesKernelError as exc:
+            if getattr(exc, "result", None) is None:
+                self._emit("raised", exc)
+            raise
+    return run
 
 
 class KernelHandle:
@@ -185,6 +201,7 @@ class KernelHandle:
                 self._runtime.launch()
         return self
 
+    @_raised_is_told
     def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
                 cancel: threading.Event | None = None) -> CellResult:
         """Run ``code`` in the kernel's namespace.

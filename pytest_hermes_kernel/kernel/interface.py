@@ -27,7 +27,9 @@ KernelListener = Callable[[str, Any, Any], None]
 """``listener(event, kernel, payload)``: ``started`` (payload ``None``), ``running`` (payload
 ``None``: the cell now running has started in the worker; only with
 ``KernelOptions.report_running``, called on the cell's thread or, for a harness kernel, its
-reader's), ``result`` (a :class:`CellResult`), ``lost`` (a :class:`~.lifecycle.Loss`, once per
+reader's), ``result`` (a :class:`CellResult`), ``raised`` (the
+:class:`~pytest_hermes_kernel.errors.HermesKernelError` an ``execute`` raised instead of returning
+a result: the kernel shut down, its host gone), ``lost`` (a :class:`~.lifecycle.Loss`, once per
 loss) and ``shutdown`` (an :class:`ExitInfo`)."""
 
 

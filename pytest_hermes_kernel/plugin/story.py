@@ -4,7 +4,7 @@ For every kernel a test got from ``hermes_kernel``/``hermes_kernel_factory`` the
 the kernel's events. When the test fails (in any phase), its report gets one section per kernel,
 ``hermes-kernel: kernel <id>``: transport, where it runs (its launch's label: a docker kernel's
 container and engine), kernel id, pids, generation, every loss or reset with
-its reason, the last cells' statuses, and the tails of the runner's log and of the host's log
+its reason, the last cells' statuses (or the error a cell raised instead), and the tails of the runner's log and of the host's log
 (the kernel host container's or the sshd container's, :meth:`Transport.host_log`). Each tail is
 bounded (:data:`LOG_LINES` lines, :data:`SECTION_CHARS` characters a section) and redacted like
 cell output (:func:`~pytest_hermes_kernel.kernel.output.redact`, with the kernel env's secret
@@ -63,6 +63,10 @@ class KernelStory:
                     self._generation_seen()
                 self.count += 1
                 self.cells.append(f"cell {self.count} (generation {payload.kernel.generation}): {payload.summary()}")
+            elif event == "raised":  # a cell that got no result: the host gone during it, say
+                self.count += 1
+                self.cells.append(f"cell {self.count} (generation {kernel.generation}): raised "
+                                  f"{type(payload).__name__}: {payload}")
             elif event == "shutdown":
                 self.losses.append(f"shutdown: ended by step {payload.step}" + (f" ({payload.note})" if payload.note else "")
                                    + ("" if payload.confirmed else ", not confirmed gone")

@@ -102,3 +102,38 @@ def test_a_story_told_after_the_kernel_was_shut_down_still_says_where_it_ran(pyt
     assert where.startswith("where: local") and where.endswith("(shut down)"), where
     assert "runner log (last 20 lines):\n  (none: the kernel was shut down before this report" in story, story
     assert "cell 1 (generation 0): status=ok" in story
+
+
+RAISED_SUITE = """
+import pytest
+
+from pytest_hermes_kernel import HostGoneError, KernelShutdownError
+
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_host_killed_during_a_cell(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(30)")
+    assert False, "fails to tell its story"
+
+def test_cell_after_shutdown(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    hermes_kernel.shutdown()
+    with pytest.raises(KernelShutdownError):
+        hermes_kernel.execute("x")
+    assert False, "fails to tell its story"
+"""
+
+
+def test_a_cell_that_raised_instead_of_returning_is_in_the_story(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """The cell running when the test's host was SIGKILLed (``HostGoneError``), or sent after a
+    shutdown, has no result: the story named only the cells before it."""
+    pytester.makepyfile(test_story=RAISED_SUITE)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    host, shut = out.split("hermes-kernel: kernel ")[1:3]
+
+    assert "cell 1 (generation 0): status=ok" in host
+    assert "cell 2 (generation 0): raised HostGoneError: the harness host (pid " in host, host
+    assert "cell 2 (generation 0): raised KernelShutdownError: " in shut, shut
