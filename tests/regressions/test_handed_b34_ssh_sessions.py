@@ -105,11 +105,12 @@ def test_the_server_refuses_the_eleventh_session_so_the_scenario_can_fail(defaul
         conn.close()
 
 
-def test_a_session_closed_while_its_command_runs_is_waited_for_not_refused(default_sshd: SshTransport) -> None:
+def test_a_session_closed_while_its_command_runs_is_waited_for_not_refused(default_sshd: SshTransport,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
     """paramiko counts a channel closed when it sends its close; sshd frees the session only when
     the command ends. The next open at the limit waits for that instead of failing (it was
     refused with ``ChannelException(2, 'Connect failed')``, as the twelve-at-once case was now and
-    then)."""
+    then), and the wait logs no ERROR (paramiko logged one per refused open)."""
     conn = _own_connection(default_sshd, max_sessions=SSHD_DEFAULT_MAX_SESSIONS, session_wait=20.0)
     try:
         held = [conn.open_exec("sleep 2") for _ in range(SSHD_DEFAULT_MAX_SESSIONS)]
@@ -117,6 +118,7 @@ def test_a_session_closed_while_its_command_runs_is_waited_for_not_refused(defau
         assert conn.run("echo next", timeout=20.0) == (0, b"next\n", b"")
     finally:
         conn.close()
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == []
 
 
 def test_a_server_limit_below_max_sessions_is_named_once_the_wait_is_over(default_sshd: SshTransport) -> None:

@@ -15,6 +15,7 @@ channel (the relay); its stdin is never the kernel's stdin (the runner puts ``/d
 from __future__ import annotations
 
 import base64
+import logging
 import select
 import threading
 import time
@@ -34,6 +35,21 @@ KEEPALIVE_REQUEST = "keepalive@openssh.com"
 #: Channel-open refusals a session of ours ending can cure (RFC 4254 5.1): 2, connect failed
 #: (OpenSSH's answer past ``MaxSessions``), and 4, resource shortage.
 REFUSED_FOR_NOW = (2, 4)
+#: paramiko's log channel for the kit's connections, under its own ``paramiko.transport``.
+LOG_CHANNEL = "paramiko.transport.hermes"
+
+
+class _RefusalReportedHere(logging.Filter):
+    """Drops paramiko's ERROR line for a refused channel open: :meth:`SshConnection._open_session`
+    retries the refusal, or raises an error that names it (a wait for a session logged one
+    ERROR line per retry before)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "open FAILED" not in record.getMessage()
+
+
+logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
+
 #: Longest single wait in a read, so a dead connection is noticed without data.
 READ_SLICE_S = 0.5
 
@@ -105,6 +121,7 @@ class SshConnection:
             key = self.transport.get_remote_server_key()
             session_keys.add(target.known_hosts_name(), key.get_name(), key)
         self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
+        self.transport.set_log_channel(LOG_CHANNEL)
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
         self.last_reply = time.monotonic()
         self._checker = threading.Thread(target=self._check_loop, name=f"hermes-shared ssh keepalive {target}",
