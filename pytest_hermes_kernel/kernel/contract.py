@@ -123,6 +123,9 @@ class LaunchSpec:
     :param env: the kernel's complete environment (already scrubbed and redacted).
     :param cwd: working directory of cells; ``None``: the transport's default.
     :param python: interpreter; ``None``: the transport's default.
+    :param start_timeout: seconds the caller gives the start (``KernelOptions.start_timeout``): a
+        launch waits no longer than this for an answer from where the kernel runs (a kernel
+        server's reply); ``None``: only the transport's own limits.
     """
 
     kernel_id: str
@@ -130,6 +133,7 @@ class LaunchSpec:
     env: dict[str, str] = field(repr=False)
     cwd: str | None = None
     python: str | None = None
+    start_timeout: float | None = None
 
 
 @dataclass
