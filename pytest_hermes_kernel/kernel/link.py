@@ -216,9 +216,10 @@ class RunnerLink:
             afterwards.
         """
         info = None if now else self._ask_to_exit(grace)
+        killed = None
         if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-            self.kill()
-        confirmed = self.discard()
+            killed = self.kill()
+        confirmed = self.discard(killed=killed)
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
                             note="killed from outside through the transport" if confirmed else
@@ -236,17 +237,22 @@ class RunnerLink:
         return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
                         note="forced kill after grace" if step == "sigkill" else "")
 
-    def discard(self) -> bool:
+    def discard(self, killed: bool | None = None) -> bool:
         """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.
 
+        :param killed: what a :meth:`kill` just made of it, if one did (``False``: not confirmed):
+            no second kill then (its refusal, e.g. a paused container's, was logged twice).
         :returns: whether the runner is gone (seen gone, or its kill confirmed): ``False`` when it
             may still run: it runs and its kill was not confirmed (its container is paused:
             frozen, not gone), or the transport cannot tell (a silent ssh host); its kernel dir is
             left to it then (a later kill, or its orphan timer, ends both).
         """
         self.channel.close()
-        if not self.transport.seen_gone(self.launched) and not self.transport.kill(self.launched):
-            return False  # (local: seen_gone() also collects an exited runner)
+        gone = self.transport.seen_gone(self.launched)  # (local: it also collects an exited runner)
+        if not gone:
+            gone = self.kill() if killed is None else killed
+        if not gone:
+            return False
         self.transport.cleanup(self.launched)
         return True
 
