@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import KernelStartError, TransportLostError
-from .channel import Channel, ChannelClosed
+from .channel import Channel, ChannelClosed, Frame
 from .contract import Launched, LaunchSpec, Transport
 from .results import ExitInfo
 
@@ -32,6 +32,10 @@ SHUTDOWN_SLACK_S = 6.0
 
 REAP_SLACK_S = 3.0
 """Seconds on top of ``shutdown_grace`` that the host waits for a runner that said goodbye."""
+
+FROZEN_CHECK_S = 0.5
+"""Seconds between asking the transport whether a runner that has not answered a shutdown
+request is frozen (:meth:`~.contract.Transport.frozen`); a normal answer comes in milliseconds."""
 
 
 def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int, ...],
@@ -229,13 +233,35 @@ class RunnerLink:
     def _ask_to_exit(self, grace: float) -> ExitInfo | None:
         if self.channel.closed:
             return None
+        rid = self.channel.next_id()
+        self.channel.expect(rid)
         try:
-            header, _ = self.channel.request({"type": "shutdown", "grace": grace}, grace * 2 + SHUTDOWN_SLACK_S)
+            self.channel.send({"type": "shutdown", "grace": grace, "id": rid})
+            header, _ = self._exit_reply(rid, grace * 2 + SHUTDOWN_SLACK_S)
         except (TimeoutError, ChannelClosed, TransportLostError):
             return None
+        finally:
+            self.channel.forget(rid)
         step = header.get("step", "request")
         return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
                         note="forced kill after grace" if step == "sigkill" else "")
+
+    def _exit_reply(self, rid: int, timeout: float) -> Frame:
+        """The reply to shutdown request ``rid``, awaited up to ``timeout`` seconds, or less: after
+        each :data:`FROZEN_CHECK_S` without it the transport is asked whether the runner's host is
+        frozen (a paused container's runner answers nothing: the whole ``timeout``, 10 s by
+        default, was waited for nothing).
+
+        :raises TimeoutError: if no reply came in time, or the host is frozen.
+        :raises ChannelClosed: if the channel closed first.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.channel.wait(rid, min(FROZEN_CHECK_S, max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
+                if time.monotonic() >= deadline or self.transport.frozen(self.launched):
+                    raise
 
     def discard(self, killed: bool | None = None) -> bool:
         """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.

@@ -248,6 +248,7 @@ class DockerTransport(Transport):
 
     kill = probes.kill
     alive = probes.alive
+    frozen = probes.frozen
     seen_gone = probes.seen_gone
     reap = probes.reap
 
