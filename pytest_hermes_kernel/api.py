@@ -58,5 +58,5 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
         opts = KernelOptions(**options)
     except TypeError as exc:
         raise ConfigError(f"bad kernel option: {exc}") from None
-    t = get_transport(transport) if isinstance(transport, str) else transport
+    t = transport if isinstance(transport, Transport) else get_transport(transport)  # a bad name: ConfigError
     return KernelHandle(t, opts, tools=tools).start()

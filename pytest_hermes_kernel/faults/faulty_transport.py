@@ -224,6 +224,9 @@ class FaultyTransport(Transport):
     def reap(self, launched: Launched, timeout: float) -> bool:
         return self.inner.reap(self._inner_of(launched), timeout)
 
+    def frozen(self, launched: Launched) -> bool:
+        return self.inner.frozen(self._inner_of(launched))
+
     def cleanup(self, launched: Launched) -> None:
         self.inner.cleanup(self._inner_of(launched))
         with self._lock:

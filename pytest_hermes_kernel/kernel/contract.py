@@ -16,6 +16,8 @@ and when:
   replacing a lost runner, ``shutdown()``'s ``confirmed``): ``False`` also when the transport
   cannot tell, which ``alive()`` may answer ``False`` too.
 * :meth:`Transport.reap`: the handle, after the runner said goodbye: wait for it to end.
+* :meth:`Transport.frozen`: the handle, while a shutdown request goes unanswered: whether the
+  runner's host is frozen (a paused container), so waiting longer is of no use.
 * :meth:`Transport.cleanup`: the handle, after the kernel is gone: remove what the launch left
   (kernel dir); never raises.
 * :meth:`Transport.runner_log`: the handle, for the error of a start that failed.
@@ -123,6 +125,9 @@ class LaunchSpec:
     :param env: the kernel's complete environment (already scrubbed and redacted).
     :param cwd: working directory of cells; ``None``: the transport's default.
     :param python: interpreter; ``None``: the transport's default.
+    :param start_timeout: seconds the caller gives the start (``KernelOptions.start_timeout``): a
+        launch waits no longer than this for an answer from where the kernel runs (a kernel
+        server's reply); ``None``: only the transport's own limits.
     """
 
     kernel_id: str
@@ -130,6 +135,7 @@ class LaunchSpec:
     env: dict[str, str] = field(repr=False)
     cwd: str | None = None
     python: str | None = None
+    start_timeout: float | None = None
 
 
 @dataclass
@@ -225,6 +231,14 @@ class Transport(ABC):
         (ssh, docker) overrides this.
         """
         return not self.alive(launched)
+
+    def frozen(self, launched: Launched) -> bool:
+        """Whether the runner's host is seen frozen now (docker: its container is paused): it
+        answers nothing until it thaws, so a shutdown stops waiting for its reply and reports the
+        kernel not confirmed gone. ``False`` when it is not, or the transport cannot tell (the
+        default: never seen). Never raises.
+        """
+        return False
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for a runner that was asked to exit; True when seen gone.

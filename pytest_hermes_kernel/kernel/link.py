@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import KernelStartError, TransportLostError
-from .channel import Channel, ChannelClosed
+from .channel import Channel, ChannelClosed, Frame
 from .contract import Launched, LaunchSpec, Transport
 from .results import ExitInfo
 
@@ -32,6 +32,10 @@ SHUTDOWN_SLACK_S = 6.0
 
 REAP_SLACK_S = 3.0
 """Seconds on top of ``shutdown_grace`` that the host waits for a runner that said goodbye."""
+
+FROZEN_CHECK_S = 0.5
+"""Seconds between asking the transport whether a runner that has not answered a shutdown
+request is frozen (:meth:`~.contract.Transport.frozen`); a normal answer comes in milliseconds."""
 
 
 def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int, ...],
@@ -216,9 +220,10 @@ class RunnerLink:
             afterwards.
         """
         info = None if now else self._ask_to_exit(grace)
+        killed = None
         if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-            self.kill()
-        confirmed = self.discard()
+            killed = self.kill()
+        confirmed = self.discard(killed=killed)
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
                             note="killed from outside through the transport" if confirmed else
@@ -228,25 +233,52 @@ class RunnerLink:
     def _ask_to_exit(self, grace: float) -> ExitInfo | None:
         if self.channel.closed:
             return None
+        rid = self.channel.next_id()
+        self.channel.expect(rid)
         try:
-            header, _ = self.channel.request({"type": "shutdown", "grace": grace}, grace * 2 + SHUTDOWN_SLACK_S)
+            self.channel.send({"type": "shutdown", "grace": grace, "id": rid})
+            header, _ = self._exit_reply(rid, grace * 2 + SHUTDOWN_SLACK_S)
         except (TimeoutError, ChannelClosed, TransportLostError):
             return None
+        finally:
+            self.channel.forget(rid)
         step = header.get("step", "request")
         return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
                         note="forced kill after grace" if step == "sigkill" else "")
 
-    def discard(self) -> bool:
+    def _exit_reply(self, rid: int, timeout: float) -> Frame:
+        """The reply to shutdown request ``rid``, awaited up to ``timeout`` seconds, or less: after
+        each :data:`FROZEN_CHECK_S` without it the transport is asked whether the runner's host is
+        frozen (a paused container's runner answers nothing: the whole ``timeout``, 10 s by
+        default, was waited for nothing).
+
+        :raises TimeoutError: if no reply came in time, or the host is frozen.
+        :raises ChannelClosed: if the channel closed first.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.channel.wait(rid, min(FROZEN_CHECK_S, max(0.0, deadline - time.monotonic())))
+            except TimeoutError:
+                if time.monotonic() >= deadline or self.transport.frozen(self.launched):
+                    raise
+
+    def discard(self, killed: bool | None = None) -> bool:
         """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.
 
+        :param killed: what a :meth:`kill` just made of it, if one did (``False``: not confirmed):
+            no second kill then (its refusal, e.g. a paused container's, was logged twice).
         :returns: whether the runner is gone (seen gone, or its kill confirmed): ``False`` when it
             may still run: it runs and its kill was not confirmed (its container is paused:
             frozen, not gone), or the transport cannot tell (a silent ssh host); its kernel dir is
             left to it then (a later kill, or its orphan timer, ends both).
         """
         self.channel.close()
-        if not self.transport.seen_gone(self.launched) and not self.transport.kill(self.launched):
-            return False  # (local: seen_gone() also collects an exited runner)
+        gone = self.transport.seen_gone(self.launched)  # (local: it also collects an exited runner)
+        if not gone:
+            gone = self.kill() if killed is None else killed
+        if not gone:
+            return False
         self.transport.cleanup(self.launched)
         return True
 

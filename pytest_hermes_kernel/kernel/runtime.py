@@ -318,4 +318,5 @@ def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:
               "max_output_bytes": max(0, o.max_output_bytes - MARKER_RESERVE_BYTES),
               "orphan_timeout": o.orphan_timeout, "exit_grace": o.exit_grace,
               "oom_counter_file": o.oom_counter_file, "cgroup_procs": o.cgroup_procs}
-    return LaunchSpec(kernel_id=kernel_id, config=config, env=env, cwd=o.cwd, python=o.python)
+    return LaunchSpec(kernel_id=kernel_id, config=config, env=env, cwd=o.cwd, python=o.python,
+                      start_timeout=o.start_timeout)

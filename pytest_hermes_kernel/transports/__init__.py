@@ -115,7 +115,34 @@ def _builtin(name: str) -> Callable[..., Transport]:
         from .filecell.transport import FileCellTransport
 
         return FileCellTransport
-    raise ConfigError(f"unknown transport {name!r}; known: {', '.join(TRANSPORT_NAMES + tuple(_factories))}")
+    raise _unknown(name)
+
+
+def _factory(name: object) -> Callable[..., Transport]:
+    """The factory registered or built in for ``name`` (called under ``_lock``).
+
+    :raises ConfigError: if ``name`` is not a str naming a known transport.
+    """
+    if not isinstance(name, str):
+        raise _unknown(name)
+    return _factories.get(name) or _builtin(name)
+
+
+def _unknown(name: object) -> ConfigError:
+    """The error for a name that is no transport's (called under ``_lock``): the known names, and
+    the closest of them when there is one (``'Docker'``, ``' ssh'``, ``'file-cell'``, ``'filecell:'``).
+    """
+    import difflib
+
+    known = TRANSPORT_NAMES + tuple(n for n in _factories if n not in TRANSPORT_NAMES)
+    shown = repr(name) if len(repr(name)) <= 60 else f"{repr(name)[:57]}..."
+    listed = f"known: {', '.join(known)}"
+    if not isinstance(name, str):
+        return ConfigError(f"a transport name is a str, not {type(name).__name__} {shown}; {listed}")
+    by_lower = {n.lower(): n for n in known}
+    close = difflib.get_close_matches(name.strip().lower(), list(by_lower), n=1, cutoff=0.6)
+    hint = f"; did you mean {by_lower[close[0]]!r}?" if close else ""
+    return ConfigError(f"unknown transport {shown}{hint} ({listed})")
 
 
 def transport_factory(name: str) -> Callable[..., Transport]:
@@ -124,7 +151,7 @@ def transport_factory(name: str) -> Callable[..., Transport]:
     :raises ConfigError: if ``name`` is unknown.
     """
     with _lock:
-        return _factories.get(name) or _builtin(name)
+        return _factory(name)
 
 
 def make_transport(name: str, **options: Any) -> Transport:
@@ -134,7 +161,7 @@ def make_transport(name: str, **options: Any) -> Transport:
     :raises TransportUnavailableError: if it cannot run here.
     """
     with _lock:
-        factory = _factories.get(name) or _builtin(name)
+        factory = _factory(name)
     return _make(name, factory, options)
 
 
@@ -145,14 +172,15 @@ def get_transport(name: str, **options: Any) -> Transport:
     resolve to those it was made with (:mod:`.shared_options`; a default passed explicitly is the
     same option).
 
-    :raises ConfigError: if ``name`` is not a known transport, an option is not accepted, or
+    :raises ConfigError: if ``name`` is not a known transport's (a str; the message lists the known
+        ones and the closest), an option is not accepted, or
         ``options`` differ from those the shared instance was made with (the message names each
         one with both values, and where the instance was made).
     :raises TransportUnavailableError: if it cannot run here (the message says why).
     """
     with _lock:
         _forget_a_parents_transports()
-        factory = _factories.get(name) or _builtin(name)
+        factory = _factory(name)
         shared = _shared.get(name)
         if shared is not None:
             shared.check(name, factory, options)

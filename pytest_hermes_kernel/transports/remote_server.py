@@ -259,22 +259,25 @@ class ServerPool:
         self._lock = threading.Lock()
         self._starting: dict[tuple[str, str], threading.Lock] = {}
 
-    def spawn(self, where: str, python: str,
-              config: Callable[[RemoteServer], dict[str, Any]]) -> tuple[int, MuxStream, str | None, RemoteServer]:
+    def spawn(self, where: str, python: str, config: Callable[[RemoteServer], dict[str, Any]],
+              timeout: float | None = None) -> tuple[int, MuxStream, str | None, RemoteServer]:
         """Fork a kernel on ``where`` (a server found gone is replaced once).
 
         :param config: the runner config for a server (its hello says e.g. the far side's home).
+        :param timeout: seconds the caller gives the start (``LaunchSpec.start_timeout``): the
+            wait for the server's answer is the shorter of it and :data:`SPAWN_TIMEOUT_S`; ``None``: the latter.
         :returns: the kernel's pid, its stream, its runner file's path and the server.
-        :raises KernelServerUnavailable: if no server could fork it.
+        :raises KernelServerUnavailable: if no server could fork it, or none answered in time.
         """
+        wait = SPAWN_TIMEOUT_S if timeout is None else min(timeout, SPAWN_TIMEOUT_S)
         server = self._server(where, python)
         try:
-            return (*server.spawn(config(server)), server)
+            return (*server.spawn(config(server), wait), server)
         except KernelServerUnavailable as exc:
             if exc.facts.get("sent", True):
                 raise  # a refusal (a new server would refuse too), or it may have forked the kernel
         server = self._server(where, python)  # it was gone before it had the request: once more
-        return (*server.spawn(config(server)), server)
+        return (*server.spawn(config(server), wait), server)
 
     def _server(self, where: str, python: str) -> RemoteServer:
         key = (where, python)

@@ -122,6 +122,9 @@ class Spread(Transport, Generic[M]):
     def reap(self, launched: Launched, timeout: float) -> bool:
         return self._of(launched).reap(launched, timeout)
 
+    def frozen(self, launched: Launched) -> bool:
+        return self._of(launched).frozen(launched)
+
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
         return self._of(launched).exit_status(launched, timeout)
 

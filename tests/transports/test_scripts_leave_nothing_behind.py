@@ -1,4 +1,5 @@
-"""A script that uses the public API and ends normally leaves nothing behind (issue #9 point 8).
+"""A script that uses the public API and ends normally leaves nothing behind (issue #9 point 8);
+one ended by SIGTERM leaves its container to a sweep, or nothing when it makes SIGTERM an exit.
 
 Before: ``start_kernel("docker")`` / ``start_kernel("ssh")`` in a plain script (no pytest, no
 ``close()``) left its kernel host or sshd container running and its member lists, lock files
@@ -13,6 +14,7 @@ it prints its run id, which labels its containers and names its run dir.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -81,5 +83,74 @@ def test_a_script_leaves_no_container_run_file_or_key(docker_ready: None, tmp_pa
         assert [f for f in files if run_id in f or f.endswith(".key")] == [], "run files or a key outlived the run"
         assert not list(tmp_path.rglob(f"run-{run_id}")), "the run dir outlived the run"
         assert [f for f in files if "pytest-hermes-kernel" in f] in ([], ["pytest-hermes-kernel-image.lock"])
+    finally:
+        _remove(left)
+
+
+# a script that waits until it is ended by SIGTERM; with "exit", it makes SIGTERM an exit as the
+# README says (the package installs no signal handler in a user's process)
+UNTIL_SIGTERM = """
+import signal, sys, time
+if sys.argv[2] == "exit":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.containers.sharing import current_run_id
+
+k = start_kernel(sys.argv[1])
+assert k.execute("x = 1").status == "ok"
+print(current_run_id(), flush=True)
+time.sleep(600)
+"""
+
+
+def _sigtermed_script(transport: str, tmpdir: Path, how: str) -> tuple[str, int]:
+    """Run :data:`UNTIL_SIGTERM`, SIGTERM it once its kernel runs: ``(run id, exit status)``."""
+    env = {**os.environ, "TMPDIR": str(tmpdir)}
+    env.pop("PYTEST_HERMES_RUN_ID", None)
+    env.pop("PYTEST_XDIST_TESTRUNUID", None)
+    proc = subprocess.Popen([sys.executable, "-c", UNTIL_SIGTERM, transport, how], env=env, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        run_id = proc.stdout.readline().strip()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert run_id, f"the script ended ({code}) before its kernel ran"
+    return run_id, code
+
+
+def _run_files(tmpdir: Path, run_id: str) -> list[str]:
+    return [str(p) for p in tmpdir.rglob("*") if run_id in str(p) or p.name.endswith(".key")]
+
+
+@pytest.mark.parametrize("transport", ["docker", "ssh"])
+def test_a_script_that_makes_sigterm_an_exit_leaves_nothing(docker_ready: None, tmp_path: Path,
+                                                            transport: str) -> None:
+    run_id, code = _sigtermed_script(transport, tmp_path, "exit")
+    left = _containers_of_run(run_id)
+    try:
+        assert code == 128 + signal.SIGTERM
+        assert left == [], f"the script's {transport} container outlived it"
+        assert _run_files(tmp_path, run_id) == [], "run files or a key outlived the script"
+    finally:
+        _remove(left)
+
+
+@pytest.mark.parametrize("transport", ["docker", "ssh"])
+def test_what_a_script_ended_by_sigterm_left_is_removed_by_hermes_kernel_sweep(docker_ready: None, tmp_path: Path,
+                                                                              transport: str) -> None:
+    run_id, code = _sigtermed_script(transport, tmp_path, "default")
+    assert code == -signal.SIGTERM  # no exit hook ran: its container and run files stay for a sweep
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    swept = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep"], env=env, capture_output=True,
+                           text=True, timeout=120)
+    left = _containers_of_run(run_id)
+    try:
+        assert swept.returncode == 0, swept.stderr
+        assert left == [], f"the sweep left the script's {transport} container: {swept.stdout}"
+        assert _run_files(tmp_path, run_id) == [], f"the sweep left run files or a key: {swept.stdout}"
     finally:
         _remove(left)

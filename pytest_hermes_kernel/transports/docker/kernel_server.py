@@ -83,7 +83,7 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
     config: dict[str, Any] = json.loads(runner_config(spec, kdir, transport.orphan_timeout))
     transport.made_dirs.add(container_id, kdir)  # as on the spawn path: the leak probe checks it is gone
     try:
-        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config)
+        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config, spec.start_timeout)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         transport._end_failed_launch(container_id, kdir, spec.kernel_id)
         raise

@@ -170,6 +170,13 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
     return gone
 
 
+def frozen(transport: DockerTransport, launched: Launched) -> bool:
+    """``Transport.frozen``: whether the engine answers that the runner's container is paused
+    (not: it cannot be asked)."""
+    cid = launched.extra.get("container")
+    return bool(cid) and transport.hosts.seen_paused(cid)
+
+
 def alive(transport: DockerTransport, launched: Launched) -> bool:
     """Whether the runner still exists. In a paused container it does: frozen, not gone (no
     exec can look and its kernel server is silent), so the watchdog abandons its cell instead

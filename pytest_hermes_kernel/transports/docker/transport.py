@@ -160,6 +160,7 @@ class DockerTransport(Transport):
         return with_fallback(fork, lambda: self._spawn(cid, spec))
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
+        refuse_if_paused(self, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         self.made_dirs.add(cid, kdir)
@@ -179,9 +180,17 @@ class DockerTransport(Transport):
 
     def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None:
         """A launch failed: end every process it may have started (found by the kernel id in
-        their environment: the runner's pid may never have been reported), then its dir."""
+        their environment: the runner's pid may never have been reported), then its dir. In a
+        paused container neither can be done (every exec is refused): one warning says so."""
         try:
-            if self.container_running(container_id):
+            state = self.hosts.state(container_id)
+            if state == "paused":
+                log.warning("failed launch of kernel %s in %s: the container is paused: what the launch may have "
+                            "started there and its dir %s cannot be ended now (a runner a kernel server forked "
+                            "ends by its orphan timer after the unpause, and removes its dir)",
+                            kernel_id, container_id[:12], kdir)
+                return
+            if state == "running":
                 # as the kernel's user: docker's root cannot read other users' environ here
                 code, out = self.run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
                 if code != 0 or out.strip() != b"gone":
@@ -239,6 +248,7 @@ class DockerTransport(Transport):
 
     kill = probes.kill
     alive = probes.alive
+    frozen = probes.frozen
     seen_gone = probes.seen_gone
     reap = probes.reap
 
@@ -321,6 +331,18 @@ class DockerTransport(Transport):
                           f", {self.cpus} cpus" if self.cpus else ""])
         kept = ", kept between runs" if self.hosts.reuse is not None and self.container_mode == "shared" else ""
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept}, engine {self.engine})"
+
+
+def refuse_if_paused(transport: DockerTransport, container_id: str, kernel_id: str) -> None:
+    """Refuse a start in a paused container (``docker pause``: the engine refuses every exec into
+    it with 409 Conflict, and a kernel server there is frozen), before anything is made there.
+
+    :raises KernelStartError: if the engine says the container is paused (not: it cannot tell).
+    """
+    if transport.hosts.seen_paused(container_id):
+        raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
+                               f"(`docker pause`: its processes are frozen and no exec runs there)\n"
+                               f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)
 
 
 def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:

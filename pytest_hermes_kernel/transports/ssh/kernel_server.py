@@ -107,7 +107,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
 
     try:
-        pid, stream, runner, server = pool.spawn(str(conn.target), python, config)
+        pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
         end_failed_launch(transport, conn, kdir, spec.kernel_id)

@@ -1,0 +1,46 @@
+"""Seen: ``get_transport(["local"])`` (a list where a name goes, e.g. a matrix passed whole) raised
+a bare ``TypeError: unhashable type: 'list'`` from the factory table, and ``start_kernel(None)``
+an ``AttributeError: 'NoneType' object has no attribute 'launch'``: neither a ConfigError nor a
+word about the known transports. A user's near miss (``"Docker"``, ``" ssh"``, ``"file-cell"``,
+``"filecell:"``) was a ConfigError, without the name it was close to.
+
+Now every bad name is a :class:`ConfigError` that lists the known transports, with the closest
+one when there is one, on every entry point that takes a name.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_hermes_kernel import ConfigError, start_kernel
+from pytest_hermes_kernel.transports import get_transport, make_transport, transport_factory
+
+KNOWN = "local, docker, ssh, filecell"
+ENTRY_POINTS = [get_transport, make_transport, transport_factory, start_kernel]
+
+
+@pytest.mark.parametrize("call", ENTRY_POINTS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize(("name", "meant"), [("Docker", "docker"), (" ssh", "ssh"), ("file-cell", "filecell"),
+                                             ("filecell:", "filecell"), ("LOCAL", "local")])
+def test_a_near_miss_names_the_transport_it_is_close_to(call, name, meant):
+    with pytest.raises(ConfigError) as exc:
+        call(name)
+
+    assert f"did you mean {meant!r}?" in str(exc.value)
+    assert f"known: {KNOWN}" in str(exc.value)
+
+
+@pytest.mark.parametrize("call", ENTRY_POINTS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("name", [["local"], {"local"}, {"transport": "local"}, None, 3, b"local"],
+                         ids=["list", "set", "dict", "None", "int", "bytes"])
+def test_a_name_that_is_no_str_is_a_config_error(call, name):
+    with pytest.raises(ConfigError, match=f"a transport name is a str, not {type(name).__name__} .*; known: {KNOWN}"):
+        call(name)
+
+
+def test_a_long_name_is_shortened_in_the_message():
+    with pytest.raises(ConfigError) as exc:
+        get_transport("x" * 10_000)
+
+    assert len(str(exc.value)) < 200, str(exc.value)
+    assert f"known: {KNOWN}" in str(exc.value)
