@@ -42,5 +42,7 @@ def test_a_long_name_is_shortened_in_the_message():
     with pytest.raises(ConfigError) as exc:
         get_transport("x" * 10_000)
 
-    assert len(str(exc.value)) < 200, str(exc.value)
-    assert f"known: {KNOWN}" in str(exc.value)
+    message = str(exc.value)  # the known names may include ones other tests of this process registered
+    assert message.startswith("unknown transport '" + "x" * 56 + "... (known: "), message
+    assert "x" * 57 not in message
+    assert f"known: {KNOWN}" in message

@@ -1,5 +1,5 @@
 """When sshd refuses a new session channel, the connection waits only if a session of its own
-may still be ending (``SshConnection._open_session``).
+may still be ending (``connection._open_session``).
 
 A refusal just after a close is the server not having freed that session yet: it is retried (the
 real sshd cases are in tests/regressions/test_handed_b34_ssh_sessions.py). A refusal on a
@@ -19,7 +19,7 @@ import pytest
 
 from pytest_hermes_kernel.errors import TransportLostError
 from pytest_hermes_kernel.transports.ssh.address import SshTarget
-from pytest_hermes_kernel.transports.ssh.connection import SshConnection
+from pytest_hermes_kernel.transports.ssh.connection import SshConnection, _open_session
 
 
 class RefusingTransport:
@@ -46,7 +46,7 @@ def _connection(transport: RefusingTransport, *, released_ago: float | None) -> 
 
 def test_a_refusal_right_after_a_release_is_retried_until_the_session_is_free() -> None:
     transport = RefusingTransport(refusals=3)
-    channel = _connection(transport, released_ago=0.0)._open_session("ssh exec")
+    channel = _open_session(_connection(transport, released_ago=0.0), "ssh exec")
     assert (channel.closed, transport.opens) == (False, 4)
 
 
@@ -54,7 +54,7 @@ def test_a_refusal_on_an_idle_connection_fails_at_once() -> None:
     transport = RefusingTransport(refusals=1)
     started = time.monotonic()
     with pytest.raises(TransportLostError) as caught:
-        _connection(transport, released_ago=None)._open_session("ssh exec")
+        _open_session(_connection(transport, released_ago=None), "ssh exec")
     assert transport.opens == 1
     assert time.monotonic() - started < 1.0
     assert str(caught.value) == "ssh exec on hermes@127.0.0.1:1 refused: ChannelException(2, 'Connect failed')"
@@ -63,5 +63,5 @@ def test_a_refusal_on_an_idle_connection_fails_at_once() -> None:
 def test_a_refusal_no_wait_can_cure_is_not_retried() -> None:
     transport = RefusingTransport(refusals=1, code=3)  # unknown channel type
     with pytest.raises(TransportLostError, match=r"refused: ChannelException\(3, "):
-        _connection(transport, released_ago=0.0)._open_session("sftp")
+        _open_session(_connection(transport, released_ago=0.0), "sftp")
     assert transport.opens == 1

@@ -40,7 +40,7 @@ LOG_CHANNEL = "paramiko.transport.hermes"
 
 
 class _RefusalReportedHere(logging.Filter):
-    """Drops paramiko's ERROR line for a refused channel open: :meth:`SshConnection._open_session`
+    """Drops paramiko's ERROR line for a refused channel open: :func:`_open_session`
     retries the refusal, or raises an error that names it (a wait for a session logged one
     ERROR line per retry before)."""
 
@@ -197,7 +197,7 @@ class SshConnection:
         note_activity()  # a channel the leak probe may report (see kernel.contract.activity)
         with self._session_slot():
             try:
-                chan = self._open_session("ssh exec")
+                chan = _open_session(self, "ssh exec")
             except TransportLostError:  # refused by the server; the connection lives
                 raise
             except (OSError, paramiko.SSHException, EOFError) as exc:
@@ -241,37 +241,6 @@ class SshConnection:
         if len(live) < len(self._channels):
             self._released_at = time.monotonic()
         self._channels = live
-
-    def _open_session(self, what: str) -> paramiko.Channel:
-        """A new session channel; a refusal that a session of ours ending can cure is retried.
-
-        paramiko counts a channel closed when it sends its close; sshd frees its session once it
-        has read that close and the command has exited. So an open just after a close can be
-        refused (OpenSSH answers code 2 past ``MaxSessions``: twelve commands at once on a
-        ``MaxSessions 10`` server failed so now and then). While this connection holds or has just
-        released a session, a refusal is retried (10 ms doubling to 200 ms) for up to
-        ``session_wait`` s; on an idle connection it fails at once.
-
-        :raises TransportLostError: if the server still refuses (saying how long we waited and the
-            likely cause); other paramiko errors propagate unchanged.
-        """
-        import paramiko
-
-        first, delay, tries = time.monotonic(), 0.01, 0
-        while True:
-            try:
-                return self.transport.open_session(timeout=self.connect_timeout)
-            except paramiko.ChannelException as exc:  # refused by the server; the connection lives
-                now = time.monotonic()
-                ours = bool(self._channels) or now - self._released_at < self.session_wait
-                if exc.code in REFUSED_FOR_NOW and ours and now - first < self.session_wait:
-                    time.sleep(min(delay, first + self.session_wait - now))
-                    delay, tries = min(delay * 2, 0.2), tries + 1
-                    continue
-                why = (f" (retried for {now - first:.1f} s while this connection held {len(self._channels)} sessions: "
-                       f"the server's MaxSessions may be below max_sessions={self.max_sessions}; pass max_sessions= "
-                       "to match)") if tries else ""
-                raise TransportLostError(f"{what} on {self.target} refused: {exc}{why}") from None
 
     @contextmanager
     def _session_slot(self) -> Iterator[None]:
@@ -341,7 +310,7 @@ class SshConnection:
         with self._session_slot():
             chan = None
             try:  # what paramiko's SSHClient.open_sftp does, with our retry
-                chan = self._open_session("sftp")
+                chan = _open_session(self, "sftp")
                 chan.invoke_subsystem("sftp")
                 sftp = paramiko.SFTPClient(chan)
             except (OSError, paramiko.SSHException, EOFError) as exc:
@@ -355,6 +324,38 @@ class SshConnection:
     def close(self) -> None:
         self._stop.set()
         self.client.close()
+
+
+def _open_session(conn: SshConnection, what: str) -> paramiko.Channel:
+    """A new session channel; a refusal that a session of ours ending can cure is retried.
+
+    paramiko counts a channel closed when it sends its close; sshd frees its session once it
+    has read that close and the command has exited. So an open just after a close can be
+    refused (OpenSSH answers code 2 past ``MaxSessions``: twelve commands at once on a
+    ``MaxSessions 10`` server failed so now and then). While this connection holds or has just
+    released a session, a refusal is retried (10 ms doubling to 200 ms) for up to
+    ``session_wait`` s; on an idle connection it fails at once.
+
+    :raises TransportLostError: if the server still refuses (saying how long we waited and the
+        likely cause); other paramiko errors propagate unchanged.
+    """
+    import paramiko
+
+    first, delay, tries = time.monotonic(), 0.01, 0
+    while True:
+        try:
+            return conn.transport.open_session(timeout=conn.connect_timeout)
+        except paramiko.ChannelException as exc:  # refused by the server; the connection lives
+            now = time.monotonic()
+            ours = bool(conn._channels) or now - conn._released_at < conn.session_wait
+            if exc.code in REFUSED_FOR_NOW and ours and now - first < conn.session_wait:
+                time.sleep(min(delay, first + conn.session_wait - now))
+                delay, tries = min(delay * 2, 0.2), tries + 1
+                continue
+            why = (f" (retried for {now - first:.1f} s while this connection held {len(conn._channels)} sessions: "
+                   f"the server's MaxSessions may be below max_sessions={conn.max_sessions}; pass max_sessions= "
+                   "to match)") if tries else ""
+            raise TransportLostError(f"{what} on {conn.target} refused: {exc}{why}") from None
 
 
 def put_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
