@@ -152,20 +152,26 @@ class TransportResources:
             transport.leak_cleanup(kind, identity)
 
 
-def _describe(proc: psutil.Process) -> str:
+def _describe(proc: psutil.Process, kernel_id: str | None = None) -> str:
+    """``pid N: command``, or ``pid N (kernel K): command`` for a kernel's process: the
+    supervisor and worker of forked kernels all show their kernel server's command line."""
     try:
         cmd = " ".join(proc.cmdline())[:160] or proc.name()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         cmd = "?"
-    return f"pid {proc.pid}: {cmd}"
+    return f"pid {proc.pid}{f' (kernel {kernel_id})' if kernel_id else ''}: {cmd}"
 
 
-def _kernel_marked(proc: psutil.Process, host_pid: str) -> bool:
+def _kernel_of(proc: psutil.Process, host_pid: str) -> str | None:
+    """The kernel id ``proc`` carries when it is a kernel's process of host ``host_pid`` (``""``
+    without an id); ``None`` when it is not (a kernel server is not)."""
     try:
         env = proc.environ()
     except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
-        return False
-    return env.get("HERMES_KERNEL_HOST_PID") == host_pid and not _is_kernel_server(env)
+        return None
+    if env.get("HERMES_KERNEL_HOST_PID") != host_pid or _is_kernel_server(env):
+        return None
+    return env.get("HERMES_KERNEL_ID", "")
 
 
 def _is_kernel_server(env: dict[str, str]) -> bool:
@@ -205,10 +211,11 @@ def kernel_processes() -> Snapshot:
     for pid in pids_with_env("HERMES_KERNEL_HOST_PID", [me]):  # a byte search; then the full checks
         try:
             proc = psutil.Process(pid)
-            if (proc.pid == os.getpid() or not _kernel_marked(proc, me) or proc.status() == psutil.STATUS_ZOMBIE
+            kernel_id = None if proc.pid == os.getpid() else _kernel_of(proc, me)
+            if (kernel_id is None or proc.status() == psutil.STATUS_ZOMBIE
                     or (own_ns is not None and _pid_namespace(proc.pid) not in (own_ns, None))):
                 continue
-            out[_identity(proc.pid)] = _describe(proc)
+            out[_identity(proc.pid)] = _describe(proc, kernel_id)
         except psutil.NoSuchProcess:
             continue
     return out

@@ -62,7 +62,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
         "*HermesLeakWarning: test_leaky.py::test_stray_subprocess: resources outlived the test*",
         "*leaked child process: pid *: sleep 30",
         "*HermesLeakWarning: test_leaky.py::test_unreleased_kernel: resources outlived the test*",
-        "*leaked kernel process: pid *hermes-runner-*.pyz serve*",
+        "*leaked kernel process: pid * (kernel *): *hermes-runner-*.pyz serve*",
         "*HermesLeakWarning: test_leaky.py::test_stray_thread: resources outlived the test*",
         "*leaked thread: thread 'stray-worker' (daemon=True)",
         "*Hint: shut kernels down*hermes_allow_leaks(reason)*",
@@ -70,7 +70,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
     ])
     assert "test_clean" not in out.split("warnings summary")[1]  # no warning names the clean test
     sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
-    runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+    runner = pid_in(out, r"leaked kernel process: pid (\d+) \(kernel [0-9a-f]{32}\):")
     wait_until(lambda: gone(sleeper) and gone(runner), 5.0, what="the checker to end what it reported")
 
 
@@ -299,7 +299,7 @@ def test_a_wider_fixtures_kernel_is_not_a_leak_of_the_test_that_started_it_nor_e
                                  "E *LeakError: test_module_kernel.py::test_four: resources outlived*",
                                  "*leaked kernel process: pid *"])
     assert _reports(out).count("resources outlived") == 1, out[-3000:]
-    runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+    runner = pid_in(out, r"leaked kernel process: pid (\d+) \(kernel [0-9a-f]{32}\):")
     wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten module kernel")
 
 
@@ -362,7 +362,7 @@ def test_kernels_a_wider_fixtures_registry_or_kernel_starts_later_are_its_own(py
     assert "leaked registry entry: registry entry 'late'" in out, out[-3000:]
     assert "registry entry 'agent'" not in out, out[-3000:]
     if transport == "local":
-        runner = pid_in(out, r"leaked kernel process: pid (\d+):")
+        runner = pid_in(out, r"leaked kernel process: pid (\d+) \(kernel [0-9a-f]{32}\):")
         wait_until(lambda: gone(runner), 5.0, what="the checker to end the forgotten registry's kernel")
     else:
         result.stdout.fnmatch_lines(["*leaked remote kernel process: pid * (kernel *"], consecutive=False)
