@@ -12,6 +12,7 @@ containers), with the controller's ``pid:start-time`` as the run's anchor
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import uuid
 from dataclasses import dataclass
@@ -62,12 +63,15 @@ def _leak_mode(text: str) -> LeakMode:
 
 
 def _seconds(text: str) -> float | None:
-    if text.lower() in ("", "none", "0", "off"):
+    """A duration in seconds; ``none``, ``off`` or any spelling of zero (``0``, ``0.0``) is ``None``
+    (no limit). NaN and infinity are refused: a leak grace of ``nan`` re-checked a leak forever, and a
+    cell timeout of ``nan`` or ``inf`` errored every test at its kernel's start instead of here."""
+    if text.strip().lower() in ("", "none", "off"):
         return None
     value = float(text)
-    if value < 0:
-        raise ConfigError(f"a duration must be >= 0 seconds, not {text!r}")
-    return value
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f"a duration must be a finite number of seconds >= 0 (or none), not {text!r}")
+    return value or None
 
 
 def _positive_seconds(text: str) -> float:

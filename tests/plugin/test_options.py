@@ -113,6 +113,33 @@ def test_bad_timeout_value_is_a_usage_error(pytester, run):
     result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: bad value 'soon' from --hermes-timeout: *"])
 
 
+@pytest.mark.parametrize(("option", "value"), [("--hermes-leak-grace", "nan"), ("--hermes-leak-grace", "inf"),
+                                               ("--hermes-timeout", "nan"), ("--hermes-timeout", "inf"),
+                                               ("--hermes-idle-timeout", "1e400")])
+def test_a_duration_that_is_no_finite_number_is_a_usage_error(pytester, run, option, value):
+    """``--hermes-leak-grace=nan`` re-checked a leak forever (the run hung), and a cell timeout
+    of ``nan`` or ``inf`` errored every test at its kernel's start, blaming a
+    "hermes_kernel_factory option" the test never gave."""
+    pytester.makepyfile("import subprocess\n\ndef test_leaks():\n    subprocess.Popen(['sleep', '5'])\n")
+
+    result = run(f"{option}={value}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{value}' from {option}: a duration "
+                                 "must be a finite number of seconds >= 0 (or none)*"])
+
+
+@pytest.mark.parametrize("zero", ["0", "0.0", "-0"])
+def test_any_spelling_of_a_zero_timeout_is_no_limit(pytester, run, zero):
+    """``--hermes-timeout=0`` was no limit but ``0.0`` errored every test at its kernel's start."""
+    pytester.makepyfile(test_cell=SLEEPY_CELL)
+
+    result = run("-s", f"--hermes-timeout={zero}")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["CELL status=ok budget=None"])
+
+
 def test_keep_failed_is_a_bare_flag_that_does_not_swallow_the_test_path(pytester, run):
     pytester.makepyfile(test_one="def test_one(): pass", test_two="def test_two(): pass")
 
