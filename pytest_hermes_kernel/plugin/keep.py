@@ -78,12 +78,22 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float,
     return record, describe(record, runner_pid)
 
 
+def _clock_time(at: float) -> str:
+    """``at`` (epoch seconds) as the local clock shows it: the time of day within a day from now,
+    else with its date (a 30-day TTL's expiry read as a time of today); a time the platform's
+    clock cannot show (``time.localtime`` overflows past year 9999 or so) is said so."""
+    try:
+        return time.strftime("%H:%M:%S" if at - time.time() < 86400 else "%Y-%m-%d %H:%M:%S", time.localtime(at))
+    except (OverflowError, OSError, ValueError):
+        return "a time past what this machine's clock can show"
+
+
 def describe(record: KeptKernel, runner_pid: int | None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
     from ..containers.engines import DEFAULT_SOCKET
 
     kid = record.kernel_id
-    at = time.strftime("%H:%M:%S", time.localtime(record.expires_at))
+    at = _clock_time(record.expires_at)
     container, target = record.locator.get("container_id"), record.locator.get("target")
     host = f" {target}" if target and not container else ""  # an ssh target: which host
     engine = record.locator.get("docker_host")

@@ -150,6 +150,25 @@ def test_a_kept_kernel_ends_by_its_own_timer_when_its_ttl_runs_out(pytester, run
     assert f"removed kept kernel {kid}" in swept.stdout and records(kept_env) == []
 
 
+def test_a_kept_kernel_with_a_ttl_of_weeks_lives_and_its_expiry_shows_its_date(pytester, run, kept_env):
+    """A TTL over 24.8 days (epoll's most, INT_MAX ms) raised OverflowError in the runner's loop
+    once kept: the kernel the summary listed as kept was dead (``ls``: alive no), and its expiry
+    read as a time of today. A TTL past what the clock can show errored the test's teardown."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+
+    result = run("--hermes-keep-failed", "--hermes-keep-failed-ttl", "3000000")
+    beyond = run("--hermes-keep-failed", "--hermes-keep-failed-ttl", "1e300")
+
+    result.assert_outcomes(failed=1)
+    beyond.assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)  # the second run's
+    result.stdout.fnmatch_lines(["kept for post-mortem: * 3e+06 s after its last client leaves (at ????-??-?? ??:??:?? if *"])
+    beyond.stdout.fnmatch_lines([f"kept for post-mortem: * kernel {kid} * (at a time past what this machine's clock can show *"])
+    assert stays_true(lambda: not gone(pid), 1.0), "the kept kernel must outlive the pytest process"
+    for kept in records(kept_env):
+        assert hermes("exec", kept, "evidence").stdout == "'what went wrong'\n"
+
+
 def test_later_sweeps_leave_an_unexpired_kept_kernel_alone(pytester, run, kept_env):
     pytester.makepyfile(test_keep=FAILING_TEST)
     run("--hermes-keep-failed").assert_outcomes(failed=1)

@@ -44,6 +44,10 @@ DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 DEFAULT_EXIT_GRACE_S = 2.0
 #: Seconds to wait for a worker that closed its socket to exit by itself.
 EOF_WAIT_S = 1.0
+#: Seconds one wait of the serve loop lasts at most; the loop then computes the orphan timer's time
+#: left again. epoll takes at most INT_MAX ms (24.8 days): an orphan timer (or kept kernel's TTL)
+#: longer than that raised OverflowError in the runner, which ended the kernel.
+MAX_WAIT_S = 3600.0
 _NO_CELL = ("No active cell: the cell this call belonged to has settled, so its tool authority "
             "is retired.")
 
@@ -309,7 +313,7 @@ class Supervisor:
             timeout = self.link.orphan_timeout_left(self.orphan_timeout)
             if timeout == 0.0:
                 break
-            for key, _ in self.sel.select(timeout):
+            for key, _ in self.sel.select(None if timeout is None else min(timeout, MAX_WAIT_S)):
                 self._dispatch(key.data, key.fd)
         self.shutdown()
 
