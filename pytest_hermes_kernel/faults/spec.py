@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ..kernel.options import is_seconds
 
 FaultKind = Literal["host_sigkill", "kernel_sigkill", "oom", "transport_drop"]
 DropMode = Literal["reset", "blackhole", "latency"]
@@ -50,12 +51,18 @@ class FaultSpec:
     def __post_init__(self) -> None:
         for name in ("after_cell", "during_cell"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ConfigError(f"{self.kind}: {name} must be a cell number >= 1, not {value!r}")
         if self.after_cell is not None and self.during_cell is not None:
             raise ConfigError(f"{self.kind}: give after_cell or during_cell, not both")
-        if self.delay < 0:
-            raise ConfigError(f"{self.kind}: delay must be >= 0 seconds, not {self.delay!r}")
+        # a string or NaN passed here and broke later: bound="2" a TypeError at teardown, bound=-1 a
+        # report that the kernel outlived its host "by more than -1 s", latency="x" a TypeError
+        # from the test's next cell, duration=-1 a blackhole healed at once (the test passed)
+        for name, optional in (("delay", False), ("bound", True), ("duration", True), ("latency", False)):
+            value = getattr(self, name)
+            if not (optional and value is None) and not is_seconds(value, positive=False):
+                raise ConfigError(f"{self.kind}: {name} must be a finite number of seconds >= 0"
+                                  f"{' or None' if optional else ''}, not {value!r}")
         if self.mode not in ("reset", "blackhole", "latency"):
             raise ConfigError(f"transport_drop: mode must be 'reset', 'blackhole' or 'latency', not {self.mode!r}")
         if self.kind == "oom" and (not isinstance(self.limit_bytes, int) or self.limit_bytes < 16 * 2**20):

@@ -52,6 +52,31 @@ def test_fault_fired_by_the_test(hermes_kernel, hermes_faults):
 def test_marker_name_typo(hermes_kernel):
     hermes_kernel.execute("1")
 
+@pytest.mark.hermes_host_sigkill(after_cell=1, bound="2")
+def test_bound_as_text(hermes_kernel):
+    hermes_kernel.execute("1")
+    hermes_kernel.execute("2")
+
+@pytest.mark.hermes_host_sigkill(after_cell=1, bound=-1)
+def test_negative_bound(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(during_cell=1, delay=float("nan"))
+def test_delay_nan(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=True)
+def test_cell_number_true(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_transport_drop("latency", after_cell=1, latency="x")
+def test_latency_as_text(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_transport_drop("blackhole", after_cell=1, duration=-1)
+def test_negative_duration(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -73,6 +98,14 @@ EXPECTED = {
     "test_fault_without_trigger": "@pytest.mark.hermes_kernel_sigkill has no trigger, so it never fires",
     # pytest only warns of an unknown mark: the test would pass without its fault
     "test_marker_name_typo": "unknown marker @pytest.mark.hermes_host_sigkil; did you mean 'hermes_host_sigkill'?",
+    # each ran: a TypeError at teardown, "outlived its host by more than -1 s", a pass with the
+    # fault fired at once (nan), at cell 1 (True), a TypeError in the next cell, a blackhole of no time
+    "test_bound_as_text": "host_sigkill: bound must be a finite number of seconds >= 0 or None, not '2'",
+    "test_negative_bound": "host_sigkill: bound must be a finite number of seconds >= 0 or None, not -1",
+    "test_delay_nan": "kernel_sigkill: delay must be a finite number of seconds >= 0, not nan",
+    "test_cell_number_true": "kernel_sigkill: after_cell must be a cell number >= 1, not True",
+    "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0, not 'x'",
+    "test_negative_duration": "transport_drop: duration must be a finite number of seconds >= 0 or None, not -1",
 }
 
 
