@@ -71,6 +71,11 @@ EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_
                "state_lost", "reason", "watchdog", "exit_code", "signal", "oom_killed", "stdout_truncated",
                "max_duration_s", "same_pid", "generation", "reconnected"}
 ACTIONS = {"cell", "restart", "shutdown_child", "shutdown_owner", "reap"}
+#: The keys of each table a scenario file may have (``fault`` and ``kernel`` are checked by what
+#: they parse into). A key outside them was ignored: ``[[faults]]`` ran the scenario without its fault.
+TABLE_KEYS: dict[str, set[str] | None] = {
+    "scenario": {"name", "source", "description", "transports"}, "kernel": None, "fault": None, "cell": None,
+    "registry": {"max_kernels", "idle_timeout"}, "expect_end": {"kernels", "processes"}}
 
 
 @dataclass(frozen=True)
@@ -101,10 +106,14 @@ def load_scenario(path: Path) -> Scenario:
     head = data.get("scenario")
     if not isinstance(head, dict) or "name" not in head:
         raise ConfigError(f"{path}: needs a [scenario] table with a name")
+    _check_tables(path, data)
     steps = data.get("cell", [])
     if not steps:
         raise ConfigError(f"{path}: needs at least one [[cell]]")
     for i, step in enumerate(steps, 1):
+        if not isinstance(step.get("code", ""), str) or not isinstance(step.get("expect", {}), dict):
+            raise ConfigError(f"{path}: cell {i}: code must be a string and expect a table "
+                              f"(expect = {{ status = \"ok\" }}), not {step.get('code')!r} / {step.get('expect')!r}")
         bad = set(step) - CELL_KEYS
         if bad:
             raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
@@ -117,7 +126,7 @@ def load_scenario(path: Path) -> Scenario:
             raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
     try:
         KernelOptions(**data.get("kernel", {}))
-    except TypeError as exc:
+    except (TypeError, ConfigError) as exc:
         raise ConfigError(f"{path}: [kernel]: {exc}") from None
     transports = head.get("transports")
     return Scenario(name=head["name"], path=path, source=head.get("source", ""),
@@ -125,6 +134,32 @@ def load_scenario(path: Path) -> Scenario:
                     transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
                     registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
                     expect_end=data.get("expect_end", {}))
+
+
+def _check_tables(path: Path, data: dict[str, Any]) -> None:
+    """Refuse a table or key a scenario file does not have (see :data:`TABLE_KEYS`), and a
+    ``[scenario]`` whose name or transports are not what they say.
+
+    :raises ConfigError: naming the file, the table and the key.
+    """
+    for table, value in data.items():
+        if table not in TABLE_KEYS:
+            raise ConfigError(f"{path}: unknown table [{table}]; a scenario has "
+                              f"{', '.join(f'[{t}]' for t in TABLE_KEYS)} (fault and cell as [[fault]], [[cell]])")
+        if table in ("fault", "cell") and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+            raise ConfigError(f"{path}: {table} must be [[{table}]] tables, not {value!r}")
+        known = TABLE_KEYS[table]
+        bad = sorted(set(value) - known) if known is not None and isinstance(value, dict) else []
+        if bad:
+            raise ConfigError(f"{path}: [{table}]: unknown keys {bad}; known: {sorted(known or ())}")
+    head = data["scenario"]
+    if not isinstance(head["name"], str) or not head["name"]:
+        raise ConfigError(f"{path}: [scenario]: name must be a non-empty string, not {head['name']!r}")
+    transports = head.get("transports")
+    if transports is not None and (not isinstance(transports, list) or not transports
+                                   or not all(isinstance(t, str) for t in transports)):
+        raise ConfigError(f"{path}: [scenario]: transports must be a non-empty list of transport names "
+                          f"(transports = [\"local\", \"docker\"]), not {transports!r}")
 
 
 class ScenarioFault(Protocol):

@@ -1,0 +1,57 @@
+"""A scenario file with a table, key or value the catalog does not have is a collection error
+naming the file, the table and the key (docs/catalog.md). Each of these ran before: a
+``[[faults]]`` typo ran the scenario without its fault and it passed, a typo in
+``[expect_end]`` or ``[registry]`` was never checked, a ``transports`` given as a string or
+with an unknown name ran the scenario nowhere without a word, and a ``[kernel]`` value out of
+range or a cell's code that is no string gave a message without the file or a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import output_of
+
+HEAD = '[scenario]\nname = "s"\nsource = "test"\n'
+CELL = '\n[[cell]]\ncode = "x = 1"\n'
+
+BAD = {
+    "faults_typo": (HEAD + '\n[[faults]]\nkind = "kernel_sigkill"\nafter_cell = 1\n' + CELL + CELL,
+                    "faults_typo.toml: unknown table [faults]; a scenario has [scenario], [kernel], [fault], [cell]"),
+    "end_typo": (HEAD + CELL + "\n[expect_end]\nkernel = 5\n",
+                 "end_typo.toml: [expect_end]: unknown keys ['kernel']; known: ['kernels', 'processes']"),
+    "registry_typo": (HEAD + "\n[registry]\nmax_kernel = 1\n" + CELL,
+                      "registry_typo.toml: [registry]: unknown keys ['max_kernel']; known: ['idle_timeout', 'max_kernels']"),
+    "transports_text": (HEAD + 'transports = "docker"\n' + CELL,
+                        "transports_text.toml: [scenario]: transports must be a non-empty list of transport names"),
+    "transports_typo": (HEAD + 'transports = ["lcoal"]\n' + CELL,
+                        "transports_typo.toml: [scenario]: transports: unknown transport 'lcoal'; known: local,"),
+    "kernel_range": (HEAD + "\n[kernel]\ntimeout = -1\n" + CELL,
+                     "kernel_range.toml: [kernel]: timeout must be a finite number of seconds > 0 or None, got -1"),
+    "code_number": (HEAD + "\n[[cell]]\ncode = 1\n", "code_number.toml: cell 1: code must be a string"),
+    "expect_text": (HEAD + '\n[[cell]]\ncode = "1"\nexpect = "ok"\n', "expect_text.toml: cell 1: code must be a string "
+                    "and expect a table"),
+}
+
+
+def test_each_bad_scenario_file_is_a_collection_error_naming_file_table_and_key(pytester, run):
+    pytester.mkdir("fixtures")
+    for name, (text, _) in BAD.items():
+        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
+
+    result = run("fixtures", "--hermes-transport=local")
+
+    result.assert_outcomes(errors=len(BAD))
+    text = output_of(result)
+    missing = {name: expected for name, (_, expected) in BAD.items() if expected not in text}
+    assert not missing, f"not reported: {missing}\n{text}"
+
+
+@pytest.mark.parametrize("extra", ['description = "why"\ntransports = ["local"]\n', ""])
+def test_a_scenario_with_every_table_it_may_have_still_runs(pytester, run, extra):
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "ok.toml").write_text(
+        HEAD + extra + '\n[kernel]\ntimeout = 10\n\n[registry]\nmax_kernels = 2\nidle_timeout = 60\n\n[[fault]]\n'
+        'kind = "kernel_sigkill"\nafter_cell = 1\n' + CELL + '\n[[cell]]\ncode = "x"\nexpect = { ename = "NameError" }\n'
+        "\n[expect_end]\nkernels = 1\n")
+
+    run("fixtures", "--hermes-transport=local").assert_outcomes(passed=1)
