@@ -162,6 +162,10 @@ class CellRun:
                 self._start_tool_call_once(header)
             elif kind == "running":
                 self._running()
+            elif kind == "error":  # refused, not run: a cell of another client runs (a kept kernel)
+                self._join_tools()
+                return self._outcome({"status": "error", "ename": "RunnerError", "evalue": "the kernel runner "
+                                      f"refused the cell, which did not run: {header.get('error')}"}, blobs)
             elif kind != "pong":
                 self._join_tools()
                 return self._outcome(header, blobs)

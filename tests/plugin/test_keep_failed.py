@@ -277,3 +277,30 @@ def test_a_second_command_on_a_kept_kernel_in_use_is_refused_and_the_kernel_surv
     assert not gone(pid)
     after = hermes("exec", kid, "evidence")
     assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr
+
+
+def _exec_in_background(kid: str, started: Path) -> subprocess.Popen[str]:
+    """``hermes-kernel exec KID`` of a cell that never ends, once the cell runs (it makes ``started``)."""
+    code = f"import time; open({str(started)!r}, 'w').close()\nwhile True: time.sleep(0.05)"
+    command = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "exec", kid, code],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    wait_until(started.exists, 20.0, what="the runaway cell to start")
+    return command
+
+
+def test_a_cell_the_kept_kernel_refuses_says_why(pytester, run, kept_env):
+    """A command SIGKILLed mid-cell leaves its cell running in the kept kernel; the runner refuses
+    the next command's cell with an ``error`` frame ('a cell is already running on this kernel'),
+    which the host read as a result with no error: ``exec`` printed 'None: None' and exit 1."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    command = _exec_in_background(kid, pytester.path / "started")
+    command.kill()
+    command.communicate(timeout=CLI_TIMEOUT_S)
+
+    refused = hermes("exec", kid, "evidence")
+
+    assert refused.returncode == 1 and refused.stdout == "", refused.stdout
+    assert refused.stderr == ("RunnerError: the kernel runner refused the cell, which did not run: a cell is already "
+                              "running on this kernel\n")
