@@ -99,17 +99,37 @@ def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
     err.flush()
 
 
+#: Signals that interrupt the running cell of ``exec``/``attach``. SIGTERM and SIGHUP (a CI
+#: step's timeout, a closed terminal) then end the command, once the interrupted cell's result is
+#: printed: they ended it at once, and its cell ran on in the kept kernel, which refused every
+#: later command's cell until it ended ("a cell is already running on this kernel").
+INTERRUPTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bool:
-    """Run one cell (Ctrl-C interrupts it, the namespace kept); True when it ended ``ok``."""
-    previous = signal.signal(signal.SIGINT, lambda *_: handle.interrupt())
+    """Run one cell (Ctrl-C interrupts it, the namespace kept); True when it ended ``ok``.
+
+    :raises SystemExit: ``128 + N`` after the cell, if signal ``N`` (SIGTERM, SIGHUP) interrupted it.
+    """
+    ending: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        if signum != signal.SIGINT:
+            ending.append(signum)
+        handle.interrupt()
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTING}
     try:
         r = handle.execute(code)
     except KernelDiedError as exc:
         err.write(f"[{exc}]\n")
         return False
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     print_result(r, out, err)
+    if ending:
+        raise SystemExit(128 + ending[0])
     return r.ok
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -286,6 +287,26 @@ def _exec_in_background(kid: str, started: Path) -> subprocess.Popen[str]:
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     wait_until(started.exists, 20.0, what="the runaway cell to start")
     return command
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_exec_ended_by_a_signal_interrupts_its_cell_and_the_kernel_takes_the_next_command(pytester, run, kept_env,
+                                                                                          sig):
+    """A CI step's timeout (SIGTERM) or a closed terminal (SIGHUP) ended ``hermes-kernel exec`` at
+    once and left its runaway cell running in the kept kernel, which refused every later
+    ``exec`` and ``attach`` cell until it ended (never, for this one). The signal interrupts the
+    cell now, as Ctrl-C does; the command prints its result and exits 128 + N."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    command = _exec_in_background(kid, pytester.path / "started")
+
+    command.send_signal(sig)
+
+    out, err = command.communicate(timeout=CLI_TIMEOUT_S)
+    assert command.returncode == 128 + sig and "status=interrupted" in err, (out, err)
+    after = hermes("exec", kid, "evidence")
+    assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr
 
 
 def test_a_cell_the_kept_kernel_refuses_says_why(pytester, run, kept_env):
