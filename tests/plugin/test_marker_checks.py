@@ -154,3 +154,23 @@ def test_a_transport_option_skips_each_leg_that_cannot_honour_it_naming_where_it
     for leg in ("local", "filecell"):
         result.stdout.fnmatch_lines([f"*the {leg} transport cannot honour the hermes_kernel marker's container= "
                                      "(taken by docker, ssh)*hermes_transports('docker', 'ssh')*"])
+
+
+UNREACHED_TRIGGER = """
+import pytest
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_one_cell_only(hermes_kernel):
+    assert hermes_kernel.execute("1 + 1").value == "2"
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: an after_cell=N fault fires before cell N+1 only; a test that "
+                   "runs N cells passes without its fault and nothing says so (the fix is a semantic choice: fire "
+                   "it at the test's end, or fail the test; suites, this one's included, have such tests)")
+def test_an_after_cell_fault_whose_trigger_is_never_reached_is_reported(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_unreached=UNREACHED_TRIGGER)
+
+    result = run("--hermes-transport=local")
+
+    result.assert_outcomes(errors=1, passed=1)
