@@ -261,15 +261,48 @@ class FaultingKernel:
         until its test ends), so the kernel can be shut down cleanly and nothing is left for the
         leak check.
 
-        :returns: what is wrong after the faults: processes of a kernel that outlived its
-            SIGKILLed host by more than the bound (they are killed then).
+        :returns: what is wrong after the faults: a fault whose trigger the test never met
+            (:meth:`_unfired`), processes of a kernel that outlived its SIGKILLed host by more
+            than the bound (they are killed then).
         """
         for trigger in self._armed:
             trigger.end()
         heal(self.kernel)
+        unfired = [self._unfired(spec) for spec in self.specs if not self._has_fired(spec)
+                   and (spec.after_cell is not None or spec.during_cell is not None)]
+        problems = [why for why in unfired if why]
         host = self.kernel
         if not isinstance(host, HarnessKernel) or not any(f.spec.kind == "host_sigkill" for f in self.fired):
-            return []
+            return problems
+        return problems + self._outlived(host)
+
+    def _unfired(self, spec: FaultSpec) -> str | None:
+        """Why a fault with a trigger did not fire during the test (a test that passed without
+        its fault said nothing before), or ``None`` after firing it now: a ``host_sigkill`` whose
+        ``after_cell`` was the test's last cell fires at the test's end, where its bound is checked.
+        """
+        if spec.kind == "host_sigkill" and spec.after_cell == self.cells:
+            self.fire(spec)
+            return None
+        marker = f"@pytest.mark.hermes_{spec.kind}"
+        if spec.after_cell is not None:
+            trigger, cell = f"after_cell={spec.after_cell}", spec.after_cell
+            why = (f"it fires once cell {cell} has returned, before the next, and the test ran "
+                   f"{self.cells} cell{'s' if self.cells != 1 else ''}")
+            hint = (f"run a cell after cell {cell} (it shows the fault), or use during_cell={cell}"
+                    if self.cells == cell else f"run at least {cell + 1} cells")
+        else:
+            trigger, cell = f"during_cell={spec.during_cell}", spec.during_cell
+            if self.cells < cell:
+                why, hint = f"the test ran only {self.cells} cells", f"run at least {cell} cells"
+            else:
+                why = (f"cell {cell} ended before the {spec.delay:g} s delay was over, or did not start "
+                       "within its timeout")
+                hint = f"make cell {cell} run longer than the delay (e.g. time.sleep), or lower delay="
+        return f"{marker}({trigger}) never fired: {why}; the test did not meet its fault. Hint: {hint}"
+
+    def _outlived(self, host: HarnessKernel) -> list[str]:
+        """Processes of a kernel that outlived its SIGKILLed host by more than the bound (killed then)."""
         bound = self.death_bound
         if bound is None:
             bound = host_death_bound(host.transport, host.options.orphan_timeout)

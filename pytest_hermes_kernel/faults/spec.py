@@ -8,8 +8,9 @@ Trigger points: ``after_cell=N`` fires once cell N (1-based) has returned, befor
 cell; ``during_cell=N`` fires ``delay`` seconds after cell N has started in the kernel's worker
 (the kernel's ``running`` event, see ``KernelOptions.report_running``), not after ``execute()``
 was called, while it runs. A cell that has not started within its timeout, or that ends before
-the delay is over, ends its fault unfired (see :mod:`.injector`). With neither, the fault fires
-when the test asks (``hermes_faults``).
+the delay is over, ends its fault unfired (see :mod:`.injector`); a fault whose trigger the test
+never met is reported at its end (``FaultingKernel.finish``). With neither, the fault fires when
+the test asks (``hermes_faults``).
 """
 
 from __future__ import annotations

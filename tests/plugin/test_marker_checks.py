@@ -81,6 +81,7 @@ def test_negative_duration(hermes_kernel):
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
     assert hermes_kernel.execute("1 + 1").value == "2"
+    assert hermes_kernel.execute("1").kernel.state_lost  # the fault, met
 """
 
 
@@ -156,21 +157,65 @@ def test_a_transport_option_skips_each_leg_that_cannot_honour_it_naming_where_it
                                      "(taken by docker, ssh)*hermes_transports('docker', 'ssh')*"])
 
 
-UNREACHED_TRIGGER = """
+UNREACHED_TRIGGERS = """
 import pytest
 
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_one_cell_only(hermes_kernel):
     assert hermes_kernel.execute("1 + 1").value == "2"
+
+@pytest.mark.hermes_transport_drop(after_cell=3)
+def test_two_cells_of_three(hermes_kernel):
+    hermes_kernel.execute("1")
+    hermes_kernel.execute("2")
+
+@pytest.mark.hermes_kernel_sigkill(during_cell=1, delay=5)
+def test_a_cell_shorter_than_the_delay(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_met(hermes_kernel):
+    hermes_kernel.execute("1")
+    assert hermes_kernel.execute("2").kernel.state_lost
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: an after_cell=N fault fires before cell N+1 only; a test that "
-                   "runs N cells passes without its fault and nothing says so (the fix is a semantic choice: fire "
-                   "it at the test's end, or fail the test; suites, this one's included, have such tests)")
-def test_an_after_cell_fault_whose_trigger_is_never_reached_is_reported(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
-    pytester.makepyfile(test_unreached=UNREACHED_TRIGGER)
+def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """A test that ran fewer cells than its fault's trigger, or whose cell ended before the fault's
+    delay, passed without its fault and without a word."""
+    pytester.makepyfile(test_unreached=UNREACHED_TRIGGERS)
+
+    result = run("--hermes-transport=docker", "-p", "no:randomly")
+
+    result.assert_outcomes(passed=4, errors=3)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_one_cell_only*",
+        "@pytest.mark.hermes_kernel_sigkill(after_cell=1) never fired: it fires once cell 1 has returned, before the "
+        "next, and the test ran 1 cell; the test did not meet its fault. Hint: run a cell after cell 1 (it shows the "
+        "fault), or use during_cell=1",
+        "*ERROR at teardown of test_two_cells_of_three*",
+        "@pytest.mark.hermes_transport_drop(after_cell=3) never fired:*the test ran 2 cells*Hint: run at least 4 cells",
+        "*ERROR at teardown of test_a_cell_shorter_than_the_delay*",
+        "@pytest.mark.hermes_kernel_sigkill(during_cell=1) never fired: cell 1 ended before the 5 s delay was over*"],
+        consecutive=False)
+    assert "test_met" not in result.stdout.str().split("short test summary")[-1]
+
+
+HOST_KILLED_AFTER_THE_LAST_CELL = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_the_helper_outlives_its_host(hermes_kernel):
+    hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+"""
+
+
+def test_a_host_sigkill_after_the_last_cell_fires_at_the_tests_end(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """``after_cell=N`` on a test of N cells: the host is SIGKILLed as the test ends and its bound
+    is checked then (a helper in a session of its own outlives it: the test errors)."""
+    pytester.makepyfile(test_last=HOST_KILLED_AFTER_THE_LAST_CELL)
 
     result = run("--hermes-transport=local")
 
-    result.assert_outcomes(errors=1, passed=1)
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*outlived its SIGKILLed host by more than 2 s; still alive:", "  *: sleep 300"])
