@@ -187,11 +187,13 @@ def _verb(dry_run: bool, verb: str = "remove") -> str:
 
 def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
     """Run directories and files of shared resources no live process holds."""
+    from .containers.rundir import run_dirs
     from .containers.sweep import sweep_dead_run_files
 
+    dirs = {path for _run_id, path in run_dirs()}  # known before: a removed dir is no dir any more
     paths = sweep_dead_run_files(dry_run=dry_run)
     for path in paths:
-        progress(f"{_verb(dry_run)} run {'dir' if os.path.isdir(path) else 'file'} {path} (no live process holds it)")
+        progress(f"{_verb(dry_run)} run {'dir' if path in dirs else 'file'} {path} (no live process holds it)")
     return len(paths)
 
 

@@ -1,6 +1,8 @@
 """Run the backend contract suite against my backend."""
 
+import os
 import subprocess
+import tempfile
 
 import pytest
 
@@ -22,6 +24,8 @@ class SubprocessSandbox:
 
 @pytest.fixture
 def hermes_transport():
-    transport = FileCellTransport(SubprocessSandbox(), root="/tmp/hermes-example-backend")
+    root = tempfile.mkdtemp(prefix="hermes-backend-")  # kernel dirs go here (a short path: they hold sockets)
+    transport = FileCellTransport(SubprocessSandbox(), root=root)
     yield transport
     transport.close()
+    os.rmdir(root)  # fails if a kernel dir was left: the backend leaked one

@@ -80,6 +80,7 @@ def test_sweep_removes_a_dead_runs_files_and_never_a_live_runs(tmp_path: Path) -
 
         assert not os.path.exists(dead.run_dir), "the dead run's dir (and its private key) outlived the sweep"
         assert f"removed run file {dead.side_file('key')} " in out
+        assert f"removed run dir {dead.run_dir} " in out, "the dir a dry run lists as a dir is one when removed too"
         assert all(os.path.exists(p) for p in _files(live)), "the sweep removed a live run's files"
         assert out.strip().endswith("sweep: 4 run files")
     finally:
