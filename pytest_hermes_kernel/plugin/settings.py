@@ -240,6 +240,9 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     values: dict[str, Any] = {s.name: None for s in SETTINGS if s.default is None}
     sources: dict[str, str] = {}
     for s in SETTINGS:
+        if config.getoption(f"hermes_{s.name}") == "":  # `--hermes-transport=$LEG` with LEG unset ran local
+            raise pytest.UsageError(f"pytest-hermes-kernel: {s.flag} was given an empty value (an unset variable "
+                                    f"in the command line?): give a value, or leave {s.flag} out for the default")
         for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
                             (f"ini hermes_{s.name}", config.getini(f"hermes_{s.name}")), ("default", s.default)):
             if raw not in (None, ""):

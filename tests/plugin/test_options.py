@@ -87,6 +87,19 @@ def test_unknown_transport_is_a_usage_error(pytester, run):
                                  "known: local, docker, ssh, filecell*register_transport*"])
 
 
+@pytest.mark.parametrize("flag", ["--hermes-transport=", "--hermes-leak-check="])
+def test_an_empty_option_value_is_a_usage_error_not_the_default(pytester, run, flag):
+    """``--hermes-transport=$LEG`` with ``LEG`` unset in a CI matrix ran the local leg as if no
+    transport had been named: the docker leg's job was green without docker."""
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+
+    result = run(flag)
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: {flag[:-1]} was given an empty value (an unset "
+                                 f"variable in the command line?): give a value, or leave {flag[:-1]} out*"])
+
+
 @pytest.mark.parametrize("how", ["cli", "env", "ini"])
 def test_bad_leak_check_value_is_a_usage_error_naming_its_source(pytester, run, monkeypatch, how):
     pytester.makepyfile("def test_nothing(): pass")
