@@ -240,9 +240,14 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     values: dict[str, Any] = {s.name: None for s in SETTINGS if s.default is None}
     sources: dict[str, str] = {}
     for s in SETTINGS:
-        if config.getoption(f"hermes_{s.name}") == "":  # `--hermes-transport=$LEG` with LEG unset ran local
+        # `--hermes-transport=$LEG`, or `PYTEST_HERMES_TRANSPORT: ${{ matrix.leg }}`, with the CI
+        # variable unset ran the local leg as if no transport had been named: a false green
+        if config.getoption(f"hermes_{s.name}") == "":
             raise pytest.UsageError(f"pytest-hermes-kernel: {s.flag} was given an empty value (an unset variable "
                                     f"in the command line?): give a value, or leave {s.flag} out for the default")
+        if environ.get(s.env) == "":
+            raise pytest.UsageError(f"pytest-hermes-kernel: {s.env} is set but empty (an unset CI variable?): "
+                                    f"give it a value, or unset it for the default")
         for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
                             (f"ini hermes_{s.name}", config.getini(f"hermes_{s.name}")), ("default", s.default)):
             if raw not in (None, ""):

@@ -87,6 +87,17 @@ def test_unknown_transport_is_a_usage_error(pytester, run):
                                  "known: local, docker, ssh, filecell*register_transport*"])
 
 
+def test_an_empty_environment_setting_is_a_usage_error_not_the_default(pytester, run, monkeypatch):
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+    monkeypatch.setenv("PYTEST_HERMES_TRANSPORT", "")
+
+    result = run()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: PYTEST_HERMES_TRANSPORT is set but empty (an unset CI "
+                                 "variable?): give it a value, or unset it for the default"])
+
+
 @pytest.mark.parametrize("flag", ["--hermes-transport=", "--hermes-leak-check="])
 def test_an_empty_option_value_is_a_usage_error_not_the_default(pytester, run, flag):
     """``--hermes-transport=$LEG`` with ``LEG`` unset in a CI matrix ran the local leg as if no
