@@ -60,6 +60,7 @@ from .kernel.handle import KernelHandle
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
 from .kernel.registry import KernelKey, KernelRegistry
+from .transports import transport_names
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -160,6 +161,10 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
                                    or not all(isinstance(t, str) for t in transports)):
         raise ConfigError(f"{path}: [scenario]: transports must be a non-empty list of transport names "
                           f"(transports = [\"local\", \"docker\"]), not {transports!r}")
+    unknown = [t for t in transports or () if t not in transport_names()]
+    if unknown:  # a typo ran the scenario nowhere, and nothing said so
+        raise ConfigError(f"{path}: [scenario]: transports: unknown transport {', '.join(map(repr, unknown))}; "
+                          f"known: {', '.join(transport_names())}")
 
 
 class ScenarioFault(Protocol):

@@ -15,7 +15,7 @@ import pytest
 
 from ..errors import ConfigError, ScenarioFailure, TransportUnavailableError
 from ..faults.spec import FaultSpec, spec_from_table
-from ..transports import close_transport, get_transport, make_transport, transport_names
+from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
 from .settings import settings_key, transport_defaults
 
@@ -69,10 +69,6 @@ class ScenarioFile(pytest.File):
             if "[scenario]" in str(exc) and "[scenario]" not in self.path.read_text("utf-8", "replace"):
                 return  # some other TOML file in a fixtures dir: not ours
             raise self.CollectError(str(exc)) from None
-        unknown = [t for t in scenario.transports or () if t not in transport_names()]
-        if unknown:  # a typo ran the scenario nowhere, and nothing said so
-            raise self.CollectError(f"{self.path}: [scenario]: transports: unknown transport "
-                                    f"{', '.join(map(repr, unknown))}; known: {', '.join(transport_names())}")
         selected = self.config.stash[settings_key].transport
         for name in selected:
             if scenario.transports is None or name in scenario.transports:

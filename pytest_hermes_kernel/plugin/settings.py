@@ -12,7 +12,6 @@ containers), with the controller's ``pid:start-time`` as the run's anchor
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import uuid
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import pytest
 from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
 from ..containers.sharing import RUN_ID_PATTERN, process_anchor, use_run_anchor, use_run_id
 from ..errors import ConfigError
+from ..kernel.options import is_seconds
 from ..transports import TRANSPORT_NAMES
 
 LeakMode = Literal["off", "warn", "error"]
@@ -69,7 +69,7 @@ def _seconds(text: str) -> float | None:
     if text.strip().lower() in ("", "none", "off"):
         return None
     value = float(text)
-    if not math.isfinite(value) or value < 0:
+    if not is_seconds(value, positive=False):
         raise ConfigError(f"a duration must be a finite number of seconds >= 0 (or none), not {text!r}")
     return value or None
 
