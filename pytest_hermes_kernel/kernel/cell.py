@@ -91,7 +91,8 @@ class CellRun:
         # one sent into a stream that broke or went silent may be lost, so the last is sent again
         # after a re-attach unless the runner's hello says it got it (it applies a number once)
         self._interrupts = 0
-        self._interrupt_lock = threading.Lock()  # the count and the send on the link's channel of now
+        self._interrupt_lock = threading.RLock()  # the count and the send on the link's channel of now
+        # (reentrant: an interrupt() from a signal handler may land inside _interrupt_again)
 
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.

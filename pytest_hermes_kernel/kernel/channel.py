@@ -3,6 +3,11 @@
 Any thread may wait for a reply. Whoever waits first reads the stream for everyone (a
 leader/follower hand-off), so the common single-threaded ``execute`` pays no thread switch.
 Frames whose id nobody expects any more are stale and dropped, never handed to a later request.
+
+A frame may be sent from a signal handler (``KernelHandle.interrupt()`` on SIGINT or SIGTERM, as
+``hermes-kernel exec`` does): Python runs the handler in the main thread between two steps of
+whatever that thread does, which can be its own send, lock held and frame half written. Such a
+send goes out from a thread of its own once the interrupted one is done (:meth:`Channel.send`).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class Channel:
         self.name = name
         self._decoder = FrameDecoder()
         self._send_lock = threading.Lock()
+        self._sending = threading.local()  # .now: this thread is in send (set before the lock)
         self._cond = threading.Condition()
         self._inbox: dict[Any, collections.deque[Frame]] = {}
         self._reading = False
@@ -88,12 +94,31 @@ class Channel:
             raise FrameTooLargeError(f"a {header.get('type')} request of {len(data)} bytes is over the "
                                      f"{MAX_FRAME_BYTES}-byte frame limit; nothing was sent, the kernel is untouched")
         note_activity()
+        if getattr(self._sending, "now", False):
+            # a signal handler running inside this thread's own send: waiting for the lock would
+            # wait for itself, forever (the runaway cell of an ``exec`` ended by SIGTERM ran on);
+            # sending here would cut the frame in half. It goes out whole, after that frame.
+            threading.Thread(target=self._send_later, args=(data,), name=f"{self.name}-send-from-handler",
+                             daemon=True).start()
+            return
+        self._sending.now = True  # before the lock: a handler from here on takes the branch above
         try:
             with self._send_lock:
                 self.stream.send(data)
         except OSError as exc:
             self._mark_closed(f"send failed: {exc}")
             raise ChannelClosed(f"{self.name} broke while sending: {exc}", closed_by_us=False) from None
+        finally:
+            self._sending.now = False
+
+    def _send_later(self, data: bytes) -> None:
+        """A frame sent from a signal handler, once the send it interrupted is done (a failure
+        closes the channel, as in :meth:`send`; its reader reports that)."""
+        try:
+            with self._send_lock:
+                self.stream.send(data)
+        except OSError as exc:
+            self._mark_closed(f"send failed: {exc}")
 
     def expect(self, rid: Any) -> None:
         """Register ``rid`` so that frames carrying it are kept for :meth:`wait`."""

@@ -271,8 +271,8 @@ class KernelHandle:
 
     # ------------------------------------------------------------------------------ control
     def interrupt(self) -> None:
-        """Send SIGINT to the running cell (and its child processes); the namespace is kept (while
-        the cell's stream is down, once it is re-attached)."""
+        """SIGINT the running cell and its children, namespace kept (a cell whose stream is down: once
+        re-attached). Safe in a signal handler of the cell's thread (as ``hermes-kernel exec`` does)."""
         _check_process(self.kernel_id, self.host_pid)
         if (cell := self._cell) is not None:
             cell.interrupt()

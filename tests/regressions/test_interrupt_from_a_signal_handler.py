@@ -1,0 +1,80 @@
+"""Found under load by tests/plugin/test_keep_failed.py: ``hermes-kernel exec`` ended by SIGTERM
+now and then hung, and its runaway cell ran on in the kept kernel.
+
+``exec`` wires SIGINT, SIGTERM and SIGHUP to ``KernelHandle.interrupt()``. Python runs a signal
+handler in the main thread between two steps of whatever that thread does; when that was the
+cell's own request going out (the runner had started the cell before ``sendall`` returned), the
+handler's interrupt waited for the channel's send lock, held by the very send it had
+interrupted: forever (a thread dump showed ``Channel.send`` twice on one stack). A user who
+wires Ctrl-C to ``interrupt()`` in an agent loop meets the same. Now a frame sent from inside
+the thread's own send goes out from a thread of its own right after it, whole.
+
+The signal is raised at that exact point (the stream's ``send``, right after the request's
+bytes, lock held): each transport's stream has the lock above it, so every leg is the bug.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+RUNAWAY = "import time\nwhile True:\n    time.sleep(0.05)"
+
+
+class _SignalInsideTheRequestsSend:
+    """A stream that raises SIGUSR1 right after the bytes of the first ``execute`` request: the
+    handler runs there, inside ``Channel.send``, its lock held."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.raised = False
+
+    def send(self, data: bytes) -> None:
+        self.inner.send(data)
+        if not self.raised and b'"type":"execute"' in data:
+            self.raised = True
+            signal.raise_signal(signal.SIGUSR1)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Hung(BaseException):
+    """Not an ``OSError`` or ``Exception``: no handler on the way may take it for a broken stream
+    (a re-attachable channel re-attached, re-sent the interrupt and passed after the alarm)."""
+
+
+@contextmanager
+def _alarm(seconds: int) -> Iterator[None]:
+    """Fail instead of hanging: SIGALRM raises in the main thread, a lock wait included."""
+    def expired(*_: object) -> None:
+        raise Hung(f"no result in {seconds} s: the interrupt's send waits for the lock held by "
+                   "the send it interrupted")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_interrupt_from_a_signal_handler_inside_the_requests_send_interrupts_the_cell(hermes_kernel_factory):
+    kernel = hermes_kernel_factory()
+    kernel.execute("kept = 'yes'")
+    channel = kernel._runtime.require_link().channel
+    stream = channel.stream
+    channel.stream = _SignalInsideTheRequestsSend(stream)
+    previous = signal.signal(signal.SIGUSR1, lambda *_: kernel.interrupt())
+    try:
+        with _alarm(30):
+            result = kernel.execute(RUNAWAY)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        channel.stream = stream
+
+    assert result.status == "interrupted", result.summary()
+    assert kernel.execute("kept").value == "'yes'"
