@@ -49,6 +49,17 @@ class _Setting:
         return self.parse is _bool
 
 
+def _listed(parse: Callable[[str], tuple[str, ...]]) -> Callable[[str], tuple[str, ...]]:
+    """``parse`` of a comma list that also takes whitespace between entries: an ini value written
+    one entry per line (``hermes_transport =`` then ``local`` and ``docker`` indented below) was
+    read as one name with a newline in it and refused."""
+    def parse_list(text: str) -> tuple[str, ...]:
+        return parse(",".join(text.split()))
+
+    parse_list.__name__ = parse.__name__
+    return parse_list
+
+
 def _transports(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
     if not names:
@@ -136,7 +147,7 @@ def _existing_file(text: str) -> str:
 
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
-             "more than one makes a matrix", "local", _transports),
+             "more than one makes a matrix", "local", _listed(_transports)),
     _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
     _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
              "warn", _leak_mode),
@@ -153,7 +164,7 @@ SETTINGS = (
              "locally on first use); see README 'Images'", None, _image),
     _Setting("docker_hosts", "docker engines to spread docker kernels over, a comma list of URLs (unix:///path, "
              "tcp://host:port; 'default' is the environment's, DOCKER_HOST): each new kernel goes to the engine with "
-             "the fewest live kernels of this process; see README 'Several engines'", None, _engines),
+             "the fewest live kernels of this process; see README 'Several engines'", None, _listed(_engines)),
     _Setting("reuse", "keep the run's docker kernel host and sshd containers when it ends and use them again in "
              "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
              "false", _bool),
@@ -161,7 +172,7 @@ SETTINGS = (
              "removes it (none: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
     _Setting("ssh_targets", "run the ssh transport's kernels on these hosts instead of an sshd container: "
              "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
-             "see README 'Several hosts'", None, _ssh_targets),
+             "see README 'Several hosts'", None, _listed(_ssh_targets)),
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
              _existing_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "

@@ -77,6 +77,20 @@ def test_transport_from_env_and_ini(pytester, run, monkeypatch):
     result.stdout.fnmatch_lines(["hermes-kernel: transports=mirror *", "*test_x[[]mirror[]] PASSED*"])
 
 
+def test_an_ini_list_written_one_entry_per_line_is_the_matrix(pytester, run):
+    """The ini's usual way to write a list: one entry per line. It was read as one name,
+    'local\nmirror', and refused as an unknown transport."""
+    pytester.makeconftest(MATRIX_CONFTEST)
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+    pytester.makeini("[pytest]\nhermes_transport =\n    local\n    mirror,\n")
+
+    result = run("-v", "-k", "test_x")
+
+    result.assert_outcomes(passed=2, deselected=2)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local,mirror *", "*test_x[[]local[]] PASSED*",
+                                 "*test_x[[]mirror[]] PASSED*"])
+
+
 def test_unknown_transport_is_a_usage_error(pytester, run):
     pytester.makepyfile(test_matrix=MATRIX_TESTS)
 
