@@ -20,7 +20,7 @@ from ..errors import ConfigError, HermesKernelError, TransportUnavailableError
 from ..transports import close_transport, get_transport, make_transport, transport_names
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
-from .markers import options_lacking
+from .markers import did_you_mean, options_lacking
 from .settings import settings_key, transport_defaults
 
 if TYPE_CHECKING:  # the kernel core is imported by the fixtures, when a test asks for a kernel
@@ -186,8 +186,10 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     unknown = sorted(config.stash.get(_unknown_key, set()))
     if unknown and not hasattr(config, "workerinput"):
         source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
+        close = did_you_mean(unknown[0], transport_names()) if len(unknown) == 1 else ""
         raise pytest.UsageError(
-            f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))} (from {source}); known: {', '.join(transport_names())}. "
+            f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))}{close} (from {source}); "
+            f"known: {', '.join(transport_names())}. "
             "Hint: a backend registers its own name with pytest_hermes_kernel.transports.register_transport() "
             "in a conftest.py.")
 

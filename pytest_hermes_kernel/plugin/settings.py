@@ -34,6 +34,8 @@ class _Setting:
     help: str
     default: str | None
     parse: Callable[[str], Any]
+    #: a list: commas or whitespace between entries (an ini value one entry per line, a TOML list)
+    listed: bool = False
 
     @property
     def flag(self) -> str:
@@ -47,17 +49,6 @@ class _Setting:
     def is_flag(self) -> bool:
         """A boolean setting: a bare ``--hermes-<name>`` on the command line (env and ini take a word)."""
         return self.parse is _bool
-
-
-def _listed(parse: Callable[[str], tuple[str, ...]]) -> Callable[[str], tuple[str, ...]]:
-    """``parse`` of a comma list that also takes whitespace between entries: an ini value written
-    one entry per line (``hermes_transport =`` then ``local`` and ``docker`` indented below) was
-    read as one name with a newline in it and refused."""
-    def parse_list(text: str) -> tuple[str, ...]:
-        return parse(",".join(text.split()))
-
-    parse_list.__name__ = parse.__name__
-    return parse_list
 
 
 def _transports(text: str) -> tuple[str, ...]:
@@ -147,7 +138,7 @@ def _existing_file(text: str) -> str:
 
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
-             "more than one makes a matrix", "local", _listed(_transports)),
+             "more than one makes a matrix", "local", _transports, listed=True),
     _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
     _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
              "warn", _leak_mode),
@@ -164,7 +155,8 @@ SETTINGS = (
              "locally on first use); see README 'Images'", None, _image),
     _Setting("docker_hosts", "docker engines to spread docker kernels over, a comma list of URLs (unix:///path, "
              "tcp://host:port; 'default' is the environment's, DOCKER_HOST): each new kernel goes to the engine with "
-             "the fewest live kernels of this process; see README 'Several engines'", None, _listed(_engines)),
+             "the fewest live kernels of this process; see README 'Several engines'", None, _engines,
+             listed=True),
     _Setting("reuse", "keep the run's docker kernel host and sshd containers when it ends and use them again in "
              "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
              "false", _bool),
@@ -172,7 +164,7 @@ SETTINGS = (
              "removes it (none: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
     _Setting("ssh_targets", "run the ssh transport's kernels on these hosts instead of an sshd container: "
              "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
-             "see README 'Several hosts'", None, _listed(_ssh_targets)),
+             "see README 'Several hosts'", None, _ssh_targets, listed=True),
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
              _existing_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
@@ -239,7 +231,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         else:
             group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, metavar="VALUE",
                             help=f"{s.help} {where}")
-        parser.addini(f"hermes_{s.name}", s.help, default=None)
+        # a list is "args": one entry per line in an ini file, a list in pyproject.toml
+        parser.addini(f"hermes_{s.name}", s.help, type="args" if s.listed else None, default=None)
 
 
 def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> HermesSettings:
@@ -259,11 +252,16 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
         if environ.get(s.env) == "":
             raise pytest.UsageError(f"pytest-hermes-kernel: {s.env} is set but empty (an unset CI variable?): "
                                     f"give it a value, or unset it for the default")
+        ini = config.getini(f"hermes_{s.name}")
+        if ini is not None and not ini:  # `hermes_transport =` with a templated value left unset
+            raise pytest.UsageError(f"pytest-hermes-kernel: ini hermes_{s.name} is set but empty: give it a value, "
+                                    f"or remove the line for the default")
         for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
-                            (f"ini hermes_{s.name}", config.getini(f"hermes_{s.name}")), ("default", s.default)):
+                            (f"ini hermes_{s.name}", ini), ("default", s.default)):
             if raw not in (None, ""):
+                text = ",".join(raw) if isinstance(raw, list) else str(raw)
                 try:
-                    values[s.name] = s.parse(str(raw))
+                    values[s.name] = s.parse(",".join(text.split()) if s.listed else text)
                 except (ConfigError, ValueError) as exc:
                     raise pytest.UsageError(f"pytest-hermes-kernel: bad value {raw!r} from {source}: {exc}") from None
                 sources[s.name] = source

@@ -101,6 +101,44 @@ def test_unknown_transport_is_a_usage_error(pytester, run):
                                  "known: local, docker, ssh, filecell*register_transport*"])
 
 
+def test_a_misspelled_transport_setting_suggests_the_name(pytester, run):
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+
+    result = run("--hermes-transport=local,dockr")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'dockr'; did you mean 'docker'? "
+                                 "(from --hermes-transport); known: local, docker, ssh, filecell*"])
+
+
+@pytest.mark.parametrize("line", ["hermes_transport =", "hermes_timeout ="])
+def test_an_empty_ini_setting_is_a_usage_error_not_the_default(pytester, run, line):
+    """An ini written from a template whose variable was unset ran the local leg (and a 60 s budget)
+    as if nothing had been set: the false green the CLI and env checks already refuse."""
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+    pytester.makeini(f"[pytest]\n{line}\n")
+
+    result = run()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    name = line.split()[0]
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: ini {name} is set but empty: give it a value, or "
+                                 "remove the line for the default"])
+
+
+def test_a_transport_list_in_pyproject_toml_is_the_matrix(pytester, run):
+    """A TOML list was read as its Python text: "unknown transport \"['local'\"", with a hint to
+    register a backend."""
+    pytester.makeconftest(MATRIX_CONFTEST)
+    pytester.makepyfile(test_matrix=MATRIX_TESTS)
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\nhermes_transport = ["local", "mirror"]\n')
+
+    result = run("-v", "-W", "error", "-k", "test_x")
+
+    result.assert_outcomes(passed=2, deselected=2)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local,mirror *"])
+
+
 def test_an_empty_environment_setting_is_a_usage_error_not_the_default(pytester, run, monkeypatch):
     pytester.makepyfile(test_matrix=MATRIX_TESTS)
     monkeypatch.setenv("PYTEST_HERMES_TRANSPORT", "")
