@@ -145,6 +145,18 @@ def test_a_bad_engine_url_or_one_that_does_not_answer_is_named(second_docker_eng
         make_transport("docker", docker_host=gone)
 
 
+def test_one_engine_named_twice_says_which_names_are_the_same_engine(first_docker_engine):
+    """``default`` and the socket it resolves to were refused as "--hermes-docker-hosts must name two
+    or more distinct engines, not ['unix:///...', 'unix:///...']": the flag named though the list
+    came from the ini, and not a word that ``default`` was that socket."""
+    with pytest.raises(ConfigError) as caught:
+        make_transport("docker", docker_hosts=("default", first_docker_engine))
+
+    assert str(caught.value).endswith(f"must name two or more distinct engines: 'default' and "
+                                      f"'{first_docker_engine}' are one engine ({first_docker_engine})")
+    assert "ini hermes_docker_hosts" in str(caught.value)
+
+
 def test_an_image_missing_on_one_engine_is_loaded_there_from_another(second_docker_engine, first_docker_engine):
     from pytest_hermes_kernel.containers.engines import copy_image, engine_client
     from pytest_hermes_kernel.containers.images import KERNEL_HOST_TAG

@@ -33,6 +33,20 @@ from .transport import DockerTransport
 __all__ = ["DockerEngines", "docker_transport"]
 
 
+def _check_distinct(urls: Sequence[str], engines: Sequence[str]) -> None:
+    """:raises ConfigError: unless ``urls`` are two or more engines, each named once (``default``
+    is the environment's engine, which another URL in the list may name too)."""
+    named: dict[str, list[str]] = {}
+    for url, engine in zip(urls, engines):
+        named.setdefault(engine, []).append(url)
+    same = [f"{' and '.join(map(repr, given))} are one engine ({engine})" for engine, given in named.items()
+            if len(given) > 1]
+    if same or len(named) < 2:
+        why = "; ".join(same) if same else f"only {engines[0]} is named"
+        raise ConfigError(f"the docker hosts setting (--hermes-docker-hosts, PYTEST_HERMES_DOCKER_HOSTS or ini "
+                          f"hermes_docker_hosts) must name two or more distinct engines: {why}")
+
+
 class DockerEngines(Spread[DockerTransport]):
     """Docker kernels spread over several engines (see module docstring).
 
@@ -50,11 +64,10 @@ class DockerEngines(Spread[DockerTransport]):
     def __init__(self, docker_hosts: Sequence[str], **options: Any) -> None:
         members: list[DockerTransport] = []
         try:
-            for url in parse_engine_list(",".join(docker_hosts)):
+            urls = parse_engine_list(",".join(docker_hosts))
+            for url in urls:
                 members.append(DockerTransport(docker_host=None if url == DEFAULT_ENGINE else url, **options))
-            engines = [m.engine for m in members]
-            if len(set(engines)) != len(engines) or len(engines) < 2:
-                raise ConfigError(f"--hermes-docker-hosts must name two or more distinct engines, not {engines}")
+            _check_distinct(urls, [m.engine for m in members])
         except BaseException:
             for member in members:  # their clients too: nothing else will close them
                 member.close()
