@@ -233,10 +233,21 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
         return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in records:
-        left = "expired" if r.expired(now) else f"{r.expires_at - now:.0f} s"
+        left = "expired" if r.expired(now) else _time_left(r.expires_at - now)
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
+
+
+def _time_left(seconds: float) -> str:
+    """``ls``'s EXPIRES IN for ``seconds`` left (> 0): seconds within a day, else days, and past
+    99999 days (a TTL of ``1e300`` printed 300 digits) only that it is longer than that."""
+    if seconds < 86400:
+        return f"{seconds:.0f} s"
+    days = seconds / 86400
+    if days < 99999.5:
+        return f"{days:.1f} d" if days < 10 else f"{days:.0f} d"
+    return "> 99999 d"
 
 
 def _none_listed(test: str | None, *, others: int) -> str:

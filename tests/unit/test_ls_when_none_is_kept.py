@@ -58,3 +58,19 @@ def test_exec_and_attach_write_to_the_streams_of_the_call(private_tmp, command):
                 else postmortem.attach_console("0123456789ab", stdin=io.StringIO("")))
     assert code == 2
     assert "hermes-kernel: " in err.getvalue() and "0123456789ab" in err.getvalue(), err.getvalue()
+
+
+@pytest.mark.parametrize(("ttl_s", "shown"), [(3600.0, "3600 s"), (3e5, "3.5 d"), (3e6, "35 d"), (1e300, "> 99999 d")])
+def test_ls_shows_a_long_ttl_in_days_and_a_huge_one_in_a_few_characters(private_tmp, capsys, ttl_s, shown):
+    """A TTL of ``1e300`` (the plugin takes it: the kernel lives until swept) listed a 300-digit
+    EXPIRES IN that pushed the row's other columns off the screen."""
+    now = time.time()
+    kept.save(kept.KeptKernel(kernel_id="d" * 32, transport="local", locator={}, token="t",
+                              nodeid="test_x.py::test_load[local]", kept_at=now, detached_at=now, ttl_s=ttl_s,
+                              host_pid=1))
+
+    assert main(["ls"]) == 0
+
+    header, row = capsys.readouterr().out.splitlines()
+    assert row[header.index("EXPIRES IN"):header.index("ALIVE")].strip() in (shown, shown.replace("3600", "3599"))
+    assert len(row) < 160, row
