@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Callable, Collection
 
 import psutil
@@ -210,3 +211,28 @@ def dirs_under(root: str, prefix: str) -> list[tuple[str, str]]:
         return []
     return [(n, os.path.join(root, n)) for n in names
             if n.startswith(prefix) and not os.path.islink(os.path.join(root, n))]
+
+
+#: Processes on this machine that a spawned kernel runner said, as it ended, its cells left
+#: running (:meth:`~.kernel.contract.Transport.note_leftovers`): pid -> (start ticks, kernel id).
+_LEFT_BEHIND: dict[int, tuple[int, str]] = {}
+_LEFT_BEHIND_LOCK = threading.Lock()
+
+
+def note_left_behind(processes: Collection[tuple[int, int, str]], kernel_id: str) -> None:
+    """Remember that kernel ``kernel_id``'s cells left ``processes`` running (``(pid, start
+    ticks, command line)`` each); not one already gone (or whose pid names another process now)."""
+    with _LEFT_BEHIND_LOCK:
+        for pid, ticks, _ in processes:
+            if start_ticks(pid) == ticks:
+                _LEFT_BEHIND[pid] = (ticks, kernel_id)
+
+
+def left_behind() -> dict[int, str]:
+    """The processes :func:`note_left_behind` named that still run (pid -> kernel id); the
+    ones gone are forgotten."""
+    with _LEFT_BEHIND_LOCK:
+        for pid, (ticks, _) in list(_LEFT_BEHIND.items()):
+            if start_ticks(pid) != ticks:
+                del _LEFT_BEHIND[pid]
+        return {pid: kernel_id for pid, (_, kernel_id) in _LEFT_BEHIND.items()}

@@ -227,6 +227,9 @@ class FaultyTransport(Transport):
     def frozen(self, launched: Launched) -> bool:
         return self.inner.frozen(self._inner_of(launched))
 
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        self.inner.note_leftovers(self._inner_of(launched), kernel_id, processes)
+
     def cleanup(self, launched: Launched) -> None:
         self.inner.cleanup(self._inner_of(launched))
         with self._lock:

@@ -330,6 +330,13 @@ class Transport(ABC):
     def leak_cleanup(self, kind: str, identity: str) -> None:
         """End one thing :meth:`leak_snapshot` reported (kill, remove, close); never raises."""
 
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        """The runner of ``launched`` (kernel ``kernel_id``) said, as it ended, that its cells left
+        ``processes`` running where it ran (``(pid, start ticks, command line)`` each: a process
+        in a session of its own, with no kernel marker, that the runner had adopted): list them in
+        :meth:`leak_snapshot` while they live. Local, docker and ssh do; the default does nothing
+        (such a process is then not seen by the leak check)."""
+
     def signal_pid(self, launched: Launched | None, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` where the kernel runs (fault injection: ``kernel_sigkill``)."""
         os.kill(pid, sig)

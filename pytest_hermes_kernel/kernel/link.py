@@ -243,8 +243,12 @@ class RunnerLink:
         finally:
             self.channel.forget(rid)
         step = header.get("step", "request")
+        left = [(int(pid), int(ticks), str(cmd)) for pid, ticks, cmd in header.get("leftovers") or ()]
+        if left:  # the leak check must see them: they carry no kernel marker and are no child of ours
+            self.transport.note_leftovers(self.launched, self.kernel_id, left)
         return ExitInfo(step=step, exit_code=header.get("exit_code"), signal=header.get("signal"),
-                        note="forced kill after grace" if step == "sigkill" else "")
+                        note="forced kill after grace" if step == "sigkill" else "",
+                        leftovers=tuple(f"pid {pid}: {cmd}" for pid, _, cmd in left))
 
     def _exit_reply(self, rid: int, timeout: float) -> Frame:
         """The reply to shutdown request ``rid``, awaited up to ``timeout`` seconds, or less: after

@@ -121,6 +121,12 @@ class ExitInfo:
     nothing was done). ``confirmed`` says whether the transport saw the runner gone
     (:meth:`~.contract.Transport.seen_gone`); ``False``: it may still run (its host could not
     be reached, or its container is paused), and its orphan timer ends it.
+
+    ``leftovers`` names what the kernel's cells left running when it ended (``pid N: command``
+    each, where the kernel ran): a process started in a session of its own, which the kill of the
+    worker's session does not reach. A runner the kit spawned adopts such a process as a subreaper
+    and names it in its reply to the shutdown request; the leak check reports it after the test
+    (a kernel server's kernels leave theirs to the server, where the leak probes find them).
     """
 
     step: str
@@ -128,6 +134,7 @@ class ExitInfo:
     signal: int | None = None
     confirmed: bool = True
     note: str = ""
+    leftovers: tuple[str, ...] = ()
 
     @property
     def may_still_run(self) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..procs import has_children, pids_with_env, start_time
+from ..procs import has_children, left_behind, pids_with_env, start_time
 
 Snapshot = dict[str, str]
 
@@ -196,7 +196,8 @@ def _pid_namespace(pid: int | str) -> str | None:
 
 def kernel_processes() -> Snapshot:
     """Processes carrying this host's kernel marker (runners, workers, what their cells started)
-    in this machine's process table and pid namespace.
+    in this machine's process table and pid namespace, and what a spawned runner said, as it
+    ended, its cells left running without the marker (:func:`~..procs.left_behind`).
 
     Kernels in a container or on an ssh host are listed through their transport (the
     ``remote kernel process`` kind of :class:`TransportResources`), which also works when the
@@ -216,6 +217,11 @@ def kernel_processes() -> Snapshot:
                     or (own_ns is not None and _pid_namespace(proc.pid) not in (own_ns, None))):
                 continue
             out[_identity(proc.pid)] = _describe(proc, kernel_id)
+        except psutil.NoSuchProcess:
+            continue
+    for pid, kernel_id in left_behind().items():
+        try:
+            out[_identity(pid)] = _describe(psutil.Process(pid), kernel_id)
         except psutil.NoSuchProcess:
             continue
     return out

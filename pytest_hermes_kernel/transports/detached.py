@@ -168,17 +168,23 @@ for name in os.listdir('/proc'):
 """
 
 
-#: argv[1]: a host pid; argv[2:]: kernel dirs. Prints ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline``
-#: of every live process whose environment carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels
-#: of that host, for the leak probe that lists them where they run), and of every unmarked child
-#: of that host's kernel servers (kernel id ``?``: what a server, a subreaper, adopted from its
-#: kernels: a process a cell started with an environment of its own), then ``dir<TAB>path`` for
-#: each of the given kernel dirs that still exists.
+#: argv[1]: a host pid; argv[2:]: kernel dirs, and ``left:<pid>:<start ticks>:<kernel id>`` for
+#: each process a spawned runner said its cells left behind (:class:`LeftBehind`). Prints
+#: ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline`` of every live process whose environment
+#: carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels of that host, for the leak probe that
+#: lists them where they run), of every unmarked child of that host's kernel servers (kernel id
+#: ``?``: what a server, a subreaper, adopted from its kernels: a process a cell started with an
+#: environment of its own), and of each left-behind process that still runs; then
+#: ``dir<TAB>path`` for each of the given kernel dirs that still exists.
 HOST_PROCESSES_SCRIPT = r"""
 import os, sys
-for path in sys.argv[2:]:
-    if os.path.isdir(path):
-        print('dir\t' + path)
+left = {}
+for arg in sys.argv[2:]:
+    if arg.startswith('left:'):
+        _, pid, start, kid = arg.split(':')
+        left[(pid, start)] = kid
+    elif os.path.isdir(arg):
+        print('dir\t' + arg)
 want = b'HERMES_KERNEL_HOST_PID=' + sys.argv[1].encode()
 servers, unmarked = set(), []
 for name in os.listdir('/proc'):
@@ -205,8 +211,8 @@ for name in os.listdir('/proc'):
     else:
         print('%s\t%s\t%s\t%s' % (name, fields[19].decode(), kid[0], cmd[:160]))
 for ppid, name, start, cmd in unmarked:
-    if ppid in servers:
-        print('%s\t%s\t?\t%s' % (name, start, cmd[:160]))
+    if ppid in servers or (name, start) in left:
+        print('%s\t%s\t%s\t%s' % (name, start, left.get((name, start), '?'), cmd[:160]))
 """.replace("SERVER_PREFIX", SERVER_KERNEL_ID_PREFIX)
 
 #: The line a read-only ``docker exec`` prints last (see :func:`until_complete`); the python code
@@ -265,6 +271,32 @@ def parse_host_processes(output: bytes) -> list[tuple[str, str, str, str]]:
 def parse_existing_dirs(output: bytes) -> list[str]:
     """The kernel dirs :data:`HOST_PROCESSES_SCRIPT` found still there."""
     return [line[4:] for line in output.decode("utf-8", "replace").splitlines() if line.startswith("dir\t")]
+
+
+class LeftBehind:
+    """Processes that spawned runners said, as they ended, their cells left running, per place (a
+    container id, an ssh target), as :data:`HOST_PROCESSES_SCRIPT` arguments
+    (``left:<pid>:<start ticks>:<kernel id>``), each forgotten once a scan no longer finds it:
+    what the leak probe lists beside the kernels' marked processes."""
+
+    def __init__(self) -> None:
+        self._args: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, where: str, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        with self._lock:
+            self._args.setdefault(where, set()).update(f"left:{pid}:{ticks}:{kernel_id}" for pid, ticks, _ in processes)
+
+    def of(self, where: str) -> list[str]:
+        """The scan arguments for ``where``, sorted."""
+        with self._lock:
+            return sorted(self._args.get(where, ()))
+
+    def seen(self, where: str, asked: list[str], rows: list[tuple[str, str, str, str]]) -> None:
+        """Forget the ``asked`` ones at ``where`` that the scan's ``rows`` do not list."""
+        found = {f"left:{pid}:{start}:{kid}" for pid, start, kid, _ in rows}
+        with self._lock:
+            self._args.get(where, set()).difference_update(set(asked) - found)
 
 
 class MadeDirs:

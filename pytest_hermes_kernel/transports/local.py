@@ -41,7 +41,7 @@ from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.environ import SERVER_KERNEL_ID
-from ..procs import dirs_under, kill_session, pid_alive, start_ticks
+from ..procs import dirs_under, kill_session, note_left_behind, pid_alive, start_ticks
 from .forked import with_fallback
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
 from .runner_zipapp import write_runner
@@ -56,8 +56,7 @@ KEPT_SOCKET_NAME = "kept.sock"
 _POLL_S = 0.005
 #: Seconds a forked runner that ended may take to be reaped by its server (one SIGCHLD).
 REAPED_WAIT_S = 1.0
-#: Host variables a runner is started with (the host's own values, never the kernel's ``env``
-#: option): what an interpreter of this host may need to start at all.
+#: Host variables a runner starts with (the host's values, never the kernel's ``env``): what it may need to start.
 LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYTHONHOME", "LD_LIBRARY_PATH")
 
 
@@ -66,8 +65,6 @@ def launch_env(kernel_id: str) -> dict[str, str]:
     them, and the kernel markers (:func:`~.detached.launch_env`: the leak probes, ``hermes-kernel
     sweep`` and the failed-launch kill find a kernel's processes by them). The kernel's own
     environment is applied by its worker (``kernel/runner/environ.py``).
-
-    :param kernel_id: the kernel's id.
     """
     from .detached import launch_env as markers
 
@@ -189,6 +186,9 @@ class LocalTransport(Transport):
         launched.extra["runner"].close()
         if launched.kernel_dir:
             shutil.rmtree(launched.kernel_dir, ignore_errors=True)
+
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        note_left_behind(processes, kernel_id)  # the host's kernel-process probe lists them while they live
 
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         try:

@@ -125,6 +125,9 @@ class Spread(Transport, Generic[M]):
     def frozen(self, launched: Launched) -> bool:
         return self._of(launched).frozen(launched)
 
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        self._of(launched).note_leftovers(launched, kernel_id, processes)
+
     def exit_status(self, launched: Launched, timeout: float) -> int | None:
         return self._of(launched).exit_status(launched, timeout)
 

@@ -6,8 +6,11 @@ processes ended it was a child of init, not of the test process: the leak check 
 container went). Kernel servers are child subreapers now: such a process becomes its kernel
 server's. Locally it is then a descendant of the test process, reported (and ended) as a ``child
 process``; in a container or on an ssh host the host-process scan lists the unmarked children of
-this host's kernel servers as ``remote kernel process`` (kernel ``?``). Not covered: the spawn
-path (``server=False``), which has no server to adopt it.
+this host's kernel servers as ``remote kernel process`` (kernel ``?``).
+
+The spawn path (``server=False``) has no server to adopt it: there the spawned runner is the
+subreaper, and its reply to the shutdown request names what it adopted (``ExitInfo.leftovers``);
+the transport lists those while they live, as the kernel's processes (a strict xfail before).
 """
 
 from __future__ import annotations
@@ -25,12 +28,8 @@ START_HELPER = ("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new
                 "env={'PATH': '/usr/bin:/bin'}).pid")
 
 
-SPAWN_PATH_GAP = ("known defect: on the spawn path (server=False) no kernel server adopts the helper: once its "
-                  "kernel ended it is init's child without a kernel marker, and the leak check passes while it runs "
-                  "on (a fix needs a subreaper around each runner, or the runner reporting its leftovers at exit)")
 
-
-@pytest.mark.parametrize("server", [True, pytest.param(False, marks=pytest.mark.xfail(strict=True, reason=SPAWN_PATH_GAP))],
+@pytest.mark.parametrize("server", [True, False],
                          ids=["server-path", "spawn-path"])
 @pytest.mark.parametrize("end", ["shutdown", "restart"])
 def test_a_helper_with_its_own_environment_is_reported(end, server):
@@ -43,10 +42,13 @@ def test_a_helper_with_its_own_environment_is_reported(end, server):
         helper = int(kernel.execute(START_HELPER).value)
         if end == "restart":
             kernel.restart()
-        kernel.shutdown()
+        info = kernel.shutdown()
         report = checker.after(before)
         found = [desc for items in report.leaks.values() for desc in items.values()]
-        assert any(desc.startswith(f"pid {helper}: sleep 300") for desc in found), report.format("it")
+        assert any(desc.startswith(f"pid {helper}") and desc.endswith(": sleep 300") for desc in found), \
+            report.format("it")
+        if not server:  # the runner named it as it ended (a server's kernel leaves it to the server)
+            assert info.leftovers == (f"pid {helper}: sleep 300",), info
         checker.cleanup(report)
         wait_until(lambda: gone(helper), 5.0, what="the check to end the helper it reported")
     finally:
@@ -55,20 +57,24 @@ def test_a_helper_with_its_own_environment_is_reported(end, server):
         transport.close()
 
 
+@pytest.mark.parametrize("server", [True, False], ids=["server-path", "spawn-path"])
 @pytest.mark.parametrize("name", ["docker", "ssh"])
-def test_a_remote_helper_with_its_own_environment_is_reported(name):
-    with transport_of_its_own(name, server=True) as transport:
+def test_a_remote_helper_with_its_own_environment_is_reported(name, server):
+    with transport_of_its_own(name, server=server) as transport:
         kernel = start_kernel(transport)
         try:
             helper = kernel.execute(START_HELPER).value
         finally:
-            kernel.shutdown()
+            info = kernel.shutdown()
+        assert info.leftovers == (() if server else (f"pid {helper}: sleep 300",)), info
 
         def helpers() -> list[str]:
             found = transport.leak_snapshot(os.getpid()).get("remote kernel process", {})
             return [identity for identity, desc in found.items() if desc.startswith(f"pid {helper} ")]
 
         leaked = helpers()
-        assert len(leaked) == 1 and leaked[0].endswith(":?"), transport.leak_snapshot(os.getpid())
+        # whose it is: the kernel's, as its runner said; a server's adopted child: "?"
+        assert len(leaked) == 1 and leaked[0].endswith(":?" if server else f":{kernel.kernel_id}"), \
+            transport.leak_snapshot(os.getpid())
         transport.leak_cleanup("remote kernel process", leaked[0])
         wait_until(lambda: not helpers(), 10.0, what="the cleanup to end the helper the scan found")

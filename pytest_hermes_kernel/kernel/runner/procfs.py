@@ -6,6 +6,8 @@
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
 * :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
 * :func:`signal_if`: a signal to a pid read from ``/proc`` (B29: it may be reused meanwhile).
+* :func:`become_subreaper` and :func:`adopted_children`: what a kernel's cells leave behind in a
+  session of their own becomes this process's child, and is reported when the kernel ends.
 """
 
 from __future__ import annotations
@@ -178,3 +180,74 @@ def close_fds_except(keep: Collection[int]) -> None:
                 os.close(fd)
             except OSError:
                 pass
+
+
+#: The pid of this process once it is a subreaper (:func:`become_subreaper`); a fork of it (a
+#: kernel a server forked) is none: the flag is not inherited.
+_SUBREAPER_PID: int | None = None
+
+
+def become_subreaper() -> None:
+    """Adopt what this process's kernels leave behind (``PR_SET_CHILD_SUBREAPER``; a no-op where
+    it fails): a process a cell started in a session of its own, and with an environment of its
+    own, outlives its worker as a child of this process, not of init. A kernel server is one (its
+    kernels' leftovers stay its children: the leak probes find them among the test process's
+    descendants, or remotely as unmarked children of a kernel server, ``HOST_PROCESSES_SCRIPT``);
+    a spawned runner is one (it reports them in its ``bye``: :func:`adopted_children`). Not
+    inherited by a fork: a forked kernel's own tree is unchanged."""
+    global _SUBREAPER_PID
+    try:
+        import ctypes
+
+        if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0:  # PR_SET_CHILD_SUBREAPER (Linux >= 3.4)
+            _SUBREAPER_PID = os.getpid()
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+def _children() -> list[int]:
+    """This process's children: its thread's ``children`` file (one read; this process runs one
+    thread), else a scan of every ``/proc/<pid>/stat`` (a kernel built without CONFIG_PROC_CHILDREN)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/self/task/{me}/children", "rb") as fh:
+            return [int(pid) for pid in fh.read().split()]
+    except OSError:
+        pass
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+            if name.isdigit() and int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
+                out.append(int(name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def adopted_children(but: Collection[int | None]) -> list[list[object]]:
+    """Live children of this subreaper other than ``but``: ``[pid, start ticks, command line]``
+    each (the command line cut at 160 characters); none when this process is no subreaper, or
+    where there is no ``/proc``. Once its worker ended: what the kernel's cells left running."""
+    out: list[list[object]] = []
+    if _SUBREAPER_PID != os.getpid():
+        return out
+    for pid in _children():
+        if pid in but:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                stat = fh.read()
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if fields[0] != b"Z":
+            out.append([pid, int(fields[19]), cmd[:160]])
+    return out

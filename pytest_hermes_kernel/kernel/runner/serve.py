@@ -22,6 +22,7 @@ import sys
 
 from .attach import bind_listener
 from .frames import READ_CHUNK
+from .procfs import become_subreaper
 from .supervisor import Supervisor
 
 TYPE_CHECKING = False
@@ -45,7 +46,9 @@ def read_config() -> dict[str, Any]:
 
 
 def serve_fd(fd: int) -> None:
-    """Serve the host on the inherited socket ``fd`` until it goes away."""
+    """Serve the host on the inherited socket ``fd`` until it goes away (a spawned runner: it
+    adopts what its cells leave behind, and its ``bye`` names it)."""
+    become_subreaper()
     run_on_channel(read_config(), socket.socket(fileno=fd))
 
 
@@ -103,6 +106,7 @@ def serve_listen(path: str) -> None:
     config["listen"] = path
     listener = bind_listener(path)
     _daemonize(config)
+    become_subreaper()  # the daemon, not the parent that exits (a fork does not inherit it)
     run_listening(config, listener)
 
 

@@ -48,7 +48,7 @@ import traceback
 
 from .capture import set_nonblocking
 from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
-from .procfs import close_fds_except
+from .procfs import become_subreaper, close_fds_except
 from .serve import read_config, run_on_channel
 
 TYPE_CHECKING = False
@@ -75,21 +75,6 @@ def serve_server_fd(fd: int) -> None:
     config = read_config()
     become_subreaper()
     KernelServer(socket.socket(fileno=fd), config).run()
-
-
-def become_subreaper() -> None:
-    """Adopt what this process's kernels leave behind (``PR_SET_CHILD_SUBREAPER``; a no-op where
-    it fails): a process a cell started in a session of its own, and with an environment of its
-    own, outlives its kernel as a child of this server, not of init, so the leak probes still find
-    it (it carries no kernel marker then): locally among the test process's descendants, remotely
-    as an unmarked child of a kernel server (``HOST_PROCESSES_SCRIPT``); :meth:`ForkingServer.reap`
-    collects it. Not inherited by a fork: each kernel's own tree is unchanged."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER (Linux >= 3.4)
-    except (ImportError, OSError, AttributeError):
-        pass
 
 
 class ForkingServer:

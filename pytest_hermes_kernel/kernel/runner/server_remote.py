@@ -42,7 +42,8 @@ import time
 import traceback
 
 from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
-from .server import ForkingServer, become_subreaper, enter_kernel
+from .procfs import become_subreaper
+from .server import ForkingServer, enter_kernel
 from .serve import bind_listener, run_listening, write_pidfile
 
 TYPE_CHECKING = False

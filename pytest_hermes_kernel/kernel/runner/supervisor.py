@@ -28,6 +28,7 @@ from .attach import ClientLink, bind_listener
 from .capture import OutputPipes, set_nonblocking
 from .cells import CellBook
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
+from .procfs import adopted_children
 from .worker_process import KILL_WAIT_S, WorkerProcess
 
 TYPE_CHECKING = False
@@ -232,14 +233,14 @@ class Supervisor:
                          "orphan_timeout": self.orphan_timeout})
 
     def do_shutdown(self, msg: Header) -> None:
-        """End the worker by the ladder; a cell it cut gets its result (with what it printed) before ``bye``."""
-        code, sig = self.worker.exit or (None, None)
+        """End the worker by the ladder; a cell it cut gets its result (with what it printed) before
+        ``bye``, which lists what the cells left running (:func:`.procfs.adopted_children`)."""
         step = self.worker.stop(float(msg.get("grace", DEFAULT_EXIT_GRACE_S)), self.cells.cell is not None)
-        if self.worker.exit is not None:
-            code, sig = self.worker.exit
-            if self.cells.cell is not None:
-                self.finish_with_death(self.worker.exit)
-        self.link.reply({"type": "bye", "id": msg.get("id"), "step": step, "exit_code": code, "signal": sig})
+        code, sig = self.worker.exit or (None, None)  # of the last worker (dead before, or just now)
+        if self.worker.exit is not None and self.cells.cell is not None:
+            self.finish_with_death(self.worker.exit)
+        self.link.reply({"type": "bye", "id": msg.get("id"), "step": step, "exit_code": code, "signal": sig,
+                         "leftovers": adopted_children(but=(self.worker.pid,))})
         self.stopping = True
 
     # ------------------------------------------------------------------------------ worker io

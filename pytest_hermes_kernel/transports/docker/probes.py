@@ -35,11 +35,13 @@ def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, s
     found: dict[str, dict[str, str]] = {"container": unused_run_containers(transport.client, transport.run_id),
                                         "remote kernel process": {}, "remote kernel dir": {}}
     for cid in transport.hosts.all_known():
-        dirs = transport.made_dirs.of(cid)
-        out = _scan(transport, cid, [str(host_pid), *dirs])
+        dirs, left = transport.made_dirs.of(cid), transport.left.of(cid)
+        out = _scan(transport, cid, [str(host_pid), *dirs, *left])
         if out is None:
             continue
-        for pid, start, kernel_id, cmd in parse_host_processes(out):
+        rows = parse_host_processes(out)
+        transport.left.seen(cid, left, rows)
+        for pid, start, kernel_id, cmd in rows:
             if kernel_id in kept:
                 continue
             found["remote kernel process"][f"docker:{cid}:{pid}:{start}:{kernel_id}"] = \

@@ -34,7 +34,7 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        MadeDirs, launch_env, parse_ready, runner_config, until_complete)
+                        LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import engine_client, engine_url, is_full_container_id
 from ...containers.lifecycle import container_log
@@ -110,6 +110,7 @@ class DockerTransport(Transport):
         self._owners: dict[tuple[str, str], tuple[int, int]] = {}
         self.servers = server_pool(self, server_idle_timeout) if server else None
         self.made_dirs = MadeDirs()  # kernel dirs made in the containers (both paths), for the leak probe
+        self.left = LeftBehind()  # what spawned runners said their cells left running, for the leak probe
 
     # ------------------------------------------------------------------------------ containers
     @property
@@ -299,6 +300,10 @@ class DockerTransport(Transport):
         if locator and locator.get("docker_host") not in (None, self.engine):
             return keep.processes_elsewhere(type(self), kernel_id, locator)
         return probes.kernel_processes(self, kernel_id, locator)
+
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        """Listed by the host-process scan of :meth:`leak_snapshot` while they live."""
+        self.left.add(launched.extra["container"], kernel_id, processes)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`)."""

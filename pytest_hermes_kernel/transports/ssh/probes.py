@@ -46,10 +46,12 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
         for chan_id, command in conn.open_channels().items():
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
         where = str(conn.target)
-        dirs = transport.made_dirs.of(where)
-        out = _scan(transport, conn, where, [str(host_pid), *dirs])
+        dirs, left = transport.made_dirs.of(where), transport.left.of(where)
+        out = _scan(transport, conn, where, [str(host_pid), *dirs, *left])
         kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
-        for pid, start, kernel_id, cmd in parse_host_processes(out):
+        rows = parse_host_processes(out)
+        transport.left.seen(where, left, rows)
+        for pid, start, kernel_id, cmd in rows:
             if kernel_id in kept:
                 continue
             found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \

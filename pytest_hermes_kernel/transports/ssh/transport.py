@@ -44,7 +44,7 @@ from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, Ker
                        UnsafeRunDirError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ..detached import (ALIVE_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
-                       MadeDirs, parse_ready, launch_env, runner_config)
+                       LeftBehind, MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
@@ -134,6 +134,7 @@ class SshTransport(Transport):
         self._conn: SshConnection | None = None
         self._home: str | None = None
         self.made_dirs = MadeDirs()  # kernel dirs made on the ssh host(s), for the leak probe
+        self.left = LeftBehind()  # what spawned runners said their cells left running, for the leak probe
         self.left_behind: dict[str, str] = {}  # kernel id -> its dir, where a cleanup could not reach (:mod:`.ending`)
         self._silence = Silence(keepalive_interval * keepalive_missed)
         # kernels made through a connection may outlive it: the leak probe connects again to look
@@ -330,6 +331,10 @@ class SshTransport(Transport):
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (:func:`.probes.kernel_processes`)."""
         return probes.kernel_processes(self, kernel_id)
+
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        """Listed by the host-process scan of :meth:`leak_snapshot` while they live."""
+        self.left.add(str(launched.extra["conn"].target), kernel_id, processes)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Open channels, kernel processes on the ssh host, unheld sshd containers (:mod:`.probes`)."""
