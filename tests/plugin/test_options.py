@@ -91,24 +91,17 @@ def test_an_ini_list_written_one_entry_per_line_is_the_matrix(pytester, run):
                                  "*test_x[[]mirror[]] PASSED*"])
 
 
-def test_unknown_transport_is_a_usage_error(pytester, run):
+@pytest.mark.parametrize(("name", "error"), [
+    ("bogus", "unknown transport 'bogus' (from --hermes-transport*known: local, docker, ssh, filecell*register_transport*"),
+    ("dockr", "unknown transport 'dockr'; did you mean 'docker'? (from --hermes-transport); known: local, docker, ssh, filecell*"),
+])
+def test_unknown_transport_is_a_usage_error_that_suggests_a_near_name(pytester, run, name, error):
     pytester.makepyfile(test_matrix=MATRIX_TESTS)
 
-    result = run("--hermes-transport=local,bogus")
+    result = run(f"--hermes-transport=local,{name}")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'bogus' (from --hermes-transport*"
-                                 "known: local, docker, ssh, filecell*register_transport*"])
-
-
-def test_a_misspelled_transport_setting_suggests_the_name(pytester, run):
-    pytester.makepyfile(test_matrix=MATRIX_TESTS)
-
-    result = run("--hermes-transport=local,dockr")
-
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'dockr'; did you mean 'docker'? "
-                                 "(from --hermes-transport); known: local, docker, ssh, filecell*"])
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: {error}"])
 
 
 @pytest.mark.parametrize("line", ["hermes_transport =", "hermes_timeout ="])
