@@ -115,6 +115,7 @@ class TransportResources:
                 out.setdefault(key, description)
                 owners.setdefault(key, transport)
                 places.setdefault(key, set()).add(label)
+        _one_name_per_process(out)
         self._owner, self._places = owners, places
         # a closed transport is probed again while it shows something: the check's re-checks must
         # see a leak there again (forgotten, it vanished on the second look), and until it is ended
@@ -150,6 +151,22 @@ class TransportResources:
         if transport is not None:
             kind, _, identity = key.partition("|")
             transport.leak_cleanup(kind, identity)
+
+
+def _one_name_per_process(found: Snapshot) -> None:
+    """Keep one entry per kernel process two transports both list (a filecell backend that execs
+    into a container the docker transport scans too): a ``remote kernel process`` identity ends
+    in ``<pid>:<start ticks>:<kernel id>``, and a kernel id names one kernel, which runs in one
+    place. The smallest key stays, so a process keeps its name from one snapshot to the next."""
+    seen: dict[str, str] = {}
+    for key in sorted(k for k in found if k.startswith("remote kernel process|")):
+        tail = ":".join(key.rsplit(":", 3)[1:])
+        if tail.endswith(":?"):  # a server's adopted child: no kernel id to tell it by
+            continue
+        if tail in seen:
+            del found[key]
+        else:
+            seen[tail] = key
 
 
 def _describe(proc: psutil.Process, kernel_id: str | None = None) -> str:

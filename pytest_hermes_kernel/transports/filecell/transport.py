@@ -34,13 +34,13 @@ import secrets
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError, TransportLostError
-from . import scripts
+from . import probes, scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from .files import FileCellFiles
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
-from ..detached import runner_config
+from ..detached import LeftBehind, MadeDirs, runner_config
 from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
@@ -95,6 +95,9 @@ class FileCellTransport(Transport):
         self.poll_window_s = poll_window_s
         self.launch_timeout = launch_timeout
         self.hold_s = hold_s
+        self.made_dirs = MadeDirs()  # kernel dirs made through the backend, for the leak probe (:mod:`.probes`)
+        self.left = LeftBehind()  # what spawned runners said their cells left running there
+        self.kernel_ids: set[str] = set()  # of kernels launched here: the leak probe lists only their processes
 
     # ------------------------------------------------------------------------------ launch
     @property
@@ -118,6 +121,8 @@ class FileCellTransport(Transport):
             files={app.name: app.data}, config=config, kernel_id=spec.kernel_id, unset=unset,
             hello_params=scripts.params(wait=[], deadline_s=30.0))
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
+        self.made_dirs.add(probes.HERE, kdir)
+        self.kernel_ids.add(spec.kernel_id)
         try:
             code, out = run(cmd, self.launch_timeout)
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
@@ -259,13 +264,31 @@ class FileCellTransport(Transport):
         """
         try:
             _, out = self.backend.execute(
-                scripts.processes_command(kernel_id=kernel_id, python=self._resolved.get(self.python, self.python)), 30.0)
+                scripts.processes_command(kernel_id=kernel_id, python=self.scan_python()), 30.0)
         except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
             raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
         from ..detached import parse_kernel_processes
 
         return parse_kernel_processes(out.encode())
+
+    def scan_python(self) -> str:
+        """The interpreter the scans run with: the one the first launch found ``python`` runs."""
+        return self._resolved.get(self.python, self.python)
+
+    def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
+        """Kernel dirs left behind, and (a backend that is not this machine's shell) the kernels'
+        processes where it runs (:mod:`.probes`)."""
+        return probes.snapshot(self, host_pid)
+
+    def leak_cleanup(self, kind: str, identity: str) -> None:
+        probes.cleanup(self, kind, identity)
+
+    def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
+        """Scanned for through a remote backend; a local shell backend's subreaper adopts them
+        (the host's ``child process`` probe lists them)."""
+        if not self.runs_on_this_host:
+            self.left.add(probes.HERE, kernel_id, processes)
 
     def signal_pid(self, launched: Launched, pid: int, sig: int) -> None:
         """Send ``sig`` to ``pid`` where the backend runs.

@@ -1,0 +1,112 @@
+"""What the leak check sees of a filecell transport (:meth:`Transport.leak_snapshot`).
+
+* **Kernel dirs** it made under its root that outlived their kernel (a runner SIGKILLed whose
+  dir could not be removed): through a local shell backend read here (``os.path.isdir``), else
+  by the scan below. Each is forgotten once seen gone.
+* **Kernel processes** where a backend that is not this machine's shell runs them (a container
+  reached by ``docker exec``, a host by ssh): those of the kernels launched through this
+  transport, and what their spawned runners said their cells left running
+  (:meth:`Transport.note_leftovers`), by one execute of :data:`~..detached.HOST_PROCESSES_SCRIPT`,
+  as the docker and ssh transports scan theirs. A local backend's kernels are in this machine's
+  process table, which the host's own probes read.
+
+Nothing is asked of a backend this transport never launched a kernel through.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+from typing import TYPE_CHECKING
+
+from ...errors import TransportLostError
+from ..detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, parse_existing_dirs,
+                        parse_host_processes)
+from . import scripts
+
+if TYPE_CHECKING:
+    from .transport import FileCellTransport
+
+log = logging.getLogger(__name__)
+
+#: The one place a filecell transport's backend stands for (``MadeDirs``/``LeftBehind`` key).
+HERE = "backend"
+#: Seconds the scan's execute may take.
+SCAN_TIMEOUT_S = 30.0
+
+
+def snapshot(transport: FileCellTransport, host_pid: int) -> dict[str, dict[str, str]]:
+    """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`).
+
+    :raises TransportLostError: if the backend's scan failed or came back cut short (read as
+        is, it would be a leak check passing blind).
+    """
+    dirs, left = transport.made_dirs.of(HERE), transport.left.of(HERE)
+    rows: list[tuple[str, str, str, str]] = []
+    if transport.runs_on_this_host:
+        existing = [d for d in dirs if os.path.isdir(d)]
+    elif transport.kernel_ids:
+        out = _scan(transport, [str(host_pid), *dirs, *left])
+        rows, existing = parse_host_processes(out), parse_existing_dirs(out)
+        transport.left.seen(HERE, left, rows)
+        rows = [row for row in rows if row[2] in transport.kernel_ids]  # not another transport's kernels there
+        if f"{PROCESS_TABLE_TAG}{_process_table()}\n".encode() in out:  # a backend that runs here after all:
+            rows = []  # the host's own probes list these processes (and would name them twice)
+    else:
+        return {}
+    transport.made_dirs.seen(HERE, dirs, existing)
+    where = repr(transport.backend)
+    tag = f"filecell:{id(transport.backend)}"
+    return {"remote kernel process": {f"{tag}:{pid}:{start}:{kid}": f"pid {pid} on {where} (kernel {kid}): {cmd}"
+                                      for pid, start, kid, cmd in rows},
+            "kernel dir": {f"{tag}:{d}": f"kernel dir {d} on {where}" for d in existing}}
+
+
+#: The scan's first line: which process table it read (boot id and pid namespace).
+PROCESS_TABLE_TAG = "table\t"
+_TABLE_CODE = ("import os as _o\ntry:\n    print('table\\t' + open('/proc/sys/kernel/random/boot_id').read().strip() + "
+               "' ' + _o.readlink('/proc/self/ns/pid'))\nexcept OSError:\n    pass\n")
+
+
+def _process_table() -> str:
+    """This machine's boot id and this process's pid namespace: a scan that prints the same read
+    the process table the host's own probes read (a pid namespace alone is not enough: every
+    machine's first one has the same number)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return f"{fh.read().strip()} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return "?"
+
+
+def _scan(transport: FileCellTransport, args: list[str]) -> bytes:
+    python = transport.scan_python()
+    code_text = _TABLE_CODE + HOST_PROCESSES_SCRIPT + SCAN_END_CODE
+    cmd = " ".join(shlex.quote(a) for a in [python, "-I", "-S", "-c", code_text, *args])
+    try:
+        code, out = transport.backend.execute(f"exec {cmd}", SCAN_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
+        raise TransportLostError(f"the kernel scan through {transport.backend!r} failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+    data = out.encode() if isinstance(out, str) else bytes(out or b"")
+    if code != 0 or not data.endswith(SCAN_END_LINE):
+        raise TransportLostError(f"the kernel scan through {transport.backend!r} did not complete "
+                                 f"(exit status {code}); output ends {data[-200:]!r}")
+    return data[:-len(SCAN_END_LINE)]
+
+
+def cleanup(transport: FileCellTransport, kind: str, identity: str) -> None:
+    """End one reported thing: kill the process (if still the same one), remove the kernel dir
+    (only one under the transport's root: :func:`.scripts.cleanup_command`). Never raises."""
+    try:
+        if kind == "remote kernel process":
+            _, _, pid, start, _kid = identity.split(":")
+            script = " ".join(shlex.quote(a) for a in [transport.scan_python(), "-I", "-S", "-c", KILL_IF_SAME_SCRIPT,
+                                                       pid, start])
+            transport.backend.execute(f"exec {script}", SCAN_TIMEOUT_S)
+        elif kind == "kernel dir":
+            path = identity.split(":", 2)[2]
+            transport.backend.execute(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - cleanup never raises
+        log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
