@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import secrets
 import shlex
+import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import pytest
@@ -28,13 +29,20 @@ TIMEOUT_SLACK_S = 8.0
 #: Bytes of output a backend must return whole: one poll can carry a cell's result at the default
 #: caps (1 MiB per stream, base64: 4/3 of that, and the value), so 4 MiB.
 WHOLE_OUTPUT_BYTES = 4 * 2**20
+#: Seconds a call whose command left a background process holding its output may take (the
+#: reference backends drain for 2 s at most; docker's own exec drain is 2 s too).
+BACKGROUND_RETURN_S = 10.0
+#: Seconds after a timed-out call within which a process of its command that the timeout missed
+#: would show (it acts 2 s after the command started), and how long the case watches for it.
+MISSED_ACTS_S, WATCH_S = 2.0, 4.0
 #: Statuses a command ended at its timeout may have: 124 (coreutils ``timeout``, the protocol's),
 #: or 137 (128 + SIGKILL: ``timeout -s KILL`` in a container whose ``timeout`` reports the signal).
 TIMEOUT_STATUSES = (TIMEOUT_EXIT, 128 + 9)
 
 __all__ = ["execute_backend", "test_backend_returns_stdout_and_stderr", "test_backend_returns_the_exit_status",
            "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout",
-           "test_backend_runs_commands_concurrently"]
+           "test_backend_ends_the_whole_command_at_its_timeout",
+           "test_a_background_process_does_not_hold_the_call_open", "test_backend_runs_commands_concurrently"]
 
 
 @pytest.fixture
@@ -115,6 +123,53 @@ def test_backend_ends_a_command_at_its_timeout(execute_backend):
                                       "SIGKILL of `timeout -s KILL`) or raises TimeoutError")
 
 
+def test_backend_ends_the_whole_command_at_its_timeout(execute_backend, hermes_transport):
+    """The timeout ends every process of the command, not only its shell: ``sh -c 'sleep 2; touch
+    FLAG'`` run by the command is its shell's child, and a backend that kills only the shell (as
+    ``subprocess.run(["sh", "-c", cmd], timeout=...)`` does) leaves it running: it touches the
+    flag after the call returned (B36's leftover descendant; a poll's client would run on)."""
+    flag = f"{hermes_transport.root}/timeout-{secrets.token_hex(8)}"
+    inner = shlex.quote(f"sleep {MISSED_ACTS_S:g}; touch {shlex.quote(flag)}")
+    fut = call_in_thread(execute_backend.execute, f"umask 077; mkdir -p {shlex.quote(hermes_transport.root)}; "
+                                                  f"sh -c {inner}; true", 1.0)
+    try:
+        fut.result(timeout=1.0 + TIMEOUT_SLACK_S)
+    except (TimeoutError, FutureTimeout):
+        if not fut.done():
+            raise AssertionError(f"the timed-out call had not returned after {1.0 + TIMEOUT_SLACK_S} s") from None
+    check = f"test -e {shlex.quote(flag)} && echo LEFT || echo none"
+    deadline = time.monotonic() + WATCH_S
+    try:
+        while time.monotonic() < deadline:
+            code, out = _run(execute_backend, check)
+            assert "LEFT" not in out, (
+                "a process of a command ended at its timeout ran on after the call returned (it touched a flag "
+                f"{MISSED_ACTS_S:g} s after the command started): the timeout must end the command's whole process "
+                "group or session (e.g. start it with start_new_session=True and os.killpg it), not only its shell")
+            assert code == 0 and "none" in out, f"the check itself failed: ({code!r}, {out!r})"
+            time.sleep(0.5)
+    finally:
+        _run(execute_backend, f"rm -f {shlex.quote(flag)}")
+
+
+def test_a_background_process_does_not_hold_the_call_open(execute_backend):
+    """A command that starts a background process which inherits its output returns once the
+    command itself has exited, with what it printed (B36 (a): ``echo a; sleep 30 & echo b``). A
+    backend that waits for the end of the output pipe waits for the background process too (a
+    kernel runner is one; so is a daemon a cell's setup step starts)."""
+    started = time.monotonic()
+    code, out = _run(execute_backend, "echo a; sleep 30 & echo \"b $!\"", 60.0)
+    took = time.monotonic() - started
+    pid = out.split()[-1] if out.split() and out.split()[-1].isdigit() else None
+    if pid is not None:
+        _run(execute_backend, f"kill {pid} 2>/dev/null; true")
+    assert took < BACKGROUND_RETURN_S, (
+        f"execute('echo a; sleep 30 & echo b') took {took:.1f} s: a background process that inherited the "
+        "command's output must not hold the call open (return once the command has exited and its output went "
+        "quiet, or send the output to a file and read it after the exit)")
+    assert code == 0 and out.startswith("a\nb "), f"returned ({code!r}, {out!r}), not (0, 'a\\nb <pid>\\n')"
+
+
 def test_backend_runs_commands_concurrently(execute_backend, hermes_transport):
     """A second command runs while a first one waits for it: an interrupt or a dropped frame is an
     execute of its own while a cell's long poll runs. A backend that runs one command at a time
@@ -122,7 +177,7 @@ def test_backend_runs_commands_concurrently(execute_backend, hermes_transport):
     flag = shlex.quote(f"{hermes_transport.root}/concurrency-{secrets.token_hex(8)}")
     waiter = (f"umask 077; mkdir -p {shlex.quote(hermes_transport.root)}; i=0; "
               f"while [ ! -e {flag} ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; "
-              f"[ -e {flag} ] && echo SEEN; rm -f {flag}")
+              f"[ -e {flag} ] && echo SEEN; rm -f {flag}; echo DONE")
     first = call_in_thread(execute_backend.execute, waiter, 30.0)
     try:
         second = _run(execute_backend, f"i=0; until [ -d {shlex.quote(hermes_transport.root)} ] || [ $i -ge 50 ]; "
@@ -131,6 +186,8 @@ def test_backend_runs_commands_concurrently(execute_backend, hermes_transport):
         code, out = first.result(timeout=30.0 + TIMEOUT_SLACK_S)
         _run(execute_backend, f"rm -f {flag}")  # a backend that ran the two in turn left it
     assert second[0] == 0, f"the second command failed: {second!r}"
+    assert "DONE" in out, (f"the first command's output came back without its last line (DONE): ({code!r}, "
+                           f"{out!r}): the backend lost output, so this case cannot tell whether it ran the two at once")
     assert "SEEN" in out, ("execute ran the second command only after the first one had ended (the first waited 15 s "
                            "for it): commands must run concurrently (an interrupt is its own execute while a cell's "
                            f"long poll runs); the first returned ({code!r}, {out!r})")
