@@ -117,7 +117,7 @@ class LocalShellBackend:
             with proc.stdin:  # the shim's cat reads it all before the command starts
                 proc.stdin.write(cmd.encode("utf-8"))
             out = _read_until_exit(proc, timeout)
-        except TimeoutError:
+        except BaseException:  # its timeout, or Ctrl-C/SIGTERM in the caller: none of it runs on
             _kill_group(proc)
             raise
         finally:
@@ -148,7 +148,7 @@ class LocalShellBackend:
             proc.stdin.write(cmd.encode("utf-8"))  # the command never sits in a long-lived argv
             proc.stdin.close()
             out, status = _read_until_closed(proc.stdout.fileno(), status_r, timeout)
-        except TimeoutError:
+        except BaseException:  # its timeout, or Ctrl-C/SIGTERM in the caller: no further step of it runs
             _kill_group(proc)
             raise
         finally:

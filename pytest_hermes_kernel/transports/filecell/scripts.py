@@ -29,7 +29,7 @@ from typing import Any
 
 from ...kernel.runner import client as runner_client
 from ..local import LAUNCH_ENV_NAMES
-from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env
+from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env
 from ..runner_zipapp import ZIP_PACKAGE
 
 #: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR PARAMS``: the client mode of the runner
@@ -198,6 +198,12 @@ def kill_command(*, kdir: str, pid: int, python: str) -> str:
     """SIGKILLs every process of the runner's session (its pid is its sid); prints ``gone``."""
     script = _VERIFY_RUNNER + KILL_SESSION_SCRIPT
     return f"exec {_q(python)} -I -S -c {_q(script)} {int(pid)} {_q(f'{kdir}/{SOCKET_NAME}')}"
+
+
+def kill_kernel_command(*, kernel_id: str, python: str) -> str:
+    """SIGKILLs every process carrying kernel ``kernel_id``'s marker (a launch cut short before
+    the runner's pid was known); prints ``gone`` or ``left <pids>``."""
+    return f"exec {_q(python)} -I -S -c {_q(KILL_KERNEL_SCRIPT)} {_q(kernel_id)}"
 
 
 def processes_command(*, kernel_id: str, python: str) -> str:

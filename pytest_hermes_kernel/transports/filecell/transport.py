@@ -130,6 +130,9 @@ class FileCellTransport(Transport):
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
                                    f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
                                    "output) for every command (`sh -c CMD`), raising only at the timeout") from None
+        except BaseException:  # Ctrl-C or SIGTERM mid-launch: the runner may have started, its pid unknown
+            self._end_cut_launch(spec.kernel_id, kdir, self._resolved.get(python, python))
+            raise
         if not isinstance(out, str):  # bytes, or (output, status) swapped: nothing below could read it
             text = out.decode("utf-8", "replace") if isinstance(out, bytes) else str(code)
             self._cleanup_quietly(kdir, scripts.parse_ready(text), python)
@@ -178,6 +181,15 @@ class FileCellTransport(Transport):
         return ExitStatusUnknownError(f"the filecell backend {self.backend!r} returned exit status {code!r}: the "
                                       "command's outcome is unknown (an exit status is 0..255; a signal death is "
                                       "128 + the signal)", returned=repr(code))
+
+    def _end_cut_launch(self, kernel_id: str, kdir: str, python: str) -> None:
+        """End what a launch cut short may have started (every process with the kernel's marker),
+        and remove its dir: a runner left so lived until its idle timer (1800 s)."""
+        try:
+            self.backend.execute(scripts.kill_kernel_command(kernel_id=kernel_id, python=python), 15.0)
+        except Exception as exc:  # noqa: BLE001 - the interruption goes on regardless
+            log.debug("filecell: ending the cut launch of kernel %s failed: %s", kernel_id, exc)
+        self._cleanup_quietly(kdir)
 
     def _cleanup_quietly(self, kdir: str, pid: int | None = None, python: str | None = None) -> None:
         try:
