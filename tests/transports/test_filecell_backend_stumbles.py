@@ -82,6 +82,13 @@ class ReturnsBytes(Sandbox):
         return code, out.encode()  # type: ignore[return-value]
 
 
+class LosesOutput(Sandbox):
+    """Runs every command and returns its status with no output (a sandbox API that drops it)."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        return super().execute(cmd, timeout)[0], ""
+
+
 class EndsBackgroundProcesses(AfterEachCommand):
     """Kills what a command left running under ``root`` once it returns (a sandbox that ends its exec's cgroup)."""
 
@@ -194,4 +201,16 @@ def test_a_backend_that_returns_bytes_fails_the_start_saying_what_execute_must_r
     text = str(caught.value)
     assert "execute returned (0, b'" in text, text
     assert "it must return (exit status, output text), the output decoded (UTF-8)" in text, text
+    assert processes_under(root) == [], "the runner the launch started was left behind"
+
+
+def test_a_backend_that_loses_all_output_fails_the_start_saying_so(root):
+    """The start error said the backend needs sh, python3 and a writable root: the cause was the
+    output the backend dropped (found by a backend-contributor helper)."""
+    with pytest.raises(KernelStartError) as caught:
+        KernelHandle(FileCellTransport(LosesOutput(), root=root)).start()
+
+    text = str(caught.value)
+    assert "the launch printed nothing at all" in text and "the backend lost the command's output" in text, text
+    assert "needs sh, python3" not in text, text
     assert processes_under(root) == [], "the runner the launch started was left behind"

@@ -126,16 +126,16 @@ class FileCellTransport(Transport):
         try:
             code, out = run(cmd, self.launch_timeout)
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
-            self._cleanup_quietly(kdir)
+            self._end_failed_launch(spec.kernel_id, kdir, None, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
                                    f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
                                    "output) for every command (`sh -c CMD`), raising only at the timeout") from None
         except BaseException:  # Ctrl-C or SIGTERM mid-launch: the runner may have started, its pid unknown
-            self._end_cut_launch(spec.kernel_id, kdir, self._resolved.get(python, python))
+            self._end_failed_launch(spec.kernel_id, kdir, None, python)
             raise
         if not isinstance(out, str):  # bytes, or (output, status) swapped: nothing below could read it
             text = out.decode("utf-8", "replace") if isinstance(out, bytes) else str(code)
-            self._cleanup_quietly(kdir, scripts.parse_ready(text), python)
+            self._end_failed_launch(spec.kernel_id, kdir, scripts.parse_ready(text), python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: execute returned "
                                    f"({code!r:.60}, {out!r:.60}); it must return (exit status, output text), the "
                                    "output decoded (UTF-8)")
@@ -143,14 +143,16 @@ class FileCellTransport(Transport):
         hello = scripts.parse_client_output(out)
         unknown = self._unknown_status(code)
         if unknown is not None:  # it may or may not have started: end what it may have left (B35)
-            self._cleanup_quietly(kdir, pid, python)
+            self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
-            self._cleanup_quietly(kdir, pid, python)
-            raise KernelStartError(
-                f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
-                f"{_tail(out)}\nHint: the backend needs sh, python3 ({python!r}) and a writable {self.root!r}")
+            self._end_failed_launch(spec.kernel_id, kdir, pid, python)
+            hint = (f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
+                    "the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
+                    "command's output (what it may have started was ended)")
+            raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
+                                   f"{_tail(out)}\nHint: {hint}")
         resolved = scripts.parse_python(out)
         if resolved:  # resolved once: no PATH lookup (nor wrapper, such as a pyenv shim) per poll or setup
             self._resolved[python] = resolved
@@ -182,19 +184,20 @@ class FileCellTransport(Transport):
                                       "command's outcome is unknown (an exit status is 0..255; a signal death is "
                                       "128 + the signal)", returned=repr(code))
 
-    def _end_cut_launch(self, kernel_id: str, kdir: str, python: str) -> None:
-        """End what a launch cut short may have started (every process with the kernel's marker),
-        and remove its dir: a runner left so lived until its idle timer (1800 s)."""
+    def _end_failed_launch(self, kernel_id: str, kdir: str, pid: int | None, python: str) -> None:
+        """End what a failed or interrupted launch may have started, then remove its dir: the
+        runner's session when its pid came back, else every process with the kernel's marker (a
+        runner whose pid was lost, with the output or to a Ctrl-C, lived until its 1800 s idle timer)."""
+        python = self._resolved.get(python, python)
         try:
-            self.backend.execute(scripts.kill_kernel_command(kernel_id=kernel_id, python=python), 15.0)
-        except Exception as exc:  # noqa: BLE001 - the interruption goes on regardless
-            log.debug("filecell: ending the cut launch of kernel %s failed: %s", kernel_id, exc)
+            self.backend.execute(scripts.kill_command(kdir=kdir, pid=pid, python=python) if pid is not None
+                                 else scripts.kill_kernel_command(kernel_id=kernel_id, python=python), 15.0)
+        except Exception as exc:  # noqa: BLE001 - best effort: the launch's own error goes on
+            log.debug("filecell: ending the failed launch of kernel %s failed: %s", kernel_id, exc)
         self._cleanup_quietly(kdir)
 
-    def _cleanup_quietly(self, kdir: str, pid: int | None = None, python: str | None = None) -> None:
+    def _cleanup_quietly(self, kdir: str) -> None:
         try:
-            if pid is not None:
-                self.backend.execute(scripts.kill_command(kdir=kdir, pid=pid, python=python or self.python), 15.0)
             self.backend.execute(scripts.cleanup_command(root=self.root, kdir=kdir), 15.0)
         except Exception as exc:  # noqa: BLE001 - best effort after a failed launch
             log.debug("filecell cleanup of %s failed: %s", kdir, exc)
