@@ -217,12 +217,18 @@ class RunnerLink:
         :param grace: seconds each of the runner's steps waits (``shutdown_grace``).
         :returns: the step that ended it, ``confirmed`` when the runner was seen gone (a runner
             that answered the request but could not be seen ending is not). The link is discarded
-            afterwards.
+            afterwards, also when a ``BaseException`` (Ctrl-C, a handler's ``SystemExit``) cuts
+            the polite steps short: the runner is then killed from outside before it propagates
+            (the caller has already let go of it: left here, no one would end it).
         """
-        info = None if now else self._ask_to_exit(grace)
-        killed = None
-        if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-            killed = self.kill()
+        try:
+            info = None if now else self._ask_to_exit(grace)
+            killed = None
+            if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
+                killed = self.kill()
+        except BaseException:
+            self.discard()
+            raise
         confirmed = self.discard(killed=killed)
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
