@@ -26,8 +26,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
-                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed,
-                      KernelStartError)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
+from . import control
 from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
@@ -99,7 +99,9 @@ class KernelHandle:
         self._pending_loss: Loss | None = None  # the loss the next cell must report
         self._cell: CellRun | None = None
         self._queue = CellQueue()
-        self._control_lock = threading.Lock()
+        # reentrant: a shutdown() from a signal handler may land inside this thread's restart() or shutdown()
+        self._control_lock = threading.RLock()
+        self._held = control.HeldHere()  # what this thread is doing with the kernel's channel now
         self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
         self.holder = hold(self, current_holder.get())  # what keeps it beyond its caller's work (.holders)
@@ -302,24 +304,15 @@ class KernelHandle:
             the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
         _check_process(self.kernel_id, self.host_pid)
-        with self._control_lock:
-            if self.stopping:
-                raise self._runtime.shut_error()
-            try:
-                with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
-                    if self._life.swap(S.BUSY, S.RESETTING):
-                        self._runtime.require_link().kill_worker()
-                    with self._queue.lock:  # a running cell settles first
-                        self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
-                        self._runtime.replace()
-                        return self.info(state_lost=True, reason="reset")
-            except TimeoutError as exc:  # the channel's wait for a reply, not a kernel error: say what it means
-                raise KernelStartError(f"kernel {self.kernel_id}: restart() got no answer from its runner ({exc}); "
-                                       "the old worker may still run (is its host paused or unreachable?)",
-                                       kernel_id=self.kernel_id) from None
+        return control.restart(self)
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
+
+        Safe in a signal handler: one that lands inside this thread's own use of the kernel's
+        channel (a ``shutdown()`` or ``restart()`` here) cannot ask the runner over that channel, so
+        it kills the runner from outside at once (step ``sigkill``) and the call below ends with
+        the kernel shut down.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
         :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
@@ -327,7 +320,10 @@ class KernelHandle:
         """
         if os.getpid() != self.host_pid:
             return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
-        return self._end(lambda: self._runtime.stop(now))
+        held = self._held.what
+        if held is not None:
+            return control.end_at_once(self, held)
+        return control.end(self, lambda: self._runtime.stop(now), "shutdown()")
 
     def keep(self, orphan_timeout: float) -> ExitInfo:
         """Detach, leaving the kernel running without this host for post-mortem (``keepable``
@@ -337,19 +333,7 @@ class KernelHandle:
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         _check_process(self.kernel_id, self.host_pid)
-        return self._end(lambda: self._runtime.keep(orphan_timeout))
-
-    def _end(self, how: Callable[[], ExitInfo]) -> ExitInfo:
-        with self._control_lock:
-            if self.stopping:
-                return self.exit_info or ExitInfo(step="already-exited")
-            self._life.to(S.CLOSING)
-            try:
-                self.exit_info = how()
-            finally:
-                self._life.to(S.CLOSED)
-        self._emit("shutdown", self.exit_info)
-        return self.exit_info
+        return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
     close = shutdown
     """Alias of :meth:`shutdown` (the name the handed cases use)."""

@@ -9,6 +9,7 @@ outside ways to end it; it knows nothing of cells, losses or the handle's state.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -235,6 +236,23 @@ class RunnerLink:
                             note="killed from outside through the transport" if confirmed else
                             "its kill through the transport was not confirmed: it may still run")
         return info if confirmed else replace(info, confirmed=False)
+
+    def end_at_once(self, why: str) -> bool:
+        """Kill the runner's tree from outside now, without a word on the channel: for a
+        ``shutdown()`` that runs inside this thread's own use of it (a signal handler landed in a
+        wait), which holds the channel. The channel is marked closed, so the frame below stops
+        waiting; closing its stream and removing the kernel dir (:meth:`discard`) go on in a thread
+        of its own, as they may need a lock that frame holds (not a daemon: the process's exit
+        waits for it).
+
+        :param why: the channel's close reason (what the frame below reports).
+        :returns: whether the kill was confirmed (the runner was seen gone).
+        """
+        self.channel.mark_closed(why)
+        killed = self.kill()
+        threading.Thread(target=self.discard, kwargs={"killed": killed},
+                         name=f"hermes-discard {self.kernel_id[:8]}").start()
+        return killed
 
     def _ask_to_exit(self, grace: float) -> ExitInfo | None:
         if self.channel.closed:

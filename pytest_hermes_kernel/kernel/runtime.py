@@ -53,6 +53,8 @@ class KernelRuntime:
         self.life = life
         self.on_started = on_started
         self.link: RunnerLink | None = None
+        self.ending: RunnerLink | None = None
+        """The runner a :meth:`stop` is ending now (no longer :attr:`link`): :meth:`end_at_once` ends it too."""
         self.worker_pid: int | None = None
         self.generation = 0
         self.restart_count = 0
@@ -299,11 +301,35 @@ class KernelRuntime:
 
         :param now: SIGKILL the whole tree at once instead of asking.
         """
-        link, self.link = self.link, None
+        link = self.ending = self.link
+        self.link = None
         census.note("ended", self.kernel_id)
         if link is None:
             return ExitInfo(step="already-exited")
-        return link.stop(now, self.options.shutdown_grace)
+        try:
+            return link.stop(now, self.options.shutdown_grace)
+        finally:
+            self.ending = None
+
+    def end_at_once(self, held: str) -> ExitInfo:
+        """End the runner from outside now (:meth:`RunnerLink.end_at_once`): ``shutdown()`` runs
+        inside this thread's own ``held`` (a signal handler landed there), which holds the channel.
+
+        :param held: what the frame below is doing with the channel (for the notes).
+        :returns: ``sigkill`` (``confirmed`` when the runner was seen gone), or ``already-exited``
+            when there is no runner (a start below has not launched one yet: it ends the one it
+            launches, as for any shutdown while it starts).
+        """
+        link, self.link = self.link, None
+        if link is not None:
+            census.note("ended", self.kernel_id)
+        link = link or self.ending
+        if link is None:
+            return ExitInfo(step="already-exited")
+        why = f"shut down from inside this thread's own {held} (a signal handler?): killed from outside at once"
+        confirmed = link.end_at_once(why)
+        return ExitInfo(step="sigkill", signal=9, confirmed=confirmed,
+                        note=why if confirmed else f"{why}; the kill was not confirmed: it may still run")
 
 
 def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:
