@@ -45,12 +45,21 @@ class SocketStream:
         self.sock.sendall(data)
 
     def recv(self, timeout: float | None) -> bytes:
-        if timeout is not None:
-            poller = select.poll()
-            poller.register(self.sock, select.POLLIN)
-            if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
-                raise TimeoutError
-        return self.sock.recv(1 << 20)
+        """:returns: ``b""`` at EOF, also once the socket was closed under it (a ``shutdown()`` from
+            a signal handler closes it from another thread: a bare ``ValueError`` of ``poll``
+            on fd -1, or ``EBADF``, reached the caller of ``execute``).
+        """
+        try:
+            if timeout is not None:
+                poller = select.poll()
+                poller.register(self.sock, select.POLLIN)
+                if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
+                    raise TimeoutError
+            return self.sock.recv(1 << 20)
+        except (ValueError, OSError):
+            if self.sock.fileno() == -1:  # closed by us
+                return b""
+            raise
 
     def close(self) -> None:
         try:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from ..errors import ChannelClosed, KernelStartError
+from ..errors import ChannelClosed, ChannelHeldHereError, KernelStartError
 from .lifecycle import KernelState, Loss
 from .results import ExitInfo, KernelInfo
 
@@ -40,6 +40,20 @@ class HeldHere:
         ...); ``None``: nothing, so a call here may use the channel as usual."""
         return getattr(self._local, "what", None)
 
+    def refuse(self, kernel_id: str, call: str) -> None:
+        """Refuse ``call`` when this thread holds the channel already (see :class:`ChannelHeldHereError`).
+
+        :raises ChannelHeldHereError: if it does; nothing was done.
+        """
+        held = self.what
+        if held is None:
+            return
+        raise ChannelHeldHereError(
+            f"kernel {kernel_id}: {call} was called inside this thread's own {held} on the same kernel (from a "
+            f"signal handler?); that call holds the kernel's channel, so {call} cannot use it: nothing was done\n"
+            f"Hint: call {call} once the {held} has returned (have the handler set a flag), or call interrupt() or "
+            "shutdown() from the handler, which are safe there", kernel_id=kernel_id, held_by=held)
+
     @contextmanager
     def holding(self, what: str) -> Iterator[None]:
         """Mark this thread as using the channel for ``what`` while the block runs (the outermost
@@ -55,6 +69,9 @@ class HeldHere:
 def restart(handle: KernelHandle) -> KernelInfo:
     """:meth:`KernelHandle.restart` (see there)."""
     runtime, queue = handle._runtime, handle._queue
+    if handle.stopping:
+        raise runtime.shut_error()
+    handle._held.refuse(handle.kernel_id, "restart()")  # from a signal handler in this thread's own cell, ...
     with handle._control_lock, handle._held.holding("restart()"):
         if handle.stopping:
             raise runtime.shut_error()

@@ -200,7 +200,8 @@ class KernelHandle:
             if self.stopping:
                 raise self._runtime.shut_error()
             if self._life.is_(S.NEW):
-                self._runtime.launch()
+                with self._held.holding("start()"):
+                    self._runtime.launch()
         return self
 
     @_raised_is_told
@@ -214,6 +215,8 @@ class KernelHandle:
         :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
             overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
         :raises KernelShutdownError: if the handle was shut down.
+        :raises ChannelHeldHereError: if called inside this thread's own use of the kernel (a
+            signal handler that landed in a cell's wait, ``restart()``, ...); nothing was sent.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
@@ -221,6 +224,7 @@ class KernelHandle:
         check_cell_args(code, timeout, cancel)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
+        self._held.refuse(self.kernel_id, "execute()")
         budget_s = self.options.timeout if timeout is None else timeout
         ticket = self._queue.ticket(self.generation)
         with self._queue.turn(ticket) as may_run:
@@ -228,7 +232,8 @@ class KernelHandle:
                 raise self._runtime.shut_error(ticket.generation)
             if not may_run:
                 return _overtaken(self.info(generation=ticket.generation), ticket)
-            result = self._run(code, budget_s, self._prepare(), cancel)
+            with self._held.holding("execute()"):
+                result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
         if raise_on_timeout and result.watchdog:
@@ -300,6 +305,8 @@ class KernelHandle:
         on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
+        :raises ChannelHeldHereError: if called inside this thread's own use of the kernel (a signal
+            handler that landed in a cell's wait): that call holds the channel; nothing was done.
         :raises KernelStartError: if the fresh kernel does not start, or the runner did not answer
             the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
@@ -310,7 +317,7 @@ class KernelHandle:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         Safe in a signal handler: one that lands inside this thread's own use of the kernel's
-        channel (a ``shutdown()`` or ``restart()`` here) cannot ask the runner over that channel, so
+        channel (a cell's wait, ``start()``, ``restart()``, ``shutdown()``) cannot ask the runner over it, so
         it kills the runner from outside at once (step ``sigkill``) and the call below ends with
         the kernel shut down.
 
@@ -333,6 +340,7 @@ class KernelHandle:
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         _check_process(self.kernel_id, self.host_pid)
+        self._held.refuse(self.kernel_id, "keep()")
         return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
     close = shutdown
