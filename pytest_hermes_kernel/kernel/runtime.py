@@ -86,7 +86,7 @@ class KernelRuntime:
         A failed start returns to the state it came from (so a relaunch stays a new generation).
         Its runner, when not seen gone (its host is silent or paused), stays this kernel's: a later
         launch ends it first (:meth:`end_lost_runner`) and ``shutdown()`` says whether that was
-        confirmed.
+        confirmed. A start cut short by Ctrl-C (a ``BaseException`` that is no error) ends its runner first.
 
         :raises KernelStartError: if the runner did not start or say hello in time, or a failed
             start's runner was still not seen gone and could not be ended.
@@ -98,7 +98,9 @@ class KernelRuntime:
             raise self.shut_error()
         try:
             hello = self._connect()
-        except BaseException:
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C, a handler's SystemExit: the caller never gets
+                self.discard()                  # this kernel, so what the start launched ends here
             self.life.advance(prior)
             if self.life.stopping:
                 raise self.shut_error() from None
