@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import (CellInterrupted, CellTimeoutError, ConfigError, FileTransferError, FrameTooLargeError,
+from .errors import (CellInterrupted, CellTimeoutError, ChannelHeldHereError, ConfigError, FileTransferError, FrameTooLargeError,
                      HermesKernelError, TransferTooLargeError, UnsafePathError,
                      HermesLeakCheckIncompleteWarning, HermesLeakWarning, HostGoneError, KernelAbandoned, KernelDiedError, KernelForkedError,
                      KernelResetAfterTimeout,
@@ -58,7 +58,7 @@ __version__ = "0.1.0"
 __all__ = [
     "start_kernel", "aexecute", "KernelHandle", "KernelState", "KernelOptions", "KernelRegistry", "KernelKey", "CellResult",
     "KernelInfo", "ExitInfo", "ToolTable", "WatchdogPolicy", "HermesKernelError", "ConfigError", "KernelDiedError",
-    "HostGoneError", "KernelShutdownError", "KernelForkedError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
+    "HostGoneError", "KernelShutdownError", "KernelForkedError", "ChannelHeldHereError", "FrameTooLargeError", "KernelStartError", "TransportLostError",
     "TransportUnavailableError", "CellTimeoutError", "CellInterrupted", "KernelResetAfterTimeout", "KernelResetFailed",
     "KernelAbandoned", "ToolCallRefused", "HermesLeakWarning", "HermesLeakCheckIncompleteWarning", "TransferReport", "RejectedEntry", "FileTransferError",
     "UnsafePathError", "TransferTooLargeError",

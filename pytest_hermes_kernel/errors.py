@@ -25,6 +25,7 @@ __all__ = [
     "HermesKernelError", "ConfigError", "ProtocolError", "FrameTooLargeError", "KernelStartError",
     "KernelServerUnavailable",
     "KernelDiedError", "HostGoneError", "KernelInUseError", "KernelShutdownError", "KernelForkedError", "KernelStateError",
+    "ChannelHeldHereError",
     "TransportLostError", "ExecNotStartedError", "ContainerGoneError", "ChannelClosed", "ExitStatusUnknownError",
     "TransportUnavailableError", "ImageBuildError", "ContainerStartError", "ImageMissingError", "SharedLockTimeout",
     "UnsafeRunDirError",
@@ -172,6 +173,24 @@ class KernelShutdownError(HermesKernelError):
         super().__init__(message)
         self.kernel_id = kernel_id
         self.generation = generation
+
+
+class ChannelHeldHereError(HermesKernelError):
+    """A call on a kernel was made inside the same thread's own use of that kernel's channel: a
+    signal handler (or a listener) ran while the thread waited in a cell (``execute()``), a
+    ``start()``, ``restart()`` or ``shutdown()`` of that kernel. The frame below holds the channel
+    and will read what arrives on it, so the call cannot use it without waiting for itself or
+    cutting into its frames; nothing was done. ``interrupt()`` and ``shutdown()`` are safe there
+    (a nested ``shutdown()`` kills the runner from outside at once).
+
+    :param kernel_id: the kernel.
+    :param held_by: what the frame below is doing with the channel (``"execute()"``, ``"restart()"``, ...).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, held_by: str | None = None) -> None:
+        super().__init__(message)
+        self.kernel_id = kernel_id
+        self.held_by = held_by
 
 
 class TransportLostError(HermesKernelError, ConnectionError):

@@ -44,6 +44,8 @@ CELL_OPTIONS = KernelOptions(timeout=None, auto_restart=False)
 ALIVE_WORDS = {True: "yes", False: "no", None: "?"}
 #: Exit status when the kept kernel cannot be reached (gone, expired, unknown id).
 UNREACHABLE = 2
+#: Exit status of ``attach`` left by Ctrl-C at its prompt (128 + SIGINT, the shell's convention).
+INTERRUPTED = 128 + signal.SIGINT
 
 
 @contextmanager
@@ -144,11 +146,13 @@ def exec_cell(kernel_id: str, code: str, out: IO[str] | None = None, err: IO[str
 
 def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | None = None,
                    err: IO[str] | None = None) -> int:
-    """``hermes-kernel attach ID``: each line of ``stdin`` is a cell, until EOF (Ctrl-D).
+    """``hermes-kernel attach ID``: each line of ``stdin`` is a cell, until EOF (Ctrl-D) or Ctrl-C
+    at the prompt (the kernel stays kept either way; Ctrl-C in a cell interrupts that cell).
 
     ``stdin``/``out``/``err``: ``None`` is the ``sys`` stream at the time of the call.
 
-    :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached.
+    :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached,
+        :data:`INTERRUPTED` after Ctrl-C at the prompt.
     """
     stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
     def console(handle: KernelHandle) -> int:
@@ -156,18 +160,28 @@ def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | 
         if tty:
             err.write(f"kernel {handle.kernel_id} ({handle.transport.name}): each line is a cell; "
                       "Ctrl-C interrupts it, Ctrl-D leaves the kernel kept\n")
-        failed = False
-        while True:
-            if tty:
-                err.write(">>> ")
-                err.flush()
-            line = stdin.readline()
-            if not line:
-                return 1 if failed else 0
-            if line.strip():
-                failed = not _run_cell(handle, line.rstrip("\n"), out, err) or failed
+        try:
+            return _prompt_loop(handle, stdin, out, err, tty)
+        except KeyboardInterrupt:  # at the prompt (a cell's Ctrl-C interrupts the cell): a traceback said nothing
+            err.write(("\n" if tty else "") + f"hermes-kernel: interrupted at the prompt; kernel "
+                      f"{handle.kernel_id} stays kept\n")
+            return INTERRUPTED
 
     return _with_kernel(kernel_id, err, console)
+
+
+def _prompt_loop(handle: KernelHandle, stdin: IO[str], out: IO[str], err: IO[str], tty: bool) -> int:
+    """Run each line of ``stdin`` as a cell until EOF; 0 when every cell ended ``ok``, else 1."""
+    failed = False
+    while True:
+        if tty:
+            err.write(">>> ")
+            err.flush()
+        line = stdin.readline()
+        if not line:
+            return 1 if failed else 0
+        if line.strip():
+            failed = not _run_cell(handle, line.rstrip("\n"), out, err) or failed
 
 
 def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], int]) -> int:

@@ -26,7 +26,7 @@ __all__ = ["CensusEvent", "CensusObserver", "note", "observe", "unobserve"]
 CensusEvent = Literal["started", "ended"]
 CensusObserver = Callable[[CensusEvent, str], None]
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # reentrant: a kernel may end from a signal handler landing in note()
 _observers: list[CensusObserver] = []
 
 

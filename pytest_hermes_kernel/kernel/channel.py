@@ -45,12 +45,21 @@ class SocketStream:
         self.sock.sendall(data)
 
     def recv(self, timeout: float | None) -> bytes:
-        if timeout is not None:
-            poller = select.poll()
-            poller.register(self.sock, select.POLLIN)
-            if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
-                raise TimeoutError
-        return self.sock.recv(1 << 20)
+        """:returns: ``b""`` at EOF, also once the socket was closed under it (a ``shutdown()`` from
+            a signal handler closes it from another thread: a bare ``ValueError`` of ``poll``
+            on fd -1, or ``EBADF``, reached the caller of ``execute``).
+        """
+        try:
+            if timeout is not None:
+                poller = select.poll()
+                poller.register(self.sock, select.POLLIN)
+                if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
+                    raise TimeoutError
+            return self.sock.recv(1 << 20)
+        except (ValueError, OSError):
+            if self.sock.fileno() == -1:  # closed by us
+                return b""
+            raise
 
     def close(self) -> None:
         try:
@@ -69,7 +78,9 @@ class Channel:
         self._decoder = FrameDecoder()
         self._send_lock = threading.Lock()
         self._sending = threading.local()  # .now: this thread is in send (set before the lock)
-        self._cond = threading.Condition()
+        # reentrant: a shutdown() from a signal handler marks the channel closed while this
+        # thread's own wait may hold it (:meth:`mark_closed`)
+        self._cond = threading.Condition(threading.RLock())
         self._inbox: dict[Any, collections.deque[Frame]] = {}
         self._reading = False
         self._closed: str | None = None
@@ -227,13 +238,20 @@ class Channel:
                 self._closed = why
             self._cond.notify_all()
 
-    def close(self, why: str = "closed by the host") -> None:
-        """Close the stream; waiters get :class:`ChannelClosed` with ``closed_by_us=True``."""
+    def mark_closed(self, why: str) -> None:
+        """Mark the channel closed by us, its stream untouched: every wait and send from now on
+        gets :class:`ChannelClosed` (``closed_by_us=True``). For a ``shutdown()`` from a signal
+        handler, whose thread may be inside the stream (a lock held): :meth:`close` it later
+        from another thread."""
         with self._cond:
             if not self._closed:
                 self._closed = why
                 self._closed_by_us = True
             self._cond.notify_all()
+
+    def close(self, why: str = "closed by the host") -> None:
+        """Close the stream; waiters get :class:`ChannelClosed` with ``closed_by_us=True``."""
+        self.mark_closed(why)
         try:
             self.stream.close()
         except OSError:

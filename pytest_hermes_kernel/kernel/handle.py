@@ -26,8 +26,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
-                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed,
-                      KernelStartError)
+                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
+from . import control
 from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
@@ -99,7 +99,9 @@ class KernelHandle:
         self._pending_loss: Loss | None = None  # the loss the next cell must report
         self._cell: CellRun | None = None
         self._queue = CellQueue()
-        self._control_lock = threading.Lock()
+        # reentrant: a shutdown() from a signal handler may land inside this thread's restart() or shutdown()
+        self._control_lock = threading.RLock()
+        self._held = control.HeldHere()  # what this thread is doing with the kernel's channel now
         self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
         self.holder = hold(self, current_holder.get())  # what keeps it beyond its caller's work (.holders)
@@ -198,7 +200,8 @@ class KernelHandle:
             if self.stopping:
                 raise self._runtime.shut_error()
             if self._life.is_(S.NEW):
-                self._runtime.launch()
+                with self._held.holding("start()"):
+                    self._runtime.launch()
         return self
 
     @_raised_is_told
@@ -212,6 +215,8 @@ class KernelHandle:
         :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
             overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
         :raises KernelShutdownError: if the handle was shut down.
+        :raises ChannelHeldHereError: if called inside this thread's own use of the kernel (a
+            signal handler that landed in a cell's wait, ``restart()``, ...); nothing was sent.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
@@ -219,6 +224,7 @@ class KernelHandle:
         check_cell_args(code, timeout, cancel)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
+        self._held.refuse(self.kernel_id, "execute()")
         budget_s = self.options.timeout if timeout is None else timeout
         ticket = self._queue.ticket(self.generation)
         with self._queue.turn(ticket) as may_run:
@@ -226,7 +232,8 @@ class KernelHandle:
                 raise self._runtime.shut_error(ticket.generation)
             if not may_run:
                 return _overtaken(self.info(generation=ticket.generation), ticket)
-            result = self._run(code, budget_s, self._prepare(), cancel)
+            with self._held.holding("execute()"):
+                result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
         if raise_on_timeout and result.watchdog:
@@ -298,28 +305,21 @@ class KernelHandle:
         on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
 
         :raises KernelShutdownError: if the handle was shut down.
+        :raises ChannelHeldHereError: if called inside this thread's own use of the kernel (a signal
+            handler that landed in a cell's wait): that call holds the channel; nothing was done.
         :raises KernelStartError: if the fresh kernel does not start, or the runner did not answer
             the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
         _check_process(self.kernel_id, self.host_pid)
-        with self._control_lock:
-            if self.stopping:
-                raise self._runtime.shut_error()
-            try:
-                with self._queue.restart():  # the cells waiting now are overtaken, never run on the new one
-                    if self._life.swap(S.BUSY, S.RESETTING):
-                        self._runtime.require_link().kill_worker()
-                    with self._queue.lock:  # a running cell settles first
-                        self.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
-                        self._runtime.replace()
-                        return self.info(state_lost=True, reason="reset")
-            except TimeoutError as exc:  # the channel's wait for a reply, not a kernel error: say what it means
-                raise KernelStartError(f"kernel {self.kernel_id}: restart() got no answer from its runner ({exc}); "
-                                       "the old worker may still run (is its host paused or unreachable?)",
-                                       kernel_id=self.kernel_id) from None
+        return control.restart(self)
 
     def shutdown(self, now: bool = False) -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
+
+        Safe in a signal handler: one that lands inside this thread's own use of the kernel's
+        channel (a cell's wait, ``start()``, ``restart()``, ``shutdown()``) cannot ask the runner over it, so
+        it kills the runner from outside at once (step ``sigkill``) and the call below ends with
+        the kernel shut down.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
         :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
@@ -327,7 +327,10 @@ class KernelHandle:
         """
         if os.getpid() != self.host_pid:
             return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
-        return self._end(lambda: self._runtime.stop(now))
+        held = self._held.what
+        if held is not None:
+            return control.end_at_once(self, held)
+        return control.end(self, lambda: self._runtime.stop(now), "shutdown()")
 
     def keep(self, orphan_timeout: float) -> ExitInfo:
         """Detach, leaving the kernel running without this host for post-mortem (``keepable``
@@ -337,19 +340,8 @@ class KernelHandle:
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         _check_process(self.kernel_id, self.host_pid)
-        return self._end(lambda: self._runtime.keep(orphan_timeout))
-
-    def _end(self, how: Callable[[], ExitInfo]) -> ExitInfo:
-        with self._control_lock:
-            if self.stopping:
-                return self.exit_info or ExitInfo(step="already-exited")
-            self._life.to(S.CLOSING)
-            try:
-                self.exit_info = how()
-            finally:
-                self._life.to(S.CLOSED)
-        self._emit("shutdown", self.exit_info)
-        return self.exit_info
+        self._held.refuse(self.kernel_id, "keep()")
+        return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
     close = shutdown
     """Alias of :meth:`shutdown` (the name the handed cases use)."""

@@ -81,7 +81,9 @@ class Lifecycle:
 
     def __init__(self, state: KernelState = KernelState.NEW) -> None:
         self._state = state
-        self._lock = threading.Lock()
+        # reentrant: a shutdown() from a signal handler may land in this thread's own move, lock
+        # held (between the acquire and the read; no handler runs between the read and the write)
+        self._lock = threading.RLock()
 
     @property
     def state(self) -> KernelState:
@@ -120,6 +122,24 @@ class Lifecycle:
                 raise _illegal(old, new)
             self._state = new
             return True
+
+    def begin_closing(self) -> bool:
+        """Move to ``CLOSING`` unless the kernel is stopping already.
+
+        :returns: whether it moved (``False``: another ``shutdown()`` owns the kernel).
+        """
+        with self._lock:
+            if self._state is S.CLOSING or self._state is S.CLOSED:
+                return False
+            self._move(S.CLOSING)
+            return True
+
+    def end_closing(self) -> None:
+        """Move ``CLOSING -> CLOSED``; a no-op once ``CLOSED`` (a shutdown nested in another
+        one, from a signal handler, may have ended it first)."""
+        with self._lock:
+            if self._state is not S.CLOSED:
+                self._move(S.CLOSED)
 
     def swap(self, old: KernelState, new: KernelState) -> bool:
         """Move to ``new`` only if the state is ``old`` now (e.g. ``BUSY -> RESETTING``).

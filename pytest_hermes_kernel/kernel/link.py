@@ -9,6 +9,7 @@ outside ways to end it; it knows nothing of cells, losses or the handle's state.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -217,18 +218,41 @@ class RunnerLink:
         :param grace: seconds each of the runner's steps waits (``shutdown_grace``).
         :returns: the step that ended it, ``confirmed`` when the runner was seen gone (a runner
             that answered the request but could not be seen ending is not). The link is discarded
-            afterwards.
+            afterwards, also when a ``BaseException`` (Ctrl-C, a handler's ``SystemExit``) cuts
+            the polite steps short: the runner is then killed from outside before it propagates
+            (the caller has already let go of it: left here, no one would end it).
         """
-        info = None if now else self._ask_to_exit(grace)
-        killed = None
-        if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-            killed = self.kill()
+        try:
+            info = None if now else self._ask_to_exit(grace)
+            killed = None
+            if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
+                killed = self.kill()
+        except BaseException:
+            self.discard()
+            raise
         confirmed = self.discard(killed=killed)
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
                             note="killed from outside through the transport" if confirmed else
                             "its kill through the transport was not confirmed: it may still run")
         return info if confirmed else replace(info, confirmed=False)
+
+    def end_at_once(self, why: str) -> bool:
+        """Kill the runner's tree from outside now, without a word on the channel: for a
+        ``shutdown()`` that runs inside this thread's own use of it (a signal handler landed in a
+        wait), which holds the channel. The channel is marked closed, so the frame below stops
+        waiting; closing its stream and removing the kernel dir (:meth:`discard`) go on in a thread
+        of its own, as they may need a lock that frame holds (not a daemon: the process's exit
+        waits for it).
+
+        :param why: the channel's close reason (what the frame below reports).
+        :returns: whether the kill was confirmed (the runner was seen gone).
+        """
+        self.channel.mark_closed(why)
+        killed = self.kill()
+        threading.Thread(target=self.discard, kwargs={"killed": killed},
+                         name=f"hermes-discard {self.kernel_id[:8]}").start()
+        return killed
 
     def _ask_to_exit(self, grace: float) -> ExitInfo | None:
         if self.channel.closed:

@@ -99,7 +99,7 @@ class IdleReaping:
     idle_timeout: float | None
     stale_dir_age: float
     clock: Callable[[], float]
-    _lock: threading.Lock
+    _lock: threading.RLock
     _entries: OrderedDict[KernelKey, _Entry]
     _transports: dict[int, Any]
 
@@ -133,13 +133,13 @@ class IdleReaping:
         if self.idle_timeout is None:
             return None
         with self._lock:
-            idle = [e.last_used for e in self._entries.values() if e.leases == 0 and e.ready.is_set()]
+            idle = [e.last_used for e in list(self._entries.values()) if e.leases == 0 and e.ready.is_set()]
         return None if not idle else min(idle) + self.idle_timeout - self.clock()
 
     def _expired_unlocked(self) -> list[_Entry]:
         if self.idle_timeout is None:
             return []
         now = self.clock()
-        expired = [e for e in self._entries.values()
+        expired = [e for e in list(self._entries.values())
                    if e.leases == 0 and e.ready.is_set() and now - e.last_used > self.idle_timeout]
         return [self._pop_unlocked(e, "idle_reaped") for e in expired]

@@ -68,6 +68,8 @@ class _Entry:
     buried: threading.Event = field(default_factory=threading.Event)
     inherited: Loss | None = None
     """The loss of the key's previous kernel, handed to this one (given back if it fails to start)."""
+    starter: int = field(default_factory=threading.get_ident)
+    """The thread that starts this kernel (the one that made the entry)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class KernelRegistry(IdleReaping):
         self.clock = clock
         self.stale_dir_age = stale_dir_age
         self._factory = transport_factory
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
         self._lost: dict[KernelKey, Loss] = {}  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
@@ -275,7 +277,7 @@ class KernelRegistry(IdleReaping):
 
     # ------------------------------------------------------------------------------ eviction
     def _over_cap_unlocked(self, keep: KernelKey) -> list[_Entry]:
-        unpinned = [e for e in self._entries.values() if not e.pinned]
+        unpinned = [e for e in list(self._entries.values()) if not e.pinned]
         excess = len(unpinned) - self.max_kernels
         if excess <= 0:
             return []
@@ -357,7 +359,7 @@ class KernelRegistry(IdleReaping):
             if entry.ready.is_set():
                 self._shut(entry)
         for entry in pending:  # half-started kernels: wait for the start, then end them
-            entry.ready.wait()
+            _await_start(entry)
             self._shut(entry)
         return len(doomed)
 
@@ -377,7 +379,7 @@ class KernelRegistry(IdleReaping):
                                    runner_pid=e.handle.runner_pid, generation=e.handle.generation,
                                    leases=e.leases, pinned=e.pinned, last_used=e.last_used,
                                    state="ready" if e.ready.is_set() else "pending")
-                    for e in self._entries.values()]
+                    for e in list(self._entries.values())]
 
     def __len__(self) -> int:
         with self._lock:
@@ -388,6 +390,14 @@ class KernelRegistry(IdleReaping):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _await_start(entry: _Entry) -> None:
+    """Wait until ``entry``'s kernel has started or failed to, unless this very thread starts it
+    further up its stack (a signal handler's shutdown landed there): waiting would be forever,
+    so that start is ended at once instead (it then fails with ``KernelShutdownError``)."""
+    if entry.starter != threading.get_ident():
+        entry.ready.wait()
 
 
 def _count_death(deaths: dict[str, int], result: CellResult) -> None:

@@ -53,6 +53,8 @@ class KernelRuntime:
         self.life = life
         self.on_started = on_started
         self.link: RunnerLink | None = None
+        self.ending: RunnerLink | None = None
+        """The runner a :meth:`stop` is ending now (no longer :attr:`link`): :meth:`end_at_once` ends it too."""
         self.worker_pid: int | None = None
         self.generation = 0
         self.restart_count = 0
@@ -84,7 +86,7 @@ class KernelRuntime:
         A failed start returns to the state it came from (so a relaunch stays a new generation).
         Its runner, when not seen gone (its host is silent or paused), stays this kernel's: a later
         launch ends it first (:meth:`end_lost_runner`) and ``shutdown()`` says whether that was
-        confirmed.
+        confirmed. A start cut short by Ctrl-C (a ``BaseException`` that is no error) ends its runner first.
 
         :raises KernelStartError: if the runner did not start or say hello in time, or a failed
             start's runner was still not seen gone and could not be ended.
@@ -96,7 +98,9 @@ class KernelRuntime:
             raise self.shut_error()
         try:
             hello = self._connect()
-        except BaseException:
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C, a handler's SystemExit: the caller never gets
+                self.discard()                  # this kernel, so what the start launched ends here
             self.life.advance(prior)
             if self.life.stopping:
                 raise self.shut_error() from None
@@ -299,11 +303,35 @@ class KernelRuntime:
 
         :param now: SIGKILL the whole tree at once instead of asking.
         """
-        link, self.link = self.link, None
+        link = self.ending = self.link
+        self.link = None
         census.note("ended", self.kernel_id)
         if link is None:
             return ExitInfo(step="already-exited")
-        return link.stop(now, self.options.shutdown_grace)
+        try:
+            return link.stop(now, self.options.shutdown_grace)
+        finally:
+            self.ending = None
+
+    def end_at_once(self, held: str) -> ExitInfo:
+        """End the runner from outside now (:meth:`RunnerLink.end_at_once`): ``shutdown()`` runs
+        inside this thread's own ``held`` (a signal handler landed there), which holds the channel.
+
+        :param held: what the frame below is doing with the channel (for the notes).
+        :returns: ``sigkill`` (``confirmed`` when the runner was seen gone), or ``already-exited``
+            when there is no runner (a start below has not launched one yet: it ends the one it
+            launches, as for any shutdown while it starts).
+        """
+        link, self.link = self.link, None
+        if link is not None:
+            census.note("ended", self.kernel_id)
+        link = link or self.ending
+        if link is None:
+            return ExitInfo(step="already-exited")
+        why = f"shut down from inside this thread's own {held} (a signal handler?): killed from outside at once"
+        confirmed = link.end_at_once(why)
+        return ExitInfo(step="sigkill", signal=9, confirmed=confirmed,
+                        note=why if confirmed else f"{why}; the kill was not confirmed: it may still run")
 
 
 def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:

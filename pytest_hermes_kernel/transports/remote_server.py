@@ -16,6 +16,7 @@ re-attaches the old way (a relay exec), while each runner keeps its state (orpha
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import threading
 import time
@@ -26,6 +27,7 @@ from typing import Any
 from ..errors import KernelServerUnavailable
 from ..kernel.contract import ByteStream
 from ..kernel.results import FrameDecoder, FrameError, encode_frame
+from .detached import KILL_SESSION_SCRIPT
 
 Header = dict[str, Any]
 #: Seconds for a server's ``hello`` (its interpreter starts and imports the runner first).
@@ -57,6 +59,7 @@ class RemoteServer:
         self._replies: dict[int, Header] = {}
         self._chans: dict[int, MuxStream] = {}
         self._exited: dict[int, tuple[int | None, int | None]] = {}
+        self._abandoned: dict[int, Header] = {}  # requests whose caller left before the answer (Ctrl-C), by id
         self._ids = itertools.count(1)
         try:
             self.send_frame({"type": "config", "config": config})
@@ -104,8 +107,15 @@ class RemoteServer:
             self.send_frame(dict(message, id=rid))
         except OSError as exc:  # not sent: asking another server is safe
             raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}", sent=False) from None
+        except BaseException:  # Ctrl-C as it went out: it may have gone out
+            self._abandon(rid, message)
+            raise
         with self._cond:
-            self._cond.wait_for(lambda: rid in self._replies or self.gone, timeout)
+            try:
+                self._cond.wait_for(lambda: rid in self._replies or self.gone, timeout)
+            except BaseException:  # Ctrl-C while waiting: the answer comes to no one
+                self._abandon(rid, message)
+                raise
             reply = self._replies.pop(rid, None)
         if reply is None:
             why = self.gone or f"no answer within {timeout} s"
@@ -173,6 +183,37 @@ class RemoteServer:
                                           f"{reply.get('error', reply)}")
         return reply.get("exit_code"), str(reply.get("output", "")).encode("utf-8")
 
+    def _abandon(self, rid: int, message: Header) -> None:
+        """The caller of request ``rid`` (``message``) left before its answer (Ctrl-C in a launch):
+        a spawn's kernel then belongs to no one, and is ended once its answer says which it is."""
+        with self._cond:
+            reply = self._replies.pop(rid, None)
+            if reply is None:
+                self._abandoned[rid] = message
+        if reply is not None:
+            self._end_unclaimed(reply, message)
+
+    def _end_unclaimed(self, reply: Header, request: Header) -> None:
+        """End the kernel of a ``spawned`` answer nobody took, from a thread of its own (the reader
+        thread must not wait for the probe's answer): stop relaying its channel, kill its session
+        through the server (a probe runs the kill script), then have the server remove its dir.
+        Before, it ran until its orphan timer, and no one knew its pid."""
+        if reply.get("type") != "spawned":
+            return
+
+        def end() -> None:
+            if isinstance(reply.get("chan"), int):
+                self.detach(reply["chan"])
+            if isinstance(reply.get("pid"), int):
+                with contextlib.suppress(KernelServerUnavailable):
+                    self.probe(KILL_SESSION_SCRIPT, [str(reply["pid"])])
+            kernel_dir = (request.get("config") or {}).get("kernel_dir")
+            if kernel_dir:
+                self.remove_dir(str(kernel_dir))
+
+        # not a daemon: a Ctrl-C usually ends the program next, and its exit waits for this
+        threading.Thread(target=end, name=f"hermes-shared end unclaimed kernel {self.name}").start()
+
     # ------------------------------------------------------------------------------ reading
     def _read(self) -> None:
         decoder = FrameDecoder()
@@ -192,6 +233,7 @@ class RemoteServer:
 
     def _dispatch(self, header: Header, blobs: list[bytes]) -> None:
         kind = header.get("type")
+        unclaimed: tuple[Header, Header] | None = None
         if kind == "data":
             with self._cond:
                 stream = self._chans.get(header.get("chan"))  # type: ignore[arg-type]
@@ -210,8 +252,14 @@ class RemoteServer:
             else:
                 if kind == "spawned":  # its stream exists before any of its data can come
                     self._chans[header["chan"]] = MuxStream(self, header["chan"])
-                self._replies[header.get("id")] = header  # type: ignore[index]
+                request = self._abandoned.pop(header.get("id"), None)  # type: ignore[arg-type]
+                if request is not None:
+                    unclaimed = (header, request)
+                else:
+                    self._replies[header.get("id")] = header  # type: ignore[index]
             self._cond.notify_all()
+        if unclaimed is not None:
+            self._end_unclaimed(*unclaimed)
 
     def _end(self, why: str) -> None:
         with self._cond:

@@ -325,3 +325,38 @@ def test_a_cell_the_kept_kernel_refuses_says_why(pytester, run, kept_env):
     assert refused.returncode == 1 and refused.stdout == "", refused.stdout
     assert refused.stderr == ("RunnerError: the kernel runner refused the cell, which did not run: a cell is already "
                               "running on this kernel\n")
+
+
+def _sigint_as_python_sets_it() -> None:
+    """In the child: SIGINT at its default, so Python raises ``KeyboardInterrupt`` on it (a run
+    started as a background job, ``cmd &``, inherits it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_at_the_attach_prompt_says_so_in_one_line_and_exits_130(pytester, run, kept_env):
+    """Ctrl-C at ``hermes-kernel attach``'s prompt (no cell running) ended the command with a
+    ``KeyboardInterrupt`` traceback; it says so in one line now and exits 130 (128 + SIGINT),
+    the kernel kept."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, pid = kept_kernel(pytester)
+    with subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "attach", kid], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                          preexec_fn=_sigint_as_python_sets_it) as console:
+        try:
+            console.stdin.write("evidence\n")
+            console.stdin.flush()
+            assert console.stdout.readline() == "'what went wrong'\n"  # attached, and at the prompt
+
+            console.send_signal(signal.SIGINT)
+
+            code = console.wait(timeout=CLI_TIMEOUT_S)  # stdin open: an EOF must not end it first
+            out, err = console.stdout.read(), console.stderr.read()
+        finally:
+            if console.poll() is None:
+                console.kill()
+    assert (code, out) == (130, ""), err
+    assert err == f"hermes-kernel: interrupted at the prompt; kernel {kid} stays kept\n"
+    assert not gone(pid)
+    after = hermes("exec", kid, "evidence")
+    assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr

@@ -1,0 +1,135 @@
+"""The handle's control calls (``restart``, ``shutdown``, ``keep``), also from a signal handler.
+
+Python runs a signal handler in the main thread between two steps of whatever that thread does.
+A script that wires SIGTERM or Ctrl-C to ``shutdown()`` may so call it inside the same thread's
+own ``shutdown()`` or ``restart()`` of that kernel, or its wait for a cell: the frame below holds
+the kernel's channel (it reads for everyone, and may hold a lock), so the handler can neither
+wait for a reply there nor for the frame below to finish. :class:`HeldHere` records what the
+thread is doing with the channel; a ``shutdown()`` that finds it held kills the runner from
+outside at once (:func:`end_at_once`) and the call below ends with the kernel shut down.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from ..errors import ChannelClosed, ChannelHeldHereError, KernelStartError
+from .lifecycle import KernelState, Loss
+from .results import ExitInfo, KernelInfo
+
+if TYPE_CHECKING:
+    from .handle import KernelHandle
+
+__all__ = ["HeldHere", "restart", "end", "end_at_once"]
+
+S = KernelState
+
+
+class HeldHere:
+    """What each thread is doing with one kernel's channel now (a thread-local mark)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @property
+    def what(self) -> str | None:
+        """What this thread, further up its stack, is doing with the channel (``"restart()"``,
+        ...); ``None``: nothing, so a call here may use the channel as usual."""
+        return getattr(self._local, "what", None)
+
+    def refuse(self, kernel_id: str, call: str) -> None:
+        """Refuse ``call`` when this thread holds the channel already (see :class:`ChannelHeldHereError`).
+
+        :raises ChannelHeldHereError: if it does; nothing was done.
+        """
+        held = self.what
+        if held is None:
+            return
+        raise ChannelHeldHereError(
+            f"kernel {kernel_id}: {call} was called inside this thread's own {held} on the same kernel (from a "
+            f"signal handler?); that call holds the kernel's channel, so {call} cannot use it: nothing was done\n"
+            f"Hint: call {call} once the {held} has returned (have the handler set a flag), or call interrupt() or "
+            "shutdown() from the handler, which are safe there", kernel_id=kernel_id, held_by=held)
+
+    @contextmanager
+    def holding(self, what: str) -> Iterator[None]:
+        """Mark this thread as using the channel for ``what`` while the block runs (the outermost
+        use is the one named)."""
+        outer = self.what
+        self._local.what = outer or what
+        try:
+            yield
+        finally:
+            self._local.what = outer
+
+
+def restart(handle: KernelHandle) -> KernelInfo:
+    """:meth:`KernelHandle.restart` (see there)."""
+    runtime, queue = handle._runtime, handle._queue
+    if handle.stopping:
+        raise runtime.shut_error()
+    handle._held.refuse(handle.kernel_id, "restart()")  # from a signal handler in this thread's own cell, ...
+    with handle._control_lock, handle._held.holding("restart()"):
+        if handle.stopping:
+            raise runtime.shut_error()
+        try:
+            with queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                if handle._life.swap(S.BUSY, S.RESETTING):
+                    runtime.require_link().kill_worker()
+                with queue.lock:  # a running cell settles first
+                    handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
+                    runtime.replace()
+                    return handle.info(state_lost=True, reason="reset")
+        except ChannelClosed:
+            if handle.stopping:  # shut down meanwhile (a signal handler's shutdown() closed the channel)
+                raise runtime.shut_error() from None
+            raise
+        except TimeoutError as exc:  # the channel's wait for a reply, not a kernel error: say what it means
+            raise KernelStartError(f"kernel {handle.kernel_id}: restart() got no answer from its runner ({exc}); "
+                                   "the old worker may still run (is its host paused or unreachable?)",
+                                   kernel_id=handle.kernel_id) from None
+
+
+def end(handle: KernelHandle, how: Callable[[], ExitInfo], what: str) -> ExitInfo:
+    """End the kernel ``how`` says (stop it, keep it), once; a later call gets the first one's
+    :class:`ExitInfo` (``already-exited`` while it runs in another thread).
+
+    :param what: the call, for a nested one's notes (``"shutdown()"``, ``"keep()"``).
+    """
+    with handle._control_lock, handle._held.holding(what):
+        if not handle._life.begin_closing():
+            return handle.exit_info or ExitInfo(step="already-exited")
+        try:
+            info = how()
+        finally:
+            handle._life.end_closing()
+    return _ended(handle, info)
+
+
+def end_at_once(handle: KernelHandle, held: str) -> ExitInfo:
+    """``shutdown()`` inside this thread's own ``held`` (a signal handler landed there): no lock the
+    frame below may hold is waited for and nothing goes over its channel; the runner is killed
+    from outside now (:meth:`~.runtime.KernelRuntime.end_at_once`), also when a shutdown below
+    has begun to end it politely.
+
+    :returns: step ``sigkill`` (``confirmed`` when the runner was seen gone); the first end's
+        :class:`ExitInfo` if the kernel had ended already.
+    """
+    if handle._life.is_(S.CLOSED):
+        return handle.exit_info or ExitInfo(step="already-exited")
+    handle._life.begin_closing()  # (False: a shutdown below has begun it)
+    info = handle._runtime.end_at_once(held)
+    handle._life.end_closing()
+    return _ended(handle, info)
+
+
+def _ended(handle: KernelHandle, info: ExitInfo) -> ExitInfo:
+    """Record how the kernel ended, once (a nested shutdown may end it before the call below),
+    and tell the listeners."""
+    if handle.exit_info is None:
+        handle.exit_info = info
+        handle._emit("shutdown", info)
+    return handle.exit_info

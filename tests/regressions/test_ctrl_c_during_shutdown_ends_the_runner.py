@@ -1,0 +1,66 @@
+"""Bug: Ctrl-C (a ``KeyboardInterrupt``) that lands while ``KernelHandle.shutdown()`` runs left the
+kernel runner alive: its supervisor and worker ran on, and no one owned them any more.
+
+``shutdown()`` takes the runner from the kernel before it asks it to exit; a ``KeyboardInterrupt``
+out of the polite steps (the request, the wait for its answer, the reap) left that runner
+behind: a docker or ssh kernel until its orphan timer (60 s), a local one until its lease was
+garbage. A user who presses Ctrl-C twice (once for the cell, once while the script cleans up) met
+it. Now a stop cut short by a ``BaseException`` kills the runner's whole tree from outside
+before it propagates.
+
+The signal is raised at an exact point: as the shutdown request is about to go out (the
+stream's ``send``), so the runner never hears it and only the host can end it: every leg.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+
+
+class _CtrlCAsTheShutdownRequestGoesOut:
+    """A stream that raises SIGINT (Python's own handler: ``KeyboardInterrupt``) instead of
+    sending the shutdown request."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def send(self, data: bytes) -> None:
+        if b'"type":"shutdown"' in data:
+            signal.raise_signal(signal.SIGINT)
+        self.inner.send(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kernel_factory):
+    kernel = hermes_kernel_factory()
+    kernel.execute("import subprocess; helper = subprocess.Popen(['sleep', '300'])")  # in the worker's group
+    before = kernel_pids(kernel)
+    assert len(before) >= 3, before  # supervisor, worker, helper
+    channel = kernel._runtime.require_link().channel
+    channel.stream = _CtrlCAsTheShutdownRequestGoesOut(channel.stream)
+    launched = kernel.launched
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kernel.shutdown()
+        left = kernel_pids_of(kernel, launched)  # right as it propagates: nothing may be left
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    assert not left, f"still running after shutdown() propagated Ctrl-C: {sorted(left)}"
+    assert not kernel.alive
+    wait_until(lambda: not kernel_pids_of(kernel, launched), 5.0, what="the kernel's processes to stay gone")
+
+
+def kernel_pids_of(kernel: Any, launched: Any) -> set[int]:
+    """The kernel's live pids where it runs, by the launch record the shutdown took away."""
+    transport = kernel.transport
+    return {int(line.split(":", 1)[0])
+            for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
