@@ -17,6 +17,7 @@ timeout, or that ends before the delay is over, ends its fault unfired: it is no
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import time
 from collections.abc import Sequence
@@ -75,7 +76,7 @@ def kernel_sigkill(kernel: Kernel) -> None:
     transport.signal_pid(launched, pid, signal.SIGKILL)
     deadline = time.monotonic() + SIGKILL_SEEN_S
     if transport.runs_on_this_host:
-        while pid_alive(pid) and time.monotonic() < deadline:
+        while (pid_alive(pid) or _threads_exiting(pid)) and time.monotonic() < deadline:
             time.sleep(0.005)
         return
     while time.monotonic() < deadline:
@@ -84,6 +85,17 @@ def kernel_sigkill(kernel: Kernel) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.02)
+
+
+def _threads_exiting(pid: int) -> bool:
+    """Whether threads of ``pid`` other than its first still exit: its first thread shows the
+    process a zombie as soon as it is dead itself, while the others (the worker's SIGINT kicker, a
+    cell's threads) may still run their exit, and until the last has, the parent is not told and
+    the worker's socket stays open (a cell sent then met a dying worker: ``died``, not re-run)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def transport_drop(kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,
