@@ -42,19 +42,13 @@ def test_a_cell_imports_modules_from_its_working_directory(make_kernel, tmp_path
 
 
 def test_a_cell_holds_its_std_streams_and_the_kernels_channel_only(make_kernel):
-    """Besides fds 0-2: the worker's channel to its supervisor, and the two ends of the pipe its
-    SIGINT kicker reads the signal wakeup fd from (``kernel/runner/kick.py``), nothing."""
     k = make_kernel()
 
-    r = k.execute(SOCKETS + "import signal\nfds = sorted(int(n) for n in os.listdir('/proc/self/fd'))\n"
-                  "wake = signal.set_wakeup_fd(-1)\nsignal.set_wakeup_fd(wake, warn_on_full_buffer=False)\n"
-                  "pipe = os.readlink(f'/proc/self/fd/{wake}')\n"
-                  "([fd for fd in fds if fd > 2 and os.path.exists(f'/proc/self/fd/{fd}')], sockets(),\n"
-                  " [fd for fd in fds if fd > 2 and os.path.exists(f'/proc/self/fd/{fd}') and os.readlink(f'/proc/self/fd/{fd}') == pipe])")
+    r = k.execute(SOCKETS + "fds = sorted(int(n) for n in os.listdir('/proc/self/fd'))\n"
+                  "[fd for fd in fds if fd > 2 and os.path.exists(f'/proc/self/fd/{fd}')], sockets()")
 
-    others, socks, kicker = eval(r.value)  # noqa: S307 - our own cell's repr of three lists of ints
-    assert len(socks) == 1 and len(kicker) == 2, f"sockets: {socks}, the kicker's pipe: {kicker}"
-    assert others == sorted(socks + kicker), f"fds beyond 0-2: {others}, sockets: {socks}, the kicker's pipe: {kicker}"
+    others, socks = eval(r.value)  # noqa: S307 - our own cell's repr of two lists of ints
+    assert len(socks) == 1 and others == socks, f"fds beyond 0-2: {others}, sockets: {socks}"
 
 
 def test_a_process_forked_by_a_cell_does_not_hold_the_kernels_channel(make_kernel):

@@ -173,10 +173,9 @@ class Supervisor:
         self.link.unacked.pop(msg.get("id"), None)
 
     def do_interrupt(self, msg: Header) -> None:
-        """SIGINT the worker's group for the running cell once the worker said it runs; until then
-        the interrupt is held. A SIGINT reaching the worker between cells is then always a late
-        one, which it ignores: it cannot tell one meant for the next cell from one whose handler
-        ran late (a thread of the ended cell holding the GIL) with the next request already there."""
+        """SIGINT the worker's group for the running cell once the worker said it runs (held until
+        then): one reaching the worker between cells is then always a late one, which it ignores (it
+        cannot tell it from one whose handler ran late, a thread of the ended cell holding the GIL)."""
         if self.worker.pid is not None and self.cells.take_interrupt(msg):
             if self.cells.started:
                 self.worker.signal_group(signal.SIGINT)
@@ -233,8 +232,7 @@ class Supervisor:
                          "orphan_timeout": self.orphan_timeout})
 
     def do_shutdown(self, msg: Header) -> None:
-        """End the worker by the ladder; a cell it cut gets its result (with what it printed) before
-        ``bye``, which lists what the cells left running (:func:`.procfs.adopted_children`)."""
+        """End the worker by the ladder; ``bye`` (after a cut cell's result) lists what its cells left running."""
         step = self.worker.stop(float(msg.get("grace", DEFAULT_EXIT_GRACE_S)), self.cells.cell is not None)
         code, sig = self.worker.exit or (None, None)  # of the last worker (dead before, or just now)
         if self.worker.exit is not None and self.cells.cell is not None:
@@ -314,8 +312,10 @@ class Supervisor:
             timeout = self.link.orphan_timeout_left(self.orphan_timeout)
             if timeout == 0.0:
                 break
-            for key, _ in self.sel.select(None if timeout is None else min(timeout, MAX_WAIT_S)):
+            timeout = self.worker.kicks.timeout(MAX_WAIT_S if timeout is None else min(timeout, MAX_WAIT_S))
+            for key, _ in self.sel.select(timeout):
                 self._dispatch(key.data, key.fd)
+            self.worker.kicks.send_due(self.worker.pid, self.cells.cell is not None)
         self.shutdown()
 
     def _dispatch(self, what: str, fd: int) -> None:

@@ -35,7 +35,7 @@ import types
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
 from .environ import become_worker
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
-from .kick import SigintKicker
+from .kick import install_kick_handler
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,8 +91,6 @@ class Worker:
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = False
-        self.sigints = 0  # times on_sigint ran (the kicker's measure: :mod:`.kick`)
-        self.before_cell: Callable[[], None] = lambda: None
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -101,7 +99,6 @@ class Worker:
         (:meth:`_leave_io`): raised there, it could drop bytes already read, cut a frame in half,
         or skip the hand-over of the reading (and the next ``execute`` would wait forever).
         """
-        self.sigints += 1
         if not self.in_cell:
             # a late one: its cell has ended. The supervisor signals a cell only once the worker
             # said it runs (see run_cell), so no SIGINT is ever meant for a cell not begun yet
@@ -240,7 +237,6 @@ class Worker:
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
         self._interrupt_pending = False
-        self.before_cell()
         try:
             self.in_cell = True  # (inside the try: a SIGINT right after it is the cell's)
             # the supervisor holds the cell's interrupts until it reads this (see on_sigint); one
@@ -382,9 +378,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         worker = Worker(sock, config)
         signal.signal(signal.SIGINT, worker.on_sigint)
         become_worker(out_w, err_w, config)
-        kicker = SigintKicker(lambda: worker.sigints)  # a SIGINT taken just before a blocking call counts
-        kicker.start()
-        worker.before_cell = kicker.arm
+        install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
         _WORKER = worker
         sys.modules["hermes_tools"] = make_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)

@@ -16,6 +16,7 @@ import socket
 import time
 
 from .frames import FrameDecoder, encode_frame, send_all
+from .kick import Kicks
 from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file
 from .worker import worker_main
 
@@ -56,6 +57,7 @@ class WorkerProcess:
         self.exit: WorkerExit | None = None  # of the last worker that ended
         self.generation = 0
         self.oom_file: str | None = config.get("oom_counter_file")
+        self.kicks = Kicks()  # due after the last SIGINT (:mod:`.kick`)
 
     def start(self, close_in_child: Callable[[], None]) -> int:
         """Fork a fresh worker; return its pid.
@@ -107,10 +109,13 @@ class WorkerProcess:
         that group any more (a cell's ``os.setpgid``: a restart left such a worker running and
         said ``reset``) or the group refused it (no member the supervisor may signal).
 
-        The worker is an unreaped child: its pid cannot be reused meanwhile (B29).
+        The worker is an unreaped child: its pid cannot be reused meanwhile (B29). A SIGINT is
+        followed by kicks (:mod:`.kick`: one the worker took just before a blocking call counts).
         """
         if self.pid is None:
             return
+        if sig == signal.SIGINT:
+            self.kicks.after_sigint()
         try:
             os.killpg(self.pid, sig)
             if os.getpgid(self.pid) == self.pid:
