@@ -344,3 +344,24 @@ def transport_of_its_own(name: str, *, server: bool, **options: Any) -> Iterator
         yield transport
     finally:
         transport.close()
+
+
+class Hung(BaseException):
+    """A test's own deadline ran out (:func:`hang_alarm`). Not an ``OSError`` or ``Exception``:
+    no handler on the way may take it for a broken stream and carry on."""
+
+
+@contextmanager
+def hang_alarm(seconds: int, why: str) -> Iterator[None]:
+    """Fail instead of hanging: SIGALRM raises :class:`Hung` (``why``: what a hang there means)
+    in the main thread after ``seconds``, a lock's wait included; the previous handler is restored."""
+    def expired(*_: object) -> None:
+        raise Hung(f"no result in {seconds} s: {why}")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

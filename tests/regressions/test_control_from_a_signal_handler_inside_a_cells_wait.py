@@ -33,6 +33,7 @@ import pytest
 from pytest_hermes_kernel import ChannelHeldHereError
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
 from pytest_hermes_kernel.kernel.channel import SocketStream
+from tests.support import hang_alarm
 
 NESTED_BOUND_S = 5.0
 """Seconds the nested call may take: a kill from outside (a docker exec under load included);
@@ -72,22 +73,8 @@ def _signal_in_the_cells_read(kernel: Any) -> Iterator[None]:
         channel.stream = stream
 
 
-class Hung(BaseException):
-    """Not an ``Exception``: no handler on the way may take it for a kernel error."""
-
-
-@contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    def expired(*_: object) -> None:
-        raise Hung(f"no result in {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+def _alarm(seconds: int) -> Any:
+    return hang_alarm(seconds, "the handler's call waits for what the cell's read holds")
 
 
 @contextmanager

@@ -16,9 +16,9 @@ bytes, lock held): each transport's stream has the lock above it, so every leg i
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
+
+from tests.support import hang_alarm
 
 RUNAWAY = "import time\nwhile True:\n    time.sleep(0.05)"
 
@@ -41,25 +41,8 @@ class _SignalInsideTheRequestsSend:
         return getattr(self.inner, name)
 
 
-class Hung(BaseException):
-    """Not an ``OSError`` or ``Exception``: no handler on the way may take it for a broken stream
-    (a re-attachable channel re-attached, re-sent the interrupt and passed after the alarm)."""
-
-
-@contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM raises in the main thread, a lock wait included."""
-    def expired(*_: object) -> None:
-        raise Hung(f"no result in {seconds} s: the interrupt's send waits for the lock held by "
-                   "the send it interrupted")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+def _alarm(seconds: int) -> Any:
+    return hang_alarm(seconds, "the interrupt's send waits for the lock held by the send it interrupted")
 
 
 def test_interrupt_from_a_signal_handler_inside_the_requests_send_interrupts_the_cell(hermes_kernel_factory):

@@ -25,6 +25,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelShutdownError
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+from tests.support import hang_alarm
 
 NESTED_BOUND_S = 5.0
 """Seconds the nested shutdown may take: a kill from outside (a docker exec under load included);
@@ -49,23 +50,8 @@ class _SignalAsRequestGoesOut:
         return getattr(self.inner, name)
 
 
-class Hung(BaseException):
-    """Not an ``Exception``: no handler on the way may take it for a kernel error."""
-
-
-@contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    """Fail instead of hanging: SIGALRM raises in the main thread, a lock wait included."""
-    def expired(*_: object) -> None:
-        raise Hung(f"no answer in {seconds} s: the handler's shutdown() waits for a lock its own thread holds")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+def _alarm(seconds: int) -> Any:
+    return hang_alarm(seconds, "the handler's shutdown() waits for a lock its own thread holds")
 
 
 @contextmanager

@@ -28,27 +28,14 @@ import pytest
 
 from pytest_hermes_kernel import KernelKey, KernelShutdownError
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+from tests.support import hang_alarm
 
 NESTED_BOUND_S = 10.0
 """Seconds the handler's ``shutdown_owner()`` may take: one polite shutdown under load."""
 
 
-class Hung(BaseException):
-    """Not an ``Exception``: no handler on the way may take it for a kernel error."""
-
-
-@contextmanager
-def _alarm(seconds: int) -> Iterator[None]:
-    def expired(*_: object) -> None:
-        raise Hung(f"no answer in {seconds} s: the handler waits for what its own thread holds (the registry lock, a start)")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+def _alarm(seconds: int) -> Any:
+    return hang_alarm(seconds, 'the handler waits for what its own thread holds (the registry lock, a start)')
 
 
 @contextmanager
