@@ -313,6 +313,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "hermes_transports(*names): run this test only on these transports of the matrix")
     # registered here, not by the leak checker, so that `-p no:...leakcheck` keeps it known
     config.addinivalue_line("markers", "hermes_allow_leaks(reason): this test may leave resources behind")
+    # a misspelled hermes_* marker errors its test at setup with a did-you-mean (plugin/markers.py):
+    # pytest's own unknown-mark warning for it would report the same typo a second time
+    config.addinivalue_line("filterwarnings", r"ignore:Unknown pytest\.mark\.hermes_:pytest.PytestUnknownMarkWarning")
 
 
 def _warn_of_transports_made_outside_the_run(config: pytest.Config, run_id: str) -> None:

@@ -127,6 +127,8 @@ def test_each_marker_problem_errors_its_own_test_once_naming_the_fix(pytester: p
         if text.count(expected) != 1:
             wrong[test] = text
     assert not wrong, "\n\n".join(f"{t}: expected once: {EXPECTED[t]!r}\n{text}" for t, text in wrong.items())
+    # the typo is reported by the setup error alone, not also by pytest's unknown-mark warning
+    assert "Unknown pytest.mark.hermes_host_sigkil" not in result.stdout.str()
 
 
 def test_pytest_markers_shows_each_hermes_marker_with_its_signature_and_one_line(run) -> None:  # type: ignore[no-untyped-def]
