@@ -180,7 +180,8 @@ class RunnerLink:
         becomes ``orphan_timeout`` seconds. The channel stays open until :meth:`detach`.
 
         :param timeout: seconds for the runner's reply.
-        :raises TransportLostError: if the runner did not confirm (it is not kept).
+        :raises TransportLostError: if the runner did not confirm (it is not kept). A ``BaseException``
+            (Ctrl-C) in the wait kills the runner from outside (:meth:`discard`) before it propagates.
         """
         listen = self.transport.keep_address(self.launched)
         try:
@@ -188,6 +189,9 @@ class RunnerLink:
                                              timeout)
         except (TimeoutError, ChannelClosed, OSError) as exc:
             raise TransportLostError(f"kernel {self.kernel_id} did not confirm it is kept: {exc}") from None
+        except BaseException:  # Ctrl-C in the wait: it may have been told to stay, and no one would own it
+            self.discard()
+            raise
         if header.get("type") != "kept":
             raise TransportLostError(f"kernel {self.kernel_id} refused to be kept: {header.get('error')}")
 

@@ -1,0 +1,67 @@
+"""Bug: Ctrl-C (a ``KeyboardInterrupt``) that lands while ``KernelHandle.keep()`` waits for the
+runner's answer left the runner neither kept nor shut down.
+
+``keep()`` takes the runner from the kernel, sends the keep request and waits for ``kept``.
+Only a refusal or a lost channel was handled (the runner is then shut down); a
+``KeyboardInterrupt`` in the wait propagated with the runner told to stay up and listen for a
+client, owned by no one, and with no kept record that ``hermes-kernel ls`` or ``attach`` could
+use: it lived for its orphan timer (``keep(3600)``: an hour). Now a keep cut short by a
+``BaseException`` kills the runner's whole tree from outside before it propagates.
+
+The signal is raised at an exact point: just after the keep request has gone out (the stream's
+``send``), so the runner has been told to stay and only the host can end it: every keepable leg.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+
+
+class _CtrlCAfterTheKeepRequest:
+    """A stream that raises SIGINT (Python's own handler: ``KeyboardInterrupt``) right after
+    the keep request has gone out."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def send(self, data: bytes) -> None:
+        self.inner.send(data)
+        if b'"type":"keep"' in data:
+            signal.raise_signal(signal.SIGINT)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_ctrl_c_during_keep_ends_the_runner_before_it_propagates(hermes_kernel_factory):
+    kernel = hermes_kernel_factory()
+    if not kernel.transport.keepable:
+        pytest.skip(f"{kernel.transport.name} cannot keep a kernel (keepable is False)")
+    kernel.execute("x = 1")
+    wait_until(lambda: len(kernel_pids(kernel)) >= 2, 10.0, what="the kernel's supervisor and worker")
+    channel = kernel._runtime.require_link().channel
+    channel.stream = _CtrlCAfterTheKeepRequest(channel.stream)
+    launched = kernel.launched
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            kernel.keep(3600)
+        left = _kernel_pids_of(kernel, launched)  # right as it propagates: nothing may be left
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+    assert not left, f"still running after keep() propagated Ctrl-C: {sorted(left)}"
+    assert not kernel.alive
+    wait_until(lambda: not _kernel_pids_of(kernel, launched), 5.0, what="the kernel's processes to stay gone")
+
+
+def _kernel_pids_of(kernel: Any, launched: Any) -> set[int]:
+    """The kernel's live pids where it runs, by the launch record keep() took away."""
+    transport = kernel.transport
+    return {int(line.split(":", 1)[0])
+            for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
