@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ChannelClosed, ChannelHeldHereError, KernelStartError
 from .lifecycle import KernelState, Loss
@@ -23,9 +23,10 @@ from .results import ExitInfo, KernelInfo
 if TYPE_CHECKING:
     from .handle import KernelHandle
 
-__all__ = ["HeldHere", "restart", "end", "end_at_once"]
+__all__ = ["HeldHere", "restart", "end", "end_at_once", "despite_signals"]
 
 S = KernelState
+T = TypeVar("T")
 
 
 class HeldHere:
@@ -133,3 +134,43 @@ def _ended(handle: KernelHandle, info: ExitInfo) -> ExitInfo:
         handle.exit_info = info
         handle._emit("shutdown", info)
     return handle.exit_info
+
+
+def despite_signals(step: Callable[[], T], name: str) -> T:
+    """Run ``step``, the end of a runner that a Ctrl-C cut short, to its own end however many
+    more signals come: a second Ctrl-C (or a handler's ``SystemExit``) during the kill would
+    otherwise cut the kill itself short, and leave the runner owned by no one.
+
+    Python runs signal handlers in the main thread only, so there ``step`` runs in a thread of
+    its own while the main thread waits for it; an exception a handler raises in that wait is
+    held and raised once ``step`` is done (instead of the one being handled). In any other
+    thread ``step`` just runs.
+
+    :param name: the thread's name (for a stack dump).
+    :returns: what ``step`` returned.
+    :raises: what ``step`` raised, else the last exception a signal handler raised meanwhile.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return step()
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = step()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the waiting thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name=name)  # not a daemon: the process's exit waits for the kill
+    thread.start()
+    held: BaseException | None = None
+    while thread.is_alive():
+        try:
+            thread.join()
+        except BaseException as exc:  # noqa: BLE001 - a signal handler's (Ctrl-C): held until the step is done
+            held = exc
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    if held is not None:
+        raise held
+    return box["value"]  # type: ignore[return-value]
+

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import KernelStartError, TransportLostError
 from .channel import Channel, ChannelClosed, Frame
 from .contract import Launched, LaunchSpec, Transport
+from .control import despite_signals
 from .results import ExitInfo
 
 __all__ = ["RunnerLink", "say_hello"]
@@ -190,7 +191,7 @@ class RunnerLink:
         except (TimeoutError, ChannelClosed, OSError) as exc:
             raise TransportLostError(f"kernel {self.kernel_id} did not confirm it is kept: {exc}") from None
         except BaseException:  # Ctrl-C in the wait: it may have been told to stay, and no one would own it
-            self.discard()
+            self.discard_despite_signals()
             raise
         if header.get("type") != "kept":
             raise TransportLostError(f"kernel {self.kernel_id} refused to be kept: {header.get('error')}")
@@ -232,7 +233,7 @@ class RunnerLink:
             if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
                 killed = self.kill()
         except BaseException:
-            self.discard()
+            self.discard_despite_signals()
             raise
         confirmed = self.discard(killed=killed)
         if info is None:
@@ -294,6 +295,11 @@ class RunnerLink:
             except TimeoutError:
                 if time.monotonic() >= deadline or self.transport.frozen(self.launched):
                     raise
+
+    def discard_despite_signals(self) -> bool:
+        """:meth:`discard`, run to its end however many more Ctrl-C come (:func:`~.control.despite_signals`):
+        for a call that a ``BaseException`` cut short, which then ends the runner it let go of."""
+        return despite_signals(self.discard, f"hermes-discard {self.kernel_id[:8]}")
 
     def discard(self, killed: bool | None = None) -> bool:
         """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.

@@ -100,7 +100,7 @@ class KernelRuntime:
             hello = self._connect()
         except BaseException as exc:
             if not isinstance(exc, Exception):  # Ctrl-C, a handler's SystemExit: the caller never gets
-                self.discard()                  # this kernel, so what the start launched ends here
+                self.discard(cut_short=True)    # this kernel, so what the start launched ends here
             self.life.advance(prior)
             if self.life.stopping:
                 raise self.shut_error() from None
@@ -271,11 +271,12 @@ class KernelRuntime:
             "Hint: once its host answers again (e.g. after `docker unpause`), the next cell ends it and starts a fresh "
             "one, and shutdown() ends it", kernel_id=self.kernel_id)
 
-    def discard(self) -> None:
-        """End and forget the current runner, if any (its channel, process and kernel dir)."""
+    def discard(self, cut_short: bool = False) -> None:
+        """End and forget the current runner, if any (its channel, process and kernel dir); ``cut_short``:
+        for a call a Ctrl-C cut short, to its end however many more come (:meth:`RunnerLink.discard_despite_signals`)."""
         link, self.link = self.link, None
         if link is not None:
-            link.discard()
+            link.discard_despite_signals() if cut_short else link.discard()
 
     def keep(self, orphan_timeout: float) -> ExitInfo:
         """Leave the runner running without this host (post-mortem; :meth:`RunnerLink.keep`), then

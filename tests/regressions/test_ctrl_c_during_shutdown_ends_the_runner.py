@@ -10,6 +10,10 @@ before it propagates.
 
 The signal is raised at an exact point: as the shutdown request is about to go out (the
 stream's ``send``), so the runner never hears it and only the host can end it: every leg.
+
+A second Ctrl-C during that kill from outside (a user who keeps pressing it) cut the kill itself
+short, and the runner ran on just the same: the kill now runs to its end in a thread of its
+own, and the second ``KeyboardInterrupt`` propagates once it is done.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ class _CtrlCAsTheShutdownRequestGoesOut:
         return getattr(self.inner, name)
 
 
-def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kernel_factory):
+@pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-again-during-the-kill"])
+def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kernel_factory, monkeypatch, presses):
     kernel = hermes_kernel_factory()
     kernel.execute("import subprocess; helper = subprocess.Popen(['sleep', '300'])")  # in the worker's group
     # supervisor, worker, helper (a loaded machine's scan may not see the helper at once)
@@ -46,6 +51,8 @@ def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kern
     channel = kernel._runtime.require_link().channel
     channel.stream = _CtrlCAsTheShutdownRequestGoesOut(channel.stream)
     launched = kernel.launched
+    if presses == 2:
+        monkeypatch.setattr(kernel.transport, "kill", _ctrl_c_first(kernel.transport.kill))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -64,3 +71,15 @@ def kernel_pids_of(kernel: Any, launched: Any) -> set[int]:
     transport = kernel.transport
     return {int(line.split(":", 1)[0])
             for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
+
+
+def _ctrl_c_first(kill: Any) -> Any:
+    """``kill``, which raises SIGINT (a second Ctrl-C) the first time before it kills."""
+    pressed = []
+
+    def kill_after_a_second_ctrl_c(launched: Any) -> bool:
+        if not pressed:
+            pressed.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return kill(launched)
+    return kill_after_a_second_ctrl_c
