@@ -365,3 +365,25 @@ def hang_alarm(seconds: int, why: str) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def assert_ctrl_c_leaves_no_runner(kernel: Any, call: Callable[[], object], what: str) -> None:
+    """``call`` (``kernel.shutdown``, ``kernel.keep``...), cut short by a Ctrl-C the test arranged,
+    propagates ``KeyboardInterrupt`` (Python's own SIGINT handler is installed for it) with nothing
+    of the kernel's left where it ran, found by the launch record the call took away."""
+    launched, transport = kernel.launched, kernel.transport
+
+    def left() -> set[int]:
+        return {int(line.split(":", 1)[0])
+                for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+        running = left()  # right as it propagates: nothing may be left
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert not running, f"still running after {what} propagated Ctrl-C: {sorted(running)}"
+    assert not kernel.alive
+    wait_until(lambda: not left(), 5.0, what="the kernel's processes to stay gone")

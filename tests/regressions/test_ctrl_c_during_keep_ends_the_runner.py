@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+from tests.support import assert_ctrl_c_leaves_no_runner
 
 
 class _CtrlCAfterTheKeepRequest:
@@ -46,22 +47,4 @@ def test_ctrl_c_during_keep_ends_the_runner_before_it_propagates(hermes_kernel_f
     wait_until(lambda: len(kernel_pids(kernel)) >= 2, 10.0, what="the kernel's supervisor and worker")
     channel = kernel._runtime.require_link().channel
     channel.stream = _CtrlCAfterTheKeepRequest(channel.stream)
-    launched = kernel.launched
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            kernel.keep(3600)
-        left = _kernel_pids_of(kernel, launched)  # right as it propagates: nothing may be left
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-    assert not left, f"still running after keep() propagated Ctrl-C: {sorted(left)}"
-    assert not kernel.alive
-    wait_until(lambda: not _kernel_pids_of(kernel, launched), 5.0, what="the kernel's processes to stay gone")
-
-
-def _kernel_pids_of(kernel: Any, launched: Any) -> set[int]:
-    """The kernel's live pids where it runs, by the launch record keep() took away."""
-    transport = kernel.transport
-    return {int(line.split(":", 1)[0])
-            for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
+    assert_ctrl_c_leaves_no_runner(kernel, lambda: kernel.keep(3600), "keep()")

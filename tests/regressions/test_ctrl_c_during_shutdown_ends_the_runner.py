@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
+from tests.support import assert_ctrl_c_leaves_no_runner
 
 
 class _CtrlCAsTheShutdownRequestGoesOut:
@@ -50,27 +51,9 @@ def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kern
     wait_until(lambda: len(kernel_pids(kernel)) >= 3, 10.0, what="the kernel's supervisor, worker and helper")
     channel = kernel._runtime.require_link().channel
     channel.stream = _CtrlCAsTheShutdownRequestGoesOut(channel.stream)
-    launched = kernel.launched
     if presses == 2:
         monkeypatch.setattr(kernel.transport, "kill", _ctrl_c_first(kernel.transport.kill))
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            kernel.shutdown()
-        left = kernel_pids_of(kernel, launched)  # right as it propagates: nothing may be left
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-    assert not left, f"still running after shutdown() propagated Ctrl-C: {sorted(left)}"
-    assert not kernel.alive
-    wait_until(lambda: not kernel_pids_of(kernel, launched), 5.0, what="the kernel's processes to stay gone")
-
-
-def kernel_pids_of(kernel: Any, launched: Any) -> set[int]:
-    """The kernel's live pids where it runs, by the launch record the shutdown took away."""
-    transport = kernel.transport
-    return {int(line.split(":", 1)[0])
-            for line in transport.kernel_processes(kernel.kernel_id, transport.locator(launched))}
+    assert_ctrl_c_leaves_no_runner(kernel, kernel.shutdown, "shutdown()")
 
 
 def _ctrl_c_first(kill: Any) -> Any:
