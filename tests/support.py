@@ -387,3 +387,17 @@ def assert_ctrl_c_leaves_no_runner(kernel: Any, call: Callable[[], object], what
     assert not running, f"still running after {what} propagated Ctrl-C: {sorted(running)}"
     assert not kernel.alive
     wait_until(lambda: not left(), 5.0, what="the kernel's processes to stay gone")
+
+
+def ctrl_c_first(call: Callable[..., Any]) -> Callable[..., Any]:
+    """``call`` (a transport's ``kill``, say), which raises SIGINT (a second Ctrl-C, in the middle
+    of the cleanup of a first one) the first time, just before it does its work."""
+    pressed = []
+
+    def after_a_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        if not pressed:
+            pressed.append(True)
+            signal.raise_signal(signal.SIGINT)
+        return call(*args, **kwargs)
+    return after_a_ctrl_c
+

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
-from tests.support import assert_ctrl_c_leaves_no_runner
+from tests.support import assert_ctrl_c_leaves_no_runner, ctrl_c_first
 
 
 class _CtrlCAsTheShutdownRequestGoesOut:
@@ -52,17 +52,6 @@ def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kern
     channel = kernel._runtime.require_link().channel
     channel.stream = _CtrlCAsTheShutdownRequestGoesOut(channel.stream)
     if presses == 2:
-        monkeypatch.setattr(kernel.transport, "kill", _ctrl_c_first(kernel.transport.kill))
+        monkeypatch.setattr(kernel.transport, "kill", ctrl_c_first(kernel.transport.kill))
     assert_ctrl_c_leaves_no_runner(kernel, kernel.shutdown, "shutdown()")
 
-
-def _ctrl_c_first(kill: Any) -> Any:
-    """``kill``, which raises SIGINT (a second Ctrl-C) the first time before it kills."""
-    pressed = []
-
-    def kill_after_a_second_ctrl_c(launched: Any) -> bool:
-        if not pressed:
-            pressed.append(True)
-            signal.raise_signal(signal.SIGINT)
-        return kill(launched)
-    return kill_after_a_second_ctrl_c

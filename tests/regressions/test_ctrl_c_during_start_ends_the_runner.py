@@ -10,7 +10,9 @@ that is no error (Ctrl-C, a handler's ``SystemExit``) ends what it launched befo
 propagates.
 
 The signal is raised at an exact point: in the start's wait for the hello, as the runner's first
-bytes arrive (SIGINT, handled by Python's own handler): every leg.
+bytes arrive (SIGINT, handled by Python's own handler): every leg. A second Ctrl-C during the
+kill that follows cut that kill short, and the runner ran on (see
+``test_ctrl_c_during_shutdown_ends_the_runner.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelKey, start_kernel
+from tests.support import ctrl_c_first
 
 
 class _CtrlCAsTheHelloArrives:
@@ -70,7 +73,10 @@ def _left(transport: Any, launches: list[tuple[str, Any]]) -> list[str]:
             for line in transport.kernel_processes(kernel_id, transport.locator(launched))]
 
 
-def test_ctrl_c_during_start_kernel_ends_the_runner_before_it_propagates(hermes_transport, monkeypatch):
+@pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-again-during-the-kill"])
+def test_ctrl_c_during_start_kernel_ends_the_runner_before_it_propagates(hermes_transport, monkeypatch, presses):
+    if presses == 2:
+        monkeypatch.setattr(hermes_transport, "kill", ctrl_c_first(hermes_transport.kill))
     with _ctrl_c_in_the_hello_wait(hermes_transport, monkeypatch) as launches:
         with pytest.raises(KeyboardInterrupt):
             start_kernel(hermes_transport)
