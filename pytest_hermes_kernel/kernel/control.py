@@ -11,6 +11,7 @@ outside at once (:func:`end_at_once`) and the call below ends with the kernel sh
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +28,10 @@ __all__ = ["HeldHere", "restart", "end", "end_at_once", "despite_signals"]
 
 S = KernelState
 T = TypeVar("T")
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""The signals :func:`despite_signals` holds back while it ends a runner (the ones a user or a CI
+sends to stop a run)."""
 
 
 class HeldHere:
@@ -136,41 +141,30 @@ def _ended(handle: KernelHandle, info: ExitInfo) -> ExitInfo:
     return handle.exit_info
 
 
-def despite_signals(step: Callable[[], T], name: str) -> T:
+def despite_signals(step: Callable[[], T]) -> T:
     """Run ``step``, the end of a runner that a Ctrl-C cut short, to its own end however many
     more signals come: a second Ctrl-C (or a handler's ``SystemExit``) during the kill would
     otherwise cut the kill itself short, and leave the runner owned by no one.
 
-    Python runs signal handlers in the main thread only, so there ``step`` runs in a thread of
-    its own while the main thread waits for it; an exception a handler raises in that wait is
-    held and raised once ``step`` is done (instead of the one being handled). In any other
-    thread ``step`` just runs.
+    Python runs signal handlers in the main thread only, between two steps of it. There, while
+    ``step`` runs, the Python-level handlers of SIGINT, SIGTERM and SIGHUP (those that are
+    Python functions, such as the default ``KeyboardInterrupt`` one) are swapped for one that
+    only notes the signal; once ``step`` is done they are put back and each noted signal's own
+    handler is called, so its exception comes out then. In any other thread ``step`` just runs.
 
-    :param name: the thread's name (for a stack dump).
     :returns: what ``step`` returned.
-    :raises: what ``step`` raised, else the last exception a signal handler raised meanwhile.
+    :raises: what ``step`` raised, else what a noted signal's handler raised.
     """
     if threading.current_thread() is not threading.main_thread():
         return step()
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = step()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the waiting thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name=name)  # not a daemon: the process's exit waits for the kill
-    thread.start()
-    held: BaseException | None = None
-    while thread.is_alive():
-        try:
-            thread.join()
-        except BaseException as exc:  # noqa: BLE001 - a signal handler's (Ctrl-C): held until the step is done
-            held = exc
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    if held is not None:
-        raise held
-    return box["value"]  # type: ignore[return-value]
-
+    noted: list[int] = []
+    held = {signum: handler for signum in HELD_SIGNALS if callable(handler := signal.getsignal(signum))}
+    for signum in held:
+        signal.signal(signum, lambda signum, _frame: noted.append(signum))
+    try:
+        return step()
+    finally:
+        for signum, handler in held.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):  # each once: a handler runs once however often its signal came
+            held[signum](signum, None)

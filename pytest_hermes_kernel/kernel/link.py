@@ -299,7 +299,7 @@ class RunnerLink:
     def discard_despite_signals(self) -> bool:
         """:meth:`discard`, run to its end however many more Ctrl-C come (:func:`~.control.despite_signals`):
         for a call that a ``BaseException`` cut short, which then ends the runner it let go of."""
-        return despite_signals(self.discard, f"hermes-discard {self.kernel_id[:8]}")
+        return despite_signals(self.discard)
 
     def discard(self, killed: bool | None = None) -> bool:
         """Close the channel, kill the runner unless it was seen gone, remove its leftovers; idempotent.

@@ -38,6 +38,7 @@ from . import probes, scripts
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from .files import FileCellFiles
 from ...kernel.contract import Launched, LaunchSpec, Transport
+from ...kernel.control import despite_signals
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
 from ..detached import LeftBehind, MadeDirs, runner_config
@@ -131,7 +132,7 @@ class FileCellTransport(Transport):
                                    f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
                                    "output) for every command (`sh -c CMD`), raising only at the timeout") from None
         except BaseException:  # Ctrl-C or SIGTERM mid-launch: the runner may have started, its pid unknown
-            self._end_failed_launch(spec.kernel_id, kdir, None, python)
+            despite_signals(lambda: self._end_failed_launch(spec.kernel_id, kdir, None, python))
             raise
         if not isinstance(out, str):  # bytes, or (output, status) swapped: nothing below could read it
             text = out.decode("utf-8", "replace") if isinstance(out, bytes) else str(code)

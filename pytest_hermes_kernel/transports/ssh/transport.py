@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, KernelStartError, TransportLostError,
                        UnsafeRunDirError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
+from ...kernel.control import despite_signals
 from ..detached import (ALIVE_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
                        LeftBehind, MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
@@ -220,8 +221,8 @@ class SshTransport(Transport):
         try:
             pid = self._start_runner(conn, runner, kdir, spec, python)
             chan = conn.open_exec(_relay_command(python, runner, kdir))
-        except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started
-            end_failed_launch(self, conn, kdir, spec.kernel_id)
+        except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started (a second Ctrl-C too)
+            despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id))
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
