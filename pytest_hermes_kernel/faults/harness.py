@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from concurrent.futures import Future
+from concurrent.futures import wait as futures_wait
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -147,18 +148,34 @@ class HarnessKernel:
         return self._submit(method, *args, **kwargs).result(timeout)
 
     # ------------------------------------------------------------------------------ kernel API
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
-        """Run a cell on the harness's kernel (see :meth:`KernelHandle.execute`).
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
+        """Run a cell on the harness's kernel (see :meth:`KernelHandle.execute`); ``cancel``, an
+        event of this process, is relayed to the host as its kernel's ``cancel()`` when set.
 
         :raises HostGoneError: if the host was killed before or during the cell.
         """
+        if cancel is not None and not isinstance(cancel, threading.Event):
+            raise TypeError(f"cancel must be a threading.Event, not {type(cancel).__name__}: nothing was sent")
         try:
-            value = self.execute_async(code, timeout=timeout, raise_on_timeout=raise_on_timeout).result()
+            cell = self.execute_async(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
+            if cancel is not None:
+                threading.Thread(target=self._relay_cancel, args=(cancel, cell), daemon=True,
+                                 name="hermes-harness-cancel").start()
+            value = cell.result()
         except HermesKernelError as exc:
             if getattr(exc, "result", None) is None:  # no result told: the story names the cell by this
                 self._emit("raised", exc)
             raise
         return self._unpack(value)
+
+    def _relay_cancel(self, cancel: threading.Event, cell: Future[Any]) -> None:
+        """Wait for ``cancel`` while ``cell`` runs; once set, cancel the host's running cell, again
+        every 0.2 s until it ends (one that reaches the host before its cell began does nothing)."""
+        while not cell.done():
+            if cancel.wait(0.05) and not cell.done():
+                self._submit("cancel")
+                futures_wait([cell], timeout=0.2)
 
     def execute_async(self, code: str, **kwargs: Any) -> Future[Any]:
         """Start a cell and return a future (the test may kill the host while it runs)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -216,7 +217,8 @@ class FaultingKernel:
     def info(self, **changes: Any) -> KernelInfo:
         return self.kernel.info(**changes)
 
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
         """Fire what is due before cell N, arm what fires during it, run it, disarm what did not fire.
 
         A ``during_cell`` fault waits for the cell's ``running`` event for at most the cell's
@@ -233,7 +235,7 @@ class FaultingKernel:
                                 name=f"hermes-fault-{spec.kind}") for spec in self.specs if spec.fires_during(n)]
         self._armed = armed
         try:
-            return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout)
+            return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout, cancel=cancel)
         finally:
             for trigger in armed:
                 trigger.end()

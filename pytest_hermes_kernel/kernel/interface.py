@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    import threading
+
     from .contract import Launched, Transport
     from .options import KernelOptions
     from .results import CellResult, ExitInfo, KernelInfo
@@ -82,8 +84,10 @@ class Kernel(Protocol):
         """Facts about the kernel now, with ``changes`` applied."""
         ...
 
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
-        """Run ``code`` in the kernel's namespace; ``timeout`` in seconds (``None``: the option's)."""
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: threading.Event | None = None) -> CellResult:
+        """Run ``code`` in the kernel's namespace; ``timeout`` in seconds (``None``: the option's);
+        ``cancel``: set from any thread, it starts the cell's ladder now (``aexecute`` passes it)."""
         ...
 
     def interrupt(self) -> None:
