@@ -67,14 +67,21 @@ def kernel_sigkill(kernel: Kernel) -> None:
     to a worker that is dying but not dead yet is a death mid-cell (``died``, not re-run); a
     container's ``kill`` returning does not mean the process has ended (B20's CI failure).
 
-    :raises ConfigError: if the kernel has no worker (not started, or shut down).
-    :raises ProcessLookupError: if the worker is already gone.
+    :raises ConfigError: if the kernel has no worker (not started, or shut down), or its worker
+        had already ended (a cell exited or killed it): there is nothing to kill, and a test that
+        passed then would not have seen the fault.
     """
     pid = kernel.pid
     if pid is None:
         raise ConfigError(f"kernel_sigkill: kernel {kernel.kernel_id} has no worker to kill")
     transport, launched = kernel.transport, kernel.launched
-    transport.signal_pid(launched, pid, signal.SIGKILL)
+    try:
+        transport.signal_pid(launched, pid, signal.SIGKILL)
+    except ProcessLookupError:
+        raise ConfigError(f"kernel_sigkill: the worker of kernel {kernel.kernel_id} (pid {pid}) had already ended "
+                          "when the fault was due (a cell exited or killed it), so there was nothing to kill\n"
+                          "Hint: fire it after a cell that leaves the worker running (after_cell=N), or test the "
+                          "exit itself without the fault") from None
     deadline = time.monotonic() + SIGKILL_SEEN_S
     if transport.runs_on_this_host:
         while (pid_alive(pid) or _threads_exiting(pid)) and time.monotonic() < deadline:

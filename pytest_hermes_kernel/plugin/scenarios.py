@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..errors import ConfigError, ScenarioFailure, TransportUnavailableError
+from ..errors import ConfigError, HermesKernelError, ScenarioFailure, TransportUnavailableError
 from ..faults.spec import FaultSpec, spec_from_table
 from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
@@ -135,9 +135,15 @@ class ScenarioItem(pytest.Item):
             pytest.skip(f"oom on the {transport.name} transport needs a memory cgroup: {exc}")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
+        """A step that differed, or an error of the kit's own (its message says what to do), as its
+        text; anything else with a short traceback (the long one was ~900 lines of pytest and
+        pluggy frames around one line of cause)."""
         if isinstance(excinfo.value, ScenarioFailure):
             return str(excinfo.value)
-        return super().repr_failure(excinfo)
+        if isinstance(excinfo.value, HermesKernelError):
+            return (f"scenario {self.scenario.name} [{self.transport_name}] ({self.path.name}): "
+                    f"{type(excinfo.value).__name__}: {excinfo.value}")
+        return super().repr_failure(excinfo, style="short")
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.scenario.name} [{self.transport_name}]: {self.scenario.source}"

@@ -134,3 +134,31 @@ def test_a_fault_that_raises_after_a_failed_expectation_reports_both(pytester, r
     first, then = text.find("cell 1: expected status='ok'"), text.find("then fault kernel_sigkill after step 1 raised")
     assert 0 <= first < then, text[-3000:]
     assert "exited with code 3" in text[first:then], text[-3000:]
+
+
+EXIT_AS_EXPECTED_THEN_SIGKILL = HEAD.format(name="exit-as-expected-then-sigkill") + """
+[[fault]]
+kind = "kernel_sigkill"
+after_cell = 1
+
+[[cell]]
+code = "import sys; sys.exit(3)"
+expect = { status = "exited", exit_code = 3 }
+"""
+
+
+def test_a_fault_with_nothing_to_kill_fails_in_a_few_lines_that_say_why(pytester, run):
+    """Found by a fresh-install helper: a kernel_sigkill due after a cell that ended the worker
+    raised a bare ``ProcessLookupError`` (local) or "no process N in container" (docker), shown as
+    ~900 lines of pytest and pluggy frames. Now the fault says there was nothing to kill and
+    what to do, and a scenario shows an error of the kit's own as its message."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "exit.toml").write_text(EXIT_AS_EXPECTED_THEN_SIGKILL)
+    result = run("fixtures", "--hermes-transport=local")
+    result.assert_outcomes(failed=1)
+    text = output_of(result)
+    assert "ConfigError: kernel_sigkill: the worker of kernel" in text, text[-3000:]
+    assert "had already ended when the fault was due" in text and "Hint: fire it after a cell" in text
+    assert "ProcessLookupError" not in text and "pluggy/" not in text and "_pytest/" not in text, text[-3000:]
+    failure = text[text.index("= FAILURES ="):text.index("hermes-kernel summary")]
+    assert len(failure.splitlines()) < 15, failure
