@@ -192,8 +192,10 @@ def skip_reason(specs: Sequence[FaultSpec], transport: Transport) -> str | None:
     :func:`plan_faults`.)
     """
     if any(s.kind == "transport_drop" for s in specs) and not transport.reattachable:
-        return (f"transport_drop does not apply to the {transport.name} transport: its channel is not "
-                "re-attachable (for local a drop is a host death: use hermes_host_sigkill)")
+        why = ("a drop of local's channel is a host death: use hermes_host_sigkill" if transport.name == "local" else
+               "it has no standing stream that a drop could cut: each read is a command of its own"
+               if transport.name == "filecell" else "a lost channel is not re-attached")
+        return f"transport_drop does not apply to the {transport.name} transport: its channel is not re-attachable ({why})"
     if any(s.kind == "oom" for s in specs) and not (transport.runs_on_this_host or
                                                      transport.name in CONTAINER_LIMIT_TRANSPORTS):
         return (f"oom does not apply to the {transport.name} transport: a memory limit is set with a memory "
