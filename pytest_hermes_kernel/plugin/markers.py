@@ -156,8 +156,14 @@ def _check_marker_names(item: pytest.Item) -> list[str]:
             for m in item.iter_markers() if m.name.startswith("hermes_") and m.name not in known]
 
 
+def _check_allow_leaks(item: pytest.Item) -> list[str]:
+    """``hermes_allow_leaks`` turns the leak check off for its test: it must say why."""
+    return [f"@pytest.mark.{m.name} needs a reason: @pytest.mark.hermes_allow_leaks('why this test leaves something')"
+            for m in item.iter_markers("hermes_allow_leaks") if not m.args and not m.kwargs.get("reason")]
+
+
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (
-    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers)
+    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers, _check_allow_leaks)
 
 
 def marker_problems(item: pytest.Item) -> list[str]:

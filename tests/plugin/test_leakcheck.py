@@ -113,17 +113,29 @@ def test_checker_can_be_turned_off(pytester, run, how):
     assert "leaked" not in result.stdout.str() and "HermesLeakWarning" not in result.stdout.str()
 
 
-def test_allow_leaks_without_a_reason_errors_naming_the_test(pytester, run):
+def test_allow_leaks_without_a_reason_errors_at_setup_naming_the_test(pytester, run):
+    """Checked before the test runs, like every marker (it was a UsageError at teardown, after
+    the test had run and maybe leaked what the marker was meant to excuse)."""
     pytester.makepyfile("""
+        import pathlib
         import pytest
 
         @pytest.mark.hermes_allow_leaks
         def test_no_reason():
-            pass
+            pathlib.Path("ran").touch()
+
+        @pytest.mark.hermes_allow_leaks(reason="")
+        def test_empty_reason():
+            pathlib.Path("ran").touch()
     """)
     result = run()
-    result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*test_no_reason: hermes_allow_leaks needs a reason*"])
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_no_reason*",
+        "*test_no_reason: @pytest.mark.hermes_allow_leaks needs a reason*",
+        "*ERROR at setup of test_empty_reason*",
+    ])
+    assert not (pytester.path / "ran").exists(), "a marker problem must stop the test before it runs"
 
 
 OWN_TRANSPORTS = """
