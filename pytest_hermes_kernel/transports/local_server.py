@@ -30,7 +30,10 @@ import time
 import weakref
 from typing import Any
 
+import psutil
+
 from ..errors import KernelServerUnavailable
+from ..procs import note_left_behind, start_ticks
 from .runner_zipapp import write_runner
 
 SERVER_DIR_PREFIX = "hermes-kernel-server-"
@@ -66,6 +69,7 @@ class LocalServer:
         self.answered = False
         self.gone = ""
         self.last_used = time.monotonic()
+        self.forked: set[int] = set()  # the kernels it forked: its other children are what it adopted
         try:
             self.proc = self._start(theirs, env, idle_timeout)
         except OSError as exc:
@@ -107,6 +111,7 @@ class LocalServer:
             reply = self._ask({"type": "spawn", "config": config}, channel)
         if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
             raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
+        self.forked.add(int(reply["pid"]))
         return int(reply["pid"])
 
     def exit_status(self, pid: int) -> int | None:
@@ -155,7 +160,13 @@ class LocalServer:
         raise KernelServerUnavailable(why)
 
     def close(self) -> None:
-        """End the server's lease; it exits at once (its kernels live on their own leases)."""
+        """End the server's lease; it exits at once (its kernels live on their own leases).
+
+        What it adopted as a subreaper (a process a kernel's cells started in a session and an
+        environment of its own, which outlived its kernel) would then be init's, unseen by the leak
+        check: it is noted first (:func:`~..procs.note_left_behind`), so the check lists it."""
+        if self.proc.poll() is None:
+            self._note_adopted()
         self.gone = self.gone or "closed"
         try:
             self.control.close()
@@ -167,6 +178,23 @@ class LocalServer:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+    def _note_adopted(self) -> None:
+        try:
+            children = psutil.Process(self.pid).children()
+        except psutil.Error:
+            return
+        adopted = []
+        for child in children:
+            if child.pid in self.forked:
+                continue
+            try:
+                adopted.append((child.pid, start_ticks(child.pid), " ".join(child.cmdline())[:160]))
+            except psutil.Error:
+                continue
+        if adopted:
+            note_left_behind(adopted, "?")  # whose kernel it was is not known (as remotely)
 
 
 class LocalServers:

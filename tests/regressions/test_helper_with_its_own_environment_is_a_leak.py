@@ -6,7 +6,9 @@ processes ended it was a child of init, not of the test process: the leak check 
 container went). Kernel servers are child subreapers now: such a process becomes its kernel
 server's. Locally it is then a descendant of the test process, reported (and ended) as a ``child
 process``; in a container or on an ssh host the host-process scan lists the unmarked children of
-this host's kernel servers as ``remote kernel process`` (kernel ``?``).
+this host's kernel servers as ``remote kernel process`` (kernel ``?``). A local server that is
+closed first (the test closes its own transport: found by a breaker helper, 2026-12-04) notes its
+adopted children as it closes, and the check lists them as ``kernel process`` (kernel ``?``).
 
 The spawn path (``server=False``) has no server to adopt it: there the spawned runner is the
 subreaper, and its reply to the shutdown request names what it adopted (``ExitInfo.leftovers``);
@@ -31,7 +33,7 @@ START_HELPER = ("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new
 
 @pytest.mark.parametrize("server", [True, False],
                          ids=["server-path", "spawn-path"])
-@pytest.mark.parametrize("end", ["shutdown", "restart"])
+@pytest.mark.parametrize("end", ["shutdown", "restart", "shutdown-and-close"])
 def test_a_helper_with_its_own_environment_is_reported(end, server):
     checker = LeakChecker(grace=0.5)
     transport = LocalTransport(server=server)  # its own kernel server (if any), ended with it
@@ -43,6 +45,8 @@ def test_a_helper_with_its_own_environment_is_reported(end, server):
         if end == "restart":
             kernel.restart()
         info = kernel.shutdown()
+        if end == "shutdown-and-close":  # the server that adopted it ends: it would be init's, unseen
+            transport.close()
         report = checker.after(before)
         found = [desc for items in report.leaks.values() for desc in items.values()]
         assert any(desc.startswith(f"pid {helper}") and desc.endswith(": sleep 300") for desc in found), \
