@@ -123,8 +123,10 @@ def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bo
     previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTING}
     try:
         r = handle.execute(code)
-    except KernelDiedError as exc:
-        err.write(f"[{exc}]\n")
+    except KernelDiedError as exc:  # the CLI never starts a worker of its own (auto_restart=False)
+        why = (exc.info.note if exc.info is not None and exc.info.note else str(exc))
+        err.write(f"[kernel {handle.kernel_id}: {why}; its state is gone and nothing was run (this command starts "
+                  f"no new worker): end it with `hermes-kernel sweep --kept --kernel {handle.kernel_id}`]\n")
         return False
     finally:
         for sig, handler in previous.items():

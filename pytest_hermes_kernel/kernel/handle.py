@@ -386,13 +386,20 @@ def attach_kept(transport: Transport, locator: dict[str, Any], *, kernel_id: str
                 options: KernelOptions | None = None) -> KernelHandle:
     """A handle on a kept kernel (:meth:`KernelHandle.keep`, maybe by another process), found by its
     transport :meth:`~.contract.Transport.locator` and attached with its token; the namespace is
-    the one the kernel kept. End it with ``shutdown()``, or leave it kept with ``keep(ttl)``.
+    the one the kernel kept. End it with ``shutdown()``, or leave it kept with ``keep(ttl)``. A
+    kept kernel whose worker had ended is a loss the next cell reports (``state_lost``,
+    ``reason="died"``), or ``KernelDiedError`` with ``auto_restart=False``.
 
     :raises TransportLostError: if it cannot be reached (gone, expired, or the token is refused).
     """
     handle = KernelHandle(transport, options, kernel_id=kernel_id)
     handle.token = token
-    handle._runtime.adopt(transport.attach_kept(locator), token)
+    hello = handle._runtime.adopt(transport.attach_kept(locator), token)
+    if hello.get("worker_pid") is None:  # its worker ended while kept: the next cell must say so, not replace it unseen
+        code, sig = hello.get("worker_exit") or (None, None)
+        how = f"signal {sig}" if sig else f"exit code {code}" if code is not None else "how is not known"
+        handle.mark_lost(Loss(reason="died", exit_code=code, signal=sig,
+                              note=f"the kept kernel's worker had ended before this attach ({how})"))
     return handle
 
 

@@ -115,10 +115,10 @@ class KernelRuntime:
             census.note("started", self.kernel_id)
         self.on_started(launched)
 
-    def adopt(self, launched: Launched, token: str) -> None:
+    def adopt(self, launched: Launched, token: str) -> dict[str, Any]:
         """Take over a runner that already runs (a kept kernel, ``launched`` from
-        :meth:`Transport.attach_kept`): attach with ``token`` and await its hello; ``NEW -> IDLE``
-        (``WORKER_DEAD`` when its worker is gone: the next cell starts one, a new generation).
+        :meth:`Transport.attach_kept`): attach with ``token`` and await its hello, which it returns;
+        ``NEW -> IDLE`` (``WORKER_DEAD`` when its worker is gone: the next cell starts one, a new generation).
 
         :raises TransportLostError: if the runner does not answer (gone, or the token is refused).
         """
@@ -134,6 +134,7 @@ class KernelRuntime:
         self.link = link
         self.worker_pid = hello.get("worker_pid")
         self.life.to(S.WORKER_DEAD if self.worker_pid is None else S.IDLE)
+        return hello
 
     def take_start_note(self) -> str:
         """What the last launch said about itself (``Launched.note``), once: for the next result's ``kernel.note``."""

@@ -360,3 +360,22 @@ def test_ctrl_c_at_the_attach_prompt_says_so_in_one_line_and_exits_130(pytester,
     assert not gone(pid)
     after = hermes("exec", kid, "evidence")
     assert (after.returncode, after.stdout) == (0, "'what went wrong'\n"), after.stderr
+
+
+def test_a_kept_kernel_whose_worker_died_is_reported_at_the_next_command_not_replaced(pytester, run, kept_env):
+    """Found by a breaker helper: after a command's cell ended the kept kernel's worker, the next
+    command attached, started a fresh worker unseen and ran its cell there (a bare NameError,
+    ``state_lost=False``), though the CLI starts no worker of its own (``auto_restart=False``)."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+
+    died = hermes("exec", kid, "import os; os._exit(4)")
+    assert died.returncode == 1 and "exited with code 4" in died.stderr, died.stderr
+    after = hermes("exec", kid, "evidence")
+
+    assert after.returncode == 1 and after.stdout == "", after.stdout
+    assert "NameError" not in after.stderr, after.stderr
+    assert after.stderr == (f"[kernel {kid}: the kept kernel's worker had ended before this attach (exit code 4); its "
+                            "state is gone and nothing was run (this command starts no new worker): end it with "
+                            f"`hermes-kernel sweep --kept --kernel {kid}`]\n")
