@@ -116,9 +116,8 @@ class KernelRuntime:
         self.on_started(launched)
 
     def adopt(self, launched: Launched, token: str) -> dict[str, Any]:
-        """Take over a runner that already runs (a kept kernel, ``launched`` from
-        :meth:`Transport.attach_kept`): attach with ``token`` and await its hello, which it returns;
-        ``NEW -> IDLE`` (``WORKER_DEAD`` when its worker is gone: the next cell starts one, a new generation).
+        """Take over a runner that already runs (a kept kernel, ``launched`` from :meth:`Transport.attach_kept`):
+        attach with ``token``, await its hello and return it; ``NEW -> IDLE`` (``WORKER_DEAD`` when its worker is gone).
 
         :raises TransportLostError: if the runner does not answer (gone, or the token is refused).
         """

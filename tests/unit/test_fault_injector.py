@@ -71,7 +71,8 @@ class FakeKernel:
     def info(self, **changes: Any) -> KernelInfo:
         return KernelInfo(kernel_id=self.kernel_id, transport=self.transport.name).replace(**changes)
 
-    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False) -> CellResult:
+    def execute(self, code: str, *, timeout: float | None = None, raise_on_timeout: bool = False,
+                cancel: object = None) -> CellResult:
         self.cells.append(code)
         self.run(code)
         result = CellResult(status="ok", kernel=self.info())

@@ -132,11 +132,10 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------ host
     def say_hello(self, replayed: Sequence[object] = ()) -> None:
-        self.link.reply({"type": "hello", "proto": PROTOCOL_VERSION, "pid": os.getpid(),
-                         "worker_pid": self.worker.pid, "python": sys.version.split()[0],
+        self.link.reply({"type": "hello", "proto": PROTOCOL_VERSION, "pid": os.getpid(), "python": sys.version.split()[0],
+                         "worker_pid": self.worker.pid, "worker_exit": None if self.worker.pid else self.worker.exit,
                          "kernel_id": self.config.get("kernel_id"), "replayed": list(replayed),
-                         "running": self.cells.running_id, "interrupts": self.cells.interrupts,
-                         "worker_exit": list(self.worker.exit) if self.worker.pid is None and self.worker.exit else None})
+                         "running": self.cells.running_id, "interrupts": self.cells.interrupts})
 
     def on_attach(self, replay: list[object], resend_tool_calls: bool) -> None:
         """A client authenticated: hello, the results it still waits for, then, for a host that
