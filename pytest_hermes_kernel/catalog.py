@@ -18,6 +18,9 @@ A scenario file (``fixtures/*.toml``)::
     after_cell = 1                 #   during_cell, delay, limit_bytes, mode, duration, latency)
 
     [[cell]]
+    code = "x = 1"                 # the fault above fires once this cell has returned
+
+    [[cell]]
     code = "import sys; sys.exit(3)"
     owner = "a"                    # optional: run under this owner's kernel (default "scenario")
     child = "c1"                   # optional: the owner's delegated child (pinned)

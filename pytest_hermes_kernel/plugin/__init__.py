@@ -3,6 +3,7 @@
 One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 
 * ``pytest_hermes_kernel.plugin.settings``: options, ini keys, env vars, marker registration
+* ``pytest_hermes_kernel.plugin.ini_keys``: a misspelled ``hermes_*`` ini key is a usage error with a did-you-mean
 * ``pytest_hermes_kernel.plugin.markers``: every ``hermes_*`` marker checked before its test runs
 * ``pytest_hermes_kernel.plugin.report``: header, outcome tracking, terminal summary, xdist merge
 * ``pytest_hermes_kernel.plugin.fixtures``: ``hermes_transport``, ``hermes_kernel[_factory]``, ``hermes_registry``
@@ -28,6 +29,7 @@ never the contract suite (a sibling: both sit on top).
 
 pytest_plugins = [
     "pytest_hermes_kernel.plugin.settings",
+    "pytest_hermes_kernel.plugin.ini_keys",
     "pytest_hermes_kernel.plugin.markers",
     "pytest_hermes_kernel.plugin.report",
     "pytest_hermes_kernel.plugin.faults",  # before fixtures, which imports it (else: PytestAssertRewriteWarning)

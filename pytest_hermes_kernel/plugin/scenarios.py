@@ -1,9 +1,11 @@
 """Collects the regression scenario catalog as test items: ``pytest fixtures/``.
 
-Every ``*.toml`` file under a directory named ``fixtures`` (or named ``scenario_*.toml``
-anywhere) with a ``[scenario]`` table becomes one item per transport of the run's matrix that
-the scenario lists, e.g. ``fixtures/b07_sys_exit.toml::sys-exit-ends-kernel[local]``.
-The leak checker runs after each like after any test.
+Every ``*.toml`` file with a directory named ``fixtures`` on its path (or named
+``scenario_*.toml`` anywhere) with a ``[scenario]`` table becomes one item per transport of the
+run's matrix that the scenario lists, e.g. ``fixtures/b07_sys_exit.toml::sys-exit-ends-kernel[local]``
+(:func:`is_scenario_file`). The leak checker runs after each like after any test. A ``.toml``
+file with a ``[scenario]`` table that the rule leaves out, named on the command line, is a
+collection error that says so (pytest's own answer was ``ERROR: not found``).
 """
 
 from __future__ import annotations
@@ -26,14 +28,35 @@ if TYPE_CHECKING:  # the catalog and the fault path are imported when a scenario
     from ..kernel.contract import Transport
 
 
-def _is_scenario_file(path: Path) -> bool:
+def is_scenario_file(path: Path) -> bool:
+    """Whether the catalog collects ``path``: a ``.toml`` file with a directory named ``fixtures``
+    on its path, or named ``scenario_*.toml`` (one without a ``[scenario]`` table is then left alone)."""
     return path.suffix == ".toml" and ("fixtures" in path.parts[:-1] or path.name.startswith("scenario_"))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if _is_scenario_file(file_path):
+    if is_scenario_file(file_path):
         return ScenarioFile.from_parent(parent, path=file_path)
+    if file_path.suffix == ".toml" and parent.session.isinitpath(file_path) and _has_scenario_table(file_path):
+        return NotAScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+def _has_scenario_table(path: Path) -> bool:
+    try:
+        return any(line.strip() == "[scenario]" for line in path.read_text("utf-8", "replace").splitlines())
+    except OSError:
+        return False
+
+
+class NotAScenarioFile(pytest.File):
+    """A scenario named on the command line that the catalog's naming rule does not collect."""
+
+    def collect(self) -> Any:
+        raise self.CollectError(
+            f"{self.path.name} is not collected as a scenario: the catalog collects .toml files with a directory "
+            f"named 'fixtures' on their path, or named scenario_*.toml. Hint: rename it scenario_{self.path.name} "
+            "or move it under a fixtures/ directory (docs/catalog.md, 'Which files are scenarios')")
 
 
 def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:

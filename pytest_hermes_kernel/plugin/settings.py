@@ -70,17 +70,26 @@ def _seconds(text: str) -> float | None:
     cell timeout of ``nan`` or ``inf`` errored every test at its kernel's start instead of here."""
     if text.strip().lower() in ("", "none", "off"):
         return None
-    value = float(text)
-    if not is_seconds(value, positive=False):
+    value = _number(text, float)
+    if value is None or not is_seconds(value, positive=False):
         raise ConfigError(f"a duration must be a finite number of seconds >= 0 (or none), not {text!r}")
     return value or None
 
 
 def _positive_seconds(text: str) -> float:
-    value = float(text)
-    if not value > 0 or value == float("inf"):
+    value = _number(text, float)
+    if value is None or not value > 0 or value == float("inf"):
         raise ConfigError(f"expected a number of seconds > 0, not {text!r}")
     return value
+
+
+def _number(text: str, kind: Callable[[str], Any]) -> Any:
+    """``kind(text)``, or ``None`` when ``text`` is no such number: the caller's message says what
+    it expects (``float('abc')``'s own, "could not convert string to float", names no setting)."""
+    try:
+        return kind(text)
+    except ValueError:
+        return None
 
 
 #: Default TTL of a kernel kept for post-mortem: one hour (issue 12).
@@ -117,8 +126,8 @@ def _engines(text: str) -> tuple[str, ...]:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
+    value = _number(text, int)
+    if value is None or value < 1:
         raise ConfigError(f"expected an integer >= 1, not {text!r}")
     return value
 

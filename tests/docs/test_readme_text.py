@@ -108,6 +108,26 @@ def test_the_fault_marker_table_lists_every_option_with_its_default(marker: str)
         assert cell[1].strip() == want, f"{marker}({name}=...): the table says {cell[1].strip()}, the code {want}"
 
 
+def _checks_row(marker: str) -> list[str]:
+    """The cells of ``marker``'s row in the "What the kit checks" table."""
+    table = section("Using it").split("What the kit checks for each:", 1)[1].split("\n\n", 2)[1]
+    row = next(line for line in table.splitlines() if line.startswith(f"| `{marker}` |"))
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def test_the_drop_row_names_every_built_in_transport_it_skips_on() -> None:
+    """A drop skips where the transport declares no re-attach (``faults.apply.skip_reason``): the
+    row's "skips where" names exactly those built-in transports (it said local only; filecell skips too)."""
+    from pytest_hermes_kernel import transports
+
+    classes = {"local": transports.LocalTransport, "docker": transports.DockerTransport,
+               "ssh": transports.SshTransport, "filecell": transports.FileCellTransport}
+    assert set(classes) == set(transports.TRANSPORT_NAMES)
+    skips_where = _checks_row("hermes_transport_drop")[-1]
+    named = {name for name in classes if re.search(rf"\b{name}\b", skips_where)}
+    assert named == {name for name, cls in classes.items() if not cls.reattachable}, skips_where
+
+
 # ------------------------------------------------------------------ troubleshooting quotes
 
 def _quote(title: str) -> str:

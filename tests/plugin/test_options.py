@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from pytest_hermes_kernel.containers.images import KERNEL_HOST_TAG
+from pytest_hermes_kernel.plugin.settings import SETTINGS
 from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, output_of
 
 MATRIX_CONFTEST = """
@@ -180,6 +181,36 @@ def test_bad_timeout_value_is_a_usage_error(pytester, run):
     result = run("--hermes-timeout=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: bad value 'soon' from --hermes-timeout: *"])
+
+
+NUMERIC_SETTINGS = [s for s in SETTINGS if s.default is not None and not s.is_flag
+                    and type(s.parse(s.default)) in (int, float)]
+"""Every setting that takes a number (seconds or a count), found from the settings table itself."""
+
+
+def test_the_numeric_settings_are_found() -> None:
+    assert {s.name for s in NUMERIC_SETTINGS} >= {"timeout", "keep_failed_ttl", "max_kernels", "idle_timeout",
+                                                  "leak_grace", "reuse_idle_timeout"}
+
+
+@pytest.mark.parametrize("setting", NUMERIC_SETTINGS, ids=lambda s: s.name)
+@pytest.mark.parametrize("how", ["cli", "ini"])
+def test_a_number_setting_given_a_word_says_which_setting_and_what_it_expects(pytester, run, setting, how):
+    """``--hermes-reuse-idle-timeout=abc`` said ``could not convert string to float: 'abc'``, and an
+    ini key of ``four`` ``invalid literal for int() with base 10``: Python's words, no setting named."""
+    pytester.makepyfile("def test_nothing(): pass")
+    if how == "ini":
+        pytester.makeini(f"[pytest]\nhermes_{setting.name} = four\n")
+    source, word = (setting.flag, "abc") if how == "cli" else (f"ini hermes_{setting.name}", "four")
+
+    result = run(*([f"{setting.flag}={word}"] if how == "cli" else []))
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "could not convert" not in err and "invalid literal" not in err, err
+    expected = "an integer" if isinstance(setting.parse(setting.default), int) else "seconds"
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{word}' from {source}: "
+                                 f"*{expected}*, not '{word}'"])
 
 
 @pytest.mark.parametrize(("option", "value"), [("--hermes-leak-grace", "nan"), ("--hermes-leak-grace", "inf"),
