@@ -15,6 +15,7 @@
   :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
   Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep
   --reused`` removes every one no live run has claimed (with its record and sshd key).
+* ``--version``: the installed package's version (from its metadata).
 """
 
 from __future__ import annotations
@@ -324,8 +325,19 @@ _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
 
+def version() -> str:
+    """The installed package's version (its metadata: what ``pip`` installed), or why there is none."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("pytest-hermes-kernel")
+    except PackageNotFoundError:
+        return "unknown (the package is not installed: no metadata)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
