@@ -357,19 +357,22 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--kernel", action="append", default=[], metavar="ID", help="with --kept: only this kept "
                    "kernel (an id or a unique prefix; repeatable)")
     add_postmortem_commands(sub)
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    usage = sub.choices[args.cmd]  # a subcommand's usage error shows that subcommand's usage line
+    if extra:  # argparse leaves them to the top-level parser, which printed its own usage
+        usage.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.cmd in POSTMORTEM_COMMANDS:
         return run_postmortem_command(args)
     try:
         engines = engines_of(getattr(args, "docker_hosts", None))
     except ConfigError as exc:
-        ap.error(str(exc))
+        usage.error(str(exc))
     if args.cmd == "doctor" and args.image:
         return max(doctor_image(args.image, engine=e) for e in engines)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
         if unknown:
-            ap.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
+            usage.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
         checks = doctor(args.transports or None, engines)
         for c in checks:
             print(f"{c.transport:9} {'ok ' if c.ok else 'NO '} {c.detail}")
@@ -383,9 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
     if unknown:
-        ap.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
+        usage.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
     if args.kernel and not args.kept:
-        ap.error("--kernel needs --kept")
+        usage.error("--kernel needs --kept")
     if args.kept:
         from .postmortem import sweep_kept
 
@@ -393,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel, not_ended=not_ended)
         except ConfigError as exc:
-            ap.error(f"--kernel: {exc}")
+            usage.error(f"--kernel: {exc}")
         print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
               + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
         return 1 if not_ended else 0  # a kernel asked to end that still runs is no success
