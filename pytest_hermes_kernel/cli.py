@@ -372,7 +372,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
         if unknown:
-            usage.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
+            from .plugin.markers import did_you_mean  # the plugin's, as for --hermes-transport
+
+            close = did_you_mean(unknown[0], CHECKS) if len(unknown) == 1 else ""
+            usage.error(f"unknown transport {', '.join(unknown)}{close or ';'} known: {', '.join(TRANSPORT_NAMES)}")
         checks = doctor(args.transports or None, engines)
         for c in checks:
             print(f"{c.transport:9} {'ok ' if c.ok else 'NO '} {c.detail}")

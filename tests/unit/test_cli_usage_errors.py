@@ -29,3 +29,14 @@ def test_a_subcommands_usage_error_shows_its_usage(argv: list[str], usage: str, 
     assert exit_.value.code == 2
     assert err.startswith(usage), err
     assert f"hermes-kernel {argv[0]}: error: {error}" in err, err
+
+
+def test_a_misspelt_transport_of_doctor_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel doctor dockr`` says what ``pytest --hermes-transport=dockr`` says: did you mean 'docker'?"""
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", "dockr"])
+
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert ("hermes-kernel doctor: error: unknown transport dockr; did you mean 'docker'? "
+            "known: local, docker, ssh, filecell") in err, err
