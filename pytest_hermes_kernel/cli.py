@@ -321,6 +321,24 @@ def doctor_image(image: str, out: Callable[[str], None] = print, engine: str | N
     return 0 if all(c.ok for c in checks if c.need in REQUIRED) else 1
 
 
+def build_image(tag: str) -> int:
+    """``hermes-kernel build-image``: build the kernel host image ``tag``; exit status 0 when it is
+    ready, else 1 with the reason and a hint on one line of stderr (no engine was a traceback)."""
+    from .containers.images import ensure_image
+    from .errors import HermesKernelError
+
+    try:
+        print(ensure_image(tag=tag))
+    except ImportError:
+        print("hermes-kernel build-image: the docker SDK is not installed. Hint: pip install "
+              "'pytest-hermes-kernel[docker]'", file=sys.stderr)
+        return 1
+    except HermesKernelError as exc:
+        print(f"hermes-kernel build-image: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path, tcp://host:port; 'default' is "
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
@@ -383,10 +401,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':13}Hint: {c.hint}")
         return 0 if all(c.ok for c in checks) else 1
     if args.cmd == "build-image":
-        from .containers.images import ensure_image
-
-        print(ensure_image(tag=args.tag))
-        return 0
+        return build_image(args.tag)
     unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
     if unknown:
         usage.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
