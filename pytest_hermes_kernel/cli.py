@@ -222,7 +222,7 @@ def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused:
 def _sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     """Local kernel dirs of dead hosts or older than the registry's stale age; filecell dirs."""
     from .kernel.registry import STALE_DIR_AGE_S
-    from .transports.local import stale_kernel_dirs
+    from .transports.kernel_dirs import stale_kernel_dirs
 
     removed = 0
     for path in stale_kernel_dirs(STALE_DIR_AGE_S):
@@ -258,14 +258,15 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
 
     Only processes in this pid namespace are local: a docker kernel's processes are visible
     here too, with their host's pid, but their container decides their fate (a kept one
-    outlives its host; the container sweep removes the rest).
+    outlives its host; the container sweep removes the rest). A kept kernel's are left alone
+    until its TTL runs out, its record found under its host's temp dir as well as this one's.
     """
     import psutil
 
-    from .containers.kept import exempt_kernel_ids
+    from .containers.kept import TMPDIR_ENV, KeptNearby
 
     killed = 0
-    kept = exempt_kernel_ids()  # outlive their host on purpose, until their TTL ends
+    kept = KeptNearby()  # outlive their host on purpose, until their TTL ends
     for proc in psutil.process_iter(["pid"]):
         try:
             env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
@@ -274,7 +275,7 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
         host = env.get("HERMES_KERNEL_HOST_PID")
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
             continue
-        if env.get("HERMES_KERNEL_ID") in kept:
+        if kept.holds_kernel(env.get("HERMES_KERNEL_ID"), env.get(TMPDIR_ENV)):  # its record: under its host's TMPDIR
             continue
         try:
             if not dry_run:
