@@ -44,7 +44,7 @@ from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
 from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
 from .forked import with_fallback
-from .kernel_dirs import kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
+from .kernel_dirs import KERNEL_DIR_PREFIX, kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
 from .runner_zipapp import write_runner
 
@@ -230,6 +230,16 @@ class LocalTransport(Transport):
                                      permanent=True) from None
         return Launched(stream=SocketStream(sock), pid=pid, kernel_dir=locator.get("kernel_dir"),
                         label=f"local pid {pid}, kept", extra={"runner": ForkedRunner(pid, None), "start_ticks": ticks})
+
+    def cleanup_kept(self, locator: dict[str, Any]) -> None:
+        """Remove a gone kept kernel's kernel dir (its runner was killed, so nothing removed it):
+        only a local kernel dir, never through a symlink, and not while its runner still runs."""
+        kdir, pid = locator.get("kernel_dir"), locator.get("runner_pid")
+        if not (isinstance(kdir, str) and os.path.basename(kdir).startswith(KERNEL_DIR_PREFIX)) or os.path.islink(kdir):
+            return
+        if isinstance(pid, int) and pid_alive(pid) and start_ticks(pid) == locator.get("start_ticks"):
+            return  # the same runner still runs (a zombie does not): it is not gone
+        shutil.rmtree(kdir, ignore_errors=True)
 
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
