@@ -15,6 +15,7 @@
   :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
   Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep
   --reused`` removes every one no live run has claimed (with its record and sshd key).
+* ``--version``: the installed package's version (from its metadata).
 """
 
 from __future__ import annotations
@@ -221,7 +222,7 @@ def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused:
 def _sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     """Local kernel dirs of dead hosts or older than the registry's stale age; filecell dirs."""
     from .kernel.registry import STALE_DIR_AGE_S
-    from .transports.local import stale_kernel_dirs
+    from .transports.kernel_dirs import stale_kernel_dirs
 
     removed = 0
     for path in stale_kernel_dirs(STALE_DIR_AGE_S):
@@ -257,14 +258,15 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
 
     Only processes in this pid namespace are local: a docker kernel's processes are visible
     here too, with their host's pid, but their container decides their fate (a kept one
-    outlives its host; the container sweep removes the rest).
+    outlives its host; the container sweep removes the rest). A kept kernel's are left alone
+    until its TTL runs out, its record found under its host's temp dir as well as this one's.
     """
     import psutil
 
-    from .containers.kept import exempt_kernel_ids
+    from .containers.kept import TMPDIR_ENV, KeptNearby
 
     killed = 0
-    kept = exempt_kernel_ids()  # outlive their host on purpose, until their TTL ends
+    kept = KeptNearby()  # outlive their host on purpose, until their TTL ends
     for proc in psutil.process_iter(["pid"]):
         try:
             env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
@@ -273,7 +275,7 @@ def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
         host = env.get("HERMES_KERNEL_HOST_PID")
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
             continue
-        if env.get("HERMES_KERNEL_ID") in kept:
+        if kept.holds_kernel(env.get("HERMES_KERNEL_ID"), env.get(TMPDIR_ENV)):  # its record: under its host's TMPDIR
             continue
         try:
             if not dry_run:
@@ -320,12 +322,41 @@ def doctor_image(image: str, out: Callable[[str], None] = print, engine: str | N
     return 0 if all(c.ok for c in checks if c.need in REQUIRED) else 1
 
 
+def build_image(tag: str) -> int:
+    """``hermes-kernel build-image``: build the kernel host image ``tag``; exit status 0 when it is
+    ready, else 1 with the reason and a hint on one line of stderr (no engine was a traceback)."""
+    from .containers.images import ensure_image
+    from .errors import HermesKernelError
+
+    try:
+        print(ensure_image(tag=tag))
+    except ImportError:
+        print("hermes-kernel build-image: the docker SDK is not installed. Hint: pip install "
+              "'pytest-hermes-kernel[docker]'", file=sys.stderr)
+        return 1
+    except HermesKernelError as exc:
+        print(f"hermes-kernel build-image: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path, tcp://host:port; 'default' is "
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
 
+def version() -> str:
+    """The installed package's version (its metadata: what ``pip`` installed), or why there is none."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed("pytest-hermes-kernel")
+    except PackageNotFoundError:
+        return "unknown (the package is not installed: no metadata)"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
+    ap.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
@@ -345,19 +376,25 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--kernel", action="append", default=[], metavar="ID", help="with --kept: only this kept "
                    "kernel (an id or a unique prefix; repeatable)")
     add_postmortem_commands(sub)
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    usage = sub.choices[args.cmd]  # a subcommand's usage error shows that subcommand's usage line
+    if extra:  # argparse leaves them to the top-level parser, which printed its own usage
+        usage.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.cmd in POSTMORTEM_COMMANDS:
         return run_postmortem_command(args)
     try:
         engines = engines_of(getattr(args, "docker_hosts", None))
     except ConfigError as exc:
-        ap.error(str(exc))
+        usage.error(str(exc))
     if args.cmd == "doctor" and args.image:
         return max(doctor_image(args.image, engine=e) for e in engines)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
         if unknown:
-            ap.error(f"unknown transport {', '.join(unknown)}; known: {', '.join(TRANSPORT_NAMES)}")
+            from .plugin.markers import did_you_mean  # the plugin's, as for --hermes-transport
+
+            close = did_you_mean(unknown[0], CHECKS) if len(unknown) == 1 else ""
+            usage.error(f"unknown transport {', '.join(unknown)}{close or ';'} known: {', '.join(TRANSPORT_NAMES)}")
         checks = doctor(args.transports or None, engines)
         for c in checks:
             print(f"{c.transport:9} {'ok ' if c.ok else 'NO '} {c.detail}")
@@ -365,15 +402,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':13}Hint: {c.hint}")
         return 0 if all(c.ok for c in checks) else 1
     if args.cmd == "build-image":
-        from .containers.images import ensure_image
-
-        print(ensure_image(tag=args.tag))
-        return 0
+        return build_image(args.tag)
     unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
     if unknown:
-        ap.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
+        usage.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
     if args.kernel and not args.kept:
-        ap.error("--kernel needs --kept")
+        usage.error("--kernel needs --kept")
     if args.kept:
         from .postmortem import sweep_kept
 
@@ -381,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel, not_ended=not_ended)
         except ConfigError as exc:
-            ap.error(f"--kernel: {exc}")
+            usage.error(f"--kernel: {exc}")
         print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
               + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
         return 1 if not_ended else 0  # a kernel asked to end that still runs is no success

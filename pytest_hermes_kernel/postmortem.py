@@ -365,7 +365,9 @@ def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progres
 
 def end_kept(record: KeptKernel) -> str | None:
     """End a kept kernel (attach, then shut it down) and remove its record. One gone already (the
-    runner is gone for good, or its TTL ran out) only loses its record.
+    runner is gone for good, or its TTL ran out) loses its record and what it left where it ran
+    (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.cleanup_kept`: a killed local runner
+    left its kernel dir).
 
     :returns: ``None`` when done; else why it could not be reached (its record is kept then:
         the kernel may still run, and its TTL still ends it).
@@ -381,6 +383,7 @@ def end_kept(record: KeptKernel) -> str | None:
     except TransportLostError as exc:
         if not (exc.permanent or record.expired()):
             return str(exc)
+        transport.cleanup_kept(record.locator)  # gone: nothing else removes its kernel dir (it was left behind)
     except (HermesKernelError, OSError) as exc:  # e.g. an ssh key or known_hosts file gone
         if not record.expired():
             return f"{type(exc).__name__}: {exc}"

@@ -61,10 +61,8 @@ def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
     try:
         config = client.images.get(image).attrs.get("Config") or {}
     except docker_mod.errors.ImageNotFound:
-        raise ImageMissingError(f"image {image} is not on the docker engine at {engine_url(client)}\nHint: build it "
-                                f"(`docker build -t {image} ...`) or pull it from its registry (`docker pull {image}`), "
-                                "then check it again; the kit's own image builds offline with "
-                                "`hermes-kernel build-image`", image=image) from None
+        raise ImageMissingError(f"image {image} is not on the docker engine at {engine_url(client)}\n"
+                                f"Hint: {missing_image_hint(image)}", image=image) from None
     checks = [_init_check(config.get("Entrypoint") or [])]
     try:
         out = client.containers.run(image, entrypoint=["/bin/sh", "-c", _PROBE], network_mode="none",
@@ -77,6 +75,24 @@ def check_image(client: docker.DockerClient, image: str) -> list[ImageCheck]:
         state, _, detail = rest.partition(" ")
         checks.append(ImageCheck(need, state == "ok", detail))
     return checks
+
+
+def missing_image_hint(image: str) -> str:
+    """What to do about ``image`` missing from the engine, as this kit handles image names: the kit's
+    own image is built offline (``hermes-kernel build-image``); a bare name is never pulled (it
+    would go to Docker Hub), so it is built or loaded here; a name with a registry is pulled.
+    (It hinted ``docker pull`` for every name, bare ones too.)"""
+    from .images import KERNEL_HOST_TAG
+
+    if image == KERNEL_HOST_TAG:
+        return "build it with `hermes-kernel build-image` (offline, from Debian packages; about 70 s once)"
+    registry = names_registry(image)
+    if registry is not None:
+        return (f"the docker transport pulls it from {registry} when it first needs it; pull it now with "
+                f"`docker pull {image}`, then check it again")
+    return (f"build it (`docker build -t {image} ...`) or load it (`docker load -i FILE`) on this engine, then check "
+            "it again: a name without a registry is never pulled (that would go to Docker Hub); the kit's own image "
+            "builds offline with `hermes-kernel build-image`")
 
 
 def _init_check(entrypoint: list[str]) -> ImageCheck:

@@ -36,7 +36,7 @@ from pytest_hermes_kernel.containers.base_image import (
     build_base,
     step,
 )
-from pytest_hermes_kernel.errors import ImageBuildError
+from pytest_hermes_kernel.errors import ImageBuildError, TransportUnavailableError
 
 if TYPE_CHECKING:
     import docker
@@ -186,14 +186,17 @@ def content_hash(context: Path, base_id: str) -> str:
 
 
 def _client() -> docker.DockerClient:
-    import docker
+    """The environment's engine (``DOCKER_HOST``), for a build (API calls may take 600 s).
+
+    :raises ImageBuildError: if it does not answer: one line that names it, with its own hint
+        (it was urllib3's ``Connection aborted`` text, and the build's hint on debootstrap).
+    """
+    from .engines import engine_client
 
     try:
-        client = docker.from_env(timeout=600)
-        client.ping()
-    except Exception as exc:
-        raise ImageBuildError(f"no docker engine: {exc}\n{HINT}") from exc
-    return client
+        return engine_client(None, timeout=600)
+    except TransportUnavailableError as exc:
+        raise ImageBuildError(f"no docker engine: {exc}") from None
 
 
 def _ensure_locked(client: docker.DockerClient, tag: str, progress: Progress) -> str:

@@ -10,7 +10,9 @@ that ``hermes-kernel ls`` prints.
 
 Who reads them: ``hermes-kernel ls/attach/exec/sweep`` (:mod:`pytest_hermes_kernel.cli`), and
 the sweeps of dead hosts' leftovers, which leave an unexpired kept kernel's processes and kernel
-dir alone (:func:`exempt_kernel_ids`, :func:`exempt_kernel_dirs`), and the docker transport,
+dir alone (:class:`KeptNearby`: a local kernel carries its host's temp dir, :data:`TMPDIR_ENV` in
+its processes' environment and a line of its kernel dir's host file, so a sweep run with another
+``TMPDIR`` reads the records there too; it killed them), and the docker transport,
 whose run's last member, start-up sweep and leak probe leave a container holding an unexpired
 kept kernel alone (:func:`exempt_container_ids`, :func:`holds_kept_kernel`: the record's
 locator names the container; the container's :data:`~.labels.LABEL_TMPDIR` label says under
@@ -36,8 +38,12 @@ from .sharing import flock_current
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KeptKernel", "exempt_container_ids", "exempt_kernel_dirs", "exempt_kernel_ids", "find", "holds_kept_kernel",
-           "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
+__all__ = ["TMPDIR_ENV", "KeptKernel", "KeptNearby", "exempt_container_ids", "exempt_kernel_ids", "find",
+           "holds_kept_kernel", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
+
+#: In a local kernel's processes' environment: its host's temp dir, under which the host writes
+#: the kernel's record if it keeps it (the local counterpart of :data:`~.labels.LABEL_TMPDIR`).
+TMPDIR_ENV = "HERMES_KERNEL_TMPDIR"
 
 
 @dataclass(frozen=True)
@@ -213,9 +219,34 @@ def exempt_kernel_ids(directory: str | None = None) -> set[str]:
     return {r.kernel_id for r in unexpired(directory)}
 
 
-def exempt_kernel_dirs(directory: str | None = None) -> set[str]:
-    """Kernel dirs (where the kernel runs) of unexpired kept kernels: stale-dir sweeps leave them alone."""
-    return {str(r.locator["kernel_dir"]) for r in unexpired(directory) if r.locator.get("kernel_dir")}
+class KeptNearby:
+    """The unexpired kept kernels a sweep of dead hosts' leftovers leaves alone: those of this
+    process's records and of the records under the temp dir a kernel names as its host's
+    (:data:`TMPDIR_ENV`), each kept dir read once per sweep.
+
+    A record under another temp dir counts only there: the sweep's own ``TMPDIR`` no longer
+    decides whether a kept kernel is a leftover (run with another one, it killed them).
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str | None, list[KeptKernel]] = {}
+
+    def _unexpired(self, tmpdirs: Collection[str | None]) -> Iterator[KeptKernel]:
+        for tmpdir in {None, *tmpdirs}:
+            if tmpdir not in self._records:
+                self._records[tmpdir] = unexpired(tmpdir)
+            yield from self._records[tmpdir]
+
+    def holds_kernel(self, kernel_id: str | None, tmpdir: str | None) -> bool:
+        """Whether ``kernel_id`` is an unexpired kept kernel's, among this process's records or
+        those under ``tmpdir`` (the host's temp dir the kernel names; ``None``: none named)."""
+        return bool(kernel_id) and any(r.kernel_id == kernel_id for r in self._unexpired({tmpdir}))
+
+    def holds_dir(self, path: str, tmpdir: str | None) -> bool:
+        """Whether ``path`` is an unexpired kept kernel's kernel dir (see :meth:`holds_kernel`)."""
+        real = os.path.realpath(path)
+        return any(r.locator.get("kernel_dir") and os.path.realpath(str(r.locator["kernel_dir"])) == real
+                   for r in self._unexpired({tmpdir}))
 
 
 def exempt_container_ids(directory: str | None = None, ignoring: Collection[str] = ()) -> set[str]:

@@ -329,7 +329,7 @@ def file_descriptors() -> Snapshot:
 
 
 def _own_dir_prefix() -> str:
-    from ..transports.local import KERNEL_DIR_PREFIX
+    from ..transports.kernel_dirs import KERNEL_DIR_PREFIX
 
     return f"{KERNEL_DIR_PREFIX}{os.getpid()}-"
 
@@ -347,7 +347,7 @@ def kernel_dirs() -> Snapshot:
     """
     if _LOCAL_TRANSPORT not in sys.modules:  # only the local transport makes them
         return {}
-    from ..transports.local import kernel_dir_root
+    from ..transports.kernel_dirs import kernel_dir_root
 
     root, prefix = kernel_dir_root(), _own_dir_prefix()
     try:
@@ -359,7 +359,7 @@ def kernel_dirs() -> Snapshot:
 
 def _remove_kernel_dir(identity: str) -> None:
     """Remove a leaked kernel dir of this process (its processes were ended by the probes before)."""
-    from ..transports.local import kernel_dir_root
+    from ..transports.kernel_dirs import kernel_dir_root
 
     name = identity.partition(":")[2]
     path = os.path.join(kernel_dir_root(), name)

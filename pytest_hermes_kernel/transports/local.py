@@ -41,15 +41,14 @@ from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.environ import SERVER_KERNEL_ID
-from ..procs import dirs_under, kill_session, note_left_behind, pid_alive, start_ticks
+from ..containers.kept import TMPDIR_ENV
+from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
 from .forked import with_fallback
-from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, SERVER_DIR_PREFIX, LocalServer, LocalServers
+from .kernel_dirs import KERNEL_DIR_PREFIX, kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
+from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
 from .runner_zipapp import write_runner
 
-KERNEL_DIR_PREFIX = "hermes-kernel-"
 LOG_NAME = "runner.log"
-#: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep.
-HOST_FILE = "runner.host"
 #: The socket a kept kernel listens on, in its 0700 kernel dir (``--hermes-keep-failed``).
 KEPT_SOCKET_NAME = "kept.sock"
 #: Poll interval (seconds) while waiting for a forked runner where there are no pidfds.
@@ -63,19 +62,17 @@ LAUNCH_ENV_NAMES = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "PYT
 def launch_env(kernel_id: str) -> dict[str, str]:
     """The fixed environment a local runner starts with: :data:`LAUNCH_ENV_NAMES` as the host has
     them, and the kernel markers (:func:`~.detached.launch_env`: the leak probes, ``hermes-kernel
-    sweep`` and the failed-launch kill find a kernel's processes by them). The kernel's own
-    environment is applied by its worker (``kernel/runner/environ.py``).
+    sweep`` and the failed-launch kill find a kernel's processes by them), and this host's temp
+    dir (:data:`~pytest_hermes_kernel.containers.kept.TMPDIR_ENV`: a sweep run with another
+    ``TMPDIR`` finds a kept kernel's record by it). The kernel's own environment is applied by its
+    worker (``kernel/runner/environ.py``).
     """
     from .detached import launch_env as markers
 
     env = {name: os.environ[name] for name in LAUNCH_ENV_NAMES if name in os.environ}
     env.update(markers(kernel_id))
+    env[TMPDIR_ENV] = tempfile.gettempdir()  # where its record is, should it be kept: the sweeps look there
     return env
-
-
-def kernel_dir_root() -> str:
-    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
-    return os.environ.get("PYTEST_HERMES_KERNEL_DIR") or tempfile.gettempdir()
 
 
 class LocalTransport(Transport):
@@ -109,7 +106,7 @@ class LocalTransport(Transport):
 
     def _fork(self, spec: LaunchSpec, python: str) -> Launched:
         assert self._servers is not None
-        kdir = _new_kernel_dir()
+        kdir = new_kernel_dir()
         host_end, kernel_end = socket.socketpair()
         config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True, log=os.path.join(kdir, LOG_NAME))
         try:
@@ -234,6 +231,16 @@ class LocalTransport(Transport):
         return Launched(stream=SocketStream(sock), pid=pid, kernel_dir=locator.get("kernel_dir"),
                         label=f"local pid {pid}, kept", extra={"runner": ForkedRunner(pid, None), "start_ticks": ticks})
 
+    def cleanup_kept(self, locator: dict[str, Any]) -> None:
+        """Remove a gone kept kernel's kernel dir (its runner was killed, so nothing removed it):
+        only a local kernel dir, never through a symlink, and not while its runner still runs."""
+        kdir, pid = locator.get("kernel_dir"), locator.get("runner_pid")
+        if not (isinstance(kdir, str) and os.path.basename(kdir).startswith(KERNEL_DIR_PREFIX)) or os.path.islink(kdir):
+            return
+        if isinstance(pid, int) and pid_alive(pid) and start_ticks(pid) == locator.get("start_ticks"):
+            return  # the same runner still runs (a zombie does not): it is not gone
+        shutil.rmtree(kdir, ignore_errors=True)
+
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
         return [] if self._servers is None else self._servers.pids()
@@ -353,98 +360,17 @@ class ForkedRunner:
     disown = close  # its server, not this process, is its parent
 
 
-def _new_kernel_dir() -> str:
-    """A new kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``) holding only
-    :data:`HOST_FILE`.
-
-    The host pid in the name lets the leak checker tell this process's dirs apart; the host file
-    names the pid namespace that pid belongs to (see :func:`_host_dead`).
-    """
-    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
-    with open(os.path.join(kdir, HOST_FILE), "x", encoding="ascii") as fh:
-        fh.write(f"{os.getpid()} {_pid_namespace()}\n")
-    return kdir
-
-
-def _pid_namespace() -> str:
-    """This process's pid namespace (``pid:[4026531836]``); ``""`` where ``/proc`` cannot say."""
-    try:
-        return os.readlink("/proc/self/ns/pid")
-    except OSError:
-        return ""
-
-
 def _make_kernel_dir() -> tuple[str, str]:
-    """A new kernel dir (:func:`_new_kernel_dir`) holding the runner file (a forked kernel runs
+    """A new kernel dir (:func:`new_kernel_dir`) holding the runner file (a forked kernel runs
     its server's instead).
 
     :returns: the dir and the runner file's path in it.
     :raises KernelStartError: if the runner file cannot be written there.
     """
-    kdir = _new_kernel_dir()
+    kdir = new_kernel_dir()
     try:
         return kdir, write_runner(kdir)  # ~0.1 ms; private, and it goes with the kernel
     except OSError as exc:
         shutil.rmtree(kdir, ignore_errors=True)
         raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\n"
                                "Hint: is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?") from None
-
-
-def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
-    """Remove local kernel dirs older than ``max_age_s`` seconds or whose host pid is dead.
-
-    Another live host may own younger dirs; symlinks are never followed.
-
-    :returns: how many dirs were removed.
-    """
-    removed = 0
-    for path in stale_kernel_dirs(max_age_s, root):
-        try:
-            shutil.rmtree(path)
-            removed += 1
-        except OSError:
-            continue
-    return removed
-
-
-def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
-    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed);
-    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`).
-
-    :param max_age_s: a dir older than this (seconds since its last change) is stale.
-    :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
-    """
-    from ..containers.kept import exempt_kernel_dirs
-
-    now = time.time()
-    stale = []
-    kept = exempt_kernel_dirs()  # a kept kernel's dir (its socket) stays until its TTL ends
-    for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
-        if path in kept:
-            continue
-        try:
-            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
-                stale.append(path)
-        except OSError:
-            continue
-    return stale
-
-
-def _host_dead(rest: str, path: str) -> bool:
-    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
-    ``hermes-kernel-server-<host pid>-<random>``) at ``path`` belongs to a dead host.
-
-    A pid is only dead in the pid namespace it was seen in: when the dir's :data:`HOST_FILE`
-    names another namespace (a sweep run inside a container or ``unshare --pid`` that shares
-    this temp dir), every host there looks dead from here, so nothing is judged (that once
-    removed a parallel run's live kernel dirs, one a runner was starting from).
-    """
-    pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
-    if not (sep and pid.isdigit()) or pid_alive(int(pid)):
-        return False
-    try:
-        with open(os.path.join(path, HOST_FILE), encoding="ascii") as fh:
-            namespace = fh.read().split()[1:2]
-    except (OSError, UnicodeDecodeError):
-        return True  # no host file (a server's dir, an older kit's): the pid alone decides
-    return not namespace or namespace[0] == _pid_namespace()

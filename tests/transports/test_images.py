@@ -53,10 +53,28 @@ def test_doctor_names_what_an_image_lacks(client):
 
 
 def test_doctor_on_a_missing_image_says_so_and_what_to_do():
+    """A bare name is never pulled (README, Image missing), so the hint never says `docker pull`
+    for one: it did, on a machine that can reach no registry."""
     image = f"hermes-no-such-image:{uuid.uuid4().hex[:8]}"
     done = _doctor(image)
     assert done.returncode == 1 and "is not on the docker engine" in done.stdout, done.stdout
-    assert f"`docker pull {image}`" in done.stdout and "`hermes-kernel build-image`" in done.stdout, done.stdout
+    assert "docker pull" not in done.stdout, done.stdout
+    assert f"build it (`docker build -t {image} ...`) or load it (`docker load -i FILE`)" in done.stdout, done.stdout
+    assert "never pulled" in done.stdout and "`hermes-kernel build-image`" in done.stdout, done.stdout
+
+
+def test_doctor_on_a_missing_image_with_a_registry_says_it_is_pulled():
+    image = f"127.0.0.1:9/hermes/no-such-image:{uuid.uuid4().hex[:8]}"  # loopback: nothing is pulled by doctor
+    done = _doctor(image)
+    assert done.returncode == 1 and "is not on the docker engine" in done.stdout, done.stdout
+    assert "pulls it from 127.0.0.1:9 when it first needs it" in done.stdout, done.stdout
+    assert f"`docker pull {image}`" in done.stdout, done.stdout
+
+
+def test_the_hint_for_the_kits_own_image_is_build_image():
+    from pytest_hermes_kernel.containers.image_check import missing_image_hint
+
+    assert missing_image_hint(KIT_IMAGE).startswith("build it with `hermes-kernel build-image`")
 
 
 def test_a_missing_image_without_a_registry_in_its_name_is_never_pulled(client):

@@ -13,11 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from pytest_hermes_kernel.transports.local import HOST_FILE, KERNEL_DIR_PREFIX, _new_kernel_dir, sweep_stale_kernel_dirs
+from pytest_hermes_kernel.transports.kernel_dirs import HOST_FILE, KERNEL_DIR_PREFIX, new_kernel_dir, sweep_stale_kernel_dirs
 
 WEEK_S = 7 * 86400.0
 
@@ -36,10 +37,10 @@ def _dir_of(root: Path, pid: int, host_file: str | None) -> Path:
     return path
 
 
-def test_a_new_kernel_dir_names_its_host_and_the_hosts_pid_namespace(monkeypatch, tmp_path):
+def test_a_new_kernel_dir_names_its_host_the_hosts_pid_namespace_and_temp_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
-    kdir = _new_kernel_dir()
-    assert Path(kdir, HOST_FILE).read_text() == f"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\n"
+    kdir = new_kernel_dir()
+    assert Path(kdir, HOST_FILE).read_text() == f"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\n{tempfile.gettempdir()}\n"
 
 
 def test_a_dead_hosts_dir_goes_unless_its_host_lived_in_another_pid_namespace(tmp_path):
@@ -57,8 +58,8 @@ def test_a_sweep_inside_another_pid_namespace_leaves_a_live_hosts_dirs(monkeypat
     if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode != 0:
         pytest.skip("needs unshare -Urpf --mount-proc")
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
-    live = Path(_new_kernel_dir())
-    sweep = ("from pytest_hermes_kernel.transports.local import sweep_stale_kernel_dirs; "
+    live = Path(new_kernel_dir())
+    sweep = ("from pytest_hermes_kernel.transports.kernel_dirs import sweep_stale_kernel_dirs; "
              f"print(sweep_stale_kernel_dirs({WEEK_S}, root={str(tmp_path)!r}))")
     out = subprocess.run([*probe[:3], sys.executable, "-c", sweep], capture_output=True, text=True, timeout=60)
 

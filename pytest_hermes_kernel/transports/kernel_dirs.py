@@ -1,0 +1,127 @@
+"""Local kernel dirs: each made private (0700) and naming its host, and the stale-dir sweep that
+removes a dead host's (the registry's reaper, ``hermes-kernel sweep kernel-dirs``), never a kept
+kernel's.
+
+A kernel dir is ``<root>/hermes-kernel-<host pid>-<random>`` (root: :func:`kernel_dir_root`). Its
+:data:`HOST_FILE` names the host's pid namespace, where that pid is judged, and the host's temp
+dir, under which a kept kernel's record is (:mod:`~pytest_hermes_kernel.containers.kept`): a
+sweep run with another ``TMPDIR`` reads it there, and leaves the dir alone until the kernel's TTL
+has run out (it removed it).
+
+May import: the kernel core, ``containers``, ``procs`` and ``errors``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+
+from ..procs import dirs_under, pid_alive
+from .local_server import SERVER_DIR_PREFIX
+
+__all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "kernel_dir_root", "new_kernel_dir", "stale_kernel_dirs",
+           "sweep_stale_kernel_dirs"]
+
+KERNEL_DIR_PREFIX = "hermes-kernel-"
+#: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep, and on a
+#: second line the host's temp dir, under which a kept kernel's record is (the sweep reads it there).
+HOST_FILE = "runner.host"
+
+
+def kernel_dir_root() -> str:
+    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
+    return os.environ.get("PYTEST_HERMES_KERNEL_DIR") or tempfile.gettempdir()
+
+
+def new_kernel_dir() -> str:
+    """A new kernel dir (mode 0700, ``hermes-kernel-<host pid>-<random>``) holding only
+    :data:`HOST_FILE`.
+
+    The host pid in the name lets the leak checker tell this process's dirs apart; the host file
+    names the pid namespace that pid belongs to (see :func:`_host_dead`) and the host's temp dir
+    (see :func:`_host_tmpdir`).
+    """
+    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
+        fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")
+    return kdir
+
+
+def _pid_namespace() -> str:
+    """This process's pid namespace (``pid:[4026531836]``); ``""`` where ``/proc`` cannot say."""
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
+    """Remove local kernel dirs older than ``max_age_s`` seconds or whose host pid is dead.
+
+    Another live host may own younger dirs; symlinks are never followed.
+
+    :returns: how many dirs were removed.
+    """
+    removed = 0
+    for path in stale_kernel_dirs(max_age_s, root):
+        try:
+            shutil.rmtree(path)
+            removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
+    """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed);
+    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`).
+
+    :param max_age_s: a dir older than this (seconds since its last change) is stale.
+    :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
+    """
+    from ..containers.kept import KeptNearby
+
+    now = time.time()
+    stale = []
+    kept = KeptNearby()  # a kept kernel's dir (its socket) stays until its TTL ends
+    for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
+        try:
+            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
+                if not kept.holds_dir(path, _host_tmpdir(path)):
+                    stale.append(path)
+        except OSError:
+            continue
+    return stale
+
+
+def _host_tmpdir(path: str) -> str | None:
+    """The temp dir of the host that made kernel dir ``path`` (its :data:`HOST_FILE`'s second
+    line): a kept kernel's record is under it. ``None`` when the file does not say (an older kit's)."""
+    try:
+        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    return lines[1] if len(lines) > 1 and lines[1] else None
+
+
+def _host_dead(rest: str, path: str) -> bool:
+    """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
+    ``hermes-kernel-server-<host pid>-<random>``) at ``path`` belongs to a dead host.
+
+    A pid is only dead in the pid namespace it was seen in: when the dir's :data:`HOST_FILE`
+    names another namespace (a sweep run inside a container or ``unshare --pid`` that shares
+    this temp dir), every host there looks dead from here, so nothing is judged (that once
+    removed a parallel run's live kernel dirs, one a runner was starting from).
+    """
+    pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
+    if not (sep and pid.isdigit()) or pid_alive(int(pid)):
+        return False
+    try:
+        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
+            namespace = fh.readline().split()[1:2]  # the first line; the second is the host's temp dir
+    except OSError:
+        return True  # no host file (a server's dir, an older kit's): the pid alone decides
+    return not namespace or namespace[0] == _pid_namespace()

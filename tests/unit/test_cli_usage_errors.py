@@ -1,0 +1,42 @@
+"""A usage error of a ``hermes-kernel`` subcommand shows that subcommand's usage line: ``sweep
+--kept --kernel nosuch``, ``ls --idz`` and ``doctor NAME`` printed the top-level one
+(``usage: hermes-kernel [-h] {doctor,build-image,...} ...``), which says nothing of the options
+that were wrong. The exit status stays argparse's 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel.cli import main
+
+
+@pytest.mark.parametrize(("argv", "usage", "error"), [
+    (["sweep", "--kept", "--kernel", "nosuch"], "usage: hermes-kernel sweep ", "--kernel: no kept kernel 'nosuch'"),
+    (["sweep", "--kernel", "x"], "usage: hermes-kernel sweep ", "--kernel needs --kept"),
+    (["sweep", "nosuch-kind"], "usage: hermes-kernel sweep ", "unknown sweep kind nosuch-kind"),
+    (["ls", "--idz"], "usage: hermes-kernel ls ", "unrecognized arguments: --idz"),
+    (["exec", "some-id", "1", "--bogus"], "usage: hermes-kernel exec ", "unrecognized arguments: --bogus"),
+    (["doctor", "nosuch"], "usage: hermes-kernel doctor ", "unknown transport nosuch"),
+], ids=["sweep-kernel", "sweep-kernel-without-kept", "sweep-kind", "ls", "exec", "doctor"])
+def test_a_subcommands_usage_error_shows_its_usage(argv: list[str], usage: str, error: str, private_tmp: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert err.startswith(usage), err
+    assert f"hermes-kernel {argv[0]}: error: {error}" in err, err
+
+
+def test_a_misspelt_transport_of_doctor_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel doctor dockr`` says what ``pytest --hermes-transport=dockr`` says: did you mean 'docker'?"""
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", "dockr"])
+
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert ("hermes-kernel doctor: error: unknown transport dockr; did you mean 'docker'? "
+            "known: local, docker, ssh, filecell") in err, err
