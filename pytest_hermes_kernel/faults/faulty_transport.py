@@ -253,6 +253,9 @@ class FaultyTransport(Transport):
     def attach_kept(self, locator: dict[str, Any]) -> Launched:
         return self.inner.attach_kept(locator)  # a kept kernel's later stream is never faulted
 
+    def cleanup_kept(self, locator: dict[str, Any]) -> None:
+        self.inner.cleanup_kept(locator)
+
     def keep_address(self, launched: Launched) -> str | None:
         return self.inner.keep_address(self._inner_of(launched))
 
