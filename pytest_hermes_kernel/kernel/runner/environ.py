@@ -23,6 +23,7 @@ processes cells start, not to the kernel's own interpreter.
 from __future__ import annotations
 
 import faulthandler
+import fcntl
 import io
 import os
 import signal
@@ -64,6 +65,13 @@ def _extend_sys_path(pythonpath: str) -> None:
     sys.path[1:1] = entries
 
 
+#: Private copies of the output pipes' write ends (close-on-exec), from which :func:`restore_stdio`
+#: puts fd 1 and 2 back; set by :func:`become_worker`.
+_STDIO_COPIES: dict[int, int] = {}
+#: Lowest fd the copies take (out of the way of the small numbers a cell's own files get).
+_COPY_FD_MIN = 64
+
+
 def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
     ``faulthandler`` on fd 2, the kernel's environment (:mod:`.environ`)."""
@@ -72,6 +80,7 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     os.dup2(null, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
+    _STDIO_COPIES.update({fd: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _COPY_FD_MIN) for fd in (1, 2)})
     for fd in (null, out_w, err_w):
         if fd > 2:
             os.close(fd)
@@ -89,6 +98,25 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     if "" not in sys.path:
         sys.path.insert(0, "")
     apply_kernel_env(config)
+
+
+def restore_stdio() -> None:
+    """Before each cell: fd 1 and 2 on the output pipes again, and a ``sys.stdout``/``sys.stderr``
+    that a cell closed replaced. A cell that closed fd 1 (or ``dup2``-ed another file over it)
+    left every later cell without captured output: ``print`` raised ``EBADF``, and the output of
+    the processes it started was lost, for the kernel's life (found by a breaker helper)."""
+    for fd, copy in _STDIO_COPIES.items():
+        try:
+            same = os.path.samestat(os.fstat(fd), os.fstat(copy))
+        except OSError:
+            same = False
+        if not same:
+            os.dup2(copy, fd)
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        for attr in (name, f"__{name}__"):
+            stream = getattr(sys, attr)
+            if stream is None or getattr(stream, "closed", False):
+                setattr(sys, attr, _text_stream(fd))
 
 
 def _text_stream(fd: int) -> io.TextIOWrapper:

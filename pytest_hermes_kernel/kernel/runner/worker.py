@@ -33,7 +33,7 @@ import traceback
 import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker
+from .environ import become_worker, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 from .kick import install_kick_handler
 
@@ -231,6 +231,7 @@ class Worker:
     def run_cell(self, msg: Header) -> None:
         """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
         self.execution_count += 1
+        restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
         started = time.perf_counter()
