@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from .probes import PROBES, UNCHECKED, Probe, Snapshot
+
+#: The kernel id in a process's description (``pid N (kernel K): command``, :func:`.probes._describe`;
+#: remote ones: ``pid N in container C (kernel K): command``).
+_KERNEL_OF = re.compile(r"\(kernel ([^)\s]+)\)")
+#: In the command line of a kernel's runner and worker (and of the kernel server that forks them).
+RUNNER_MARK = "hermes-runner-"
 
 
 @dataclass
@@ -28,7 +35,13 @@ class LeakReport:
         return {kind: len(items) for kind, items in self.leaks.items() if items}
 
     def format(self, nodeid: str) -> str:
+        """The report: one line per kernel whose processes outlived the test (its processes show
+        the kernel server's command line, which read as if the server had leaked), one per leak."""
         lines = [f"{nodeid}: resources outlived the test (after fixture teardown):"]
+        kernels = sorted({kid for kind, items in self.leaks.items() if "process" in kind for desc in items.values()
+                          if RUNNER_MARK in desc for kid in _KERNEL_OF.findall(desc) if kid != "?"})
+        lines += [f"  kernel {kid} still runs (its runner or worker outlived the test): shut it down (call "
+                  "shutdown(), or start it with `with start_kernel(...)` or a hermes_* fixture)" for kid in kernels]
         for kind, items in sorted(self.leaks.items()):
             for desc in sorted(items.values()):
                 lines.append(f"  leaked {kind}: {desc}")
