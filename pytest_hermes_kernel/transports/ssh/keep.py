@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING, Any
 from ...containers.kept import save_secret
 from ...errors import TransportLostError
 from ...kernel.contract import Launched
-from ..detached import NullStream
+from ..detached import SSH_KERNEL_ROOT, NullStream
+from .probes import end_kernel
 
 if TYPE_CHECKING:
     from .transport import SshTransport
 
-__all__ = ["attach_kept", "kept_locator_of", "locator_of", "release"]
+__all__ = ["attach_kept", "cleanup_kept", "kept_locator_of", "locator_of", "release"]
 
 
 def locator_of(transport: SshTransport, launched: Launched) -> dict[str, Any]:
@@ -98,4 +99,19 @@ def attach_kept(transport: SshTransport, locator: dict[str, Any]) -> Launched:
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}, kept", extra=extra)
+
+
+def cleanup_kept(transport: SshTransport, locator: dict[str, Any]) -> None:
+    """Remove what a kept kernel that is gone for good left on its host (a runner killed by hand or
+    by a sweep never removed its kernel dir): every process still carrying its kernel id ends,
+    then its dir goes (``hermes-kernel sweep --kept`` calls it before it removes the record).
+    Only a dir under ``~/.hermes-kernels``; never raises (a host that does not answer keeps it)."""
+    kdir = locator.get("kernel_dir")
+    if not isinstance(kdir, str) or f"/{SSH_KERNEL_ROOT}/" not in kdir:
+        return
+    try:
+        conn = transport.connection()
+    except (TransportLostError, OSError):
+        return
+    end_kernel(transport, conn, kdir, os.path.basename(kdir), "gone kept kernel")
 

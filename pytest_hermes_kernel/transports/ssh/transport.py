@@ -328,6 +328,7 @@ class SshTransport(Transport):
     kept_locator = keep.kept_locator_of
     release = keep.release
     attach_kept = keep.attach_kept
+    cleanup_kept = keep.cleanup_kept
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (:func:`.probes.kernel_processes`)."""
