@@ -263,14 +263,18 @@ def child_processes() -> Snapshot:
 
 
 def kernel_resources(kernel_ids: Collection[str]) -> set[str]:
-    """Identities (as the process probes name them) of these kernels' processes and their children."""
+    """Identities (as the process probes name them) of these kernels' processes, their children,
+    and the child of this process they run under (what holds them here: a filecell backend's
+    subreaper, a kernel server), which the child-process probe lists."""
     out: set[str] = set()
+    me = os.getpid()
     for pid in pids_with_env("HERMES_KERNEL_ID", kernel_ids):
         try:
             proc = psutil.Process(pid)
             if proc.environ().get("HERMES_KERNEL_ID") not in kernel_ids:
                 continue
-            for member in [proc, *proc.children(recursive=True)]:
+            holder = next((p for p in proc.parents() if p.ppid() == me), None)
+            for member in [proc, *proc.children(recursive=True), *([holder] if holder is not None else [])]:
                 out.add(_identity(member.pid))
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue

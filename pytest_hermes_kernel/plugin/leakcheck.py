@@ -120,10 +120,12 @@ class LeakCheckPlugin:
             before = {kind: {k: v for k, v in snap.items() if k not in released and not _names(k, v, released_kernels)}
                       for kind, snap in before.items()}
         held = _held_handles(set(self._holdings.values()))
-        held_ids = {h.kernel_id for h in held}
+        kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
+        ids, dirs = {h.kernel_id for h in [*held, *kept]}, _kernel_dirs(kept)
         report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
                                     | _kernel_identities(held),
-                                    exempt_if=(lambda key, what: _names(key, what, held_ids)) if held_ids else None)
+                                    exempt_if=(lambda key, what: _names(key, what, ids) or key.endswith(dirs))
+                                    if ids else None)
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)
@@ -174,6 +176,12 @@ def _kernel_identities(handles: Collection[Any], records: Collection[Any] = ()) 
     kdirs += [r.locator.get("kernel_dir") for r in records]
     ids = {h.kernel_id for h in handles} | {r.kernel_id for r in records}
     return kernel_resources(ids) | {f"dir:{os.path.basename(d)}" for d in kdirs if d}
+
+
+def _kernel_dirs(handles: Collection[Any]) -> tuple[str, ...]:
+    """``:<kernel dir>`` of each handle with one: how a transport's own probe ends the identity of
+    a kernel dir it lists (a filecell backend's: ``filecell:<backend>:<path>``)."""
+    return tuple(f":{h.launched.kernel_dir}" for h in handles if h.launched is not None and h.launched.kernel_dir)
 
 
 def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:

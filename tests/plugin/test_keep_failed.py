@@ -379,3 +379,32 @@ def test_a_kept_kernel_whose_worker_died_is_reported_at_the_next_command_not_rep
     assert after.stderr == (f"[kernel {kid}: the kept kernel's worker had ended before this attach (exit code 4); its "
                             "state is gone and nothing was run (this command starts no new worker): end it with "
                             f"`hermes-kernel sweep --kept --kernel {kid}`]\n")
+
+
+FILECELL_KEPT = """
+import os
+PIDS = {}
+
+def test_fails(hermes_kernel):
+    PIDS["runner"], PIDS["worker"] = hermes_kernel.runner_pid, hermes_kernel.worker_pid
+    hermes_kernel.execute("kept_var = 41")
+    assert hermes_kernel.execute("kept_var").value == "42", "deliberate failure"
+
+def test_later_in_the_same_session():
+    assert PIDS and all(os.path.exists(f"/proc/{pid}") for pid in PIDS.values()), PIDS
+"""
+
+
+def test_a_kernel_kept_until_the_session_ends_is_no_leak(pytester, run, kept_env):
+    """Found by a CI-user helper: a failed test's filecell kernel, which cannot outlive the session
+    and is kept until it ends, was reported as a leak (its backend's subreaper as a ``child
+    process``, its kernel dir as a ``kernel dir``): with ``--hermes-leak-check=error`` its test
+    errored at teardown, and the kernel was in fact still alive for the next test."""
+    pytester.makepyfile(test_keep=FILECELL_KEPT)
+
+    result = run("--hermes-keep-failed", "--hermes-transport=filecell", "--hermes-leak-check=error")
+
+    result.assert_outcomes(failed=1, passed=1)
+    assert "leaked" not in result.stdout.str(), result.stdout.str()
+    result.stdout.fnmatch_lines(["kept for post-mortem: test_keep.py::test_fails[[]filecell[]]: kernel * (shut down at "
+                                 "session end: it cannot outlive it)"])
