@@ -23,7 +23,6 @@ processes cells start, not to the kernel's own interpreter.
 from __future__ import annotations
 
 import faulthandler
-import fcntl
 import io
 import os
 import signal
@@ -65,11 +64,11 @@ def _extend_sys_path(pythonpath: str) -> None:
     sys.path[1:1] = entries
 
 
-#: Private copies of the output pipes' write ends (close-on-exec), from which :func:`restore_stdio`
-#: puts fd 1 and 2 back; set by :func:`become_worker`.
-_STDIO_COPIES: dict[int, int] = {}
-#: Lowest fd the copies take (out of the way of the small numbers a cell's own files get).
-_COPY_FD_MIN = 64
+#: fd 1 and 2 as :func:`become_worker` set them: fd -> (the pipe's ``(st_dev, st_ino)``, where
+#: :func:`restore_stdio` opens it again: ``/proc/<supervisor>/fd/<its write end>``). The worker
+#: holds no copy of its own: a cell's ``os.closerange`` could close it, or a file of the cell's
+#: take its number, and a low ``ulimit -n`` leaves no room for one.
+_STDIO: dict[int, tuple[tuple[int, int], str]] = {}
 
 
 def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
@@ -80,7 +79,7 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     os.dup2(null, 0)
     os.dup2(out_w, 1)
     os.dup2(err_w, 2)
-    _STDIO_COPIES.update({fd: fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _COPY_FD_MIN) for fd in (1, 2)})
+    _STDIO.update({fd: (_pipe_of(fd), f"/proc/{os.getppid()}/fd/{source}") for fd, source in ((1, out_w), (2, err_w))})
     for fd in (null, out_w, err_w):
         if fd > 2:
             os.close(fd)
@@ -104,19 +103,40 @@ def restore_stdio() -> None:
     """Before each cell: fd 1 and 2 on the output pipes again, and a ``sys.stdout``/``sys.stderr``
     that a cell closed replaced. A cell that closed fd 1 (or ``dup2``-ed another file over it)
     left every later cell without captured output: ``print`` raised ``EBADF``, and the output of
-    the processes it started was lost, for the kernel's life (found by a breaker helper)."""
-    for fd, copy in _STDIO_COPIES.items():
+    the processes it started was lost, for the kernel's life (found by a breaker helper). The pipe
+    is opened again through the supervisor's own write end (``/proc/<pid>/fd/<n>``); where that
+    fails the fd stays as the cell left it. Never raises."""
+    for fd, (pipe, path) in _STDIO.items():
+        if _pipe_of(fd) == pipe:
+            continue
         try:
-            same = os.path.samestat(os.fstat(fd), os.fstat(copy))
+            again = os.open(path, os.O_WRONLY)  # the lowest free fd: ``fd`` itself when the cell closed it
         except OSError:
-            same = False
-        if not same:
-            os.dup2(copy, fd)
+            continue
+        if again == fd:
+            os.set_inheritable(fd, True)  # (os.open makes it close-on-exec: the cell's subprocesses write to it)
+            continue
+        try:
+            if _pipe_of(again) == pipe:
+                os.dup2(again, fd)
+        except OSError:
+            pass
+        finally:
+            os.close(again)
     for name, fd in (("stdout", 1), ("stderr", 2)):
         for attr in (name, f"__{name}__"):
             stream = getattr(sys, attr)
             if stream is None or getattr(stream, "closed", False):
                 setattr(sys, attr, _text_stream(fd))
+
+
+def _pipe_of(fd: int) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of what ``fd`` refers to; ``None`` when it is closed."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _text_stream(fd: int) -> io.TextIOWrapper:
