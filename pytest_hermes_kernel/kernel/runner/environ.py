@@ -127,7 +127,10 @@ def restore_stdio() -> None:
         for attr in (name, f"__{name}__"):
             stream = getattr(sys, attr)
             if stream is None or getattr(stream, "closed", False):
-                setattr(sys, attr, _text_stream(fd))
+                try:
+                    setattr(sys, attr, _text_stream(fd))
+                except OSError:  # fd itself is closed and could not be opened again
+                    pass
 
 
 def _pipe_of(fd: int) -> tuple[int, int] | None:
