@@ -12,10 +12,11 @@ outside at once (:func:`end_at_once`) and the call below ends with the kernel sh
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ChannelClosed, ChannelHeldHereError, KernelStartError
 from .lifecycle import KernelState, Loss
@@ -149,22 +150,51 @@ def despite_signals(step: Callable[[], T]) -> T:
     Python runs signal handlers in the main thread only, between two steps of it. There, while
     ``step`` runs, the Python-level handlers of SIGINT, SIGTERM and SIGHUP (those that are
     Python functions, such as the default ``KeyboardInterrupt`` one) are swapped for one that
-    only notes the signal; once ``step`` is done they are put back and each noted signal's own
-    handler is called, so its exception comes out then. In any other thread ``step`` just runs.
+    only notes the signal; once ``step`` is done they are put back, then each noted signal's own
+    handler is called once. A signal handled while they are swapped in cuts the swap short, not
+    ``step`` (it runs, then that signal's exception goes on); from the moment ``step`` is done the
+    noting handler hands every signal to the one it replaced, so a signal that lands while they
+    are put back is never swallowed. In any other thread ``step`` just runs.
 
     :returns: what ``step`` returned.
-    :raises: what ``step`` raised, else what a noted signal's handler raised.
+    :raises: what ``step`` raised, else the first exception a noted signal's handler raised.
     """
     if threading.current_thread() is not threading.main_thread():
         return step()
     noted: list[int] = []
-    held = {signum: handler for signum in HELD_SIGNALS if callable(handler := signal.getsignal(signum))}
-    for signum in held:
-        signal.signal(signum, lambda signum, _frame: noted.append(signum))
+    held: dict[int, Any] = {}
+    done: list[bool] = []
+
+    def note(signum: int, frame: object) -> None:
+        if done:  # step is done: this is the handler's own signal now (we are putting it back)
+            held[signum](signum, frame)
+        else:
+            noted.append(signum)
+
+    result: list[T] = []
     try:
-        return step()
+        try:
+            for signum in HELD_SIGNALS:
+                handler = signal.getsignal(signum)
+                if callable(handler):
+                    held[signum] = handler
+                    signal.signal(signum, note)
+        finally:  # whatever a signal did to the swap, the runner's end runs
+            result.append(step())
     finally:
+        done.append(True)
         for signum, handler in held.items():
             signal.signal(signum, handler)
-        for signum in dict.fromkeys(noted):  # each once: a handler runs once however often its signal came
-            held[signum](signum, None)
+        raised = [exc for signum in dict.fromkeys(noted) if (exc := _call(held[signum], signum)) is not None]
+        if raised and sys.exc_info()[1] is None:  # step returned: what a handler raised comes out now
+            raise raised[0]
+    return result[0]
+
+
+def _call(handler: Callable[[int, object], object], signum: int) -> BaseException | None:
+    """Run a noted signal's ``handler``; what it raised (``None``: nothing)."""
+    try:
+        handler(signum, None)
+    except BaseException as exc:  # noqa: BLE001 - handed to the caller, after every handler ran
+        return exc
+    return None
