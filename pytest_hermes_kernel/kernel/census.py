@@ -21,13 +21,16 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Literal
 
-__all__ = ["CensusEvent", "CensusObserver", "note", "observe", "unobserve"]
+__all__ = ["CensusEvent", "CensusObserver", "ended", "note", "observe", "unobserve"]
 
 CensusEvent = Literal["started", "ended"]
 CensusObserver = Callable[[CensusEvent, str], None]
 
 _lock = threading.RLock()  # reentrant: a kernel may end from a signal handler landing in note()
 _observers: list[CensusObserver] = []
+#: The ids of the kernels that ended here, newest last (at most :data:`ENDED_KEPT`).
+_ended: dict[str, None] = {}
+ENDED_KEPT = 10_000
 
 
 def observe(observer: CensusObserver) -> None:
@@ -47,6 +50,18 @@ def note(event: CensusEvent, kernel_id: str) -> None:
     """Tell every observer that kernel ``kernel_id`` was ``started`` or ``ended`` (called by the runtime)."""
     with _lock:
         observers = list(_observers)
+        if event == "ended":
+            _ended[kernel_id] = None
+            if len(_ended) > ENDED_KEPT:
+                del _ended[next(iter(_ended))]
     for observer in observers:
         with suppress(Exception):  # an observer must never break the kernel
             observer(event, kernel_id)
+
+
+def ended(kernel_id: str) -> bool:
+    """Whether kernel ``kernel_id`` ended here (shut down or kept; one of the last
+    :data:`ENDED_KEPT`): a process of it that still runs is something its cells left, not the kernel."""
+    with _lock:
+        return kernel_id in _ended
+

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
+from ..kernel import census
 from .probes import PROBES, UNCHECKED, Probe, Snapshot
 
 #: The kernel id in a process's description (``pid N (kernel K): command``, :func:`.probes._describe`;
@@ -39,7 +40,8 @@ class LeakReport:
         the kernel server's command line, which read as if the server had leaked), one per leak."""
         lines = [f"{nodeid}: resources outlived the test (after fixture teardown):"]
         kernels = sorted({kid for kind, items in self.leaks.items() if "process" in kind for desc in items.values()
-                          if RUNNER_MARK in desc for kid in _KERNEL_OF.findall(desc) if kid != "?"})
+                          if RUNNER_MARK in desc for kid in _KERNEL_OF.findall(desc)
+                          if kid != "?" and not census.ended(kid)})  # (a shut-down kernel's cell forked it)
         lines += [f"  kernel {kid} still runs (its runner or worker outlived the test): shut it down (call "
                   "shutdown(), or start it with `with start_kernel(...)` or a hermes_* fixture)" for kid in kernels]
         for kind, items in sorted(self.leaks.items()):

@@ -3,7 +3,8 @@ reported only as a leaked kernel dir and two leaked kernel processes whose comma
 kernel server's (``... hermes-runner-....pyz server --fd 15``): it read as if the server had
 leaked, and nothing said which kernel still ran. The report now leads with a line per kernel
 whose runner or worker outlived the test; a helper a shut-down kernel's cell left behind gets
-no such line (the kernel itself did end).
+no such line (the kernel itself did end), also one the cell forked, which shows the worker's
+command line (a second breaker helper found that false line).
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ def test_a_kernel_left_running_is_named_and_a_helper_of_an_ended_kernel_is_not()
     transport = LocalTransport()
     before = checker.before()
     forgotten, ended = start_kernel(transport), start_kernel(transport)
-    helper = 0
+    helper = forked = 0
     try:
         forgotten.execute("x = 1")
         helper = int(ended.execute("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True).pid").value)
+        forked = int(ended.execute("import os, time\npid = os.fork()\n"
+                                   "if pid == 0:\n    os.setsid(); time.sleep(300); os._exit(0)\npid").value)
         ended.shutdown()
 
         text = checker.after(before).format("test_x")
@@ -31,7 +34,8 @@ def test_a_kernel_left_running_is_named_and_a_helper_of_an_ended_kernel_is_not()
                 in text), text
         assert f"kernel {ended.kernel_id} still runs" not in text, text
         assert f"pid {helper} (kernel {ended.kernel_id}): sleep 300" in text, text  # still a leak of its own
+        assert f"pid {forked} (kernel {ended.kernel_id}): " in text and "hermes-runner-" in text, text
     finally:
         forgotten.shutdown()
-        kill_quietly([helper])
+        kill_quietly([helper, forked])
         transport.close()
