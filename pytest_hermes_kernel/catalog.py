@@ -37,8 +37,9 @@ A scenario file (``fixtures/*.toml``)::
 Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdout_contains``,
 ``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``state_lost``, ``reason``,
 ``watchdog``, ``exit_code``, ``signal``, ``oom_killed``, ``stdout_truncated``,
-``max_duration_s`` (wall seconds for the step), ``same_pid`` (all threads got one kernel),
-``generation``.
+``max_duration_s`` (wall seconds for the step), ``same_pid = true`` (all threads got one kernel),
+``generation``, ``reconnected``. Each is checked when the file is read: a value of the wrong
+type, or a status, reason or watchdog outcome the kit does not have, is a collection error.
 
 The runner decides *when* a fault fires (after or during which step: a ``during`` fault
 ``delay`` seconds after the step's cell started in the worker, the kernel's ``running`` event,
@@ -55,13 +56,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from .errors import ConfigError, ScenarioFailure
 from .kernel.cell_timer import CellStartTimer
 from .kernel.handle import KernelHandle
 from .kernel.options import KernelOptions
-from .kernel.results import CellResult
+from .kernel.results import CellResult, Reason, Status, WatchdogOutcome
 from .kernel.registry import KernelKey, KernelRegistry
 from .transports import transport_names
 
@@ -128,6 +129,10 @@ def load_scenario(path: Path) -> Scenario:
         bad = set(step.get("expect", {})) - EXPECT_KEYS
         if bad:
             raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
+        for key, want in step.get("expect", {}).items():
+            problem = _bad_expectation(key, want)
+            if problem:
+                raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
     try:
         KernelOptions(**data.get("kernel", {}))
     except (TypeError, ConfigError) as exc:
@@ -138,6 +143,28 @@ def load_scenario(path: Path) -> Scenario:
                     transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
                     registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
                     expect_end=data.get("expect_end", {}))
+
+
+def _bad_expectation(key: str, want: object) -> str | None:
+    """Why ``want`` can never be what a result has under ``key`` (a string where a number is
+    compared: ``value = 2`` against the repr ``'2'``; ``same_pid = "no"``, read as true), or ``None``."""
+    if key in _ONE_OF:
+        return None if want in _ONE_OF[key] else f"must be one of {sorted(_ONE_OF[key])}"
+    if key == "same_pid":
+        return None if want is True else "only true is checked (all the step's threads got one kernel)"
+    if key in ("state_lost", "oom_killed", "stdout_truncated", "reconnected"):
+        return None if isinstance(want, bool) else "must be true or false"
+    if key in ("exit_code", "signal", "generation"):
+        return None if isinstance(want, int) and not isinstance(want, bool) else "must be an integer"
+    if key == "max_duration_s":
+        return None if isinstance(want, (int, float)) and not isinstance(want, bool) and want > 0 else \
+            "must be a number of seconds > 0"
+    return None if isinstance(want, str) else "must be a string (value is the repr: value = \"2\")"
+
+
+#: Expectations with a fixed set of values (:mod:`~.kernel.results`: ``Status``, ``Reason``, ``WatchdogOutcome``).
+_ONE_OF: dict[str, set[object]] = {"status": set(get_args(Status)), "reason": set(get_args(Reason)),
+                                   "watchdog": set(get_args(WatchdogOutcome))}
 
 
 def _check_tables(path: Path, data: dict[str, Any]) -> None:

@@ -30,6 +30,16 @@ BAD = {
     "code_number": (HEAD + "\n[[cell]]\ncode = 1\n", "code_number.toml: cell 1: code must be a string"),
     "expect_text": (HEAD + '\n[[cell]]\ncode = "1"\nexpect = "ok"\n', "expect_text.toml: cell 1: code must be a string "
                     "and expect a table"),
+    # a CI-user helper: each of these ran, and passed or failed only at run time
+    "same_pid_text": (HEAD + '\n[[cell]]\ncode = "1"\nexpect = { same_pid = "no" }\n',
+                      "same_pid_text.toml: cell 1: expect same_pid = 'no': only true is checked"),
+    "value_number": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { value = 2 }\n',
+                     "value_number.toml: cell 1: expect value = 2: must be a string (value is the repr"),
+    "status_typo": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { status = "okay" }\n',
+                    "status_typo.toml: cell 1: expect status = 'okay': must be one of ['died', 'error', 'exited', "
+                    "'interrupted', 'ok', 'timeout']"),
+    "exit_code_text": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { exit_code = "3" }\n',
+                       "exit_code_text.toml: cell 1: expect exit_code = '3': must be an integer"),
 }
 
 
