@@ -134,7 +134,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     timeout = "none" if s.timeout is None else f"{s.timeout:g} s"
     return (f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
             f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
-            + (" keep-failed" if s.keep_failed else ""))
+            + (" keep-failed" if s.keep_failed else "")
+            + (" require-transports" if s.require_transports else ""))  # a CI log shows the strict mode was on
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
