@@ -112,24 +112,31 @@ class ScenarioItem(pytest.Item):
         for spec in faults:
             self.add_marker(pytest.mark.hermes_scenario_fault(spec.kind))
 
+    def setup(self) -> None:
+        """The scenario's transport, made before it runs: one that cannot run here skips it, or
+        errors it at setup under ``--hermes-require-transports``, as a test's kernel fixture does
+        (it was a failure of the run, or a skip located in this module)."""
+        from ..faults.apply import transport_options
+
+        self.options = transport_options(self.faults, self.transport_name)
+        self.transport = self._transport(self.options)
+
+    def teardown(self) -> None:
+        transport, self.transport = getattr(self, "transport", None), None
+        if transport is not None and self.options:  # one of its own (the shared one is the run's)
+            close_transport(transport)
+
     def runtest(self) -> None:
         from ..catalog import ScenarioRunner
         from ..faults import injector
-        from ..faults.apply import transport_options
 
-        options = transport_options(self.faults, self.transport_name)
-        transport = self._transport(options)
+        setup = self._apply(self.transport, self.options.get("connect_via"))
         try:
-            setup = self._apply(transport, options.get("connect_via"))
-            try:
-                ScenarioRunner(self.scenario, lambda key: setup.transport, self.transport_name, on_fault=injector.fire,
-                               options=setup.options, faults=setup.plan.firing,
-                               listener=self.config.stash[stats_key].on_event).run()
-            finally:
-                setup.close()
+            ScenarioRunner(self.scenario, lambda key: setup.transport, self.transport_name, on_fault=injector.fire,
+                           options=setup.options, faults=setup.plan.firing,
+                           listener=self.config.stash[stats_key].on_event).run()
         finally:
-            if options:
-                close_transport(transport)
+            setup.close()
 
     def _transport(self, options: dict[str, Any]) -> Transport:
         """The shared transport, or one of the scenario's own when its faults need options."""
@@ -140,8 +147,8 @@ class ScenarioItem(pytest.Item):
             return get_transport(self.transport_name, **defaults)
         except TransportUnavailableError as exc:
             if self.config.stash[settings_key].require_transports:
-                raise
-            pytest.skip(str(exc))
+                raise pytest.fail.Exception(f"required transport unavailable: {exc}", pytrace=False) from None
+            raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
 
     def _apply(self, transport: Transport, link: ProxyRoute | None) -> FaultSetup:
         """The faults' plan carried out on ``transport``; skips with the reason where they cannot apply."""

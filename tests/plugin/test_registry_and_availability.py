@@ -84,3 +84,33 @@ def test_require_transports_turns_the_skip_into_a_failure(pytester, run, monkeyp
     result.stdout.fnmatch_lines(["hermes-kernel: transports=local,moon * require-transports",  # a CI log shows it
                                  "*required transport unavailable: the moon transport needs a moon*"])
     assert "During handling of the above exception" not in result.stdout.str()  # the message says it all
+
+
+SCENARIO = """
+[scenario]
+name = "on-the-moon"
+source = "test"
+
+[[cell]]
+code = "1"
+"""
+
+
+@pytest.mark.parametrize("require", [False, True], ids=["skip", "require"])
+def test_a_scenario_on_a_transport_that_cannot_run_here_is_treated_as_a_test(pytester, run, require):
+    """A CI-user helper: a scenario item failed (``FAILED ... TransportUnavailableError``) where a
+    test errored at setup under --hermes-require-transports, and its skip was located in the
+    plugin's own module, not at the scenario file."""
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "moon.toml").write_text(SCENARIO)
+
+    result = run("-rs", "fixtures", "--hermes-transport=moon", *(["--hermes-require-transports"] if require else []))
+
+    if require:
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*ERROR at setup of scenario on-the-moon [[]moon[]]*",
+                                     "*required transport unavailable: the moon transport needs a moon*"])
+    else:
+        result.assert_outcomes(skipped=1)
+        result.stdout.fnmatch_lines(["SKIPPED [[]1[]] fixtures/moon.toml:1: the moon transport needs a moon*"])
