@@ -341,6 +341,14 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
 
     registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
                               options=opts, tools=marker.tools, transport_factory=factory, transport=own)
-    registry.listener = stats.on_event
+    followed: set[str] = set()
+
+    def listener(event: str, kernel: Any, payload: Any) -> None:
+        stats.on_event(event, kernel, payload)
+        if kernel.kernel_id not in followed:  # each of its kernels has a story in a failing test's report too
+            followed.add(kernel.kernel_id)
+            story.follow(request.node, kernel).on_event(event, kernel, payload)
+
+    registry.listener = listener
     yield registry
     registry.close()

@@ -134,11 +134,13 @@ def _indent(lines: list[str]) -> list[str]:
 stories_key = pytest.StashKey[list[KernelStory]]()
 
 
-def follow(item: pytest.Item, kernel: Kernel) -> None:
-    """Tell ``kernel``'s story in ``item``'s report if the test fails."""
+def follow(item: pytest.Item, kernel: Kernel) -> KernelStory:
+    """Tell ``kernel``'s story in ``item``'s report if the test fails; the story (it hears the
+    kernel's events from now on)."""
     story = KernelStory(kernel)
     kernel.add_listener(story.on_event)
     item.stash.setdefault(stories_key, []).append(story)
+    return story
 
 
 def _wanted(item: pytest.Item, report: pytest.TestReport) -> bool:

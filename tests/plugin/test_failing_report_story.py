@@ -137,3 +137,29 @@ def test_a_cell_that_raised_instead_of_returning_is_in_the_story(pytester: pytes
     assert "cell 1 (generation 0): status=ok" in host
     assert "cell 2 (generation 0): raised HostGoneError: the harness host (pid " in host, host
     assert "cell 2 (generation 0): raised KernelShutdownError: " in shut, shut
+
+
+REGISTRY_SUITE = """
+from pytest_hermes_kernel import KernelKey
+
+def test_tool_fails(hermes_registry):
+    alice, bob = KernelKey(owner="alice"), KernelKey(owner="bob")
+    assert hermes_registry.execute(alice, "total = 41").status == "ok"
+    assert hermes_registry.execute(bob, "import os; os._exit(3)").status == "died"
+    assert hermes_registry.execute(alice, "total").value == "42"
+"""
+
+
+def test_a_failing_test_tells_the_story_of_each_kernel_of_its_registry(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """Found by a CI-user helper: an execute_code tool is naturally tested through ``hermes_registry``
+    (one kernel per conversation), and its failing test's report had no story and no properties."""
+    pytester.makepyfile(test_registry_story=REGISTRY_SUITE)
+    result = run("--hermes-transport=local", "--junitxml=report.xml")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+
+    assert len(_sections(out)) == 2, out[-4000:]
+    assert "cell 1 (generation 0): status=ok" in out and "cell 1 (generation 0): status=died" in out
+    assert "exit code 3" in out
+    props = _properties(str(pytester.path / "report.xml"))["test_tool_fails"]
+    assert {props["hermes_kernel.0.transport"], props["hermes_kernel.1.transport"]} == {"local"}
