@@ -124,7 +124,8 @@ class LeakCheckPlugin:
         ids, dirs = {h.kernel_id for h in [*held, *kept]}, _kernel_dirs(kept)
         report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
                                     | _kernel_identities(held),
-                                    exempt_if=(lambda key, what: _names(key, what, ids) or key.endswith(dirs))
+                                    exempt_if=(lambda key, what: _names(key, what, ids)
+                                               or (key.startswith("kernel dir|") and key.endswith(dirs)))
                                     if ids else None)
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):

@@ -408,3 +408,25 @@ def test_a_kernel_kept_until_the_session_ends_is_no_leak(pytester, run, kept_env
     assert "leaked" not in result.stdout.str(), result.stdout.str()
     result.stdout.fnmatch_lines(["kept for post-mortem: test_keep.py::test_fails[[]filecell[]]: kernel * (shut down at "
                                  "session end: it cannot outlive it)"])
+
+
+FILECELL_KEPT_AND_A_LEAKED_FD = """
+import os
+
+def test_fails(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    os.open(hermes_kernel.launched.kernel_dir, os.O_RDONLY)  # leaked: never closed
+    assert False, "deliberate failure"
+"""
+
+
+def test_what_else_a_test_left_is_still_a_leak_beside_a_kernel_kept_until_the_session_ends(pytester, run, kept_env):
+    """A third breaker helper: the kept kernel's exemption matched any key ending with its kernel
+    dir, so an fd the test leaked on that dir went unreported."""
+    pytester.makepyfile(test_keep=FILECELL_KEPT_AND_A_LEAKED_FD)
+
+    result = run("--hermes-keep-failed", "--hermes-transport=filecell", "--hermes-leak-check=error")
+
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*leaked fd: fd * -> /tmp/hermes-filecell/k-*"])
+    assert "leaked kernel dir" not in result.stdout.str() and "leaked child process" not in result.stdout.str()

@@ -74,3 +74,14 @@ def test_ls_shows_a_long_ttl_in_days_and_a_huge_one_in_a_few_characters(private_
     header, row = capsys.readouterr().out.splitlines()
     assert row[header.index("EXPIRES IN"):header.index("ALIVE")].strip() in (shown, shown.replace("3600", "3599"))
     assert len(row) < 160, row
+
+
+def test_sweep_kept_that_finds_none_says_where_it_looked(private_tmp, capsys):
+    """A third breaker helper: ``sweep --kept`` under another ``TMPDIR`` than the run that kept a
+    kernel printed ``sweep: 0 kept kernels`` and nothing else, while the kernel ran on."""
+    assert main(["sweep", "--kept"]) == 0
+
+    assert capsys.readouterr().out == (
+        "sweep: 0 kept kernels\n"
+        f"(no record in {kept.kept_dir(create=False)}: records are under the temp dir of the run that kept them; "
+        "run `hermes-kernel sweep --kept` with the same TMPDIR)\n")
