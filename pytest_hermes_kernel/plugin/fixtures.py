@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -342,11 +343,14 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
     registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
                               options=opts, tools=marker.tools, transport_factory=factory, transport=own)
     followed: set[str] = set()
+    lock = threading.Lock()  # (its kernels' events come from the threads that use them)
 
     def listener(event: str, kernel: Any, payload: Any) -> None:
         stats.on_event(event, kernel, payload)
-        if kernel.kernel_id not in followed:  # each of its kernels has a story in a failing test's report too
+        with lock:
+            first = kernel.kernel_id not in followed
             followed.add(kernel.kernel_id)
+        if first:  # each of its kernels has a story in a failing test's report too
             story.follow(request.node, kernel).on_event(event, kernel, payload)
 
     registry.listener = listener
