@@ -11,11 +11,13 @@ name = "{name}"
 source = "test"
 """
 
-KERNEL_SIGKILL = HEAD.format(name="sigkill-between-cells") + """
+SIGKILL_AFTER_CELL_1 = """
 [[fault]]
 kind = "kernel_sigkill"
 after_cell = 1
+"""
 
+KERNEL_SIGKILL = HEAD.format(name="sigkill-between-cells") + SIGKILL_AFTER_CELL_1 + """
 [[cell]]
 code = "x = 1"
 [[cell]]
@@ -111,11 +113,7 @@ def test_a_fault_during_a_step_lands_mid_step_and_dies_with_a_step_that_ends_fir
     result.assert_outcomes(passed=1)
 
 
-EXIT_THEN_SIGKILL = HEAD.format(name="exit-then-sigkill") + """
-[[fault]]
-kind = "kernel_sigkill"
-after_cell = 1
-
+EXIT_THEN_SIGKILL = HEAD.format(name="exit-then-sigkill") + SIGKILL_AFTER_CELL_1 + """
 [[cell]]
 code = "import os; os._exit(3)"
 expect = { status = "ok" }
@@ -136,11 +134,7 @@ def test_a_fault_that_raises_after_a_failed_expectation_reports_both(pytester, r
     assert "exited with code 3" in text[first:then], text[-3000:]
 
 
-EXIT_AS_EXPECTED_THEN_SIGKILL = HEAD.format(name="exit-as-expected-then-sigkill") + """
-[[fault]]
-kind = "kernel_sigkill"
-after_cell = 1
-
+EXIT_AS_EXPECTED_THEN_SIGKILL = HEAD.format(name="exit-as-expected-then-sigkill") + SIGKILL_AFTER_CELL_1 + """
 [[cell]]
 code = "import sys; sys.exit(3)"
 expect = { status = "exited", exit_code = 3 }
