@@ -11,6 +11,7 @@ import shlex
 
 import pytest
 
+from pytest_hermes_kernel.containers import kept
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.transports import close_transport, make_transport
 from tests.support import wait_until
@@ -20,10 +21,11 @@ from tests.support import wait_until
 @pytest.mark.parametrize("killed", [True, False], ids=["runner-killed", "runner-alive"])
 def test_cleanup_kept_leaves_nothing_of_an_ssh_kernel(docker_ready, server: bool, killed: bool) -> None:
     transport = make_transport("ssh", server=server)
+    kernel_id = ""
     try:
         handle = KernelHandle(transport).start()
         kernel_id = handle.kernel_id
-        locator = transport.kept_locator(handle.launched)
+        locator = transport.kept_locator(handle.launched)  # (writes a copy of the run's key beside the records)
         kdir = locator["kernel_dir"]
         assert handle.keep(60.0).step == "kept"
         conn = transport.connection()
@@ -39,4 +41,6 @@ def test_cleanup_kept_leaves_nothing_of_an_ssh_kernel(docker_ready, server: bool
         _, out, _ = conn.run(f"test -e {shlex.quote(kdir)} && echo there || echo gone", timeout=15.0)
         assert out.strip() == b"gone", f"{kdir} is still on the host"
     finally:
+        if kernel_id:
+            kept.remove(kernel_id)  # the key copy the locator wrote (a fresh-install helper found 12 left behind)
         close_transport(transport)
