@@ -272,6 +272,7 @@ class ScenarioRunner:
         self.transport_name = transport_name
         self.on_fault = on_fault
         self.faults = tuple(faults)
+        self._fired: set[int] = set()  # indexes into faults
         self._firing: str | None = None  # the fault being injected (named if it raises)
         options = options or KernelOptions(**scenario.kernel)
         if not options.report_running and any(f.fires_during(n) for f in self.faults
@@ -311,7 +312,7 @@ class ScenarioRunner:
             for n, step in enumerate(self.s.steps, 1):
                 problems += self._step(n, step)
                 problems += self._faults_after(n)
-            problems += self._end_checks()
+            problems += self._unfired() + self._end_checks()
         except Exception as exc:
             if not problems:
                 raise
@@ -322,12 +323,29 @@ class ScenarioRunner:
             raise ScenarioFailure(f"scenario {self.s.name!r} ({self.s.source}):\n  " + "\n  ".join(problems))
 
     def _faults_after(self, n: int) -> list[str]:
-        for fault in self.faults:
+        for i, fault in enumerate(self.faults):
             if fault.fires_after(n):
                 self._firing = f"fault {fault.kind} after step {n}"
                 self._fire(fault)
+                self._fired.add(i)
                 self._firing = None
         return []
+
+    def _unfired(self) -> list[str]:
+        """A fault that never fired makes the scenario fail, as a fault marker's test errors: it
+        passed without its fault (a fresh-install helper's ``after_cell = 5`` with one step)."""
+        steps = len(self.s.steps)
+        problems = []
+        for i, fault in enumerate(self.faults):
+            if i in self._fired:
+                continue
+            if any(fault.fires_during(n) for n in range(1, steps + 1)):
+                why = "its step ended before the delay was over, or its cell did not start within its timeout"
+                hint = "make that step's cell run longer than the delay (e.g. time.sleep), or lower delay"
+            else:
+                why, hint = f"its trigger is past the scenario's last step ({steps})", "add the steps it needs"
+            problems.append(f"fault {fault.kind} never fired: {why}; the scenario did not meet its fault. Hint: {hint}")
+        return problems
 
     def _fire(self, fault: ScenarioFault) -> None:
         """Fire ``fault`` at the default owner's kernel (else the newest one)."""
@@ -360,7 +378,8 @@ class ScenarioRunner:
         threads = int(step.get("threads", 1))
         expect = step.get("expect", {})
         budget = step.get("timeout", self.registry.options.timeout)
-        self._armed = [self._during(fault, key, budget) for fault in self.faults if fault.fires_during(n)]
+        self._armed = [self._during(i, fault, key, budget) for i, fault in enumerate(self.faults)
+                       if fault.fires_during(n)]
         timers: list[threading.Timer] = []
         if step.get("interrupt_after") is not None:
             timers.append(self._interrupt_later(key, float(step["interrupt_after"])))
@@ -383,11 +402,12 @@ class ScenarioRunner:
                             f"{len({r.kernel.pid for r in results})} kernels, expected 1")
         return problems
 
-    def _during(self, fault: ScenarioFault, key: KernelKey, budget: float | None) -> CellStartTimer:
+    def _during(self, i: int, fault: ScenarioFault, key: KernelKey, budget: float | None) -> CellStartTimer:
         """Arm ``fault`` for the step's cell: ``delay`` s after it started (waited for up to its budget)."""
         def fire() -> None:
             with self.registry.lease(key) as handle:
                 self.on_fault(fault, handle) if self.on_fault else None
+            self._fired.add(i)
 
         return CellStartTimer(float(fault.delay), fire, budget, name=f"hermes-scenario-{fault.kind}")
 

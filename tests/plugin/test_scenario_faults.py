@@ -106,11 +106,37 @@ def test_bad_fault_tables_are_collection_errors_naming_the_file(pytester, run):
 
 def test_a_fault_during_a_step_lands_mid_step_and_dies_with_a_step_that_ends_first(pytester, run):
     """Step 2's fault kills its cell; step 3 ends before its fault's delay, so that fault never
-    fires (it does not hit step 4, which outlasts the delay)."""
+    fires (it does not hit step 4, which outlasts the delay: step 4's expectation holds), and the
+    scenario fails saying so, as a fault marker's test errors (it passed: a fresh-install helper's
+    ``during_cell = 1, delay = 2`` on a short cell went green without its fault)."""
     pytester.mkdir("fixtures")
     pytester.path.joinpath("fixtures", "during.toml").write_text(DURING)
     result = run("fixtures", "--hermes-transport=local")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(failed=1)
+    failure = output_of(result)
+    failure = failure[failure.index("= FAILURES ="):failure.index("hermes-kernel summary")]
+    assert failure.count("\n  ") == 1, failure  # one problem: the unfired fault (step 4 was not hit)
+    assert ("fault kernel_sigkill never fired: its step ended before the delay was over, or its cell did not start "
+            "within its timeout; the scenario did not meet its fault. Hint: make that step's cell run longer") in failure
+
+
+UNREACHED = HEAD.format(name="fault-past-the-last-step") + """
+[[fault]]
+kind = "kernel_sigkill"
+after_cell = 5
+
+[[cell]]
+code = "x = 1"
+"""
+
+
+def test_a_fault_whose_step_never_comes_fails_the_scenario(pytester, run):
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "unreached.toml").write_text(UNREACHED)
+    result = run("fixtures", "--hermes-transport=local")
+    result.assert_outcomes(failed=1)
+    assert ("fault kernel_sigkill never fired: its trigger is past the scenario's last step (1); the scenario did not "
+            "meet its fault. Hint: add the steps it needs") in output_of(result)
 
 
 EXIT_THEN_SIGKILL = HEAD.format(name="exit-then-sigkill") + SIGKILL_AFTER_CELL_1 + """
