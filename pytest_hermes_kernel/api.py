@@ -13,7 +13,7 @@ from typing import Any
 from .errors import ConfigError
 from .kernel.contract import Transport
 from .kernel.handle import KernelHandle
-from .kernel.options import KernelOptions
+from .kernel.options import KernelOptions, built
 from .kernel.registry import KernelKey
 from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
@@ -55,8 +55,8 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
     :raises KernelStartError: if the kernel does not start.
     """
     try:
-        opts = KernelOptions(**options)
-    except TypeError as exc:
+        opts = built(KernelOptions, options)
+    except ConfigError as exc:
         raise ConfigError(f"bad kernel option: {exc}") from None
     t = transport if isinstance(transport, Transport) else get_transport(transport)  # a bad name: ConfigError
     return KernelHandle(t, opts, tools=tools).start()

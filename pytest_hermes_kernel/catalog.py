@@ -61,7 +61,7 @@ from typing import Any, Protocol, get_args
 from .errors import ConfigError, ScenarioFailure
 from .kernel.cell_timer import CellStartTimer
 from .kernel.handle import KernelHandle
-from .kernel.options import KernelOptions
+from .kernel.options import KernelOptions, built
 from .kernel.results import CellResult, Reason, Status, WatchdogOutcome
 from .kernel.registry import KernelKey, KernelRegistry
 from .transports import transport_names
@@ -134,8 +134,8 @@ def load_scenario(path: Path) -> Scenario:
             if problem:
                 raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
     try:
-        KernelOptions(**data.get("kernel", {}))
-    except (TypeError, ConfigError) as exc:
+        built(KernelOptions, data.get("kernel", {}))
+    except ConfigError as exc:
         raise ConfigError(f"{path}: [kernel]: {exc}") from None
     transports = head.get("transports")
     return Scenario(name=head["name"], path=path, source=head.get("source", ""),

@@ -12,14 +12,18 @@ defaults are the documented constants of :mod:`.registry`.
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
 
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "WatchdogPolicy"]
+           "WatchdogPolicy", "built"]
+
+_T = TypeVar("_T")
 
 DEFAULT_MAX_OUTPUT_BYTES = 1024 * 1024
 """Bytes per stream per cell (DESIGN.md section 4)."""
@@ -132,13 +136,20 @@ class KernelOptions:
         :raises ConfigError: if a field is out of range or of the wrong type; the message names it.
         """
         if isinstance(self.watchdog, Mapping):  # from TOML scenarios and marker kwargs
-            self.watchdog = WatchdogPolicy(**self.watchdog)
+            self.watchdog = built(WatchdogPolicy, self.watchdog)
+        if not isinstance(self.watchdog, WatchdogPolicy):  # "x" failed at the first timeout (AttributeError)
+            raise ConfigError(f"watchdog must be a WatchdogPolicy(...) or a dict of its fields, got {self.watchdog!r}")
+        if isinstance(self.env_allow, str) or not all(isinstance(n, str) for n in self.env_allow):
+            raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
+                              f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
+        self.env_allow = tuple(self.env_allow)
         if not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
             raise ConfigError(f"max_output_bytes must be in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes}")
         if self.timeout is not None and not is_seconds(self.timeout, positive=True):
             raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
-        for name in ("start_timeout", "keepalive_interval", "reconnect_timeout", "orphan_timeout",
-                     "shutdown_grace", "exit_grace"):
+        if not is_seconds(self.start_timeout, positive=True):  # 0: no runner could ever say hello in time
+            raise ConfigError(f"start_timeout must be a finite number of seconds > 0, got {self.start_timeout!r}")
+        for name in ("keepalive_interval", "reconnect_timeout", "orphan_timeout", "shutdown_grace", "exit_grace"):
             value = getattr(self, name)
             if not is_seconds(value, positive=False):
                 raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
@@ -157,6 +168,21 @@ class KernelOptions:
         for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
+
+
+def built(cls: type[_T], values: Mapping[str, Any]) -> _T:
+    """``cls(**values)`` for a dataclass of options (:class:`KernelOptions`, :class:`WatchdogPolicy`),
+    a name it does not have refused with the closest one (a dict's typo was a bare ``TypeError``).
+
+    :raises ConfigError: for an unknown name, or a value its checks refuse.
+    """
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    for name in values:
+        if name not in names:
+            close = difflib.get_close_matches(str(name), names, n=1)
+            raise ConfigError(f"unknown field {name!r} of {cls.__name__}{f'; did you mean {close[0]!r}?' if close else ''} "
+                              f"(known: {', '.join(names)})")
+    return cls(**values)
 
 
 def is_seconds(value: object, *, positive: bool) -> bool:

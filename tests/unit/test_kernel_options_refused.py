@@ -5,6 +5,8 @@ with a NUL raised a bare ``ValueError: embedded null byte`` from the local launc
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_hermes_kernel import start_kernel
@@ -15,6 +17,9 @@ from pytest_hermes_kernel.kernel.options import KernelOptions
 @pytest.mark.parametrize("option, value", [
     ("auto_restart", "no"), ("inherit_env", 0), ("report_running", "yes"),
     ("cwd", "/tmp/\0x"), ("python", "pyth\0on"),
+    # a fresh-install helper: a bare string passed nothing through (its letters were the names),
+    # "x" failed at the first timeout with an AttributeError, and 0 made every start fail
+    ("env_allow", "GITHUB_TOKEN"), ("watchdog", "x"), ("start_timeout", 0),
 ])
 def test_an_option_read_wrongly_is_refused(option, value):
     with pytest.raises(ConfigError, match=option):
@@ -26,3 +31,17 @@ def test_an_option_read_wrongly_is_refused(option, value):
 def test_the_flags_and_paths_as_meant_pass():
     options = KernelOptions(auto_restart=False, inherit_env=True, report_running=False, cwd="/tmp", python="python3")
     assert options.auto_restart is False and options.cwd == "/tmp"
+    assert KernelOptions(env_allow=["GITHUB_TOKEN"]).env_allow == ("GITHUB_TOKEN",)
+
+
+@pytest.mark.parametrize("values, says", [
+    ({"timeot": 5}, "unknown field 'timeot' of KernelOptions; did you mean 'timeout'?"),
+    ({"watchdog": {"interupt_grace": 1}}, "unknown field 'interupt_grace' of WatchdogPolicy; did you mean "
+                                          "'interrupt_grace'?"),
+])
+def test_a_misspelled_option_is_refused_with_the_closest_name(values, says):
+    """It was a bare ``TypeError: KernelOptions.__init__() got an unexpected keyword argument``
+    (start_kernel, a scenario's ``[kernel]`` table, a ``watchdog`` dict)."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        start_kernel("local", **values)
+
