@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -123,46 +125,72 @@ def test_a_signal_handled_while_the_handlers_are_put_back_is_never_swallowed(han
             time.sleep(0.1)
 
 
-@pytest.mark.parametrize("pelted", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
-def test_under_a_hail_of_signals_every_step_runs_and_no_signal_is_swallowed(handlers, pelted) -> None:
-    """For 1.5 s a thread sends ``pelted`` every 0.3 ms while the main thread calls
-    ``despite_signals`` again and again: afterwards each signal still reaches its handler (one
-    left on the noting handler for good swallowed it: 4 of 5 such runs before). Whether each
-    step ran is not asked here: a signal handled as the call begins (before any line of it)
-    cannot be told from one before the call; the cases above place it exactly."""
-    go, stop, calls = threading.Event(), threading.Event(), [0]
+HAIL = """
+import os, signal, sys, threading, time
+from pytest_hermes_kernel.kernel.control import despite_signals
 
-    def pelt() -> None:
-        go.wait(10)
-        while not stop.is_set():
-            os.kill(os.getpid(), pelted)
-            time.sleep(0.0003)
+class Pressed(BaseException):
+    pass
 
-    thread = threading.Thread(target=pelt, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 1.5
+def raising(signum, _frame):
+    raise Pressed(signal.Signals(signum).name)
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+for s in SIGNALS:
+    signal.signal(s, raising)
+pelted = signal.Signals[sys.argv[1]]
+go, stop, calls = threading.Event(), threading.Event(), [0]
+
+def pelt():
+    go.wait(10)
+    while not stop.is_set():
+        os.kill(os.getpid(), pelted)
+        time.sleep(0.0003)
+
+thread = threading.Thread(target=pelt, daemon=True)
+thread.start()
+deadline = time.monotonic() + 1.5
+try:
+    go.set()
+    while True:
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    calls[0] += 1
+                    despite_signals(lambda: None)
+                except Pressed:
+                    pass
+            break
+        except Pressed:
+            continue
+finally:
+    stop.set()
+    while thread.is_alive():
+        try:
+            thread.join()
+        except Pressed:
+            pass
+    time.sleep(0.1)  # (a signal still pending is handled here)
+reached = []
+for s in SIGNALS:
     try:
-        go.set()  # (from here on a Pressed may come between any two steps of this thread)
-        while True:
-            try:
-                while time.monotonic() < deadline:
-                    try:
-                        calls[0] += 1
-                        despite_signals(lambda: None)
-                    except Pressed:
-                        pass
-                break
-            except Pressed:
-                continue
-    finally:
-        stop.set()
-        while thread.is_alive():
-            try:
-                thread.join()
-            except Pressed:
-                pass
-    for s in SIGNALS:
-        with pytest.raises(Pressed, match=signal.Signals(s).name):
-            os.kill(os.getpid(), s)
-            time.sleep(0.1)
-    assert calls[0] > 100, calls
+        os.kill(os.getpid(), s)
+        time.sleep(0.1)
+    except Pressed as exc:
+        reached.append(str(exc))
+print(calls[0], ",".join(reached))
+"""
+
+
+@pytest.mark.parametrize("pelted", ["SIGINT", "SIGTERM"])
+def test_under_a_hail_of_signals_no_signal_is_swallowed(pelted) -> None:
+    """For 1.5 s a thread sends ``pelted`` every 0.3 ms while the main thread calls
+    ``despite_signals`` again and again (in a process of its own: a signal may land anywhere,
+    pytest's own code included): afterwards each signal still reaches its handler (one left on
+    the noting handler for good swallowed it: 4 of 5 such runs before). Whether each step ran
+    is not asked here: a signal handled as the call begins cannot be told from one before the
+    call; the cases above place it exactly."""
+    done = subprocess.run([sys.executable, "-c", HAIL, pelted], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    calls, reached = done.stdout.split()
+    assert int(calls) > 100 and reached == "SIGINT,SIGTERM,SIGHUP", done.stdout
