@@ -16,6 +16,7 @@ retired then, and a late answer finds no call waiting in the worker.
 from __future__ import annotations
 
 import signal
+import time
 
 from .bounds import too_large
 from .capture import OutputPipes
@@ -47,6 +48,7 @@ class CellBook:
         self.cell: Header | None = None  # the running execute request
         self.exiting: Header | None = None  # the worker's "exited" result, until the worker has ended
         self.oom_baseline: int | None = None  # the counter at the running cell's start
+        self.begun = 0.0  # time.monotonic() at the running cell's start (a death's duration_s)
         self._oom: OomCounter | None = None
         self._tool_calls: dict[Any, Header] = {}  # call id -> the running cell's unanswered tool_call
         self.interrupts = 0  # the highest interrupt number the running cell got (see take_interrupt)
@@ -95,6 +97,7 @@ class CellBook:
         self.cell = msg
         self.interrupts = 0
         self.started = self.held = False
+        self.begun = time.monotonic()
         self.oom_baseline = self.oom_count()
         return {k: v for k, v in msg.items() if k in _FORWARDED}
 
@@ -123,8 +126,8 @@ class CellBook:
     def died(self, info: WorkerExit) -> Header:
         """The running cell's outcome now that its worker ended with ``info``."""
         code, sig = info
-        outcome: Header = {"type": "result", "id": self.running_id, "status": "died",
-                           "exit_code": code, "signal": sig}
+        outcome: Header = {"type": "result", "id": self.running_id, "status": "died", "exit_code": code,
+                           "signal": sig, "duration_s": time.monotonic() - self.begun}  # (no reply told it)
         pending = self.exiting
         if pending is not None and pending.get("status") == "exited":
             outcome = dict(pending, exit_code=code, signal=sig)
