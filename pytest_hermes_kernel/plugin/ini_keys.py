@@ -1,4 +1,5 @@
-"""A misspelled ``hermes_*`` ini key is a usage error with a did-you-mean, as a misspelled marker is.
+"""A misspelled ``hermes_*`` ini key, or ``PYTEST_HERMES_*`` environment variable, is a usage error
+with a did-you-mean, as a misspelled marker is.
 
 pytest only warns about an unknown ini key ("Unknown config option: hermes_timout", in the
 warnings summary after the run), so the setting silently kept its default: a CI run with
@@ -15,6 +16,7 @@ The file is read again here because pytest offers no public list of the keys it 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -79,14 +81,40 @@ def _known(config: pytest.Config) -> list[str]:
     return [f"{PREFIX}{s.name}" for s in SETTINGS]
 
 
+#: ``PYTEST_HERMES_*`` variables read outside the settings table: the local kernel dir root and
+#: the base image build's Debian mirror.
+OTHER_ENV = ("PYTEST_HERMES_KERNEL_DIR", "PYTEST_HERMES_DEBIAN_MIRROR")
+
+
+def unknown_env(environ: dict[str, str]) -> list[str]:
+    """The ``PYTEST_HERMES_*`` variables set in ``environ`` that nothing reads (a typo such as
+    ``PYTEST_HERMES_TRANSPORTS=docker`` ran the leg on the default, ``local``)."""
+    from .settings import SETTINGS
+
+    known = {s.env for s in SETTINGS} | set(OTHER_ENV)
+    return sorted(name for name in environ if name.startswith("PYTEST_HERMES_") and name not in known)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    """:raises pytest.UsageError: naming each unknown ``hermes_*`` key, where it is, and the closest known one."""
+    """:raises pytest.UsageError: naming each unknown ``hermes_*`` key or ``PYTEST_HERMES_*``
+    variable, where it is, and the closest known one."""
     if hasattr(config, "workerinput"):  # the xdist controller has stopped the run already
         return
+    from .settings import SETTINGS
+
+    lines = []
     unknown = unknown_keys(config)
     if unknown:
         known = _known(config)
-        lines = [f"pytest-hermes-kernel: unknown ini key {key} ({where}){did_you_mean(key, known)}"
-                 for key, where in unknown.items()]
-        raise pytest.UsageError("\n".join(lines) + f"\nknown hermes_* keys: {', '.join(known)}")
+        lines += [f"pytest-hermes-kernel: unknown ini key {key} ({where}){did_you_mean(key, known)}"
+                  for key, where in unknown.items()]
+        lines.append(f"known hermes_* keys: {', '.join(known)}")
+    env = unknown_env(dict(os.environ))
+    if env:
+        names = sorted({s.env for s in SETTINGS} | set(OTHER_ENV))
+        lines += [f"pytest-hermes-kernel: unknown environment variable {name}{did_you_mean(name, names)}"
+                  for name in env]
+        lines.append(f"known PYTEST_HERMES_* variables: {', '.join(names)}")
+    if lines:
+        raise pytest.UsageError("\n".join(lines))

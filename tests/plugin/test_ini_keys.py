@@ -58,3 +58,20 @@ def test_a_misspelled_transport_errors_without_a_warnings_summary(pytester, run)
         assert "warnings summary" not in out and not re.search(r"\d+ warnings? in", out), out
     alone.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'dockr'; did you mean 'docker'?*"])
     with_typo.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown ini key hermes_timout *"])
+
+
+@pytest.mark.parametrize("name, closest", [("PYTEST_HERMES_TIMOUT", "PYTEST_HERMES_TIMEOUT"),
+                                           ("PYTEST_HERMES_TRANSPORTS", "PYTEST_HERMES_TRANSPORT")])
+def test_a_misspelled_environment_variable_is_a_usage_error_with_a_did_you_mean(pytester, run, monkeypatch,
+                                                                                 name, closest):
+    """A fresh-install helper: ``PYTEST_HERMES_TIMOUT=5`` was ignored without a word, and a CI leg
+    with ``PYTEST_HERMES_TRANSPORTS=docker`` would have run on the default, ``local``."""
+    pytester.makepyfile("def test_nothing(): pass")
+    monkeypatch.setenv(name, "5")
+
+    result = run()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: unknown environment variable {name}; "
+                                 f"did you mean '{closest}'?", "known PYTEST_HERMES_* variables: *"])
+    assert "passed" not in result.stdout.str()
