@@ -405,7 +405,10 @@ def main(argv: list[str] | None = None) -> int:
         return build_image(args.tag)
     unknown = [k for k in args.kinds if k not in SWEEP_KINDS]
     if unknown:
-        usage.error(f"unknown sweep kind {', '.join(unknown)}; known: {', '.join(SWEEP_KINDS)}")
+        from .plugin.markers import did_you_mean
+
+        close = did_you_mean(unknown[0], SWEEP_KINDS) if len(unknown) == 1 else ""
+        usage.error(f"unknown sweep kind {', '.join(unknown)}{close or ';'} known: {', '.join(SWEEP_KINDS)}")
     if args.kernel and not args.kept:
         usage.error("--kernel needs --kept")
     if args.kept:

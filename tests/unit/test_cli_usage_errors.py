@@ -40,3 +40,13 @@ def test_a_misspelt_transport_of_doctor_gets_a_did_you_mean(capsys: pytest.Captu
     assert exit_.value.code == 2
     assert ("hermes-kernel doctor: error: unknown transport dockr; did you mean 'docker'? "
             "known: local, docker, ssh, filecell") in err, err
+
+
+def test_a_misspelt_sweep_kind_gets_a_did_you_mean(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel sweep contaners`` (a fresh-install helper): as ``doctor dockr`` does."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "contaners"])
+
+    assert exit_.value.code == 2
+    assert ("error: unknown sweep kind contaners; did you mean 'containers'? known: run-files, containers"
+            in capsys.readouterr().err)
