@@ -25,7 +25,10 @@ def test_a_kernel_left_running_is_named_and_a_helper_of_an_ended_kernel_is_not()
         forgotten.execute("x = 1")
         helper = int(ended.execute("import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True).pid").value)
         forked = int(ended.execute("import os, time\npid = os.fork()\n"
-                                   "if pid == 0:\n    os.setsid(); time.sleep(300); os._exit(0)\npid").value)
+                                   "if pid == 0:\n    os.setsid(); time.sleep(300); os._exit(0)\n"
+                                   "deadline = time.monotonic() + 10\n"  # in its own session before the shutdown
+                                   "while os.getsid(pid) != pid and time.monotonic() < deadline:\n"
+                                   "    time.sleep(0.01)\npid").value)
         ended.shutdown()
 
         text = checker.after(before).format("test_x")
