@@ -401,3 +401,48 @@ def ctrl_c_first(call: Callable[..., Any]) -> Callable[..., Any]:
         return call(*args, **kwargs)
     return after_a_ctrl_c
 
+
+
+def wrap_launch_streams(transport: Any, monkeypatch: pytest.MonkeyPatch,
+                        wrap: Callable[[Any], Any]) -> list[tuple[str, Launched]]:
+    """From now on (until ``monkeypatch`` undoes it) each launch of ``transport`` hands ``wrap`` its
+    runner's stream (a wrapper that raises a signal at an exact point) and is recorded.
+
+    :returns: the list each launch is appended to, as ``(kernel id, Launched as launched)``.
+    """
+    import dataclasses
+
+    launches: list[tuple[str, Launched]] = []
+    launch = transport.launch
+
+    def launch_wrapped(spec: LaunchSpec) -> Launched:
+        launched = launch(spec)
+        launches.append((spec.kernel_id, launched))
+        return dataclasses.replace(launched, stream=wrap(launched.stream))
+
+    monkeypatch.setattr(transport, "launch", launch_wrapped)
+    return launches
+
+
+class SignalAsFrameGoesOut:
+    """A runner's stream that raises signal ``sig`` once, as the first frame of type ``kind`` is
+    sent: right after its bytes went out, or (``before``) instead of sending it first, so the
+    runner never hears it. Python runs the handler at that exact point of the sending thread."""
+
+    def __init__(self, inner: Any, kind: str, sig: int, *, before: bool = False) -> None:
+        self.inner, self.sig, self.before = inner, sig, before
+        self.marker = f'"type":"{kind}"'.encode()
+        self.raised = False
+
+    def send(self, data: bytes) -> None:
+        due = not self.raised and self.marker in data
+        if due and self.before:
+            self.raised = True
+            signal.raise_signal(self.sig)
+        self.inner.send(data)
+        if due and not self.before:
+            self.raised = True
+            signal.raise_signal(self.sig)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -13,8 +13,6 @@ from .probes import PROBES, UNCHECKED, Probe, Snapshot
 #: The kernel id in a process's description (``pid N (kernel K): command``, :func:`.probes._describe`;
 #: remote ones: ``pid N in container C (kernel K): command``).
 _KERNEL_OF = re.compile(r"\(kernel ([^)\s]+)\)")
-#: In the command line of a kernel's runner and worker (and of the kernel server that forks them).
-RUNNER_MARK = "hermes-runner-"
 
 
 @dataclass
@@ -38,9 +36,11 @@ class LeakReport:
     def format(self, nodeid: str) -> str:
         """The report: one line per kernel whose processes outlived the test (its processes show
         the kernel server's command line, which read as if the server had leaked), one per leak."""
+        from ..transports.runner_zipapp import NAME_PREFIX  # in the command line of a kernel's runner and worker
+
         lines = [f"{nodeid}: resources outlived the test (after fixture teardown):"]
         kernels = sorted({kid for kind, items in self.leaks.items() if "process" in kind for desc in items.values()
-                          if RUNNER_MARK in desc for kid in _KERNEL_OF.findall(desc)
+                          if NAME_PREFIX in desc for kid in _KERNEL_OF.findall(desc)
                           if kid != "?" and not census.ended(kid)})  # (a shut-down kernel's cell forked it)
         lines += [f"  kernel {kid} still runs (its runner or worker outlived the test): shut it down (call "
                   "shutdown(), or start it with `with start_kernel(...)` or a hermes_* fixture)" for kid in kernels]

@@ -81,9 +81,14 @@ def _known(config: pytest.Config) -> list[str]:
     return [f"{PREFIX}{s.name}" for s in SETTINGS]
 
 
-#: ``PYTEST_HERMES_*`` variables read outside the settings table: the local kernel dir root and
-#: the base image build's Debian mirror.
-OTHER_ENV = ("PYTEST_HERMES_KERNEL_DIR", "PYTEST_HERMES_DEBIAN_MIRROR")
+def known_env() -> set[str]:
+    """Every ``PYTEST_HERMES_*`` variable something reads: the settings', the local kernel dir
+    root's and the base image build's Debian mirror's."""
+    from ..containers.base_image import MIRROR_ENV
+    from ..transports.kernel_dirs import KERNEL_DIR_ENV
+    from .settings import SETTINGS
+
+    return {s.env for s in SETTINGS} | {KERNEL_DIR_ENV, MIRROR_ENV}
 
 
 def unknown_env(environ: dict[str, str]) -> list[str]:
@@ -91,8 +96,12 @@ def unknown_env(environ: dict[str, str]) -> list[str]:
     ``PYTEST_HERMES_TRANSPORTS=docker`` ran the leg on the default, ``local``)."""
     from .settings import SETTINGS
 
-    known = {s.env for s in SETTINGS} | set(OTHER_ENV)
-    return sorted(name for name in environ if name.startswith("PYTEST_HERMES_") and name not in known)
+    named = {s.env for s in SETTINGS}
+    maybe = [name for name in environ if name.startswith("PYTEST_HERMES_") and name not in named]
+    if not maybe:  # the usual case: the modules of the other variables stay unimported
+        return []
+    known = known_env()
+    return sorted(name for name in maybe if name not in known)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -101,8 +110,6 @@ def pytest_configure(config: pytest.Config) -> None:
     variable, where it is, and the closest known one."""
     if hasattr(config, "workerinput"):  # the xdist controller has stopped the run already
         return
-    from .settings import SETTINGS
-
     lines = []
     unknown = unknown_keys(config)
     if unknown:
@@ -112,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         lines.append(f"known hermes_* keys: {', '.join(known)}")
     env = unknown_env(dict(os.environ))
     if env:
-        names = sorted({s.env for s in SETTINGS} | set(OTHER_ENV))
+        names = sorted(known_env())
         lines += [f"pytest-hermes-kernel: unknown environment variable {name}{did_you_mean(name, names)}"
                   for name in env]
         lines.append(f"known PYTEST_HERMES_* variables: {', '.join(names)}")

@@ -21,6 +21,9 @@ import time
 from ..procs import dirs_under, pid_alive
 from .local_server import SERVER_DIR_PREFIX
 
+KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
+"""The environment variable naming the root of local kernel dirs (default: the temp dir)."""
+
 __all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "kernel_dir_root", "new_kernel_dir", "stale_kernel_dirs",
            "sweep_stale_kernel_dirs"]
 
@@ -32,7 +35,7 @@ HOST_FILE = "runner.host"
 
 def kernel_dir_root() -> str:
     """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
-    return os.environ.get("PYTEST_HERMES_KERNEL_DIR") or tempfile.gettempdir()
+    return os.environ.get(KERNEL_DIR_ENV) or tempfile.gettempdir()
 
 
 def new_kernel_dir() -> str:

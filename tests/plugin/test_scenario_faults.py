@@ -78,17 +78,20 @@ expect = { status = "ok", value = "3" }
 """
 
 
-def test_a_scenario_fault_fires_through_the_injector(pytester, run):
+def _run_scenario(pytester, run, name, text, *args):  # type: ignore[no-untyped-def]
+    """Run scenario ``text`` as ``fixtures/<name>.toml`` with ``args``."""
     pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "sigkill.toml").write_text(KERNEL_SIGKILL)
-    result = run("fixtures", "--hermes-transport=local")
+    pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
+    return run("fixtures", *args)
+
+
+def test_a_scenario_fault_fires_through_the_injector(pytester, run):
+    result = _run_scenario(pytester, run, "sigkill", KERNEL_SIGKILL, "--hermes-transport=local")
     result.assert_outcomes(passed=1)
 
 
 def test_a_scenario_fault_that_cannot_apply_skips_with_the_markers_reason(pytester, run):
-    pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "drop.toml").write_text(DROP)
-    result = run("fixtures", "--hermes-transport=local", "-rs")
+    result = _run_scenario(pytester, run, "drop", DROP, "--hermes-transport=local", "-rs")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*transport_drop does not apply to the local transport: its channel is not re-attachable*"])
 
@@ -109,9 +112,7 @@ def test_a_fault_during_a_step_lands_mid_step_and_dies_with_a_step_that_ends_fir
     fires (it does not hit step 4, which outlasts the delay: step 4's expectation holds), and the
     scenario fails saying so, as a fault marker's test errors (it passed: a fresh-install helper's
     ``during_cell = 1, delay = 2`` on a short cell went green without its fault)."""
-    pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "during.toml").write_text(DURING)
-    result = run("fixtures", "--hermes-transport=local")
+    result = _run_scenario(pytester, run, "during", DURING, "--hermes-transport=local")
     result.assert_outcomes(failed=1)
     failure = output_of(result)
     failure = failure[failure.index("= FAILURES ="):failure.index("hermes-kernel summary")]
@@ -131,9 +132,7 @@ code = "x = 1"
 
 
 def test_a_fault_whose_step_never_comes_fails_the_scenario(pytester, run):
-    pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "unreached.toml").write_text(UNREACHED)
-    result = run("fixtures", "--hermes-transport=local")
+    result = _run_scenario(pytester, run, "unreached", UNREACHED, "--hermes-transport=local")
     result.assert_outcomes(failed=1)
     assert ("fault kernel_sigkill never fired: its trigger is past the scenario's last step (1); the scenario did not "
             "meet its fault. Hint: add the steps it needs") in output_of(result)
@@ -150,9 +149,7 @@ code = "1"
 
 def test_a_fault_that_raises_after_a_failed_expectation_reports_both(pytester, run):
     """What went wrong first (cell 1 was not ``ok``) leads; the fault's own error follows it."""
-    pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "exit.toml").write_text(EXIT_THEN_SIGKILL)
-    result = run("fixtures", "--hermes-transport=local")
+    result = _run_scenario(pytester, run, "exit", EXIT_THEN_SIGKILL, "--hermes-transport=local")
     result.assert_outcomes(failed=1)
     text = output_of(result)
     first, then = text.find("cell 1: expected status='ok'"), text.find("then fault kernel_sigkill after step 1 raised")
@@ -172,9 +169,7 @@ def test_a_fault_with_nothing_to_kill_fails_in_a_few_lines_that_say_why(pytester
     raised a bare ``ProcessLookupError`` (local) or "no process N in container" (docker), shown as
     ~900 lines of pytest and pluggy frames. Now the fault says there was nothing to kill and
     what to do, and a scenario shows an error of the kit's own as its message."""
-    pytester.mkdir("fixtures")
-    pytester.path.joinpath("fixtures", "exit.toml").write_text(EXIT_AS_EXPECTED_THEN_SIGKILL)
-    result = run("fixtures", "--hermes-transport=local")
+    result = _run_scenario(pytester, run, "exit", EXIT_AS_EXPECTED_THEN_SIGKILL, "--hermes-transport=local")
     result.assert_outcomes(failed=1)
     text = output_of(result)
     assert "ConfigError: kernel_sigkill: the worker of kernel" in text, text[-3000:]

@@ -15,28 +15,11 @@ The signal is raised at an exact point: just after the keep request has gone out
 from __future__ import annotations
 
 import signal
-from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
-from tests.support import assert_ctrl_c_leaves_no_runner
-
-
-class _CtrlCAfterTheKeepRequest:
-    """A stream that raises SIGINT (Python's own handler: ``KeyboardInterrupt``) right after
-    the keep request has gone out."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def send(self, data: bytes) -> None:
-        self.inner.send(data)
-        if b'"type":"keep"' in data:
-            signal.raise_signal(signal.SIGINT)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+from tests.support import SignalAsFrameGoesOut, assert_ctrl_c_leaves_no_runner
 
 
 def test_ctrl_c_during_keep_ends_the_runner_before_it_propagates(hermes_kernel_factory):
@@ -46,5 +29,5 @@ def test_ctrl_c_during_keep_ends_the_runner_before_it_propagates(hermes_kernel_f
     kernel.execute("x = 1")
     wait_until(lambda: len(kernel_pids(kernel)) >= 2, 10.0, what="the kernel's supervisor and worker")
     channel = kernel._runtime.require_link().channel
-    channel.stream = _CtrlCAfterTheKeepRequest(channel.stream)
+    channel.stream = SignalAsFrameGoesOut(channel.stream, "keep", signal.SIGINT)  # the runner heard it
     assert_ctrl_c_leaves_no_runner(kernel, lambda: kernel.keep(3600), "keep()")

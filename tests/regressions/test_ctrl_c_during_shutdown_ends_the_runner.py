@@ -19,28 +19,11 @@ own, and the second ``KeyboardInterrupt`` propagates once it is done.
 from __future__ import annotations
 
 import signal
-from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
-from tests.support import assert_ctrl_c_leaves_no_runner, ctrl_c_first
-
-
-class _CtrlCAsTheShutdownRequestGoesOut:
-    """A stream that raises SIGINT (Python's own handler: ``KeyboardInterrupt``) instead of
-    sending the shutdown request."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-
-    def send(self, data: bytes) -> None:
-        if b'"type":"shutdown"' in data:
-            signal.raise_signal(signal.SIGINT)
-        self.inner.send(data)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+from tests.support import SignalAsFrameGoesOut, assert_ctrl_c_leaves_no_runner, ctrl_c_first
 
 
 @pytest.mark.parametrize("presses", [1, 2], ids=["ctrl-c", "ctrl-c-again-during-the-kill"])
@@ -50,7 +33,7 @@ def test_ctrl_c_during_shutdown_ends_the_runner_before_it_propagates(hermes_kern
     # supervisor, worker, helper (a loaded machine's scan may not see the helper at once)
     wait_until(lambda: len(kernel_pids(kernel)) >= 3, 10.0, what="the kernel's supervisor, worker and helper")
     channel = kernel._runtime.require_link().channel
-    channel.stream = _CtrlCAsTheShutdownRequestGoesOut(channel.stream)
+    channel.stream = SignalAsFrameGoesOut(channel.stream, "shutdown", signal.SIGINT, before=True)  # never heard
     if presses == 2:
         monkeypatch.setattr(kernel.transport, "kill", ctrl_c_first(kernel.transport.kill))
     assert_ctrl_c_leaves_no_runner(kernel, kernel.shutdown, "shutdown()")

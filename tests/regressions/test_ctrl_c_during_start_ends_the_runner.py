@@ -17,7 +17,6 @@ kill that follows cut that kill short, and the runner ran on (see
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +25,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelKey, start_kernel
-from tests.support import ctrl_c_first
+from tests.support import ctrl_c_first, wrap_launch_streams
 
 
 class _CtrlCAsTheHelloArrives:
@@ -51,15 +50,7 @@ class _CtrlCAsTheHelloArrives:
 @contextmanager
 def _ctrl_c_in_the_hello_wait(transport: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, Any]]]:
     """Every launch of ``transport`` gets the Ctrl-C stream; yields [(kernel_id, Launched)] launched."""
-    launches: list[tuple[str, Any]] = []
-    launch = transport.launch
-
-    def launch_with_ctrl_c(spec: Any) -> Any:
-        launched = launch(spec)
-        launches.append((spec.kernel_id, launched))
-        return dataclasses.replace(launched, stream=_CtrlCAsTheHelloArrives(launched.stream))
-
-    monkeypatch.setattr(transport, "launch", launch_with_ctrl_c)
+    launches = wrap_launch_streams(transport, monkeypatch, _CtrlCAsTheHelloArrives)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield launches

@@ -18,27 +18,9 @@ from __future__ import annotations
 import signal
 from typing import Any
 
-from tests.support import hang_alarm
+from tests.support import SignalAsFrameGoesOut, hang_alarm
 
 RUNAWAY = "import time\nwhile True:\n    time.sleep(0.05)"
-
-
-class _SignalInsideTheRequestsSend:
-    """A stream that raises SIGUSR1 right after the bytes of the first ``execute`` request: the
-    handler runs there, inside ``Channel.send``, its lock held."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.raised = False
-
-    def send(self, data: bytes) -> None:
-        self.inner.send(data)
-        if not self.raised and b'"type":"execute"' in data:
-            self.raised = True
-            signal.raise_signal(signal.SIGUSR1)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _alarm(seconds: int) -> Any:
@@ -50,7 +32,7 @@ def test_interrupt_from_a_signal_handler_inside_the_requests_send_interrupts_the
     kernel.execute("kept = 'yes'")
     channel = kernel._runtime.require_link().channel
     stream = channel.stream
-    channel.stream = _SignalInsideTheRequestsSend(stream)
+    channel.stream = SignalAsFrameGoesOut(stream, "execute", signal.SIGUSR1)  # inside Channel.send, its lock held
     previous = signal.signal(signal.SIGUSR1, lambda *_: kernel.interrupt())
     try:
         with _alarm(30):

@@ -25,29 +25,11 @@ import pytest
 
 from pytest_hermes_kernel import KernelShutdownError
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
-from tests.support import hang_alarm
+from tests.support import SignalAsFrameGoesOut, hang_alarm
 
 NESTED_BOUND_S = 5.0
 """Seconds the nested shutdown may take: a kill from outside (a docker exec under load included);
 the polite path it must not take waits ``2 * shutdown_grace + 6`` s for an answer nobody reads."""
-
-
-class _SignalAsRequestGoesOut:
-    """A stream that raises SIGUSR1 as the first frame of ``kind`` goes out (after its bytes)."""
-
-    def __init__(self, inner: Any, kind: str) -> None:
-        self.inner = inner
-        self.marker = f'"type":"{kind}"'.encode()
-        self.raised = False
-
-    def send(self, data: bytes) -> None:
-        self.inner.send(data)
-        if not self.raised and self.marker in data:
-            self.raised = True
-            signal.raise_signal(signal.SIGUSR1)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def _alarm(seconds: int) -> Any:
@@ -60,7 +42,7 @@ def _shutdown_on_sigusr1(kernel: Any, kind: str) -> Iterator[list[tuple[Any, flo
     (ExitInfo, seconds) once it ran."""
     channel = kernel._runtime.require_link().channel
     stream = channel.stream
-    channel.stream = _SignalAsRequestGoesOut(stream, kind)
+    channel.stream = SignalAsFrameGoesOut(stream, kind, signal.SIGUSR1)
     nested: list[tuple[Any, float]] = []
 
     def handler(*_: object) -> None:

@@ -17,7 +17,6 @@ end, which only the frame below it could do). Every leg.
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import time
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelKey, KernelShutdownError
 from pytest_hermes_kernel.contract._probes import kernel_pids, wait_until
-from tests.support import hang_alarm
+from tests.support import hang_alarm, wrap_launch_streams
 
 NESTED_BOUND_S = 10.0
 """Seconds the handler's ``shutdown_owner()`` may take: one polite shutdown under load."""
@@ -110,15 +109,7 @@ class _SignalInTheFirstRecv:
 
 def test_shutdown_owner_from_a_handler_inside_that_owners_start_ends_it(make_registry, hermes_transport,
                                                                         monkeypatch):
-    launches: list[tuple[str, Any]] = []
-    launch = hermes_transport.launch
-
-    def launch_with_a_signal(spec: Any) -> Any:
-        launched = launch(spec)
-        launches.append((spec.kernel_id, launched))
-        return dataclasses.replace(launched, stream=_SignalInTheFirstRecv(launched.stream))
-
-    monkeypatch.setattr(hermes_transport, "launch", launch_with_a_signal)
+    launches = wrap_launch_streams(hermes_transport, monkeypatch, _SignalInTheFirstRecv)
     registry = make_registry(transport_factory=lambda _key: hermes_transport, transport=hermes_transport.name)
     with _alarm(30), _on_sigusr1(lambda: registry.shutdown_owner("u1")) as nested:
         with pytest.raises(KernelShutdownError):
