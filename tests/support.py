@@ -446,3 +446,29 @@ class SignalAsFrameGoesOut:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+class InterruptAfterFrame:
+    """A kernel's stream that calls ``kernel.interrupt()`` right after the next frame of type
+    ``kind`` it sends has gone out (re-armed with :meth:`arm`): the order a host that interrupts
+    just after answering a tool call sends them in, with nothing in between."""
+
+    def __init__(self, kernel: Any, kind: str) -> None:
+        self.channel = kernel._runtime.require_link().channel
+        self.inner, self.kernel = self.channel.stream, kernel
+        self.marker = f'"type":"{kind}"'.encode()
+        self.armed = False
+        self.channel.stream = self
+
+    def arm(self) -> InterruptAfterFrame:
+        self.armed = True
+        return self
+
+    def send(self, data: bytes) -> None:
+        self.inner.send(data)
+        if self.armed and self.marker in data:
+            self.armed = False
+            self.kernel.interrupt()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
-from pytest_hermes_kernel.kernel.runner.worker import Worker
+from pytest_hermes_kernel.kernel.runner.worker import Worker, make_tools_module
 
 
 @pytest.fixture
@@ -64,10 +65,13 @@ def test_an_interrupt_while_the_tool_reply_is_handled_leaves_the_next_command_re
 
     w._route = route_then_interrupt
     server = _serve_one_tool_call(host, then=encode_frame({"type": "execute", "id": 2, "code": "kept"}))
+    got = []
 
     with pytest.raises(KeyboardInterrupt):
-        w.call_tool("busy", {})
+        got.append(w.call_tool("busy", {}))  # the reply came first: the call returns it
+        time.sleep(5)  # (not reached: the interrupt follows at the caller's next step)
     server.join(5)
+    assert got == [1]
     w.in_cell = False
 
     assert w.recv() == {"type": "execute", "id": 2, "code": "kept"}, "the next cell's request was kept"
@@ -89,7 +93,13 @@ def _results(host: socket.socket) -> list[dict]:
     """The result frames the worker sent (its socket end is closed by then)."""
     host.settimeout(5)
     decoder, out = FrameDecoder(), []
-    while data := host.recv(65536):
+    while True:
+        try:
+            data = host.recv(65536)
+        except ConnectionResetError:  # the worker left frames unread (a tool's result it gave up on)
+            break
+        if not data:
+            break
         decoder.feed(data)
         while (frame := decoder.next_frame()) is not None:
             out.append(frame[0])
@@ -200,3 +210,66 @@ def test_the_worker_says_running_from_inside_each_cell_before_its_result(worker)
     first, second = _results(host)
     assert first["status"] == second["status"] == "interrupted" and "ran" not in w.namespace
 
+
+
+def _answer_each_tool_call_then_interrupt(w: Worker, host: socket.socket) -> list[str]:
+    """As the supervisor does when the host answers a tool call and then interrupts the cell:
+    the tool's result is written to the worker's socket, then SIGINT is sent. The SIGINT lands
+    before the worker has read anything (it is still sending its call). The names called, in order."""
+    send, called = w.send, []
+
+    def send_then_answer(header):
+        send(header)
+        if header.get("type") == "tool_call":
+            called.append(header["name"])
+            host.sendall(encode_frame({"type": "tool_result", "id": header["id"], "ok": True, "value": len(called)}))
+            os.kill(os.getpid(), signal.SIGINT)
+
+    w.send = send_then_answer
+    return called
+
+
+@pytest.fixture
+def tools_module(worker, monkeypatch):
+    monkeypatch.setitem(sys.modules, "hermes_tools", make_tools_module(worker[0]))
+
+
+def test_an_interrupt_sent_after_a_tools_result_lets_the_call_return_it_first(worker, tools_module):
+    """The order the host sent them in: the cell gets the result and goes on to its next step,
+    where the interrupt ends it (the flaky ``test_filecell.py`` case over ssh: ``done == 0``)."""
+    w, host = worker
+    w.in_cell = False
+    called = _answer_each_tool_call_then_interrupt(w, host)
+
+    (r,) = _serve(w, host, "import hermes_tools, time\ngot = hermes_tools.busy()\nafter = got + 1\n"
+                           "while True:\n    time.sleep(0.01)")
+
+    assert called == ["busy"]
+    assert r["status"] == "interrupted" and r["ename"] == "KeyboardInterrupt", r
+    assert (w.namespace.get("got"), w.namespace.get("after")) == (1, 2), "the call's result was lost to the interrupt"
+
+
+def test_an_interrupt_after_a_tools_result_ends_the_cell_before_its_next_tool_call_goes_out(worker, tools_module):
+    w, host = worker
+    w.in_cell = False
+    called = _answer_each_tool_call_then_interrupt(w, host)
+
+    (r,) = _serve(w, host, "import hermes_tools\ngot = hermes_tools.first()\nhermes_tools.second()")
+
+    assert r["status"] == "interrupted" and w.namespace["got"] == 1
+    assert called == ["first"], "a call went out after the interrupt that should have ended the cell"
+
+
+def test_an_interrupt_after_a_tools_result_is_raised_once(worker, tools_module):
+    """The worker re-arms SIGINT to raise it in the cell's own code; a cell that catches the
+    ``KeyboardInterrupt`` goes on undisturbed (whether it came at the next step or at the next call)."""
+    w, host = worker
+    w.in_cell = False
+    _answer_each_tool_call_then_interrupt(w, host)
+    cell = ("import hermes_tools, time\ncaught = 0\ntry:\n    hermes_tools.first()\n    {next}\n"
+            "except KeyboardInterrupt:\n    caught += 1\nfor _ in range(20):\n    time.sleep(0.005)\ndone = 1")
+
+    results = _serve(w, host, cell.format(next="time.sleep(5)"), cell.format(next="hermes_tools.second()"))
+
+    assert [r["status"] for r in results] == ["ok", "ok"], results
+    assert w.namespace["caught"] == 1 and w.namespace["done"] == 1

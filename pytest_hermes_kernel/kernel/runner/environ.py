@@ -1,5 +1,6 @@
-"""The worker's process set-up (:func:`become_worker`) and the kernel's environment, applied to the
-worker only, after everything about its start is fixed.
+"""The worker's process set-up (:func:`become_worker`), its stdio around each cell
+(:func:`restore_stdio`, :func:`flush_stdio`) and its end (:func:`finalize_and_exit`), and the
+kernel's environment, applied to the worker only, after everything about its start is fixed.
 
 The runner itself starts with a fixed launch environment that the transport chooses (the far
 side's own ``PATH``/``HOME`` etc., and ``HERMES_KERNEL_ID``); no name a user passes can change
@@ -22,11 +23,13 @@ processes cells start, not to the kernel's own interpreter.
 
 from __future__ import annotations
 
+import atexit
 import faulthandler
 import io
 import os
 import signal
 import sys
+import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -147,3 +150,24 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
     raw = io.FileIO(fd, "wb", closefd=False)
     return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace",
                             line_buffering=True, write_through=True)
+
+
+def flush_stdio() -> None:
+    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - the cell may have closed or replaced them
+            pass
+
+
+def finalize_and_exit(code: int) -> None:
+    """End the worker as a clean interpreter exit would: threads joined, atexit run, stdio flushed."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads; the supervisor kills us after its grace
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    flush_stdio()
+    os._exit(code)

@@ -12,6 +12,8 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
   worker said ``running`` for it, from inside the cell); never while the cell's main thread is inside the runner's own frame reading or
   writing (a tool call): there it waits for the end of that step, so the channel's bytes and
   the reader's bookkeeping stay whole.
+* A tool's result and an interrupt sent after it keep their order: the call returns the result
+  and ``KeyboardInterrupt`` comes at the cell's next step (one with no result yet ends the call).
 * ``os.fork()`` in a cell: the child never touches the channel and never returns to the loop.
 * ``hermes_tools`` (a module in ``sys.modules``) calls host tools under the running cell's
   authority; a call after its cell settled is refused.
@@ -20,7 +22,6 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
 from __future__ import annotations
 
 import ast
-import atexit
 import builtins
 import os
 import select
@@ -30,12 +31,12 @@ import sys
 import threading
 import time
 import traceback
-import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, restore_stdio
+from .environ import become_worker, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
 from .kick import install_kick_handler
+from .tools import ToolError, make_tools_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,10 +55,9 @@ _WORKER: Worker | None = None
 #: While a cell's main thread waits for a tool's result, how often (seconds) it looks for a SIGINT
 #: that arrived meanwhile (the wait itself must not be cut: see :meth:`Worker.on_sigint`).
 INTERRUPT_POLL_S = 0.02
-
-
-class ToolError(Exception):
-    """A tool call was refused or failed (raised inside the cell by ``hermes_tools``)."""
+#: Seconds between the SIGINTs that carry an interrupt that followed a tool's result past the call.
+AFTER_CALL_S = 0.001
+_RUNNER_PACKAGE = __name__.rpartition(".")[0] + "."
 
 
 class Worker:
@@ -91,6 +91,9 @@ class Worker:
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = False
+        self._after_call = False  # an interrupt that followed a tool's result: for the cell's next step
+        self._chained = False  # SIGINT re-armed by the worker itself (see _interrupt_after_call)
+        self._looked, self._rearm = False, threading.Lock()  # a wait read what came before a SIGINT (_recv)
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -99,13 +102,22 @@ class Worker:
         (:meth:`_leave_io`): raised there, it could drop bytes already read, cut a frame in half,
         or skip the hand-over of the reading (and the next ``execute`` would wait forever).
         """
+        chained, self._chained = self._chained, False
         if not self.in_cell:
             # a late one: its cell has ended. The supervisor signals a cell only once the worker
             # said it runs (see run_cell), so no SIGINT is ever meant for a cell not begun yet
             # (one whose handler ran late, after the next request came, interrupted that cell)
+            self._after_call = False
             return
         if self._io:
+            self._after_call = False
             self._interrupt_pending = True
+            return
+        if self._after_call:
+            if _in_tool_call(frame):  # still on the way back from the call: it comes again
+                return
+            self._after_call = False
+        elif chained:  # re-armed for an interrupt that call_tool raised itself
             return
         raise KeyboardInterrupt
 
@@ -122,6 +134,29 @@ class Worker:
             self._interrupt_pending = False
             if self.in_cell:
                 raise KeyboardInterrupt
+
+    def _leave_call(self, answered: bool) -> None:
+        """End a tool call's shield: a SIGINT that came meanwhile interrupts the call if its result had
+        not come before it (``answered``), else the cell's next step once the call has returned."""
+        self._io -= 1
+        if not self._io and self._interrupt_pending:
+            self._interrupt_pending = False
+            if self.in_cell:
+                if not answered:
+                    raise KeyboardInterrupt
+                self._after_call = True
+                self._interrupt_after_call()
+
+    def _interrupt_after_call(self) -> None:
+        """Have a thread SIGINT the main thread every :data:`AFTER_CALL_S` until :meth:`on_sigint`
+        raises it in the cell's own code, past the call (or the cell ends). A SIGINT re-armed in
+        the handler itself would run at once, there: CPython runs a tripped handler at its next check."""
+        try:
+            threading.Thread(target=_signal_until_raised, args=(self, self.execution_count), daemon=True,
+                             name="hermes-interrupt-after-call").start()
+        except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
+            self._after_call = False
+            raise KeyboardInterrupt from None
 
     def send(self, header: Header) -> None:
         """Send one frame to the supervisor (a process forked by a cell ends here instead).
@@ -156,7 +191,10 @@ class Worker:
             return None
         return self.commands.pop(0)
 
-    def _wait(self, take: Callable[[], T | None]) -> T:
+    def _wait(self, take: Callable[[], T | None]) -> T | None:
+        """What ``take`` finds in the frames read (:raises EOFError: at the socket's end); ``None`` if
+        a SIGINT came under the caller's shield (a tool call) and nothing read before it was for it."""
+        self._looked = False
         while True:
             with self.cond:
                 while True:
@@ -165,6 +203,9 @@ class Worker:
                         return got
                     if self.eof:
                         raise EOFError
+                    # (under a caller's shield) once what came before it was read, by _recv or a thread
+                    if self._interrupt_pending and (self._looked or self.reading):
+                        return None
                     if not self.reading:
                         # shielded before the claim: a SIGINT raised between the claim and the read
                         # (at the lock's release) left ``reading`` set for good, and the next cell's
@@ -172,7 +213,7 @@ class Worker:
                         shielded = self._enter_io()
                         self.reading = True
                         break
-                    self.cond.wait()
+                    self.cond.wait(INTERRUPT_POLL_S if self._io else None)
             self._read_once(shielded)
 
     def _read_once(self, shielded: bool) -> None:
@@ -197,7 +238,8 @@ class Worker:
                     self._leave_io()
 
     def _recv(self, main: bool) -> bytes | None:
-        """The next bytes from the socket; ``None`` when a SIGINT came first, in a cell's main thread."""
+        """The next bytes from the socket; in a cell's main thread, once a SIGINT came, what is
+        readable at once (``None``: nothing)."""
         if not main:
             return self.sock.recv(READ_CHUNK)
         if not self.in_cell:  # between cells a SIGINT is ignored: nothing to cut
@@ -205,7 +247,13 @@ class Worker:
         while not self._interrupt_pending:
             if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:
                 return self.sock.recv(READ_CHUNK)
-        return None
+        # what came before the SIGINT is read first (the supervisor writes a result, then signals)
+        self._looked, chunks = True, []
+        while select.select([self.sock], [], [], 0)[0]:
+            chunks.append(chunk := self.sock.recv(READ_CHUNK))
+            if not chunk:
+                break
+        return b"".join(chunks) if chunks else None
 
     def _route(self, msg: Header) -> None:
         if msg.get("type") != "tool_result":
@@ -230,20 +278,21 @@ class Worker:
     # ------------------------------------------------------------------------------ cells
     def run_cell(self, msg: Header) -> None:
         """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
-        self.execution_count += 1
+        with self._rearm:
+            self.execution_count += 1
+            self._interrupt_pending = self._after_call = self._chained = False
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
         started = time.perf_counter()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
-        self._interrupt_pending = False
         try:
             self.in_cell = True  # (inside the try: a SIGINT right after it is the cell's)
             # the supervisor holds the cell's interrupts until it reads this (see on_sigint); one
             # that lands while it is sent interrupts the cell once it is sent (frame I/O)
             self.send({"type": "running", "id": msg["id"]})
-            value = self.exec_source(msg.get("code", ""))
+            value = exec_source(msg.get("code", ""), self.namespace)
             # the value's __repr__ is the cell's code too: an interrupt while it runs ends the cell
             text = None if value is None else safe_repr(value)
             self.in_cell = False
@@ -273,20 +322,6 @@ class Worker:
         if exiting is not None:
             finalize_and_exit(exiting)
 
-    def exec_source(self, source: str) -> Any:
-        """Run ``source`` in the namespace; the value of a last expression statement, or ``None``."""
-        tree = ast.parse(source, "<cell>", "exec")
-        last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
-        exec(compile(tree, "<cell>", "exec"), self.namespace)
-        if last is None:
-            return None
-        value = eval(compile(last, "<cell>", "eval"), self.namespace)
-        if value is not None:
-            self.namespace["_"] = value
-        return value
-
     # ---------------------------------------------------------------- tool RPC, worker side
     def call_tool(self, name: str, args: dict[str, Any]) -> Any:
         """Ask the host to run tool ``name`` for the running cell and wait for its result.
@@ -298,62 +333,65 @@ class Worker:
             raise ToolError("tool calls are not available in a process forked by a cell")
         if self.cell_id is None:
             raise ToolError(_RETIRED)
-        with self.cond:
-            self.calls += 1
-            call_id = f"{self.pid}-{self.calls}"
-            self.replies[call_id] = None
+        if self._after_call:  # an interrupt followed the last call's result: it ends the cell here,
+            self._after_call = False  # before this call goes out
+            raise KeyboardInterrupt
+        # the whole call is shielded: an interrupt is judged at its end, against its result
+        shielded = self._enter_io()
+        msg = None
         try:
-            self.send({"type": "tool_call", "id": call_id, "cell": self.cell_id, "name": name, "args": args})
-            msg = self._wait(lambda: self.replies.get(call_id))
-        finally:
             with self.cond:
-                self.replies.pop(call_id, None)
-        if not msg.get("ok"):
-            raise ToolError(msg.get("error", "tool call failed"))
+                self.calls += 1
+                call_id = f"{self.pid}-{self.calls}"
+                self.replies[call_id] = None
+            try:
+                self.send({"type": "tool_call", "id": call_id, "cell": self.cell_id, "name": name, "args": args})
+                msg = self._wait(lambda: self.replies.get(call_id))
+            finally:
+                with self.cond:
+                    self.replies.pop(call_id, None)
+        finally:
+            if shielded:
+                self._leave_call(msg is not None)
+        if not msg or not msg.get("ok"):  # (no msg: never, _leave_call raised)
+            raise ToolError((msg or {}).get("error", "tool call failed"))
         return msg.get("value")
 
 
-def flush_stdio() -> None:
-    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:  # noqa: BLE001 - the cell may have closed or replaced them
-            pass
+def _in_tool_call(frame: Any) -> bool:
+    """Whether a SIGINT handled in ``frame`` lands on a tool call's way back: in the runner's own
+    code, or in code it calls (a thread's start) with :meth:`Worker.call_tool` below."""
+    if frame is None or frame.f_globals.get("__name__", "").startswith(_RUNNER_PACKAGE):
+        return True
+    while frame is not None and frame.f_code is not Worker.call_tool.__code__:
+        frame = frame.f_back
+    return frame is not None
 
 
-def finalize_and_exit(code: int) -> None:
-    """End the worker as a clean interpreter exit would: threads joined, atexit run, stdio flushed."""
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads; the supervisor kills us after its grace
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
-    flush_stdio()
-    os._exit(code)
+def _signal_until_raised(worker: Worker, cell: int) -> None:
+    """See :meth:`Worker._interrupt_after_call` (``cell``: its ``execution_count``)."""
+    while True:
+        time.sleep(AFTER_CALL_S)
+        with worker._rearm:  # run_cell begins the next cell under it: that one never gets this SIGINT
+            if not (worker._after_call and worker.execution_count == cell):
+                return
+            worker._chained = True
+            signal.pthread_kill(worker._main, signal.SIGINT)
 
 
-def make_tools_module(worker: Worker) -> types.ModuleType:
-    """The ``hermes_tools`` module a cell imports: ``call(name, **kw)``, ``available()``, ``<name>(**kw)``."""
-    mod = types.ModuleType("hermes_tools", "Tools the host registered; call them like functions.")
-    mod.ToolError = ToolError  # type: ignore[attr-defined]
-
-    def call(name: str, /, **kwargs: Any) -> Any:
-        """Call the host tool ``name`` with keyword arguments; returns its JSON-able result."""
-        return worker.call_tool(name, kwargs)
-
-    def available() -> list[str]:
-        """Names of the tools the host offers to the running cell."""
-        return list(worker.tools)
-
-    def __getattr__(name: str) -> Callable[..., Any]:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return lambda **kwargs: worker.call_tool(name, kwargs)
-
-    mod.call, mod.available, mod.__getattr__ = call, available, __getattr__  # type: ignore[attr-defined]
-    return mod
+def exec_source(source: str, namespace: dict[str, Any]) -> Any:
+    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
+    tree = ast.parse(source, "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<cell>", "exec"), namespace)
+    if last is None:
+        return None
+    value = eval(compile(last, "<cell>", "eval"), namespace)
+    if value is not None:
+        namespace["_"] = value
+    return value
 
 
 def _close_channel_in_fork_child() -> None:
