@@ -122,3 +122,19 @@ def send_all(sock: socket.socket, data: bytes) -> None:
             view = view[sock.send(view):]
         except BlockingIOError:
             select.select([], [sock], [], 1.0)
+
+
+def unread(sock: socket.socket) -> bool:
+    """Whether bytes wait in ``sock``, not yet read."""
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):  # closed
+        return False
+
+
+def recv_or_end(sock: socket.socket) -> bytes:
+    """What readable ``sock`` has; ``b""`` at its end or on an error."""
+    try:
+        return sock.recv(READ_CHUNK)
+    except OSError:
+        return b""

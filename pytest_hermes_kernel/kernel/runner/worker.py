@@ -34,7 +34,7 @@ import traceback
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
 from .environ import become_worker, finalize_and_exit, flush_stdio, restore_stdio
-from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, send_all
+from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import install_kick_handler
 from .tools import ToolError, make_tools_module
 
@@ -203,8 +203,9 @@ class Worker:
                         return got
                     if self.eof:
                         raise EOFError
-                    # (under a caller's shield) once what came before it was read, by _recv or a thread
-                    if self._interrupt_pending and (self._looked or self.reading):
+                    # (under a caller's shield) once what came before it was read and routed: by
+                    # _recv's last look, or by the thread that reads (it reads under this lock)
+                    if self._interrupt_pending and (self._looked or (self.reading and not unread(self.sock))):
                         return None
                     if not self.reading:
                         # shielded before the claim: a SIGINT raised between the claim and the read
@@ -219,13 +220,18 @@ class Worker:
     def _read_once(self, shielded: bool) -> None:
         data = None
         try:
-            data = self._recv(shielded)
+            if shielded:
+                data = self._recv(True)
+            elif not select.select([self.sock], [], [], self.sock.gettimeout())[0]:  # (a thread reads under
+                data = b""  # the lock, below: _wait never looks between its read and its routing)
         except OSError:
             data = b""
         finally:  # also when no data came: hand the reading over
             try:
                 with self.cond:
                     self.reading = False
+                    if data is None and not shielded:
+                        data = recv_or_end(self.sock)
                     if data:
                         self.decoder.feed(data)
                         while (frame := self.decoder.next_frame()) is not None:
@@ -240,9 +246,7 @@ class Worker:
     def _recv(self, main: bool) -> bytes | None:
         """The next bytes from the socket; in a cell's main thread, once a SIGINT came, what is
         readable at once (``None``: nothing)."""
-        if not main:
-            return self.sock.recv(READ_CHUNK)
-        if not self.in_cell:  # between cells a SIGINT is ignored: nothing to cut
+        if not main or not self.in_cell:  # between cells a SIGINT is ignored: nothing to cut  # between cells a SIGINT is ignored: nothing to cut
             return self.sock.recv(READ_CHUNK)
         while not self._interrupt_pending:
             if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:

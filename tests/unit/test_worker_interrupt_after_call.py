@@ -1,0 +1,149 @@
+"""An interrupt sent right after a tool's result, in the shapes the first fix did not cover (found
+by adversarial testing of 72f02fa): the call returns its result, and ``KeyboardInterrupt`` comes
+at the cell's next step. These tests run a :class:`Worker` in this process, on a socketpair, with
+its SIGINT handler installed (as ``test_worker_interrupt.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
+from pytest_hermes_kernel.kernel.runner.worker import Worker
+
+
+@pytest.fixture
+def worker() -> Iterator[tuple[Worker, socket.socket]]:
+    """A worker inside a cell, its SIGINT handler installed, and the supervisor's end."""
+    host, mine = socket.socketpair()
+    mine.settimeout(5)
+    w = Worker(mine, {})
+    w.in_cell, w.cell_id = True, 1
+    before = signal.signal(signal.SIGINT, w.on_sigint)
+    try:
+        yield w, host
+    finally:
+        w.in_cell = False
+        signal.signal(signal.SIGINT, before)
+        host.close()
+        mine.close()
+
+
+def _until(pred, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
+
+
+class _Host:
+    """The supervisor's end: reads the worker's tool calls; answers the ones named in ``then_interrupt``
+    and SIGINTs the worker right after writing the answer; holds the others until :meth:`release`."""
+
+    def __init__(self, host: socket.socket, then_interrupt: set[str]) -> None:
+        self.host, self.then_interrupt = host, then_interrupt
+        self.held: list[dict] = []
+        self.called: list[str] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        decoder = FrameDecoder()
+        while True:
+            try:
+                data = self.host.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            decoder.feed(data)
+            while (frame := decoder.next_frame()) is not None:
+                call = frame[0]
+                if call.get("type") != "tool_call":
+                    continue
+                self.called.append(call["name"])
+                if call["name"] in self.then_interrupt:
+                    self.host.sendall(encode_frame({"type": "tool_result", "id": call["id"], "ok": True, "value": 7}))
+                    os.kill(os.getpid(), signal.SIGINT)
+                else:
+                    self.held.append(call)
+
+    def release(self) -> None:
+        for call in self.held:
+            self.host.sendall(encode_frame({"type": "tool_result", "id": call["id"], "ok": True, "value": 0}))
+
+
+class _StallingSocket:
+    """The worker's socket, whose ``recv`` in a thread other than the main one holds the bytes it
+    read for ``stall`` seconds before handing them on (a thread waiting for the GIL)."""
+
+    def __init__(self, sock: socket.socket, stall: float) -> None:
+        self.sock, self.stall, self.main = sock, stall, threading.get_ident()
+
+    def recv(self, n: int) -> bytes:
+        data = self.sock.recv(n)
+        if data and threading.get_ident() != self.main:
+            time.sleep(self.stall)
+        return data
+
+    def __getattr__(self, name: str):
+        return getattr(self.sock, name)
+
+
+def test_a_result_another_thread_of_the_cell_read_is_returned_before_the_interrupt(worker):
+    """A thread of the cell waits for a tool of its own, so it reads the worker's socket for everyone;
+    the main thread's result comes, then the interrupt. The reader has the result's bytes but has not
+    routed them yet when the main thread looks (it waits for the GIL: modelled by a stall): the main
+    thread gave up on its call, and the cell lost the result, as every cell did before 72f02fa."""
+    w, host = worker
+    w.sock = _StallingSocket(w.sock, 0.2)
+    server = _Host(host, {"value"})
+    bg = threading.Thread(target=_quietly, args=(w.call_tool, "slow", {}), daemon=True)
+    bg.start()
+    got = []
+    try:
+        assert _until(lambda: w.reading and server.called == ["slow"]), "the cell's thread is not the reader"
+
+        with pytest.raises(KeyboardInterrupt):
+            got.append(w.call_tool("value", {}))
+            _until(lambda: False)  # the interrupt comes here, at the cell's next step
+    finally:
+        server.release()
+        bg.join(5)
+
+    assert got == [7], "the call's result was lost to the interrupt that followed it"
+
+
+def _quietly(call, *args) -> None:
+    try:
+        call(*args)
+    except Exception:  # noqa: BLE001 - the test's end may close the socket first
+        pass
+
+
+def test_an_interrupt_while_another_thread_reads_and_no_result_came_still_interrupts_at_once(worker):
+    w, host = worker
+    server = _Host(host, set())  # no tool answers
+    bg = threading.Thread(target=_quietly, args=(w.call_tool, "slow", {}), daemon=True)
+    bg.start()
+    try:
+        assert _until(lambda: w.reading and server.called == ["slow"]), "the cell's thread is not the reader"
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+
+        with pytest.raises(KeyboardInterrupt):
+            w.call_tool("never", {})
+
+        assert time.monotonic() - started < 2.0, "the wait for the reply was not cut by the interrupt"
+    finally:
+        server.release()
+        bg.join(5)
