@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +17,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
-from pytest_hermes_kernel.kernel.runner.worker import Worker
+from pytest_hermes_kernel.kernel.runner.worker import Worker, make_tools_module
+from tests.unit.test_worker_interrupt import _answer_each_tool_call_then_interrupt, _serve
 
 
 @pytest.fixture
@@ -31,9 +33,17 @@ def worker() -> Iterator[tuple[Worker, socket.socket]]:
         yield w, host
     finally:
         w.in_cell = False
+        with w._rearm:  # a thread still re-sending an interrupt stops (it would hit pytest)
+            w._after_call, w.execution_count = False, w.execution_count + 1
+        _until(lambda: not _after_call_threads())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (a cell's mask; a pending one is ignored)
         signal.signal(signal.SIGINT, before)
         host.close()
         mine.close()
+
+
+def _after_call_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "hermes-interrupt-after-call"]
 
 
 def _until(pred, timeout: float = 5.0) -> bool:
@@ -147,3 +157,70 @@ def test_an_interrupt_while_another_thread_reads_and_no_result_came_still_interr
     finally:
         server.release()
         bg.join(5)
+
+
+@pytest.fixture
+def cell_calls(worker, monkeypatch):
+    """Each tool call of the worker's cells is answered, and the cell interrupted right after."""
+    w, host = worker
+    w.in_cell = False
+    monkeypatch.setitem(sys.modules, "hermes_tools", make_tools_module(w))
+    _answer_each_tool_call_then_interrupt(w, host)
+    return w, host
+
+
+#: A cell's ``for`` loop that waits up to ``{s}`` seconds, one step a millisecond, ``until`` a condition.
+WAIT = "end = time.monotonic() + {s}\nwhile time.monotonic() < end and not ({until}):\n    time.sleep(0.001)\n"
+
+
+def test_a_cell_that_sets_its_own_sigint_handler_after_the_call_gets_the_interrupt_once(cell_calls):
+    """A cell that installs a SIGINT handler of its own right after a tool call (the interrupt that
+    followed the result not raised yet) had that handler run every millisecond, through the rest of
+    the cell and between cells, by the worker's thread that carries the interrupt past the call
+    (it ran until the next cell began): ~900 calls a second while the kernel sat idle."""
+    w, host = cell_calls
+    cell = ("import hermes_tools, signal, time\nhits = []\ngot = hermes_tools.busy()\n"
+            "signal.signal(signal.SIGINT, lambda *a: hits.append(1))\n" + WAIT.format(s=0.1, until="False")
+            + "in_cell = len(hits)")
+
+    (r,) = _serve(w, host, cell)
+
+    assert r["status"] == "ok" and w.namespace["got"] == 1, r
+    assert _until(lambda: not _after_call_threads(), 2.0), "the worker's thread still signals after its cell ended"
+    assert w.namespace["in_cell"] == len(w.namespace["hits"]) == 1, "the cell's handler got SIGINTs nobody sent"
+
+
+def test_a_cell_that_restores_the_default_sigint_handler_after_the_call_leaves_the_worker_running(cell_calls):
+    """``signal.default_int_handler`` set back right after a tool call (the interrupt that followed
+    the result not raised yet): the cell caught its one ``KeyboardInterrupt``, but the worker's
+    thread went on signalling, and the next SIGINT raised ``KeyboardInterrupt`` in the worker's own
+    loop between cells: the worker died, the kernel's state was lost."""
+    w, host = cell_calls
+    cell = ("import hermes_tools, signal, time\ncaught = 0\ngot = hermes_tools.busy()\n"
+            "signal.signal(signal.SIGINT, signal.default_int_handler)\ntry:\n    "
+            + WAIT.format(s=1.0, until="False").replace("\n", "\n    ").rstrip() + "\nexcept KeyboardInterrupt:\n    caught += 1\n"
+            + WAIT.format(s=0.05, until="False"))
+
+    try:
+        results = _serve(w, host, cell, "ran = 1")
+    except KeyboardInterrupt:
+        pytest.fail("a SIGINT the host never sent raised KeyboardInterrupt in the worker's loop: the worker dies")
+
+    assert [r["status"] for r in results] == ["ok", "ok"], results
+    assert w.namespace["caught"] == 1 and w.namespace["ran"] == 1
+
+
+def test_a_cell_that_blocks_sigint_after_the_call_leaves_no_interrupt_for_a_later_cell(cell_calls):
+    """The worker's thread sent SIGINT to a main thread that had blocked it: the signal waited,
+    pending, past the cell's end, and interrupted the later cell that unblocked SIGINT (an interrupt
+    nobody sent to that cell)."""
+    w, host = cell_calls
+    first = ("import hermes_tools, signal, time\ngot = hermes_tools.busy()\n"
+             "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\n" + WAIT.format(s=0.05, until="False"))
+    later = ("signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})\n" + WAIT.format(s=0.1, until="False")
+             + "ran = 1")
+
+    results = _serve(w, host, first, later)
+
+    assert [r["status"] for r in results] == ["ok", "ok"], results
+    assert w.namespace["ran"] == 1

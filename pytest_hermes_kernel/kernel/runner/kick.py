@@ -15,6 +15,9 @@ signal whose handler in the worker does nothing. Its ``EINTR`` cuts the blocking
 CPython then runs the pending SIGINT handler. A kick when nothing is pending runs only the no-op
 (PEP 475 retries the call it cut), and a SIGINT handler runs once however many kicks come. No
 thread and no fd in the worker. Linux only (no ``SIGRTMIN`` elsewhere: no kicks).
+
+Also here, the worker's other care of SIGINT at a cell's start: one blocked and pending since an
+earlier cell is dropped (:func:`drop_blocked_sigint`).
 """
 
 from __future__ import annotations
@@ -70,3 +73,10 @@ class Kicks:
                 os.kill(pid, KICK_SIGNAL)  # type: ignore[arg-type]
             except ProcessLookupError:
                 self._due = []
+
+
+def drop_blocked_sigint() -> None:
+    """In the worker, between cells: take a SIGINT that waits, blocked (a cell's
+    ``pthread_sigmask``), so that it interrupts no later cell that unblocks it."""
+    if hasattr(signal, "sigtimedwait") and signal.SIGINT in signal.sigpending():
+        signal.sigtimedwait({signal.SIGINT}, 0)

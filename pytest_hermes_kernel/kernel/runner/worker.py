@@ -35,7 +35,7 @@ import traceback
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
 from .environ import become_worker, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
-from .kick import install_kick_handler
+from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, make_tools_module
 
 TYPE_CHECKING = False
@@ -203,8 +203,7 @@ class Worker:
                         return got
                     if self.eof:
                         raise EOFError
-                    # (under a caller's shield) once what came before it was read and routed: by
-                    # _recv's last look, or by the thread that reads (it reads under this lock)
+                    # (a caller's shield) once what came before it was routed: read by _recv, or by a thread under this lock
                     if self._interrupt_pending and (self._looked or (self.reading and not unread(self.sock))):
                         return None
                     if not self.reading:
@@ -285,6 +284,7 @@ class Worker:
         with self._rearm:
             self.execution_count += 1
             self._interrupt_pending = self._after_call = self._chained = False
+            drop_blocked_sigint()  # one the main thread blocked (an earlier cell's mask) is no later cell's
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
@@ -377,9 +377,12 @@ def _signal_until_raised(worker: Worker, cell: int) -> None:
     while True:
         time.sleep(AFTER_CALL_S)
         with worker._rearm:  # run_cell begins the next cell under it: that one never gets this SIGINT
-            if not (worker._after_call and worker.execution_count == cell):
+            if not (worker._after_call and worker.execution_count == cell and worker.in_cell):
                 return
-            worker._chained = True
+            if signal.getsignal(signal.SIGINT) == worker.on_sigint:
+                worker._chained = True
+            else:  # the cell set a handler of its own (or SIG_IGN) since: it gets the interrupt, once
+                worker._after_call = False
             signal.pthread_kill(worker._main, signal.SIGINT)
 
 
