@@ -224,3 +224,27 @@ def test_a_cell_that_blocks_sigint_after_the_call_leaves_no_interrupt_for_a_late
 
     assert [r["status"] for r in results] == ["ok", "ok"], results
     assert w.namespace["ran"] == 1
+
+
+def test_an_interrupt_landing_as_the_call_returns_its_result_comes_at_the_next_step(worker):
+    """The SIGINT sent right after the result can land once the call's shield has ended, while the
+    call still returns (the supervisor was slow to send it: 2 of 6000 cells on the local transport
+    with the interrupt 0-1 ms after the result frame): it raised ``KeyboardInterrupt`` inside the
+    call, and the cell lost the result, as before 72f02fa."""
+    w, host = worker
+    leave = w._leave_call
+
+    def leave_then_interrupt(answered):
+        leave(answered)
+        signal.raise_signal(signal.SIGINT)  # the handler runs here, on the call's way back
+
+    w._leave_call = leave_then_interrupt
+    server = _Host(host, set())
+    threading.Thread(target=lambda: _until(lambda: server.held) and server.release(), daemon=True).start()
+    got = []
+
+    with pytest.raises(KeyboardInterrupt):
+        got.append(w.call_tool("value", {}))
+        _until(lambda: False)  # the interrupt comes here, at the cell's next step
+
+    assert got == [0], "the call's result was lost to the interrupt that followed it"

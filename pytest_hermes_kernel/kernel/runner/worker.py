@@ -93,6 +93,7 @@ class Worker:
         self._interrupt_pending = False
         self._after_call = False  # an interrupt that followed a tool's result: for the cell's next step
         self._chained = False  # SIGINT re-armed by the worker itself (see _interrupt_after_call)
+        self._returning = False  # a tool call answered, past its shield, until the next one or cell
         self._looked, self._rearm = False, threading.Lock()  # a wait read what came before a SIGINT (_recv)
 
     def on_sigint(self, signum: int, frame: Any) -> None:
@@ -119,6 +120,10 @@ class Worker:
             self._after_call = False
         elif chained:  # re-armed for an interrupt that call_tool raised itself
             return
+        elif self._returning and _in_tool_call(frame, runner=False):  # past the shield, the result is
+            self._after_call = True  # the cell's: at its next step, as one that came under the shield
+            _interrupt_after_call(self)
+            return
         raise KeyboardInterrupt
 
     def _enter_io(self) -> bool:
@@ -138,6 +143,7 @@ class Worker:
     def _leave_call(self, answered: bool) -> None:
         """End a tool call's shield: a SIGINT that came meanwhile interrupts the call if its result had
         not come before it (``answered``), else the cell's next step once the call has returned."""
+        self._returning = answered
         self._io -= 1
         if not self._io and self._interrupt_pending:
             self._interrupt_pending = False
@@ -145,18 +151,7 @@ class Worker:
                 if not answered:
                     raise KeyboardInterrupt
                 self._after_call = True
-                self._interrupt_after_call()
-
-    def _interrupt_after_call(self) -> None:
-        """Have a thread SIGINT the main thread every :data:`AFTER_CALL_S` until :meth:`on_sigint`
-        raises it in the cell's own code, past the call (or the cell ends). A SIGINT re-armed in
-        the handler itself would run at once, there: CPython runs a tripped handler at its next check."""
-        try:
-            threading.Thread(target=_signal_until_raised, args=(self, self.execution_count), daemon=True,
-                             name="hermes-interrupt-after-call").start()
-        except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
-            self._after_call = False
-            raise KeyboardInterrupt from None
+                _interrupt_after_call(self)
 
     def send(self, header: Header) -> None:
         """Send one frame to the supervisor (a process forked by a cell ends here instead).
@@ -283,7 +278,7 @@ class Worker:
         """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
         with self._rearm:
             self.execution_count += 1
-            self._interrupt_pending = self._after_call = self._chained = False
+            self._interrupt_pending = self._after_call = self._chained = self._returning = False
             drop_blocked_sigint()  # one the main thread blocked (an earlier cell's mask) is no later cell's
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
         self.cell_id = msg["id"]
@@ -333,6 +328,7 @@ class Worker:
         :raises ToolError: if no cell runs, in a process a cell forked, or if the host refused
             or the tool failed.
         """
+        self._returning = False
         if os.getpid() != self.pid:
             raise ToolError("tool calls are not available in a process forked by a cell")
         if self.cell_id is None:
@@ -362,18 +358,32 @@ class Worker:
         return msg.get("value")
 
 
-def _in_tool_call(frame: Any) -> bool:
-    """Whether a SIGINT handled in ``frame`` lands on a tool call's way back: in the runner's own
-    code, or in code it calls (a thread's start) with :meth:`Worker.call_tool` below."""
-    if frame is None or frame.f_globals.get("__name__", "").startswith(_RUNNER_PACKAGE):
+def _in_tool_call(frame: Any, *, runner: bool = True) -> bool:
+    """Whether a SIGINT handled in ``frame`` lands on a tool call's way back: in ``hermes_tools``, in
+    the runner's own code (``runner``), or in code it calls (a thread's start) with
+    :meth:`Worker.call_tool` below."""
+    name = "" if frame is None else frame.f_globals.get("__name__", "")
+    if frame is None or name == _RUNNER_PACKAGE + "tools" or (runner and name.startswith(_RUNNER_PACKAGE)):
         return True
     while frame is not None and frame.f_code is not Worker.call_tool.__code__:
         frame = frame.f_back
     return frame is not None
 
 
+def _interrupt_after_call(worker: Worker) -> None:
+    """Have a thread SIGINT the main thread every :data:`AFTER_CALL_S` until :meth:`Worker.on_sigint`
+    raises it in the cell's own code, past the call (or the cell ends). A SIGINT re-armed in
+    the handler itself would run at once, there: CPython runs a tripped handler at its next check."""
+    try:
+        threading.Thread(target=_signal_until_raised, args=(worker, worker.execution_count), daemon=True,
+                         name="hermes-interrupt-after-call").start()
+    except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
+        worker._after_call = False
+        raise KeyboardInterrupt from None
+
+
 def _signal_until_raised(worker: Worker, cell: int) -> None:
-    """See :meth:`Worker._interrupt_after_call` (``cell``: its ``execution_count``)."""
+    """See :func:`_interrupt_after_call` (``cell``: its ``execution_count``)."""
     while True:
         time.sleep(AFTER_CALL_S)
         with worker._rearm:  # run_cell begins the next cell under it: that one never gets this SIGINT
