@@ -248,3 +248,17 @@ def test_an_interrupt_landing_as_the_call_returns_its_result_comes_at_the_next_s
         _until(lambda: False)  # the interrupt comes here, at the cell's next step
 
     assert got == [0], "the call's result was lost to the interrupt that followed it"
+
+
+def test_the_next_cell_finds_no_thread_of_the_worker_running(cell_calls):
+    """The thread that carried the interrupt past the call ends at its next tick once its cell has
+    ended: the next cell began before that and found it running (27 of 30 cells right after such an
+    interrupt, local transport), so a cell that checks its threads (``threading.active_count()``)
+    saw one it never started."""
+    w, host = cell_calls
+    first = "import hermes_tools, threading, time\ngot = hermes_tools.busy()\n" + WAIT.format(s=1.0, until="False")
+
+    results = _serve(w, host, first, "names = [t.name for t in threading.enumerate()]")
+
+    assert [r["status"] for r in results] == ["interrupted", "ok"], results
+    assert "hermes-interrupt-after-call" not in w.namespace["names"]

@@ -1,6 +1,7 @@
-"""The worker's process set-up (:func:`become_worker`), its stdio around each cell
-(:func:`restore_stdio`, :func:`flush_stdio`) and its end (:func:`finalize_and_exit`), and the
-kernel's environment, applied to the worker only, after everything about its start is fixed.
+"""The worker's process set-up (:func:`become_worker`), a cell's source run (:func:`exec_source`),
+its stdio around each cell (:func:`restore_stdio`, :func:`flush_stdio`) and its end
+(:func:`finalize_and_exit`), and the kernel's environment, applied to the worker only, after
+everything about its start is fixed.
 
 The runner itself starts with a fixed launch environment that the transport chooses (the far
 side's own ``PATH``/``HOME`` etc., and ``HERMES_KERNEL_ID``); no name a user passes can change
@@ -23,6 +24,7 @@ processes cells start, not to the kernel's own interpreter.
 
 from __future__ import annotations
 
+import ast
 import atexit
 import faulthandler
 import io
@@ -171,3 +173,18 @@ def finalize_and_exit(code: int) -> None:
         pass
     flush_stdio()
     os._exit(code)
+
+
+def exec_source(source: str, namespace: dict[str, Any]) -> Any:
+    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
+    tree = ast.parse(source, "<cell>", "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    exec(compile(tree, "<cell>", "exec"), namespace)
+    if last is None:
+        return None
+    value = eval(compile(last, "<cell>", "eval"), namespace)
+    if value is not None:
+        namespace["_"] = value
+    return value

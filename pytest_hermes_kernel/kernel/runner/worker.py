@@ -21,7 +21,6 @@ private socketpair, in the frames of :mod:`.frames`: it receives ``execute``/``e
 
 from __future__ import annotations
 
-import ast
 import builtins
 import os
 import select
@@ -33,7 +32,7 @@ import time
 import traceback
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, finalize_and_exit, flush_stdio, restore_stdio
+from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, make_tools_module
@@ -94,7 +93,8 @@ class Worker:
         self._after_call = False  # an interrupt that followed a tool's result: for the cell's next step
         self._chained = False  # SIGINT re-armed by the worker itself (see _interrupt_after_call)
         self._returning = False  # a tool call answered, past its shield, until the next one or cell
-        self._looked, self._rearm = False, threading.Lock()  # a wait read what came before a SIGINT (_recv)
+        self._looked = False  # a wait read what came before a SIGINT (_recv)
+        self._rearm, self._rearmer = threading.Lock(), None  # (see _interrupt_after_call)
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -280,6 +280,9 @@ class Worker:
             self.execution_count += 1
             self._interrupt_pending = self._after_call = self._chained = self._returning = False
             drop_blocked_sigint()  # one the main thread blocked (an earlier cell's mask) is no later cell's
+        if self._rearmer is not None:  # it ends at its next tick, seeing the new count: not in the cell
+            self._rearmer.join(1.0)
+            self._rearmer = None
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
@@ -375,8 +378,9 @@ def _interrupt_after_call(worker: Worker) -> None:
     raises it in the cell's own code, past the call (or the cell ends). A SIGINT re-armed in
     the handler itself would run at once, there: CPython runs a tripped handler at its next check."""
     try:
-        threading.Thread(target=_signal_until_raised, args=(worker, worker.execution_count), daemon=True,
-                         name="hermes-interrupt-after-call").start()
+        worker._rearmer = threading.Thread(target=_signal_until_raised, args=(worker, worker.execution_count),
+                                           daemon=True, name="hermes-interrupt-after-call")
+        worker._rearmer.start()
     except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
         worker._after_call = False
         raise KeyboardInterrupt from None
@@ -394,21 +398,6 @@ def _signal_until_raised(worker: Worker, cell: int) -> None:
             else:  # the cell set a handler of its own (or SIG_IGN) since: it gets the interrupt, once
                 worker._after_call = False
             signal.pthread_kill(worker._main, signal.SIGINT)
-
-
-def exec_source(source: str, namespace: dict[str, Any]) -> Any:
-    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
-    tree = ast.parse(source, "<cell>", "exec")
-    last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<cell>", "exec"), namespace)
-    if last is None:
-        return None
-    value = eval(compile(last, "<cell>", "eval"), namespace)
-    if value is not None:
-        namespace["_"] = value
-    return value
 
 
 def _close_channel_in_fork_child() -> None:
