@@ -240,7 +240,7 @@ class Worker:
     def _recv(self, main: bool) -> bytes | None:
         """The next bytes from the socket; in a cell's main thread, once a SIGINT came, what is
         readable at once (``None``: nothing)."""
-        if not main or not self.in_cell:  # between cells a SIGINT is ignored: nothing to cut  # between cells a SIGINT is ignored: nothing to cut
+        if not main or not self.in_cell:  # a thread, or between cells (a SIGINT is ignored): nothing to cut
             return self.sock.recv(READ_CHUNK)
         while not self._interrupt_pending:
             if select.select([self.sock], [], [], INTERRUPT_POLL_S)[0]:
