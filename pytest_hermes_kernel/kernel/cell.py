@@ -93,6 +93,9 @@ class CellRun:
         self._interrupts = 0
         self._interrupt_lock = threading.RLock()  # the count and the send on the link's channel of now
         # (reentrant: an interrupt() from a signal handler may land inside _interrupt_again)
+        # the stream broke: interrupts are counted only, and sent once re-attached, after the tool
+        # results lost with the stream (one sent first would cut the call those results answer)
+        self._reattaching = False
 
     def run(self) -> CellOutcome:
         """Send the cell and wait until it ends; a broken stream is re-attached or reported.
@@ -118,6 +121,8 @@ class CellRun:
         again once re-attached (:meth:`_interrupt_again`)."""
         with self._interrupt_lock:
             self._interrupts += 1
+            if self._reattaching:  # the cell's thread sends it (_interrupt_again)
+                return
             try:
                 self.link.channel.send(self._interrupt_frame())
             except ChannelClosed:  # the cell's thread re-attaches (or reports the loss)
@@ -127,8 +132,10 @@ class CellRun:
         return {"type": "interrupt", "id": self.rid, "n": self._interrupts}
 
     def _interrupt_again(self, hello: dict[str, Any]) -> None:
-        """After a re-attach to the running cell: the last interrupt again if the runner did not get it."""
+        """After a re-attach to the running cell: the last interrupt again if the runner did not get it
+        (once what was lost before it has been sent again: from now on :meth:`interrupt` sends)."""
         with self._interrupt_lock:
+            self._reattaching = False
             got = hello.get("interrupts")
             if self._interrupts and not (isinstance(got, int) and got >= self._interrupts):
                 self.link.channel.send(self._interrupt_frame())
@@ -295,6 +302,8 @@ class CellRun:
         reattachable = link.transport.reattachable
         reattaches = 0
         while reattachable and not self.stopping() and reattaches < MAX_REATTACHES_PER_CELL:
+            with self._interrupt_lock:
+                self._reattaching = True
             hello = link.reattach((self.rid,), timeout=o.reconnect_timeout, hello_timeout=o.start_timeout,
                                   stopping=self.stopping)
             if hello is None:
@@ -310,6 +319,8 @@ class CellRun:
                 elif self.rid not in hello.get("replayed", ()):
                     link.channel.send(self.request)
                     self._interrupt_again({})  # one asked for while the request was lost goes after it
+                else:  # its result is replayed: no interrupt is due
+                    self._interrupt_again({"interrupts": self._interrupts})
                 return self._await_result()
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
