@@ -31,6 +31,8 @@ __all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_
 #: then ends the cell ``transport_lost``, its note saying how many there were, instead of
 #: re-attaching forever where the cell has no budget.
 MAX_REATTACHES_PER_CELL = 10
+#: Seconds an interrupted (or killed) cell's result waits for its tool calls still running on the host.
+TOOLS_AFTER_CUT_S = 0.5
 
 
 class _ToolThread(threading.local):
@@ -175,7 +177,7 @@ class CellRun:
                 return self._outcome({"status": "error", "ename": "RunnerError", "evalue": "the kernel runner "
                                       f"refused the cell, which did not run: {header.get('error')}"}, blobs)
             elif kind != "pong":
-                self._join_tools()
+                self._join_tools(header.get("status") not in ("ok", "error"))
                 return self._outcome(header, blobs)
 
     def _running(self) -> None:
@@ -218,12 +220,17 @@ class CellRun:
         thread.start()
         return thread
 
-    def _join_tools(self) -> None:
+    def _join_tools(self, cut_short: bool = False) -> None:
         """A cell's result waits for the tool calls it made (so ``tool_calls`` is complete), until
-        they end or the cell is cancelled."""
+        they end or the cell is cancelled; a cell ``cut_short`` (interrupted, killed, exited) for
+        :data:`TOOLS_AFTER_CUT_S` at most: a slow or hung tool held an interrupted cell's result
+        until it ended (3 s for a 3-s tool), and what it returns now goes nowhere."""
+        deadline = time.monotonic() + TOOLS_AFTER_CUT_S if cut_short else None
         for thread in self._tool_threads:
             while thread.is_alive() and not self.budget.cancelled:
-                thread.join(0.1)
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                thread.join(0.1 if deadline is None else min(0.1, max(0.0, deadline - time.monotonic())))
 
     def _serve_tool_call(self, header: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"type": "tool_result", "id": header.get("id")}

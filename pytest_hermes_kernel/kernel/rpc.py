@@ -76,6 +76,17 @@ class CellAuthority:
     def retire(self) -> None:
         self.retired = True
 
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The calls as they stand now, for a cell's result (a copy: a call still running goes on
+        without changing it). One still running has ``running=True`` and an ``error`` saying so."""
+        out = []
+        for call in list(self.calls):
+            call = dict(call)
+            if call.get("running"):
+                call["error"] = "still running on the host when the cell ended: its result goes nowhere"
+            out.append(call)
+        return out
+
     def dispatch(self, cell_id: Any, name: str, args: Mapping[str, Any]) -> Any:
         """Run tool ``name`` for ``cell_id``.
 
@@ -93,7 +104,7 @@ class CellAuthority:
             raise ToolCallRefused(f"Tool call limit reached ({self.max_calls}). "
                                   "No more tool calls allowed in this cell.")
         started = time.perf_counter()
-        record = {"name": name, "args": _preview(args), "ok": False, "duration_s": 0.0}
+        record: dict[str, Any] = {"name": name, "args": _preview(args), "ok": False, "duration_s": 0.0, "running": True}
         self.calls.append(record)
         try:
             value = func(**args)
@@ -101,6 +112,7 @@ class CellAuthority:
             return value
         finally:
             record["duration_s"] = time.perf_counter() - started
+            del record["running"]
 
 
 def _preview(args: Mapping[str, Any]) -> str:

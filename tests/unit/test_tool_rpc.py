@@ -66,15 +66,18 @@ def test_each_call_is_recorded_with_its_outcome_and_how_long_it_took():
     assert 0.0 <= authority.calls[1]["duration_s"] < 5.0
 
 
-def test_a_call_still_running_is_listed_not_ok_and_with_no_duration_yet():
-    """What a cancelled cell's ``tool_calls`` says of a call that had not returned."""
+def test_a_call_still_running_is_listed_not_ok_running_and_with_no_duration_yet():
+    """What a cancelled or interrupted cell's ``tool_calls`` says of a call that had not returned;
+    the list it got stays as it was when the call returns later (it was the live records)."""
     seen: list[dict[str, object]] = []
-    authority = CellAuthority("c", ToolTable({"probe": lambda: seen.extend(dict(c) for c in authority.calls)}),
-                              max_calls=10)
+    authority = CellAuthority("c", ToolTable({"probe": lambda: seen.extend(authority.snapshot())}), max_calls=10)
 
     authority.dispatch("c", "probe", {})
 
-    assert seen == [{"name": "probe", "args": "{}", "ok": False, "duration_s": 0.0}]
+    assert seen == [{"name": "probe", "args": "{}", "ok": False, "duration_s": 0.0, "running": True,
+                     "error": "still running on the host when the cell ended: its result goes nowhere"}]
+    [done] = authority.snapshot()
+    assert done["ok"] and done["duration_s"] > 0 and "running" not in done and "error" not in done
 
 
 @pytest.mark.parametrize(("length", "shown"), [(79, 79), (80, 80), (81, 80), (200, 80)])
