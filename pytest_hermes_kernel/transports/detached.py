@@ -111,6 +111,18 @@ def is_member(name):
     return fields is not None and int(fields[3]) == sid and fields[0] != b'Z'
 """ + _KILL_UNTIL_GONE)
 
+#: argv[1]: the pid of a kernel a server forked a moment ago, run as a probe (a fork of that
+#: server). As :data:`KILL_SESSION_SCRIPT`, and that pid itself while it is still the server's
+#: child: the kernel may not have made its session yet (``setsid`` is its first step, after the
+#: server has answered), and a session kill alone then found nothing and left it running.
+KILL_FORKED_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\nserver = os.getppid()\n" + _STAT_FIELDS + r"""
+def is_member(name):
+    fields = stat_fields(name)
+    if fields is None or fields[0] == b'Z':
+        return False
+    return int(fields[3]) == sid or (int(name) == sid and int(fields[1]) == server)
+""" + _KILL_UNTIL_GONE)
+
 #: argv[1]: a pid. Exit status 0 when it exists and is not a zombie.
 ALIVE_SCRIPT = r"""
 import sys

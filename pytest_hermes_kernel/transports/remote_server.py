@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import KernelServerUnavailable
 from ..kernel.contract import ByteStream
 from ..kernel.results import FrameDecoder, FrameError, encode_frame
-from .detached import KILL_SESSION_SCRIPT
+from .detached import KILL_FORKED_SCRIPT
 
 Header = dict[str, Any]
 #: Seconds for a server's ``hello`` (its interpreter starts and imports the runner first).
@@ -196,8 +196,9 @@ class RemoteServer:
     def _end_unclaimed(self, reply: Header, request: Header) -> None:
         """End the kernel of a ``spawned`` answer nobody took, from a thread of its own (the reader
         thread must not wait for the probe's answer): stop relaying its channel, kill its session
-        through the server (a probe runs the kill script), then have the server remove its dir.
-        Before, it ran until its orphan timer, and no one knew its pid."""
+        through the server (a probe runs :data:`.detached.KILL_FORKED_SCRIPT`: the kernel too if it
+        has not made its session yet), then have the server remove its dir. Before, it ran until its
+        orphan timer, and no one knew its pid."""
         if reply.get("type") != "spawned":
             return
 
@@ -206,7 +207,7 @@ class RemoteServer:
                 self.detach(reply["chan"])
             if isinstance(reply.get("pid"), int):
                 with contextlib.suppress(KernelServerUnavailable):
-                    self.probe(KILL_SESSION_SCRIPT, [str(reply["pid"])])
+                    self.probe(KILL_FORKED_SCRIPT, [str(reply["pid"])])
             kernel_dir = (request.get("config") or {}).get("kernel_dir")
             if kernel_dir:
                 self.remove_dir(str(kernel_dir))
