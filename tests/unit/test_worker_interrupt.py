@@ -35,9 +35,27 @@ def worker() -> Iterator[tuple[Worker, socket.socket]]:
     try:
         yield w, host
     finally:
+        w.in_cell = False
+        with w._rearm:  # a thread still re-sending an interrupt stops (it would hit pytest)
+            w._after_call, w.execution_count = False, w.execution_count + 1
+        _until(lambda: not _after_call_threads())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (a cell's mask; a pending one is ignored)
         signal.signal(signal.SIGINT, before)
         host.close()
         mine.close()
+
+
+def _after_call_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "hermes-interrupt-after-call"]
+
+
+def _until(pred, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not pred():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.002)
+    return True
 
 
 def _serve_one_tool_call(host: socket.socket, then: bytes = b"") -> threading.Thread:

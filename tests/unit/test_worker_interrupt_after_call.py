@@ -12,47 +12,13 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
-from pytest_hermes_kernel.kernel.runner.worker import Worker, make_tools_module
-from tests.unit.test_worker_interrupt import _answer_each_tool_call_then_interrupt, _serve
-
-
-@pytest.fixture
-def worker() -> Iterator[tuple[Worker, socket.socket]]:
-    """A worker inside a cell, its SIGINT handler installed, and the supervisor's end."""
-    host, mine = socket.socketpair()
-    mine.settimeout(5)
-    w = Worker(mine, {})
-    w.in_cell, w.cell_id = True, 1
-    before = signal.signal(signal.SIGINT, w.on_sigint)
-    try:
-        yield w, host
-    finally:
-        w.in_cell = False
-        with w._rearm:  # a thread still re-sending an interrupt stops (it would hit pytest)
-            w._after_call, w.execution_count = False, w.execution_count + 1
-        _until(lambda: not _after_call_threads())
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # (a cell's mask; a pending one is ignored)
-        signal.signal(signal.SIGINT, before)
-        host.close()
-        mine.close()
-
-
-def _after_call_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "hermes-interrupt-after-call"]
-
-
-def _until(pred, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.002)
-    return True
+from pytest_hermes_kernel.kernel.runner.worker import make_tools_module
+from tests.unit.test_worker_interrupt import (  # noqa: F401 - worker: the fixture
+    _after_call_threads, _answer_each_tool_call_then_interrupt, _serve, _until, worker)
 
 
 class _Host:
