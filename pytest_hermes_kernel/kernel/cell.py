@@ -58,6 +58,7 @@ class CellRun:
     :param budget_s: seconds of budget; ``None`` is no limit.
     :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
     :param stopping: returns true once the kernel is shutting down (no re-attach then).
+    :param resetting: returns true once ``restart()`` has begun (see :meth:`_join_tools`).
     :param cancel: the caller's cancel switch for this cell (see :class:`~.watchdog.CellBudget`).
     :param emit: ``emit(event, payload)`` reports the cell's events to the kernel's listeners:
         ``running`` once, on the cell's thread, when the runner says the cell has started in the
@@ -66,11 +67,13 @@ class CellRun:
 
     def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
                  budget_s: float | None, kernel: object, stopping: Callable[[], bool],
-                 cancel: threading.Event | None = None, emit: Callable[[str, Any], None] | None = None) -> None:
+                 cancel: threading.Event | None = None, emit: Callable[[str, Any], None] | None = None,
+                 resetting: Callable[[], bool] = lambda: False) -> None:
         self.link = link
         self.options = options
         self.kernel = kernel
         self.stopping = stopping
+        self.resetting = resetting
         self.rid = link.channel.next_id()
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
         self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
@@ -222,12 +225,15 @@ class CellRun:
 
     def _join_tools(self, cut_short: bool = False) -> None:
         """A cell's result waits for the tool calls it made (so ``tool_calls`` is complete), until
-        they end or the cell is cancelled; a cell ``cut_short`` (interrupted, killed, exited) for
-        :data:`TOOLS_AFTER_CUT_S` at most: a slow or hung tool held an interrupted cell's result
-        until it ended (3 s for a 3-s tool), and what it returns now goes nowhere."""
+        they end or the cell is cancelled; for :data:`TOOLS_AFTER_CUT_S` at most a cell ``cut_short``
+        (interrupted, killed, exited: a hung tool held its result for ever) or one stopped now by
+        ``interrupt()``, ``restart()`` or ``shutdown()`` (a thread's call hung: none reached the cell
+        the worker had ended, and ``execute()`` and ``restart()`` waited for ever)."""
         deadline = time.monotonic() + TOOLS_AFTER_CUT_S if cut_short else None
         for thread in self._tool_threads:
             while thread.is_alive() and not self.budget.cancelled:
+                if deadline is None and (self._interrupts or self.stopping() or self.resetting()):
+                    deadline = time.monotonic() + TOOLS_AFTER_CUT_S
                 if deadline is not None and time.monotonic() >= deadline:
                     return
                 thread.join(0.1 if deadline is None else min(0.1, max(0.0, deadline - time.monotonic())))

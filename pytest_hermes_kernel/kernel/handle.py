@@ -255,7 +255,8 @@ class KernelHandle:
             raise self._runtime.shut_error()
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
-                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel, emit=self._emit)
+                           kernel=self, stopping=lambda: self._life.stopping, cancel=cancel, emit=self._emit,
+                           resetting=lambda: self._life.state is S.RESETTING)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown

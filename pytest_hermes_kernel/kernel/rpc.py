@@ -58,6 +58,11 @@ class ToolTable:
             return self._tools.get(name)
 
 
+#: A call's ``error`` in a result made while it still ran (a thread of the cut cell may still wait for it).
+STILL_RUNNING = ("still running on the host when the cell ended: its result reaches only a thread of the cell "
+                 "still waiting for it")
+
+
 class CellAuthority:
     """The right to call tools, held by exactly one running cell and retired when it settles.
 
@@ -83,7 +88,7 @@ class CellAuthority:
         for call in list(self.calls):
             call = dict(call)
             if call.get("running"):
-                call["error"] = "still running on the host when the cell ended: its result goes nowhere"
+                call["error"] = STILL_RUNNING
             out.append(call)
         return out
 

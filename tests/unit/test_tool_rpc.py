@@ -11,7 +11,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel.errors import ConfigError, ToolCallRefused
-from pytest_hermes_kernel.kernel.rpc import CellAuthority, ToolTable
+from pytest_hermes_kernel.kernel.rpc import STILL_RUNNING, CellAuthority, ToolTable
 
 
 @pytest.mark.parametrize("name", ["_private", "__dunder__", "not-an-identifier", "two words", ""])
@@ -75,7 +75,7 @@ def test_a_call_still_running_is_listed_not_ok_running_and_with_no_duration_yet(
     authority.dispatch("c", "probe", {})
 
     assert seen == [{"name": "probe", "args": "{}", "ok": False, "duration_s": 0.0, "running": True,
-                     "error": "still running on the host when the cell ended: its result goes nowhere"}]
+                     "error": STILL_RUNNING}]
     [done] = authority.snapshot()
     assert done["ok"] and done["duration_s"] > 0 and "running" not in done and "error" not in done
 
