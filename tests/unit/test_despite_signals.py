@@ -170,7 +170,10 @@ finally:
             thread.join()
         except Pressed:
             pass
-    time.sleep(0.1)  # (a signal still pending is handled here)
+    try:
+        time.sleep(0.1)  # (a signal still pending is handled here: the pelter's last one may land now)
+    except Pressed:
+        pass
 reached = []
 for s in SIGNALS:
     try:

@@ -247,7 +247,7 @@ class Worker:
                 return self.sock.recv(READ_CHUNK)
         # what came before the SIGINT is read first (the supervisor writes a result, then signals)
         self._looked, chunks = True, []
-        while select.select([self.sock], [], [], 0)[0]:
+        while unread(self.sock):
             chunks.append(chunk := self.sock.recv(READ_CHUNK))
             if not chunk:
                 break
