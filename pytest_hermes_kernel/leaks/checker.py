@@ -71,6 +71,9 @@ class LeakChecker:
         self.last_clean: dict[str, Snapshot] | None = None
         """The snapshots of the last :meth:`after` that found nothing (``None`` after a leak):
         what is there now, so the next test's :meth:`before` may start from it."""
+        self.last_seen: dict[str, Snapshot] = {}
+        """The snapshots of the last :meth:`after`, whatever it found: the "before" of a check
+        that follows on at once (the last test's second look, after the wider fixtures' teardown)."""
 
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
@@ -87,6 +90,7 @@ class LeakChecker:
         while True:
             report, now = self._diff(before, set(exempt), exempt_if)
             self.last_clean = None if report or report.unchecked else now
+            self.last_seen = now
             if not report or time.monotonic() >= deadline:
                 return report
             time.sleep(0.05)

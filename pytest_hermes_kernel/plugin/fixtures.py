@@ -168,13 +168,23 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
     package loads on first use), and the next import would make a second copy of their
     process-wide state: the live registries, the local kernel dirs made, the kernel servers. The
     leak check (a wrapper around this one) and the summary read the first copy."""
-    mine = {name: module for name, module in list(sys.modules.items())
-            if name == _PACKAGE or name.startswith(f"{_PACKAGE}.")}
+    mine = package_modules()
     try:
         return (yield)
     finally:
-        for name, module in mine.items():
-            sys.modules.setdefault(name, module)
+        put_back(mine)
+
+
+def package_modules() -> dict[str, Any]:
+    """This package's loaded modules by name (to :func:`put_back` after a ``pytester`` teardown)."""
+    return {name: module for name, module in list(sys.modules.items())
+            if name == _PACKAGE or name.startswith(f"{_PACKAGE}.")}
+
+
+def put_back(modules: dict[str, Any]) -> None:
+    """Put back those of ``modules`` that are no longer in ``sys.modules``."""
+    for name, module in modules.items():
+        sys.modules.setdefault(name, module)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -19,15 +19,18 @@ kernel starts or restarts (a session-scoped registry's kernel started by a test,
 of a restarted module-scoped kernel: :mod:`pytest_hermes_kernel.kernel.holders`), wherever it
 runs (its processes, kernel dir and registry entry here; what a transport finds of it on a
 container or ssh host, by its kernel id). What it still leaves after its own teardown is a leak
-of the test whose teardown ended it.
+of the test whose teardown ended it. That test's own leftovers are looked for first, before the
+wider fixtures end (one may provide the host a transport the test closed is probed on), and what
+their teardown left is looked for after it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 import pytest
@@ -35,6 +38,7 @@ import pytest
 from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker, LeakReport
 from ..leaks.probes import UNCHECKED, kernel_resources
+from .fixtures import package_modules, put_back
 from .report import stats_key
 from .settings import settings_key
 
@@ -91,27 +95,54 @@ class LeakCheckPlugin:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_teardown(self, item: pytest.Item, nextitem: Any) -> Any:
         __tracebackhide__ = True  # the report is the message; this hook's source would only hide it
+        looked = self._own_check_first(item) if _ends_wider_fixtures(item, nextitem) else []
         try:
             result = yield
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as failed:  # a fixture's teardown that raised (pytest.fail included)
             try:  # still checked: what it left would otherwise be in every later "before", never seen
-                self._check(item, nextitem)
+                self._check(item, nextitem, since=looked[0] if looked else None)
             finally:
                 raise failed  # noqa: B012 - the teardown's own error stays the test's error
-        self._check(item, nextitem)
+        self._check(item, nextitem, since=looked[0] if looked else None)
         return result
 
-    def _check(self, item: pytest.Item, nextitem: Any) -> None:
+    def _own_check_first(self, item: pytest.Item) -> list[dict[str, Any]]:
+        """Run the test's own check first among its parent's finalizers (added last, run first):
+        after its function-scoped fixtures, before the wider ones, which may end the very host a
+        transport it closed is probed on (a session's sshd or docker engine: the probe found it
+        gone, and the last test of every worker got "not checked"). Returns a list that gets that
+        check's last snapshots once it ran: the "before" of the second look, after the wider ones."""
+        looked: list[dict[str, Any]] = []
+        mine = package_modules()
+
+        def own_check() -> None:
+            __tracebackhide__ = True
+            put_back(mine)  # a pytester test's teardown dropped them: the probes read the first copies
+            try:
+                with _capture_off(item.config):  # fds 1 and 2 as they were when "before" was taken
+                    self._check(item, None)
+            finally:
+                looked.append(self.checker.last_seen)
+
+        try:
+            item.parent.addfinalizer(own_check)  # type: ignore[union-attr]
+        except (AssertionError, KeyError):  # not set up (its setup stopped before pytest's): nothing wider to end
+            pass
+        return looked
+
+    def _check(self, item: pytest.Item, nextitem: Any, since: dict[str, Any] | None = None) -> None:
         """Compare after ``item``'s fixture teardown; report, count and end what it left.
 
+        :param since: the snapshots to compare with instead of the test's "before": those of the
+            test's own check, when the wider fixtures its teardown ended are checked after it.
         :raises LeakError: if something leaked and the mode is ``error``.
         """
         __tracebackhide__ = True
         released, self._released = self._released, set()  # this check's, whatever it does below
         released_kernels, self._released_kernels = self._released_kernels, set()
-        before = item.stash.get(_before_key, None)
+        before = item.stash.get(_before_key, None) if since is None else since
         if before is None:
             return
         if item.get_closest_marker("hermes_allow_leaks") is not None:  # (one with no reason errored its setup)
@@ -135,7 +166,7 @@ class LeakCheckPlugin:
     def _report(self, item: pytest.Item, report: LeakReport) -> None:
         __tracebackhide__ = True
         stats = item.config.stash[stats_key]
-        if report.unchecked:  # never a silent pass: say what this test's check could not see
+        if report.unchecked and item.nodeid not in stats.unchecked:  # never a silent pass: say what it could not see
             stats.unchecked.append(item.nodeid)
         if report:  # counted and ended first: a warning below may raise (-W error)
             stats.leaks.update(report.counts())
@@ -146,6 +177,25 @@ class LeakCheckPlugin:
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
+
+
+def _ends_wider_fixtures(item: pytest.Item, nextitem: Any) -> bool:
+    """Whether ``item``'s teardown also ends its parent (and so the fixtures of the parent's
+    scope and maybe wider): pytest tears down every node the next item does not share."""
+    return item.parent is not None and (not isinstance(nextitem, pytest.Item)
+                                        or item.parent not in nextitem.listchain())
+
+
+@contextlib.contextmanager
+def _capture_off(config: pytest.Config) -> Iterator[None]:
+    """pytest's output capture suspended (inside a teardown it points fds 1 and 2 at its temp
+    files: read as two leaked fds)."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is None:
+        yield
+        return
+    with capman.global_and_fixture_disabled():
+        yield
 
 
 class Holding:

@@ -1,0 +1,118 @@
+"""The leak check of a test whose teardown also ends wider-scoped fixtures (the last test of a
+module, of a class, of a worker's session): the test's own leftovers are looked for before those
+fixtures end, while the hosts they provide still answer; what the fixtures leave is looked for
+after them, and is still that test's leak."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugin.test_leakcheck import GRACE
+
+HOSTS = """
+import pytest
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import close_transport, make_transport, register_transport
+
+UP = set()  # the hosts up now
+LEFT = {}  # what the far side still runs: identity -> description
+
+class OnHost(Transport):
+    '''A backend on a host that a wider fixture provides (a session's sshd container, a second
+    docker engine): once the fixture ends it, the host no longer answers.'''
+    name = "onhost"
+    def launch(self, spec): raise NotImplementedError
+    def kill(self, launched): raise NotImplementedError
+    def alive(self, launched): raise NotImplementedError
+    def leak_snapshot(self, host_pid):
+        if "h" not in UP:
+            raise ConnectionError("the host is gone")
+        return {"remote kernel process": dict(LEFT)}
+    def leak_cleanup(self, kind, identity):
+        LEFT.pop(identity, None)
+    def describe(self):
+        return "onhost (host h)"
+
+register_transport("onhost", OnHost)
+
+@pytest.fixture(scope="{scope}")
+def host():
+    UP.add("h")
+    yield "h"
+    UP.discard("h")
+
+def use_and_close(leave=None):
+    transport = make_transport("onhost")
+    if leave:
+        LEFT[leave] = f"pid 71 (kernel {leave}) on h"  # started through it, never shut down
+    close_transport(transport)
+
+def test_first(host):
+    use_and_close()
+
+def test_leaves_a_kernel_on_the_host(host):
+    use_and_close(leave="k-left")
+
+def test_last(host, capsys):  # its teardown ends the host fixture
+    print("captured")
+    use_and_close()
+"""
+
+
+@pytest.mark.parametrize("scope", ["module", "session"])
+def test_the_last_tests_transport_is_probed_before_its_host_fixture_ends(pytester, run, scope):
+    """The last test's check ran after the session's fixtures ended: a transport the test closed
+    was probed on a host already gone, and the run's last test on every worker got "not checked"
+    (an error under ``-W error``; a two-engine test in CI, whose second engine a session fixture
+    stops). Its own check runs with pytest's capture suspended (under capture fds 1 and 2 point
+    at pytest's temp files: two "leaked fds" per test)."""
+    pytester.makepyfile(test_hosts=HOSTS.replace("{scope}", scope))
+
+    result = run(GRACE, "--hermes-leak-check=error", "-W", "error::pytest_hermes_kernel.errors.HermesLeakCheckIncompleteWarning")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_leaves_a_kernel_on_the_host*",
+                                 "*leaked remote kernel process: pid 71 (kernel k-left) on h"])
+    assert "not checked" not in out and "leaked fd" not in out, out[-3000:]
+
+
+LAST_IN_MODULE = """
+import subprocess
+import pytest
+
+KEEP = []
+
+@pytest.fixture(scope="module")
+def forgetful():
+    yield
+    KEEP.append(subprocess.Popen(["sleep", "30"]))  # started by the fixture's teardown, never waited for
+
+@pytest.fixture
+def own_sleeper():
+    yield
+    KEEP.append(subprocess.Popen(["sleep", "31"]))  # started by a function-scoped fixture's teardown
+
+def test_one(forgetful):
+    pass
+
+def test_two(forgetful, own_sleeper):  # its teardown ends `forgetful` too
+    pass
+"""
+
+
+def test_what_a_wider_fixture_leaves_at_its_teardown_is_still_the_last_tests_leak(pytester, run):
+    """The second look, after the wider fixtures ended: what their teardown left is reported once,
+    on the test whose teardown ended them, beside what the test's own fixtures left."""
+    pytester.makepyfile(test_last=LAST_IN_MODULE)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=2, warnings=2)
+    out = result.stdout.str().partition("short test summary info")[0]
+    result.stdout.fnmatch_lines(["*HermesLeakWarning: test_last.py::test_two: resources outlived*",
+                                 "*leaked child process: pid *: sleep 31",
+                                 "*HermesLeakWarning: test_last.py::test_two: resources outlived*",
+                                 "*leaked child process: pid *: sleep 30"])
+    assert out.count("sleep 30") == 1 and out.count("sleep 31") == 1, out[-3000:]
+    assert "leaks found: child process=2" in result.stdout.str()
