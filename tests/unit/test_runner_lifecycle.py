@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 
+import psutil
 import pytest
 
 from pytest_hermes_kernel.errors import KernelShutdownError
@@ -268,9 +269,25 @@ def test_a_worker_killed_while_its_tool_result_is_on_the_way_is_reported_killed(
         wait_until(lambda: gone(pid), 5.0, what="the worker to die")
     finally:
         os.kill(runner, signal.SIGCONT)
-    r = cell.result(timeout=30)
+    try:
+        r = cell.result(timeout=30)
+    except TimeoutError:  # seen once in a full run, not reproduced since: say where things stood
+        pytest.fail(f"no result 30 s after the runner was continued; {_where_things_stand(runner, pid)}")
 
     _killed_and_the_runner_lived_on(r, k, runner)
+
+
+def _where_things_stand(runner: int, worker: int) -> str:
+    """The runner's and worker's states and the runner's Unix sockets (``ss -xpn``): for a failure message."""
+    def state(pid: int) -> str:
+        try:
+            return str(psutil.Process(pid).status())
+        except psutil.Error as exc:
+            return type(exc).__name__
+
+    out = subprocess.run(["ss", "-xpn"], capture_output=True, text=True).stdout
+    sockets = [line for line in out.splitlines() if re.search(rf"\bpid={runner},", line)]
+    return f"runner {runner}: {state(runner)}; worker {worker}: {state(worker)}; runner sockets: {sockets}"
 
 
 @needs_ss
