@@ -242,6 +242,8 @@ def _the_helper(written: str) -> str:
                  f"{'matches' if proc.environ().get('HERMES_KERNEL_ID') == kernel_id else 'differs'}, parent {proc.ppid()}")
         if proc.cmdline() == ["sleep", "300"]:
             proc.kill()
+    except psutil.NoSuchProcess:
+        about = "gone"
     except psutil.Error as exc:
-        about = f"gone ({type(exc).__name__})"
+        about = f"cannot be read ({type(exc).__name__})"
     return f"the helper's cell: {status}; helper {pid}: {about}"
