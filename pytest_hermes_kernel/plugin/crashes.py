@@ -5,7 +5,8 @@ no teardown. Its local kernels end by their lease, but a filecell kernel lives u
 timer (30 min) and a docker or ssh runner until its orphan timer. So the controller learns
 each worker's pid when it comes up (``pytest_testnodeready``) and, when one goes down with an
 error (``pytest_testnodedown``), kills every process carrying that pid as its kernel host
-(``HERMES_KERNEL_HOST_PID``): on this machine, checked to be the same process right before the
+(``HERMES_KERNEL_HOST_PID``): on this machine, one started after the worker (an older one names
+an earlier holder of the pid), checked to be the same process right before the
 signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd), by pid and start
 time. Kernels on a ``target=`` ssh host end by their orphan timer. xdist names the test the
 worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
@@ -34,6 +35,7 @@ class Crashes:
     """What the controller knows of its workers: pids, crashed tests, reaped processes."""
 
     pids: dict[str, int] = field(default_factory=dict)
+    started: dict[str, float] = field(default_factory=dict)  # each worker's start time (psutil's create_time)
     crashed_in: dict[str, list[str]] = field(default_factory=dict)
     reaped: dict[str, int] = field(default_factory=dict)
     containers_removed: int = 0
@@ -52,18 +54,25 @@ def _crashes(config: pytest.Config) -> Crashes:
 _KILLED_WAIT_S = 3.0
 
 
-def reap_local(host_pid: int) -> int:
+def reap_local(host_pid: int, since: float | None = None) -> int:
     """SIGKILL every live process of this machine whose kernel host is ``host_pid``; how many.
 
     A killed runner whose working directory is its kernel dir (filecell's: it holds the
     ``runner.pid`` naming it) gets no chance to remove that dir: it is removed here once the
     runner is gone, or it would stay until ``hermes-kernel sweep``.
+
+    :param since: the host's start time (psutil's ``create_time``, seconds since the epoch): a
+        process started before it names an earlier holder of that pid as its host (a kept
+        kernel, or one that outlived a SIGKILLed host; pids wrap, at 32768 on many machines)
+        and is left alone.
     """
     killed: list[psutil.Process] = []
     kernel_dirs: dict[psutil.Process, str] = {}
     for proc in psutil.process_iter(["pid"]):
         try:
             if proc.environ().get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
+                continue
+            if since is not None and proc.create_time() < since:
                 continue
             cwd = proc.cwd()
             proc.kill()  # psutil checks the pid still names the process it listed (start time)
@@ -155,9 +164,14 @@ def _reap_in(container: Any, host_pid: int) -> int:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
+    crashes = _crashes(node.config)
     try:
-        _crashes(node.config).pids[node.gateway.id] = int(node.gateway._rinfo().pid)
+        pid = crashes.pids[node.gateway.id] = int(node.gateway._rinfo().pid)
     except Exception:  # noqa: BLE001 - without its pid a crashed worker is left to the backstops
+        return
+    try:
+        crashes.started[node.gateway.id] = psutil.Process(pid).create_time()
+    except psutil.Error:  # gone already (its death is reported next) or not local: reaped by pid alone
         pass
 
 
@@ -165,10 +179,11 @@ def pytest_testnodeready(node: Any) -> None:
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     crashes = _crashes(node.config)
     pid = crashes.pids.pop(node.gateway.id, None)
+    since = crashes.started.pop(node.gateway.id, None)
     if error is None or pid is None:
         return
     engines = node.config.stash[settings_key].docker_hosts
-    crashes.reaped[node.gateway.id] = reap_local(pid) + reap_in_containers(pid, current_run_id(), engines)
+    crashes.reaped[node.gateway.id] = reap_local(pid, since) + reap_in_containers(pid, current_run_id(), engines)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -1,0 +1,64 @@
+"""The controller's reap of a crashed xdist worker's local kernels (B41): by the worker's pid as
+their host, and only what was started after the worker: pids wrap (at 32768 on this machine, a
+full run wraps them several times), so an older process naming that pid as its host belongs to
+an earlier holder of the pid (a kept kernel, one that outlived a SIGKILLed host)."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import uuid
+
+import psutil
+
+from pytest_hermes_kernel.plugin.crashes import reap_local
+from tests.support import wait_until
+
+
+def _kernel_process(host_pid: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host_pid)}
+    return subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
+
+
+def _host_pid() -> int:
+    """A host pid no process can have (past ``pid_max``), and no other test's (random)."""
+    with open("/proc/sys/kernel/pid_max", encoding="ascii") as fh:
+        return int(fh.read()) + random.randrange(1000, 1_000_000)
+
+
+def _now() -> float:
+    """Now, on the clock of psutil's ``create_time`` (boot time plus uptime; ``time.time()`` may
+    differ from it by up to a second: the boot time is whole seconds)."""
+    with open("/proc/uptime", encoding="ascii") as fh:
+        return psutil.boot_time() + float(fh.read().split()[0])
+
+
+def _marked(proc: subprocess.Popen[bytes]) -> bool:
+    try:
+        return "HERMES_KERNEL_HOST_PID" in psutil.Process(proc.pid).environ()
+    except psutil.Error:
+        return False
+
+
+def test_the_reap_of_a_crashed_worker_spares_what_an_earlier_holder_of_its_pid_left() -> None:
+    host = _host_pid()
+    older = _kernel_process(host)
+    procs = [older]
+    try:
+        wait_until(lambda: _marked(older), 5.0, what="the older process to have exec'd with its marker")
+        worker_started = psutil.Process(older.pid).create_time() + 0.05
+        wait_until(lambda: _now() > worker_started + 0.02, 1.0, what="the worker's start to be past")
+        newer = _kernel_process(host)
+        procs.append(newer)
+        wait_until(lambda: _marked(newer), 5.0, what="the newer process to have exec'd with its marker")
+
+        reaped = reap_local(host, since=worker_started)
+
+        assert reaped == 1 and newer.wait(5) == -9
+        assert older.poll() is None, "a process older than the crashed worker was killed as its kernel"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
