@@ -125,6 +125,30 @@ def test_a_signal_handled_while_the_handlers_are_put_back_is_never_swallowed(han
             time.sleep(0.1)
 
 
+@pytest.mark.parametrize("when", [4, 5], ids=["put-back-1", "put-back-2"])
+def test_a_put_back_cut_short_is_finished_later_never_stacked(handlers, monkeypatch, when):
+    """The noting handler a cut-short put-back left in place was held by the next call as the
+    handler to put back, and its own by the one after: a chain that only grew (17 deep after a
+    1.5 s hail of signals, the hail test below), and ``signal.getsignal`` never named the
+    program's own handler again. The next call now holds the handler it stood for, and a signal
+    it gets first puts that handler back itself."""
+    monkeypatch.setattr(signal, "signal", _raising_once_after(signal.signal, when))
+    with pytest.raises(Pressed, match="landed in between"):
+        despite_signals(lambda: None)
+    monkeypatch.undo()
+    left = [s for s in SIGNALS if signal.getsignal(s) is not handlers[s]]
+    assert left, "the put-back was not cut short: the test sees nothing"
+    with pytest.raises(Pressed, match=signal.Signals(left[-1]).name):
+        os.kill(os.getpid(), left[-1])  # handed on, and its own handler put back first
+        time.sleep(0.1)
+    assert signal.getsignal(left[-1]) is handlers[left[-1]]
+
+    for _ in range(3):
+        despite_signals(lambda: None)
+
+    assert {s: signal.getsignal(s) for s in SIGNALS} == handlers
+
+
 HAIL = """
 import os, signal, sys, threading, time
 from pytest_hermes_kernel.kernel.control import despite_signals
@@ -132,48 +156,46 @@ from pytest_hermes_kernel.kernel.control import despite_signals
 class Pressed(BaseException):
     pass
 
+deadline = time.monotonic() + 1.5
+checking = []  # the last step: each signal sent once more, to see that it reaches its handler
+
 def raising(signum, _frame):
-    raise Pressed(signal.Signals(signum).name)
+    if time.monotonic() < deadline or checking:  # in between, the pelter's last signal is let be
+        raise Pressed(signal.Signals(signum).name)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 for s in SIGNALS:
     signal.signal(s, raising)
 pelted = signal.Signals[sys.argv[1]]
-go, stop, calls = threading.Event(), threading.Event(), [0]
+calls, go = [0], threading.Event()
 
-def pelt():
+def pelt():  # stops by itself: a main thread that stopped it could be cut short doing so
     go.wait(10)
-    while not stop.is_set():
+    while time.monotonic() < deadline:
         os.kill(os.getpid(), pelted)
         time.sleep(0.0003)
 
-thread = threading.Thread(target=pelt, daemon=True)
-thread.start()
-deadline = time.monotonic() + 1.5
-try:
-    go.set()
-    while True:
+def hail():
+    while time.monotonic() < deadline:
         try:
-            while time.monotonic() < deadline:
-                try:
-                    calls[0] += 1
-                    despite_signals(lambda: None)
-                except Pressed:
-                    pass
-            break
-        except Pressed:
-            continue
-finally:
-    stop.set()
-    while thread.is_alive():
-        try:
-            thread.join()
+            calls[0] += 1
+            despite_signals(lambda: None)
         except Pressed:
             pass
-    try:
-        time.sleep(0.1)  # (a signal still pending is handled here: the pelter's last one may land now)
+
+thread = threading.Thread(target=pelt, daemon=True)
+thread.start()
+while time.monotonic() < deadline:
+    try:  # a signal can land between any two steps: in hail's own except clause too, then here
+        try:
+            go.set()
+            hail()
+        except Pressed:
+            pass
     except Pressed:
         pass
+thread.join()
+checking.append(True)
 reached = []
 for s in SIGNALS:
     try:
@@ -181,7 +203,8 @@ for s in SIGNALS:
         time.sleep(0.1)
     except Pressed as exc:
         reached.append(str(exc))
-print(calls[0], ",".join(reached))
+own = all(signal.getsignal(s) is raising for s in SIGNALS)
+print(calls[0], ",".join(reached), "own-handlers" if own else "not-own-handlers")
 """
 
 
@@ -190,10 +213,12 @@ def test_under_a_hail_of_signals_no_signal_is_swallowed(pelted) -> None:
     """For 1.5 s a thread sends ``pelted`` every 0.3 ms while the main thread calls
     ``despite_signals`` again and again (in a process of its own: a signal may land anywhere,
     pytest's own code included): afterwards each signal still reaches its handler (one left on
-    the noting handler for good swallowed it: 4 of 5 such runs before). Whether each step ran
+    the noting handler for good swallowed it: 4 of 5 such runs before), and each handler is the
+    program's own again (noting handlers stacked up: 17 deep in one run). Whether each step ran
     is not asked here: a signal handled as the call begins cannot be told from one before the
     call; the cases above place it exactly."""
     done = subprocess.run([sys.executable, "-c", HAIL, pelted], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
-    calls, reached = done.stdout.split()
+    calls, reached, handlers = done.stdout.split()
     assert int(calls) > 100 and reached == "SIGINT,SIGTERM,SIGHUP", done.stdout
+    assert handlers == "own-handlers", "a noting handler of despite_signals is still in place"
