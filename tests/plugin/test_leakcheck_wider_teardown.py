@@ -116,3 +116,37 @@ def test_what_a_wider_fixture_leaves_at_its_teardown_is_still_the_last_tests_lea
                                  "*leaked child process: pid *: sleep 30"])
     assert out.count("sleep 30") == 1 and out.count("sleep 31") == 1, out[-3000:]
     assert "leaks found: child process=2" in result.stdout.str()
+
+
+LAST_LEAKS = """
+import subprocess
+import pytest
+
+KEEP = []
+
+@pytest.fixture(scope="module")
+def shared():
+    yield
+
+def test_first(shared):
+    pass
+
+def test_last(shared):  # its own check runs among the module's finalizers
+    KEEP.append(subprocess.Popen(["sleep", "32"]))
+"""
+
+
+def test_the_last_tests_leak_error_shows_the_report_not_the_plugins_source(pytester, run):
+    """The last test's own check raises inside pytest's teardown of its module: its error showed
+    the source of the plugin's own teardown hook (``return (yield)``) above the report, where any
+    other test's shows the report alone."""
+    pytester.makepyfile(test_last=LAST_LEAKS)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_last*",
+                                 "E *LeakError: test_last.py::test_last: resources outlived the test*",
+                                 "*leaked child process: pid *: sleep 32"])
+    out = result.stdout.str()
+    assert "pytest_runtest_teardown" not in out and "(yield)" not in out, out[-3000:]
