@@ -136,7 +136,8 @@ class LeakCheckPlugin:
         """Compare after ``item``'s fixture teardown; report, count and end what it left.
 
         :param since: the snapshots to compare with instead of the test's "before": those of the
-            test's own check, when the wider fixtures its teardown ended are checked after it.
+            test's own check, when the wider fixtures its teardown ended are checked after it (what
+            it could not look at, it said: not said again, and never as "before the test").
         :raises LeakError: if something leaked and the mode is ``error``.
         """
         __tracebackhide__ = True
@@ -157,7 +158,8 @@ class LeakCheckPlugin:
                                     | _kernel_identities(held),
                                     exempt_if=(lambda key, what: _names(key, what, ids)
                                                or (key.startswith("kernel dir|") and key.endswith(dirs)))
-                                    if ids else None)
+                                    if ids else None,
+                                    before_taken=None if since is not None else "before the test")
         clean = self.checker.last_clean
         if not report and clean is not None and isinstance(nextitem, pytest.Item):
             self._handoff = (nextitem, clean)

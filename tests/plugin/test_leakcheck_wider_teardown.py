@@ -150,3 +150,33 @@ def test_the_last_tests_leak_error_shows_the_report_not_the_plugins_source(pytes
                                  "*leaked child process: pid *: sleep 32"])
     out = result.stdout.str()
     assert "pytest_runtest_teardown" not in out and "(yield)" not in out, out[-3000:]
+
+
+HOST_LOST_IN_THE_LAST_TEST = HOSTS.replace("{scope}", "module").split("def use_and_close")[0] + """
+OPEN = []
+
+def test_first(host):
+    OPEN.append(make_transport("onhost"))  # live until the run ends
+
+def test_last(host):
+    from pytest_hermes_kernel.kernel.contract import note_activity
+
+    UP.discard("h")  # the host stops answering during the test
+    note_activity()  # (something done towards a kernel: the probe looks again)
+"""
+
+
+def test_a_part_the_last_tests_first_look_could_not_see_is_not_said_blind_before_the_test(pytester, run):
+    """A host that stopped answering during the last test: its first look says so; the second
+    look, which compares with the first, said the host had been "not checked ... (before the
+    test)", when it had answered then."""
+    pytester.makepyfile(test_lost=HOST_LOST_IN_THE_LAST_TEST)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=2, warnings=1)  # the second look, blind there too, says the same
+    result.stdout.fnmatch_lines(["*HermesLeakCheckIncompleteWarning: test_lost.py::test_last: *",
+                                 "*not checked: onhost (host h): ConnectionError: the host is gone"])
+    out = result.stdout.str()
+    assert "before the test" not in out, out[-3000:]
+    assert "leak checks incomplete: 1 tests (test_lost.py::test_last)" in out
