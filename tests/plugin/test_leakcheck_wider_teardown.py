@@ -180,3 +180,45 @@ def test_a_part_the_last_tests_first_look_could_not_see_is_not_said_blind_before
     out = result.stdout.str()
     assert "before the test" not in out, out[-3000:]
     assert "leak checks incomplete: 1 tests (test_lost.py::test_last)" in out
+
+
+TRANSPORT_FIXTURE_ON_A_HOST_FIXTURE = HOSTS.replace("{scope}", "session").split("def use_and_close")[0] + """
+from pytest_hermes_kernel.kernel.contract import note_activity
+
+@pytest.fixture(scope="session")
+def transport(host):  # torn down before the host it depends on
+    transport = make_transport("onhost")
+    yield transport
+    if {leave!r}:
+        LEFT[{leave!r}] = f"pid 72 (kernel {leave}) on h"  # what its teardown left on the host
+    note_activity()  # (closing it is done towards a kernel: the probe looks again)
+    close_transport(transport)
+
+def test_first(transport):
+    pass
+
+def test_last(transport):
+    pass
+"""
+
+
+@pytest.mark.parametrize("leave", ["", "k-left"])
+def test_a_transport_a_wider_fixture_closes_is_probed_before_its_host_fixture_ends(pytester, run, leave):
+    """A session fixture closes a transport on a host another session fixture provides (a
+    second docker engine's, an sshd container's): the closed transport is probed once more, and
+    that was after the host fixture had ended the host ("not checked" on every worker's last
+    test). It is looked at once the fixture that closed it has ended, while its host stands."""
+    pytester.makepyfile(test_hosts=TRANSPORT_FIXTURE_ON_A_HOST_FIXTURE.replace("{leave!r}", repr(leave))
+                        .replace("{leave}", leave))
+
+    result = run(GRACE, "-W", "error::pytest_hermes_kernel.errors.HermesLeakCheckIncompleteWarning")
+
+    out = result.stdout.str()
+    assert "not checked" not in out, out[-3000:]
+    if not leave:
+        result.assert_outcomes(passed=2)
+        return
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*HermesLeakWarning: test_hosts.py::test_last: resources outlived*",
+                                 "*leaked remote kernel process: pid 72 (kernel k-left) on h"])
+    assert "leaks found: remote kernel process=1" in out
