@@ -79,16 +79,20 @@ class LeakChecker:
         return {p.kind: self._safe(p) for p in self.probes}
 
     def after(self, before: dict[str, Snapshot], exempt: Collection[str] = (),
-              exempt_if: Callable[[str, str], bool] | None = None) -> LeakReport:
+              exempt_if: Callable[[str, str], bool] | None = None,
+              before_taken: str | None = "before the test") -> LeakReport:
         """What is new since ``before``; retried for up to ``grace`` seconds while anything is.
 
         :param exempt: identities that are not leaks (e.g. a kernel kept for post-mortem).
         :param exempt_if: ``(identity, description) -> bool``: also not leaks where true (e.g.
             what names a held kernel's id, wherever a probe found it).
+        :param before_taken: when ``before`` was taken, named in the report beside each part it
+            could not look at; ``None`` leaves those out (a look that said so already: the last
+            test's first look, whose snapshots are its second look's ``before``).
         """
         deadline = time.monotonic() + self.grace
         while True:
-            report, now = self._diff(before, set(exempt), exempt_if)
+            report, now = self._diff(before, set(exempt), exempt_if, before_taken)
             self.last_clean = None if report or report.unchecked else now
             self.last_seen = now
             if not report or time.monotonic() >= deadline:
@@ -98,8 +102,8 @@ class LeakChecker:
                 if probe.fresh is not None:
                     probe.fresh()
 
-    def _diff(self, before: dict[str, Snapshot], exempt: set[str],
-              exempt_if: Callable[[str, str], bool] | None = None) -> tuple[LeakReport, dict[str, Snapshot]]:
+    def _diff(self, before: dict[str, Snapshot], exempt: set[str], exempt_if: Callable[[str, str], bool] | None = None,
+              before_taken: str | None = "before the test") -> tuple[LeakReport, dict[str, Snapshot]]:
         """One comparison and the snapshots it made; an identity is reported once, by the first
         probe that finds it (a kernel's runner is both a kernel process and a child process)."""
         seen = set(exempt)
@@ -110,7 +114,8 @@ class LeakChecker:
             now[probe.kind] = snapshot = self._safe(probe)
             was = before.get(probe.kind, {})
             blind_before, blind_now = _unchecked(was), _unchecked(snapshot)
-            unchecked.update({f"{what} (before the test)": why for what, why in blind_before.items()})
+            if before_taken is not None:
+                unchecked.update({f"{what} ({before_taken})": why for what, why in blind_before.items()})
             unchecked.update(blind_now)
             if probe.kind in blind_before or (blind_before and probe.places is None):
                 continue  # the whole probe was blind, or which part saw what is not known: none is compared

@@ -167,7 +167,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
     back as it was before the test, dropping the modules first imported during it (most of this
     package loads on first use), and the next import would make a second copy of their
     process-wide state: the live registries, the local kernel dirs made, the kernel servers. The
-    leak check (a wrapper around this one) and the summary read the first copy."""
+    leak check (a wrapper around this one) and the summary read the first copy. Hidden from
+    tracebacks: the last test's leak check raises inside it (among its module's finalizers), and
+    its source stood above the report."""
+    __tracebackhide__ = True
     mine = package_modules()
     try:
         return (yield)

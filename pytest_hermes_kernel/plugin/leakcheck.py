@@ -56,6 +56,8 @@ class LeakCheckPlugin:
         self._holdings: dict[Any, Holding] = {}  # live wider-scoped fixture -> what its kernels are held by
         self._released: set[str] = set()  # what wider-scoped fixtures torn down since the last check made
         self._released_kernels: set[str] = set()  # the ids of their kernels still there then
+        self._looking: tuple[pytest.Item, list[dict[str, Any]]] | None = None  # a last test, its looks so far
+        self._interim: list[LeakReport] = []  # what its looks between wider fixtures' teardowns found
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
@@ -75,13 +77,17 @@ class LeakCheckPlugin:
             self._held[fixturedef] = _identities(self.checker.before()) - before
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
-        """Torn down: what it made, and its kernels, must be gone by the next check (they are compared again there)."""
+        """Torn down: what it made, and its kernels, must be gone by the next check (they are compared again there).
+        A transport its teardown closed is probed once more, at once, while the hosts of the wider
+        fixtures not yet torn down stand (:meth:`_look_between`)."""
         self._released |= self._held.pop(fixturedef, set())
         holding = self._holdings.pop(fixturedef, None)
         if holding is not None:
             handles = _held_handles({holding})
             self._released |= _kernel_identities(handles)
             self._released_kernels |= {h.kernel_id for h in handles}
+        if self._looking is not None and fixturedef.scope != "function" and _closed_unprobed():
+            self._look_between(*self._looking)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
@@ -102,11 +108,25 @@ class LeakCheckPlugin:
             raise
         except BaseException as failed:  # a fixture's teardown that raised (pytest.fail included)
             try:  # still checked: what it left would otherwise be in every later "before", never seen
-                self._check(item, nextitem, since=looked[0] if looked else None)
+                self._check(item, nextitem, since=looked[-1] if looked else None)
             finally:
+                self._looking = None
                 raise failed  # noqa: B012 - the teardown's own error stays the test's error
-        self._check(item, nextitem, since=looked[0] if looked else None)
+        self._looking = None
+        self._check(item, nextitem, since=looked[-1] if looked else None)
         return result
+
+    def _look_between(self, item: pytest.Item, looked: list[dict[str, Any]]) -> None:
+        """Compare now with the last look of the test whose teardown is ending wider fixtures, and
+        keep what it found for that test's second look to report (a hook that raises here would
+        leave the fixture's cached value behind). Run when a wider fixture's teardown closed a
+        transport: its last probe would otherwise come after the fixtures that provide its host
+        (a session's second docker engine or sshd container) had ended it: "not checked"."""
+        with _capture_off(item.config):  # as in its first look
+            report = self._compare(item, since=looked[-1])
+        if report is not None:
+            looked.append(self.checker.last_seen)
+            self._interim.append(report)
 
     def _own_check_first(self, item: pytest.Item) -> list[dict[str, Any]]:
         """Run the test's own check first among its parent's finalizers (added last, run first):
@@ -127,6 +147,7 @@ class LeakCheckPlugin:
             finally:
                 if self.checker.last_seen is not seen_before:  # it compared (not an allowed or unset test)
                     looked.append(self.checker.last_seen)
+                    self._looking = (item, looked)
 
         try:
             item.parent.addfinalizer(own_check)  # type: ignore[union-attr]
@@ -138,32 +159,41 @@ class LeakCheckPlugin:
         """Compare after ``item``'s fixture teardown; report, count and end what it left.
 
         :param since: the snapshots to compare with instead of the test's "before": those of the
-            test's own check, when the wider fixtures its teardown ended are checked after it.
+            test's own check, when the wider fixtures its teardown ended are checked after it (what
+            it could not look at, it said: not said again, and never as "before the test").
         :raises LeakError: if something leaked and the mode is ``error``.
         """
         __tracebackhide__ = True
+        report = self._compare(item, since)
+        interim, self._interim = self._interim, []
+        if report is None:
+            return
+        clean = self.checker.last_clean
+        if not report and not any(interim) and clean is not None and isinstance(nextitem, pytest.Item):
+            self._handoff = (nextitem, clean)
+        self._report(item, _merged([*interim, report]))
+
+    def _compare(self, item: pytest.Item, since: dict[str, Any] | None = None) -> LeakReport | None:
+        """What is new since the test's "before" (or ``since``); ``None`` if not checked at all."""
         released, self._released = self._released, set()  # this check's, whatever it does below
         released_kernels, self._released_kernels = self._released_kernels, set()
         before = item.stash.get(_before_key, None) if since is None else since
         if before is None:
-            return
+            return None
         if item.get_closest_marker("hermes_allow_leaks") is not None:  # (one with no reason errored its setup)
-            return
+            return None
         if released or released_kernels:  # in "before" while its fixture held it: a leak if it outlived that fixture
             before = {kind: {k: v for k, v in snap.items() if k not in released and not _names(k, v, released_kernels)}
                       for kind, snap in before.items()}
         held = _held_handles(set(self._holdings.values()))
         kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
         ids, dirs = {h.kernel_id for h in [*held, *kept]}, _kernel_dirs(kept)
-        report = self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
-                                    | _kernel_identities(held),
-                                    exempt_if=(lambda key, what: _names(key, what, ids)
-                                               or (key.startswith("kernel dir|") and key.endswith(dirs)))
-                                    if ids else None)
-        clean = self.checker.last_clean
-        if not report and clean is not None and isinstance(nextitem, pytest.Item):
-            self._handoff = (nextitem, clean)
-        self._report(item, report)
+        return self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
+                                  | _kernel_identities(held),
+                                  exempt_if=(lambda key, what: _names(key, what, ids)
+                                             or (key.startswith("kernel dir|") and key.endswith(dirs)))
+                                  if ids else None,
+                                  before_taken=None if since is not None else "before the test")
 
     def _report(self, item: pytest.Item, report: LeakReport) -> None:
         __tracebackhide__ = True
@@ -179,6 +209,23 @@ class LeakCheckPlugin:
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
+
+
+def _merged(reports: list[LeakReport]) -> LeakReport:
+    """One report of several looks at the same test (each found something new to the one before)."""
+    if len(reports) == 1:
+        return reports[0]
+    leaks: dict[str, dict[str, str]] = {}
+    for report in reports:
+        for kind, items in report.leaks.items():
+            leaks.setdefault(kind, {}).update(items)
+    return LeakReport(leaks, {k: v for report in reports for k, v in report.unchecked.items()})
+
+
+def _closed_unprobed() -> bool:
+    """Whether a closed transport waits for its last probe (no transport module loaded: none)."""
+    transports = sys.modules.get("pytest_hermes_kernel.transports")
+    return transports is not None and transports.closed_unprobed()
 
 
 def _ends_wider_fixtures(item: pytest.Item, nextitem: Any) -> bool:

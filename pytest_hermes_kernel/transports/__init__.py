@@ -260,6 +260,11 @@ def close_transport(transport: Transport) -> None:
         _made.discard(transport)
 
 
+def closed_unprobed() -> bool:
+    """Whether :func:`close_transport` closed a transport that no leak snapshot has probed since."""
+    return bool(_closed)
+
+
 def forget_closed_transports() -> None:
     """Drop the transports :func:`close_transport` closed from :func:`live_transports` (after a
     leak snapshot probed them once more)."""

@@ -116,3 +116,109 @@ def test_what_a_wider_fixture_leaves_at_its_teardown_is_still_the_last_tests_lea
                                  "*leaked child process: pid *: sleep 30"])
     assert out.count("sleep 30") == 1 and out.count("sleep 31") == 1, out[-3000:]
     assert "leaks found: child process=2" in result.stdout.str()
+
+
+LAST_LEAKS = """
+import subprocess
+import pytest
+
+KEEP = []
+
+@pytest.fixture(scope="module")
+def shared():
+    yield
+
+def test_first(shared):
+    pass
+
+def test_last(shared):  # its own check runs among the module's finalizers
+    KEEP.append(subprocess.Popen(["sleep", "32"]))
+"""
+
+
+def test_the_last_tests_leak_error_shows_the_report_not_the_plugins_source(pytester, run):
+    """The last test's own check raises inside pytest's teardown of its module: its error showed
+    the source of the plugin's own teardown hook (``return (yield)``) above the report, where any
+    other test's shows the report alone."""
+    pytester.makepyfile(test_last=LAST_LEAKS)
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_last*",
+                                 "E *LeakError: test_last.py::test_last: resources outlived the test*",
+                                 "*leaked child process: pid *: sleep 32"])
+    out = result.stdout.str()
+    assert "pytest_runtest_teardown" not in out and "(yield)" not in out, out[-3000:]
+
+
+HOST_LOST_IN_THE_LAST_TEST = HOSTS.replace("{scope}", "module").split("def use_and_close")[0] + """
+OPEN = []
+
+def test_first(host):
+    OPEN.append(make_transport("onhost"))  # live until the run ends
+
+def test_last(host):
+    from pytest_hermes_kernel.kernel.contract import note_activity
+
+    UP.discard("h")  # the host stops answering during the test
+    note_activity()  # (something done towards a kernel: the probe looks again)
+"""
+
+
+def test_a_part_the_last_tests_first_look_could_not_see_is_not_said_blind_before_the_test(pytester, run):
+    """A host that stopped answering during the last test: its first look says so; the second
+    look, which compares with the first, said the host had been "not checked ... (before the
+    test)", when it had answered then."""
+    pytester.makepyfile(test_lost=HOST_LOST_IN_THE_LAST_TEST)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=2, warnings=1)  # the second look, blind there too, says the same
+    result.stdout.fnmatch_lines(["*HermesLeakCheckIncompleteWarning: test_lost.py::test_last: *",
+                                 "*not checked: onhost (host h): ConnectionError: the host is gone"])
+    out = result.stdout.str()
+    assert "before the test" not in out, out[-3000:]
+    assert "leak checks incomplete: 1 tests (test_lost.py::test_last)" in out
+
+
+TRANSPORT_FIXTURE_ON_A_HOST_FIXTURE = HOSTS.replace("{scope}", "session").split("def use_and_close")[0] + """
+from pytest_hermes_kernel.kernel.contract import note_activity
+
+@pytest.fixture(scope="session")
+def transport(host):  # torn down before the host it depends on
+    transport = make_transport("onhost")
+    yield transport
+    if {leave!r}:
+        LEFT[{leave!r}] = f"pid 72 (kernel {leave}) on h"  # what its teardown left on the host
+    note_activity()  # (closing it is done towards a kernel: the probe looks again)
+    close_transport(transport)
+
+def test_first(transport):
+    pass
+
+def test_last(transport):
+    pass
+"""
+
+
+@pytest.mark.parametrize("leave", ["", "k-left"])
+def test_a_transport_a_wider_fixture_closes_is_probed_before_its_host_fixture_ends(pytester, run, leave):
+    """A session fixture closes a transport on a host another session fixture provides (a
+    second docker engine's, an sshd container's): the closed transport is probed once more, and
+    that was after the host fixture had ended the host ("not checked" on every worker's last
+    test). It is looked at once the fixture that closed it has ended, while its host stands."""
+    pytester.makepyfile(test_hosts=TRANSPORT_FIXTURE_ON_A_HOST_FIXTURE.replace("{leave!r}", repr(leave))
+                        .replace("{leave}", leave))
+
+    result = run(GRACE, "-W", "error::pytest_hermes_kernel.errors.HermesLeakCheckIncompleteWarning")
+
+    out = result.stdout.str()
+    assert "not checked" not in out, out[-3000:]
+    if not leave:
+        result.assert_outcomes(passed=2)
+        return
+    result.assert_outcomes(passed=2, warnings=1)
+    result.stdout.fnmatch_lines(["*HermesLeakWarning: test_hosts.py::test_last: resources outlived*",
+                                 "*leaked remote kernel process: pid 72 (kernel k-left) on h"])
+    assert "leaks found: remote kernel process=1" in out
