@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
-from ..kernel.contract import Launched, LaunchSpec, Transport
+from ..kernel.contract import Launched, LaunchSpec, Transport, note_activity
 from .shared_options import SharedTransport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport", "shared_transports",
@@ -251,6 +251,7 @@ def close_transport(transport: Transport) -> None:
     the run's summary), so a snapshot grew with the run (measured: 7-9 s setups and teardowns
     late in the full matrix).
     """
+    note_activity()  # what the close left must be looked at, not read from the last look (a base close() is not counted)
     try:
         transport.close()
     finally:

@@ -551,3 +551,42 @@ def test_a_wider_fixtures_kernel_restarted_during_a_test_is_still_its_own(pytest
     result = run(GRACE, "--hermes-leak-check=error")
 
     result.assert_outcomes(passed=3)
+
+
+CLOSED_WITHOUT_ACTIVITY = """
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import close_transport, make_transport, register_transport
+
+LEFT = {}
+
+class Plain(Transport):
+    '''A user backend that keeps the base class's close() (no method of its own is called below).'''
+    name = "plain"
+    def launch(self, spec): raise NotImplementedError
+    def kill(self, launched): raise NotImplementedError
+    def alive(self, launched): raise NotImplementedError
+    def leak_snapshot(self, host_pid):
+        return {"remote kernel process": dict(LEFT)}
+    def leak_cleanup(self, kind, identity):
+        LEFT.pop(identity, None)
+
+register_transport("plain", Plain)
+HOST = make_transport("plain")  # made before the tests: each test's "before" probed it
+
+def test_closes_what_it_used():
+    LEFT["k"] = "pid 72 (kernel k) on 10.9.9.8"  # a kernel its close left running there
+    close_transport(HOST)
+"""
+
+
+def test_a_transport_closed_with_nothing_else_done_is_probed_again_not_read_from_the_last_look(pytester, run):
+    """The leak probe reuses its last snapshot for a moment while nothing was done towards a
+    kernel; closing a transport whose class keeps the base ``close()`` counted as nothing, so the
+    check after the test read the snapshot taken before it and missed what the close left."""
+    pytester.makepyfile(test_plain=CLOSED_WITHOUT_ACTIVITY)
+
+    result = run(GRACE)
+
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*HermesLeakWarning: test_plain.py::test_closes_what_it_used: resources outlived*",
+                                 "*leaked remote kernel process: pid 72 (kernel k) on 10.9.9.8"])
