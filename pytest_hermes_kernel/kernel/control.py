@@ -172,9 +172,11 @@ def despite_signals(step: Callable[[], T]) -> T:
 
     def note(signum: int, frame: object) -> None:
         if done:  # step is done: this is the handler's own signal now (we are putting it back)
-            if signal.getsignal(signum) is note:  # a put-back cut short left us in place: finish it
-                signal.signal(signum, held[signum])
-            held[signum](signum, frame)
+            try:
+                if signal.getsignal(signum) is note:  # left in place: put its handler back
+                    signal.signal(signum, held[signum])
+            finally:  # also if another signal's handler raised first, inside that signal.signal
+                held[signum](signum, frame)
         else:
             noted.append(signum)
 

@@ -207,6 +207,28 @@ def test_a_noting_handler_put_back_later_hands_on_and_never_stacks(handlers) -> 
     assert {s: signal.getsignal(s) for s in SIGNALS} == handlers
 
 
+def test_a_noting_handler_left_in_place_hands_on_its_signal_when_another_lands_first(handlers, monkeypatch) -> None:
+    """SIGTERM and SIGHUP reach noting handlers left in place at once: SIGTERM's puts its handler
+    back, and SIGHUP's (which raises) runs first, inside that ``signal.signal``: SIGTERM's own
+    handler never ran (Python itself runs it at its next check)."""
+    ran = []
+
+    def recording(signum: int, _frame: object) -> None:  # a handler that only records (a flag for a clean exit)
+        ran.append(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, recording)
+    saved = {}
+    despite_signals(lambda: saved.update({s: signal.getsignal(s) for s in SIGNALS}))
+    for s in SIGNALS:
+        signal.signal(s, saved[s])
+    monkeypatch.setattr(signal, "signal", _landing_first(signal.signal, 1, signal.SIGHUP))
+    with pytest.raises(Pressed, match="SIGHUP"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # its handler runs here, between two steps of this thread
+    monkeypatch.undo()
+    assert ran == ["SIGTERM"]
+
+
 HAIL = """
 import os, signal, sys, threading, time
 from pytest_hermes_kernel.kernel.control import despite_signals
