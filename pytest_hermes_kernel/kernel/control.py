@@ -14,7 +14,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -151,15 +151,18 @@ def despite_signals(step: Callable[[], T]) -> T:
     ``step`` runs, the Python-level handlers of SIGINT, SIGTERM and SIGHUP (those that are
     Python functions, such as the default ``KeyboardInterrupt`` one) are swapped for one that
     only notes the signal; once ``step`` is done they are put back, then each noted signal's own
-    handler is called once. A signal handled while they are swapped in cuts the swap short, not
-    ``step`` (it runs, then that signal's exception goes on); from the moment ``step`` is done the
-    noting handler hands every signal to the one it replaced, so a signal that lands while they
-    are put back is never swallowed; one that cuts the put-back short leaves a noting handler in
-    place, which puts its handler back at its next signal, and which a later call sees through
-    (:func:`_stood_for`): noting handlers never stack up. In any other thread ``step`` just runs.
+    handler is called once. A signal whose handler raises while they are swapped in or put back
+    cuts neither short (:func:`_each`): its exception goes on once ``step`` has run and the
+    noted signals' handlers were called. From the moment ``step`` is done the noting handler
+    hands every signal to the one it replaced, so none is swallowed; a noting handler left in
+    place (a signal between two bytecodes of the put-back, or a program that saved the handler
+    during ``step`` and puts it back later) puts its handler back at its next signal, and a
+    later call sees through it (:func:`_stood_for`): noting handlers never stack up. In any
+    other thread ``step`` just runs.
 
     :returns: what ``step`` returned.
-    :raises: what ``step`` raised, else the first exception a noted signal's handler raised.
+    :raises: what ``step`` raised, else the first exception a signal's handler raised (one
+        that landed in the swap or the put-back first, then the noted ones).
     """
     if threading.current_thread() is not threading.main_thread():
         return step()
@@ -169,31 +172,54 @@ def despite_signals(step: Callable[[], T]) -> T:
 
     def note(signum: int, frame: object) -> None:
         if done:  # step is done: this is the handler's own signal now (we are putting it back)
-            if signal.getsignal(signum) is note:  # a put-back cut short left us in place: finish it
-                signal.signal(signum, held[signum])
-            held[signum](signum, frame)
+            try:
+                if signal.getsignal(signum) is note:  # left in place: put its handler back
+                    signal.signal(signum, held[signum])
+            finally:  # also if another signal's handler raised first, inside that signal.signal
+                held[signum](signum, frame)
         else:
             noted.append(signum)
 
     note.hermes_stands_for = (held, done)  # type: ignore[attr-defined]  # for a later call: see _stood_for
-    result: list[T] = []
+    cut: list[BaseException] = []  # what handlers of signals landing in the swap or the put-back raised
     try:
-        try:
-            for signum in HELD_SIGNALS:
-                handler = _stood_for(signal.getsignal(signum), signum)
-                if callable(handler):
-                    held[signum] = handler
-                    signal.signal(signum, note)
-        finally:  # whatever a signal did to the swap, the runner's end runs
-            result.append(step())
+        _each(HELD_SIGNALS, lambda signum: _swap_in(signum, note, held), cut)
+        result = step()
     finally:
         done.append(True)
-        for signum, handler in held.items():
-            signal.signal(signum, handler)
-        raised = [exc for signum in dict.fromkeys(noted) if (exc := _call(held[signum], signum)) is not None]
+        _each(list(held), lambda signum: signal.signal(signum, held[signum]), cut)
+        raised = cut + [exc for signum in dict.fromkeys(noted) if (exc := _call(held[signum], signum)) is not None]
         if raised and sys.exc_info()[1] is None:  # step returned: what a handler raised comes out now
             raise raised[0]
-    return result[0]
+    return result
+
+
+def _swap_in(signum: int, note: Callable[[int, object], None], held: dict[int, Any]) -> None:
+    """Hold ``signum``'s handler in ``held`` and put ``note`` in its place (if it is a Python
+    function); done already, nothing is done again."""
+    handler = signal.getsignal(signum)
+    if handler is note:
+        return
+    handler = _stood_for(handler, signum)
+    if callable(handler):
+        held[signum] = handler
+        signal.signal(signum, note)
+
+
+def _each(signums: Sequence[int], do: Callable[[int], object], cut: list[BaseException]) -> None:
+    """``do(signum)`` for each of ``signums``, to the last, however many signal handlers raise
+    meanwhile: each one's exception is added to ``cut`` (it goes on once the step has run) and the
+    call it cut short is made again. CPython's ``signal.signal`` runs a pending signal's handler
+    before it changes anything, so one that raises there leaves the handler unchanged: a swap
+    that stopped there left the step open to the next Ctrl-C, a put-back left the signals noted
+    during the step unhandled."""
+    todo = list(signums)
+    while todo:
+        try:
+            do(todo[0])
+            todo.pop(0)
+        except BaseException as exc:  # noqa: BLE001 - a signal's, handed on after the step
+            cut.append(exc)
 
 
 def _stood_for(handler: Any, signum: int) -> Any:

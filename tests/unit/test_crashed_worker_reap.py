@@ -11,8 +11,9 @@ import subprocess
 import uuid
 
 import psutil
+import pytest
 
-from pytest_hermes_kernel.plugin.crashes import reap_local
+from pytest_hermes_kernel.plugin.crashes import reap_local, started_since_boot
 from tests.support import wait_until
 
 
@@ -28,10 +29,9 @@ def _host_pid() -> int:
 
 
 def _now() -> float:
-    """Now, on the clock of psutil's ``create_time`` (boot time plus uptime; ``time.time()`` may
-    differ from it by up to a second: the boot time is whole seconds)."""
+    """Now, on the clock of ``started_since_boot`` (seconds since boot)."""
     with open("/proc/uptime", encoding="ascii") as fh:
-        return psutil.boot_time() + float(fh.read().split()[0])
+        return float(fh.read().split()[0])
 
 
 def _marked(proc: subprocess.Popen[bytes]) -> bool:
@@ -47,7 +47,7 @@ def test_the_reap_of_a_crashed_worker_spares_what_an_earlier_holder_of_its_pid_l
     procs = [older]
     try:
         wait_until(lambda: _marked(older), 5.0, what="the older process to have exec'd with its marker")
-        worker_started = psutil.Process(older.pid).create_time() + 0.05
+        worker_started = started_since_boot(older.pid) + 0.05
         wait_until(lambda: _now() > worker_started + 0.02, 1.0, what="the worker's start to be past")
         newer = _kernel_process(host)
         procs.append(newer)
@@ -57,6 +57,38 @@ def test_the_reap_of_a_crashed_worker_spares_what_an_earlier_holder_of_its_pid_l
 
         assert reaped == 1 and newer.wait(5) == -9
         assert older.poll() is None, "a process older than the crashed worker was killed as its kernel"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+
+
+def test_a_wall_clock_set_back_after_the_worker_started_spares_none_of_its_kernels(monkeypatch) -> None:
+    """psutil's ``create_time`` is the boot time as the wall clock says it is now, plus the ticks
+    since boot: the worker's was read when it came up, its kernels' when it crashed. A clock set
+    back meanwhile (NTP, a VM resumed) made its kernels look older than it, and they were spared."""
+    from types import SimpleNamespace
+
+    import psutil._pslinux as pslinux
+
+    from pytest_hermes_kernel.plugin.crashes import _crashes, pytest_testnodeready
+
+    worker = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    procs = [worker]
+    try:
+        node = SimpleNamespace(config=SimpleNamespace(stash=pytest.Stash()),
+                               gateway=SimpleNamespace(id="gw0", _rinfo=lambda: SimpleNamespace(pid=worker.pid)))
+        pytest_testnodeready(node)
+        kernel = _kernel_process(worker.pid)
+        procs.append(kernel)
+        wait_until(lambda: _marked(kernel), 5.0, what="the kernel process to have exec'd with its marker")
+        real_boot_time = pslinux.boot_time
+        monkeypatch.setattr(pslinux, "boot_time", lambda: real_boot_time() - 5.0)  # the clock set back 5 s
+
+        reaped = reap_local(worker.pid, _crashes(node.config).started["gw0"])
+
+        assert reaped == 1 and kernel.wait(5) == -9
     finally:
         for p in procs:
             if p.poll() is None:

@@ -125,28 +125,108 @@ def test_a_signal_handled_while_the_handlers_are_put_back_is_never_swallowed(han
             time.sleep(0.1)
 
 
-@pytest.mark.parametrize("when", [4, 5], ids=["put-back-1", "put-back-2"])
-def test_a_put_back_cut_short_is_finished_later_never_stacked(handlers, monkeypatch, when):
-    """The noting handler a cut-short put-back left in place was held by the next call as the
-    handler to put back, and its own by the one after: a chain that only grew (17 deep after a
-    1.5 s hail of signals, the hail test below), and ``signal.getsignal`` never named the
-    program's own handler again. The next call now holds the handler it stood for, and a signal
-    it gets first puts that handler back itself."""
-    monkeypatch.setattr(signal, "signal", _raising_once_after(signal.signal, when))
-    with pytest.raises(Pressed, match="landed in between"):
-        despite_signals(lambda: None)
+def _landing_first(real, when, landing):
+    """``signal.signal`` as CPython runs it when ``landing`` is pending at its ``when``-th call
+    (1-based): the pending signal's handler runs first, before the handler is changed, and if it
+    raises, nothing is changed (``_raising_once_after`` raises after the change, the kinder case)."""
+    calls = [0]
+
+    def signal_signal(signum, handler):
+        calls[0] += 1
+        if calls[0] == when:
+            signal.getsignal(landing)(landing, None)
+        return real(signum, handler)
+    return signal_signal
+
+
+@pytest.mark.parametrize(("when", "landing"), [(1, signal.SIGINT), (2, signal.SIGTERM), (3, signal.SIGHUP)],
+                         ids=["swap-1", "swap-2", "swap-3"])
+def test_a_signal_that_cuts_the_swap_short_leaves_the_step_held_against_the_next(handlers, monkeypatch, when,
+                                                                                landing):
+    """Ctrl-C, Ctrl-C, Ctrl-C: the second one landed as the handlers were swapped in, before its
+    own was (CPython's ``signal.signal`` runs a pending handler before it changes anything); the
+    swap stopped there and the third one, during the kill, cut the kill short."""
+    monkeypatch.setattr(signal, "signal", _landing_first(signal.signal, when, landing))
+    steps = []
+
+    def step() -> None:
+        steps.append("began")
+        os.kill(os.getpid(), landing)
+        time.sleep(0.05)  # a handler would run here, between two steps of this thread
+        steps.append("ran to its end")
+
+    with pytest.raises(Pressed, match=signal.Signals(landing).name):
+        despite_signals(step)
     monkeypatch.undo()
-    left = [s for s in SIGNALS if signal.getsignal(s) is not handlers[s]]
-    assert left, "the put-back was not cut short: the test sees nothing"
-    with pytest.raises(Pressed, match=signal.Signals(left[-1]).name):
-        os.kill(os.getpid(), left[-1])  # handed on, and its own handler put back first
+    assert steps == ["began", "ran to its end"]
+    assert {s: signal.getsignal(s) for s in SIGNALS} == handlers
+
+
+@pytest.mark.parametrize("when", [4, 5, 6], ids=["put-back-1", "put-back-2", "put-back-3"])
+def test_a_signal_that_cuts_the_put_back_short_does_not_swallow_the_noted_ones(handlers, monkeypatch, when):
+    """A SIGTERM during the kill was noted; a Ctrl-C (here SIGHUP) whose handler raised landed as
+    the handlers were put back: the put-back stopped there and SIGTERM's handler never ran."""
+    ran = []
+
+    def recording(signum: int, _frame: object) -> None:  # a handler that only records (a flag for a clean exit)
+        ran.append(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, recording)
+    monkeypatch.setattr(signal, "signal", _landing_first(signal.signal, when, signal.SIGHUP))
+
+    def step() -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.05)  # a handler would run here, between two steps of this thread
+
+    with pytest.raises(Pressed, match="SIGHUP"):
+        despite_signals(step)
+    monkeypatch.undo()
+    assert ran == ["SIGTERM"]
+    assert {s: signal.getsignal(s) for s in SIGNALS} == {**handlers, signal.SIGTERM: recording}
+
+
+def test_a_noting_handler_put_back_later_hands_on_and_never_stacks(handlers) -> None:
+    """A noting handler can be put back after its call ended (a program saved the handler during
+    the step and restores it later; a signal between two bytecodes of the put-back leaves one
+    too). It was held by the next call as the handler to put back, and its own by the one after:
+    a chain that only grew (17 deep after a 1.5 s hail of signals, the hail test below), and
+    ``signal.getsignal`` never named the program's own handler again. The next call now holds
+    the handler it stood for, and a signal it gets first puts that handler back itself."""
+    saved = {}
+    despite_signals(lambda: saved.update({s: signal.getsignal(s) for s in SIGNALS}))
+    for s in SIGNALS:
+        signal.signal(s, saved[s])
+    with pytest.raises(Pressed, match="SIGHUP"):
+        os.kill(os.getpid(), signal.SIGHUP)  # handed on, and its own handler put back first
         time.sleep(0.1)
-    assert signal.getsignal(left[-1]) is handlers[left[-1]]
+    assert signal.getsignal(signal.SIGHUP) is handlers[signal.SIGHUP]
 
     for _ in range(3):
         despite_signals(lambda: None)
 
     assert {s: signal.getsignal(s) for s in SIGNALS} == handlers
+
+
+def test_a_noting_handler_left_in_place_hands_on_its_signal_when_another_lands_first(handlers, monkeypatch) -> None:
+    """SIGTERM and SIGHUP reach noting handlers left in place at once: SIGTERM's puts its handler
+    back, and SIGHUP's (which raises) runs first, inside that ``signal.signal``: SIGTERM's own
+    handler never ran (Python itself runs it at its next check)."""
+    ran = []
+
+    def recording(signum: int, _frame: object) -> None:  # a handler that only records (a flag for a clean exit)
+        ran.append(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, recording)
+    saved = {}
+    despite_signals(lambda: saved.update({s: signal.getsignal(s) for s in SIGNALS}))
+    for s in SIGNALS:
+        signal.signal(s, saved[s])
+    monkeypatch.setattr(signal, "signal", _landing_first(signal.signal, 1, signal.SIGHUP))
+    with pytest.raises(Pressed, match="SIGHUP"):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.1)  # its handler runs here, between two steps of this thread
+    monkeypatch.undo()
+    assert ran == ["SIGTERM"]
 
 
 HAIL = """
