@@ -27,6 +27,7 @@ import pytest
 
 from ..containers.labels import LABEL_RUN_ID
 from ..containers.sharing import current_run_id
+from ..procs import start_time
 from .settings import settings_key
 
 
@@ -35,7 +36,7 @@ class Crashes:
     """What the controller knows of its workers: pids, crashed tests, reaped processes."""
 
     pids: dict[str, int] = field(default_factory=dict)
-    started: dict[str, float] = field(default_factory=dict)  # each worker's start, since boot (started_since_boot)
+    started: dict[str, float] = field(default_factory=dict)  # each worker's start, seconds since boot (procs.start_time)
     crashed_in: dict[str, list[str]] = field(default_factory=dict)
     reaped: dict[str, int] = field(default_factory=dict)
     containers_removed: int = 0
@@ -61,7 +62,7 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
     ``runner.pid`` naming it) gets no chance to remove that dir: it is removed here once the
     runner is gone, or it would stay until ``hermes-kernel sweep``.
 
-    :param since: the host's start, seconds since boot (:func:`started_since_boot`): a process
+    :param since: the host's start, seconds since boot (:func:`~..procs.start_time`, which no clock step moves): a process
         started before it names an earlier holder of that pid as its host (a kept kernel, or one
         that outlived a SIGKILLed host; pids wrap, at 32768 on many machines) and is left alone.
     """
@@ -71,7 +72,7 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
         try:
             if proc.environ().get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
                 continue
-            if since is not None and started_since_boot(proc.pid) < since:
+            if since is not None and (start_time(proc.pid) or 0.0) < since:
                 continue
             cwd = proc.cwd()
             proc.kill()  # psutil checks the pid still names the process it listed (start time)
@@ -86,19 +87,6 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
             shutil.rmtree(kernel_dirs.pop(proc), ignore_errors=True)
         time.sleep(0.01)
     return len(killed)
-
-
-def started_since_boot(pid: int) -> float:
-    """When process ``pid`` started, in seconds since boot (the kernel's own tick count, 10 ms
-    here). Not psutil's ``create_time``: that adds the boot time as the wall clock says it is at
-    the call, so two read far apart (a worker's when it came up, its kernels' when it crashed)
-    differ by any clock step between them (NTP, a VM resumed).
-
-    :raises OSError: if there is no such process (or no ``/proc``).
-    """
-    with open(f"/proc/{pid}/stat", "rb") as fh:
-        fields = fh.read().rsplit(b")", 1)[1].split()  # the name before ")" may hold spaces
-    return int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime (proc(5))
 
 
 def _gone(proc: psutil.Process) -> bool:
@@ -181,10 +169,9 @@ def pytest_testnodeready(node: Any) -> None:
         pid = crashes.pids[node.gateway.id] = int(node.gateway._rinfo().pid)
     except Exception:  # noqa: BLE001 - without its pid a crashed worker is left to the backstops
         return
-    try:
-        crashes.started[node.gateway.id] = started_since_boot(pid)
-    except (OSError, ValueError, IndexError):  # gone already (its death is reported next) or not local: reaped by pid alone
-        pass
+    started = start_time(pid)
+    if started is not None:  # else gone already (its death is reported next) or not local: reaped by pid alone
+        crashes.started[node.gateway.id] = started
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -13,7 +13,8 @@ import uuid
 import psutil
 import pytest
 
-from pytest_hermes_kernel.plugin.crashes import reap_local, started_since_boot
+from pytest_hermes_kernel.plugin.crashes import reap_local
+from pytest_hermes_kernel.procs import start_time
 from tests.support import wait_until
 
 
@@ -29,7 +30,7 @@ def _host_pid() -> int:
 
 
 def _now() -> float:
-    """Now, on the clock of ``started_since_boot`` (seconds since boot)."""
+    """Now, on the clock of ``procs.start_time`` (seconds since boot)."""
     with open("/proc/uptime", encoding="ascii") as fh:
         return float(fh.read().split()[0])
 
@@ -47,7 +48,7 @@ def test_the_reap_of_a_crashed_worker_spares_what_an_earlier_holder_of_its_pid_l
     procs = [older]
     try:
         wait_until(lambda: _marked(older), 5.0, what="the older process to have exec'd with its marker")
-        worker_started = started_since_boot(older.pid) + 0.05
+        worker_started = start_time(older.pid) + 0.05
         wait_until(lambda: _now() > worker_started + 0.02, 1.0, what="the worker's start to be past")
         newer = _kernel_process(host)
         procs.append(newer)
