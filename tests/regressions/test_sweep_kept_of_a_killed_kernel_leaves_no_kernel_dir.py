@@ -47,8 +47,16 @@ def test_sweep_kept_leaves_nothing_of_a_local_kernel(server: bool, killed: bool,
                                   host_pid=os.getpid(), worker_pid=worker))
         assert handle.keep(60.0).step == "kept"
         if killed:
-            for pid in (runner, worker):
-                os.kill(pid, signal.SIGKILL)
+            fds = [os.pidfd_open(pid) for pid in (runner, worker)]  # these processes, whatever their pids name later
+            try:
+                for fd in fds:
+                    try:
+                        signal.pidfd_send_signal(fd, signal.SIGKILL)
+                    except ProcessLookupError:  # the worker ended by itself once its runner was killed (under load)
+                        pass
+            finally:
+                for fd in fds:
+                    os.close(fd)
             wait_until(lambda: gone(runner) and gone(worker), 5.0, what="the kept kernel's processes to go")
         lines: list[str] = []
 
