@@ -8,7 +8,8 @@ error (``pytest_testnodedown``), kills every process carrying that pid as its ke
 (``HERMES_KERNEL_HOST_PID``): on this machine, one started after the worker (an older one names
 an earlier holder of the pid), checked to be the same process right before the
 signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd), by pid and start
-time. Kernels on a ``target=`` ssh host end by their orphan timer. xdist names the test the
+time. Kernels on a ``target=`` ssh host end by their orphan timer, and so do those of a worker
+on another machine (``--tx ssh=...``), whose pid names nothing here. xdist names the test the
 worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
 reaped. Nothing here touches a live worker's kernels: the pid is that of the dead worker only.
 """
@@ -165,6 +166,8 @@ def _reap_in(container: Any, host_pid: int) -> int:
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
     crashes = _crashes(node.config)
+    if not getattr(node.gateway.spec, "popen", False):  # a worker on another machine (--tx ssh=, socket=):
+        return  # its pid names nothing here, its kernels are there (they end by their own timers)
     try:
         pid = crashes.pids[node.gateway.id] = int(node.gateway._rinfo().pid)
     except Exception:  # noqa: BLE001 - without its pid a crashed worker is left to the backstops

@@ -79,7 +79,8 @@ def test_a_wall_clock_set_back_after_the_worker_started_spares_none_of_its_kerne
     procs = [worker]
     try:
         node = SimpleNamespace(config=SimpleNamespace(stash=pytest.Stash()),
-                               gateway=SimpleNamespace(id="gw0", _rinfo=lambda: SimpleNamespace(pid=worker.pid)))
+                               gateway=SimpleNamespace(id="gw0", spec=SimpleNamespace(popen=True),
+                                                       _rinfo=lambda: SimpleNamespace(pid=worker.pid)))
         pytest_testnodeready(node)
         kernel = _kernel_process(worker.pid)
         procs.append(kernel)
@@ -90,6 +91,40 @@ def test_a_wall_clock_set_back_after_the_worker_started_spares_none_of_its_kerne
         reaped = reap_local(worker.pid, _crashes(node.config).started["gw0"])
 
         assert reaped == 1 and kernel.wait(5) == -9
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
+
+
+def test_a_crashed_worker_on_another_machine_reaps_nothing_here(monkeypatch) -> None:
+    """``--tx ssh=host`` runs a worker elsewhere: its pid is that machine's. Taken for a pid of
+    this one, the worker's crash killed local kernels whose host happened to have that number."""
+    from types import SimpleNamespace
+
+    from pytest_hermes_kernel.plugin import crashes
+    from pytest_hermes_kernel.plugin.crashes import _crashes, pytest_testnodedown, pytest_testnodeready
+    from pytest_hermes_kernel.plugin.settings import settings_key
+
+    monkeypatch.setattr(crashes, "reap_in_containers", lambda *args: 0)  # this machine's part only
+
+    host = subprocess.Popen(["sleep", "300"], start_new_session=True)  # a local kernel host with the remote pid's number
+    procs = [host]
+    try:
+        node = SimpleNamespace(config=SimpleNamespace(stash=pytest.Stash()),
+                               gateway=SimpleNamespace(id="gw0", spec=SimpleNamespace(popen=None, ssh="elsewhere"),
+                                                       _rinfo=lambda: SimpleNamespace(pid=host.pid)))
+        node.config.stash[settings_key] = SimpleNamespace(docker_hosts=None)
+        pytest_testnodeready(node)
+        kernel = _kernel_process(host.pid)
+        procs.append(kernel)
+        wait_until(lambda: _marked(kernel), 5.0, what="the kernel process to have exec'd with its marker")
+
+        pytest_testnodedown(node, error="worker 'gw0' crashed while running 'test_x.py::test_a'")
+
+        assert _crashes(node.config).reaped == {}, "a local kernel was killed for a remote worker's crash"
+        assert kernel.poll() is None
     finally:
         for p in procs:
             if p.poll() is None:
