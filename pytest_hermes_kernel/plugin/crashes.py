@@ -63,17 +63,27 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
     ``runner.pid`` naming it) gets no chance to remove that dir: it is removed here once the
     runner is gone, or it would stay until ``hermes-kernel sweep``.
 
-    :param since: the host's start, seconds since boot (:func:`~..procs.start_time`, which no clock step moves): a process
-        started before it names an earlier holder of that pid as its host (a kept kernel, or one
-        that outlived a SIGKILLed host; pids wrap, at 32768 on many machines) and is left alone.
+    A kernel kept for post-mortem (``--hermes-keep-failed``, its record unexpired) is left alone
+    too, as ``hermes-kernel sweep`` leaves it: it outlives its host on purpose, until its TTL.
+
+    :param since: the host's start, seconds since boot (:func:`~..procs.start_time`, which no
+        clock step moves): a process started before it names an earlier holder of that pid as
+        its host (a kept kernel, or one that outlived a SIGKILLed host; pids wrap, at 32768 on
+        many machines) and is left alone.
     """
+    from ..containers.kept import TMPDIR_ENV, KeptNearby
+
+    kept = KeptNearby()
     killed: list[psutil.Process] = []
     kernel_dirs: dict[psutil.Process, str] = {}
     for proc in psutil.process_iter(["pid"]):
         try:
-            if proc.environ().get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
+            env = proc.environ()
+            if env.get("HERMES_KERNEL_HOST_PID") != str(host_pid) or proc.pid == host_pid:
                 continue
             if since is not None and (start_time(proc.pid) or 0.0) < since:
+                continue
+            if kept.holds_kernel(env.get("HERMES_KERNEL_ID"), env.get(TMPDIR_ENV)):
                 continue
             cwd = proc.cwd()
             proc.kill()  # psutil checks the pid still names the process it listed (start time)

@@ -130,3 +130,32 @@ def test_a_crashed_worker_on_another_machine_reaps_nothing_here(monkeypatch) -> 
             if p.poll() is None:
                 p.kill()
             p.wait(5)
+
+
+def test_a_kernel_the_crashed_worker_kept_for_post_mortem_is_left_to_its_ttl(tmp_path) -> None:
+    """``--hermes-keep-failed`` keeps a failed test's kernel past its worker on purpose; a later
+    crash of that worker killed it with its other kernels (``hermes-kernel attach`` then found
+    its runner gone), where ``hermes-kernel sweep`` leaves it until its TTL."""
+    import time
+
+    from pytest_hermes_kernel.containers import kept
+
+    host, kept_id = _host_pid(), uuid.uuid4().hex
+    now = time.time()
+    kept.save(kept.KeptKernel(kernel_id=kept_id, transport="local", locator={}, token="t", nodeid="t.py::t",
+                              kept_at=now, detached_at=now, ttl_s=3600.0, host_pid=host), str(tmp_path))
+    env = {**os.environ, "HERMES_KERNEL_HOST_PID": str(host), kept.TMPDIR_ENV: str(tmp_path)}
+    procs = [subprocess.Popen(["sleep", "300"], env={**env, "HERMES_KERNEL_ID": kid}, start_new_session=True)
+             for kid in (kept_id, uuid.uuid4().hex)]
+    try:
+        wait_until(lambda: all(_marked(p) for p in procs), 5.0, what="both processes to have exec'd with their markers")
+
+        reaped = reap_local(host)
+
+        assert reaped == 1 and procs[1].wait(5) == -9
+        assert procs[0].poll() is None, "the kept kernel was killed with the crashed worker's others"
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait(5)
