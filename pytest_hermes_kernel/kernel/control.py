@@ -212,14 +212,24 @@ def _each(signums: Sequence[int], do: Callable[[int], object], cut: list[BaseExc
     call it cut short is made again. CPython's ``signal.signal`` runs a pending signal's handler
     before it changes anything, so one that raises there leaves the handler unchanged: a swap
     that stopped there left the step open to the next Ctrl-C, a put-back left the signals noted
-    during the step unhandled."""
-    todo = list(signums)
+    during the step unhandled. A call that fails :data:`_EACH_TRIES` times in a row fails for
+    another reason than a signal (each try would need a new one): it is given up, its error
+    handed on the same way, instead of tried forever."""
+    todo, tries = list(signums), 0
     while todo:
         try:
             do(todo[0])
-            todo.pop(0)
         except BaseException as exc:  # noqa: BLE001 - a signal's, handed on after the step
             cut.append(exc)
+            tries += 1
+            if tries < _EACH_TRIES:
+                continue
+        todo.pop(0)
+        tries = 0
+
+
+#: How many times in a row :func:`_each` tries one call before it gives it up.
+_EACH_TRIES = 50
 
 
 def _stood_for(handler: Any, signum: int) -> Any:

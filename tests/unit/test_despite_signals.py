@@ -229,6 +229,31 @@ def test_a_noting_handler_left_in_place_hands_on_its_signal_when_another_lands_f
     assert ran == ["SIGTERM"]
 
 
+REFUSED = """
+import signal
+from pytest_hermes_kernel.kernel.control import despite_signals
+
+def refused(signum, handler):
+    raise ValueError("signal.signal refused")
+
+signal.signal = refused
+steps = []
+try:
+    despite_signals(lambda: steps.append(1))
+except ValueError as exc:
+    print("raised", exc, "steps", len(steps))
+"""
+
+
+def test_a_swap_that_fails_for_another_reason_than_a_signal_is_given_up_not_tried_forever() -> None:
+    """The swap and the put-back try a call again when a signal's handler cut it short; one that
+    fails every time (here ``signal.signal`` itself) is given up and its error comes out after
+    the step, instead of a loop that never ends (in a process of its own: the main thread's)."""
+    done = subprocess.run([sys.executable, "-c", REFUSED], capture_output=True, text=True, timeout=30)
+
+    assert done.stdout.split() == ["raised", "signal.signal", "refused", "steps", "1"], done.stdout + done.stderr
+
+
 HAIL = """
 import os, signal, sys, threading, time
 from pytest_hermes_kernel.kernel.control import despite_signals
