@@ -472,3 +472,10 @@ class InterruptAfterFrame:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def kernel_process(host_pid: int, **env: str) -> subprocess.Popen[bytes]:
+    """A ``sleep 300`` in a session of its own that looks like a kernel process of host
+    ``host_pid`` (a fresh ``HERMES_KERNEL_ID`` unless ``env`` names one); the caller ends it."""
+    env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host_pid), **env}
+    return subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)

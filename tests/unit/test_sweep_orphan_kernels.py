@@ -10,14 +10,12 @@ the kill are the command's own.
 from __future__ import annotations
 
 import os
-import subprocess
-import uuid
 
 import psutil
 import pytest
 
 from pytest_hermes_kernel import cli
-from tests.support import gone, wait_until
+from tests.support import gone, kernel_process, wait_until
 
 
 def _dead_pid() -> int:
@@ -28,13 +26,8 @@ def _dead_pid() -> int:
     return pid
 
 
-def _kernel_process(host_pid: int) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host_pid)}
-    return subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
-
-
 def test_kills_the_kernel_processes_of_a_dead_host_and_only_those(monkeypatch: pytest.MonkeyPatch) -> None:
-    orphan, live = _kernel_process(_dead_pid()), _kernel_process(os.getpid())
+    orphan, live = kernel_process(_dead_pid()), kernel_process(os.getpid())
     try:
         wait_until(lambda: all(psutil.Process(p.pid).environ().get("HERMES_KERNEL_ID") for p in (orphan, live)),
                    5.0, what="both processes to have exec'd with their markers")
