@@ -120,7 +120,8 @@ def _names_runner(path: str, pid: int) -> bool:
 
 def reap_in_containers(host_pid: int, run_id: str, engines: Sequence[str] | None = None) -> int:
     """Kill ``host_pid``'s kernel processes in the run's containers (docker, sshd) on each engine
-    (``--hermes-docker-hosts``; ``None``: the environment's); how many."""
+    (``--hermes-docker-hosts``; ``None``: the environment's); how many. An unexpired kept
+    kernel's (``--hermes-keep-failed``) are left alone, as :func:`reap_local` leaves them."""
     return _sum_on_engines(engines, lambda client: _reap_on(client, host_pid, run_id))
 
 
@@ -166,11 +167,25 @@ def _reap_in(container: Any, host_pid: int) -> int:
         ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
     if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
+    kept = _kept_kernel_ids(container)
     killed = 0
-    for pid, start, _kid, _cmd in parse_host_processes(answer):
+    for pid, start, kid, _cmd in parse_host_processes(answer):
+        if kid in kept:  # kept for post-mortem: it outlives its host on purpose, until its TTL
+            continue
         code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
         killed += code == 0
     return killed
+
+
+def _kept_kernel_ids(container: Any) -> set[str]:
+    """Unexpired kept kernels' ids among this process's records and those under the temp dir the
+    container's :data:`~..containers.labels.LABEL_TMPDIR` label names (a listing's container,
+    ``sparse``: its labels are ``attrs["Labels"]``)."""
+    from ..containers.kept import exempt_kernel_ids
+    from ..containers.labels import LABEL_TMPDIR
+
+    labels = container.attrs.get("Labels") or {}
+    return exempt_kernel_ids() | (exempt_kernel_ids(labels[LABEL_TMPDIR]) if labels.get(LABEL_TMPDIR) else set())
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -20,6 +20,7 @@ from pytest_hermes_kernel.containers import kept
 from pytest_hermes_kernel.containers.labels import LABEL_TMPDIR
 from pytest_hermes_kernel.errors import TransportLostError
 from pytest_hermes_kernel.kernel.handle import KernelHandle, attach_kept
+from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -113,6 +114,28 @@ def test_the_runs_last_member_leaves_a_container_that_holds_a_kept_kernel(docker
     assert handle.execute("evidence").ok
     handle.shutdown()
     kept.remove(record.kernel_id)
+
+
+def test_a_crashed_hosts_reap_in_the_runs_containers_leaves_its_kept_kernel(docker_pair):
+    """B41's reap of a crashed xdist worker's kernels (the controller asks inside the run's
+    containers) spares a kernel that worker kept for post-mortem: it killed it, and the user's
+    record pointed at nothing. Its other kernels there are still killed."""
+    from pytest_hermes_kernel.plugin.crashes import reap_in_containers
+
+    first, _second, made = docker_pair
+    record, _ = _keep(first)
+    made.append(record.locator["container_id"])
+    other = KernelHandle(first).start()  # the crashed host's kernel that nobody kept
+    try:
+        assert reap_in_containers(os.getpid(), first.run_id) >= 1, "the unkept kernel is still reaped"
+        wait_until(lambda: not other.transport.alive(other.launched), 5.0, what="the unkept kernel to be reaped")
+        assert first.kernel_processes(record.kernel_id, record.locator), "the kept kernel was reaped"
+    finally:
+        other.shutdown()
+    kept.remove(record.kernel_id)
+    assert reap_in_containers(os.getpid(), first.run_id) >= 1, "once its record is gone, it is reaped"
+    wait_until(lambda: not first.kernel_processes(record.kernel_id, record.locator), 5.0,
+               what="the no longer kept kernel to be reaped")
 
 
 def test_a_record_is_found_through_the_containers_tmpdir_label(private_tmp, tmp_path, monkeypatch):

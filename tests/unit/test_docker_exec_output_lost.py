@@ -75,6 +75,7 @@ class _Container:
     """What the xdist crash reaper uses of a docker-py container: ``exec_run`` answering in turn."""
 
     id = "c" * 64
+    attrs: dict = {}
 
     def __init__(self, answers: list[tuple[int, bytes]]) -> None:
         self.answers, self.asked = answers, []
