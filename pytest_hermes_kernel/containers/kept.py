@@ -126,7 +126,8 @@ def save_secret(kernel_id: str, name: str, text: str, directory: str | None = No
 
 
 def load_all(directory: str | None = None) -> list[KeptKernel]:
-    """Every kept kernel's record, oldest first (unreadable files are skipped)."""
+    """Every kept kernel's record, oldest first (unreadable files, and records of the wrong shape,
+    are skipped)."""
     root = kept_dir(directory, create=False)
     try:
         names = sorted(n for n in os.listdir(root) if n.endswith(".json"))
@@ -136,10 +137,28 @@ def load_all(directory: str | None = None) -> list[KeptKernel]:
     for name in names:
         try:
             with open(os.path.join(root, name), encoding="utf-8") as fh:
-                records.append(KeptKernel(**json.load(fh)))
+                record = KeptKernel(**json.load(fh))
         except (OSError, ValueError, TypeError):
             continue
+        if _well_formed(record, name.removesuffix(".json")):
+            records.append(record)
     return sorted(records, key=lambda r: r.detached_at)
+
+
+#: The type of each field of a record (``float`` fields take an ``int`` too; ``bool`` is neither).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "kernel_id": (str,), "transport": (str,), "locator": (dict,), "token": (str,), "nodeid": (str,),
+    "kept_at": (int, float), "detached_at": (int, float), "ttl_s": (int, float), "host_pid": (int,),
+    "worker_pid": (int, type(None)), "rootdir": (str, type(None))}
+
+
+def _well_formed(record: KeptKernel, stem: str) -> bool:
+    """Whether ``record``, read from ``<stem>.json``, has a value of its type in every field and is
+    that file's kernel's: one of another shape (hand-written, damaged) made every command reading
+    the records end in a traceback, and one named ``../x`` made its removal reach outside."""
+    return record.kernel_id == stem and all(
+        isinstance(value := getattr(record, name), types) and not isinstance(value, bool)
+        for name, types in _FIELD_TYPES.items())
 
 
 def find(kernel_id: str, directory: str | None = None) -> KeptKernel:
