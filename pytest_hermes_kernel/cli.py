@@ -412,21 +412,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.kernel and not args.kept:
         usage.error("--kernel needs --kept")
     if args.kept:
-        from .postmortem import sweep_kept
+        from .postmortem import sweep_kept_command
 
-        not_ended: list[str] = []
         try:
-            n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel, not_ended=not_ended)
+            return sweep_kept_command(dry_run=args.dry_run, kernel_ids=args.kernel)
         except ConfigError as exc:
             usage.error(f"--kernel: {exc}")
-        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
-              + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
-        if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
-            from .containers.kept import kept_dir
-
-            print(f"(no record in {kept_dir(create=False)}: records are under the temp dir of the run that kept "
-                  "them; run `hermes-kernel sweep --kept` with the same TMPDIR)")
-        return 1 if not_ended else 0  # a kernel asked to end that still runs is no success
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
     print(head + ", ".join(f"{n} {_count_noun(kind, n)}" for kind, n in removed.items()))

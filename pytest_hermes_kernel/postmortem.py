@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .kernel.contract import Transport
 
 __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "exec_cell", "list_kept",
-           "run_postmortem_command", "sweep_kept"]
+           "run_postmortem_command", "sweep_kept", "sweep_kept_command"]
 
 POSTMORTEM_COMMANDS = ("ls", "attach", "exec")
 #: How a command runs cells: no budget (a person waits), never a kernel of its own.
@@ -339,6 +339,23 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     for engine, ids in containers.items():
         _sweep_containers_of_kept(ids, swept, progress, dry_run, engine)
     return removed
+
+
+def sweep_kept_command(*, dry_run: bool = False, kernel_ids: Sequence[str] = ()) -> int:
+    """``hermes-kernel sweep --kept [--kernel ID ...]``: end the kept kernels (:func:`sweep_kept`),
+    print a line for each and a summary; with none found, where it looked.
+
+    :returns: 0, or 1 when a kernel asked to end could not be ended (one that still runs is no success).
+    :raises ConfigError: if an id names no kept kernel or several (nothing is ended).
+    """
+    not_ended: list[str] = []
+    n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended)
+    print(f"sweep{' (dry run, nothing removed)' if dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
+          + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
+    if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
+        print(f"(no record in {kept_dir(create=False)}: records are under the temp dir of the run that kept "
+              "them; run `hermes-kernel sweep --kept` with the same TMPDIR)")
+    return 1 if not_ended else 0
 
 
 def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
