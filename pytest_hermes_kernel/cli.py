@@ -344,6 +344,16 @@ _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
 
+def _image_name(text: str) -> str:
+    """An image name docker takes (docker's 400 "invalid reference format" was a traceback)."""
+    from .containers.image_check import check_image_name
+
+    try:
+        return check_image_name(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def version() -> str:
     """The installed package's version (its metadata: what ``pip`` installed), or why there is none."""
     from importlib.metadata import PackageNotFoundError, version as installed
@@ -360,10 +370,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
-    d.add_argument("--image", metavar="NAME", help="check a kernel host image instead: what it has, what it lacks")
+    d.add_argument("--image", metavar="NAME", type=_image_name,
+                   help="check a kernel host image instead: what it has, what it lacks")
     d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
-    b.add_argument("--tag", default="hermes-kernel-host:latest")
+    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name)
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     w.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
@@ -386,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         engines = engines_of(getattr(args, "docker_hosts", None))
     except ConfigError as exc:
         usage.error(str(exc))
-    if args.cmd == "doctor" and args.image:
+    if args.cmd == "doctor" and args.image is not None:  # `--image ""` checked the transports: a green of nothing
         return max(doctor_image(args.image, engine=e) for e in engines)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]

@@ -114,9 +114,9 @@ def _run_id(text: str) -> str:
 
 
 def _image(text: str) -> str:
-    if not text.strip() or any(c.isspace() for c in text):
-        raise ConfigError(f"an image name has no spaces and is not empty, not {text!r}")
-    return text
+    from ..containers.image_check import check_image_name
+
+    return check_image_name(text)
 
 
 def _engines(text: str) -> tuple[str, ...]:

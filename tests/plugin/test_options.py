@@ -194,6 +194,19 @@ def test_bad_leak_check_value_is_a_usage_error_naming_its_source(pytester, run, 
                                  "--hermes-leak-check must be off, warn or error, not 'loud'"])
 
 
+@pytest.mark.parametrize("image", ["MyKernels:1", "kernels:1 ", "kernels::1"])
+def test_an_image_name_docker_refuses_is_a_usage_error(pytester, run, image):
+    """``--hermes-image=MyKernels:1`` errored every docker test at setup with docker's traceback
+    (``docker.errors.APIError: 400 ... invalid reference format: repository name must be lowercase``)."""
+    pytester.makepyfile("def test_nothing(): pass")
+
+    result = run("--hermes-transport=docker", f"--hermes-image={image}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{image}' from --hermes-image: "
+                                 f"'{image}' is not a docker image name*"])
+
+
 def test_bad_timeout_value_is_a_usage_error(pytester, run):
     pytester.makepyfile("def test_nothing(): pass")
     result = run("--hermes-timeout=soon")
