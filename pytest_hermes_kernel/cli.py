@@ -66,12 +66,15 @@ def engines_of(text: str | None) -> tuple[str | None, ...]:
     """The engines named by ``text`` (a comma list, ``default`` for the environment's), else by
     :data:`ENGINES_ENV`, else the environment's engine alone.
 
-    :raises ConfigError: if an entry is not an engine URL.
+    :raises ConfigError: if an entry is not an engine URL, or the list names none (it was the default).
     """
     from .containers.engines import DEFAULT_ENGINE, parse_engine_list
 
-    text = text or os.environ.get(ENGINES_ENV)
-    return tuple(None if u == DEFAULT_ENGINE else u for u in parse_engine_list(text)) if text else (None,)
+    source = "--docker-hosts" if text is not None else ENGINES_ENV
+    text = os.environ.get(ENGINES_ENV) if text is None else text
+    if text is not None and not text.replace(",", "").strip():  # `--docker-hosts "$HOSTS"`, HOSTS unset
+        raise ConfigError(f"{source} names no docker engine (an unset variable?): give URLs, or leave it out")
+    return tuple(None if u == DEFAULT_ENGINE else u for u in parse_engine_list(text)) if text is not None else (None,)
 
 
 def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
@@ -370,8 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
-    d.add_argument("--image", metavar="NAME", type=_image_name,
-                   help="check a kernel host image instead: what it has, what it lacks")
+    d.add_argument("--image", metavar="NAME", type=_image_name, help="check a kernel host image instead: what it has, lacks")
     d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
     b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name)

@@ -79,3 +79,26 @@ def test_doctor_with_an_empty_image_is_a_usage_error_not_the_transports_check(
     out, err = capsys.readouterr()
     assert exit_.value.code == 2
     assert out == "" and "hermes-kernel doctor: error: argument --image: '' is not a docker image name" in err, err
+
+
+@pytest.mark.parametrize(("argv", "env", "source"), [
+    (["doctor", "docker", "--docker-hosts", ""], None, "--docker-hosts"),
+    (["sweep", "--dry-run", "containers", "--docker-hosts", " , "], None, "--docker-hosts"),
+    (["doctor", "docker"], "", "PYTEST_HERMES_DOCKER_HOSTS"),
+], ids=["doctor-option", "sweep-option", "doctor-env"])
+def test_an_empty_engine_list_is_a_usage_error_not_the_default_engine(
+        argv: list[str], env: str | None, source: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel doctor docker --docker-hosts "$HOSTS"`` with ``HOSTS`` unset (or
+    ``PYTEST_HERMES_DOCKER_HOSTS`` set but empty) checked the environment's engine instead, exit
+    status 0, as ``pytest --hermes-docker-hosts=`` refuses to; ``--docker-hosts ,`` named the
+    plugin's option, ``--hermes-docker-hosts``, in its error."""
+    if env is not None:
+        monkeypatch.setenv("PYTEST_HERMES_DOCKER_HOSTS", env)
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == "", out
+    assert f"hermes-kernel {argv[0]}: error: {source} names no docker engine" in err, err
