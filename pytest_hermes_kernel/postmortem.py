@@ -15,7 +15,6 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -240,7 +239,7 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
     out = sys.stdout if out is None else out
     now = time.time()
     every = load_all()
-    records = [r for r in every if test is None or _kept_by(r.nodeid, test, r.rootdir)]
+    records = [r for r in every if test is None or r.kept_by(test)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
         return 0
@@ -274,31 +273,6 @@ def _none_listed(test: str | None, *, others: int) -> str:
     return (f"no kernel is kept for post-mortem: no record in {kept_dir(create=False)}\n"
             "(`pytest --hermes-keep-failed` keeps a failed test's kernels; their records are under the temp dir "
             "of the run that kept them, so run `hermes-kernel ls` with the same TMPDIR)\n")
-
-
-def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:
-    """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names.
-
-    ``test`` may leave out leading directories of the node id's path (a record holds the id from
-    the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
-    record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
-    directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
-    """
-    test = test.removeprefix("./")
-    path = nodeid.partition("::")[0]
-    starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
-    if any(_names(nodeid[i:], test) for i in starts):
-        return True
-    if rootdir is None:
-        return False
-    file, sep, rest = test.partition("::")
-    where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), rootdir)
-    return not where.startswith("..") and _names(nodeid, where + sep + rest)
-
-
-def _names(nodeid: str, test: str) -> bool:
-    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
-    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,

@@ -88,6 +88,31 @@ class KeptKernel:
         """This record after a client detached now (the TTL starts again)."""
         return replace(self, detached_at=time.time())
 
+    def kept_by(self, test: str, cwd: str | None = None) -> bool:
+        """Whether test ``test`` (``hermes-kernel ls --test``) kept it: its node id is ``test``'s or
+        one of its legs', or in the file or class ``test`` names.
+
+        ``test`` may leave out leading directories of the node id's path (a record holds the id from
+        the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
+        record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
+        directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
+        """
+        test, nodeid = test.removeprefix("./"), self.nodeid
+        path = nodeid.partition("::")[0]
+        starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
+        if any(_names(nodeid[i:], test) for i in starts):
+            return True
+        if self.rootdir is None:
+            return False
+        file, sep, rest = test.partition("::")
+        where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), self.rootdir)
+        return not where.startswith("..") and _names(nodeid, where + sep + rest)
+
+
+def _names(nodeid: str, test: str) -> bool:
+    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
+    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
+
 
 def _path(kernel_id: str, directory: str | None) -> str:
     return os.path.join(kept_dir(directory), f"{kernel_id}.json")
