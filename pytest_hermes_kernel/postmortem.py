@@ -24,7 +24,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
 from .containers.rundir import kept_dir
-from .errors import ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError
+from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
+                     UnsafeRunDirError)
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -289,9 +290,16 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     :returns: how many were removed (or would be).
     """
     wanted = {find(k).kernel_id for k in kernel_ids}  # each names one kept kernel, or nothing is ended
+    try:
+        records = load_all()
+    except UnsafeRunDirError as exc:
+        if not expired_only:  # asked to end kept kernels: an error; the plain sweep goes on with its other kinds
+            raise
+        progress(f"kept: skipped ({exc})")
+        return 0
     removed, swept = 0, []
     containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
-    for record in load_all():
+    for record in records:
         if kernel_ids and record.kernel_id not in wanted:
             continue
         if expired_only and not record.expired() and alive(record) is not False:  # alive, or cannot tell
@@ -319,11 +327,15 @@ def sweep_kept_command(*, dry_run: bool = False, kernel_ids: Sequence[str] = ())
     """``hermes-kernel sweep --kept [--kernel ID ...]``: end the kept kernels (:func:`sweep_kept`),
     print a line for each and a summary; with none found, where it looked.
 
-    :returns: 0, or 1 when a kernel asked to end could not be ended (one that still runs is no success).
+    :returns: 0, or 1 when a kernel asked to end could not be ended (one that still runs is no
+        success) or the kept dir is not to be trusted.
     :raises ConfigError: if an id names no kept kernel or several (nothing is ended).
     """
     not_ended: list[str] = []
-    n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended)
+    try:
+        n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended)
+    except UnsafeRunDirError as exc:
+        return _refused("sweep", exc)
     print(f"sweep{' (dry run, nothing removed)' if dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
           + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
     if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
@@ -405,8 +417,18 @@ def add_postmortem_commands(sub: Any) -> None:
 
 def run_postmortem_command(args: argparse.Namespace) -> int:
     """Run ``ls``, ``attach`` or ``exec`` as parsed; its exit status."""
-    if args.cmd == "ls":
-        return list_kept(ids_only=args.ids, test=args.test)
-    if args.cmd == "attach":
-        return attach_console(args.kernel_id)
-    return exec_cell(args.kernel_id, args.code)
+    try:
+        if args.cmd == "ls":
+            return list_kept(ids_only=args.ids, test=args.test)
+        if args.cmd == "attach":
+            return attach_console(args.kernel_id)
+        return exec_cell(args.kernel_id, args.code)
+    except UnsafeRunDirError as exc:
+        return _refused(args.cmd, exc)
+
+
+def _refused(command: str, exc: UnsafeRunDirError) -> int:
+    """Say on stderr why the kept dir is not read (it was a traceback); exit status 1."""
+    print(f"hermes-kernel {command}: {exc}\nHint: kept kernels' records are trusted only in a 0700 directory of "
+          f"yours: fix or remove {exc.path}, or run with another TMPDIR", file=sys.stderr)
+    return 1
