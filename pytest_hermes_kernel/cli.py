@@ -66,12 +66,15 @@ def engines_of(text: str | None) -> tuple[str | None, ...]:
     """The engines named by ``text`` (a comma list, ``default`` for the environment's), else by
     :data:`ENGINES_ENV`, else the environment's engine alone.
 
-    :raises ConfigError: if an entry is not an engine URL.
+    :raises ConfigError: if an entry is not an engine URL, or the list names none (it was the default).
     """
     from .containers.engines import DEFAULT_ENGINE, parse_engine_list
 
-    text = text or os.environ.get(ENGINES_ENV)
-    return tuple(None if u == DEFAULT_ENGINE else u for u in parse_engine_list(text)) if text else (None,)
+    source = "--docker-hosts" if text is not None else ENGINES_ENV
+    text = os.environ.get(ENGINES_ENV) if text is None else text
+    if text is not None and not text.replace(",", "").strip():  # `--docker-hosts "$HOSTS"`, HOSTS unset
+        raise ConfigError(f"{source} names no docker engine (an unset variable?): give URLs, or leave it out")
+    return tuple(None if u == DEFAULT_ENGINE else u for u in parse_engine_list(text)) if text is not None else (None,)
 
 
 def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
@@ -344,6 +347,16 @@ _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
 
+def _image_name(text: str) -> str:
+    """An image name docker takes (docker's 400 "invalid reference format" was a traceback)."""
+    from .containers.image_check import check_image_name
+
+    try:
+        return check_image_name(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def version() -> str:
     """The installed package's version (its metadata: what ``pip`` installed), or why there is none."""
     from importlib.metadata import PackageNotFoundError, version as installed
@@ -360,10 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("doctor", help="which transports work here, and why not")
     d.add_argument("transports", nargs="*", metavar="TRANSPORT", help=f"any of {', '.join(TRANSPORT_NAMES)}")
-    d.add_argument("--image", metavar="NAME", help="check a kernel host image instead: what it has, what it lacks")
+    d.add_argument("--image", metavar="NAME", type=_image_name, help="check a kernel host image instead: what it has, lacks")
     d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
-    b.add_argument("--tag", default="hermes-kernel-host:latest")
+    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name)
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     w.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
@@ -386,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         engines = engines_of(getattr(args, "docker_hosts", None))
     except ConfigError as exc:
         usage.error(str(exc))
-    if args.cmd == "doctor" and args.image:
+    if args.cmd == "doctor" and args.image is not None:  # `--image ""` checked the transports: a green of nothing
         return max(doctor_image(args.image, engine=e) for e in engines)
     if args.cmd == "doctor":
         unknown = [t for t in args.transports if t not in CHECKS]
@@ -412,21 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.kernel and not args.kept:
         usage.error("--kernel needs --kept")
     if args.kept:
-        from .postmortem import sweep_kept
+        from .postmortem import sweep_kept_command
 
-        not_ended: list[str] = []
         try:
-            n = sweep_kept(print, dry_run=args.dry_run, kernel_ids=args.kernel, not_ended=not_ended)
+            return sweep_kept_command(dry_run=args.dry_run, kernel_ids=args.kernel)
         except ConfigError as exc:
             usage.error(f"--kernel: {exc}")
-        print(f"sweep{' (dry run, nothing removed)' if args.dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
-              + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
-        if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
-            from .containers.kept import kept_dir
-
-            print(f"(no record in {kept_dir(create=False)}: records are under the temp dir of the run that kept "
-                  "them; run `hermes-kernel sweep --kept` with the same TMPDIR)")
-        return 1 if not_ended else 0  # a kernel asked to end that still runs is no success
     removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)
     head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
     print(head + ", ".join(f"{n} {_count_noun(kind, n)}" for kind, n in removed.items()))

@@ -15,7 +15,6 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import time
@@ -25,7 +24,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
 from .containers.rundir import kept_dir
-from .errors import ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError
+from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
+                     UnsafeRunDirError)
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .kernel.contract import Transport
 
 __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "exec_cell", "list_kept",
-           "run_postmortem_command", "sweep_kept"]
+           "run_postmortem_command", "sweep_kept", "sweep_kept_command"]
 
 POSTMORTEM_COMMANDS = ("ls", "attach", "exec")
 #: How a command runs cells: no budget (a person waits), never a kernel of its own.
@@ -240,7 +240,7 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
     out = sys.stdout if out is None else out
     now = time.time()
     every = load_all()
-    records = [r for r in every if test is None or _kept_by(r.nodeid, test, r.rootdir)]
+    records = [r for r in every if test is None or r.kept_by(test)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
         return 0
@@ -276,31 +276,6 @@ def _none_listed(test: str | None, *, others: int) -> str:
             "of the run that kept them, so run `hermes-kernel ls` with the same TMPDIR)\n")
 
 
-def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:
-    """Whether ``nodeid`` is test ``test``'s or one of its legs, or in the file or class it names.
-
-    ``test`` may leave out leading directories of the node id's path (a record holds the id from
-    the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
-    record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
-    directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
-    """
-    test = test.removeprefix("./")
-    path = nodeid.partition("::")[0]
-    starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
-    if any(_names(nodeid[i:], test) for i in starts):
-        return True
-    if rootdir is None:
-        return False
-    file, sep, rest = test.partition("::")
-    where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), rootdir)
-    return not where.startswith("..") and _names(nodeid, where + sep + rest)
-
-
-def _names(nodeid: str, test: str) -> bool:
-    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
-    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
-
-
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
                kernel_ids: Sequence[str] = (), not_ended: list[str] | None = None) -> int:
     """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
@@ -315,9 +290,16 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     :returns: how many were removed (or would be).
     """
     wanted = {find(k).kernel_id for k in kernel_ids}  # each names one kept kernel, or nothing is ended
+    try:
+        records = load_all()
+    except UnsafeRunDirError as exc:
+        if not expired_only:  # asked to end kept kernels: an error; the plain sweep goes on with its other kinds
+            raise
+        progress(f"kept: skipped ({exc})")
+        return 0
     removed, swept = 0, []
     containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
-    for record in load_all():
+    for record in records:
         if kernel_ids and record.kernel_id not in wanted:
             continue
         if expired_only and not record.expired() and alive(record) is not False:  # alive, or cannot tell
@@ -339,6 +321,27 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     for engine, ids in containers.items():
         _sweep_containers_of_kept(ids, swept, progress, dry_run, engine)
     return removed
+
+
+def sweep_kept_command(*, dry_run: bool = False, kernel_ids: Sequence[str] = ()) -> int:
+    """``hermes-kernel sweep --kept [--kernel ID ...]``: end the kept kernels (:func:`sweep_kept`),
+    print a line for each and a summary; with none found, where it looked.
+
+    :returns: 0, or 1 when a kernel asked to end could not be ended (one that still runs is no
+        success) or the kept dir is not to be trusted.
+    :raises ConfigError: if an id names no kept kernel or several (nothing is ended).
+    """
+    not_ended: list[str] = []
+    try:
+        n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended)
+    except UnsafeRunDirError as exc:
+        return _refused("sweep", exc)
+    print(f"sweep{' (dry run, nothing removed)' if dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
+          + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
+    if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
+        print(f"(no record in {kept_dir(create=False)}: records are under the temp dir of the run that kept "
+              "them; run `hermes-kernel sweep --kept` with the same TMPDIR)")
+    return 1 if not_ended else 0
 
 
 def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
@@ -414,8 +417,18 @@ def add_postmortem_commands(sub: Any) -> None:
 
 def run_postmortem_command(args: argparse.Namespace) -> int:
     """Run ``ls``, ``attach`` or ``exec`` as parsed; its exit status."""
-    if args.cmd == "ls":
-        return list_kept(ids_only=args.ids, test=args.test)
-    if args.cmd == "attach":
-        return attach_console(args.kernel_id)
-    return exec_cell(args.kernel_id, args.code)
+    try:
+        if args.cmd == "ls":
+            return list_kept(ids_only=args.ids, test=args.test)
+        if args.cmd == "attach":
+            return attach_console(args.kernel_id)
+        return exec_cell(args.kernel_id, args.code)
+    except UnsafeRunDirError as exc:
+        return _refused(args.cmd, exc)
+
+
+def _refused(command: str, exc: UnsafeRunDirError) -> int:
+    """Say on stderr why the kept dir is not read (it was a traceback); exit status 1."""
+    print(f"hermes-kernel {command}: {exc}\nHint: kept kernels' records are trusted only in a 0700 directory of "
+          f"yours: fix or remove {exc.path}, or run with another TMPDIR", file=sys.stderr)
+    return 1

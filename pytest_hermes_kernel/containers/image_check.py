@@ -16,10 +16,11 @@ loopback this kit keeps to), and the error says how to build or name it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import ImageMissingError
+from ..errors import ConfigError, ImageMissingError
 from .engines import engine_url
 
 if TYPE_CHECKING:
@@ -104,6 +105,28 @@ def _init_check(entrypoint: list[str]) -> ImageCheck:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+#: An image reference as docker parses it (distribution's ``reference`` grammar): an optional
+#: registry ``host[:port]/``, lowercase path components, then an optional ``:tag`` and ``@digest``.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:]+\])"
+IMAGE_REFERENCE = re.compile(
+    rf"(?:{_DOMAIN}(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*(?::[\w][\w.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+
+
+def check_image_name(image: str) -> str:
+    """``image``, if docker takes it as an image name (an engine asked for ``Kernels:1`` answered
+    ``400 invalid reference format``, which reached the user as docker's traceback).
+
+    :raises ConfigError: if it is not one; the message says what one looks like.
+    """
+    if len(image) > 255 or not IMAGE_REFERENCE.fullmatch(image):
+        raise ConfigError(f"{image!r} is not a docker image name: lowercase letters, digits and '.', '_' or '-' "
+                          "between them, an optional registry host[:port]/ first and :tag after, e.g. "
+                          "registry.example:5000/team/kernels:1")
+    return image
 
 
 def names_registry(image: str) -> str | None:

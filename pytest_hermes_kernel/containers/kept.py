@@ -88,6 +88,31 @@ class KeptKernel:
         """This record after a client detached now (the TTL starts again)."""
         return replace(self, detached_at=time.time())
 
+    def kept_by(self, test: str, cwd: str | None = None) -> bool:
+        """Whether test ``test`` (``hermes-kernel ls --test``) kept it: its node id is ``test``'s or
+        one of its legs', or in the file or class ``test`` names.
+
+        ``test`` may leave out leading directories of the node id's path (a record holds the id from
+        the rootdir, pytest prints it from where it was run) and may start with ``./``. With the
+        record's ``rootdir``, ``test``'s path may also be one from ``cwd`` (default: the current
+        directory) or an absolute one: pytest run above the rootdir prints ``proj/tests/test_x.py``.
+        """
+        test, nodeid = test.removeprefix("./"), self.nodeid
+        path = nodeid.partition("::")[0]
+        starts = [0] + [i + 1 for i, c in enumerate(path) if c == "/"]
+        if any(_names(nodeid[i:], test) for i in starts):
+            return True
+        if self.rootdir is None:
+            return False
+        file, sep, rest = test.partition("::")
+        where = os.path.relpath(os.path.join(cwd or os.getcwd(), file), self.rootdir)
+        return not where.startswith("..") and _names(nodeid, where + sep + rest)
+
+
+def _names(nodeid: str, test: str) -> bool:
+    """Whether ``test`` is ``nodeid`` or a prefix of it that ends where pytest's ids do."""
+    return nodeid == test or (nodeid.startswith(test) and nodeid[len(test):].startswith(("[", "::")))
+
 
 def _path(kernel_id: str, directory: str | None) -> str:
     return os.path.join(kept_dir(directory), f"{kernel_id}.json")
@@ -126,7 +151,8 @@ def save_secret(kernel_id: str, name: str, text: str, directory: str | None = No
 
 
 def load_all(directory: str | None = None) -> list[KeptKernel]:
-    """Every kept kernel's record, oldest first (unreadable files are skipped)."""
+    """Every kept kernel's record, oldest first (unreadable files, and records of the wrong shape,
+    are skipped)."""
     root = kept_dir(directory, create=False)
     try:
         names = sorted(n for n in os.listdir(root) if n.endswith(".json"))
@@ -136,10 +162,28 @@ def load_all(directory: str | None = None) -> list[KeptKernel]:
     for name in names:
         try:
             with open(os.path.join(root, name), encoding="utf-8") as fh:
-                records.append(KeptKernel(**json.load(fh)))
+                record = KeptKernel(**json.load(fh))
         except (OSError, ValueError, TypeError):
             continue
+        if _well_formed(record, name.removesuffix(".json")):
+            records.append(record)
     return sorted(records, key=lambda r: r.detached_at)
+
+
+#: The type of each field of a record (``float`` fields take an ``int`` too; ``bool`` is neither).
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "kernel_id": (str,), "transport": (str,), "locator": (dict,), "token": (str,), "nodeid": (str,),
+    "kept_at": (int, float), "detached_at": (int, float), "ttl_s": (int, float), "host_pid": (int,),
+    "worker_pid": (int, type(None)), "rootdir": (str, type(None))}
+
+
+def _well_formed(record: KeptKernel, stem: str) -> bool:
+    """Whether ``record``, read from ``<stem>.json``, has a value of its type in every field and is
+    that file's kernel's: one of another shape (hand-written, damaged) made every command reading
+    the records end in a traceback, and one named ``../x`` made its removal reach outside."""
+    return record.kernel_id == stem and all(
+        isinstance(value := getattr(record, name), types) and not isinstance(value, bool)
+        for name, types in _FIELD_TYPES.items())
 
 
 def find(kernel_id: str, directory: str | None = None) -> KeptKernel:

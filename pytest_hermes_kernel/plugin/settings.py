@@ -114,9 +114,9 @@ def _run_id(text: str) -> str:
 
 
 def _image(text: str) -> str:
-    if not text.strip() or any(c.isspace() for c in text):
-        raise ConfigError(f"an image name has no spaces and is not empty, not {text!r}")
-    return text
+    from ..containers.image_check import check_image_name
+
+    return check_image_name(text)
 
 
 def _engines(text: str) -> tuple[str, ...]:
@@ -254,15 +254,16 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     sources: dict[str, str] = {}
     for s in SETTINGS:
         # `--hermes-transport=$LEG`, or `PYTEST_HERMES_TRANSPORT: ${{ matrix.leg }}`, with the CI
-        # variable unset ran the local leg as if no transport had been named: a false green
-        if config.getoption(f"hermes_{s.name}") == "":
+        # variable unset ran the local leg as if no transport had been named: a false green. A blank
+        # value (spaces only) is empty too: `--hermes-timeout=" "` was read as `none`, no limit
+        if _blank(config.getoption(f"hermes_{s.name}")):
             raise pytest.UsageError(f"pytest-hermes-kernel: {s.flag} was given an empty value (an unset variable "
                                     f"in the command line?): give a value, or leave {s.flag} out for the default")
-        if environ.get(s.env) == "":
+        if _blank(environ.get(s.env)):
             raise pytest.UsageError(f"pytest-hermes-kernel: {s.env} is set but empty (an unset CI variable?): "
                                     f"give it a value, or unset it for the default")
         ini = config.getini(f"hermes_{s.name}")
-        if ini is not None and not ini:  # `hermes_transport =` with a templated value left unset
+        if ini is not None and (not ini or _blank(ini)):  # `hermes_transport =` with a templated value left unset
             raise pytest.UsageError(f"pytest-hermes-kernel: ini hermes_{s.name} is set but empty: give it a value, "
                                     f"or remove the line for the default")
         for source, raw in ((s.flag, config.getoption(f"hermes_{s.name}")), (s.env, environ.get(s.env)),
@@ -276,6 +277,11 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
                 sources[s.name] = source
                 break
     return HermesSettings(sources=sources, **values)
+
+
+def _blank(value: object) -> bool:
+    """Whether ``value`` (an option's, a variable's or an ini key's) is a string of spaces or nothing."""
+    return isinstance(value, str) and not value.strip()
 
 
 _previous_run_id_key = pytest.StashKey[str | None]()

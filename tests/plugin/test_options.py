@@ -157,6 +157,24 @@ def test_an_empty_option_value_is_a_usage_error_not_the_default(pytester, run, f
                                  f"variable in the command line?): give a value, or leave {flag[:-1]} out*"])
 
 
+@pytest.mark.parametrize("how", ["cli", "env", "-o"])
+def test_a_blank_duration_is_a_usage_error_not_no_limit(pytester, run, monkeypatch, how):
+    """``--hermes-timeout=" "`` (or ``PYTEST_HERMES_TIMEOUT=" "``, ``-o "hermes_timeout= "``: a
+    variable that expanded to a space) ran every cell with no limit at all, green: a blank value was
+    read as ``none`` where an empty one is a usage error."""
+    pytester.makepyfile(test_cell=SLEEPY_CELL)
+    args = {"cli": ["--hermes-timeout= "], "env": [], "-o": ["-o", "hermes_timeout= "]}[how]
+    if how == "env":
+        monkeypatch.setenv("PYTEST_HERMES_TIMEOUT", " ")
+
+    result = run("-s", *args)
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    said = {"cli": "--hermes-timeout was given an empty value", "env": "PYTEST_HERMES_TIMEOUT is set but empty",
+            "-o": "ini hermes_timeout is set but empty"}[how]
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: {said}*"])
+
+
 @pytest.mark.parametrize("how", ["cli", "env", "ini"])
 def test_bad_leak_check_value_is_a_usage_error_naming_its_source(pytester, run, monkeypatch, how):
     pytester.makepyfile("def test_nothing(): pass")
@@ -174,6 +192,19 @@ def test_bad_leak_check_value_is_a_usage_error_naming_its_source(pytester, run, 
     source = {"cli": "--hermes-leak-check", "env": "PYTEST_HERMES_LEAK_CHECK", "ini": "ini hermes_leak_check"}[how]
     result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value 'loud' from {source}: "
                                  "--hermes-leak-check must be off, warn or error, not 'loud'"])
+
+
+@pytest.mark.parametrize("image", ["MyKernels:1", "kernels:1 ", "kernels::1"])
+def test_an_image_name_docker_refuses_is_a_usage_error(pytester, run, image):
+    """``--hermes-image=MyKernels:1`` errored every docker test at setup with docker's traceback
+    (``docker.errors.APIError: 400 ... invalid reference format: repository name must be lowercase``)."""
+    pytester.makepyfile("def test_nothing(): pass")
+
+    result = run("--hermes-transport=docker", f"--hermes-image={image}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{image}' from --hermes-image: "
+                                 f"'{image}' is not a docker image name*"])
 
 
 def test_bad_timeout_value_is_a_usage_error(pytester, run):

@@ -50,3 +50,55 @@ def test_a_misspelt_sweep_kind_gets_a_did_you_mean(capsys: pytest.CaptureFixture
     assert exit_.value.code == 2
     assert ("error: unknown sweep kind contaners; did you mean 'containers'? known: run-files, containers"
             in capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("argv", [["doctor", "--image", "no such"], ["doctor", "--image", "MyImage:1"],
+                                  ["build-image", "--tag", ""], ["build-image", "--tag", "a b"],
+                                  ["build-image", "--tag", "Kernels:1"]],
+                         ids=["doctor-space", "doctor-upper", "build-empty", "build-space", "build-upper"])
+def test_an_image_name_docker_refuses_is_a_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --image 'no such'`` and ``build-image --tag Kernels:1`` ended in docker's traceback
+    (``docker.errors.APIError: 400 ... invalid reference format``; ``--tag ''``: ``NullResource``),
+    exit status 1, after the base image was looked at."""
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "Traceback" not in err
+    assert f"hermes-kernel {argv[0]}: error: argument {argv[1]}: {argv[2]!r} is not a docker image name" in err, err
+
+
+def test_doctor_with_an_empty_image_is_a_usage_error_not_the_transports_check(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``doctor --image "$IMAGE"`` with ``IMAGE`` unset checked the transports instead, exit status 0:
+    a green check of no image at all."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["doctor", "--image", ""])
+
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2
+    assert out == "" and "hermes-kernel doctor: error: argument --image: '' is not a docker image name" in err, err
+
+
+@pytest.mark.parametrize(("argv", "env", "source"), [
+    (["doctor", "docker", "--docker-hosts", ""], None, "--docker-hosts"),
+    (["sweep", "--dry-run", "containers", "--docker-hosts", " , "], None, "--docker-hosts"),
+    (["doctor", "docker"], "", "PYTEST_HERMES_DOCKER_HOSTS"),
+], ids=["doctor-option", "sweep-option", "doctor-env"])
+def test_an_empty_engine_list_is_a_usage_error_not_the_default_engine(
+        argv: list[str], env: str | None, source: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel doctor docker --docker-hosts "$HOSTS"`` with ``HOSTS`` unset (or
+    ``PYTEST_HERMES_DOCKER_HOSTS`` set but empty) checked the environment's engine instead, exit
+    status 0, as ``pytest --hermes-docker-hosts=`` refuses to; ``--docker-hosts ,`` named the
+    plugin's option, ``--hermes-docker-hosts``, in its error."""
+    if env is not None:
+        monkeypatch.setenv("PYTEST_HERMES_DOCKER_HOSTS", env)
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == "", out
+    assert f"hermes-kernel {argv[0]}: error: {source} names no docker engine" in err, err

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hermes_kernel.postmortem import _kept_by
+from pytest_hermes_kernel.containers.kept import KeptKernel
+
+
+def _kept_by(nodeid: str, test: str, rootdir: str | None = None, cwd: str | None = None) -> bool:
+    """Whether ``ls --test TEST`` takes the kernel kept by ``nodeid`` (from ``rootdir``)."""
+    record = KeptKernel(kernel_id="k", transport="local", locator={}, token="t", nodeid=nodeid, kept_at=0.0,
+                        detached_at=0.0, ttl_s=1.0, host_pid=1, rootdir=rootdir)
+    return record.kept_by(test, cwd=cwd)
 
 
 @pytest.mark.parametrize(("nodeid", "test", "taken"), [
