@@ -74,6 +74,14 @@ class CutsOutput(Sandbox):
         return code, out[:16384]
 
 
+class KeepsTheTail(Sandbox):
+    """Returns the last 16 KiB of every command's output, silently (as sandbox APIs that cap a log)."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        code, out = super().execute(cmd, timeout)
+        return code, out[-16384:]
+
+
 class ReturnsBytes(Sandbox):
     """Returns the output undecoded."""
 
@@ -179,6 +187,26 @@ def test_a_backend_that_starts_raising_fails_the_start_with_its_error_and_what_e
     text = str(caught.value)
     assert "failed: ConnectionError: sandbox quota exceeded" in text, text
     assert "must return (exit status, output) for every command" in text, text
+
+
+@pytest.mark.parametrize(("sandbox", "said"), [
+    (KeepsTheTail, "the backend cut the start off a poll's output"),
+    (CutsOutput, "the client's output stops before its end line after 16384 characters: the backend cut it short"),
+], ids=["keeps-the-tail", "keeps-the-head"])
+def test_a_backend_that_cuts_a_cells_output_runs_it_once_and_says_so(root, tmp_path, sandbox, said):
+    """A result bigger than the backend's cap: with the begin line cut off, the poll counted as one whose
+    client never sent the cell, so the cell was sent again, ran three times, and the kernel died
+    of "3 polls failed in a row; last: no client output (Hh4eHh4e...)" (found by a breaker)."""
+    runs = tmp_path / "runs"
+    k = KernelHandle(FileCellTransport(sandbox(), root=root)).start()
+    try:
+        r = k.execute(f"open({str(runs)!r}, 'a').write('1')\nprint('x' * 100_000)")
+    finally:
+        k.shutdown()
+
+    assert runs.read_text() == "1", "the cell ran more than once"
+    assert r.status == "died" and said in r.kernel.note, r.kernel.note
+    assert "must return a command's whole output" in r.kernel.note, r.kernel.note
 
 
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from ...kernel.results import FrameDecoder, encode_frame
 from .scripts import ClientOutput
 
+_WHOLE_OUTPUT = " (an execute backend must return a command's whole output: no cap, no rewriting)"
 #: Request type -> the reply type that settles it.
 REQUESTS = {"execute": "result", "start_worker": "worker", "kill_worker": "killed", "ping": "pong",
             "shutdown": "bye"}
@@ -212,6 +213,11 @@ class FileCellStream:
 
     def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
         """Decide what a finished poll means for the stream (lock held)."""
+        if out.cut == "start":  # the client ran (it may have sent the frames): never sent again
+            self._broken = (f"the backend cut the start off a poll's output (it returned {out.chars} characters "
+                            "ending in the client's end line, with no begin line): the frames before the cut are "
+                            f"lost{_WHOLE_OUTPUT}")
+            return
         if out.status in ("done", "tool", "running", "deadline") or (out.status == "eof" and (out.sent or not frames)):
             self._failures = 0
             return
@@ -224,7 +230,10 @@ class FileCellStream:
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"
             return
-        why = f"{type(error).__name__}: {error}" if error else f"no client output ({' | '.join(out.noise)[-300:]})"
+        why = (f"{type(error).__name__}: {error}" if error else
+               f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
+               f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
+               f"no client output ({' | '.join(out.noise)[-300:]})")
         if frames and not out.sent:
             if error is not None:  # it may have run: sending again could run a cell twice
                 self._broken = f"a poll carrying frames failed ({why})"
