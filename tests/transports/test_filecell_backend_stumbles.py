@@ -82,6 +82,17 @@ class KeepsTheTail(Sandbox):
         return code, out[-16384:]
 
 
+class EndsCommandsAt2s(Sandbox):
+    """Ends every command after 2 s at most, whatever timeout it is asked for, and returns ``(124, "")`` as
+    the README's example backend does at a timeout (sandbox APIs cap a command's time)."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        try:
+            return super().execute(cmd, 2.0 if timeout is None else min(timeout, 2.0))
+        except subprocess.TimeoutExpired:
+            return 124, ""
+
+
 class ReturnsBytes(Sandbox):
     """Returns the output undecoded."""
 
@@ -207,6 +218,23 @@ def test_a_backend_that_cuts_a_cells_output_runs_it_once_and_says_so(root, tmp_p
     assert runs.read_text() == "1", "the cell ran more than once"
     assert r.status == "died" and said in r.kernel.note, r.kernel.note
     assert "must return a command's whole output" in r.kernel.note, r.kernel.note
+
+
+def test_a_cell_longer_than_the_backends_time_limit_runs_once_and_returns_its_result(root, tmp_path):
+    """The poll carrying the cell was ended at 2 s with its output lost: the host could not tell
+    whether the cell was sent, sent it again, and the runner refused it: the user saw status
+    "error", "the kernel runner refused the cell, which did not run: a cell is already running",
+    for a cell that ran (its result lost). Now the runner knows it for the same cell."""
+    runs = tmp_path / "runs"
+    k = KernelHandle(FileCellTransport(EndsCommandsAt2s(), root=root)).start()
+    try:
+        r = k.execute(f"open({str(runs)!r}, 'a').write('1')\nimport time; time.sleep(3)\n6 * 7")
+        assert (r.status, r.value) == ("ok", "42"), r.summary()
+        assert k.execute("7").value == "7"  # the next cell is not mistaken for the re-sent one
+    finally:
+        k.shutdown()
+
+    assert runs.read_text() == "1", "the cell ran more than once"
 
 
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):

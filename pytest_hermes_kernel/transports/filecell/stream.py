@@ -238,7 +238,7 @@ class FileCellStream:
             if error is not None:  # it may have run: sending again could run a cell twice
                 self._broken = f"a poll carrying frames failed ({why})"
                 return
-            self._outbox.insert(0, frames)  # the client never sent them: safe to send again
+            self._outbox.insert(0, _again(frames))  # not sent, or its output was lost: the runner knows a cell again
         self._failures += 1
         if self._failures >= self._max_failures:
             self._broken = f"{self._failures} polls failed in a row; last: {why}"
@@ -295,11 +295,22 @@ def _header(raw: bytes) -> dict[str, Any]:
     return frame[0] if frame else {}
 
 
-def _frames(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+def _again(data: bytes) -> bytes:
+    """``data`` with each ``execute`` marked ``again``: a runner that has that cell (it runs, or its
+    result is kept) takes it for the same cell, never a second one (a poll whose client printed
+    nothing, its output lost by the backend, may have sent it)."""
+    return b"".join(encode_frame({**header, "again": True} if header.get("type") == "execute" else header, blobs)
+                    for header, blobs in _decoded(data))
+
+
+def _decoded(data: bytes) -> list[tuple[dict[str, Any], tuple[bytes, ...]]]:
     decoder = FrameDecoder()
     decoder.feed(data)
     out = []
     while (frame := decoder.next_frame()) is not None:
-        header, blobs = frame
-        out.append((header, encode_frame(header, tuple(blobs))))
+        out.append((frame[0], tuple(frame[1])))
     return out
+
+
+def _frames(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+    return [(header, encode_frame(header, blobs)) for header, blobs in _decoded(data)]
