@@ -86,11 +86,23 @@ class EndsCommandsAt2s(Sandbox):
     """Ends every command after 2 s at most, whatever timeout it is asked for, and returns ``(124, "")`` as
     the README's example backend does at a timeout (sandbox APIs cap a command's time)."""
 
+    limit_s = 2.0
+
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         try:
-            return super().execute(cmd, 2.0 if timeout is None else min(timeout, 2.0))
+            return super().execute(cmd, self.limit_s if timeout is None else min(timeout, self.limit_s))
         except subprocess.TimeoutExpired:
-            return 124, ""
+            return self.timed_out()
+
+    def timed_out(self) -> tuple[int, str]:
+        return 124, ""
+
+
+class RaisesAt2s(EndsCommandsAt2s):
+    """As :class:`EndsCommandsAt2s`, but raises ``TimeoutError`` at its limit (the protocol allows both)."""
+
+    def timed_out(self) -> tuple[int, str]:
+        raise TimeoutError(f"sandbox: the command ran over {self.limit_s} s")
 
 
 class ReturnsBytes(Sandbox):
@@ -220,13 +232,15 @@ def test_a_backend_that_cuts_a_cells_output_runs_it_once_and_says_so(root, tmp_p
     assert "must return a command's whole output" in r.kernel.note, r.kernel.note
 
 
-def test_a_cell_longer_than_the_backends_time_limit_runs_once_and_returns_its_result(root, tmp_path):
+@pytest.mark.parametrize("sandbox", [EndsCommandsAt2s, RaisesAt2s], ids=["exit-124", "raises"])
+def test_a_cell_longer_than_the_backends_time_limit_runs_once_and_returns_its_result(root, tmp_path, sandbox):
     """The poll carrying the cell was ended at 2 s with its output lost: the host could not tell
-    whether the cell was sent, sent it again, and the runner refused it: the user saw status
-    "error", "the kernel runner refused the cell, which did not run: a cell is already running",
-    for a cell that ran (its result lost). Now the runner knows it for the same cell."""
+    whether the cell was sent. At exit 124 it sent it again, and the runner refused it: the user saw
+    status "error", "the kernel runner refused the cell, which did not run: a cell is already running",
+    for a cell that ran (its result lost); at a ``TimeoutError`` the kernel was killed ("a poll
+    carrying frames failed"), its state lost. Now the runner knows a cell sent again for the same cell."""
     runs = tmp_path / "runs"
-    k = KernelHandle(FileCellTransport(EndsCommandsAt2s(), root=root)).start()
+    k = KernelHandle(FileCellTransport(sandbox(), root=root)).start()
     try:
         r = k.execute(f"open({str(runs)!r}, 'a').write('1')\nimport time; time.sleep(3)\n6 * 7")
         assert (r.status, r.value) == ("ok", "42"), r.summary()
@@ -235,6 +249,20 @@ def test_a_cell_longer_than_the_backends_time_limit_runs_once_and_returns_its_re
         k.shutdown()
 
     assert runs.read_text() == "1", "the cell ran more than once"
+
+
+def test_a_cell_far_longer_than_the_backends_time_limit_names_the_poll_window(root):
+    """It died of "3 polls failed in a row; last: no client output ()", which named neither the
+    backend's time limit nor the setting that fits the polls under it."""
+    k = KernelHandle(FileCellTransport(EndsCommandsAt2s(), root=root)).start()
+    try:
+        r = k.execute("import time; time.sleep(60)")
+    finally:
+        k.shutdown()
+
+    assert r.status == "died", r.summary()
+    assert "the backend ended the poll at a time limit of its own after 2." in r.kernel.note, r.kernel.note
+    assert "give FileCellTransport a poll_window_s under the backend's command time limit" in r.kernel.note
 
 
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):

@@ -235,6 +235,7 @@ class ClientOutput:
     status: str | None = None
     noise: list[str] = field(default_factory=list)
     chars: int = 0  # how much output the backend returned
+    code: object = None  # the exit status the backend returned with it (never read as the poll's outcome)
 
     @property
     def cut(self) -> str | None:

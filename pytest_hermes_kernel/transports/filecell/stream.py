@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...kernel.results import FrameDecoder, encode_frame
+from .backends import TIMEOUT_EXIT
 from .scripts import ClientOutput
 
 _WHOLE_OUTPUT = " (an execute backend must return a command's whole output: no cap, no rewriting)"
@@ -208,11 +209,11 @@ class FileCellStream:
             self._polls.remove(poll)
             for raw in out.frames:
                 self._take(raw)
-            self._judge(out, error, frames)
+            self._judge(out, error, frames, self._clock() - poll.started)
             self._cond.notify_all()
 
-    def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
-        """Decide what a finished poll means for the stream (lock held)."""
+    def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes, took: float = 0.0) -> None:
+        """Decide what a finished poll means for the stream (lock held); ``took``: the poll's seconds."""
         if out.cut == "start":  # the client ran (it may have sent the frames): never sent again
             self._broken = (f"the backend cut the start off a poll's output (it returned {out.chars} characters "
                             "ending in the client's end line, with no begin line): the frames before the cut are "
@@ -234,11 +235,12 @@ class FileCellStream:
                f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
                f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
                f"no client output ({' | '.join(out.noise)[-300:]})")
-        if frames and not out.sent:
-            if error is not None:  # it may have run: sending again could run a cell twice
-                self._broken = f"a poll carrying frames failed ({why})"
-                return
-            self._outbox.insert(0, _again(frames))  # not sent, or its output was lost: the runner knows a cell again
+        if (isinstance(error, TimeoutError) or (error is None and out.code == TIMEOUT_EXIT)) and took < self._window:
+            why += (f"; the backend ended the poll at a time limit of its own after {took:.1f} s (exit "
+                    f"{TIMEOUT_EXIT} or TimeoutError), though it may wait {self._window:g} s for the cell: give "
+                    "FileCellTransport a poll_window_s under the backend's command time limit")
+        if frames and not out.sent:  # not sent, or the output that says so lost: the runner knows a cell again
+            self._outbox.insert(0, _again(frames))
         self._failures += 1
         if self._failures >= self._max_failures:
             self._broken = f"{self._failures} polls failed in a row; last: {why}"

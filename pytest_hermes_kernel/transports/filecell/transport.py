@@ -349,8 +349,10 @@ class FileCellSite:
             args["early"] = early + 1
             cmd = scripts.client_command(kdir=self.kdir, python=self.python, runner=self.runner,
                                          params=scripts.params(**args))
-        _, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
-        return scripts.parse_client_output(out)
+        code, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
+        parsed = scripts.parse_client_output(out)
+        parsed.code = code
+        return parsed
 
     def drop(self, frames: bytes, seq: int) -> None:
         """Put frames into the kernel dir; the attached (or next) client sends them."""
