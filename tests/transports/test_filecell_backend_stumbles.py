@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -103,6 +104,20 @@ class RaisesAt2s(EndsCommandsAt2s):
 
     def timed_out(self) -> tuple[int, str]:
         raise TimeoutError(f"sandbox: the command ran over {self.limit_s} s")
+
+
+class HangsOnCue(Sandbox):
+    """Once :attr:`hang` is set, every call blocks until :attr:`release` is set (a dead connection with
+    no timeout of its own), then raises."""
+
+    def __init__(self) -> None:
+        self.hang, self.release = threading.Event(), threading.Event()
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        if self.hang.is_set():
+            self.release.wait()
+            raise ConnectionError("the connection was dead")
+        return super().execute(cmd, timeout)
 
 
 class ReturnsBytes(Sandbox):
@@ -263,6 +278,35 @@ def test_a_cell_far_longer_than_the_backends_time_limit_names_the_poll_window(ro
     assert r.status == "died", r.summary()
     assert "the backend ended the poll at a time limit of its own after 2." in r.kernel.note, r.kernel.note
     assert "give FileCellTransport a poll_window_s under the backend's command time limit" in r.kernel.note
+
+
+def test_a_backend_whose_calls_hang_cannot_hang_a_cells_timeout_or_the_shutdown(root, monkeypatch):
+    """``execute("1", timeout=1)`` never returned: the timeout ladder's interrupt waited for the hung
+    backend (and the kill, the liveness probe and the shutdown after it would have too)."""
+    from pytest_hermes_kernel.transports.filecell import transport as module
+
+    for name in ("EXECUTE_OVERRUN_S", "PROBE_TIMEOUT_S", "KILL_TIMEOUT_S", "DROP_TIMEOUT_S"):
+        monkeypatch.setattr(module, name, 0.5, raising=False)  # the bounds, shortened: each call is let go after 1 s
+    backend = HangsOnCue()
+    k = KernelHandle(FileCellTransport(backend, root=root)).start()
+    outcome: list[object] = []
+    try:
+        backend.hang.set()
+        runs = threading.Thread(target=lambda: outcome.extend([k.execute("1", timeout=1), k.shutdown()]), daemon=True)
+        runs.start()
+        runs.join(60)
+        assert outcome and not runs.is_alive(), "the cell or the shutdown hung with the backend"
+    finally:
+        backend.hang.clear()
+        backend.release.set()
+        k.shutdown()
+        for pid in processes_under(root):  # the runner its kill could not reach (the backend hung)
+            os.kill(pid, signal.SIGKILL)
+
+    result = outcome[0]
+    assert result.status == "died", result.summary()  # type: ignore[attr-defined]
+    assert "did not return from execute within 1 s" in result.kernel.note, result.kernel.note  # type: ignore[attr-defined]
+    assert "it must end a command at its timeout" in result.kernel.note  # type: ignore[attr-defined]
 
 
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):
