@@ -239,8 +239,11 @@ class FileCellStream:
             why += (f"; the backend ended the poll at a time limit of its own after {took:.1f} s (exit "
                     f"{TIMEOUT_EXIT} or TimeoutError), though it may wait {self._window:g} s for the cell: give "
                     "FileCellTransport a poll_window_s under the backend's command time limit")
-        if frames and not out.sent:  # not sent, or the output that says so lost: the runner knows a cell again
-            self._outbox.insert(0, _again(frames))
+        if frames and not out.sent:  # not sent, or the output that says so lost
+            if (error is not None or out.cut) and not _resendable(frames):  # it may have run: sending
+                self._broken = f"a poll carrying frames failed ({why})"  # again could do it twice
+                return
+            self._outbox.insert(0, _again(frames))  # the runner knows a cell again, an interrupt by its number
         self._failures += 1
         if self._failures >= self._max_failures:
             self._broken = f"{self._failures} polls failed in a row; last: {why}"
@@ -295,6 +298,16 @@ def _header(raw: bytes) -> dict[str, Any]:
     decoder.feed(raw)
     frame = decoder.next_frame()
     return frame[0] if frame else {}
+
+
+#: Requests a runner takes once however often they come: a cell marked ``again`` (the same cell,
+#: see :func:`_again`), a tool's result (the worker ignores one it has), an interrupt (numbered per
+#: cell), a ping. A restart's ``kill_worker`` sent twice would kill its fresh worker.
+_RESENDABLE = frozenset({"execute", "tool_result", "interrupt", "ping"})
+
+
+def _resendable(data: bytes) -> bool:
+    return all(header.get("type") in _RESENDABLE for header, _ in _decoded(data))
 
 
 def _again(data: bytes) -> bytes:

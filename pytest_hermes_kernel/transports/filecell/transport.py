@@ -183,9 +183,9 @@ class FileCellTransport(Transport):
             raise unknown
         return code, out
 
-    def call(self, cmd: str, timeout: float) -> tuple[int, str]:
+    def call(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """``backend.execute(cmd, timeout)``, waited for up to ``timeout`` + :data:`EXECUTE_OVERRUN_S` s
-        (on a thread of its own, left to end by itself if it never does).
+        (``None``: as long as it takes), on a thread of its own, left to end by itself if it never does.
 
         :raises TransportLostError: if it has not returned by then: a backend must end a command at
             its timeout, and one whose call hangs (a dead connection with no timeout of its own) hung
@@ -201,8 +201,9 @@ class FileCellTransport(Transport):
 
         thread = threading.Thread(target=run, name="hermes-filecell-execute", daemon=True)
         thread.start()
-        thread.join(timeout + EXECUTE_OVERRUN_S)
+        thread.join(None if timeout is None else timeout + EXECUTE_OVERRUN_S)
         if not box:
+            assert timeout is not None  # joined with no bound: it returned
             raise TransportLostError(f"the filecell backend {self.backend!r} did not return from execute within "
                                      f"{timeout + EXECUTE_OVERRUN_S:g} s (its timeout was {timeout:g} s): it must end "
                                      "a command at its timeout and return (or raise TimeoutError)")
