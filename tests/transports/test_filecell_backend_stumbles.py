@@ -12,6 +12,7 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -72,6 +73,51 @@ class CutsOutput(Sandbox):
     def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         code, out = super().execute(cmd, timeout)
         return code, out[:16384]
+
+
+class KeepsTheTail(Sandbox):
+    """Returns the last 16 KiB of every command's output, silently (as sandbox APIs that cap a log)."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        code, out = super().execute(cmd, timeout)
+        return code, out[-16384:]
+
+
+class EndsCommandsAt2s(Sandbox):
+    """Ends every command after 2 s at most, whatever timeout it is asked for, and returns ``(124, "")`` as
+    the README's example backend does at a timeout (sandbox APIs cap a command's time)."""
+
+    limit_s = 2.0
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        try:
+            return super().execute(cmd, self.limit_s if timeout is None else min(timeout, self.limit_s))
+        except subprocess.TimeoutExpired:
+            return self.timed_out()
+
+    def timed_out(self) -> tuple[int, str]:
+        return 124, ""
+
+
+class RaisesAt2s(EndsCommandsAt2s):
+    """As :class:`EndsCommandsAt2s`, but raises ``TimeoutError`` at its limit (the protocol allows both)."""
+
+    def timed_out(self) -> tuple[int, str]:
+        raise TimeoutError(f"sandbox: the command ran over {self.limit_s} s")
+
+
+class HangsOnCue(Sandbox):
+    """Once :attr:`hang` is set, every call blocks until :attr:`release` is set (a dead connection with
+    no timeout of its own), then raises."""
+
+    def __init__(self) -> None:
+        self.hang, self.release = threading.Event(), threading.Event()
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        if self.hang.is_set():
+            self.release.wait()
+            raise ConnectionError("the connection was dead")
+        return super().execute(cmd, timeout)
 
 
 class ReturnsBytes(Sandbox):
@@ -179,6 +225,88 @@ def test_a_backend_that_starts_raising_fails_the_start_with_its_error_and_what_e
     text = str(caught.value)
     assert "failed: ConnectionError: sandbox quota exceeded" in text, text
     assert "must return (exit status, output) for every command" in text, text
+
+
+@pytest.mark.parametrize(("sandbox", "said"), [
+    (KeepsTheTail, "the backend cut the start off a poll's output"),
+    (CutsOutput, "the client's output stops before its end line after 16384 characters: the backend cut it short"),
+], ids=["keeps-the-tail", "keeps-the-head"])
+def test_a_backend_that_cuts_a_cells_output_runs_it_once_and_says_so(root, tmp_path, sandbox, said):
+    """A result bigger than the backend's cap: with the begin line cut off, the poll counted as one whose
+    client never sent the cell, so the cell was sent again, ran three times, and the kernel died
+    of "3 polls failed in a row; last: no client output (Hh4eHh4e...)" (found by a breaker)."""
+    runs = tmp_path / "runs"
+    k = KernelHandle(FileCellTransport(sandbox(), root=root)).start()
+    try:
+        r = k.execute(f"open({str(runs)!r}, 'a').write('1')\nprint('x' * 100_000)")
+    finally:
+        k.shutdown()
+
+    assert runs.read_text() == "1", "the cell ran more than once"
+    assert r.status == "died" and said in r.kernel.note, r.kernel.note
+    assert "must return a command's whole output" in r.kernel.note, r.kernel.note
+
+
+@pytest.mark.parametrize("sandbox", [EndsCommandsAt2s, RaisesAt2s], ids=["exit-124", "raises"])
+def test_a_cell_longer_than_the_backends_time_limit_runs_once_and_returns_its_result(root, tmp_path, sandbox):
+    """The poll carrying the cell was ended at 2 s with its output lost: the host could not tell
+    whether the cell was sent. At exit 124 it sent it again, and the runner refused it: the user saw
+    status "error", "the kernel runner refused the cell, which did not run: a cell is already running",
+    for a cell that ran (its result lost); at a ``TimeoutError`` the kernel was killed ("a poll
+    carrying frames failed"), its state lost. Now the runner knows a cell sent again for the same cell."""
+    runs = tmp_path / "runs"
+    k = KernelHandle(FileCellTransport(sandbox(), root=root)).start()
+    try:
+        r = k.execute(f"open({str(runs)!r}, 'a').write('1')\nimport time; time.sleep(3)\n6 * 7")
+        assert (r.status, r.value) == ("ok", "42"), r.summary()
+        assert k.execute("7").value == "7"  # the next cell is not mistaken for the re-sent one
+    finally:
+        k.shutdown()
+
+    assert runs.read_text() == "1", "the cell ran more than once"
+
+
+def test_a_cell_far_longer_than_the_backends_time_limit_names_the_poll_window(root):
+    """It died of "3 polls failed in a row; last: no client output ()", which named neither the
+    backend's time limit nor the setting that fits the polls under it."""
+    k = KernelHandle(FileCellTransport(EndsCommandsAt2s(), root=root)).start()
+    try:
+        r = k.execute("import time; time.sleep(60)")
+    finally:
+        k.shutdown()
+
+    assert r.status == "died", r.summary()
+    assert "the backend ended the poll at a time limit of its own after 2." in r.kernel.note, r.kernel.note
+    assert "give FileCellTransport a poll_window_s under the backend's command time limit" in r.kernel.note
+
+
+def test_a_backend_whose_calls_hang_cannot_hang_a_cells_timeout_or_the_shutdown(root, monkeypatch):
+    """``execute("1", timeout=1)`` never returned: the timeout ladder's interrupt waited for the hung
+    backend (and the kill, the liveness probe and the shutdown after it would have too)."""
+    from pytest_hermes_kernel.transports.filecell import transport as module
+
+    for name in ("EXECUTE_OVERRUN_S", "PROBE_TIMEOUT_S", "KILL_TIMEOUT_S", "DROP_TIMEOUT_S"):
+        monkeypatch.setattr(module, name, 0.5, raising=False)  # the bounds, shortened: each call is let go after 1 s
+    backend = HangsOnCue()
+    k = KernelHandle(FileCellTransport(backend, root=root)).start()
+    outcome: list[object] = []
+    try:
+        backend.hang.set()
+        runs = threading.Thread(target=lambda: outcome.extend([k.execute("1", timeout=1), k.shutdown()]), daemon=True)
+        runs.start()
+        runs.join(60)
+        assert outcome and not runs.is_alive(), "the cell or the shutdown hung with the backend"
+    finally:
+        backend.hang.clear()
+        backend.release.set()
+        k.shutdown()
+        for pid in processes_under(root):  # the runner its kill could not reach (the backend hung)
+            os.kill(pid, signal.SIGKILL)
+
+    result = outcome[0]
+    assert result.status == "died", result.summary()  # type: ignore[attr-defined]
+    assert "did not return from execute within 1 s" in result.kernel.note, result.kernel.note  # type: ignore[attr-defined]
+    assert "it must end a command at its timeout" in result.kernel.note  # type: ignore[attr-defined]
 
 
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):

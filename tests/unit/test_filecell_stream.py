@@ -30,7 +30,10 @@ class ScriptedSite:
 
     def poll(self, frames: bytes, **kwargs: Any) -> scripts.ClientOutput:
         self.polls.put({"frames": frames, **kwargs})
-        return self.outputs.get(timeout=10)
+        out = self.outputs.get(timeout=10)
+        if isinstance(out, BaseException):  # the backend's execute raised
+            raise out
+        return out
 
     def drop(self, frames: bytes, seq: int) -> None:
         self.drops.append((frames, seq))
@@ -132,6 +135,35 @@ def test_frames_a_failed_client_never_sent_go_again(stream, site):
     assert _types(again["frames"]) == [("execute", 1)]
     site.outputs.put(_done({"type": "result", "id": 1, "status": "ok"}))
     assert _types(stream.recv(5.0)) == [("result", 1)]
+
+
+def _headers(data: bytes) -> list[dict[str, Any]]:
+    decoder = FrameDecoder()
+    decoder.feed(data)
+    return [frame[0] for frame in iter(decoder.next_frame, None)]
+
+
+def test_a_cell_whose_poll_failed_goes_again_marked_as_the_same_cell(stream, site):
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "execute", "id": 1, "code": "1"}))
+    site.polls.get(timeout=5)
+    site.outputs.put(TimeoutError("the backend's own limit"))  # the client may have sent it
+    with pytest.raises(TimeoutError):
+        stream.recv(1.0)
+    again = site.polls.get(timeout=5)
+    assert [(h["type"], h["id"], h.get("again")) for h in _headers(again["frames"])] == [("execute", 1, True)]
+
+
+def test_a_restart_whose_poll_failed_is_never_sent_twice(stream, site):
+    """A ``kill_worker`` the runner got and got again would kill the fresh worker its
+    ``start_worker`` had made: a failed poll that may have sent them breaks the stream, named."""
+    stream.recv(1.0)
+    stream.send(encode_frame({"type": "kill_worker", "id": 1}) + encode_frame({"type": "start_worker", "id": 2}))
+    site.polls.get(timeout=5)
+    site.outputs.put(TimeoutError("the backend's own limit"))
+    with pytest.raises(ConnectionResetError, match="a poll carrying frames failed .*TimeoutError"):
+        stream.recv(5.0)
+    assert site.polls.empty()
 
 
 def test_the_poll_command_runs_the_shipped_runner_files_client(tmp_path: Path):

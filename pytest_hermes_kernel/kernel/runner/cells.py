@@ -60,6 +60,13 @@ class CellBook:
         """The running cell's request id, or ``None``."""
         return None if self.cell is None else self.cell["id"]
 
+    def sent_again(self, msg: Header, kept: dict[Any, bytes]) -> bool:
+        """Whether ``msg`` is an ``execute`` sent ``again`` (a filecell host whose poll's output was
+        lost cannot tell whether its client sent the cell) that runs now or whose result is kept
+        (``kept``; the attach replays it): the same cell, run once, never refused as a second one."""
+        return bool(msg.get("again")) and msg.get("id") is not None and (
+            msg.get("id") == self.running_id or msg.get("id") in kept)
+
     def take_interrupt(self, msg: Header) -> bool:
         """Whether the interrupt ``msg`` is new for the running cell. A host numbers each cell's
         interrupts (``n``: 1, 2, ...) and, not knowing whether one sent into a silent stream

@@ -19,6 +19,7 @@ the worker's messages, and the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import selectors
 import signal
@@ -157,6 +158,8 @@ class Supervisor:
         handler(msg)
 
     def do_execute(self, msg: Header) -> None:
+        if self.cells.sent_again(msg, self.link.unacked):  # the result it waits for comes (came) as for the first
+            return
         self.link.unacked.clear()  # a new request acknowledges every earlier result
         if self.cells.cell is not None:
             self.link.reply({"type": "error", "id": msg.get("id"), "error": "a cell is already running on this kernel"})
@@ -331,11 +334,9 @@ class Supervisor:
             self.on_wake()
 
     def on_wake(self) -> None:
-        try:
+        with contextlib.suppress(BlockingIOError):
             while os.read(self.wake_r, 512):
                 pass
-        except BlockingIOError:
-            pass
         self.reap_children()
 
     def shutdown(self) -> None:

@@ -85,7 +85,7 @@ def _scan(transport: FileCellTransport, args: list[str]) -> bytes:
     code_text = _TABLE_CODE + HOST_PROCESSES_SCRIPT + SCAN_END_CODE
     cmd = " ".join(shlex.quote(a) for a in [python, "-I", "-S", "-c", code_text, *args])
     try:
-        code, out = transport.backend.execute(f"exec {cmd}", SCAN_TIMEOUT_S)
+        code, out = transport.call(f"exec {cmd}", SCAN_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
         raise TransportLostError(f"the kernel scan through {transport.backend!r} failed: "
                                  f"{type(exc).__name__}: {exc}") from None
@@ -104,9 +104,9 @@ def cleanup(transport: FileCellTransport, kind: str, identity: str) -> None:
             _, _, pid, start, _kid = identity.split(":")
             script = " ".join(shlex.quote(a) for a in [transport.scan_python(), "-I", "-S", "-c", KILL_IF_SAME_SCRIPT,
                                                        pid, start])
-            transport.backend.execute(f"exec {script}", SCAN_TIMEOUT_S)
+            transport.call(f"exec {script}", SCAN_TIMEOUT_S)
         elif kind == "kernel dir":
             path = identity.split(":", 2)[2]
-            transport.backend.execute(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
+            transport.call(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)

@@ -234,22 +234,36 @@ class ClientOutput:
     sent: bool = False
     status: str | None = None
     noise: list[str] = field(default_factory=list)
+    chars: int = 0  # how much output the backend returned
+    code: object = None  # the exit status the backend returned with it (never read as the poll's outcome)
+
+    @property
+    def cut(self) -> str | None:
+        """Which end of the output is missing (``"start"``: an end line with no begin line before
+        it; ``"end"``: a begin line and no end line), or ``None``."""
+        if self.status is not None and not self.began:
+            return "start"
+        return "end" if self.began and self.status is None else None
 
 
 def parse_client_output(text: str) -> ClientOutput:
-    """Split a client's output into frames and markers; other lines are kept as ``noise``."""
+    """Split a client's output into frames and markers; other lines are kept as ``noise``.
+
+    An end line is read even with no begin line before it: a backend that keeps only the tail of
+    an output (a sandbox API's cap) cut the begin line off, and the client did run (:attr:`ClientOutput.cut`).
+    """
     r = runner_client
-    out = ClientOutput()
+    out = ClientOutput(chars=len(text))
     for line in text.splitlines():
         line = line.strip()
         if line == r.CLIENT_BEGIN:
             out.began = True
+        elif line.startswith(r.CLIENT_END):
+            out.status = line[len(r.CLIENT_END):].strip().rstrip("@").strip() or None
         elif not out.began:
             out.noise.append(line)
         elif line == r.CLIENT_SENT:
             out.sent = True
-        elif line.startswith(r.CLIENT_END):
-            out.status = line[len(r.CLIENT_END):].strip().rstrip("@").strip() or None
         elif line:
             try:
                 out.frames.append(base64.b64decode(line, validate=True))

@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...kernel.results import FrameDecoder, encode_frame
+from .backends import TIMEOUT_EXIT
 from .scripts import ClientOutput
 
+_WHOLE_OUTPUT = " (an execute backend must return a command's whole output: no cap, no rewriting)"
 #: Request type -> the reply type that settles it.
 REQUESTS = {"execute": "result", "start_worker": "worker", "kill_worker": "killed", "ping": "pong",
             "shutdown": "bye"}
@@ -207,11 +209,16 @@ class FileCellStream:
             self._polls.remove(poll)
             for raw in out.frames:
                 self._take(raw)
-            self._judge(out, error, frames)
+            self._judge(out, error, frames, self._clock() - poll.started)
             self._cond.notify_all()
 
-    def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes) -> None:
-        """Decide what a finished poll means for the stream (lock held)."""
+    def _judge(self, out: ClientOutput, error: BaseException | None, frames: bytes, took: float = 0.0) -> None:
+        """Decide what a finished poll means for the stream (lock held); ``took``: the poll's seconds."""
+        if out.cut == "start":  # the client ran (it may have sent the frames): never sent again
+            self._broken = (f"the backend cut the start off a poll's output (it returned {out.chars} characters "
+                            "ending in the client's end line, with no begin line): the frames before the cut are "
+                            f"lost{_WHOLE_OUTPUT}")
+            return
         if out.status in ("done", "tool", "running", "deadline") or (out.status == "eof" and (out.sent or not frames)):
             self._failures = 0
             return
@@ -224,12 +231,19 @@ class FileCellStream:
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"
             return
-        why = f"{type(error).__name__}: {error}" if error else f"no client output ({' | '.join(out.noise)[-300:]})"
-        if frames and not out.sent:
-            if error is not None:  # it may have run: sending again could run a cell twice
-                self._broken = f"a poll carrying frames failed ({why})"
+        why = (f"{type(error).__name__}: {error}" if error else
+               f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
+               f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
+               f"no client output ({' | '.join(out.noise)[-300:]})")
+        if (isinstance(error, TimeoutError) or (error is None and out.code == TIMEOUT_EXIT)) and took < self._window:
+            why += (f"; the backend ended the poll at a time limit of its own after {took:.1f} s (exit "
+                    f"{TIMEOUT_EXIT} or TimeoutError), though it may wait {self._window:g} s for the cell: give "
+                    "FileCellTransport a poll_window_s under the backend's command time limit")
+        if frames and not out.sent:  # not sent, or the output that says so lost
+            if (error is not None or out.cut) and not _resendable(frames):  # it may have run: sending
+                self._broken = f"a poll carrying frames failed ({why})"  # again could do it twice
                 return
-            self._outbox.insert(0, frames)  # the client never sent them: safe to send again
+            self._outbox.insert(0, _again(frames))  # the runner knows a cell again, an interrupt by its number
         self._failures += 1
         if self._failures >= self._max_failures:
             self._broken = f"{self._failures} polls failed in a row; last: {why}"
@@ -286,11 +300,32 @@ def _header(raw: bytes) -> dict[str, Any]:
     return frame[0] if frame else {}
 
 
-def _frames(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+#: Requests a runner takes once however often they come: a cell marked ``again`` (the same cell,
+#: see :func:`_again`), a tool's result (the worker ignores one it has), an interrupt (numbered per
+#: cell), a ping. A restart's ``kill_worker`` sent twice would kill its fresh worker.
+_RESENDABLE = frozenset({"execute", "tool_result", "interrupt", "ping"})
+
+
+def _resendable(data: bytes) -> bool:
+    return all(header.get("type") in _RESENDABLE for header, _ in _decoded(data))
+
+
+def _again(data: bytes) -> bytes:
+    """``data`` with each ``execute`` marked ``again``: a runner that has that cell (it runs, or its
+    result is kept) takes it for the same cell, never a second one (a poll whose client printed
+    nothing, its output lost by the backend, may have sent it)."""
+    return b"".join(encode_frame({**header, "again": True} if header.get("type") == "execute" else header, blobs)
+                    for header, blobs in _decoded(data))
+
+
+def _decoded(data: bytes) -> list[tuple[dict[str, Any], tuple[bytes, ...]]]:
     decoder = FrameDecoder()
     decoder.feed(data)
     out = []
     while (frame := decoder.next_frame()) is not None:
-        header, blobs = frame
-        out.append((header, encode_frame(header, tuple(blobs))))
+        out.append((frame[0], tuple(frame[1])))
     return out
+
+
+def _frames(data: bytes) -> list[tuple[dict[str, Any], bytes]]:
+    return [(header, encode_frame(header, blobs)) for header, blobs in _decoded(data)]

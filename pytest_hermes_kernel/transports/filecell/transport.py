@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import secrets
+import threading
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError, TransportLostError
@@ -51,6 +52,10 @@ DEFAULT_ROOT = "/tmp/hermes-filecell"
 _MAX_ROOT_CHARS = 70
 #: Extra seconds an execute may take beyond the poll's own deadline (process start, transfer).
 _EXECUTE_SLACK_S = 15.0
+#: Seconds past its own timeout that the transport waits for a backend's execute to return.
+EXECUTE_OVERRUN_S = 10.0
+#: Timeouts of the short commands: a liveness probe (or cleanup, log), a kill, a frame drop.
+PROBE_TIMEOUT_S, KILL_TIMEOUT_S, DROP_TIMEOUT_S = 15.0, 20.0, 30.0
 
 log = logging.getLogger(__name__)
 
@@ -172,11 +177,40 @@ class FileCellTransport(Transport):
         :raises ExitStatusUnknownError: if the backend returned no usable status (``None``, a
             negative number, over 255): unknown, never read as success or as an ordinary failure.
         """
-        code, out = self.backend.execute(cmd, timeout)
+        code, out = self.call(cmd, timeout)
         unknown = self._unknown_status(code)
         if unknown is not None:
             raise unknown
         return code, out
+
+    def call(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        """``backend.execute(cmd, timeout)``, waited for up to ``timeout`` + :data:`EXECUTE_OVERRUN_S` s
+        (``None``: as long as it takes), on a thread of its own, left to end by itself if it never does.
+
+        :raises TransportLostError: if it has not returned by then: a backend must end a command at
+            its timeout, and one whose call hangs (a dead connection with no timeout of its own) hung
+            a cell's timeout ladder, a shutdown and the leak check forever.
+        """
+        box: list[Any] = []
+
+        def run() -> None:
+            try:
+                box.append((True, self.backend.execute(cmd, timeout)))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+                box.append((False, exc))
+
+        thread = threading.Thread(target=run, name="hermes-filecell-execute", daemon=True)
+        thread.start()
+        thread.join(None if timeout is None else timeout + EXECUTE_OVERRUN_S)
+        if not box:
+            assert timeout is not None  # joined with no bound: it returned
+            raise TransportLostError(f"the filecell backend {self.backend!r} did not return from execute within "
+                                     f"{timeout + EXECUTE_OVERRUN_S:g} s (its timeout was {timeout:g} s): it must end "
+                                     "a command at its timeout and return (or raise TimeoutError)")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
 
     def _unknown_status(self, code: object) -> ExitStatusUnknownError | None:
         if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255:
@@ -199,7 +233,7 @@ class FileCellTransport(Transport):
 
     def _cleanup_quietly(self, kdir: str) -> None:
         try:
-            self.backend.execute(scripts.cleanup_command(root=self.root, kdir=kdir), 15.0)
+            self.call(scripts.cleanup_command(root=self.root, kdir=kdir), PROBE_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - best effort after a failed launch
             log.debug("filecell cleanup of %s failed: %s", kdir, exc)
 
@@ -208,8 +242,8 @@ class FileCellTransport(Transport):
         if launched.pid is None or not launched.kernel_dir:
             return True
         try:
-            _, out = self.backend.execute(scripts.kill_command(kdir=launched.kernel_dir, pid=launched.pid,
-                                                               python=launched.extra.get("python", self.python)), 20.0)
+            _, out = self.call(scripts.kill_command(kdir=launched.kernel_dir, pid=launched.pid,
+                                                    python=launched.extra.get("python", self.python)), KILL_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - unreachable: not confirmed
             log.warning("filecell kill of runner %s failed: %s", launched.pid, exc)
             return False
@@ -224,7 +258,9 @@ class FileCellTransport(Transport):
             return False
         for _ in range(3):
             try:
-                _, out = self.backend.execute(scripts.alive_command(kdir=launched.kernel_dir, pid=launched.pid), 15.0)
+                _, out = self.call(scripts.alive_command(kdir=launched.kernel_dir, pid=launched.pid), PROBE_TIMEOUT_S)
+            except TransportLostError:  # it hung past its timeout: asking again would hang as long again
+                return True
             except Exception as exc:  # noqa: BLE001 - a blip is not a death: ask again
                 log.debug("filecell liveness probe failed: %s", exc)
                 continue
@@ -241,7 +277,7 @@ class FileCellTransport(Transport):
         if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
             return True
         try:
-            _, out = self.backend.execute(
+            _, out = self.call(
                 scripts.reap_command(kdir=launched.kernel_dir, pid=launched.pid, timeout=timeout), timeout + 15.0)
         except Exception:  # noqa: BLE001 - cannot confirm
             return False
@@ -267,7 +303,7 @@ class FileCellTransport(Transport):
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         try:
-            _, out = self.backend.execute(scripts.log_command(kdir=launched.kernel_dir or "", lines=lines), 15.0)
+            _, out = self.call(scripts.log_command(kdir=launched.kernel_dir or "", lines=lines), 15.0)
         except Exception:  # noqa: BLE001
             return ""
         return out.rstrip()
@@ -279,7 +315,7 @@ class FileCellTransport(Transport):
             as "nothing of the kernel is left").
         """
         try:
-            _, out = self.backend.execute(
+            _, out = self.call(
                 scripts.processes_command(kernel_id=kernel_id, python=self.scan_python()), 30.0)
         except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
             raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
@@ -335,7 +371,7 @@ class FileCellSite:
 
     def _execute(self, cmd: str, timeout: float) -> tuple[int, str]:
         self.executes += 1
-        return self.transport.backend.execute(cmd, timeout)
+        return self.transport.call(cmd, timeout)
 
     def poll(self, frames: bytes, *, wait: list[Any], pending: list[Any], window_s: float, pickup_s: float,
              early: int) -> scripts.ClientOutput:
@@ -349,14 +385,16 @@ class FileCellSite:
             args["early"] = early + 1
             cmd = scripts.client_command(kdir=self.kdir, python=self.python, runner=self.runner,
                                          params=scripts.params(**args))
-        _, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
-        return scripts.parse_client_output(out)
+        code, out = self._execute(cmd, window_s + _EXECUTE_SLACK_S)
+        parsed = scripts.parse_client_output(out)
+        parsed.code = code
+        return parsed
 
     def drop(self, frames: bytes, seq: int) -> None:
         """Put frames into the kernel dir; the attached (or next) client sends them."""
         for cmd in scripts.drop_commands(kdir=self.kdir, seq=seq, data=frames):
             self.executes += 1
-            code, out = self.transport.run_command(cmd, 30.0)  # its status is read: checked (B35)
+            code, out = self.transport.run_command(cmd, DROP_TIMEOUT_S)  # its status is read: checked (B35)
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
 
