@@ -157,3 +157,44 @@ def test_a_refused_env_value_is_not_echoed():
         KernelOptions(env={"HK_TEST_TOKEN": CANARY, "N": 3})  # type: ignore[dict-item]
     assert "HK_TEST_TOKEN" in str(info.value) and "'N'" in str(info3.value)
     assert not [e for e in (info, info2, info3) if leaks(str(e.value))]
+
+
+def _twice_encoded(secret: str) -> tuple[bytes, ...]:
+    """The secret base64-encoded twice, at each alignment of each encoding: a filecell poll's
+    frames are base64 inside its base64 JSON parameters."""
+    return tuple(outer for inner in secret_forms(secret)[1:] for outer in secret_forms(inner.decode())[1:])
+
+
+def test_a_tools_result_and_a_cells_code_stay_out_of_a_filecell_polls_argv():
+    """The frames a filecell poll carries to the runner (a cell's code, a tool's result, which
+    may hold a secret) were in its client's argv, base64 in base64, for as long as the poll ran:
+    ``ps`` on the backend's host showed them. They go on the client's stdin now."""
+    from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
+
+    twice = _twice_encoded(CANARY)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def look() -> None:
+        while not stop.is_set():
+            seen.extend(argv for argv in host_argvs() if b"client import client" in argv)
+
+    looker = threading.Thread(target=look, daemon=True)
+    transport = FileCellTransport()
+    looker.start()
+    try:
+        with start_kernel(transport, tools={"secret": lambda: CANARY}) as k:
+            r = k.execute(f"import hermes_tools, time\ncode = {CANARY[::-1]!r}\ngot = hermes_tools.secret()\n"
+                          "time.sleep(0.5)\ngot == code[::-1]")
+            assert (r.status, r.value) == ("ok", "True")
+            kdir = k.launched.kernel_dir.encode()
+    finally:
+        stop.set()
+        looker.join(10)
+        transport.close()
+    seen = [argv for argv in seen if kdir in argv]  # this kernel's clients (another run may have its own)
+    assert seen, "no poll's client was seen running"
+    carried = [argv.replace(b"\0", b" ")[-120:] for argv in seen if any(f in argv for f in twice)
+               or any(f in argv for f in _twice_encoded(CANARY[::-1]))]
+    assert not carried, f"a poll's client argv carried the frames: {carried[:2]}"
+    assert any(argv.split(b"\0")[-2:-1] == [b"-"] for argv in seen), "no poll read its parameters from stdin"

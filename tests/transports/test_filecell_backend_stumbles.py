@@ -342,3 +342,24 @@ def test_a_backend_that_loses_all_output_fails_the_start_saying_so(root):
     assert "the launch printed nothing at all" in text and "the backend lost the command's output" in text, text
     assert "needs sh, python3" not in text, text
     assert processes_under(root) == [], "the runner the launch started was left behind"
+
+
+class AppendsToCommands(Sandbox):
+    """A sandbox wrapper that adds its own step after each command (``; echo ...``): it lands on
+    the last line, the end line of a poll's here-document of parameters."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        return super().execute(cmd + "; echo sandbox-done-$?", timeout)
+
+
+def test_a_backend_that_appends_to_each_command_still_runs_cells_and_tools(root):
+    """A poll's parameters (its frames) go to the client as a here-document; a step appended to
+    the command spoils its end line, and the client still reads its one line of parameters."""
+    transport = FileCellTransport(AppendsToCommands(), root=root)
+    try:
+        with KernelHandle(transport, tools={"f": lambda: 41}) as k:
+            r = k.execute("import hermes_tools\nx = hermes_tools.f() + 1\nx")
+            assert (r.status, r.value) == ("ok", "42")
+            assert k.execute("x * 2").value == "84"
+    finally:
+        transport.close()

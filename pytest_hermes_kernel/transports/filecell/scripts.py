@@ -32,10 +32,11 @@ from ..local import LAUNCH_ENV_NAMES
 from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env
 from ..runner_zipapp import ZIP_PACKAGE
 
-#: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR PARAMS``: the client mode of the runner
+#: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR -`` with PARAMS on stdin (a poll's: they
+#: carry its frames) or ``... DIR PARAMS`` (the launch's hello: no frames): the client mode of the runner
 #: file without ``runpy`` (isolated, no site: a poll imports only the client and the frame codec).
 CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}.client import client; "
-               "sys.exit(client(sys.argv[2], sys.argv[3]))")
+               "sys.exit(client(sys.argv[2], sys.stdin.readline().strip() if sys.argv[3] == \"-\" else sys.argv[3]))")
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
 #: The launch's line naming the interpreter that ran it (its ``sys.executable``): the client's
@@ -50,6 +51,11 @@ PYTHON_FILE = "python.path"
 MAX_COMMAND_BYTES = 100_000
 #: Ends the here-document (quoted: no expansion) that carries the config (base64 never holds ``_``).
 _HEREDOC_END = "HERMES_CONFIG_END"
+#: Ends the here-document that carries a poll's parameters (its frames: a cell's code, a tool's
+#: result) to the client's stdin: in its argv, ``ps`` on the backend's host showed them (B43).
+#: The client reads one line, so a backend that appends to the command (``; echo $?``, which
+#: spoils this end line) still hands it its parameters whole.
+_PARAMS_END = "HERMES_PARAMS_END"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -140,12 +146,12 @@ def client_command(*, kdir: str, python: str, runner: str, params: str) -> str:
     """One long poll: the runner file's client (see :mod:`pytest_hermes_kernel.kernel.runner.client`).
 
     :param runner: the runner file's name in ``kdir``.
-    :param params: from :func:`params`.
+    :param params: from :func:`params`; a here-document to the client's stdin, never its argv.
     """
     app = _q(f"{kdir}/{runner}")
     return (f'[ -f {app} ] || {{ echo "{ERROR_MARK} the runner file "{app}" is gone: the backend did not keep the '
             'kernel dir from one execute to the next (every command must see the same filesystem)"; exit 1; }; '
-            f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {app} {_q(kdir)} {params}")
+            f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {app} {_q(kdir)} - <<'{_PARAMS_END}'\n{params}\n{_PARAMS_END}")
 
 
 def drop_commands(*, kdir: str, seq: int, data: bytes) -> list[str]:
@@ -291,5 +297,5 @@ def parse_python(text: str) -> str | None:
 
 
 def params(**values: Any) -> str:
-    """Encode client parameters for argv (base64 JSON: no quoting needed)."""
+    """Encode client parameters (base64 JSON: no quoting needed), for the client's stdin."""
     return b64(json.dumps(values, separators=(",", ":")).encode())
