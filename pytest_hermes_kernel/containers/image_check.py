@@ -122,7 +122,7 @@ def check_image_name(image: str) -> str:
 
     :raises ConfigError: if it is not one; the message says what one looks like.
     """
-    if len(image) > 255 or not IMAGE_REFERENCE.fullmatch(image):
+    if not isinstance(image, str) or len(image) > 255 or not IMAGE_REFERENCE.fullmatch(image):
         raise ConfigError(f"{image!r} is not a docker image name: lowercase letters, digits and '.', '_' or '-' "
                           "between them, an optional registry host[:port]/ first and :tag after, e.g. "
                           "registry.example:5000/team/kernels:1")

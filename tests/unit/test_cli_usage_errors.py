@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
 import pytest
 
 from pytest_hermes_kernel.cli import main
@@ -102,3 +104,16 @@ def test_an_empty_engine_list_is_a_usage_error_not_the_default_engine(
     out, err = capsys.readouterr()
     assert exit_.value.code == 2 and out == "", out
     assert f"hermes-kernel {argv[0]}: error: {source} names no docker engine" in err, err
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+@pytest.mark.parametrize("image", ["Kernels:1", "no such", "", 7])
+def test_an_image_name_docker_refuses_given_in_code_is_a_config_error(name: str, image: object) -> None:
+    """``make_transport("docker", image="Kernels:1")`` (or a marker's transport option) reached
+    docker's ``400 invalid reference format`` only once a kernel started; now the transport is refused
+    at once, before it connects to anything, naming the value."""
+    from pytest_hermes_kernel.errors import ConfigError
+    from pytest_hermes_kernel.transports import make_transport
+
+    with pytest.raises(ConfigError, match=rf"{name} transport: image {re.escape(repr(image))} is not a docker image name"):
+        make_transport(name, image=image)

@@ -89,6 +89,13 @@ class DockerTransport(Transport):
                  reuse: ReusePolicy | None = None, docker_host: str | None = None) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
+        if image is not None:  # a name docker refuses reached the user as its 400 at the first kernel's start
+            from ...containers.image_check import check_image_name
+
+            try:
+                check_image_name(image)
+            except ConfigError as exc:
+                raise ConfigError(f"docker transport: image {exc}") from None
         try:
             self.client: docker.DockerClient = engine_client(docker_host)
         except TransportUnavailableError as exc:
