@@ -347,16 +347,6 @@ _ENGINES_HELP = (f"docker engines to look at, a comma list of URLs (unix:///path
                  f"the environment's, DOCKER_HOST) [env {ENGINES_ENV}; default: the environment's engine]")
 
 
-def _image_name(text: str) -> str:
-    """An image name docker takes (docker's 400 "invalid reference format" was a traceback)."""
-    from .containers.image_check import check_image_name
-
-    try:
-        return check_image_name(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def version() -> str:
     """The installed package's version (its metadata: what ``pip`` installed), or why there is none."""
     from importlib.metadata import PackageNotFoundError, version as installed
@@ -368,6 +358,16 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command's exit status; Ctrl-C ends it: 130, one line, no traceback (a sweep's removals stay)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("hermes-kernel: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv: list[str] | None) -> int:
+    from .containers.image_check import image_name_argument as _image_name  # docker's 400 was a traceback
     ap = argparse.ArgumentParser(prog="hermes-kernel", description="pytest-hermes-kernel utilities")
     ap.add_argument("--version", action="version", version=f"%(prog)s {version()}")
     sub = ap.add_subparsers(dest="cmd", required=True)

@@ -129,6 +129,16 @@ def check_image_name(image: str) -> str:
     return image
 
 
+def image_name_argument(text: str) -> str:
+    """:func:`check_image_name` as an ``argparse`` type: its error becomes the command's usage error."""
+    import argparse
+
+    try:
+        return check_image_name(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def names_registry(image: str) -> str | None:
     """The registry host an image name names (``127.0.0.1:5000/a/b:1`` -> ``127.0.0.1:5000``), else ``None``."""
     first, sep, _ = image.partition("/")

@@ -117,3 +117,23 @@ def test_an_image_name_docker_refuses_given_in_code_is_a_config_error(name: str,
 
     with pytest.raises(ConfigError, match=rf"{name} transport: image {re.escape(repr(image))} is not a docker image name"):
         make_transport(name, image=image)
+
+
+@pytest.mark.parametrize("argv", [["sweep", "--dry-run"], ["doctor"], ["build-image"]], ids=["sweep", "doctor", "build"])
+def test_ctrl_c_ends_a_command_with_one_line_and_130(argv: list[str], monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C during ``sweep``, ``doctor`` or ``build-image`` printed a traceback (``exec`` and
+    ``attach`` handled it); now one line, and the shell's status for SIGINT."""
+    from pytest_hermes_kernel import cli
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, {"sweep": "sweep", "doctor": "doctor", "build-image": "build_image"}[argv[0]], interrupted)
+    try:
+        code = cli.main(argv)
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C came out of the command as a KeyboardInterrupt: a traceback")
+    assert code == 130
+    out, err = capsys.readouterr()
+    assert err == "hermes-kernel: interrupted\n" and "Traceback" not in out + err
