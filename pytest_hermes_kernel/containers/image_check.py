@@ -116,14 +116,15 @@ IMAGE_REFERENCE = re.compile(
     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
 
 
-def check_image_name(image: str) -> str:
+def check_image_name(image: str, what: str = "") -> str:
     """``image``, if docker takes it as an image name (an engine asked for ``Kernels:1`` answered
     ``400 invalid reference format``, which reached the user as docker's traceback).
 
+    :param what: what the message starts with (``"docker transport: image "``).
     :raises ConfigError: if it is not one; the message says what one looks like.
     """
     if not isinstance(image, str) or len(image) > 255 or not IMAGE_REFERENCE.fullmatch(image):
-        raise ConfigError(f"{image!r} is not a docker image name: lowercase letters, digits and '.', '_' or '-' "
+        raise ConfigError(f"{what}{image!r} is not a docker image name: lowercase letters, digits and '.', '_' or '-' "
                           "between them, an optional registry host[:port]/ first and :tag after, e.g. "
                           "registry.example:5000/team/kernels:1")
     return image

@@ -159,6 +159,8 @@ def _reap_on(client: Any, host_pid: int, run_id: str) -> int:
 def _reap_in(container: Any, host_pid: int) -> int:
     """Kill ``host_pid``'s kernel processes in one container, as the kernels' user (the
     container's root lacks the ptrace right to read their environments: it would find none)."""
+    from ..containers.kept import KeptNearby
+    from ..containers.labels import LABEL_TMPDIR
     from ..containers.lifecycle import SSH_USER
     from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE,
                                        parse_host_processes, until_complete)
@@ -167,25 +169,14 @@ def _reap_in(container: Any, host_pid: int) -> int:
         ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
     if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
-    kept = _kept_kernel_ids(container)
+    kept, tmpdir = KeptNearby(), (container.attrs.get("Labels") or {}).get(LABEL_TMPDIR)  # sparse: attrs["Labels"]
     killed = 0
     for pid, start, kid, _cmd in parse_host_processes(answer):
-        if kid in kept:  # kept for post-mortem: it outlives its host on purpose, until its TTL
+        if kept.holds_kernel(kid, tmpdir):  # kept for post-mortem: it outlives its host on purpose, until its TTL
             continue
         code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
         killed += code == 0
     return killed
-
-
-def _kept_kernel_ids(container: Any) -> set[str]:
-    """Unexpired kept kernels' ids among this process's records and those under the temp dir the
-    container's :data:`~..containers.labels.LABEL_TMPDIR` label names (a listing's container,
-    ``sparse``: its labels are ``attrs["Labels"]``)."""
-    from ..containers.kept import exempt_kernel_ids
-    from ..containers.labels import LABEL_TMPDIR
-
-    labels = container.attrs.get("Labels") or {}
-    return exempt_kernel_ids() | (exempt_kernel_ids(labels[LABEL_TMPDIR]) if labels.get(LABEL_TMPDIR) else set())
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -92,10 +92,7 @@ class DockerTransport(Transport):
         if image is not None:  # a name docker refuses reached the user as its 400 at the first kernel's start
             from ...containers.image_check import check_image_name
 
-            try:
-                check_image_name(image)
-            except ConfigError as exc:
-                raise ConfigError(f"docker transport: image {exc}") from None
+            check_image_name(image, "docker transport: image ")
         try:
             self.client: docker.DockerClient = engine_client(docker_host)
         except TransportUnavailableError as exc:

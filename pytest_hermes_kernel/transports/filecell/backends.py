@@ -351,7 +351,7 @@ class DockerExecBackend:
         if timeout is None:
             out = api.exec_start(exec_id)
         else:
-            out = _call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
+            out = call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
         code = api.exec_inspect(exec_id).get("ExitCode")
         if code is None:  # docker-py/moby: the stream ended before the exec did (B35)
             raise ExitStatusUnknownError(f"docker exec {exec_id[:12]} in {self.container_id[:12]} reported no exit "
@@ -389,8 +389,12 @@ class DockerExecBackend:
         return f"DockerExecBackend({self.container_id[:12]})"
 
 
-def _call_with_timeout(fn: Any, timeout: float) -> Any:
-    """``fn()`` in a helper thread; :class:`TimeoutError` if it has not returned in ``timeout`` s."""
+def call_with_timeout(fn: Any, timeout: float | None, *, name: str = "hermes-docker-exec",
+                      gave_up: Any = None) -> Any:
+    """``fn()`` in a helper thread (left to end by itself if it never does); ``None``: no bound.
+
+    :raises TimeoutError: if it has not returned in ``timeout`` s, or ``gave_up()``'s exception.
+    """
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -399,11 +403,11 @@ def _call_with_timeout(fn: Any, timeout: float) -> Any:
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller
             box["error"] = exc
 
-    thread = threading.Thread(target=run, name="hermes-docker-exec", daemon=True)
+    thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     thread.join(timeout)
     if thread.is_alive():
-        raise TimeoutError(f"docker exec did not return within {timeout} s")
+        raise gave_up() if gave_up else TimeoutError(f"docker exec did not return within {timeout} s")
     if "error" in box:
         raise box["error"]
     return box.get("value")

@@ -31,12 +31,11 @@ import json
 import logging
 import os
 import secrets
-import threading
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError, TransportLostError
 from . import probes, scripts
-from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
+from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend, call_with_timeout
 from .files import FileCellFiles
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
@@ -191,26 +190,12 @@ class FileCellTransport(Transport):
             its timeout, and one whose call hangs (a dead connection with no timeout of its own) hung
             a cell's timeout ladder, a shutdown and the leak check forever.
         """
-        box: list[Any] = []
-
-        def run() -> None:
-            try:
-                box.append((True, self.backend.execute(cmd, timeout)))
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-                box.append((False, exc))
-
-        thread = threading.Thread(target=run, name="hermes-filecell-execute", daemon=True)
-        thread.start()
-        thread.join(None if timeout is None else timeout + EXECUTE_OVERRUN_S)
-        if not box:
-            assert timeout is not None  # joined with no bound: it returned
-            raise TransportLostError(f"the filecell backend {self.backend!r} did not return from execute within "
-                                     f"{timeout + EXECUTE_OVERRUN_S:g} s (its timeout was {timeout:g} s): it must end "
-                                     "a command at its timeout and return (or raise TimeoutError)")
-        ok, value = box[0]
-        if not ok:
-            raise value
-        return value  # type: ignore[no-any-return]
+        bound = None if timeout is None else timeout + EXECUTE_OVERRUN_S
+        return call_with_timeout(  # type: ignore[no-any-return]
+            lambda: self.backend.execute(cmd, timeout), bound, name="hermes-filecell-execute",
+            gave_up=lambda: TransportLostError(
+                f"the filecell backend {self.backend!r} did not return from execute within {bound:g} s (its "
+                f"timeout was {timeout:g} s): it must end a command at its timeout and return (or raise TimeoutError)"))
 
     def _unknown_status(self, code: object) -> ExitStatusUnknownError | None:
         if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255:

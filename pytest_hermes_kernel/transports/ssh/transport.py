@@ -148,10 +148,7 @@ class SshTransport(Transport):
         if image is not None:  # a name docker refuses reached the user as its 400 at the sshd's start
             from ...containers.image_check import check_image_name
 
-            try:
-                check_image_name(image)
-            except ConfigError as exc:
-                raise ConfigError(f"ssh transport: image {exc}") from None
+            check_image_name(image, "ssh transport: image ")
         if self.target is not None and mem_limit_bytes is not None:
             raise ConfigError("mem_limit_bytes applies to the sshd container; an explicit target= host has its own limits")
         self.servers = server_pool(self, server_idle_timeout) if server else None
