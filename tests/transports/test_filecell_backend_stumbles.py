@@ -309,6 +309,38 @@ def test_a_backend_whose_calls_hang_cannot_hang_a_cells_timeout_or_the_shutdown(
     assert "it must end a command at its timeout" in result.kernel.note  # type: ignore[attr-defined]
 
 
+def test_a_backend_whose_launch_hangs_fails_the_start_in_bounded_time_saying_so(root, monkeypatch):
+    """The launch was the one backend call left unbounded: a backend whose ``execute`` never
+    returned hung ``start()`` (and the fixture, and the test run) forever."""
+    from pytest_hermes_kernel.transports.filecell import transport as module
+
+    for name in ("EXECUTE_OVERRUN_S", "PROBE_TIMEOUT_S", "KILL_TIMEOUT_S"):
+        monkeypatch.setattr(module, name, 0.5)  # the bounds, shortened: each call is let go after 1 s
+    backend = HangsOnCue()
+    backend.hang.set()
+    outcome: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            KernelHandle(FileCellTransport(backend, root=root, launch_timeout=1.0)).start()
+        except BaseException as exc:  # noqa: BLE001 - looked at below
+            outcome.append(exc)
+
+    starts = threading.Thread(target=start, daemon=True)
+    try:
+        starts.start()
+        starts.join(60)
+        assert not starts.is_alive(), "start() hung with the backend's launch"
+    finally:
+        backend.release.set()
+
+    assert outcome and isinstance(outcome[0], KernelStartError), outcome
+    text = str(outcome[0])
+    assert "did not return from execute within 1.5 s (its timeout was 1 s)" in text, text
+    assert "it must end a command at its timeout" in text, text
+    assert processes_under(root) == []
+
+
 def test_a_transfer_into_a_kernel_dir_that_did_not_last_names_the_working_dir(root, tmp_path):
     (tmp_path / "f.txt").write_text("x")
     k = KernelHandle(FileCellTransport(KeepsNoFiles(root), root=root)).start()

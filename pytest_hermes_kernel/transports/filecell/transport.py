@@ -72,7 +72,8 @@ class FileCellTransport(Transport):
         kernel option's value (``KernelOptions.orphan_timeout``), as on every transport.
     :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
         under the backend's own limits (docker-py's HTTP timeout is 60 s).
-    :param launch_timeout: seconds for the launch execute.
+    :param launch_timeout: seconds for the launch execute (given up :data:`EXECUTE_OVERRUN_S` s later
+        if the backend has not returned: :class:`KernelStartError`).
     :param hold_s: after a poll returns a tool call (the cell runs on while the host serves it), a
         holder process stays attached for up to this long, so frames sent meanwhile (a tool call
         from another thread) are kept for the next poll; ``0`` turns holding off.
@@ -129,7 +130,10 @@ class FileCellTransport(Transport):
         self.made_dirs.add(probes.HERE, kdir)
         self.kernel_ids.add(spec.kernel_id)
         try:
-            code, out = run(cmd, self.launch_timeout)
+            code, out = self.call(cmd, self.launch_timeout, run=run)
+        except TransportLostError as exc:  # it hung: what it may have started is ended, as far as it can be
+            self._end_failed_launch(spec.kernel_id, kdir, None, python)
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
@@ -182,17 +186,19 @@ class FileCellTransport(Transport):
             raise unknown
         return code, out
 
-    def call(self, cmd: str, timeout: float | None) -> tuple[int, str]:
-        """``backend.execute(cmd, timeout)``, waited for up to ``timeout`` + :data:`EXECUTE_OVERRUN_S` s
-        (``None``: as long as it takes), on a thread of its own, left to end by itself if it never does.
+    def call(self, cmd: str, timeout: float | None, *, run: Any = None) -> tuple[int, str]:
+        """``backend.execute(cmd, timeout)`` (or ``run(cmd, timeout)``: the launch's detached execute),
+        waited for up to ``timeout`` + :data:`EXECUTE_OVERRUN_S` s (``None``: as long as it takes), on a
+        thread of its own, left to end by itself if it never does.
 
         :raises TransportLostError: if it has not returned by then: a backend must end a command at
             its timeout, and one whose call hangs (a dead connection with no timeout of its own) hung
-            a cell's timeout ladder, a shutdown and the leak check forever.
+            a cell's timeout ladder, a start, a shutdown and the leak check forever.
         """
         bound = None if timeout is None else timeout + EXECUTE_OVERRUN_S
+        run = run or self.backend.execute
         return call_with_timeout(  # type: ignore[no-any-return]
-            lambda: self.backend.execute(cmd, timeout), bound, name="hermes-filecell-execute",
+            lambda: run(cmd, timeout), bound, name="hermes-filecell-execute",
             gave_up=lambda: TransportLostError(
                 f"the filecell backend {self.backend!r} did not return from execute within {bound:g} s (its "
                 f"timeout was {timeout:g} s): it must end a command at its timeout and return (or raise TimeoutError)"))
@@ -210,8 +216,8 @@ class FileCellTransport(Transport):
         runner whose pid was lost, with the output or to a Ctrl-C, lived until its 1800 s idle timer)."""
         python = self._resolved.get(python, python)
         try:
-            self.backend.execute(scripts.kill_command(kdir=kdir, pid=pid, python=python) if pid is not None
-                                 else scripts.kill_kernel_command(kernel_id=kernel_id, python=python), 15.0)
+            self.call(scripts.kill_command(kdir=kdir, pid=pid, python=python) if pid is not None
+                      else scripts.kill_kernel_command(kernel_id=kernel_id, python=python), KILL_TIMEOUT_S)
         except Exception as exc:  # noqa: BLE001 - best effort: the launch's own error goes on
             log.debug("filecell: ending the failed launch of kernel %s failed: %s", kernel_id, exc)
         self._cleanup_quietly(kdir)
