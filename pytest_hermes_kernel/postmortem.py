@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, in_use, load_all, remove, save
+from .containers.kept import KeptKernel, find, in_use, load_all, remove, save, skipped_note
 from .containers.rundir import kept_dir
 from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
                      UnsafeRunDirError)
@@ -239,7 +239,10 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
     """
     out = sys.stdout if out is None else out
     now = time.time()
-    every = load_all()
+    skipped: list[str] = []
+    every = load_all(skipped=skipped)
+    if skipped:  # on stderr: ``ls --ids`` output stays ids alone
+        print(f"hermes-kernel ls: {skipped_note(skipped)}", file=sys.stderr)
     records = [r for r in every if test is None or r.kept_by(test)]
     if ids_only:
         out.writelines(f"{r.kernel_id}\n" for r in records)
@@ -290,13 +293,16 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     :returns: how many were removed (or would be).
     """
     wanted = {find(k).kernel_id for k in kernel_ids}  # each names one kept kernel, or nothing is ended
+    skipped: list[str] = []
     try:
-        records = load_all()
+        records = load_all(skipped=skipped)
     except UnsafeRunDirError as exc:
         if not expired_only:  # asked to end kept kernels: an error; the plain sweep goes on with its other kinds
             raise
         progress(f"kept: skipped ({exc})")
         return 0
+    if skipped:
+        progress(f"kept: {skipped_note(skipped)}")
     removed, swept = 0, []
     containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
     for record in records:

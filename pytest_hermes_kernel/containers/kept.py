@@ -150,9 +150,13 @@ def save_secret(kernel_id: str, name: str, text: str, directory: str | None = No
     return _write_private(os.path.join(kept_dir(directory), f"{kernel_id}.{name}"), text)
 
 
-def load_all(directory: str | None = None) -> list[KeptKernel]:
+def load_all(directory: str | None = None, *, skipped: list[str] | None = None) -> list[KeptKernel]:
     """Every kept kernel's record, oldest first (unreadable files, and records of the wrong shape,
-    are skipped)."""
+    are skipped).
+
+    :param skipped: if given, gets the path of each ``.json`` file skipped (for a command to say so:
+        :func:`skipped_note`).
+    """
     root = kept_dir(directory, create=False)
     try:
         names = sorted(n for n in os.listdir(root) if n.endswith(".json"))
@@ -164,10 +168,22 @@ def load_all(directory: str | None = None) -> list[KeptKernel]:
             with open(os.path.join(root, name), encoding="utf-8") as fh:
                 record = KeptKernel(**json.load(fh))
         except (OSError, ValueError, TypeError):
-            continue
-        if _well_formed(record, name.removesuffix(".json")):
+            record = None
+        if record is not None and _well_formed(record, name.removesuffix(".json")):
             records.append(record)
+        elif skipped is not None:
+            skipped.append(os.path.join(root, name))
     return sorted(records, key=lambda r: r.detached_at)
+
+
+def skipped_note(skipped: list[str]) -> str:
+    """One line naming the record files :func:`load_all` skipped (``""`` for none): a record no
+    command can read is never listed nor swept, so it would otherwise sit there unseen."""
+    if not skipped:
+        return ""
+    names = ", ".join(os.path.basename(path) for path in skipped[:5]) + (", ..." if len(skipped) > 5 else "")
+    return (f"{len(skipped)} file(s) in {os.path.dirname(skipped[0])} are not kept-kernel records this version "
+            f"can read (damaged, hand-written or another version's), left alone: {names}")
 
 
 #: The type of each field of a record (``float`` fields take an ``int`` too; ``bool`` is neither).

@@ -4,7 +4,10 @@ every ``hermes-kernel ls``, ``exec``, ``attach`` and ``sweep`` end in a tracebac
 (``AttributeError: 'list' object has no attribute 'get'``, ``TypeError: can only concatenate
 str (not "int") to str``), for every other kept kernel too, and a docker run's end said
 "could not release the shared container". A record whose kernel id is not its file's name is
-skipped too (ending it removed ``<kept dir>/<kernel id>.json``: ``../../x`` is outside)."""
+skipped too (ending it removed ``<kept dir>/<kernel id>.json``: ``../../x`` is outside).
+
+Skipped, but never silently: ``ls`` and ``sweep`` name the files they could not read (a record no
+command reads is never listed nor swept, so it sat in the kept dir unseen)."""
 
 from __future__ import annotations
 
@@ -59,5 +62,18 @@ def test_the_commands_answer_beside_a_record_of_the_wrong_shape(bad_records: Non
     assert code == (2 if argv[0] == "exec" else 0), out + err
     if argv[0] == "ls":
         assert GOOD in out and "b" * 32 not in out
+    if argv[0] in ("ls", "sweep"):
+        said = err if argv[0] == "ls" else out
+        assert f"5 file(s) in {kept.kept_dir()} are not kept-kernel records this version can read" in said, said
+        assert f"{'b' * 32}.json, {'c' * 32}.json" in said, said
     if argv[0] == "exec":
         assert "no kept kernel 'zzz'" in err
+
+
+def test_ls_ids_keeps_its_output_ids_alone_and_says_what_it_skipped_on_stderr(
+        bad_records: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ls", "--ids"]) == 0
+
+    out, err = capsys.readouterr()
+    assert out == f"{GOOD}\n"
+    assert "5 file(s)" in err and "left alone" in err, err
