@@ -237,6 +237,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if s.is_flag:  # a bare flag: a value argument would swallow the test path after it
             group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, action="store_const", const="true",
                             help=f"{s.help} {where}")
+            # and its off switch, over the env or the ini (a CI profile's PYTEST_HERMES_KEEP_FAILED=1
+            # could not be turned off for one run); the last of the two on the line wins
+            group.addoption(s.flag.replace("--", "--no-", 1), dest=f"hermes_{s.name}", default=None,
+                            action="store_const", const="false", help=f"turn {s.flag} off, over {s.env} and the ini")
         else:
             group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, metavar="VALUE",
                             help=f"{s.help} {where}")

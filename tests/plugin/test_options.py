@@ -280,6 +280,18 @@ def test_keep_failed_is_a_bare_flag_that_does_not_swallow_the_test_path(pytester
     result.stdout.fnmatch_lines(["hermes-kernel: transports=local * keep-failed"])
 
 
+def test_a_switch_on_in_the_environment_is_turned_off_for_one_run_by_its_no_flag(pytester, run, monkeypatch):
+    pytester.makepyfile("def test_nothing(): pass")
+    monkeypatch.setenv("PYTEST_HERMES_KEEP_FAILED", "1")
+    monkeypatch.setenv("PYTEST_HERMES_REQUIRE_TRANSPORTS", "true")
+
+    result = run("--no-hermes-keep-failed", "--no-hermes-require-transports")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["hermes-kernel: transports=local cell-timeout=60 s leak-check=warn max-kernels=4"])
+    assert "keep-failed" not in result.stdout.str() and "require-transports" not in result.stdout.str()
+
+
 def test_keep_failed_from_env_rejects_a_non_boolean(pytester, run, monkeypatch):
     pytester.makepyfile("def test_nothing(): pass")
     monkeypatch.setenv("PYTEST_HERMES_KEEP_FAILED", "sure")
