@@ -39,7 +39,10 @@ class SshTarget:
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
     def __str__(self) -> str:
-        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+        """``user@host:port``, an IPv6 host in brackets: :meth:`parse` reads it back as the same target
+        (``hermes@::1:2222`` read back as host ``::1:2222`` on port 22)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.user + '@' if self.user else ''}{host}:{self.port}"
 
 
 def connect_hint(exc: BaseException) -> str:
