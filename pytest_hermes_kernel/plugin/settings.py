@@ -145,6 +145,18 @@ def _existing_file(text: str) -> str:
     return path
 
 
+def _ssh_key_file(text: str) -> str:
+    """An existing file that holds a private key the ssh transport can use (checked before the run)."""
+    from ..transports.ssh.credentials import read_key_file
+
+    path = _existing_file(text)
+    try:
+        read_key_file(path)
+    except ImportError:  # no paramiko: the ssh leg says so itself, a local run needs no key
+        pass
+    return path
+
+
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
              "more than one makes a matrix", "local", _transports, listed=True),
@@ -175,7 +187,7 @@ SETTINGS = (
              "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
              "see README 'Several hosts'", None, _ssh_targets, listed=True),
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
-             _existing_file),
+             _ssh_key_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
              "~/.ssh/known_hosts is read too)", None, _existing_file),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "

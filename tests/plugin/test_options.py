@@ -4,6 +4,7 @@ marker > CLI > env > ini > default, seen through a cell that sleeps 3 s under ea
 from __future__ import annotations
 
 import re
+import subprocess
 import uuid
 
 import pytest
@@ -205,6 +206,21 @@ def test_an_image_name_docker_refuses_is_a_usage_error(pytester, run, image):
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{image}' from --hermes-image: "
                                  f"'{image}' is not a docker image name*"])
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "public half"])
+def test_an_ssh_key_file_that_cannot_log_in_is_a_usage_error(pytester, run, kind):
+    """``--hermes-ssh-key`` of an encrypted key (or the ``.pub`` half) errored every ssh test at its
+    kernel's start as an unreachable host."""
+    pytester.makepyfile("def test_nothing(): pass")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret-words", "-f", "id"], check=True, cwd=pytester.path)
+    key = pytester.path / ("id" if kind == "encrypted" else "id.pub")
+
+    result = run("--hermes-transport=local", f"--hermes-ssh-key={key}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    says = "is encrypted" if kind == "encrypted" else "is no private key"
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{key}' from --hermes-ssh-key: *{says}*"])
 
 
 def test_bad_timeout_value_is_a_usage_error(pytester, run):

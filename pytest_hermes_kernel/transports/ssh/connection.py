@@ -14,7 +14,6 @@ channel (the relay); its stdin is never the kernel's stdin (the runner puts ``/d
 
 from __future__ import annotations
 
-import base64
 import logging
 import select
 import threading
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
 from .address import SshTarget, changed_key_message, connect_hint
+from .credentials import load_known_hosts, read_host_key
 
 if TYPE_CHECKING:
     import paramiko
@@ -134,15 +134,12 @@ class SshConnection:
 
         keys = self.client.get_host_keys()
         if host_key:
-            kind, b64 = host_key.split()[:2]
-            keys.add(self.target.known_hosts_name(), kind, paramiko.PKey.from_type_string(kind, base64.b64decode(b64)))
+            pinned = read_host_key(host_key)
+            keys.add(self.target.known_hosts_name(), pinned.get_name(), pinned)
         else:
             self.client.load_system_host_keys()
             if known_hosts:
-                try:
-                    keys.load(known_hosts)  # not load_host_keys: paramiko's auto-add would write that file
-                except OSError as exc:
-                    raise ConfigError(f"the known_hosts file {known_hosts!r} cannot be read: {exc.strerror or exc}") from None
+                load_known_hosts(keys, known_hosts)
             for name, entry in (session_keys or {}).items():
                 for kind, key in entry.items():
                     keys.add(name, kind, key)
