@@ -49,6 +49,9 @@ class _RefusalReportedHere(logging.Filter):
 
 
 logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
+# As a library should: with no logging set up, Python's last-resort handler printed paramiko's
+# ERROR lines (a port that is no sshd: two tracebacks) beside the error that reports them already.
+logging.getLogger(LOG_CHANNEL).addHandler(logging.NullHandler())
 
 #: Longest single wait in a read, so a dead connection is noticed without data.
 READ_SLICE_S = 0.5
@@ -100,6 +103,7 @@ class SshConnection:
         self.unresponsive: str | None = None  # set when keepalives went unanswered
         self._stop = threading.Event()
         self.client = paramiko.SSHClient()
+        self.client.set_log_channel(LOG_CHANNEL)  # from the first byte: a failed connect logs too
         self._trust(host_key, host_key_policy, known_hosts, session_keys)
         started = time.monotonic()
         try:
@@ -121,7 +125,6 @@ class SshConnection:
             key = self.transport.get_remote_server_key()
             session_keys.add(target.known_hosts_name(), key.get_name(), key)
         self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
-        self.transport.set_log_channel(LOG_CHANNEL)
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
         self.last_reply = time.monotonic()
         self._checker = threading.Thread(target=self._check_loop, name=f"hermes-shared ssh keepalive {target}",
