@@ -22,7 +22,7 @@ import pytest
 from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
 from ..containers.sharing import RUN_ID_PATTERN, process_anchor, use_run_anchor, use_run_id
 from ..errors import ConfigError
-from ..kernel.options import is_seconds
+from ..kernel.options import MAX_SECONDS, is_seconds
 from ..transports import TRANSPORT_NAMES
 
 LeakMode = Literal["off", "warn", "error"]
@@ -72,14 +72,15 @@ def _seconds(text: str) -> float | None:
         return None
     value = _number(text, float)
     if value is None or not is_seconds(value, positive=False):
-        raise ConfigError(f"a duration must be a finite number of seconds >= 0 (or none), not {text!r}")
+        raise ConfigError(f"a duration must be a finite number of seconds >= 0 (at most {MAX_SECONDS:g}) or none, "
+                          f"not {text!r}")
     return value or None
 
 
 def _positive_seconds(text: str) -> float:
     value = _number(text, float)
-    if value is None or not value > 0 or value == float("inf"):
-        raise ConfigError(f"expected a number of seconds > 0, not {text!r}")
+    if value is None or not is_seconds(value, positive=True):
+        raise ConfigError(f"expected a number of seconds > 0 (at most {MAX_SECONDS:g}), not {text!r}")
     return value
 
 
