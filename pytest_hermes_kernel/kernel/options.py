@@ -67,6 +67,16 @@ class WatchdogPolicy:
     kill_grace: float = 2.0
     restart: bool = True
 
+    def __post_init__(self) -> None:
+        """:raises ConfigError: if a grace is not seconds >= 0 or ``restart`` not a bool (a NaN grace
+        hung a runaway cell's ``execute()``; ``"2"`` was a ``TypeError`` at the first timeout)."""
+        for name in ("interrupt_grace", "kill_grace"):
+            if not is_seconds(getattr(self, name), positive=False):
+                raise ConfigError(f"watchdog {name} must be a finite number of seconds >= 0{_AT_MOST}, "
+                                  f"got {getattr(self, name)!r}")
+        if not isinstance(self.restart, bool):  # "no" would be true
+            raise ConfigError(f"watchdog restart must be True or False, got {self.restart!r}")
+
 
 @dataclass
 class KernelOptions:
