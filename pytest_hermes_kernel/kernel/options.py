@@ -158,8 +158,8 @@ class KernelOptions:
             raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
                               f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
         self.env_allow = tuple(self.env_allow)
-        if not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
-            raise ConfigError(f"max_output_bytes must be in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes}")
+        if not isinstance(self.max_output_bytes, int) or not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
+            raise ConfigError(f"max_output_bytes must be an int in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes!r}")
         if self.timeout is not None and not is_seconds(self.timeout, positive=True):
             raise ConfigError(f"timeout must be a finite number of seconds > 0{_AT_MOST} or None, got {self.timeout!r}")
         if not is_seconds(self.start_timeout, positive=True):  # 0: no runner could ever say hello in time
@@ -178,8 +178,8 @@ class KernelOptions:
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or "\0" in value):
-                raise ConfigError(f"{name} must be a path string (no NUL) or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or "\0" in value or not value):  # "": as if not given
+                raise ConfigError(f"{name} must be a non-empty path string (no NUL) or None, got {value!r}")
         for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
