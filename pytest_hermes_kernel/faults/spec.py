@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import ConfigError
-from ..kernel.options import is_seconds
+from ..kernel.options import MAX_SECONDS, is_seconds
 
 FaultKind = Literal["host_sigkill", "kernel_sigkill", "oom", "transport_drop"]
 DropMode = Literal["reset", "blackhole", "latency"]
@@ -62,7 +62,7 @@ class FaultSpec:
         for name, optional in (("delay", False), ("bound", True), ("duration", True), ("latency", False)):
             value = getattr(self, name)
             if not (optional and value is None) and not is_seconds(value, positive=False):
-                raise ConfigError(f"{self.kind}: {name} must be a finite number of seconds >= 0"
+                raise ConfigError(f"{self.kind}: {name} must be a finite number of seconds >= 0 (at most {MAX_SECONDS:g})"
                                   f"{' or None' if optional else ''}, not {value!r}")
         if self.mode not in ("reset", "blackhole", "latency"):
             raise ConfigError(f"transport_drop: mode must be 'reset', 'blackhole' or 'latency', not {self.mode!r}")

@@ -19,7 +19,7 @@ from ..errors import ConfigError, FrameTooLargeError, ToolCallRefused
 from .channel import Channel, ChannelClosed
 from .lifecycle import Loss
 from .link import RunnerLink
-from .options import KernelOptions, is_seconds
+from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
 from .results import MAX_FRAME_BYTES, Reason
 from .rpc import CellAuthority, ToolTable
@@ -395,4 +395,4 @@ def check_cell_args(code: object, timeout: object, cancel: object = None) -> Non
             raise FrameTooLargeError(f"the cell's source is {size} bytes as sent, over the {MAX_FRAME_BYTES}-byte "
                                      "frame limit; nothing was sent, the kernel is untouched")
     if timeout is not None and not is_seconds(timeout, positive=True):
-        raise ConfigError(f"timeout must be a finite number of seconds > 0, or None; got {timeout!r}")
+        raise ConfigError(f"timeout must be a finite number of seconds > 0 (at most {MAX_SECONDS:g}), or None; got {timeout!r}")

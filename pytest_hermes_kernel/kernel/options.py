@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "WatchdogPolicy", "built"]
+           "MAX_SECONDS", "WatchdogPolicy", "built"]
 
 _T = TypeVar("_T")
 
@@ -37,6 +37,11 @@ DEFAULT_MAX_TOOL_CALLS = 50
 
 DEFAULT_MAX_TRANSFER_BYTES = 256 * 2**20
 """Bytes of file content one ``upload`` / ``download`` may move (issue #12 point 6)."""
+
+MAX_SECONDS = 1e9
+"""The longest duration any setting takes (about 31 years): no lock, event or ``select`` waits
+longer than ``threading.TIMEOUT_MAX`` (about 9.2e9 s; ``start_timeout=1e10`` raised a bare
+``OverflowError`` from the channel's wait), and a deadline may add a few durations together."""
 
 IDLE_ORPHAN_TIMEOUT_S = 1800.0
 """The orphan timer, in seconds, of transports that attach to a runner only while a cell runs
@@ -61,6 +66,16 @@ class WatchdogPolicy:
     interrupt_grace: float = 2.0
     kill_grace: float = 2.0
     restart: bool = True
+
+    def __post_init__(self) -> None:
+        """:raises ConfigError: if a grace is not seconds >= 0 or ``restart`` not a bool (a NaN grace
+        hung a runaway cell's ``execute()``; ``"2"`` was a ``TypeError`` at the first timeout)."""
+        for name in ("interrupt_grace", "kill_grace"):
+            if not is_seconds(getattr(self, name), positive=False):
+                raise ConfigError(f"watchdog {name} must be a finite number of seconds >= 0{_AT_MOST}, "
+                                  f"got {getattr(self, name)!r}")
+        if not isinstance(self.restart, bool):  # "no" would be true
+            raise ConfigError(f"watchdog restart must be True or False, got {self.restart!r}")
 
 
 @dataclass
@@ -143,16 +158,16 @@ class KernelOptions:
             raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
                               f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
         self.env_allow = tuple(self.env_allow)
-        if not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
-            raise ConfigError(f"max_output_bytes must be in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes}")
+        if not isinstance(self.max_output_bytes, int) or not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
+            raise ConfigError(f"max_output_bytes must be an int in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes!r}")
         if self.timeout is not None and not is_seconds(self.timeout, positive=True):
-            raise ConfigError(f"timeout must be a finite number of seconds > 0 or None, got {self.timeout!r}")
+            raise ConfigError(f"timeout must be a finite number of seconds > 0{_AT_MOST} or None, got {self.timeout!r}")
         if not is_seconds(self.start_timeout, positive=True):  # 0: no runner could ever say hello in time
-            raise ConfigError(f"start_timeout must be a finite number of seconds > 0, got {self.start_timeout!r}")
+            raise ConfigError(f"start_timeout must be a finite number of seconds > 0{_AT_MOST}, got {self.start_timeout!r}")
         for name in ("keepalive_interval", "reconnect_timeout", "orphan_timeout", "shutdown_grace", "exit_grace"):
             value = getattr(self, name)
             if not is_seconds(value, positive=False):
-                raise ConfigError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+                raise ConfigError(f"{name} must be a finite number of seconds >= 0{_AT_MOST}, got {value!r}")
         if not isinstance(self.max_transfer_bytes, int) or isinstance(self.max_transfer_bytes, bool) \
                 or self.max_transfer_bytes <= 0:
             raise ConfigError(f"max_transfer_bytes must be an int > 0, got {self.max_transfer_bytes!r}")
@@ -163,8 +178,8 @@ class KernelOptions:
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or "\0" in value):
-                raise ConfigError(f"{name} must be a path string (no NUL) or None, got {value!r}")
+            if value is not None and (not isinstance(value, str) or "\0" in value or not value):  # "": as if not given
+                raise ConfigError(f"{name} must be a non-empty path string (no NUL) or None, got {value!r}")
         for name in ("auto_restart", "inherit_env", "report_running"):  # "no" would be true
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be True or False, got {getattr(self, name)!r}")
@@ -185,11 +200,14 @@ def built(cls: type[_T], values: Mapping[str, Any]) -> _T:
     return cls(**values)
 
 
+_AT_MOST = f" (at most {MAX_SECONDS:g})"
+
+
 def is_seconds(value: object, *, positive: bool) -> bool:
-    """Whether ``value`` is a finite number of seconds, ``> 0`` (``positive``) or ``>= 0``. A bool
-    is none (``True`` would be 1 s)."""
+    """Whether ``value`` is a finite number of seconds, ``> 0`` (``positive``) or ``>= 0``, and at
+    most :data:`MAX_SECONDS`. A bool is none (``True`` would be 1 s)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and (value > 0 if positive else value >= 0))
+            and (value > 0 if positive else value >= 0) and value <= MAX_SECONDS)
 
 
 def check_env(env: Mapping[str, str]) -> None:

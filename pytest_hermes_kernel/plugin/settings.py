@@ -22,7 +22,7 @@ import pytest
 from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
 from ..containers.sharing import RUN_ID_PATTERN, process_anchor, use_run_anchor, use_run_id
 from ..errors import ConfigError
-from ..kernel.options import is_seconds
+from ..kernel.options import MAX_SECONDS, is_seconds
 from ..transports import TRANSPORT_NAMES
 
 LeakMode = Literal["off", "warn", "error"]
@@ -72,14 +72,15 @@ def _seconds(text: str) -> float | None:
         return None
     value = _number(text, float)
     if value is None or not is_seconds(value, positive=False):
-        raise ConfigError(f"a duration must be a finite number of seconds >= 0 (or none), not {text!r}")
+        raise ConfigError(f"a duration must be a finite number of seconds >= 0 (at most {MAX_SECONDS:g}) or none, "
+                          f"not {text!r}")
     return value or None
 
 
 def _positive_seconds(text: str) -> float:
     value = _number(text, float)
-    if value is None or not value > 0 or value == float("inf"):
-        raise ConfigError(f"expected a number of seconds > 0, not {text!r}")
+    if value is None or not is_seconds(value, positive=True):
+        raise ConfigError(f"expected a number of seconds > 0 (at most {MAX_SECONDS:g}), not {text!r}")
     return value
 
 
@@ -145,6 +146,18 @@ def _existing_file(text: str) -> str:
     return path
 
 
+def _ssh_key_file(text: str) -> str:
+    """An existing file that holds a private key the ssh transport can use (checked before the run)."""
+    from ..transports.ssh.credentials import read_key_file
+
+    path = _existing_file(text)
+    try:
+        read_key_file(path)
+    except ImportError:  # no paramiko: the ssh leg says so itself, a local run needs no key
+        pass
+    return path
+
+
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
              "more than one makes a matrix", "local", _transports, listed=True),
@@ -175,7 +188,7 @@ SETTINGS = (
              "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
              "see README 'Several hosts'", None, _ssh_targets, listed=True),
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
-             _existing_file),
+             _ssh_key_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
              "~/.ssh/known_hosts is read too)", None, _existing_file),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "

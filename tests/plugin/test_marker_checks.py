@@ -101,12 +101,12 @@ EXPECTED = {
     "test_marker_name_typo": "unknown marker @pytest.mark.hermes_host_sigkil; did you mean 'hermes_host_sigkill'?",
     # each ran: a TypeError at teardown, "outlived its host by more than -1 s", a pass with the
     # fault fired at once (nan), at cell 1 (True), a TypeError in the next cell, a blackhole of no time
-    "test_bound_as_text": "host_sigkill: bound must be a finite number of seconds >= 0 or None, not '2'",
-    "test_negative_bound": "host_sigkill: bound must be a finite number of seconds >= 0 or None, not -1",
-    "test_delay_nan": "kernel_sigkill: delay must be a finite number of seconds >= 0, not nan",
+    "test_bound_as_text": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not '2'",
+    "test_negative_bound": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
+    "test_delay_nan": "kernel_sigkill: delay must be a finite number of seconds >= 0 (at most 1e+09), not nan",
     "test_cell_number_true": "kernel_sigkill: after_cell must be a cell number >= 1, not True",
-    "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0, not 'x'",
-    "test_negative_duration": "transport_drop: duration must be a finite number of seconds >= 0 or None, not -1",
+    "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0 (at most 1e+09), not 'x'",
+    "test_negative_duration": "transport_drop: duration must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
 }
 
 

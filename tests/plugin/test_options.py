@@ -4,6 +4,7 @@ marker > CLI > env > ini > default, seen through a cell that sleeps 3 s under ea
 from __future__ import annotations
 
 import re
+import subprocess
 import uuid
 
 import pytest
@@ -207,6 +208,21 @@ def test_an_image_name_docker_refuses_is_a_usage_error(pytester, run, image):
                                  f"'{image}' is not a docker image name*"])
 
 
+@pytest.mark.parametrize("kind", ["encrypted", "public half"])
+def test_an_ssh_key_file_that_cannot_log_in_is_a_usage_error(pytester, run, kind):
+    """``--hermes-ssh-key`` of an encrypted key (or the ``.pub`` half) errored every ssh test at its
+    kernel's start as an unreachable host."""
+    pytester.makepyfile("def test_nothing(): pass")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "secret-words", "-f", "id"], check=True, cwd=pytester.path)
+    key = pytester.path / ("id" if kind == "encrypted" else "id.pub")
+
+    result = run("--hermes-transport=local", f"--hermes-ssh-key={key}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    says = "is encrypted" if kind == "encrypted" else "is no private key"
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{key}' from --hermes-ssh-key: *{says}*"])
+
+
 def test_bad_timeout_value_is_a_usage_error(pytester, run):
     pytester.makepyfile("def test_nothing(): pass")
     result = run("--hermes-timeout=soon")
@@ -246,7 +262,7 @@ def test_a_number_setting_given_a_word_says_which_setting_and_what_it_expects(py
 
 @pytest.mark.parametrize(("option", "value"), [("--hermes-leak-grace", "nan"), ("--hermes-leak-grace", "inf"),
                                                ("--hermes-timeout", "nan"), ("--hermes-timeout", "inf"),
-                                               ("--hermes-idle-timeout", "1e400")])
+                                               ("--hermes-idle-timeout", "1e400"), ("--hermes-timeout", "1e10")])
 def test_a_duration_that_is_no_finite_number_is_a_usage_error(pytester, run, option, value):
     """``--hermes-leak-grace=nan`` re-checked a leak forever (the run hung), and a cell timeout
     of ``nan`` or ``inf`` errored every test at its kernel's start, blaming a
@@ -257,7 +273,7 @@ def test_a_duration_that_is_no_finite_number_is_a_usage_error(pytester, run, opt
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{value}' from {option}: a duration "
-                                 "must be a finite number of seconds >= 0 (or none)*"])
+                                 "must be a finite number of seconds >= 0 (at most 1e+09) or none*"])
 
 
 @pytest.mark.parametrize("zero", ["0", "0.0", "-0"])

@@ -26,7 +26,7 @@ BAD = {
     "transports_typo": (HEAD + 'transports = ["lcoal"]\n' + CELL,
                         "transports_typo.toml: [scenario]: transports: unknown transport 'lcoal'; known: local,"),
     "kernel_range": (HEAD + "\n[kernel]\ntimeout = -1\n" + CELL,
-                     "kernel_range.toml: [kernel]: timeout must be a finite number of seconds > 0 or None, got -1"),
+                     "kernel_range.toml: [kernel]: timeout must be a finite number of seconds > 0 (at most 1e+09) or None, got -1"),
     "code_number": (HEAD + "\n[[cell]]\ncode = 1\n", "code_number.toml: cell 1: code must be a string"),
     "expect_text": (HEAD + '\n[[cell]]\ncode = "1"\nexpect = "ok"\n', "expect_text.toml: cell 1: code must be a string "
                     "and expect a table"),

@@ -10,6 +10,7 @@ the contract suite (``pytest_hermes_kernel/contract/reattach.py``, run with
 from __future__ import annotations
 
 import shlex
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -235,5 +236,20 @@ def test_explicit_target_with_known_host_key_works(ssh, start, tmp_path):
         k = start(transport)
         assert k.execute("1 + 1").value == "2"
         k.shutdown()
+    finally:
+        transport.close()
+
+
+def test_explicit_target_that_refuses_the_key_says_authentication_failed(ssh, tmp_path):
+    """A good key the host does not accept read ``SSHException: Invalid key`` (paramiko's try of
+    another key type on the file), not the host's refusal."""
+    record = _sshd(ssh)
+    other = tmp_path / "id_other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "2048", "-N", "", "-f", str(other)], check=True)
+    transport = make_transport("ssh", target=f"{record['user']}@{record['host']}:{record['port']}",
+                               key_filename=str(other), host_key=record["host_key"])
+    try:
+        with pytest.raises(KernelStartError, match="AuthenticationException: Authentication failed"):
+            start_kernel(transport).shutdown()
     finally:
         transport.close()

@@ -275,7 +275,14 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
         stamp_kernel_id(str(config["kernel_id"]))
         if "random" in sys.modules:
             sys.modules["random"].seed()  # never the server's (or a sibling's) sequence
-        os.chdir(config.get("cwd") or config.get("kernel_dir") or "/")
+        cwd = config.get("cwd") or config.get("kernel_dir") or "/"
+        try:
+            os.chdir(cwd)
+        except OSError as exc:  # a user's cwd: one line naming it (the start error shows the log's tail)
+            code = SETUP_FAILED
+            print(f"hermes-kernel runner: cannot enter the working directory cwd={cwd!r}: {exc.strerror}",
+                  file=sys.stderr, flush=True)
+            return
         serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED

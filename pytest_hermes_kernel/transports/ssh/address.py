@@ -4,10 +4,23 @@ there: a connect error they can fix on this side, or a host key that changed (B4
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
+
+_PORT = re.compile(r"[0-9]{1,5}")
+_NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")  # no space or control character (a NUL cut the name there)
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host.partition("%")[0])  # fe80::1%eth0: the zone is the OS's
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -22,24 +35,29 @@ class SshTarget:
     def parse(cls, text: str) -> SshTarget:
         """Parse ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
 
-        :raises ConfigError: if the port is not a number.
+        :raises ConfigError: if the port is not a number in 1..65535 (the OS takes 99999 modulo
+            65536: another port), or the host or user is empty or holds a space or a control character.
         """
-        user, _, hostport = text.rpartition("@")
+        user, at, hostport = text.rpartition("@")
         host, port = hostport, "22"
         if hostport.startswith("["):
-            host, _, rest = hostport[1:].partition("]")
-            port = rest.lstrip(":") or "22"
+            host, bracket, rest = hostport[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ("22" if not rest and bracket else "")
         elif hostport.count(":") == 1:
             host, port = hostport.split(":")
-        if not port.isdigit() or not host:
-            raise ConfigError(f"ssh target must be user@host:port, not {text!r}")
+        if not (_PORT.fullmatch(port) and 1 <= int(port) <= 65535 and _NAME.fullmatch(host)
+                and (not at or _NAME.fullmatch(user)) and (":" not in host or _is_ipv6(host))):
+            raise ConfigError(f"ssh target must be user@host:port (port 1..65535, [addr]:port for IPv6), not {text!r}")
         return cls(host=host, port=int(port), user=user or None)
 
     def known_hosts_name(self) -> str:
         return self.host if self.port == 22 else f"[{self.host}]:{self.port}"
 
     def __str__(self) -> str:
-        return f"{self.user + '@' if self.user else ''}{self.host}:{self.port}"
+        """``user@host:port``, an IPv6 host in brackets: :meth:`parse` reads it back as the same target
+        (``hermes@::1:2222`` read back as host ``::1:2222`` on port 22)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.user + '@' if self.user else ''}{host}:{self.port}"
 
 
 def connect_hint(exc: BaseException) -> str:

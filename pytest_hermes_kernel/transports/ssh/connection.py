@@ -14,7 +14,6 @@ channel (the relay); its stdin is never the kernel's stdin (the runner puts ``/d
 
 from __future__ import annotations
 
-import base64
 import logging
 import select
 import threading
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
 from .address import SshTarget, changed_key_message, connect_hint
+from .credentials import load_known_hosts, read_host_key
 
 if TYPE_CHECKING:
     import paramiko
@@ -49,6 +49,9 @@ class _RefusalReportedHere(logging.Filter):
 
 
 logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
+# As a library should: with no logging set up, Python's last-resort handler printed paramiko's
+# ERROR lines (a port that is no sshd: two tracebacks) beside the error that reports them already.
+logging.getLogger(LOG_CHANNEL).addHandler(logging.NullHandler())
 
 #: Longest single wait in a read, so a dead connection is noticed without data.
 READ_SLICE_S = 0.5
@@ -100,6 +103,7 @@ class SshConnection:
         self.unresponsive: str | None = None  # set when keepalives went unanswered
         self._stop = threading.Event()
         self.client = paramiko.SSHClient()
+        self.client.set_log_channel(LOG_CHANNEL)  # from the first byte: a failed connect logs too
         self._trust(host_key, host_key_policy, known_hosts, session_keys)
         started = time.monotonic()
         try:
@@ -121,7 +125,6 @@ class SshConnection:
             key = self.transport.get_remote_server_key()
             session_keys.add(target.known_hosts_name(), key.get_name(), key)
         self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
-        self.transport.set_log_channel(LOG_CHANNEL)
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
         self.last_reply = time.monotonic()
         self._checker = threading.Thread(target=self._check_loop, name=f"hermes-shared ssh keepalive {target}",
@@ -134,15 +137,12 @@ class SshConnection:
 
         keys = self.client.get_host_keys()
         if host_key:
-            kind, b64 = host_key.split()[:2]
-            keys.add(self.target.known_hosts_name(), kind, paramiko.PKey.from_type_string(kind, base64.b64decode(b64)))
+            pinned = read_host_key(host_key)
+            keys.add(self.target.known_hosts_name(), pinned.get_name(), pinned)
         else:
             self.client.load_system_host_keys()
             if known_hosts:
-                try:
-                    keys.load(known_hosts)  # not load_host_keys: paramiko's auto-add would write that file
-                except OSError as exc:
-                    raise ConfigError(f"the known_hosts file {known_hosts!r} cannot be read: {exc.strerror or exc}") from None
+                load_known_hosts(keys, known_hosts)
             for name, entry in (session_keys or {}).items():
                 for kind, key in entry.items():
                     keys.add(name, kind, key)

@@ -54,6 +54,7 @@ from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import with_fallback
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
+from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
 from . import ending, keep, probes
@@ -84,7 +85,8 @@ class SshTransport(Transport):
         (the fault layer's :class:`~pytest_hermes_kernel.faults.proxy.ProxyRoute` puts a loopback
         fault proxy there for ``hermes_transport_drop``); its ``close()`` runs with the transport's.
     :param target: ``user@host:port`` of any sshd; ``None`` runs an sshd container.
-    :param key_filename: private key file for ``target``.
+    :param key_filename: private key file for ``target`` (OpenSSH or PEM, no passphrase: for an
+        encrypted key pass ``pkey=``), read at each connect.
     :param pkey: a paramiko private key for ``target``.
     :param host_key_policy: for a ``target`` not in known_hosts: ``reject`` (default), ``warn``
         or ``auto-add``.
@@ -106,6 +108,7 @@ class SshTransport(Transport):
     :param server_idle_timeout: seconds a server without requests and kernels lives on.
     :param reuse: keep the sshd container between runs (``--hermes-reuse``; :mod:`.sshd`); ``None``: off.
     :raises TransportUnavailableError: if no ``target`` is given and no docker engine answers.
+    :raises ConfigError: if ``target`` or the ``host_key`` pin cannot be used (each named).
     """
 
     name: ClassVar[str] = "ssh"
@@ -124,6 +127,8 @@ class SshTransport(Transport):
 
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
+        if host_key is not None:
+            read_host_key(host_key)
         self.host_key_policy, self.known_hosts, self.host_key = host_key_policy, known_hosts, host_key
         self._session_keys = paramiko.HostKeys()  # keys this transport saw: a change is refused (B47)
         self.keepalive_interval, self.keepalive_missed = keepalive_interval, keepalive_missed
@@ -195,7 +200,11 @@ class SshTransport(Transport):
                       connect_timeout=min(self.connect_timeout, timeout or self.connect_timeout),
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
         if self.target is not None:
-            return SshConnection(self.target, pkey=self.pkey, key_filename=self.key_filename,
+            # the key file is read at each connect (a kept kernel's record outlives it; it may be
+            # rotated), by us: a file that cannot log in is a ConfigError naming it, and a host's
+            # refusal of a good key reads as one (paramiko's try of each key type said "Invalid key")
+            pkey = self.pkey if self.pkey is not None or self.key_filename is None else read_key_file(self.key_filename)
+            return SshConnection(self.target, pkey=pkey,
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
                                  host_key=self.host_key, session_keys=self._session_keys, **common)
         assert self.sshd is not None
