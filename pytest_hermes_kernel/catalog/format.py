@@ -51,7 +51,7 @@ def load_scenario(path: Path) -> Scenario:
     :raises ConfigError: naming the file and the offending key when the file is malformed.
     """
     try:
-        data = tomllib.loads(path.read_text("utf-8"))
+        data = tomllib.loads(_utf8_text(path))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: not a readable TOML scenario: {exc}") from None
     head = data.get("scenario")
@@ -89,6 +89,21 @@ def load_scenario(path: Path) -> Scenario:
                     transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
                     registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
                     expect_end=data.get("expect_end", {}))
+
+
+def _utf8_text(path: Path) -> str:
+    """``path``'s text (TOML is UTF-8).
+
+    :raises ConfigError: naming the line and byte when it is not UTF-8 (a file saved in Latin-1
+        was a ``UnicodeDecodeError`` traceback from deep in ``pathlib``).
+    """
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: not a readable TOML scenario: line {line} is not UTF-8 (byte "
+                          f"0x{data[exc.start]:02x}); TOML files are UTF-8. Hint: save it as UTF-8") from None
 
 
 def _bad_expectation(key: str, want: object) -> str | None:

@@ -65,3 +65,17 @@ def test_a_scenario_with_every_table_it_may_have_still_runs(pytester, run, extra
         "\n[expect_end]\nkernels = 1\n")
 
     run("fixtures", "--hermes-transport=local").assert_outcomes(passed=1)
+
+
+def test_a_scenario_file_that_is_not_utf8_is_a_collection_error_naming_file_and_line(pytester, run):
+    """TOML is UTF-8: a file saved in Latin-1 was a UnicodeDecodeError traceback from pathlib."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "latin1.toml").write_bytes(
+        (HEAD + '\n[[cell]]\ncode = "print(\'café\')"\n').encode("latin-1"))
+
+    result = run("fixtures", "--hermes-transport=local")
+
+    result.assert_outcomes(errors=1)
+    text = output_of(result)
+    assert "latin1.toml: not a readable TOML scenario: line 6 is not UTF-8 (byte 0xe9)" in text, text
+    assert "Traceback" not in text and "pathlib" not in text and "codecs" not in text, text
