@@ -21,7 +21,12 @@ CELL_KEYS = {"code", "owner", "child", "timeout", "threads", "interrupt_after", 
 EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_contains", "text_contains",
                "state_lost", "reason", "watchdog", "exit_code", "signal", "oom_killed", "stdout_truncated",
                "max_duration_s", "same_pid", "generation", "reconnected"}
-ACTIONS = {"cell", "restart", "shutdown_child", "shutdown_owner", "reap"}
+#: The keys each ``action`` of a step reads; any other key of the step was ignored (an
+#: ``expect`` on a restart checked nothing, and the scenario passed).
+ACTION_KEYS: dict[str, set[str]] = {
+    "cell": CELL_KEYS - {"action"}, "restart": {"owner", "child"}, "shutdown_child": {"child"},
+    "shutdown_owner": {"owner"}, "reap": set()}
+ACTIONS = set(ACTION_KEYS)
 #: The keys of each table a scenario file may have (``fault`` and ``kernel`` are checked by what
 #: they parse into). A key outside them was ignored: ``[[faults]]`` ran the scenario without its fault.
 TABLE_KEYS: dict[str, set[str] | None] = {
@@ -62,23 +67,7 @@ def load_scenario(path: Path) -> Scenario:
     if not steps:
         raise ConfigError(f"{path}: needs at least one [[cell]]")
     for i, step in enumerate(steps, 1):
-        if not isinstance(step.get("code", ""), str) or not isinstance(step.get("expect", {}), dict):
-            raise ConfigError(f"{path}: cell {i}: code must be a string and expect a table "
-                              f"(expect = {{ status = \"ok\" }}), not {step.get('code')!r} / {step.get('expect')!r}")
-        bad = set(step) - CELL_KEYS
-        if bad:
-            raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
-        if step.get("action", "cell") not in ACTIONS:
-            raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}")
-        if step.get("action", "cell") == "cell" and "code" not in step:
-            raise ConfigError(f"{path}: cell {i}: needs code")
-        bad = set(step.get("expect", {})) - EXPECT_KEYS
-        if bad:
-            raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
-        for key, want in step.get("expect", {}).items():
-            problem = _bad_expectation(key, want)
-            if problem:
-                raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
+        _check_step(path, i, step)
     try:
         built(KernelOptions, data.get("kernel", {}))
     except ConfigError as exc:
@@ -89,6 +78,40 @@ def load_scenario(path: Path) -> Scenario:
                     transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
                     registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
                     expect_end=data.get("expect_end", {}))
+
+
+def _check_step(path: Path, i: int, step: dict[str, Any]) -> None:
+    """Refuse a ``[[cell]]`` table with a key its action does not read (see :data:`ACTION_KEYS`)
+    or an expectation that can never be met or checked.
+
+    :raises ConfigError: naming the file, the step and the key.
+    """
+    if not isinstance(step.get("code", ""), str) or not isinstance(step.get("expect", {}), dict):
+        raise ConfigError(f"{path}: cell {i}: code must be a string and expect a table "
+                          f"(expect = {{ status = \"ok\" }}), not {step.get('code')!r} / {step.get('expect')!r}")
+    bad = set(step) - CELL_KEYS
+    if bad:
+        raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
+    if step.get("action", "cell") not in ACTIONS:
+        raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}")
+    if step.get("action", "cell") == "cell" and "code" not in step:
+        raise ConfigError(f"{path}: cell {i}: needs code")
+    bad = set(step.get("expect", {})) - EXPECT_KEYS
+    if bad:
+        raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
+    for key, want in step.get("expect", {}).items():
+        problem = _bad_expectation(key, want)
+        if problem:
+            raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
+    action = step.get("action", "cell")
+    ignored = sorted(set(step) - ACTION_KEYS[action] - {"action"})
+    if ignored:  # a restart's expect, a reap's code: never read, and the scenario passed
+        raise ConfigError(f"{path}: cell {i}: action = \"{action}\" does not take {', '.join(ignored)} (the step never "
+                          f"reads it: only a cell step runs code and checks expect); it takes "
+                          f"{', '.join(sorted(ACTION_KEYS[action])) or 'no other key'}")
+    if step.get("expect", {}).get("same_pid") and step.get("threads", 1) in (0, 1):
+        raise ConfigError(f"{path}: cell {i}: expect same_pid = true: needs threads >= 2 (one cell always runs "
+                          "on one kernel)")
 
 
 def _utf8_text(path: Path) -> str:

@@ -79,3 +79,31 @@ def test_a_scenario_file_that_is_not_utf8_is_a_collection_error_naming_file_and_
     text = output_of(result)
     assert "latin1.toml: not a readable TOML scenario: line 6 is not UTF-8 (byte 0xe9)" in text, text
     assert "Traceback" not in text and "pathlib" not in text and "codecs" not in text, text
+
+
+IGNORED = {
+    # each of these passed: the runner never read the key, so its check or code did nothing
+    "restart_expect": (HEAD + CELL + '\n[[cell]]\naction = "restart"\nexpect = { status = "error" }\n',
+                       'restart_expect.toml: cell 2: action = "restart" does not take expect (the step never reads '
+                       "it: only a cell step runs code and checks expect); it takes child, owner"),
+    "reap_code": (HEAD + CELL + '\n[[cell]]\naction = "reap"\ncode = "assert False"\n',
+                  'reap_code.toml: cell 2: action = "reap" does not take code'),
+    "shutdown_owner_child": (HEAD + CELL + '\n[[cell]]\naction = "shutdown_owner"\nchild = "c1"\n',
+                             'shutdown_owner_child.toml: cell 2: action = "shutdown_owner" does not take child'),
+    "same_pid_one_thread": (HEAD + '\n[[cell]]\ncode = "1"\nexpect = { same_pid = true }\n',
+                            "same_pid_one_thread.toml: cell 1: expect same_pid = true: needs threads >= 2 (one "
+                            "cell always runs on one kernel)"),
+}
+
+
+def test_a_key_that_an_action_step_never_reads_is_a_collection_error(pytester, run):
+    pytester.mkdir("fixtures")
+    for name, (text, _) in IGNORED.items():
+        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
+
+    result = run("fixtures", "--hermes-transport=local")
+
+    result.assert_outcomes(errors=len(IGNORED))
+    text = output_of(result)
+    missing = {name: expected for name, (_, expected) in IGNORED.items() if expected not in text}
+    assert not missing, f"not reported: {missing}\n{text}"
