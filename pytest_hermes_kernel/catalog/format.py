@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
 from ..errors import ConfigError
-from ..kernel.options import KernelOptions, built
+from ..kernel.options import KernelOptions, built, is_seconds
 from ..kernel.results import Reason, Status, WatchdogOutcome
 from ..transports import transport_names
 
@@ -32,6 +33,32 @@ ACTIONS = set(ACTION_KEYS)
 TABLE_KEYS: dict[str, set[str] | None] = {
     "scenario": {"name", "source", "description", "transports"}, "kernel": None, "fault": None, "cell": None,
     "registry": {"max_kernels", "idle_timeout"}, "expect_end": {"kernels", "processes"}}
+
+
+def _count(least: int) -> tuple[Callable[[object], bool], str]:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= least), f"an integer >= {least}"
+
+
+#: What the value of each option key of a step, ``[registry]`` and ``[expect_end]`` must be (they
+#: were read only by the runner: ``threads = 0`` was a ``ValueError`` traceback from it,
+#: ``kernels = "1"`` a failure "expected 1 registry entries, got 1").
+VALUE_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "timeout": (lambda v: is_seconds(v, positive=True), "a finite number of seconds > 0"),
+    "interrupt_after": (lambda v: is_seconds(v, positive=True), "a finite number of seconds > 0"),
+    "threads": _count(1), "max_kernels": _count(1), "kernels": _count(0), "processes": _count(0),
+    "idle_timeout": (lambda v: is_seconds(v, positive=False), "a finite number of seconds >= 0"),
+    "owner": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "child": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+}
+
+
+def _bad_value(where: str, table: dict[str, Any]) -> None:
+    """:raises ConfigError: naming ``where`` (the file and table or step) and the first key of
+    ``table`` whose value :data:`VALUE_CHECKS` refuses."""
+    for key, value in table.items():
+        ok, what = VALUE_CHECKS.get(key, (None, ""))
+        if ok is not None and not ok(value):
+            raise ConfigError(f"{where}: {key} must be {what}, not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -104,6 +131,9 @@ def _check_step(path: Path, i: int, step: dict[str, Any]) -> None:
         if problem:
             raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
     action = step.get("action", "cell")
+    if action == "shutdown_child" and "child" not in step:
+        raise ConfigError(f"{path}: cell {i}: action = \"shutdown_child\" needs child (the delegated child to shut down)")
+    _bad_value(f"{path}: cell {i}", step)
     ignored = sorted(set(step) - ACTION_KEYS[action] - {"action"})
     if ignored:  # a restart's expect, a reap's code: never read, and the scenario passed
         raise ConfigError(f"{path}: cell {i}: action = \"{action}\" does not take {', '.join(ignored)} (the step never "
@@ -163,10 +193,14 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
                               f"{', '.join(f'[{t}]' for t in TABLE_KEYS)} (fault and cell as [[fault]], [[cell]])")
         if table in ("fault", "cell") and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
             raise ConfigError(f"{path}: {table} must be [[{table}]] tables, not {value!r}")
+        if table not in ("fault", "cell") and not isinstance(value, dict):  # `kernel = 3`: a TypeError traceback
+            raise ConfigError(f"{path}: {table} must be a [{table}] table, not {value!r}")
         known = TABLE_KEYS[table]
         bad = sorted(set(value) - known) if known is not None and isinstance(value, dict) else []
         if bad:
             raise ConfigError(f"{path}: [{table}]: unknown keys {bad}; known: {sorted(known or ())}")
+        if table in ("registry", "expect_end"):
+            _bad_value(f"{path}: [{table}]", value)
     head = data["scenario"]
     if not isinstance(head["name"], str) or not head["name"]:
         raise ConfigError(f"{path}: [scenario]: name must be a non-empty string, not {head['name']!r}")

@@ -107,3 +107,45 @@ def test_a_key_that_an_action_step_never_reads_is_a_collection_error(pytester, r
     text = output_of(result)
     missing = {name: expected for name, (_, expected) in IGNORED.items() if expected not in text}
     assert not missing, f"not reported: {missing}\n{text}"
+
+
+WRONG_VALUES = {
+    # each of these ran: a traceback from the runner (threads = 0: ValueError from ThreadPoolExecutor,
+    # a shutdown_child without child: KeyError), a message without the file or the cell, or a
+    # failure that made no sense ("expected 1 registry entries, got 1")
+    "cell_timeout_text": (HEAD + '\n[[cell]]\ncode = "1"\ntimeout = "3"\n',
+                          "cell_timeout_text.toml: cell 1: timeout must be a finite number of seconds > 0, not '3'"),
+    "threads_zero": (HEAD + '\n[[cell]]\ncode = "1"\nthreads = 0\n',
+                     "threads_zero.toml: cell 1: threads must be an integer >= 1, not 0"),
+    "interrupt_text": (HEAD + '\n[[cell]]\ncode = "1"\ninterrupt_after = "x"\n',
+                       "interrupt_text.toml: cell 1: interrupt_after must be a finite number of seconds > 0, not 'x'"),
+    "owner_list": (HEAD + '\n[[cell]]\ncode = "1"\nowner = ["a"]\n',
+                   "owner_list.toml: cell 1: owner must be a non-empty string, not ['a']"),
+    "shutdown_no_child": (HEAD + CELL + '\n[[cell]]\naction = "shutdown_child"\n',
+                          'shutdown_no_child.toml: cell 2: action = "shutdown_child" needs child'),
+    "max_kernels_text": (HEAD + '\n[registry]\nmax_kernels = "2"\n' + CELL,
+                         "max_kernels_text.toml: [registry]: max_kernels must be an integer >= 1, not '2'"),
+    "idle_negative": (HEAD + "\n[registry]\nidle_timeout = -5\n" + CELL,
+                      "idle_negative.toml: [registry]: idle_timeout must be a finite number of seconds >= 0, not -5"),
+    "end_text": (HEAD + CELL + '\n[expect_end]\nkernels = "1"\n',
+                 "end_text.toml: [expect_end]: kernels must be an integer >= 0, not '1'"),
+    "end_bool": (HEAD + CELL + "\n[expect_end]\nprocesses = true\n",
+                 "end_bool.toml: [expect_end]: processes must be an integer >= 0, not True"),
+    "kernel_number": ("kernel = 3\n" + HEAD + CELL, "kernel_number.toml: kernel must be a [kernel] table, not 3"),
+    "registry_number": ("registry = 3\n" + HEAD + CELL,
+                        "registry_number.toml: registry must be a [registry] table, not 3"),
+}
+
+
+def test_a_value_of_the_wrong_type_or_range_is_a_collection_error_naming_the_key(pytester, run):
+    pytester.mkdir("fixtures")
+    for name, (text, _) in WRONG_VALUES.items():
+        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
+
+    result = run("fixtures", "--hermes-transport=local")
+
+    result.assert_outcomes(errors=len(WRONG_VALUES))
+    text = output_of(result)
+    missing = {name: expected for name, (_, expected) in WRONG_VALUES.items() if expected not in text}
+    assert not missing, f"not reported: {missing}\n{text}"
+    assert "Traceback" not in text and "KeyError" not in text and "max_workers" not in text, text
