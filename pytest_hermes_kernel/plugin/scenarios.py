@@ -10,6 +10,8 @@ collection error that says so (pytest's own answer was ``ERROR: not found``).
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,11 +44,26 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+_HEADER = re.compile(r"^\s*\[\s*scenario\s*\]\s*(#.*)?$", re.MULTILINE)
+"""A ``[scenario]`` header line as TOML allows it (``[ scenario ]``, a comment after it)."""
+
+
 def _has_scenario_table(path: Path) -> bool:
+    """Whether ``path`` has a ``[scenario]`` table (any way TOML writes one: ``[ scenario ]``,
+    ``scenario.name = ...``), or, where it is not valid TOML, a ``[scenario]`` header line. Only
+    ``[scenario]`` written exactly was seen: a bad scenario under ``[ scenario ]`` was dropped."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
-        return any(line.strip() == "[scenario]" for line in path.read_text("utf-8", "replace").splitlines())
+        text = path.read_text("utf-8", "replace")
     except OSError:
         return False
+    try:
+        return "scenario" in tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return _HEADER.search(text) is not None
 
 
 class NotAScenarioFile(pytest.File):
@@ -89,7 +106,7 @@ class ScenarioFile(pytest.File):
             scenario = load_scenario(self.path)
             faults = scenario_faults(scenario)
         except ConfigError as exc:
-            if "[scenario]" in str(exc) and "[scenario]" not in self.path.read_text("utf-8", "replace"):
+            if "[scenario]" in str(exc) and not _has_scenario_table(self.path):
                 return  # some other TOML file in a fixtures dir: not ours
             raise self.CollectError(str(exc)) from None
         selected = self.config.stash[settings_key].transport

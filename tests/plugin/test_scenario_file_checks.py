@@ -149,3 +149,19 @@ def test_a_value_of_the_wrong_type_or_range_is_a_collection_error_naming_the_key
     missing = {name: expected for name, (_, expected) in WRONG_VALUES.items() if expected not in text}
     assert not missing, f"not reported: {missing}\n{text}"
     assert "Traceback" not in text and "KeyError" not in text and "max_workers" not in text, text
+
+
+def test_a_scenario_header_written_another_valid_way_is_still_checked(pytester, run):
+    """TOML allows ``[ scenario ]`` and a comment after a header. A bad scenario under such a
+    header was dropped without a word (its error was read as "some other TOML file"), and one
+    named on the command line outside ``fixtures/`` got pytest's bare ``not found``."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "spaced.toml").write_text('[ scenario ]\nname = 1\n' + CELL)
+    pytester.mkdir("other")
+    pytester.path.joinpath("other", "mine.toml").write_text(HEAD.replace("[scenario]", "[scenario]  # B99") + CELL)
+
+    spaced, named = run("fixtures", "--hermes-transport=local"), run("other/mine.toml", "--hermes-transport=local")
+
+    spaced.assert_outcomes(errors=1)
+    assert "spaced.toml: [scenario]: name must be a non-empty string, not 1" in output_of(spaced), output_of(spaced)
+    assert "mine.toml is not collected as a scenario" in output_of(named), output_of(named)
