@@ -247,3 +247,43 @@ def _the_helper(written: str) -> str:
     except psutil.Error as exc:
         about = f"cannot be read ({type(exc).__name__})"
     return f"the helper's cell: {status}; helper {pid}: {about}"
+
+
+NO_KERNEL_STARTED = """
+import pytest
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_factory_never_called(hermes_kernel_factory):
+    pass
+
+@pytest.mark.hermes_oom(64 * 2**20)
+def test_oom_factory_never_called(hermes_kernel_factory):
+    pass
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_skipped_before_its_kernel(hermes_kernel_factory):
+    pytest.skip("not on this machine")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_failed_before_its_kernel(hermes_kernel_factory):
+    assert False, "broke first"
+"""
+
+
+def test_a_fault_marker_on_a_test_that_starts_no_kernel_errors_the_test(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """A test with a fault marker that takes ``hermes_kernel_factory`` but never calls it passed
+    without its fault (the marker check at collection sees the fixture and is satisfied). A test
+    that skipped or failed before its kernel says only that."""
+    pytester.makepyfile(test_no_kernel=NO_KERNEL_STARTED)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly")
+
+    result.assert_outcomes(passed=2, errors=2, skipped=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_factory_never_called*",
+        "@pytest.mark.hermes_kernel_sigkill never applied: the test started no kernel with hermes_kernel_factory, "
+        "so it passed without its fault. Hint: start one (hermes_kernel_factory()) or use the hermes_kernel fixture",
+        "*ERROR at teardown of test_oom_factory_never_called*",
+        "@pytest.mark.hermes_oom never applied: *"], consecutive=False)
+    summary = result.stdout.str().split("short test summary")[-1]
+    assert "ERROR test_no_kernel.py::test_skipped" not in summary and "ERROR test_no_kernel.py::test_failed" not in summary
