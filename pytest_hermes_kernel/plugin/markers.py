@@ -11,7 +11,10 @@ errors at setup with one message (printed once), before any fixture runs:
 * an unknown keyword of ``hermes_kernel(...)`` is reported as that: an unknown keyword of that
   marker (with a did-you-mean), not as a failure of the transport;
 * bad arguments of a fault marker are reported with the marker's signature;
-* a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean.
+* a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean;
+* on a ``pytest.param(..., marks=...)`` (applied after the matrix's legs are made),
+  ``hermes_transports(...)`` skips the parameter's other legs, and ``hermes_kernel(transport=...)``,
+  which cannot pick a leg there, is an error.
 
 Turn this plugin off with ``-p no:pytest_hermes_kernel.plugin.markers`` (not recommended).
 """
@@ -148,6 +151,33 @@ def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:
             "or fire it from the test with the hermes_faults fixture")
 
 
+def _parameter_marks(item: pytest.Item, name: str) -> list[pytest.Mark]:
+    """The ``name`` marks of ``item``'s ``pytest.param(..., marks=...)``: pytest applies them after
+    the matrix's legs are made (``pytest_generate_tests`` cannot see them)."""
+    callspec = getattr(item, "callspec", None)
+    return [m for m in getattr(callspec, "marks", ()) if m.name == name]
+
+
+def _check_parameter_pin(item: pytest.Item) -> list[str]:
+    """A ``hermes_kernel(transport=...)`` on a parameter: it cannot pick the legs (it ran the test on
+    whichever leg the matrix gave, the pin unread)."""
+    return [f"@pytest.mark.hermes_kernel(transport=...) on a pytest.param(...) cannot pin its transport "
+            f"({m.kwargs['transport']!r}): pytest applies a parameter's marks after the matrix's legs are made. Hint: "
+            "put it on the test function, or mark the parameter @pytest.mark.hermes_transports(...) (its other legs "
+            "are skipped)" for m in _parameter_marks(item, "hermes_kernel") if "transport" in m.kwargs]
+
+
+def leg_left_out(item: pytest.Item) -> str | None:
+    """Why ``item``'s leg of the matrix is not one its parameter's ``hermes_transports`` marker
+    selects (it ran there before), or ``None``."""
+    leg = getattr(getattr(item, "callspec", None), "params", {}).get("hermes_transport")
+    for mark in _parameter_marks(item, "hermes_transports"):
+        if isinstance(leg, str) and leg != "<none>" and leg not in mark.args:
+            return (f"the {leg} leg is not one of this parameter's @pytest.mark.hermes_transports"
+                    f"({', '.join(map(repr, mark.args))}): this leg is skipped")
+    return None
+
+
 def _check_marker_names(item: pytest.Item) -> list[str]:
     """A ``hermes_*`` marker this plugin does not define (a typo of a fault marker would
     otherwise get only pytest's unknown-mark warning, and the test would pass without its fault)."""
@@ -163,7 +193,8 @@ def _check_allow_leaks(item: pytest.Item) -> list[str]:
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (
-    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers, _check_allow_leaks)
+    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers, _check_allow_leaks,
+    _check_parameter_pin)
 
 
 def marker_problems(item: pytest.Item) -> list[str]:
@@ -176,6 +207,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         problems = list(dict.fromkeys(marker_problems(item)))
         if problems:
             item.stash[_problem_key] = "\n".join(problems)
+        left_out = leg_left_out(item)
+        if left_out is not None:
+            item.add_marker(pytest.mark.skip(reason=left_out))
 
 
 @pytest.hookimpl(tryfirst=True)

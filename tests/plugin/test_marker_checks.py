@@ -287,3 +287,33 @@ def test_a_fault_marker_on_a_test_that_starts_no_kernel_errors_the_test(pytester
         "@pytest.mark.hermes_oom never applied: *"], consecutive=False)
     summary = result.stdout.str().split("short test summary")[-1]
     assert "ERROR test_no_kernel.py::test_skipped" not in summary and "ERROR test_no_kernel.py::test_failed" not in summary
+
+
+PARAMETER_MARKS = """
+import pytest
+
+@pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.hermes_transports("docker"))])
+def test_legs_of_a_parameter(hermes_transport, x):
+    print(f"RAN {x} on {hermes_transport.name}")
+
+@pytest.mark.parametrize("x", [pytest.param(2, marks=pytest.mark.hermes_kernel(transport="docker"))])
+def test_pin_on_a_parameter(hermes_transport, x):
+    print(f"PINNED {x} on {hermes_transport.name}")
+"""
+
+
+def test_a_transport_marker_on_a_parameter_is_honoured_or_refused(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """pytest applies a ``pytest.param(..., marks=...)``'s marks after the matrix's legs are made:
+    a parameter marked ``hermes_transports("docker")`` ran on the local leg, and one pinned with
+    ``hermes_kernel(transport="docker")`` ran on local, both green."""
+    pytester.makepyfile(test_params=PARAMETER_MARKS)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly", "-s", "-rs")
+
+    result.assert_outcomes(passed=1, skipped=1, errors=1)
+    assert "RAN 2 on local" not in result.stdout.str() and "PINNED" not in result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*RAN 1 on local*",
+        "*@pytest.mark.hermes_kernel(transport=...) on a pytest.param(...) cannot pin its transport*",
+        "SKIPPED*test_params.py:3: the local leg is not one of this parameter's "
+        "@pytest.mark.hermes_transports('docker')*"], consecutive=False)
