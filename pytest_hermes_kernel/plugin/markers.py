@@ -10,7 +10,8 @@ errors at setup with one message (printed once), before any fixture runs:
   is an error listing the known names, with a did-you-mean;
 * an unknown keyword of ``hermes_kernel(...)`` is reported as that: an unknown keyword of that
   marker (with a did-you-mean), not as a failure of the transport;
-* bad arguments of a fault marker are reported with the marker's signature;
+* bad arguments of a fault marker are reported with the marker's signature, and fault markers that
+  cannot all apply (two ``hermes_oom``, two ``hermes_host_sigkill``, one fault twice) are an error;
 * a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean;
 * on a ``pytest.param(..., marks=...)`` (applied after the matrix's legs are made),
   ``hermes_transports(...)`` skips the parameter's other legs, and ``hermes_kernel(transport=...)``,
@@ -29,7 +30,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from ..errors import ConfigError
-from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, plain_signature
+from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, conflicts, plain_signature
 from ..transports import transport_factory, transport_names
 
 _problem_key = pytest.StashKey[str]()
@@ -124,7 +125,7 @@ def _check_kernel_marker(item: pytest.Item) -> list[str]:
 
 
 def _check_fault_markers(item: pytest.Item) -> list[str]:
-    problems = []
+    problems, specs = [], []
     for name, parse in FAULT_MARKERS.items():
         for mark in item.iter_markers(name):
             try:
@@ -132,12 +133,13 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             except (TypeError, ConfigError) as exc:
                 problems.append(f"bad @pytest.mark.{name}{plain_signature(parse)}: {exc}")
             else:
+                specs.append(spec)
                 problems += [p for p in [_untriggered(name, spec, item)] if p]
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
-    return problems
+    return problems + conflicts(specs, "@pytest.mark.hermes_")
 
 
 def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:

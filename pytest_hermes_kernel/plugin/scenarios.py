@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, ScenarioFailure, TransportUnavailableError
-from ..faults.spec import FaultSpec, spec_from_table
+from ..faults.spec import FaultSpec, conflicts, spec_from_table
 from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
 from .settings import settings_key, transport_defaults
@@ -79,7 +79,8 @@ class NotAScenarioFile(pytest.File):
 def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
     """The scenario's ``[[fault]]`` tables as fault specs (the markers' arguments).
 
-    :raises ConfigError: naming the file and the fault when a table is bad, or asks for
+    :raises ConfigError: naming the file and the fault when a table is bad, or the faults cannot
+        all apply (:func:`~pytest_hermes_kernel.faults.spec.conflicts`), or one asks for
         ``host_sigkill`` (a scenario's kernels live in this process's registry: their host is
         the test process itself; use the ``hermes_host_sigkill`` marker).
     """
@@ -93,6 +94,8 @@ def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
             raise ConfigError(f"{scenario.path}: fault {i}: host_sigkill is not available in scenarios (their "
                               "kernels' host is the test process); use the hermes_host_sigkill marker")
         specs.append(spec)
+    for problem in conflicts(specs):
+        raise ConfigError(f"{scenario.path}: {problem}")
     return tuple(specs)
 
 

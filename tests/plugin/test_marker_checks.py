@@ -317,3 +317,43 @@ def test_a_transport_marker_on_a_parameter_is_honoured_or_refused(pytester: pyte
         "*@pytest.mark.hermes_kernel(transport=...) on a pytest.param(...) cannot pin its transport*",
         "SKIPPED*test_params.py:3: the local leg is not one of this parameter's "
         "@pytest.mark.hermes_transports('docker')*"], consecutive=False)
+
+
+CONFLICTING_FAULTS = """
+import pytest
+
+@pytest.mark.hermes_oom(64 * 2**20)
+@pytest.mark.hermes_oom(512 * 2**20)
+def test_two_memory_limits(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+class TestHosts:
+    @pytest.mark.hermes_host_sigkill(after_cell=2)
+    def test_two_host_kills(self, hermes_kernel):
+        hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_the_same_fault_twice(hermes_kernel):
+    hermes_kernel.execute("1")
+    hermes_kernel.execute("2")
+"""
+
+
+def test_fault_markers_that_cannot_all_apply_error_the_test_naming_them(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """Two memory limits: one held silently (the first on local, the last in a docker or ssh
+    container). Two host kills: the second host never existed. The same fault twice: the second
+    met a worker the first had killed, and said "a cell exited or killed it"."""
+    pytester.makepyfile(test_conflicts=CONFLICTING_FAULTS)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly")
+
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines([
+        "*test_two_memory_limits*: @pytest.mark.hermes_oom is given 2 times (limit_bytes=536870912, limit_bytes=67108864)"
+        ": a kernel runs under one memory limit. Hint: keep one*",
+        "*test_two_host_kills*: @pytest.mark.hermes_host_sigkill is given 2 times (after_cell=2, after_cell=1): "
+        "a kernel's host dies once*",
+        "*test_the_same_fault_twice*: @pytest.mark.hermes_kernel_sigkill(after_cell=1) is given 2 times: "
+        "the second would meet what the first did*"], consecutive=False)
