@@ -204,6 +204,9 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
     head = data["scenario"]
     if not isinstance(head["name"], str) or not head["name"]:
         raise ConfigError(f"{path}: [scenario]: name must be a non-empty string, not {head['name']!r}")
+    if "::" in head["name"] or not head["name"].isprintable():  # the item's node id: `a::b` could not be selected
+        raise ConfigError(f"{path}: [scenario]: name {head['name']!r} cannot be part of a node id (no '::', no control "
+                          "characters): pytest could not select the test by the id it prints")
     transports = head.get("transports")
     if transports is not None and (not isinstance(transports, list) or not transports
                                    or not all(isinstance(t, str) for t in transports)):

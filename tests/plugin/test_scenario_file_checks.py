@@ -165,3 +165,20 @@ def test_a_scenario_header_written_another_valid_way_is_still_checked(pytester, 
     spaced.assert_outcomes(errors=1)
     assert "spaced.toml: [scenario]: name must be a non-empty string, not 1" in output_of(spaced), output_of(spaced)
     assert "mine.toml is not collected as a scenario" in output_of(named), output_of(named)
+
+
+def test_a_scenario_name_that_no_node_id_can_select_is_a_collection_error(pytester, run):
+    """The name is the item's node id: ``a::b`` ran, and ``pytest 'fixtures/f.toml::a::b[local]'``
+    (the id pytest printed, what ``--lf`` reruns) answered ``not found``; a newline split the id
+    over two lines of every report."""
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "colons.toml").write_text('[scenario]\nname = "a::b"\n' + CELL)
+    pytester.path.joinpath("fixtures", "newline.toml").write_text('[scenario]\nname = "two\\nlines"\n' + CELL)
+
+    result = run("fixtures", "--hermes-transport=local")
+
+    result.assert_outcomes(errors=2)
+    text = output_of(result)
+    assert ("colons.toml: [scenario]: name 'a::b' cannot be part of a node id (no '::', no control characters): "
+            "pytest could not select the test by the id it prints") in text, text
+    assert "newline.toml: [scenario]: name 'two\\nlines' cannot be part of a node id" in text, text
