@@ -132,7 +132,7 @@ def _check_step(path: Path, i: int, step: dict[str, Any]) -> None:
             raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
     action = step.get("action", "cell")
     if action == "shutdown_child" and "child" not in step:
-        raise ConfigError(f"{path}: cell {i}: action = \"shutdown_child\" needs child (the delegated child to shut down)")
+        raise ConfigError(f"{path}: cell {i}: action = \"shutdown_child\" needs child (the delegated child to end)")
     _bad_value(f"{path}: cell {i}", step)
     ignored = sorted(set(step) - ACTION_KEYS[action] - {"action"})
     if ignored:  # a restart's expect, a reap's code: never read, and the scenario passed

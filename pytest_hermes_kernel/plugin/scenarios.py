@@ -93,6 +93,11 @@ def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
         if spec.kind == "host_sigkill":
             raise ConfigError(f"{scenario.path}: fault {i}: host_sigkill is not available in scenarios (their "
                               "kernels' host is the test process); use the hermes_host_sigkill marker")
+        n = spec.during_cell
+        step = scenario.steps[n - 1] if n is not None and n <= len(scenario.steps) else {}
+        if step.get("action", "cell") != "cell":  # never armed: "its step ended before the delay" blamed a cell
+            raise ConfigError(f"{scenario.path}: fault {i}: during_cell = {n} is a {step['action']} step, which runs "
+                              f"no cell to fault during. Hint: after_cell = {n}, or fault a cell step")
         specs.append(spec)
     for problem in conflicts(specs):
         raise ConfigError(f"{scenario.path}: {problem}")
