@@ -15,8 +15,8 @@ the test asks (``hermes_faults``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from ..errors import ConfigError
@@ -117,6 +117,32 @@ MARKERS = {
     "hermes_transport_drop": hermes_transport_drop,
 }
 """Marker name -> parser; the parsers' signatures are the markers' documented signatures."""
+
+
+def conflicts(specs: Sequence[FaultSpec], prefix: str = "") -> list[str]:
+    """Why ``specs`` cannot all apply to one kernel, one sentence each: two memory limits (one
+    held, which one depended on the transport), two host kills (a host dies once), the same fault
+    twice (the second met the worker the first had killed, and blamed a cell).
+
+    :param prefix: put before the kind in each sentence (``"@pytest.mark.hermes_"`` for markers).
+    """
+    problems = []
+    for kind, why in (("oom", "a kernel runs under one memory limit"), ("host_sigkill", "a kernel's host dies once")):
+        same = [s for s in specs if s.kind == kind]
+        if len(same) > 1:
+            problems.append(f"{prefix}{kind} is given {len(same)} times ({', '.join(map(_arguments, same))}): {why}. "
+                            "Hint: keep one")
+    for spec in dict.fromkeys(s for s in specs if s.kind not in ("oom", "host_sigkill")):
+        if specs.count(spec) > 1:
+            problems.append(f"{prefix}{spec.kind}({_arguments(spec)}) is given {specs.count(spec)} times: the second "
+                            "would meet what the first did. Hint: keep one")
+    return problems
+
+
+def _arguments(spec: FaultSpec) -> str:
+    """``spec``'s arguments that differ from their defaults, as a marker's keywords."""
+    return ", ".join(f"{f.name}={getattr(spec, f.name)!r}" for f in fields(spec)
+                     if f.name != "kind" and getattr(spec, f.name) != f.default)
 
 
 def spec_from_table(table: Mapping[str, Any]) -> FaultSpec:

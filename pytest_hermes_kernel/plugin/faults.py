@@ -115,6 +115,19 @@ def finish_kernel(kernel: Kernel) -> list[str]:
     return kernel.finish() if isinstance(kernel, FaultingKernel) else []
 
 
+def never_applied(node: pytest.Item, reports: dict[str, pytest.TestReport]) -> list[str]:
+    """The fault markers of a test that passed without starting a kernel (it takes
+    ``hermes_kernel_factory`` but never called it): each one never applied, and the test was green
+    without it. Nothing for a test that failed or skipped first (``reports``: its phase reports)."""
+    call = reports.get("call")
+    if call is None or not call.passed:
+        return []
+    names = [name for name in MARKERS if any(True for _ in node.iter_markers(name))]
+    return [f"@pytest.mark.{name} never applied: the test started no kernel with hermes_kernel_factory, so it passed "
+            "without its fault. Hint: start one (hermes_kernel_factory()) or use the hermes_kernel fixture"
+            for name in names]
+
+
 def close_fault_setups(node: pytest.Item) -> None:
     """Remove what the test's faults made (memory cgroups), once its kernels are gone."""
     for setup in node.stash.get(_setups_key, []):

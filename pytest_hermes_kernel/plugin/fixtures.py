@@ -281,6 +281,8 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
 
     yield factory
     problems = [p for kernel in made for p in faults.finish_kernel(kernel)]
+    if not made:
+        problems += faults.never_applied(request.node, request.node.stash.get(phase_report_key, {}))
     try:
         _finish_kernels(request, made)
     finally:

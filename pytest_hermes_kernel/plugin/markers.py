@@ -10,8 +10,12 @@ errors at setup with one message (printed once), before any fixture runs:
   is an error listing the known names, with a did-you-mean;
 * an unknown keyword of ``hermes_kernel(...)`` is reported as that: an unknown keyword of that
   marker (with a did-you-mean), not as a failure of the transport;
-* bad arguments of a fault marker are reported with the marker's signature;
-* a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean.
+* bad arguments of a fault marker are reported with the marker's signature, and fault markers that
+  cannot all apply (two ``hermes_oom``, two ``hermes_host_sigkill``, one fault twice) are an error;
+* a ``hermes_*`` marker name this plugin does not define is an error with a did-you-mean;
+* on a ``pytest.param(..., marks=...)`` (applied after the matrix's legs are made),
+  ``hermes_transports(...)`` skips the parameter's other legs, and ``hermes_kernel(transport=...)``,
+  which cannot pick a leg there, is an error.
 
 Turn this plugin off with ``-p no:pytest_hermes_kernel.plugin.markers`` (not recommended).
 """
@@ -26,7 +30,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from ..errors import ConfigError
-from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, plain_signature
+from ..faults.spec import MARKERS as FAULT_MARKERS, FaultSpec, conflicts, plain_signature
 from ..transports import transport_factory, transport_names
 
 _problem_key = pytest.StashKey[str]()
@@ -121,7 +125,7 @@ def _check_kernel_marker(item: pytest.Item) -> list[str]:
 
 
 def _check_fault_markers(item: pytest.Item) -> list[str]:
-    problems = []
+    problems, specs = [], []
     for name, parse in FAULT_MARKERS.items():
         for mark in item.iter_markers(name):
             try:
@@ -129,12 +133,13 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             except (TypeError, ConfigError) as exc:
                 problems.append(f"bad @pytest.mark.{name}{plain_signature(parse)}: {exc}")
             else:
+                specs.append(spec)
                 problems += [p for p in [_untriggered(name, spec, item)] if p]
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
-    return problems
+    return problems + conflicts(specs, "@pytest.mark.hermes_")
 
 
 def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:
@@ -146,6 +151,33 @@ def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:
         return None
     return (f"@pytest.mark.{name} has no trigger, so it never fires: give after_cell=N or during_cell=N, "
             "or fire it from the test with the hermes_faults fixture")
+
+
+def _parameter_marks(item: pytest.Item, name: str) -> list[pytest.Mark]:
+    """The ``name`` marks of ``item``'s ``pytest.param(..., marks=...)``: pytest applies them after
+    the matrix's legs are made (``pytest_generate_tests`` cannot see them)."""
+    callspec = getattr(item, "callspec", None)
+    return [m for m in getattr(callspec, "marks", ()) if m.name == name]
+
+
+def _check_parameter_pin(item: pytest.Item) -> list[str]:
+    """A ``hermes_kernel(transport=...)`` on a parameter: it cannot pick the legs (it ran the test on
+    whichever leg the matrix gave, the pin unread)."""
+    return [f"@pytest.mark.hermes_kernel(transport=...) on a pytest.param(...) cannot pin its transport "
+            f"({m.kwargs['transport']!r}): pytest applies a parameter's marks after the matrix's legs are made. Hint: "
+            "put it on the test function, or mark the parameter @pytest.mark.hermes_transports(...) (its other legs "
+            "are skipped)" for m in _parameter_marks(item, "hermes_kernel") if "transport" in m.kwargs]
+
+
+def leg_left_out(item: pytest.Item) -> str | None:
+    """Why ``item``'s leg of the matrix is not one its parameter's ``hermes_transports`` marker
+    selects (it ran there before), or ``None``."""
+    leg = getattr(getattr(item, "callspec", None), "params", {}).get("hermes_transport")
+    for mark in _parameter_marks(item, "hermes_transports"):
+        if isinstance(leg, str) and leg != "<none>" and leg not in mark.args:
+            return (f"the {leg} leg is not one of this parameter's @pytest.mark.hermes_transports"
+                    f"({', '.join(map(repr, mark.args))}): this leg is skipped")
+    return None
 
 
 def _check_marker_names(item: pytest.Item) -> list[str]:
@@ -163,7 +195,8 @@ def _check_allow_leaks(item: pytest.Item) -> list[str]:
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (
-    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers, _check_allow_leaks)
+    _check_marker_names, _check_transports_marker, _check_kernel_marker, _check_fault_markers, _check_allow_leaks,
+    _check_parameter_pin)
 
 
 def marker_problems(item: pytest.Item) -> list[str]:
@@ -176,6 +209,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         problems = list(dict.fromkeys(marker_problems(item)))
         if problems:
             item.stash[_problem_key] = "\n".join(problems)
+        left_out = leg_left_out(item)
+        if left_out is not None:
+            item.add_marker(pytest.mark.skip(reason=left_out))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -10,13 +10,15 @@ collection error that says so (pytest's own answer was ``ERROR: not found``).
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, ScenarioFailure, TransportUnavailableError
-from ..faults.spec import FaultSpec, spec_from_table
+from ..faults.spec import FaultSpec, conflicts, spec_from_table
 from ..transports import close_transport, get_transport, make_transport
 from .report import stats_key
 from .settings import settings_key, transport_defaults
@@ -42,11 +44,26 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+_HEADER = re.compile(r"^\s*\[\s*scenario\s*\]\s*(#.*)?$", re.MULTILINE)
+"""A ``[scenario]`` header line as TOML allows it (``[ scenario ]``, a comment after it)."""
+
+
 def _has_scenario_table(path: Path) -> bool:
+    """Whether ``path`` has a ``[scenario]`` table (any way TOML writes one: ``[ scenario ]``,
+    ``scenario.name = ...``), or, where it is not valid TOML, a ``[scenario]`` header line. Only
+    ``[scenario]`` written exactly was seen: a bad scenario under ``[ scenario ]`` was dropped."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
-        return any(line.strip() == "[scenario]" for line in path.read_text("utf-8", "replace").splitlines())
+        text = path.read_text("utf-8", "replace")
     except OSError:
         return False
+    try:
+        return "scenario" in tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return _HEADER.search(text) is not None
 
 
 class NotAScenarioFile(pytest.File):
@@ -62,7 +79,8 @@ class NotAScenarioFile(pytest.File):
 def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
     """The scenario's ``[[fault]]`` tables as fault specs (the markers' arguments).
 
-    :raises ConfigError: naming the file and the fault when a table is bad, or asks for
+    :raises ConfigError: naming the file and the fault when a table is bad, or the faults cannot
+        all apply (:func:`~pytest_hermes_kernel.faults.spec.conflicts`), or one asks for
         ``host_sigkill`` (a scenario's kernels live in this process's registry: their host is
         the test process itself; use the ``hermes_host_sigkill`` marker).
     """
@@ -75,7 +93,14 @@ def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
         if spec.kind == "host_sigkill":
             raise ConfigError(f"{scenario.path}: fault {i}: host_sigkill is not available in scenarios (their "
                               "kernels' host is the test process); use the hermes_host_sigkill marker")
+        n = spec.during_cell
+        step = scenario.steps[n - 1] if n is not None and n <= len(scenario.steps) else {}
+        if step.get("action", "cell") != "cell":  # never armed: "its step ended before the delay" blamed a cell
+            raise ConfigError(f"{scenario.path}: fault {i}: during_cell = {n} is a {step['action']} step, which runs "
+                              f"no cell to fault during. Hint: after_cell = {n}, or fault a cell step")
         specs.append(spec)
+    for problem in conflicts(specs):
+        raise ConfigError(f"{scenario.path}: {problem}")
     return tuple(specs)
 
 
@@ -89,7 +114,7 @@ class ScenarioFile(pytest.File):
             scenario = load_scenario(self.path)
             faults = scenario_faults(scenario)
         except ConfigError as exc:
-            if "[scenario]" in str(exc) and "[scenario]" not in self.path.read_text("utf-8", "replace"):
+            if "[scenario]" in str(exc) and not _has_scenario_table(self.path):
                 return  # some other TOML file in a fixtures dir: not ours
             raise self.CollectError(str(exc)) from None
         selected = self.config.stash[settings_key].transport

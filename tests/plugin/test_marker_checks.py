@@ -247,3 +247,113 @@ def _the_helper(written: str) -> str:
     except psutil.Error as exc:
         about = f"cannot be read ({type(exc).__name__})"
     return f"the helper's cell: {status}; helper {pid}: {about}"
+
+
+NO_KERNEL_STARTED = """
+import pytest
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_factory_never_called(hermes_kernel_factory):
+    pass
+
+@pytest.mark.hermes_oom(64 * 2**20)
+def test_oom_factory_never_called(hermes_kernel_factory):
+    pass
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_skipped_before_its_kernel(hermes_kernel_factory):
+    pytest.skip("not on this machine")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_failed_before_its_kernel(hermes_kernel_factory):
+    assert False, "broke first"
+"""
+
+
+def test_a_fault_marker_on_a_test_that_starts_no_kernel_errors_the_test(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """A test with a fault marker that takes ``hermes_kernel_factory`` but never calls it passed
+    without its fault (the marker check at collection sees the fixture and is satisfied). A test
+    that skipped or failed before its kernel says only that."""
+    pytester.makepyfile(test_no_kernel=NO_KERNEL_STARTED)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly")
+
+    result.assert_outcomes(passed=2, errors=2, skipped=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_factory_never_called*",
+        "@pytest.mark.hermes_kernel_sigkill never applied: the test started no kernel with hermes_kernel_factory, "
+        "so it passed without its fault. Hint: start one (hermes_kernel_factory()) or use the hermes_kernel fixture",
+        "*ERROR at teardown of test_oom_factory_never_called*",
+        "@pytest.mark.hermes_oom never applied: *"], consecutive=False)
+    summary = result.stdout.str().split("short test summary")[-1]
+    assert "ERROR test_no_kernel.py::test_skipped" not in summary and "ERROR test_no_kernel.py::test_failed" not in summary
+
+
+PARAMETER_MARKS = """
+import pytest
+
+@pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.hermes_transports("docker"))])
+def test_legs_of_a_parameter(hermes_transport, x):
+    print(f"RAN {x} on {hermes_transport.name}")
+
+@pytest.mark.parametrize("x", [pytest.param(2, marks=pytest.mark.hermes_kernel(transport="docker"))])
+def test_pin_on_a_parameter(hermes_transport, x):
+    print(f"PINNED {x} on {hermes_transport.name}")
+"""
+
+
+def test_a_transport_marker_on_a_parameter_is_honoured_or_refused(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """pytest applies a ``pytest.param(..., marks=...)``'s marks after the matrix's legs are made:
+    a parameter marked ``hermes_transports("docker")`` ran on the local leg, and one pinned with
+    ``hermes_kernel(transport="docker")`` ran on local, both green."""
+    pytester.makepyfile(test_params=PARAMETER_MARKS)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly", "-s", "-rs")
+
+    result.assert_outcomes(passed=1, skipped=1, errors=1)
+    assert "RAN 2 on local" not in result.stdout.str() and "PINNED" not in result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*RAN 1 on local*",
+        "*@pytest.mark.hermes_kernel(transport=...) on a pytest.param(...) cannot pin its transport*",
+        "SKIPPED*test_params.py:3: the local leg is not one of this parameter's "
+        "@pytest.mark.hermes_transports('docker')*"], consecutive=False)
+
+
+CONFLICTING_FAULTS = """
+import pytest
+
+@pytest.mark.hermes_oom(64 * 2**20)
+@pytest.mark.hermes_oom(512 * 2**20)
+def test_two_memory_limits(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+class TestHosts:
+    @pytest.mark.hermes_host_sigkill(after_cell=2)
+    def test_two_host_kills(self, hermes_kernel):
+        hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_the_same_fault_twice(hermes_kernel):
+    hermes_kernel.execute("1")
+    hermes_kernel.execute("2")
+"""
+
+
+def test_fault_markers_that_cannot_all_apply_error_the_test_naming_them(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """Two memory limits: one held silently (the first on local, the last in a docker or ssh
+    container). Two host kills: the second host never existed. The same fault twice: the second
+    met a worker the first had killed, and said "a cell exited or killed it"."""
+    pytester.makepyfile(test_conflicts=CONFLICTING_FAULTS)
+
+    result = run("--hermes-transport=local", "-p", "no:randomly")
+
+    result.assert_outcomes(errors=3)
+    result.stdout.fnmatch_lines([
+        "*test_two_memory_limits*: @pytest.mark.hermes_oom is given 2 times (limit_bytes=536870912, limit_bytes=67108864)"
+        ": a kernel runs under one memory limit. Hint: keep one*",
+        "*test_two_host_kills*: @pytest.mark.hermes_host_sigkill is given 2 times (after_cell=2, after_cell=1): "
+        "a kernel's host dies once*",
+        "*test_the_same_fault_twice*: @pytest.mark.hermes_kernel_sigkill(after_cell=1) is given 2 times: "
+        "the second would meet what the first did*"], consecutive=False)

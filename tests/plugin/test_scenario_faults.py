@@ -177,3 +177,24 @@ def test_a_fault_with_nothing_to_kill_fails_in_a_few_lines_that_say_why(pytester
     assert "ProcessLookupError" not in text and "pluggy/" not in text and "_pytest/" not in text, text[-3000:]
     failure = text[text.index("= FAILURES ="):text.index("hermes-kernel summary")]
     assert len(failure.splitlines()) < 15, failure
+
+
+def test_two_memory_limits_in_one_scenario_are_a_collection_error(pytester, run):
+    """One of the two ``oom`` faults held silently (which one depended on the transport)."""
+    text = ('[scenario]\nname = "two-limits"\n\n[[fault]]\nkind = "oom"\nlimit_bytes = 67108864\n\n'
+            '[[fault]]\nkind = "oom"\nlimit_bytes = 536870912\n\n[[cell]]\ncode = "1"\n')
+    result = _run_scenario(pytester, run, "two_limits", text, "--hermes-transport=local")
+    result.assert_outcomes(errors=1)
+    assert ("two_limits.toml: oom is given 2 times (limit_bytes=67108864, limit_bytes=536870912): a kernel runs "
+            "under one memory limit") in output_of(result)
+
+
+def test_a_fault_during_a_step_that_runs_no_cell_is_a_collection_error(pytester, run):
+    """A restart, reap or shutdown step runs no cell to fault during: the scenario ran and failed
+    with "its step ended before the delay was over ... make that step's cell run longer"."""
+    text = ('[scenario]\nname = "during-restart"\n\n[[fault]]\nkind = "kernel_sigkill"\nduring_cell = 2\n\n'
+            '[[cell]]\ncode = "1"\n\n[[cell]]\naction = "restart"\n\n[[cell]]\ncode = "2"\n')
+    result = _run_scenario(pytester, run, "during_restart", text, "--hermes-transport=local")
+    result.assert_outcomes(errors=1)
+    assert ('during_restart.toml: fault 1: during_cell = 2 is a restart step, which runs no cell to fault during. '
+            "Hint: after_cell = 2, or fault a cell step") in output_of(result)

@@ -1,200 +1,20 @@
-"""Regression scenarios: a bug reproduced as data (TOML), run on any transport.
-
-A scenario file (``fixtures/*.toml``)::
-
-    [scenario]
-    name = "sys-exit-ends-kernel"
-    source = "handed case B07; nteract/papermill#536"
-    transports = ["local", "docker", "ssh", "filecell"]   # optional: default every selected one
-
-    [kernel]                       # KernelOptions fields (timeout, max_output_bytes, ...)
-    timeout = 10
-
-    [registry]                     # optional: max_kernels, idle_timeout
-    max_kernels = 2
-
-    [[fault]]                      # optional: kind = kernel_sigkill | oom | transport_drop, with the
-    kind = "kernel_sigkill"        #   keyword arguments of the marker of that kind (after_cell,
-    after_cell = 1                 #   during_cell, delay, limit_bytes, mode, duration, latency)
-
-    [[cell]]
-    code = "x = 1"                 # the fault above fires once this cell has returned
-
-    [[cell]]
-    code = "import sys; sys.exit(3)"
-    owner = "a"                    # optional: run under this owner's kernel (default "scenario")
-    child = "c1"                   # optional: the owner's delegated child (pinned)
-    timeout = 2                    # optional: this cell's budget
-    threads = 16                   # optional: run as N concurrent first cells
-    interrupt_after = 1.0          # optional: interrupt the cell after this many seconds
-    action = "cell"                # or restart | shutdown_child | shutdown_owner | reap
-    expect = { status = "exited", exit_code = 3 }
-
-    [expect_end]                   # optional: after the last step
-    kernels = 1                    # registry entries alive
-    processes = 1                  # kernel runner processes alive (local)
-
-Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdout_contains``,
-``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``state_lost``, ``reason``,
-``watchdog``, ``exit_code``, ``signal``, ``oom_killed``, ``stdout_truncated``,
-``max_duration_s`` (wall seconds for the step), ``same_pid = true`` (all threads got one kernel),
-``generation``, ``reconnected``. Each is checked when the file is read: a value of the wrong
-type, or a status, reason or watchdog outcome the kit does not have, is a collection error.
-
-The runner decides *when* a fault fires (after or during which step: a ``during`` fault
-``delay`` seconds after the step's cell started in the worker, the kernel's ``running`` event,
-and not at all when the step ends first); what firing does is the caller's ``on_fault`` (the plugin passes the fault layer's one injector, and applies the
-faults' transport and kernel options before the run, as for markers).
-"""
+"""A scenario run on one transport through a registry: steps, faults at their trigger points, checks."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, get_args
+from typing import Any, Protocol
 
-from .errors import ConfigError, ScenarioFailure
-from .kernel.cell_timer import CellStartTimer
-from .kernel.handle import KernelHandle
-from .kernel.options import KernelOptions, built
-from .kernel.results import CellResult, Reason, Status, WatchdogOutcome
-from .kernel.registry import KernelKey, KernelRegistry
-from .transports import transport_names
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
-CELL_KEYS = {"code", "owner", "child", "timeout", "threads", "interrupt_after", "action", "expect"}
-EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_contains", "text_contains",
-               "state_lost", "reason", "watchdog", "exit_code", "signal", "oom_killed", "stdout_truncated",
-               "max_duration_s", "same_pid", "generation", "reconnected"}
-ACTIONS = {"cell", "restart", "shutdown_child", "shutdown_owner", "reap"}
-#: The keys of each table a scenario file may have (``fault`` and ``kernel`` are checked by what
-#: they parse into). A key outside them was ignored: ``[[faults]]`` ran the scenario without its fault.
-TABLE_KEYS: dict[str, set[str] | None] = {
-    "scenario": {"name", "source", "description", "transports"}, "kernel": None, "fault": None, "cell": None,
-    "registry": {"max_kernels", "idle_timeout"}, "expect_end": {"kernels", "processes"}}
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """A parsed scenario file."""
-
-    name: str
-    path: Path
-    source: str
-    description: str
-    transports: tuple[str, ...] | None
-    kernel: dict[str, Any]
-    registry: dict[str, Any]
-    faults: tuple[dict[str, Any], ...]
-    steps: tuple[dict[str, Any], ...]
-    expect_end: dict[str, Any] = field(default_factory=dict)
-
-
-def load_scenario(path: Path) -> Scenario:
-    """Parse and validate a scenario file.
-
-    :raises ConfigError: naming the file and the offending key when the file is malformed.
-    """
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable TOML scenario: {exc}") from None
-    head = data.get("scenario")
-    if not isinstance(head, dict) or "name" not in head:
-        raise ConfigError(f"{path}: needs a [scenario] table with a name")
-    _check_tables(path, data)
-    steps = data.get("cell", [])
-    if not steps:
-        raise ConfigError(f"{path}: needs at least one [[cell]]")
-    for i, step in enumerate(steps, 1):
-        if not isinstance(step.get("code", ""), str) or not isinstance(step.get("expect", {}), dict):
-            raise ConfigError(f"{path}: cell {i}: code must be a string and expect a table "
-                              f"(expect = {{ status = \"ok\" }}), not {step.get('code')!r} / {step.get('expect')!r}")
-        bad = set(step) - CELL_KEYS
-        if bad:
-            raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
-        if step.get("action", "cell") not in ACTIONS:
-            raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}")
-        if step.get("action", "cell") == "cell" and "code" not in step:
-            raise ConfigError(f"{path}: cell {i}: needs code")
-        bad = set(step.get("expect", {})) - EXPECT_KEYS
-        if bad:
-            raise ConfigError(f"{path}: cell {i}: unknown expectations {sorted(bad)}; known: {sorted(EXPECT_KEYS)}")
-        for key, want in step.get("expect", {}).items():
-            problem = _bad_expectation(key, want)
-            if problem:
-                raise ConfigError(f"{path}: cell {i}: expect {key} = {want!r}: {problem}")
-    try:
-        built(KernelOptions, data.get("kernel", {}))
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: [kernel]: {exc}") from None
-    transports = head.get("transports")
-    return Scenario(name=head["name"], path=path, source=head.get("source", ""),
-                    description=head.get("description", ""),
-                    transports=tuple(transports) if transports else None, kernel=data.get("kernel", {}),
-                    registry=data.get("registry", {}), faults=tuple(data.get("fault", [])), steps=tuple(steps),
-                    expect_end=data.get("expect_end", {}))
-
-
-def _bad_expectation(key: str, want: object) -> str | None:
-    """Why ``want`` can never be what a result has under ``key`` (a string where a number is
-    compared: ``value = 2`` against the repr ``'2'``; ``same_pid = "no"``, read as true), or ``None``."""
-    if key in _ONE_OF:
-        return None if want in _ONE_OF[key] else f"must be one of {sorted(_ONE_OF[key])}"
-    if key == "same_pid":
-        return None if want is True else "only true is checked (all the step's threads got one kernel)"
-    if key in ("state_lost", "oom_killed", "stdout_truncated", "reconnected"):
-        return None if isinstance(want, bool) else "must be true or false"
-    if key in ("exit_code", "signal", "generation"):
-        return None if isinstance(want, int) and not isinstance(want, bool) else "must be an integer"
-    if key == "max_duration_s":
-        return None if isinstance(want, (int, float)) and not isinstance(want, bool) and want > 0 else \
-            "must be a number of seconds > 0"
-    return None if isinstance(want, str) else "must be a string (value is the repr: value = \"2\")"
-
-
-#: Expectations with a fixed set of values (:mod:`~.kernel.results`: ``Status``, ``Reason``, ``WatchdogOutcome``).
-_ONE_OF: dict[str, set[object]] = {"status": set(get_args(Status)), "reason": set(get_args(Reason)),
-                                   "watchdog": set(get_args(WatchdogOutcome))}
-
-
-def _check_tables(path: Path, data: dict[str, Any]) -> None:
-    """Refuse a table or key a scenario file does not have (see :data:`TABLE_KEYS`), and a
-    ``[scenario]`` whose name or transports are not what they say.
-
-    :raises ConfigError: naming the file, the table and the key.
-    """
-    for table, value in data.items():
-        if table not in TABLE_KEYS:
-            raise ConfigError(f"{path}: unknown table [{table}]; a scenario has "
-                              f"{', '.join(f'[{t}]' for t in TABLE_KEYS)} (fault and cell as [[fault]], [[cell]])")
-        if table in ("fault", "cell") and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-            raise ConfigError(f"{path}: {table} must be [[{table}]] tables, not {value!r}")
-        known = TABLE_KEYS[table]
-        bad = sorted(set(value) - known) if known is not None and isinstance(value, dict) else []
-        if bad:
-            raise ConfigError(f"{path}: [{table}]: unknown keys {bad}; known: {sorted(known or ())}")
-    head = data["scenario"]
-    if not isinstance(head["name"], str) or not head["name"]:
-        raise ConfigError(f"{path}: [scenario]: name must be a non-empty string, not {head['name']!r}")
-    transports = head.get("transports")
-    if transports is not None and (not isinstance(transports, list) or not transports
-                                   or not all(isinstance(t, str) for t in transports)):
-        raise ConfigError(f"{path}: [scenario]: transports must be a non-empty list of transport names "
-                          f"(transports = [\"local\", \"docker\"]), not {transports!r}")
-    unknown = [t for t in transports or () if t not in transport_names()]
-    if unknown:  # a typo ran the scenario nowhere, and nothing said so
-        raise ConfigError(f"{path}: [scenario]: transports: unknown transport {', '.join(map(repr, unknown))}; "
-                          f"known: {', '.join(transport_names())}")
+from ..errors import ConfigError, ScenarioFailure
+from ..kernel.cell_timer import CellStartTimer
+from ..kernel.handle import KernelHandle
+from ..kernel.options import KernelOptions
+from ..kernel.registry import KernelKey, KernelRegistry
+from ..kernel.results import CellResult
+from .format import Scenario
 
 
 class ScenarioFault(Protocol):
@@ -431,7 +251,7 @@ class ScenarioRunner:
                             f"{[s.key.owner for s in self.registry.snapshot()]}")
         if "processes" in want:
             pids = [s.runner_pid for s in self.registry.snapshot() if s.runner_pid]
-            from .procs import pid_alive
+            from ..procs import pid_alive
 
             alive = [p for p in pids if pid_alive(p)]
             if len(alive) != want["processes"]:
