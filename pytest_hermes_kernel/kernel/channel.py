@@ -53,8 +53,8 @@ class SocketStream:
             if timeout is not None:
                 poller = select.poll()
                 poller.register(self.sock, select.POLLIN)
-                if not poller.poll(max(0.0, timeout) * 1000.0):  # milliseconds
-                    raise TimeoutError
+                if not poller.poll(min(max(0.0, timeout) * 1000.0, POLL_MAX_MS)):  # milliseconds
+                    raise TimeoutError  # (at POLL_MAX_MS too: the caller's loop holds the deadline)
             return self.sock.recv(1 << 20)
         except (ValueError, OSError):
             if self.sock.fileno() == -1:  # closed by us
@@ -67,6 +67,11 @@ class SocketStream:
         except OSError:
             pass
         self.sock.close()
+
+
+#: The longest one ``poll`` waits, in milliseconds (a C int: about 24.8 days); a longer timeout is
+#: several waits. ``start_timeout=3e6`` (35 days) raised ``OverflowError: timeout is too large``.
+POLL_MAX_MS = 2**31 - 1
 
 
 class Channel:

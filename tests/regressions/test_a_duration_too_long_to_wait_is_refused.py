@@ -5,7 +5,9 @@ finite number, but no lock, event or ``select`` waits longer than ``threading.TI
 (about 9.2e9 s).
 
 Now a duration over :data:`MAX_SECONDS` (1e9 s, about 31 years) is a :class:`ConfigError` naming
-the option, before anything starts.
+the option, before anything starts, and every duration up to it works: one over ``poll``'s
+longest wait (2**31 - 1 ms, about 24.8 days: ``start_timeout=3e6``) raised ``OverflowError:
+timeout is too large`` from the channel's read.
 """
 
 from __future__ import annotations
@@ -30,6 +32,12 @@ def test_a_duration_over_the_bound_is_a_config_error_naming_it(name):
     with pytest.raises(ConfigError, match=f"{name} must be a finite number of seconds .*at most 1e\\+09.*got 10000000000.0"):
         KernelOptions(**{name: 1e10})
     KernelOptions(**{name: MAX_SECONDS})
+
+
+@pytest.mark.parametrize("name", DURATIONS)
+def test_a_kernel_with_the_longest_duration_starts_runs_and_shuts_down(name, hermes_transport):
+    with start_kernel(hermes_transport, **{name: MAX_SECONDS}) as kernel:
+        assert kernel.execute("6 * 7").value == "42"
 
 
 @pytest.mark.parametrize("name", ["start_timeout", "shutdown_grace"])
