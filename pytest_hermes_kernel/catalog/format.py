@@ -170,9 +170,10 @@ def _bad_expectation(key: str, want: object) -> str | None:
         return None if isinstance(want, bool) else "must be true or false"
     if key in ("exit_code", "signal", "generation"):
         return None if isinstance(want, int) and not isinstance(want, bool) else "must be an integer"
-    if key == "max_duration_s":
-        return None if isinstance(want, (int, float)) and not isinstance(want, bool) and want > 0 else \
-            "must be a number of seconds > 0"
+    if key == "max_duration_s":  # inf: a check no step could fail
+        return None if is_seconds(want, positive=True) else "must be a finite number of seconds > 0"
+    if key.endswith("_contains") and want == "":
+        return "every text contains '': the check could never fail (give the text to look for)"
     return None if isinstance(want, str) else "must be a string (value is the repr: value = \"2\")"
 
 

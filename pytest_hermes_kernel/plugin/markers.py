@@ -190,8 +190,14 @@ def _check_marker_names(item: pytest.Item) -> list[str]:
 
 def _check_allow_leaks(item: pytest.Item) -> list[str]:
     """``hermes_allow_leaks`` turns the leak check off for its test: it must say why."""
-    return [f"@pytest.mark.{m.name} needs a reason: @pytest.mark.hermes_allow_leaks('why this test leaves something')"
-            for m in item.iter_markers("hermes_allow_leaks") if not m.args and not m.kwargs.get("reason")]
+    problems = []
+    for m in item.iter_markers("hermes_allow_leaks"):
+        reason = m.args[0] if m.args else m.kwargs.get("reason")
+        if not isinstance(reason, str) or not reason.strip():  # "", "  ", 123: no reason a reader could use
+            given = "" if reason in (None, "") else f", not {reason!r}"
+            problems.append(f"@pytest.mark.{m.name} needs a reason: @pytest.mark.hermes_allow_leaks('why this test "
+                            f"leaves something'){given}")
+    return problems
 
 
 CHECKS: tuple[Callable[[pytest.Item], list[str]], ...] = (

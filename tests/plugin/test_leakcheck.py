@@ -164,13 +164,24 @@ def test_allow_leaks_without_a_reason_errors_at_setup_naming_the_test(pytester, 
         @pytest.mark.hermes_allow_leaks(reason="")
         def test_empty_reason():
             pathlib.Path("ran").touch()
+
+        @pytest.mark.hermes_allow_leaks("  ")
+        def test_blank_reason():
+            pathlib.Path("ran").touch()
+
+        @pytest.mark.hermes_allow_leaks(123)
+        def test_number_reason():
+            pathlib.Path("ran").touch()
     """)
     result = run()
-    result.assert_outcomes(errors=2)
+    result.assert_outcomes(errors=4)
     result.stdout.fnmatch_lines([
         "*ERROR at setup of test_no_reason*",
         "*test_no_reason: @pytest.mark.hermes_allow_leaks needs a reason*",
         "*ERROR at setup of test_empty_reason*",
+        "*ERROR at setup of test_blank_reason*",
+        "*ERROR at setup of test_number_reason*",
+        "*test_number_reason: @pytest.mark.hermes_allow_leaks needs a reason*not 123*",
     ])
     assert not (pytester.path / "ran").exists(), "a marker problem must stop the test before it runs"
 

@@ -40,6 +40,11 @@ BAD = {
                     "'interrupted', 'ok', 'timeout']"),
     "exit_code_text": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { exit_code = "3" }\n',
                        "exit_code_text.toml: cell 1: expect exit_code = '3': must be an integer"),
+    # checks that could not fail: every step is shorter than inf, every text contains ""
+    "duration_inf": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { max_duration_s = inf }\n',
+                     "duration_inf.toml: cell 1: expect max_duration_s = inf: must be a finite number of seconds > 0"),
+    "contains_empty": (HEAD + '\n[[cell]]\ncode = "2"\nexpect = { stdout_contains = "" }\n',
+                       "contains_empty.toml: cell 1: expect stdout_contains = '': every text contains ''"),
 }
 
 
