@@ -154,9 +154,13 @@ class KernelOptions:
             self.watchdog = built(WatchdogPolicy, self.watchdog)
         if not isinstance(self.watchdog, WatchdogPolicy):  # "x" failed at the first timeout (AttributeError)
             raise ConfigError(f"watchdog must be a WatchdogPolicy(...) or a dict of its fields, got {self.watchdog!r}")
-        if isinstance(self.env_allow, str) or not all(isinstance(n, str) for n in self.env_allow):
+        if isinstance(self.env_allow, str):
             raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
                               f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
+        not_names = [n for n in self.env_allow if not isinstance(n, str)]
+        if not_names:
+            raise ConfigError(f"env_allow must be a list of variable names, each name a string, not "
+                              f"{not_names[0]!r}; got {self.env_allow!r}")
         self.env_allow = tuple(self.env_allow)
         if not isinstance(self.max_output_bytes, int) or not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
             raise ConfigError(f"max_output_bytes must be an int in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes!r}")

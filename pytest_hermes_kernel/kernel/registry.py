@@ -36,7 +36,7 @@ from ..errors import ConfigError, KernelShutdownError
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
-from .options import KernelOptions
+from .options import KernelOptions, is_seconds
 from .reaper import IdleReaper, IdleReaping
 from .results import CellResult, Reason
 from .rpc import ToolTable
@@ -410,8 +410,8 @@ def _check_settings(max_kernels: object, idle_timeout: object) -> None:
     """:raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None."""
     if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
         raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
-    if idle_timeout is not None and not (isinstance(idle_timeout, (int, float)) and idle_timeout >= 0):
-        raise ConfigError(f"idle_timeout must be a number of seconds >= 0 or None, got {idle_timeout!r}")
+    if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
+        raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")
 
 
 def _note_unconfirmed_end(stats: dict[str, Any], lost: dict[KernelKey, Loss], key: KernelKey) -> None:

@@ -28,6 +28,17 @@ def test_an_option_read_wrongly_is_refused(option, value):
         start_kernel("local", **{option: value})
 
 
+@pytest.mark.parametrize("value, says", [
+    ("GITHUB_TOKEN", "a str is no list: env_allow=['GITHUB_TOKEN']"),
+    ([1, "HOME"], "each name a string, not 1"),  # it said to write env_allow=[[1, 'HOME']]
+])
+def test_a_bad_env_allow_is_told_what_to_write(value, says):
+    with pytest.raises(ConfigError) as caught:
+        KernelOptions(env_allow=value)
+    assert says in str(caught.value), str(caught.value)
+    assert "[[" not in str(caught.value), str(caught.value)
+
+
 def test_the_flags_and_paths_as_meant_pass():
     options = KernelOptions(auto_restart=False, inherit_env=True, report_running=False, cwd="/tmp", python="python3")
     assert options.auto_restart is False and options.cwd == "/tmp"

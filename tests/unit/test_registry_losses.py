@@ -219,7 +219,9 @@ def test_a_handle_reports_a_marked_loss_on_its_next_cell_only(transport):
 
 
 @pytest.mark.parametrize("bad", [{"max_kernels": 0}, {"max_kernels": -1}, {"max_kernels": 2.5},
-                                 {"idle_timeout": -1.0}])
+                                 {"idle_timeout": -1.0},
+                                 # True was taken as 1 s, inf as no reap: as every other duration, refused
+                                 {"idle_timeout": True}, {"idle_timeout": float("inf")}, {"idle_timeout": "60"}])
 def test_bad_registry_settings_are_config_errors(transport, bad):
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match=next(iter(bad))):
         KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, **bad)
