@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 import tarfile
 import time
 import weakref
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 READY_TIMEOUT = 30.0
 
 log = logging.getLogger(__name__)
+#: How docker refuses an exec whose working directory cannot be entered; group 1: why.
+_CHDIR_FAILED = re.compile(rb'chdir to cwd \(".*"\) set in config\.json failed: ([a-z ]+)')
 
 
 class DockerTransport(Transport):
@@ -222,6 +225,10 @@ class DockerTransport(Transport):
         finally:
             stream.close()
         pid = parse_ready(out)
+        refused = _CHDIR_FAILED.search(out)
+        if pid is None and refused:  # docker's words: "OCI runtime exec failed: ... chdir to cwd (...) failed: ..."
+            raise KernelStartError(f"docker transport: cannot enter the working directory cwd={spec.cwd!r} in "
+                                   f"container {container_id[:12]}: {refused.group(1).decode().capitalize()}")
         if pid is None:
             code = self.api.exec_inspect(stream.exec_id).get("ExitCode")
             raise KernelStartError(

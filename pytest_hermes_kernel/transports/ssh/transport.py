@@ -245,10 +245,16 @@ class SshTransport(Transport):
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(spec.kernel_id).items())
-        command = (f"cd {q(spec.cwd or kdir)} && export {exports} && "
+        where = q(spec.cwd or kdir)
+        command = (f"{{ cd {where} 2>/dev/null || {{ if [ ! -e {where} ]; then w='No such file or directory'; "
+                   f"elif [ ! -d {where} ]; then w='Not a directory'; else w='Permission denied'; fi; "
+                   f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }} && export {exports} && "
                    f"exec {q(python)} -B {q(runner)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
         code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
         pid = parse_ready(out)
+        if pid is None and code == CWD_FAILED:  # the shell's own words differ (bash, dash): said alike, as forked
+            raise KernelStartError(f"ssh transport: cannot enter the working directory cwd={spec.cwd!r} on "
+                                   f"{conn.target}: {err.decode('utf-8', 'replace').strip()}")
         if pid is None:
             raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
                                    f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
@@ -377,6 +383,10 @@ def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> 
                                 "during the start: is it paused, overloaded or cut off? The next start tries a new connection")
     hint = "" if "Hint:" in str(exc) else "\nHint: is the host up and the key accepted?"
     return KernelStartError(f"ssh transport: {exc}{hint}")
+
+
+#: The exit status of a spawn whose ``cd`` into the kernel's working directory failed.
+CWD_FAILED = 91
 
 
 def _start_hint(code: int | None, python: str) -> str:
