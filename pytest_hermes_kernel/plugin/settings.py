@@ -158,6 +158,19 @@ def _ssh_key_file(text: str) -> str:
     return path
 
 
+def _known_hosts_file(text: str) -> str:
+    """An existing known_hosts file the ssh transport can read (checked before the run)."""
+    path = _existing_file(text)
+    try:
+        import paramiko
+
+        from ..transports.ssh.credentials import load_known_hosts
+    except ImportError:  # no paramiko: the ssh leg says so itself
+        return path
+    load_known_hosts(paramiko.HostKeys(), path)
+    return path
+
+
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
              "more than one makes a matrix", "local", _transports, listed=True),
@@ -190,7 +203,7 @@ SETTINGS = (
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
              _ssh_key_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
-             "~/.ssh/known_hosts is read too)", None, _existing_file),
+             "~/.ssh/known_hosts is read too)", None, _known_hosts_file),
     _Setting("run_id", "id of this test run, shared by its xdist workers and the processes it starts: it labels "
              "and names the run's shared containers (default: a new id per run)", None, _run_id),
 )

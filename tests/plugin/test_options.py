@@ -223,6 +223,20 @@ def test_an_ssh_key_file_that_cannot_log_in_is_a_usage_error(pytester, run, kind
     result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{key}' from --hermes-ssh-key: *{says}*"])
 
 
+def test_a_known_hosts_file_that_is_none_is_a_usage_error(pytester, run):
+    """``--hermes-ssh-known-hosts`` of a file that is no known_hosts file errored every ssh test at
+    its kernel's start (the key file was checked before the run, this one was not)."""
+    pytester.makepyfile("def test_nothing(): pass")
+    hosts = pytester.path / "known_hosts"
+    hosts.write_text("127.0.0.1 ssh-ed25519 not-base64!\n")
+
+    result = run("--hermes-transport=local", f"--hermes-ssh-known-hosts={hosts}")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: bad value '{hosts}' from --hermes-ssh-known-hosts: "
+                                 "*is no known_hosts file*"])
+
+
 def test_bad_timeout_value_is_a_usage_error(pytester, run):
     pytester.makepyfile("def test_nothing(): pass")
     result = run("--hermes-timeout=soon")
