@@ -44,6 +44,7 @@ from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
 from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
 from .forked import with_fallback
+from .option_checks import check_options
 from .kernel_dirs import KERNEL_DIR_PREFIX, kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
 from .runner_zipapp import write_runner
@@ -90,6 +91,8 @@ class LocalTransport(Transport):
 
     def __init__(self, *, python: str | None = None, server: bool = True, max_servers: int = DEFAULT_MAX_SERVERS,
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S) -> None:
+        check_options("local transport", optional=("python", "server_idle_timeout"), commands={"python": python},
+                      counts={"max_servers": max_servers}, seconds={"server_idle_timeout": server_idle_timeout})
         self.python = python or sys.executable
         self.server = server
         self._servers = LocalServers(kernel_dir_root(), max_servers, server_idle_timeout) if server else None

@@ -36,6 +36,7 @@ from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
                         LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
+from ..option_checks import check_options
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import engine_client, engine_url, is_full_container_id
 from ...containers.lifecycle import container_log
@@ -92,6 +93,9 @@ class DockerTransport(Transport):
                  reuse: ReusePolicy | None = None, docker_host: str | None = None) -> None:
         if container not in ("shared", "fresh"):
             raise ConfigError(f"docker transport: container must be 'shared' or 'fresh', not {container!r}")
+        check_options("docker transport", optional=("mem_limit_bytes", "cpus", "orphan_timeout", "server_idle_timeout"),
+                      counts={"mem_limit_bytes": mem_limit_bytes}, amounts={"cpus": cpus}, commands={"python": python},
+                      seconds={"orphan_timeout": orphan_timeout, "server_idle_timeout": server_idle_timeout})
         if image is not None:  # a name docker refuses reached the user as its 400 at the first kernel's start
             from ...containers.image_check import check_image_name
 

@@ -42,6 +42,7 @@ from ...kernel.control import despite_signals
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
 from ..detached import LeftBehind, MadeDirs, runner_config
+from ..option_checks import check_options
 from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
@@ -90,6 +91,9 @@ class FileCellTransport(Transport):
         if not root.startswith("/") or len(root) > _MAX_ROOT_CHARS:
             raise ConfigError(f"filecell root must be an absolute path of at most {_MAX_ROOT_CHARS} "
                               f"characters (unix socket paths are short), got {root!r}")
+        check_options("filecell transport", optional=("orphan_timeout",), commands={"python": python},
+                      seconds={"orphan_timeout": orphan_timeout, "hold_s": hold_s},
+                      positive_seconds={"poll_window_s": poll_window_s, "launch_timeout": launch_timeout})
         if not callable(getattr(backend, "execute", None)) and backend is not None:
             raise ConfigError(f"filecell backend {backend!r} has no execute(cmd, timeout) method")
         self.backend: ExecuteBackend = backend or LocalShellBackend()

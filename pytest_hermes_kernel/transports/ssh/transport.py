@@ -53,6 +53,7 @@ from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import with_fallback
+from ..option_checks import check_options
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
@@ -125,6 +126,13 @@ class SshTransport(Transport):
                  server_idle_timeout: float | None = DEFAULT_SERVER_IDLE_TIMEOUT_S, reuse: ReusePolicy | None = None) -> None:
         import paramiko  # noqa: F401  # fail early (make_transport turns it into TransportUnavailableError)
 
+        check_options("ssh transport", optional=_OPTIONAL,
+                      positive_seconds={"keepalive_interval": keepalive_interval, "connect_timeout": connect_timeout},
+                      seconds={"orphan_timeout": orphan_timeout, "server_idle_timeout": server_idle_timeout},
+                      counts={"keepalive_missed": keepalive_missed, "mem_limit_bytes": mem_limit_bytes,
+                              "max_sessions": max_sessions}, commands={"python": python})
+        if host_key_policy not in ("reject", "warn", "auto-add"):  # "yes" was read as "reject"
+            raise ConfigError(f"ssh transport: host_key_policy must be 'reject', 'warn' or 'auto-add', got {host_key_policy!r}")
         self.target = SshTarget.parse(target) if target else None
         self.key_filename, self.pkey = key_filename, pkey
         if host_key is not None:
@@ -245,10 +253,7 @@ class SshTransport(Transport):
     def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(spec.kernel_id).items())
-        where = q(spec.cwd or kdir)
-        command = (f"{{ cd {where} 2>/dev/null || {{ if [ ! -e {where} ]; then w='No such file or directory'; "
-                   f"elif [ ! -d {where} ]; then w='Not a directory'; else w='Permission denied'; fi; "
-                   f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }} && export {exports} && "
+        command = (f"{_enter(spec.cwd or kdir)} && export {exports} && "
                    f"exec {q(python)} -B {q(runner)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
         code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
         pid = parse_ready(out)
@@ -385,8 +390,20 @@ def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> 
     return KernelStartError(f"ssh transport: {exc}{hint}")
 
 
+#: The options of :class:`SshTransport` that take ``None`` (the default, or off).
+_OPTIONAL = ("orphan_timeout", "server_idle_timeout", "mem_limit_bytes", "max_sessions")
+
 #: The exit status of a spawn whose ``cd`` into the kernel's working directory failed.
 CWD_FAILED = 91
+
+
+def _enter(directory: str) -> str:
+    """``cd directory`` in any POSIX shell; if it fails, why on stderr in the words Python's
+    ``os.chdir`` uses (bash's and dash's differ), and exit status :data:`CWD_FAILED`."""
+    where = shlex.quote(directory)
+    return (f"{{ cd {where} 2>/dev/null || {{ if [ ! -e {where} ]; then w='No such file or directory'; "
+            f"elif [ ! -d {where} ]; then w='Not a directory'; else w='Permission denied'; fi; "
+            f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }}")
 
 
 def _start_hint(code: int | None, python: str) -> str:
