@@ -78,9 +78,12 @@ def _seconds(text: str) -> float | None:
 
 
 def _positive_seconds(text: str) -> float:
+    """A kept kernel's TTL: finite and > 0, and with no bound of :data:`MAX_SECONDS`: the runner
+    holds any TTL (``1e300`` keeps a kernel until it is swept, README 'Post-mortem'); no wait of
+    the host's is that long."""
     value = _number(text, float)
-    if value is None or not is_seconds(value, positive=True):
-        raise ConfigError(f"expected a number of seconds > 0 (at most {MAX_SECONDS:g}), not {text!r}")
+    if value is None or not value > 0 or value == float("inf"):
+        raise ConfigError(f"expected a number of seconds > 0, not {text!r}")
     return value
 
 
