@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import secrets
 import threading
 import uuid
@@ -31,6 +30,7 @@ from . import control
 from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
+from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
@@ -87,7 +87,7 @@ class KernelHandle:
         self.transport = transport
         self.options = options or KernelOptions()
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
-        self.kernel_id = _checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
+        self.kernel_id = checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
         self.token = secrets.token_urlsafe(24)
         self.host_pid = os.getpid()  # the process this kernel belongs to; a forked child may not use it
@@ -196,6 +196,10 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         """
         _check_process(self.kernel_id, self.host_pid)
+        if self.stopping:
+            raise self._runtime.shut_error()
+        if not self._life.is_(S.NEW, S.STARTING):  # started: not the lock a running cell holds (its tool
+            return self                             # may call this: upload, download)
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -414,20 +418,6 @@ def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
             f"{ticket.generation}")
     return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
                                                           signal=None, note=note))
-
-
-_KERNEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
-
-
-def _checked_kernel_id(kernel_id: str) -> str:
-    """A kernel id names the kernel's dir and files where it runs, so it is one plain name (B45).
-
-    :raises ConfigError: if it is not 1-128 letters, digits, ``_`` or ``-`` (no ``/``, no ``..``).
-    """
-    if not isinstance(kernel_id, str) or not _KERNEL_ID.fullmatch(kernel_id):
-        raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
-                          f"not {kernel_id!r}")
-    return kernel_id
 
 
 def _may_restart(handle: KernelHandle, loss: Loss | None) -> None:

@@ -1,13 +1,15 @@
-"""KernelKey: what names a kernel in a :class:`~.registry.KernelRegistry` (one kernel per key)."""
+"""KernelKey: what names a kernel in a :class:`~.registry.KernelRegistry` (one kernel per key); the
+check of a kernel's own id."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["CHILD_SEPARATOR", "KernelKey", "checked_key"]
+__all__ = ["CHILD_SEPARATOR", "KernelKey", "checked_key", "checked_kernel_id"]
 
 CHILD_SEPARATOR = "::child::"
 """Between a parent owner and a delegated child's id in the child's owner key."""
@@ -57,3 +59,17 @@ def checked_key(key: object) -> KernelKey:
     if not isinstance(key, KernelKey):
         raise TypeError(f"a kernel's key must be a KernelKey, e.g. KernelKey(owner={key!r}); got {type(key).__name__}")
     return key
+
+
+_KERNEL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+
+def checked_kernel_id(kernel_id: str) -> str:
+    """A kernel id names the kernel's dir and files where it runs, so it is one plain name (B45).
+
+    :raises ConfigError: if it is not 1-128 letters, digits, ``_`` or ``-`` (no ``/``, no ``..``).
+    """
+    if not isinstance(kernel_id, str) or not _KERNEL_ID.fullmatch(kernel_id):
+        raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
+                          f"not {kernel_id!r}")
+    return kernel_id
