@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
                       KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
@@ -66,6 +66,15 @@ def _raised_is_told(execute: Callable[..., CellResult]) -> Callable[..., CellRes
                 self._emit("raised", exc)
             raise
     return run
+
+
+def _refuse_copy(handle: KernelHandle, protocol: object) -> NoReturn:
+    """``KernelHandle.__reduce_ex__``: a copy would share the kernel's channel but not its running cell.
+
+    :raises TypeError: always, naming the kernel.
+    """
+    raise TypeError(f"a KernelHandle (kernel {handle.kernel_id}) cannot be pickled or copied: it is the one connection "
+                    f"to its kernel, of process {handle.host_pid}. Hint: hand over the code to run (or a KernelKey)")
 
 
 class KernelHandle:
@@ -361,6 +370,8 @@ class KernelHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+    __reduce_ex__ = _refuse_copy
 
     def __repr__(self) -> str:
         return (f"<KernelHandle {self.kernel_id[:8]} {self.transport.name} gen={self.generation} "

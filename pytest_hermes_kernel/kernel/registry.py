@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ConfigError, KernelShutdownError
 from .holders import current_holder, hold
@@ -88,6 +88,15 @@ class KernelSnapshot:
 
 
 TransportFactory = Callable[[KernelKey], Any]
+
+
+def _refuse_copy(registry: KernelRegistry, protocol: object) -> NoReturn:
+    """``KernelRegistry.__reduce_ex__``: a copy would own the same kernels and end them unbeknown to this one.
+
+    :raises TypeError: always.
+    """
+    raise TypeError("a KernelRegistry cannot be pickled or copied: it owns its kernels, in process "
+                    f"{registry.host_pid}. Hint: share it between threads, or give another process a registry of its own")
 
 
 class KernelRegistry(IdleReaping):
@@ -231,7 +240,8 @@ class KernelRegistry(IdleReaping):
 
         transport = self._factory(key)
         self._transports[id(transport)] = transport
-        handle = KernelHandle(transport, self._options_for(key), tools=self.tools, owner=key.owner)
+        options = replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
+        handle = KernelHandle(transport, options, tools=self.tools, owner=key.owner)
         handle.holder = hold(handle, self.holder)  # whenever it starts
         if self.listener is not None:
             handle.add_listener(self.listener)
@@ -241,9 +251,6 @@ class KernelRegistry(IdleReaping):
             handle.mark_lost(entry.inherited)
         self._entries[key] = entry
         return entry
-
-    def _options_for(self, key: KernelKey) -> KernelOptions:
-        return replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
 
     def _start(self, entry: _Entry) -> None:
         try:
@@ -390,6 +397,8 @@ class KernelRegistry(IdleReaping):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    __reduce_ex__ = _refuse_copy
 
 
 def _await_start(entry: _Entry) -> None:
