@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .lifecycle import KernelState
+
 if TYPE_CHECKING:
     from .registry import KernelKey, _Entry
     from .results import Reason
@@ -108,6 +110,18 @@ class IdleReaping:
 
         def _teardown(self, entries: list[_Entry]) -> None: ...
 
+        def _poke(self) -> None: ...
+
+    def _watch_cells(self, entry: _Entry) -> None:
+        """Restart ``entry``'s idle clock as each cell on its kernel ends, however it was sent (the
+        handle ``get_or_start`` gave runs cells without a lease), and recompute the next expiry."""
+        def heard(event: str, _handle: object, _payload: object) -> None:
+            if event in ("result", "raised"):
+                with self._lock:
+                    entry.last_used = self.clock()
+                self._poke()
+        entry.handle.add_listener(heard)
+
     def reap_once(self) -> int:
         """Reap idle kernels and stale kernel dirs now; return how many kernels were reaped."""
         reaped = self.reap_expired()
@@ -133,7 +147,7 @@ class IdleReaping:
         if self.idle_timeout is None:
             return None
         with self._lock:
-            idle = [e.last_used for e in list(self._entries.values()) if e.leases == 0 and e.ready.is_set()]
+            idle = [e.last_used for e in list(self._entries.values()) if not in_use(e) and e.ready.is_set()]
         return None if not idle else min(idle) + self.idle_timeout - self.clock()
 
     def _expired_unlocked(self) -> list[_Entry]:
@@ -141,5 +155,14 @@ class IdleReaping:
             return []
         now = self.clock()
         expired = [e for e in list(self._entries.values())
-                   if e.leases == 0 and e.ready.is_set() and now - e.last_used > self.idle_timeout]
+                   if not in_use(e) and e.ready.is_set() and now - e.last_used > self.idle_timeout]
         return [self._pop_unlocked(e, "idle_reaped") for e in expired]
+
+
+def in_use(entry: _Entry) -> bool:
+    """Whether ``entry``'s kernel is leased, or runs or queues a cell (also one sent through the
+    handle ``get_or_start`` gave, which holds no lease): reaping and eviction skip it."""
+    return entry.leases > 0 or entry.handle.queued > 0 or entry.handle.state in _RUNNING
+
+
+_RUNNING = (KernelState.BUSY, KernelState.RESETTING)

@@ -5,8 +5,10 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
 * One kernel per key: the first acquire puts a *pending* entry in the map under the lock and
   starts the kernel outside it; concurrent acquires for the key wait on that entry ("pending"
   is not "dead"). This is the fix for the 110-kernel spawn race.
-* Leases: a cell holds a lease; reaping and eviction skip leased kernels. A kernel dropped
-  while leased is torn down by its last lease. Teardown never runs under the registry lock.
+* Leases: a cell holds a lease; reaping and eviction skip leased kernels, and kernels that run
+  or queue a cell sent through a handle ``get_or_start`` gave (no lease), whose end restarts the
+  idle clock. A kernel dropped while leased is torn down by its last lease. Teardown never runs
+  under the registry lock.
 * LRU cap: over ``max_kernels`` unpinned kernels, the least recently used unleased unpinned
   one is evicted. Pinned kernels (live delegated children) are exempt until
   :meth:`shutdown_child`.
@@ -37,7 +39,7 @@ from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
 from .options import KernelOptions, is_seconds
-from .reaper import IdleReaper, IdleReaping
+from .reaper import IdleReaper, IdleReaping, in_use
 from .results import CellResult, Reason
 from .rpc import ToolTable
 
@@ -190,11 +192,8 @@ class KernelRegistry(IdleReaping):
         with self.lease(key) as handle:
             if reset and handle.cells_run:
                 handle.restart()
-            result = handle.execute(code, timeout=timeout)
+            result = handle.execute(code, timeout=timeout)  # its end restarts the idle clock (_watch_cells)
             with self._lock:
-                entry = self._entries.get(key)
-                if entry is not None and entry.handle is handle:
-                    entry.last_used = self.clock()
                 _count_death(self.stats["deaths"], result)
         return result
 
@@ -249,6 +248,7 @@ class KernelRegistry(IdleReaping):
                        inherited=self._lost.pop(key, None))
         if entry.inherited is not None:  # the registry ended this key's last kernel: say so
             handle.mark_lost(entry.inherited)
+        self._watch_cells(entry)
         self._entries[key] = entry
         return entry
 
@@ -288,7 +288,7 @@ class KernelRegistry(IdleReaping):
         excess = len(unpinned) - self.max_kernels
         if excess <= 0:
             return []
-        victims = [e for e in unpinned if e.key != keep and e.leases == 0][:excess]  # oldest first
+        victims = [e for e in unpinned if e.key != keep and not in_use(e)][:excess]  # oldest first
         return [self._pop_unlocked(e, "evicted") for e in victims]
 
     def _pop_unlocked(self, entry: _Entry, reason: Reason) -> _Entry:
