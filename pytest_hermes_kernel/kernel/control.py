@@ -11,6 +11,7 @@ outside at once (:func:`end_at_once`) and the call below ends with the kernel sh
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -18,14 +19,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ChannelClosed, ChannelHeldHereError, KernelStartError
+from ..errors import ChannelClosed, ChannelHeldHereError, KernelForkedError, KernelStartError
 from .lifecycle import KernelState, Loss
 from .results import ExitInfo, KernelInfo
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
 
-__all__ = ["HeldHere", "restart", "end", "end_at_once", "despite_signals"]
+__all__ = ["HeldHere", "check_process", "restart", "end", "end_at_once", "despite_signals"]
 
 S = KernelState
 T = TypeVar("T")
@@ -71,6 +72,22 @@ class HeldHere:
             yield
         finally:
             self._local.what = outer
+
+
+def check_process(host_pid: int, kernel_id: str | None = None) -> None:
+    """Refuse a kernel's use in a forked child of the process it belongs to (B42): the child
+    shares the parent's channels, and a start under way in a thread of the parent never ends there.
+
+    :param kernel_id: the kernel; ``None``: a registry's acquire.
+    :raises KernelForkedError: if this process is not ``host_pid``.
+    """
+    if os.getpid() == host_pid:
+        return
+    what = "this kernel registry" if kernel_id is None else f"kernel {kernel_id}"
+    raise KernelForkedError(
+        f"{what} belongs to process {host_pid}; this is its forked child {os.getpid()}, which shares the "
+        "parent's channels and may not use them. Hint: start a kernel (or a KernelRegistry) of its own in the "
+        "child, or use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)
 
 
 def restart(handle: KernelHandle) -> KernelInfo:

@@ -25,8 +25,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
-                      KernelDiedError, KernelForkedError, KernelResetAfterTimeout, KernelResetFailed)
+                      KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
 from . import control
+from .control import check_process
 from .cell import CellRun, check_cell_args, running_tool_of
 from .channel import Channel
 from .holders import current_holder, hold
@@ -204,7 +205,7 @@ class KernelHandle:
         :raises KernelStartError: if it does not answer within ``options.start_timeout``.
         :raises KernelShutdownError: if the handle was shut down.
         """
-        _check_process(self.kernel_id, self.host_pid)
+        check_process(self.host_pid, self.kernel_id)
         if self.stopping:
             raise self._runtime.shut_error()
         if not self._life.is_(S.NEW, S.STARTING):  # started: not the lock a running cell holds (its tool
@@ -233,7 +234,7 @@ class KernelHandle:
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
         """
-        _check_process(self.kernel_id, self.host_pid)
+        check_process(self.host_pid, self.kernel_id)
         check_cell_args(code, timeout, cancel)
         if running_tool_of(self):
             raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
@@ -294,7 +295,7 @@ class KernelHandle:
     def interrupt(self) -> None:
         """SIGINT the running cell and its children, namespace kept (a cell whose stream is down: once
         re-attached). Safe in a signal handler of the cell's thread (as ``hermes-kernel exec`` does)."""
-        _check_process(self.kernel_id, self.host_pid)
+        check_process(self.host_pid, self.kernel_id)
         if (cell := self._cell) is not None:
             cell.interrupt()
 
@@ -324,7 +325,7 @@ class KernelHandle:
         :raises KernelStartError: if the fresh kernel does not start, or the runner did not answer
             the kill or the start in time (its host paused or unreachable: the old worker may run on).
         """
-        _check_process(self.kernel_id, self.host_pid)
+        check_process(self.host_pid, self.kernel_id)
         return control.restart(self)
 
     def shutdown(self, now: bool = False) -> ExitInfo:
@@ -353,7 +354,7 @@ class KernelHandle:
         :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
-        _check_process(self.kernel_id, self.host_pid)
+        check_process(self.host_pid, self.kernel_id)
         self._held.refuse(self.kernel_id, "keep()")
         return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
@@ -437,12 +438,3 @@ def _may_restart(handle: KernelHandle, loss: Loss | None) -> None:
         raise KernelDiedError(f"kernel {handle.kernel_id} is gone ({loss.reason}); "
                               "auto_restart is off: call restart() to continue on a fresh kernel",
                               info=handle.info(**loss.info_fields()))
-
-
-def _check_process(kernel_id: str, host_pid: int) -> None:
-    """:raises KernelForkedError: in a forked child of ``host_pid``, the process the kernel belongs to."""
-    if os.getpid() != host_pid:
-        raise KernelForkedError(
-            f"kernel {kernel_id} belongs to process {host_pid}; this is its forked child {os.getpid()}, which "
-            "shares the parent's channel and may not use it. Hint: start a kernel of its own in the child, or "
-            "use the 'spawn' start method", kernel_id=kernel_id, host_pid=host_pid)

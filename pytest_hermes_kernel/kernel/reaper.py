@@ -104,13 +104,17 @@ class IdleReaping:
     _lock: threading.RLock
     _entries: OrderedDict[KernelKey, _Entry]
     _transports: dict[int, Any]
+    _reaper: IdleReaper | None
 
     if TYPE_CHECKING:
         def _pop_unlocked(self, entry: _Entry, reason: Reason) -> _Entry: ...
 
         def _teardown(self, entries: list[_Entry]) -> None: ...
 
-        def _poke(self) -> None: ...
+    def _poke(self) -> None:
+        """Tell the background reaper (if any) that the next expiry may have moved."""
+        if self._reaper is not None:
+            self._reaper.poke()
 
     def _watch_cells(self, entry: _Entry) -> None:
         """Restart ``entry``'s idle clock as each cell on its kernel ends, however it was sent (the

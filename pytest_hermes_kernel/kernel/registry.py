@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ConfigError, KernelShutdownError
+from .control import check_process
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
@@ -161,7 +162,9 @@ class KernelRegistry(IdleReaping):
         :param pinned: exempt from LRU eviction; default: true for delegated-child keys.
         :raises KernelShutdownError: if the registry (or the key's kernel, mid-start) was shut down.
         :raises KernelStartError: if the kernel could not be started.
+        :raises KernelForkedError: in a forked child of the registry's process.
         """
+        check_process(self.host_pid)
         key = self.resolve(key)
         entry = self._acquire(key, key.child_id is not None if pinned is None else pinned)
         try:
@@ -278,10 +281,6 @@ class KernelRegistry(IdleReaping):
         self._teardown([entry] if last_out else over)
         self._poke()
 
-    def _poke(self) -> None:
-        if self._reaper is not None:
-            self._reaper.poke()
-
     # ------------------------------------------------------------------------------ eviction
     def _over_cap_unlocked(self, keep: KernelKey) -> list[_Entry]:
         unpinned = [e for e in list(self._entries.values()) if not e.pinned]
@@ -359,6 +358,8 @@ class KernelRegistry(IdleReaping):
         return self._shutdown_where(lambda _k: True)
 
     def _shutdown_where(self, match: Callable[[KernelKey], bool]) -> int:
+        if os.getpid() != self.host_pid:  # a forked child: the parent's kernels (and starts) are not its own
+            return 0
         with self._lock:
             doomed = [self._pop_unlocked(e, "reset") for e in list(self._entries.values()) if match(e.key)]
         pending = [e for e in doomed if not e.ready.is_set()]

@@ -1,0 +1,76 @@
+"""A forked child cannot use its parent's ``KernelRegistry``, and cannot hang on it either.
+
+A registry belongs to the process that made it, as its handles do (B42), but it never said so:
+in a child forked while a thread of the parent was starting a key's kernel, the child's
+``execute`` of that key, ``shutdown_owner``, ``shutdown_all`` and ``close`` waited for that
+start, which no thread of the child runs: forever. Now acquiring in a child raises
+``KernelForkedError`` (a ``start_kernel`` or a registry of the child's own is how it gets
+kernels), and the shutdown calls leave the parent's kernels alone and return at once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HOST = textwrap.dedent("""
+    import json, os, sys, threading
+    from pytest_hermes_kernel import KernelKey, KernelRegistry
+
+    reg = KernelRegistry(background_reaper=False)
+    started, release = threading.Event(), threading.Event()
+    from pytest_hermes_kernel.kernel.handle import KernelHandle
+    start = KernelHandle.start
+
+    def slow_start(self):  # the parent's start of "pending" is under way when the fork happens
+        if self.owner == "pending" and not release.is_set():
+            started.set()
+            release.wait(30)
+        return start(self)
+
+    KernelHandle.start = slow_start
+    reg.execute(KernelKey(owner="ready"), "1")
+    parent = threading.Thread(target=lambda: reg.execute(KernelKey(owner="pending"), "1"))
+    parent.start()
+    started.wait(30)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        import faulthandler
+        faulthandler.dump_traceback_later(10, exit=True)
+        out = {}
+        for name, call in [("execute", lambda: reg.execute(KernelKey(owner="pending"), "2")),
+                           ("execute_ready", lambda: reg.execute(KernelKey(owner="ready"), "2")),
+                           ("shutdown_owner", lambda: reg.shutdown_owner("pending")),
+                           ("close", reg.close)]:
+            try:
+                out[name] = repr(call())
+            except Exception as exc:
+                out[name] = type(exc).__name__
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    child = json.loads(os.read(r, 65536) or b"{}")
+    release.set()
+    parent.join(30)
+    ours = reg.execute(KernelKey(owner="pending"), "40 + 2").value
+    reg.close()
+    print(json.dumps({"status": status, "child": child, "parent": ours}))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads: Linux")
+def test_a_child_forked_during_a_start_is_refused_and_never_hangs() -> None:
+    done = subprocess.run([sys.executable, "-c", HOST], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert out["status"] == 0, f"the child hung (killed by its own faulthandler timer): {done.stderr[-3000:]}"
+    assert out["child"] == {"execute": "KernelForkedError", "execute_ready": "KernelForkedError",
+                            "shutdown_owner": "0", "close": "None"}, out
+    assert out["parent"] == "42", "the parent's registry works on as before"
