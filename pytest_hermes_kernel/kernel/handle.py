@@ -34,9 +34,9 @@ from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
-from .outcome import CellOutcome, ControlIntent, build_result, judge
+from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
 from .output import secret_values
-from .queue import CellQueue, Ticket
+from .queue import CellQueue
 from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
 from .runtime import KernelRuntime
@@ -224,7 +224,8 @@ class KernelHandle:
         """Run ``code`` in the kernel's namespace.
 
         :param timeout: seconds of budget for this cell (``None``: ``options.timeout``).
-        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`.
+        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`; set
+            before the cell is sent, it is not sent (``timeout``, ``watchdog="interrupted"``, state kept).
         :param raise_on_timeout: raise the watchdog outcome's exception instead of returning it.
         :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
             overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
@@ -244,15 +245,13 @@ class KernelHandle:
         with self._queue.turn(ticket) as may_run:
             if self._life.stopping:
                 raise self._runtime.shut_error(ticket.generation)
-            if not may_run:
-                return _overtaken(self.info(generation=ticket.generation), ticket)
+            if not may_run or (cancel is not None and cancel.is_set()):  # never sent
+                return _checked(not_run(self.info(generation=ticket.generation), cancelled=may_run), raise_on_timeout)
             with self._held.holding("execute()"):
                 result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
         self._emit("result", result)
-        if raise_on_timeout and result.watchdog:
-            raise _OUTCOME_ERRORS[result.watchdog](result.summary(), result=result)
-        return result
+        return _checked(result, raise_on_timeout)
 
     def _prepare(self) -> Loss | None:
         """Bring up a runner and a worker for the next cell; return (and clear) the loss it reports."""
@@ -424,12 +423,12 @@ _TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that call
                       "(it would wait for itself)")
 """The error of a tool that runs a cell on the kernel whose cell called it."""
 
-def _overtaken(info: KernelInfo, ticket: Ticket) -> CellResult:
-    """The final result of a cell that ``restart()`` overtook while it waited (it never ran)."""
-    note = (f"not run: restart() was called while the cell waited for its turn on generation "
-            f"{ticket.generation}")
-    return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
-                                                          signal=None, note=note))
+
+def _checked(result: CellResult, raise_on_timeout: bool) -> CellResult:
+    """``result``; with ``raise_on_timeout``, its watchdog outcome raised as a :class:`CellTimeoutError`."""
+    if raise_on_timeout and result.watchdog:
+        raise _OUTCOME_ERRORS[result.watchdog](result.summary(), result=result)
+    return result
 
 
 def _may_restart(handle: KernelHandle, loss: Loss | None) -> None:

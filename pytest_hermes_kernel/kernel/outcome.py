@@ -24,7 +24,7 @@ from .results import CellResult, KernelInfo, Reason, Status, WatchdogOutcome
 from .watchdog import Action
 
 __all__ = ["RunnerReply", "CellOutcome", "ControlIntent", "Verdict", "judge", "classify_death", "build_result",
-           "EMPTY_BLOBS"]
+           "not_run", "EMPTY_BLOBS"]
 
 EMPTY_BLOBS: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
 """No output: stdout head, stdout tail, stderr head, stderr tail."""
@@ -299,3 +299,16 @@ def _value_text(reply: RunnerReply, secrets: tuple[str, ...]) -> tuple[str | Non
 
 def _clean_opt(text: str | None, secrets: tuple[str, ...]) -> str | None:
     return None if text is None else clean(text, secrets)
+
+
+def not_run(info: KernelInfo, *, cancelled: bool) -> CellResult:
+    """The final result of a cell that was never sent: ``restart()`` overtook it while it waited for
+    its turn (``died``, ``reason="reset"``, naming ``info.generation``, the one it was sent to), or
+    its cancel switch was set before (``cancelled``: ``timeout``, ``watchdog="interrupted"``, state
+    kept, as for a cell the ladder's SIGINT cut before it began)."""
+    if cancelled:
+        return CellResult(status="timeout", watchdog="interrupted",
+                          kernel=info.replace(note="not run: its cancel switch was set before it was sent"))
+    note = f"not run: restart() was called while the cell waited for its turn on generation {info.generation}"
+    return CellResult(status="died", kernel=info.replace(state_lost=True, reason="reset", exit_code=None,
+                                                          signal=None, note=note))
