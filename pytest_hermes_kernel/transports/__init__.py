@@ -49,6 +49,29 @@ __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_tra
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
+class _ForkSafeLock:
+    """A lock that a forked child gets free. Making a shared transport under it can take seconds (a
+    docker engine asked, a sweep); a child forked meanwhile inherited it held by a thread it does
+    not have, and its first ``get_transport`` (``start_kernel`` of any transport) waited forever.
+    The fork hook is registered at the first use, not at import."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hooked = False
+
+    def __enter__(self) -> None:
+        if not self._hooked:
+            self._hooked = True
+            os.register_at_fork(after_in_child=self._free)
+        self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def _free(self) -> None:
+        self._lock = threading.Lock()  # the child's shared transports are its own (_forget_a_parents_transports)
+
+
 _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, SharedTransport] = {}
 _retired: list[Transport] = []  # shared instances register_transport replaced: closed with the shared ones
@@ -56,7 +79,7 @@ _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made he
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
 _closed_held: list[Transport] = []  # the same, held until probed while a leak check watches
 _watching_closed = False
-_lock = threading.Lock()
+_lock = _ForkSafeLock()
 _exit_hook_pid: int | None = None  # the process whose atexit hook is registered
 _shared_pid: int | None = None  # the process the instances in _shared belong to
 
