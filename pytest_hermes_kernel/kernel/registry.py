@@ -372,7 +372,9 @@ class KernelRegistry(IdleReaping):
         return len(doomed)
 
     def close(self) -> None:
-        """Stop the reaper and shut everything down; later acquires raise."""
+        """Stop the reaper and shut everything down; later acquires raise (a forked child's copy: nothing)."""
+        if os.getpid() != self.host_pid:  # the parent's kernels, and maybe its lock held by a thread not here
+            return
         with self._lock:
             self._closed = True
         if self._reaper is not None:

@@ -74,3 +74,42 @@ def test_a_child_forked_during_a_start_is_refused_and_never_hangs() -> None:
     assert out["child"] == {"execute": "KernelForkedError", "execute_ready": "KernelForkedError",
                             "shutdown_owner": "0", "close": "None"}, out
     assert out["parent"] == "42", "the parent's registry works on as before"
+
+
+CLOSE_HOST = textwrap.dedent("""
+    import json, os, threading
+    from pytest_hermes_kernel import KernelKey, KernelRegistry
+    from pytest_hermes_kernel.transports import get_transport
+
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_factory(key):  # the registry asks for a key's transport under its lock (a docker one: seconds)
+        inside.set()
+        release.wait(30)
+        return get_transport("local")
+
+    with KernelRegistry(background_reaper=False, transport_factory=slow_factory) as reg:
+        maker = threading.Thread(target=lambda: reg.execute(KernelKey(owner="a"), "1"))
+        maker.start()
+        inside.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            import faulthandler
+            faulthandler.dump_traceback_later(10, exit=True)
+        else:
+            _, status = os.waitpid(pid, 0)
+            release.set()
+            maker.join(30)
+    if pid == 0:  # the child left the with block: its close() is done
+        os._exit(0)
+    print(json.dumps({"status": status}))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads: Linux")
+def test_a_child_leaving_the_registrys_with_block_returns_while_a_parent_thread_holds_its_lock() -> None:
+    done = subprocess.run([sys.executable, "-c", CLOSE_HOST], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"status": 0}, (
+        f"the child's close() hung on the parent's registry lock: {done.stderr[-3000:]}")
