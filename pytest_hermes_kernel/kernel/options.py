@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "MAX_SECONDS", "WatchdogPolicy", "built"]
+           "MAX_SECONDS", "WatchdogPolicy", "built", "check_registry_settings"]
 
 _T = TypeVar("_T")
 
@@ -241,3 +241,14 @@ def check_env(env: Mapping[str, str]) -> None:
             except UnicodeEncodeError as exc:
                 raise ConfigError(f"env variable {name!r}: {text[exc.start]!r} is a lone surrogate that stands for no "
                                   "byte; no environment can hold it") from None
+
+
+def check_registry_settings(max_kernels: object, idle_timeout: object) -> None:
+    """Check the settings of a :class:`~.registry.KernelRegistry`.
+
+    :raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None.
+    """
+    if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
+        raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
+    if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
+        raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")

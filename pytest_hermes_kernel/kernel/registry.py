@@ -39,7 +39,7 @@ from .control import check_process
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
-from .options import KernelOptions, is_seconds
+from .options import KernelOptions, check_registry_settings
 from .reaper import IdleReaper, IdleReaping, in_use
 from .results import CellResult, Reason
 from .rpc import ToolTable
@@ -123,7 +123,7 @@ class KernelRegistry(IdleReaping):
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
-        _check_settings(max_kernels, idle_timeout)
+        check_registry_settings(max_kernels, idle_timeout)
         self.max_kernels = max_kernels
         self.transport = transport
         self.idle_timeout = idle_timeout
@@ -211,7 +211,7 @@ class KernelRegistry(IdleReaping):
                 old.buried.wait(self.options.shutdown_grace * 3 + 10.0)
             with self._lock:
                 for old in dying:
-                    self._bury_unlocked(old)
+                    _bury(self._dying, old)
         with self._lock:
             if self._closed:
                 raise KernelShutdownError("the kernel registry is shut down")
@@ -224,11 +224,15 @@ class KernelRegistry(IdleReaping):
             entry.last_used = self.clock()
             self._entries.move_to_end(key)
             doomed += self._over_cap_unlocked(keep=key)
-        self._teardown(doomed)
         if creator:
-            self._start(entry)
+            self._start(entry, doomed)
         else:
-            entry.ready.wait()
+            try:
+                self._teardown(doomed)
+                entry.ready.wait()
+            except BaseException:  # Ctrl-C while it waits: the lease goes with it
+                self._release(entry)
+                raise
         if entry.start_error is not None or entry.doomed:
             self._release(entry)
             if entry.start_error is not None:
@@ -255,8 +259,9 @@ class KernelRegistry(IdleReaping):
         self._entries[key] = entry
         return entry
 
-    def _start(self, entry: _Entry) -> None:
-        try:
+    def _start(self, entry: _Entry, doomed: list[_Entry]) -> None:
+        try:  # a Ctrl-C in the eviction's shutdown fails the start too: no entry is left pending
+            self._teardown(doomed)
             entry.handle.start()
             with self._lock:
                 self.stats["started"] += 1
@@ -319,15 +324,7 @@ class KernelRegistry(IdleReaping):
             with self._lock:
                 if info is not None and info.may_still_run:
                     _note_unconfirmed_end(self.stats, self._lost, entry.key)
-                self._bury_unlocked(entry)
-
-    def _bury_unlocked(self, entry: _Entry) -> None:
-        entry.buried.set()
-        left = [e for e in self._dying.get(entry.key, ()) if e is not entry]
-        if left:
-            self._dying[entry.key] = left
-        else:
-            self._dying.pop(entry.key, None)
+                _bury(self._dying, entry)
 
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
@@ -404,6 +401,16 @@ class KernelRegistry(IdleReaping):
     __reduce_ex__ = _refuse_copy
 
 
+def _bury(dying: dict[KernelKey, list[_Entry]], entry: _Entry) -> None:
+    """``entry``'s kernel is dead (or given up on): its key's next kernel may start (under the lock)."""
+    entry.buried.set()
+    left = [e for e in dying.get(entry.key, ()) if e is not entry]
+    if left:
+        dying[entry.key] = left
+    else:
+        dying.pop(entry.key, None)
+
+
 def _await_start(entry: _Entry) -> None:
     """Wait until ``entry``'s kernel has started or failed to, unless this very thread starts it
     further up its stack (a signal handler's shutdown landed there): waiting would be forever,
@@ -416,14 +423,6 @@ def _count_death(deaths: dict[str, int], result: CellResult) -> None:
     """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
     if result.status in ("died", "exited", "timeout") and result.kernel.reason:
         deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
-
-
-def _check_settings(max_kernels: object, idle_timeout: object) -> None:
-    """:raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None."""
-    if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
-        raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
-    if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
-        raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")
 
 
 def _note_unconfirmed_end(stats: dict[str, Any], lost: dict[KernelKey, Loss], key: KernelKey) -> None:
