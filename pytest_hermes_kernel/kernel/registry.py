@@ -41,7 +41,7 @@ from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
 from .options import KernelOptions, check_registry_settings
 from .reaper import IdleReaper, IdleReaping, in_use
-from .results import CellResult, Reason
+from .results import CellResult, KernelSnapshot, Reason
 from .rpc import ToolTable
 
 if TYPE_CHECKING:  # imported when the first kernel starts: the leak check lists registries of runs that start none
@@ -73,21 +73,6 @@ class _Entry:
     """The loss of the key's previous kernel, handed to this one (given back if it fails to start)."""
     starter: int = field(default_factory=threading.get_ident)
     """The thread that starts this kernel (the one that made the entry)."""
-
-
-@dataclass(frozen=True)
-class KernelSnapshot:
-    """One registry entry, as :meth:`KernelRegistry.snapshot` reports it."""
-
-    key: KernelKey
-    kernel_id: str
-    pid: int | None
-    runner_pid: int | None
-    generation: int
-    leases: int
-    pinned: bool
-    last_used: float
-    state: str
 
 
 TransportFactory = Callable[[KernelKey], Any]
@@ -369,7 +354,8 @@ class KernelRegistry(IdleReaping):
         return len(doomed)
 
     def close(self) -> None:
-        """Stop the reaper and shut everything down; later acquires raise (a forked child's copy: nothing)."""
+        """Stop the reaper and shut everything down, also what other threads are ending; later acquires
+        raise (a forked child's copy: nothing)."""
         if os.getpid() != self.host_pid:  # the parent's kernels, and maybe its lock held by a thread not here
             return
         with self._lock:
@@ -377,6 +363,7 @@ class KernelRegistry(IdleReaping):
         if self._reaper is not None:
             self._reaper.stop()
         self.shutdown_all()
+        _await_burials(self._lock, self._dying, self.options.shutdown_grace * 3 + 10.0)  # other threads' ends
 
     # ------------------------------------------------------------------------------ looking
     def snapshot(self) -> list[KernelSnapshot]:
@@ -409,6 +396,15 @@ def _bury(dying: dict[KernelKey, list[_Entry]], entry: _Entry) -> None:
         dying[entry.key] = left
     else:
         dying.pop(entry.key, None)
+
+
+def _await_burials(lock: threading.RLock, dying: dict[KernelKey, list[_Entry]], timeout: float) -> None:
+    """Wait until the kernels other threads are ending (an idle reap, an eviction) are dead, each for
+    ``timeout`` seconds at most (a shutdown's three steps, and some slack)."""
+    with lock:
+        entries = [entry for entries in dying.values() for entry in entries]
+    for entry in entries:
+        entry.buried.wait(timeout)
 
 
 def _await_start(entry: _Entry) -> None:

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
 
+if TYPE_CHECKING:
+    from .keys import KernelKey
+
 __all__ = [
     "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "encode_frame",
-    "Status", "Reason", "WatchdogOutcome", "KernelInfo", "CellResult", "ExitInfo",
+    "Status", "Reason", "WatchdogOutcome", "KernelInfo", "CellResult", "ExitInfo", "KernelSnapshot",
 ]
 
 Status = Literal["ok", "error", "interrupted", "timeout", "died", "exited"]
@@ -141,3 +144,18 @@ class ExitInfo:
         """A shutdown that was not confirmed: the runner may still run (not a kernel kept on
         purpose, nor one left alone in a forked child)."""
         return not self.confirmed and self.step not in ("forked-child", "kept")
+
+
+@dataclass(frozen=True)
+class KernelSnapshot:
+    """One registry entry, as :meth:`~.registry.KernelRegistry.snapshot` reports it."""
+
+    key: KernelKey
+    kernel_id: str
+    pid: int | None
+    runner_pid: int | None
+    generation: int
+    leases: int
+    pinned: bool
+    last_used: float
+    state: str
