@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..errors import ConfigError, HermesKernelError, TransportUnavailableError
+from ..errors import ConfigError, HermesKernelError, KernelShutdownError, TransportUnavailableError
 from ..transports import close_transport, get_transport, make_transport, transport_names
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
@@ -264,8 +264,13 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     marker = kernel_marker(request.node)
     stats = request.config.stash[stats_key]
     made: list[Kernel] = []
+    ended: list[bool] = []
 
     def factory(**options: Any) -> Kernel:
+        if ended:  # nobody would shut its kernel down: it leaked
+            raise KernelShutdownError(f"{request.node.nodeid}: its hermes_kernel_factory was called after that test "
+                                      "ended, when its kernels were shut down; nothing was started. Hint: use the "
+                                      "factory of the test that runs now, or a module- or session-scoped fixture")
         tools = {**marker.tools, **(options.pop("tools", None) or {})}
         merged = {"timeout": settings.timeout, **marker.kernel, **options}
         try:
@@ -280,6 +285,7 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
         return kernel
 
     yield factory
+    ended.append(True)
     problems = [p for kernel in made for p in faults.finish_kernel(kernel)]
     if not made:
         problems += faults.never_applied(request.node, request.node.stash.get(phase_report_key, {}))
