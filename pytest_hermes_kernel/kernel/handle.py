@@ -33,7 +33,7 @@ from .channel import Channel
 from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
-from .options import KernelOptions
+from .options import KernelOptions, checked_options
 from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
 from .output import secret_values
 from .queue import CellQueue
@@ -94,8 +94,8 @@ class KernelHandle:
     def __init__(self, transport: Transport, options: KernelOptions | None = None, *,
                  tools: ToolTable | Mapping[str, Any] | None = None, kernel_id: str | None = None,
                  owner: str | None = None) -> None:
-        self.transport = transport
-        self.options = options or KernelOptions()
+        self.transport = _checked_transport(transport)
+        self.options = checked_options(options)
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
         self.kernel_id = checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
@@ -429,6 +429,14 @@ def _checked(result: CellResult, raise_on_timeout: bool) -> CellResult:
     if raise_on_timeout and result.watchdog:
         raise _OUTCOME_ERRORS[result.watchdog](result.summary(), result=result)
     return result
+
+
+def _checked_transport(transport: Transport) -> Transport:
+    """:raises TypeError: if ``transport`` is a transport's name, not a transport."""
+    if isinstance(transport, str):
+        raise TypeError(f"a KernelHandle runs on a Transport, not on its name {transport!r}: "
+                        f"start_kernel({transport!r}) starts one there, or get_transport({transport!r}) gives it")
+    return transport
 
 
 def _may_restart(handle: KernelHandle, loss: Loss | None) -> None:

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "MAX_SECONDS", "WatchdogPolicy", "built", "check_registry_settings"]
+           "MAX_SECONDS", "WatchdogPolicy", "built", "check_registry_settings", "checked_options"]
 
 _T = TypeVar("_T")
 
@@ -252,3 +252,16 @@ def check_registry_settings(max_kernels: object, idle_timeout: object) -> None:
         raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
     if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
         raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")
+
+
+def checked_options(options: object) -> KernelOptions:
+    """``options`` as given, or the defaults for ``None``.
+
+    :raises TypeError: if it is no :class:`KernelOptions` (a dict of its fields, say), showing the right form.
+    """
+    if options is None:
+        return KernelOptions()
+    if not isinstance(options, KernelOptions):
+        raise TypeError(f"options must be a KernelOptions, e.g. KernelOptions(timeout=5.0) (start_kernel takes "
+                        f"its fields as keywords); got {type(options).__name__} {options!r}")
+    return options

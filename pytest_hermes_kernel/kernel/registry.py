@@ -39,7 +39,7 @@ from .control import check_process
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss
-from .options import KernelOptions, check_registry_settings
+from .options import KernelOptions, check_registry_settings, checked_options
 from .reaper import IdleReaper, IdleReaping, in_use
 from .results import CellResult, KernelSnapshot, Reason
 from .rpc import ToolTable
@@ -112,7 +112,7 @@ class KernelRegistry(IdleReaping):
         self.max_kernels = max_kernels
         self.transport = transport
         self.idle_timeout = idle_timeout
-        self.options = options or KernelOptions()
+        self.options = checked_options(options)
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
         self.clock = clock
         self.stale_dir_age = stale_dir_age

@@ -27,6 +27,9 @@ class ToolTable:
     """Named host callables. Thread-safe; changes apply from the next cell on."""
 
     def __init__(self, tools: Mapping[str, ToolFunc] | None = None) -> None:
+        if tools is not None and not isinstance(tools, Mapping):
+            raise TypeError(f"tools must be a dict of name: callable, e.g. tools={{'print': print}}; got "
+                            f"{type(tools).__name__} {tools!r}")
         self._tools: dict[str, ToolFunc] = {}
         self._lock = threading.Lock()
         for name, func in (tools or {}).items():
