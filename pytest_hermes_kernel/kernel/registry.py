@@ -73,6 +73,8 @@ class _Entry:
     """The loss of the key's previous kernel, handed to this one (given back if it fails to start)."""
     starter: int = field(default_factory=threading.get_ident)
     """The thread that starts this kernel (the one that made the entry)."""
+    ender: int | None = None
+    """The thread that took it out to shut it down (a ``close()`` in a signal handler there does not wait for it)."""
 
 
 TransportFactory = Callable[[KernelKey], Any]
@@ -283,7 +285,7 @@ class KernelRegistry(IdleReaping):
     def _pop_unlocked(self, entry: _Entry, reason: Reason) -> _Entry:
         if self._entries.get(entry.key) is entry:
             del self._entries[entry.key]
-        entry.doomed = reason
+        entry.doomed, entry.ender = reason, threading.get_ident()  # (the popping thread ends it)
         self._dying.setdefault(entry.key, []).append(entry)
         if reason in ("evicted", "idle_reaped"):
             self._lost[entry.key] = Loss(reason=reason, note=f"the previous kernel for this key was "
@@ -404,7 +406,8 @@ def _await_burials(lock: threading.RLock, dying: dict[KernelKey, list[_Entry]], 
     with lock:
         entries = [entry for entries in dying.values() for entry in entries]
     for entry in entries:
-        entry.buried.wait(timeout)
+        if entry.ender != threading.get_ident():  # (a signal handler's close() in the end's own thread: it cannot)
+            entry.buried.wait(timeout)
 
 
 def _await_start(entry: _Entry) -> None:

@@ -40,3 +40,36 @@ def test_close_waits_for_the_kernel_the_reaper_is_ending(make_registry, fake_clo
 
     assert closer.result(timeout=SETTLE_S) is not None, "close() returned while the reaped kernel was being shut down"
     assert reaping.result(timeout=SETTLE_S) == 1
+
+
+def test_close_from_a_signal_handler_does_not_wait_for_the_end_its_own_thread_is_in(make_registry, fake_clock,
+                                                                                      monkeypatch):
+    import signal
+    import time
+
+    reg = make_registry(idle_timeout=60.0, clock=fake_clock)
+    reg.get_or_start(A)
+    release = threading.Event()
+    shutdown = KernelHandle.shutdown
+    took: list[float] = []
+
+    def slow(self, now=False):  # the reap below, in this very thread, is in the kernel's shutdown
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+        release.wait(SETTLE_S)
+        return shutdown(self, now)
+
+    def handler(signum, frame):  # a program's handler that closes the registry
+        began = time.monotonic()
+        reg.close()
+        took.append(time.monotonic() - began)
+        release.set()
+
+    monkeypatch.setattr(KernelHandle, "shutdown", slow)
+    previous = signal.signal(signal.SIGUSR1, handler)
+    try:
+        fake_clock.advance(3600)
+        assert reg.reap_once() == 1
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+    assert took and took[0] < 5.0, f"close() in the handler waited {took} s for the shutdown below it"
