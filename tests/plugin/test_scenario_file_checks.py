@@ -21,6 +21,8 @@ BAD = {
                  "end_typo.toml: [expect_end]: unknown keys ['kernel']; known: ['kernels', 'processes']"),
     "registry_typo": (HEAD + "\n[registry]\nmax_kernel = 1\n" + CELL,
                       "registry_typo.toml: [registry]: unknown keys ['max_kernel']; known: ['idle_timeout', 'max_kernels']"),
+    "description_list": (HEAD + 'description = ["floods", "caps"]\n' + CELL,
+                         "description_list.toml: [scenario]: description must be a string, not ['floods', 'caps']"),
     "transports_text": (HEAD + 'transports = "docker"\n' + CELL,
                         "transports_text.toml: [scenario]: transports must be a non-empty list of transport names"),
     "transports_typo": (HEAD + 'transports = ["lcoal"]\n' + CELL,
