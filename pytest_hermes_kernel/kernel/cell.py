@@ -35,6 +35,12 @@ MAX_REATTACHES_PER_CELL = 10
 TOOLS_AFTER_CUT_S = 0.5
 
 
+#: What sending a tool's result raises for a value no frame can carry: ``TypeError`` (a set, bytes),
+#: ``ValueError`` (an int over 4300 digits, a list that holds itself; :class:`FrameTooLargeError`
+#: is one) and ``RecursionError`` (nested deeper than ``json`` can go). Each is the cell's ``ToolError``.
+_UNSENDABLE = (TypeError, ValueError, RecursionError)
+
+
 class _ToolThread(threading.local):
     kernel: object | None = None
     """The handle whose tool this thread is running."""
@@ -259,8 +265,8 @@ class CellRun:
             try:
                 channel = self._keep_tool_reply(reply)
                 channel.send(reply)
-            except (TypeError, FrameTooLargeError) as exc:
-                what = "is not JSON" if isinstance(exc, TypeError) else "does not fit in a frame"
+            except _UNSENDABLE as exc:
+                what = "does not fit in a frame" if isinstance(exc, FrameTooLargeError) else "is not JSON"
                 reply = {"type": "tool_result", "id": header.get("id"), "ok": False,
                          "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"}
                 self._keep_tool_reply(reply).send(reply)
@@ -284,7 +290,7 @@ class CellRun:
         for reply in replies:
             try:
                 self.link.channel.send(reply)
-            except (TypeError, FrameTooLargeError):
+            except _UNSENDABLE:
                 pass  # a value that cannot be sent: its tool's thread sends the error in its place
 
     # ------------------------------------------------------------------------------ watchdog
