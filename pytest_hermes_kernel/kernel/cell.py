@@ -22,7 +22,7 @@ from .link import RunnerLink
 from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
 from .results import MAX_FRAME_BYTES, Reason
-from .rpc import CellAuthority, ToolTable
+from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
 
 __all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
@@ -257,7 +257,7 @@ class CellRun:
             except BaseException as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours;
                 # KeyboardInterrupt or SystemExit too: in this thread they are the tool's own raise
                 # (no signal lands here), and unanswered, the cell would wait for its budget
-                reply.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+                reply.update(ok=False, error=describe_tool_error(exc))
         finally:
             _in_tool.kernel = None
             self.budget.resume()

@@ -120,6 +120,20 @@ class CellAuthority:
             del record["running"]
 
 
+def describe_tool_error(exc: BaseException) -> str:
+    """What the cell's ``ToolError`` says of a tool that raised ``exc``: ``"Name: message"``.
+
+    The message is the tool's code too: one whose ``__str__`` fails is named as failed, in the
+    worker's words for a cell's own such exception (raised here, it ended the tool's thread with
+    no answer, and the cell waited for one until its budget ran out).
+    """
+    try:
+        text = str(exc)
+    except BaseException as again:  # noqa: BLE001 - a broken __str__ is the tool's, never the host's
+        text = f"<str failed: {type(again).__name__}>"
+    return f"{type(exc).__name__}: {text}"
+
+
 def _preview(args: Mapping[str, Any]) -> str:
     text = repr(dict(args))
     return text if len(text) <= 80 else text[:77] + "..."
