@@ -21,7 +21,7 @@ from .lifecycle import Loss
 from .link import RunnerLink
 from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
-from .results import MAX_FRAME_BYTES, Reason
+from .results import MAX_FRAME_BYTES, FrameTooDeep, Reason
 from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
 
@@ -37,7 +37,7 @@ TOOLS_AFTER_CUT_S = 0.5
 
 #: What sending a tool's result raises for a value no frame can carry: ``TypeError`` (a set, bytes),
 #: ``ValueError`` (an int over 4300 digits, a list that holds itself; :class:`FrameTooLargeError`
-#: is one) and ``RecursionError`` (nested deeper than ``json`` can go). Each is the cell's ``ToolError``.
+#: and :class:`FrameTooDeep` are ones) and ``RecursionError`` (nested deeper than ``json`` can go). Each is the cell's ``ToolError``.
 _UNSENDABLE = (TypeError, ValueError, RecursionError)
 
 
@@ -266,7 +266,7 @@ class CellRun:
                 channel = self._keep_tool_reply(reply)
                 channel.send(reply)
             except _UNSENDABLE as exc:
-                what = "does not fit in a frame" if isinstance(exc, FrameTooLargeError) else "is not JSON"
+                what = "does not fit in a frame" if isinstance(exc, (FrameTooLargeError, FrameTooDeep)) else "is not JSON"
                 reply = {"type": "tool_result", "id": header.get("id"), "ok": False,
                          "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"}
                 self._keep_tool_reply(reply).send(reply)
