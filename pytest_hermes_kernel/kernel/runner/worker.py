@@ -35,7 +35,7 @@ from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error,
 from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
-from .tools import ToolError, make_tools_module
+from .tools import ToolError, encode_tool_call, make_tools_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,15 +156,13 @@ class Worker:
     def send(self, header: Header) -> None:
         """Send one frame to the supervisor (a process forked by a cell ends here instead).
 
-        :raises ToolError: if a tool call's frame would exceed the frame limit (a result that
-            would is sent as a ``ReplyTooLarge`` error instead).
+        :raises ToolError: if a tool call cannot be a frame (:func:`.tools.encode_tool_call`); a
+            result over the frame limit is sent as a ``ReplyTooLarge`` error instead.
         """
         if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
-        data = encode_frame(header)
+        data = encode_tool_call(header) if header.get("type") == "tool_call" else encode_frame(header)
         if len(data) > MAX_FRAME_BYTES:
-            if header.get("type") != "result":
-                raise ToolError(f"the tool call is {len(data)} bytes, over the {MAX_FRAME_BYTES}-byte frame limit")
             data = encode_frame(too_large(header, len(data)))
         shielded = self._enter_io()
         try:
@@ -328,8 +326,8 @@ class Worker:
     def call_tool(self, name: str, args: dict[str, Any]) -> Any:
         """Ask the host to run tool ``name`` for the running cell and wait for its result.
 
-        :raises ToolError: if no cell runs, in a process a cell forked, or if the host refused
-            or the tool failed.
+        :raises ToolError: if no cell runs, in a process a cell forked, if ``args`` cannot be sent
+            (not JSON, too large or too deep for a frame), or if the host refused or the tool failed.
         """
         self._returning = False
         if os.getpid() != self.pid:
