@@ -13,8 +13,10 @@ captured in cell 1 and called in cell 2 goes through cell 2's table and budget.
 
 from __future__ import annotations
 
+import keyword
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,11 +37,13 @@ class ToolTable:
     def register(self, name: str, func: ToolFunc) -> None:
         """Offer ``func`` to cells as ``hermes_tools.<name>``.
 
-        :raises ConfigError: if ``name`` is not a public identifier or ``func`` is not callable
-            (a ``ValueError``, as before).
+        :raises ConfigError: if a cell could not call it by ``name``: not a str, not a public
+            identifier, a keyword, one of ``hermes_tools``' own attributes, or changed by NFKC (as
+            Python reads an identifier in source); or if ``func`` is not callable (a ``ValueError``).
         """
-        if not name.isidentifier() or name.startswith("_"):
-            raise ConfigError(f"tool name {name!r} must be a public Python identifier")
+        problem = _unreachable(name)
+        if problem:
+            raise ConfigError(f"tool name {name!r} {problem}")
         if not callable(func):
             raise ConfigError(f"tool {name!r} is not callable: {func!r}")
         with self._lock:
@@ -56,6 +60,27 @@ class ToolTable:
     def get(self, name: str) -> ToolFunc | None:
         with self._lock:
             return self._tools.get(name)
+
+
+#: ``hermes_tools``' own attributes (kernel/runner/tools.py): a tool of one of these names was
+#: registered, but ``hermes_tools.<name>`` in a cell is the module's, not the tool.
+MODULE_NAMES = frozenset({"call", "available", "ToolError"})
+
+
+def _unreachable(name: object) -> str | None:
+    """Why a cell could not write ``hermes_tools.<name>``; ``None`` when it can."""
+    if not isinstance(name, str):
+        return f"must be a str, not {type(name).__name__}"
+    if not name.isidentifier() or name.startswith("_"):
+        return "must be a public Python identifier"
+    if keyword.iskeyword(name):
+        return "is a Python keyword: hermes_tools.<name> cannot be written"
+    if name in MODULE_NAMES:
+        return f"is hermes_tools' own ({', '.join(sorted(MODULE_NAMES))}): hermes_tools.{name} is not the tool"
+    spelled = unicodedata.normalize("NFKC", name)
+    if spelled != name:
+        return f"is read as {spelled!r} in a cell's source (NFKC): register it as {spelled!r}"
+    return None
 
 
 #: A call's ``error`` in a result made while it still ran (a thread of the cut cell may still wait for it).
