@@ -145,8 +145,14 @@ class CellAuthority:
             del record["running"]
 
 
+#: Characters of a failing tool's message sent to the cell (4 bytes each at most: a frame holds
+#: them); the cell's error is cut at ``max_output_bytes`` characters again.
+MAX_TOOL_ERROR_CHARS = 4 * 1024 * 1024
+
+
 def describe_tool_error(exc: BaseException) -> str:
-    """What the cell's ``ToolError`` says of a tool that raised ``exc``: ``"Name: message"``.
+    """What the cell's ``ToolError`` says of a tool that raised ``exc``: ``"Name: message"``, the
+    message cut at :data:`MAX_TOOL_ERROR_CHARS`.
 
     The message is the tool's code too: one whose ``__str__`` fails is named as failed, in the
     worker's words for a cell's own such exception (raised here, it ended the tool's thread with
@@ -156,6 +162,8 @@ def describe_tool_error(exc: BaseException) -> str:
         text = str(exc)
     except BaseException as again:  # noqa: BLE001 - a broken __str__ is the tool's, never the host's
         text = f"<str failed: {type(again).__name__}>"
+    if len(text) > MAX_TOOL_ERROR_CHARS:  # (one past a frame was lost: "returned a value that does not fit")
+        text = text[:MAX_TOOL_ERROR_CHARS] + f" [... {len(text) - MAX_TOOL_ERROR_CHARS} characters dropped ...]"
     return f"{type(exc).__name__}: {text}"
 
 
