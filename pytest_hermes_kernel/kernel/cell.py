@@ -25,7 +25,7 @@ from .results import MAX_FRAME_BYTES, FrameTooDeep, Reason
 from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
 
-__all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
+__all__ = ["CellRun", "check_cell_args", "refuse_in_tool", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
 
 #: Re-attaches one cell may make: a stream that drops again after each of them (a flapping link)
 #: then ends the cell ``transport_lost``, its note saying how many there were, instead of
@@ -52,6 +52,13 @@ _in_tool = _ToolThread()
 def running_tool_of(handle: object) -> bool:
     """Whether this thread is running a tool for ``handle`` (a cell there would wait for itself)."""
     return _in_tool.kernel is handle
+
+
+def refuse_in_tool(handle: object, kernel_id: str, what: str, why: str) -> None:
+    """:raises ConfigError: if this thread runs a tool for ``handle``: the cell that called the
+        tool holds the kernel, so the tool cannot ``what`` it (``why``)."""
+    if running_tool_of(handle):
+        raise ConfigError(f"a tool cannot {what} kernel {kernel_id}: the cell that called the tool holds it ({why})")
 
 
 class CellRun:
@@ -347,17 +354,19 @@ class CellRun:
         alive = link.alive()
         # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
         # one whose link kept dropping ran its cell on until the next cell discarded it); one a
-        # shutdown is ending is the shutdown's to end
-        killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
+        # shutdown is ending is the shutdown's to end; one keep() let go of runs on (killed, none was left)
+        killed = link.kill() if not link.kept and (not reattachable or (alive and not self.stopping())) else False
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (_still_alive(killed, self.stopping()) if alive else _UNREACHED if unreached else ""))
+                + (_still_alive(killed, self.stopping(), link.kept) if alive else _UNREACHED if unreached else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 
 
-def _still_alive(killed: bool, stopping: bool) -> str:
+def _still_alive(killed: bool, stopping: bool, kept: bool) -> str:
     """The loss note's words for a runner still alive when the host gave up on its channel."""
+    if kept:
+        return " (runner still alive; kept, the cell running on in it)"
     if killed:
         return " (runner still alive; killed)"
     return " (runner still alive; the shutdown ends it)" if stopping else \
