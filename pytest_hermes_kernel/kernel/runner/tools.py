@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 
 from .frames import MAX_FRAME_BYTES, encode_frame
@@ -49,6 +50,13 @@ def make_tools_module(worker: Worker) -> types.ModuleType:
 
     mod.call, mod.available, mod.__getattr__ = call, available, __getattr__  # type: ignore[attr-defined]
     return mod
+
+
+def install_tools_module(worker: Worker) -> None:
+    """Put ``hermes_tools`` in ``sys.modules`` unless it is there: at the worker's start and before
+    each cell (a cell that deleted it cut every later cell off the tools: the module has no spec)."""
+    if "hermes_tools" not in sys.modules:
+        sys.modules["hermes_tools"] = make_tools_module(worker)
 
 
 def encode_tool_call(header: Header) -> bytes:

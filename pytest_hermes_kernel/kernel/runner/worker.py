@@ -35,7 +35,7 @@ from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error,
 from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
-from .tools import ToolError, encode_tool_call, make_tools_module
+from .tools import ToolError, encode_tool_call, install_tools_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -282,6 +282,7 @@ class Worker:
             self._rearmer.join(1.0)
             self._rearmer = None
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
+        install_tools_module(self)  # or deleted hermes_tools from sys.modules (it has no spec to be found by)
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
         started = time.perf_counter()
@@ -423,7 +424,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         become_worker(out_w, err_w, config)
         install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
         _WORKER = worker
-        sys.modules["hermes_tools"] = make_tools_module(worker)
+        install_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
         worker.loop()
     except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
