@@ -21,6 +21,7 @@ from .lifecycle import Loss
 from .link import RunnerLink
 from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
+from .output import kernel_secrets
 from .results import MAX_FRAME_BYTES, FrameTooDeep, Reason
 from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
@@ -89,7 +90,7 @@ class CellRun:
         self.resetting = resetting
         self.rid = link.channel.next_id()
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
-        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
+        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls, secrets=kernel_secrets(options.env))
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
         if options.report_running:
             self.request["report_running"] = True

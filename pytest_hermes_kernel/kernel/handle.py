@@ -34,7 +34,7 @@ from .holders import current_holder, hold
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions
 from .outcome import CellOutcome, ControlIntent, build_result, judge
-from .output import secret_values
+from .output import kernel_secrets
 from .queue import CellQueue, Ticket
 from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
@@ -102,7 +102,7 @@ class KernelHandle:
         # reentrant: a shutdown() from a signal handler may land inside this thread's restart() or shutdown()
         self._control_lock = threading.RLock()
         self._held = control.HeldHere()  # what this thread is doing with the kernel's channel now
-        self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
+        self._secrets = kernel_secrets(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
         self.holder = hold(self, current_holder.get())  # what keeps it beyond its caller's work (.holders)
 

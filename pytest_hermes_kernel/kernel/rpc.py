@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ConfigError, ToolCallRefused
+from .output import redact
 
 ToolFunc = Callable[..., Any]
 
@@ -94,12 +95,14 @@ class CellAuthority:
     :param cell_id: the request id of the cell.
     :param table: the tools it may call.
     :param max_calls: calls it may make (``KernelOptions.max_tool_calls``).
+    :param secrets: values redacted from each call's ``args`` preview (before it is cut).
     """
 
-    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int) -> None:
+    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int, secrets: tuple[str, ...] = ()) -> None:
         self.cell_id = cell_id
         self.table = table
         self.max_calls = max_calls
+        self.secrets = secrets
         self.calls: list[dict[str, Any]] = []
         self.retired = False
 
@@ -134,7 +137,7 @@ class CellAuthority:
             raise ToolCallRefused(f"Tool call limit reached ({self.max_calls}). "
                                   "No more tool calls allowed in this cell.")
         started = time.perf_counter()
-        record: dict[str, Any] = {"name": name, "args": _preview(args), "ok": False, "duration_s": 0.0, "running": True}
+        record: dict[str, Any] = {"name": name, "args": _preview(args, self.secrets), "ok": False, "duration_s": 0.0, "running": True}
         self.calls.append(record)
         try:
             value = func(**args)
@@ -167,6 +170,8 @@ def describe_tool_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def _preview(args: Mapping[str, Any]) -> str:
-    text = repr(dict(args))
+def _preview(args: Mapping[str, Any], secrets: tuple[str, ...]) -> str:
+    """The arguments' repr, redacted as a result's text is, then cut at 80 characters (a secret cut
+    first showed its head; uncut, a cell that passed its env's token to a tool showed it whole)."""
+    text = redact(repr(dict(args)), secrets)
     return text if len(text) <= 80 else text[:77] + "..."
