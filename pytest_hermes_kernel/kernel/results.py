@@ -11,10 +11,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
+from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, FrameTooDeep, encode_frame
 
 __all__ = [
-    "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "encode_frame",
+    "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "FrameTooDeep", "encode_frame",
     "Status", "Reason", "WatchdogOutcome", "KernelInfo", "CellResult", "ExitInfo",
 ]
 
