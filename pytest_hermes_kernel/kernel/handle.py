@@ -196,8 +196,8 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         """
         _check_process(self.kernel_id, self.host_pid)
-        if not self._life.is_(S.NEW) and not self.stopping:  # started: at once, not after the running
-            return self  # cell (a tool's upload waited for the cell that waited for the tool: for ever)
+        if not self._life.is_(S.NEW, S.STARTING) and not self.stopping:  # started: at once, not after the
+            return self  # running cell (a tool's upload waited for the cell that waited for the tool: for ever)
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
