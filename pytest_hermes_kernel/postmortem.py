@@ -91,8 +91,8 @@ def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
     """Print a cell's result as the API returns it: stdout, stderr, the value, the error."""
     out.write(r.stdout)
     err.write(r.stderr)
-    if r.value is not None:
-        out.write(r.value + "\n")
+    if r.value is not None:  # a repr (user code) may hold a lone surrogate: strict sys.stdout raised for it
+        out.write(r.value.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
     if r.status == "error":
         err.write((r.traceback or f"{r.ename}: {r.evalue}").rstrip("\n") + "\n")
     elif r.status != "ok":

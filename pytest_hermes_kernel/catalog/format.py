@@ -208,6 +208,9 @@ def _check_tables(path: Path, data: dict[str, Any]) -> None:
     if "::" in head["name"] or not head["name"].isprintable():  # the item's node id: `a::b` could not be selected
         raise ConfigError(f"{path}: [scenario]: name {head['name']!r} cannot be part of a node id (no '::', no control "
                           "characters): pytest could not select the test by the id it prints")
+    for key in ("source", "description"):  # shown in reports: a list there read as its repr
+        if key in head and not isinstance(head[key], str):
+            raise ConfigError(f"{path}: [scenario]: {key} must be a string, not {head[key]!r}")
     transports = head.get("transports")
     if transports is not None and (not isinstance(transports, list) or not transports
                                    or not all(isinstance(t, str) for t in transports)):

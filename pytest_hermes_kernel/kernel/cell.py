@@ -21,11 +21,12 @@ from .lifecycle import Loss
 from .link import RunnerLink
 from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
-from .results import MAX_FRAME_BYTES, Reason
-from .rpc import CellAuthority, ToolTable
+from .output import kernel_secrets
+from .results import MAX_FRAME_BYTES, FrameTooDeep, Reason
+from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
 
-__all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
+__all__ = ["CellRun", "check_cell_args", "refuse_in_tool", "running_tool_of", "MAX_REATTACHES_PER_CELL"]
 
 #: Re-attaches one cell may make: a stream that drops again after each of them (a flapping link)
 #: then ends the cell ``transport_lost``, its note saying how many there were, instead of
@@ -33,6 +34,12 @@ __all__ = ["CellRun", "check_cell_args", "running_tool_of", "MAX_REATTACHES_PER_
 MAX_REATTACHES_PER_CELL = 10
 #: Seconds an interrupted (or killed) cell's result waits for its tool calls still running on the host.
 TOOLS_AFTER_CUT_S = 0.5
+
+
+#: What sending a tool's result raises for a value no frame can carry: ``TypeError`` (a set, bytes),
+#: ``ValueError`` (an int over 4300 digits, a list that holds itself; :class:`FrameTooLargeError`
+#: and :class:`FrameTooDeep` are ones) and ``RecursionError`` (nested deeper than ``json`` can go). Each is the cell's ``ToolError``.
+_UNSENDABLE = (TypeError, ValueError, RecursionError)
 
 
 class _ToolThread(threading.local):
@@ -46,6 +53,13 @@ _in_tool = _ToolThread()
 def running_tool_of(handle: object) -> bool:
     """Whether this thread is running a tool for ``handle`` (a cell there would wait for itself)."""
     return _in_tool.kernel is handle
+
+
+def refuse_in_tool(handle: object, kernel_id: str, what: str, why: str) -> None:
+    """:raises ConfigError: if this thread runs a tool for ``handle``: the cell that called the
+        tool holds the kernel, so the tool cannot ``what`` it (``why``)."""
+    if running_tool_of(handle):
+        raise ConfigError(f"a tool cannot {what} kernel {kernel_id}: the cell that called the tool holds it ({why})")
 
 
 class CellRun:
@@ -76,7 +90,7 @@ class CellRun:
         self.resetting = resetting
         self.rid = link.channel.next_id()
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
-        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls)
+        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls, secrets=kernel_secrets(options.env))
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
         if options.report_running:
             self.request["report_running"] = True
@@ -251,7 +265,7 @@ class CellRun:
             except BaseException as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours;
                 # KeyboardInterrupt or SystemExit too: in this thread they are the tool's own raise
                 # (no signal lands here), and unanswered, the cell would wait for its budget
-                reply.update(ok=False, error=f"{type(exc).__name__}: {exc}")
+                reply.update(ok=False, error=describe_tool_error(exc))
         finally:
             _in_tool.kernel = None
             self.budget.resume()
@@ -259,8 +273,8 @@ class CellRun:
             try:
                 channel = self._keep_tool_reply(reply)
                 channel.send(reply)
-            except (TypeError, FrameTooLargeError) as exc:
-                what = "is not JSON" if isinstance(exc, TypeError) else "does not fit in a frame"
+            except _UNSENDABLE as exc:
+                what = "does not fit in a frame" if isinstance(exc, (FrameTooLargeError, FrameTooDeep)) else "is not JSON"
                 reply = {"type": "tool_result", "id": header.get("id"), "ok": False,
                          "error": f"tool {header.get('name')!r} returned a value that {what}: {exc}"}
                 self._keep_tool_reply(reply).send(reply)
@@ -284,7 +298,7 @@ class CellRun:
         for reply in replies:
             try:
                 self.link.channel.send(reply)
-            except (TypeError, FrameTooLargeError):
+            except _UNSENDABLE:
                 pass  # a value that cannot be sent: its tool's thread sends the error in its place
 
     # ------------------------------------------------------------------------------ watchdog
@@ -341,17 +355,19 @@ class CellRun:
         alive = link.alive()
         # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
         # one whose link kept dropping ran its cell on until the next cell discarded it); one a
-        # shutdown is ending is the shutdown's to end
-        killed = link.kill() if not reattachable or (alive and not self.stopping()) else False
+        # shutdown is ending is the shutdown's to end; one keep() let go of runs on (killed, none was left)
+        killed = link.kill() if not link.kept and (not reattachable or (alive and not self.stopping())) else False
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (_still_alive(killed, self.stopping()) if alive else _UNREACHED if unreached else ""))
+                + (_still_alive(killed, self.stopping(), link.kept) if alive else _UNREACHED if unreached else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 
 
-def _still_alive(killed: bool, stopping: bool) -> str:
+def _still_alive(killed: bool, stopping: bool, kept: bool) -> str:
     """The loss note's words for a runner still alive when the host gave up on its channel."""
+    if kept:
+        return " (runner still alive; kept, the cell running on in it)"
     if killed:
         return " (runner still alive; killed)"
     return " (runner still alive; the shutdown ends it)" if stopping else \

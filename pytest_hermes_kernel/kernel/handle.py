@@ -24,18 +24,18 @@ from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from ..errors import (CellInterrupted, CellTimeoutError, ConfigError, HermesKernelError, KernelAbandoned,
+from ..errors import (CellInterrupted, CellTimeoutError, HermesKernelError, KernelAbandoned,
                       KernelDiedError, KernelResetAfterTimeout, KernelResetFailed)
 from . import control
-from .control import check_process
-from .cell import CellRun, check_cell_args, running_tool_of
+from .cell import CellRun, check_cell_args, refuse_in_tool
 from .channel import Channel
+from .control import check_process
 from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions, checked_options
 from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
-from .output import secret_values
+from .output import kernel_secrets
 from .queue import CellQueue
 from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
@@ -112,7 +112,7 @@ class KernelHandle:
         # reentrant: a shutdown() from a signal handler may land inside this thread's restart() or shutdown()
         self._control_lock = threading.RLock()
         self._held = control.HeldHere()  # what this thread is doing with the kernel's channel now
-        self._secrets = secret_values() + secret_values(self.options.env)  # the host's and the kernel's own
+        self._secrets = kernel_secrets(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
         self.holder = hold(self, current_holder.get())  # what keeps it beyond its caller's work (.holders)
 
@@ -206,10 +206,8 @@ class KernelHandle:
         :raises KernelShutdownError: if the handle was shut down.
         """
         check_process(self.host_pid, self.kernel_id)
-        if self.stopping:
-            raise self._runtime.shut_error()
-        if not self._life.is_(S.NEW, S.STARTING):  # started: not the lock a running cell holds (its tool
-            return self                             # may call this: upload, download)
+        if not self._life.is_(S.NEW, S.STARTING) and not self.stopping:  # started: at once, not after the
+            return self  # running cell (a tool's upload waited for the cell that waited for the tool: for ever)
         with self._queue.lock:
             if self.stopping:
                 raise self._runtime.shut_error()
@@ -237,8 +235,7 @@ class KernelHandle:
         """
         check_process(self.host_pid, self.kernel_id)
         check_cell_args(code, timeout, cancel)
-        if running_tool_of(self):
-            raise ConfigError(_TOOL_HOLDS_KERNEL.format(self.kernel_id))
+        refuse_in_tool(self, self.kernel_id, "run a cell on", "it would wait for itself")
         self._held.refuse(self.kernel_id, "execute()")
         budget_s = self.options.timeout if timeout is None else timeout
         ticket = self._queue.ticket(self.generation)
@@ -279,7 +276,7 @@ class KernelHandle:
         finally:
             self._cell = None
         state = self._life.state
-        intent: ControlIntent = ("restart" if state is S.RESETTING else
+        intent: ControlIntent = ("restart" if state is S.RESETTING else "keep" if cell.link.kept else
                                  "shutdown" if state is S.CLOSING or state is S.CLOSED else "none")
         reply = outcome.reply
         if reply is not None and reply.worker_pid:
@@ -354,6 +351,8 @@ class KernelHandle:
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         check_process(self.host_pid, self.kernel_id)
+        refuse_in_tool(self, self.kernel_id, "keep", "its answer could not reach the kept kernel, whose cell would wait in "
+                       "the call for ever, refusing every later cell")
         self._held.refuse(self.kernel_id, "keep()")
         return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
@@ -417,11 +416,6 @@ def attach_kept(transport: Transport, locator: dict[str, Any], *, kernel_id: str
         handle.mark_lost(Loss(reason="died", exit_code=code, signal=sig,
                               note=f"the kept kernel's worker had ended before this attach ({how})"))
     return handle
-
-
-_TOOL_HOLDS_KERNEL = ("a tool cannot run a cell on kernel {}: the cell that called the tool holds it "
-                      "(it would wait for itself)")
-"""The error of a tool that runs a cell on the kernel whose cell called it."""
 
 
 def _checked(result: CellResult, raise_on_timeout: bool) -> CellResult:

@@ -84,6 +84,8 @@ class RunnerLink:
         self.channel = Channel(launched.stream, name=f"kernel {kernel_id[:8]} ({launched.label})")
         self.ended: bool | None = None
         """After a failed :meth:`hello`: whether the runner is gone (``False``: it may still run)."""
+        self.kept = False
+        """Set by :meth:`detach`: the runner lives on without this host, a running cell with it."""
 
     @classmethod
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
@@ -198,6 +200,7 @@ class RunnerLink:
 
     def detach(self) -> None:
         """Close the channel and leave the runner running (kept: its orphan timer starts now)."""
+        self.kept = True  # first: the cell waiting on the channel must not kill what was kept
         self.channel.close("detached: the kernel is kept")
         self.transport.release(self.launched)
 

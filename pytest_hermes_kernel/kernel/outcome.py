@@ -35,8 +35,8 @@ SEGV_NOTE = ("killed by signal 11 (SIGSEGV: a stack overflow? deep recursion und
              "is the usual cause; the faulthandler traceback is at the end of stderr)")
 """The note of a worker that segfaulted."""
 
-ControlIntent = Literal["none", "restart", "shutdown"]
-"""What a control thread asked for while the cell ran: nothing, ``restart()``, ``shutdown()``."""
+ControlIntent = Literal["none", "restart", "shutdown", "keep"]
+"""What a control thread asked for while the cell ran: nothing, ``restart()``, ``shutdown()``, ``keep()``."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,8 @@ def _death_reason(outcome: CellOutcome, intent: ControlIntent, code: int | None,
         return "reset", "the kernel was restarted while the cell ran"
     if intent == "shutdown":
         return "reset", "the kernel was shut down while the cell ran"
+    if intent == "keep":
+        return "reset", "the kernel was kept for post-mortem while the cell ran: the cell runs on in it, without this handle"
     if oom:
         return "oom_killed", "killed by the kernel OOM killer (memory cgroup oom_kill counter rose)"
     if outcome.channel_lost is not None:

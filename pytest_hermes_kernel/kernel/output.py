@@ -148,6 +148,12 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
     return out
 
 
+def kernel_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The values redacted from a kernel's results: the host's secret-looking variables' and those
+    of the kernel's own ``env``."""
+    return secret_values() + secret_values(env)
+
+
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Values of the host's secret-looking variables, redacted wherever a cell prints them."""
     env = os.environ if env is None else env

@@ -11,13 +11,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, encode_frame
+from .runner.frames import MAX_FRAME_BYTES, PROTOCOL_VERSION, FrameDecoder, FrameError, FrameTooDeep, encode_frame
 
 if TYPE_CHECKING:
     from .keys import KernelKey
 
 __all__ = [
-    "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "encode_frame",
+    "MAX_FRAME_BYTES", "PROTOCOL_VERSION", "FrameDecoder", "FrameError", "FrameTooDeep", "encode_frame",
     "Status", "Reason", "WatchdogOutcome", "KernelInfo", "CellResult", "ExitInfo", "KernelSnapshot",
 ]
 

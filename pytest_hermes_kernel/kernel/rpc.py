@@ -13,12 +13,15 @@ captured in cell 1 and called in cell 2 goes through cell 2's table and budget.
 
 from __future__ import annotations
 
+import keyword
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ConfigError, ToolCallRefused
+from .output import redact
 
 ToolFunc = Callable[..., Any]
 
@@ -38,11 +41,13 @@ class ToolTable:
     def register(self, name: str, func: ToolFunc) -> None:
         """Offer ``func`` to cells as ``hermes_tools.<name>``.
 
-        :raises ConfigError: if ``name`` is not a public identifier or ``func`` is not callable
-            (a ``ValueError``, as before).
+        :raises ConfigError: if a cell could not call it by ``name``: not a str, not a public
+            identifier, a keyword, one of ``hermes_tools``' own attributes, or changed by NFKC (as
+            Python reads an identifier in source); or if ``func`` is not callable (a ``ValueError``).
         """
-        if not name.isidentifier() or name.startswith("_"):
-            raise ConfigError(f"tool name {name!r} must be a public Python identifier")
+        problem = _unreachable(name)
+        if problem:
+            raise ConfigError(f"tool name {name!r} {problem}")
         if not callable(func):
             raise ConfigError(f"tool {name!r} is not callable: {func!r}")
         with self._lock:
@@ -61,6 +66,27 @@ class ToolTable:
             return self._tools.get(name)
 
 
+#: ``hermes_tools``' own attributes (kernel/runner/tools.py): a tool of one of these names was
+#: registered, but ``hermes_tools.<name>`` in a cell is the module's, not the tool.
+MODULE_NAMES = frozenset({"call", "available", "ToolError"})
+
+
+def _unreachable(name: object) -> str | None:
+    """Why a cell could not write ``hermes_tools.<name>``; ``None`` when it can."""
+    if not isinstance(name, str):
+        return f"must be a str, not {type(name).__name__}"
+    if not name.isidentifier() or name.startswith("_"):
+        return "must be a public Python identifier"
+    if keyword.iskeyword(name):
+        return "is a Python keyword: hermes_tools.<name> cannot be written"
+    if name in MODULE_NAMES:
+        return f"is hermes_tools' own ({', '.join(sorted(MODULE_NAMES))}): hermes_tools.{name} is not the tool"
+    spelled = unicodedata.normalize("NFKC", name)
+    if spelled != name:
+        return f"is read as {spelled!r} in a cell's source (NFKC): register it as {spelled!r}"
+    return None
+
+
 #: A call's ``error`` in a result made while it still ran (a thread of the cut cell may still wait for it).
 STILL_RUNNING = ("still running on the host when the cell ended: its result reaches only a thread of the cell "
                  "still waiting for it")
@@ -72,12 +98,14 @@ class CellAuthority:
     :param cell_id: the request id of the cell.
     :param table: the tools it may call.
     :param max_calls: calls it may make (``KernelOptions.max_tool_calls``).
+    :param secrets: values redacted from each call's ``args`` preview (before it is cut).
     """
 
-    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int) -> None:
+    def __init__(self, cell_id: Any, table: ToolTable, max_calls: int, secrets: tuple[str, ...] = ()) -> None:
         self.cell_id = cell_id
         self.table = table
         self.max_calls = max_calls
+        self.secrets = secrets
         self.calls: list[dict[str, Any]] = []
         self.retired = False
 
@@ -112,7 +140,7 @@ class CellAuthority:
             raise ToolCallRefused(f"Tool call limit reached ({self.max_calls}). "
                                   "No more tool calls allowed in this cell.")
         started = time.perf_counter()
-        record: dict[str, Any] = {"name": name, "args": _preview(args), "ok": False, "duration_s": 0.0, "running": True}
+        record: dict[str, Any] = {"name": name, "args": _preview(args, self.secrets), "ok": False, "duration_s": 0.0, "running": True}
         self.calls.append(record)
         try:
             value = func(**args)
@@ -123,6 +151,30 @@ class CellAuthority:
             del record["running"]
 
 
-def _preview(args: Mapping[str, Any]) -> str:
-    text = repr(dict(args))
+#: Characters of a failing tool's message sent to the cell (4 bytes each at most: a frame holds
+#: them); the cell's error is cut at ``max_output_bytes`` characters again.
+MAX_TOOL_ERROR_CHARS = 4 * 1024 * 1024
+
+
+def describe_tool_error(exc: BaseException) -> str:
+    """What the cell's ``ToolError`` says of a tool that raised ``exc``: ``"Name: message"``, the
+    message cut at :data:`MAX_TOOL_ERROR_CHARS`.
+
+    The message is the tool's code too: one whose ``__str__`` fails is named as failed, in the
+    worker's words for a cell's own such exception (raised here, it ended the tool's thread with
+    no answer, and the cell waited for one until its budget ran out).
+    """
+    try:
+        text = str(exc)
+    except BaseException as again:  # noqa: BLE001 - a broken __str__ is the tool's, never the host's
+        text = f"<str failed: {type(again).__name__}>"
+    if len(text) > MAX_TOOL_ERROR_CHARS:  # (one past a frame was lost: "returned a value that does not fit")
+        text = text[:MAX_TOOL_ERROR_CHARS] + f" [... {len(text) - MAX_TOOL_ERROR_CHARS} characters dropped ...]"
+    return f"{type(exc).__name__}: {text}"
+
+
+def _preview(args: Mapping[str, Any], secrets: tuple[str, ...]) -> str:
+    """The arguments' repr, redacted as a result's text is, then cut at 80 characters (a secret cut
+    first showed its head; uncut, a cell that passed its env's token to a tool showed it whole)."""
+    text = redact(repr(dict(args)), secrets)
     return text if len(text) <= 80 else text[:77] + "..."

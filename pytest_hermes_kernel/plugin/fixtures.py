@@ -138,6 +138,7 @@ def _our_transport_fixture_used(metafunc: pytest.Metafunc) -> bool:
 
 
 _unknown_key = pytest.StashKey[set[str]]()
+_unknown_message_key = pytest.StashKey[str]()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -192,20 +193,32 @@ def put_back(modules: dict[str, Any]) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config) -> None:
-    """Stop the run with a usage error when a selected transport name is unknown (a typo).
+    """Stop the run with a usage error when a selected transport name is unknown (a typo), whether
+    or not a test takes a kernel fixture (a CI leg ``dockr`` of a suite of its own registries ran green).
 
     Not on a pytest-xdist worker, where a usage error is an internal error of the controller:
-    there each test of that transport errors at setup with the same message.
+    there each test errors at setup with the same message.
     """
-    unknown = sorted(config.stash.get(_unknown_key, set()))
-    if unknown and not hasattr(config, "workerinput"):
-        source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
-        close = did_you_mean(unknown[0], transport_names()) if len(unknown) == 1 else ""
-        raise pytest.UsageError(
-            f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))}{close} (from {source}); "
-            f"known: {', '.join(transport_names())}. "
-            "Hint: a backend registers its own name with pytest_hermes_kernel.transports.register_transport() "
-            "in a conftest.py.")
+    known = transport_names()  # every conftest has registered its own by now
+    named = {n for n in config.stash[settings_key].transport if n not in known}
+    unknown = sorted(config.stash.get(_unknown_key, set()) | named)
+    if not unknown:
+        return
+    source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
+    close = did_you_mean(unknown[0], transport_names()) if len(unknown) == 1 else ""
+    message = (f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))}{close} (from {source}); "
+               f"known: {', '.join(transport_names())}. Hint: a backend registers its own name with "
+               "pytest_hermes_kernel.transports.register_transport() in a conftest.py.")
+    if not hasattr(config, "workerinput"):
+        raise pytest.UsageError(message)
+    config.stash[_unknown_message_key] = message
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """On an xdist worker: error each test when the run names an unknown transport (see above)."""
+    message = item.config.stash.get(_unknown_message_key, None)
+    if message is not None:
+        pytest.fail(message, pytrace=False)
 
 
 def _unavailable(request: pytest.FixtureRequest, why: str) -> None:

@@ -117,9 +117,12 @@ class KernelStory:
         return [(title, text) for title, text in tails if text or title == "runner log"]
 
     def _clean(self, text: str) -> str:
+        """``text`` redacted, a lone surrogate (a cell's value or error can hold one) as its escape
+        (``\\ud800``): pytest wrote a section it could not encode escaped whole, on one line."""
         from ..kernel.output import redact, secret_values
 
-        return redact(text, secret_values(self.kernel.options.env))
+        text = redact(text, secret_values(self.kernel.options.env))
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _exit_bits(exit_code: int | None, signal: int | None) -> str:

@@ -163,3 +163,26 @@ def test_a_failing_test_tells_the_story_of_each_kernel_of_its_registry(pytester:
     assert "exit code 3" in out
     props = _properties(str(pytester.path / "report.xml"))["test_tool_fails"]
     assert {props["hermes_kernel.0.transport"], props["hermes_kernel.1.transport"]} == {"local"}
+
+
+SURROGATE_SUITE = """
+def test_fails(hermes_kernel):
+    hermes_kernel.execute("raise ValueError('bad \\\\ud800 here')")
+    hermes_kernel.execute("class R:\\n    def __repr__(self): return 'v\\\\udcff'\\nR()")
+    assert False
+"""
+
+
+def test_a_story_with_a_lone_surrogate_keeps_its_lines(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """A cell's error holding a lone surrogate reaches the host as it is (JSON-escaped in the frame):
+    the story held a str the terminal cannot encode, and pytest wrote the whole section escaped, on
+    one line (``transport: local\\nwhere: ...``). Such a character is now written as its escape."""
+    pytester.makepyfile(test_story=SURROGATE_SUITE)
+    result = run("--hermes-transport=local", "--junitxml=report.xml")
+    result.assert_outcomes(failed=1)
+    lines = result.stdout.lines
+
+    assert "transport: local" in lines, result.stdout.str()
+    assert r"  cell 1 (generation 0): status=error; ValueError: bad \ud800 here" in lines, result.stdout.str()
+    cells = _properties(str(pytester.path / "report.xml"))["test_fails"]["hermes_kernel.0.last_cells"]
+    assert r"ValueError: bad \ud800 here" in cells, cells

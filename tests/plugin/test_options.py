@@ -106,6 +106,22 @@ def test_unknown_transport_is_a_usage_error_that_suggests_a_near_name(pytester, 
     result.stderr.fnmatch_lines([f"ERROR: pytest-hermes-kernel: {error}"])
 
 
+def test_an_unknown_transport_is_a_usage_error_when_no_test_takes_a_kernel_fixture(pytester, run, monkeypatch):
+    """Only a test of a kernel fixture looked at the names: a suite of its own KernelRegistry (the
+    README's "One kernel for several tests") ran ``--hermes-transport=dockr`` green, header and all."""
+    pytester.makepyfile("def test_nothing(): pass")
+    monkeypatch.setenv("PYTEST_HERMES_TRANSPORT", "dockr")
+
+    result = run()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'dockr'; did you mean 'docker'? "
+                                 "(from PYTEST_HERMES_TRANSPORT)*"])
+    spread = run("-n", "2")  # on xdist workers: each test errors with the message
+    spread.assert_outcomes(errors=1)
+    spread.stdout.fnmatch_lines(["*unknown transport 'dockr'; did you mean 'docker'?*"])
+
+
 @pytest.mark.parametrize("line", ["hermes_transport =", "hermes_timeout ="])
 def test_an_empty_ini_setting_is_a_usage_error_not_the_default(pytester, run, line):
     """An ini written from a template whose variable was unset ran the local leg (and a 60 s budget)

@@ -21,6 +21,8 @@ BAD = {
                  "end_typo.toml: [expect_end]: unknown keys ['kernel']; known: ['kernels', 'processes']"),
     "registry_typo": (HEAD + "\n[registry]\nmax_kernel = 1\n" + CELL,
                       "registry_typo.toml: [registry]: unknown keys ['max_kernel']; known: ['idle_timeout', 'max_kernels']"),
+    "description_list": (HEAD + 'description = ["floods", "caps"]\n' + CELL,
+                         "description_list.toml: [scenario]: description must be a string, not ['floods', 'caps']"),
     "transports_text": (HEAD + 'transports = "docker"\n' + CELL,
                         "transports_text.toml: [scenario]: transports must be a non-empty list of transport names"),
     "transports_typo": (HEAD + 'transports = ["lcoal"]\n' + CELL,
@@ -48,17 +50,24 @@ BAD = {
 }
 
 
-def test_each_bad_scenario_file_is_a_collection_error_naming_file_table_and_key(pytester, run):
+def each_is_a_collection_error(pytester, run, cases: dict[str, tuple[str, str]]) -> str:
+    """Write each case's scenario file under ``fixtures/``, run them, check each is a collection
+    error with its expected message; the run's output."""
     pytester.mkdir("fixtures")
-    for name, (text, _) in BAD.items():
+    for name, (text, _) in cases.items():
         pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
 
     result = run("fixtures", "--hermes-transport=local")
 
-    result.assert_outcomes(errors=len(BAD))
+    result.assert_outcomes(errors=len(cases))
     text = output_of(result)
-    missing = {name: expected for name, (_, expected) in BAD.items() if expected not in text}
+    missing = {name: expected for name, (_, expected) in cases.items() if expected not in text}
     assert not missing, f"not reported: {missing}\n{text}"
+    return text
+
+
+def test_each_bad_scenario_file_is_a_collection_error_naming_file_table_and_key(pytester, run):
+    each_is_a_collection_error(pytester, run, BAD)
 
 
 @pytest.mark.parametrize("extra", ['description = "why"\ntransports = ["local"]\n', ""])
@@ -102,16 +111,7 @@ IGNORED = {
 
 
 def test_a_key_that_an_action_step_never_reads_is_a_collection_error(pytester, run):
-    pytester.mkdir("fixtures")
-    for name, (text, _) in IGNORED.items():
-        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
-
-    result = run("fixtures", "--hermes-transport=local")
-
-    result.assert_outcomes(errors=len(IGNORED))
-    text = output_of(result)
-    missing = {name: expected for name, (_, expected) in IGNORED.items() if expected not in text}
-    assert not missing, f"not reported: {missing}\n{text}"
+    each_is_a_collection_error(pytester, run, IGNORED)
 
 
 WRONG_VALUES = {
@@ -143,16 +143,7 @@ WRONG_VALUES = {
 
 
 def test_a_value_of_the_wrong_type_or_range_is_a_collection_error_naming_the_key(pytester, run):
-    pytester.mkdir("fixtures")
-    for name, (text, _) in WRONG_VALUES.items():
-        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(text)
-
-    result = run("fixtures", "--hermes-transport=local")
-
-    result.assert_outcomes(errors=len(WRONG_VALUES))
-    text = output_of(result)
-    missing = {name: expected for name, (_, expected) in WRONG_VALUES.items() if expected not in text}
-    assert not missing, f"not reported: {missing}\n{text}"
+    text = each_is_a_collection_error(pytester, run, WRONG_VALUES)
     assert "Traceback" not in text and "KeyError" not in text and "max_workers" not in text, text
 
 

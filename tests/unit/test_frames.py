@@ -7,7 +7,8 @@ import struct
 
 import pytest
 
-from pytest_hermes_kernel.kernel.results import FrameDecoder, FrameError, encode_frame
+from pytest_hermes_kernel.kernel.results import FrameDecoder, FrameError, FrameTooDeep, encode_frame
+from pytest_hermes_kernel.kernel.runner.frames import MAX_FRAME_DEPTH
 
 
 def _raw(total: int, hlen: int, body: bytes) -> bytes:
@@ -92,3 +93,24 @@ def test_a_header_with_a_lone_surrogate_round_trips():
     dec.feed(encode_frame(header, [b"x"]))
     got, blobs = dec.next_frame()
     assert got["config"] == header["config"] and blobs == [b"x"]
+
+
+def _nested(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def test_a_header_nests_at_most_max_frame_depth_and_brackets_in_strings_do_not_count():
+    """A reader decodes a header in its own stack: one nested 980 deep killed the kernel runner
+    (tests/regressions/test_a_tool_value_nested_too_deep_keeps_the_kernel.py)."""
+    deepest = {"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH)}
+    text = {"type": "tool_result", "value": ['[{"\\' * 5000, {"k": "]]" * 5000}]}
+    for header in (deepest, text):
+        dec = FrameDecoder()
+        dec.feed(encode_frame(header))
+        assert dec.next_frame()[0] == header
+
+    with pytest.raises(FrameTooDeep, match=f"nested {MAX_FRAME_DEPTH + 1} levels deep, over the {MAX_FRAME_DEPTH}"):
+        encode_frame({"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH + 1)})

@@ -179,3 +179,39 @@ def test_an_interrupt_with_no_cell_running_is_harmless(make_kernel):
 
     r = k.execute("w")
     assert r.value == "3" and r.status == "ok" and not r.kernel.state_lost
+
+
+def test_a_second_start_while_the_first_launches_returns_once_the_kernel_is_up():
+    """``start()`` returns at once on a started kernel (a tool's upload must not wait for the cell
+    that called it), but not on one still starting: it returned with the runner not yet up."""
+    import threading
+
+    from pytest_hermes_kernel import KernelHandle
+    from pytest_hermes_kernel.transports.local import LocalTransport
+
+    gate = threading.Event()
+
+    class SlowLaunch(LocalTransport):
+        def launch(self, spec):  # type: ignore[no-untyped-def]
+            gate.wait(30)
+            return super().launch(spec)
+
+    handle = KernelHandle(SlowLaunch())
+    first = threading.Thread(target=handle.start, daemon=True)
+    seen: list[KernelState] = []
+    second = threading.Thread(target=lambda: seen.append(handle.start().state), daemon=True)
+    try:
+        first.start()
+        deadline = time.monotonic() + 10
+        while handle.state is not KernelState.STARTING and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert handle.state is KernelState.STARTING
+        second.start()
+        second.join(0.5)  # it must wait for the launch: one that returns does so within this
+        gate.set()
+        first.join(30)
+        second.join(30)
+        assert seen == [KernelState.IDLE], seen
+    finally:
+        gate.set()
+        handle.shutdown()

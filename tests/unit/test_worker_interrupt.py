@@ -21,7 +21,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
-from pytest_hermes_kernel.kernel.runner.worker import Worker, make_tools_module
+from pytest_hermes_kernel.kernel.runner.tools import make_tools_module
+from pytest_hermes_kernel.kernel.runner.worker import Worker
 
 
 @pytest.fixture

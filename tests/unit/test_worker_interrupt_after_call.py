@@ -16,7 +16,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder, encode_frame
-from pytest_hermes_kernel.kernel.runner.worker import make_tools_module
+from pytest_hermes_kernel.kernel.runner.tools import make_tools_module
 from tests.unit.test_worker_interrupt import (  # noqa: F401 - worker: the fixture
     _after_call_threads, _answer_each_tool_call_then_interrupt, _serve, _until, worker)
 

@@ -12,6 +12,7 @@ host imports this module too (``kernel/results.py`` re-exports it): there is one
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import struct
@@ -27,6 +28,10 @@ if TYPE_CHECKING:  # typing is not imported at run time: the runner's start stay
 PROTOCOL_VERSION = 1
 #: Largest frame either side accepts (64 MiB): room for two 1 MiB captures many times over.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
+#: Deepest nesting of lists and objects a frame's header may have. A reader decodes a header
+#: in its own stack, ``json``'s recursion counted against it: the runner (and a worker reading
+#: inside a cell's deep stack) died of a tool's value nested 980 deep that the host had encoded.
+MAX_FRAME_DEPTH = 500
 #: Bytes asked of one ``read``/``recv`` on a channel, a pipe or a socket.
 READ_CHUNK = 65536
 _HEAD = struct.Struct(">II")
@@ -37,6 +42,10 @@ class FrameError(Exception):
     """A frame that cannot be decoded (bad length, bad JSON, blob lengths that do not add up)."""
 
 
+class FrameTooDeep(ValueError):
+    """A header nested deeper than :data:`MAX_FRAME_DEPTH`: not every reader could decode it."""
+
+
 def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     """Serialize ``header`` and the byte ``blobs`` into one frame.
 
@@ -44,6 +53,8 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     :param blobs: raw byte strings sent after the header, in order.
     :returns: the frame's bytes. A header holding a lone surrogate (an environment's undecodable
         byte, ``os.fsdecode``'s ``\udcff``) goes ASCII-escaped: JSON carries it, UTF-8 cannot.
+    :raises FrameTooDeep: if the header is nested deeper than :data:`MAX_FRAME_DEPTH`.
+    :raises TypeError: (``ValueError``, ``RecursionError``) if ``json`` cannot encode the header.
     """
     if blobs:
         header = dict(header, blobs=[len(b) for b in blobs])
@@ -51,6 +62,9 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
         body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         body = json.dumps(header, separators=(",", ":")).encode("ascii")
+    depth = _depth(body)
+    if depth > MAX_FRAME_DEPTH:
+        raise FrameTooDeep(f"nested {depth} levels deep, over the {MAX_FRAME_DEPTH} a frame may hold")
     total = _HEAD.size - 4 + len(body) + sum(len(b) for b in blobs)
     return b"".join((_HEAD.pack(total, len(body)), body, *blobs))
 
@@ -99,6 +113,23 @@ class FrameDecoder:
             pos += n
         del buf[: 4 + total]
         return header, blobs
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _depth(body: bytes) -> int:
+    """How deep lists and objects nest inside the header ``body`` (a JSON object, not counted: a
+    tool's value ``[[]]`` is 2 deep); ``0`` for one with too few brackets to nest deeper than
+    :data:`MAX_FRAME_DEPTH` (the usual header's case: not counted)."""
+    if body.count(b"[") + body.count(b"{") <= MAX_FRAME_DEPTH + 1:
+        return 0
+    depth = deepest = 0
+    for byte in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest - 1
 
 
 def _parse_header(raw: bytes) -> Header:

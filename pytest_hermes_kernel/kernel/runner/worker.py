@@ -35,7 +35,7 @@ from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error,
 from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
-from .tools import ToolError, make_tools_module
+from .tools import ToolError, encode_tool_call, install_tools_module
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,15 +156,13 @@ class Worker:
     def send(self, header: Header) -> None:
         """Send one frame to the supervisor (a process forked by a cell ends here instead).
 
-        :raises ToolError: if a tool call's frame would exceed the frame limit (a result that
-            would is sent as a ``ReplyTooLarge`` error instead).
+        :raises ToolError: if a tool call cannot be a frame (:func:`.tools.encode_tool_call`); a
+            result over the frame limit is sent as a ``ReplyTooLarge`` error instead.
         """
         if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
-        data = encode_frame(header)
+        data = encode_tool_call(header) if header.get("type") == "tool_call" else encode_frame(header)
         if len(data) > MAX_FRAME_BYTES:
-            if header.get("type") != "result":
-                raise ToolError(f"the tool call is {len(data)} bytes, over the {MAX_FRAME_BYTES}-byte frame limit")
             data = encode_frame(too_large(header, len(data)))
         shielded = self._enter_io()
         try:
@@ -284,6 +282,7 @@ class Worker:
             self._rearmer.join(1.0)
             self._rearmer = None
         restore_stdio()  # an earlier cell may have closed or redirected fd 1/2
+        install_tools_module(self)  # or deleted hermes_tools from sys.modules (it has no spec to be found by)
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
         started = time.perf_counter()
@@ -328,8 +327,8 @@ class Worker:
     def call_tool(self, name: str, args: dict[str, Any]) -> Any:
         """Ask the host to run tool ``name`` for the running cell and wait for its result.
 
-        :raises ToolError: if no cell runs, in a process a cell forked, or if the host refused
-            or the tool failed.
+        :raises ToolError: if no cell runs, in a process a cell forked, if ``args`` cannot be sent
+            (not JSON, too large or too deep for a frame), or if the host refused or the tool failed.
         """
         self._returning = False
         if os.getpid() != self.pid:
@@ -425,7 +424,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         become_worker(out_w, err_w, config)
         install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
         _WORKER = worker
-        sys.modules["hermes_tools"] = make_tools_module(worker)
+        install_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
         worker.loop()
     except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
