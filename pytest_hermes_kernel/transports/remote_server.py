@@ -133,9 +133,7 @@ class RemoteServer:
         reply = self.request({"type": "spawn", "config": config}, timeout)
         if reply.get("type") != "spawned":
             raise KernelServerUnavailable(f"the kernel server on {self.name} refused: {reply.get('error', reply)}")
-        with self._cond:
-            stream = self._chans[reply["chan"]]
-        return int(reply["pid"]), stream, reply.get("runner")
+        return int(reply["pid"]), reply["_stream"], reply.get("runner")
 
     def exited(self, pid: int) -> bool:
         """Whether the server reported kernel ``pid`` ended (its dir is removed then)."""
@@ -251,8 +249,10 @@ class RemoteServer:
             elif kind == "hello":
                 self.hello = header
             else:
-                if kind == "spawned":  # its stream exists before any of its data can come
-                    self._chans[header["chan"]] = MuxStream(self, header["chan"])
+                if kind == "spawned":  # its stream exists before any of its data can come, and goes with
+                    # the reply: a kernel that ends at once (a cwd it cannot enter) has its channel
+                    # closed, and out of _chans, before the reply is read (a KeyError in spawn())
+                    header["_stream"] = self._chans[header["chan"]] = MuxStream(self, header["chan"])
                 request = self._abandoned.pop(header.get("id"), None)  # type: ignore[arg-type]
                 if request is not None:
                     unclaimed = (header, request)

@@ -81,3 +81,46 @@ def test_a_server_that_ended_before_its_config_is_unavailable_and_the_launch_spa
 
     spawned = with_fallback(fork, lambda: type("Launched", (), {"note": ""})())
     assert spawned.note.startswith("kernel server unavailable (the kernel server on test ended before")
+
+
+class EndsAtOnce(ScriptedStream):
+    """A server that forks a kernel which ends at once (a cwd it cannot enter): its ``spawned``
+    answer and its channel's ``closed`` come in one read, before ``spawn()`` reads the answer."""
+
+    def __init__(self) -> None:
+        super().__init__(end_after_hello=False)
+        self._answers: list[bytes] = []
+
+    def send(self, data: bytes) -> None:
+        from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder
+
+        super().send(data)
+        decoder = FrameDecoder()
+        decoder.feed(data)
+        frame = decoder.next_frame()
+        if frame is not None and frame[0].get("type") == "spawn":
+            self._answers.append(encode_frame({"type": "spawned", "id": frame[0]["id"], "chan": 36, "pid": 77}, ())
+                                 + encode_frame({"type": "closed", "chan": 36}, ()))
+
+    def recv(self, timeout: float | None) -> bytes:
+        while True:
+            if self._out:
+                return self._out.pop()
+            if self._answers:
+                return self._answers.pop()
+            if self._closed.wait(0.02):
+                return b""
+
+
+def test_a_kernel_that_ends_as_it_is_forked_is_an_ended_stream_not_a_key_error():
+    """Its channel was out of the server's table before ``spawn()`` looked it up: ``KeyError: 36``
+    instead of the start error that names why the kernel ended (seen in a clean-clone run; the
+    reader thread reads both frames of one chunk before the asker wakes, most of the time)."""
+    for _ in range(20):
+        server = RemoteServer(EndsAtOnce(), name="test", config={})
+        try:
+            pid, kernel_stream, _ = server.spawn({"kernel_id": "k"}, 10)
+        finally:
+            server.close()
+        assert pid == 77
+        assert kernel_stream.recv(1.0) == b""  # ended: the start reads the kernel's log for why
