@@ -7,21 +7,23 @@ means "keep the kernel option"; that is every transport's default except filecel
 ``orphan_timeout``, which is :data:`IDLE_ORPHAN_TIMEOUT_S` from here.
 
 The registry's own settings (``max_kernels``, ``idle_timeout``) are not per kernel; their
-defaults are the documented constants of :mod:`.registry`.
+defaults are the documented constants of :mod:`.registry`. The checks of a value live here
+too, for every part that takes one: :func:`is_seconds` (bounded by :data:`MAX_SECONDS`),
+:func:`check_registry_settings`, and :func:`check_options` for the transports' constructors.
 """
 
 from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "MAX_SECONDS", "WatchdogPolicy", "built", "check_registry_settings", "checked_options"]
+           "MAX_SECONDS", "WatchdogPolicy", "built", "check_options", "check_registry_settings", "checked_options"]
 
 _T = TypeVar("_T")
 
@@ -265,3 +267,46 @@ def checked_options(options: object) -> KernelOptions:
         raise TypeError(f"options must be a KernelOptions, e.g. KernelOptions(timeout=5.0) (start_kernel takes "
                         f"its fields as keywords); got {type(options).__name__} {options!r}")
     return options
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _amount(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+
+
+def _command(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip()) and "\0" not in value
+
+
+#: Each kind: the test a value passes, and what the message says it must be.
+_KINDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "seconds": (lambda v: is_seconds(v, positive=False), f"a finite number of seconds >= 0 (at most {MAX_SECONDS:g})"),
+    "positive_seconds": (lambda v: is_seconds(v, positive=True),
+                         f"a finite number of seconds > 0 (at most {MAX_SECONDS:g})"),
+    "counts": (_count, "an int >= 1"),
+    "amounts": (_amount, "a finite number > 0"),
+    "commands": (_command, "a non-empty interpreter path or command (no NUL)"),
+}
+
+
+def check_options(owner: str, *, optional: Collection[str] = (), **kinds: Mapping[str, object]) -> None:
+    """Check the options of ``owner`` (a transport's constructor's: ``connect_timeout=nan``,
+    ``mem_limit_bytes=1.5``, ``python=""`` were taken and failed later, or never) by their kind: ``seconds``, ``positive_seconds``, ``counts`` (an int >= 1:
+    sizes in bytes too), ``amounts`` (a finite number > 0, such as ``cpus``), ``commands`` (an
+    interpreter), each a mapping of option name to value.
+
+    :param owner: what the message names first (``"ssh transport"``).
+    :param optional: the options that take ``None`` too (the default, or off).
+    :raises ConfigError: naming the first option whose value is not of its kind.
+    """
+    for kind, values in kinds.items():
+        test, what = _KINDS[kind]
+        for name, value in values.items():
+            if value is None and name in optional:
+                continue
+            if not test(value):
+                none = " or None" if name in optional else ""
+                raise ConfigError(f"{owner}: {name} must be {what}{none}, got {value!r}")

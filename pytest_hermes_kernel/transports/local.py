@@ -44,7 +44,7 @@ from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
 from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
 from .forked import with_fallback
-from .option_checks import check_options
+from ..kernel.options import check_options
 from .kernel_dirs import KERNEL_DIR_PREFIX, kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
 from .runner_zipapp import write_runner

@@ -42,7 +42,7 @@ from ...kernel.control import despite_signals
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
 from ..detached import LeftBehind, MadeDirs, runner_config
-from ..option_checks import check_options
+from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]

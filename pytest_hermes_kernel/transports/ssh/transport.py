@@ -53,7 +53,7 @@ from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import with_fallback
-from ..option_checks import check_options
+from ...kernel.options import check_options
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
