@@ -324,7 +324,7 @@ class KernelHandle:
         check_process(self.host_pid, self.kernel_id)
         return control.restart(self)
 
-    def shutdown(self, now: bool = False) -> ExitInfo:
+    def shutdown(self, now: bool = False, why: str = "") -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
         Safe in a signal handler: one that lands inside this thread's own use of the kernel's
@@ -333,11 +333,14 @@ class KernelHandle:
         the kernel shut down.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
+        :param why: who ended it and why, said by every later call's ``KernelShutdownError``.
         :returns: the step that ended it, with the worker's exit code or signal. Idempotent; a no-op
             in a forked child of the kernel's process (step ``forked-child``).
         """
         if os.getpid() != self.host_pid:
             return ExitInfo(step="forked-child", confirmed=False, note=f"left alone: it is process {self.host_pid}'s")
+        if why and not self._life.stopping:
+            self._runtime.shut_by = why
         held = self._held.what
         if held is not None:
             return control.end_at_once(self, held)

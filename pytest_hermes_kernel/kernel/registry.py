@@ -80,11 +80,15 @@ class _Entry:
 TransportFactory = Callable[[KernelKey], Any]
 
 
-def _refuse_copy(registry: KernelRegistry, protocol: object) -> NoReturn:
-    """``KernelRegistry.__reduce_ex__``: a copy would own the same kernels and end them unbeknown to this one.
+def _why(entry: _Entry, max_kernels: int, idle_timeout: float | None) -> str:
+    """What a handle the registry ended says when used again (its key's owner may still hold it)."""
+    if entry.doomed == "evicted":
+        return f"evicted by its registry (over max_kernels={max_kernels}, the least recently used)"
+    return f"reaped by its registry (unused for idle_timeout={idle_timeout} s)" if entry.doomed == "idle_reaped" else ""
 
-    :raises TypeError: always.
-    """
+
+def _refuse_copy(registry: KernelRegistry, protocol: object) -> NoReturn:
+    """``KernelRegistry.__reduce_ex__``: a copy would own and end the same kernels. :raises TypeError: always."""
     raise TypeError("a KernelRegistry cannot be pickled or copied: it owns its kernels, in process "
                     f"{registry.host_pid}. Hint: share it between threads, or give another process a registry of its own")
 
@@ -306,7 +310,7 @@ class KernelRegistry(IdleReaping):
         confirmed is counted, and the key's pending loss (evicted, reaped) says so."""
         info = None
         try:
-            info = entry.handle.shutdown(now=now)
+            info = entry.handle.shutdown(now=now, why=_why(entry, self.max_kernels, self.idle_timeout))
         finally:
             with self._lock:
                 if info is not None and info.may_still_run:

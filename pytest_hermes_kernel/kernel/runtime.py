@@ -58,15 +58,13 @@ class KernelRuntime:
         self.worker_pid: int | None = None
         self.generation = 0
         self.restart_count = 0
-        self.start_note = ""
+        self.start_note = self.shut_by = ""  # shut_by: who ended it and why (``shutdown(why=...)``)
 
     def shut_error(self, generation: int | None = None) -> KernelShutdownError:
-        """The error for a move refused because the kernel is shut down.
-
-        :param generation: the generation the refused request was sent to (default: the current one).
-        """
+        """The error for a move refused because the kernel is shut down (sent to ``generation``, default: the current)."""
         generation = self.generation if generation is None else generation
-        return KernelShutdownError(f"kernel {self.kernel_id} (generation {generation}) is shut down",
+        why = f": {self.shut_by}" if self.shut_by else ""
+        return KernelShutdownError(f"kernel {self.kernel_id} (generation {generation}) is shut down{why}",
                                    kernel_id=self.kernel_id, generation=generation)
 
     def require_link(self) -> RunnerLink:

@@ -436,3 +436,32 @@ def test_registries_left_open_are_closed_at_interpreter_exit(tmp_path):
 
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["42", "shut", "request"], "the kernel was shut down politely at exit"
+
+
+def test_a_handle_its_registry_evicted_says_so_when_used_again(registry):
+    reg = registry(max_kernels=1)
+    handle_a = reg.get_or_start(A)  # the owner keeps the handle, as the README's shared-kernel example does
+    reg.get_or_start(B)  # over the cap: A goes
+
+    with pytest.raises(KernelShutdownError, match=r"is shut down: evicted by its registry \(over max_kernels=1"):
+        handle_a.execute("1")
+
+
+def test_a_handle_its_registry_reaped_says_so_when_used_again(registry, clock):
+    reg = registry(idle_timeout=60.0)
+    handle_a = reg.get_or_start(A)
+    clock.now += 61
+    assert reg.reap_expired() == 1
+
+    with pytest.raises(KernelShutdownError, match=r"is shut down: reaped by its registry \(unused for idle_timeout=60.0 s"):
+        handle_a.execute("1")
+
+
+def test_a_handle_its_owner_shut_down_says_no_more_than_that(registry):
+    reg = registry(max_kernels=1)
+    handle_a = reg.get_or_start(A)
+    handle_a.shutdown()
+    reg.get_or_start(B)  # A's entry is evicted after its own shutdown: the first end's words stay
+
+    with pytest.raises(KernelShutdownError, match=r"is shut down$"):
+        handle_a.execute("1")
