@@ -222,8 +222,8 @@ class KernelHandle:
         """Run ``code`` in the kernel's namespace.
 
         :param timeout: seconds of budget for this cell (``None``: ``options.timeout``).
-        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`; set
-            before the cell is sent, it is not sent (``timeout``, ``watchdog="interrupted"``, state kept).
+        :param cancel: set it from any thread to start this cell's ladder now, like :meth:`cancel`; set before the
+            cell is sent (or as it waits its turn: answered at once), it is not sent (``timeout``, state kept).
         :param raise_on_timeout: raise the watchdog outcome's exception instead of returning it.
         :returns: the :class:`CellResult`; a death, exit, lost transport, or a ``restart()`` that
             overtook the cell while it waited (not run: ``died``, ``reason="reset"``) is a result too.
@@ -239,11 +239,12 @@ class KernelHandle:
         self._held.refuse(self.kernel_id, "execute()")
         budget_s = self.options.timeout if timeout is None else timeout
         ticket = self._queue.ticket(self.generation)
-        with self._queue.turn(ticket) as may_run:
+        with self._queue.turn(ticket, cancel) as may_run:  # None: cancelled while it waited
             if self._life.stopping:
                 raise self._runtime.shut_error(ticket.generation)
             if not may_run or (cancel is not None and cancel.is_set()):  # never sent
-                return _checked(not_run(self.info(generation=ticket.generation), cancelled=may_run), raise_on_timeout)
+                info = self.info(generation=ticket.generation)
+                return _checked(not_run(info, cancelled=may_run is not False), raise_on_timeout)
             with self._held.holding("execute()"):
                 result = self._run(code, budget_s, self._prepare(), cancel)
             self.cells_run += 1
@@ -327,10 +328,9 @@ class KernelHandle:
     def shutdown(self, now: bool = False, why: str = "") -> ExitInfo:
         """End the kernel: request -> SIGTERM -> SIGKILL, each step waiting ``shutdown_grace``.
 
-        Safe in a signal handler: one that lands inside this thread's own use of the kernel's
-        channel (a cell's wait, ``start()``, ``restart()``, ``shutdown()``) cannot ask the runner over it, so
-        it kills the runner from outside at once (step ``sigkill``) and the call below ends with
-        the kernel shut down.
+        Safe in a signal handler: one that lands inside this thread's own use of the kernel's channel (a cell's
+        wait, ``start()``, ``restart()``, ``shutdown()``) cannot ask the runner over it, so it kills the runner
+        from outside at once (step ``sigkill``) and the call below ends with the kernel shut down.
 
         :param now: skip the polite steps and SIGKILL the whole tree at once.
         :param why: who ended it and why, said by every later call's ``KernelShutdownError``.

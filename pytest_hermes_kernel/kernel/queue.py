@@ -19,11 +19,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["CellQueue", "Ticket"]
+__all__ = ["CANCEL_LOOK_S", "CellQueue", "Ticket"]
 
 #: How long a restart's end waits for the queue's lock to wake the cells sent meanwhile (seconds):
 #: only a running cell holds it longer, and that cell wakes them when its turn ends.
 NOTIFY_WAIT_S = 0.5
+
+#: How often a cell waiting its turn looks at its cancel switch (seconds).
+CANCEL_LOOK_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -59,24 +62,42 @@ class CellQueue:
         return Ticket(epoch=self._epoch, generation=generation)
 
     @contextmanager
-    def turn(self, ticket: Ticket) -> Iterator[bool]:
-        """Hold the kernel for one cell; yields whether it may run (``False``: a restart overtook it).
+    def turn(self, ticket: Ticket, cancel: threading.Event | None = None) -> Iterator[bool | None]:
+        """Hold the kernel for one cell; yields whether it may run (``False``: a restart overtook it;
+        ``None``: its ``cancel`` switch was set before its turn came, and the kernel is not held).
 
-        A cell sent while a restart runs waits here until the restart is done.
+        A cell sent while a restart runs waits here until the restart is done. A cell with a
+        switch looks at it every :data:`CANCEL_LOOK_S` while it waits, so a cancel is answered
+        at once, not when the cell ahead ends.
         """
         with self._counted():
-            self._turn.acquire()
-            try:
-                while self._restarting and ticket.epoch == self._epoch:
-                    self._turn.wait(NOTIFY_WAIT_S)  # bounded: a restart's end may not get the lock to notify
-            except BaseException:
-                self._turn.release()
-                raise
+            held = self._wait_turn(ticket, cancel)
+        if not held:
+            yield None
+            return
         try:
             yield ticket.epoch == self._epoch
         finally:
             self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
             self._turn.release()
+
+    def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None) -> bool:
+        """Take the queue's lock and wait out a running restart; ``False`` (lock not held) once
+        ``cancel`` is set."""
+        look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
+        while not self._turn.acquire(timeout=look_s):
+            if cancel is not None and cancel.is_set():
+                return False
+        try:
+            while self._restarting and ticket.epoch == self._epoch:
+                if cancel is not None and cancel.is_set():
+                    self._turn.release()
+                    return False
+                self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
+        except BaseException:
+            self._turn.release()
+            raise
+        return True
 
     @contextmanager
     def _counted(self) -> Iterator[None]:

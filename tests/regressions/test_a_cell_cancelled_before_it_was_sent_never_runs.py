@@ -6,12 +6,17 @@ The switch was only looked at once the cell was on its way, by the wait for its 
 cell had often ended by then, and the result was ``ok`` with no watchdog, as if never cancelled
 (8 cells of 20 in a row); its code had run, side effects included, though the caller cancelled
 it before it was sent (``aexecute``'s ``on_cancelled`` then got that ``ok``).
+
+A switch set while the cell waits its turn is answered at once, not when the cell ahead ends: the
+queued cell waited for the queue's lock, looking at its switch only once it had it, so an agent's
+cancelled step (``asyncio.wait_for(aexecute(...), 1)``) behind a long cell took as long as that cell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -57,4 +62,53 @@ def test_an_aexecute_cancelled_while_its_cell_waits_its_turn_never_runs_it(make_
     assert ahead.result(timeout=SETTLE_S).status == "ok"
 
     assert [(r.status, r.watchdog) for r in told] == [("timeout", "interrupted")], told
+    assert k.execute("m").value == "0", "the cancelled cell ran"
+
+
+AHEAD = "import time\ntime.sleep(120)"  # far longer than the test waits: it is cancelled at the end
+
+
+def _end_the_cell_ahead(k, ahead) -> None:
+    k.cancel()
+    assert ahead.result(timeout=SETTLE_S).watchdog == "interrupted"
+
+
+def test_a_switch_set_while_the_cell_waits_its_turn_is_answered_before_the_cell_ahead_ends(make_kernel) -> None:
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("m = 0")
+    ahead = run_in_thread(k, probe.CODE + AHEAD, timeout=300)
+    probe.wait()
+    switch = threading.Event()
+    queued = run_in_thread(k, "m += 1", cancel=switch)
+    deadline = time.monotonic() + SETTLE_S
+    while k.queued < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert k.queued == 1, "the cell never queued behind the running one"
+
+    switch.set()
+    result = queued.result(timeout=SETTLE_S)
+
+    assert not ahead.done(), "the queued cell's answer waited for the cell ahead"
+    assert (result.status, result.watchdog, result.kernel.state_lost) == ("timeout", "interrupted", False)
+    assert "cancel" in result.kernel.note, result.summary()
+    _end_the_cell_ahead(k, ahead)
+    assert k.execute("m").value == "0", "the cancelled cell ran"
+
+
+def test_an_aexecute_timed_out_while_its_cell_waits_its_turn_returns_before_the_cell_ahead_ends(make_kernel) -> None:
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("m = 0")
+    ahead = run_in_thread(k, probe.CODE + AHEAD, timeout=300)
+    probe.wait()
+
+    async def agent_step() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(aexecute(k, "m += 1"), 0.5)
+
+    asyncio.run(asyncio.wait_for(agent_step(), SETTLE_S))
+
+    assert not ahead.done(), "the cancelled step waited for the cell ahead"
+    _end_the_cell_ahead(k, ahead)
     assert k.execute("m").value == "0", "the cancelled cell ran"
