@@ -8,16 +8,18 @@ Inside a cell::
 Every call runs under the authority of the cell that is running *now* (the seed system's
 ``CellAuthority``): it is refused when no cell is active (a thread an earlier cell left
 behind), when the name is not registered, or when the cell's budget is spent. A callable
-captured in cell 1 and called in cell 2 goes through cell 2's table and budget.
+captured in cell 1 and called in cell 2 goes through cell 2's table and budget. An ``async def``
+tool is awaited, on an event loop of its own in the tool's thread.
 """
 
 from __future__ import annotations
 
+import inspect
 import keyword
 import threading
 import time
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..errors import ConfigError, ToolCallRefused
@@ -144,11 +146,25 @@ class CellAuthority:
         self.calls.append(record)
         try:
             value = func(**args)
+            if inspect.isawaitable(value):  # an ``async def`` tool
+                value = _awaited(value)
             record["ok"] = True
             return value
         finally:
             record["duration_s"] = time.perf_counter() - started
             del record["running"]
+
+
+def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """An async tool's value: run to its end on an event loop of its own, in the tool's thread (a
+    caller's loop, if any, runs in another thread: a tool that needs it hands its work there with
+    ``asyncio.run_coroutine_threadsafe``)."""
+    import asyncio  # here: only a host with async tools pays for it
+
+    async def wait() -> Any:
+        return await awaitable
+
+    return asyncio.run(wait())
 
 
 #: Characters of a failing tool's message sent to the cell (4 bytes each at most: a frame holds
