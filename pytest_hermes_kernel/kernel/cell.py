@@ -45,6 +45,9 @@ _UNSENDABLE = (TypeError, ValueError, RecursionError)
 class _ToolThread(threading.local):
     kernel: object | None = None
     """The handle whose tool this thread is running."""
+    waiting: tuple[object, ...] = ()
+    """The handles whose running cells wait for this thread: :attr:`kernel` and, before it, each
+    kernel whose tool ran the cell that called this one (a tool running cells on other kernels)."""
 
 
 _in_tool = _ToolThread()
@@ -56,10 +59,14 @@ def running_tool_of(handle: object) -> bool:
 
 
 def refuse_in_tool(handle: object, kernel_id: str, what: str, why: str) -> None:
-    """:raises ConfigError: if this thread runs a tool for ``handle``: the cell that called the
-        tool holds the kernel, so the tool cannot ``what`` it (``why``)."""
+    """:raises ConfigError: if this thread runs a tool for ``handle``, or for a cell that a tool of
+        ``handle``'s running cell ran on another kernel: that cell holds the kernel and waits for
+        this tool, so the tool cannot ``what`` it (``why``)."""
     if running_tool_of(handle):
         raise ConfigError(f"a tool cannot {what} kernel {kernel_id}: the cell that called the tool holds it ({why})")
+    if any(k is handle for k in _in_tool.waiting):
+        raise ConfigError(f"a tool cannot {what} kernel {kernel_id}: its running cell waits for this tool, through "
+                          f"a tool of it that ran a cell on another kernel ({why})")
 
 
 class CellRun:
@@ -85,7 +92,7 @@ class CellRun:
                  resetting: Callable[[], bool] = lambda: False) -> None:
         self.link = link
         self.options = options
-        self.kernel = kernel
+        self.kernel, self.callers = kernel, _in_tool.waiting  # callers: kernels whose cells wait for this one
         self.stopping = stopping
         self.resetting = resetting
         self.rid = link.channel.next_id()
@@ -254,7 +261,7 @@ class CellRun:
 
     def _serve_tool_call(self, header: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"type": "tool_result", "id": header.get("id")}
-        _in_tool.kernel = self.kernel
+        _in_tool.kernel, _in_tool.waiting = self.kernel, (*self.callers, self.kernel)
         try:
             try:
                 reply["value"] = self.authority.dispatch(header.get("cell"), str(header.get("name")),
@@ -267,7 +274,7 @@ class CellRun:
                 # (no signal lands here), and unanswered, the cell would wait for its budget
                 reply.update(ok=False, error=describe_tool_error(exc))
         finally:
-            _in_tool.kernel = None
+            _in_tool.kernel, _in_tool.waiting = None, ()
             self.budget.resume()
         try:
             try:
