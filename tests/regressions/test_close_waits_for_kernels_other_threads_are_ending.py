@@ -25,10 +25,10 @@ def test_close_waits_for_the_kernel_the_reaper_is_ending(make_registry, fake_clo
     ending, release = threading.Event(), threading.Event()
     shutdown = KernelHandle.shutdown
 
-    def slow(self, now=False):  # the reaped kernel's shutdown takes its time (its steps' graces)
+    def slow(self, now=False, why=""):  # the reaped kernel's shutdown takes its time (its steps' graces)
         ending.set()
         release.wait(SETTLE_S)
-        return shutdown(self, now)
+        return shutdown(self, now, why)
 
     monkeypatch.setattr(KernelHandle, "shutdown", slow)
     fake_clock.advance(3600)
@@ -53,10 +53,10 @@ def test_close_from_a_signal_handler_does_not_wait_for_the_end_its_own_thread_is
     shutdown = KernelHandle.shutdown
     took: list[float] = []
 
-    def slow(self, now=False):  # the reap below, in this very thread, is in the kernel's shutdown
+    def slow(self, now=False, why=""):  # the reap below, in this very thread, is in the kernel's shutdown
         signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
         release.wait(SETTLE_S)
-        return shutdown(self, now)
+        return shutdown(self, now, why)
 
     def handler(signum, frame):  # a program's handler that closes the registry
         began = time.monotonic()

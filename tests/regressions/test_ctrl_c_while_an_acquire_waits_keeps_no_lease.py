@@ -53,8 +53,8 @@ def test_ctrl_c_in_the_eviction_an_acquire_causes_leaves_no_pending_entry(make_r
     reg.execute(A, "1")
     shutdown = KernelHandle.shutdown
 
-    def cut_short(self, now=False):
-        info = shutdown(self, now)
+    def cut_short(self, now=False, why=""):
+        info = shutdown(self, now, why)
         raise KeyboardInterrupt  # Ctrl-C as the evicted kernel's shutdown returns
 
     monkeypatch.setattr(KernelHandle, "shutdown", cut_short)
