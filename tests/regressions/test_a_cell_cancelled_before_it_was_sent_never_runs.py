@@ -68,17 +68,23 @@ def test_an_aexecute_cancelled_while_its_cell_waits_its_turn_never_runs_it(make_
 AHEAD = "import time\ntime.sleep(120)"  # far longer than the test waits: it is cancelled at the end
 
 
+def _a_kernel_running_a_long_cell(make_kernel):
+    """A kernel holding ``m = 0``, and the future of the :data:`AHEAD` cell it is now running."""
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools())
+    k.execute("m = 0")
+    ahead = run_in_thread(k, probe.CODE + AHEAD, timeout=300)
+    probe.wait()
+    return k, ahead
+
+
 def _end_the_cell_ahead(k, ahead) -> None:
     k.cancel()
     assert ahead.result(timeout=SETTLE_S).watchdog == "interrupted"
 
 
 def test_a_switch_set_while_the_cell_waits_its_turn_is_answered_before_the_cell_ahead_ends(make_kernel) -> None:
-    probe = CellStarted()
-    k = make_kernel(tools=probe.tools())
-    k.execute("m = 0")
-    ahead = run_in_thread(k, probe.CODE + AHEAD, timeout=300)
-    probe.wait()
+    k, ahead = _a_kernel_running_a_long_cell(make_kernel)
     switch = threading.Event()
     queued = run_in_thread(k, "m += 1", cancel=switch)
     deadline = time.monotonic() + SETTLE_S
@@ -97,11 +103,7 @@ def test_a_switch_set_while_the_cell_waits_its_turn_is_answered_before_the_cell_
 
 
 def test_an_aexecute_timed_out_while_its_cell_waits_its_turn_returns_before_the_cell_ahead_ends(make_kernel) -> None:
-    probe = CellStarted()
-    k = make_kernel(tools=probe.tools())
-    k.execute("m = 0")
-    ahead = run_in_thread(k, probe.CODE + AHEAD, timeout=300)
-    probe.wait()
+    k, ahead = _a_kernel_running_a_long_cell(make_kernel)
 
     async def agent_step() -> None:
         with pytest.raises(asyncio.TimeoutError):
