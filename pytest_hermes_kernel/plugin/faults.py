@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the rest of the faults package is imported by the fixtures 
 
 _setups_key = pytest.StashKey["list[FaultSetup]"]()
 _link_key = pytest.StashKey["ProxyRoute"]()
+_own_options_key = pytest.StashKey["dict[str, Any]"]()
 
 
 def fault_specs(node: pytest.Item) -> list[FaultSpec]:
@@ -76,6 +77,34 @@ def transport_options_for_faults(request: pytest.FixtureRequest, transport_name:
     return options
 
 
+def note_transport_options(node: pytest.Item, options: dict[str, Any]) -> None:
+    """The constructor options ``node``'s transport was made with beyond the run's defaults (its
+    faults' and its ``hermes_kernel`` marker's): a host-harness kernel cannot take them (see
+    :func:`make_kernel`)."""
+    node.stash[_own_options_key] = dict(options)
+
+
+def _harness_cannot_honour(node: pytest.Item, specs: list[FaultSpec], transport: Transport) -> str | None:
+    """Why the host harness cannot run ``node``'s kernel as its other faults and options ask, or ``None``.
+
+    The harness host makes its own transport of the same name with the run's defaults: a memory
+    limit or a fresh container of the test's transport never reached it (the kernel ran without
+    them: a hog meant to be OOM-killed took the machine's memory), nor did a drop (the stream is
+    the harness host's)."""
+    own = {k: v for k, v in node.stash.get(_own_options_key, {}).items() if k != "connect_via"}
+    lacks = []
+    if own:
+        source = "hermes_oom's memory limit" if any(s.kind == "oom" for s in specs) else "the hermes_kernel marker"
+        lacks.append(f"this test's transport options ({', '.join(f'{k}={v!r}' for k, v in own.items())}: {source})")
+    if any(s.kind == "transport_drop" for s in specs):
+        lacks.append("hermes_transport_drop (the kernel's stream is in the harness host, out of the drop's reach)")
+    if not lacks:
+        return None
+    return (f"host_sigkill on {transport.name}: the kernel runs in the host harness, a process of its own with the "
+            f"run's shared {transport.name} transport, which cannot take {' nor '.join(lacks)}; the "
+            "test would run without it: this leg is skipped")
+
+
 def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: KernelOptions,
                 tools: dict[str, Any]) -> Kernel:
     """A started kernel for the ``hermes_kernel`` fixtures, with the test's faults applied.
@@ -92,6 +121,8 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     plan = plan_faults(specs, transport, opts, drops_on_demand=_drops_on_demand(request))
     if plan.skip is not None:
         pytest.skip(plan.skip)
+    if plan.in_harness and (why := _harness_cannot_honour(request.node, specs, transport)) is not None:
+        pytest.skip(why)
     if plan.in_harness and tools:
         raise pytest.UsageError(f"{request.node.nodeid}: tools cannot cross into the host harness process")
     try:

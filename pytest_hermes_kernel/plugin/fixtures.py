@@ -243,6 +243,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     marker = kernel_marker(request.node)
     _skip_where_options_do_not_apply(name, marker.transport_options)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
+    faults.note_transport_options(request.node, options)
     defaults = transport_defaults(request.config, name)
     _skip_where_targets_cannot(name, defaults, options)
     try:
