@@ -115,8 +115,10 @@ def transport_drop(kernel: Kernel, mode: DropMode = "reset", duration: float | N
     :param latency: seconds added to every read in ``latency`` mode.
     :raises ConfigError: if the kernel does not run on a :class:`FaultyTransport` (the plugin
         gives one to kernels of tests with ``hermes_transport_drop`` or ``hermes_faults``), or its
-        transport cannot re-attach (for local, a drop is a host death: use host_sigkill).
+        transport cannot re-attach (for local, a drop is a host death: use host_sigkill), or an
+        argument is one the marker refuses (``duration=-1``, a ``duration`` of a ``reset``).
     """
+    FaultSpec("transport_drop", mode=mode, duration=duration, latency=latency)  # the marker's checks
     transport = kernel.transport
     if not transport.reattachable:
         raise ConfigError(f"transport_drop does not apply to the {transport.name} transport: it has no "

@@ -77,6 +77,18 @@ def test_latency_as_text(hermes_kernel):
 def test_negative_duration(hermes_kernel):
     hermes_kernel.execute("1")
 
+@pytest.mark.hermes_transport_drop(after_cell=1, latency=2.0)
+def test_latency_of_a_reset(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_transport_drop("reset", after_cell=1, duration=5)
+def test_duration_of_a_reset(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1, delay=3)
+def test_delay_after_a_cell(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -107,6 +119,14 @@ EXPECTED = {
     "test_cell_number_true": "kernel_sigkill: after_cell must be a cell number >= 1, not True",
     "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0 (at most 1e+09), not 'x'",
     "test_negative_duration": "transport_drop: duration must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
+    # each taken and ignored: a reset instead of the latency asked for, a reset "lasting" 5 s, a
+    # kill at once after cell 1 instead of 3 s later
+    "test_latency_of_a_reset": "transport_drop: latency=2.0 is added to reads in mode 'latency' only, not 'reset': "
+                               "it would be ignored",
+    "test_duration_of_a_reset": "transport_drop: duration=5 is how long a 'blackhole' or 'latency' lasts; a 'reset' "
+                                "is over at once: it would be ignored",
+    "test_delay_after_a_cell": "kernel_sigkill: delay=3 times a during_cell fault from the cell's start; this one has "
+                               "no during_cell: it would be ignored",
 }
 
 
