@@ -64,6 +64,9 @@ class FaultSpec:
             if not (optional and value is None) and not is_seconds(value, positive=False):
                 raise ConfigError(f"{self.kind}: {name} must be a finite number of seconds >= 0 (at most {MAX_SECONDS:g})"
                                   f"{' or None' if optional else ''}, not {value!r}")
+        if self.bound == 0:  # read as "no bound given" (``bound or natural``): the 2 s default held
+            raise ConfigError(f"{self.kind}: bound=0 leaves the kernel no time to end after its host; give seconds > 0, "
+                              "or None for the transport's bound")
         if self.mode not in ("reset", "blackhole", "latency"):
             raise ConfigError(f"transport_drop: mode must be 'reset', 'blackhole' or 'latency', not {self.mode!r}")
         # an option its fault never reads was taken and ignored: latency=2 without mode="latency" ran

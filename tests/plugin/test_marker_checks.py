@@ -61,6 +61,10 @@ def test_bound_as_text(hermes_kernel):
 def test_negative_bound(hermes_kernel):
     hermes_kernel.execute("1")
 
+@pytest.mark.hermes_host_sigkill(after_cell=1, bound=0)
+def test_zero_bound(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel_sigkill(during_cell=1, delay=float("nan"))
 def test_delay_nan(hermes_kernel):
     hermes_kernel.execute("1")
@@ -115,6 +119,7 @@ EXPECTED = {
     # fault fired at once (nan), at cell 1 (True), a TypeError in the next cell, a blackhole of no time
     "test_bound_as_text": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not '2'",
     "test_negative_bound": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
+    "test_zero_bound": "host_sigkill: bound=0 leaves the kernel no time to end after its host",  # 2 s held
     "test_delay_nan": "kernel_sigkill: delay must be a finite number of seconds >= 0 (at most 1e+09), not nan",
     "test_cell_number_true": "kernel_sigkill: after_cell must be a cell number >= 1, not True",
     "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0 (at most 1e+09), not 'x'",
