@@ -54,11 +54,16 @@ class HarnessKernel:
         cross into the harness process).
     :param transport_options: constructor options of the harness's transport (picklable).
     :param start_timeout: seconds to wait for the harness and its kernel to come up.
+    :param shares_run_host: the harness's transport shares this process's run container (docker)
+        or sshd container (ssh), which this process then joins; ``None``: when no
+        ``transport_options`` are given. The plugin's harness passes the run's defaults
+        (``--hermes-image``, ``--hermes-reuse``), the same options as this process's shared transport.
     :raises KernelStartError: if the harness or its kernel does not start.
     """
 
     def __init__(self, transport: str = "local", options: KernelOptions | Mapping[str, Any] | None = None, *,
-                 transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0) -> None:
+                 transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0,
+                 shares_run_host: bool | None = None) -> None:
         self.transport_name = transport
         self.options = options if isinstance(options, KernelOptions) else KernelOptions(**dict(options or {}))
         self._ids = itertools.count(1)
@@ -84,8 +89,8 @@ class HarnessKernel:
         except Exception as exc:
             self.kill_host()
             raise KernelStartError(f"the harness host could not start a {transport} kernel: {exc}") from None
-        if not transport_options:  # the run's shared kernel host: this process too is a member of it
-            self._join_run_host()
+        if not transport_options if shares_run_host is None else shares_run_host:
+            self._join_run_host()  # the run's shared kernel host: this process too is a member of it
         self.kernel_id: str = self.facts["kernel_id"]
         self.pid: int | None = self.facts["pid"]
         self.runner_pid: int | None = self.facts["runner_pid"]

@@ -133,7 +133,8 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     kernel: Kernel
     if plan.in_harness:
         kernel = HarnessKernel(transport.name, setup.options,
-                               transport_options=transport_defaults(request.config, transport.name))
+                               transport_options=transport_defaults(request.config, transport.name),
+                               shares_run_host=True)  # the run's defaults: those of the shared transport
     else:
         kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
