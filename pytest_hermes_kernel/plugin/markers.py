@@ -139,7 +139,23 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
-    return problems + conflicts(specs, "@pytest.mark.hermes_") + _oom_overridden(item, specs)
+    return problems + conflicts(specs, "@pytest.mark.hermes_") + _oom_overridden(item, specs) + _tools_of_a_harness(item, specs)
+
+
+TOOLS_IN_HARNESS = ("tools cannot cross into the host harness: hermes_host_sigkill runs the kernel under a host "
+                    "process of its own, and a tool runs in the test process. Hint: test the tools in a test without "
+                    "hermes_host_sigkill")
+"""Why a ``hermes_host_sigkill`` kernel takes no tools (the marker check and the factory say it)."""
+
+
+def _tools_of_a_harness(item: pytest.Item, specs: list[FaultSpec]) -> list[str]:
+    """``hermes_kernel(tools=...)`` beside ``hermes_host_sigkill``: known before the test runs (it
+    errored in the fixture, with a traceback through the plugin)."""
+    if not any(s.kind == "host_sigkill" for s in specs):
+        return []
+    if not any(m.kwargs.get("tools") for m in item.iter_markers("hermes_kernel")):
+        return []
+    return [f"@pytest.mark.hermes_kernel(tools=...) beside @pytest.mark.hermes_host_sigkill: {TOOLS_IN_HARNESS}"]
 
 
 def _oom_overridden(item: pytest.Item, specs: list[FaultSpec]) -> list[str]:

@@ -103,6 +103,14 @@ def test_oom_beside_a_memory_limit(hermes_kernel):
 def test_oom_in_a_shared_container(hermes_kernel):
     hermes_kernel.execute("1")
 
+def double(x):
+    return 2 * x
+
+@pytest.mark.hermes_kernel(tools={"double": double})
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_tools_to_a_host_harness(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel(timeout=5)
 @pytest.mark.hermes_kernel_sigkill(after_cell=1)
 def test_fine(hermes_kernel):
@@ -144,6 +152,9 @@ EXPECTED = {
     # a shared container whose hog could OOM-kill other tests' kernels
     "test_oom_beside_a_memory_limit": "hermes_kernel marker's mem_limit_bytes=2147483648 would override it there",
     "test_oom_in_a_shared_container": "hermes_kernel marker's container='shared' would override it there",
+    # a pytest.UsageError raised in the fixture, its traceback through the plugin
+    "test_tools_to_a_host_harness": "@pytest.mark.hermes_kernel(tools=...) beside @pytest.mark.hermes_host_sigkill: "
+                                    "tools cannot cross into the host harness: hermes_host_sigkill runs the kernel",
     "test_delay_after_a_cell": "kernel_sigkill: delay=3 times a during_cell fault from the cell's start; this one has "
                                "no during_cell: it would be ignored",
 }
@@ -178,6 +189,26 @@ def test_pytest_markers_shows_each_hermes_marker_with_its_signature_and_one_line
                      "hermes_kernel_sigkill", "hermes_oom", "hermes_transport_drop"}, names
     unreadable = [line for line in lines if "): " not in line or "'int" in line or "->" in line]
     assert not unreadable, "\n".join(unreadable)
+
+
+FACTORY_TOOLS = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_factory_tools_to_a_host_harness(hermes_kernel_factory):
+    hermes_kernel_factory(tools={"double": lambda x: 2 * x})
+"""
+
+
+def test_tools_given_to_a_host_harness_kernels_factory_fail_the_test_saying_why(pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """Known only when the factory is called: the test fails with the reason, not a pytest.UsageError's
+    traceback through the plugin."""
+    pytester.makepyfile(test_factory_tools=FACTORY_TOOLS)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*hermes_kernel_factory(tools=...): tools cannot cross into the host harness*Hint: "
+                                 "test the tools in a test without hermes_host_sigkill"])
+    assert "UsageError" not in result.stdout.str() and "plugin/faults.py" not in result.stdout.str()
 
 
 LEG_SUITE = """
