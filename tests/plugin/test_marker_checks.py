@@ -273,6 +273,28 @@ def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pyte
     assert "test_met" not in result.stdout.str().split("short test summary")[-1]
 
 
+HOST_SHUT_DOWN_BY_THE_TEST = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_shut_down_before_its_end(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    hermes_kernel.shutdown()
+"""
+
+
+def test_a_host_sigkill_due_at_the_end_of_a_test_that_shut_its_kernel_down_errors_it(pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """``after_cell=N`` on a test of N cells fires as the test ends: a test that had shut its kernel
+    down by then passed with no host killed (``deaths and resets by reason: none``)."""
+    pytester.makepyfile(test_shut=HOST_SHUT_DOWN_BY_THE_TEST)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_shut_down_before_its_end*",
+                                 "@pytest.mark.hermes_host_sigkill(after_cell=1) never fired: the kernel's host was "
+                                 "gone before the test's end*Hint: leave the shutdown to the fixture*"],
+                                consecutive=False)
+
+
 HOST_KILLED_AFTER_THE_LAST_CELL = """
 import pytest
 
