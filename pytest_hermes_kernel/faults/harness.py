@@ -28,6 +28,7 @@ from ..containers.sharing import current_run_id
 from ..errors import HermesKernelError, HostGoneError, KernelStartError
 from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
+from ..kernel.files import TransferReport
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
 
@@ -202,6 +203,22 @@ class HarnessKernel:
         if info.state_lost and info.reason and not echo:
             self._emit("lost", Loss(reason=info.reason, exit_code=info.exit_code, signal=info.signal,
                                     oom_killed=bool(info.oom_killed), note=info.note or ""))
+
+    def upload(self, local_path: str | os.PathLike[str], kernel_path: str, *,
+               max_bytes: int | None = None) -> TransferReport:
+        """Copy a local file or tree into the kernel's working dir (see :meth:`KernelHandle.upload`):
+        the host, on this machine, copies it; a relative ``local_path`` is this process's.
+
+        :raises HostGoneError: if the host was killed before or during the transfer.
+        """
+        report: TransferReport = self._call("upload", os.path.abspath(local_path), kernel_path, max_bytes=max_bytes)
+        return report
+
+    def download(self, kernel_path: str, local_path: str | os.PathLike[str], *,
+                 max_bytes: int | None = None) -> TransferReport:
+        """Copy a file or tree of the kernel's working dir out (see :meth:`KernelHandle.download`)."""
+        report: TransferReport = self._call("download", kernel_path, os.path.abspath(local_path), max_bytes=max_bytes)
+        return report
 
     def interrupt(self) -> None:
         self._call("interrupt", timeout=30)
