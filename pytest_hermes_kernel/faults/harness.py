@@ -44,7 +44,52 @@ Defined here, not in :mod:`._harness_host`: the package must not import the modu
 ``python -m`` runs (runpy warns, and under ``-W error`` the host dies at once)."""
 
 
-class HarnessKernel:
+class _HandleMembers:
+    """The :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle` members a test reads beyond the
+    ``Kernel`` protocol, for :class:`HarnessKernel` (each raised ``AttributeError`` before)."""
+
+    pid: int | None
+    generation: int
+
+    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def start(self) -> _HandleMembers:
+        """The kernel started with its host: returns it (see :meth:`KernelHandle.start`)."""
+        return self
+
+    def cancel(self) -> None:
+        """Start the timeout ladder of the host's running cell now (see :meth:`KernelHandle.cancel`)."""
+        self._call("cancel", timeout=30)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The same as :attr:`pid`."""
+        return self.pid
+
+    @property
+    def restart_count(self) -> int:
+        """The same as :attr:`generation`."""
+        return self.generation
+
+    def upload(self, local_path: str | os.PathLike[str], kernel_path: str, *,
+               max_bytes: int | None = None) -> TransferReport:
+        """Copy a local file or tree into the kernel's working dir (see :meth:`KernelHandle.upload`):
+        the host, on this machine, copies it; a relative ``local_path`` is this process's.
+
+        :raises HostGoneError: if the host was killed before or during the transfer.
+        """
+        report: TransferReport = self._call("upload", os.path.abspath(local_path), kernel_path, max_bytes=max_bytes)
+        return report
+
+    def download(self, kernel_path: str, local_path: str | os.PathLike[str], *,
+                 max_bytes: int | None = None) -> TransferReport:
+        """Copy a file or tree of the kernel's working dir out (see :meth:`KernelHandle.download`)."""
+        report: TransferReport = self._call("download", kernel_path, os.path.abspath(local_path), max_bytes=max_bytes)
+        return report
+
+
+class HarnessKernel(_HandleMembers):
     """A kernel owned by a separate host process (see module docstring); a
     :class:`~pytest_hermes_kernel.kernel.interface.Kernel`.
 
@@ -203,22 +248,6 @@ class HarnessKernel:
         if info.state_lost and info.reason and not echo:
             self._emit("lost", Loss(reason=info.reason, exit_code=info.exit_code, signal=info.signal,
                                     oom_killed=bool(info.oom_killed), note=info.note or ""))
-
-    def upload(self, local_path: str | os.PathLike[str], kernel_path: str, *,
-               max_bytes: int | None = None) -> TransferReport:
-        """Copy a local file or tree into the kernel's working dir (see :meth:`KernelHandle.upload`):
-        the host, on this machine, copies it; a relative ``local_path`` is this process's.
-
-        :raises HostGoneError: if the host was killed before or during the transfer.
-        """
-        report: TransferReport = self._call("upload", os.path.abspath(local_path), kernel_path, max_bytes=max_bytes)
-        return report
-
-    def download(self, kernel_path: str, local_path: str | os.PathLike[str], *,
-                 max_bytes: int | None = None) -> TransferReport:
-        """Copy a file or tree of the kernel's working dir out (see :meth:`KernelHandle.download`)."""
-        report: TransferReport = self._call("download", kernel_path, os.path.abspath(local_path), max_bytes=max_bytes)
-        return report
 
     def interrupt(self) -> None:
         self._call("interrupt", timeout=30)
