@@ -171,7 +171,7 @@ def close_fault_setups(node: pytest.Item) -> None:
 @pytest.fixture
 def hermes_faults(request: pytest.FixtureRequest) -> Iterator[HermesFaults]:
     """The same faults as the markers, fired when the test says so."""
-    faults = HermesFaults()
+    faults = HermesFaults(request.config)
     yield faults
     faults.close()
 
@@ -184,7 +184,8 @@ class HermesFaults:
     (docker, ssh through the fault proxy), so :meth:`transport_drop` needs no marker.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config | None = None) -> None:
+        self._config = config  # the run's settings (--hermes-image, ssh targets, ...) for harness()
         self._harnesses: list[HarnessKernel] = []
         self._cgroups: list[MemoryCgroup] = []
 
@@ -202,10 +203,21 @@ class HermesFaults:
         injector.transport_drop(kernel, mode, duration, latency)
 
     def harness(self, transport: str = "local", **options: Any) -> HarnessKernel:
-        """A kernel whose host is a separate process; ``.kill_host()`` SIGKILLs the host."""
-        from ..faults.harness import HarnessKernel
+        """A kernel whose host is a separate process; ``.kill_host()`` SIGKILLs the host.
 
-        kernel = HarnessKernel(transport, options)
+        Its transport has the run's settings, as the kernel fixtures' has (``--hermes-image``,
+        ``--hermes-ssh-targets``, ...: the harness ran in the default image, on an sshd container
+        of its own, whatever the run said)."""
+        from ..faults.harness import HarnessKernel
+        from ..transports import get_transport
+
+        defaults = transport_defaults(self._config, transport) if self._config is not None else {}
+        if defaults:  # this process's shared transport of that name, as the harness host's
+            try:
+                get_transport(transport, **defaults)
+            except TransportUnavailableError as exc:
+                pytest.skip(str(exc))
+        kernel = HarnessKernel(transport, options, transport_options=defaults, shares_run_host=True)
         self._harnesses.append(kernel)
         return kernel
 
