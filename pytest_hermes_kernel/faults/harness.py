@@ -130,10 +130,10 @@ class HarnessKernel(_HandleMembers):
             self.facts = self._call("start", transport, fields, dict(transport_options or {}), current_run_id(),
                                     timeout=start_timeout)  # the host joins our run (run id in the start message)
         except HermesKernelError:
-            self.kill_host()
+            self._end_host()
             raise
         except Exception as exc:
-            self.kill_host()
+            self._end_host()
             raise KernelStartError(f"the harness host could not start a {transport} kernel: {exc}") from None
         if not transport_options if shares_run_host is None else shares_run_host:
             self._join_run_host()  # the run's shared kernel host: this process too is a member of it
@@ -276,13 +276,7 @@ class HarnessKernel(_HandleMembers):
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill_host()
-        self.proc.wait()
-        self._reader.join(timeout=5)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                pipe.close()
-            except (OSError, ValueError):
-                pass
+        self._end_host(kill=False)
         exit_info = info if isinstance(info, ExitInfo) else ExitInfo(step="already-exited", note="its host was gone")
         if not self._closed:
             self._closed = True
@@ -325,6 +319,17 @@ class HarnessKernel(_HandleMembers):
             try:
                 listener(event, self, payload)
             except Exception:  # noqa: BLE001 - an observer must never break the kernel
+                pass
+
+    def _end_host(self, kill: bool = True) -> None:
+        """SIGKILL the host if it still runs (``kill``; else wait for its end), and close what this
+        process holds of it (its pipes: a harness whose kernel could not start left two open)."""
+        self.kill_host() if kill else self.proc.wait()
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except (OSError, ValueError):
                 pass
 
     # ------------------------------------------------------------------------------ the fault
