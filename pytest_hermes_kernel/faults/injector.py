@@ -21,7 +21,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,20 @@ def host_sigkill(kernel: Kernel) -> None:
     kernel.kill_host()
 
 
+def _watch(wait: Callable[[float], list[str]], bound: float) -> Future[list[str]]:
+    """``wait(bound)`` on a thread of its own, from now; its future holds what it returns (or raises)."""
+    done: Future[list[str]] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(wait(bound))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the result
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name="hermes-host-death-watch", daemon=True).start()
+    return done
+
+
 def heal(kernel: Kernel) -> None:
     """End a ``blackhole`` or ``latency`` fault on ``kernel``'s link; idempotent, and a no-op for
     a kernel that does not run on a :class:`FaultyTransport`."""
@@ -180,6 +195,7 @@ class FaultingKernel:
         self.cells = 0
         self.fired: list[FiredFault] = []
         self._armed: list[CellStartTimer] = []
+        self._host_watch: Future[list[str]] | None = None  # survivors at the bound, counted from the kill
         if any(s.during_cell is not None for s in self.specs):
             if not kernel.options.report_running:
                 raise ConfigError(f"during_cell faults on kernel {kernel.kernel_id} need it started with "
@@ -278,6 +294,8 @@ class FaultingKernel:
         """Inject ``spec`` now."""
         self.fired.append(FiredFault(spec, time.monotonic(), self.cells))
         fire(spec, self.kernel)
+        if spec.kind == "host_sigkill" and isinstance(self.kernel, HarnessKernel):
+            self._host_watch = _watch(self.kernel.wait_kernel_gone, self._death_bound(self.kernel))
 
     def finish(self) -> list[str]:
         """End the test's faults: disarm what did not fire and heal drops (a fault lasts at most
@@ -328,12 +346,20 @@ class FaultingKernel:
                 hint = f"make cell {cell} run longer than the delay (e.g. time.sleep), or lower delay="
         return f"{marker}({trigger}) never fired: {why}; the test did not meet its fault. Hint: {hint}"
 
+    def _death_bound(self, host: HarnessKernel) -> float:
+        if self.death_bound is not None:
+            return self.death_bound
+        return host_death_bound(host.transport, host.options.orphan_timeout)
+
     def _outlived(self, host: HarnessKernel) -> list[str]:
-        """Processes of a kernel that outlived its SIGKILLed host by more than the bound (killed then)."""
-        bound = self.death_bound
-        if bound is None:
-            bound = host_death_bound(host.transport, host.options.orphan_timeout)
-        survivors = host.wait_kernel_gone(bound)
+        """Processes of a kernel that outlived its SIGKILLed host by more than the bound (killed then).
+
+        The bound counts from the kill, watched from then on: waited for from the test's end, a
+        kernel that outlived its host by more than the bound passed when the test went on that
+        long after the kill (waiting for the helper it had started to end, say)."""
+        bound = self._death_bound(host)
+        watch = self._host_watch
+        survivors = watch.result() if watch is not None else host.wait_kernel_gone(bound)
         if not survivors:
             return []
         host.kill_survivors()

@@ -449,3 +449,36 @@ def test_fault_markers_that_cannot_all_apply_error_the_test_naming_them(pytester
         "a kernel's host dies once*",
         "*test_the_same_fault_twice*: @pytest.mark.hermes_kernel_sigkill(after_cell=1) is given 2 times: "
         "the second would meet what the first did*"], consecutive=False)
+
+
+HOST_KILLED_THEN_WAITED_ON = """
+import os, time
+import pytest
+from pytest_hermes_kernel import HostGoneError
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_the_helper_outlives_its_host_for_a_while(hermes_kernel):
+    r = hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '5'], start_new_session=True).pid")
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(60)")
+    deadline = time.monotonic() + 60
+    while not _gone(int(r.value)) and time.monotonic() < deadline:  # the test checks the helper itself
+        time.sleep(0.05)
+"""
+
+
+def test_a_host_sigkills_bound_counts_from_the_kill_not_from_the_tests_end(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """The helper outlives its SIGKILLed host by ~5 s (its own session), over the 2 s bound on local;
+    the test waits for it to end by itself. The bound was waited for from the test's end, when the
+    helper had gone: the test passed."""
+    pytester.makepyfile(test_waited=HOST_KILLED_THEN_WAITED_ON)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*outlived its SIGKILLed host by more than 2 s; still alive:*", "*sleep 5*"])
