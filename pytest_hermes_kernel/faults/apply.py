@@ -171,7 +171,7 @@ def _with_host_sigkill(plan: FaultPlan, host: FaultSpec, transport: Transport, o
             f"host_sigkill on {transport.name}: its kernels outlive their host until their orphan timer "
             f"({natural - ORPHAN_DEATH_MARGIN_S:g} s) by design, since nothing is attached between cells; "
             "give the transport a short orphan_timeout to test host death"))
-    return dataclasses.replace(plan, in_harness=True, orphan_timeout=orphan, death_bound=host.bound or natural)
+    return dataclasses.replace(plan, in_harness=True, orphan_timeout=orphan, death_bound=natural if host.bound is None else host.bound)
 
 
 def _host_sigkill_orphan_timeout(transport: Transport, options: KernelOptions) -> float | None:

@@ -61,11 +61,25 @@ def _write(path: str, value: str) -> None:
         fh.write(value)
 
 
+def _counting(cg: MemoryCgroup) -> MemoryCgroup:
+    """``cg``, once its OOM-kill counter reads (Linux before 4.13 has no ``oom_kill`` line: the
+    kernel ran in the group and its OOM kill was reported as a plain death, ``oom_killed=False``).
+
+    :raises TransportUnavailableError: (the group removed) if it has no counter.
+    """
+    if cg.oom_kills() is None:
+        cg.remove()
+        raise TransportUnavailableError(f"no oom_kill counter in the memory cgroup at {cg.oom_counter_file}: an OOM "
+                                        "kill could not be told from another SIGKILL (Linux counts them from 4.13)")
+    return cg
+
+
 def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgroup:
     """Create a memory cgroup limited to ``limit_bytes`` (swap included where it can be set).
 
     :raises TransportUnavailableError: if this machine does not let us create one (no cgroup
-        mount, not writable, v2 without the memory controller delegated); the message says why.
+        mount, not writable, v2 without the memory controller delegated, no OOM-kill counter);
+        the message says why.
     """
     name = name or f"hermes-kernel-{uuid.uuid4().hex[:12]}"
     if os.path.exists(os.path.join(V1_ROOT, "memory.limit_in_bytes")):
@@ -80,7 +94,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
             _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit_bytes))
         except OSError:
             pass  # no swap accounting: the limit applies to RAM only
-        return MemoryCgroup(path, 1, limit_bytes)
+        return _counting(MemoryCgroup(path, 1, limit_bytes))
     controllers = os.path.join(V2_ROOT, "cgroup.controllers")
     if os.path.exists(controllers):
         with open(os.path.join(V2_ROOT, "cgroup.subtree_control"), encoding="ascii") as fh:
@@ -97,5 +111,5 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
                 pass
         except OSError as exc:
             raise TransportUnavailableError(f"cannot create a v2 memory cgroup at {path}: {exc}") from None
-        return MemoryCgroup(path, 2, limit_bytes)
+        return _counting(MemoryCgroup(path, 2, limit_bytes))
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")

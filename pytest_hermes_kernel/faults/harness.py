@@ -28,6 +28,7 @@ from ..containers.sharing import current_run_id
 from ..errors import HermesKernelError, HostGoneError, KernelStartError
 from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
+from ..kernel.files import TransferReport
 from ..kernel.results import CellResult, ExitInfo, KernelInfo
 from ..transports import get_transport
 
@@ -43,7 +44,52 @@ Defined here, not in :mod:`._harness_host`: the package must not import the modu
 ``python -m`` runs (runpy warns, and under ``-W error`` the host dies at once)."""
 
 
-class HarnessKernel:
+class _HandleMembers:
+    """The :class:`~pytest_hermes_kernel.kernel.handle.KernelHandle` members a test reads beyond the
+    ``Kernel`` protocol, for :class:`HarnessKernel` (each raised ``AttributeError`` before)."""
+
+    pid: int | None
+    generation: int
+
+    def _call(self, method: str, *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def start(self) -> _HandleMembers:
+        """The kernel started with its host: returns it (see :meth:`KernelHandle.start`)."""
+        return self
+
+    def cancel(self) -> None:
+        """Start the timeout ladder of the host's running cell now (see :meth:`KernelHandle.cancel`)."""
+        self._call("cancel", timeout=30)
+
+    @property
+    def worker_pid(self) -> int | None:
+        """The same as :attr:`pid`."""
+        return self.pid
+
+    @property
+    def restart_count(self) -> int:
+        """The same as :attr:`generation`."""
+        return self.generation
+
+    def upload(self, local_path: str | os.PathLike[str], kernel_path: str, *,
+               max_bytes: int | None = None) -> TransferReport:
+        """Copy a local file or tree into the kernel's working dir (see :meth:`KernelHandle.upload`):
+        the host, on this machine, copies it; a relative ``local_path`` is this process's.
+
+        :raises HostGoneError: if the host was killed before or during the transfer.
+        """
+        report: TransferReport = self._call("upload", os.path.abspath(local_path), kernel_path, max_bytes=max_bytes)
+        return report
+
+    def download(self, kernel_path: str, local_path: str | os.PathLike[str], *,
+                 max_bytes: int | None = None) -> TransferReport:
+        """Copy a file or tree of the kernel's working dir out (see :meth:`KernelHandle.download`)."""
+        report: TransferReport = self._call("download", kernel_path, os.path.abspath(local_path), max_bytes=max_bytes)
+        return report
+
+
+class HarnessKernel(_HandleMembers):
     """A kernel owned by a separate host process (see module docstring); a
     :class:`~pytest_hermes_kernel.kernel.interface.Kernel`.
 
@@ -54,11 +100,16 @@ class HarnessKernel:
         cross into the harness process).
     :param transport_options: constructor options of the harness's transport (picklable).
     :param start_timeout: seconds to wait for the harness and its kernel to come up.
+    :param shares_run_host: the harness's transport shares this process's run container (docker)
+        or sshd container (ssh), which this process then joins; ``None``: when no
+        ``transport_options`` are given. The plugin's harness passes the run's defaults
+        (``--hermes-image``, ``--hermes-reuse``), the same options as this process's shared transport.
     :raises KernelStartError: if the harness or its kernel does not start.
     """
 
     def __init__(self, transport: str = "local", options: KernelOptions | Mapping[str, Any] | None = None, *,
-                 transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0) -> None:
+                 transport_options: dict[str, Any] | None = None, start_timeout: float = 120.0,
+                 shares_run_host: bool | None = None) -> None:
         self.transport_name = transport
         self.options = options if isinstance(options, KernelOptions) else KernelOptions(**dict(options or {}))
         self._ids = itertools.count(1)
@@ -79,13 +130,13 @@ class HarnessKernel:
             self.facts = self._call("start", transport, fields, dict(transport_options or {}), current_run_id(),
                                     timeout=start_timeout)  # the host joins our run (run id in the start message)
         except HermesKernelError:
-            self.kill_host()
+            self._end_host()
             raise
         except Exception as exc:
-            self.kill_host()
+            self._end_host()
             raise KernelStartError(f"the harness host could not start a {transport} kernel: {exc}") from None
-        if not transport_options:  # the run's shared kernel host: this process too is a member of it
-            self._join_run_host()
+        if not transport_options if shares_run_host is None else shares_run_host:
+            self._join_run_host()  # the run's shared kernel host: this process too is a member of it
         self.kernel_id: str = self.facts["kernel_id"]
         self.pid: int | None = self.facts["pid"]
         self.runner_pid: int | None = self.facts["runner_pid"]
@@ -225,13 +276,7 @@ class HarnessKernel:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.kill_host()
-        self.proc.wait()
-        self._reader.join(timeout=5)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                pipe.close()
-            except (OSError, ValueError):
-                pass
+        self._end_host(kill=False)
         exit_info = info if isinstance(info, ExitInfo) else ExitInfo(step="already-exited", note="its host was gone")
         if not self._closed:
             self._closed = True
@@ -274,6 +319,17 @@ class HarnessKernel:
             try:
                 listener(event, self, payload)
             except Exception:  # noqa: BLE001 - an observer must never break the kernel
+                pass
+
+    def _end_host(self, kill: bool = True) -> None:
+        """SIGKILL the host if it still runs (``kill``; else wait for its end), and close what this
+        process holds of it (its pipes: a harness whose kernel could not start left two open)."""
+        self.kill_host() if kill else self.proc.wait()
+        self._reader.join(timeout=5)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                pipe.close()
+            except (OSError, ValueError):
                 pass
 
     # ------------------------------------------------------------------------------ the fault

@@ -21,7 +21,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,8 +116,10 @@ def transport_drop(kernel: Kernel, mode: DropMode = "reset", duration: float | N
     :param latency: seconds added to every read in ``latency`` mode.
     :raises ConfigError: if the kernel does not run on a :class:`FaultyTransport` (the plugin
         gives one to kernels of tests with ``hermes_transport_drop`` or ``hermes_faults``), or its
-        transport cannot re-attach (for local, a drop is a host death: use host_sigkill).
+        transport cannot re-attach (for local, a drop is a host death: use host_sigkill), or an
+        argument is one the marker refuses (``duration=-1``, a ``duration`` of a ``reset``).
     """
+    FaultSpec("transport_drop", mode=mode, duration=duration, latency=latency)  # the marker's checks
     transport = kernel.transport
     if not transport.reattachable:
         raise ConfigError(f"transport_drop does not apply to the {transport.name} transport: it has no "
@@ -134,11 +137,26 @@ def host_sigkill(kernel: Kernel) -> None:
     :raises ConfigError: if the kernel's host is this process (only a kernel of the host
         harness, :class:`HarnessKernel`, has a host that can be killed).
     """
-    if not isinstance(kernel, HarnessKernel):
+    host = kernel.kernel if isinstance(kernel, FaultingKernel) else kernel  # a marker's kernel, fired by the test
+    if not isinstance(host, HarnessKernel):
         raise ConfigError(f"host_sigkill: the host of kernel {kernel.kernel_id} is this process. Hint: use the "
                           "hermes_host_sigkill marker or hermes_faults.harness(), whose kernels have a host of "
                           "their own")
-    kernel.kill_host()
+    host.kill_host()
+
+
+def _watch(wait: Callable[[float], list[str]], bound: float) -> Future[list[str]]:
+    """``wait(bound)`` on a thread of its own, from now; its future holds what it returns (or raises)."""
+    done: Future[list[str]] = Future()
+
+    def run() -> None:
+        try:
+            done.set_result(wait(bound))
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever reads the result
+            done.set_exception(exc)
+
+    threading.Thread(target=run, name="hermes-host-death-watch", daemon=True).start()
+    return done
 
 
 def heal(kernel: Kernel) -> None:
@@ -178,6 +196,7 @@ class FaultingKernel:
         self.cells = 0
         self.fired: list[FiredFault] = []
         self._armed: list[CellStartTimer] = []
+        self._host_watch: Future[list[str]] | None = None  # survivors at the bound, counted from the kill
         if any(s.during_cell is not None for s in self.specs):
             if not kernel.options.report_running:
                 raise ConfigError(f"during_cell faults on kernel {kernel.kernel_id} need it started with "
@@ -276,6 +295,8 @@ class FaultingKernel:
         """Inject ``spec`` now."""
         self.fired.append(FiredFault(spec, time.monotonic(), self.cells))
         fire(spec, self.kernel)
+        if spec.kind == "host_sigkill" and isinstance(self.kernel, HarnessKernel):
+            self._host_watch = _watch(self.kernel.wait_kernel_gone, self._death_bound(self.kernel))
 
     def finish(self) -> list[str]:
         """End the test's faults: disarm what did not fire and heal drops (a fault lasts at most
@@ -302,10 +323,14 @@ class FaultingKernel:
         its fault said nothing before), or ``None`` after firing it now: a ``host_sigkill`` whose
         ``after_cell`` was the test's last cell fires at the test's end, where its bound is checked.
         """
+        marker = f"@pytest.mark.hermes_{spec.kind}"
         if spec.kind == "host_sigkill" and spec.after_cell == self.cells:
+            if not self.kernel.alive:  # the test shut it down: there was no host left to kill (it passed)
+                return (f"{marker}(after_cell={spec.after_cell}) never fired: the kernel's host was gone before the "
+                        "test's end, where it was due (the test shut the kernel down); the test did not meet its "
+                        "fault. Hint: leave the shutdown to the fixture, or run a cell after the trigger")
             self.fire(spec)
             return None
-        marker = f"@pytest.mark.hermes_{spec.kind}"
         if spec.after_cell is not None:
             trigger, cell = f"after_cell={spec.after_cell}", spec.after_cell
             why = (f"it fires once cell {cell} has returned, before the next, and the test ran "
@@ -322,12 +347,20 @@ class FaultingKernel:
                 hint = f"make cell {cell} run longer than the delay (e.g. time.sleep), or lower delay="
         return f"{marker}({trigger}) never fired: {why}; the test did not meet its fault. Hint: {hint}"
 
+    def _death_bound(self, host: HarnessKernel) -> float:
+        if self.death_bound is not None:
+            return self.death_bound
+        return host_death_bound(host.transport, host.options.orphan_timeout)
+
     def _outlived(self, host: HarnessKernel) -> list[str]:
-        """Processes of a kernel that outlived its SIGKILLed host by more than the bound (killed then)."""
-        bound = self.death_bound
-        if bound is None:
-            bound = host_death_bound(host.transport, host.options.orphan_timeout)
-        survivors = host.wait_kernel_gone(bound)
+        """Processes of a kernel that outlived its SIGKILLed host by more than the bound (killed then).
+
+        The bound counts from the kill, watched from then on: waited for from the test's end, a
+        kernel that outlived its host by more than the bound passed when the test went on that
+        long after the kill (waiting for the helper it had started to end, say)."""
+        bound = self._death_bound(host)
+        watch = self._host_watch
+        survivors = watch.result() if watch is not None else host.wait_kernel_gone(bound)
         if not survivors:
             return []
         host.kill_survivors()

@@ -64,8 +64,24 @@ class FaultSpec:
             if not (optional and value is None) and not is_seconds(value, positive=False):
                 raise ConfigError(f"{self.kind}: {name} must be a finite number of seconds >= 0 (at most {MAX_SECONDS:g})"
                                   f"{' or None' if optional else ''}, not {value!r}")
+        if self.bound == 0:  # read as "no bound given" (``bound or natural``): the 2 s default held
+            raise ConfigError(f"{self.kind}: bound=0 leaves the kernel no time to end after its host; give seconds > 0, "
+                              "or None for the transport's bound")
         if self.mode not in ("reset", "blackhole", "latency"):
             raise ConfigError(f"transport_drop: mode must be 'reset', 'blackhole' or 'latency', not {self.mode!r}")
+        # an option its fault never reads was taken and ignored: latency=2 without mode="latency" ran
+        # a reset, delay=3 beside after_cell fired at once, and the test passed without what it asked
+        unread = [why for given, why in (
+            (self.delay != 0.5 and self.during_cell is None,
+             f"delay={self.delay!r} times a during_cell fault from the cell's start; this one has no during_cell"),
+            (self.latency != 0.2 and self.mode != "latency",
+             f"latency={self.latency!r} is added to reads in mode 'latency' only, not {self.mode!r}"),
+            (self.duration is not None and self.mode == "reset",
+             f"duration={self.duration!r} is how long a 'blackhole' or 'latency' lasts; a 'reset' is over at once"))
+            if given]
+        if unread:
+            raise ConfigError(f"{self.kind}: {'; '.join(unread)}: it would be ignored. Hint: leave it out, or give "
+                              "the trigger or mode it belongs to")
         if self.kind == "oom" and (not isinstance(self.limit_bytes, int) or self.limit_bytes < 16 * 2**20):
             raise ConfigError(f"oom: limit_bytes must be an int >= 16 MiB, not {self.limit_bytes!r}")
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # the rest of the faults package is imported by the fixtures 
 
 _setups_key = pytest.StashKey["list[FaultSetup]"]()
 _link_key = pytest.StashKey["ProxyRoute"]()
+_own_options_key = pytest.StashKey["dict[str, Any]"]()
 
 
 def fault_specs(node: pytest.Item) -> list[FaultSpec]:
@@ -76,12 +77,40 @@ def transport_options_for_faults(request: pytest.FixtureRequest, transport_name:
     return options
 
 
+def note_transport_options(node: pytest.Item, options: dict[str, Any]) -> None:
+    """The constructor options ``node``'s transport was made with beyond the run's defaults (its
+    faults' and its ``hermes_kernel`` marker's): a host-harness kernel cannot take them (see
+    :func:`make_kernel`)."""
+    node.stash[_own_options_key] = dict(options)
+
+
+def _harness_cannot_honour(node: pytest.Item, specs: list[FaultSpec], transport: Transport) -> str | None:
+    """Why the host harness cannot run ``node``'s kernel as its other faults and options ask, or ``None``.
+
+    The harness host makes its own transport of the same name with the run's defaults: a memory
+    limit or a fresh container of the test's transport never reached it (the kernel ran without
+    them: a hog meant to be OOM-killed took the machine's memory), nor did a drop (the stream is
+    the harness host's)."""
+    own = {k: v for k, v in node.stash.get(_own_options_key, {}).items() if k != "connect_via"}
+    lacks = []
+    if own:
+        source = "hermes_oom's memory limit" if any(s.kind == "oom" for s in specs) else "the hermes_kernel marker"
+        lacks.append(f"this test's transport options ({', '.join(f'{k}={v!r}' for k, v in own.items())}: {source})")
+    if any(s.kind == "transport_drop" for s in specs):
+        lacks.append("hermes_transport_drop (the kernel's stream is in the harness host, out of the drop's reach)")
+    if not lacks:
+        return None
+    return (f"host_sigkill on {transport.name}: the kernel runs in the host harness, a process of its own with the "
+            f"run's shared {transport.name} transport, which cannot take {' nor '.join(lacks)}; the "
+            "test would run without it: this leg is skipped")
+
+
 def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: KernelOptions,
                 tools: dict[str, Any]) -> Kernel:
     """A started kernel for the ``hermes_kernel`` fixtures, with the test's faults applied.
 
     :raises pytest.skip.Exception: with the reason when a fault cannot apply on this transport.
-    :raises pytest.UsageError: if the test gives tools to a host-harness kernel.
+    :raises pytest.fail.Exception: if the test gives tools to a host-harness kernel.
     """
     from ..faults.apply import apply_faults, plan_faults
     from ..faults.harness import HarnessKernel
@@ -92,8 +121,12 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     plan = plan_faults(specs, transport, opts, drops_on_demand=_drops_on_demand(request))
     if plan.skip is not None:
         pytest.skip(plan.skip)
-    if plan.in_harness and tools:
-        raise pytest.UsageError(f"{request.node.nodeid}: tools cannot cross into the host harness process")
+    if plan.in_harness and (why := _harness_cannot_honour(request.node, specs, transport)) is not None:
+        pytest.skip(why)
+    if plan.in_harness and tools:  # given to the factory (a marker's were refused at setup)
+        from .markers import TOOLS_IN_HARNESS
+
+        pytest.fail(f"{request.node.nodeid}: hermes_kernel_factory(tools=...): {TOOLS_IN_HARNESS}", pytrace=False)
     try:
         setup = apply_faults(plan, transport, opts, link=request.node.stash.get(_link_key, None))
     except TransportUnavailableError as exc:
@@ -102,7 +135,8 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     kernel: Kernel
     if plan.in_harness:
         kernel = HarnessKernel(transport.name, setup.options,
-                               transport_options=transport_defaults(request.config, transport.name))
+                               transport_options=transport_defaults(request.config, transport.name),
+                               shares_run_host=True)  # the run's defaults: those of the shared transport
     else:
         kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
@@ -137,7 +171,7 @@ def close_fault_setups(node: pytest.Item) -> None:
 @pytest.fixture
 def hermes_faults(request: pytest.FixtureRequest) -> Iterator[HermesFaults]:
     """The same faults as the markers, fired when the test says so."""
-    faults = HermesFaults()
+    faults = HermesFaults(request.config)
     yield faults
     faults.close()
 
@@ -150,7 +184,8 @@ class HermesFaults:
     (docker, ssh through the fault proxy), so :meth:`transport_drop` needs no marker.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: pytest.Config | None = None) -> None:
+        self._config = config  # the run's settings (--hermes-image, ssh targets, ...) for harness()
         self._harnesses: list[HarnessKernel] = []
         self._cgroups: list[MemoryCgroup] = []
 
@@ -168,10 +203,21 @@ class HermesFaults:
         injector.transport_drop(kernel, mode, duration, latency)
 
     def harness(self, transport: str = "local", **options: Any) -> HarnessKernel:
-        """A kernel whose host is a separate process; ``.kill_host()`` SIGKILLs the host."""
-        from ..faults.harness import HarnessKernel
+        """A kernel whose host is a separate process; ``.kill_host()`` SIGKILLs the host.
 
-        kernel = HarnessKernel(transport, options)
+        Its transport has the run's settings, as the kernel fixtures' has (``--hermes-image``,
+        ``--hermes-ssh-targets``, ...: the harness ran in the default image, on an sshd container
+        of its own, whatever the run said)."""
+        from ..faults.harness import HarnessKernel
+        from ..transports import get_transport
+
+        defaults = transport_defaults(self._config, transport) if self._config is not None else {}
+        if defaults:  # this process's shared transport of that name, as the harness host's
+            try:
+                get_transport(transport, **defaults)
+            except TransportUnavailableError as exc:
+                pytest.skip(str(exc))
+        kernel = HarnessKernel(transport, options, transport_options=defaults, shares_run_host=True)
         self._harnesses.append(kernel)
         return kernel
 

@@ -243,6 +243,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     marker = kernel_marker(request.node)
     _skip_where_options_do_not_apply(name, marker.transport_options)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
+    faults.note_transport_options(request.node, options)
     defaults = transport_defaults(request.config, name)
     _skip_where_targets_cannot(name, defaults, options)
     try:
@@ -302,10 +303,14 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     problems = [p for kernel in made for p in faults.finish_kernel(kernel)]
     if not made:
         problems += faults.never_applied(request.node, request.node.stash.get(phase_report_key, {}))
+    kept = False
     try:
-        _finish_kernels(request, made)
+        kept = _finish_kernels(request, made)
     finally:
-        faults.close_fault_setups(request.node)
+        if kept:  # a kept kernel in a fault's memory cgroup: removing the group would kill it now
+            request.config.add_cleanup(functools.partial(faults.close_fault_setups, request.node))
+        else:
+            faults.close_fault_setups(request.node)
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
 
@@ -331,12 +336,14 @@ def _skip_where_targets_cannot(name: str, defaults: dict[str, Any], options: dic
                     "hermes_oom marker, needs the sshd container the kit starts): this leg is skipped")
 
 
-def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> None:
+def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> bool:
+    """Shut the test's kernels down, or keep them (a failed test under ``--hermes-keep-failed``):
+    whether they were kept."""
     reports = request.node.stash.get(phase_report_key, {})
     failed = any(r.failed for r in reports.values())
     if failed and request.config.stash[settings_key].keep_failed:
         keep.keep_kernels(request.node, handles)
-        return
+        return True
     errors = []
     for handle in handles:
         try:
@@ -345,6 +352,7 @@ def _finish_kernels(request: pytest.FixtureRequest, handles: list[Kernel]) -> No
             errors.append(f"{handle!r}: {exc}")
     if errors:
         raise HermesKernelError("kernel shutdown failed after the test: " + "; ".join(errors))
+    return False
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ container, stays while the record names it). Until that switch the kernel's chan
 lease, so a host SIGKILLed before it still takes its kernels along. The terminal summary prints
 for each kept kernel its id, transport, expiry and the commands that reach it
 (``hermes-kernel exec``/``attach``/``ls``/``sweep --kept``). Kernels that cannot be kept past
-the session (a host-harness or fault-firing kernel, a transport that is not ``keepable``) are
+the session (a host-harness or fault-firing kernel, one in a fault's memory cgroup, a transport
+that is not ``keepable``) are
 kept until the session ends, as before, and the summary says so.
 """
 
@@ -43,7 +44,9 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
     for kernel in kernels:
         if not kernel.alive:
             continue
-        if isinstance(kernel, KernelHandle) and kernel.transport.keepable:
+        # a kernel in a memory cgroup a fault made (hermes_oom on local) goes with the group, which
+        # the run removes: it cannot outlive the session (its "kept" worker was dead at once)
+        if isinstance(kernel, KernelHandle) and kernel.transport.keepable and kernel.options.cgroup_procs is None:
             record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath))
             stats.keep_past(item.nodeid, record, text)
         else:

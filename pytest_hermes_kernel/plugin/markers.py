@@ -139,7 +139,40 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
                                 "would pass without its fault")
-    return problems + conflicts(specs, "@pytest.mark.hermes_")
+    return problems + conflicts(specs, "@pytest.mark.hermes_") + _oom_overridden(item, specs) + _tools_of_a_harness(item, specs)
+
+
+TOOLS_IN_HARNESS = ("tools cannot cross into the host harness: hermes_host_sigkill runs the kernel under a host "
+                    "process of its own, and a tool runs in the test process. Hint: test the tools in a test without "
+                    "hermes_host_sigkill")
+"""Why a ``hermes_host_sigkill`` kernel takes no tools (the marker check and the factory say it)."""
+
+
+def _tools_of_a_harness(item: pytest.Item, specs: list[FaultSpec]) -> list[str]:
+    """``hermes_kernel(tools=...)`` beside ``hermes_host_sigkill``: known before the test runs (it
+    errored in the fixture, with a traceback through the plugin)."""
+    if not any(s.kind == "host_sigkill" for s in specs):
+        return []
+    if not any(m.kwargs.get("tools") for m in item.iter_markers("hermes_kernel")):
+        return []
+    return [f"@pytest.mark.hermes_kernel(tools=...) beside @pytest.mark.hermes_host_sigkill: {TOOLS_IN_HARNESS}"]
+
+
+def _oom_overridden(item: pytest.Item, specs: list[FaultSpec]) -> list[str]:
+    """A ``hermes_kernel`` marker's memory limit or shared container beside ``hermes_oom``: on docker
+    and ssh the marker's option won over the fault's (the limit held depended on the transport, and
+    a hog in a shared container could OOM-kill other tests' kernels)."""
+    oom = next((s for s in specs if s.kind == "oom"), None)
+    if oom is None:
+        return []
+    given = {k: v for m in item.iter_markers("hermes_kernel") for k, v in m.kwargs.items()}
+    clash = [f"{key}={given[key]!r}" for key, fine in (("mem_limit_bytes", oom.limit_bytes), ("container", "fresh"))
+             if key in given and given[key] != fine]
+    if not clash:
+        return []
+    return [f"@pytest.mark.hermes_oom(limit_bytes={oom.limit_bytes}) runs the kernel under that limit, in a container "
+            f"of its own on docker and ssh; the hermes_kernel marker's {', '.join(clash)} would override it there (the "
+            "limit held would depend on the transport). Hint: leave it out of hermes_kernel(...)"]
 
 
 def _untriggered(name: str, spec: FaultSpec, item: pytest.Item) -> str | None:

@@ -209,7 +209,7 @@ def _other_cgroup_reasons(tmp_path: Path) -> set[str]:
     (v2 / "taken").write_text("")  # mkdir fails: a file has the cgroup's name
     for v1_root, v2_root, name in ((tmp_path / "none", tmp_path / "none", None),
                                    (tmp_path / "none", tmp_path / "cgroup2", None), (tmp_path / "none", v2, "taken"),
-                                   (v1, tmp_path / "none", "taken")):
+                                   (v1, tmp_path / "none", "taken"), (v1, tmp_path / "none", "no-counter")):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(cgroup, "V1_ROOT", str(v1_root))
             mp.setattr(cgroup, "V2_ROOT", str(v2_root))

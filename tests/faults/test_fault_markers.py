@@ -166,6 +166,17 @@ def test_faults_fixture_transport_drop_reconnects_with_state(hermes_kernel, herm
     assert r.value == "42" and not r.kernel.state_lost and r.kernel.reconnected, r.summary()
 
 
+@pytest.mark.hermes_host_sigkill()
+def test_a_host_sigkill_marker_without_a_trigger_is_fired_by_the_faults_fixture(hermes_kernel, hermes_faults) -> None:
+    """README: a fault marker without a trigger is the test's to fire with ``hermes_faults``; for
+    ``hermes_host_sigkill`` that raised ``ConfigError: ... is this process. Hint: use the
+    hermes_host_sigkill marker``, the marker the test had (its kernel is the marker's wrapper)."""
+    assert hermes_kernel.execute("x = 1; x").value == "1"
+    assert hermes_faults.host_sigkill(hermes_kernel, bound=10.0) == []
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("x")
+
+
 def test_faults_fixture_host_harness(hermes_faults) -> None:
     """The harness names its transport itself (no matrix leg: a hermes_transports marker here
     would do nothing, and the marker check says so)."""

@@ -5,8 +5,11 @@ runpy has nothing to warn about (it did: the host died at once and the test saw 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+
+import pytest
 
 
 def test_the_harness_host_starts_under_warnings_as_errors() -> None:
@@ -14,3 +17,17 @@ def test_the_harness_host_starts_under_warnings_as_errors() -> None:
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
     assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
+
+
+def test_a_harness_whose_kernel_cannot_start_leaves_no_pipe_open(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Its host is killed and the start error raised; the pipes to the host stayed open (the leak
+    check reported two ``leaked fd: ... pipe`` after the test)."""
+    from pytest_hermes_kernel.errors import KernelStartError
+    from pytest_hermes_kernel.faults.harness import HarnessKernel
+
+    before = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(KernelStartError):
+        HarnessKernel("local", {"cwd": str(tmp_path / "no-such-dir"), "start_timeout": 30}, start_timeout=60)
+    pipes = [fd for fd in set(os.listdir("/proc/self/fd")) - before
+             if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")]
+    assert not pipes, f"pipes left open: {pipes}"

@@ -430,3 +430,19 @@ def test_what_else_a_test_left_is_still_a_leak_beside_a_kernel_kept_until_the_se
     result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(["*leaked fd: fd * -> /tmp/hermes-filecell/k-*"])
     assert "leaked kernel dir" not in result.stdout.str() and "leaked child process" not in result.stdout.str()
+
+
+def test_a_failed_oom_tests_kernel_is_kept_alive_until_the_session_ends(pytester, run, kept_env):  # type: ignore[no-untyped-def]
+    """``hermes_oom`` on local runs the kernel in a memory cgroup the run makes, and removing the
+    group kills what is in it: the summary said the kernel was kept past pytest (``hermes-kernel
+    exec ...``) while its worker had been SIGKILLed at the test's teardown (``exec`` found it
+    ended, signal 9). It is kept until the session ends, and the summary says so."""
+    oom_failing = FAILING_TEST.replace("def test_fails", "import pytest\n\n@pytest.mark.hermes_oom(limit_bytes=256 * 2**20)\n"
+                                       "def test_fails", 1)
+    pytester.makepyfile(test_a_fails=oom_failing, test_b_later=LATER_TEST)
+    result = run("--hermes-transport=local", "--hermes-keep-failed", "-p", "no:randomly")
+    result.assert_outcomes(failed=1, passed=1)
+    kernel_id, pid = kept_kernel(pytester)
+    result.stdout.fnmatch_lines([f"kept for post-mortem: *test_fails*: kernel {kernel_id} worker pid {pid} * "
+                                 "(shut down at session end: it cannot outlive it)"])
+    assert records(kept_env) == []

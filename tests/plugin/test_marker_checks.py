@@ -61,6 +61,10 @@ def test_bound_as_text(hermes_kernel):
 def test_negative_bound(hermes_kernel):
     hermes_kernel.execute("1")
 
+@pytest.mark.hermes_host_sigkill(after_cell=1, bound=0)
+def test_zero_bound(hermes_kernel):
+    hermes_kernel.execute("1")
+
 @pytest.mark.hermes_kernel_sigkill(during_cell=1, delay=float("nan"))
 def test_delay_nan(hermes_kernel):
     hermes_kernel.execute("1")
@@ -75,6 +79,36 @@ def test_latency_as_text(hermes_kernel):
 
 @pytest.mark.hermes_transport_drop("blackhole", after_cell=1, duration=-1)
 def test_negative_duration(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_transport_drop(after_cell=1, latency=2.0)
+def test_latency_of_a_reset(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_transport_drop("reset", after_cell=1, duration=5)
+def test_duration_of_a_reset(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1, delay=3)
+def test_delay_after_a_cell(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel(mem_limit_bytes=2 * 2**30)
+@pytest.mark.hermes_oom(limit_bytes=256 * 2**20)
+def test_oom_beside_a_memory_limit(hermes_kernel):
+    hermes_kernel.execute("1")
+
+@pytest.mark.hermes_kernel(container="shared")
+@pytest.mark.hermes_oom(limit_bytes=256 * 2**20)
+def test_oom_in_a_shared_container(hermes_kernel):
+    hermes_kernel.execute("1")
+
+def double(x):
+    return 2 * x
+
+@pytest.mark.hermes_kernel(tools={"double": double})
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_tools_to_a_host_harness(hermes_kernel):
     hermes_kernel.execute("1")
 
 @pytest.mark.hermes_kernel(timeout=5)
@@ -103,10 +137,26 @@ EXPECTED = {
     # fault fired at once (nan), at cell 1 (True), a TypeError in the next cell, a blackhole of no time
     "test_bound_as_text": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not '2'",
     "test_negative_bound": "host_sigkill: bound must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
+    "test_zero_bound": "host_sigkill: bound=0 leaves the kernel no time to end after its host",  # 2 s held
     "test_delay_nan": "kernel_sigkill: delay must be a finite number of seconds >= 0 (at most 1e+09), not nan",
     "test_cell_number_true": "kernel_sigkill: after_cell must be a cell number >= 1, not True",
     "test_latency_as_text": "transport_drop: latency must be a finite number of seconds >= 0 (at most 1e+09), not 'x'",
     "test_negative_duration": "transport_drop: duration must be a finite number of seconds >= 0 (at most 1e+09) or None, not -1",
+    # each taken and ignored: a reset instead of the latency asked for, a reset "lasting" 5 s, a
+    # kill at once after cell 1 instead of 3 s later
+    "test_latency_of_a_reset": "transport_drop: latency=2.0 is added to reads in mode 'latency' only, not 'reset': "
+                               "it would be ignored",
+    "test_duration_of_a_reset": "transport_drop: duration=5 is how long a 'blackhole' or 'latency' lasts; a 'reset' "
+                                "is over at once: it would be ignored",
+    # skipped on local (no such transport option), and on docker and ssh a 2 GiB limit held, or
+    # a shared container whose hog could OOM-kill other tests' kernels
+    "test_oom_beside_a_memory_limit": "hermes_kernel marker's mem_limit_bytes=2147483648 would override it there",
+    "test_oom_in_a_shared_container": "hermes_kernel marker's container='shared' would override it there",
+    # a pytest.UsageError raised in the fixture, its traceback through the plugin
+    "test_tools_to_a_host_harness": "@pytest.mark.hermes_kernel(tools=...) beside @pytest.mark.hermes_host_sigkill: "
+                                    "tools cannot cross into the host harness: hermes_host_sigkill runs the kernel",
+    "test_delay_after_a_cell": "kernel_sigkill: delay=3 times a during_cell fault from the cell's start; this one has "
+                               "no during_cell: it would be ignored",
 }
 
 
@@ -139,6 +189,26 @@ def test_pytest_markers_shows_each_hermes_marker_with_its_signature_and_one_line
                      "hermes_kernel_sigkill", "hermes_oom", "hermes_transport_drop"}, names
     unreadable = [line for line in lines if "): " not in line or "'int" in line or "->" in line]
     assert not unreadable, "\n".join(unreadable)
+
+
+FACTORY_TOOLS = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_factory_tools_to_a_host_harness(hermes_kernel_factory):
+    hermes_kernel_factory(tools={"double": lambda x: 2 * x})
+"""
+
+
+def test_tools_given_to_a_host_harness_kernels_factory_fail_the_test_saying_why(pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """Known only when the factory is called: the test fails with the reason, not a pytest.UsageError's
+    traceback through the plugin."""
+    pytester.makepyfile(test_factory_tools=FACTORY_TOOLS)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*hermes_kernel_factory(tools=...): tools cannot cross into the host harness*Hint: "
+                                 "test the tools in a test without hermes_host_sigkill"])
+    assert "UsageError" not in result.stdout.str() and "plugin/faults.py" not in result.stdout.str()
 
 
 LEG_SUITE = """
@@ -201,6 +271,28 @@ def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pyte
         "@pytest.mark.hermes_kernel_sigkill(during_cell=1) never fired: cell 1 ended before the 5 s delay was over*"],
         consecutive=False)
     assert "test_met" not in result.stdout.str().split("short test summary")[-1]
+
+
+HOST_SHUT_DOWN_BY_THE_TEST = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=1)
+def test_shut_down_before_its_end(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    hermes_kernel.shutdown()
+"""
+
+
+def test_a_host_sigkill_due_at_the_end_of_a_test_that_shut_its_kernel_down_errors_it(pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """``after_cell=N`` on a test of N cells fires as the test ends: a test that had shut its kernel
+    down by then passed with no host killed (``deaths and resets by reason: none``)."""
+    pytester.makepyfile(test_shut=HOST_SHUT_DOWN_BY_THE_TEST)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at teardown of test_shut_down_before_its_end*",
+                                 "@pytest.mark.hermes_host_sigkill(after_cell=1) never fired: the kernel's host was "
+                                 "gone before the test's end*Hint: leave the shutdown to the fixture*"],
+                                consecutive=False)
 
 
 HOST_KILLED_AFTER_THE_LAST_CELL = """
@@ -357,3 +449,36 @@ def test_fault_markers_that_cannot_all_apply_error_the_test_naming_them(pytester
         "a kernel's host dies once*",
         "*test_the_same_fault_twice*: @pytest.mark.hermes_kernel_sigkill(after_cell=1) is given 2 times: "
         "the second would meet what the first did*"], consecutive=False)
+
+
+HOST_KILLED_THEN_WAITED_ON = """
+import os, time
+import pytest
+from pytest_hermes_kernel import HostGoneError
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+@pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
+def test_the_helper_outlives_its_host_for_a_while(hermes_kernel):
+    r = hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '5'], start_new_session=True).pid")
+    with pytest.raises(HostGoneError):
+        hermes_kernel.execute("import time; time.sleep(60)")
+    deadline = time.monotonic() + 60
+    while not _gone(int(r.value)) and time.monotonic() < deadline:  # the test checks the helper itself
+        time.sleep(0.05)
+"""
+
+
+def test_a_host_sigkills_bound_counts_from_the_kill_not_from_the_tests_end(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """The helper outlives its SIGKILLed host by ~5 s (its own session), over the 2 s bound on local;
+    the test waits for it to end by itself. The bound was waited for from the test's end, when the
+    helper had gone: the test passed."""
+    pytester.makepyfile(test_waited=HOST_KILLED_THEN_WAITED_ON)
+    result = run("--hermes-transport=local")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*outlived its SIGKILLed host by more than 2 s; still alive:*", "*sleep 5*"])

@@ -127,6 +127,21 @@ def test_a_drop_needs_a_faulty_transport_and_a_reattachable_channel() -> None:
     injector.heal(FakeKernel(Remote()))  # nothing to heal: a no-op
 
 
+@pytest.mark.parametrize(("mode", "duration", "latency", "why"), [
+    ("blackhole", -1.0, 0.2, "duration must be a finite number of seconds >= 0"),  # healed at once: it passed
+    ("latency", None, "x", "latency must be a finite number of seconds >= 0"),  # a TypeError in the next cell
+    ("reset", 5.0, 0.2, "a 'reset' is over at once: it would be ignored"),
+    ("blackhole", None, 2.0, "in mode 'latency' only, not 'blackhole': it would be ignored"),
+    ("gone", None, 0.2, "mode must be 'reset', 'blackhole' or 'latency'"),
+])
+def test_a_drop_the_test_fires_takes_only_what_the_marker_takes(mode: Any, duration: Any, latency: Any,
+                                                                why: str) -> None:
+    """``hermes_faults.transport_drop(k, ...)`` is the marker's drop fired by the test: its arguments
+    are checked as the marker's are, before anything is dropped."""
+    with pytest.raises(ConfigError, match=why):
+        injector.transport_drop(FakeKernel(Remote()), mode, duration, latency)
+
+
 def test_host_sigkill_needs_a_kernel_with_a_host_of_its_own() -> None:
     with pytest.raises(ConfigError, match="host of kernel f+ is this process"):
         injector.host_sigkill(FakeKernel(Remote()))
