@@ -14,14 +14,15 @@ missing parent directories are made.
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError, FileTransferError, UnsafePathError
 from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, kernel_parts, plan_tree,
@@ -29,6 +30,8 @@ from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, Transfer
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
+
+T = TypeVar("T")
 
 __all__ = ["LocalSource", "Staging", "download", "download_from", "local_entries", "upload", "upload_to"]
 
@@ -50,7 +53,7 @@ def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike
     """
     parts = kernel_parts(kernel_path)
     plan = plan_tree(files.list_tree(parts), "/".join(parts), max_bytes)
-    with Staging(Path(local_path), max_bytes) as staging:
+    with Staging(Path(local_path), max_bytes, plan.top.kind) as staging:
         staging.make_dirs(plan)
         files.fetch(parts, plan, staging)
         staging.commit(plan)
@@ -164,18 +167,18 @@ class Staging:
 
     :param destination: what the downloaded entry becomes.
     :param limit_bytes: the size bound, counted on the bytes really written.
-    :raises FileTransferError: if ``destination`` is an existing directory (or a symlink).
+    :param kind: what is downloaded (``file`` or ``dir``): only a file replaces a file.
+    :raises FileTransferError: if ``destination`` is an existing directory or symlink (or a file
+        and a directory is downloaded), or its directory cannot be made or written (naming it).
     """
 
-    def __init__(self, destination: Path, limit_bytes: int) -> None:
-        if destination.is_symlink() or destination.is_dir():
-            raise FileTransferError(f"{destination} already exists as a directory or symlink: a download names "
-                                    "a new path (or a file it replaces)", path=str(destination),
-                                    problem="already exists")
-        destination.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, destination: Path, limit_bytes: int, kind: EntryKind = "file") -> None:
+        if destination.is_symlink() or destination.is_dir() or (kind != "file" and os.path.lexists(destination)):
+            raise FileTransferError(f"{destination} already exists (not as a file that a downloaded file replaces): "
+                                    "a download names a new path", path=str(destination), problem="already exists")
         self.destination = destination
         self.limit_bytes = limit_bytes
-        self.dir = Path(tempfile.mkdtemp(prefix=".hermes-download-", dir=destination.parent))
+        self.dir = Path(_local(lambda: _make_staging_dir(destination.parent)))
         self.top = self.dir / "top"
         self.files = 0
         self.bytes = 0
@@ -195,15 +198,16 @@ class Staging:
         """Make every directory of ``plan`` (private until :meth:`commit`)."""
         for entry in plan.entries:
             if entry.kind == "dir":
-                os.mkdir(self.path(entry.parts), 0o700)
+                _local(lambda: os.mkdir(self.path(entry.parts), 0o700), self.destination.joinpath(*entry.parts))
 
     def write(self, entry: Entry, chunks: Iterable[bytes]) -> None:
         """Write ``entry``'s content into a new file (``O_EXCL``, never through a link).
 
         :raises TransferTooLargeError: if the bytes written pass the bound.
         """
-        fd = os.open(self.path(entry.parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)
+        shown = self.destination.joinpath(*entry.parts)
+        fd = _local(lambda: os.open(self.path(entry.parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                    | os.O_CLOEXEC, 0o600), shown)
         try:
             for data in chunks:
                 self.bytes += len(data)
@@ -211,9 +215,10 @@ class Staging:
                     raise too_large("/".join(entry.parts) or str(self.destination), self.bytes, self.limit_bytes)
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[_local(lambda: os.write(fd, view), shown):]
         finally:
             os.close(fd)
+            getattr(chunks, "close", lambda: None)()  # a generator's open file is closed now, not by a GC
         self.files += 1
 
     def reject(self, path: str, reason: str) -> None:
@@ -227,9 +232,30 @@ class Staging:
         for entry in sorted(written, key=lambda e: (e.kind == "dir", -len(e.parts))):
             os.chmod(self.path(entry.parts), safe_mode(entry.kind, entry.mode))  # made here: no links
         if plan.top.kind == "file":
-            os.replace(self.top, self.destination)  # a file there is replaced
+            _local(lambda: os.replace(self.top, self.destination))  # a file there is replaced
         else:
-            os.rename(self.top, self.destination)
+            _local(lambda: os.rename(self.top, self.destination))
+
+
+def _make_staging_dir(parent: Path) -> str:
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
+        raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
+    return tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+
+
+def _local(step: Callable[[], T], path: Path | None = None) -> T:
+    """Run one step on the local side of a download; its ``OSError`` (a full disk, a read-only
+    or missing directory, a parent that is a file) as a :class:`FileTransferError` naming the
+    local path (``path``, else the one the error names), not the staging dir."""
+    try:
+        return step()
+    except OSError as exc:
+        shown = str(path or exc.filename2 or exc.filename or "")  # a rename's target is the user's path
+        problem = exc.strerror or str(exc)
+        raise FileTransferError(f"{shown}: {problem} (the download left nothing there)", path=shown,
+                                problem=problem) from exc
 
 
 def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str, *,

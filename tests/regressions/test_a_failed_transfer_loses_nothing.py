@@ -1,0 +1,79 @@
+"""A transfer that cannot finish says so, naming the path, and leaves nothing half-done:
+no partial tree presented as complete, no temp name left in the kernel, no bare ``OSError``
+naming a temp dir the user never saw.
+
+* a docker upload into a directory the kernel's user cannot write: ``put_archive`` (the engine,
+  as root) wrote the temp tree, the rename (as the kernel's user) was refused, and the abort (as
+  the kernel's user) could not remove it: a ``.hermes-part-*`` stayed behind, once per try;
+* a file removed between the listing and the copy: the docker download left it out and called
+  the report complete (ssh rejects it, local refuses the download);
+* a download whose local side cannot be written (a directory onto an existing file, a parent
+  that is a file, a full disk) raised a bare ``OSError`` naming the staging dir.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel import KernelHandle
+from pytest_hermes_kernel.errors import FileTransferError
+
+from .test_handed_b45_file_transfers import ok, tree
+
+
+@pytest.mark.hermes_transports("local")
+def test_a_download_the_local_side_cannot_take_is_an_error_naming_it(hermes_kernel: KernelHandle,
+                                                                      tmp_path: Path) -> None:
+    ok(hermes_kernel, "import os\nos.makedirs('d')\nopen('d/a', 'w').write('a')")
+    (tmp_path / "file").write_text("keep")
+    with pytest.raises(FileTransferError) as info:  # was NotADirectoryError, after copying the tree
+        hermes_kernel.download("d", tmp_path / "file")
+    assert info.value.path == str(tmp_path / "file") and "already exists" in str(info.value)
+    with pytest.raises(FileTransferError) as info:  # was a bare FileExistsError
+        hermes_kernel.download("d/a", tmp_path / "file" / "a")
+    assert info.value.path == str(tmp_path / "file") and "is not a directory" in str(info.value)
+    assert tree(tmp_path) == {"file": "file"} and (tmp_path / "file").read_text() == "keep"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs (root's ``mount``; skipped where the machine does not allow it)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.hermes_transports("local")
+def test_a_download_onto_a_full_disk_is_an_error_naming_the_entry(hermes_kernel: KernelHandle,
+                                                                   small_disk: Path) -> None:
+    """And the file it was reading is closed (its generator held it open until a GC)."""
+    ok(hermes_kernel, "import os\nos.makedirs('d')\nopen('d/small', 'wb').write(b's' * 10)\n"
+                      "open('d/zbig', 'wb').write(os.urandom(1 << 20))")
+    with pytest.raises(FileTransferError) as info:  # was a bare OSError: [Errno 28] No space left on device
+        hermes_kernel.download("d", small_disk / "dl")
+    assert info.value.path == str(small_disk / "dl" / "zbig") and "No space left" in str(info.value)
+    assert os.listdir(small_disk) == []
+    assert not [f for f in open_files() if "zbig" in f], open_files()  # the error's traceback held it open
+
+
+def open_files() -> list[str]:
+    """What this process's file descriptors point to."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            found.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:  # the listing's own fd, closed by now
+            pass
+    return found
