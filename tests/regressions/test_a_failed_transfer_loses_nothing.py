@@ -26,6 +26,38 @@ from pytest_hermes_kernel.errors import FileTransferError
 from .test_handed_b45_file_transfers import ok, tree
 
 
+def test_a_file_gone_after_the_listing_is_never_a_complete_download(hermes_kernel: KernelHandle, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel's own process removes ``d/b`` after the tree was listed, before it is copied."""
+    ok(hermes_kernel, "import os\nos.makedirs('d')\nfor n in 'abc':\n    open('d/' + n, 'w').write(n)")
+    files = files_class(hermes_kernel.transport.name)
+    list_tree = files.list_tree
+
+    def list_then_remove(self: object, parts: tuple[str, ...]) -> object:
+        listed = list_tree(self, parts)  # type: ignore[arg-type]
+        ok(hermes_kernel, "os.remove('d/b')")
+        return listed
+
+    monkeypatch.setattr(files, "list_tree", list_then_remove)
+    try:
+        report = hermes_kernel.download("d", tmp_path / "dl")
+    except FileTransferError as exc:
+        assert exc.path == "d/b" and tree(tmp_path) == {}, exc
+    else:
+        assert not report.complete and [r.path for r in report.rejected] == ["d/b"], report
+        assert report.files == 2 and tree(tmp_path / "dl") == {"a": "file", "c": "file"}
+
+
+def files_class(transport: str) -> type:
+    """The transport's :class:`~pytest_hermes_kernel.kernel.files.KernelFiles` class."""
+    from pytest_hermes_kernel.transports.docker.files import DockerFiles
+    from pytest_hermes_kernel.transports.filecell.files import FileCellFiles
+    from pytest_hermes_kernel.transports.files import LocalFiles
+    from pytest_hermes_kernel.transports.ssh.files import SftpFiles
+
+    return {"local": LocalFiles, "docker": DockerFiles, "ssh": SftpFiles, "filecell": FileCellFiles}[transport]
+
+
 @pytest.mark.hermes_transports("local")
 def test_a_download_the_local_side_cannot_take_is_an_error_naming_it(hermes_kernel: KernelHandle,
                                                                       tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from ...errors import FileTransferError
 from ...kernel.files import Entry, Plan, Sink, Source, name_problem, safe_mode, shown_path
 from .. import filetree
 from ..files import RequestFiles
@@ -68,7 +69,14 @@ class DockerFiles(RequestFiles):
 
     def archive(self, parts: tuple[str, ...]) -> Iterator[bytes]:
         """``get_archive`` of ``parts``: the tar's bytes as the engine streams them (a seam for tests)."""
-        bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
+        from docker.errors import NotFound
+
+        try:
+            bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
+        except NotFound:  # listed, then gone before it was archived
+            shown = "/".join(parts)
+            raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
+                                    problem="does not exist") from None
         return iter(bits)
 
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
@@ -82,12 +90,14 @@ class DockerFiles(RequestFiles):
                 path = member.name if rel is None else shown_path(shown, rel)
                 if path in reported:
                     continue
-                entry = None if rel is None else planned.get(rel)
+                entry = None if rel is None else planned.pop(rel, None)
                 problem = problem or _member_problem(member, entry, rel in accepted)
                 if problem:
                     sink.reject(path, problem)
                 elif entry is not None:
                     sink.write(entry, _member_chunks(tar, member))
+        for rel in planned:  # listed, then gone (or no longer a file) by the time it was archived
+            sink.reject(shown_path(shown, rel), "changed during the copy (not in the archive): not copied")
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         uid, gid = self.owner
