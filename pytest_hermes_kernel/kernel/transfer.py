@@ -81,12 +81,23 @@ def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: 
     try:
         files.write_tree(parts, temp, plan, source)
         files.commit(parts, temp)
-    except BaseException:
+    except BaseException as exc:
         files.abort(parts, temp)
+        if isinstance(exc, FileTransferError):
+            _name_the_destination(exc, "/".join((*parts[:-1], temp)), "/".join(parts))
         raise
     return TransferReport(direction="upload", source=str(root), destination="/".join(parts), files=len(plan.files),
                           dirs=sum(e.kind == "dir" for e in plan.entries), bytes=source.bytes,
                           rejected=plan.rejected, stripped=plan.stripped)
+
+
+def _name_the_destination(exc: FileTransferError, temp: str, destination: str) -> None:
+    """Make ``exc`` name ``destination`` where it names ``temp``, the name an upload writes
+    before its rename (the user never saw it, and it is gone once the upload is aborted)."""
+    if exc.path is not None and (exc.path == temp or exc.path.startswith(temp + "/")):
+        exc.path = destination + exc.path[len(temp):]
+    exc.message = exc.message.replace(temp, destination)
+    exc.args = tuple(a.replace(temp, destination) if isinstance(a, str) else a for a in exc.args)
 
 
 def kind_of(mode: int) -> EntryKind:

@@ -26,6 +26,25 @@ from pytest_hermes_kernel.errors import FileTransferError
 from .test_handed_b45_file_transfers import ok, tree
 
 
+def test_an_upload_the_kernel_cannot_rename_into_place_leaves_no_temp_name(hermes_kernel: KernelHandle,
+                                                                            tmp_path: Path) -> None:
+    if ok(hermes_kernel, "import os\nos.geteuid()") == "0":
+        pytest.skip("the kernel runs as root here: a read-only directory does not stop it")
+    ok(hermes_kernel, "os.makedirs('ro')\nopen('ro/x', 'w').write('old')\nos.chmod('ro', 0o555)")
+    (tmp_path / "f").write_text("new")
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree/a").write_text("a")
+    try:
+        for local, kernel_path in ((tmp_path / "f", "ro/new"), (tmp_path / "f", "ro/x"), (tmp_path / "tree", "ro/t")):
+            with pytest.raises(FileTransferError) as info:  # ssh: was a bare PermissionError naming nothing
+                hermes_kernel.upload(local, kernel_path)
+            assert info.value.path.startswith(kernel_path), info.value  # not the temp name it wrote first
+            assert "ermission denied" in str(info.value) and ".hermes-part" not in str(info.value), info.value
+        assert ok(hermes_kernel, "sorted(os.listdir('ro')), open('ro/x').read()") == "(['x'], 'old')"
+    finally:
+        ok(hermes_kernel, "os.chmod('ro', 0o755)")  # the kernel dir can be removed
+
+
 def test_a_file_gone_after_the_listing_is_never_a_complete_download(hermes_kernel: KernelHandle, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The kernel's own process removes ``d/b`` after the tree was listed, before it is copied."""

@@ -57,11 +57,20 @@ class DockerFiles(RequestFiles):
         self.container_id = container_id
         self.owner = owner
 
-    def request(self, op: str, parts: tuple[str, ...], **args: Any) -> dict[str, Any] | None:
+    def request(self, op: str, parts: tuple[str, ...], *, user: str = "", **args: Any) -> dict[str, Any] | None:
         request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
         # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
-        _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user="")
+        _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
         return filetree.parse_result(out.decode("utf-8", "replace"))
+
+    def abort(self, parts: tuple[str, ...], temp: str) -> None:
+        """Remove ``temp`` as root: ``put_archive`` wrote it as the engine does (root), so it may be
+        where the kernel's user cannot remove it (a directory it cannot write, whose rename it
+        was refused); the removal never follows a link."""
+        try:
+            self.request("remove", parts, user="root", temp=temp)
+        except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
+            pass
 
     def path(self, parts: tuple[str, ...]) -> str:
         """The absolute path of ``parts`` inside the container."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ...errors import FileTransferError, UnsafePathError
@@ -108,6 +109,10 @@ class SftpFiles(KernelFiles):
             _check_dir(st, "/".join(prefix) or ".")
 
     def list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
+        with _named("/".join(parts)):
+            return self._list_tree(parts)
+
+    def _list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
         self._walk_parents(parts, create=False)
         st = self._lstat(parts)
         shown = "/".join(parts)
@@ -120,7 +125,8 @@ class SftpFiles(KernelFiles):
 
     def _walk(self, parts: tuple[str, ...], rel: tuple[str, ...]) -> Iterator[Entry]:
         try:
-            attrs = self.sftp.listdir_attr(self.path((*parts, *rel)))
+            with _named("/".join((*parts, *rel))):
+                attrs = self.sftp.listdir_attr(self.path((*parts, *rel)))
         except UnicodeDecodeError:  # paramiko decodes every name of a listing as UTF-8
             raise _not_utf8("/".join((*parts, *rel)), listing=True) from None
         for attr in sorted(attrs, key=lambda a: str(a.filename)):
@@ -134,19 +140,22 @@ class SftpFiles(KernelFiles):
         shown = "/".join(parts)
         for entry in plan.files:
             full = (*parts, *entry.parts)
-            st = self._lstat(full)
-            if st is None or not stat.S_ISREG(st.st_mode):
-                sink.reject(shown_path(shown, entry.parts), "changed during the copy (no longer a regular file)")
-                continue
-            with self.sftp.open(self.path(full), "rb") as fh:
+            with _named(shown_path(shown, entry.parts)):
+                st = self._lstat(full)
+                if st is None or not stat.S_ISREG(st.st_mode):
+                    sink.reject(shown_path(shown, entry.parts), "changed during the copy (no longer a regular file)")
+                    continue
+                fh = self.sftp.open(self.path(full), "rb")
+            with fh:
                 if not stat.S_ISREG(fh.stat().st_mode):
                     sink.reject(shown_path(shown, entry.parts), "changed during the copy (not a regular file)")
                     continue
                 sink.write(entry, iter(lambda: fh.read(CHUNK_BYTES), b""))
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        self._walk_parents(parts, create=True)
-        st = self._lstat(parts)
+        with _named("/".join(parts)):
+            self._walk_parents(parts, create=True)
+            st = self._lstat(parts)
         if st is None or (kind == "file" and stat.S_ISREG(st.st_mode)):
             return
         shown = "/".join(parts)
@@ -160,16 +169,18 @@ class SftpFiles(KernelFiles):
         base = (*parts[:-1], temp)
         for entry in plan.entries:
             target = self.path((*base, *entry.parts))
-            if entry.kind == "dir":
-                self.sftp.mkdir(target, 0o700)
-            else:
-                with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
-                    for data in source.chunks(entry, CHUNK_BYTES):
-                        fh.write(data)
-            self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
+            with _named("/".join((*base, *entry.parts))):  # the upload names its destination instead
+                if entry.kind == "dir":
+                    self.sftp.mkdir(target, 0o700)
+                else:
+                    with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
+                        for data in source.chunks(entry, CHUNK_BYTES):
+                            fh.write(data)
+                self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
 
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
-        self.sftp.posix_rename(self.path((*parts[:-1], temp)), self.path(parts))
+        with _named("/".join(parts)):
+            self.sftp.posix_rename(self.path((*parts[:-1], temp)), self.path(parts))
 
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
         try:
@@ -186,6 +197,19 @@ class SftpFiles(KernelFiles):
             self.sftp.rmdir(path)
         else:
             self.sftp.remove(path)
+
+
+@contextmanager
+def _named(shown: str) -> Iterator[None]:
+    """An SFTP refusal (paramiko's ``OSError``: an errno and the server's text, no path) as a
+    :class:`FileTransferError` naming ``shown``."""
+    try:
+        yield
+    except FileTransferError:
+        raise
+    except OSError as exc:
+        problem = exc.strerror or str(exc) or type(exc).__name__
+        raise FileTransferError(f"{shown} {problem}", path=shown, problem=problem) from exc
 
 
 def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
