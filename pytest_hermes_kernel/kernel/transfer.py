@@ -120,6 +120,9 @@ def local_entries(root: Path) -> list[Entry]:
         st = root.stat()
     except FileNotFoundError:
         raise FileTransferError(f"{root} does not exist", path=str(root), problem="does not exist") from None
+    except OSError as exc:  # a parent it cannot search, a name too long, ...
+        problem = exc.strerror or str(exc)
+        raise FileTransferError(f"{root}: {problem}", path=str(root), problem=problem) from exc
     found = [Entry((), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)]
     if stat.S_ISDIR(st.st_mode):
         found += _walk(root, ())
@@ -128,10 +131,10 @@ def local_entries(root: Path) -> list[Entry]:
 
 def _walk(path: Path, rel: tuple[str, ...]) -> list[Entry]:
     found: list[Entry] = []
-    with os.scandir(path) as it:
+    with _local(lambda: os.scandir(path), path) as it:  # an unreadable directory: named
         children = sorted(it, key=lambda e: e.name)
     for child in children:
-        st = child.stat(follow_symlinks=False)
+        st = _local(lambda: child.stat(follow_symlinks=False), path / child.name)
         entry = Entry((*rel, child.name), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
         found.append(entry)
         if entry.kind == "dir":
@@ -158,12 +161,13 @@ class LocalSource:
         :raises TransferTooLargeError: if the transfer passes its bound.
         """
         path = self.root.joinpath(*entry.parts)
-        fd = os.open(path, _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        flags = _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = _local(lambda: os.open(path, flags), path)  # gone or unreadable since the listing: named
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or (entry.parts and st.st_nlink != 1):
                 raise UnsafePathError(f"{path} changed during the upload", path=str(path), problem="changed")
-            while data := os.read(fd, chunk_bytes):
+            while data := _local(lambda: os.read(fd, chunk_bytes), path):
                 self.bytes += len(data)
                 if self.bytes > self.limit_bytes:
                     raise too_large(str(path), self.bytes, self.limit_bytes)
@@ -257,16 +261,16 @@ def _make_staging_dir(parent: Path) -> str:
 
 
 def _local(step: Callable[[], T], path: Path | None = None) -> T:
-    """Run one step on the local side of a download; its ``OSError`` (a full disk, a read-only
-    or missing directory, a parent that is a file) as a :class:`FileTransferError` naming the
-    local path (``path``, else the one the error names), not the staging dir."""
+    """Run one step on the local side of a transfer; its ``OSError`` (a full disk, a read-only
+    or missing directory, a parent that is a file, a file gone or unreadable) as a
+    :class:`FileTransferError` naming the local path (``path``, else the one the error names),
+    not the staging dir."""
     try:
         return step()
     except OSError as exc:
         shown = str(path or exc.filename2 or exc.filename or "")  # a rename's target is the user's path
         problem = exc.strerror or str(exc)
-        raise FileTransferError(f"{shown}: {problem} (the download left nothing there)", path=shown,
-                                problem=problem) from exc
+        raise FileTransferError(f"{shown}: {problem}", path=shown, problem=problem) from exc
 
 
 def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str, *,

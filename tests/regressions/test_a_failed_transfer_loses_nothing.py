@@ -128,3 +128,27 @@ def open_files() -> list[str]:
         except OSError:  # the listing's own fd, closed by now
             pass
     return found
+
+
+def test_a_local_file_gone_during_an_upload_is_an_error_naming_it(hermes_kernel: KernelHandle, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local file removed after the tree was listed: a bare FileNotFoundError (over ssh, a
+    FileTransferError that named the kernel's path); now the local file, and nothing is left."""
+    from pytest_hermes_kernel.kernel import transfer
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in "abc":
+        (src / name).write_text(name)
+    local_entries = transfer.local_entries
+
+    def list_then_remove(root: Path) -> object:
+        listed = local_entries(root)
+        (src / "b").unlink()
+        return listed
+
+    monkeypatch.setattr(transfer, "local_entries", list_then_remove)
+    with pytest.raises(FileTransferError) as info:
+        hermes_kernel.upload(src, "up")
+    assert info.value.path == str(src / "b") and "No such file" in str(info.value)
+    assert ok(hermes_kernel, "import os\nsorted(n for n in os.listdir('.') if n.startswith(('.hermes', 'up')))") == "[]"
