@@ -152,3 +152,4 @@ def test_a_local_file_gone_during_an_upload_is_an_error_naming_it(hermes_kernel:
         hermes_kernel.upload(src, "up")
     assert info.value.path == str(src / "b") and "No such file" in str(info.value)
     assert ok(hermes_kernel, "import os\nsorted(n for n in os.listdir('.') if n.startswith(('.hermes', 'up')))") == "[]"
+

@@ -174,8 +174,10 @@ class SftpFiles(KernelFiles):
                     self.sftp.mkdir(target, 0o700)
                 else:
                     with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
+                        fh.set_pipelined(True)  # not one round trip per 32 KiB write: close() reads the acks
                         for data in source.chunks(entry, CHUNK_BYTES):
                             fh.write(data)
+                        fh.flush()  # before close(): a write its close() flushed would have its ack unread
                 self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
 
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
