@@ -26,6 +26,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FileTransferError
@@ -128,9 +129,14 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 info.type = tarfile.DIRTYPE
                 tar.addfile(info)
                 continue
-            data = b"".join(source.chunks(entry, 1 << 20))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+            info.size = entry.size
+            content = _ListedSize(source.chunks(entry, 1 << 20), entry.size,
+                                  str(PurePath(getattr(source, "root", top), *entry.parts)))
+            try:
+                tar.addfile(info, content)  # copied a block at a time: never the whole file in memory
+                content.finish()
+            finally:
+                content.close()
 
 
 def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
@@ -169,6 +175,46 @@ def _member_chunks(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[by
         return
     while data := fh.read(1 << 20):
         yield data
+
+
+class _ListedSize:
+    """A file's chunks read as a file of its listed ``size``, the size its tar header holds.
+
+    :raises FileTransferError: if the file is shorter or longer now (it changed since the
+        listing): the archive would be cut or padded, so nothing of it is sent.
+    """
+
+    def __init__(self, chunks: Iterator[bytes], size: int, shown: str) -> None:
+        self._chunks = chunks
+        self._rest = memoryview(b"")
+        self._left = size
+        self._shown = shown
+
+    def read(self, n: int = -1) -> bytes:
+        want = self._left if n < 0 else min(n, self._left)
+        parts = []
+        while want:
+            if not self._rest:
+                self._rest = memoryview(next(self._chunks, b""))
+                if not self._rest:
+                    raise self._changed("shorter")
+            take = self._rest[:want]
+            self._rest, want, self._left = self._rest[len(take):], want - len(take), self._left - len(take)
+            parts.append(take)
+        return b"".join(parts)
+
+    def finish(self) -> None:
+        """Check the file ended at its listed size."""
+        if self._rest or next(self._chunks, b""):
+            raise self._changed("longer")
+
+    def close(self) -> None:
+        """Close the chunks (a generator holding the file open)."""
+        getattr(self._chunks, "close", lambda: None)()
+
+    def _changed(self, how: str) -> FileTransferError:
+        return FileTransferError(f"{self._shown} changed during the upload: {how} than its listed size",
+                                 path=self._shown, problem="changed during the upload")
 
 
 class _ChunkReader(io.RawIOBase):
