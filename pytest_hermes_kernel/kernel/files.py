@@ -23,6 +23,7 @@ steps around it are in :mod:`.transfer`.
 
 from __future__ import annotations
 
+import os
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -137,12 +138,18 @@ def name_problem(name: object) -> str | None:
     return None
 
 
-def kernel_parts(kernel_path: str) -> tuple[str, ...]:
-    """The names of a kernel path (one trailing ``/`` allowed).
+def kernel_parts(kernel_path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The names of a kernel path, a str or a path object (one trailing ``/`` allowed).
 
+    :raises TypeError: if it is neither (bytes included: a name's undecodable byte is ``os.fsdecode``-d).
     :raises UnsafePathError: if it is absolute, empty, or has a ``..``, ``.`` or empty component.
     """
-    if not isinstance(kernel_path, str) or not kernel_path or kernel_path.startswith("/"):
+    if isinstance(kernel_path, os.PathLike):
+        kernel_path = os.fspath(kernel_path)
+    if not isinstance(kernel_path, str):
+        raise TypeError(f"kernel_path must be a str or a path object (a path relative to the kernel's working dir), "
+                        f"not {type(kernel_path).__name__}: {kernel_path!r}")
+    if not kernel_path or kernel_path.startswith("/"):
         raise UnsafePathError(f"kernel path {kernel_path!r}: only a relative path under the kernel's working dir "
                               "is allowed", path=str(kernel_path), problem="not a relative path")
     parts = tuple(kernel_path[:-1].split("/") if kernel_path.endswith("/") else kernel_path.split("/"))

@@ -42,7 +42,7 @@ TEMP_PREFIX = ".hermes-part-"
 _NOFOLLOW_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike[str], *,
+def download(files: KernelFiles, kernel_path: str | os.PathLike[str], local_path: str | os.PathLike[str], *,
              max_bytes: int) -> TransferReport:
     """Copy ``kernel_path`` (under the kernel's working dir) to ``local_path``.
 
@@ -62,7 +62,7 @@ def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike
                           rejected=plan.rejected + tuple(staging.rejected), stripped=plan.stripped)
 
 
-def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: str, *,
+def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: str | os.PathLike[str], *,
            max_bytes: int) -> TransferReport:
     """Copy ``local_path`` to ``kernel_path`` (under the kernel's working dir).
 
@@ -273,7 +273,7 @@ def _local(step: Callable[[], T], path: Path | None = None) -> T:
         raise FileTransferError(f"{shown}: {problem}", path=shown, problem=problem) from exc
 
 
-def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str, *,
+def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str | os.PathLike[str], *,
               max_bytes: int | None = None) -> TransferReport:
     """Copy a local file or directory tree to ``kernel_path`` under the kernel's working dir
     (``KernelOptions.cwd``, else its kernel dir), starting the kernel first if needed.
@@ -282,8 +282,8 @@ def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_p
     rejected, special mode bits stripped, a size bound) are in :mod:`.files`.
 
     :param local_path: the file or directory to copy (symlinks below it are not followed).
-    :param kernel_path: what it becomes, relative to the working dir; it must not exist (a
-        file may replace a file); missing parent directories are made.
+    :param kernel_path: what it becomes, relative to the working dir (a str or a path object);
+        it must not exist (a file may replace a file); missing parent directories are made.
     :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
     :returns: what was copied and what was not.
     :raises UnsafePathError: if ``kernel_path`` is absolute, has ``..``, or has a symlink on it.
@@ -291,18 +291,20 @@ def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_p
         transport cannot move files.
     :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
     :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    :raises TypeError: if ``kernel_path`` is neither a str nor a path object.
     """
     limit = _limit(handle, max_bytes)
+    kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
     with _kernel_files(handle) as files:
         return upload(files, local_path, kernel_path, max_bytes=limit)
 
 
-def download_from(handle: KernelHandle, kernel_path: str, local_path: str | os.PathLike[str], *,
+def download_from(handle: KernelHandle, kernel_path: str | os.PathLike[str], local_path: str | os.PathLike[str], *,
                   max_bytes: int | None = None) -> TransferReport:
     """Copy a file or directory tree at ``kernel_path`` under the kernel's working dir to
     ``local_path``, starting the kernel first if needed (the rules: :mod:`.files`).
 
-    :param kernel_path: relative to the working dir.
+    :param kernel_path: relative to the working dir (a str or a path object).
     :param local_path: what it becomes: a new path, or a file a downloaded file replaces
         (missing parents are made); it is written in a temp dir beside it and renamed into place.
     :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
@@ -312,8 +314,10 @@ def download_from(handle: KernelHandle, kernel_path: str, local_path: str | os.P
         the transport cannot move files.
     :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
     :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    :raises TypeError: if ``kernel_path`` is neither a str nor a path object.
     """
     limit = _limit(handle, max_bytes)
+    kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
     with _kernel_files(handle) as files:
         return download(files, kernel_path, local_path, max_bytes=limit)
 

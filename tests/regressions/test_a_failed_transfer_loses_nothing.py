@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.errors import FileTransferError
+from pytest_hermes_kernel.errors import FileTransferError, UnsafePathError
 
 from .test_handed_b45_file_transfers import ok, tree
 
@@ -153,3 +153,21 @@ def test_a_local_file_gone_during_an_upload_is_an_error_naming_it(hermes_kernel:
     assert info.value.path == str(src / "b") and "No such file" in str(info.value)
     assert ok(hermes_kernel, "import os\nsorted(n for n in os.listdir('.') if n.startswith(('.hermes', 'up')))") == "[]"
 
+
+
+def test_a_kernel_path_is_a_str_or_a_path_object(hermes_kernel: KernelHandle, tmp_path: Path) -> None:
+    """A ``Path`` was refused as "only a relative path ... is allowed" (it was one), and a wrong
+    type was told the same; a path object now works and anything else is a TypeError naming it."""
+    from pathlib import PurePosixPath
+
+    (tmp_path / "f").write_text("x")
+    assert hermes_kernel.upload(tmp_path / "f", PurePosixPath("sub/f")).destination == "sub/f"
+    assert hermes_kernel.download(Path("sub/f"), tmp_path / "back").files == 1
+    assert (tmp_path / "back").read_text() == "x"
+    for bad in (None, 5, b"sub/f"):
+        with pytest.raises(TypeError, match="kernel_path must be a str or a path object"):
+            hermes_kernel.download(bad, tmp_path / "never")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="kernel_path must be a str or a path object"):
+            hermes_kernel.upload(tmp_path / "f", bad)  # type: ignore[arg-type]
+    with pytest.raises(UnsafePathError):
+        hermes_kernel.upload(tmp_path / "f", PurePosixPath("/etc/f"))
