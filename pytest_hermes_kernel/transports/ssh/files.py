@@ -139,18 +139,19 @@ class SftpFiles(KernelFiles):
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
         shown = "/".join(parts)
         for entry in plan.files:
-            full = (*parts, *entry.parts)
             with _named(shown_path(shown, entry.parts)):
-                st = self._lstat(full)
-                if st is None or not stat.S_ISREG(st.st_mode):
-                    sink.reject(shown_path(shown, entry.parts), "changed during the copy (no longer a regular file)")
-                    continue
-                fh = self.sftp.open(self.path(full), "rb")
-            with fh:
-                if not stat.S_ISREG(fh.stat().st_mode):
-                    sink.reject(shown_path(shown, entry.parts), "changed during the copy (not a regular file)")
-                    continue
-                sink.write(entry, iter(lambda: fh.read(CHUNK_BYTES), b""))
+                self._fetch_one((*parts, *entry.parts), shown_path(shown, entry.parts), entry, sink)
+
+    def _fetch_one(self, full: tuple[str, ...], shown: str, entry: Entry, sink: Sink) -> None:
+        st = self._lstat(full)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            sink.reject(shown, "changed during the copy (no longer a regular file)")
+            return
+        with self.sftp.open(self.path(full), "rb") as fh:
+            if not stat.S_ISREG(fh.stat().st_mode):
+                sink.reject(shown, "changed during the copy (not a regular file)")
+                return
+            sink.write(entry, iter(lambda: fh.read(CHUNK_BYTES), b""))
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
         with _named("/".join(parts)):
@@ -203,14 +204,22 @@ class SftpFiles(KernelFiles):
 
 @contextmanager
 def _named(shown: str) -> Iterator[None]:
-    """An SFTP refusal (paramiko's ``OSError``: an errno and the server's text, no path) as a
-    :class:`FileTransferError` naming ``shown``."""
+    """An SFTP refusal (paramiko's ``OSError``: an errno and the server's text, no path), or the
+    end of the session (``EOFError``, ``SSHException``: the connection dropped, or its keepalives
+    went unanswered), as a :class:`FileTransferError` naming ``shown``."""
+    from paramiko import SSHException
+
     try:
         yield
     except FileTransferError:
         raise
-    except OSError as exc:
-        problem = exc.strerror or str(exc) or type(exc).__name__
+    except (OSError, EOFError, SSHException) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            problem = exc.strerror or str(exc)
+        else:
+            detail = str(exc).strip().rstrip(":")  # paramiko's "Server connection dropped: "
+            cause = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            problem = f"could not be copied: the SFTP session ended ({cause})"
         raise FileTransferError(f"{shown} {problem}", path=shown, problem=problem) from exc
 
 
