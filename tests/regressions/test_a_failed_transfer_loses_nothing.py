@@ -171,3 +171,20 @@ def test_a_kernel_path_is_a_str_or_a_path_object(hermes_kernel: KernelHandle, tm
             hermes_kernel.upload(tmp_path / "f", bad)  # type: ignore[arg-type]
     with pytest.raises(UnsafePathError):
         hermes_kernel.upload(tmp_path / "f", PurePosixPath("/etc/f"))
+
+
+@pytest.mark.hermes_transports("docker")
+@pytest.mark.hermes_kernel(container="fresh")
+def test_a_transfer_to_a_docker_kernel_whose_container_died_names_the_path(hermes_kernel: KernelHandle,
+                                                                          tmp_path: Path) -> None:
+    """docker's bare ``APIError: 409 ... is not running`` came up; now a FileTransferError naming the path."""
+    ok(hermes_kernel, "open('a', 'w').write('a')")
+    transport = hermes_kernel.transport
+    transport.api.kill(hermes_kernel.start().launched.extra["container"])  # type: ignore[attr-defined]
+    (tmp_path / "f").write_text("x")
+    for path, move in (("a", lambda: hermes_kernel.download("a", tmp_path / "a")),
+                       ("f", lambda: hermes_kernel.upload(tmp_path / "f", "f"))):
+        with pytest.raises(FileTransferError) as info:
+            move()
+        assert info.value.path == path and "cannot be reached" in str(info.value), info.value
+    assert tree(tmp_path) == {"f": "file"}

@@ -26,6 +26,7 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
@@ -61,8 +62,22 @@ class DockerFiles(RequestFiles):
     def request(self, op: str, parts: tuple[str, ...], *, user: str = "", **args: Any) -> dict[str, Any] | None:
         request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
         # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
-        _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
+        with self.engine("/".join(parts)):
+            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
         return filetree.parse_result(out.decode("utf-8", "replace"))
+
+    @contextmanager
+    def engine(self, shown: str) -> Iterator[None]:
+        """The engine's refusal (a container that is not running or gone, an engine that does not
+        answer) as a :class:`FileTransferError` naming ``shown``, not docker's bare ``APIError``."""
+        from docker.errors import DockerException
+        from requests.exceptions import RequestException
+
+        try:
+            yield
+        except (DockerException, RequestException) as exc:
+            problem = f"could not be copied: the kernel's container {self.container_id[:12]} cannot be reached ({exc})"
+            raise FileTransferError(f"{shown or '.'} {problem}", path=shown or ".", problem=problem) from exc
 
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
         """Remove ``temp`` as root: ``put_archive`` wrote it as the engine does (root), so it may be
@@ -81,13 +96,16 @@ class DockerFiles(RequestFiles):
         """``get_archive`` of ``parts``: the tar's bytes as the engine streams them (a seam for tests)."""
         from docker.errors import NotFound
 
-        try:
-            bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
-        except NotFound:  # listed, then gone before it was archived
-            shown = "/".join(parts)
-            raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
-                                    problem="does not exist") from None
-        return iter(bits)
+        shown = "/".join(parts)
+        with self.engine(shown):
+            try:
+                bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
+            except NotFound as exc:
+                if "no such container" in str(exc).lower():
+                    raise
+                raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
+                                        problem="does not exist") from None
+        return _engine_chunks(self, shown, iter(bits))
 
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
         planned = {e.parts: e for e in plan.files}
@@ -114,7 +132,8 @@ class DockerFiles(RequestFiles):
         with tempfile.TemporaryFile() as buf:  # up to max_transfer_bytes: on disk, not in memory
             plain_tar(buf, temp, plan, source, uid, gid)
             buf.seek(0)
-            self.transport.api.put_archive(self.container_id, self.path(parts[:-1]), buf)
+            with self.engine("/".join(parts)):
+                self.transport.api.put_archive(self.container_id, self.path(parts[:-1]), buf)
 
 
 def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int) -> None:
@@ -137,6 +156,12 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 content.finish()
             finally:
                 content.close()
+
+
+def _engine_chunks(files: DockerFiles, shown: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The archive's stream, a drop of the engine mid-way as the error naming ``shown``."""
+    with files.engine(shown):
+        yield from chunks
 
 
 def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
