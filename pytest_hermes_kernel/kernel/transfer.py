@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
 import secrets
 import shutil
 import stat
@@ -53,6 +54,7 @@ def download(files: KernelFiles, kernel_path: str | os.PathLike[str], local_path
     """
     parts = kernel_parts(kernel_path)
     plan = plan_tree(files.list_tree(parts), "/".join(parts), max_bytes)
+    _file_to_a_dir_name(plan, local_path, "/".join(parts))
     with Staging(Path(local_path), max_bytes, plan.top.kind) as staging:
         staging.make_dirs(plan)
         files.fetch(parts, plan, staging)
@@ -75,6 +77,7 @@ def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: 
     parts = kernel_parts(kernel_path)
     root = Path(local_path)
     plan = plan_tree(local_entries(root), str(root), max_bytes)
+    _file_to_a_dir_name(plan, kernel_path, str(root))
     files.prepare(parts, plan.top.kind)
     source = LocalSource(root, max_bytes)
     temp = TEMP_PREFIX + secrets.token_hex(8)
@@ -89,6 +92,19 @@ def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: 
     return TransferReport(direction="upload", source=str(root), destination="/".join(parts), files=len(plan.files),
                           dirs=sum(e.kind == "dir" for e in plan.entries), bytes=source.bytes,
                           rejected=plan.rejected, stripped=plan.stripped)
+
+
+def _file_to_a_dir_name(plan: Plan, destination: str | os.PathLike[str], source: str) -> None:
+    """Refuse a file copied to a destination written as a directory (``out/``): it named the
+    file ``out`` (the destination names what the entry becomes, never a directory it goes into).
+
+    :raises FileTransferError: naming the destination.
+    """
+    if plan.top.kind == "file" and isinstance(destination, str) and destination.endswith("/"):
+        raise FileTransferError(f"{destination!r} ends in '/' but {source} is a file: the destination names what "
+                                f"the file becomes, not a directory it goes into; name the file (e.g. "
+                                f"{destination + posixpath.basename(source.rstrip('/'))!r})", path=destination,
+                                problem="a directory name for a file")
 
 
 def _name_the_destination(exc: FileTransferError, temp: str, destination: str) -> None:

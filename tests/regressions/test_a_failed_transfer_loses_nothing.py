@@ -188,3 +188,20 @@ def test_a_transfer_to_a_docker_kernel_whose_container_died_names_the_path(herme
             move()
         assert info.value.path == path and "cannot be reached" in str(info.value), info.value
     assert tree(tmp_path) == {"f": "file"}
+
+
+def test_a_file_sent_to_a_name_ending_in_a_slash_is_refused(hermes_kernel: KernelHandle, tmp_path: Path) -> None:
+    """``upload("a.txt", "work/")`` made a *file* named ``work`` (and ``download("f", "out/")`` a
+    file ``out``): a name written as a directory is refused for a file, naming it; nothing is made."""
+    ok(hermes_kernel, "open('f', 'w').write('f')")
+    (tmp_path / "a.txt").write_text("a")
+    with pytest.raises(FileTransferError) as info:
+        hermes_kernel.upload(tmp_path / "a.txt", "work/")
+    assert info.value.path == "work/" and "'work/a.txt'" in str(info.value)
+    with pytest.raises(FileTransferError) as info:
+        hermes_kernel.download("f", f"{tmp_path}/out/")
+    assert info.value.path == f"{tmp_path}/out/" and repr(f"{tmp_path}/out/f") in str(info.value)
+    assert ok(hermes_kernel, "import os\nos.path.exists('work')") == "False"
+    assert tree(tmp_path) == {"a.txt": "file"}
+    (tmp_path / "d").mkdir()
+    assert hermes_kernel.upload(tmp_path / "d", "dir/").destination == "dir"  # a directory may be named so
