@@ -311,7 +311,7 @@ def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_p
     """
     limit = _limit(handle, max_bytes)
     kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
-    with _kernel_files(handle) as files:
+    with _kernel_files(handle, kernel_path) as files:
         return upload(files, local_path, kernel_path, max_bytes=limit)
 
 
@@ -334,7 +334,7 @@ def download_from(handle: KernelHandle, kernel_path: str | os.PathLike[str], loc
     """
     limit = _limit(handle, max_bytes)
     kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
-    with _kernel_files(handle) as files:
+    with _kernel_files(handle, kernel_path) as files:
         return download(files, kernel_path, local_path, max_bytes=limit)
 
 
@@ -346,8 +346,20 @@ def _limit(handle: KernelHandle, max_bytes: int | None) -> int:
     return max_bytes
 
 
-def _kernel_files(handle: KernelHandle) -> KernelFiles:
-    """The started kernel's files under its working dir, from its transport."""
+def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> KernelFiles:
+    """The started kernel's files under its working dir, from its transport.
+
+    :raises FileTransferError: naming ``kernel_path``, if the kernel has no runner, or its
+        ``cwd=`` is relative: the kernel resolved it in a dir of its own (its kernel server's),
+        a transfer would resolve it where the copy runs (this process's cwd, the container's
+        or the ssh user's home) and miss the cells' files, or write outside their dir.
+    """
+    cwd = handle.options.cwd
+    if cwd is not None and not posixpath.isabs(cwd):
+        raise FileTransferError(f"{os.fspath(kernel_path)}: kernel {handle.kernel_id} has a relative cwd={cwd!r}, "
+                                "which the kernel resolved in its own directory: a transfer cannot tell where that is"
+                                "\nHint: give the kernel an absolute cwd= (e.g. os.path.abspath(...))",
+                                path=os.fspath(kernel_path), problem="a relative cwd")
     launched = handle.start().launched
     if launched is None or not (handle.options.cwd or launched.kernel_dir):
         raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",

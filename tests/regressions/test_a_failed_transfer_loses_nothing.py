@@ -205,3 +205,19 @@ def test_a_file_sent_to_a_name_ending_in_a_slash_is_refused(hermes_kernel: Kerne
     assert tree(tmp_path) == {"a.txt": "file"}
     (tmp_path / "d").mkdir()
     assert hermes_kernel.upload(tmp_path / "d", "dir/").destination == "dir"  # a directory may be named so
+
+
+@pytest.mark.hermes_transports("local")
+@pytest.mark.hermes_kernel(cwd=".")
+def test_a_kernel_with_a_relative_cwd_refuses_transfers_it_would_send_elsewhere(
+        hermes_kernel: KernelHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cwd="." runs the cells in the kernel server's dir, but an upload resolved "." in this
+    process's cwd: the file landed in the caller's directory, where no cell saw it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "f").write_text("x")
+    for move in (lambda: hermes_kernel.upload(tmp_path / "f", "up"),
+                 lambda: hermes_kernel.download("f", tmp_path / "dl")):
+        with pytest.raises(FileTransferError) as info:
+            move()
+        assert info.value.path in ("up", "f") and "relative cwd='.'" in str(info.value), info.value
+    assert tree(tmp_path) == {"f": "file"}
