@@ -52,8 +52,12 @@ class FileCellFiles(RequestFiles):
             return {"refused": {"entry": "/".join(parts), "problem": "has a name the shell cannot carry"}}
         cmd = (f"{shlex.quote(self.python)} -I -c {shlex.quote(filetree.shipped_source())} <<'{_END}'\n"
                f"{request}\n{_END}\n")
-        code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
         what = f"{op} {'/'.join(parts)}"
+        try:
+            code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
+        except Exception as exc:  # the backend's own error, a call that never returned, an unknown status
+            raise FileTransferError(f"{what} through {self.transport.backend!r} failed: {type(exc).__name__}: {exc}",
+                                    path="/".join(parts), problem="the backend failed") from exc
         try:
             answer = filetree.parse_result(out)
         except ValueError:  # the answer line is there but cut short or damaged
