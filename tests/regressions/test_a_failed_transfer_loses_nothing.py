@@ -221,3 +221,29 @@ def test_a_kernel_with_a_relative_cwd_refuses_transfers_it_would_send_elsewhere(
             move()
         assert info.value.path in ("up", "f") and "relative cwd='.'" in str(info.value), info.value
     assert tree(tmp_path) == {"f": "file"}
+
+
+@pytest.mark.hermes_transports("docker")
+def test_a_docker_archive_cut_short_is_never_a_complete_download(hermes_kernel: KernelHandle, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine stream cut mid-file raised tarfile's bare ``ReadError: unexpected end of data``;
+    one cut at a header ended the tar quietly, and the files after it were simply not there."""
+    from pytest_hermes_kernel.transports.docker.files import DockerFiles
+
+    ok(hermes_kernel, "import os\nos.makedirs('d')\nfor n in 'ab':\n    open('d/' + n, 'wb').write(os.urandom(300000))")
+    archive, sent = DockerFiles.archive, []
+    monkeypatch.setattr(DockerFiles, "archive", lambda self, parts: iter(sent.append(b"".join(archive(self, parts)))
+                                                                         or sent))
+    assert hermes_kernel.download("d", tmp_path / "whole").complete
+    whole = sent[0]
+    b_header = whole.index(b"d/b\0")  # the second member's header
+    monkeypatch.setattr(DockerFiles, "archive", lambda self, parts: iter([whole[:b_header - 100_000]]))
+    with pytest.raises(FileTransferError) as info:
+        hermes_kernel.download("d", tmp_path / "mid-file")
+    assert info.value.path == "d" and "cut short or damaged" in str(info.value), info.value
+    assert tree(tmp_path) == {"whole": "dir", "whole/a": "file", "whole/b": "file"}
+
+    monkeypatch.setattr(DockerFiles, "archive", lambda self, parts: iter([whole[:b_header + 100]]))
+    report = hermes_kernel.download("d", tmp_path / "at-a-header")
+    assert not report.complete and [r.path for r in report.rejected] == ["d/b"], report
+    assert "cut short" in report.rejected[0].reason

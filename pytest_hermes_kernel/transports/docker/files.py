@@ -72,10 +72,11 @@ class DockerFiles(RequestFiles):
         answer) as a :class:`FileTransferError` naming ``shown``, not docker's bare ``APIError``."""
         from docker.errors import DockerException
         from requests.exceptions import RequestException
+        from urllib3.exceptions import HTTPError  # the archive's raw stream, cut mid-way
 
         try:
             yield
-        except (DockerException, RequestException) as exc:
+        except (DockerException, RequestException, HTTPError) as exc:
             problem = f"could not be copied: the kernel's container {self.container_id[:12]} cannot be reached ({exc})"
             raise FileTransferError(f"{shown or '.'} {problem}", path=shown or ".", problem=problem) from exc
 
@@ -112,6 +113,19 @@ class DockerFiles(RequestFiles):
         accepted = {e.parts for e in plan.entries}
         reported = {r.path for r in plan.rejected}  # the listing's rejections are reported once
         shown = "/".join(parts)
+        try:
+            self._fetch_members(parts, planned, accepted, reported, sink)
+        except (tarfile.TarError, EOFError) as exc:  # a stream cut mid-file, a damaged header
+            raise FileTransferError(f"{shown}: the archive the engine sent was cut short or damaged ({exc}); "
+                                    "nothing was kept", path=shown, problem="damaged archive") from exc
+        for rel in planned:  # listed, then gone (or no longer a file) by the time it was archived, or cut off
+            sink.reject(shown_path(shown, rel), "not in the engine's archive (removed or changed during the copy, "
+                                                "or the archive was cut short): not copied")
+
+    def _fetch_members(self, parts: tuple[str, ...], planned: dict[tuple[str, ...], Entry], accepted: set[Any],
+                       reported: set[str], sink: Sink) -> None:
+        """Write the archive's planned files to ``sink`` (``planned`` loses each one it met)."""
+        shown = "/".join(parts)
         with tarfile.open(fileobj=_ChunkReader(self.archive(parts)), mode="r|") as tar:
             for member in tar:
                 rel, problem = _member_parts(member.name, parts[-1])
@@ -124,8 +138,6 @@ class DockerFiles(RequestFiles):
                     sink.reject(path, problem)
                 elif entry is not None:
                     sink.write(entry, _member_chunks(tar, member))
-        for rel in planned:  # listed, then gone (or no longer a file) by the time it was archived
-            sink.reject(shown_path(shown, rel), "changed during the copy (not in the archive): not copied")
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         uid, gid = self.owner
