@@ -1,14 +1,16 @@
 """A transfer that cannot finish says so, naming the path, and leaves nothing half-done:
-no partial tree presented as complete, no temp name left in the kernel, no bare ``OSError``
-naming a temp dir the user never saw.
+no partial tree presented as complete, no temp name left in the kernel, no bare ``OSError``,
+docker ``APIError`` or tarfile error naming a temp dir or nothing at all.
 
-* a docker upload into a directory the kernel's user cannot write: ``put_archive`` (the engine,
-  as root) wrote the temp tree, the rename (as the kernel's user) was refused, and the abort (as
-  the kernel's user) could not remove it: a ``.hermes-part-*`` stayed behind, once per try;
-* a file removed between the listing and the copy: the docker download left it out and called
-  the report complete (ssh rejects it, local refuses the download);
+* an upload the kernel's user cannot rename into place (a read-only directory): docker's
+  ``put_archive`` (as root) wrote the temp, and the abort (as the kernel's user) could not remove
+  it: a ``.hermes-part-*`` stayed behind per try; over ssh, a bare ``PermissionError``;
+* a file removed between the listing and the copy, or an engine archive cut short: the docker
+  download left it out and called the report complete (ssh rejects it, local refuses);
 * a download whose local side cannot be written (a directory onto an existing file, a parent
-  that is a file, a full disk) raised a bare ``OSError`` naming the staging dir.
+  that is a file, a full disk), or an upload whose local file went away: a bare ``OSError``;
+* a kernel path given as a ``Path``, a file sent to ``"work/"``, a kernel with a relative
+  ``cwd=``: refused as unsafe, taken as a file named ``work``, written into the caller's dir.
 """
 
 from __future__ import annotations
