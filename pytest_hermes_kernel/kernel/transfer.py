@@ -194,7 +194,8 @@ class LocalSource:
 
 class Staging:
     """A download's local side: a fresh 0700 temp dir beside the destination, renamed into place
-    by :meth:`commit` and removed in any case when the ``with`` block ends.
+    by :meth:`commit` and removed in any case when the ``with`` block ends (with the missing
+    parent directories it made, when nothing was committed).
 
     :param destination: what the downloaded entry becomes.
     :param limit_bytes: the size bound, counted on the bytes really written.
@@ -209,6 +210,8 @@ class Staging:
                                     "a download names a new path", path=str(destination), problem="already exists")
         self.destination = destination
         self.limit_bytes = limit_bytes
+        self.made = [p for p in (destination.parent, *destination.parent.parents) if not os.path.lexists(p)]
+        self.committed = False
         self.dir = Path(_local(lambda: _make_staging_dir(destination.parent)))
         self.top = self.dir / "top"
         self.files = 0
@@ -220,6 +223,11 @@ class Staging:
 
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+        for made in () if self.committed else self.made:  # deepest first: the parents this download made
+            try:
+                os.rmdir(made)
+            except OSError:  # no longer empty (made by someone else meanwhile), or gone
+                break
 
     def path(self, parts: tuple[str, ...]) -> Path:
         """Where the entry ``parts`` is written (its names were checked by the plan)."""
@@ -266,6 +274,7 @@ class Staging:
             _local(lambda: os.replace(self.top, self.destination))  # a file there is replaced
         else:
             _local(lambda: os.rename(self.top, self.destination))
+        self.committed = True
 
 
 def _make_staging_dir(parent: Path) -> str:

@@ -249,3 +249,19 @@ def test_a_docker_archive_cut_short_is_never_a_complete_download(hermes_kernel: 
     report = hermes_kernel.download("d", tmp_path / "at-a-header")
     assert not report.complete and [r.path for r in report.rejected] == ["d/b"], report
     assert "cut short" in report.rejected[0].reason
+
+
+def test_a_failed_download_takes_back_the_parent_dirs_it_made(hermes_kernel: KernelHandle, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``download(..., "kept/a/b/dl")`` made ``a/b`` for its staging dir, and left them when it
+    failed (here: the file grew past the bound after it was listed, so it fails while written)."""
+    from pytest_hermes_kernel.kernel import transfer
+
+    ok(hermes_kernel, "import os\nos.makedirs('d')\nopen('d/grows', 'wb').write(b'g' * 4000)")
+    plan_tree = transfer.plan_tree
+    monkeypatch.setattr(transfer, "plan_tree", lambda entries, shown, limit: plan_tree(
+        [e.__class__(e.parts, e.kind, 10, e.mode, e.nlink) for e in entries], shown, limit))
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(FileTransferError):
+        hermes_kernel.download("d", tmp_path / "kept/a/b/dl", max_bytes=1000)
+    assert tree(tmp_path) == {"kept": "dir"}
