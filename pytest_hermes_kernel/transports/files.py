@@ -65,10 +65,11 @@ class RequestFiles(KernelFiles):
         offset = 0
         while True:
             data = base64.b64decode(self.call("read", parts, offset=offset, length=self.chunk_bytes)["data"])
-            if not data:
+            if data:
+                yield data
+            if len(data) < self.chunk_bytes:  # a short read is the end: no request more to see it
                 return
             offset += len(data)
-            yield data
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
         self.call("prepare", parts, kind=kind)
@@ -79,10 +80,15 @@ class RequestFiles(KernelFiles):
             target = (*base, *entry.parts)
             if entry.kind == "dir":
                 self.call("mkdir", target, mode=safe_mode("dir", entry.mode))
-            else:
-                self.call("create", target)
-                self.write_file(target, source.chunks(entry, self.chunk_bytes))
-                self.call("chmod", target, mode=safe_mode("file", entry.mode))
+                continue
+            chunks = source.chunks(entry, self.chunk_bytes)
+            try:  # one request for a file of one chunk: created with it, in its final mode (the owner may write)
+                first = next(chunks, b"")
+                self.call("create", target, data=base64.b64encode(first).decode("ascii"),
+                          mode=safe_mode("file", entry.mode))
+                self.write_file(target, chunks)
+            finally:
+                getattr(chunks, "close", lambda: None)()  # a generator's open file is closed now, not by a GC
 
     def write_file(self, parts: tuple[str, ...], chunks: Iterator[bytes]) -> None:
         """Append ``chunks`` to the new file ``parts``."""

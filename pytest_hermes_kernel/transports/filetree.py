@@ -210,9 +210,19 @@ def _open_last(wd: str, parts: List[str], flags: int, mode: int = 0o600) -> int:
         os.close(parent)
 
 
-def create_file(wd: str, parts: List[str]) -> None:
-    """Create the new, empty, private (0600) file ``parts`` (``O_EXCL``: never an existing name)."""
-    os.close(_open_last(wd, parts, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+def create_file(wd: str, parts: List[str], data: bytes = b"", mode: int = 0o600) -> None:
+    """Create the new file ``parts`` (``O_EXCL``: never an existing name) with ``data`` (its first
+    chunk), private (0600) until it is written, then ``mode`` (one request for a small file)."""
+    fd = _open_last(wd, parts, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    except OSError as exc:
+        raise refused("/".join(parts), _problem(exc), exc.errno) from None
+    finally:
+        os.close(fd)
 
 
 def append_file(wd: str, parts: List[str], data: bytes) -> None:
@@ -280,10 +290,18 @@ def _remove_at(parent: int, name: str) -> None:
 
 
 def read_chunk(wd: str, parts: List[str], offset: int, length: int) -> bytes:
-    """``length`` bytes of the regular file ``parts`` from ``offset`` (fewer at its end)."""
+    """``length`` bytes of the regular file ``parts`` from ``offset``: fewer only at its end
+    (the reader takes a short answer for the end, so a short ``pread`` is read on)."""
     fd = open_regular(wd, parts)
     try:
-        return os.pread(fd, length, offset)
+        found = []
+        while length > 0:
+            data = os.pread(fd, length, offset)
+            if not data:
+                break
+            found.append(data)
+            offset, length = offset + len(data), length - len(data)
+        return b"".join(found)
     finally:
         os.close(fd)
 
@@ -310,6 +328,8 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
         return {"data": base64.b64encode(read_chunk(wd, parts, request["offset"], request["length"])).decode("ascii")}
     if op == "append":
         append_file(wd, parts, base64.b64decode(request["data"]))
+    elif op == "create":
+        create_file(wd, parts, base64.b64decode(request.get("data", "")), request.get("mode", 0o600))
     elif op in _OPS:
         _OPS[op](wd, parts, *[request[name] for name in _OP_ARGS.get(op, ())])
     else:
@@ -317,7 +337,7 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     return {}
 
 
-_OPS = {"prepare": prepare, "mkdir": make_dir, "create": create_file, "chmod": set_mode,
+_OPS = {"prepare": prepare, "mkdir": make_dir, "chmod": set_mode,
         "rename": rename_into_place, "remove": remove_tree}
 _OP_ARGS = {"prepare": ("kind",), "mkdir": ("mode",), "chmod": ("mode",), "rename": ("temp",), "remove": ("temp",)}
 

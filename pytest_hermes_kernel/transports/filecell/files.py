@@ -5,7 +5,7 @@ quoted here-document (stdin; never expanded by the shell), that prints one ``HER
 line. File contents travel base64-encoded, :data:`CHUNK_BYTES` a command in both directions, so
 a command stays well under :data:`~.scripts.MAX_COMMAND_BYTES` (the shipped source is ~14 KB)
 and an output under 100 KB; a transfer is bounded like any other
-(``KernelOptions.max_transfer_bytes``), and costs about one command per 48 KiB.
+(``KernelOptions.max_transfer_bytes``), and costs about one command per file and per 48 KiB.
 """
 
 from __future__ import annotations
