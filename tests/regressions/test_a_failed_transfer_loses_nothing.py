@@ -15,9 +15,11 @@ docker ``APIError`` or tarfile error naming a temp dir or nothing at all.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -265,3 +267,17 @@ def test_a_failed_download_takes_back_the_parent_dirs_it_made(hermes_kernel: Ker
     with pytest.raises(FileTransferError):
         hermes_kernel.download("d", tmp_path / "kept/a/b/dl", max_bytes=1000)
     assert tree(tmp_path) == {"kept": "dir"}
+
+
+def test_a_working_dir_gone_is_named(hermes_kernel_factory: Any, tmp_path: Path) -> None:
+    """Over ssh it was ". does not exist" (local, docker and filecell named the working dir)."""
+    first = hermes_kernel_factory()
+    wd = ast.literal_eval(ok(first, "import os, tempfile\nwd = tempfile.mkdtemp(prefix='bf-wd-')\nwd") or "")
+    second = hermes_kernel_factory(cwd=wd)
+    ok(second, "1")
+    ok(first, "os.rmdir(wd)")
+    (tmp_path / "f").write_text("x")
+    for move in (lambda: second.download("a", tmp_path / "a"), lambda: second.upload(tmp_path / "f", "f")):
+        with pytest.raises(FileTransferError) as info:
+            move()
+        assert str(info.value) == f"the working dir {wd} does not exist", str(info.value)

@@ -106,7 +106,7 @@ class SftpFiles(KernelFiles):
             if st is None and create and prefix:
                 self.sftp.mkdir(self.path(prefix))
                 st = self._lstat(prefix)
-            _check_dir(st, "/".join(prefix) or ".")
+            _check_dir(st, "/".join(prefix) or ".", self.workdir)
 
     def list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
         with _named("/".join(parts)):
@@ -231,10 +231,13 @@ def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
                              path=shown, problem="not UTF-8")
 
 
-def _check_dir(st: Any | None, shown: str) -> None:
+def _check_dir(st: Any | None, shown: str, workdir: str) -> None:
+    """:raises FileTransferError: naming ``shown``, or the working dir itself (``"."``) by its path,
+    as the other transports do."""
+    said = f"the working dir {workdir}" if shown == "." else shown
     if st is None:
-        raise FileTransferError(f"{shown} does not exist", path=shown, problem="does not exist")
+        raise FileTransferError(f"{said} does not exist", path=shown, problem="does not exist")
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePathError(f"{shown} is a symlink (never followed)", path=shown, problem="is a symlink")
+        raise UnsafePathError(f"{said} is a symlink (never followed)", path=shown, problem="is a symlink")
     if not stat.S_ISDIR(st.st_mode):
-        raise FileTransferError(f"{shown} is not a directory", path=shown, problem="is not a directory")
+        raise FileTransferError(f"{said} is not a directory", path=shown, problem="is not a directory")
