@@ -262,6 +262,8 @@ class KernelFiles(ABC):
 
     def __init__(self, workdir: str) -> None:
         self.workdir = workdir
+        #: The missing parents :meth:`prepare` made (parts, the top first): :meth:`abort` removes them.
+        self.made: list[tuple[str, ...]] = []
 
     def __enter__(self) -> KernelFiles:
         return self
@@ -286,7 +288,8 @@ class KernelFiles(ABC):
 
     @abstractmethod
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        """Make the parents of ``parts`` and check the destination (absent, or a file a file replaces).
+        """Make the parents of ``parts`` (listing those it made in :attr:`made`) and check the
+        destination (absent, or a file a file replaces).
 
         :raises UnsafePathError: if a component is a symlink; :class:`FileTransferError` if the
             destination exists otherwise.
@@ -302,7 +305,8 @@ class KernelFiles(ABC):
 
     @abstractmethod
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
-        """Remove ``temp`` and what is under it; never raises."""
+        """Remove ``temp`` and what is under it, and the parents in :attr:`made` while they are
+        empty; never raises."""
 
 
 def refusal(entry: str, problem: str, *, symlink: bool) -> FileTransferError:

@@ -72,7 +72,7 @@ class RequestFiles(KernelFiles):
             offset += len(data)
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        self.call("prepare", parts, kind=kind)
+        self.made = [tuple(p) for p in self.call("prepare", parts, kind=kind).get("made", [])]
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         base = (*parts[:-1], temp)
@@ -98,9 +98,13 @@ class RequestFiles(KernelFiles):
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
         self.call("rename", parts, temp=temp)
 
-    def abort(self, parts: tuple[str, ...], temp: str) -> None:
+    def abort(self, parts: tuple[str, ...], temp: str, **how: Any) -> None:
+        """Remove ``temp``, then the parents :meth:`prepare` made, while empty (``how``: the
+        requests' options, docker's ``user``)."""
         try:
-            self.request("remove", parts, temp=temp)
+            self.request("remove", parts, temp=temp, **how)
+            if self.made:
+                self.request("rmdirs", parts, dirs=[list(p) for p in reversed(self.made)], **how)
         except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
             pass
 

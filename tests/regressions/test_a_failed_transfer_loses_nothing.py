@@ -281,3 +281,27 @@ def test_a_working_dir_gone_is_named(hermes_kernel_factory: Any, tmp_path: Path)
         with pytest.raises(FileTransferError) as info:
             move()
         assert str(info.value) == f"the working dir {wd} does not exist", str(info.value)
+
+
+def test_a_failed_upload_takes_back_the_parent_dirs_it_made(hermes_kernel: KernelHandle, tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``upload(..., "new/deeper/up")`` made ``new/deeper`` in the kernel, and left them when it failed."""
+    from pytest_hermes_kernel.kernel import transfer
+
+    ok(hermes_kernel, "import os\nos.makedirs('kept')")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a").write_text("a")
+    local_entries = transfer.local_entries
+
+    def list_then_remove(root: Path) -> object:
+        listed = local_entries(root)
+        (src / "a").unlink()
+        return listed
+
+    monkeypatch.setattr(transfer, "local_entries", list_then_remove)
+    for destination in ("new/deeper/up", "kept/new/up"):
+        (src / "a").write_text("a")
+        with pytest.raises(FileTransferError):
+            hermes_kernel.upload(src, destination)
+    assert ok(hermes_kernel, "'new' in os.listdir('.'), os.listdir('kept')") == "(False, [])"

@@ -84,10 +84,7 @@ class DockerFiles(RequestFiles):
         """Remove ``temp`` as root: ``put_archive`` wrote it as the engine does (root), so it may be
         where the kernel's user cannot remove it (a directory it cannot write, whose rename it
         was refused); the removal never follows a link."""
-        try:
-            self.request("remove", parts, user="root", temp=temp)
-        except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
-            pass
+        super().abort(parts, temp, user="root")
 
     def path(self, parts: tuple[str, ...]) -> str:
         """The absolute path of ``parts`` inside the container."""

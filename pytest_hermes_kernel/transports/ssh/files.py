@@ -105,6 +105,7 @@ class SftpFiles(KernelFiles):
             st = self._lstat(prefix)
             if st is None and create and prefix:
                 self.sftp.mkdir(self.path(prefix))
+                self.made.append(prefix)
                 st = self._lstat(prefix)
             _check_dir(st, "/".join(prefix) or ".", self.workdir)
 
@@ -188,6 +189,8 @@ class SftpFiles(KernelFiles):
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
         try:
             self._remove(self.path((*parts[:-1], temp)))
+            for made in reversed(self.made):  # the parents prepare() made, while empty
+                self.sftp.rmdir(self.path(made))
         except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
             pass
 
