@@ -358,8 +358,8 @@ def _limit(handle: KernelHandle, max_bytes: int | None) -> int:
 def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> KernelFiles:
     """The started kernel's files under its working dir, from its transport.
 
-    :raises FileTransferError: naming ``kernel_path``, if the kernel has no runner, or its
-        ``cwd=`` is relative: the kernel resolved it in a dir of its own (its kernel server's),
+    :raises FileTransferError: naming ``kernel_path``, if the kernel has no runner, its host
+        cannot be reached (the transport's error chained), or its ``cwd=`` is relative: the kernel resolved it in a dir of its own (its kernel server's),
         a transfer would resolve it where the copy runs (this process's cwd, the container's
         or the ssh user's home) and miss the cells' files, or write outside their dir.
     """
@@ -373,4 +373,11 @@ def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> 
     if launched is None or not (handle.options.cwd or launched.kernel_dir):
         raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",
                                 path=None, problem="no runner")
-    return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+    try:
+        return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+    except FileTransferError:
+        raise
+    except Exception as exc:  # the host cannot be reached (an ssh connection down, a container gone)
+        shown = os.fspath(kernel_path)
+        raise FileTransferError(f"{shown}: the files of kernel {handle.kernel_id} cannot be reached: "
+                                f"{type(exc).__name__}: {exc}", path=shown, problem="cannot be reached") from exc
