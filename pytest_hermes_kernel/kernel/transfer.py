@@ -9,7 +9,9 @@ rename it into place; on any error the temp name is removed.
 
 The local destination of a download (and the kernel destination of an upload) names what the
 copied entry becomes: it must not exist, or be a regular file that a copied file replaces; its
-missing parent directories are made.
+missing parent directories are made (and removed again, while empty, if the transfer fails). A
+failure is a :class:`~..errors.FileTransferError` naming the path (a local ``OSError``, the
+transport's own errors), never a bare error naming a temp name.
 """
 
 from __future__ import annotations
