@@ -23,6 +23,7 @@ steps around it are in :mod:`.transfer`.
 
 from __future__ import annotations
 
+import os
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
@@ -137,12 +138,18 @@ def name_problem(name: object) -> str | None:
     return None
 
 
-def kernel_parts(kernel_path: str) -> tuple[str, ...]:
-    """The names of a kernel path (one trailing ``/`` allowed).
+def kernel_parts(kernel_path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The names of a kernel path, a str or a path object (one trailing ``/`` allowed).
 
+    :raises TypeError: if it is neither (bytes included: a name's undecodable byte is ``os.fsdecode``-d).
     :raises UnsafePathError: if it is absolute, empty, or has a ``..``, ``.`` or empty component.
     """
-    if not isinstance(kernel_path, str) or not kernel_path or kernel_path.startswith("/"):
+    if isinstance(kernel_path, os.PathLike):
+        kernel_path = os.fspath(kernel_path)
+    if not isinstance(kernel_path, str):
+        raise TypeError(f"kernel_path must be a str or a path object (a path relative to the kernel's working dir), "
+                        f"not {type(kernel_path).__name__}: {kernel_path!r}")
+    if not kernel_path or kernel_path.startswith("/"):
         raise UnsafePathError(f"kernel path {kernel_path!r}: only a relative path under the kernel's working dir "
                               "is allowed", path=str(kernel_path), problem="not a relative path")
     parts = tuple(kernel_path[:-1].split("/") if kernel_path.endswith("/") else kernel_path.split("/"))
@@ -255,6 +262,8 @@ class KernelFiles(ABC):
 
     def __init__(self, workdir: str) -> None:
         self.workdir = workdir
+        #: The missing parents :meth:`prepare` made (parts, the top first): :meth:`abort` removes them.
+        self.made: list[tuple[str, ...]] = []
 
     def __enter__(self) -> KernelFiles:
         return self
@@ -279,7 +288,8 @@ class KernelFiles(ABC):
 
     @abstractmethod
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        """Make the parents of ``parts`` and check the destination (absent, or a file a file replaces).
+        """Make the parents of ``parts`` (listing those it made in :attr:`made`) and check the
+        destination (absent, or a file a file replaces).
 
         :raises UnsafePathError: if a component is a symlink; :class:`FileTransferError` if the
             destination exists otherwise.
@@ -295,7 +305,8 @@ class KernelFiles(ABC):
 
     @abstractmethod
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
-        """Remove ``temp`` and what is under it; never raises."""
+        """Remove ``temp`` and what is under it, and the parents in :attr:`made` while they are
+        empty; never raises."""
 
 
 def refusal(entry: str, problem: str, *, symlink: bool) -> FileTransferError:

@@ -9,19 +9,23 @@ rename it into place; on any error the temp name is removed.
 
 The local destination of a download (and the kernel destination of an upload) names what the
 copied entry becomes: it must not exist, or be a regular file that a copied file replaces; its
-missing parent directories are made.
+missing parent directories are made (and removed again, while empty, if the transfer fails). A
+failure is a :class:`~..errors.FileTransferError` naming the path (a local ``OSError``, the
+transport's own errors), never a bare error naming a temp name.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import posixpath
 import secrets
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError, FileTransferError, UnsafePathError
 from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, kernel_parts, plan_tree,
@@ -29,6 +33,8 @@ from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, Transfer
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
+
+T = TypeVar("T")
 
 __all__ = ["LocalSource", "Staging", "download", "download_from", "local_entries", "upload", "upload_to"]
 
@@ -39,7 +45,7 @@ TEMP_PREFIX = ".hermes-part-"
 _NOFOLLOW_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike[str], *,
+def download(files: KernelFiles, kernel_path: str | os.PathLike[str], local_path: str | os.PathLike[str], *,
              max_bytes: int) -> TransferReport:
     """Copy ``kernel_path`` (under the kernel's working dir) to ``local_path``.
 
@@ -50,7 +56,8 @@ def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike
     """
     parts = kernel_parts(kernel_path)
     plan = plan_tree(files.list_tree(parts), "/".join(parts), max_bytes)
-    with Staging(Path(local_path), max_bytes) as staging:
+    _file_to_a_dir_name(plan, local_path, "/".join(parts))
+    with Staging(Path(local_path), max_bytes, plan.top.kind) as staging:
         staging.make_dirs(plan)
         files.fetch(parts, plan, staging)
         staging.commit(plan)
@@ -59,7 +66,7 @@ def download(files: KernelFiles, kernel_path: str, local_path: str | os.PathLike
                           rejected=plan.rejected + tuple(staging.rejected), stripped=plan.stripped)
 
 
-def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: str, *,
+def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: str | os.PathLike[str], *,
            max_bytes: int) -> TransferReport:
     """Copy ``local_path`` to ``kernel_path`` (under the kernel's working dir).
 
@@ -72,18 +79,43 @@ def upload(files: KernelFiles, local_path: str | os.PathLike[str], kernel_path: 
     parts = kernel_parts(kernel_path)
     root = Path(local_path)
     plan = plan_tree(local_entries(root), str(root), max_bytes)
+    _file_to_a_dir_name(plan, kernel_path, str(root))
     files.prepare(parts, plan.top.kind)
     source = LocalSource(root, max_bytes)
     temp = TEMP_PREFIX + secrets.token_hex(8)
     try:
         files.write_tree(parts, temp, plan, source)
         files.commit(parts, temp)
-    except BaseException:
+    except BaseException as exc:
         files.abort(parts, temp)
+        if isinstance(exc, FileTransferError):
+            _name_the_destination(exc, "/".join((*parts[:-1], temp)), "/".join(parts))
         raise
     return TransferReport(direction="upload", source=str(root), destination="/".join(parts), files=len(plan.files),
                           dirs=sum(e.kind == "dir" for e in plan.entries), bytes=source.bytes,
                           rejected=plan.rejected, stripped=plan.stripped)
+
+
+def _file_to_a_dir_name(plan: Plan, destination: str | os.PathLike[str], source: str) -> None:
+    """Refuse a file copied to a destination written as a directory (``out/``): it named the
+    file ``out`` (the destination names what the entry becomes, never a directory it goes into).
+
+    :raises FileTransferError: naming the destination.
+    """
+    if plan.top.kind == "file" and isinstance(destination, str) and destination.endswith("/"):
+        raise FileTransferError(f"{destination!r} ends in '/' but {source} is a file: the destination names what "
+                                f"the file becomes, not a directory it goes into; name the file (e.g. "
+                                f"{destination + posixpath.basename(source.rstrip('/'))!r})", path=destination,
+                                problem="a directory name for a file")
+
+
+def _name_the_destination(exc: FileTransferError, temp: str, destination: str) -> None:
+    """Make ``exc`` name ``destination`` where it names ``temp``, the name an upload writes
+    before its rename (the user never saw it, and it is gone once the upload is aborted)."""
+    if exc.path is not None and (exc.path == temp or exc.path.startswith(temp + "/")):
+        exc.path = destination + exc.path[len(temp):]
+    exc.message = exc.message.replace(temp, destination)
+    exc.args = tuple(a.replace(temp, destination) if isinstance(a, str) else a for a in exc.args)
 
 
 def kind_of(mode: int) -> EntryKind:
@@ -106,6 +138,9 @@ def local_entries(root: Path) -> list[Entry]:
         st = root.stat()
     except FileNotFoundError:
         raise FileTransferError(f"{root} does not exist", path=str(root), problem="does not exist") from None
+    except OSError as exc:  # a parent it cannot search, a name too long, ...
+        problem = exc.strerror or str(exc)
+        raise FileTransferError(f"{root}: {problem}", path=str(root), problem=problem) from exc
     found = [Entry((), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)]
     if stat.S_ISDIR(st.st_mode):
         found += _walk(root, ())
@@ -114,10 +149,10 @@ def local_entries(root: Path) -> list[Entry]:
 
 def _walk(path: Path, rel: tuple[str, ...]) -> list[Entry]:
     found: list[Entry] = []
-    with os.scandir(path) as it:
+    with _local(lambda: os.scandir(path), path) as it:  # an unreadable directory: named
         children = sorted(it, key=lambda e: e.name)
     for child in children:
-        st = child.stat(follow_symlinks=False)
+        st = _local(lambda: child.stat(follow_symlinks=False), path / child.name)
         entry = Entry((*rel, child.name), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
         found.append(entry)
         if entry.kind == "dir":
@@ -144,12 +179,13 @@ class LocalSource:
         :raises TransferTooLargeError: if the transfer passes its bound.
         """
         path = self.root.joinpath(*entry.parts)
-        fd = os.open(path, _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        flags = _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+        fd = _local(lambda: os.open(path, flags), path)  # gone or unreadable since the listing: named
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or (entry.parts and st.st_nlink != 1):
                 raise UnsafePathError(f"{path} changed during the upload", path=str(path), problem="changed")
-            while data := os.read(fd, chunk_bytes):
+            while data := _local(lambda: os.read(fd, chunk_bytes), path):
                 self.bytes += len(data)
                 if self.bytes > self.limit_bytes:
                     raise too_large(str(path), self.bytes, self.limit_bytes)
@@ -160,22 +196,25 @@ class LocalSource:
 
 class Staging:
     """A download's local side: a fresh 0700 temp dir beside the destination, renamed into place
-    by :meth:`commit` and removed in any case when the ``with`` block ends.
+    by :meth:`commit` and removed in any case when the ``with`` block ends (with the missing
+    parent directories it made, when nothing was committed).
 
     :param destination: what the downloaded entry becomes.
     :param limit_bytes: the size bound, counted on the bytes really written.
-    :raises FileTransferError: if ``destination`` is an existing directory (or a symlink).
+    :param kind: what is downloaded (``file`` or ``dir``): only a file replaces a file.
+    :raises FileTransferError: if ``destination`` is an existing directory or symlink (or a file
+        and a directory is downloaded), or its directory cannot be made or written (naming it).
     """
 
-    def __init__(self, destination: Path, limit_bytes: int) -> None:
-        if destination.is_symlink() or destination.is_dir():
-            raise FileTransferError(f"{destination} already exists as a directory or symlink: a download names "
-                                    "a new path (or a file it replaces)", path=str(destination),
-                                    problem="already exists")
-        destination.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, destination: Path, limit_bytes: int, kind: EntryKind = "file") -> None:
+        if destination.is_symlink() or destination.is_dir() or (kind != "file" and os.path.lexists(destination)):
+            raise FileTransferError(f"{destination} already exists (not as a file that a downloaded file replaces): "
+                                    "a download names a new path", path=str(destination), problem="already exists")
         self.destination = destination
         self.limit_bytes = limit_bytes
-        self.dir = Path(tempfile.mkdtemp(prefix=".hermes-download-", dir=destination.parent))
+        self.made = [p for p in (destination.parent, *destination.parent.parents) if not os.path.lexists(p)]
+        self.committed = False
+        self.dir = Path(_local(lambda: _make_staging_dir(destination.parent)))
         self.top = self.dir / "top"
         self.files = 0
         self.bytes = 0
@@ -186,6 +225,11 @@ class Staging:
 
     def __exit__(self, *exc: object) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)
+        for made in () if self.committed else self.made:  # deepest first: the parents this download made
+            try:
+                os.rmdir(made)
+            except OSError:  # no longer empty (made by someone else meanwhile), or gone
+                break
 
     def path(self, parts: tuple[str, ...]) -> Path:
         """Where the entry ``parts`` is written (its names were checked by the plan)."""
@@ -195,15 +239,16 @@ class Staging:
         """Make every directory of ``plan`` (private until :meth:`commit`)."""
         for entry in plan.entries:
             if entry.kind == "dir":
-                os.mkdir(self.path(entry.parts), 0o700)
+                _local(lambda: os.mkdir(self.path(entry.parts), 0o700), self.destination.joinpath(*entry.parts))
 
     def write(self, entry: Entry, chunks: Iterable[bytes]) -> None:
         """Write ``entry``'s content into a new file (``O_EXCL``, never through a link).
 
         :raises TransferTooLargeError: if the bytes written pass the bound.
         """
-        fd = os.open(self.path(entry.parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                     0o600)
+        shown = self.destination.joinpath(*entry.parts)
+        fd = _local(lambda: os.open(self.path(entry.parts), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                                    | os.O_CLOEXEC, 0o600), shown)
         try:
             for data in chunks:
                 self.bytes += len(data)
@@ -211,9 +256,10 @@ class Staging:
                     raise too_large("/".join(entry.parts) or str(self.destination), self.bytes, self.limit_bytes)
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[_local(lambda: os.write(fd, view), shown):]
         finally:
             os.close(fd)
+            getattr(chunks, "close", lambda: None)()  # a generator's open file is closed now, not by a GC
         self.files += 1
 
     def reject(self, path: str, reason: str) -> None:
@@ -227,12 +273,34 @@ class Staging:
         for entry in sorted(written, key=lambda e: (e.kind == "dir", -len(e.parts))):
             os.chmod(self.path(entry.parts), safe_mode(entry.kind, entry.mode))  # made here: no links
         if plan.top.kind == "file":
-            os.replace(self.top, self.destination)  # a file there is replaced
+            _local(lambda: os.replace(self.top, self.destination))  # a file there is replaced
         else:
-            os.rename(self.top, self.destination)
+            _local(lambda: os.rename(self.top, self.destination))
+        self.committed = True
 
 
-def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str, *,
+def _make_staging_dir(parent: Path) -> str:
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
+        raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
+    return tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+
+
+def _local(step: Callable[[], T], path: Path | None = None) -> T:
+    """Run one step on the local side of a transfer; its ``OSError`` (a full disk, a read-only
+    or missing directory, a parent that is a file, a file gone or unreadable) as a
+    :class:`FileTransferError` naming the local path (``path``, else the one the error names),
+    not the staging dir."""
+    try:
+        return step()
+    except OSError as exc:
+        shown = str(path or exc.filename2 or exc.filename or "")  # a rename's target is the user's path
+        problem = exc.strerror or str(exc)
+        raise FileTransferError(f"{shown}: {problem}", path=shown, problem=problem) from exc
+
+
+def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_path: str | os.PathLike[str], *,
               max_bytes: int | None = None) -> TransferReport:
     """Copy a local file or directory tree to ``kernel_path`` under the kernel's working dir
     (``KernelOptions.cwd``, else its kernel dir), starting the kernel first if needed.
@@ -241,8 +309,8 @@ def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_p
     rejected, special mode bits stripped, a size bound) are in :mod:`.files`.
 
     :param local_path: the file or directory to copy (symlinks below it are not followed).
-    :param kernel_path: what it becomes, relative to the working dir; it must not exist (a
-        file may replace a file); missing parent directories are made.
+    :param kernel_path: what it becomes, relative to the working dir (a str or a path object);
+        it must not exist (a file may replace a file); missing parent directories are made.
     :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
     :returns: what was copied and what was not.
     :raises UnsafePathError: if ``kernel_path`` is absolute, has ``..``, or has a symlink on it.
@@ -250,18 +318,20 @@ def upload_to(handle: KernelHandle, local_path: str | os.PathLike[str], kernel_p
         transport cannot move files.
     :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
     :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    :raises TypeError: if ``kernel_path`` is neither a str nor a path object.
     """
     limit = _limit(handle, max_bytes)
-    with _kernel_files(handle) as files:
+    kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
+    with _kernel_files(handle, kernel_path) as files:
         return upload(files, local_path, kernel_path, max_bytes=limit)
 
 
-def download_from(handle: KernelHandle, kernel_path: str, local_path: str | os.PathLike[str], *,
+def download_from(handle: KernelHandle, kernel_path: str | os.PathLike[str], local_path: str | os.PathLike[str], *,
                   max_bytes: int | None = None) -> TransferReport:
     """Copy a file or directory tree at ``kernel_path`` under the kernel's working dir to
     ``local_path``, starting the kernel first if needed (the rules: :mod:`.files`).
 
-    :param kernel_path: relative to the working dir.
+    :param kernel_path: relative to the working dir (a str or a path object).
     :param local_path: what it becomes: a new path, or a file a downloaded file replaces
         (missing parents are made); it is written in a temp dir beside it and renamed into place.
     :param max_bytes: the size bound in bytes; ``None``: ``KernelOptions.max_transfer_bytes``.
@@ -271,9 +341,11 @@ def download_from(handle: KernelHandle, kernel_path: str, local_path: str | os.P
         the transport cannot move files.
     :raises TransferTooLargeError: if the files add up to more than the bound (nothing is left).
     :raises ConfigError: if ``max_bytes`` is not an int > 0.
+    :raises TypeError: if ``kernel_path`` is neither a str nor a path object.
     """
     limit = _limit(handle, max_bytes)
-    with _kernel_files(handle) as files:
+    kernel_parts(kernel_path)  # a bad one is refused before the kernel is started for it
+    with _kernel_files(handle, kernel_path) as files:
         return download(files, kernel_path, local_path, max_bytes=limit)
 
 
@@ -285,10 +357,29 @@ def _limit(handle: KernelHandle, max_bytes: int | None) -> int:
     return max_bytes
 
 
-def _kernel_files(handle: KernelHandle) -> KernelFiles:
-    """The started kernel's files under its working dir, from its transport."""
+def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> KernelFiles:
+    """The started kernel's files under its working dir, from its transport.
+
+    :raises FileTransferError: naming ``kernel_path``, if the kernel has no runner, its host
+        cannot be reached (the transport's error chained), or its ``cwd=`` is relative: the kernel resolved it in a dir of its own (its kernel server's),
+        a transfer would resolve it where the copy runs (this process's cwd, the container's
+        or the ssh user's home) and miss the cells' files, or write outside their dir.
+    """
+    cwd = handle.options.cwd
+    if cwd is not None and not posixpath.isabs(cwd):
+        raise FileTransferError(f"{os.fspath(kernel_path)}: kernel {handle.kernel_id} has a relative cwd={cwd!r}, "
+                                "which the kernel resolved in its own directory: a transfer cannot tell where that is"
+                                "\nHint: give the kernel an absolute cwd= (e.g. os.path.abspath(...))",
+                                path=os.fspath(kernel_path), problem="a relative cwd")
     launched = handle.start().launched
     if launched is None or not (handle.options.cwd or launched.kernel_dir):
         raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",
                                 path=None, problem="no runner")
-    return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+    try:
+        return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+    except FileTransferError:
+        raise
+    except Exception as exc:  # the host cannot be reached (an ssh connection down, a container gone)
+        shown = os.fspath(kernel_path)
+        raise FileTransferError(f"{shown}: the files of kernel {handle.kernel_id} cannot be reached: "
+                                f"{type(exc).__name__}: {exc}", path=shown, problem="cannot be reached") from exc

@@ -65,13 +65,14 @@ class RequestFiles(KernelFiles):
         offset = 0
         while True:
             data = base64.b64decode(self.call("read", parts, offset=offset, length=self.chunk_bytes)["data"])
-            if not data:
+            if data:
+                yield data
+            if len(data) < self.chunk_bytes:  # a short read is the end: no request more to see it
                 return
             offset += len(data)
-            yield data
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        self.call("prepare", parts, kind=kind)
+        self.made = [tuple(p) for p in self.call("prepare", parts, kind=kind).get("made", [])]
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         base = (*parts[:-1], temp)
@@ -79,10 +80,15 @@ class RequestFiles(KernelFiles):
             target = (*base, *entry.parts)
             if entry.kind == "dir":
                 self.call("mkdir", target, mode=safe_mode("dir", entry.mode))
-            else:
-                self.call("create", target)
-                self.write_file(target, source.chunks(entry, self.chunk_bytes))
-                self.call("chmod", target, mode=safe_mode("file", entry.mode))
+                continue
+            chunks = source.chunks(entry, self.chunk_bytes)
+            try:  # one request for a file of one chunk: created with it, in its final mode (the owner may write)
+                first = next(chunks, b"")
+                self.call("create", target, data=base64.b64encode(first).decode("ascii"),
+                          mode=safe_mode("file", entry.mode))
+                self.write_file(target, chunks)
+            finally:
+                getattr(chunks, "close", lambda: None)()  # a generator's open file is closed now, not by a GC
 
     def write_file(self, parts: tuple[str, ...], chunks: Iterator[bytes]) -> None:
         """Append ``chunks`` to the new file ``parts``."""
@@ -92,9 +98,13 @@ class RequestFiles(KernelFiles):
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
         self.call("rename", parts, temp=temp)
 
-    def abort(self, parts: tuple[str, ...], temp: str) -> None:
+    def abort(self, parts: tuple[str, ...], temp: str, **how: Any) -> None:
+        """Remove ``temp``, then the parents :meth:`prepare` made, while empty (``how``: the
+        requests' options, docker's ``user``)."""
         try:
-            self.request("remove", parts, temp=temp)
+            self.request("remove", parts, temp=temp, **how)
+            if self.made:
+                self.request("rmdirs", parts, dirs=[list(p) for p in reversed(self.made)], **how)
         except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
             pass
 

@@ -75,10 +75,11 @@ def open_wd(wd: str) -> int:
         raise refused(".", f"the working dir {wd} {problem}", errno.ELOOP if link else exc.errno) from None
 
 
-def open_parent(wd: str, parts: List[str], create: bool = False) -> int:
+def open_parent(wd: str, parts: List[str], create: bool = False, made: Optional[List[List[str]]] = None) -> int:
     """The fd of the directory holding ``parts[-1]``, walked without following symlinks.
 
     :param create: make missing directories on the way (mode 0777 less the umask).
+    :param made: where the directories made are listed (their parts), the top first.
     :raises OSError: if a component is a symlink, not a directory, or missing (without ``create``).
     """
     fd = open_wd(wd)
@@ -88,6 +89,8 @@ def open_parent(wd: str, parts: List[str], create: bool = False) -> int:
             if create:
                 try:
                     os.mkdir(name, dir_fd=fd)
+                    if made is not None:
+                        made.append(parts[:i + 1])
                 except FileExistsError:
                     pass
                 except OSError as exc:
@@ -166,19 +169,21 @@ def open_regular(wd: str, parts: List[str]) -> int:
     return fd
 
 
-def prepare(wd: str, parts: List[str], kind: str) -> None:
+def prepare(wd: str, parts: List[str], kind: str) -> List[List[str]]:
     """Make the parents of ``parts`` (never through a symlink) and check the destination: absent,
     or a regular file that an uploaded ``file`` replaces.
 
+    :returns: the directories it made (their parts, the top first): an aborted upload removes them.
     :raises OSError: if a parent is a symlink or not a directory, or the destination exists otherwise.
     """
-    parent = open_parent(wd, parts, create=True)
+    made: List[List[str]] = []
+    parent = open_parent(wd, parts, create=True, made=made)
     try:
         st = lstat_at(parent, parts[-1])
     finally:
         os.close(parent)
     if st is None or (kind == "file" and stat.S_ISREG(st.st_mode)):
-        return
+        return made
     what = "a symlink (never followed)" if stat.S_ISLNK(st.st_mode) else f"a {kind_of(st.st_mode)}"
     raise refused("/".join(parts), f"already exists, as {what}",
                   errno.ELOOP if stat.S_ISLNK(st.st_mode) else errno.EEXIST)
@@ -210,9 +215,19 @@ def _open_last(wd: str, parts: List[str], flags: int, mode: int = 0o600) -> int:
         os.close(parent)
 
 
-def create_file(wd: str, parts: List[str]) -> None:
-    """Create the new, empty, private (0600) file ``parts`` (``O_EXCL``: never an existing name)."""
-    os.close(_open_last(wd, parts, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+def create_file(wd: str, parts: List[str], data: bytes = b"", mode: int = 0o600) -> None:
+    """Create the new file ``parts`` (``O_EXCL``: never an existing name) with ``data`` (its first
+    chunk), private (0600) until it is written, then ``mode`` (one request for a small file)."""
+    fd = _open_last(wd, parts, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+    except OSError as exc:
+        raise refused("/".join(parts), _problem(exc), exc.errno) from None
+    finally:
+        os.close(fd)
 
 
 def append_file(wd: str, parts: List[str], data: bytes) -> None:
@@ -259,6 +274,21 @@ def remove_tree(wd: str, parts: List[str], temp: str) -> None:
         os.close(parent)
 
 
+def remove_empty_dirs(wd: str, dirs: List[List[str]]) -> None:
+    """``rmdir`` each of ``dirs`` (parts, deepest first) while it is empty; never raises."""
+    for parts in dirs:
+        try:
+            parent = open_parent(wd, parts)
+        except OSError:
+            return
+        try:
+            os.rmdir(parts[-1], dir_fd=parent)
+        except OSError:  # not empty (someone else's now), or gone
+            return
+        finally:
+            os.close(parent)
+
+
 def _remove_at(parent: int, name: str) -> None:
     st = lstat_at(parent, name)
     if st is None:
@@ -280,10 +310,18 @@ def _remove_at(parent: int, name: str) -> None:
 
 
 def read_chunk(wd: str, parts: List[str], offset: int, length: int) -> bytes:
-    """``length`` bytes of the regular file ``parts`` from ``offset`` (fewer at its end)."""
+    """``length`` bytes of the regular file ``parts`` from ``offset``: fewer only at its end
+    (the reader takes a short answer for the end, so a short ``pread`` is read on)."""
     fd = open_regular(wd, parts)
     try:
-        return os.pread(fd, length, offset)
+        found = []
+        while length > 0:
+            data = os.pread(fd, length, offset)
+            if not data:
+                break
+            found.append(data)
+            offset, length = offset + len(data), length - len(data)
+        return b"".join(found)
     finally:
         os.close(fd)
 
@@ -308,8 +346,14 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
         return {"entries": list_tree(wd, parts)}
     if op == "read":
         return {"data": base64.b64encode(read_chunk(wd, parts, request["offset"], request["length"])).decode("ascii")}
-    if op == "append":
+    if op == "prepare":
+        return {"made": prepare(wd, parts, request["kind"])}
+    if op == "rmdirs":
+        remove_empty_dirs(wd, request["dirs"])
+    elif op == "append":
         append_file(wd, parts, base64.b64decode(request["data"]))
+    elif op == "create":
+        create_file(wd, parts, base64.b64decode(request.get("data", "")), request.get("mode", 0o600))
     elif op in _OPS:
         _OPS[op](wd, parts, *[request[name] for name in _OP_ARGS.get(op, ())])
     else:
@@ -317,9 +361,9 @@ def handle(request: Dict[str, Any]) -> Dict[str, Any]:
     return {}
 
 
-_OPS = {"prepare": prepare, "mkdir": make_dir, "create": create_file, "chmod": set_mode,
+_OPS = {"mkdir": make_dir, "chmod": set_mode,
         "rename": rename_into_place, "remove": remove_tree}
-_OP_ARGS = {"prepare": ("kind",), "mkdir": ("mode",), "chmod": ("mode",), "rename": ("temp",), "remove": ("temp",)}
+_OP_ARGS = {"mkdir": ("mode",), "chmod": ("mode",), "rename": ("temp",), "remove": ("temp",)}
 
 
 def main(argv: Tuple[str, ...] = tuple(sys.argv[1:])) -> None:

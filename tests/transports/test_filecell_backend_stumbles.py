@@ -395,3 +395,39 @@ def test_a_backend_that_appends_to_each_command_still_runs_cells_and_tools(root)
             assert k.execute("x * 2").value == "84"
     finally:
         transport.close()
+
+
+class BreaksWhenTold(Sandbox):
+    """Raises its own error on every call once ``broken`` is set (a sandbox whose quota ran out)."""
+
+    broken = False
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        if self.broken:
+            raise ConnectionError("sandbox quota exceeded")
+        return super().execute(cmd, timeout)
+
+
+def test_a_backend_that_starts_raising_mid_transfer_fails_it_naming_the_path(root, tmp_path):
+    """The backend's own ConnectionError came up bare from ``download``/``upload``, naming no path."""
+    sandbox = BreaksWhenTold()
+    k = KernelHandle(FileCellTransport(sandbox, root=root)).start()
+    (tmp_path / "f.txt").write_text("x")
+    try:
+        assert k.execute("open('a.txt', 'w').write('a')").status == "ok"
+        sandbox.broken = True
+        caught = []
+        for move in (lambda: k.download("a.txt", tmp_path / "a.txt"), lambda: k.upload(tmp_path / "f.txt", "f.txt")):
+            with pytest.raises(FileTransferError) as info:
+                move()
+            caught.append(info.value)
+        sandbox.broken = False
+    finally:
+        sandbox.broken = False
+        k.shutdown()
+
+    assert [e.path for e in caught] == ["a.txt", "f.txt"], caught
+    for e in caught:
+        assert "BreaksWhenTold()" in str(e) and "ConnectionError: sandbox quota exceeded" in str(e), str(e)
+        assert isinstance(e.__cause__, ConnectionError)
+    assert sorted(os.listdir(tmp_path)) == ["f.txt"]

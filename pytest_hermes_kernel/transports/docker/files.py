@@ -26,8 +26,11 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from ...errors import FileTransferError
 from ...kernel.files import Entry, Plan, Sink, Source, name_problem, safe_mode, shown_path
 from .. import filetree
 from ..files import RequestFiles
@@ -56,11 +59,32 @@ class DockerFiles(RequestFiles):
         self.container_id = container_id
         self.owner = owner
 
-    def request(self, op: str, parts: tuple[str, ...], **args: Any) -> dict[str, Any] | None:
+    def request(self, op: str, parts: tuple[str, ...], *, user: str = "", **args: Any) -> dict[str, Any] | None:
         request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
         # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
-        _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user="")
+        with self.engine("/".join(parts)):
+            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
         return filetree.parse_result(out.decode("utf-8", "replace"))
+
+    @contextmanager
+    def engine(self, shown: str) -> Iterator[None]:
+        """The engine's refusal (a container that is not running or gone, an engine that does not
+        answer) as a :class:`FileTransferError` naming ``shown``, not docker's bare ``APIError``."""
+        from docker.errors import DockerException
+        from requests.exceptions import RequestException
+        from urllib3.exceptions import HTTPError  # the archive's raw stream, cut mid-way
+
+        try:
+            yield
+        except (DockerException, RequestException, HTTPError) as exc:
+            problem = f"could not be copied: the kernel's container {self.container_id[:12]} cannot be reached ({exc})"
+            raise FileTransferError(f"{shown or '.'} {problem}", path=shown or ".", problem=problem) from exc
+
+    def abort(self, parts: tuple[str, ...], temp: str) -> None:
+        """Remove ``temp`` as root: ``put_archive`` wrote it as the engine does (root), so it may be
+        where the kernel's user cannot remove it (a directory it cannot write, whose rename it
+        was refused); the removal never follows a link."""
+        super().abort(parts, temp, user="root")
 
     def path(self, parts: tuple[str, ...]) -> str:
         """The absolute path of ``parts`` inside the container."""
@@ -68,13 +92,36 @@ class DockerFiles(RequestFiles):
 
     def archive(self, parts: tuple[str, ...]) -> Iterator[bytes]:
         """``get_archive`` of ``parts``: the tar's bytes as the engine streams them (a seam for tests)."""
-        bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
-        return iter(bits)
+        from docker.errors import NotFound
+
+        shown = "/".join(parts)
+        with self.engine(shown):
+            try:
+                bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
+            except NotFound as exc:
+                if "no such container" in str(exc).lower():
+                    raise
+                raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
+                                        problem="does not exist") from None
+        return _engine_chunks(self, shown, iter(bits))
 
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
         planned = {e.parts: e for e in plan.files}
         accepted = {e.parts for e in plan.entries}
         reported = {r.path for r in plan.rejected}  # the listing's rejections are reported once
+        shown = "/".join(parts)
+        try:
+            self._fetch_members(parts, planned, accepted, reported, sink)
+        except (tarfile.TarError, EOFError) as exc:  # a stream cut mid-file, a damaged header
+            raise FileTransferError(f"{shown}: the archive the engine sent was cut short or damaged ({exc}); "
+                                    "nothing was kept", path=shown, problem="damaged archive") from exc
+        for rel in planned:  # listed, then gone (or no longer a file) by the time it was archived, or cut off
+            sink.reject(shown_path(shown, rel), "not in the engine's archive (removed or changed during the copy, "
+                                                "or the archive was cut short): not copied")
+
+    def _fetch_members(self, parts: tuple[str, ...], planned: dict[tuple[str, ...], Entry], accepted: set[Any],
+                       reported: set[str], sink: Sink) -> None:
+        """Write the archive's planned files to ``sink`` (``planned`` loses each one it met)."""
         shown = "/".join(parts)
         with tarfile.open(fileobj=_ChunkReader(self.archive(parts)), mode="r|") as tar:
             for member in tar:
@@ -82,7 +129,7 @@ class DockerFiles(RequestFiles):
                 path = member.name if rel is None else shown_path(shown, rel)
                 if path in reported:
                     continue
-                entry = None if rel is None else planned.get(rel)
+                entry = None if rel is None else planned.pop(rel, None)
                 problem = problem or _member_problem(member, entry, rel in accepted)
                 if problem:
                     sink.reject(path, problem)
@@ -94,7 +141,8 @@ class DockerFiles(RequestFiles):
         with tempfile.TemporaryFile() as buf:  # up to max_transfer_bytes: on disk, not in memory
             plain_tar(buf, temp, plan, source, uid, gid)
             buf.seek(0)
-            self.transport.api.put_archive(self.container_id, self.path(parts[:-1]), buf)
+            with self.engine("/".join(parts)):
+                self.transport.api.put_archive(self.container_id, self.path(parts[:-1]), buf)
 
 
 def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int) -> None:
@@ -109,9 +157,20 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 info.type = tarfile.DIRTYPE
                 tar.addfile(info)
                 continue
-            data = b"".join(source.chunks(entry, 1 << 20))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+            info.size = entry.size
+            content = _ListedSize(source.chunks(entry, 1 << 20), entry.size,
+                                  str(PurePath(getattr(source, "root", top), *entry.parts)))
+            try:
+                tar.addfile(info, content)  # copied a block at a time: never the whole file in memory
+                content.finish()
+            finally:
+                content.close()
+
+
+def _engine_chunks(files: DockerFiles, shown: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The archive's stream, a drop of the engine mid-way as the error naming ``shown``."""
+    with files.engine(shown):
+        yield from chunks
 
 
 def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
@@ -150,6 +209,46 @@ def _member_chunks(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Iterator[by
         return
     while data := fh.read(1 << 20):
         yield data
+
+
+class _ListedSize:
+    """A file's chunks read as a file of its listed ``size``, the size its tar header holds.
+
+    :raises FileTransferError: if the file is shorter or longer now (it changed since the
+        listing): the archive would be cut or padded, so nothing of it is sent.
+    """
+
+    def __init__(self, chunks: Iterator[bytes], size: int, shown: str) -> None:
+        self._chunks = chunks
+        self._rest = memoryview(b"")
+        self._left = size
+        self._shown = shown
+
+    def read(self, n: int = -1) -> bytes:
+        want = self._left if n < 0 else min(n, self._left)
+        parts = []
+        while want:
+            if not self._rest:
+                self._rest = memoryview(next(self._chunks, b""))
+                if not self._rest:
+                    raise self._changed("shorter")
+            take = self._rest[:want]
+            self._rest, want, self._left = self._rest[len(take):], want - len(take), self._left - len(take)
+            parts.append(take)
+        return b"".join(parts)
+
+    def finish(self) -> None:
+        """Check the file ended at its listed size."""
+        if self._rest or next(self._chunks, b""):
+            raise self._changed("longer")
+
+    def close(self) -> None:
+        """Close the chunks (a generator holding the file open)."""
+        getattr(self._chunks, "close", lambda: None)()
+
+    def _changed(self, how: str) -> FileTransferError:
+        return FileTransferError(f"{self._shown} changed during the upload: {how} than its listed size",
+                                 path=self._shown, problem="changed during the upload")
 
 
 class _ChunkReader(io.RawIOBase):

@@ -5,7 +5,7 @@ quoted here-document (stdin; never expanded by the shell), that prints one ``HER
 line. File contents travel base64-encoded, :data:`CHUNK_BYTES` a command in both directions, so
 a command stays well under :data:`~.scripts.MAX_COMMAND_BYTES` (the shipped source is ~14 KB)
 and an output under 100 KB; a transfer is bounded like any other
-(``KernelOptions.max_transfer_bytes``), and costs about one command per 48 KiB.
+(``KernelOptions.max_transfer_bytes``), and costs about one command per file and per 48 KiB.
 """
 
 from __future__ import annotations
@@ -52,8 +52,12 @@ class FileCellFiles(RequestFiles):
             return {"refused": {"entry": "/".join(parts), "problem": "has a name the shell cannot carry"}}
         cmd = (f"{shlex.quote(self.python)} -I -c {shlex.quote(filetree.shipped_source())} <<'{_END}'\n"
                f"{request}\n{_END}\n")
-        code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
         what = f"{op} {'/'.join(parts)}"
+        try:
+            code, out = self.transport.run_command(cmd, REQUEST_TIMEOUT_S)
+        except Exception as exc:  # the backend's own error, a call that never returned, an unknown status
+            raise FileTransferError(f"{what} through {self.transport.backend!r} failed: {type(exc).__name__}: {exc}",
+                                    path="/".join(parts), problem="the backend failed") from exc
         try:
             answer = filetree.parse_result(out)
         except ValueError:  # the answer line is there but cut short or damaged

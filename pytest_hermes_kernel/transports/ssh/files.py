@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 from ...errors import FileTransferError, UnsafePathError
@@ -104,10 +105,15 @@ class SftpFiles(KernelFiles):
             st = self._lstat(prefix)
             if st is None and create and prefix:
                 self.sftp.mkdir(self.path(prefix))
+                self.made.append(prefix)
                 st = self._lstat(prefix)
-            _check_dir(st, "/".join(prefix) or ".")
+            _check_dir(st, "/".join(prefix) or ".", self.workdir)
 
     def list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
+        with _named("/".join(parts)):
+            return self._list_tree(parts)
+
+    def _list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
         self._walk_parents(parts, create=False)
         st = self._lstat(parts)
         shown = "/".join(parts)
@@ -120,7 +126,8 @@ class SftpFiles(KernelFiles):
 
     def _walk(self, parts: tuple[str, ...], rel: tuple[str, ...]) -> Iterator[Entry]:
         try:
-            attrs = self.sftp.listdir_attr(self.path((*parts, *rel)))
+            with _named("/".join((*parts, *rel))):
+                attrs = self.sftp.listdir_attr(self.path((*parts, *rel)))
         except UnicodeDecodeError:  # paramiko decodes every name of a listing as UTF-8
             raise _not_utf8("/".join((*parts, *rel)), listing=True) from None
         for attr in sorted(attrs, key=lambda a: str(a.filename)):
@@ -133,20 +140,24 @@ class SftpFiles(KernelFiles):
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
         shown = "/".join(parts)
         for entry in plan.files:
-            full = (*parts, *entry.parts)
-            st = self._lstat(full)
-            if st is None or not stat.S_ISREG(st.st_mode):
-                sink.reject(shown_path(shown, entry.parts), "changed during the copy (no longer a regular file)")
-                continue
-            with self.sftp.open(self.path(full), "rb") as fh:
-                if not stat.S_ISREG(fh.stat().st_mode):
-                    sink.reject(shown_path(shown, entry.parts), "changed during the copy (not a regular file)")
-                    continue
-                sink.write(entry, iter(lambda: fh.read(CHUNK_BYTES), b""))
+            with _named(shown_path(shown, entry.parts)):
+                self._fetch_one((*parts, *entry.parts), shown_path(shown, entry.parts), entry, sink)
+
+    def _fetch_one(self, full: tuple[str, ...], shown: str, entry: Entry, sink: Sink) -> None:
+        st = self._lstat(full)
+        if st is None or not stat.S_ISREG(st.st_mode):
+            sink.reject(shown, "changed during the copy (no longer a regular file)")
+            return
+        with self.sftp.open(self.path(full), "rb") as fh:
+            if not stat.S_ISREG(fh.stat().st_mode):
+                sink.reject(shown, "changed during the copy (not a regular file)")
+                return
+            sink.write(entry, iter(lambda: fh.read(CHUNK_BYTES), b""))
 
     def prepare(self, parts: tuple[str, ...], kind: EntryKind) -> None:
-        self._walk_parents(parts, create=True)
-        st = self._lstat(parts)
+        with _named("/".join(parts)):
+            self._walk_parents(parts, create=True)
+            st = self._lstat(parts)
         if st is None or (kind == "file" and stat.S_ISREG(st.st_mode)):
             return
         shown = "/".join(parts)
@@ -160,20 +171,26 @@ class SftpFiles(KernelFiles):
         base = (*parts[:-1], temp)
         for entry in plan.entries:
             target = self.path((*base, *entry.parts))
-            if entry.kind == "dir":
-                self.sftp.mkdir(target, 0o700)
-            else:
-                with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
-                    for data in source.chunks(entry, CHUNK_BYTES):
-                        fh.write(data)
-            self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
+            with _named("/".join((*base, *entry.parts))):  # the upload names its destination instead
+                if entry.kind == "dir":
+                    self.sftp.mkdir(target, 0o700)
+                else:
+                    with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
+                        fh.set_pipelined(True)  # not one round trip per 32 KiB write: close() reads the acks
+                        for data in source.chunks(entry, CHUNK_BYTES):
+                            fh.write(data)
+                        fh.flush()  # before close(): a write its close() flushed would have its ack unread
+                self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
 
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
-        self.sftp.posix_rename(self.path((*parts[:-1], temp)), self.path(parts))
+        with _named("/".join(parts)):
+            self.sftp.posix_rename(self.path((*parts[:-1], temp)), self.path(parts))
 
     def abort(self, parts: tuple[str, ...], temp: str) -> None:
         try:
             self._remove(self.path((*parts[:-1], temp)))
+            for made in reversed(self.made):  # the parents prepare() made, while empty
+                self.sftp.rmdir(self.path(made))
         except Exception:  # noqa: BLE001 - abort never raises: the transfer's own error is what counts
             pass
 
@@ -188,6 +205,27 @@ class SftpFiles(KernelFiles):
             self.sftp.remove(path)
 
 
+@contextmanager
+def _named(shown: str) -> Iterator[None]:
+    """An SFTP refusal (paramiko's ``OSError``: an errno and the server's text, no path), or the
+    end of the session (``EOFError``, ``SSHException``: the connection dropped, or its keepalives
+    went unanswered), as a :class:`FileTransferError` naming ``shown``."""
+    from paramiko import SSHException
+
+    try:
+        yield
+    except FileTransferError:
+        raise
+    except (OSError, EOFError, SSHException) as exc:
+        if isinstance(exc, OSError) and exc.errno is not None:
+            problem = exc.strerror or str(exc)
+        else:
+            detail = str(exc).strip().rstrip(":")  # paramiko's "Server connection dropped: "
+            cause = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+            problem = f"could not be copied: the SFTP session ended ({cause})"
+        raise FileTransferError(f"{shown} {problem}", path=shown, problem=problem) from exc
+
+
 def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
     """The error for a name SFTP cannot carry (nothing was copied)."""
     what = f"{shown or '.'} holds a name" if listing else f"{shown} is a name"
@@ -196,10 +234,13 @@ def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
                              path=shown, problem="not UTF-8")
 
 
-def _check_dir(st: Any | None, shown: str) -> None:
+def _check_dir(st: Any | None, shown: str, workdir: str) -> None:
+    """:raises FileTransferError: naming ``shown``, or the working dir itself (``"."``) by its path,
+    as the other transports do."""
+    said = f"the working dir {workdir}" if shown == "." else shown
     if st is None:
-        raise FileTransferError(f"{shown} does not exist", path=shown, problem="does not exist")
+        raise FileTransferError(f"{said} does not exist", path=shown, problem="does not exist")
     if stat.S_ISLNK(st.st_mode):
-        raise UnsafePathError(f"{shown} is a symlink (never followed)", path=shown, problem="is a symlink")
+        raise UnsafePathError(f"{said} is a symlink (never followed)", path=shown, problem="is a symlink")
     if not stat.S_ISDIR(st.st_mode):
-        raise FileTransferError(f"{shown} is not a directory", path=shown, problem="is not a directory")
+        raise FileTransferError(f"{said} is not a directory", path=shown, problem="is not a directory")
