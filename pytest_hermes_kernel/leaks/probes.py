@@ -309,9 +309,11 @@ def threads() -> Snapshot:
     """Live Python threads of the test process.
 
     Threads named ``hermes-shared ...`` belong to a transport shared by the whole session (the
-    ssh transport's connection and its keepalive checker): they outlive every single test.
+    ssh transport's connection and its keepalive checker): they outlive every single test. A
+    thread is named by its ident and its kernel thread id: a new thread takes the ident (its
+    pthread's address) of one that just ended, and a leaked one passed as the thread before it.
     """
-    return {f"thread:{t.ident}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
+    return {f"thread:{t.ident}:{t.native_id}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
             if t.ident is not None and t.is_alive() and not t.name.startswith(SHARED_THREAD_PREFIX)}
 
 
