@@ -39,7 +39,7 @@ from .sharing import flock_current
 log = logging.getLogger(__name__)
 
 __all__ = ["TMPDIR_ENV", "KeptKernel", "KeptNearby", "exempt_container_ids", "exempt_kernel_ids", "find",
-           "holds_kept_kernel", "in_use_by", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
+           "holds_kept_kernel", "in_use_by", "kept_container_ids", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
 
 #: In a local kernel's processes' environment: its host's temp dir, under which the host writes
 #: the kernel's record if it keeps it (the local counterpart of :data:`~.labels.LABEL_TMPDIR`).
@@ -338,6 +338,17 @@ def exempt_container_ids(directory: str | None = None, ignoring: Collection[str]
     """
     return {str(r.locator["container_id"]) for r in unexpired(directory)
             if r.locator.get("container_id") and r.kernel_id not in ignoring}
+
+
+def kept_container_ids(directory: str | None = None) -> set[str]:
+    """Ids of the containers a kept kernel's record names, expired or not: the leak probe's
+    exemption. One whose TTL ran out during the run stays until a sweep removes it with its record,
+    as after the run; the next test's check reported it as that test's leak (and removed it)."""
+    try:
+        records = load_all(directory)
+    except UnsafeRunDirError:
+        return set()
+    return {str(r.locator["container_id"]) for r in records if r.locator.get("container_id")}
 
 
 def stays_for_kept_kernel(container_id: str) -> bool:
