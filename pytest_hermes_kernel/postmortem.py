@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, in_use, load_all, remove, save, skipped_note
+from .containers.kept import KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note
 from .containers.rundir import kept_dir
 from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
                      UnsafeRunDirError)
@@ -252,7 +252,7 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
         return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in records:
-        left = "expired" if r.expired(now) else _time_left(r.expires_at - now)
+        left = "in use" if in_use_by(r.kernel_id) else "expired" if r.expired(now) else _time_left(r.expires_at - now)
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
@@ -308,7 +308,8 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
     for record in records:
         if kernel_ids and record.kernel_id not in wanted:
             continue
-        if expired_only and not record.expired() and alive(record) is not False:  # alive, or cannot tell
+        if expired_only and ((not record.expired() and alive(record) is not False)  # alive, or cannot tell
+                             or in_use_by(record.kernel_id)):  # a command holds it: its TTL waits for that client
             continue
         why = None if dry_run else end_kept(record)
         if why is not None:

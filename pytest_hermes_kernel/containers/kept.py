@@ -39,7 +39,7 @@ from .sharing import flock_current
 log = logging.getLogger(__name__)
 
 __all__ = ["TMPDIR_ENV", "KeptKernel", "KeptNearby", "exempt_container_ids", "exempt_kernel_ids", "find",
-           "holds_kept_kernel", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
+           "holds_kept_kernel", "in_use_by", "kept_container_ids", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
 
 #: In a local kernel's processes' environment: its host's temp dir, under which the host writes
 #: the kernel's record if it keeps it (the local counterpart of :data:`~.labels.LABEL_TMPDIR`).
@@ -249,6 +249,26 @@ def in_use(kernel_id: str, directory: str | None = None) -> Iterator[None]:
         os.close(fd)
 
 
+def in_use_by(kernel_id: str, directory: str | None = None) -> int | None:
+    """The pid of the process that holds kept kernel ``kernel_id`` now (:func:`in_use`: an
+    ``exec`` or ``attach`` runs on it), else ``None``. Read from ``/proc/locks``, never by taking
+    the lock, which would refuse a command starting at that moment; ``None`` where it cannot be
+    read. A held kernel does not expire: its runner's orphan timer waits for its client, however
+    long the record's TTL has run (a console left open past it was swept, and killed, as expired).
+    """
+    try:
+        st = os.stat(os.path.join(kept_dir(directory, create=False), f"{kernel_id}.lock"), follow_symlinks=False)
+        with open("/proc/locks", encoding="ascii", errors="replace") as fh:
+            locks = fh.read().splitlines()
+    except (OSError, UnsafeRunDirError):
+        return None
+    where = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for fields in map(str.split, locks):  # ``N: FLOCK ADVISORY WRITE <pid> <maj:min:inode> 0 EOF``
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == where and fields[4].isdigit():
+            return int(fields[4])
+    return None
+
+
 def remove(kernel_id: str, directory: str | None = None) -> None:
     """Remove a kernel's record and the secrets beside it (:func:`save_secret`); gone already:
     nothing to do."""
@@ -266,10 +286,10 @@ def remove(kernel_id: str, directory: str | None = None) -> None:
 
 
 def unexpired(directory: str | None = None) -> list[KeptKernel]:
-    """Records of kept kernels whose TTL has not run out; none when the kept directory is unsafe
-    (a record there is not to be trusted)."""
+    """Records of kept kernels whose TTL has not run out, or that a command holds now
+    (:func:`in_use_by`); none when the kept directory is unsafe (a record there is not to be trusted)."""
     try:
-        return [r for r in load_all(directory) if not r.expired()]
+        return [r for r in load_all(directory) if not r.expired() or in_use_by(r.kernel_id, directory)]
     except UnsafeRunDirError:
         return []
 
@@ -318,6 +338,17 @@ def exempt_container_ids(directory: str | None = None, ignoring: Collection[str]
     """
     return {str(r.locator["container_id"]) for r in unexpired(directory)
             if r.locator.get("container_id") and r.kernel_id not in ignoring}
+
+
+def kept_container_ids(directory: str | None = None) -> set[str]:
+    """Ids of the containers a kept kernel's record names, expired or not: the leak probe's
+    exemption. One whose TTL ran out during the run stays until a sweep removes it with its record,
+    as after the run; the next test's check reported it as that test's leak (and removed it)."""
+    try:
+        records = load_all(directory)
+    except UnsafeRunDirError:
+        return set()
+    return {str(r.locator["container_id"]) for r in records if r.locator.get("container_id")}
 
 
 def stays_for_kept_kernel(container_id: str) -> bool:

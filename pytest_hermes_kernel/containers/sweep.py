@@ -24,7 +24,7 @@ import socket
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
-from .kept import exempt_container_ids, holds_kept_kernel
+from .kept import exempt_container_ids, holds_kept_kernel, kept_container_ids
 from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
                      host_is_gone)
 from .lifecycle import remove_container
@@ -193,7 +193,7 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     :param run_id: the run's id label.
     """
     found = {}
-    kept = exempt_container_ids()  # outlive the run on purpose, with their kept kernels: not leaks
+    kept = kept_container_ids()  # outlive the run on purpose, with their kept kernels (expired too): not leaks
     mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
     for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}

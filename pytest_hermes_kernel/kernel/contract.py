@@ -99,6 +99,39 @@ def _counted(fn: Any) -> Any:
         note_activity()
         return fn(*args, **kwargs)
 
+    return _watched(method) if fn.__name__ == "launch" else method
+
+
+_launches = threading.local()  # this thread's launches under way: [covered, a nested one is probed]
+_probed: list[Any] = []  # ``probed(transport, add) -> bool``: set by the transports package
+
+
+def watch_launches(probed: Any) -> None:
+    """Have ``probed(transport, add=False) -> bool`` say whether the leak probes look through a
+    transport, and (``add=True``) make them, for each transport that has launched a kernel: one built
+    directly (``DockerTransport(...)``, a conftest's own) was never probed, and what its kernels
+    left in its container or on its host passed unseen. Not for one that launched through another
+    that is probed (a wrapper: its probe asks the inner one), nor under one that is (a spread's member)."""
+    _probed[:] = [probed]
+
+
+def _watched(launch: Any) -> Any:
+    @functools.wraps(launch)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        frames = _launches.__dict__.setdefault("frames", [])
+        frame = [any(f[2] for f in frames), False, False]  # covered by an outer probed one; inner probed; probed
+        frame[2] = bool(_probed) and _probed[0](self)
+        frames.append(frame)
+        try:
+            launched = launch(self, *args, **kwargs)
+            if _probed and not (frame[0] or frame[1] or frame[2]):  # (a launch that failed left nothing)
+                frame[2] = _probed[0](self, add=True)
+            return launched
+        finally:
+            frames.pop()
+            if frames:
+                frames[-1][1] = frames[-1][1] or frame[2]
+
     return method
 
 

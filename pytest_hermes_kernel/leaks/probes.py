@@ -309,14 +309,17 @@ def threads() -> Snapshot:
     """Live Python threads of the test process.
 
     Threads named ``hermes-shared ...`` belong to a transport shared by the whole session (the
-    ssh transport's connection and its keepalive checker): they outlive every single test.
+    ssh transport's connection and its keepalive checker): they outlive every single test. A
+    thread is named by its ident and its kernel thread id: a new thread takes the ident (its
+    pthread's address) of one that just ended, and a leaked one passed as the thread before it.
     """
-    return {f"thread:{t.ident}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
+    return {f"thread:{t.ident}:{t.native_id}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
             if t.ident is not None and t.is_alive() and not t.name.startswith(SHARED_THREAD_PREFIX)}
 
 
 def file_descriptors() -> Snapshot:
-    """Open pipes and files of the test process (sockets are left out: client pools keep them)."""
+    """Open pipes and files of the test process (sockets are left out: client pools keep them;
+    devices too, but not a file in ``/dev/shm``: a shared memory segment never closed)."""
     out = {}
     try:
         names = os.listdir("/proc/self/fd")
@@ -327,7 +330,8 @@ def file_descriptors() -> Snapshot:
             target = os.readlink(f"/proc/self/fd/{name}")
         except OSError:
             continue
-        if target.startswith(("pipe:", "/")) and not target.startswith(("/dev/", "/proc/")):
+        if target.startswith(("pipe:", "/")) and (target.startswith("/dev/shm/")
+                                                  or not target.startswith(("/dev/", "/proc/"))):
             out[f"fd:{name}:{target}"] = f"fd {name} -> {target}"
     return out
 
@@ -345,30 +349,47 @@ _REGISTRY = f"{__name__.rsplit('.', 2)[0]}.kernel.registry"
 
 
 def kernel_dirs() -> Snapshot:
-    """Local kernel dirs this process made (``hermes-kernel-<pid>-*``) in the kernel dir root.
+    """Local kernel dirs this process made (``hermes-kernel-<pid>-*``) in the kernel dir root and
+    in every other root it made one in (a test's own ``TMPDIR``, put back before the check).
 
     Dirs of other processes (pytest-xdist workers, other sessions) are theirs to report.
     """
     if _LOCAL_TRANSPORT not in sys.modules:  # only the local transport makes them
         return {}
-    from ..transports.kernel_dirs import kernel_dir_root
+    prefix, out = _own_dir_prefix(), {}
+    for root in _kernel_dir_roots():
+        try:
+            names = os.listdir(root)
+        except FileNotFoundError:  # a test's own temp dir, removed since: nothing left there
+            _forget_root(root)
+            continue
+        except OSError:
+            continue
+        out.update({f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(prefix)})
+    return out
 
-    root, prefix = kernel_dir_root(), _own_dir_prefix()
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return {}
-    return {f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(prefix)}
+
+def _kernel_dir_roots() -> list[str]:
+    from ..transports.kernel_dirs import ROOTS_USED, kernel_dir_root
+
+    return list(dict.fromkeys([kernel_dir_root(), *sorted(ROOTS_USED)]))
+
+
+def _forget_root(root: str) -> None:
+    from ..transports.kernel_dirs import ROOTS_USED
+
+    ROOTS_USED.discard(root)
 
 
 def _remove_kernel_dir(identity: str) -> None:
     """Remove a leaked kernel dir of this process (its processes were ended by the probes before)."""
-    from ..transports.kernel_dirs import kernel_dir_root
-
     name = identity.partition(":")[2]
-    path = os.path.join(kernel_dir_root(), name)
-    if name.startswith(_own_dir_prefix()) and not os.path.islink(path):
-        shutil.rmtree(path, ignore_errors=True)
+    if not name.startswith(_own_dir_prefix()):
+        return
+    for root in _kernel_dir_roots():
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def registry_entries() -> Snapshot:

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
-from ..kernel.contract import Launched, LaunchSpec, Transport, note_activity
+from ..kernel.contract import Launched, LaunchSpec, Transport, note_activity, watch_launches
 from .shared_options import SharedTransport
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport", "shared_transports",
@@ -259,9 +259,23 @@ def shared_transports() -> dict[str, SharedTransport]:
 
 
 def live_transports() -> list[Transport]:
-    """Every transport :func:`get_transport` or :func:`make_transport` made that is not garbage
-    yet, nor closed by :func:`close_transport` before the last :func:`forget_closed_transports`."""
+    """Every transport :func:`get_transport` or :func:`make_transport` made, or that started a
+    kernel however it was made, that is not garbage yet, nor closed by :func:`close_transport` before the last :func:`forget_closed_transports`."""
     return list(_made) + [t for t in list(_closed) if t not in _made]
+
+
+def _probed(transport: Transport, add: bool = False) -> bool:
+    """Whether :func:`live_transports` lists ``transport``; ``add``: list it from now on (one
+    built directly that starts a kernel: :func:`~..kernel.contract.watch_launches`)."""
+    try:
+        if add:
+            _made.add(transport)
+        return transport in _made or transport in _closed
+    except TypeError:  # unhashable (a dataclass's __eq__): nothing lists it; its launch goes on
+        return True
+
+
+watch_launches(_probed)
 
 
 def close_transport(transport: Transport) -> None:

@@ -24,13 +24,19 @@ from .local_server import SERVER_DIR_PREFIX
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
 """The environment variable naming the root of local kernel dirs (default: the temp dir)."""
 
-__all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "kernel_dir_root", "new_kernel_dir", "stale_kernel_dirs",
+__all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "ROOTS_USED", "kernel_dir_root", "new_kernel_dir", "stale_kernel_dirs",
            "sweep_stale_kernel_dirs"]
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 #: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep, and on a
 #: second line the host's temp dir, under which a kept kernel's record is (the sweep reads it there).
 HOST_FILE = "runner.host"
+
+
+#: Every root this process made a kernel dir under: a test may point ``TMPDIR`` (or
+#: :data:`KERNEL_DIR_ENV`) elsewhere for its duration, and the leak probe, which looks after the
+#: test put it back, looks under each (a dir left there passed unseen).
+ROOTS_USED: set[str] = set()
 
 
 def kernel_dir_root() -> str:
@@ -46,7 +52,9 @@ def new_kernel_dir() -> str:
     names the pid namespace that pid belongs to (see :func:`_host_dead`) and the host's temp dir
     (see :func:`_host_tmpdir`).
     """
-    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=kernel_dir_root())
+    root = kernel_dir_root()
+    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+    ROOTS_USED.add(root)
     with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")
     return kdir

@@ -40,6 +40,7 @@ from ..errors import KernelStartError, TransportLostError
 from ..kernel.channel import SocketStream
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
+from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
 from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
@@ -226,7 +227,7 @@ class LocalTransport(Transport):
             raise TransportLostError(f"the kept local kernel runner {pid} is gone", permanent=True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            sock.connect(path)
+            unix_call(sock, "connect", path)
         except OSError as exc:
             sock.close()
             raise TransportLostError(f"the kept local kernel at {path} refused the connection: {exc}",

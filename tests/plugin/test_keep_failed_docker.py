@@ -22,7 +22,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
 from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
-from tests.support import container_output, stays_true, wait_until
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, stays_true, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -277,3 +277,36 @@ def test_the_leak_check_still_catches_a_real_leak_beside_a_kept_docker_kernel(py
     kid = leak_beside_a_kept_kernel(pytester, lambda *a: run_docker(run, kept_docker, *a), "server", 301)
     cid = kept_docker.record(kid)["locator"]["container_id"]
     assert running(cid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
+AFTER_THE_TTL = """
+
+def test_innocent_after_the_ttl(hermes_kernel):
+    import time
+    from pytest_hermes_kernel.containers import kept
+    deadline = time.monotonic() + 30
+    while not (kept.load_all() and all(r.expired() for r in kept.load_all())):
+        assert time.monotonic() < deadline, "the kept kernel's TTL did not run out"
+        time.sleep(0.1)
+    assert hermes_kernel.execute("1").value == "1"
+"""
+
+
+def test_a_kept_container_whose_ttl_ran_out_during_the_run_is_no_later_tests_leak(pytester, kept_docker):
+    """Found by the breaker session (2026-12-05): once a kept kernel's TTL ran out during the run,
+    the record no longer exempted its fresh container, and the next test's leak check reported it
+    (``leaked container: ... no live process holds it``: a LeakError on a test that never touched
+    it) and removed it. It is the kept kernel's: it stays for the next sweep, as when the TTL runs
+    out after the run (so not the ``run`` fixture, which fails a run that leaves a container; the
+    finalizer removes it)."""
+    pytester.makepyfile(test_keep=failing("fresh") + AFTER_THE_TTL)
+
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker", f"--hermes-run-id={kept_docker.run_id}",
+        "--hermes-keep-failed", "--hermes-keep-failed-ttl", "2", "--hermes-leak-check=error", "-p", "no:randomly",
+        timeout=RUN_TIMEOUT_S)
+
+    result.assert_outcomes(failed=1, passed=1)
+    assert "leaked container" not in result.stdout.str(), result.stdout.str()[-3000:]
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    assert running(kept_docker.record(kid)["locator"]["container_id"]), "left for the next sweep, as after the run"

@@ -41,6 +41,7 @@ def test_a_new_kernel_dir_names_its_host_the_hosts_pid_namespace_and_temp_dir(mo
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
     kdir = new_kernel_dir()
     assert Path(kdir, HOST_FILE).read_text() == f"{os.getpid()} {os.readlink('/proc/self/ns/pid')}\n{tempfile.gettempdir()}\n"
+    shutil.rmtree(kdir)  # a kernel dir of this process: the leak check looks under this root too
 
 
 def test_a_dead_hosts_dir_goes_unless_its_host_lived_in_another_pid_namespace(tmp_path):
@@ -65,4 +66,5 @@ def test_a_sweep_inside_another_pid_namespace_leaves_a_live_hosts_dirs(monkeypat
 
     assert out.returncode == 0 and out.stdout.strip() == "0", out.stdout + out.stderr
     assert live.exists(), "a sweep in another pid namespace removed a live host's kernel dir"
+    shutil.rmtree(live)  # a kernel dir of this process: the leak check looks under this root too
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 import time
 
 import pytest
@@ -97,3 +98,27 @@ def test_a_symlinked_kept_dir_is_refused(tmp_path):
     with pytest.raises(UnsafeRunDirError, match="symlink"):
         kept.load_all(str(tmp_path))
     assert kept.unexpired(str(tmp_path)) == []  # a sweep trusts no record there
+
+
+def test_a_local_kernel_under_a_long_tmpdir_is_kept_and_reached_again(private_tmp, monkeypatch, local):
+    """Found by the breaker session (2026-12-05): a kept local kernel listens on ``<kernel
+    dir>/sock``, and under a ``TMPDIR`` of more than ~66 characters (a build tool's sandbox, an
+    xdist worker's ``tmp_path``) that path does not fit a unix socket address (108 bytes): the
+    runner died binding it, and ``--hermes-keep-failed`` shut the failed test's kernel down with
+    "did not confirm it is kept: ... end of stream (the kernel runner or its relay is gone)". The
+    socket is bound and reached through its directory's ``/proc/self/fd`` entry now."""
+    deep = private_tmp / ("d" * 100)
+    deep.mkdir(mode=0o700)
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    handle = KernelHandle(local).start()
+    handle.execute("x = 41")
+    locator, kid, token, pid = local.locator(handle.launched), handle.kernel_id, handle.token, handle.pid
+    assert len(locator["listen"]) > 108, locator
+
+    assert handle.keep(30.0).step == "kept" and not gone(pid)
+    again = attach_kept(local, locator, kernel_id=kid, token=token)
+    assert again.execute("x + 1").value == "42" and again.pid == pid
+    again.shutdown()
+    wait_until(lambda: gone(pid), 5.0, what="the kept kernel to end")
+    assert not os.path.exists(locator["kernel_dir"])

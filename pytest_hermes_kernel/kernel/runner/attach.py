@@ -35,6 +35,27 @@ if TYPE_CHECKING:
 LISTEN_BACKLOG = 4
 
 
+#: The longest path a unix socket address holds (Linux ``sun_path``: 108 bytes with its NUL).
+UNIX_PATH_MAX = 107
+
+
+def unix_call(sock: socket.socket, call: str, path: str) -> None:
+    """``sock.bind(path)`` or ``sock.connect(path)`` (``call``), also for a ``path`` too long for a
+    unix socket address (a kernel dir under a long ``TMPDIR``): then through its directory's
+    ``/proc/self/fd`` entry, held open for the call.
+
+    :raises OSError: as the call does.
+    """
+    if len(os.fsencode(path)) <= UNIX_PATH_MAX:
+        getattr(sock, call)(path)
+        return
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        getattr(sock, call)(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
+    finally:
+        os.close(fd)
+
+
 def bind_listener(path: str) -> socket.socket:
     """A unix socket listening at ``path`` (0600; a stale socket file there is replaced)."""
     old = os.umask(0o077)
@@ -43,7 +64,7 @@ def bind_listener(path: str) -> socket.socket:
         os.unlink(path)
     except FileNotFoundError:
         pass
-    listener.bind(path)
+    unix_call(listener, "bind", path)
     os.umask(old)
     os.chmod(path, 0o600)
     listener.listen(LISTEN_BACKLOG)
