@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
+from .kept import exempt_container_ids
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role
 from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
@@ -139,7 +140,9 @@ class ReuseStore:
 
     def claim(self, spec: ReuseSpec, claimant: Claimant, *, ready: Callable[[str], bool],
               remove: Callable[[str], None]) -> Resource | None:
-        """Claim the warmest parked container made for ``spec``, cleared by ``ready``.
+        """Claim the warmest parked container made for ``spec``, cleared by ``ready``. A container
+        that holds an unexpired kernel kept for post-mortem (``--hermes-keep-failed``) is never
+        claimed: clearing it killed that kernel.
 
         :param ready: checks a claimed container runs and ends what an earlier run left in it;
             a container it refuses is removed (``remove``) with its record, and the next one tried.
@@ -147,7 +150,9 @@ class ReuseStore:
         """
         while True:
             with self._locked() as records:
-                free = [r for r in records if r.get("key") == spec.key and _free(r) and not _expired(r)]
+                kept = exempt_container_ids(self._directory)
+                free = [r for r in records if r.get("key") == spec.key and _free(r) and not _expired(r)
+                        and r["container_id"] not in kept]
                 if not free:
                     self._remove_if_empty(records)
                     return None

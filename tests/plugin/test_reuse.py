@@ -90,6 +90,12 @@ def test_own_limits(hermes_kernel, hermes_transport):
 
 def test_leaks_a_process(hermes_kernel):
     hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '600'], start_new_session=True)")
+
+
+def test_fails_and_is_kept(hermes_kernel, hermes_transport):
+    hermes_kernel.execute("kept = 'still here'")
+    write_facts(hermes_transport, kept_kernel=hermes_kernel.kernel_id)
+    assert False, "keep my kernel"
 """
 
 
@@ -267,6 +273,20 @@ def test_the_leak_check_still_reports_everything_but_the_kept_containers(runs: R
     assert "remote kernel process" in text and "sleep 600" in text  # the leaked process is reported
     assert "no live process holds it" not in text  # the containers kept (one parked mid-run) are not
     assert len(runs.containers()) == 2
+
+
+def test_a_container_holding_a_kept_kernel_is_not_claimed_by_the_next_run(runs: Runs) -> None:
+    # the next run with reuse claimed it and cleared it: the kept kernel the summary offered was killed
+    keeps = runs.run("keeps", "--hermes-reuse", "--hermes-keep-failed", select="fails_and_is_kept")
+    keeps.assert_outcomes(failed=2)
+    kept = runs.facts("keeps")
+    after = runs.run("after", "--hermes-reuse")
+    assert after.ret == 0, output_of(after)
+    for transport, fact in kept.items():
+        assert runs.facts("after")[transport]["container"] != fact["container"], f"{transport}: claimed"
+        answer = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "exec", str(fact["kept_kernel"]),
+                                 "kept"], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+        assert answer.returncode == 0 and "still here" in answer.stdout, (transport, answer.stdout, answer.stderr)
 
 
 def test_two_runs_at_once_never_share_a_container(runs: Runs) -> None:
