@@ -226,7 +226,9 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
                           dry_run: bool = False, swept: Collection[str] = ()) -> list[str]:
     """Remove the containers that held kept kernels just swept (``hermes-kernel sweep --kept``),
     each only when no unexpired kept kernel is left in it, it is labelled as made on this hostname
-    and no live process of any run uses it (:func:`in_use`); never by name.
+    and no live process of any run uses it (:func:`in_use`); never by name. A container kept
+    between runs (``--hermes-reuse``) that its record says is claimed or parked stays: its labels
+    name the run that made it, not the one that claimed it since.
 
     :param container_ids: full ids, from the swept kernels' records.
     :param client: docker-py client; ``None`` opens one from the environment.
@@ -238,7 +240,8 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
     if not wanted:
         return []
     return _remove_labelled(client, lambda _c, cid, labels: cid in wanted and not holds_kept_kernel(
-        cid, labels, swept) and not in_use(labels), dry_run=dry_run)
+        cid, labels, swept) and not in_use(labels) and not (labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(
+            cid, labels)), dry_run=dry_run)
 
 
 def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:

@@ -289,6 +289,32 @@ def test_a_container_holding_a_kept_kernel_is_not_claimed_by_the_next_run(runs: 
         assert answer.returncode == 0 and "still here" in answer.stdout, (transport, answer.stdout, answer.stderr)
 
 
+def test_a_sweep_leaves_a_claimed_container_alone_when_a_kernel_kept_in_it_earlier_is_swept(runs: Runs) -> None:
+    # the sweep of the expired kept kernel judged its container by the first run's labels (that
+    # run's host and state file are gone) and removed it under the run that had claimed it since
+    keeps = runs.run("keeps", "--hermes-reuse", "--hermes-keep-failed", "--hermes-keep-failed-ttl=1",
+                     select="fails_and_is_kept", transports="docker")
+    keeps.assert_outcomes(failed=1)
+    cid = str(runs.facts("keeps")["docker"]["container"])
+    assert _eventually(lambda: _marked_processes(cid) == "", 30.0), "the kept kernel outlived its TTL"
+    results: dict[str, pytest.RunResult] = {}
+    later = threading.Thread(target=lambda: results.update(later=runs.run("later", "--hermes-reuse", transports="docker",
+                                                                          wait_for="swept")))
+    later.start()
+    try:
+        assert _eventually(lambda: "docker" in runs.facts("later"), RUN_TIMEOUT_S), "the later run never started"
+        assert runs.facts("later")["docker"]["container"] == cid  # claimed: its kept kernel expired
+        dry = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "--dry-run", "kept",
+                              "containers"], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    finally:
+        with runs.out.open("a") as fh:
+            fh.write(json.dumps({"run": "swept", "transport": "none"}) + "\n")
+        later.join(RUN_TIMEOUT_S * 2)
+    assert dry.returncode == 0 and "would remove kept kernel" in dry.stdout, (dry.stdout, dry.stderr)
+    assert f"container {cid[:12]}" not in dry.stdout, dry.stdout
+    assert results["later"].ret == 0, output_of(results["later"])
+
+
 def test_two_runs_at_once_never_share_a_container(runs: Runs) -> None:
     results: dict[str, pytest.RunResult] = {}
 
