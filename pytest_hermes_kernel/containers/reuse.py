@@ -45,7 +45,7 @@ from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
 
 __all__ = ["DEFAULT_REUSE_IDLE_TIMEOUT_S", "Claimant", "ReusePolicy", "ReuseSpec", "ReuseStore", "Verdict",
-           "claim_or_start", "park_or_remove", "removable", "store_of"]
+           "claim_or_start", "claimed_by_run", "park_or_remove", "removable", "store_of"]
 
 Resource = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -305,6 +305,15 @@ def removable(container_id: str, labels: dict[str, str], *, reused: bool, curren
     if found == "parked" and reused:
         return "expired"  # sweep --reused: a parked container of this store goes like an expired one
     return found or "unknown"
+
+
+def claimed_by_run(container_id: str, labels: dict[str, str], run_id: str) -> bool:
+    """Whether a reusable container's record names run ``run_id`` as its claimant (its labels name
+    the run that made it, which a claimed container's run no longer is)."""
+    store = store_of(labels)
+    record = None if store is None else next((r for r in store.records() if r["container_id"] == container_id), None)
+    claimant = None if record is None else Claimant.of(record)
+    return claimant is not None and claimant.run_id == run_id
 
 
 def claim_or_start(store: ReuseStore, spec: ReuseSpec, claimant: Claimant, policy: ReusePolicy, *,

@@ -7,8 +7,8 @@ each worker's pid when it comes up (``pytest_testnodeready``) and, when one goes
 error (``pytest_testnodedown``), kills every process carrying that pid as its kernel host
 (``HERMES_KERNEL_HOST_PID``): on this machine, one started after the worker (an older one names
 an earlier holder of the pid), checked to be the same process right before the
-signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd), by pid and start
-time. Kernels on a ``target=`` ssh host end by their orphan timer, and so do those of a worker
+signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd, those
+claimed from an earlier run with ``--hermes-reuse`` too), by pid and start time. Kernels on a ``target=`` ssh host end by their orphan timer, and so do those of a worker
 on another machine (``--tx ssh=...``), whose pid names nothing here. xdist names the test the
 worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
 reaped. Nothing here touches a live worker's kernels: the pid is that of the dead worker only.
@@ -146,9 +146,18 @@ def _sum_on_engines(engines: Sequence[str] | None, count: Callable[[Any], int]) 
 
 
 def _reap_on(client: Any, host_pid: int, run_id: str) -> int:
+    """In the run's containers: those labelled with its id, and those kept between runs
+    (``--hermes-reuse``) that it claimed (labelled with the id of the run that made them)."""
+    from ..containers.labels import LABEL_REUSE
+    from ..containers.reuse import claimed_by_run
+
     killed = 0
     # sparse: no inspect per container, so one removed meanwhile cannot end the loop
-    for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+    for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}"}):
+        labels = container.attrs.get("Labels") or {}
+        if labels.get(LABEL_RUN_ID) != run_id and not (labels.get(LABEL_REUSE) == "1" and claimed_by_run(
+                container.id, labels, run_id)):
+            continue
         try:
             killed += _reap_in(container, host_pid)
         except Exception:  # noqa: BLE001 - that container went or cannot be asked: the next one
