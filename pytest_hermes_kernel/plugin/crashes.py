@@ -207,7 +207,7 @@ def pytest_testnodeready(node: Any) -> None:
         crashes.started[node.gateway.id] = started
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, trylast=True)  # after the worker's counts are merged (plugin.report)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     crashes = _crashes(node.config)
     pid = crashes.pids.pop(node.gateway.id, None)
@@ -217,7 +217,7 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
         return
     engines = node.config.stash[settings_key].docker_hosts
     crashes.reaped[node.gateway.id] = reap_local(pid, since) + reap_in_containers(pid, current_run_id(), engines)
-    if ready_at is not None and not getattr(node, "workeroutput", {}).get("hermes_stats"):  # else listed there
+    if ready_at is not None:
         _list_kept_by(node.config, pid, ready_at)
 
 
@@ -228,9 +228,11 @@ def _list_kept_by(config: pytest.Config, pid: int, since: float) -> None:
     from .keep import describe
     from .report import stats_key
 
+    stats = config.stash[stats_key]
+    listed = "\n".join(stats.kept_lines())  # those its last test's report carried are listed already
     for record in unexpired():
-        if record.host_pid == pid and record.kept_at >= since:
-            config.stash[stats_key].kept_elsewhere.append(describe(record, record.locator.get("runner_pid")))
+        if record.host_pid == pid and record.kept_at >= since and f"kernel {record.kernel_id} " not in listed:
+            stats.kept_elsewhere.append(describe(record, record.locator.get("runner_pid")))
 
 
 @pytest.hookimpl(optionalhook=True)
