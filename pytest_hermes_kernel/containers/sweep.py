@@ -59,9 +59,14 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
 
 
 def _remove_labelled(client: docker.DockerClient | None,
-                     goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool) -> list[str]:
+                     goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool,
+                     anchor: bool = True) -> list[str]:
     """Remove the kit's labelled containers for which ``goes(client, id, labels)`` holds, and
-    their run files; ids of those removed (or that would be, with ``dry_run``)."""
+    their run files; ids of those removed (or that would be, with ``dry_run``).
+
+    :param anchor: a run's live anchor holds its run files (:func:`~.sharing.held`); ``False``
+        for the anchor's own end-of-run removal (:func:`sweep_run_unheld`).
+    """
     import docker
 
     owned = client is None
@@ -73,7 +78,7 @@ def _remove_labelled(client: docker.DockerClient | None,
             if goes(client, summary["Id"], labels) and (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
-                    _discard_files_of(labels)
+                    _discard_files_of(labels, anchor=anchor)
     finally:
         if owned:
             client.close()
@@ -115,11 +120,11 @@ def _image_ids(client: docker.DockerClient) -> Callable[[str], str | None]:
     return image_id
 
 
-def _discard_files_of(labels: dict[str, str]) -> None:
+def _discard_files_of(labels: dict[str, str], *, anchor: bool = True) -> None:
     """The run files of a container just removed (a label is not proof a path is ours: checked)."""
     state_file = labels.get(LABEL_STATE_FILE)
     if state_file and is_run_file(state_file):
-        discard_unheld(state_file)
+        discard_unheld(state_file, anchor=anchor)
         remove_if_empty(os.path.dirname(state_file))
 
 
@@ -219,7 +224,8 @@ def sweep_run_unheld(run_id: str, client: docker.DockerClient | None = None) -> 
     :returns: ids of the containers removed.
     """
     return _remove_labelled(client, lambda _c, cid, labels: labels.get(LABEL_RUN_ID) == run_id and labels.get(
-        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels, anchor=False), dry_run=False)
+        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels, anchor=False), dry_run=False,
+        anchor=False)
 
 
 def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,

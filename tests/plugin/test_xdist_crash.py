@@ -20,6 +20,7 @@ import uuid
 
 import pytest
 
+from pytest_hermes_kernel.containers.rundir import run_dir_path
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.filecell.transport import DEFAULT_ROOT
 from tests.support import wait_until
@@ -90,6 +91,8 @@ def test_crashed_workers_are_blamed_right_and_their_kernels_reaped(pytester: pyt
     finally:
         client.close()
     assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
+    # and their run files (the state file; an sshd's private key): the controller lives, it held them
+    assert not os.path.exists(run_dir_path(run_id)), f"the run's files were left: {os.listdir(run_dir_path(run_id))}"
     assert "container(s) of this run that only crashed workers held removed" in out, out[-3000:]
     for nodeid in ("test_inner.py::test_a[filecell]", "test_inner.py::test_a[docker]",
                    "test_inner.py::test_c[filecell]"):
