@@ -29,7 +29,7 @@ from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_R
                      host_is_gone)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
-from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dirs
+from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
 from .sharing import discard_unheld, held
 
 if TYPE_CHECKING:
@@ -148,7 +148,17 @@ def sweep_dead_run_files(directory: str | None = None, *, keep_run_id: str | Non
     return removed
 
 
-def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
+def sweep_run_files_unheld(run_id: str, directory: str | None = None) -> list[str]:
+    """Remove the run's own files that no live member holds, its live anchor not counted (see
+    :func:`sweep_run_unheld`): what the xdist controller removes at the end of a run in which
+    workers crashed, those of the containers it leaves (``--hermes-reuse``) included.
+
+    :returns: the files and directory removed.
+    """
+    return _sweep_run_dir(run_dir_path(run_id, directory), dry_run=False, anchor=False)
+
+
+def _sweep_run_dir(path: str, dry_run: bool, anchor: bool = True) -> list[str]:
     try:
         stems = sorted({name.split(".", 1)[0] for name in os.listdir(path)})
     except OSError:
@@ -156,7 +166,7 @@ def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
     removed: list[str] = []
     live = False
     for stem in stems:
-        files = discard_unheld(os.path.join(path, f"{stem}.json"), dry_run=dry_run)
+        files = discard_unheld(os.path.join(path, f"{stem}.json"), dry_run=dry_run, anchor=anchor)
         live = live or files is None
         removed += files or []
     if (dry_run and not live) or (not dry_run and remove_if_empty(path)):

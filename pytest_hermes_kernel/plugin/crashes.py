@@ -251,12 +251,19 @@ def remove_unheld_run_containers(run_id: str, engines: Sequence[str] | None = No
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On the controller, after a run in which workers crashed: a crashed worker never left the
     shared containers (docker host, sshd) it alone held; every worker is down now, so the run's
-    containers that no live process holds are removed (B41)."""
+    containers that no live process holds are removed (B41), and the run's files that only they
+    held (a container kept with ``--hermes-reuse`` stays, for the next run)."""
     crashes = session.config.stash.get(_crashes_key, None)
     if crashes is None or not crashes.reaped:
         return
+    from ..containers.sweep import sweep_run_files_unheld
+
     engines = session.config.stash[settings_key].docker_hosts
     crashes.containers_removed = remove_unheld_run_containers(current_run_id(), engines)
+    try:  # and the run's files they alone held (those of containers kept with --hermes-reuse too)
+        sweep_run_files_unheld(current_run_id())
+    except Exception:  # noqa: BLE001 - best effort: the next sweep removes them
+        pass
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -92,6 +92,11 @@ def test_leaks_a_process(hermes_kernel):
     hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '600'], start_new_session=True)")
 
 
+def test_crashes_holding_a_kernel(hermes_kernel, hermes_transport):
+    write_facts(hermes_transport)
+    os._exit(1)
+
+
 def test_fails_and_is_kept(hermes_kernel, hermes_transport):
     hermes_kernel.execute("kept = 'still here'")
     write_facts(hermes_transport, kept_kernel=hermes_kernel.kernel_id)
@@ -273,6 +278,17 @@ def test_the_leak_check_still_reports_everything_but_the_kept_containers(runs: R
     assert "remote kernel process" in text and "sleep 600" in text  # the leaked process is reported
     assert "no live process holds it" not in text  # the containers kept (one parked mid-run) are not
     assert len(runs.containers()) == 2
+
+
+def test_a_run_whose_workers_crashed_leaves_no_run_files_and_its_containers_for_the_next_run(runs: Runs) -> None:
+    # the controller removed nothing of a run whose only users crashed: its run dir stayed behind
+    pytest.importorskip("xdist")
+    crashed = runs.run("crashed", "--hermes-reuse", "-n", "1", select="crashes_holding")
+    assert "crashed while running" in output_of(crashed)
+    used = {t: f["container"] for t, f in runs.facts("crashed").items()}
+    assert runs.leftovers() == [], "the run left its run dir"
+    after = runs.run("after", "--hermes-reuse")
+    assert after.ret == 0 and {t: f["container"] for t, f in runs.facts("after").items()} == used, output_of(after)
 
 
 def test_a_container_holding_a_kept_kernel_is_not_claimed_by_the_next_run(runs: Runs) -> None:
