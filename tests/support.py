@@ -313,9 +313,9 @@ def run_leftovers(run_id: str, *, within: float = 0.0) -> list[str]:
         if not containers or time.monotonic() >= deadline:
             break
         time.sleep(0.2)
-    if not containers:
-        return []
     directory = run_dir_path(run_id)
+    if not containers and not os.path.isdir(directory):
+        return []
     left = [f"{c['Labels'].get(LABEL_ROLE, '?')} container {c['Id'][:12]} ({c['Status']})" for c in containers]
     if os.path.isdir(directory):
         left.append(f"run directory {directory}: {sorted(os.listdir(directory))}")

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
+from .kept import exempt_container_ids
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role
 from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
 
 __all__ = ["DEFAULT_REUSE_IDLE_TIMEOUT_S", "Claimant", "ReusePolicy", "ReuseSpec", "ReuseStore", "Verdict",
-           "claim_or_start", "park_or_remove", "removable", "store_of"]
+           "claim_or_start", "claimed_by_run", "park_or_remove", "removable", "store_of"]
 
 Resource = dict[str, Any]
 log = logging.getLogger(__name__)
@@ -139,7 +140,9 @@ class ReuseStore:
 
     def claim(self, spec: ReuseSpec, claimant: Claimant, *, ready: Callable[[str], bool],
               remove: Callable[[str], None]) -> Resource | None:
-        """Claim the warmest parked container made for ``spec``, cleared by ``ready``.
+        """Claim the warmest parked container made for ``spec``, cleared by ``ready``. A container
+        that holds an unexpired kernel kept for post-mortem (``--hermes-keep-failed``) is never
+        claimed: clearing it killed that kernel.
 
         :param ready: checks a claimed container runs and ends what an earlier run left in it;
             a container it refuses is removed (``remove``) with its record, and the next one tried.
@@ -147,7 +150,9 @@ class ReuseStore:
         """
         while True:
             with self._locked() as records:
-                free = [r for r in records if r.get("key") == spec.key and _free(r) and not _expired(r)]
+                kept = exempt_container_ids(self._directory)
+                free = [r for r in records if r.get("key") == spec.key and _free(r) and not _expired(r)
+                        and r["container_id"] not in kept]
                 if not free:
                     self._remove_if_empty(records)
                     return None
@@ -300,6 +305,15 @@ def removable(container_id: str, labels: dict[str, str], *, reused: bool, curren
     if found == "parked" and reused:
         return "expired"  # sweep --reused: a parked container of this store goes like an expired one
     return found or "unknown"
+
+
+def claimed_by_run(container_id: str, labels: dict[str, str], run_id: str) -> bool:
+    """Whether a reusable container's record names run ``run_id`` as its claimant (its labels name
+    the run that made it, which a claimed container's run no longer is)."""
+    store = store_of(labels)
+    record = None if store is None else next((r for r in store.records() if r["container_id"] == container_id), None)
+    claimant = None if record is None else Claimant.of(record)
+    return claimant is not None and claimant.run_id == run_id
 
 
 def claim_or_start(store: ReuseStore, spec: ReuseSpec, claimant: Claimant, policy: ReusePolicy, *,

@@ -279,7 +279,7 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
     return any(isinstance(m, str) and member_alive(m) for m in members)
 
 
-def discard_unheld(state_path: str, *, dry_run: bool = False) -> list[str] | None:
+def discard_unheld(state_path: str, *, dry_run: bool = False, anchor: bool = True) -> list[str] | None:
     """Remove the files of a shared resource that no live process holds (sweeps call this).
 
     Its files are the state file, the lock file and the side files (:meth:`SharedResource.side_file`:
@@ -289,11 +289,12 @@ def discard_unheld(state_path: str, *, dry_run: bool = False) -> list[str] | Non
 
     :param state_path: ``<run dir>/<kind>-<key>.json``.
     :param dry_run: only list the files; nothing is created or removed.
+    :param anchor: count the run's anchor as holding it (see :func:`held`).
     :returns: the paths removed (or that would be); ``None`` when a live process holds it.
     """
     stem = state_path[:-len(".json")] if state_path.endswith(".json") else state_path
     with _locked_now(stem + ".lock", create=not dry_run) as got:
-        if not got or held(state_path):
+        if not got or held(state_path, anchor=anchor):
             return None
         files = _files_of(stem)
         if not dry_run:

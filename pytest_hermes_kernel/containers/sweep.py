@@ -29,7 +29,7 @@ from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_R
                      host_is_gone)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
-from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dirs
+from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
 from .sharing import discard_unheld, held
 
 if TYPE_CHECKING:
@@ -59,9 +59,14 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
 
 
 def _remove_labelled(client: docker.DockerClient | None,
-                     goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool) -> list[str]:
+                     goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool,
+                     anchor: bool = True) -> list[str]:
     """Remove the kit's labelled containers for which ``goes(client, id, labels)`` holds, and
-    their run files; ids of those removed (or that would be, with ``dry_run``)."""
+    their run files; ids of those removed (or that would be, with ``dry_run``).
+
+    :param anchor: a run's live anchor holds its run files (:func:`~.sharing.held`); ``False``
+        for the anchor's own end-of-run removal (:func:`sweep_run_unheld`).
+    """
     import docker
 
     owned = client is None
@@ -73,7 +78,7 @@ def _remove_labelled(client: docker.DockerClient | None,
             if goes(client, summary["Id"], labels) and (dry_run or remove_container(summary["Id"], client=client)):
                 removed.append(summary["Id"])
                 if not dry_run:
-                    _discard_files_of(labels)
+                    _discard_files_of(labels, anchor=anchor)
     finally:
         if owned:
             client.close()
@@ -115,11 +120,11 @@ def _image_ids(client: docker.DockerClient) -> Callable[[str], str | None]:
     return image_id
 
 
-def _discard_files_of(labels: dict[str, str]) -> None:
+def _discard_files_of(labels: dict[str, str], *, anchor: bool = True) -> None:
     """The run files of a container just removed (a label is not proof a path is ours: checked)."""
     state_file = labels.get(LABEL_STATE_FILE)
     if state_file and is_run_file(state_file):
-        discard_unheld(state_file)
+        discard_unheld(state_file, anchor=anchor)
         remove_if_empty(os.path.dirname(state_file))
 
 
@@ -143,7 +148,17 @@ def sweep_dead_run_files(directory: str | None = None, *, keep_run_id: str | Non
     return removed
 
 
-def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
+def sweep_run_files_unheld(run_id: str, directory: str | None = None) -> list[str]:
+    """Remove the run's own files that no live member holds, its live anchor not counted (see
+    :func:`sweep_run_unheld`): what the xdist controller removes at the end of a run in which
+    workers crashed, those of the containers it leaves (``--hermes-reuse``) included.
+
+    :returns: the files and directory removed.
+    """
+    return _sweep_run_dir(run_dir_path(run_id, directory), dry_run=False, anchor=False)
+
+
+def _sweep_run_dir(path: str, dry_run: bool, anchor: bool = True) -> list[str]:
     try:
         stems = sorted({name.split(".", 1)[0] for name in os.listdir(path)})
     except OSError:
@@ -151,7 +166,7 @@ def _sweep_run_dir(path: str, dry_run: bool) -> list[str]:
     removed: list[str] = []
     live = False
     for stem in stems:
-        files = discard_unheld(os.path.join(path, f"{stem}.json"), dry_run=dry_run)
+        files = discard_unheld(os.path.join(path, f"{stem}.json"), dry_run=dry_run, anchor=anchor)
         live = live or files is None
         removed += files or []
     if (dry_run and not live) or (not dry_run and remove_if_empty(path)):
@@ -219,14 +234,17 @@ def sweep_run_unheld(run_id: str, client: docker.DockerClient | None = None) -> 
     :returns: ids of the containers removed.
     """
     return _remove_labelled(client, lambda _c, cid, labels: labels.get(LABEL_RUN_ID) == run_id and labels.get(
-        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels, anchor=False), dry_run=False)
+        LABEL_REUSE) != "1" and not holds_kept_kernel(cid, labels) and not in_use(labels, anchor=False), dry_run=False,
+        anchor=False)
 
 
 def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerClient | None = None, *,
                           dry_run: bool = False, swept: Collection[str] = ()) -> list[str]:
     """Remove the containers that held kept kernels just swept (``hermes-kernel sweep --kept``),
     each only when no unexpired kept kernel is left in it, it is labelled as made on this hostname
-    and no live process of any run uses it (:func:`in_use`); never by name.
+    and no live process of any run uses it (:func:`in_use`); never by name. A container kept
+    between runs (``--hermes-reuse``) that its record says is claimed or parked stays: its labels
+    name the run that made it, not the one that claimed it since.
 
     :param container_ids: full ids, from the swept kernels' records.
     :param client: docker-py client; ``None`` opens one from the environment.
@@ -238,7 +256,8 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
     if not wanted:
         return []
     return _remove_labelled(client, lambda _c, cid, labels: cid in wanted and not holds_kept_kernel(
-        cid, labels, swept) and not in_use(labels), dry_run=dry_run)
+        cid, labels, swept) and not in_use(labels) and not (labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(
+            cid, labels)), dry_run=dry_run)
 
 
 def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:

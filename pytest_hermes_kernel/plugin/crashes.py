@@ -7,11 +7,14 @@ each worker's pid when it comes up (``pytest_testnodeready``) and, when one goes
 error (``pytest_testnodedown``), kills every process carrying that pid as its kernel host
 (``HERMES_KERNEL_HOST_PID``): on this machine, one started after the worker (an older one names
 an earlier holder of the pid), checked to be the same process right before the
-signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers (docker and the ssh transport's sshd), by pid and start
-time. Kernels on a ``target=`` ssh host end by their orphan timer, and so do those of a worker
-on another machine (``--tx ssh=...``), whose pid names nothing here. xdist names the test the
-worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats it with what was
-reaped. Nothing here touches a live worker's kernels: the pid is that of the dead worker only.
+signal (a filecell runner's kernel dir is removed once it is gone), and in the run's containers
+(docker and the ssh transport's sshd, those claimed from an earlier run with ``--hermes-reuse``
+too), by pid and start time. Kernels on a ``target=`` ssh host end by their orphan timer, and so
+do those of a worker on another machine (``--tx ssh=...``), whose pid names nothing here. xdist
+names the test the worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats
+it with what was reaped, and lists the kernels the worker had kept for post-mortem (from their
+records: the worker's own list went down with it). Nothing here touches a live worker's
+kernels: the pid is that of the dead worker only.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Crashes:
 
     pids: dict[str, int] = field(default_factory=dict)
     started: dict[str, float] = field(default_factory=dict)  # each worker's start, seconds since boot (procs.start_time)
+    ready_at: dict[str, float] = field(default_factory=dict)  # when each worker came up, epoch seconds
     crashed_in: dict[str, list[str]] = field(default_factory=dict)
     reaped: dict[str, int] = field(default_factory=dict)
     containers_removed: int = 0
@@ -146,9 +150,18 @@ def _sum_on_engines(engines: Sequence[str] | None, count: Callable[[Any], int]) 
 
 
 def _reap_on(client: Any, host_pid: int, run_id: str) -> int:
+    """In the run's containers: those labelled with its id, and those kept between runs
+    (``--hermes-reuse``) that it claimed (labelled with the id of the run that made them)."""
+    from ..containers.labels import LABEL_REUSE
+    from ..containers.reuse import claimed_by_run
+
     killed = 0
     # sparse: no inspect per container, so one removed meanwhile cannot end the loop
-    for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}={run_id}"}):
+    for container in client.containers.list(sparse=True, filters={"label": f"{LABEL_RUN_ID}"}):
+        labels = container.attrs.get("Labels") or {}
+        if labels.get(LABEL_RUN_ID) != run_id and not (labels.get(LABEL_REUSE) == "1" and claimed_by_run(
+                container.id, labels, run_id)):
+            continue
         try:
             killed += _reap_in(container, host_pid)
         except Exception:  # noqa: BLE001 - that container went or cannot be asked: the next one
@@ -188,20 +201,38 @@ def pytest_testnodeready(node: Any) -> None:
         pid = crashes.pids[node.gateway.id] = int(node.gateway._rinfo().pid)
     except Exception:  # noqa: BLE001 - without its pid a crashed worker is left to the backstops
         return
+    crashes.ready_at[node.gateway.id] = time.time()
     started = start_time(pid)
     if started is not None:  # else gone already (its death is reported next) or not local: reaped by pid alone
         crashes.started[node.gateway.id] = started
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(optionalhook=True, trylast=True)  # after the worker's counts are merged (plugin.report)
 def pytest_testnodedown(node: Any, error: object | None) -> None:
     crashes = _crashes(node.config)
     pid = crashes.pids.pop(node.gateway.id, None)
     since = crashes.started.pop(node.gateway.id, None)
+    ready_at = crashes.ready_at.pop(node.gateway.id, None)
     if error is None or pid is None:
         return
     engines = node.config.stash[settings_key].docker_hosts
     crashes.reaped[node.gateway.id] = reap_local(pid, since) + reap_in_containers(pid, current_run_id(), engines)
+    if ready_at is not None:
+        _list_kept_by(node.config, pid, ready_at)
+
+
+def _list_kept_by(config: pytest.Config, pid: int, since: float) -> None:
+    """The kernels a crashed worker kept for post-mortem (``--hermes-keep-failed``) go in the
+    summary from their records: the worker's own list of them went down with it."""
+    from ..containers.kept import unexpired
+    from .keep import describe
+    from .report import stats_key
+
+    stats = config.stash[stats_key]
+    listed = "\n".join(stats.kept_lines())  # those its last test's report carried are listed already
+    for record in unexpired():
+        if record.host_pid == pid and record.kept_at >= since and f"kernel {record.kernel_id} " not in listed:
+            stats.kept_elsewhere.append(describe(record, record.locator.get("runner_pid")))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -220,12 +251,19 @@ def remove_unheld_run_containers(run_id: str, engines: Sequence[str] | None = No
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """On the controller, after a run in which workers crashed: a crashed worker never left the
     shared containers (docker host, sshd) it alone held; every worker is down now, so the run's
-    containers that no live process holds are removed (B41)."""
+    containers that no live process holds are removed (B41), and the run's files that only they
+    held (a container kept with ``--hermes-reuse`` stays, for the next run)."""
     crashes = session.config.stash.get(_crashes_key, None)
     if crashes is None or not crashes.reaped:
         return
+    from ..containers.sweep import sweep_run_files_unheld
+
     engines = session.config.stash[settings_key].docker_hosts
     crashes.containers_removed = remove_unheld_run_containers(current_run_id(), engines)
+    try:  # and the run's files they alone held (those of containers kept with --hermes-reuse too)
+        sweep_run_files_unheld(current_run_id())
+    except Exception:  # noqa: BLE001 - best effort: the next sweep removes them
+        pass
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

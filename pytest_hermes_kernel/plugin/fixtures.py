@@ -237,7 +237,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     here, or fails under ``--hermes-require-transports``. Marker transport options (e.g.
     ``container="fresh"``) give the test its own transport instance, closed after it.
     """
-    name = getattr(request, "param", None) or request.config.stash[settings_key].transport[0]
+    name = getattr(request, "param", None) or _leg_outside_the_matrix(request)
     if name == "<none>":
         pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
     marker = kernel_marker(request.node)
@@ -262,6 +262,20 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
             close_transport(transport)
         return
     pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback
+
+
+def _leg_outside_the_matrix(request: pytest.FixtureRequest) -> str:
+    """The transport of a test the matrix did not parametrize: one that asked for a kernel fixture
+    while it ran (``request.getfixturevalue``), after collection. With one transport that is it;
+    with several the test errors: it ran once, on the first, and passed for every leg."""
+    names = request.config.stash[settings_key].transport
+    if len(names) > 1:
+        pytest.fail(f"{request.node.nodeid}: the --hermes-transport matrix ({', '.join(names)}) runs a test once per "
+                    "transport, but this test asked for its kernel fixture while it ran (request.getfixturevalue), "
+                    f"after the matrix was made: it would run on {names[0]} alone. Hint: name hermes_kernel (or "
+                    "hermes_kernel_factory, hermes_registry, hermes_transport) in the arguments of the test or of "
+                    "its fixture", pytrace=False)
+    return names[0]
 
 
 @pytest.fixture

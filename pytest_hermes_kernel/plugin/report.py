@@ -1,7 +1,9 @@
 """Report header, per-test outcome tracking and the end-of-run kernel summary (xdist-aware).
 
 Under pytest-xdist each worker keeps its own counts and sends them to the controller in
-``config.workeroutput`` when it finishes; the controller adds them up before printing.
+``config.workeroutput`` when it finishes; the controller adds them up before printing. A worker
+also sends its counts so far with each test's teardown report: one that crashes never finishes,
+and its counts up to its last test still reach the summary.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from ..kernel.interface import Kernel
 
 phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
+#: On the xdist controller: each worker's counts as its last teardown report carried them.
+_sent_key = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
 class KernelStats:
@@ -126,7 +130,16 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
     item.stash.setdefault(phase_report_key, {})[rep.when] = rep
+    if rep.when == "teardown" and hasattr(item.config, "workeroutput"):  # see the module docstring
+        rep.hermes_stats = item.config.stash[stats_key].as_dict()  # type: ignore[attr-defined]
     return rep
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """On the xdist controller: keep the counts a worker's report carried (xdist names the worker)."""
+    data, node = getattr(report, "hermes_stats", None), getattr(report, "node", None)
+    if isinstance(data, dict) and node is not None:
+        node.config.stash.setdefault(_sent_key, {})[node.gateway.id] = data
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -150,7 +163,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    data = getattr(node, "workeroutput", {}).get("hermes_stats")
+    sent = node.config.stash.get(_sent_key, {}).pop(node.gateway.id, None)
+    data = getattr(node, "workeroutput", {}).get("hermes_stats") or sent  # a crashed worker sent no final counts
     if data:
         node.config.stash[stats_key].merge(data)
 

@@ -123,3 +123,45 @@ def test_bad_marker_errors_the_test_that_has_it(pytester, run):
         "*ERROR at setup of test_tools_not_a_dict[[]local[]]*",
         "test_bad.py::test_tools_not_a_dict[[]local[]]: bad hermes_kernel marker: tools must be a dict*",
     ])
+
+
+DYNAMIC_CONFTEST = """
+from pytest_hermes_kernel.transports import register_transport
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+
+class Mirror(LocalTransport):
+    pass
+
+
+register_transport("mirror", Mirror)  # a second transport name, as a backend would add one
+"""
+
+DYNAMIC_TESTS = """
+import pytest
+
+@pytest.fixture
+def kernel_asked_late(request):
+    return request.getfixturevalue("hermes_kernel")
+
+def test_late(kernel_asked_late, request):
+    print(f"RAN {request.node.name} on {type(kernel_asked_late.transport).__name__}")
+"""
+
+
+def test_a_kernel_asked_for_while_the_test_runs_never_takes_one_leg_for_the_whole_matrix(pytester, run):
+    # request.getfixturevalue("hermes_kernel") is outside the matrix's parametrization: the test ran
+    # once, on the first transport, and passed as if for every leg
+    pytester.makeconftest(DYNAMIC_CONFTEST)
+    pytester.makepyfile(test_late=DYNAMIC_TESTS)
+
+    matrix = run("-s", "--hermes-transport=local,mirror")
+
+    matrix.assert_outcomes(errors=1)
+    matrix.stdout.fnmatch_lines([
+        "test_late.py::test_late: the --hermes-transport matrix (local, mirror) runs a test once per transport*"
+        "request.getfixturevalue*it would run on local alone*Hint: name hermes_kernel*"])
+    assert "RAN" not in matrix.stdout.str()
+    one = run("-s", "--hermes-transport=mirror")  # one transport: nothing to miss
+    one.assert_outcomes(passed=1)
+    one.stdout.fnmatch_lines(["*RAN test_late on Mirror"])

@@ -248,6 +248,20 @@ def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run,
     assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
 
 
+def test_under_xdist_a_kernel_kept_by_a_worker_that_crashed_later_is_still_listed(pytester, run, kept_env):
+    # the worker's list of kept kernels went down with it: the run said nothing of a kernel left alive for an hour
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_keep=FAILING_TEST + "\n\ndef test_then_crashes():\n    import os\n    os._exit(1)\n")
+
+    result = run("-n", "1", "--hermes-keep-failed")
+
+    result.assert_outcomes(failed=2)
+    kid, pid = kept_kernel(pytester)
+    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
+                                 f"    hermes-kernel exec {kid} *"])
+    assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
 def test_a_second_command_on_a_kept_kernel_in_use_is_refused_and_the_kernel_survives(pytester, run, kept_env):
     """``hermes-kernel attach`` open in one terminal, ``exec`` in another: the second attach took
     the runner's one client link from the first, whose next cell then saw its stream end, read it

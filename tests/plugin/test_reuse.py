@@ -90,6 +90,17 @@ def test_own_limits(hermes_kernel, hermes_transport):
 
 def test_leaks_a_process(hermes_kernel):
     hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '600'], start_new_session=True)")
+
+
+def test_crashes_holding_a_kernel(hermes_kernel, hermes_transport):
+    write_facts(hermes_transport)
+    os._exit(1)
+
+
+def test_fails_and_is_kept(hermes_kernel, hermes_transport):
+    hermes_kernel.execute("kept = 'still here'")
+    write_facts(hermes_transport, kept_kernel=hermes_kernel.kernel_id)
+    assert False, "keep my kernel"
 """
 
 
@@ -267,6 +278,57 @@ def test_the_leak_check_still_reports_everything_but_the_kept_containers(runs: R
     assert "remote kernel process" in text and "sleep 600" in text  # the leaked process is reported
     assert "no live process holds it" not in text  # the containers kept (one parked mid-run) are not
     assert len(runs.containers()) == 2
+
+
+def test_a_run_whose_workers_crashed_leaves_no_run_files_and_its_containers_for_the_next_run(runs: Runs) -> None:
+    # the controller removed nothing of a run whose only users crashed: its run dir stayed behind
+    pytest.importorskip("xdist")
+    crashed = runs.run("crashed", "--hermes-reuse", "-n", "1", select="crashes_holding")
+    assert "crashed while running" in output_of(crashed)
+    used = {t: f["container"] for t, f in runs.facts("crashed").items()}
+    assert runs.leftovers() == [], "the run left its run dir"
+    after = runs.run("after", "--hermes-reuse")
+    assert after.ret == 0 and {t: f["container"] for t, f in runs.facts("after").items()} == used, output_of(after)
+
+
+def test_a_container_holding_a_kept_kernel_is_not_claimed_by_the_next_run(runs: Runs) -> None:
+    # the next run with reuse claimed it and cleared it: the kept kernel the summary offered was killed
+    keeps = runs.run("keeps", "--hermes-reuse", "--hermes-keep-failed", select="fails_and_is_kept")
+    keeps.assert_outcomes(failed=2)
+    kept = runs.facts("keeps")
+    after = runs.run("after", "--hermes-reuse")
+    assert after.ret == 0, output_of(after)
+    for transport, fact in kept.items():
+        assert runs.facts("after")[transport]["container"] != fact["container"], f"{transport}: claimed"
+        answer = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "exec", str(fact["kept_kernel"]),
+                                 "kept"], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+        assert answer.returncode == 0 and "still here" in answer.stdout, (transport, answer.stdout, answer.stderr)
+
+
+def test_a_sweep_leaves_a_claimed_container_alone_when_a_kernel_kept_in_it_earlier_is_swept(runs: Runs) -> None:
+    # the sweep of the expired kept kernel judged its container by the first run's labels (that
+    # run's host and state file are gone) and removed it under the run that had claimed it since
+    keeps = runs.run("keeps", "--hermes-reuse", "--hermes-keep-failed", "--hermes-keep-failed-ttl=1",
+                     select="fails_and_is_kept", transports="docker")
+    keeps.assert_outcomes(failed=1)
+    cid = str(runs.facts("keeps")["docker"]["container"])
+    assert _eventually(lambda: _marked_processes(cid) == "", 30.0), "the kept kernel outlived its TTL"
+    results: dict[str, pytest.RunResult] = {}
+    later = threading.Thread(target=lambda: results.update(later=runs.run("later", "--hermes-reuse", transports="docker",
+                                                                          wait_for="swept")))
+    later.start()
+    try:
+        assert _eventually(lambda: "docker" in runs.facts("later"), RUN_TIMEOUT_S), "the later run never started"
+        assert runs.facts("later")["docker"]["container"] == cid  # claimed: its kept kernel expired
+        dry = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "--dry-run", "kept",
+                              "containers"], capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    finally:
+        with runs.out.open("a") as fh:
+            fh.write(json.dumps({"run": "swept", "transport": "none"}) + "\n")
+        later.join(RUN_TIMEOUT_S * 2)
+    assert dry.returncode == 0 and "would remove kept kernel" in dry.stdout, (dry.stdout, dry.stderr)
+    assert f"container {cid[:12]}" not in dry.stdout, dry.stdout
+    assert results["later"].ret == 0, output_of(results["later"])
 
 
 def test_two_runs_at_once_never_share_a_container(runs: Runs) -> None:

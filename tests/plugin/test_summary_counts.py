@@ -143,3 +143,31 @@ def test_the_summary_names_the_kernels_whose_shutdown_was_not_confirmed(pytester
     result.stdout.fnmatch_lines(["kernels started: 3; *",
                                  "shutdowns not confirmed: 2 kernels (*, *): not seen gone (a paused or unreachable "
                                  "host): may still run until the orphan timer ends it"])
+
+
+CRASH_AFTER_A_LEAK = """
+import os
+
+def test_leaks(hermes_kernel_factory):
+    k = hermes_kernel_factory()
+    k.execute("import subprocess; subprocess.Popen(['sleep', '30'], start_new_session=True)")
+
+def test_crashes():
+    os._exit(1)
+
+def test_after(hermes_kernel):
+    assert hermes_kernel.execute("1").ok
+"""
+
+
+def test_under_xdist_the_summary_still_counts_what_a_worker_saw_before_it_crashed(pytester: pytest.Pytester,
+                                                                                   run) -> None:  # type: ignore[no-untyped-def]
+    # a worker sent its counts only at its session end: one that crashed took them along, and the
+    # summary said one kernel started and no leak where its tests had reported one
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_crash=CRASH_AFTER_A_LEAK)
+
+    result = run("-n", "1", "--hermes-leak-grace=0.5")
+
+    result.assert_outcomes(passed=2, failed=1, warnings=1)
+    result.stdout.fnmatch_lines(["kernels started: 2; *", "leaks found: kernel process=1"])

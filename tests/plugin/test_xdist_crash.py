@@ -20,6 +20,7 @@ import uuid
 
 import pytest
 
+from pytest_hermes_kernel.containers.rundir import run_dir_path
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.filecell.transport import DEFAULT_ROOT
 from tests.support import wait_until
@@ -90,6 +91,8 @@ def test_crashed_workers_are_blamed_right_and_their_kernels_reaped(pytester: pyt
     finally:
         client.close()
     assert not left, f"containers of the run left behind: {[c.short_id for c in left]}"
+    # and their run files (the state file; an sshd's private key): the controller lives, it held them
+    assert not os.path.exists(run_dir_path(run_id)), f"the run's files were left: {os.listdir(run_dir_path(run_id))}"
     assert "container(s) of this run that only crashed workers held removed" in out, out[-3000:]
     for nodeid in ("test_inner.py::test_a[filecell]", "test_inner.py::test_a[docker]",
                    "test_inner.py::test_c[filecell]"):
@@ -148,3 +151,40 @@ def test_the_controller_reaps_a_dead_workers_kernels_inside_the_runs_containers(
     finally:
         kernel.shutdown()
         transport.close()
+
+
+def test_the_controller_reaps_a_dead_workers_kernels_inside_a_container_claimed_from_an_earlier_run(
+        docker_ready: None, tmp_path) -> None:
+    """With ``--hermes-reuse`` the run's docker container may be one an earlier run made and parked:
+    its labels name that run, not this one. The scan by the run's id label skipped it, and a
+    crashed worker's kernels in it ran on (the summary said 0 reaped) where the host cannot see them."""
+    from pytest_hermes_kernel import KernelHandle
+    from pytest_hermes_kernel.containers.reuse import ReusePolicy
+    from pytest_hermes_kernel.plugin.crashes import reap_in_containers
+    from pytest_hermes_kernel.transports import make_transport
+
+    policy = ReusePolicy(directory=str(tmp_path))
+    earlier, now = f"earlier-{uuid.uuid4().hex[:12]}", f"now-{uuid.uuid4().hex[:12]}"
+    first = make_transport("docker", server=False, reuse=policy, run_id=earlier)
+    try:
+        KernelHandle(first).start().shutdown()
+        parked = first.container_id
+    finally:
+        first.close()  # the run's last user: the container is parked
+    transport = make_transport("docker", server=False, reuse=policy, run_id=now)
+    try:
+        kernel = KernelHandle(transport).start()
+        try:
+            assert kernel.execute("1").ok and transport.container_id == parked  # claimed, labelled by `earlier`
+
+            killed = reap_in_containers(os.getpid(), now)
+
+            assert killed >= 1, "the kernel's runner in the claimed container must be found and killed"
+            wait_until(lambda: not transport.alive(kernel.launched), 5.0, what="the reaped kernel's runner to be gone")
+        finally:
+            kernel.shutdown()
+    finally:
+        transport.close()
+        from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+        remove_container(parked)
