@@ -333,10 +333,11 @@ class FaultingKernel:
             return None
         if spec.after_cell is not None:
             trigger, cell = f"after_cell={spec.after_cell}", spec.after_cell
-            why = (f"it fires once cell {cell} has returned, before the next, and the test ran "
-                   f"{self.cells} cell{'s' if self.cells != 1 else ''}")
+            at_end = spec.kind == "host_sigkill"  # (it also fires at the test's end after cell N)
+            why = (f"it fires once cell {cell} has returned, before the next{' or at the test end' * at_end}, and "
+                   f"the test ran {self.cells} cell{'s' if self.cells != 1 else ''}")
             hint = (f"run a cell after cell {cell} (it shows the fault), or use during_cell={cell}"
-                    if self.cells == cell else f"run at least {cell + 1} cells")
+                    if self.cells == cell else f"run at least {cell if at_end else cell + 1} cells")
         else:
             trigger, cell = f"during_cell={spec.during_cell}", spec.during_cell
             if self.cells < cell:

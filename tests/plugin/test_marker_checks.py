@@ -241,6 +241,11 @@ def test_two_cells_of_three(hermes_kernel):
     hermes_kernel.execute("1")
     hermes_kernel.execute("2")
 
+@pytest.mark.hermes_host_sigkill(after_cell=3)
+def test_two_cells_of_three_before_a_host_kill(hermes_kernel):
+    hermes_kernel.execute("1")
+    hermes_kernel.execute("2")
+
 @pytest.mark.hermes_kernel_sigkill(during_cell=1, delay=5)
 def test_a_cell_shorter_than_the_delay(hermes_kernel):
     hermes_kernel.execute("1")
@@ -259,7 +264,7 @@ def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pyte
 
     result = run("--hermes-transport=docker", "-p", "no:randomly")
 
-    result.assert_outcomes(passed=4, errors=3)
+    result.assert_outcomes(passed=5, errors=4)
     result.stdout.fnmatch_lines([
         "*ERROR at teardown of test_one_cell_only*",
         "@pytest.mark.hermes_kernel_sigkill(after_cell=1) never fired: it fires once cell 1 has returned, before the "
@@ -267,6 +272,9 @@ def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pyte
         "fault), or use during_cell=1",
         "*ERROR at teardown of test_two_cells_of_three*",
         "@pytest.mark.hermes_transport_drop(after_cell=3) never fired:*the test ran 2 cells*Hint: run at least 4 cells",
+        "*ERROR at teardown of test_two_cells_of_three_before_a_host_kill*",  # a host kill also fires at the end
+        "@pytest.mark.hermes_host_sigkill(after_cell=3) never fired:*or at the test end*the test ran 2 cells*Hint: run "
+        "at least 3 cells",
         "*ERROR at teardown of test_a_cell_shorter_than_the_delay*",
         "@pytest.mark.hermes_kernel_sigkill(during_cell=1) never fired: cell 1 ended before the 5 s delay was over*"],
         consecutive=False)
