@@ -211,6 +211,9 @@ def find(kernel_id: str, directory: str | None = None) -> KeptKernel:
     exact = [r for r in matches if r.kernel_id == kernel_id]
     if len(exact) == 1 or len(matches) == 1:
         return (exact or matches)[0]
+    if not kernel_id.strip():
+        raise ConfigError(f"an empty kernel id ({kernel_id!r}) names no kept kernel. Hint: `hermes-kernel ls --ids` "
+                          "lists the kept kernels' ids")
     if not matches:
         raise ConfigError(f"no kept kernel {kernel_id!r}. Hint: `hermes-kernel ls` lists the kept kernels")
     raise ConfigError(f"{kernel_id!r} names {len(matches)} kept kernels: give more of the id")

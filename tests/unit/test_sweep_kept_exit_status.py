@@ -36,3 +36,17 @@ def test_a_dry_run_or_a_sweep_that_ended_everything_succeeds(private_tmp, capsys
     assert f"would remove kept kernel {'b' * 32}" in capsys.readouterr().out
     kept.remove("b" * 32)
     assert main(["sweep", "--kept"]) == 0
+
+
+@pytest.mark.parametrize("command", [["sweep", "--kept", "--kernel", ""], ["exec", "  ", "1"]], ids=["sweep", "exec"])
+def test_an_empty_kernel_id_is_refused_as_empty_and_ends_nothing(private_tmp, capsys, command):
+    kept.save(record("c" * 32, "gone-plugin"))
+
+    try:
+        code = main(command)
+    except SystemExit as usage_error:  # (sweep's --kernel is refused as argparse refuses a usage)
+        code = usage_error.code
+
+    err = capsys.readouterr().err
+    assert code == 2 and "an empty kernel id" in err and "hermes-kernel ls --ids" in err, err
+    assert [r.kernel_id for r in kept.load_all()] == ["c" * 32]
