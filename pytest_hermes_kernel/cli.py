@@ -117,9 +117,9 @@ ENGINE_HINT = ("start a docker engine (`sudo systemctl start docker`, or `sudo d
 def _check_docker(engines: Engines = (None,)) -> Check:
     """The docker transport on each engine (``None``: the environment's, ``DOCKER_HOST``)."""
     found = [(*_check_docker_engine(url), url) for url in engines]
-    bad = [why for ok, why, _url in found if not ok]
-    if bad:
-        return Check("docker", False, "; ".join(bad), ENGINE_HINT if _docker_sdk_installed() else SDK_HINT)
+    said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
+    if not all(ok for ok, _why, _url in found):
+        return Check("docker", False, "; ".join(said), ENGINE_HINT if _docker_sdk_installed() else SDK_HINT)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
 
 

@@ -44,3 +44,19 @@ def test_the_hint_without_the_docker_sdk_says_which_extra_to_install(no_engine, 
     assert "the docker SDK is not installed" in out
     assert hint_of(out) == ("Hint: pip install 'pytest-hermes-kernel[docker]' (the docker SDK), "
                             "then run `hermes-kernel doctor` again")
+
+
+def test_with_several_engines_the_one_line_names_those_that_answer_too(tmp_path, capsys, monkeypatch):
+    from pytest_hermes_kernel import cli
+
+    answers = {"unix:///good.sock": (True, "docker engine 28.0 at unix:///good.sock")}
+    monkeypatch.setattr(cli, "_check_docker_engine",
+                        lambda url=None: answers.get(url, (False, f"the docker engine at {url} did not answer")))
+    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present"))
+
+    assert main(["doctor", "docker", "--docker-hosts", f"unix:///good.sock,unix://{tmp_path}/gone.sock"]) == 1
+
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.startswith("docker") and " NO " in line, line
+    assert f"unix://{tmp_path}/gone.sock did not answer" in line, line
+    assert "docker engine 28.0 at unix:///good.sock (this one answers)" in line, line
