@@ -34,3 +34,20 @@ def test_a_remote_kernels_cwd_that_cannot_be_entered_is_named_without_a_tracebac
     text = str(exc.value)
     assert f"cannot enter the working directory cwd={cwd!r}" in text and text.endswith(f": {why}"), text
     assert "Traceback" not in text and "python" not in text, text
+
+
+@pytest.mark.parametrize("cwd, why", [("no-such-dir", "No such file or directory"),
+                                      ("/etc/hostname", "Not a directory")])
+def test_a_filecell_kernels_cwd_that_cannot_be_entered_fails_its_start_naming_it(cwd, why):
+    """Seen: ``start_kernel("filecell", cwd="tmp")`` started, and every cell then ``died`` with
+    ``exit_code=70`` naming nothing (each worker failed to enter the directory at its start)."""
+    transport = make_transport("filecell")
+    try:
+        with pytest.raises(KernelStartError) as exc:
+            start_kernel(transport, cwd=cwd)
+    finally:
+        transport.close()
+
+    text = str(exc.value)
+    assert f"cannot enter the working directory cwd={cwd!r}" in text and text.endswith(f": {why}"), text
+    assert "Traceback" not in text and "Hint" not in text, text

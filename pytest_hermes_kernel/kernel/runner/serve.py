@@ -89,6 +89,31 @@ def _daemonize(config: dict[str, Any]) -> None:
     write_pidfile(config)
 
 
+#: Exit status of a runner that cannot enter its kernel's working directory (EX_SOFTWARE, as a
+#: worker's own start failure).
+CWD_FAILED = 70
+
+
+def enter_cwd(config: dict[str, Any]) -> None:
+    """Enter the config's ``cwd`` now, before the launch's exec returns, and make it absolute for
+    the worker (which enters it again). Its error goes out on stderr in one line naming it, as a
+    forked kernel's does: the launch fails with it, where it ended each cell's worker at its start
+    (``exit_code=70``, naming nothing) behind a start that said the kernel was up.
+
+    :raises SystemExit: (status :data:`CWD_FAILED`) if the directory cannot be entered.
+    """
+    cwd = config.get("cwd")
+    if not cwd:
+        return
+    try:
+        os.chdir(cwd)
+        config["cwd"] = os.getcwd()
+    except OSError as exc:
+        sys.stderr.write(f"hermes-kernel runner: cannot enter the working directory cwd={cwd!r}: {exc.strerror}\n")
+        sys.stderr.flush()
+        raise SystemExit(CWD_FAILED) from None
+
+
 def std_fds_open() -> None:
     """Put ``/dev/null`` on each of fds 0, 1 and 2 that is closed (each ``open`` takes the
     lowest free number: the first closed one)."""
@@ -104,6 +129,7 @@ def serve_listen(path: str) -> None:
     std_fds_open()
     config = read_config()
     config["listen"] = path
+    enter_cwd(config)
     listener = bind_listener(path)
     _daemonize(config)
     become_subreaper()  # the daemon, not the parent that exits (a fork does not inherit it)

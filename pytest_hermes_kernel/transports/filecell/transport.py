@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import secrets
 from typing import Any, ClassVar
 
@@ -54,6 +55,8 @@ _MAX_ROOT_CHARS = 70
 _EXECUTE_SLACK_S = 15.0
 #: Seconds past its own timeout that the transport waits for a backend's execute to return.
 EXECUTE_OVERRUN_S = 10.0
+#: The runner's line for a cwd it cannot enter (``serve.enter_cwd``); group 1: the reason.
+_CWD_REFUSED = re.compile(r"hermes-kernel runner: cannot enter the working directory cwd=.*?: ([^\n]+)")
 #: Timeouts of the short commands: a liveness probe (or cleanup, log), a kill, a frame drop.
 PROBE_TIMEOUT_S, KILL_TIMEOUT_S, DROP_TIMEOUT_S = 15.0, 20.0, 30.0
 
@@ -161,6 +164,10 @@ class FileCellTransport(Transport):
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
+            refused = _CWD_REFUSED.search(out)
+            if refused:  # the runner's own line (serve.enter_cwd): said as the other transports say it
+                raise KernelStartError(f"filecell transport: cannot enter the working directory cwd={spec.cwd!r} "
+                                       f"through {self.backend!r}: {refused.group(1)}")
             hint = (f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
                     "the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
                     "command's output (what it may have started was ended)")
