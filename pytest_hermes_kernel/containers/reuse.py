@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
-from .kept import exempt_container_ids
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role
 from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
@@ -148,6 +147,8 @@ class ReuseStore:
             a container it refuses is removed (``remove``) with its record, and the next one tried.
         :returns: the recorded resource (``{"container_id": ..., ...}``), or ``None``: start one.
         """
+        from .kept import exempt_container_ids  # here: the plugin loads this module at every pytest start
+
         while True:
             with self._locked() as records:
                 kept = exempt_container_ids(self._directory)

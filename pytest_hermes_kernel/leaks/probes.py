@@ -8,6 +8,7 @@ with :func:`register_probe`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import threading
@@ -317,6 +318,11 @@ def threads() -> Snapshot:
             if t.ident is not None and t.is_alive() and not t.name.startswith(SHARED_THREAD_PREFIX)}
 
 
+#: An arena of ``multiprocessing``'s shared heap (``multiprocessing.heap``: ``Value``, ``Array``),
+#: which it keeps open, unlinked, for the process's life and reuses: no test's leak.
+_MP_HEAP_ARENA = re.compile(r"/dev/shm/pym-\d+-\w+ \(deleted\)$")
+
+
 def file_descriptors() -> Snapshot:
     """Open pipes and files of the test process (sockets are left out: client pools keep them;
     devices too, but not a file in ``/dev/shm``: a shared memory segment never closed)."""
@@ -332,7 +338,8 @@ def file_descriptors() -> Snapshot:
             continue
         if target.startswith(("pipe:", "/")) and (target.startswith("/dev/shm/")
                                                   or not target.startswith(("/dev/", "/proc/"))):
-            out[f"fd:{name}:{target}"] = f"fd {name} -> {target}"
+            if not _MP_HEAP_ARENA.match(target):
+                out[f"fd:{name}:{target}"] = f"fd {name} -> {target}"
     return out
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError, WatchdogPolicy
 from pytest_hermes_kernel.transports.filecell import scripts
-from pytest_hermes_kernel.transports import get_transport
+from pytest_hermes_kernel.transports import close_transport, get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.ssh_exec import SshExecBackend
 from pytest_hermes_kernel.kernel.contract import Launched
@@ -86,8 +86,10 @@ def backend(request: pytest.FixtureRequest) -> CountingBackend:
 
 
 @pytest.fixture
-def transport(backend: CountingBackend) -> FileCellTransport:
-    return FileCellTransport(backend)
+def transport(backend: CountingBackend) -> Iterator[FileCellTransport]:
+    made = FileCellTransport(backend)
+    yield made
+    close_transport(made)  # probed once more, then no later test's leak check asks it (its backend is the run's)
 
 
 @pytest.fixture
