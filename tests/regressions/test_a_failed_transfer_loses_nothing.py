@@ -138,20 +138,11 @@ def test_a_local_file_gone_during_an_upload_is_an_error_naming_it(hermes_kernel:
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A local file removed after the tree was listed: a bare FileNotFoundError (over ssh, a
     FileTransferError that named the kernel's path); now the local file, and nothing is left."""
-    from pytest_hermes_kernel.kernel import transfer
-
     src = tmp_path / "src"
     src.mkdir()
     for name in "abc":
         (src / name).write_text(name)
-    local_entries = transfer.local_entries
-
-    def list_then_remove(root: Path) -> object:
-        listed = local_entries(root)
-        (src / "b").unlink()
-        return listed
-
-    monkeypatch.setattr(transfer, "local_entries", list_then_remove)
+    _removed_once_listed(monkeypatch, src / "b")
     with pytest.raises(FileTransferError) as info:
         hermes_kernel.upload(src, "up")
     assert info.value.path == str(src / "b") and "No such file" in str(info.value)
@@ -286,22 +277,27 @@ def test_a_working_dir_gone_is_named(hermes_kernel_factory: Any, tmp_path: Path)
 def test_a_failed_upload_takes_back_the_parent_dirs_it_made(hermes_kernel: KernelHandle, tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """``upload(..., "new/deeper/up")`` made ``new/deeper`` in the kernel, and left them when it failed."""
-    from pytest_hermes_kernel.kernel import transfer
-
     ok(hermes_kernel, "import os\nos.makedirs('kept')")
     src = tmp_path / "src"
     src.mkdir()
     (src / "a").write_text("a")
-    local_entries = transfer.local_entries
-
-    def list_then_remove(root: Path) -> object:
-        listed = local_entries(root)
-        (src / "a").unlink()
-        return listed
-
-    monkeypatch.setattr(transfer, "local_entries", list_then_remove)
+    _removed_once_listed(monkeypatch, src / "a")
     for destination in ("new/deeper/up", "kept/new/up"):
         (src / "a").write_text("a")
         with pytest.raises(FileTransferError):
             hermes_kernel.upload(src, destination)
     assert ok(hermes_kernel, "'new' in os.listdir('.'), os.listdir('kept')") == "(False, [])"
+
+
+def _removed_once_listed(monkeypatch: pytest.MonkeyPatch, victim: Path) -> None:
+    """Remove ``victim`` right after the upload lists its local tree (a file gone mid-upload)."""
+    from pytest_hermes_kernel.kernel import transfer
+
+    local_entries = transfer.local_entries
+
+    def list_then_remove(root: Path) -> object:
+        listed = local_entries(root)
+        victim.unlink()
+        return listed
+
+    monkeypatch.setattr(transfer, "local_entries", list_then_remove)

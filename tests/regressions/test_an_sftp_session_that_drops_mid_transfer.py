@@ -9,7 +9,6 @@ The test has an sshd container of its own (its own ``run_id``): other tests keep
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,9 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel.errors import FileTransferError
-from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.ssh.files import SftpFiles
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
-from tests.support import wait_until
+from tests.support import transport_of_its_own, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -28,10 +26,9 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 @pytest.fixture
 def own_sshd() -> Iterator[SshTransport]:
     """An ssh transport with an sshd container of its own (removed when it closes)."""
-    transport = make_transport("ssh", run_id=f"test-{uuid.uuid4().hex}")
-    assert isinstance(transport, SshTransport)
-    yield transport
-    transport.close()
+    with transport_of_its_own("ssh", server=True) as transport:
+        assert isinstance(transport, SshTransport)
+        yield transport
 
 
 def test_a_download_whose_sftp_session_drops_is_an_error_naming_the_file(own_sshd: SshTransport, start: Any,
