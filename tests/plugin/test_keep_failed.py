@@ -235,6 +235,14 @@ def test_without_the_flag_a_failed_tests_kernel_is_shut_down(pytester, run, kept
     assert "kept for post-mortem" not in result.stdout.str() and records(kept_env) == []
 
 
+def _listed_and_reachable(pytester, result) -> None:
+    """The run's summary names the kept kernel of ``test_fails`` and it answers ``hermes-kernel exec``."""
+    kid, pid = kept_kernel(pytester)
+    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
+                                 f"    hermes-kernel exec {kid} *"])
+    assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+
+
 def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run, kept_env):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_keep=FAILING_TEST)
@@ -242,10 +250,7 @@ def test_under_xdist_the_controller_lists_kernels_kept_by_workers(pytester, run,
     result = run("-n", "1", "--hermes-keep-failed")
 
     result.assert_outcomes(failed=1)
-    kid, pid = kept_kernel(pytester)
-    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
-                                 f"    hermes-kernel exec {kid} *"])
-    assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+    _listed_and_reachable(pytester, result)
 
 
 def test_under_xdist_a_kernel_kept_by_a_worker_that_crashed_later_is_still_listed(pytester, run, kept_env):
@@ -256,10 +261,7 @@ def test_under_xdist_a_kernel_kept_by_a_worker_that_crashed_later_is_still_liste
     result = run("-n", "1", "--hermes-keep-failed")
 
     result.assert_outcomes(failed=2)
-    kid, pid = kept_kernel(pytester)
-    result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
-                                 f"    hermes-kernel exec {kid} *"])
-    assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
+    _listed_and_reachable(pytester, result)
 
 
 def test_a_second_command_on_a_kept_kernel_in_use_is_refused_and_the_kernel_survives(pytester, run, kept_env):
