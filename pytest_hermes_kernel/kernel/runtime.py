@@ -14,11 +14,12 @@ bring a kernel up and what the next cell reports.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import KernelShutdownError, KernelStartError, TransportLostError
+from ..errors import ConfigError, KernelShutdownError, KernelStartError, TransportLostError
 from . import census
 from .channel import ChannelClosed
 from .contract import Launched, LaunchSpec, Transport
@@ -139,8 +140,8 @@ class KernelRuntime:
         return note
 
     def _connect(self) -> dict[str, Any]:
-        link = RunnerLink.launch(self.transport, launch_spec(self.kernel_id, self.token, self.options),
-                                 token=self.token)
+        spec = launch_spec(self.kernel_id, self.token, self.options, here=self.transport.runs_on_this_host)
+        link = RunnerLink.launch(self.transport, spec, token=self.token)
         self.link = link  # before the hello: a shutdown meanwhile finds the runner and ends it
         try:
             return link.hello(self.options.start_timeout)
@@ -333,11 +334,14 @@ class KernelRuntime:
                         note=why if confirmed else f"{why}; the kill was not confirmed: it may still run")
 
 
-def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:
+def launch_spec(kernel_id: str, token: str, o: KernelOptions, *, here: bool = True) -> LaunchSpec:
     """What a transport needs to start a runner: its config, scrubbed environment, cwd, python.
 
     :param token: the attach token; it travels in the config (the runner's stdin), never argv.
+    :param here: the kernel runs on this machine: a relative ``cwd`` is the caller's subdirectory.
+    :raises ConfigError: for a relative ``cwd`` of a kernel elsewhere (see :func:`kernel_cwd`).
     """
+    o = o if not o.cwd or os.path.isabs(o.cwd) else dataclasses.replace(o, cwd=kernel_cwd(o.cwd, here))
     env = scrub_env(os.environ, allow=o.env_allow, keep_all=o.inherit_env, extra={
         "PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1",
         "HERMES_KERNEL_ID": kernel_id, "HERMES_KERNEL_HOST_PID": str(os.getpid()), **o.env})
@@ -347,3 +351,17 @@ def launch_spec(kernel_id: str, token: str, o: KernelOptions) -> LaunchSpec:
               "oom_counter_file": o.oom_counter_file, "cgroup_procs": o.cgroup_procs}
     return LaunchSpec(kernel_id=kernel_id, config=config, env=env, cwd=o.cwd, python=o.python,
                       start_timeout=o.start_timeout)
+
+
+def kernel_cwd(cwd: str, here: bool) -> str:
+    """A relative ``cwd``, entered once by the runner and its workers alike: under the caller's
+    working directory when the kernel runs on this machine (as ``subprocess`` reads it); a kernel
+    elsewhere has no such directory (its runner and each worker entered it in turn: the first
+    cell died, ``exit_code=70``), so there it is refused.
+
+    :raises ConfigError: if the kernel does not run on this machine.
+    """
+    if here:
+        return os.path.abspath(cwd)
+    raise ConfigError(f"cwd={cwd!r} is relative: give an absolute path on the kernel's host (a kernel that does not "
+                      "run on this machine has no directory of the caller's to resolve it against)")

@@ -36,7 +36,7 @@ def test_a_remote_kernels_cwd_that_cannot_be_entered_is_named_without_a_tracebac
     assert "Traceback" not in text and "python" not in text, text
 
 
-@pytest.mark.parametrize("cwd, why", [("no-such-dir", "No such file or directory"),
+@pytest.mark.parametrize("cwd, why", [("/nonexistent/dir", "No such file or directory"),
                                       ("/etc/hostname", "Not a directory")])
 def test_a_filecell_kernels_cwd_that_cannot_be_entered_fails_its_start_naming_it(cwd, why):
     """Seen: ``start_kernel("filecell", cwd="tmp")`` started, and every cell then ``died`` with
