@@ -64,3 +64,75 @@ def test_output_that_arrives_with_the_close_is_kept() -> None:
     backend = SshExecBackend(lambda: conn)
 
     assert backend.execute("echo 18", 10.0) == (0, "18\n")
+
+
+class StatusBeforeOutput:
+    """An exec channel whose exit status came first and whose output and EOF come ``late_s``
+    later (sshd sent the status as it reaped the command; paramiko's thread, starved on a loaded
+    machine, had not yet put the data it read after it into the channel)."""
+
+    def __init__(self, output: bytes, late_s: float) -> None:
+        import os
+        import threading
+        import time
+
+        self._output, self._due = output, time.monotonic() + late_s
+        self._err, self._taken = b"1234\n", False
+        self._r, self._w = os.pipe()  # never written: select on the channel just waits
+        self.closed, self.exit_status = False, 0
+        self.status_event = threading.Event()
+        self.status_event.set()
+
+    def _arrived(self) -> bool:
+        import time
+
+        return time.monotonic() >= self._due
+
+    @property
+    def eof_received(self) -> bool:
+        return self._arrived()
+
+    def fileno(self) -> int:
+        return self._r
+
+    def recv_ready(self) -> bool:
+        return self._arrived() and not self._taken
+
+    def recv(self, n: int) -> bytes:
+        self._taken = True
+        return self._output
+
+    def recv_stderr_ready(self) -> bool:
+        return bool(self._err)
+
+    def recv_stderr(self, n: int) -> bytes:
+        data, self._err = self._err, b""
+        return data
+
+    def exit_status_ready(self) -> bool:
+        return True
+
+    def sendall(self, data: bytes) -> None:
+        pass
+
+    def shutdown_write(self) -> None:
+        pass
+
+    def close(self) -> None:
+        import os
+
+        if not self.closed:
+            os.close(self._r)
+            os.close(self._w)
+        self.closed = True
+
+
+def test_output_that_comes_after_the_exit_status_is_waited_for_until_eof() -> None:
+    """Seen in a fresh install's full run: ``(0, '')`` for ``sleep 0.5; echo 10``, a success with
+    its output lost: the reader stopped 0.2 s after the exit status once nothing more came, before
+    the output and EOF that followed it. It now waits for the EOF (at most DRAIN_MAX_S)."""
+    chan = StatusBeforeOutput(b"10\n", late_s=0.6)
+    conn = SimpleNamespace(open_exec=lambda command: chan, usable=True, target="hermes@127.0.0.1:1",
+                           unresponsive=None)
+
+    assert SshExecBackend(lambda: conn).execute("sleep 0.5; echo 10", 10.0) == (0, "10\n")

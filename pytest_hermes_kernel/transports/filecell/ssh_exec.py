@@ -95,22 +95,24 @@ class SshExecBackend:
         return status, out.decode("utf-8", "replace")
 
     def _read(self, conn: SshConnection, chan: paramiko.Channel, timeout: float | None) -> tuple[bytes, str]:
-        """The channel's output until the command exited and it went quiet; ``(output, pid text)``.
+        """The channel's output until the command exited and its EOF came (or :data:`DRAIN_MAX_S`
+        after the exit: a background process that holds the output); ``(output, pid text)``.
 
         :raises TimeoutError: if the command still runs after ``timeout`` seconds (after the kill).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         out, err = bytearray(), bytearray()
         drain_end: float | None = None
-        quiet_since = time.monotonic()
         while True:
-            got = _drain(chan, out, err)
+            _drain(chan, out, err)
             now = time.monotonic()
-            quiet_since = now if got else quiet_since
             if drain_end is None and (chan.exit_status_ready() or not conn.usable):
                 drain_end = now + DRAIN_MAX_S
+            # after the exit status, the EOF (or DRAIN_MAX_S) ends the read, never a quiet spell: sshd
+            # may send the status before the output it read after it, which a starved paramiko thread
+            # put in the channel 0.2 s later ('(0, "")' for `echo 10`: a success with its output lost)
             if (chan.closed or (chan.eof_received and drain_end is not None)
-                    or (drain_end is not None and (now >= drain_end or now - quiet_since >= DRAIN_IDLE_S))):
+                    or (drain_end is not None and now >= drain_end)):
                 # paramiko's thread may have put the last output, its EOF and the close in the
                 # channel after the drain above: read it again (a command's whole output, "18\n",
                 # was lost so, 1 of 50 commands under a loaded -n 4 suite)
