@@ -23,15 +23,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
+from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
+
+if TYPE_CHECKING:
+    from .containers.kept import KeptKernel
 
 #: What ``hermes-kernel sweep`` can remove, in the order it does.
 SweepKind = Literal["run-files", "containers", "kernel-dirs", "kernel-processes", "kept"]
@@ -173,20 +176,18 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
     :param engines: the docker engines whose containers are swept (``None``: the environment's).
     :returns: how many of each kind were removed (or would be), by kind.
     """
+    from .transports.leftovers import kill_orphan_kernels, spared_by_kept, sweep_kernel_dirs
     from .postmortem import sweep_kept
 
+    listed: list[KeptKernel] = []  # kept kernels the kept sweep ends: a dry run lists their dirs, processes once
     sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
         "run-files": _sweep_run_files, "containers": lambda p, d: sum(_sweep_containers(p, d, reused=reused, engine=e) for e in engines),
-        "kernel-dirs": _sweep_kernel_dirs, "kernel-processes": _kill_orphan_kernels,
-        "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True)}
+        "kernel-dirs": lambda p, d: sweep_kernel_dirs(p, d, spared=spared_by_kept(listed)[0] if d else ()),
+        "kernel-processes": lambda p, d: kill_orphan_kernels(p, d, spared=spared_by_kept(listed)[1] if d else ()),
+        "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True, listed=listed)}
     # kept kernels first: one found gone (its TTL ran out) frees its container for the container sweep
     order = ("run-files", "kept", "containers", "kernel-dirs", "kernel-processes")
     return {kind: sweeps[kind](progress, dry_run) for kind in order if kind in kinds}
-
-
-def _verb(dry_run: bool, verb: str = "remove") -> str:
-    """``removed``/``killed``, or ``would remove``/``would kill`` in a dry run."""
-    return f"would {verb}" if dry_run else f"{verb.rstrip('e')}ed"
 
 
 def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
@@ -197,7 +198,7 @@ def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
     dirs = {path for _run_id, path in run_dirs()}  # known before: a removed dir is no dir any more
     paths = sweep_dead_run_files(dry_run=dry_run)
     for path in paths:
-        progress(f"{_verb(dry_run)} run {'dir' if path in dirs else 'file'} {path} (no live process holds it)")
+        progress(f"{verb(dry_run)} run {'dir' if path in dirs else 'file'} {path} (no live process holds it)")
     return len(paths)
 
 
@@ -216,86 +217,10 @@ def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused:
     try:
         ids = sweep_dead_runs(client, dry_run=dry_run, reused=reused)
         for cid in ids:
-            progress(f"{_verb(dry_run)} container {cid[:12]} on {engine_url(client)} (no live process uses it)")
+            progress(f"{verb(dry_run)} container {cid[:12]} on {engine_url(client)} (no live process uses it)")
     finally:
         client.close()
     return len(ids)
-
-
-def _sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Local kernel dirs of dead hosts or older than the registry's stale age; filecell dirs."""
-    from .kernel.registry import STALE_DIR_AGE_S
-    from .transports.kernel_dirs import stale_kernel_dirs
-
-    removed = 0
-    for path in stale_kernel_dirs(STALE_DIR_AGE_S):
-        if not dry_run:
-            shutil.rmtree(path, ignore_errors=True)
-        removed += 1
-        progress(f"{_verb(dry_run)} kernel dir {path} (its host is gone, or it is stale)")
-    return removed + _sweep_filecell_dirs(progress, dry_run)
-
-
-def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
-    from .procs import dirs_under, pid_alive
-    from .transports.filecell.transport import DEFAULT_ROOT
-
-    removed = 0
-    for _name, path in dirs_under(DEFAULT_ROOT, "k-"):
-        try:
-            with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
-                pid = int(fh.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # still starting, or not ours to judge
-        if not pid_alive(pid):
-            if not dry_run:
-                shutil.rmtree(path, ignore_errors=True)
-            removed += 1
-            progress(f"{_verb(dry_run)} filecell kernel dir {path} (its runner {pid} is gone)")
-    return removed
-
-
-def _kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
-
-    Only processes in this pid namespace are local: a docker kernel's processes are visible
-    here too, with their host's pid, but their container decides their fate (a kept one
-    outlives its host; the container sweep removes the rest). A kept kernel's are left alone
-    until its TTL runs out, its record found under its host's temp dir as well as this one's.
-    """
-    import psutil
-
-    from .containers.kept import TMPDIR_ENV, KeptNearby
-
-    killed = 0
-    kept = KeptNearby()  # outlive their host on purpose, until their TTL ends
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
-        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
-            continue
-        host = env.get("HERMES_KERNEL_HOST_PID")
-        if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
-            continue
-        if kept.holds_kernel(env.get("HERMES_KERNEL_ID"), env.get(TMPDIR_ENV)):  # its record: under its host's TMPDIR
-            continue
-        try:
-            if not dry_run:
-                proc.send_signal(signal.SIGKILL)
-            killed += 1
-            progress(f"{_verb(dry_run, 'kill')} kernel process {proc.pid} (host {host} is gone)")
-        except psutil.NoSuchProcess:
-            continue
-    return killed
-
-
-def _in_this_pid_namespace(pid: int) -> bool:
-    """Whether process ``pid`` shares this process's pid namespace (not inside a container).
-
-    :raises OSError: if its namespace cannot be read (gone, or another user's).
-    """
-    return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
 
 
 def doctor_image(image: str, out: Callable[[str], None] = print, engine: str | None = None) -> int:

@@ -280,7 +280,8 @@ def _none_listed(test: str | None, *, others: int) -> str:
 
 
 def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False, expired_only: bool = False,
-               kernel_ids: Sequence[str] = (), not_ended: list[str] | None = None) -> int:
+               kernel_ids: Sequence[str] = (), not_ended: list[str] | None = None,
+               listed: list[KeptKernel] | None = None) -> int:
     """End kept kernels and remove their records: all of them, those named (ids or prefixes), or
     (``expired_only``) those whose TTL ran out or that are gone.
 
@@ -289,6 +290,7 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
 
     :raises ConfigError: if a name matches no kept kernel or several, or is empty (then nothing
         is ended: an empty ``--kernel`` from a script whose lookup found nothing must not end all).
+    :param listed: if given, gets each record removed (or, in a dry run, that would be).
 
     :returns: how many were removed (or would be).
     """
@@ -320,6 +322,8 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
             continue
         removed += 1
         swept.append(record.kernel_id)
+        if listed is not None:
+            listed.append(record)
         cid, engine = record.locator.get("container_id"), record.locator.get("docker_host")
         if isinstance(cid, str):
             containers.setdefault(engine if isinstance(engine, str) else None, set()).add(cid)

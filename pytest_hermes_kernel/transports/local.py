@@ -238,11 +238,11 @@ class LocalTransport(Transport):
     def cleanup_kept(self, locator: dict[str, Any]) -> None:
         """Remove a gone kept kernel's kernel dir (its runner was killed, so nothing removed it):
         only a local kernel dir, never through a symlink, and not while its runner still runs."""
-        kdir, pid = locator.get("kernel_dir"), locator.get("runner_pid")
+        kdir = locator.get("kernel_dir")
         if not (isinstance(kdir, str) and os.path.basename(kdir).startswith(KERNEL_DIR_PREFIX)) or os.path.islink(kdir):
             return
-        if isinstance(pid, int) and pid_alive(pid) and start_ticks(pid) == locator.get("start_ticks"):
-            return  # the same runner still runs (a zombie does not): it is not gone
+        if runner_runs(locator):
+            return  # the same runner still runs: it is not gone
         shutil.rmtree(kdir, ignore_errors=True)
 
     def server_pids(self) -> list[int]:
@@ -256,6 +256,13 @@ class LocalTransport(Transport):
 
     def describe(self) -> str:
         return f"local ({self.python}, {'kernel server' if self._servers is not None else 'spawn'})"
+
+
+def runner_runs(locator: dict[str, Any]) -> bool:
+    """Whether the runner a local kernel's :meth:`LocalTransport.locator` names still runs: the
+    same process (its pid and start time), not a zombie, not another that got its pid."""
+    pid = locator.get("runner_pid")
+    return isinstance(pid, int) and pid_alive(pid) and start_ticks(pid) == locator.get("start_ticks")
 
 
 class SpawnedRunner:

@@ -26,7 +26,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from pytest_hermes_kernel import cli
+from pytest_hermes_kernel.transports.leftovers import kill_orphan_kernels
 from pytest_hermes_kernel.containers import kept
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.transports.kernel_dirs import HOST_FILE, KERNEL_DIR_PREFIX, stale_kernel_dirs
@@ -87,7 +87,7 @@ def test_the_process_sweep_finds_the_record_under_the_kernels_own_temp_dir(priva
         monkeypatch.setattr(psutil, "process_iter", lambda *args, **kwargs: iter(mine))
         lines: list[str] = []
 
-        killed = cli._kill_orphan_kernels(lines.append, False)  # this process's TMPDIR is private_tmp
+        killed = kill_orphan_kernels(lines.append, False)  # this process's TMPDIR is private_tmp
 
         assert killed == 1 and procs["expired"].wait(5) == -9, lines
         assert procs["kept"].poll() is None and str(procs["kept"].pid) not in "".join(lines), lines

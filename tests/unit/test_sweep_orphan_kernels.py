@@ -14,7 +14,7 @@ import os
 import psutil
 import pytest
 
-from pytest_hermes_kernel import cli
+from pytest_hermes_kernel.transports.leftovers import kill_orphan_kernels
 from tests.support import gone, kernel_process, wait_until
 
 
@@ -35,10 +35,10 @@ def test_kills_the_kernel_processes_of_a_dead_host_and_only_those(monkeypatch: p
         monkeypatch.setattr(psutil, "process_iter", lambda *args, **kwargs: iter(mine))
         lines: list[str] = []
 
-        listed = cli._kill_orphan_kernels(lines.append, True)
+        listed = kill_orphan_kernels(lines.append, True)
         assert listed == 1 and not gone(orphan.pid)  # a dry run kills nothing
 
-        killed = cli._kill_orphan_kernels(lines.append, False)
+        killed = kill_orphan_kernels(lines.append, False)
 
         assert killed == 1 and orphan.wait(5) == -9 and live.poll() is None
         assert lines[0].startswith(f"would kill kernel process {orphan.pid} (host ")

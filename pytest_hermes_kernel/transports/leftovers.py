@@ -1,0 +1,128 @@
+"""What kernels on this machine left behind: kernel dirs and kernel processes whose host is gone.
+
+The local kinds of ``hermes-kernel sweep``: local kernel dirs, filecell kernel dirs and kernel
+processes (:func:`~pytest_hermes_kernel.cli.sweep` runs these after the run files, the kept
+kernels and the containers).
+
+A dry run lists what the sweep would remove. It leaves out what the kept sweep before it listed
+(``spared``): the sweep ends those kept kernels first, and their kernel dirs and processes go
+with them, so listing them again counted one kernel three times.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Callable, Collection, Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..containers.kept import KeptKernel
+
+
+def verb(dry_run: bool, verb: str = "remove") -> str:
+    """``removed``/``killed``, or ``would remove``/``would kill`` in a dry run."""
+    return f"would {verb}" if dry_run else f"{verb.rstrip('e')}ed"
+
+
+def spared_by_kept(records: Iterable[KeptKernel]) -> tuple[set[str], set[str]]:
+    """What ending these kept kernels takes along on this machine: ``(kernel dirs, kernel ids)``.
+
+    The local kernel dir of each (ending a kernel removes it; so does cleaning up after a gone
+    one) and the ids of those whose local runner still runs (its shutdown ends its processes; a
+    gone runner's stragglers are still the process sweep's).
+    """
+    from .local import runner_runs
+
+    dirs, ids = set(), set()
+    for record in records:
+        if record.transport == "local" and isinstance(record.locator.get("kernel_dir"), str):
+            dirs.add(os.path.realpath(record.locator["kernel_dir"]))
+            if runner_runs(record.locator):
+                ids.add(record.kernel_id)
+    return dirs, ids
+
+
+def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared: Collection[str] = ()) -> int:
+    """Local kernel dirs of dead hosts or older than the registry's stale age; filecell dirs.
+
+    :param spared: real paths of kernel dirs not to list (a kept kernel's the kept sweep ends).
+    """
+    from ..kernel.registry import STALE_DIR_AGE_S
+    from .kernel_dirs import stale_kernel_dirs
+
+    removed = 0
+    for path in stale_kernel_dirs(STALE_DIR_AGE_S):
+        if os.path.realpath(path) in spared:
+            continue
+        if not dry_run:
+            shutil.rmtree(path, ignore_errors=True)
+        removed += 1
+        progress(f"{verb(dry_run)} kernel dir {path} (its host is gone, or it is stale)")
+    return removed + _sweep_filecell_dirs(progress, dry_run)
+
+
+def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
+    """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
+    from ..procs import dirs_under, pid_alive
+    from .filecell.transport import DEFAULT_ROOT
+
+    removed = 0
+    for _name, path in dirs_under(DEFAULT_ROOT, "k-"):
+        try:
+            with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
+                pid = int(fh.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # still starting, or not ours to judge
+        if not pid_alive(pid):
+            if not dry_run:
+                shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+            progress(f"{verb(dry_run)} filecell kernel dir {path} (its runner {pid} is gone)")
+    return removed
+
+
+def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spared: Collection[str] = ()) -> int:
+    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
+
+    Only processes in this pid namespace are local: a docker kernel's processes are visible
+    here too, with their host's pid, but their container decides their fate (a kept one
+    outlives its host; the container sweep removes the rest). A kept kernel's are left alone
+    until its TTL runs out, its record found under its host's temp dir as well as this one's.
+
+    :param spared: kernel ids whose processes are not to be listed (a kept kernel's the kept sweep ends).
+    """
+    import psutil
+
+    from ..containers.kept import TMPDIR_ENV, KeptNearby
+
+    killed = 0
+    kept = KeptNearby()  # outlive their host on purpose, until their TTL ends
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
+        except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+            continue
+        host = env.get("HERMES_KERNEL_HOST_PID")
+        if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
+            continue
+        kernel_id = env.get("HERMES_KERNEL_ID")
+        if kernel_id in spared or kept.holds_kernel(kernel_id, env.get(TMPDIR_ENV)):  # its record: under its host's TMPDIR
+            continue
+        try:
+            if not dry_run:
+                proc.send_signal(signal.SIGKILL)
+            killed += 1
+            progress(f"{verb(dry_run, 'kill')} kernel process {proc.pid} (host {host} is gone)")
+        except psutil.NoSuchProcess:
+            continue
+    return killed
+
+
+def _in_this_pid_namespace(pid: int) -> bool:
+    """Whether process ``pid`` shares this process's pid namespace (not inside a container).
+
+    :raises OSError: if its namespace cannot be read (gone, or another user's).
+    """
+    return os.readlink(f"/proc/{pid}/ns/pid") == os.readlink("/proc/self/ns/pid")
