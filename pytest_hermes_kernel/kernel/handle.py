@@ -33,7 +33,7 @@ from .control import check_process
 from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
-from .options import KernelOptions, checked_options
+from .options import KernelOptions, checked_options, cwd_resolved
 from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
 from .output import kernel_secrets
 from .queue import CellQueue
@@ -95,7 +95,7 @@ class KernelHandle:
                  tools: ToolTable | Mapping[str, Any] | None = None, kernel_id: str | None = None,
                  owner: str | None = None) -> None:
         self.transport = _checked_transport(transport)
-        self.options = checked_options(options)
+        self.options = cwd_resolved(checked_options(options), self.transport.runs_on_this_host)  # once, for all launches
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
         self.kernel_id = checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner

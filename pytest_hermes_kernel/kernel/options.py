@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 from ..errors import ConfigError
@@ -267,6 +268,16 @@ def checked_options(options: object) -> KernelOptions:
         raise TypeError(f"options must be a KernelOptions, e.g. KernelOptions(timeout=5.0) (start_kernel takes "
                         f"its fields as keywords); got {type(options).__name__} {options!r}")
     return options
+
+
+def cwd_resolved(options: KernelOptions, here: bool) -> KernelOptions:
+    """``options`` with a relative ``cwd`` made absolute against the caller's working directory now
+    (as ``subprocess`` reads it), for a kernel that runs on this machine (``here``): every launch
+    of the kernel, and its file transfers, then mean the same directory. A kernel elsewhere keeps
+    it as given (its launch refuses it: :func:`~pytest_hermes_kernel.kernel.runtime.kernel_cwd`)."""
+    if not here or not options.cwd or os.path.isabs(options.cwd):
+        return options
+    return replace(options, cwd=os.path.abspath(options.cwd))
 
 
 def _count(value: object) -> bool:

@@ -361,14 +361,14 @@ def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> 
     """The started kernel's files under its working dir, from its transport.
 
     :raises FileTransferError: naming ``kernel_path``, if the kernel has no runner, its host
-        cannot be reached (the transport's error chained), or its ``cwd=`` is relative: the kernel resolved it in a dir of its own (its kernel server's),
-        a transfer would resolve it where the copy runs (this process's cwd, the container's
-        or the ssh user's home) and miss the cells' files, or write outside their dir.
+        cannot be reached (the transport's error chained), or its ``cwd=`` is still relative (a
+        kernel not on this machine, which its launch refuses; a local one's was made absolute
+        with its handle): a transfer would resolve it where the copy runs and miss the cells' files.
     """
     cwd = handle.options.cwd
     if cwd is not None and not posixpath.isabs(cwd):
         raise FileTransferError(f"{os.fspath(kernel_path)}: kernel {handle.kernel_id} has a relative cwd={cwd!r}, "
-                                "which the kernel resolved in its own directory: a transfer cannot tell where that is"
+                                "on a host that is not this one: a transfer cannot tell where that is"
                                 "\nHint: give the kernel an absolute cwd= (e.g. os.path.abspath(...))",
                                 path=os.fspath(kernel_path), problem="a relative cwd")
     launched = handle.start().launched

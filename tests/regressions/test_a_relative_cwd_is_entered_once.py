@@ -8,10 +8,14 @@ again. Now: local resolves it against the caller's working directory (as ``subpr
 filecell through its local shell backend too, and docker and ssh (a kernel not on this machine),
 which have no such directory of the caller's, refuse it with a message saying to give an absolute
 path (filecell's launch script had entered its kernel dir first: ``sub`` was looked for there).
+A local kernel's relative ``cwd`` is resolved once, when its handle is made: a relaunch after the
+caller's ``chdir`` and the kernel's file transfers mean the same directory as its first launch.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -61,3 +65,47 @@ def test_a_remote_kernels_relative_cwd_is_refused_naming_it(docker_ready, name: 
 
     text = str(exc.value)
     assert "cwd='relsub' is relative" in text and "absolute" in text, text
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_local_kernels_relative_cwd_is_where_its_files_go_in_and_out(tmp_path: Path, monkeypatch, server: bool):
+    """Its transfers were refused ("a transfer cannot tell where that is"); before that (b5c17da)
+    an upload landed in the caller's directory, where no cell saw it."""
+    for where in ("sub", "elsewhere/sub"):
+        (tmp_path / where).mkdir(parents=True)
+    (tmp_path / "data.txt").write_text("in")
+    monkeypatch.chdir(tmp_path)
+    transport = make_transport("local", server=server)
+    try:
+        with start_kernel(transport, cwd="sub") as k:
+            monkeypatch.chdir(tmp_path / "elsewhere")  # the kernel's dir stays the one it started in
+            k.upload(tmp_path / "data.txt", "data.txt")
+            k.execute("open('out.txt', 'w').write(open('data.txt').read() + ' and out')")
+            k.download("out.txt", tmp_path / "out.txt")
+    finally:
+        transport.close()
+
+    assert (tmp_path / "sub" / "data.txt").read_text() == "in"
+    assert (tmp_path / "out.txt").read_text() == "in and out"
+    assert not any((tmp_path / "elsewhere" / "sub").iterdir())
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_relaunched_local_kernel_enters_the_dir_it_started_in_after_the_caller_moved(tmp_path: Path, monkeypatch,
+                                                                                       server: bool):
+    for where in ("sub", "elsewhere/sub"):
+        (tmp_path / where).mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    transport = make_transport("local", server=server)
+    try:
+        with start_kernel(transport, cwd="sub") as k:
+            k.execute("pass")
+            monkeypatch.chdir(tmp_path / "elsewhere")
+            os.kill(k.launched.pid, signal.SIGKILL)  # its runner lost: the next cell's kernel is a new launch
+            again = k.execute("import os\nos.getcwd()")  # died, or ran in a new runner: says state_lost
+            if again.status == "died":
+                again = k.execute("import os\nos.getcwd()")
+    finally:
+        transport.close()
+
+    assert again.status == "ok" and again.value == repr(str(tmp_path / "sub")), again.summary()  # not elsewhere/sub
