@@ -199,7 +199,7 @@ SETTINGS = (
              "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
              "false", _bool),
     _Setting("reuse_idle_timeout", "seconds a container kept by --hermes-reuse waits unused before a sweep "
-             "removes it (none: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
+             "removes it (none or 0: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
     _Setting("ssh_targets", "run the ssh transport's kernels on these hosts instead of an sshd container: "
              "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
              "see README 'Several hosts'", None, _ssh_targets, listed=True),
