@@ -281,6 +281,35 @@ def test_a_fault_whose_trigger_the_test_never_met_errors_the_test(pytester: pyte
     assert "test_met" not in result.stdout.str().split("short test summary")[-1]
 
 
+SECOND_FACTORY_KERNEL_UNREACHED = """
+import pytest
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=1)
+def test_two_kernels(hermes_kernel_factory):
+    first, second = hermes_kernel_factory(), hermes_kernel_factory()
+    first.execute("1")
+    assert first.execute("2").kernel.state_lost
+    second.execute("1")
+    print("second kernel:", second.kernel_id)
+"""
+
+
+def test_a_factory_kernel_whose_fault_never_fired_is_named(pytester: pytest.Pytester, run) -> None:  # type: ignore[no-untyped-def]
+    """A marker applies to each kernel a factory makes: of two, the one that did not meet its
+    trigger was not named ("the test ran 1 cell" while the test ran three)."""
+    pytester.makepyfile(test_two=SECOND_FACTORY_KERNEL_UNREACHED)
+
+    result = run("--hermes-transport=local", "-s")
+
+    result.assert_outcomes(passed=1, errors=1)
+    second = next(line.split()[-1] for line in result.stdout.lines if "second kernel: " in line)
+    result.stdout.fnmatch_lines([
+        "*ERROR at teardown of test_two_kernels*",
+        f"hermes_kernel_factory's kernel 2 of 2 ({second}): @pytest.mark.hermes_kernel_sigkill(after_cell=1) never "
+        "fired: it fires once cell 1 has returned, before the next, and the test ran 1 cell*"])
+    assert "kernel 1 of 2" not in result.stdout.str()
+
+
 HOST_SHUT_DOWN_BY_THE_TEST = """
 import pytest
 
