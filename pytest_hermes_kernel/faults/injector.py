@@ -195,7 +195,8 @@ class FaultingKernel:
         self.death_bound = death_bound
         self.cells = 0
         self.fired: list[FiredFault] = []
-        self._armed: list[CellStartTimer] = []
+        self._armed: dict[int, list[CellStartTimer]] = {}  # by the thread whose cell they wait for, in sending order
+        self._begun: set[int] = set()  # the threads whose cell has started
         self._host_watch: Future[list[str]] | None = None  # survivors at the bound, counted from the kill
         if any(s.during_cell is not None for s in self.specs):
             if not kernel.options.report_running:
@@ -257,12 +258,14 @@ class FaultingKernel:
             if spec.fires_after(n - 1) and not self._has_fired(spec):
                 self.fire(spec)
         budget = self.kernel.options.timeout if timeout is None else timeout
-        armed = [CellStartTimer(spec.delay, functools.partial(self.fire, spec), budget,
+        armed = [CellStartTimer(spec.delay, functools.partial(self.fire, spec, n), budget,
                                 name=f"hermes-fault-{spec.kind}") for spec in self.specs if spec.fires_during(n)]
-        self._armed = armed
+        self._armed[threading.get_ident()] = armed  # its cell's running event comes in this thread
         try:
             return self.kernel.execute(code, timeout=timeout, raise_on_timeout=raise_on_timeout, cancel=cancel)
         finally:
+            self._armed.pop(threading.get_ident(), None)
+            self._begun.discard(threading.get_ident())
             for trigger in armed:
                 trigger.end()
 
@@ -284,16 +287,22 @@ class FaultingKernel:
 
     # ------------------------------------------------------------------------------ the faults
     def _on_event(self, event: str, _kernel: Any, _payload: Any) -> None:
-        if event == "running":
-            for trigger in self._armed:
+        if event != "running":
+            return
+        sender: int | None = threading.get_ident()  # a handle emits it in the thread that sent the cell
+        if sender not in self._armed:  # forwarded by another (a host harness's reader): the first cell not begun
+            sender = next((t for t in list(self._armed) if t not in self._begun), None)
+        if sender is not None:
+            self._begun.add(sender)
+            for trigger in self._armed.get(sender, ()):
                 trigger.started()
 
     def _has_fired(self, spec: FaultSpec) -> bool:
         return any(f.spec is spec for f in self.fired)
 
-    def fire(self, spec: FaultSpec) -> None:
-        """Inject ``spec`` now."""
-        self.fired.append(FiredFault(spec, time.monotonic(), self.cells))
+    def fire(self, spec: FaultSpec, cell: int | None = None) -> None:
+        """Inject ``spec`` now, in ``cell`` (default: the last cell sent; of another thread's later ones, not)."""
+        self.fired.append(FiredFault(spec, time.monotonic(), self.cells if cell is None else cell))
         fire(spec, self.kernel)
         if spec.kind == "host_sigkill" and isinstance(self.kernel, HarnessKernel):
             self._host_watch = _watch(self.kernel.wait_kernel_gone, self._death_bound(self.kernel))
@@ -307,7 +316,7 @@ class FaultingKernel:
             (:meth:`_unfired`), processes of a kernel that outlived its SIGKILLed host by more
             than the bound (they are killed then).
         """
-        for trigger in self._armed:
+        for trigger in [t for armed in list(self._armed.values()) for t in armed]:
             trigger.end()
         heal(self.kernel)
         unfired = [self._unfired(spec) for spec in self.specs if not self._has_fired(spec)

@@ -22,7 +22,8 @@ from pytest_hermes_kernel.faults.spec import FaultSpec, hermes_kernel_sigkill
 from pytest_hermes_kernel.kernel.contract import ByteStream, Launched, LaunchSpec, Transport
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.options import KernelOptions
-from pytest_hermes_kernel.kernel.results import FrameDecoder
+from pytest_hermes_kernel.kernel.results import CellResult, FrameDecoder
+from tests.support import wait_until
 
 LATE_S = 2.0
 """Seconds the transport holds back a cell's ``execute`` frame once the test says so."""
@@ -129,3 +130,32 @@ def test_a_cell_that_ends_before_the_delay_takes_its_fault_with_it(hermes_kernel
                                "the 1 s delay was over, or did not start within its timeout; the test did not meet "
                                "its fault. Hint: make cell 2 run longer than the delay (e.g. time.sleep), or lower "
                                "delay="]
+
+
+@pytest.mark.hermes_kernel(report_running=True)
+def test_a_during_cell_fault_waits_for_its_own_cell_when_cells_of_other_threads_queue(hermes_kernel) -> None:
+    """Three threads share the kernel: cell 1 runs, cells 2 and 3 wait their turn. The timers armed
+    for a cell were the kernel's, not the cell's: cell 3, sent after cell 2, replaced cell 2's,
+    and the fault of cell 2 never fired (the test's end said so, and cell 2 ran unhurt)."""
+    kernel = FaultingKernel(hermes_kernel, [hermes_kernel_sigkill(during_cell=2, delay=0.5)])
+    results: dict[int, CellResult] = {}
+
+    def send(n: int, code: str) -> threading.Thread:
+        thread = threading.Thread(target=lambda: results.update({n: kernel.execute(code, timeout=30)}))
+        thread.start()
+        return thread
+
+    started = threading.Event()
+    hermes_kernel.add_listener(lambda event, _kernel, _payload: event == "running" and started.set())
+    threads = [send(1, "import time\ntime.sleep(1.5)\n1")]
+    wait_until(started.is_set, 30, what="cell 1 to run")
+    threads.append(send(2, "import time\ntime.sleep(3)\n2"))
+    wait_until(lambda: hermes_kernel.queued == 1, 30, what="cell 2 to wait its turn")
+    threads.append(send(3, "3"))
+    wait_until(lambda: hermes_kernel.queued == 2, 30, what="cell 3 to wait its turn")
+    for thread in threads:
+        thread.join(60)
+
+    assert results[1].status == "ok", results[1].summary()
+    assert results[2].status == "died", results[2].summary()
+    assert [f.cell for f in kernel.fired] == [2] and kernel.finish() == []
