@@ -130,12 +130,21 @@ def restore_stdio() -> None:
             os.close(again)
     for name, fd in (("stdout", 1), ("stderr", 2)):
         for attr in (name, f"__{name}__"):
-            stream = getattr(sys, attr)
-            if stream is None or getattr(stream, "closed", False):
+            stream = getattr(sys, attr, None)
+            if stream is None or _closed(stream):
                 try:
                     setattr(sys, attr, _text_stream(fd))
                 except OSError:  # fd itself is closed and could not be opened again
                     pass
+
+
+def _closed(stream: Any) -> bool:
+    """Whether a cell's stream says it is closed; a ``closed`` that raises (the cell's code: raised
+    here, before the next cell, it ended the worker) leaves the stream as the cell made it."""
+    try:
+        return bool(getattr(stream, "closed", False))
+    except BaseException:  # noqa: BLE001
+        return False
 
 
 def _pipe_of(fd: int) -> tuple[int, int] | None:
@@ -156,12 +165,13 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
 
 def flush_stdio() -> None:
     """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    for name in ("stdout", "stderr", "__stdout__", "__stderr__"):
+        stream = getattr(sys, name, None)  # (a cell may have deleted it)
         try:
             if stream is not None:
                 stream.flush()
-        except Exception:  # noqa: BLE001 - the cell may have closed or replaced them
-            pass
+        except BaseException:  # noqa: BLE001 - the cell may have closed or replaced them (with its own
+            pass  # stream, whose flush is its code: a SystemExit raised there ended the worker)
 
 
 def finalize_and_exit(code: int) -> None:
