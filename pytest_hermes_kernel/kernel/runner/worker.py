@@ -57,6 +57,9 @@ INTERRUPT_POLL_S = 0.02
 #: Seconds between the SIGINTs that carry an interrupt that followed a tool's result past the call.
 AFTER_CALL_S = 0.001
 _RUNNER_PACKAGE = __name__.rpartition(".")[0] + "."
+#: The worker's own references: a cell runs in this interpreter and may patch the modules' (a
+#: ``mock.patch("os.getpid").start()`` made the worker take itself for a cell's forked child).
+_getpid, _clock = os.getpid, time.perf_counter
 
 
 class Worker:
@@ -69,7 +72,7 @@ class Worker:
     def __init__(self, sock: socket.socket, config: dict[str, Any]) -> None:
         self.sock = sock
         self.decoder = FrameDecoder()
-        self.pid = os.getpid()
+        self.pid = _getpid()
         self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.execution_count = 0
         self.cell_id: Any = None
@@ -159,7 +162,7 @@ class Worker:
         :raises ToolError: if a tool call cannot be a frame (:func:`.tools.encode_tool_call`); a
             result over the frame limit is sent as a ``ReplyTooLarge`` error instead.
         """
-        if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
+        if _getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
         data = encode_tool_call(header) if header.get("type") == "tool_call" else encode_frame(header)
         if len(data) > MAX_FRAME_BYTES:
@@ -285,7 +288,7 @@ class Worker:
         install_tools_module(self)  # or deleted hermes_tools from sys.modules (it has no spec to be found by)
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
-        started = time.perf_counter()
+        started = _clock()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
         try:
@@ -312,13 +315,13 @@ class Worker:
             self.in_cell = False
             self.cell_id = None
             flush_stdio()
-        if os.getpid() != self.pid:  # os.fork() in a cell: the child ends here
+        if _getpid() != self.pid:  # os.fork() in a cell: the child ends here
             os._exit(0)
         for key in ("evalue", "traceback"):
             if key in reply:
                 reply[key] = bound_inline(reply[key], self.text_cap)
         reply["execution_count"] = self.execution_count
-        reply["duration_s"] = time.perf_counter() - started
+        reply["duration_s"] = _clock() - started
         self.send(reply)
         if exiting is not None:
             finalize_and_exit(exiting)
@@ -331,7 +334,7 @@ class Worker:
             (not JSON, too large or too deep for a frame), or if the host refused or the tool failed.
         """
         self._returning = False
-        if os.getpid() != self.pid:
+        if _getpid() != self.pid:
             raise ToolError("tool calls are not available in a process forked by a cell")
         if self.cell_id is None:
             raise ToolError(_RETIRED)
@@ -401,7 +404,7 @@ def _signal_until_raised(worker: Worker, cell: int) -> None:
 
 def _close_channel_in_fork_child() -> None:
     worker = _WORKER
-    if worker is not None and os.getpid() != worker.pid:
+    if worker is not None and _getpid() != worker.pid:
         try:
             worker.sock.close()
         except OSError:
