@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import atexit
 import faulthandler
+import gc
 import io
 import os
 import signal
@@ -174,13 +175,16 @@ def flush_stdio() -> None:
             pass  # stream, whose flush is its code: a SystemExit raised there ended the worker)
 
 
-def finalize_and_exit(code: int) -> None:
-    """End the worker as a clean interpreter exit would: threads joined, atexit run, stdio flushed."""
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads; the supervisor kills us after its grace
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
+def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: bool = True) -> None:
+    """End the worker as a clean interpreter exit would: threads joined (``join_threads``), atexit
+    run, the cells' ``namespace`` freed (an open file's buffered writes reach it, as at an
+    interpreter's end: after ``os._exit`` alone they were lost), stdio flushed. Never returns."""
+    steps = (threading._shutdown,) if join_threads else ()  # type: ignore[attr-defined]  # (the supervisor kills us after its grace)
+    for step in (*steps, atexit._run_exitfuncs, namespace.clear, gc.collect):
+        try:
+            step()
+        except BaseException:  # noqa: BLE001 - the cells' code (a __del__, a handler): the end goes on
+            pass
     flush_stdio()
     os._exit(code)
 

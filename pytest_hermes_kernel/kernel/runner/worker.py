@@ -260,19 +260,19 @@ class Worker:
         elif msg.get("id") in self.replies:
             self.replies[msg["id"]] = msg
 
-    def loop(self) -> None:
-        """Say ``ready``, then run cells until ``exit`` or EOF."""
+    def loop(self) -> bool:
+        """Say ``ready``, then run cells until ``exit`` (``True``) or EOF (``False``)."""
         self.send({"type": "ready", "pid": self.pid})
         while True:
             try:
                 msg = self.recv()
             except (EOFError, OSError):
-                return
+                return False
             kind = msg.get("type")
             if kind == "execute":
                 self.run_cell(msg)
             elif kind == "exit":
-                return
+                return True
 
     # ------------------------------------------------------------------------------ cells
     def run_cell(self, msg: Header) -> None:
@@ -324,7 +324,7 @@ class Worker:
         reply["duration_s"] = _clock() - started
         self.send(reply)
         if exiting is not None:
-            finalize_and_exit(exiting)
+            finalize_and_exit(exiting, self.namespace)
 
     # ---------------------------------------------------------------- tool RPC, worker side
     def call_tool(self, name: str, args: dict[str, Any]) -> Any:
@@ -429,7 +429,8 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         _WORKER = worker
         install_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
-        worker.loop()
+        if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
+            finalize_and_exit(0, worker.namespace, join_threads=False)
     except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
         code = START_FAILED
         try:

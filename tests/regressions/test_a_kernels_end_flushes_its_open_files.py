@@ -1,0 +1,46 @@
+"""A kernel that ended by ``shutdown()`` or ``sys.exit()`` lost what its cells' open files buffered.
+
+A Python program that ends (``sys.exit``, or at its end) runs its atexit handlers and then frees
+its objects: an open file's buffered writes reach the file. The worker left by ``os._exit``
+instead: after ``f = open(path, "w"); f.write("hello")`` and no ``close()``, the file stayed
+empty after ``sys.exit(0)`` (``exited``, ``exit_code=0``) and after ``shutdown()``
+(``ExitInfo(step="request", exit_code=0)``, a clean end by every account), and on ``shutdown()``
+no atexit handler ran at all. The worker now ends as an interpreter does: atexit handlers, then
+the namespace freed, then ``os._exit``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+WRITE = "f = open({path!r}, 'w'); f.write('hello')"
+AT_EXIT = "import atexit; atexit.register(lambda: open({path!r}, 'w').write('atexit ran'))"
+
+
+@pytest.mark.parametrize("end", ["shutdown", "sys.exit"])
+def test_the_kernels_end_writes_what_its_open_files_hold(hermes_kernel_factory, tmp_path, end):
+    kernel = hermes_kernel_factory()
+    data = tmp_path / "data.txt"
+    kernel.execute(WRITE.format(path=str(data)))
+
+    if end == "shutdown":
+        info = kernel.shutdown()
+        assert (info.step, info.exit_code) == ("request", 0), info
+    else:
+        result = kernel.execute("import sys; sys.exit(0)")
+        assert (result.status, result.kernel.exit_code) == ("exited", 0), result.summary()
+
+    assert data.read_text() == "hello"
+
+
+def test_a_shutdown_runs_the_kernels_atexit_handlers(hermes_kernel_factory, tmp_path):
+    kernel = hermes_kernel_factory()
+    marker = tmp_path / "atexit.txt"
+    kernel.execute(AT_EXIT.format(path=str(marker)))
+
+    info = kernel.shutdown()
+
+    assert (info.step, info.exit_code) == ("request", 0), info
+    assert Path(marker).read_text() == "atexit ran"
