@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from .lifecycle import Loss
-from .output import clean, decode_capture
+from .output import clean, clean_cut, clean_inline_cut, decode_capture
 from .results import CellResult, KernelInfo, Reason, Status, WatchdogOutcome
 from .watchdog import Action
 
@@ -296,11 +296,12 @@ def _value_text(reply: RunnerReply, secrets: tuple[str, ...]) -> tuple[str | Non
     length = reply.value_length or 0
     dropped = length - len(reply.value) - len(reply.value_tail)
     marker = f"\n[... {dropped} characters dropped ...]\n"
-    return clean(reply.value, secrets) + marker + clean(reply.value_tail, secrets), length
+    head, tail = clean_cut(reply.value, reply.value_tail, secrets)
+    return head + marker + tail, length
 
 
 def _clean_opt(text: str | None, secrets: tuple[str, ...]) -> str | None:
-    return None if text is None else clean(text, secrets)
+    return None if text is None else clean_inline_cut(text, secrets)
 
 
 def not_run(info: KernelInfo, *, cancelled: bool) -> CellResult:
