@@ -11,19 +11,25 @@ the namespace freed, then ``os._exit``.
 
 from __future__ import annotations
 
-from pathlib import Path
+import uuid
 
 import pytest
 
 WRITE = "f = open({path!r}, 'w'); f.write('hello')"
 AT_EXIT = "import atexit; atexit.register(lambda: open({path!r}, 'w').write('atexit ran'))"
+READ = "import os; p = {path!r}; text = open(p).read() if os.path.exists(p) else None; os.path.exists(p) and os.remove(p); text"
+
+
+def kernel_host_path() -> str:
+    """A path on the kernel host (the test reads it back through a second kernel there: on docker
+    and ssh it is not this machine's)."""
+    return f"/tmp/hk-end-{uuid.uuid4().hex}"
 
 
 @pytest.mark.parametrize("end", ["shutdown", "sys.exit"])
-def test_the_kernels_end_writes_what_its_open_files_hold(hermes_kernel_factory, tmp_path, end):
-    kernel = hermes_kernel_factory()
-    data = tmp_path / "data.txt"
-    kernel.execute(WRITE.format(path=str(data)))
+def test_the_kernels_end_writes_what_its_open_files_hold(hermes_kernel_factory, end):
+    kernel, path = hermes_kernel_factory(), kernel_host_path()
+    kernel.execute(WRITE.format(path=path))
 
     if end == "shutdown":
         info = kernel.shutdown()
@@ -32,15 +38,14 @@ def test_the_kernels_end_writes_what_its_open_files_hold(hermes_kernel_factory, 
         result = kernel.execute("import sys; sys.exit(0)")
         assert (result.status, result.kernel.exit_code) == ("exited", 0), result.summary()
 
-    assert data.read_text() == "hello"
+    assert hermes_kernel_factory().execute(READ.format(path=path)).value == "'hello'"
 
 
-def test_a_shutdown_runs_the_kernels_atexit_handlers(hermes_kernel_factory, tmp_path):
-    kernel = hermes_kernel_factory()
-    marker = tmp_path / "atexit.txt"
-    kernel.execute(AT_EXIT.format(path=str(marker)))
+def test_a_shutdown_runs_the_kernels_atexit_handlers(hermes_kernel_factory):
+    kernel, path = hermes_kernel_factory(), kernel_host_path()
+    kernel.execute(AT_EXIT.format(path=path))
 
     info = kernel.shutdown()
 
     assert (info.step, info.exit_code) == ("request", 0), info
-    assert Path(marker).read_text() == "atexit ran"
+    assert hermes_kernel_factory().execute(READ.format(path=path)).value == "'atexit ran'"
