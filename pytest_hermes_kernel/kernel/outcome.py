@@ -58,6 +58,7 @@ class RunnerReply:
     :param duration_s: seconds the cell ran in the worker.
     :param stdout_dropped: bytes of stdout the bounded capture left out (``stderr_dropped`` alike).
     :param worker_pid: the worker's pid after the cell (a new one after a death).
+    :param caught_interrupt: an ``ok`` cell caught a ``KeyboardInterrupt`` the runner raised in it.
     """
 
     status: Status
@@ -79,6 +80,7 @@ class RunnerReply:
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     worker_pid: int | None = None
+    caught_interrupt: bool = False
 
     @classmethod
     def from_header(cls, header: Mapping[str, Any]) -> RunnerReply:
@@ -200,12 +202,14 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
         if outcome.stage == "kill" or outcome.stage == "abandon":
             return Verdict(status="timeout", death=replace(death, reason="timeout"))
         return Verdict(status=status, death=death)
-    if outcome.stage in ("interrupt", "kill") and status in ("interrupted", "error"):
+    caught = status == "ok" and reply is not None and reply.caught_interrupt  # (it went on to its end: no pass)
+    if outcome.stage in ("interrupt", "kill") and (status in ("interrupted", "error") or caught):
         # (stage "kill": the interrupt's result crossed the kill on the stream; the runner then
         # skips a kill for a cell that has ended, so the namespace is kept)
         why = "cancelled" if outcome.cancelled else f"over its {outcome.budget_s} s budget"
+        how = "; the cell caught the KeyboardInterrupt and ended by itself" if caught else ""
         return Verdict(status="timeout", watchdog="interrupted",
-                       note=f"{why}: interrupted (SIGINT); the namespace is kept")
+                       note=f"{why}: interrupted (SIGINT){how}; the namespace is kept")
     if intent == "restart" and status == "interrupted":
         return Verdict(status=status, reset=True)
     return _PLAIN.get(status) or Verdict(status=status)

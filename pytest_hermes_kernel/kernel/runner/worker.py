@@ -92,7 +92,7 @@ class Worker:
         self.calls = 0
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
-        self._interrupt_pending = False
+        self._interrupt_pending = self.raised = False
         self._after_call = False  # an interrupt that followed a tool's result: for the cell's next step
         self._chained = False  # SIGINT re-armed by the worker itself (see _interrupt_after_call)
         self._returning = False  # a tool call answered, past its shield, until the next one or cell
@@ -127,7 +127,12 @@ class Worker:
             self._after_call = True  # the cell's: at its next step, as one that came under the shield
             _interrupt_after_call(self)
             return
-        raise KeyboardInterrupt
+        raise self.interrupt_raised()
+
+    def interrupt_raised(self) -> KeyboardInterrupt:
+        """The ``KeyboardInterrupt`` to raise in the cell, noted: a cell that catches it says so."""
+        self.raised = True
+        return KeyboardInterrupt()
 
     def _enter_io(self) -> bool:
         if threading.get_ident() != self._main:
@@ -141,7 +146,7 @@ class Worker:
         if not self._io and self._interrupt_pending:
             self._interrupt_pending = False
             if self.in_cell:
-                raise KeyboardInterrupt
+                raise self.interrupt_raised()
 
     def _leave_call(self, answered: bool) -> None:
         """End a tool call's shield: a SIGINT that came meanwhile interrupts the call if its result had
@@ -152,7 +157,7 @@ class Worker:
             self._interrupt_pending = False
             if self.in_cell:
                 if not answered:
-                    raise KeyboardInterrupt
+                    raise self.interrupt_raised()
                 self._after_call = True
                 _interrupt_after_call(self)
 
@@ -279,7 +284,7 @@ class Worker:
         """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
         with self._rearm:
             self.execution_count += 1
-            self._interrupt_pending = self._after_call = self._chained = self._returning = False
+            self._interrupt_pending = self._after_call = self._chained = self._returning = self.raised = False
             drop_blocked_sigint()  # one the main thread blocked (an earlier cell's mask) is no later cell's
         if self._rearmer is not None:  # it ends at its next tick, seeing the new count: not in the cell
             self._rearmer.join(1.0)
@@ -320,6 +325,8 @@ class Worker:
         for key in ("evalue", "traceback"):
             if key in reply:
                 reply[key] = bound_inline(reply[key], self.text_cap)
+        if self.raised and reply["status"] == "ok":  # it caught the interrupt and went on to its end
+            reply["caught_interrupt"] = True
         reply["execution_count"] = self.execution_count
         reply["duration_s"] = _clock() - started
         self.send(reply)
@@ -340,7 +347,7 @@ class Worker:
             raise ToolError(_RETIRED)
         if self._after_call:  # an interrupt followed the last call's result: it ends the cell here,
             self._after_call = False  # before this call goes out
-            raise KeyboardInterrupt
+            raise self.interrupt_raised()
         # the whole call is shielded: an interrupt is judged at its end, against its result
         shielded = self._enter_io()
         msg = None
@@ -385,7 +392,7 @@ def _interrupt_after_call(worker: Worker) -> None:
         worker._rearmer.start()
     except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
         worker._after_call = False
-        raise KeyboardInterrupt from None
+        raise worker.interrupt_raised() from None
 
 
 def _signal_until_raised(worker: Worker, cell: int) -> None:
