@@ -189,6 +189,19 @@ def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: boo
     os._exit(code)
 
 
+def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
+    """End a process a cell forked, come back to the worker at the end of the cell's code, with the
+    status an interpreter gives: its ``SystemExit`` code (``exiting``), else 0, or 1 after the
+    traceback of an uncaught error on its stderr (it exited 0, the error printed nowhere). Never returns."""
+    code = exiting if exiting is not None else 0 if reply.get("status") == "ok" else 1
+    if exiting is None and code:
+        try:
+            os.write(2, str(reply.get("traceback", "")).encode("utf-8", "backslashreplace"))
+        except OSError:
+            pass
+    os._exit(code)
+
+
 def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
     tree = ast.parse(source, "<cell>", "exec")

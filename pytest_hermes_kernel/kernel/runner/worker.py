@@ -32,7 +32,7 @@ import time
 import traceback
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
+from .environ import become_worker, end_forked_child, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, encode_tool_call, install_tools_module
@@ -320,8 +320,8 @@ class Worker:
             self.in_cell = False
             self.cell_id = None
             flush_stdio()
-        if _getpid() != self.pid:  # os.fork() in a cell: the child ends here
-            os._exit(0)
+        if _getpid() != self.pid:  # os.fork() in a cell: the child ends here, as an interpreter would
+            end_forked_child(reply, exiting)
         for key in ("evalue", "traceback"):
             if key in reply:
                 reply[key] = bound_inline(reply[key], self.text_cap)
