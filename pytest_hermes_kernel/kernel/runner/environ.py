@@ -36,6 +36,7 @@ import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Set in every kernel process whatever ``env`` says: the leak probes and the failed-launch kill
@@ -164,8 +165,30 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
                             line_buffering=True, write_through=True)
 
 
+def _c_fflush() -> Callable[[Any], int] | None:
+    """libc's ``fflush`` (``None``: no ``ctypes`` or no libc to load). Loaded at import: a kernel
+    server has it loaded once for every kernel it forks."""
+    try:
+        import ctypes
+
+        fflush = ctypes.CDLL(None).fflush
+        fflush.argtypes = [ctypes.c_void_p]
+        return fflush  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_FFLUSH = _c_fflush()
+
+
 def flush_stdio() -> None:
-    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
+    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals), and C's stdio:
+    on a pipe C's ``stdout`` is fully buffered, and a C extension's ``printf`` output reached no cell."""
+    if _FFLUSH is not None:
+        try:
+            _FFLUSH(None)
+        except Exception:  # noqa: BLE001
+            pass
     for name in ("stdout", "stderr", "__stdout__", "__stderr__"):
         stream = getattr(sys, name, None)  # (a cell may have deleted it)
         try:
