@@ -202,7 +202,8 @@ def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: boo
     """End the worker as a clean interpreter exit would: threads joined (``join_threads``), atexit
     run, the cells' ``namespace`` freed (an open file's buffered writes reach it, as at an
     interpreter's end: after ``os._exit`` alone they were lost), stdio flushed. Never returns."""
-    steps = (threading._shutdown,) if join_threads else ()  # type: ignore[attr-defined]  # (the supervisor kills us after its grace)
+    # (threads joined: the supervisor kills us after its grace)
+    steps = (threading._shutdown,) if join_threads else ()  # type: ignore[attr-defined]
     for step in (*steps, atexit._run_exitfuncs, namespace.clear, gc.collect):
         try:
             step()

@@ -26,7 +26,7 @@ import signal
 import sys
 
 from .attach import ClientLink, bind_listener
-from .capture import PIPE_BYTES, OutputPipes, set_nonblocking
+from .capture import OutputPipes, set_nonblocking
 from .cells import CellBook
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
 from .procfs import adopted_children
@@ -75,7 +75,6 @@ class Supervisor:
         self.link = ClientLink(self.sel, config.get("token") or "")
         self.worker = WorkerProcess(config, self.sel, self.pipes.write_ends)
         self.cells = CellBook(self.pipes, self.worker)
-        self.worker.drain = lambda: self.pipes.drain(self.cells.cell is not None, limit=PIPE_BYTES)
         self.wake_r, self.wake_w = os.pipe()
         set_nonblocking(self.wake_r)
         set_nonblocking(self.wake_w)

@@ -127,12 +127,7 @@ class Worker:
             self._after_call = True  # the cell's: at its next step, as one that came under the shield
             _interrupt_after_call(self)
             return
-        raise self.interrupt_raised()
-
-    def interrupt_raised(self) -> KeyboardInterrupt:
-        """The ``KeyboardInterrupt`` to raise in the cell, noted: a cell that catches it says so."""
-        self.raised = True
-        return KeyboardInterrupt()
+        raise _interrupt(self)
 
     def _enter_io(self) -> bool:
         if threading.get_ident() != self._main:
@@ -146,7 +141,7 @@ class Worker:
         if not self._io and self._interrupt_pending:
             self._interrupt_pending = False
             if self.in_cell:
-                raise self.interrupt_raised()
+                raise _interrupt(self)
 
     def _leave_call(self, answered: bool) -> None:
         """End a tool call's shield: a SIGINT that came meanwhile interrupts the call if its result had
@@ -157,7 +152,7 @@ class Worker:
             self._interrupt_pending = False
             if self.in_cell:
                 if not answered:
-                    raise self.interrupt_raised()
+                    raise _interrupt(self)
                 self._after_call = True
                 _interrupt_after_call(self)
 
@@ -325,8 +320,7 @@ class Worker:
         for key in ("evalue", "traceback"):
             if key in reply:
                 reply[key] = bound_inline(reply[key], self.text_cap)
-        if self.raised and reply["status"] == "ok":  # it caught the interrupt and went on to its end
-            reply["caught_interrupt"] = True
+        reply["caught_interrupt"] = self.raised and reply["status"] == "ok"  # it caught one and went on
         reply["execution_count"] = self.execution_count
         reply["duration_s"] = _clock() - started
         self.send(reply)
@@ -347,7 +341,7 @@ class Worker:
             raise ToolError(_RETIRED)
         if self._after_call:  # an interrupt followed the last call's result: it ends the cell here,
             self._after_call = False  # before this call goes out
-            raise self.interrupt_raised()
+            raise _interrupt(self)
         # the whole call is shielded: an interrupt is judged at its end, against its result
         shielded = self._enter_io()
         msg = None
@@ -368,6 +362,12 @@ class Worker:
         if not msg or not msg.get("ok"):  # (no msg: never, _leave_call raised)
             raise ToolError((msg or {}).get("error", "tool call failed"))
         return msg.get("value")
+
+
+def _interrupt(worker: Worker) -> KeyboardInterrupt:
+    """The ``KeyboardInterrupt`` to raise in ``worker``'s cell, noted: a cell that catches it says so."""
+    worker.raised = True
+    return KeyboardInterrupt()
 
 
 def _in_tool_call(frame: Any, *, runner: bool = True) -> bool:
@@ -392,7 +392,7 @@ def _interrupt_after_call(worker: Worker) -> None:
         worker._rearmer.start()
     except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
         worker._after_call = False
-        raise worker.interrupt_raised() from None
+        raise _interrupt(worker) from None
 
 
 def _signal_until_raised(worker: Worker, cell: int) -> None:
