@@ -183,9 +183,7 @@ class Worker:
         return self._wait(self._take_command)
 
     def _take_command(self) -> Header | None:
-        if not self.commands:
-            return None
-        return self.commands.pop(0)
+        return self.commands.pop(0) if self.commands else None
 
     def _wait(self, take: Callable[[], T | None]) -> T | None:
         """What ``take`` finds in the frames read (:raises EOFError: at the socket's end); ``None`` if
@@ -430,7 +428,9 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     code = 0
     try:
         worker = Worker(sock, config)
-        signal.signal(signal.SIGINT, worker.on_sigint)
+        # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
+        signal.default_int_handler = handler = worker.on_sigint  # type: ignore[assignment]
+        signal.signal(signal.SIGINT, handler)
         become_worker(out_w, err_w, config)
         install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
         _WORKER = worker
