@@ -30,6 +30,7 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
 from .environ import become_worker, end_forked_child, exec_source, finalize_and_exit, flush_stdio, restore_stdio
@@ -73,7 +74,9 @@ class Worker:
         self.sock = sock
         self.decoder = FrameDecoder()
         self.pid = _getpid()
-        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.main = types.ModuleType("__main__")  # sys.modules' in a worker: pickle finds a cell's names there
+        self.namespace: dict[str, Any] = self.main.__dict__
+        self.namespace["__builtins__"] = builtins
         self.execution_count = 0
         self.cell_id: Any = None
         self.in_cell = False
@@ -180,10 +183,7 @@ class Worker:
 
         :raises EOFError: if the supervisor closed the socket.
         """
-        return self._wait(self._take_command)
-
-    def _take_command(self) -> Header | None:
-        return self.commands.pop(0) if self.commands else None
+        return self._wait(lambda: self.commands.pop(0) if self.commands else None)
 
     def _wait(self, take: Callable[[], T | None]) -> T | None:
         """What ``take`` finds in the frames read (:raises EOFError: at the socket's end); ``None`` if
@@ -428,6 +428,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     code = 0
     try:
         worker = Worker(sock, config)
+        sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
         # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
         signal.default_int_handler = handler = worker.on_sigint  # type: ignore[assignment]
         signal.signal(signal.SIGINT, handler)
