@@ -49,3 +49,16 @@ def test_a_shutdown_runs_the_kernels_atexit_handlers(hermes_kernel_factory):
 
     assert (info.step, info.exit_code) == ("request", 0), info
     assert hermes_kernel_factory().execute(READ.format(path=path)).value == "'atexit ran'"
+
+
+def test_a_shutdown_with_an_idle_process_pool_ends_by_request(hermes_kernel_factory):
+    """Its atexit join of the pool's workers waited for the grace: ``concurrent.futures`` shuts its
+    executors down from ``threading``'s exit calls, which an exit request now runs too."""
+    kernel = hermes_kernel_factory()
+    kernel.execute("import concurrent.futures as cf, multiprocessing as mp\n"
+                   "pool = cf.ProcessPoolExecutor(2, mp_context=mp.get_context('fork'))\n"
+                   "assert pool.submit(abs, -1).result() == 1")
+
+    info = kernel.shutdown()
+
+    assert (info.step, info.exit_code) == ("request", 0), info

@@ -199,11 +199,13 @@ def flush_stdio() -> None:
 
 
 def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: bool = True) -> None:
-    """End the worker as a clean interpreter exit would: threads joined (``join_threads``), atexit
-    run, the cells' ``namespace`` freed (an open file's buffered writes reach it, as at an
-    interpreter's end: after ``os._exit`` alone they were lost), stdio flushed. Never returns."""
+    """End the worker as a clean interpreter exit would: threads joined (``join_threads``; else only
+    ``threading``'s own exit calls run, which end executors' pools: without them a process pool's
+    workers waited for work and the atexit join of them for the grace), atexit run, the cells'
+    ``namespace`` freed (an open file's buffered writes reach it, as at an interpreter's end: after
+    ``os._exit`` alone they were lost), stdio flushed. Never returns."""
     # (threads joined: the supervisor kills us after its grace)
-    steps = (threading._shutdown,) if join_threads else ()  # type: ignore[attr-defined]
+    steps = (threading._shutdown if join_threads else _threading_exit_calls,)  # type: ignore[attr-defined]
     for step in (*steps, atexit._run_exitfuncs, namespace.clear, gc.collect):
         try:
             step()
@@ -211,6 +213,13 @@ def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: boo
             pass
     flush_stdio()
     os._exit(code)
+
+
+def _threading_exit_calls() -> None:
+    """What ``threading._register_atexit`` registered (``concurrent.futures``' shutdown of its
+    executors), as ``threading._shutdown`` runs it before it joins the threads."""
+    for call in reversed(getattr(threading, "_threading_atexits", [])):
+        call()
 
 
 def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
