@@ -38,7 +38,9 @@ _BEARER_WORDS = ("bearer", "token", "authorization:")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
 _ASSIGN = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
-    r"(\s*[=:]\s*)(['\"]?)([^\s'\"]{6,})\3")
+    r"(\s*[=:]\s*)(['\"]?)(?![0-9][0-9_.,]*(?:[\s'\";)}\]]|$))([^\s'\"]{6,})\3")
+"""``NAME=value`` where NAME sounds secret; a plain number is no credential (``total_tokens = 247201``:
+a model API's usage, the commonest thing an agent's cell prints, came back ``[REDACTED]``)."""
 _ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
 """Lower-case literals one of which every ``_ASSIGN`` match contains (``_ASSIGN`` alone scans at
 ~0.2 s per MiB: it is run only when one is there)."""
