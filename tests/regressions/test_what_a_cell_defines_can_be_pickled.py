@@ -33,3 +33,14 @@ def test_a_fork_pool_maps_a_cells_function(hermes_kernel):
     assert (result.status, result.value) == ("ok", "[2, 4, 6]"), result.summary()
     after = hermes_kernel.execute("__name__, double(1)")
     assert after.value == "('__main__', 2)" and not after.kernel.state_lost
+
+
+def test_a_string_annotation_resolves_to_a_cells_class(hermes_kernel):
+    """``typing.get_type_hints`` (dataclasses, pydantic) looks names up in the class's module,
+    ``sys.modules["__main__"]``: a forward reference to a cell's class raised ``NameError``."""
+    hermes_kernel.execute("import dataclasses, typing\nclass Inner:\n    pass\n")
+
+    result = hermes_kernel.execute("@dataclasses.dataclass\nclass Outer:\n    inner: 'Inner'\n"
+                                   "typing.get_type_hints(Outer)['inner'] is Inner")
+
+    assert (result.status, result.value) == ("ok", "True"), result.summary()
