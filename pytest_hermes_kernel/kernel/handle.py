@@ -35,7 +35,7 @@ from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions, checked_options, cwd_resolved
 from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
-from .output import kernel_secrets
+from .output import clean, kernel_secrets
 from .queue import CellQueue
 from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
@@ -393,6 +393,7 @@ def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent
             watchdog, note = handle._runtime.reset_after_timeout(abandoned=outcome.abandoned,
                                                                  restart=handle.options.watchdog.restart)
             death = replace(death, note=note)
+        death = replace(death, note=clean(death.note, handle._secrets))  # (a SystemExit's text is the cell's)
         handle.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
     changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,
                                    start_note=handle._runtime.take_start_note())

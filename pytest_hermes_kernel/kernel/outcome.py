@@ -19,7 +19,7 @@ from operator import itemgetter
 from typing import Any, Literal
 
 from .lifecycle import Loss
-from .output import clean, decode_capture
+from .output import clean, clean_cut, clean_inline_cut, decode_capture
 from .results import CellResult, KernelInfo, Reason, Status, WatchdogOutcome
 from .watchdog import Action
 
@@ -58,6 +58,7 @@ class RunnerReply:
     :param duration_s: seconds the cell ran in the worker.
     :param stdout_dropped: bytes of stdout the bounded capture left out (``stderr_dropped`` alike).
     :param worker_pid: the worker's pid after the cell (a new one after a death).
+    :param caught_interrupt: an ``ok`` cell caught a ``KeyboardInterrupt`` the runner raised in it.
     """
 
     status: Status
@@ -79,6 +80,7 @@ class RunnerReply:
     stdout_dropped: int = 0
     stderr_dropped: int = 0
     worker_pid: int | None = None
+    caught_interrupt: bool = False
 
     @classmethod
     def from_header(cls, header: Mapping[str, Any]) -> RunnerReply:
@@ -200,12 +202,14 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
         if outcome.stage == "kill" or outcome.stage == "abandon":
             return Verdict(status="timeout", death=replace(death, reason="timeout"))
         return Verdict(status=status, death=death)
-    if outcome.stage in ("interrupt", "kill") and status in ("interrupted", "error"):
+    caught = status == "ok" and reply is not None and reply.caught_interrupt  # (it went on to its end: no pass)
+    if outcome.stage in ("interrupt", "kill") and (status in ("interrupted", "error") or caught):
         # (stage "kill": the interrupt's result crossed the kill on the stream; the runner then
         # skips a kill for a cell that has ended, so the namespace is kept)
         why = "cancelled" if outcome.cancelled else f"over its {outcome.budget_s} s budget"
+        how = "; the cell caught the KeyboardInterrupt and ended by itself" if caught else ""
         return Verdict(status="timeout", watchdog="interrupted",
-                       note=f"{why}: interrupted (SIGINT); the namespace is kept")
+                       note=f"{why}: interrupted (SIGINT){how}; the namespace is kept")
     if intent == "restart" and status == "interrupted":
         return Verdict(status=status, reset=True)
     return _PLAIN.get(status) or Verdict(status=status)
@@ -296,11 +300,12 @@ def _value_text(reply: RunnerReply, secrets: tuple[str, ...]) -> tuple[str | Non
     length = reply.value_length or 0
     dropped = length - len(reply.value) - len(reply.value_tail)
     marker = f"\n[... {dropped} characters dropped ...]\n"
-    return clean(reply.value, secrets) + marker + clean(reply.value_tail, secrets), length
+    head, tail = clean_cut(reply.value, reply.value_tail, secrets)
+    return head + marker + tail, length
 
 
 def _clean_opt(text: str | None, secrets: tuple[str, ...]) -> str | None:
-    return None if text is None else clean(text, secrets)
+    return None if text is None else clean_inline_cut(text, secrets)
 
 
 def not_run(info: KernelInfo, *, cancelled: bool) -> CellResult:

@@ -38,7 +38,9 @@ _BEARER_WORDS = ("bearer", "token", "authorization:")
 _URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
 _ASSIGN = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
-    r"(\s*[=:]\s*)(['\"]?)([^\s'\"]{6,})\3")
+    r"(\s*[=:]\s*)(['\"]?)(?![0-9][0-9_.,]*(?:[\s'\";)}\]]|$))([^\s'\"]{6,})\3")
+"""``NAME=value`` where NAME sounds secret; a plain number is no credential (``total_tokens = 247201``:
+a model API's usage, the commonest thing an agent's cell prints, came back ``[REDACTED]``)."""
 _ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
 """Lower-case literals one of which every ``_ASSIGN`` match contains (``_ASSIGN`` alone scans at
 ~0.2 s per MiB: it is run only when one is there)."""
@@ -85,7 +87,43 @@ def decode_capture(head: bytes, tail: bytes, dropped: int, *, secrets: Iterable[
     dropped += cut + skip
     tail_text = tail[skip:].decode("utf-8", "replace")
     marker = f"\n[... {dropped} bytes dropped ...]\n"
-    return DecodedStream(clean(head_text, secrets) + marker + clean(tail_text, secrets), True, dropped)
+    head_text, tail_text = clean_cut(head_text, tail_text, secrets)
+    return DecodedStream(head_text + marker + tail_text, True, dropped)
+
+
+#: The shortest piece of a secret literal masked at a truncation cut (:func:`clean_cut`).
+MIN_CUT_PIECE = 4
+_INLINE_MARKER = re.compile(r"\n\[\.\.\. \d+ characters dropped \.\.\.\]\n")
+
+
+def clean_cut(head: str, tail: str, secrets: Iterable[str] = ()) -> tuple[str, str]:
+    """:func:`clean` both sides of a truncation cut, and mask the piece of a secret literal (at least
+    :data:`MIN_CUT_PIECE` characters) the cut left at the head's end or the tail's start: each side
+    alone holds no whole value to redact (a secret printed across the cut showed all but its end).
+    """
+    head, tail = clean(head, secrets), clean(tail, secrets)
+    for value in secrets:
+        if len(value) < 8:
+            continue
+        for size in range(len(value) - 1, MIN_CUT_PIECE - 1, -1):
+            if head.endswith(value[:size]):
+                head = head[:-size] + REDACTED
+                break
+        for size in range(len(value) - 1, MIN_CUT_PIECE - 1, -1):
+            if tail.startswith(value[-size:]):
+                tail = REDACTED + tail[size:]
+                break
+    return head, tail
+
+
+def clean_inline_cut(text: str, secrets: Iterable[str] = ()) -> str:
+    """:func:`clean` a text the runner cut around an inline ``[... N characters dropped ...]``
+    marker (an error's message or traceback), as :func:`clean_cut` does each side."""
+    found = _INLINE_MARKER.search(text)
+    if found is None:
+        return clean(text, secrets)
+    head, tail = clean_cut(text[:found.start()], text[found.end():], secrets)
+    return head + found.group() + tail
 
 
 def strip_ansi(text: str) -> str:

@@ -1,9 +1,11 @@
 """Handed case B15: a non-daemon thread or an atexit hook left by a cell blocked kernel shutdown;
 the registry thought the kernel gone while the process lived on (or close() hung).
 
-Shutdown ends the worker without joining cell threads or running atexit hooks (a clean exit
-through SystemExit does run them, and is killed after ``exit_grace`` when they hang: see B07).
-Either way the process is gone and reaped (no zombie) within the graces.
+Shutdown's exit request ends the worker without joining cell threads; it runs the atexit hooks
+(an open file's buffered writes must reach it: ``test_a_kernels_end_flushes_its_open_files.py``),
+and the ladder's SIGTERM ends one that hangs after ``shutdown_grace`` (a clean exit through
+SystemExit runs them too, and is killed after ``exit_grace`` when they hang: see B07). Either way
+the process is gone and reaped (no zombie) within the graces.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def safe_repr(value: Any) -> str:
         return f"<repr failed: {type(exc).__name__}: {_safe_str(exc)}>"
 
 
-def _safe_str(exc: BaseException) -> str:
+def _safe_str(exc: object) -> str:
     """``str(exc)``, or a note when the exception's ``__str__`` itself fails (it is user code)."""
     try:
         return str(exc)
@@ -114,18 +114,26 @@ def describe_error(exc: BaseException, reply: Header, status: str) -> None:
 
 
 def describe_exit(exc: SystemExit, reply: Header) -> int:
-    """Fill ``reply`` for a cell that raised ``SystemExit``; return the exit status (0-255)."""
+    """Fill ``reply`` for a cell that raised ``SystemExit``; return the exit status (0-255).
+
+    A code that is no int is user code: its ``__str__``/``__repr__`` may fail, and is named then,
+    never raised (raised here, after the cell, it ended the worker: exit code 70, ``died``).
+    """
     code = exc.code
     if code is None:
-        status = 0
+        status, text = 0, ""
     elif isinstance(code, int):
-        status = code & 0xFF
+        status, text = code & 0xFF, _safe_str(code)
     else:
-        status = 1
+        status, text = 1, _safe_str(code)
         try:
-            sys.stderr.write(f"{code}\n")
+            sys.stderr.write(f"{text}\n")
         except Exception:  # noqa: BLE001 - stderr may be closed by the cell
             pass
-    reply.update(status="exited", ename="SystemExit", evalue="" if code is None else str(code),
-                 exit_code=status, traceback=f"SystemExit: {code!r}\n")
+    try:
+        shown = repr(code)
+    except BaseException as again:  # noqa: BLE001 - as for __str__
+        shown = f"<repr failed: {type(again).__name__}>"
+    reply.update(status="exited", ename="SystemExit", evalue=text, exit_code=status,
+                 traceback=f"SystemExit: {shown}\n")
     return status

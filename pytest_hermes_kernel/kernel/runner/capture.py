@@ -107,16 +107,20 @@ class OutputPipes:
         if capturing:
             (self.out if fd == self.out_r else self.err).add(data)
 
-    def drain(self, capturing: bool) -> None:
-        """Read both pipes empty; keep the bytes only while ``capturing``."""
+    def drain(self, capturing: bool, limit: int | None = None) -> None:
+        """Read both pipes empty, or ``limit`` bytes of each at most (a writer that never stops
+        must not hold a wait that reads between its polls); keep the bytes only while ``capturing``."""
         for fd, cap in ((self.out_r, self.out), (self.err_r, self.err)):
-            while True:
+            left = limit
+            while left is None or left > 0:
                 try:
                     data = os.read(fd, READ_CHUNK)
                 except BlockingIOError:
                     break
                 if not data:
                     break
+                if left is not None:
+                    left -= len(data)
                 if capturing:
                     cap.add(data)
 

@@ -19,7 +19,7 @@ import signal
 import time
 
 from .bounds import too_large
-from .capture import OutputPipes
+from .capture import PIPE_BYTES, OutputPipes
 from .frames import MAX_FRAME_BYTES, encode_frame
 from .procfs import OomCounter
 from .worker_process import WorkerProcess
@@ -54,6 +54,7 @@ class CellBook:
         self.interrupts = 0  # the highest interrupt number the running cell got (see take_interrupt)
         self.started = False  # the worker said the running cell runs: its interrupts are signals now
         self.held = False  # an interrupt came before that: signalled once the worker says it runs
+        worker.drain = lambda: pipes.drain(self.cell is not None, limit=PIPE_BYTES)  # (while it waits for an end)
 
     @property
     def running_id(self) -> Any:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import ast
 import atexit
 import faulthandler
+import gc
 import io
 import os
 import signal
@@ -35,6 +36,7 @@ import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Set in every kernel process whatever ``env`` says: the leak probes and the failed-launch kill
@@ -130,12 +132,21 @@ def restore_stdio() -> None:
             os.close(again)
     for name, fd in (("stdout", 1), ("stderr", 2)):
         for attr in (name, f"__{name}__"):
-            stream = getattr(sys, attr)
-            if stream is None or getattr(stream, "closed", False):
+            stream = getattr(sys, attr, None)
+            if stream is None or _closed(stream):
                 try:
                     setattr(sys, attr, _text_stream(fd))
                 except OSError:  # fd itself is closed and could not be opened again
                     pass
+
+
+def _closed(stream: Any) -> bool:
+    """Whether a cell's stream says it is closed; a ``closed`` that raises (the cell's code: raised
+    here, before the next cell, it ended the worker) leaves the stream as the cell made it."""
+    try:
+        return bool(getattr(stream, "closed", False))
+    except BaseException:  # noqa: BLE001
+        return False
 
 
 def _pipe_of(fd: int) -> tuple[int, int] | None:
@@ -154,24 +165,73 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
                             line_buffering=True, write_through=True)
 
 
+def _c_fflush() -> Callable[[Any], int] | None:
+    """libc's ``fflush`` (``None``: no ``ctypes`` or no libc to load). Loaded at import: a kernel
+    server has it loaded once for every kernel it forks."""
+    try:
+        import ctypes
+
+        fflush = ctypes.CDLL(None).fflush
+        fflush.argtypes = [ctypes.c_void_p]
+        return fflush  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001
+        return None
+
+
+_FFLUSH = _c_fflush()
+
+
 def flush_stdio() -> None:
-    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals)."""
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+    """Flush the cell's stdout/stderr (the ones it may have replaced and the originals), and C's stdio:
+    on a pipe C's ``stdout`` is fully buffered, and a C extension's ``printf`` output reached no cell."""
+    if _FFLUSH is not None:
+        try:
+            _FFLUSH(None)
+        except Exception:  # noqa: BLE001
+            pass
+    for name in ("stdout", "stderr", "__stdout__", "__stderr__"):
+        stream = getattr(sys, name, None)  # (a cell may have deleted it)
         try:
             if stream is not None:
                 stream.flush()
-        except Exception:  # noqa: BLE001 - the cell may have closed or replaced them
+        except BaseException:  # noqa: BLE001 - the cell may have closed or replaced them (with its own
+            pass  # stream, whose flush is its code: a SystemExit raised there ended the worker)
+
+
+def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: bool = True) -> None:
+    """End the worker as a clean interpreter exit would: threads joined (``join_threads``; else only
+    ``threading``'s own exit calls run, which end executors' pools: without them a process pool's
+    workers waited for work and the atexit join of them for the grace), atexit run, the cells'
+    ``namespace`` freed (an open file's buffered writes reach it, as at an interpreter's end: after
+    ``os._exit`` alone they were lost), stdio flushed. Never returns."""
+    # (threads joined: the supervisor kills us after its grace)
+    steps = (threading._shutdown if join_threads else _threading_exit_calls,)  # type: ignore[attr-defined]
+    for step in (*steps, atexit._run_exitfuncs, namespace.clear, gc.collect):
+        try:
+            step()
+        except BaseException:  # noqa: BLE001 - the cells' code (a __del__, a handler): the end goes on
             pass
-
-
-def finalize_and_exit(code: int) -> None:
-    """End the worker as a clean interpreter exit would: threads joined, atexit run, stdio flushed."""
-    try:
-        threading._shutdown()  # type: ignore[attr-defined]  # joins non-daemon threads; the supervisor kills us after its grace
-        atexit._run_exitfuncs()
-    except BaseException:  # noqa: BLE001
-        pass
     flush_stdio()
+    os._exit(code)
+
+
+def _threading_exit_calls() -> None:
+    """What ``threading._register_atexit`` registered (``concurrent.futures``' shutdown of its
+    executors), as ``threading._shutdown`` runs it before it joins the threads."""
+    for call in reversed(getattr(threading, "_threading_atexits", [])):
+        call()
+
+
+def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
+    """End a process a cell forked, come back to the worker at the end of the cell's code, with the
+    status an interpreter gives: its ``SystemExit`` code (``exiting``), else 0, or 1 after the
+    traceback of an uncaught error on its stderr (it exited 0, the error printed nowhere). Never returns."""
+    code = exiting if exiting is not None else 0 if reply.get("status") == "ok" else 1
+    if exiting is None and code:
+        try:
+            os.write(2, str(reply.get("traceback", "")).encode("utf-8", "backslashreplace"))
+        except OSError:
+            pass
     os._exit(code)
 
 

@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # typing is not imported at run time: the runner's start stay
     Header = dict[str, Any]
     Frame = tuple[Header, list[bytes]]
 
+#: The codec's own references: in a worker, cells run in this interpreter and may patch ``json``'s.
+_dumps, _loads = json.dumps, json.loads
+
 PROTOCOL_VERSION = 1
 #: Largest frame either side accepts (64 MiB): room for two 1 MiB captures many times over.
 MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -59,9 +62,9 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     if blobs:
         header = dict(header, blobs=[len(b) for b in blobs])
     try:
-        body = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        body = _dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        body = json.dumps(header, separators=(",", ":")).encode("ascii")
+        body = _dumps(header, separators=(",", ":")).encode("ascii")
     depth = _depth(body)
     if depth > MAX_FRAME_DEPTH:
         raise FrameTooDeep(f"nested {depth} levels deep, over the {MAX_FRAME_DEPTH} a frame may hold")
@@ -134,7 +137,7 @@ def _depth(body: bytes) -> int:
 
 def _parse_header(raw: bytes) -> Header:
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = _loads(raw.decode("utf-8"))
     except ValueError as exc:
         raise FrameError(f"frame header is not JSON: {exc}") from None
     if not isinstance(header, dict):

@@ -30,9 +30,10 @@ import sys
 import threading
 import time
 import traceback
+import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, exec_source, finalize_and_exit, flush_stdio, restore_stdio
+from .environ import become_worker, end_forked_child, exec_source, finalize_and_exit, flush_stdio, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, encode_tool_call, install_tools_module
@@ -57,6 +58,9 @@ INTERRUPT_POLL_S = 0.02
 #: Seconds between the SIGINTs that carry an interrupt that followed a tool's result past the call.
 AFTER_CALL_S = 0.001
 _RUNNER_PACKAGE = __name__.rpartition(".")[0] + "."
+#: The worker's own references: a cell runs in this interpreter and may patch the modules' (a
+#: ``mock.patch("os.getpid").start()`` made the worker take itself for a cell's forked child).
+_getpid, _clock = os.getpid, time.perf_counter
 
 
 class Worker:
@@ -69,8 +73,10 @@ class Worker:
     def __init__(self, sock: socket.socket, config: dict[str, Any]) -> None:
         self.sock = sock
         self.decoder = FrameDecoder()
-        self.pid = os.getpid()
-        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
+        self.pid = _getpid()
+        self.main = types.ModuleType("__main__")  # sys.modules' in a worker: pickle finds a cell's names there
+        self.namespace: dict[str, Any] = self.main.__dict__
+        self.namespace["__builtins__"] = builtins
         self.execution_count = 0
         self.cell_id: Any = None
         self.in_cell = False
@@ -89,7 +95,7 @@ class Worker:
         self.calls = 0
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
-        self._interrupt_pending = False
+        self._interrupt_pending = self.raised = False
         self._after_call = False  # an interrupt that followed a tool's result: for the cell's next step
         self._chained = False  # SIGINT re-armed by the worker itself (see _interrupt_after_call)
         self._returning = False  # a tool call answered, past its shield, until the next one or cell
@@ -124,7 +130,7 @@ class Worker:
             self._after_call = True  # the cell's: at its next step, as one that came under the shield
             _interrupt_after_call(self)
             return
-        raise KeyboardInterrupt
+        raise _interrupt(self)
 
     def _enter_io(self) -> bool:
         if threading.get_ident() != self._main:
@@ -138,7 +144,7 @@ class Worker:
         if not self._io and self._interrupt_pending:
             self._interrupt_pending = False
             if self.in_cell:
-                raise KeyboardInterrupt
+                raise _interrupt(self)
 
     def _leave_call(self, answered: bool) -> None:
         """End a tool call's shield: a SIGINT that came meanwhile interrupts the call if its result had
@@ -149,7 +155,7 @@ class Worker:
             self._interrupt_pending = False
             if self.in_cell:
                 if not answered:
-                    raise KeyboardInterrupt
+                    raise _interrupt(self)
                 self._after_call = True
                 _interrupt_after_call(self)
 
@@ -159,7 +165,7 @@ class Worker:
         :raises ToolError: if a tool call cannot be a frame (:func:`.tools.encode_tool_call`); a
             result over the frame limit is sent as a ``ReplyTooLarge`` error instead.
         """
-        if os.getpid() != self.pid:  # a forked child of a cell never touches the channel
+        if _getpid() != self.pid:  # a forked child of a cell never touches the channel
             os._exit(0)
         data = encode_tool_call(header) if header.get("type") == "tool_call" else encode_frame(header)
         if len(data) > MAX_FRAME_BYTES:
@@ -177,12 +183,7 @@ class Worker:
 
         :raises EOFError: if the supervisor closed the socket.
         """
-        return self._wait(self._take_command)
-
-    def _take_command(self) -> Header | None:
-        if not self.commands:
-            return None
-        return self.commands.pop(0)
+        return self._wait(lambda: self.commands.pop(0) if self.commands else None)
 
     def _wait(self, take: Callable[[], T | None]) -> T | None:
         """What ``take`` finds in the frames read (:raises EOFError: at the socket's end); ``None`` if
@@ -257,26 +258,26 @@ class Worker:
         elif msg.get("id") in self.replies:
             self.replies[msg["id"]] = msg
 
-    def loop(self) -> None:
-        """Say ``ready``, then run cells until ``exit`` or EOF."""
+    def loop(self) -> bool:
+        """Say ``ready``, then run cells until ``exit`` (``True``) or EOF (``False``)."""
         self.send({"type": "ready", "pid": self.pid})
         while True:
             try:
                 msg = self.recv()
             except (EOFError, OSError):
-                return
+                return False
             kind = msg.get("type")
             if kind == "execute":
                 self.run_cell(msg)
             elif kind == "exit":
-                return
+                return True
 
     # ------------------------------------------------------------------------------ cells
     def run_cell(self, msg: Header) -> None:
         """Run one ``execute`` request and send its ``result`` (then exit on ``SystemExit``)."""
         with self._rearm:
             self.execution_count += 1
-            self._interrupt_pending = self._after_call = self._chained = self._returning = False
+            self._interrupt_pending = self._after_call = self._chained = self._returning = self.raised = False
             drop_blocked_sigint()  # one the main thread blocked (an earlier cell's mask) is no later cell's
         if self._rearmer is not None:  # it ends at its next tick, seeing the new count: not in the cell
             self._rearmer.join(1.0)
@@ -285,7 +286,7 @@ class Worker:
         install_tools_module(self)  # or deleted hermes_tools from sys.modules (it has no spec to be found by)
         self.cell_id = msg["id"]
         self.tools = list(msg.get("tools", ()))
-        started = time.perf_counter()
+        started = _clock()
         reply: Header = {"type": "result", "id": msg["id"], "status": "ok"}
         exiting = None
         try:
@@ -312,16 +313,17 @@ class Worker:
             self.in_cell = False
             self.cell_id = None
             flush_stdio()
-        if os.getpid() != self.pid:  # os.fork() in a cell: the child ends here
-            os._exit(0)
+        if _getpid() != self.pid:  # os.fork() in a cell: the child ends here, as an interpreter would
+            end_forked_child(reply, exiting)
         for key in ("evalue", "traceback"):
             if key in reply:
                 reply[key] = bound_inline(reply[key], self.text_cap)
+        reply["caught_interrupt"] = self.raised and reply["status"] == "ok"  # it caught one and went on
         reply["execution_count"] = self.execution_count
-        reply["duration_s"] = time.perf_counter() - started
+        reply["duration_s"] = _clock() - started
         self.send(reply)
         if exiting is not None:
-            finalize_and_exit(exiting)
+            finalize_and_exit(exiting, self.namespace)
 
     # ---------------------------------------------------------------- tool RPC, worker side
     def call_tool(self, name: str, args: dict[str, Any]) -> Any:
@@ -331,13 +333,13 @@ class Worker:
             (not JSON, too large or too deep for a frame), or if the host refused or the tool failed.
         """
         self._returning = False
-        if os.getpid() != self.pid:
+        if _getpid() != self.pid:
             raise ToolError("tool calls are not available in a process forked by a cell")
         if self.cell_id is None:
             raise ToolError(_RETIRED)
         if self._after_call:  # an interrupt followed the last call's result: it ends the cell here,
             self._after_call = False  # before this call goes out
-            raise KeyboardInterrupt
+            raise _interrupt(self)
         # the whole call is shielded: an interrupt is judged at its end, against its result
         shielded = self._enter_io()
         msg = None
@@ -358,6 +360,12 @@ class Worker:
         if not msg or not msg.get("ok"):  # (no msg: never, _leave_call raised)
             raise ToolError((msg or {}).get("error", "tool call failed"))
         return msg.get("value")
+
+
+def _interrupt(worker: Worker) -> KeyboardInterrupt:
+    """The ``KeyboardInterrupt`` to raise in ``worker``'s cell, noted: a cell that catches it says so."""
+    worker.raised = True
+    return KeyboardInterrupt()
 
 
 def _in_tool_call(frame: Any, *, runner: bool = True) -> bool:
@@ -382,7 +390,7 @@ def _interrupt_after_call(worker: Worker) -> None:
         worker._rearmer.start()
     except RuntimeError:  # no thread to be had: interrupted in the call rather than not at all
         worker._after_call = False
-        raise KeyboardInterrupt from None
+        raise _interrupt(worker) from None
 
 
 def _signal_until_raised(worker: Worker, cell: int) -> None:
@@ -401,7 +409,7 @@ def _signal_until_raised(worker: Worker, cell: int) -> None:
 
 def _close_channel_in_fork_child() -> None:
     worker = _WORKER
-    if worker is not None and os.getpid() != worker.pid:
+    if worker is not None and _getpid() != worker.pid:
         try:
             worker.sock.close()
         except OSError:
@@ -420,13 +428,17 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     code = 0
     try:
         worker = Worker(sock, config)
-        signal.signal(signal.SIGINT, worker.on_sigint)
+        sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
+        # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
+        signal.default_int_handler = handler = worker.on_sigint  # type: ignore[assignment]
+        signal.signal(signal.SIGINT, handler)
         become_worker(out_w, err_w, config)
         install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
         _WORKER = worker
         install_tools_module(worker)
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
-        worker.loop()
+        if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
+            finalize_and_exit(0, worker.namespace, join_threads=False)
     except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
         code = START_FAILED
         try:

@@ -58,6 +58,9 @@ class WorkerProcess:
         self.generation = 0
         self.oom_file: str | None = config.get("oom_counter_file")
         self.kicks = Kicks()  # due after the last SIGINT (:mod:`.kick`)
+        #: Reads the output pipes while :meth:`wait` waits (the supervisor sets it): an exiting
+        #: worker's atexit or threads may write more than a pipe holds, and block until it is read.
+        self.drain: Callable[[], None] = lambda: None
 
     def start(self, close_in_child: Callable[[], None]) -> int:
         """Fork a fresh worker; return its pid.
@@ -140,6 +143,7 @@ class WorkerProcess:
                 return info
             if time.monotonic() >= deadline:
                 return None
+            self.drain()
             time.sleep(_REAP_POLL_S)
         return self.exit
 
