@@ -73,6 +73,15 @@ def _code_dir() -> str:
 _RUNNER_DIR = _code_dir()
 
 
+_TYPE_NAME = type.__dict__["__name__"]
+
+
+def type_name(obj: object) -> str:
+    """The name of ``obj``'s class as the interpreter keeps it: never user code (a metaclass may
+    make ``__name__`` a property that raises; read after the cell, it ended the worker)."""
+    return str(_TYPE_NAME.__get__(type(obj)))
+
+
 def safe_repr(value: Any) -> str:
     """``repr(value)``, or a note when ``__repr__`` itself fails.
 
@@ -84,7 +93,7 @@ def safe_repr(value: Any) -> str:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a broken __repr__ must not kill the cell
-        return f"<repr failed: {type(exc).__name__}: {_safe_str(exc)}>"
+        return f"<repr failed: {type_name(exc)}: {_safe_str(exc)}>"
 
 
 def _safe_str(exc: object) -> str:
@@ -92,7 +101,7 @@ def _safe_str(exc: object) -> str:
     try:
         return str(exc)
     except BaseException as again:  # noqa: BLE001 - a broken __str__ must not kill the worker
-        return f"<str failed: {type(again).__name__}>"
+        return f"<str failed: {type_name(again)}>"
 
 
 def describe_error(exc: BaseException, reply: Header, status: str) -> None:
@@ -102,7 +111,7 @@ def describe_error(exc: BaseException, reply: Header, status: str) -> None:
     after the cell, it ended the worker: exit code 70, the namespace lost).
     """
     reply["status"] = status
-    reply["ename"] = type(exc).__name__
+    reply["ename"] = type_name(exc)
     reply["evalue"] = _safe_str(exc)
     try:
         tbe = traceback.TracebackException.from_exception(exc)
@@ -110,7 +119,7 @@ def describe_error(exc: BaseException, reply: Header, status: str) -> None:
             [f for f in tbe.stack if os.path.dirname(f.filename) != _RUNNER_DIR])
         reply["traceback"] = "".join(tbe.format())
     except BaseException as again:  # noqa: BLE001 - as for __str__
-        reply["traceback"] = f"{reply['ename']}: {reply['evalue']} (traceback failed: {type(again).__name__})\n"
+        reply["traceback"] = f"{reply['ename']}: {reply['evalue']} (traceback failed: {type_name(again)})\n"
 
 
 def describe_exit(exc: SystemExit, reply: Header) -> int:
@@ -133,7 +142,7 @@ def describe_exit(exc: SystemExit, reply: Header) -> int:
     try:
         shown = repr(code)
     except BaseException as again:  # noqa: BLE001 - as for __str__
-        shown = f"<repr failed: {type(again).__name__}>"
+        shown = f"<repr failed: {type_name(again)}>"
     reply.update(status="exited", ename="SystemExit", evalue=text, exit_code=status,
                  traceback=f"SystemExit: {shown}\n")
     return status
