@@ -198,6 +198,28 @@ def flush_stdio() -> None:
             pass  # stream, whose flush is its code: a SystemExit raised there ended the worker)
 
 
+#: Frames the worker keeps free above its own depth between cells (its frame I/O and JSON nest).
+RECURSION_ROOM = 100
+
+
+def end_of_cell() -> None:
+    """After a cell: keep the worker room to run (a cell's ``sys.setrecursionlimit(30)`` ended it
+    between cells, exit code 70, with nothing said), saying so on the cell's stderr, then
+    :func:`flush_stdio`. A limit with room enough stays as the cell set it."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    if limit < depth + RECURSION_ROOM:
+        sys.setrecursionlimit(depth + RECURSION_ROOM)
+        try:
+            sys.__stderr__.write(f"hermes-kernel: the recursion limit {limit} leaves the kernel too little room to "
+                                 f"run; it is {depth + RECURSION_ROOM} now\n")
+        except BaseException:  # noqa: BLE001 - the cell may have closed it
+            pass
+    flush_stdio()
+
+
 def finalize_and_exit(code: int, namespace: dict[str, Any], *, join_threads: bool = True) -> None:
     """End the worker as a clean interpreter exit would: threads joined (``join_threads``; else only
     ``threading``'s own exit calls run, which end executors' pools: without them a process pool's

@@ -33,7 +33,7 @@ import traceback
 import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, end_forked_child, exec_source, finalize_and_exit, flush_stdio, restore_stdio
+from .environ import become_worker, end_forked_child, end_of_cell, exec_source, finalize_and_exit, restore_stdio
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, encode_tool_call, install_tools_module
@@ -312,7 +312,7 @@ class Worker:
         finally:
             self.in_cell = False
             self.cell_id = None
-            flush_stdio()
+            end_of_cell()
         if _getpid() != self.pid:  # os.fork() in a cell: the child ends here, as an interpreter would
             end_forked_child(reply, exiting)
         for key in ("evalue", "traceback"):
