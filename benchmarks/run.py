@@ -217,11 +217,41 @@ def chart(res: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _count(least: int) -> Any:
+    """An argparse type: a whole number >= ``least`` (``--cells 0`` was a StatisticsError traceback,
+    ``--starts 0`` every transport reported unavailable, ``--cells 1`` a cells/s of no cell)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"{n} is too few: at least {least}")
+        return n
+    return parse
+
+
+def _transport_list(text: str) -> list[str]:
+    """An argparse type: built-in transport names, comma-separated, each once (a typo was
+    reported as an unavailable transport, exit status 0)."""
+    from pytest_hermes_kernel.transports import TRANSPORT_NAMES
+
+    names = text.split(",")
+    unknown = [n for n in names if n not in TRANSPORT_NAMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown transport {', '.join(map(repr, unknown))}; known: "
+                                         f"{', '.join(TRANSPORT_NAMES)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} named twice")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--transports", type=lambda s: s.split(","), default=["local", "docker", "ssh", "filecell"])
-    ap.add_argument("--cells", type=int, default=2000)
-    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--transports", type=_transport_list, default=["local", "docker", "ssh", "filecell"])
+    ap.add_argument("--cells", type=_count(2), default=2000, help="round trips per figure (at least 2)")
+    ap.add_argument("--starts", type=_count(1), default=20, help="starts per figure (at least 1)")
     ap.add_argument("--no-jupyter", action="store_true")
     ap.add_argument("--scale", action="store_true", help="run the scale invariants instead")
     args = ap.parse_args(argv)
@@ -237,8 +267,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in (stamp, "latest"):
         (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2))
         (RESULTS / f"{name}.txt").write_text(text + "\n")
-    chart(res, RESULTS / f"{stamp}.png")
-    chart(res, RESULTS / "latest.png")
+    try:
+        chart(res, RESULTS / f"{stamp}.png")
+        chart(res, RESULTS / "latest.png")
+    except ImportError as exc:  # was a traceback, and latest.png stayed an older run's chart
+        (RESULTS / "latest.png").unlink(missing_ok=True)
+        progress(f"no chart: matplotlib cannot be imported ({exc}); pip install '.[bench]'")
+        print(f"wrote {RESULTS / (stamp + '.json')} and .txt")
+        return 0
     print(f"wrote {RESULTS / (stamp + '.json')} and .png")
     return 0
 
