@@ -24,8 +24,8 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .containers.kept import KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note
 from .containers.rundir import kept_dir
-from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
-                     UnsafeRunDirError)
+from .errors import (ConfigError, FrameTooLargeError, HermesKernelError, KernelDiedError, KernelInUseError,
+                     TransportLostError, UnsafeRunDirError)
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -123,6 +123,9 @@ def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bo
     previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTING}
     try:
         r = handle.execute(code)
+    except (ConfigError, FrameTooLargeError) as exc:  # a source with no UTF-8 form, or over the frame limit:
+        err.write(f"hermes-kernel: {exc}\n")  # the cell failed; it was exit status 2 (unreachable), or a traceback
+        return False
     except KernelDiedError as exc:  # the CLI never starts a worker of its own (auto_restart=False)
         why = (exc.info.note if exc.info is not None and exc.info.note else str(exc))
         err.write(f"[kernel {handle.kernel_id}: {why}; its state is gone and nothing was run (this command starts "
