@@ -120,8 +120,7 @@ def _check_docker(engines: Engines = (None,)) -> Check:
     found = [(*_check_docker_engine(url), url) for url in engines]
     said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
     if not all(ok for ok, _why, _url in found):
-        sdk = importlib.util.find_spec("docker") is not None
-        return Check("docker", False, "; ".join(said), ENGINE_HINT if sdk else SDK_HINT)
+        return Check("docker", False, "; ".join(said), ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
 
 
