@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from ..errors import ConfigError, ContainerStartError, ImageMissingError, TransportUnavailableError
+from ..errors import ConfigError, ContainerStartError, ImageMissingError, KernelStartError, TransportUnavailableError
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse_engine_list"]
+__all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse_engine_list", "starting_on"]
 
 #: The word for "the environment's engine" in an engine list.
 DEFAULT_ENGINE = "default"
@@ -86,6 +88,26 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
                                         "running there, and may this user use its socket? is the URL right?") from None
     client.api.timeout = timeout
     return client
+
+
+@contextmanager
+def starting_on(url: str, kernel_id: str) -> Iterator[None]:
+    """A kernel start's calls to the engine at ``url``: one the engine does not answer (its dockerd
+    stopped mid-run, its socket gone) is a start error naming the engine (it was requests' bare
+    ``ConnectionError: ('Connection aborted.', FileNotFoundError(...))``, naming none).
+
+    :raises KernelStartError: if a call in the block found no engine answering at ``url``.
+    """
+    import requests
+
+    try:
+        _check_socket(url, url)  # first: docker-py leaks the socket of a connect that fails
+        yield
+    except TransportUnavailableError as exc:
+        raise KernelStartError(f"cannot start kernel {kernel_id}: {exc}") from None
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+        raise KernelStartError(f"cannot start kernel {kernel_id}: the docker engine at {url} did not answer: {exc}. "
+                               "Hint: is dockerd still running there, and its socket or port the same?") from None
 
 
 def _check_socket(url: str, where: str) -> None:

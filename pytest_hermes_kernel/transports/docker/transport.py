@@ -38,7 +38,7 @@ from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_S
                         LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
-from ...containers.engines import engine_client, engine_url, is_full_container_id
+from ...containers.engines import engine_client, engine_url, is_full_container_id, starting_on
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
@@ -166,7 +166,8 @@ class DockerTransport(Transport):
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
-        cid = self.hosts.for_launch()
+        with starting_on(self.engine, spec.kernel_id):
+            cid = self.hosts.for_launch()
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         return with_fallback(fork, lambda: self._spawn(cid, spec))
