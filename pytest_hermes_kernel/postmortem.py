@@ -15,6 +15,7 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
+import io
 import signal
 import sys
 import time
@@ -145,7 +146,8 @@ def exec_cell(kernel_id: str, code: str, out: IO[str] | None = None, err: IO[str
 
     ``out``/``err``: where to write (``None``: ``sys.stdout``/``sys.stderr`` at the time of the call).
     """
-    out, err = out or sys.stdout, err or sys.stderr
+    # a stream closed at the start (``>&-``: sys.stdout is None, an AttributeError traceback) is a sink
+    out, err = out or sys.stdout or io.StringIO(), err or sys.stderr or io.StringIO()
     return _with_kernel(kernel_id, err, lambda handle: 0 if _run_cell(handle, code, out, err) else 1)
 
 
@@ -159,7 +161,9 @@ def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | 
     :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached,
         :data:`INTERRUPTED` after Ctrl-C at the prompt.
     """
-    stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
+    # a stream closed at the start (``<&-``: sys.stdin is None, a traceback) is empty: the console leaves at once
+    stdin, out, err = stdin or sys.stdin or io.StringIO(), out or sys.stdout or io.StringIO(), \
+        err or sys.stderr or io.StringIO()
     def console(handle: KernelHandle) -> int:
         tty = stdin.isatty()
         if tty:
