@@ -38,14 +38,20 @@ PING_TIMEOUT_S = 10.0
 def check_engine_url(url: str) -> str:
     """``url`` when it names an engine docker-py can reach (``default`` too), else a ConfigError.
 
-    :raises ConfigError: if the scheme is not one of :data:`SCHEMES` or the address is missing.
+    :raises ConfigError: if the scheme is not one of :data:`SCHEMES`, the address is missing, or a
+        tcp/http(s) URL has no port in 1..65535.
     """
     if url == DEFAULT_ENGINE:
         return url
-    parsed = urlparse(url)
-    if parsed.scheme not in SCHEMES or not (parsed.path if parsed.scheme in ("unix", "npipe") else parsed.netloc):
+    try:  # a port out of range or no number, an unclosed [: docker-py's "did not answer", or a ValueError
+        parsed = urlparse(url)
+        by_path = parsed.scheme in ("unix", "npipe")
+        ok = parsed.scheme in SCHEMES and bool(parsed.path if by_path else parsed.netloc and 0 < (parsed.port or 0))
+    except ValueError:
+        ok = False
+    if not ok:
         raise ConfigError(f"bad docker engine URL {url!r}: expected unix:///path/docker.sock, tcp://host:port "
-                          f"or {DEFAULT_ENGINE!r} (the environment's engine, DOCKER_HOST)")
+                          f"(a port 1..65535) or {DEFAULT_ENGINE!r} (the environment's engine, DOCKER_HOST)")
     return url
 
 
