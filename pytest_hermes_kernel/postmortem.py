@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .containers.kept import KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note
 from .containers.rundir import kept_dir
 from .errors import (ConfigError, FrameTooLargeError, HermesKernelError, KernelDiedError, KernelInUseError,
-                     TransportLostError, UnsafeRunDirError)
+                     TransportLostError, TransportUnavailableError, UnsafeRunDirError)
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -198,7 +198,7 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         record = find(kernel_id)
         with attached(record) as handle:
             return body(handle)
-    except (ConfigError, KernelInUseError, TransportLostError) as exc:
+    except (ConfigError, KernelInUseError, TransportLostError, TransportUnavailableError) as exc:  # its engine down
         hint = "" if not isinstance(exc, TransportLostError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
                                                          "`hermes-kernel sweep kept` removes the records of those gone")
         err.write(f"hermes-kernel: {exc}{hint}\n")
