@@ -56,7 +56,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     for name, floor in (("docker", bench_remote.docker_echo_floor), ("ssh", bench_remote.ssh_echo_floor)):
         if name in args.transports and "unavailable" not in res["transports"].get(name, {}):
             progress(f"anchors: raw {name} exec stream echo")
-            a[f"{name}_exec_echo_p50_ms"] = statistics.median(floor(get_transport(name), args.cells)) * 1e3
+            measured(a, f"{name}_exec_echo_p50_ms",
+                     lambda floor=floor, name=name: statistics.median(floor(get_transport(name), args.cells)) * 1e3)
     if "filecell" in args.transports:
         progress("anchors: seed-style file cells (local shell backend)")
         try:
@@ -69,8 +70,25 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             a["seed_filecell"] = {"unavailable": f"{type(exc).__name__}: {exc}"}
     if not args.no_jupyter:
         progress("anchors: jupyter_client + ipykernel")
-        a["jupyter"] = measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8))
+        measured(a, "jupyter", lambda: measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8)),
+                 none="jupyter_client or ipykernel is not installed: pip install '.[bench]'")
     return res
+
+
+def measured(into: dict[str, Any], key: str, measure: Any, none: str = "") -> None:
+    """``into[key] = measure()``; when it raises (or gives ``None``: ``none`` says why), the reason
+    goes to ``into["unavailable"][key]`` instead, and the table says it was not measured: an
+    anchor that failed late in a run (a jupyter kernel that would not start) ended it in a
+    traceback, and every figure measured before was lost (no JSON, no table)."""
+    try:
+        value = measure()
+    except Exception as exc:  # noqa: BLE001 - reported in the table, not fatal
+        value, none = None, f"{type(exc).__name__}: {exc}"
+    if value is None:
+        progress(f"{key}: not measured ({none})")
+        into.setdefault("unavailable", {})[key] = none
+    else:
+        into[key] = value
 
 
 def start_figures(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,8 +109,8 @@ def start_figures(args: argparse.Namespace) -> dict[str, Any]:
             out[name]["exec_true_p50_ms"] = anchor(args.starts)
     if "local" in args.transports:
         progress("local: idle memory per kernel (8 forked from one server), 64 kernels at once")
-        out["memory"] = starts.memory_per_kernel(8)
-        out["concurrent"] = starts.concurrent_starts(64)
+        measured(out, "memory", lambda: starts.memory_per_kernel(8))
+        measured(out, "concurrent", lambda: starts.concurrent_starts(64))
     return out
 
 
@@ -114,7 +132,7 @@ def start_table(res: dict[str, Any]) -> list[str]:
     jup = (a.get("jupyter") or {}).get("start_p50_ms")
     lines = ["start to first result (p50 ms): server path | spawn path | anchor"]
     for name, f in st.items():
-        if name in ("memory", "concurrent") or "unavailable" in f:
+        if name in ("memory", "concurrent", "unavailable") or "unavailable" in f:
             continue
         ours, spawn = f.get("start_first_p50_ms"), f.get("start_first_spawn_p50_ms")
         anchor, aname = ((f.get("exec_true_p50_ms"), f"one {name} exec of true") if name in ("docker", "ssh")
@@ -183,6 +201,9 @@ def table(res: dict[str, Any]) -> str:
     elif seed:
         lines.append(f"seed-style file protocol: {seed['unavailable']}")
     lines += start_table(res)
+    missing = {**a.get("unavailable", {}), **res.get("starts", {}).get("unavailable", {})}
+    if missing:
+        lines.append("not measured: " + "; ".join(f"{key} ({why})" for key, why in missing.items()))
     return "\n".join(lines)
 
 
