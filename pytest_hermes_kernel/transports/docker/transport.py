@@ -251,11 +251,14 @@ class DockerTransport(Transport):
 
         :raises TransportLostError: if the container stopped or the runner is gone; both are
             final (``permanent=True``), so the handle reports the loss at once. Also (not final:
-            tried again) when the engine cannot tell whether the runner runs.
+            tried again) when the engine cannot tell whether the runner runs, or the container is paused.
         """
         cid = launched.extra["container"]
         if not self.container_running(cid):
             raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
+        if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
+            raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
+                                     f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
         seen = probes.runner_seen(self, launched)
         if not seen:
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
