@@ -20,10 +20,11 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note
+from .containers.kept import (KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note,
+                              time_left_words)
 from .containers.rundir import kept_dir
 from .errors import (ConfigError, FrameTooLargeError, HermesKernelError, KernelDiedError, KernelInUseError,
                      TransportLostError, TransportUnavailableError, UnsafeRunDirError)
@@ -165,16 +166,27 @@ def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | 
     stdin, out, err = stdin or sys.stdin or io.StringIO(), out or sys.stdout or io.StringIO(), \
         err or sys.stderr or io.StringIO()
     def console(handle: KernelHandle) -> int:
-        tty = stdin.isatty()
+        tty, ending = stdin.isatty(), [signal.SIGINT]
         if tty:
             err.write(f"kernel {handle.kernel_id} ({handle.transport.name}): each line is a cell; "
                       "Ctrl-C interrupts it, Ctrl-D leaves the kernel kept\n")
+
+        def leave(signum: int, _frame: object) -> None:  # SIGTERM, SIGHUP at the prompt: as Ctrl-C there (they
+            ending[0] = signum  # killed it, and its record kept the attach's time: ls called the kernel expired)
+            raise KeyboardInterrupt
+
+        previous = {sig: signal.signal(sig, leave) for sig in INTERRUPTING[1:]}  # a cell's run sets its own
         try:
             return _prompt_loop(handle, stdin, out, err, tty)
         except KeyboardInterrupt:  # at the prompt (a cell's Ctrl-C interrupts the cell): a traceback said nothing
-            err.write(("\n" if tty else "") + f"hermes-kernel: interrupted at the prompt; kernel "
-                      f"{handle.kernel_id} stays kept\n")
-            return INTERRUPTED
+            how = "interrupted" if ending[0] == signal.SIGINT else f"ended by {signal.Signals(ending[0]).name}"
+            with suppress(OSError):  # a terminal that hung up
+                err.write(("\n" if tty else "") + f"hermes-kernel: {how} at the prompt; kernel {handle.kernel_id} "
+                          "stays kept\n")
+            return 128 + ending[0]
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     return _with_kernel(kernel_id, err, console)
 
@@ -259,21 +271,10 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
         return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in records:
-        left = "in use" if in_use_by(r.kernel_id) else "expired" if r.expired(now) else _time_left(r.expires_at - now)
+        left = "in use" if in_use_by(r.kernel_id) else "expired" if r.expired(now) else time_left_words(r.expires_at - now)
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
-
-
-def _time_left(seconds: float) -> str:
-    """``ls``'s EXPIRES IN for ``seconds`` left (> 0): seconds within a day, else days, and past
-    99999 days (a TTL of ``1e300`` printed 300 digits) only that it is longer than that."""
-    if seconds < 86400:
-        return f"{seconds:.0f} s"
-    days = seconds / 86400
-    if days < 99999.5:
-        return f"{days:.1f} d" if days < 10 else f"{days:.0f} d"
-    return "> 99999 d"
 
 
 def _none_listed(test: str | None, *, others: int) -> str:
