@@ -191,12 +191,13 @@ class ScenarioItem(pytest.Item):
 
         options = KernelOptions(**self.scenario.kernel)
         plan = plan_faults(self.faults, transport, options)
-        if plan.skip is not None:
-            pytest.skip(plan.skip)
+        if plan.skip is not None:  # at the scenario's file: at this module, -rs folded every scenario's into one line
+            raise pytest.skip.Exception(plan.skip, _use_item_location=True)
         try:
             return apply_faults(plan, transport, options, link=link)
         except TransportUnavailableError as exc:
-            pytest.skip(f"oom on the {transport.name} transport needs a memory cgroup: {exc}")
+            raise pytest.skip.Exception(f"oom on the {transport.name} transport needs a memory cgroup: {exc}",
+                                        _use_item_location=True) from None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A step that differed, or an error of the kit's own (its message says what to do), as its

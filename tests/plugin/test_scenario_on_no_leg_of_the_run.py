@@ -31,3 +31,22 @@ def test_a_scenario_for_some_legs_of_the_run_runs_on_those_only(pytester, run):
 
     result.assert_outcomes(passed=1)
     assert "some.toml::drop[local] PASSED" in output_of(result)
+
+
+DROP = ('[scenario]\nname = "NAME"\n\n[[fault]]\nkind = "transport_drop"\nmode = "reset"\nafter_cell = 1\n\n'
+        '[[cell]]\ncode = "x = 41"\n\n[[cell]]\ncode = "x + 1"\nexpect = { value = "42" }\n')
+
+
+def test_a_scenario_whose_fault_cannot_apply_on_a_leg_skips_at_its_own_file(pytester, run):
+    """Such a skip was located in the plugin's module (``scenarios.py:195``): under ``-rs`` the
+    skips of every scenario with that fault folded into one line that named none of them."""
+    pytester.mkdir("fixtures")
+    for name in ("first", "second"):
+        pytester.path.joinpath("fixtures", f"{name}.toml").write_text(DROP.replace("NAME", name))
+
+    result = run("fixtures", "--hermes-transport=local", "-rs")
+
+    result.assert_outcomes(skipped=2)
+    text = output_of(result)
+    for name in ("first", "second"):
+        assert f"SKIPPED [1] fixtures/{name}.toml:1: transport_drop does not apply to the local transport" in text, text
