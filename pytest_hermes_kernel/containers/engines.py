@@ -23,7 +23,7 @@ from ..errors import ConfigError, ContainerStartError, ImageMissingError, Kernel
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse_engine_list", "starting_on"]
+__all__ = ["DEFAULT_ENGINE", "check_answers", "copy_image", "engine_client", "engine_url", "parse_engine_list", "starting_on"]
 
 #: The word for "the environment's engine" in an engine list.
 DEFAULT_ENGINE = "default"
@@ -107,13 +107,23 @@ def starting_on(url: str, kernel_id: str) -> Iterator[None]:
     import requests
 
     try:
-        _check_socket(url, url)  # first: docker-py leaks the socket of a connect that fails
+        check_answers(url)  # first: docker-py leaks the socket of a connect that fails
         yield
     except TransportUnavailableError as exc:
         raise KernelStartError(f"cannot start kernel {kernel_id}: {exc}") from None
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
         raise KernelStartError(f"cannot start kernel {kernel_id}: the docker engine at {url} did not answer: {exc}. "
                                "Hint: is dockerd still running there, and its socket or port the same?") from None
+
+
+def check_answers(url: str) -> None:
+    """Before docker-py calls engine ``url``: a unix socket engine's socket takes a connection
+    (docker-py leaks the socket of each connect that fails: an engine gone mid-run made every
+    leak probe there a ``ResourceWarning``, an error under ``-W error`` in whichever test ran next).
+
+    :raises TransportUnavailableError: if it does not (the message names the engine).
+    """
+    _check_socket(url, url)
 
 
 def _check_socket(url: str, where: str) -> None:

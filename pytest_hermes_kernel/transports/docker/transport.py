@@ -38,7 +38,7 @@ from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_S
                         LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
-from ...containers.engines import engine_client, engine_url, is_full_container_id, starting_on
+from ...containers.engines import check_answers, engine_client, engine_url, is_full_container_id, starting_on
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
@@ -325,7 +325,11 @@ class DockerTransport(Transport):
         self.left.add(launched.extra["container"], kernel_id, processes)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`)."""
+        """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`).
+
+        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run).
+        """
+        check_answers(self.engine)
         return probes.snapshot(self, host_pid)
 
     def leak_cleanup(self, kind: str, identity: str) -> None:
