@@ -56,7 +56,8 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
     for name, floor in (("docker", bench_remote.docker_echo_floor), ("ssh", bench_remote.ssh_echo_floor)):
         if name in args.transports and "unavailable" not in res["transports"].get(name, {}):
             progress(f"anchors: raw {name} exec stream echo")
-            a[f"{name}_exec_echo_p50_ms"] = statistics.median(floor(get_transport(name), args.cells)) * 1e3
+            measured(a, f"{name}_exec_echo_p50_ms",
+                     lambda floor=floor, name=name: statistics.median(floor(get_transport(name), args.cells)) * 1e3)
     if "filecell" in args.transports:
         progress("anchors: seed-style file cells (local shell backend)")
         try:
@@ -69,8 +70,25 @@ def collect(args: argparse.Namespace) -> dict[str, Any]:
             a["seed_filecell"] = {"unavailable": f"{type(exc).__name__}: {exc}"}
     if not args.no_jupyter:
         progress("anchors: jupyter_client + ipykernel")
-        a["jupyter"] = measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8))
+        measured(a, "jupyter", lambda: measures.jupyter_figures(min(args.cells, 1000), min(args.starts, 8)),
+                 none="jupyter_client or ipykernel is not installed: pip install '.[bench]'")
     return res
+
+
+def measured(into: dict[str, Any], key: str, measure: Any, none: str = "") -> None:
+    """``into[key] = measure()``; when it raises (or gives ``None``: ``none`` says why), the reason
+    goes to ``into["unavailable"][key]`` instead, and the table says it was not measured: an
+    anchor that failed late in a run (a jupyter kernel that would not start) ended it in a
+    traceback, and every figure measured before was lost (no JSON, no table)."""
+    try:
+        value = measure()
+    except Exception as exc:  # noqa: BLE001 - reported in the table, not fatal
+        value, none = None, f"{type(exc).__name__}: {exc}"
+    if value is None:
+        progress(f"{key}: not measured ({none})")
+        into.setdefault("unavailable", {})[key] = none
+    else:
+        into[key] = value
 
 
 def start_figures(args: argparse.Namespace) -> dict[str, Any]:
@@ -91,8 +109,8 @@ def start_figures(args: argparse.Namespace) -> dict[str, Any]:
             out[name]["exec_true_p50_ms"] = anchor(args.starts)
     if "local" in args.transports:
         progress("local: idle memory per kernel (8 forked from one server), 64 kernels at once")
-        out["memory"] = starts.memory_per_kernel(8)
-        out["concurrent"] = starts.concurrent_starts(64)
+        measured(out, "memory", lambda: starts.memory_per_kernel(8))
+        measured(out, "concurrent", lambda: starts.concurrent_starts(64))
     return out
 
 
@@ -114,7 +132,7 @@ def start_table(res: dict[str, Any]) -> list[str]:
     jup = (a.get("jupyter") or {}).get("start_p50_ms")
     lines = ["start to first result (p50 ms): server path | spawn path | anchor"]
     for name, f in st.items():
-        if name in ("memory", "concurrent") or "unavailable" in f:
+        if name in ("memory", "concurrent", "unavailable") or "unavailable" in f:
             continue
         ours, spawn = f.get("start_first_p50_ms"), f.get("start_first_spawn_p50_ms")
         anchor, aname = ((f.get("exec_true_p50_ms"), f"one {name} exec of true") if name in ("docker", "ssh")
@@ -183,6 +201,9 @@ def table(res: dict[str, Any]) -> str:
     elif seed:
         lines.append(f"seed-style file protocol: {seed['unavailable']}")
     lines += start_table(res)
+    missing = {**a.get("unavailable", {}), **res.get("starts", {}).get("unavailable", {})}
+    if missing:
+        lines.append("not measured: " + "; ".join(f"{key} ({why})" for key, why in missing.items()))
     return "\n".join(lines)
 
 
@@ -217,11 +238,41 @@ def chart(res: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _count(least: int) -> Any:
+    """An argparse type: a whole number >= ``least`` (``--cells 0`` was a StatisticsError traceback,
+    ``--starts 0`` every transport reported unavailable, ``--cells 1`` a cells/s of no cell)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"{n} is too few: at least {least}")
+        return n
+    return parse
+
+
+def _transport_list(text: str) -> list[str]:
+    """An argparse type: built-in transport names, comma-separated, each once (a typo was
+    reported as an unavailable transport, exit status 0)."""
+    from pytest_hermes_kernel.transports import TRANSPORT_NAMES
+
+    names = text.split(",")
+    unknown = [n for n in names if n not in TRANSPORT_NAMES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown transport {', '.join(map(repr, unknown))}; known: "
+                                         f"{', '.join(TRANSPORT_NAMES)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise argparse.ArgumentTypeError(f"{', '.join(twice)} named twice")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--transports", type=lambda s: s.split(","), default=["local", "docker", "ssh", "filecell"])
-    ap.add_argument("--cells", type=int, default=2000)
-    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--transports", type=_transport_list, default=["local", "docker", "ssh", "filecell"])
+    ap.add_argument("--cells", type=_count(2), default=2000, help="round trips per figure (at least 2)")
+    ap.add_argument("--starts", type=_count(1), default=20, help="starts per figure (at least 1)")
     ap.add_argument("--no-jupyter", action="store_true")
     ap.add_argument("--scale", action="store_true", help="run the scale invariants instead")
     args = ap.parse_args(argv)
@@ -237,8 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     for name in (stamp, "latest"):
         (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=2))
         (RESULTS / f"{name}.txt").write_text(text + "\n")
-    chart(res, RESULTS / f"{stamp}.png")
-    chart(res, RESULTS / "latest.png")
+    try:
+        chart(res, RESULTS / f"{stamp}.png")
+        chart(res, RESULTS / "latest.png")
+    except ImportError as exc:  # was a traceback, and latest.png stayed an older run's chart
+        (RESULTS / "latest.png").unlink(missing_ok=True)
+        progress(f"no chart: matplotlib cannot be imported ({exc}); pip install '.[bench]'")
+        print(f"wrote {RESULTS / (stamp + '.json')} and .txt")
+        return 0
     print(f"wrote {RESULTS / (stamp + '.json')} and .png")
     return 0
 

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -122,16 +123,8 @@ def _check_docker(engines: Engines = (None,)) -> Check:
     found = [(*_check_docker_engine(url), url) for url in engines]
     said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
     if not all(ok for ok, _why, _url in found):
-        return Check("docker", False, "; ".join(said), ENGINE_HINT if _docker_sdk_installed() else SDK_HINT)
+        return Check("docker", False, "; ".join(said), ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
-
-
-def _docker_sdk_installed() -> bool:
-    try:
-        import docker  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _check_ssh() -> Check:
@@ -283,12 +276,19 @@ def version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command's exit status; Ctrl-C ends it: 130, one line, no traceback (a sweep's removals stay)."""
+    """The command's exit status; Ctrl-C ends it: 130, one line, no traceback (a sweep's removals
+    stay); a reader gone early (``ls | head -n 1``): 141, 128 + SIGPIPE, quietly (a traceback)."""
     try:
-        return _main(argv)
+        status = _main(argv)
+        if sys.stdout is not None:  # a closed pipe shows here, not as 'Exception ignored' at exit
+            sys.stdout.flush()
+        return status
     except KeyboardInterrupt:
         print("hermes-kernel: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left buffered goes nowhere
+        return 128 + signal.SIGPIPE
 
 
 def _main(argv: list[str] | None) -> int:

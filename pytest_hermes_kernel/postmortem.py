@@ -15,17 +15,19 @@ Cells run with no budget and ``auto_restart`` off: a command never starts a kern
 from __future__ import annotations
 
 import argparse
+import io
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import IO, TYPE_CHECKING, Any
 
-from .containers.kept import KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note
+from .containers.kept import (KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note,
+                              time_left_words)
 from .containers.rundir import kept_dir
-from .errors import (ConfigError, HermesKernelError, KernelDiedError, KernelInUseError, TransportLostError,
-                     UnsafeRunDirError)
+from .errors import (ConfigError, FrameTooLargeError, HermesKernelError, KernelDiedError, KernelInUseError,
+                     TransportLostError, TransportUnavailableError, UnsafeRunDirError)
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
@@ -123,6 +125,9 @@ def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bo
     previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTING}
     try:
         r = handle.execute(code)
+    except (ConfigError, FrameTooLargeError) as exc:  # a source with no UTF-8 form, or over the frame limit:
+        err.write(f"hermes-kernel: {exc}\n")  # the cell failed; it was exit status 2 (unreachable), or a traceback
+        return False
     except KernelDiedError as exc:  # the CLI never starts a worker of its own (auto_restart=False)
         why = (exc.info.note if exc.info is not None and exc.info.note else str(exc))
         err.write(f"[kernel {handle.kernel_id}: {why}; its state is gone and nothing was run (this command starts "
@@ -142,7 +147,8 @@ def exec_cell(kernel_id: str, code: str, out: IO[str] | None = None, err: IO[str
 
     ``out``/``err``: where to write (``None``: ``sys.stdout``/``sys.stderr`` at the time of the call).
     """
-    out, err = out or sys.stdout, err or sys.stderr
+    # a stream closed at the start (``>&-``: sys.stdout is None, an AttributeError traceback) is a sink
+    out, err = out or sys.stdout or io.StringIO(), err or sys.stderr or io.StringIO()
     return _with_kernel(kernel_id, err, lambda handle: 0 if _run_cell(handle, code, out, err) else 1)
 
 
@@ -156,18 +162,31 @@ def attach_console(kernel_id: str, stdin: IO[str] | None = None, out: IO[str] | 
     :returns: 0 when every cell ended ``ok``, 1 otherwise, 2 when the kernel cannot be reached,
         :data:`INTERRUPTED` after Ctrl-C at the prompt.
     """
-    stdin, out, err = stdin or sys.stdin, out or sys.stdout, err or sys.stderr
+    # a stream closed at the start (``<&-``: sys.stdin is None, a traceback) is empty: the console leaves at once
+    stdin, out, err = stdin or sys.stdin or io.StringIO(), out or sys.stdout or io.StringIO(), \
+        err or sys.stderr or io.StringIO()
     def console(handle: KernelHandle) -> int:
-        tty = stdin.isatty()
+        tty, ending = stdin.isatty(), [signal.SIGINT]
         if tty:
             err.write(f"kernel {handle.kernel_id} ({handle.transport.name}): each line is a cell; "
                       "Ctrl-C interrupts it, Ctrl-D leaves the kernel kept\n")
+
+        def leave(signum: int, _frame: object) -> None:  # SIGTERM, SIGHUP at the prompt: as Ctrl-C there (they
+            ending[0] = signum  # killed it, and its record kept the attach's time: ls called the kernel expired)
+            raise KeyboardInterrupt
+
+        previous = {sig: signal.signal(sig, leave) for sig in INTERRUPTING[1:]}  # a cell's run sets its own
         try:
             return _prompt_loop(handle, stdin, out, err, tty)
         except KeyboardInterrupt:  # at the prompt (a cell's Ctrl-C interrupts the cell): a traceback said nothing
-            err.write(("\n" if tty else "") + f"hermes-kernel: interrupted at the prompt; kernel "
-                      f"{handle.kernel_id} stays kept\n")
-            return INTERRUPTED
+            how = "interrupted" if ending[0] == signal.SIGINT else f"ended by {signal.Signals(ending[0]).name}"
+            with suppress(OSError):  # a terminal that hung up
+                err.write(("\n" if tty else "") + f"hermes-kernel: {how} at the prompt; kernel {handle.kernel_id} "
+                          "stays kept\n")
+            return 128 + ending[0]
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     return _with_kernel(kernel_id, err, console)
 
@@ -191,7 +210,7 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         record = find(kernel_id)
         with attached(record) as handle:
             return body(handle)
-    except (ConfigError, KernelInUseError, TransportLostError) as exc:
+    except (ConfigError, KernelInUseError, TransportLostError, TransportUnavailableError) as exc:  # its engine down
         hint = "" if not isinstance(exc, TransportLostError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
                                                          "`hermes-kernel sweep kept` removes the records of those gone")
         err.write(f"hermes-kernel: {exc}{hint}\n")
@@ -252,21 +271,10 @@ def list_kept(out: IO[str] | None = None, *, ids_only: bool = False, test: str |
         return 0
     out.write(f"{'KERNEL ID':32}  {'TRANSPORT':9}  {'WHERE':30}  {'AGE':>7}  {'EXPIRES IN':>10}  ALIVE  TEST\n")
     for r in records:
-        left = "in use" if in_use_by(r.kernel_id) else "expired" if r.expired(now) else _time_left(r.expires_at - now)
+        left = "in use" if in_use_by(r.kernel_id) else "expired" if r.expired(now) else time_left_words(r.expires_at - now)
         out.write(f"{r.kernel_id:32}  {r.transport:9}  {_where(r):30}  {now - r.kept_at:>5.0f} s  {left:>10}  "
                   f"{ALIVE_WORDS[alive(r)]:5}  {r.nodeid}\n")
     return 0
-
-
-def _time_left(seconds: float) -> str:
-    """``ls``'s EXPIRES IN for ``seconds`` left (> 0): seconds within a day, else days, and past
-    99999 days (a TTL of ``1e300`` printed 300 digits) only that it is longer than that."""
-    if seconds < 86400:
-        return f"{seconds:.0f} s"
-    days = seconds / 86400
-    if days < 99999.5:
-        return f"{days:.1f} d" if days < 10 else f"{days:.0f} d"
-    return "> 99999 d"
 
 
 def _none_listed(test: str | None, *, others: int) -> str:

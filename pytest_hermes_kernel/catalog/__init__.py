@@ -32,7 +32,7 @@ A scenario file (``fixtures/*.toml``)::
 
     [expect_end]                   # optional: after the last step
     kernels = 1                    # registry entries alive
-    processes = 1                  # kernel runner processes alive (local)
+    processes = 1                  # kernels it started that still have a live process (any transport)
 
 Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdout_contains``,
 ``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``state_lost``, ``reason``,

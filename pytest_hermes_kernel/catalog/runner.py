@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from ..errors import ConfigError, ScenarioFailure
+from ..errors import ConfigError, HermesKernelError, ScenarioFailure
 from ..kernel.cell_timer import CellStartTimer
 from ..kernel.handle import KernelHandle
 from ..kernel.options import KernelOptions
@@ -36,6 +36,9 @@ class ScenarioFault(Protocol):
         """Whether it fires ``delay`` seconds into step ``cell`` (1-based) once it runs."""
         ...
 
+
+#: Seconds ``[expect_end] processes`` waits for the count it expects (a process on its way out).
+END_WAIT_S = 5.0
 
 FaultInjector = Callable[[Any, KernelHandle], None]
 """``on_fault(fault, handle)``: inject one of the runner's faults into a leased kernel now."""
@@ -107,8 +110,11 @@ class ScenarioRunner:
         self.listener = listener
         self.registry.listener = self._on_event
         self._armed: list[CellStartTimer] = []
+        self._started: dict[str, tuple[Any, dict[str, Any]]] = {}  # kernel id -> (transport, locator)
 
     def _on_event(self, event: str, handle: KernelHandle, payload: Any) -> None:
+        if event == "started":  # each kernel the scenario starts: [expect_end] processes looks for it at the end
+            self._started[handle.kernel_id] = (handle.transport, handle.transport.locator(payload))
         if event == "running":  # the kernels run with report_running when a fault fires during a step
             for timer in self._armed:
                 timer.started()
@@ -250,10 +256,27 @@ class ScenarioRunner:
             problems.append(f"end: expected {want['kernels']} registry entries, got {len(self.registry)}: "
                             f"{[s.key.owner for s in self.registry.snapshot()]}")
         if "processes" in want:
-            pids = [s.runner_pid for s in self.registry.snapshot() if s.runner_pid]
-            from ..procs import pid_alive
-
-            alive = [p for p in pids if pid_alive(p)]
-            if len(alive) != want["processes"]:
-                problems.append(f"end: expected {want['processes']} kernel runner processes, got {len(alive)}")
+            try:
+                live = self._live_kernels(want["processes"])
+            except HermesKernelError as exc:  # where a kernel runs cannot be asked: no count is no zero
+                problems.append(f"end: could not count the kernels with a live process: {exc}")
+            else:
+                if len(live) != want["processes"]:
+                    problems.append(f"end: expected {want['processes']} kernels with a live process, got "
+                                    f"{len(live)}: {live}")
         return problems
+
+    def _live_kernels(self, want: int, timeout: float = END_WAIT_S) -> dict[str, list[str]]:
+        """``{kernel id: its live processes}`` of every kernel the scenario started, wherever it runs
+        (the registry's entries only: a kernel that outlived its shutdown was never counted), once
+        there are ``want`` of them or after ``timeout`` s (a process on its way out may linger).
+
+        :raises HermesKernelError: if where a kernel runs cannot be asked.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            live = {kid: found for kid, (transport, locator) in self._started.items()
+                    if (found := transport.kernel_processes(kid, locator))}
+            if len(live) == want or time.monotonic() >= deadline:
+                return live
+            time.sleep(0.1)

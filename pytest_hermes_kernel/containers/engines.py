@@ -13,15 +13,17 @@ from __future__ import annotations
 import os
 import re
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
-from ..errors import ConfigError, ContainerStartError, ImageMissingError, TransportUnavailableError
+from ..errors import ConfigError, ContainerStartError, ImageMissingError, KernelStartError, TransportUnavailableError
 
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["DEFAULT_ENGINE", "copy_image", "engine_client", "engine_url", "parse_engine_list"]
+__all__ = ["DEFAULT_ENGINE", "check_answers", "copy_image", "engine_client", "engine_url", "parse_engine_list", "starting_on"]
 
 #: The word for "the environment's engine" in an engine list.
 DEFAULT_ENGINE = "default"
@@ -36,14 +38,20 @@ PING_TIMEOUT_S = 10.0
 def check_engine_url(url: str) -> str:
     """``url`` when it names an engine docker-py can reach (``default`` too), else a ConfigError.
 
-    :raises ConfigError: if the scheme is not one of :data:`SCHEMES` or the address is missing.
+    :raises ConfigError: if the scheme is not one of :data:`SCHEMES`, the address is missing, or a
+        tcp/http(s) URL has no port in 1..65535.
     """
     if url == DEFAULT_ENGINE:
         return url
-    parsed = urlparse(url)
-    if parsed.scheme not in SCHEMES or not (parsed.path if parsed.scheme in ("unix", "npipe") else parsed.netloc):
+    try:  # a port out of range or no number, an unclosed [: docker-py's "did not answer", or a ValueError
+        parsed = urlparse(url)
+        by_path = parsed.scheme in ("unix", "npipe")
+        ok = parsed.scheme in SCHEMES and bool(parsed.path if by_path else parsed.netloc and 0 < (parsed.port or 0))
+    except ValueError:
+        ok = False
+    if not ok:
         raise ConfigError(f"bad docker engine URL {url!r}: expected unix:///path/docker.sock, tcp://host:port "
-                          f"or {DEFAULT_ENGINE!r} (the environment's engine, DOCKER_HOST)")
+                          f"(a port 1..65535) or {DEFAULT_ENGINE!r} (the environment's engine, DOCKER_HOST)")
     return url
 
 
@@ -86,6 +94,36 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
                                         "running there, and may this user use its socket? is the URL right?") from None
     client.api.timeout = timeout
     return client
+
+
+@contextmanager
+def starting_on(url: str, kernel_id: str) -> Iterator[None]:
+    """A kernel start's calls to the engine at ``url``: one the engine does not answer (its dockerd
+    stopped mid-run, its socket gone) is a start error naming the engine (it was requests' bare
+    ``ConnectionError: ('Connection aborted.', FileNotFoundError(...))``, naming none).
+
+    :raises KernelStartError: if a call in the block found no engine answering at ``url``.
+    """
+    import requests
+
+    try:
+        check_answers(url)  # first: docker-py leaks the socket of a connect that fails
+        yield
+    except TransportUnavailableError as exc:
+        raise KernelStartError(f"cannot start kernel {kernel_id}: {exc}") from None
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+        raise KernelStartError(f"cannot start kernel {kernel_id}: the docker engine at {url} did not answer: {exc}. "
+                               "Hint: is dockerd still running there, and its socket or port the same?") from None
+
+
+def check_answers(url: str) -> None:
+    """Before docker-py calls engine ``url``: a unix socket engine's socket takes a connection
+    (docker-py leaks the socket of each connect that fails: an engine gone mid-run made every
+    leak probe there a ``ResourceWarning``, an error under ``-W error`` in whichever test ran next).
+
+    :raises TransportUnavailableError: if it does not (the message names the engine).
+    """
+    _check_socket(url, url)
 
 
 def _check_socket(url: str, where: str) -> None:

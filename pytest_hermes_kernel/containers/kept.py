@@ -39,7 +39,8 @@ from .sharing import flock_current
 log = logging.getLogger(__name__)
 
 __all__ = ["TMPDIR_ENV", "KeptKernel", "KeptNearby", "exempt_container_ids", "exempt_kernel_ids", "find",
-           "holds_kept_kernel", "in_use_by", "kept_container_ids", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "unexpired"]
+           "holds_kept_kernel", "in_use_by", "kept_container_ids", "load_all", "remove", "save", "save_secret", "stays_for_kept_kernel", "time_left_words",
+           "unexpired"]
 
 #: In a local kernel's processes' environment: its host's temp dir, under which the host writes
 #: the kernel's record if it keeps it (the local counterpart of :data:`~.labels.LABEL_TMPDIR`).
@@ -374,3 +375,14 @@ def holds_kept_kernel(container_id: str, labels: dict[str, str], ignoring: Colle
     """
     where = {None, labels.get(LABEL_TMPDIR) or None}
     return any(container_id in exempt_container_ids(directory, ignoring) for directory in where)
+
+
+def time_left_words(seconds: float) -> str:
+    """``ls``'s EXPIRES IN for ``seconds`` left (> 0): seconds within a day, else days, and past
+    99999 days (a TTL of ``1e300`` printed 300 digits) only that it is longer than that."""
+    if seconds < 86400:
+        return f"{seconds:.0f} s"
+    days = seconds / 86400
+    if days < 99999.5:
+        return f"{days:.1f} d" if days < 10 else f"{days:.0f} d"
+    return "> 99999 d"

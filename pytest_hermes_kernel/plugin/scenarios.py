@@ -104,6 +104,10 @@ def scenario_faults(scenario: Scenario) -> tuple[FaultSpec, ...]:
     return tuple(specs)
 
 
+#: The leg of a scenario whose ``transports`` names none of the run's (as the ``hermes_transports`` marker's).
+NO_LEG = "<none>"
+
+
 class ScenarioFile(pytest.File):
     """A scenario file: one item per selected transport."""
 
@@ -118,10 +122,10 @@ class ScenarioFile(pytest.File):
                 return  # some other TOML file in a fixtures dir: not ours
             raise self.CollectError(str(exc)) from None
         selected = self.config.stash[settings_key].transport
-        for name in selected:
-            if scenario.transports is None or name in scenario.transports:
-                yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{name}]", scenario=scenario,
-                                               faults=faults, transport_name=name)
+        names = [n for n in selected if scenario.transports is None or n in scenario.transports]
+        for name in names or [NO_LEG]:  # none: one item that skips saying so (it was collected as nothing)
+            yield ScenarioItem.from_parent(self, name=f"{scenario.name}[{name}]", scenario=scenario,
+                                           faults=faults, transport_name=name)
 
 
 class ScenarioItem(pytest.Item):
@@ -143,6 +147,11 @@ class ScenarioItem(pytest.Item):
         (it was a failure of the run, or a skip located in this module)."""
         from ..faults.apply import transport_options
 
+        self.options: dict[str, Any] = {}
+        if self.transport_name == NO_LEG:
+            raise pytest.skip.Exception(f"no transport of --hermes-transport is selected for this scenario (its "
+                                        f"transports: {', '.join(self.scenario.transports or ())})",
+                                        _use_item_location=True)
         self.options = transport_options(self.faults, self.transport_name)
         self.transport = self._transport(self.options)
 
@@ -182,12 +191,13 @@ class ScenarioItem(pytest.Item):
 
         options = KernelOptions(**self.scenario.kernel)
         plan = plan_faults(self.faults, transport, options)
-        if plan.skip is not None:
-            pytest.skip(plan.skip)
+        if plan.skip is not None:  # at the scenario's file: at this module, -rs folded every scenario's into one line
+            raise pytest.skip.Exception(plan.skip, _use_item_location=True)
         try:
             return apply_faults(plan, transport, options, link=link)
         except TransportUnavailableError as exc:
-            pytest.skip(f"oom on the {transport.name} transport needs a memory cgroup: {exc}")
+            raise pytest.skip.Exception(f"oom on the {transport.name} transport needs a memory cgroup: {exc}",
+                                        _use_item_location=True) from None
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> Any:
         """A step that differed, or an error of the kit's own (its message says what to do), as its

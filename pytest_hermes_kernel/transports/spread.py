@@ -58,8 +58,11 @@ class Spread(Transport, Generic[M]):
     def place_in(self, locator: dict[str, Any]) -> str | None:
         """The place a kernel's :meth:`locator` names (``None``: it names none)."""
 
-    def prepare(self, member: M) -> None:
-        """Make ``member`` ready for its first kernel (the default: nothing to do)."""
+    def prepare(self, member: M, spec: LaunchSpec) -> None:
+        """Make ``member`` ready for kernel ``spec`` (the default: nothing to do).
+
+        :raises KernelStartError: if it cannot be made ready.
+        """
 
     @property
     def places(self) -> list[str]:
@@ -96,7 +99,7 @@ class Spread(Transport, Generic[M]):
         """Start the kernel on the least loaded member (see module docstring)."""
         member, slot = self._place()
         try:
-            self.prepare(member)
+            self.prepare(member, spec)
             launched = member.launch(spec)
         except BaseException:
             with self._lock:

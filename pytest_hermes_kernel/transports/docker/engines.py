@@ -24,9 +24,9 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ...containers.engines import DEFAULT_ENGINE, copy_image, parse_engine_list
+from ...containers.engines import DEFAULT_ENGINE, copy_image, parse_engine_list, starting_on
 from ...errors import ConfigError
-from ...kernel.contract import Transport
+from ...kernel.contract import LaunchSpec, Transport
 from ..spread import Spread, factory_signature
 from .transport import DockerTransport
 
@@ -91,15 +91,23 @@ class DockerEngines(Spread[DockerTransport]):
         engine = locator.get("docker_host")
         return engine if isinstance(engine, str) else None
 
-    def prepare(self, member: DockerTransport) -> None:
-        """Make the image usable on ``member``'s engine (copied once; its presence checked at each launch)."""
+    def prepare(self, member: DockerTransport, spec: LaunchSpec) -> None:
+        """Make the image usable on ``member``'s engine (copied once; its presence checked at each launch).
+
+        :raises KernelStartError: if an engine asked does not answer (named: one gone mid-run).
+        """
+        def has_image(m: DockerTransport) -> bool:
+            with starting_on(m.engine, spec.kernel_id):
+                return m.hosts.has_image(tag)
+
         with self._image_lock:
             tag = self._named_image or self.members[0].image  # the kit's own: built/checked on the first
-            if member.engine in self._ready and member.hosts.has_image(tag):
+            if member.engine in self._ready and has_image(member):
                 return  # checked at every launch: an image removed from an engine meanwhile is loaded again
-            source = next((m for m in self.members if m.hosts.has_image(tag)), None)
+            source = next((m for m in self.members if has_image(m)), None)
             if source is not None and source is not member:
-                copy_image(tag, source.client, member.client)
+                with starting_on(member.engine, spec.kernel_id):
+                    copy_image(tag, source.client, member.client)
             member.hosts.adopt_image(tag)
             self._ready.add(member.engine)
 

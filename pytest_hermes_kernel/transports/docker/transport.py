@@ -38,7 +38,7 @@ from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_S
                         LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
-from ...containers.engines import engine_client, engine_url, is_full_container_id
+from ...containers.engines import check_answers, engine_client, engine_url, is_full_container_id, starting_on
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
@@ -166,7 +166,8 @@ class DockerTransport(Transport):
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
-        cid = self.hosts.for_launch()
+        with starting_on(self.engine, spec.kernel_id):
+            cid = self.hosts.for_launch()
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         return with_fallback(fork, lambda: self._spawn(cid, spec))
@@ -250,11 +251,14 @@ class DockerTransport(Transport):
 
         :raises TransportLostError: if the container stopped or the runner is gone; both are
             final (``permanent=True``), so the handle reports the loss at once. Also (not final:
-            tried again) when the engine cannot tell whether the runner runs.
+            tried again) when the engine cannot tell whether the runner runs, or the container is paused.
         """
         cid = launched.extra["container"]
         if not self.container_running(cid):
             raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
+        if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
+            raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
+                                     f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
         seen = probes.runner_seen(self, launched)
         if not seen:
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
@@ -321,7 +325,11 @@ class DockerTransport(Transport):
         self.left.add(launched.extra["container"], kernel_id, processes)
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
-        """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`)."""
+        """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`).
+
+        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run).
+        """
+        check_answers(self.engine)
         return probes.snapshot(self, host_pid)
 
     def leak_cleanup(self, kind: str, identity: str) -> None:

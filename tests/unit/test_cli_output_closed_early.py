@@ -1,0 +1,27 @@
+"""``hermes-kernel ls | head -n 1``: a reader that stops early (its pipe closed) ends the command
+quietly with 141 (128 + SIGPIPE, what a shell shows for a command a closed pipe ended), not a
+``BrokenPipeError`` traceback after the header line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PIPE_CLOSED = 128 + 13  # SIGPIPE
+
+
+@pytest.mark.parametrize("argv", [["ls"], ["doctor", "local"]], ids=["ls", "doctor"])
+def test_output_to_a_closed_pipe_ends_the_command_without_a_traceback(argv: list[str], tmp_path: Path) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line: every write fails with EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *argv], stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)})
+    finally:
+        os.close(write_end)
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
+    assert done.returncode == PIPE_CLOSED, done.stderr
