@@ -24,6 +24,7 @@ import argparse
 import importlib.util
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

@@ -295,11 +295,9 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
 
     :param not_ended: if given, gets the id of each kept kernel that could not be ended (its
         record is kept, and ``progress`` says why).
-
+    :param listed: if given, gets each record removed (or, in a dry run, that would be).
     :raises ConfigError: if a name matches no kept kernel or several, or is empty (then nothing
         is ended: an empty ``--kernel`` from a script whose lookup found nothing must not end all).
-    :param listed: if given, gets each record removed (or, in a dry run, that would be).
-
     :returns: how many were removed (or would be).
     """
     wanted = {find(k).kernel_id for k in kernel_ids}  # each names one kept kernel, or nothing is ended
@@ -313,7 +311,7 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
         return 0
     if skipped:
         progress(f"kept: {skipped_note(skipped)}")
-    removed, swept = 0, []
+    removed, listed = 0, [] if listed is None else listed
     containers: dict[str | None, set[str]] = {}  # docker engine (None: the environment's) -> container ids
     for record in records:
         if kernel_ids and record.kernel_id not in wanted:
@@ -329,16 +327,14 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
                 not_ended.append(record.kernel_id)
             continue
         removed += 1
-        swept.append(record.kernel_id)
-        if listed is not None:
-            listed.append(record)
+        listed.append(record)
         cid, engine = record.locator.get("container_id"), record.locator.get("docker_host")
         if isinstance(cid, str):
             containers.setdefault(engine if isinstance(engine, str) else None, set()).add(cid)
         progress(f"{'would remove' if dry_run else 'removed'} kept kernel {record.kernel_id} "
                  f"({record.transport}, kept by {record.nodeid})")
     for engine, ids in containers.items():
-        _sweep_containers_of_kept(ids, swept, progress, dry_run, engine)
+        _sweep_containers_of_kept(ids, [r.kernel_id for r in listed], progress, dry_run, engine)
     return removed
 
 
