@@ -138,7 +138,7 @@ def start_table(res: dict[str, Any]) -> list[str]:
         anchor, aname = ((f.get("exec_true_p50_ms"), f"one {name} exec of true") if name in ("docker", "ssh")
                          else (bare, "bare python -c pass"))
         ratio = f" ({ours / anchor:.2f}x)" if ours and anchor else ""
-        extra = f"; jupyter_client {jup:.1f} ms ({jup / ours:.0f}x faster)" if name == "local" and jup and ours else ""
+        extra = f"; jupyter_client {jup:.1f} ms (ours {jup / ours:.0f}x faster)" if name == "local" and jup and ours else ""
         spawn_text = f"{spawn:.1f}" if spawn is not None else "-"
         anchor_text = f"{anchor:.1f} {aname}{ratio}" if anchor else ""
         note = f" [note: {f['server_note']}]" if f.get("server_note") else ""
