@@ -259,7 +259,7 @@ def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
 
 def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
-    tree = ast.parse(source, "<cell>", "exec")
+    tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST)  # not ast.parse: its frame showed in a SyntaxError
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
