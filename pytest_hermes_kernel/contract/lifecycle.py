@@ -6,7 +6,10 @@ import threading
 import time
 
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
-from ._probes import gone_in_kernel, wait_until
+from ._probes import gone_in_kernel, kernel_pids, wait_until
+
+#: A cell that starts a child of the worker (``sleep 30``) and gives its pid.
+START_CHILD = "import subprocess\nchild = subprocess.Popen(['sleep', '30'])\nchild.pid"
 
 
 def test_namespace_persists_across_cells(kernel):
@@ -150,6 +153,22 @@ def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
     assert transport.seen_gone(launched), "a runner the transport killed must be seen gone"
     info = kernel.shutdown()
     assert info.confirmed, info
+
+
+def test_the_transport_lists_every_process_of_its_kernel(kernel):
+    """Every check of this suite that a process is gone (a restart's old worker, a shutdown that
+    leaves nothing) reads ``Transport.kernel_processes``: one that misses the kernel's processes
+    (an empty list) passes them all. It lists the runner, the worker and what a cell started."""
+    child = int(kernel.execute(START_CHILD).value)
+    try:
+        seen = kernel_pids(kernel)
+        wanted = {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child}
+        missing = {what: pid for what, pid in wanted.items() if pid not in seen}
+        assert not missing, (f"Transport.kernel_processes does not list {missing} (it listed pids {sorted(seen)}): it must "
+                             "list every live process of the kernel where it runs (each carries HERMES_KERNEL_ID in its "
+                             "environment), or raise TransportLostError when it cannot look, never answer a short list")
+    finally:
+        kernel.execute("child.kill(); child.wait()")
 
 
 def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kernel_factory):
