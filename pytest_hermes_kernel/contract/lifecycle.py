@@ -5,9 +5,12 @@ from __future__ import annotations
 import threading
 import time
 
+from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
 from ._probes import gone_in_kernel, kernel_pids, wait_until
 
+#: Seconds within which every process of a kernel is gone after ``Transport.kill`` returned.
+KILLED_GONE_S = 5.0
 #: A cell that starts a child of the worker (``sleep 30``) and gives its pid.
 START_CHILD = "import subprocess\nchild = subprocess.Popen(['sleep', '30'])\nchild.pid"
 
@@ -169,6 +172,28 @@ def test_the_transport_lists_every_process_of_its_kernel(kernel):
                              "environment), or raise TransportLostError when it cannot look, never answer a short list")
     finally:
         kernel.execute("child.kill(); child.wait()")
+
+
+def test_kill_ends_every_process_of_the_kernel(kernel):
+    """``Transport.kill`` is the last resort of the watchdog and of a shutdown: it ends the runner's
+    whole process tree, the worker and what its cells started included, not the runner alone."""
+    child = int(kernel.execute(START_CHILD).value)
+    transport, launched = kernel.transport, kernel.launched
+    pids = {kernel.runner_pid, kernel.pid, child}
+
+    assert transport.kill(launched), "the transport must see its runner gone after kill()"
+
+    left = lambda: pids & kernel_pids(kernel)  # noqa: E731
+    try:
+        wait_until(lambda: not left(), KILLED_GONE_S, what="every process of the killed kernel to be gone")
+    except AssertionError:
+        raise AssertionError(f"Transport.kill left processes of the kernel running: pids {sorted(left())} of "
+                             f"{sorted(pids)} (runner, worker, a cell's sleep 30): it must end the runner's whole "
+                             "process tree (e.g. its session or process group), not only the runner") from None
+    if transport.runs_on_this_host:  # seen in this machine's own process table too, not only by the transport
+        here = processes_with_env("HERMES_KERNEL_ID", kernel.kernel_id)
+        assert not here, f"Transport.kill left processes of the kernel on this machine: {here}"
+    assert kernel.shutdown().confirmed
 
 
 def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kernel_factory):
