@@ -3,8 +3,9 @@
 ``upload`` and ``download`` move files under the kernel's working dir (README, "Files in and out
 of a kernel"). A tree with a nested directory, an empty file and a file of several transfer chunks
 (of the transport's own ``chunk_bytes``, and of the host's reads) of every byte value goes in,
-the kernel reads what arrived and writes a changed copy, and that copy comes back exact. Skips on
-transports that do not move files (``Transport.files`` left at its default).
+the kernel reads what arrived and writes a changed copy of the same shape, and that copy comes
+back exact, every file of it. Skips on transports that do not move files (``Transport.files`` left
+at its default).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def test_a_tree_round_trips_through_the_kernel(kernel, moves_files, tmp_path):
     assert sent.complete and (sent.files, sent.bytes) == (3, len(big) + len(note.encode())), sent
     r = kernel.execute("import hashlib, os\ndata = open('in/sub/big.bin', 'rb').read()\n"
                        "os.makedirs('out/sub')\nopen('out/sub/big.bin', 'wb').write(data[::-1])\n"
+                       "open('out/empty.txt', 'wb').close()\n"
+                       "open('out/note.txt', 'w', encoding='utf-8').write(open('in/note.txt', encoding='utf-8').read()[::-1])\n"
                        "(hashlib.sha256(data).hexdigest(), os.path.getsize('in/empty.txt'), "
                        "open('in/note.txt', encoding='utf-8').read())")
     assert r.status == "ok", r.summary()
@@ -62,5 +65,9 @@ def test_a_tree_round_trips_through_the_kernel(kernel, moves_files, tmp_path):
 
     got = kernel.download("out", tmp_path / "down")
 
-    assert got.complete and got.files == 1, got
-    assert (tmp_path / "down" / "sub" / "big.bin").read_bytes() == big[::-1], "the download is not what the kernel wrote"
+    down = tmp_path / "down"
+    came = sorted(str(p.relative_to(down)) for p in down.rglob("*") if p.is_file())
+    assert came == ["empty.txt", "note.txt", "sub/big.bin"], f"the download brought {came} of the kernel's 3 files"
+    assert got.complete and (got.files, got.bytes) == (3, len(big) + len(note.encode())), got
+    assert (down / "sub" / "big.bin").read_bytes() == big[::-1], "the download is not what the kernel wrote"
+    assert (down / "note.txt").read_text(encoding="utf-8") == note[::-1] and (down / "empty.txt").read_bytes() == b""
