@@ -191,6 +191,27 @@ def put_back(modules: dict[str, Any]) -> None:
         sys.modules.setdefault(name, module)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
+    """A ``hermes_transport`` (a conftest's override: a backend author's) that gives no
+    :class:`Transport` fails the test here, saying what it gave, not deep in the kernel core."""
+    value = yield
+    if fixturedef.argname == "hermes_transport":
+        from ..kernel.contract import Transport
+
+        if not isinstance(value, Transport):
+            code = getattr(fixturedef.func, "__code__", None)
+            where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+            what = (f"the class {value.__name__}" if isinstance(value, type) else
+                    "None" if value is None else f"a {type(value).__name__}")
+            hint = ("yield an instance of it" if isinstance(value, type) and issubclass(value, Transport) else
+                    "wrap an execute backend in FileCellTransport(backend)" if hasattr(value, "execute") else
+                    "yield an instance of a Transport subclass (or FileCellTransport(backend))")
+            pytest.fail(f"{request.node.nodeid}: the hermes_transport fixture gave {what}, not a Transport"
+                        f"{where}. Hint: {hint}", pytrace=False)
+    return value
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config) -> None:
     """Stop the run with a usage error when a selected transport name is unknown (a typo), whether

@@ -1,0 +1,39 @@
+"""What a backend author sees when the ``hermes_transport`` override that runs the contract suite
+on their backend is wrong: one clear line that names the fixture and what it gave, never a
+traceback from deep in the kernel core about an attribute of theirs."""
+
+from __future__ import annotations
+
+import pytest
+
+CONFTEST = """
+import pytest
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+@pytest.fixture
+def hermes_transport():
+    yield {given}
+"""
+
+#: One kernel case and the backend protocol's first case (it skips on a non-filecell transport).
+CASES = "test_namespace_persists_across_cells or test_backend_returns_stdout_and_stderr"
+
+
+@pytest.mark.parametrize("given, says, hint", [
+    ("LocalShellBackend()", "gave a LocalShellBackend", "FileCellTransport(backend)"),
+    ("LocalTransport", "gave the class LocalTransport", "an instance"),
+    ("None", "gave None", "a Transport"),
+], ids=["an-execute-backend", "a-transport-class", "none"])
+def test_a_hermes_transport_fixture_that_gives_no_transport_is_named(pytester, run, given, says, hint) -> None:
+    pytester.makeconftest(CONFTEST.format(given=given))
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n")
+
+    result = run("-q", "-k", CASES)
+
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0 and outcomes.get("skipped", 0) == 0, result.stdout.str()[-3000:]
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 2, result.stdout.str()[-3000:]
+    text = result.stdout.str()
+    assert text.count(f"the hermes_transport fixture {says}, not a Transport") == 2, text[-3000:]
+    assert hint in text and "AttributeError" not in text and "Traceback" not in text, text[-3000:]
