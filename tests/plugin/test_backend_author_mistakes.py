@@ -37,3 +37,45 @@ def test_a_hermes_transport_fixture_that_gives_no_transport_is_named(pytester, r
     text = result.stdout.str()
     assert text.count(f"the hermes_transport fixture {says}, not a Transport") == 2, text[-3000:]
     assert hint in text and "AttributeError" not in text and "Traceback" not in text, text[-3000:]
+
+
+OVERRIDE = """
+import shutil, tempfile
+import pytest
+from pytest_hermes_kernel.transports import FileCellTransport
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+@pytest.fixture
+def hermes_transport():
+    root = tempfile.mkdtemp(prefix="hermes-backend-")  # a short path: kernel dirs hold sockets
+    transport = FileCellTransport(LocalShellBackend(), root=root)
+    yield transport
+    transport.close()
+    shutil.rmtree(root, ignore_errors=True)
+"""
+
+
+def test_the_summary_names_the_transport_of_an_override_the_header_does_not_know(pytester, run) -> None:
+    pytester.makeconftest(OVERRIDE)
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n")
+
+    result = run("-q", "-k", "test_namespace_persists_across_cells")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*",
+                                 "hermes_transport overridden by conftest.py:*: its tests ran on the filecell transport"])
+    assert "contract suite ran on the built-in" not in result.stdout.str()
+
+
+def test_a_contract_run_whose_override_was_not_picked_up_says_it_ran_on_a_built_in_transport(pytester, run) -> None:
+    """The backend's conftest.py sits where pytest does not read it (a sibling dir): the suite runs
+    green on the local transport, and only the summary can tell the author it was not theirs."""
+    pytester.mkdir("backend").joinpath("conftest.py").write_text(OVERRIDE)
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n")
+
+    result = run("-q", "-k", "test_namespace_persists_across_cells", "test_contract.py")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "contract suite ran on the built-in local transport "
+                                 "(--hermes-transport), with no hermes_transport override: *"])
+    assert "hermes_transport overridden" not in result.stdout.str()
