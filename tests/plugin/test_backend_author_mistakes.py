@@ -79,3 +79,35 @@ def test_a_contract_run_whose_override_was_not_picked_up_says_it_ran_on_a_built_
     result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "contract suite ran on the built-in local transport "
                                  "(--hermes-transport), with no hermes_transport override: *"])
     assert "hermes_transport overridden" not in result.stdout.str()
+
+
+LEAKY = """
+import pytest
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+class NoCleanup(LocalTransport):
+    def cleanup(self, launched):
+        pass  # the lie: a killed kernel's dir (its token, its socket) stays
+
+@pytest.fixture
+def hermes_transport():
+    transport = NoCleanup(server=False)
+    yield transport
+    transport.close()
+"""
+
+
+def test_a_backend_that_leaks_fails_the_contract_case_under_the_default_leak_check(pytester, run) -> None:
+    """Under the default ``--hermes-leak-check=warn`` a leak is a warning: a backend whose kill left
+    every killed kernel's dir behind passed the whole contract suite green ("3 warnings")."""
+    pytester.makeconftest(LEAKY)
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n",
+                        test_own="def test_not_a_contract_case(hermes_kernel):\n"
+                                 "    hermes_kernel.transport.kill(hermes_kernel.launched)\n")
+
+    result = run("-q", "-k", "test_a_runner_is_seen_gone_only_once_it_ended or test_not_a_contract_case")
+
+    result.assert_outcomes(passed=2, errors=1, warnings=1)  # the user's own test keeps the run's setting
+    result.stdout.fnmatch_lines(["*LeakError: test_contract.py::test_a_runner_is_seen_gone_only_once_it_ended: *",
+                                 "*leaked kernel dir*"])
+    assert "HermesLeakWarning: test_own.py::test_not_a_contract_case" in result.stdout.str()
