@@ -9,8 +9,10 @@ from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
 from ._probes import gone_in_kernel, kernel_pids, wait_until
 
-#: Seconds within which every process of a kernel is gone after ``Transport.kill`` returned.
+#: Seconds within which every process of a kernel is gone after ``Transport.kill`` returned ...
 KILLED_GONE_S = 5.0
+#: ... and within which a process just started is listed by ``Transport.kernel_processes``.
+LISTED_S = 5.0
 #: A cell that starts a child of the worker (``sleep 30``) and gives its pid.
 START_CHILD = "import subprocess\nchild = subprocess.Popen(['sleep', '30'])\nchild.pid"
 
@@ -164,14 +166,32 @@ def test_the_transport_lists_every_process_of_its_kernel(kernel):
     (an empty list) passes them all. It lists the runner, the worker and what a cell started."""
     child = int(kernel.execute(START_CHILD).value)
     try:
-        seen = kernel_pids(kernel)
-        wanted = {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child}
-        missing = {what: pid for what, pid in wanted.items() if pid not in seen}
-        assert not missing, (f"Transport.kernel_processes does not list {missing} (it listed pids {sorted(seen)}): it must "
-                             "list every live process of the kernel where it runs (each carries HERMES_KERNEL_ID in its "
-                             "environment), or raise TransportLostError when it cannot look, never answer a short list")
+        _all_listed(kernel, {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child})
     finally:
         kernel.execute("child.kill(); child.wait()")
+
+
+def _all_listed(kernel, wanted: dict[str, int | None]) -> None:
+    """Wait until ``Transport.kernel_processes`` lists every pid of ``wanted`` (what -> pid), or fail
+    naming those it does not. (A process just started may show no environment for a moment: its
+    exec is still setting its new image up after ``Popen`` returned.)"""
+    missing: dict[str, int | None] = {}
+    seen: set[int] = set()
+
+    def listed() -> bool:
+        seen.clear()
+        seen.update(kernel_pids(kernel))
+        missing.clear()
+        missing.update({what: pid for what, pid in wanted.items() if pid not in seen})
+        return not missing
+
+    try:
+        wait_until(listed, LISTED_S, what="the kernel's processes to be listed")
+    except AssertionError:
+        raise AssertionError(f"Transport.kernel_processes does not list {missing} (it listed pids {sorted(seen)}): it must "
+                             "list every live process of the kernel where it runs (each carries HERMES_KERNEL_ID in its "
+                             "environment), or raise TransportLostError when it cannot look, never answer a short list"
+                             ) from None
 
 
 def test_kill_ends_every_process_of_the_kernel(kernel):
@@ -180,6 +200,7 @@ def test_kill_ends_every_process_of_the_kernel(kernel):
     child = int(kernel.execute(START_CHILD).value)
     transport, launched = kernel.transport, kernel.launched
     pids = {kernel.runner_pid, kernel.pid, child}
+    _all_listed(kernel, {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child})
 
     assert transport.kill(launched), "the transport must see its runner gone after kill()"
 
