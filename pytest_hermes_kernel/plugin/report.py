@@ -190,7 +190,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for where, name in sorted(stats.overrides.items()):  # the header's transports= is not what these tests ran on
         tr.write_line(f"hermes_transport overridden by {where}: its tests ran on the {name} transport")
     if stats.contract_plain:  # a backend author's conftest that was not picked up: the suite ran on a built-in
-        tr.write_line(f"contract suite ran on the built-in {', '.join(sorted(stats.contract_plain))} transport "
+        names = sorted(stats.contract_plain)
+        tr.write_line(f"contract suite ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
                       "(--hermes-transport), with no hermes_transport override: a backend of your own runs it "
                       "through a hermes_transport fixture in a conftest.py beside or above the test file")
     if stats.leaks:
