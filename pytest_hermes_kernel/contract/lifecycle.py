@@ -236,3 +236,19 @@ def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kern
 
     [result] = results
     assert result.status == "ok" and result.value == "'yes'", result.summary()
+
+
+def test_cells_run_in_the_working_dir_given_and_keep_it_after_a_restart(kernel_factory):
+    """``KernelOptions.cwd`` (``LaunchSpec.cwd``, and ``cwd`` in the runner's config) is where cells
+    and what they start run; ``/`` is a dir that exists wherever a kernel runs. A transport that
+    drops it runs every cell in its kernel dir, and files a user reads by a relative name are not found."""
+    k = kernel_factory(cwd="/")
+    probe = "import os, subprocess\n(os.getcwd(), subprocess.run(['pwd'], capture_output=True, text=True).stdout)"
+
+    first = k.execute(probe)
+    k.restart()
+    again = k.execute(probe)
+
+    for r in (first, again):
+        assert r.status == "ok" and r.value == repr(("/", "/\n")), (
+            f"cells ran in {r.value} (os.getcwd(), a child's pwd), not in the kernel's cwd '/': {r.summary()}")

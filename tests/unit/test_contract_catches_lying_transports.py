@@ -2,7 +2,8 @@
 
 Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`) with one thing wrong that
 no kernel case of the suite used to notice, so the whole suite passed it: a blind process
-listing, a kill of the runner alone, the host's environment handed to the kernel, an upload
+listing, a kill of the runner alone, the host's environment handed to the kernel, a dropped
+working dir, an upload
 that drops all but its first chunk, a download that skips files. Each test runs the contract
 case that must catch the lie against the liar and expects it to fail, saying what is wrong.
 """
@@ -48,6 +49,13 @@ class HostEnvTransport(LocalTransport):
 
     def launch(self, spec: Any) -> Any:
         return super().launch(dataclasses.replace(spec, env={**os.environ, **spec.env}))
+
+
+class NoCwdTransport(LocalTransport):
+    """Lie: the kernel's ``cwd`` is dropped: cells run in the kernel dir."""
+
+    def launch(self, spec: Any) -> Any:
+        return super().launch(dataclasses.replace(spec, cwd=None, config={**spec.config, "cwd": None}))
 
 
 class FirstChunkOnly(LocalFiles):
@@ -109,6 +117,12 @@ def test_the_hosts_environment_in_the_kernel_fails_the_contract(liar: Callable[.
     with pytest.raises(AssertionError, match="HERMES_CONTRACT_API_TOKEN.*reached the kernel"):
         environment.test_host_variables_reach_the_kernel_only_as_scrubbed(
             lambda **options: liar(HostEnvTransport, **options), monkeypatch)
+
+
+def test_a_dropped_working_dir_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
+    with pytest.raises(AssertionError, match="not in the kernel's cwd '/'"):
+        lifecycle.test_cells_run_in_the_working_dir_given_and_keep_it_after_a_restart(
+            lambda **options: liar(NoCwdTransport, **options))
 
 
 @pytest.mark.parametrize("files, says", [(FirstChunkOnly, "what the kernel read is not what was uploaded"),
