@@ -148,14 +148,18 @@ def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
 def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
     """``Transport.seen_gone`` is the core's only proof that a runner ended (the watchdog's reset,
     a runner started in place of a lost one, a ``confirmed`` shutdown): ``False`` while it runs,
-    ``True`` once the transport killed it. (``False`` also when the transport cannot tell: a
+    ``True`` once the transport killed it; ``alive()`` (what a lost channel's note says of the
+    runner) answers the other way round. (``False`` also when the transport cannot tell: a
     backend whose ``alive()`` may say ``False`` then overrides it; see the port's docstring.)"""
     transport, launched = kernel.transport, kernel.launched
     assert kernel.execute("1 + 1").value == "2"
 
     assert not transport.seen_gone(launched), "a running runner must not be seen gone"
+    assert transport.alive(launched), "alive() must say True for a runner that runs (and answers)"
     assert transport.kill(launched), "the transport must see its runner gone after kill()"
     assert transport.seen_gone(launched), "a runner the transport killed must be seen gone"
+    assert not transport.alive(launched), ("alive() must say False for a runner the transport killed (a lost "
+                                           "kernel's note said 'runner still alive; killed')")
     info = kernel.shutdown()
     assert info.confirmed, info
 

@@ -2,7 +2,7 @@
 
 Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`) with one thing wrong that
 no kernel case of the suite used to notice, so the whole suite passed it: a blind process
-listing, a kill of the runner alone, the host's environment handed to the kernel, a dropped
+listing, a kill of the runner alone, ``alive()`` for a dead runner, the host's environment handed to the kernel, a dropped
 working dir, an upload
 that drops all but its first chunk, a download that skips files. Each test runs the contract
 case that must catch the lie against the liar and expects it to fail, saying what is wrong.
@@ -42,6 +42,16 @@ class RunnerOnlyKill(LocalTransport):
         with contextlib.suppress(ProcessLookupError):
             os.kill(launched.pid, signal.SIGKILL)
         return launched.extra["runner"].wait(5.0)
+
+
+class AlwaysAlive(LocalTransport):
+    """Lie: ``alive()`` says True for a dead runner (``seen_gone`` still tells the truth)."""
+
+    def alive(self, launched: Any) -> bool:
+        return True
+
+    def seen_gone(self, launched: Any) -> bool:
+        return not super().alive(launched)
 
 
 class HostEnvTransport(LocalTransport):
@@ -110,6 +120,11 @@ def test_a_blind_process_listing_fails_the_contract(liar: Callable[..., KernelHa
 def test_a_kill_of_the_runner_alone_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
     with pytest.raises(AssertionError, match="Transport.kill left processes of the kernel"):
         lifecycle.test_kill_ends_every_process_of_the_kernel(liar(RunnerOnlyKill))
+
+
+def test_alive_for_a_killed_runner_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
+    with pytest.raises(AssertionError, match="alive\\(\\) must say False for a runner the transport killed"):
+        lifecycle.test_a_runner_is_seen_gone_only_once_it_ended(liar(AlwaysAlive))
 
 
 def test_the_hosts_environment_in_the_kernel_fails_the_contract(liar: Callable[..., KernelHandle],
