@@ -2,7 +2,8 @@
 
 Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`) with one thing wrong that
 no kernel case of the suite used to notice, so the whole suite passed it: a blind process
-listing, a kill of the runner alone, ``alive()`` for a dead runner, the host's environment handed to the kernel, a dropped
+listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
+runner that failed, the host's environment handed to the kernel, a dropped
 working dir, an upload
 that drops all but its first chunk, a download that skips files. Each test runs the contract
 case that must catch the lie against the liar and expects it to fail, saying what is wrong.
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.contract import environment, lifecycle, transfers
+from pytest_hermes_kernel.contract import environment, lifecycle, starting, transfers
 from pytest_hermes_kernel.kernel.files import Entry
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.files import LocalFiles
@@ -52,6 +53,14 @@ class AlwaysAlive(LocalTransport):
 
     def seen_gone(self, launched: Any) -> bool:
         return not super().alive(launched)
+
+
+class ExitsZero(LocalTransport):
+    """Lie: a runner that ended says its exit status was 0."""
+
+    def exit_status(self, launched: Any, timeout: float) -> int | None:
+        super().exit_status(launched, timeout)
+        return 0
 
 
 class HostEnvTransport(LocalTransport):
@@ -125,6 +134,16 @@ def test_a_kill_of_the_runner_alone_fails_the_contract(liar: Callable[..., Kerne
 def test_alive_for_a_killed_runner_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
     with pytest.raises(AssertionError, match="alive\\(\\) must say False for a runner the transport killed"):
         lifecycle.test_a_runner_is_seen_gone_only_once_it_ended(liar(AlwaysAlive))
+
+
+def test_exit_status_0_for_a_failed_runner_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
+    transport = ExitsZero(server=False)  # the case lists what the failed start left through it
+    try:
+        with pytest.raises(AssertionError, match="must give the runner's exit status, 1.*exit code 0"):
+            starting.test_runner_exiting_at_start_fails_fast_with_its_exit_status(
+                lambda **options: liar(ExitsZero, **options), transport)
+    finally:
+        transport.close()
 
 
 def test_the_hosts_environment_in_the_kernel_fails_the_contract(liar: Callable[..., KernelHandle],
