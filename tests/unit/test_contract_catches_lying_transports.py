@@ -3,7 +3,7 @@
 Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`) with one thing wrong that
 no kernel case of the suite used to notice, so the whole suite passed it: a blind process
 listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
-runner that failed, the host's environment handed to the kernel, a dropped
+runner that failed, the host's environment handed to the kernel, a stream that drops large frames, a dropped
 working dir, an upload
 that drops all but its first chunk, a download that skips files. Each test runs the contract
 case that must catch the lie against the liar and expects it to fail, saying what is wrong.
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.contract import environment, lifecycle, starting, transfers
+from pytest_hermes_kernel.contract import environment, lifecycle, replies, starting, transfers
 from pytest_hermes_kernel.kernel.files import Entry
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.files import LocalFiles
@@ -68,6 +68,17 @@ class HostEnvTransport(LocalTransport):
 
     def launch(self, spec: Any) -> Any:
         return super().launch(dataclasses.replace(spec, env={**os.environ, **spec.env}))
+
+
+class DropsLargeFrames(LocalTransport):
+    """Lie: the stream to the kernel silently drops every write over 64 KiB (a cell's big source,
+    a tool's big result)."""
+
+    def launch(self, spec: Any) -> Any:
+        launched = super().launch(spec)
+        send = launched.stream.send
+        launched.stream.send = lambda data: None if len(data) > 64 * 1024 else send(data)
+        return launched
 
 
 class NoCwdTransport(LocalTransport):
@@ -151,6 +162,14 @@ def test_the_hosts_environment_in_the_kernel_fails_the_contract(liar: Callable[.
     with pytest.raises(AssertionError, match="HERMES_CONTRACT_API_TOKEN.*reached the kernel"):
         environment.test_host_variables_reach_the_kernel_only_as_scrubbed(
             lambda **options: liar(HostEnvTransport, **options), monkeypatch)
+
+
+def test_a_stream_that_drops_large_frames_fails_the_contract(liar: Callable[..., KernelHandle],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replies, "LARGE_CELL_BUDGET_S", 3.0)  # the lost frame's cell waits out its budget
+    with pytest.raises(AssertionError, match="3000000-character tool result: status=timeout"):
+        replies.test_a_large_cell_source_and_tool_result_reach_the_kernel_whole(
+            lambda **options: liar(DropsLargeFrames, **options))
 
 
 def test_a_dropped_working_dir_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
