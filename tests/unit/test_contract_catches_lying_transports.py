@@ -1,12 +1,12 @@
 """The contract suite fails a backend that lies, one lie at a time.
 
-Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`) with one thing wrong that
-no kernel case of the suite used to notice, so the whole suite passed it: a blind process
-listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
-runner that failed, the host's environment handed to the kernel, a stream that drops large frames, a dropped
-working dir, an upload
-that drops all but its first chunk, a download that skips files. Each test runs the contract
-case that must catch the lie against the liar and expects it to fail, saying what is wrong.
+Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`, or an execute backend) with
+one thing wrong that no case of the suite used to notice, so the whole suite passed it: a blind
+process listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
+runner that failed, the host's environment handed to the kernel, a stream that drops large
+frames, a dropped working dir, a failed command's stderr dropped, an upload that drops all but
+its first chunk, a download that skips files. Each test runs the contract case that must catch
+the lie against the liar and expects it to fail, saying what is wrong.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.contract import environment, lifecycle, replies, starting, transfers
+from pytest_hermes_kernel.contract import backend_protocol, environment, lifecycle, replies, starting, transfers
 from pytest_hermes_kernel.kernel.files import Entry
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.files import LocalFiles
@@ -101,6 +102,14 @@ class NoEmptyFiles(LocalFiles):
 
     def list_tree(self, parts: tuple[str, ...]) -> list[Entry]:
         return [e for e in super().list_tree(parts) if not (e.kind == "file" and e.size == 0)]
+
+
+class StderrOnlyOnSuccess:
+    """Lie (an execute backend): a failed command's stderr is dropped."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        done = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=timeout, check=False)
+        return done.returncode, done.stdout + (done.stderr if done.returncode == 0 else "")
 
 
 def _files_liar(files: type[LocalFiles]) -> type[LocalTransport]:
@@ -185,3 +194,8 @@ def test_a_transfer_that_loses_files_or_data_fails_the_contract(liar: Callable[.
                                                                  files: type[LocalFiles], says: str) -> None:
     with pytest.raises(AssertionError, match=says):
         transfers.test_a_tree_round_trips_through_the_kernel(liar(_files_liar(files)), None, tmp_path)
+
+
+def test_a_backend_that_drops_a_failed_commands_stderr_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match=r"lost the command's stderr \(status 3\)"):
+        backend_protocol.test_backend_returns_stdout_and_stderr(StderrOnlyOnSuccess(), 3)
