@@ -16,7 +16,7 @@ def hermes_transport():
     yield {given}
 """
 
-#: One kernel case and the backend protocol's first case (it skips on a non-filecell transport).
+#: One kernel case and the backend protocol's first case, twice (it skips on a non-filecell transport).
 CASES = "test_namespace_persists_across_cells or test_backend_returns_stdout_and_stderr"
 
 
@@ -33,9 +33,9 @@ def test_a_hermes_transport_fixture_that_gives_no_transport_is_named(pytester, r
 
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) == 0 and outcomes.get("skipped", 0) == 0, result.stdout.str()[-3000:]
-    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 2, result.stdout.str()[-3000:]
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 3, result.stdout.str()[-3000:]
     text = result.stdout.str()
-    assert text.count(f"the hermes_transport fixture {says}, not a Transport") == 2, text[-3000:]
+    assert text.count(f"the hermes_transport fixture {says}, not a Transport") == 3, text[-3000:]
     assert hint in text and "AttributeError" not in text and "Traceback" not in text, text[-3000:]
 
 
