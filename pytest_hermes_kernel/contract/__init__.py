@@ -17,14 +17,18 @@ A backend author gets the whole suite against their transport with two small fil
 
 The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
-subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, a
-tree of files in and out (where the transport moves files), the ``ExecuteBackend`` protocol of a
+subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, the
+host's environment kept out of the kernel, the transport's own process listing and ``kill`` (its
+whole process tree), a tree of files in and out, every file of it and files of several chunks
+(where the transport moves files), the ``ExecuteBackend`` protocol of a
 filecell transport's backend itself (stdout and stderr, exit status, whole output, timeout,
 commands at once), and,
 on transports that declare ``reattachable``, re-attach after a dropped stream (idle and mid-cell)
 and ``transport_lost`` when the runner is really gone (these skip, with the reason, elsewhere).
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose
-kernels run elsewhere (a container, a remote host) is checked where they run.
+kernels run elsewhere (a container, a remote host) is checked where they run. What a case leaves
+behind (a process, a kernel dir) errors it even under the default ``--hermes-leak-check=warn``, and
+the run's summary names the transport the cases ran on.
 
 May import: pytest, the public API and everything below it (kernel, transports, errors); never
 the plugin's internals (the suite runs under the plugin's fixtures, which it only names).

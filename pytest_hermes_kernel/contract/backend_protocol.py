@@ -69,13 +69,16 @@ def _run(backend, cmd: str, timeout: float = 30.0):
     return result
 
 
-def test_backend_returns_stdout_and_stderr(execute_backend):
-    code, out = _run(execute_backend, "echo to-stdout; echo to-stderr >&2")
+@pytest.mark.parametrize("status", [0, 3], ids=["succeeded", "failed"])
+def test_backend_returns_stdout_and_stderr(execute_backend, status):
+    """Both streams, whatever the status: a failed command's reason is on its stderr (a shell's
+    "not found", a traceback), and a backend that returns stderr only for a success passed."""
+    code, out = _run(execute_backend, f"echo to-stdout; echo to-stderr >&2; exit {status}")
 
-    assert code == 0, f"execute returned exit status {code!r} for a command that succeeded"
-    assert "to-stdout" in out, f"execute lost the command's stdout; it returned {out!r}"
-    assert "to-stderr" in out, (f"execute lost the command's stderr; it returned {out!r}. The output must be "
-                                "stdout and stderr combined: a failed start's reason is on stderr")
+    assert code == status, f"execute returned exit status {code!r} for a command that exited {status}"
+    assert "to-stdout" in out, f"execute lost the command's stdout (status {status}); it returned {out!r}"
+    assert "to-stderr" in out, (f"execute lost the command's stderr (status {status}); it returned {out!r}. The "
+                                "output must be stdout and stderr combined: a failed step's reason is on stderr")
 
 
 @pytest.mark.parametrize("cmd, status", [("exit 3", 3), ("false", 1), ("exit 255", 255), ("kill -9 $$", 137)],

@@ -101,3 +101,21 @@ def test_env_the_os_cannot_hold_is_a_config_error_naming_it(kernel_factory, env,
     with pytest.raises(ConfigError) as caught:
         kernel_factory(env=env)
     assert repr(name) in str(caught.value)
+
+
+def test_host_variables_reach_the_kernel_only_as_scrubbed(kernel_factory, monkeypatch):
+    """A kernel starts with the scrubbed environment of its ``LaunchSpec.env``, never the host's:
+    a host variable whose name looks secret never reaches it, nor, with ``inherit_env=False``, one
+    off the safe list. A transport that hands the kernel ``os.environ`` (merged under ``spec.env``)
+    gives every cell the host's secrets (cells' output only redacts their values)."""
+    secret, plain = "HERMES_CONTRACT_API_TOKEN", "HERMES_CONTRACT_HOST_ONLY"
+    monkeypatch.setenv(secret, "host-secret-value")
+    monkeypatch.setenv(plain, "host-only-value")
+
+    for options, kept_out in (({}, (secret,)), ({"inherit_env": False}, (secret, plain))):
+        seen = _seen(kernel_factory(**options), dict.fromkeys(kept_out, ""))
+        for where in ("kernel", "child"):
+            leaked = sorted(name for name in kept_out if seen[where][name] is not None)
+            assert not leaked, (f"{where} (options {options}): the host's {leaked} reached the kernel: a kernel's "
+                                "environment is LaunchSpec.env (scrubbed of the host's secrets, and of names off the "
+                                "safe list with inherit_env=False), never the host's os.environ")

@@ -5,8 +5,16 @@ from __future__ import annotations
 import threading
 import time
 
+from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
-from ._probes import gone_in_kernel, wait_until
+from ._probes import gone_in_kernel, kernel_pids, wait_until
+
+#: Seconds within which every process of a kernel is gone after ``Transport.kill`` returned ...
+KILLED_GONE_S = 5.0
+#: ... and within which a process just started is listed by ``Transport.kernel_processes``.
+LISTED_S = 5.0
+#: A cell that starts a child of the worker (``sleep 30``) and gives its pid.
+START_CHILD = "import subprocess\nchild = subprocess.Popen(['sleep', '30'])\nchild.pid"
 
 
 def test_namespace_persists_across_cells(kernel):
@@ -140,16 +148,77 @@ def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
 def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
     """``Transport.seen_gone`` is the core's only proof that a runner ended (the watchdog's reset,
     a runner started in place of a lost one, a ``confirmed`` shutdown): ``False`` while it runs,
-    ``True`` once the transport killed it. (``False`` also when the transport cannot tell: a
+    ``True`` once the transport killed it; ``alive()`` (what a lost channel's note says of the
+    runner) answers the other way round. (``False`` also when the transport cannot tell: a
     backend whose ``alive()`` may say ``False`` then overrides it; see the port's docstring.)"""
     transport, launched = kernel.transport, kernel.launched
     assert kernel.execute("1 + 1").value == "2"
 
     assert not transport.seen_gone(launched), "a running runner must not be seen gone"
+    assert transport.alive(launched), "alive() must say True for a runner that runs (and answers)"
     assert transport.kill(launched), "the transport must see its runner gone after kill()"
     assert transport.seen_gone(launched), "a runner the transport killed must be seen gone"
+    assert not transport.alive(launched), ("alive() must say False for a runner the transport killed (a lost "
+                                           "kernel's note said 'runner still alive; killed')")
     info = kernel.shutdown()
     assert info.confirmed, info
+
+
+def test_the_transport_lists_every_process_of_its_kernel(kernel):
+    """Every check of this suite that a process is gone (a restart's old worker, a shutdown that
+    leaves nothing) reads ``Transport.kernel_processes``: one that misses the kernel's processes
+    (an empty list) passes them all. It lists the runner, the worker and what a cell started."""
+    child = int(kernel.execute(START_CHILD).value)
+    try:
+        _all_listed(kernel, {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child})
+    finally:
+        kernel.execute("child.kill(); child.wait()")
+
+
+def _all_listed(kernel, wanted: dict[str, int | None]) -> None:
+    """Wait until ``Transport.kernel_processes`` lists every pid of ``wanted`` (what -> pid), or fail
+    naming those it does not. (A process just started may show no environment for a moment: its
+    exec is still setting its new image up after ``Popen`` returned.)"""
+    missing: dict[str, int | None] = {}
+    seen: set[int] = set()
+
+    def listed() -> bool:
+        seen.clear()
+        seen.update(kernel_pids(kernel))
+        missing.clear()
+        missing.update({what: pid for what, pid in wanted.items() if pid not in seen})
+        return not missing
+
+    try:
+        wait_until(listed, LISTED_S, what="the kernel's processes to be listed")
+    except AssertionError:
+        raise AssertionError(f"Transport.kernel_processes does not list {missing} (it listed pids {sorted(seen)}): it must "
+                             "list every live process of the kernel where it runs (each carries HERMES_KERNEL_ID in its "
+                             "environment), or raise TransportLostError when it cannot look, never answer a short list"
+                             ) from None
+
+
+def test_kill_ends_every_process_of_the_kernel(kernel):
+    """``Transport.kill`` is the last resort of the watchdog and of a shutdown: it ends the runner's
+    whole process tree, the worker and what its cells started included, not the runner alone."""
+    child = int(kernel.execute(START_CHILD).value)
+    transport, launched = kernel.transport, kernel.launched
+    pids = {kernel.runner_pid, kernel.pid, child}
+    _all_listed(kernel, {"the runner": kernel.runner_pid, "the worker": kernel.pid, "a cell's child (sleep 30)": child})
+
+    assert transport.kill(launched), "the transport must see its runner gone after kill()"
+
+    left = lambda: pids & kernel_pids(kernel)  # noqa: E731
+    try:
+        wait_until(lambda: not left(), KILLED_GONE_S, what="every process of the killed kernel to be gone")
+    except AssertionError:
+        raise AssertionError(f"Transport.kill left processes of the kernel running: pids {sorted(left())} of "
+                             f"{sorted(pids)} (runner, worker, a cell's sleep 30): it must end the runner's whole "
+                             "process tree (e.g. its session or process group), not only the runner") from None
+    if transport.runs_on_this_host:  # seen in this machine's own process table too, not only by the transport
+        here = processes_with_env("HERMES_KERNEL_ID", kernel.kernel_id)
+        assert not here, f"Transport.kill left processes of the kernel on this machine: {here}"
+    assert kernel.shutdown().confirmed
 
 
 def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kernel_factory):
@@ -171,3 +240,19 @@ def test_an_interrupt_of_a_cell_that_has_ended_does_not_reach_the_next_cell(kern
 
     [result] = results
     assert result.status == "ok" and result.value == "'yes'", result.summary()
+
+
+def test_cells_run_in_the_working_dir_given_and_keep_it_after_a_restart(kernel_factory):
+    """``KernelOptions.cwd`` (``LaunchSpec.cwd``, and ``cwd`` in the runner's config) is where cells
+    and what they start run; ``/`` is a dir that exists wherever a kernel runs. A transport that
+    drops it runs every cell in its kernel dir, and files a user reads by a relative name are not found."""
+    k = kernel_factory(cwd="/")
+    probe = "import os, subprocess\n(os.getcwd(), subprocess.run(['pwd'], capture_output=True, text=True).stdout)"
+
+    first = k.execute(probe)
+    k.restart()
+    again = k.execute(probe)
+
+    for r in (first, again):
+        assert r.status == "ok" and r.value == repr(("/", "/\n")), (
+            f"cells ran in {r.value} (os.getcwd(), a child's pwd), not in the kernel's cwd '/': {r.summary()}")

@@ -4,7 +4,8 @@ A cell's trailing value, its error message and its traceback are bounded like it
 the cap the value keeps its head and tail around a ``[... N characters dropped ...]`` marker,
 says it was truncated and gives the full ``repr`` length. A request too large for one frame
 (a cell's source) is refused on the host with :class:`FrameTooLargeError` before anything is
-sent; the kernel and its state are untouched.
+sent; the kernel and its state are untouched. One that fits, however large (a cell's source, a
+tool's result: megabytes towards the kernel), arrives whole.
 """
 
 from __future__ import annotations
@@ -57,6 +58,25 @@ def test_huge_error_message_is_bounded_and_kernel_lives(kernel_factory):
     assert "characters dropped" in r.evalue and len(r.evalue) < 2 * cap
     assert len(r.traceback) < 2 * cap
     assert k.execute("keep").value == "1"
+
+
+#: Characters of the large cell source and tool result (megabytes: several reads and writes of any stream).
+LARGE_CHARS = 3_000_000
+#: The large cell's budget: a frame the stream lost would leave the cell waiting all of it.
+LARGE_CELL_BUDGET_S = 30.0
+
+
+def test_a_large_cell_source_and_tool_result_reach_the_kernel_whole(kernel_factory):
+    """Frames towards the kernel are as large as a cell's source or a tool's result: a stream that
+    loses (or cuts) a large one passed every other case, and such a cell waited out its budget."""
+    k = kernel_factory(tools={"big": lambda: "t" * LARGE_CHARS + "END"})
+    source = (f"s = {'x' * LARGE_CHARS + 'END'!r}\nimport hermes_tools\nr = hermes_tools.big()\n"
+              "(len(s), s[-3:], len(r), r[-3:])")
+
+    r = k.execute(source, timeout=LARGE_CELL_BUDGET_S)
+
+    assert r.status == "ok", f"a {len(source)}-byte cell with a {LARGE_CHARS}-character tool result: {r.summary()}"
+    assert r.value == repr((LARGE_CHARS + 3, "END", LARGE_CHARS + 3, "END")), r.value
 
 
 def test_oversized_source_is_refused_kernel_untouched(kernel):

@@ -44,3 +44,24 @@ def test_runner_dying_at_start_fails_fast_with_exit_status_and_stderr(kernel_fac
     assert EXIT_STATUS.search(text) or EXEC_FAILED.search(text), \
         f"the start error must say how the runner ended: its exit status, or the OS error of an exec that ran nothing: {text}"
     assert hermes_transport.kernel_processes(info.value.kernel_id) == []  # nothing left behind
+
+
+#: An interpreter that runs and exits 1 at once, wherever a kernel runs (a POSIX system's ``false``).
+EXITS_1 = "/bin/false"
+EXIT_1 = re.compile(r"exit (?:code|status)? ?1\b")
+
+
+def test_runner_exiting_at_start_fails_fast_with_its_exit_status(kernel_factory, hermes_transport):
+    """The runner's interpreter runs and exits 1 at once: the start error says so, with that
+    status (from ``Transport.exit_status`` where the transport reads it: one that answers 0, or
+    nothing, for a runner that failed sends the user after the wrong cause)."""
+    started = time.monotonic()
+
+    with pytest.raises(KernelStartError) as info:
+        kernel_factory(python=EXITS_1, start_timeout=120)
+
+    text = str(info.value)
+    assert time.monotonic() - started < FAIL_FAST_S, f"start took {time.monotonic() - started:.1f} s to fail: {text}"
+    assert EXIT_1.search(text), f"the start error must give the runner's exit status, 1: {text}"
+    assert info.value.facts.get("exit_code") in (None, 1), f"the error's exit_code fact is not the runner's 1: {text}"
+    assert hermes_transport.kernel_processes(info.value.kernel_id) == []

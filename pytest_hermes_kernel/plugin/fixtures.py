@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -189,6 +190,38 @@ def put_back(modules: dict[str, Any]) -> None:
     """Put back those of ``modules`` that are no longer in ``sys.modules``."""
     for name, module in modules.items():
         sys.modules.setdefault(name, module)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
+    """The summary names a ``hermes_transport`` override (a conftest's: a backend author's) with
+    its transport (the header's ``transports=`` is not what its tests ran on), and says so when the
+    contract suite ran on a built-in transport for want of one (a conftest not picked up); an
+    override that gives no :class:`Transport` fails the test here, saying what it gave."""
+    value = yield
+    if fixturedef.argname != "hermes_transport":
+        return value
+    if getattr(fixturedef.func, "__module__", None) == __name__:  # the plugin's own
+        if getattr(getattr(request.node, "function", None), "__module__", "").startswith(f"{_PACKAGE}.contract."):
+            request.config.stash[stats_key].contract_plain.add(value.name)
+    else:
+        from ..kernel.contract import Transport
+
+        code = getattr(fixturedef.func, "__code__", None)
+        place = (f"{os.path.relpath(code.co_filename, request.config.rootpath)}:{code.co_firstlineno}" if code is not None
+                 else fixturedef.baseid or "a conftest")
+        if isinstance(value, Transport):
+            request.config.stash[stats_key].overrides[place] = value.name
+        else:
+            where = f" ({place})"
+            what = (f"the class {value.__name__}" if isinstance(value, type) else
+                    "None" if value is None else f"a {type(value).__name__}")
+            hint = ("yield an instance of it" if isinstance(value, type) and issubclass(value, Transport) else
+                    "wrap an execute backend in FileCellTransport(backend)" if hasattr(value, "execute") else
+                    "yield an instance of a Transport subclass (or FileCellTransport(backend))")
+            pytest.fail(f"{request.node.nodeid}: the hermes_transport fixture gave {what}, not a Transport"
+                        f"{where}. Hint: {hint}", pytrace=False)
+    return value
 
 
 @pytest.hookimpl(tryfirst=True)

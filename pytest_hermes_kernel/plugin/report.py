@@ -51,6 +51,8 @@ class KernelStats:
         self._kept_past_text: list[str] = []
         self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
         self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
+        self.overrides: dict[str, str] = {}  # a hermes_transport override's place -> its transport's name
+        self.contract_plain: set[str] = set()  # transports contract cases ran on with no override
 
     def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
         """A fixture kernel's listener (:data:`~pytest_hermes_kernel.kernel.interface.KernelListener`)."""
@@ -105,7 +107,8 @@ class KernelStats:
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
                 "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines(),
-                "unconfirmed": list(self.unconfirmed)}
+                "unconfirmed": list(self.unconfirmed), "overrides": dict(self.overrides),
+                "contract_plain": sorted(self.contract_plain)}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -116,6 +119,8 @@ class KernelStats:
             self.unchecked.extend(data.get("unchecked", []))
             self.unconfirmed.extend(data.get("unconfirmed", []))
             self.kept_elsewhere.extend(data.get("kept", []))
+            self.overrides.update(data.get("overrides", {}))
+            self.contract_plain.update(data.get("contract_plain", []))
 
 
 stats_key = pytest.StashKey[KernelStats]()
@@ -182,6 +187,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     deaths = ", ".join(f"{r}={n}" for r, n in sorted(stats.deaths.items())) or "none"
     tr.write_line(f"kernels started: {stats.started}; peak alive: {stats.peak_alive}; "
                   f"deaths and resets by reason: {deaths}")
+    for where, name in sorted(stats.overrides.items()):  # the header's transports= is not what these tests ran on
+        tr.write_line(f"hermes_transport overridden by {where}: its tests ran on the {name} transport")
+    if stats.contract_plain:  # a backend author's conftest that was not picked up: the suite ran on a built-in
+        names = sorted(stats.contract_plain)
+        tr.write_line(f"contract suite ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
+                      "(--hermes-transport), with no hermes_transport override: a backend of your own runs it "
+                      "through a hermes_transport fixture in a conftest.py beside or above the test file")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
     if stats.unchecked:
