@@ -95,7 +95,7 @@ class KernelHandle:
                  tools: ToolTable | Mapping[str, Any] | None = None, kernel_id: str | None = None,
                  owner: str | None = None) -> None:
         self.transport = _checked_transport(transport)
-        self.options = cwd_resolved(checked_options(options), self.transport.runs_on_this_host)  # once, for all launches
+        self.options = cwd_resolved(checked_options(options), getattr(transport, "runs_on_this_host", False))  # once
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
         self.kernel_id = checked_kernel_id(kernel_id) if kernel_id is not None else uuid.uuid4().hex
         self.owner = owner
