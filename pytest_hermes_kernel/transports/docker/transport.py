@@ -143,17 +143,21 @@ class DockerTransport(Transport):
         return self.hosts.shared()
 
     # ------------------------------------------------------------------------------ exec helpers
-    def _run(self, container_id: str, argv: list[str], *, user: str = "root") -> tuple[int | None, bytes, bytes]:
-        """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``."""
-        exec_id = self.api.exec_create(container_id, argv, user=user, stdout=True, stderr=True)["Id"]
-        out, err = self.api.exec_start(exec_id, demux=True)
-        code = self.api.exec_inspect(exec_id).get("ExitCode")
-        return code, out or b"", err or b""
+    def _run(self, container_id: str, argv: list[str], *, user: str = "root",
+             probe: bool = False) -> tuple[int | None, bytes, bytes]:
+        """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``. ``probe``: as a
+        probe of the engine (:meth:`~.host.KernelHosts.probe`: a short wait for each answer)."""
+        def run(api: Any) -> tuple[int | None, bytes, bytes]:
+            exec_id = api.exec_create(container_id, argv, user=user, stdout=True, stderr=True)["Id"]
+            out, err = api.exec_start(exec_id, demux=True)
+            return api.exec_inspect(exec_id).get("ExitCode"), out or b"", err or b""
+        return self.hosts.probe(run) if probe else run(self.api)
 
-    def run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+    def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
+                   probe: bool = False) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
-        user); ``(exit code, stdout)``."""
-        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user)
+        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
+        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user, probe=probe)
         return code, out
 
     def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
