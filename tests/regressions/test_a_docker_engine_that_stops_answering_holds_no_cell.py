@@ -9,6 +9,11 @@ at most, and once one went unanswered the next probes say "cannot tell" at once 
 cell is ``abandoned`` (the runner could not be reached, not seen gone) within the bounds a silent
 ssh host has, and so are the next cell's refusal and the shutdown. Once the engine answers again,
 the kernel is ended as after a ``docker unpause``.
+
+Seen too: a kernel started while the engine was gone (dockerd stopped: its socket closes every
+connection) raised a bare ``requests.exceptions.ConnectionError: ('Connection aborted.',
+RemoteDisconnected(...))`` naming neither the engine nor the kernel; now a ``KernelStartError``
+that names the engine.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +31,9 @@ from pytest_hermes_kernel import KernelOptions
 from pytest_hermes_kernel.errors import KernelStartError, TransportLostError
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
+from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
-from tests.support import transport_of_its_own, wait_until
+from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -48,6 +55,7 @@ class FreezingEngine:
     def __init__(self, path: Path) -> None:
         self.path = str(path)
         self.frozen = threading.Event()
+        self.gone = threading.Event()
         self.thawed = threading.Event()
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(self.path)
@@ -67,6 +75,9 @@ class FreezingEngine:
                 client, _ = self.server.accept()
             except OSError:
                 return
+            if self.gone.is_set():
+                client.close()
+                continue
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(ENGINE_SOCKET)
             self.sockets += [client, upstream]
@@ -86,7 +97,17 @@ class FreezingEngine:
         except OSError:
             pass
 
+    def go(self) -> None:
+        """Close every connection and every new one (an engine that stopped)."""
+        self.gone.set()
+        for s in self.sockets[1:]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
     def thaw(self) -> None:
+        self.gone.clear()
         self.frozen.clear()
         self.thawed.set()
 
@@ -112,12 +133,17 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreezingEngine]
 
 @pytest.fixture(params=[True, False], ids=["server", "spawn"])
 def behind(request: pytest.FixtureRequest, engine: FreezingEngine) -> Iterator[DockerTransport]:
-    with transport_of_its_own("docker", server=request.param, docker_host=f"unix://{engine.path}") as transport:
-        assert isinstance(transport, DockerTransport)
-        try:
-            yield transport
-        finally:
-            engine.thaw()
+    """A transport of its own on the engine behind the proxy; closed, and then no longer listed for
+    the leak probes: later tests' checks (the proxy gone) would ask its engine."""
+    transport = make_transport("docker", run_id=f"test-{uuid.uuid4().hex}", server=request.param,
+                               docker_host=f"unix://{engine.path}")
+    assert isinstance(transport, DockerTransport)
+    try:
+        yield transport
+    finally:
+        engine.thaw()
+        close_transport(transport)
+        forget_closed_transports()
 
 
 def _timed(call):
@@ -130,7 +156,9 @@ def _timed(call):
 
 @pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
 def test_a_cell_next_cell_and_shutdown_on_a_silent_engine_end_within_bounds(behind, engine):
-    k = KernelHandle(behind, KernelOptions(watchdog=FAST, orphan_timeout=ORPHAN_TIMEOUT_S)).start()
+    # keepalives that would see the silent stream first are off: the ladder is what is timed
+    k = KernelHandle(behind, KernelOptions(watchdog=FAST, orphan_timeout=ORPHAN_TIMEOUT_S,
+                                            keepalive_interval=30.0)).start()
     try:
         assert k.execute("x = 1").status == "ok"
         engine.frozen.set()
@@ -160,3 +188,19 @@ def _processes(transport: DockerTransport, k: KernelHandle) -> list[str] | None:
         return transport.kernel_processes(k.kernel_id)
     except TransportLostError:
         return None
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_kernel_started_while_the_engine_is_gone_is_a_start_error_naming_it(behind, engine):
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S)).start()
+    try:
+        engine.go()
+        began = time.monotonic()
+        with pytest.raises(KernelStartError, match=f"engine at unix://{engine.path}"):
+            KernelHandle(behind, KernelOptions()).start()
+        assert time.monotonic() - began <= QUICK_S
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")

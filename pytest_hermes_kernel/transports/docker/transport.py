@@ -31,7 +31,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
+from ...errors import (ConfigError, HermesKernelError, KernelStartError, TransportLostError,
+                       TransportUnavailableError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
@@ -170,7 +171,7 @@ class DockerTransport(Transport):
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
-        cid = self.hosts.for_launch()
+        cid = container_for_launch(self)
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         return with_fallback(fork, lambda: self._spawn(cid, spec))
@@ -355,6 +356,22 @@ class DockerTransport(Transport):
                           f", {self.cpus} cpus" if self.cpus else ""])
         kept = ", kept between runs" if self.hosts.reuse is not None and self.container_mode == "shared" else ""
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept}, engine {self.engine})"
+
+
+def container_for_launch(transport: DockerTransport) -> str:
+    """The container a new kernel goes in (:meth:`~.host.KernelHosts.for_launch`).
+
+    :raises KernelStartError: also when the engine fails or does not answer meanwhile (naming the
+        engine: it was a bare ``requests.exceptions.ConnectionError``).
+    """
+    try:
+        return transport.hosts.for_launch()
+    except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are no DockerException
+        if isinstance(exc, HermesKernelError) and not isinstance(exc, TransportLostError):
+            raise
+        raise KernelStartError(f"docker transport: the engine at {transport.engine} failed while the kernel's "
+                               f"container was chosen: {type(exc).__name__}: {exc}\n"
+                               "Hint: is dockerd running there and answering (`docker info`)?") from None
 
 
 def refuse_if_paused(transport: DockerTransport, container_id: str, kernel_id: str) -> None:
