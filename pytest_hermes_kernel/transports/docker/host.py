@@ -327,3 +327,16 @@ def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:
     view.__dict__.update(api.__dict__)
     view.timeout = timeout
     return view
+
+
+def not_ready_hint(code: int | None, mem_limit_bytes: int | None, run: str, python: str) -> str:
+    """The hint of a runner that ended with exit code ``code`` before it said ready: one SIGKILLed
+    (137) was not a wrong interpreter, and with a memory limit most likely the OOM killer's.
+
+    :param run: the command prefix that runs a program where the runner ran (``docker exec <id>``).
+    """
+    if code == 137:  # 128 + SIGKILL
+        return "the runner was killed by SIGKILL (exit code 137) as it started" + (
+            "" if mem_limit_bytes is None else f": the container's memory limit (mem_limit_bytes={mem_limit_bytes}) "
+            "is the likely cause (the OOM killer): raise it")
+    return f"run `{run} {python} -V`; is {python!r} the container's python?"

@@ -47,7 +47,7 @@ from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
-from .host import ContainerMode, KernelHosts
+from .host import ContainerMode, KernelHosts, not_ready_hint
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
@@ -243,7 +243,7 @@ class DockerTransport(Transport):
             raise KernelStartError(
                 f"the kernel runner in container {container_id[:12]} did not report ready (exit code {code}): "
                 f"stdout {out[-300:]!r}; stderr {stream.stderr_text()[-1000:]!r}\n"
-                f"Hint: run `docker exec {container_id[:12]} {python} -V`; is {python!r} the container's python?")
+                f"Hint: {not_ready_hint(code, self.mem_limit_bytes, f'docker exec {container_id[:12]}', python)}")
         return pid
 
     def _relay(self, container_id: str, runner: str, kdir: str, python: str | None) -> DockerExecStream:
