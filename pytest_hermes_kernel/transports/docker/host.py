@@ -22,10 +22,12 @@ import hashlib
 import logging
 import tempfile
 import threading
-from typing import TYPE_CHECKING, Literal
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ...containers.engines import engine_url
-from ...errors import CLOSED_TRANSPORT_HINT, KernelStartError
+from ...errors import CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -35,11 +37,18 @@ from ..detached import CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT
 if TYPE_CHECKING:
     import docker
 
+T = TypeVar("T")
 ContainerMode = Literal["shared", "fresh"]
 ContainerState = Literal["running", "paused", "stopped"]
 #: Engine states (``State.Status``) of a container that still shows ``Running`` while the engine
 #: removes it (``docker rm -f``: "Removal In Progress", every exec refused) or after it died.
 _ON_ITS_WAY_OUT = ("removing", "dead")
+#: Seconds a probe of the engine (a container's state; a runner's kill or liveness exec) waits for
+#: an answer, not the client's 60 s: an engine that hangs held a 5 s cell for 129 s, its next
+#: cell's refusal and its shutdown for 120 s each (two probes of 60 s a step).
+PROBE_TIMEOUT_S = 10.0
+#: Seconds after a probe went unanswered during which the next probes say "cannot tell" at once.
+SILENT_S = 5.0
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +82,9 @@ class KernelHosts:
         self.closed = False  # close() was called: no container is started or joined again
         self.reuse = reuse
         self._store = None if reuse is None else ReuseStore(reuse.directory)
+        self.probe_api = _with_timeout(self.api, PROBE_TIMEOUT_S)
+        self._silent_until = 0.0  # a probe went unanswered: later ones fail at once until then
+        self._silent_why = ""
 
     @property
     def image(self) -> str:
@@ -118,16 +130,35 @@ class KernelHosts:
         Conflict) or ``stopped`` (also: no such container, or one the engine is removing).
 
         :raises docker.errors.APIError: if the engine cannot tell (not: the container is gone).
+        :raises TransportLostError: if the engine does not answer (:meth:`probe`).
         """
         import docker as docker_sdk
 
         try:
-            state = self.api.inspect_container(container_id)["State"]
+            state = self.probe(lambda api: api.inspect_container(container_id))["State"]
         except docker_sdk.errors.NotFound:
             return "stopped"
         if not state.get("Running") or state.get("Status") in _ON_ITS_WAY_OUT:
             return "stopped"
         return "paused" if state.get("Paused") else "running"
+
+    def probe(self, call: Callable[[docker.APIClient], T]) -> T:
+        """``call(api)`` with an API client whose calls wait :data:`PROBE_TIMEOUT_S` at most; once
+        one went unanswered, the probes of the next :data:`SILENT_S` seconds fail at once.
+
+        :raises TransportLostError: if the engine did not answer, now or a moment ago.
+        """
+        import requests
+
+        if time.monotonic() < self._silent_until:
+            raise TransportLostError(f"the docker engine at {engine_url(self.client)} does not answer: "
+                                     f"{self._silent_why}")
+        try:
+            return call(self.probe_api)
+        except requests.exceptions.Timeout as exc:
+            self._silent_until, self._silent_why = time.monotonic() + SILENT_S, str(exc)
+            raise TransportLostError(f"the docker engine at {engine_url(self.client)} did not answer within "
+                                     f"{PROBE_TIMEOUT_S:g} s: {exc}") from None
 
     def seen_paused(self, container_id: str) -> bool:
         """Whether the engine answers that the container is paused (not: cannot be asked)."""
@@ -287,3 +318,53 @@ class KernelHosts:
             self._shared = SharedResource("docker", key, run_id=self.run_id)
         return self._shared
 
+
+
+def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:
+    """A view of ``api`` whose calls wait ``timeout`` seconds for an answer: its connection pools
+    are ``api``'s (no second version ping, no second set of sockets); only the timeout differs."""
+    view = object.__new__(type(api))
+    view.__dict__.update(api.__dict__)
+    view.timeout = timeout
+    return view
+
+
+def not_ready_hint(code: int | None, mem_limit_bytes: int | None, run: str, python: str) -> str:
+    """The hint of a runner that ended with exit code ``code`` before it said ready: one SIGKILLed
+    (137) was not a wrong interpreter, and with a memory limit most likely the OOM killer's.
+
+    :param run: the command prefix that runs a program where the runner ran (``docker exec <id>``).
+    """
+    if code == 137:  # 128 + SIGKILL
+        return "the runner was killed by SIGKILL (exit code 137) as it started" + (
+            "" if mem_limit_bytes is None else f": the container's memory limit (mem_limit_bytes={mem_limit_bytes}) "
+            "is the likely cause (the OOM killer): raise it")
+    return f"run `{run} {python} -V`; is {python!r} the container's python?"
+
+
+def container_for_launch(hosts: KernelHosts, engine: str) -> str:
+    """The container a new kernel goes in (:meth:`KernelHosts.for_launch`), on engine ``engine``.
+
+    :raises KernelStartError: also when the engine fails or does not answer meanwhile (naming the
+        engine: it was a bare ``requests.exceptions.ConnectionError``).
+    """
+    try:
+        return hosts.for_launch()
+    except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are no DockerException
+        if isinstance(exc, HermesKernelError) and not isinstance(exc, TransportLostError):
+            raise
+        raise KernelStartError(f"docker transport: the engine at {engine} failed while the kernel's "
+                               f"container was chosen: {type(exc).__name__}: {exc}\n"
+                               "Hint: is dockerd running there and answering (`docker info`)?") from None
+
+
+def refuse_if_paused(hosts: KernelHosts, container_id: str, kernel_id: str) -> None:
+    """Refuse a start in a paused container (``docker pause``: the engine refuses every exec into
+    it with 409 Conflict, and a kernel server there is frozen), before anything is made there.
+
+    :raises KernelStartError: if the engine says the container is paused (not: it cannot tell).
+    """
+    if hosts.seen_paused(container_id):
+        raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
+                               f"(`docker pause`: its processes are frozen and no exec runs there)\n"
+                               f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)

@@ -163,7 +163,7 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
             log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
                         "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
             return False
-        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid))
+        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid), probe=True)
     except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
         log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
         return False
@@ -212,7 +212,7 @@ def runner_seen(transport: DockerTransport, launched: Launched) -> bool | None:
     if known is not None:
         return known
     try:
-        code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid))
+        code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid), probe=True)
     except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
         return True if transport.hosts.seen_paused(cid) else None
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe

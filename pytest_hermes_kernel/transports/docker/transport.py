@@ -31,7 +31,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
+from ...errors import (ConfigError, KernelStartError, TransportLostError,
+                       TransportUnavailableError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
@@ -46,7 +47,7 @@ from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_cleanup, with_fallback
 from . import keep, probes
 from .files import DockerFiles
-from .host import ContainerMode, KernelHosts
+from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
@@ -143,17 +144,21 @@ class DockerTransport(Transport):
         return self.hosts.shared()
 
     # ------------------------------------------------------------------------------ exec helpers
-    def _run(self, container_id: str, argv: list[str], *, user: str = "root") -> tuple[int | None, bytes, bytes]:
-        """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``."""
-        exec_id = self.api.exec_create(container_id, argv, user=user, stdout=True, stderr=True)["Id"]
-        out, err = self.api.exec_start(exec_id, demux=True)
-        code = self.api.exec_inspect(exec_id).get("ExitCode")
-        return code, out or b"", err or b""
+    def _run(self, container_id: str, argv: list[str], *, user: str = "root",
+             probe: bool = False) -> tuple[int | None, bytes, bytes]:
+        """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``. ``probe``: as a
+        probe of the engine (:meth:`~.host.KernelHosts.probe`: a short wait for each answer)."""
+        def run(api: Any) -> tuple[int | None, bytes, bytes]:
+            exec_id = api.exec_create(container_id, argv, user=user, stdout=True, stderr=True)["Id"]
+            out, err = api.exec_start(exec_id, demux=True)
+            return api.exec_inspect(exec_id).get("ExitCode"), out or b"", err or b""
+        return self.hosts.probe(run) if probe else run(self.api)
 
-    def run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+    def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
+                   probe: bool = False) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
-        user); ``(exit code, stdout)``."""
-        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user)
+        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
+        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user, probe=probe)
         return code, out
 
     def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
@@ -166,14 +171,14 @@ class DockerTransport(Transport):
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
-        with starting_on(self.engine, spec.kernel_id):
-            cid = self.hosts.for_launch()
+        with starting_on(self.engine, spec.kernel_id):  # (an engine gone: a start error naming it)
+            cid = container_for_launch(self.hosts, self.engine)  # (one that fails or hangs meanwhile: the same)
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         return with_fallback(fork, lambda: self._spawn(cid, spec))
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
-        refuse_if_paused(self, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
+        refuse_if_paused(self.hosts, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         self.made_dirs.add(cid, kdir)
@@ -192,27 +197,7 @@ class DockerTransport(Transport):
                                "engine": self.engine})
 
     def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None:
-        """A launch failed: end every process it may have started (found by the kernel id in
-        their environment: the runner's pid may never have been reported), then its dir. In a
-        paused container neither can be done (every exec is refused): one warning says so."""
-        try:
-            state = self.hosts.state(container_id)
-            if state == "paused":
-                log.warning("failed launch of kernel %s in %s: the container is paused: what the launch may have "
-                            "started there and its dir %s cannot be ended now (a runner a kernel server forked "
-                            "ends by its orphan timer after the unpause, and removes its dir)",
-                            kernel_id, container_id[:12], kdir)
-                return
-            if state == "running":
-                # as the kernel's user: docker's root cannot read other users' environ here
-                code, out = self.run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
-                if code != 0 or out.strip() != b"gone":
-                    log.warning("failed launch of kernel %s in %s: could not end all its processes: %r",
-                                kernel_id, container_id[:12], out[-200:])
-        except Exception as exc:  # noqa: BLE001 - engine errors: the launch error is what the user needs
-            log.warning("failed launch of kernel %s in %s: could not end its processes: %s",
-                        kernel_id, container_id[:12], exc)
-        self.cleanup(Launched(stream=keep.NullStream(), kernel_dir=kdir, extra={"container": container_id}))
+        end_failed_launch(self, container_id, kdir, kernel_id)  # (also the kernel server path's, kernel_server.py)
 
     def _put_runner(self, container_id: str, dirname: str) -> None:
         put_runner(self.api, container_id, container_owner(self, container_id), dirname)
@@ -239,7 +224,7 @@ class DockerTransport(Transport):
             raise KernelStartError(
                 f"the kernel runner in container {container_id[:12]} did not report ready (exit code {code}): "
                 f"stdout {out[-300:]!r}; stderr {stream.stderr_text()[-1000:]!r}\n"
-                f"Hint: run `docker exec {container_id[:12]} {python} -V`; is {python!r} the container's python?")
+                f"Hint: {not_ready_hint(code, self.mem_limit_bytes, f'docker exec {container_id[:12]}', python)}")
         return pid
 
     def _relay(self, container_id: str, runner: str, kdir: str, python: str | None) -> DockerExecStream:
@@ -361,16 +346,28 @@ class DockerTransport(Transport):
         return f"docker ({self.hosts.image_name}, {self.container_mode} container{limits}{kept}, engine {self.engine})"
 
 
-def refuse_if_paused(transport: DockerTransport, container_id: str, kernel_id: str) -> None:
-    """Refuse a start in a paused container (``docker pause``: the engine refuses every exec into
-    it with 409 Conflict, and a kernel server there is frozen), before anything is made there.
-
-    :raises KernelStartError: if the engine says the container is paused (not: it cannot tell).
-    """
-    if transport.hosts.seen_paused(container_id):
-        raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
-                               f"(`docker pause`: its processes are frozen and no exec runs there)\n"
-                               f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)
+def end_failed_launch(transport: DockerTransport, container_id: str, kdir: str, kernel_id: str) -> None:
+    """A launch failed: end every process it may have started (found by the kernel id in
+    their environment: the runner's pid may never have been reported), then its dir. In a
+    paused container neither can be done (every exec is refused): one warning says so."""
+    try:
+        state = transport.hosts.state(container_id)
+        if state == "paused":
+            log.warning("failed launch of kernel %s in %s: the container is paused: what the launch may have "
+                        "started there and its dir %s cannot be ended now (a runner a kernel server forked "
+                        "ends by its orphan timer after the unpause, and removes its dir)",
+                        kernel_id, container_id[:12], kdir)
+            return
+        if state == "running":
+            # as the kernel's user: docker's root cannot read other users' environ here
+            code, out = transport.run_script(container_id, KILL_KERNEL_SCRIPT, kernel_id, user="")
+            if code != 0 or out.strip() != b"gone":
+                log.warning("failed launch of kernel %s in %s: could not end all its processes: %r",
+                            kernel_id, container_id[:12], out[-200:])
+    except Exception as exc:  # noqa: BLE001 - engine errors: the launch error is what the user needs
+        log.warning("failed launch of kernel %s in %s: could not end its processes: %s",
+                    kernel_id, container_id[:12], exc)
+    transport.cleanup(Launched(stream=keep.NullStream(), kernel_dir=kdir, extra={"container": container_id}))
 
 
 def container_owner(transport: DockerTransport, container_id: str) -> tuple[int, int]:

@@ -1,0 +1,206 @@
+"""Seen: a docker engine that stopped answering (dockerd hung: its socket accepts, nothing comes
+back) held a cell with a 5 s budget for 129 s, and then the next cell for 120 s before its
+``KernelStartError``, and ``shutdown()`` for 120 s: every probe of the runner's container (its
+state, the kill's exec) waited out docker-py's 60 s read timeout, twice per step of the ladder,
+and so did the kernel stream's check that its container still runs.
+
+Now a probe of the engine waits :data:`~pytest_hermes_kernel.transports.docker.host.PROBE_TIMEOUT_S`
+at most, and once one went unanswered the next probes say "cannot tell" at once for a while: the
+cell is ``abandoned`` (the runner could not be reached, not seen gone) within the bounds a silent
+ssh host has, and so are the next cell's refusal and the shutdown. Once the engine answers again,
+the kernel is ended as after a ``docker unpause``.
+
+Seen too: a kernel started while the engine was gone (dockerd stopped: its socket closes every
+connection) raised a bare ``requests.exceptions.ConnectionError: ('Connection aborted.',
+RemoteDisconnected(...))`` naming neither the engine nor the kernel; now a ``KernelStartError``
+that names the engine.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel import KernelOptions
+from pytest_hermes_kernel.errors import KernelStartError, TransportLostError
+from pytest_hermes_kernel.kernel.handle import KernelHandle
+from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
+from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport
+from pytest_hermes_kernel.transports.docker.transport import DockerTransport
+from tests.support import wait_until
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+ENGINE_SOCKET = "/var/run/docker.sock"
+BUDGET_S = 1.0
+FAST = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
+#: Seconds the timed-out cell may take in all (the ssh transport's bound on a silent host).
+SETTLE_S = 30.0
+#: Seconds the next cell's refusal and a shutdown may take while the engine is silent.
+QUICK_S = 15.0
+#: The runner a shutdown could not reach ends by its orphan timer once the engine answers again.
+ORPHAN_TIMEOUT_S = 3.0
+
+
+class FreezingEngine:
+    """A unix socket in front of the docker engine that passes every byte until :attr:`frozen`
+    is set, then holds them (an engine that hangs: connections stay open, nothing answers)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.frozen = threading.Event()
+        self.gone = threading.Event()
+        self.thawed = threading.Event()
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(self.path)
+        self.server.listen(64)
+        self.sockets: list[socket.socket] = [self.server]
+        self.threads: list[threading.Thread] = []
+        self._thread(self._accept)
+
+    def _thread(self, target, *args) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        self.threads.append(thread)
+        thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.gone.is_set():
+                client.close()
+                continue
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(ENGINE_SOCKET)
+            self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                self._thread(self._pump, a, b)
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                while self.frozen.is_set():
+                    self.thawed.wait(0.05)
+                sink.sendall(data)
+        except OSError:
+            pass
+        try:
+            sink.shutdown(socket.SHUT_WR)  # a half close passes on (an exec's stdin ends)
+        except OSError:
+            pass
+
+    def go(self) -> None:
+        """Close every connection and every new one (an engine that stopped)."""
+        self.gone.set()
+        for s in self.sockets[1:]:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def thaw(self) -> None:
+        self.gone.clear()
+        self.frozen.clear()
+        self.thawed.set()
+
+    def close(self) -> None:
+        self.thaw()
+        for s in self.sockets:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+        for thread in self.threads:
+            thread.join(5.0)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FreezingEngine]:
+    """Module-scoped: the leak check after each test asks the engine through it too."""
+    proxy = FreezingEngine(tmp_path_factory.mktemp("engine") / "engine.sock")
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture(params=[True, False], ids=["server", "spawn"])
+def behind(request: pytest.FixtureRequest, engine: FreezingEngine) -> Iterator[DockerTransport]:
+    """A transport of its own on the engine behind the proxy; closed, and then no longer listed for
+    the leak probes: later tests' checks (the proxy gone) would ask its engine."""
+    transport = make_transport("docker", run_id=f"test-{uuid.uuid4().hex}", server=request.param,
+                               docker_host=f"unix://{engine.path}")
+    assert isinstance(transport, DockerTransport)
+    try:
+        yield transport
+    finally:
+        engine.thaw()
+        close_transport(transport)
+        forget_closed_transports()
+
+
+def _timed(call):
+    began = time.monotonic()
+    try:
+        return call(), time.monotonic() - began
+    except KernelStartError as exc:
+        return exc, time.monotonic() - began
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_cell_next_cell_and_shutdown_on_a_silent_engine_end_within_bounds(behind, engine):
+    # keepalives that would see the silent stream first are off: the ladder is what is timed
+    k = KernelHandle(behind, KernelOptions(watchdog=FAST, orphan_timeout=ORPHAN_TIMEOUT_S,
+                                            keepalive_interval=30.0)).start()
+    try:
+        assert k.execute("x = 1").status == "ok"
+        engine.frozen.set()
+
+        result, took = _timed(lambda: k.execute("import time\ntime.sleep(60)", timeout=BUDGET_S))
+        assert took <= SETTLE_S, f"the cell took {took:.1f} s on a silent engine"
+        assert (result.status, result.watchdog) == ("timeout", "abandoned"), result.summary()
+        assert "could not be reached" in result.kernel.note, result.kernel.note
+
+        refused, took = _timed(lambda: k.execute("x"))
+        assert isinstance(refused, KernelStartError), refused
+        assert "was not seen gone and could not be ended" in str(refused), refused
+        assert took <= QUICK_S, f"the next cell was refused after {took:.1f} s"
+
+        ended, took = _timed(k.shutdown)
+        assert took <= QUICK_S, f"shutdown() took {took:.1f} s on a silent engine"
+        assert ended.confirmed is False, ended
+    finally:
+        engine.thaw()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")
+
+
+def _processes(transport: DockerTransport, k: KernelHandle) -> list[str] | None:
+    """The kernel's processes; ``None`` while the probes still take the engine for silent."""
+    try:
+        return transport.kernel_processes(k.kernel_id)
+    except TransportLostError:
+        return None
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_kernel_started_while_the_engine_is_gone_is_a_start_error_naming_it(behind, engine):
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S)).start()
+    try:
+        engine.go()
+        began = time.monotonic()
+        with pytest.raises(KernelStartError, match=f"engine at unix://{engine.path}"):
+            KernelHandle(behind, KernelOptions()).start()
+        assert time.monotonic() - began <= QUICK_S
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")

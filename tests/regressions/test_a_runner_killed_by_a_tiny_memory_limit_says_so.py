@@ -1,0 +1,33 @@
+"""Seen: a docker kernel whose container's memory limit is too small for the runner to start
+(``mem_limit_bytes=6 MiB``: the OOM killer ends ``python3`` at once, exit code 137) failed with
+"did not report ready (exit code 137) ... Hint: ... is 'python3' the container's python?": the
+hint sent the user after the interpreter, not the limit they set.
+
+Now a runner that ended by SIGKILL (exit code 137) before it was ready says it was killed, and with
+a memory limit set names it (``mem_limit_bytes``) as the likely cause.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.errors import KernelStartError
+from pytest_hermes_kernel.transports.docker.transport import DockerTransport
+from tests.support import transport_of_its_own
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+#: The engine's smallest memory limit: too small for python3 to start in.
+TINY = 6 * 2**20
+
+
+def test_a_runner_the_oom_killer_ends_at_start_names_the_memory_limit():
+    with transport_of_its_own("docker", server=False, container="fresh", mem_limit_bytes=TINY) as transport:
+        assert isinstance(transport, DockerTransport)
+        with pytest.raises(KernelStartError) as raised:
+            start_kernel(transport, start_timeout=20)
+    message = str(raised.value)
+    assert "exit code 137" in message and "SIGKILL" in message, message
+    assert f"mem_limit_bytes={TINY}" in message, message
+    assert "the container's python?" not in message, message
