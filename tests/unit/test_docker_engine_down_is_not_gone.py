@@ -37,7 +37,8 @@ class Engine:
         except Exception:  # noqa: BLE001
             return None
 
-    def run_script(self, container_id: str, script: str, *args: str, user: str = "root") -> tuple[int | None, bytes]:
+    def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
+                   probe: bool = False) -> tuple[int | None, bytes]:
         if isinstance(self.exec_answer, Exception):
             raise self.exec_answer
         return self.exec_answer
