@@ -232,13 +232,17 @@ class RunnerLink:
         """
         try:
             info = None if now else self._ask_to_exit(grace)
-            killed = None
+            killed, gone = None, False
             if info is None or not self.transport.reap(self.launched, grace + REAP_SLACK_S):
-                killed = self.kill()
+                gone = info is None and not now and self.seen_gone()  # it could not answer: it had ended
+                killed = self.kill()  # (what it left, if anything)
         except BaseException:
             self.discard_despite_signals()
             raise
         confirmed = self.discard(killed=killed)
+        if gone:  # its container stopped, or it was killed: this shutdown killed nothing
+            return ExitInfo(step="already-exited", confirmed=confirmed, note="the runner was gone before it could "
+                            "answer the shutdown (seen gone through the transport)")
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
                             note="killed from outside through the transport" if confirmed else
