@@ -191,7 +191,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"hermes_transport overridden by {where}: its tests ran on the {name} transport")
     if stats.contract_plain:  # a backend author's conftest that was not picked up: the suite ran on a built-in
         names = sorted(stats.contract_plain)
-        tr.write_line(f"contract suite ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
+        lead = "the other contract cases" if stats.overrides else "contract suite"  # (a run with both: which is which)
+        tr.write_line(f"{lead} ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
                       "(--hermes-transport), with no hermes_transport override: a backend of your own runs it "
                       "through a hermes_transport fixture in a conftest.py beside or above the test file")
     if stats.leaks:
