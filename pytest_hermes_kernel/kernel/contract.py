@@ -99,20 +99,38 @@ def _counted(fn: Any) -> Any:
         note_activity()
         return fn(*args, **kwargs)
 
-    return _watched(method) if fn.__name__ == "launch" else method
+    return _watched(method) if fn.__name__ == "launch" else _closing(method) if fn.__name__ == "close" else method
+
+
+def _closing(close: Any) -> Any:
+    """A transport's own ``close()`` also tells the leak probes (``watch_launches``'s ``closed``): probed
+    once more, then no longer (only ``close_transport()`` did: a conftest's ``transport.close()``
+    left every earlier test's transport probed at each later teardown)."""
+    @functools.wraps(close)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return close(self, *args, **kwargs)
+        finally:
+            if _on_closed:
+                _on_closed[0](self)
+
+    return method
 
 
 _launches = threading.local()  # this thread's launches under way: [covered, a nested one is probed]
 _probed: list[Any] = []  # ``probed(transport, add) -> bool``: set by the transports package
+_on_closed: list[Any] = []  # ``closed(transport)``: the same, for a transport's own close()
 
 
-def watch_launches(probed: Any) -> None:
+def watch_launches(probed: Any, closed: Any = None) -> None:
     """Have ``probed(transport, add=False) -> bool`` say whether the leak probes look through a
     transport, and (``add=True``) make them, for each transport that has launched a kernel: one built
     directly (``DockerTransport(...)``, a conftest's own) was never probed, and what its kernels
     left in its container or on its host passed unseen. Not for one that launched through another
-    that is probed (a wrapper: its probe asks the inner one), nor under one that is (a spread's member)."""
+    that is probed (a wrapper: its probe asks the inner one), nor under one that is (a spread's member).
+    ``closed(transport)`` is called after each transport's own ``close()`` (:func:`_closing`)."""
     _probed[:] = [probed]
+    _on_closed[:] = [] if closed is None else [closed]
 
 
 def _watched(launch: Any) -> Any:
@@ -394,3 +412,5 @@ class Transport(ABC):
 
     def close(self) -> None:
         """Release what the transport holds (containers, connections); idempotent."""
+        if _on_closed:  # (a subclass's own close() is wrapped to do the same: __init_subclass__)
+            _on_closed[0](self)

@@ -275,9 +275,6 @@ def _probed(transport: Transport, add: bool = False) -> bool:
         return True
 
 
-watch_launches(_probed)
-
-
 def close_transport(transport: Transport) -> None:
     """Close a transport :func:`make_transport` made, and stop listing it in
     :func:`live_transports` after the next leak snapshot (:func:`forget_closed_transports`).
@@ -292,10 +289,23 @@ def close_transport(transport: Transport) -> None:
     try:
         transport.close()
     finally:
-        _closed.add(transport)
-        if _watching_closed:
-            _closed_held.append(transport)
-        _made.discard(transport)
+        _closed_now(transport, listed_or_not=True)
+
+
+def _closed_now(transport: Transport, listed_or_not: bool = False) -> None:
+    """``transport`` was closed: :func:`live_transports` lists it until the next
+    :func:`forget_closed_transports` (by its own ``close()``: only one it listed)."""
+    try:
+        if listed_or_not or transport in _made:
+            _closed.add(transport)
+            if _watching_closed:
+                _closed_held.append(transport)
+            _made.discard(transport)
+    except TypeError:  # unhashable (a dataclass's __eq__): nothing lists it
+        pass
+
+
+watch_launches(_probed, _closed_now)
 
 
 def closed_unprobed() -> bool:
