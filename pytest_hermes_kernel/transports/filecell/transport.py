@@ -97,8 +97,9 @@ class FileCellTransport(Transport):
         check_options("filecell transport", optional=("orphan_timeout",), commands={"python": python},
                       seconds={"orphan_timeout": orphan_timeout, "hold_s": hold_s},
                       positive_seconds={"poll_window_s": poll_window_s, "launch_timeout": launch_timeout})
-        if not callable(getattr(backend, "execute", None)) and backend is not None:
-            raise ConfigError(f"filecell backend {backend!r} has no execute(cmd, timeout) method")
+        if isinstance(backend, type) or not callable(getattr(backend, "execute", None)) and backend is not None:
+            raise ConfigError(f"filecell backend {backend!r} " + (f"is a class: pass an instance, {backend.__name__}()"
+                              if isinstance(backend, type) else "has no execute(cmd, timeout) method"))
         self.backend: ExecuteBackend = backend or LocalShellBackend()
         self._owns_backend = backend is None
         self.python = python
