@@ -359,7 +359,9 @@ class CellRun:
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
         self._stage = None
-        alive = link.alive()
+        # a runner that ended by itself (killed outside) tells how, where its transport can (local)
+        ended = "" if reattachable or link.kept or self.stopping() else link.ended_how()
+        alive = not ended and link.alive()
         # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
         # one whose link kept dropping ran its cell on until the next cell discarded it); one a
         # shutdown is ending is the shutdown's to end; one keep() let go of runs on (killed, none was left)
@@ -367,6 +369,7 @@ class CellRun:
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
+                + (f" (the kernel runner ended: {ended})" if ended else "")
                 + (_still_alive(killed, self.stopping(), link.kept) if alive else _UNREACHED if unreached else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 

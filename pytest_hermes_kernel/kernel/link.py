@@ -210,6 +210,14 @@ class RunnerLink:
         ``False`` may also mean the transport cannot tell (:meth:`seen_gone` tells them apart)."""
         return self.transport.alive(self.launched)
 
+    def ended_how(self) -> str:
+        """How the runner ended, when its transport can tell within :data:`EXIT_STATUS_WAIT_S`
+        (``"killed by signal 9"``, ``"exit code 3"``); ``""`` while it runs or when it cannot tell.
+        A runner killed outside closes its channel an instant before its end shows (its files are
+        closed first), so a look at once would find it still alive."""
+        code = self.transport.exit_status(self.launched, EXIT_STATUS_WAIT_S)
+        return "" if code is None else f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
     def seen_gone(self) -> bool:
         """Whether the transport saw the runner gone (:meth:`Transport.seen_gone`): the only proof
         of its end; ``False`` while it runs or when the transport cannot tell."""

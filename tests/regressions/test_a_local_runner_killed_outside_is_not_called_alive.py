@@ -1,0 +1,48 @@
+"""A local kernel whose runner is SIGKILLed from outside says the runner ended, and how.
+
+The next cell's note read ``channel lost: ... Connection reset by peer (runner still alive;
+killed)``: a runner killed outside closes its channel an instant before its end shows (its files
+are closed first), so the look at once found it alive, and the kill the host then sent was
+reported as what ended it. The host now waits a moment for the runner's exit status before it
+calls the runner alive: the note says ``the kernel runner ended: killed by signal 9``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from pytest_hermes_kernel.kernel.handle import KernelHandle
+from pytest_hermes_kernel.transports.local import LocalTransport
+from tests.support import wait_until
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["forked", "spawned"])
+@pytest.mark.parametrize("when", ["between-cells", "mid-cell"])
+def test_a_local_runner_killed_outside_is_not_called_alive(server: bool, when: str) -> None:
+    transport = LocalTransport(server=server)
+    try:
+        with KernelHandle(transport).start() as kernel:
+            assert kernel.execute("x = 1").status == "ok"
+            runner = kernel.runner_pid
+            if when == "between-cells":
+                os.kill(runner, signal.SIGKILL)
+                result = kernel.execute("x")
+            else:
+                killer = threading.Thread(target=lambda: (
+                    wait_until(lambda: kernel.state.value == "busy", 10, what="the cell to run"),
+                    os.kill(runner, signal.SIGKILL)))
+                killer.start()
+                result = kernel.execute("import time; time.sleep(30)")
+                killer.join()
+
+            info = result.kernel
+            assert (result.status, info.state_lost, info.reason) == ("died", True, "died"), result
+            assert "the kernel runner ended: killed by signal 9" in info.note, info.note
+            assert "still alive" not in info.note, info.note
+            assert kernel.execute("x = 2; x").value == "2"  # a fresh kernel took its place
+    finally:
+        transport.close()
