@@ -359,19 +359,23 @@ class CellRun:
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
         self._stage = None
-        # a runner that ended by itself (killed outside) tells how, where its transport can (local)
-        ended = "" if reattachable or link.kept or self.stopping() else link.ended_how()
+        ended = "" if reattachable or link.kept or self.stopping() else link.ended_how()  # killed outside (local)
         alive = not ended and link.alive()
-        # a runner given up on is killed: its cell must not run on behind a "died" (a reachable
-        # one whose link kept dropping ran its cell on until the next cell discarded it); one a
-        # shutdown is ending is the shutdown's to end; one keep() let go of runs on (killed, none was left)
+        # a runner given up on is killed: its cell must not run on behind a "died" (one whose link kept dropping
+        # ran on until the next cell); a shutdown ends its own; one keep() let go of runs on (killed, none was left)
         killed = link.kill() if not link.kept and (not reattachable or (alive and not self.stopping())) else False
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
-                + (f" (the kernel runner ended: {ended})" if ended else "")
-                + (_still_alive(killed, self.stopping(), link.kept) if alive else _UNREACHED if unreached else ""))
+                + _runner_words(ended, alive, unreached, killed, self.stopping(), link.kept))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
+
+
+def _runner_words(ended: str, alive: bool, unreached: bool, killed: bool, stopping: bool, kept: bool) -> str:
+    """The loss note's words for the runner when the host gave up on its channel."""
+    if ended:
+        return f" (the kernel runner ended: {ended})"
+    return _still_alive(killed, stopping, kept) if alive else _UNREACHED if unreached else ""
 
 
 def _still_alive(killed: bool, stopping: bool, kept: bool) -> str:
