@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
-from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
-                        LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
+from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+                        KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
 from ..remote_server import probe_by_server
@@ -31,6 +31,45 @@ log = logging.getLogger(__name__)
 
 #: Seconds a probe's command on the ssh host may take.
 PROBE_TIMEOUT = 15.0
+
+#: argv[1]: a spawned runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a
+#: zombie), else 1, after a SIGKILL to what is left of its session that carries the kernel's id:
+#: a runner killed from outside (kill -9, the OOM killer) left its worker running the cell,
+#: reparented to init, with no one to end it (no kill is sent to a runner seen gone). As
+#: :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
+#: re-attach's, the next cell's) ends its worker.
+ALIVE_OR_END_SCRIPT = r"""
+import os, signal, sys
+def stat_of(pid):
+    try:
+        with open('/proc/%s/stat' % pid, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b')') + 2:].split()
+runner = stat_of(sys.argv[1])
+if runner is not None and runner[0] != b'Z':
+    sys.exit(0)
+want = ('HERMES_KERNEL_ID=' + sys.argv[2]).encode()
+for name in os.listdir('/proc'):
+    fields = stat_of(name) if name.isdigit() else None
+    if fields is None or fields[3] != sys.argv[1].encode() or fields[0] == b'Z':
+        continue
+    try:
+        with open('/proc/%s/environ' % name, 'rb') as fh:
+            if want in fh.read().split(b'\0'):
+                os.kill(int(name), signal.SIGKILL)
+    except OSError:
+        pass
+sys.exit(1)
+"""
+
+
+def alive_probe(launched: Launched) -> tuple[str, ...]:
+    """The script and arguments that tell whether ``launched``'s runner runs: :data:`ALIVE_OR_END_SCRIPT`
+    when its kernel id is known (its kernel dir is named by it), else the plain ``ALIVE_SCRIPT``."""
+    kernel_id = (launched.kernel_dir or "").rsplit("/", 1)[-1]
+    return (ALIVE_OR_END_SCRIPT, str(launched.pid), kernel_id) if kernel_id else (ALIVE_SCRIPT, str(launched.pid))
 
 
 def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]]:
