@@ -32,10 +32,11 @@ log = logging.getLogger(__name__)
 #: Seconds a probe's command on the ssh host may take.
 PROBE_TIMEOUT = 15.0
 
-#: argv[1]: a spawned runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a
-#: zombie), else 1, after a SIGKILL to what is left of its session that carries the kernel's id:
-#: a runner killed from outside (kill -9, the OOM killer) left its worker running the cell,
-#: reparented to init, with no one to end it (no kill is sent to a runner seen gone). As
+#: argv[1]: a runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a zombie)
+#: and carries the kernel's id (after a reboot its pid may be another kernel's, or anyone's),
+#: else 1, after a SIGKILL to what is left of its session that carries the kernel's id: a runner
+#: killed from outside (kill -9, the OOM killer) left its worker running the cell, reparented,
+#: with no one to end it (no kill is sent to a runner seen gone). As
 #: :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
 #: re-attach's, the next cell's) ends its worker.
 ALIVE_OR_END_SCRIPT = r"""
@@ -47,28 +48,36 @@ def stat_of(pid):
     except OSError:
         return None
     return stat[stat.rfind(b')') + 2:].split()
-runner = stat_of(sys.argv[1])
-if runner is not None and runner[0] != b'Z':
-    sys.exit(0)
+def ours(pid):
+    try:
+        with open('/proc/%s/environ' % pid, 'rb') as fh:
+            return want in fh.read().split(b'\0')
+    except OSError:
+        return False
 want = ('HERMES_KERNEL_ID=' + sys.argv[2]).encode()
+runner = stat_of(sys.argv[1])
+if runner is not None and runner[0] != b'Z' and ours(sys.argv[1]):
+    sys.exit(0)
 for name in os.listdir('/proc'):
     fields = stat_of(name) if name.isdigit() else None
-    if fields is None or fields[3] != sys.argv[1].encode() or fields[0] == b'Z':
-        continue
-    try:
-        with open('/proc/%s/environ' % name, 'rb') as fh:
-            if want in fh.read().split(b'\0'):
-                os.kill(int(name), signal.SIGKILL)
-    except OSError:
-        pass
+    if fields is not None and fields[3] == sys.argv[1].encode() and fields[0] != b'Z' and ours(name):
+        try:
+            os.kill(int(name), signal.SIGKILL)
+        except OSError:
+            pass
 sys.exit(1)
 """
 
 
+def kernel_id_of(launched: Launched) -> str:
+    """The kernel id of ``launched`` (its kernel dir is named by it; ``""`` without one)."""
+    return (launched.kernel_dir or "").rsplit("/", 1)[-1]
+
+
 def alive_probe(launched: Launched) -> tuple[str, ...]:
     """The script and arguments that tell whether ``launched``'s runner runs: :data:`ALIVE_OR_END_SCRIPT`
-    when its kernel id is known (its kernel dir is named by it), else the plain ``ALIVE_SCRIPT``."""
-    kernel_id = (launched.kernel_dir or "").rsplit("/", 1)[-1]
+    when its kernel id is known, else the plain ``ALIVE_SCRIPT``."""
+    kernel_id = kernel_id_of(launched)
     return (ALIVE_OR_END_SCRIPT, str(launched.pid), kernel_id) if kernel_id else (ALIVE_SCRIPT, str(launched.pid))
 
 
