@@ -113,7 +113,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
-        end_failed_launch(transport, conn, kdir, spec.kernel_id)
+        end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides

@@ -210,19 +210,31 @@ def rm_kernel_dir(conn: SshConnection, kdir: str) -> None:
         conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
 
 
-def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str) -> None:
+def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str,
+                      python: str | None = None) -> None:
     """A launch failed: end every process it may have started (found by the kernel id in
-    their environment: the runner's pid may never have been reported), then its dir."""
-    end_kernel(transport, conn, kdir, kernel_id, "failed launch")
+    their environment: the runner's pid may never have been reported), then its dir.
+
+    :param python: the interpreter the launch started the kernel (or its server) with.
+    """
+    end_kernel(transport, conn, kdir, kernel_id, "failed launch", python)
 
 
-def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str, what: str) -> None:
+def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str, what: str,
+               python: str | None = None) -> None:
     """End every process of kernel ``kernel_id`` on the ssh host (found by the kernel id in their
-    environment), then remove ``kdir``; failures are logged, naming ``what`` was ended."""
+    environment), then remove ``kdir``; failures are logged, naming ``what`` was ended.
+
+    :param python: the kernel's interpreter, if known: when it is the transport's and that is
+        not on the host (exit status 127), nothing of the kernel can have started (logged at DEBUG).
+    """
     try:
         # the transport's python: the kernel's interpreter may be what failed
         code, out = transport.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)
-        if code != 0 or out.strip() != b"gone":
+        if code == 127 and python in (None, transport.python) and what == "failed launch":
+            log.debug("kernel %s on %s (%s): %r is not on the host: nothing of it can have started",
+                      kernel_id, conn.target, what, transport.python)
+        elif code != 0 or out.strip() != b"gone":
             log.warning("kernel %s on %s (%s): could not end all its processes: %r",
                         kernel_id, conn.target, what, out[-200:])
     except (TransportLostError, TimeoutError) as exc:

@@ -243,7 +243,7 @@ class SshTransport(Transport):
             pid = self._start_runner(conn, runner, kdir, spec, python)
             chan = conn.open_exec(_relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started (a second Ctrl-C too)
-            despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id))
+            despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id, python))
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
