@@ -270,7 +270,10 @@ def answer_http():
         conn.close()
 
 threading.Thread(target=answer_http, daemon=True).start()
-for port in (listener.getsockname()[1], 1):
+silent = socket.socket()  # takes connections (the backlog) and never answers
+silent.bind(("127.0.0.1", 0))
+silent.listen()
+for port in (listener.getsockname()[1], 1, silent.getsockname()[1]):
     try:
         start_kernel(SshTransport(target=f"hermes@127.0.0.1:{port}", connect_timeout=5.0))
     except KernelStartError as exc:

@@ -72,14 +72,47 @@ def serve_server_stdio() -> None:
             break
     config = frame[0].get("config") or {}
     become_subreaper()  # what its kernels leave behind stays its own: the host scan finds it
+    if config.get("sweep_siblings"):
+        sweep_dead_servers_dirs(config.get("server_dir"))
     RemoteKernelServer(config, decoder).run()
+
+
+#: Seconds a sibling server dir must be older than to be swept: a younger one may be another
+#: transport's, whose server is not started in it yet.
+STALE_SERVER_DIR_S = 60.0
+
+
+def sweep_dead_servers_dirs(own: str | None) -> None:
+    """Remove the sibling ``server-*`` dirs of ``own`` that no process works in (their server was
+    SIGKILLed, or the host rebooted: a server that exits removes its own dir) and that are older
+    than :data:`STALE_SERVER_DIR_S`. Never raises. For an ssh host's private kernel root (config
+    ``sweep_siblings``): only its login user's servers work there, and it can read where they do."""
+    if not own:
+        return
+    parent, now = os.path.dirname(own), time.time()
+    try:
+        stale = [e.path for e in os.scandir(parent) if e.name.startswith("server-") and e.path != own
+                 and e.is_dir(follow_symlinks=False) and now - e.stat(follow_symlinks=False).st_mtime > STALE_SERVER_DIR_S]
+        if stale:
+            in_use = set()
+            for name in os.listdir("/proc"):
+                try:
+                    in_use.add(os.readlink(f"/proc/{name}/cwd"))
+                except OSError:
+                    continue
+            for path in stale:
+                if path not in in_use:
+                    shutil.rmtree(path, ignore_errors=True)
+    except OSError:
+        pass
 
 
 class RemoteKernelServer(ForkingServer):
     """The mux loop over stdin/stdout (see module docstring).
 
     :param config: ``idle_timeout``, ``server_dir``, ``runner`` (the runner file each kernel dir
-        links to), ``log`` (the server's own stderr).
+        links to), ``log`` (the server's own stderr); ``sweep_siblings`` is read before it
+        starts (:func:`sweep_dead_servers_dirs`).
     :param decoder: the stdin decoder, holding what came after the config frame.
     """
 

@@ -53,6 +53,19 @@ logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
 # ERROR lines (a port that is no sshd: two tracebacks) beside the error that reports them already.
 logging.getLogger(LOG_CHANNEL).addHandler(logging.NullHandler())
 
+#: The hint of a connect that ran into its timeout.
+SILENT_HINT = ("\nHint: nothing answered as an sshd in time: is the host paused or overloaded, or a firewall or proxy "
+               "in the way that drops or stalls?")
+
+
+def _end_handshake_timer(client: paramiko.SSHClient) -> None:
+    """Cancel the timer paramiko starts for a key exchange that never finished (its thread ran 15 s
+    on, and the leak check counted it)."""
+    transport = client.get_transport()
+    if transport is not None:
+        transport.packetizer.complete_handshake()
+
+
 #: Longest single wait in a read, so a dead connection is noticed without data.
 READ_SLICE_S = 0.5
 
@@ -115,9 +128,15 @@ class SshConnection:
             self.client.close()
             raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
         except (OSError, paramiko.SSHException, EOFError) as exc:
+            _end_handshake_timer(self.client)
             self.client.close()
             timed_out = time.monotonic() - started >= connect_timeout * 0.8
-            raise TransportLostError(f"cannot reach ssh host {target}: {type(exc).__name__}: {exc}{connect_hint(exc)}",
+            # paramiko gives up a stalled key exchange at the timeout without saying so, then
+            # fails the login on the dead session ("No existing session"): the time tells
+            why = f"{type(exc).__name__}: {exc}"
+            raise TransportLostError(f"cannot reach ssh host {target}: "
+                                     + (f"no answer within {connect_timeout:g} s ({why}){SILENT_HINT}" if timed_out
+                                        else f"{why}{connect_hint(exc)}"),
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from ...errors import ContainerGoneError, TransportLostError
 from ..detached import KILL_SESSION_SCRIPT
 from ..forked import forked_alive, forked_cleanup
-from .probes import end_kernel, rm_kernel_dir
+from .probes import end_kernel, kernel_id_of, rm_kernel_dir
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -82,8 +82,8 @@ def _kill(transport: SshTransport, launched: Launched) -> bool:
     if launched.pid is None:
         return True
     try:
-        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), python=launched.extra.get("python"),
-                                        ending=True)
+        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), *filter(None, [kernel_id_of(launched)]),
+                                        python=launched.extra.get("python"), ending=True)
     except ContainerGoneError:
         launched.extra["gone"] = True
         return True

@@ -10,6 +10,8 @@ kernel dir it makes is ``~/.hermes-kernels/<kernel_id>`` as on the spawn path, w
 runner file, so re-attach (a relay exec channel), kill and the probes work the same on both paths.
 When the connection dies, so does the server's channel: the server exits, its kernels live on
 their orphan timers, the handle re-attaches as before, and the next launch starts a new server.
+A server that died without removing its dir (SIGKILL, a host reboot) leaves it to the next server
+that starts there, which removes it once no process works in it.
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
     except (OSError, TransportLostError, UnsafeRunDirError) as exc:
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
-    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
+    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
+              "sweep_siblings": True}  # the dirs of servers that died without removing theirs
     return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
 
 
@@ -110,7 +113,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout)
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
-        end_failed_launch(transport, conn, kdir, spec.kernel_id)
+        end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides

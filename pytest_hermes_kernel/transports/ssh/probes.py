@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
-from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, KILL_KERNEL_SCRIPT, LOG_NAME,
-                        LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
+from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+                        KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
 from ..remote_server import probe_by_server
@@ -31,6 +31,54 @@ log = logging.getLogger(__name__)
 
 #: Seconds a probe's command on the ssh host may take.
 PROBE_TIMEOUT = 15.0
+
+#: argv[1]: a runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a zombie)
+#: and carries the kernel's id (after a reboot its pid may be another kernel's, or anyone's),
+#: else 1, after a SIGKILL to what is left of its session that carries the kernel's id: a runner
+#: killed from outside (kill -9, the OOM killer) left its worker running the cell, reparented,
+#: with no one to end it (no kill is sent to a runner seen gone). As
+#: :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
+#: re-attach's, the next cell's) ends its worker.
+ALIVE_OR_END_SCRIPT = r"""
+import os, signal, sys
+def stat_of(pid):
+    try:
+        with open('/proc/%s/stat' % pid, 'rb') as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b')') + 2:].split()
+def ours(pid):
+    try:
+        with open('/proc/%s/environ' % pid, 'rb') as fh:
+            return want in fh.read().split(b'\0')
+    except OSError:
+        return False
+want = ('HERMES_KERNEL_ID=' + sys.argv[2]).encode()
+runner = stat_of(sys.argv[1])
+if runner is not None and runner[0] != b'Z' and ours(sys.argv[1]):
+    sys.exit(0)
+for name in os.listdir('/proc'):
+    fields = stat_of(name) if name.isdigit() else None
+    if fields is not None and fields[3] == sys.argv[1].encode() and fields[0] != b'Z' and ours(name):
+        try:
+            os.kill(int(name), signal.SIGKILL)
+        except OSError:
+            pass
+sys.exit(1)
+"""
+
+
+def kernel_id_of(launched: Launched) -> str:
+    """The kernel id of ``launched`` (its kernel dir is named by it; ``""`` without one)."""
+    return (launched.kernel_dir or "").rsplit("/", 1)[-1]
+
+
+def alive_probe(launched: Launched) -> tuple[str, ...]:
+    """The script and arguments that tell whether ``launched``'s runner runs: :data:`ALIVE_OR_END_SCRIPT`
+    when its kernel id is known, else the plain ``ALIVE_SCRIPT``."""
+    kernel_id = kernel_id_of(launched)
+    return (ALIVE_OR_END_SCRIPT, str(launched.pid), kernel_id) if kernel_id else (ALIVE_SCRIPT, str(launched.pid))
 
 
 def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]]:
@@ -162,19 +210,31 @@ def rm_kernel_dir(conn: SshConnection, kdir: str) -> None:
         conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
 
 
-def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str) -> None:
+def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str,
+                      python: str | None = None) -> None:
     """A launch failed: end every process it may have started (found by the kernel id in
-    their environment: the runner's pid may never have been reported), then its dir."""
-    end_kernel(transport, conn, kdir, kernel_id, "failed launch")
+    their environment: the runner's pid may never have been reported), then its dir.
+
+    :param python: the interpreter the launch started the kernel (or its server) with.
+    """
+    end_kernel(transport, conn, kdir, kernel_id, "failed launch", python)
 
 
-def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str, what: str) -> None:
+def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str, what: str,
+               python: str | None = None) -> None:
     """End every process of kernel ``kernel_id`` on the ssh host (found by the kernel id in their
-    environment), then remove ``kdir``; failures are logged, naming ``what`` was ended."""
+    environment), then remove ``kdir``; failures are logged, naming ``what`` was ended.
+
+    :param python: the kernel's interpreter, if known: when it is the transport's and that is
+        not on the host (exit status 127), nothing of the kernel can have started (logged at DEBUG).
+    """
     try:
         # the transport's python: the kernel's interpreter may be what failed
         code, out = transport.run_script(conn, KILL_KERNEL_SCRIPT, kernel_id)
-        if code != 0 or out.strip() != b"gone":
+        if code == 127 and python in (None, transport.python) and what == "failed launch":
+            log.debug("kernel %s on %s (%s): %r is not on the host: nothing of it can have started",
+                      kernel_id, conn.target, what, transport.python)
+        elif code != 0 or out.strip() != b"gone":
             log.warning("kernel %s on %s (%s): could not end all its processes: %r",
                         kernel_id, conn.target, what, out[-200:])
     except (TransportLostError, TimeoutError) as exc:

@@ -40,6 +40,7 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
     :raises TransportLostError: if SFTP fails.
     """
     sftp = conn.sftp()
+    kdir = "the kernel dir"
     try:
         if transport._home is None:
             transport._home = sftp.normalize(".")
@@ -52,8 +53,9 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
         return kdir
     except UnsafeRunDirError:
         raise
-    except OSError as exc:
-        raise TransportLostError(f"could not prepare the kernel dir over sftp: {exc}") from None
+    except OSError as exc:  # the host answered: what it refused is named, not the connection
+        raise TransportLostError(f"could not prepare {kdir} on {conn.target} over sftp: {exc}\nHint: the login user "
+                                 "must be able to write there: is it read-only, or the host's disk full?") from None
     finally:
         sftp.close()
 

@@ -150,13 +150,31 @@ class SshdContainer:
         from ...containers.keys import load_private_key
         from .connection import SshConnection, SshTarget
 
-        record = self.join()
+        record = self._on_its_port_now(self.join())
         with open(record["key_file"], encoding="ascii") as fh:
             pkey = load_private_key(fh.read())
         host, port = record["host"], record["port"]
         if via is not None:  # e.g. a fault proxy that drops can cut
             host, port = via(host, port)
         return SshConnection(SshTarget(host, port, record["user"]), pkey=pkey, host_key=record["host_key"], **options)
+
+    def _on_its_port_now(self, record: Record) -> Record:
+        """``record`` with the port the container publishes now: a restarted container (its host
+        rebooted) gets a new one, and the old one was dialed for the transport's life."""
+        import docker as docker_sdk
+
+        try:
+            ports = self.docker.api.port(record["container_id"], 22) or []
+        except docker_sdk.errors.DockerException:  # gone meanwhile: the connect says so
+            return record
+        now = next((int(p["HostPort"]) for p in ports if p.get("HostIp") == record["host"]), record["port"])
+        if now != record["port"]:
+            log.info("sshd container %s now publishes port 22 on %s (was %s)", record["container_id"][:12],
+                     now, record["port"])
+            record = dict(record, port=now)
+            if self.record is not None and self.record["container_id"] == record["container_id"]:
+                self.record = record
+        return record
 
     def leave(self) -> None:
         """Leave the run's container (the last user removes it) and close the docker client."""

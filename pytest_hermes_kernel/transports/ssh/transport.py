@@ -44,7 +44,7 @@ from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, Ker
                        UnsafeRunDirError)
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
-from ..detached import (ALIVE_SCRIPT, LOG_TAIL_LINES, SOCKET_NAME,
+from ..detached import (LOG_TAIL_LINES, SOCKET_NAME,
                        LeftBehind, MadeDirs, parse_ready, launch_env, runner_config)
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch
@@ -243,7 +243,7 @@ class SshTransport(Transport):
             pid = self._start_runner(conn, runner, kdir, spec, python)
             chan = conn.open_exec(_relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started (a second Ctrl-C too)
-            despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id))
+            despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id, python))
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
@@ -316,7 +316,7 @@ class SshTransport(Transport):
             return self.run_script(self._connection(probe=True, ending=ending), script, *args, python=python)
 
     def _alive_on(self, conn: SshConnection | None, launched: Launched) -> bool:  # None: see run_probe
-        args, python = (ALIVE_SCRIPT, str(launched.pid)), launched.extra.get("python")
+        args, python = probes.alive_probe(launched), launched.extra.get("python")
         code, _ = self.run_probe(*args, python=python) if conn is None else self.run_script(conn, *args, python=python)
         launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
         return code == 0
