@@ -246,15 +246,34 @@ def check_env(env: Mapping[str, str]) -> None:
                                   "byte; no environment can hold it") from None
 
 
-def check_registry_settings(max_kernels: object, idle_timeout: object) -> None:
+def check_registry_settings(max_kernels: object, idle_timeout: object, reap_interval: object = None,
+                            stale_dir_age: object = 0.0, transport_factory: object = callable,
+                            clock: object = callable) -> None:
     """Check the settings of a :class:`~.registry.KernelRegistry`.
 
-    :raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None.
+    :raises ConfigError: if ``max_kernels`` is not an int >= 1, ``idle_timeout`` not seconds >= 0 /
+        None, ``reap_interval`` not seconds > 0 / None (``-1`` and ``nan`` made the idle reaper wake
+        without a pause: a core's worth of CPU), or ``stale_dir_age`` not seconds >= 0.
+    :raises TypeError: if ``transport_factory`` or ``clock`` cannot be called (a transport's name or
+        instance was taken, and the first cell raised ``'str' object is not callable``).
     """
     if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
         raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
     if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
         raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")
+    if reap_interval is not None and reap_interval != 0 and not is_seconds(reap_interval, positive=True):
+        raise ConfigError(f"reap_interval must be a finite number of seconds > 0{_AT_MOST} or None, got {reap_interval!r}")
+    if not is_seconds(stale_dir_age, positive=False):
+        raise ConfigError(f"stale_dir_age must be a finite number of seconds >= 0{_AT_MOST}, got {stale_dir_age!r}")
+    if not callable(transport_factory):
+        hint = (f"; a transport's name goes in KernelRegistry(transport={transport_factory!r}) or "
+                f"KernelKey(transport={transport_factory!r})" if isinstance(transport_factory, str) else
+                "; to run every key on one transport: transport_factory=lambda key: transport"
+                if hasattr(transport_factory, "launch") else "")
+        raise TypeError(f"transport_factory must be a callable key -> Transport, got "
+                        f"{type(transport_factory).__name__} {transport_factory!r}{hint}")
+    if not callable(clock):
+        raise TypeError(f"clock must be a callable giving monotonic seconds (time.monotonic), got {clock!r}")
 
 
 def checked_options(options: object) -> KernelOptions:
