@@ -367,6 +367,7 @@ class CellRun:
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
+                + (f"; {link.stray}" if link.stray else "")
                 + (_still_alive(killed, self.stopping(), link.kept) if alive else _UNREACHED if unreached else ""))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 

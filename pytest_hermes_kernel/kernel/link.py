@@ -86,6 +86,8 @@ class RunnerLink:
         """After a failed :meth:`hello`: whether the runner is gone (``False``: it may still run)."""
         self.kept = False
         """Set by :meth:`detach`: the runner lives on without this host, a running cell with it."""
+        self.stray = ""
+        """Set by a :meth:`reattach` that reached another runner than this one: what it reached."""
 
     @classmethod
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
@@ -171,10 +173,24 @@ class RunnerLink:
                     return None  # e.g. the container stopped: retrying cannot help
                 time.sleep(REATTACH_RETRY_S)
                 continue
+            self.stray = self._stray(hello)
+            if self.stray:  # its state is not this kernel's: a loss, not a re-attach
+                channel.close("re-attached to another runner")
+                return None
             self.channel.close("replaced by a re-attached channel")  # release the broken stream
             self.channel = channel
             return hello
         return None
+
+    def _stray(self, hello: dict[str, Any]) -> str:
+        """``""`` when ``hello`` is this runner's (its pid and kernel id, where it says them); else
+        what the re-attach reached instead (a transport that started a fresh runner, say)."""
+        pid, kernel_id = hello.get("pid"), hello.get("kernel_id")
+        if (kernel_id is None or kernel_id == self.kernel_id) and (pid is None or self.launched.pid is None
+                                                                  or pid == self.launched.pid):
+            return ""
+        return (f"the re-attach reached another runner (pid {pid}, kernel {kernel_id}), not this kernel's "
+                f"(pid {self.launched.pid}): its state is not this kernel's")
 
     # ------------------------------------------------------------------------------ keeping
     def keep(self, orphan_timeout: float, timeout: float) -> None:
