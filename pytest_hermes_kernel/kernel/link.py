@@ -12,12 +12,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any
 
 from ..errors import KernelStartError, TransportLostError
 from .channel import Channel, ChannelClosed, Frame
-from .contract import Launched, LaunchSpec, Transport
+from .contract import ByteStream, Launched, LaunchSpec, Transport
 from .control import despite_signals
 from .results import ExitInfo
 
@@ -161,7 +162,7 @@ class RunnerLink:
         while time.monotonic() < deadline and not (stopping and stopping()):
             channel = None
             try:
-                channel = Channel(self.transport.reattach(self.launched), name=self.channel.name)
+                channel = Channel(self._stream_within(deadline, stopping), name=self.channel.name)
                 for rid in pending:
                     channel.expect(rid)
                 hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=hello_timeout,
@@ -181,6 +182,46 @@ class RunnerLink:
             self.channel = channel
             return hello
         return None
+
+    def _stream_within(self, deadline: float, stopping: Callable[[], bool] | None) -> ByteStream:
+        """``transport.reattach(launched)``, waited for until ``deadline`` or a shutdown: it runs on a
+        thread of its own, as a transport's call may block (a connect to a silent host with no
+        timeout held the cell past ``reconnect_timeout``, for ever if it never returned); a stream
+        it gives after the wait was given up is closed.
+
+        :raises TimeoutError: if it did not return in time. (What it raised, it raises.)
+        """
+        lock, done = threading.Lock(), threading.Event()
+        got: list[Any] = []  # what the attempt gave (a stream, or what it raised) once it returned
+        gave_up = [False]
+
+        def attempt() -> None:
+            try:
+                out: Any = self.transport.reattach(self.launched)
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting cell
+                out = exc
+            with lock:
+                late = gave_up[0]
+                got.append(out)
+                done.set()
+            if late and not isinstance(out, BaseException):  # nobody takes it any more
+                _close_quietly(out)
+
+        threading.Thread(target=attempt, name=f"hermes-reattach {self.kernel_id[:8]}", daemon=True).start()
+        try:
+            while not done.wait(max(0.0, min(REATTACH_RETRY_S, deadline - time.monotonic()))):
+                if time.monotonic() >= deadline or (stopping and stopping()):
+                    raise TimeoutError(f"the {self.transport.name} transport's reattach did not return in time")
+        except BaseException:  # given up (or Ctrl-C): a stream it gives is closed, now or when it comes
+            with lock:
+                gave_up[0] = True
+                late = got[0] if got and not isinstance(got[0], BaseException) else None
+            if late is not None:
+                _close_quietly(late)
+            raise
+        if isinstance(got[0], BaseException):
+            raise got[0]
+        return got[0]
 
     def _stray(self, hello: dict[str, Any]) -> str:
         """``""`` when ``hello`` is this runner's (its pid and kernel id, where it says them); else
@@ -342,6 +383,11 @@ class RunnerLink:
             return False
         self.transport.cleanup(self.launched)
         return True
+
+
+def _close_quietly(stream: ByteStream) -> None:
+    with suppress(Exception):  # a stream nobody waits for any more: its close cannot matter
+        stream.close()
 
 
 def _no_hello(transport: str, timeout: float, exc: BaseException, code: int | None, log: str) -> str:
