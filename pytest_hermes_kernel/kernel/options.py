@@ -103,7 +103,7 @@ class KernelOptions:
     :param max_tool_calls: tool calls one cell may make; more are refused (count, >= 0).
     :param keepalive_interval: seconds; on re-attachable transports a silent channel is pinged
         after this long without any frame.
-    :param keepalive_missed: unanswered pings (count) after which a silent channel is declared
+    :param keepalive_missed: unanswered pings (count, >= 1) after which a silent channel is declared
         lost: a dead peer is seen within ``keepalive_interval * (keepalive_missed + 1)`` s.
     :param reconnect_timeout: seconds a broken channel may take to re-attach before the loss
         is reported (``transport_lost``).
@@ -178,10 +178,10 @@ class KernelOptions:
         if not isinstance(self.max_transfer_bytes, int) or isinstance(self.max_transfer_bytes, bool) \
                 or self.max_transfer_bytes <= 0:
             raise ConfigError(f"max_transfer_bytes must be an int > 0, got {self.max_transfer_bytes!r}")
-        for name in ("max_tool_calls", "keepalive_missed"):
+        for name, least in (("max_tool_calls", 0), ("keepalive_missed", 1)):  # 0 missed: lost without a ping
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
