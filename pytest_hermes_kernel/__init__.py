@@ -53,6 +53,11 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module, __name__), name)
 
 
+def __dir__() -> list[str]:
+    """The module's names with the lazy ones of :data:`_LAZY` (a REPL's completion listed none of them)."""
+    return sorted({*globals(), *_LAZY})
+
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -58,5 +58,8 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
         opts = built(KernelOptions, options)
     except ConfigError as exc:
         raise ConfigError(f"bad kernel option: {exc}") from None
+    if isinstance(transport, type) and issubclass(transport, Transport):  # it said only "a name is a str, not ABCMeta"
+        raise ConfigError(f"start_kernel takes a transport's name or a Transport instance, not the class "
+                          f"{transport.__name__}: pass an instance, {transport.__name__}(...)")
     t = transport if isinstance(transport, Transport) else get_transport(transport)  # a bad name: ConfigError
     return KernelHandle(t, opts, tools=tools).start()

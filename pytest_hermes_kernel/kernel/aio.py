@@ -37,12 +37,15 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     :returns: the cell's :class:`CellResult`.
     :raises asyncio.CancelledError: if the awaiting task was cancelled (after the cell settled).
     :raises KernelShutdownError: if the kernel was shut down (and whatever ``execute`` raises).
+    :raises TypeError: if ``kernel`` is no kernel (a registry, a transport's name) or ``on_cancelled``
+        cannot be called; nothing was sent.
     """
     import asyncio  # here, not at import: a caller awaiting this has it loaded; others never pay for it
 
+    _check_args(kernel, on_cancelled)
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
-    switch = threading.Event()
+    switch = _LoopSwitch(loop)
     threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch),
                      name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
     try:
@@ -53,6 +56,32 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
         if result is not None and on_cancelled is not None:
             on_cancelled(result)
         raise
+
+
+class _LoopSwitch(threading.Event):
+    """The cell's cancel switch, also set once the cell's event loop is closed: a cell whose task can
+    never be resumed (the loop closed under it, uncancelled) is cancelled, not left to run on."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop = loop
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._loop.is_closed()
+
+
+def _check_args(kernel: object, on_cancelled: object) -> None:
+    """:raises TypeError: if ``kernel`` has no ``execute`` and ``kernel_id`` (a registry, a
+    transport's name: a bare ``AttributeError`` before), or ``on_cancelled`` cannot be called (its
+    ``TypeError`` replaced the first cancellation)."""
+    if not (callable(getattr(kernel, "execute", None)) and isinstance(getattr(kernel, "kernel_id", None), str)):
+        hint = ("; a registry's kernel: aexecute(registry.get_or_start(key), code)"
+                if callable(getattr(kernel, "get_or_start", None)) else "")
+        raise TypeError(f"aexecute runs a cell on a KernelHandle, not on {type(kernel).__name__} {kernel!r}{hint}; "
+                        "nothing was sent")
+    if on_cancelled is not None and not callable(on_cancelled):
+        raise TypeError(f"on_cancelled must be a callable taking the cancelled cell's CellResult (or None), got "
+                        f"{on_cancelled!r}; nothing was sent")
 
 
 async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:

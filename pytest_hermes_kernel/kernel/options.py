@@ -103,7 +103,7 @@ class KernelOptions:
     :param max_tool_calls: tool calls one cell may make; more are refused (count, >= 0).
     :param keepalive_interval: seconds; on re-attachable transports a silent channel is pinged
         after this long without any frame.
-    :param keepalive_missed: unanswered pings (count) after which a silent channel is declared
+    :param keepalive_missed: unanswered pings (count, >= 1) after which a silent channel is declared
         lost: a dead peer is seen within ``keepalive_interval * (keepalive_missed + 1)`` s.
     :param reconnect_timeout: seconds a broken channel may take to re-attach before the loss
         is reported (``transport_lost``).
@@ -178,10 +178,10 @@ class KernelOptions:
         if not isinstance(self.max_transfer_bytes, int) or isinstance(self.max_transfer_bytes, bool) \
                 or self.max_transfer_bytes <= 0:
             raise ConfigError(f"max_transfer_bytes must be an int > 0, got {self.max_transfer_bytes!r}")
-        for name in ("max_tool_calls", "keepalive_missed"):
+        for name, least in (("max_tool_calls", 0), ("keepalive_missed", 1)):  # 0 missed: lost without a ping
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < least:
+                raise ConfigError(f"{name} must be an int >= {least}, got {value!r}")
         check_env(self.env)
         for name in ("cwd", "python", "oom_counter_file", "cgroup_procs"):
             value = getattr(self, name)
@@ -246,15 +246,34 @@ def check_env(env: Mapping[str, str]) -> None:
                                   "byte; no environment can hold it") from None
 
 
-def check_registry_settings(max_kernels: object, idle_timeout: object) -> None:
+def check_registry_settings(max_kernels: object, idle_timeout: object, reap_interval: object = None,
+                            stale_dir_age: object = 0.0, transport_factory: object = callable,
+                            clock: object = callable) -> None:
     """Check the settings of a :class:`~.registry.KernelRegistry`.
 
-    :raises ConfigError: if ``max_kernels`` is not an int >= 1 or ``idle_timeout`` not seconds >= 0 / None.
+    :raises ConfigError: if ``max_kernels`` is not an int >= 1, ``idle_timeout`` not seconds >= 0 /
+        None, ``reap_interval`` not seconds > 0 / None (``-1`` and ``nan`` made the idle reaper wake
+        without a pause: a core's worth of CPU), or ``stale_dir_age`` not seconds >= 0.
+    :raises TypeError: if ``transport_factory`` or ``clock`` cannot be called (a transport's name or
+        instance was taken, and the first cell raised ``'str' object is not callable``).
     """
     if not isinstance(max_kernels, int) or isinstance(max_kernels, bool) or max_kernels < 1:
         raise ConfigError(f"max_kernels must be an int >= 1, got {max_kernels!r}")
     if idle_timeout is not None and not is_seconds(idle_timeout, positive=False):  # True was 1 s, inf no reap
         raise ConfigError(f"idle_timeout must be a finite number of seconds >= 0 or None, got {idle_timeout!r}")
+    if reap_interval is not None and reap_interval != 0 and not is_seconds(reap_interval, positive=True):
+        raise ConfigError(f"reap_interval must be a finite number of seconds > 0{_AT_MOST} or None, got {reap_interval!r}")
+    if not is_seconds(stale_dir_age, positive=False):
+        raise ConfigError(f"stale_dir_age must be a finite number of seconds >= 0{_AT_MOST}, got {stale_dir_age!r}")
+    if not callable(transport_factory):
+        hint = (f"; a transport's name goes in KernelRegistry(transport={transport_factory!r}) or "
+                f"KernelKey(transport={transport_factory!r})" if isinstance(transport_factory, str) else
+                "; to run every key on one transport: transport_factory=lambda key: transport"
+                if hasattr(transport_factory, "launch") else "")
+        raise TypeError(f"transport_factory must be a callable key -> Transport, got "
+                        f"{type(transport_factory).__name__} {transport_factory!r}{hint}")
+    if not callable(clock):
+        raise TypeError(f"clock must be a callable giving monotonic seconds (time.monotonic), got {clock!r}")
 
 
 def checked_options(options: object) -> KernelOptions:

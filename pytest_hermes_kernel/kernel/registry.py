@@ -114,7 +114,7 @@ class KernelRegistry(IdleReaping):
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
-        check_registry_settings(max_kernels, idle_timeout)
+        check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock)
         self.max_kernels = max_kernels
         self.transport = transport
         self.idle_timeout = idle_timeout

@@ -46,3 +46,12 @@ def test_a_long_name_is_shortened_in_the_message():
     assert message.startswith("unknown transport '" + "x" * 56 + "... (known: "), message
     assert "x" * 57 not in message
     assert f"known: {KNOWN}" in message
+
+
+def test_a_transport_class_is_told_to_pass_an_instance():
+    """``start_kernel(LocalTransport)`` said only ``a transport name is a str, not ABCMeta`` (found by a
+    breaker helper on 2026-12-05): the class, where an instance or a name goes."""
+    from pytest_hermes_kernel.transports.local import LocalTransport
+
+    with pytest.raises(ConfigError, match=r"not the class LocalTransport: pass an instance, LocalTransport\(\.\.\.\)"):
+        start_kernel(LocalTransport)

@@ -5,8 +5,9 @@ one thing wrong that no case of the suite used to notice, so the whole suite pas
 process listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
 runner that failed, the host's environment handed to the kernel, a stream that drops large
 frames, a dropped working dir, a failed command's stderr dropped, an upload that drops all but
-its first chunk, a download that skips files. Each test runs the contract case that must catch
-the lie against the liar and expects it to fail, saying what is wrong.
+its first chunk, a download that skips files, a frozen runner counted gone and never killed. Each
+test runs the contract case that must catch the lie against the liar and expects it to fail,
+saying what is wrong.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle
-from pytest_hermes_kernel.contract import backend_protocol, environment, lifecycle, replies, starting, transfers
+from pytest_hermes_kernel.contract import (backend_protocol, environment, lifecycle, replies, starting, transfers,
+                                          watchdog)
 from pytest_hermes_kernel.kernel.files import Entry
 from pytest_hermes_kernel.procs import processes_with_env
 from pytest_hermes_kernel.transports.files import LocalFiles
@@ -54,6 +56,25 @@ class AlwaysAlive(LocalTransport):
 
     def seen_gone(self, launched: Any) -> bool:
         return not super().alive(launched)
+
+
+def _stopped(pid: int | None) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
+
+
+class FrozenCountsAsGone(LocalTransport):
+    """Lie: liveness and kill go through the runner itself, so a frozen runner (SIGSTOP) counts as
+    gone: ``alive()`` says False and ``kill()`` True, and it is never killed."""
+
+    def kill(self, launched: Any) -> bool:
+        return True if _stopped(launched.pid) else super().kill(launched)
+
+    def alive(self, launched: Any) -> bool:
+        return super().alive(launched) and not _stopped(launched.pid)
 
 
 class ExitsZero(LocalTransport):
@@ -154,6 +175,16 @@ def test_a_kill_of_the_runner_alone_fails_the_contract(liar: Callable[..., Kerne
 def test_alive_for_a_killed_runner_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
     with pytest.raises(AssertionError, match="alive\\(\\) must say False for a runner the transport killed"):
         lifecycle.test_a_runner_is_seen_gone_only_once_it_ended(liar(AlwaysAlive))
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")  # the old runner's Popen, dropped as gone by the lie
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_frozen_runner_counted_gone_but_left_running_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:
+    """The case's own clean-up SIGKILLed the frozen runner before it checked that it was gone, so
+    the whole suite passed this liar, whose reset left the old runner and worker behind."""
+    with pytest.raises(AssertionError, match="the frozen runner's processes .* still run"):
+        watchdog.test_unreachable_runner_is_killed_from_outside_and_replaced(
+            lambda **options: liar(FrozenCountsAsGone, **options))
 
 
 def test_exit_status_0_for_a_failed_runner_fails_the_contract(liar: Callable[..., KernelHandle]) -> None:

@@ -20,6 +20,9 @@ from pytest_hermes_kernel.kernel.options import KernelOptions
     # a fresh-install helper: a bare string passed nothing through (its letters were the names),
     # "x" failed at the first timeout with an AttributeError, and 0 made every start fail
     ("env_allow", "GITHUB_TOKEN"), ("watchdog", "x"), ("start_timeout", 0),
+    # 0 declared every channel lost after keepalive_interval of quiet, without a ping: a healthy
+    # docker or ssh kernel re-attached in each quiet cell, which said reconnected=True (a breaker helper)
+    ("keepalive_missed", 0),
 ])
 def test_an_option_read_wrongly_is_refused(option, value):
     with pytest.raises(ConfigError, match=option):

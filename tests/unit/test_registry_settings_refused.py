@@ -1,0 +1,61 @@
+"""A registry's own settings that would be read wrongly are refused when it is made, naming the
+setting (found by a breaker helper on 2026-12-05): ``reap_interval=-1`` or ``nan`` was taken and
+its idle reaper thread then woke without a pause for the registry's whole life (a core's worth of
+CPU, measured 0.67-0.95 CPU-s per idle second); a ``transport_factory`` or ``clock`` that cannot
+be called (a transport's name, a transport instance) was taken and the first cell raised a bare
+``TypeError: 'str' object is not callable``."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from pytest_hermes_kernel import KernelRegistry
+from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+
+def _reapers() -> int:
+    return sum(t.name == "hermes-kernel-idle-reaper" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("setting, value", [
+    ("reap_interval", -1), ("reap_interval", float("nan")), ("reap_interval", float("inf")),
+    ("reap_interval", True), ("reap_interval", "30"),
+    ("stale_dir_age", float("nan")), ("stale_dir_age", -5),
+])
+def test_a_bad_reaping_setting_is_refused_before_a_reaper_starts(setting, value):
+    before = _reapers()
+    with pytest.raises(ConfigError, match=f"{setting} must be"):
+        KernelRegistry(**{setting: value})
+    assert _reapers() == before, "a refused registry left its reaper thread running"
+
+
+@pytest.mark.parametrize("factory, says", [
+    ("local", "a transport's name goes in KernelRegistry(transport='local') or KernelKey(transport='local')"),
+    (5, "got int 5"),
+])
+def test_a_transport_factory_that_cannot_be_called_is_refused_saying_what_to_pass(factory, says):
+    with pytest.raises(TypeError, match=r"transport_factory must be a callable key -> Transport") as caught:
+        KernelRegistry(transport_factory=factory)
+    assert says in str(caught.value), str(caught.value)
+
+
+def test_a_transport_instance_as_the_factory_is_told_to_wrap_it():
+    transport = LocalTransport(server=False)
+    try:
+        with pytest.raises(TypeError, match=r"lambda key: transport"):
+            KernelRegistry(transport_factory=transport)
+    finally:
+        transport.close()
+
+
+def test_a_clock_that_cannot_be_called_is_refused():
+    with pytest.raises(TypeError, match="clock must be a callable"):
+        KernelRegistry(clock="monotonic")
+
+
+def test_the_settings_as_meant_pass():
+    with KernelRegistry(reap_interval=30.0, stale_dir_age=0, transport_factory=lambda key: None) as registry:
+        assert registry.stale_dir_age == 0
