@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib.util
 import os
 import shutil
@@ -280,7 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     """The command's exit status; Ctrl-C ends it: 130, one line, no traceback (a sweep's removals
     stay); a reader gone early (``ls | head -n 1``): 141, 128 + SIGPIPE, quietly (a traceback)."""
     try:
-        status = _main(argv)
+        try:
+            status = _main(argv)
+        except SystemExit:  # argparse's --help and usage errors: their output's failure is seen here too
+            if sys.stdout is not None:
+                sys.stdout.flush()
+            raise
         if sys.stdout is not None:  # a closed pipe shows here, not as 'Exception ignored' at exit
             sys.stdout.flush()
         return status
@@ -290,6 +296,16 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left buffered goes nowhere
         return 128 + signal.SIGPIPE
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_FULL:
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"hermes-kernel: cannot write the output: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
+        return 1
+
+
+_OUTPUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
+"""What a write to a full or failing stdout raises (``> /dev/full``): one line and exit 1, no traceback."""
 
 
 def _main(argv: list[str] | None) -> int:

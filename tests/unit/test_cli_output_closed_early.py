@@ -25,3 +25,20 @@ def test_output_to_a_closed_pipe_ends_the_command_without_a_traceback(argv: list
         os.close(write_end)
     assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
     assert done.returncode == PIPE_CLOSED, done.stderr
+
+
+@pytest.mark.parametrize("buffered", [False, True], ids=["unbuffered", "buffered"])
+@pytest.mark.parametrize("argv", [["ls"], ["doctor", "local"]], ids=["ls", "doctor"])
+def test_output_to_a_full_device_is_one_line_and_exit_1(argv: list[str], buffered: bool, tmp_path: Path) -> None:
+    """``hermes-kernel ls > /dev/full``: a write that fails (ENOSPC) was an ``OSError`` traceback."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    if buffered:
+        env.pop("PYTHONUNBUFFERED", None)
+    else:
+        env["PYTHONUNBUFFERED"] = "1"
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", *argv], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=60, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "hermes-kernel: cannot write the output: No space left on device" in done.stderr, done.stderr
+    assert done.returncode == 1, done.stderr
