@@ -328,8 +328,7 @@ class CellRun:
 
         After a re-attach the request is sent again when the runner neither ran it nor is
         running it (the stream broke before the request arrived, e.g. it was dropped while idle).
-        A stream that drops again in the same cell is re-attached again, up to
-        :data:`MAX_REATTACHES_PER_CELL` times.
+        A stream that drops again in the same cell is re-attached again, up to :data:`MAX_REATTACHES_PER_CELL` times.
         A channel lost for good ends the ladder: its outcome carries the loss, not a rung.
         """
         link, o = self.link, self.options
@@ -359,11 +358,12 @@ class CellRun:
             except ChannelClosed as again:  # dropped again in the same cell: re-attach again
                 exc = again
         self._stage = None
-        ended = "" if reattachable or link.kept or self.stopping() else link.ended_how()  # killed outside (local)
-        alive = not ended and link.alive()
-        # a runner given up on is killed: its cell must not run on behind a "died" (one whose link kept dropping
-        # ran on until the next cell); a shutdown ends its own; one keep() let go of runs on (killed, none was left)
-        killed = link.kill() if not link.kept and (not reattachable or (alive and not self.stopping())) else False
+        gone = reattachable and not link.kept and not self.stopping() and link.seen_gone()
+        ended = "" if link.kept or self.stopping() or reattachable and not gone else link.ended_how()
+        alive = not ended and not gone and link.alive()
+        # a runner given up on is killed, a gone one's session too (its worker ran the cell on, reparented): no cell
+        # runs on behind a "died"; a shutdown ends its own; one keep() let go of runs on (killed, none was left)
+        killed = link.kill() if not link.kept and (not reattachable or gone or (alive and not self.stopping())) else False
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
         note = (f"channel lost: {exc}{link.stray}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")

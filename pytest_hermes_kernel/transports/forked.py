@@ -50,9 +50,18 @@ def forked_alive(launched: Launched) -> bool | None:
 def forked_reap(launched: Launched, timeout: float) -> bool:
     """Wait up to ``timeout`` s for a server-forked runner to end (``gone``); ``False``: not seen (ask another way)."""
     server = server_of(launched.extra)
-    gone = server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout)
+    gone = server is not None and launched.pid is not None and server.wait_exit(launched.pid, timeout) is not None
     launched.extra["gone"] = launched.extra.get("gone") or gone
     return gone
+
+
+def forked_exit_status(launched: Launched, timeout: float) -> int | None:
+    """``Transport.exit_status`` of a server-forked runner: how it ended, as its server reported it
+    within ``timeout`` s (``-N``: signal ``N``); ``None``: it runs, or its server cannot tell (gone too)."""
+    server = server_of(launched.extra)
+    ended = None if server is None or launched.pid is None else server.wait_exit(launched.pid, timeout)
+    code, sig = ended or (None, None)
+    return -sig if sig else code
 
 
 def reap_in_one_exec(launched: Launched, timeout: float, dirs: list[str], run: Callable[..., bytes]) -> bool:

@@ -140,11 +140,12 @@ class RemoteServer:
         with self._cond:
             return pid in self._exited
 
-    def wait_exit(self, pid: int, timeout: float) -> bool:
-        """Wait up to ``timeout`` seconds for kernel ``pid`` to end; ``False`` if not, or if the server is gone."""
+    def wait_exit(self, pid: int, timeout: float) -> tuple[int | None, int | None] | None:
+        """Wait up to ``timeout`` seconds for kernel ``pid`` to end: its ``(exit code, signal)`` as the
+        server reported them; ``None`` if it did not end, or if the server is gone."""
         with self._cond:
             self._cond.wait_for(lambda: pid in self._exited or self.gone, timeout)
-            return pid in self._exited
+            return self._exited.get(pid)
 
     def remove_dir(self, kernel_dir: str, timeout: float = SPAWN_TIMEOUT_S) -> bool:
         """Have the server remove a kernel dir it made; ``False`` if it would not or could not."""

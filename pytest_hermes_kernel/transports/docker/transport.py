@@ -44,7 +44,7 @@ from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..forked import forked_cleanup, with_fallback
+from ..forked import forked_cleanup, forked_exit_status, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
@@ -256,6 +256,7 @@ class DockerTransport(Transport):
     frozen = probes.frozen
     seen_gone = probes.seen_gone
     reap = probes.reap
+    exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
 
     def cleanup(self, launched: Launched) -> None:
         cid = launched.extra.get("container")

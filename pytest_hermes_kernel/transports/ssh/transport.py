@@ -52,7 +52,7 @@ from .rundir import make_kernel_dir
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
-from ..forked import with_fallback
+from ..forked import forked_exit_status, with_fallback
 from ...kernel.options import check_options
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
@@ -297,8 +297,7 @@ class SshTransport(Transport):
         """The connection in use now, without connecting (``None`` before the first one)."""
         return self._conn
 
-    def run_script(self, conn: SshConnection, script: str, *args: str,
-                python: str | None = None) -> tuple[int | None, bytes]:
+    def run_script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` on the ssh host; ``(exit status, stdout)``."""
         command = " ".join(shlex.quote(a) for a in (python or self.python, "-c", script, *args))
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
@@ -325,6 +324,7 @@ class SshTransport(Transport):
     alive = ending.alive  # False also when it cannot be told: cleanup ends a runner not seen gone
     seen_gone = ending.seen_gone  # False when it cannot be told: a silent host's runner is never counted dead
     reap = probes.reap
+    exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
     cleanup = ending.cleanup
 
     def close(self) -> None:
