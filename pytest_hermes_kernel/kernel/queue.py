@@ -53,7 +53,7 @@ class CellQueue:
         self._restarting = False
         self._waiting = 0
         self._count_lock = threading.Lock()
-        self._line: deque[threading.Event] = deque()  # cells waiting, in the order they came; set: its head
+        self._line: deque[tuple[int, threading.Event]] = deque()  # (thread, its event) in the order they came
 
     @property
     def waiting(self) -> int:
@@ -89,10 +89,12 @@ class CellQueue:
         not held) once ``cancel`` is set. Cells get the lock in the order they came: the lock alone
         handed it to any waiter (a cell sent after five others ran first in 1 round of 20)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        head = threading.Event()
-        with self._count_lock:
-            self._line.append(head)
-            if self._line[0] is head:
+        place = (threading.get_ident(), threading.Event())
+        head = place[1]
+        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
+            here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
+            self._line.insert(here, place)
+            if self._line[0] is place:
                 head.set()
         try:
             while not head.wait(None if cancel is None else CANCEL_LOOK_S):
@@ -103,9 +105,9 @@ class CellQueue:
                     return False
         finally:  # held, cancelled or interrupted: the next in line is head now
             with self._count_lock:
-                self._line.remove(head)
+                self._line.remove(place)
                 if self._line:
-                    self._line[0].set()
+                    self._line[0][1].set()
         try:
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():
