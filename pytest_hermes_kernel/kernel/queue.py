@@ -97,9 +97,10 @@ class CellQueue:
             if self._line[0] is place:
                 head.set()
         try:
-            while not head.wait(None if cancel is None else CANCEL_LOOK_S):
+            while not (head.is_set() or self._line[0] is place):  # (it looks too: a handoff a signal cut short)
                 if cancel is not None and cancel.is_set():
                     return False
+                head.wait(CANCEL_LOOK_S)
             while not self._turn.acquire(timeout=look_s):
                 if cancel is not None and cancel.is_set():
                     return False
