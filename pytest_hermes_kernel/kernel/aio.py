@@ -8,7 +8,8 @@ at once (SIGINT, then SIGKILL and a fresh worker, or abandon), the coroutine wai
 to settle (further cancellations are held until then), hands the settled
 :class:`~.results.CellResult` (its ``watchdog`` says which rung ended the cell) to
 ``on_cancelled``, and then lets the cancellation propagate, as asyncio requires. The thread
-ends with its cell, so no listener outlives its request.
+ends with its cell, so no listener outlives its request. A loop closed under a task that was
+never cancelled (a bare ``loop.close()``) throws the switch too: nobody can await that cell.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from .control import check_process
 from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
-from .options import KernelOptions, checked_options, cwd_resolved
+from .options import KernelOptions, check_keep_ttl, checked_options, cwd_resolved
 from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
 from .output import clean, kernel_secrets
 from .queue import CellQueue
@@ -67,6 +67,10 @@ def _raised_is_told(execute: Callable[..., CellResult]) -> Callable[..., CellRes
                 self._emit("raised", exc)
             raise
     return run
+
+
+_KEPT_FROM_A_TOOL = "its answer could not reach the kept kernel, whose cell would wait in the call for ever, refusing every later cell"
+"""Why a tool of the running cell cannot :meth:`KernelHandle.keep` its kernel."""
 
 
 def _refuse_copy(handle: KernelHandle, protocol: object) -> NoReturn:
@@ -109,8 +113,7 @@ class KernelHandle:
         self._pending_loss: Loss | None = None  # the loss the next cell must report
         self._cell: CellRun | None = None
         self._queue = CellQueue()
-        # reentrant: a shutdown() from a signal handler may land inside this thread's restart() or shutdown()
-        self._control_lock = threading.RLock()
+        self._control_lock = threading.RLock()  # reentrant: a signal handler's shutdown() may land in this thread's own
         self._held = control.HeldHere()  # what this thread is doing with the kernel's channel now
         self._secrets = kernel_secrets(self.options.env)  # the host's and the kernel's own
         self._listeners: list[Listener] = []
@@ -351,11 +354,12 @@ class KernelHandle:
         transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
 
         :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
+        :raises ConfigError: if ``orphan_timeout`` is not a finite number of seconds > 0 (nothing done).
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         check_process(self.host_pid, self.kernel_id)
-        refuse_in_tool(self, self.kernel_id, "keep", "its answer could not reach the kept kernel, whose cell would wait in "
-                       "the call for ever, refusing every later cell")
+        check_keep_ttl(orphan_timeout)
+        refuse_in_tool(self, self.kernel_id, "keep", _KEPT_FROM_A_TOOL)
         self._held.refuse(self.kernel_id, "keep()")
         return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 

@@ -24,7 +24,8 @@ from typing import Any, TypeVar
 from ..errors import ConfigError
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "DEFAULT_MAX_TOOL_CALLS", "IDLE_ORPHAN_TIMEOUT_S", "KernelOptions",
-           "MAX_SECONDS", "WatchdogPolicy", "built", "check_options", "check_registry_settings", "checked_options"]
+           "MAX_SECONDS", "WatchdogPolicy", "built", "check_keep_ttl", "check_options", "check_registry_settings",
+           "checked_options"]
 
 _T = TypeVar("_T")
 
@@ -274,6 +275,19 @@ def check_registry_settings(max_kernels: object, idle_timeout: object, reap_inte
                         f"{type(transport_factory).__name__} {transport_factory!r}{hint}")
     if not callable(clock):
         raise TypeError(f"clock must be a callable giving monotonic seconds (time.monotonic), got {clock!r}")
+
+
+def check_keep_ttl(orphan_timeout: object) -> None:
+    """Check the TTL of :meth:`~.handle.KernelHandle.keep`: a finite number of seconds > 0, with no
+    bound of :data:`MAX_SECONDS` (the runner holds any: ``1e300`` keeps a kernel until it is swept).
+
+    :raises ConfigError: if it is none (``nan``, ``0`` or a negative one ended the kept kernel at once,
+        ``"60"`` kept it and then raised a bare ``ValueError``).
+    """
+    if not (isinstance(orphan_timeout, (int, float)) and not isinstance(orphan_timeout, bool)
+            and math.isfinite(orphan_timeout) and orphan_timeout > 0):
+        raise ConfigError(f"keep(): orphan_timeout must be a finite number of seconds > 0, got {orphan_timeout!r}; "
+                          "nothing was done, the kernel is still this handle's")
 
 
 def checked_options(options: object) -> KernelOptions:

@@ -1,6 +1,7 @@
 """CellQueue: the order of cells on one kernel, and which of them a ``restart()`` overtook.
 
-Cells on one kernel are serialized: each ``execute`` waits for its turn (the queue's lock).
+Cells on one kernel are serialized: each ``execute`` waits for its turn (the queue's lock), in
+the order the cells came (a line in front of the lock, which alone hands it to any waiter).
 A ``restart()`` ends the generation the waiting cells were sent to (handed case B27), so a cell
 that was already waiting when the restart began is never run on the replacement: it gets its
 turn at once and is told it was overtaken (the handle answers it with a final result naming
@@ -15,6 +16,7 @@ never runs twice at once.
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -51,6 +53,7 @@ class CellQueue:
         self._restarting = False
         self._waiting = 0
         self._count_lock = threading.Lock()
+        self._line: deque[tuple[int, threading.Event]] = deque()  # (thread, its event) in the order they came
 
     @property
     def waiting(self) -> int:
@@ -82,12 +85,30 @@ class CellQueue:
             self._turn.release()
 
     def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None) -> bool:
-        """Take the queue's lock and wait out a running restart; ``False`` (lock not held) once
-        ``cancel`` is set."""
+        """Wait in line, then take the queue's lock and wait out a running restart; ``False`` (lock
+        not held) once ``cancel`` is set. Cells get the lock in the order they came: the lock alone
+        handed it to any waiter (a cell sent after five others ran first in 1 round of 20)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        while not self._turn.acquire(timeout=look_s):
-            if cancel is not None and cancel.is_set():
-                return False
+        place = (threading.get_ident(), threading.Event())
+        head = place[1]
+        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
+            here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
+            self._line.insert(here, place)
+            if self._line[0] is place:
+                head.set()
+        try:
+            while not (head.is_set() or self._line[0] is place):  # (it looks too: a handoff a signal cut short)
+                if cancel is not None and cancel.is_set():
+                    return False
+                head.wait(CANCEL_LOOK_S)
+            while not self._turn.acquire(timeout=look_s):
+                if cancel is not None and cancel.is_set():
+                    return False
+        finally:  # held, cancelled or interrupted: the next in line is head now
+            with self._count_lock:
+                self._line.remove(place)
+                if self._line:
+                    self._line[0][1].set()
         try:
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():

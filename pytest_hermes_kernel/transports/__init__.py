@@ -91,6 +91,11 @@ _LAZY = {
 }
 
 
+def __dir__() -> list[str]:
+    """The module's names with the lazy transport classes of :data:`_LAZY` (a completion listed none)."""
+    return sorted({*globals(), *_LAZY})
+
+
 def __getattr__(name: str) -> Any:
     """Transport classes, imported on first use (docker and paramiko load only when asked for)."""
     module = _LAZY.get(name)

@@ -1,0 +1,91 @@
+"""Cells that wait for their turn on one kernel run in the order they came: a step that depends on
+the one sent before it (``df = load()``, then ``df.head()``) finds it done.
+
+The queue's lock handed the kernel to any of its waiters (found by a breaker helper on
+2026-12-05): of ten cells sent one after another behind a running one, each sent once the one
+before was waiting, a later one ran first in 2-3 rounds of 40, and ``asyncio.gather()`` of five
+``aexecute`` cells ran out of order in 3 rounds of 100. The queue now keeps a line, in which a
+cell sent from a signal handler of a thread waiting in it takes that thread's place (behind its
+own thread's cell it waited for ever: the lock alone let it through).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+from pytest_hermes_kernel import KernelState, aexecute
+from tests.support import wait_until
+
+ROUNDS = 120
+WAITERS = 10
+
+
+def test_cells_waiting_behind_a_running_one_run_in_the_order_they_came(make_kernel) -> None:
+    gate = threading.Event()
+    k = make_kernel(tools={"gate": lambda: gate.wait(30.0)})
+    wrong = []
+    for _ in range(ROUNDS):
+        k.execute("seq = []")
+        gate.clear()
+        threads = [threading.Thread(target=k.execute, args=("import hermes_tools; hermes_tools.gate()",))]
+        threads[0].start()
+        wait_until(lambda: k.state is KernelState.BUSY, 10.0)
+        for i in range(WAITERS):
+            threads.append(threading.Thread(target=k.execute, args=(f"seq.append({i})",)))
+            threads[-1].start()
+            wait_until(lambda n=i: k.queued > n, 10.0)  # it waits in line before the next is sent
+        gate.set()
+        for thread in threads:
+            thread.join(30.0)
+        if (got := k.execute("seq").value) != str(list(range(WAITERS))):
+            wrong.append(got)
+    assert not wrong, f"{len(wrong)} of {ROUNDS} rounds ran out of order: {wrong[:3]}"
+
+
+def test_gathered_aexecute_cells_run_in_the_order_they_were_sent(make_kernel) -> None:
+    k = make_kernel()
+
+    async def rounds() -> list[str]:
+        wrong = []
+        for _ in range(50):
+            k.execute("seq = []")
+            await asyncio.gather(*(aexecute(k, f"seq.append({i})") for i in range(5)))
+            if (got := k.execute("seq").value) != "[0, 1, 2, 3, 4]":
+                wrong.append(got)
+        return wrong
+
+    began = time.monotonic()
+    assert asyncio.run(rounds()) == []
+    assert time.monotonic() - began < 60.0
+
+
+def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
+    """A handler that runs a cell while its thread waits in line (behind another thread's cell)
+    goes in its thread's place: behind its own outer cell it would wait for ever."""
+    import os
+    import signal
+
+    from tests.support import hang_alarm
+
+    k = make_kernel()
+    k.execute("order = []")
+    ahead = threading.Thread(target=k.execute, args=("import time; time.sleep(0.5); order.append('ahead')",))
+    ahead.start()
+    wait_until(lambda: k.state is KernelState.BUSY, 10.0)
+
+    def send_when_waiting() -> None:
+        wait_until(lambda: k.queued >= 1, 10.0)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, lambda *_: k.execute("order.append('handler')"))
+    try:
+        threading.Thread(target=send_when_waiting, daemon=True).start()
+        with hang_alarm(20, "the handler's cell waited behind its own thread's"):
+            k.execute("order.append('outer')")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        ahead.join(30.0)
+
+    assert k.execute("order").value == "['ahead', 'handler', 'outer']"
