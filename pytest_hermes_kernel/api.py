@@ -26,9 +26,13 @@ __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 def shared_transport(key: KernelKey) -> Transport:
     """The default transport factory: the process-wide shared transport for ``key.transport``.
 
+    :raises TypeError: if ``key`` is no :class:`KernelKey` (a transport's name: ``get_transport(name)``).
     :raises ConfigError: if the name is unknown.
     :raises TransportUnavailableError: if that transport cannot run here.
     """
+    if not isinstance(key, KernelKey):
+        raise TypeError(f"shared_transport() takes a KernelKey, not {type(key).__name__} {key!r}: "
+                        "get_transport(name) gives the shared transport of a name")
     return get_transport(key.transport)
 
 

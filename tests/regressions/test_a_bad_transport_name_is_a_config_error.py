@@ -55,3 +55,12 @@ def test_a_transport_class_is_told_to_pass_an_instance():
 
     with pytest.raises(ConfigError, match=r"not the class LocalTransport: pass an instance, LocalTransport\(\.\.\.\)"):
         start_kernel(LocalTransport)
+
+
+def test_shared_transport_given_a_name_says_it_takes_a_key():
+    """``shared_transport("local")`` (the registry's default factory, called by hand) was a bare
+    ``AttributeError: 'str' object has no attribute 'transport'``."""
+    from pytest_hermes_kernel.api import shared_transport
+
+    with pytest.raises(TypeError, match=r"shared_transport\(\) takes a KernelKey, not str 'local': get_transport\(name\)"):
+        shared_transport("local")
