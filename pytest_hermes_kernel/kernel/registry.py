@@ -115,13 +115,10 @@ class KernelRegistry(IdleReaping):
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
         check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock)
-        self.max_kernels = max_kernels
-        self.transport = transport
-        self.idle_timeout = idle_timeout
+        self.max_kernels, self.transport, self.idle_timeout = max_kernels, transport, idle_timeout
         self.options = checked_options(options)
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
-        self.clock = clock
-        self.stale_dir_age = stale_dir_age
+        self.clock, self.stale_dir_age = clock, stale_dir_age
         self._factory = transport_factory
         self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
@@ -179,9 +176,12 @@ class KernelRegistry(IdleReaping):
         """Run ``code`` on the kernel for ``key`` under a lease.
 
         :param reset: restart the kernel first (state is lost and reported with reason ``reset``).
+        :raises TypeError: if ``reset`` is not a bool (nothing is run).
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
         """
+        if not isinstance(reset, bool):  # "no" would be true: the state lost to a word
+            raise TypeError(f"reset must be a bool, not {type(reset).__name__} {reset!r}; nothing was run")
         key = self.resolve(key)
         with self.lease(key) as handle:
             if reset and handle.cells_run:

@@ -59,3 +59,17 @@ def test_a_clock_that_cannot_be_called_is_refused():
 def test_the_settings_as_meant_pass():
     with KernelRegistry(reap_interval=30.0, stale_dir_age=0, transport_factory=lambda key: None) as registry:
         assert registry.stale_dir_age == 0
+
+
+def test_a_reset_that_is_no_bool_is_refused_and_runs_nothing():
+    """``registry.execute(key, code, reset="no")`` restarted the kernel ("no" is true): its state lost to a word."""
+    from pytest_hermes_kernel.api import KernelRegistry
+    from pytest_hermes_kernel.kernel.registry import KernelKey
+
+    with KernelRegistry() as registry:
+        key = KernelKey(owner="t")
+        registry.execute(key, "x = 1")
+        with pytest.raises(TypeError, match="reset must be a bool, not str 'no'; nothing was run"):
+            registry.execute(key, "x = 2", reset="no")  # type: ignore[arg-type]
+        kept = registry.execute(key, "x")
+        assert (kept.value, kept.kernel.state_lost) == ("1", False), kept.summary()
