@@ -19,6 +19,7 @@ from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
 from .kernel.rpc import ToolTable
 from .transports import get_transport
+from .transports import transport_factory as _factory_of
 
 __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 
@@ -40,10 +41,14 @@ class KernelRegistry(CoreRegistry):
     """:class:`pytest_hermes_kernel.kernel.registry.KernelRegistry` with the default factory.
 
     Takes every keyword of the core registry; ``transport_factory`` defaults to
-    :func:`shared_transport`.
+    :func:`shared_transport`, and with it a ``transport=`` name that no transport has is refused.
+
+    :raises ConfigError: for an unknown ``transport`` name (with the closest known one), or a bad setting.
     """
 
     def __init__(self, *, transport_factory: TransportFactory | None = None, **options: Any) -> None:
+        if transport_factory is None and isinstance(options.get("transport"), str):
+            _factory_of(options["transport"])  # a misspelt default is refused now, not at the first cell
         super().__init__(transport_factory=transport_factory or shared_transport, **options)
 
 

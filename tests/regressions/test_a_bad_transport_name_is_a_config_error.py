@@ -64,3 +64,11 @@ def test_shared_transport_given_a_name_says_it_takes_a_key():
 
     with pytest.raises(TypeError, match=r"shared_transport\(\) takes a KernelKey, not str 'local': get_transport\(name\)"):
         shared_transport("local")
+
+
+def test_a_registry_whose_default_transport_is_misspelt_is_refused_when_made():
+    """``KernelRegistry(transport="dockr")`` was taken; its first cell failed."""
+    from pytest_hermes_kernel import KernelRegistry
+
+    with pytest.raises(ConfigError, match=f"did you mean 'docker'\\?.*known: {KNOWN}"):
+        KernelRegistry(transport="dockr")
