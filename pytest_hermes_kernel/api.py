@@ -7,6 +7,8 @@ a transport name and :class:`KernelRegistry` uses the shared transport for ``key
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +20,7 @@ from .kernel.registry import KernelKey
 from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
 from .kernel.rpc import ToolTable
-from .transports import get_transport
+from .transports import get_transport, transport_factory
 
 __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 
@@ -57,6 +59,25 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
     try:
         opts = built(KernelOptions, options)
     except ConfigError as exc:
-        raise ConfigError(f"bad kernel option: {exc}") from None
+        raise ConfigError(f"bad kernel option: {exc}{_transport_option_hint(transport, options)}") from None
     t = transport if isinstance(transport, Transport) else get_transport(transport)  # a bad name: ConfigError
     return KernelHandle(t, opts, tools=tools).start()
+
+
+def _transport_option_hint(transport: str | Transport, options: Mapping[str, Any]) -> str:
+    """Where an option of the transport (``server=``, ``container=``, ...) given as a kernel option
+    goes, or ``""``: a transport takes its options when it is made, not per kernel."""
+    if not isinstance(transport, str):
+        return ""
+    try:
+        takes = inspect.signature(transport_factory(transport)).parameters
+    except (ConfigError, ImportError, TypeError, ValueError):
+        return ""
+    fields = {f.name for f in dataclasses.fields(KernelOptions)}
+    theirs = [key for key in options if key in takes and key not in fields]
+    if not theirs:
+        return ""
+    made = ", ".join(f"{key}={options[key]!r}" for key in theirs)
+    return (f". Hint: {'=, '.join(theirs)}= {'is an option' if len(theirs) == 1 else 'are options'} of the "
+            f"{transport} transport, not of the kernel: start_kernel(make_transport({transport!r}, {made}), ...) "
+            "(make_transport from pytest_hermes_kernel.transports; you close that transport)")
