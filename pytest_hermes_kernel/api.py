@@ -7,6 +7,8 @@ a transport name and :class:`KernelRegistry` uses the shared transport for ``key
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,8 +20,7 @@ from .kernel.registry import KernelKey
 from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
 from .kernel.rpc import ToolTable
-from .transports import get_transport
-from .transports import transport_factory as _factory_of
+from .transports import get_transport, transport_factory
 
 __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 
@@ -48,7 +49,7 @@ class KernelRegistry(CoreRegistry):
 
     def __init__(self, *, transport_factory: TransportFactory | None = None, **options: Any) -> None:
         if transport_factory is None and isinstance(options.get("transport"), str):
-            _factory_of(options["transport"])  # a misspelt default is refused now, not at the first cell
+            transport_factory(options["transport"])  # a misspelt default is refused now, not at the first cell
         super().__init__(transport_factory=transport_factory or shared_transport, **options)
 
 
@@ -66,9 +67,28 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
     try:
         opts = built(KernelOptions, options)
     except ConfigError as exc:
-        raise ConfigError(f"bad kernel option: {exc}") from None
+        raise ConfigError(f"bad kernel option: {exc}{_transport_option_hint(transport, options)}") from None
     if isinstance(transport, type) and issubclass(transport, Transport):  # it said only "a name is a str, not ABCMeta"
         raise ConfigError(f"start_kernel takes a transport's name or a Transport instance, not the class "
                           f"{transport.__name__}: pass an instance, {transport.__name__}(...)")
     t = transport if isinstance(transport, Transport) else get_transport(transport)  # a bad name: ConfigError
     return KernelHandle(t, opts, tools=tools).start()
+
+
+def _transport_option_hint(transport: str | Transport, options: Mapping[str, Any]) -> str:
+    """Where an option of the transport (``server=``, ``container=``, ...) given as a kernel option
+    goes, or ``""``: a transport takes its options when it is made, not per kernel."""
+    if not isinstance(transport, str):
+        return ""
+    try:
+        takes = inspect.signature(transport_factory(transport)).parameters
+    except (ConfigError, ImportError, TypeError, ValueError):
+        return ""
+    fields = {f.name for f in dataclasses.fields(KernelOptions)}
+    theirs = [key for key in options if key in takes and key not in fields]
+    if not theirs:
+        return ""
+    made = ", ".join(f"{key}={options[key]!r}" for key in theirs)
+    return (f". Hint: {'=, '.join(theirs)}= {'is an option' if len(theirs) == 1 else 'are options'} of the "
+            f"{transport} transport, not of the kernel: start_kernel(make_transport({transport!r}, {made}), ...) "
+            "(make_transport from pytest_hermes_kernel.transports; you close that transport)")

@@ -152,7 +152,8 @@ def save_secret(kernel_id: str, name: str, text: str, directory: str | None = No
 
 
 def load_all(directory: str | None = None, *, skipped: list[str] | None = None) -> list[KeptKernel]:
-    """Every kept kernel's record, oldest first (unreadable files, and records of the wrong shape,
+    """Every kept kernel's record, oldest first: by when it was kept, not when its last client left
+    (``ls --ids | tail -n 1`` is the newest kept; unreadable files, and records of the wrong shape,
     are skipped).
 
     :param skipped: if given, gets the path of each ``.json`` file skipped (for a command to say so:
@@ -174,7 +175,7 @@ def load_all(directory: str | None = None, *, skipped: list[str] | None = None) 
             records.append(record)
         elif skipped is not None:
             skipped.append(os.path.join(root, name))
-    return sorted(records, key=lambda r: r.detached_at)
+    return sorted(records, key=lambda r: (r.kept_at, r.kernel_id))
 
 
 def skipped_note(skipped: list[str]) -> str:

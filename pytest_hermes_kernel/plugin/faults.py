@@ -211,6 +211,10 @@ class HermesFaults:
         from ..faults.harness import HarnessKernel
         from ..transports import get_transport
 
+        if not isinstance(transport, str):  # (the test's hermes_transport: its host could not take it)
+            raise ConfigError(f"hermes_faults.harness() takes a transport name, not {transport!r}: the kernel runs "
+                              "in a separate host process, which makes its own transport of that name with the "
+                              f"run's settings. Hint: hermes_faults.harness({getattr(transport, 'name', 'local')!r})")
         defaults = transport_defaults(self._config, transport) if self._config is not None else {}
         if defaults:  # this process's shared transport of that name, as the harness host's
             try:

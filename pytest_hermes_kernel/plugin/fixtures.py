@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, KernelShutdownError, TransportUnavailableError
-from ..transports import close_transport, get_transport, make_transport, transport_names
+from ..transports import close_transport, get_transport, make_transport, registered, transport_names
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
 from .markers import did_you_mean, options_lacking
@@ -202,7 +202,8 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
     if fixturedef.argname != "hermes_transport":
         return value
     if getattr(fixturedef.func, "__module__", None) == __name__:  # the plugin's own
-        if getattr(getattr(request.node, "function", None), "__module__", "").startswith(f"{_PACKAGE}.contract."):
+        in_contract = getattr(getattr(request.node, "function", None), "__module__", "").startswith(f"{_PACKAGE}.contract.")
+        if in_contract and not registered(getattr(request, "param", None) or value.name):  # registered: the author's
             request.config.stash[stats_key].contract_plain.add(value.name)
     else:
         from ..kernel.contract import Transport

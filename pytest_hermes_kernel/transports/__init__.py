@@ -45,7 +45,7 @@ from .shared_options import SharedTransport
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport", "shared_transports",
            "TRANSPORT_NAMES", "close_shared_transports", "close_transport", "forget_closed_transports",
            "watch_closed_transports",
-           "live_transports", "make_transport", "transport_factory", "transport_names"]
+           "live_transports", "make_transport", "registered", "transport_factory", "transport_names"]
 
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
@@ -124,6 +124,13 @@ def transport_names() -> tuple[str, ...]:
     """The built-in names and those registered so far with :func:`register_transport`."""
     with _lock:
         return TRANSPORT_NAMES + tuple(n for n in _factories if n not in TRANSPORT_NAMES)
+
+
+def registered(name: str) -> bool:
+    """Whether ``name`` is made by a factory given to :func:`register_transport` (a backend of the
+    user's own, or one put over a built-in name), not by a built-in transport."""
+    with _lock:
+        return name in _factories
 
 
 def _builtin(name: str) -> Callable[..., Transport]:

@@ -31,3 +31,17 @@ def test_a_harness_whose_kernel_cannot_start_leaves_no_pipe_open(tmp_path) -> No
     pipes = [fd for fd in set(os.listdir("/proc/self/fd")) - before
              if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")]
     assert not pipes, f"pipes left open: {pipes}"
+
+
+def test_a_harness_asked_for_with_the_tests_transport_says_it_takes_a_name(hermes_transport, hermes_faults) -> None:
+    """``hermes_faults.harness(transport)`` (docs/reference.md, "Faults in depth") takes a transport
+    *name*: given the test's ``hermes_transport``, a newcomer's first try, it started a host process
+    that failed with ``KernelStartError: the harness host could not start a <...LocalTransport object
+    at 0x...> kernel: cannot pickle '_thread.lock' object``. Now a usage error says what to pass."""
+    import re
+
+    from pytest_hermes_kernel.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(f"hermes_faults.harness({hermes_transport.name!r})")) as info:
+        hermes_faults.harness(hermes_transport)
+    assert "takes a transport name" in str(info.value) and "pickle" not in str(info.value)

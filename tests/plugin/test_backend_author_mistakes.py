@@ -82,6 +82,35 @@ def test_a_contract_run_whose_override_was_not_picked_up_says_it_ran_on_a_built_
     assert "hermes_transport overridden" not in result.stdout.str()
 
 
+REGISTERED = """
+import atexit, shutil, tempfile
+from pytest_hermes_kernel.transports import FileCellTransport, register_transport
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+def make_sandbox(**options):
+    root = tempfile.mkdtemp(prefix="hermes-backend-")  # a short path: kernel dirs hold sockets
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    return FileCellTransport(LocalShellBackend(), root=root, **options)
+
+register_transport("sandbox", make_sandbox)
+"""
+
+
+def test_a_contract_run_on_a_registered_transport_is_not_said_to_run_on_a_built_in_one(pytester, run) -> None:
+    """A backend registered with ``register_transport("sandbox", ...)`` and selected with
+    ``--hermes-transport=sandbox`` is the author's own: the summary said the suite ran on "the
+    built-in filecell transport ... with no hermes_transport override" (the name its class gives),
+    telling the author that their backend had not run."""
+    pytester.makeconftest(REGISTERED)
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n")
+
+    result = run("-q", "-k", "test_namespace_persists_across_cells", "--hermes-transport=sandbox")
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*"])
+    assert "ran on the built-in" not in result.stdout.str(), result.stdout.str()
+
+
 LEAKY = """
 import pytest
 from pytest_hermes_kernel.transports.local import LocalTransport

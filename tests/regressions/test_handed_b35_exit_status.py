@@ -85,8 +85,16 @@ class _ExecApi:
     def exec_create(self, *args: Any, **kwargs: Any) -> dict[str, str]:
         return {"Id": "e" * 64}
 
-    def exec_start(self, exec_id: str) -> bytes:
-        return b"partial output"
+    def exec_start(self, exec_id: str, socket: bool = False) -> Any:
+        """The exec's hijacked connection (the backend writes the command to its stdin): it
+        carries one stdout frame of partial output, then ends."""
+        import socket as sockets
+        import struct
+
+        ours, self.peer = sockets.socketpair()
+        self.peer.sendall(struct.pack(">BxxxL", 1, 14) + b"partial output")
+        self.peer.shutdown(sockets.SHUT_WR)
+        return ours
 
     def exec_inspect(self, exec_id: str) -> dict[str, Any]:
         return {"ExitCode": None, "Running": True}
@@ -99,6 +107,7 @@ def test_the_docker_backend_never_makes_up_a_status():
 
     with pytest.raises(ExitStatusUnknownError):
         backend.execute("sleep 30", 60.0)
+    client.api.peer.close()
 
 
 @pytest.fixture

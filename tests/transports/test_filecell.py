@@ -469,3 +469,28 @@ def test_a_docker_backend_asks_a_container_for_timeout_once_per_process(docker_r
     assert other.execute("sleep 5", timeout=0.5)[0] == 137, "killed by timeout -s KILL at its budget"
     assert ["sh", "-c", "command -v timeout"] not in created, created
     assert created and created[-1][:3] == ["timeout", "-s", "KILL"], created
+
+
+def test_a_docker_backend_hands_the_command_to_the_shell_on_its_stdin_not_in_argv(docker_ready, monkeypatch) -> None:
+    """Handed case B43 on the docker exec backend: the command text (a launch carries the kernel's
+    ``env``) was the exec's argv (``sh -c CMD``), which ``ps`` in the container and ``docker
+    inspect`` show, while the README and docs/checks.md said the reference backends feed it to
+    ``sh`` on its stdin. Output of both streams, the exit status and the budget stay as they were."""
+    docker = get_transport("docker")
+    backend = DockerExecBackend(docker.shared_container(), client=docker.client)
+    created: list[list[str]] = []
+    exec_create = docker.client.api.exec_create
+
+    def recording(container, cmd, *args, **kw):
+        created.append(list(cmd))
+        return exec_create(container, cmd, *args, **kw)
+
+    monkeypatch.setattr(docker.client.api, "exec_create", recording)
+    secret = "s3cr3t-canary-in-argv"
+    code, out = backend.execute(f"echo out-{secret}; echo err >&2; exit 3", timeout=10.0)
+
+    assert (code, out.splitlines()) == (3, [f"out-{secret}", "err"]), (code, out)
+    assert created and not any(secret in arg for argv in created for arg in argv), created
+    assert backend.execute("sleep 5", timeout=0.5)[0] == 137, "killed by timeout -s KILL at its budget"
+    big = backend.execute("head -c 4194304 /dev/zero | tr '\\0' x", timeout=30.0)
+    assert big == (0, "x" * 4194304), (big[0], len(big[1]))

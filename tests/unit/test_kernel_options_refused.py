@@ -59,3 +59,18 @@ def test_a_misspelled_option_is_refused_with_the_closest_name(values, says):
     with pytest.raises(ConfigError, match=re.escape(says)):
         start_kernel("local", **values)
 
+
+
+@pytest.mark.parametrize("transport, values", [
+    ("local", {"server": False}), ("docker", {"container": "fresh", "timeout": 5}),
+])
+def test_a_transport_option_given_to_start_kernel_says_where_it_goes(transport, values):
+    """``start_kernel("local", server=False)``, the README's spawn path written the short way, was
+    refused as an ``unknown field 'server' of KernelOptions`` with the list of kernel options and
+    no word of where ``server`` goes; now the hint says it is the transport's and how to pass it."""
+    name = next(k for k in values if k != "timeout")
+    with pytest.raises(ConfigError, match=re.escape(f"unknown field {name!r} of KernelOptions")) as caught:
+        start_kernel(transport, **values)
+    said = str(caught.value)
+    assert f"Hint: {name}= is an option of the {transport} transport, not of the kernel" in said, said
+    assert f"start_kernel(make_transport({transport!r}, {name}={values[name]!r}), ...)" in said, said

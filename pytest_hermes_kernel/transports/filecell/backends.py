@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import selectors
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -294,7 +295,9 @@ _HAS_TIMEOUT: dict[tuple[str, str, str | None], bool] = {}
 
 
 class DockerExecBackend:
-    """``docker exec <container> sh -c cmd`` (docker-py), as the container's default user.
+    """``docker exec <container> sh`` (docker-py), as the container's default user, ``cmd`` on its
+    stdin (:data:`STDIN_SHIM`, stderr joined to stdout): never in the exec's argv, which ``ps`` in
+    the container and ``docker inspect`` show (B43).
 
     :param container: a docker-py ``Container`` or a container id.
     :param user: exec user; ``""`` is the container's user.
@@ -343,15 +346,16 @@ class DockerExecBackend:
 
         :raises TimeoutError: if the exec is still running 5 s after ``timeout`` seconds.
         """
-        argv = ["sh", "-c", cmd]
+        argv = ["sh", "-c", "exec 2>&1; " + STDIN_SHIM]  # one stream, in the order written
         if timeout is not None and self._timeout_available():
             argv = ["timeout", "-s", "KILL", f"{max(timeout, 0.1):.3f}", *argv]
         api = self._client.api
-        exec_id = api.exec_create(self.container_id, argv, user=self.user, stdout=True, stderr=True)["Id"]
-        if timeout is None:
-            out = api.exec_start(exec_id)
-        else:
-            out = call_with_timeout(lambda: api.exec_start(exec_id), timeout + 5.0)
+        exec_id = api.exec_create(self.container_id, argv, user=self.user, stdin=True, stdout=True,
+                                  stderr=True)["Id"]
+        from docker.utils.socket import frames_iter
+
+        out = call_with_timeout(lambda: _exec_with_stdin(api, exec_id, cmd.encode("utf-8"), frames_iter),
+                                None if timeout is None else timeout + 5.0)
         code = api.exec_inspect(exec_id).get("ExitCode")
         if code is None:  # docker-py/moby: the stream ended before the exec did (B35)
             raise ExitStatusUnknownError(f"docker exec {exec_id[:12]} in {self.container_id[:12]} reported no exit "
@@ -387,6 +391,19 @@ class DockerExecBackend:
 
     def __repr__(self) -> str:
         return f"DockerExecBackend({self.container_id[:12]})"
+
+
+def _exec_with_stdin(api: Any, exec_id: str, data: bytes, frames_iter: Any) -> bytes:
+    """Start the exec, write ``data`` to its stdin and close it, and read its output to the end."""
+    hijacked = api.exec_start(exec_id, socket=True)
+    sock = getattr(hijacked, "_sock", hijacked)
+    try:
+        sock.sendall(data)
+        sock.shutdown(socket.SHUT_WR)  # the shim's cat sees EOF, the output still arrives
+        return b"".join(chunk for _stream, chunk in frames_iter(hijacked, tty=False))
+    finally:
+        for part in (hijacked, sock):
+            part.close()
 
 
 def call_with_timeout(fn: Any, timeout: float | None, *, name: str = "hermes-docker-exec",
