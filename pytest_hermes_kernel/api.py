@@ -21,6 +21,7 @@ from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
 from .kernel.rpc import ToolTable
 from .transports import get_transport, transport_factory
+from .transports import transport_factory as _factory_of  # the registry has a parameter of that name
 
 __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 
@@ -49,7 +50,7 @@ class KernelRegistry(CoreRegistry):
 
     def __init__(self, *, transport_factory: TransportFactory | None = None, **options: Any) -> None:
         if transport_factory is None and isinstance(options.get("transport"), str):
-            transport_factory(options["transport"])  # a misspelt default is refused now, not at the first cell
+            _factory_of(options["transport"])  # a misspelt default is refused now, not at the first cell
         super().__init__(transport_factory=transport_factory or shared_transport, **options)
 
 
