@@ -7,7 +7,7 @@ runner's), no kill (the runner was seen gone, so none was sent). ``shutdown()`` 
 cell: a core at 100 % for good outside pytest; under it, only the leak check found it).
 
 Now the probe that finds the runner gone (the re-attach's, in the same exec) SIGKILLs what is
-left of its session that carries the kernel's id. Both start paths.
+left of its session. Both start paths.
 """
 
 from __future__ import annotations
