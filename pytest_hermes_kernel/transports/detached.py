@@ -103,13 +103,13 @@ def stat_fields(pid):
     return stat[stat.rfind(b')') + 2:].split()
 """
 
-#: argv[1]: the runner's session id; argv[2] (optional): its kernel id. A live leader of that
-#: session without it is another's (the pid was reused after a reboot): nothing is killed then.
-#: SIGKILLs every non-zombie member until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
+#: argv[1]: the runner's session id; then optionally ``--kernel ID``: a live leader of that
+#: session without that kernel id is another's (the pid was reused after a reboot): nothing is
+#: killed then. SIGKILLs every non-zombie member until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
 KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\n" + _STAT_FIELDS + _LIVE_ENV + r"""
 lead = stat_fields(sid)
-foreign = (len(sys.argv) > 2 and lead is not None and lead[0] != b'Z' and int(lead[3]) == sid
-           and ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() not in (live_env(str(sid)) or ()))
+foreign = (sys.argv[2:3] == ['--kernel'] and lead is not None and lead[0] != b'Z' and int(lead[3]) == sid
+           and ('HERMES_KERNEL_ID=' + sys.argv[3]).encode() not in (live_env(str(sid)) or ()))
 def is_member(name):
     fields = stat_fields(name)
     return not foreign and fields is not None and int(fields[3]) == sid and fields[0] != b'Z'
