@@ -378,8 +378,8 @@ def _open_session(conn: SshConnection, what: str) -> paramiko.Channel:
                 delay, tries = min(delay * 2, 0.2), tries + 1
                 continue
             why = (f" (retried for {now - first:.1f} s while this connection held {len(conn._channels)} sessions: "
-                   f"the server's MaxSessions may be below max_sessions={conn.max_sessions}; pass max_sessions= "
-                   "to match)") if tries else ""
+                   f"the server's MaxSessions may be below max_sessions={conn.max_sessions})\nHint: pass max_sessions= "
+                   "the server's MaxSessions, or start kernels by its kernel server (one session for all)") if tries else ""
             raise TransportLostError(f"{what} on {conn.target} refused: {exc}{why}") from None
 
 
