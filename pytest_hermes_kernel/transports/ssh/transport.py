@@ -199,7 +199,8 @@ class SshTransport(Transport):
                 if isinstance(exc, ContainerGoneError):
                     raise
                 self._silence.failed(str(exc), timed_out=exc.timed_out, short=timeout is not None)
-                raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
+                raise TransportLostError(str(exc), permanent=exc.permanent or (probe and exc.timed_out),  # a changed
+                                         timed_out=exc.timed_out) from None  # host key stays refused
             self._silence.until = 0.0  # it answers again
             self._home = None
             return self._conn
