@@ -103,16 +103,16 @@ def stat_fields(pid):
     return stat[stat.rfind(b')') + 2:].split()
 """
 
-#: argv[1]: the runner's session id; argv[2] (optional): its kernel id, which a member must carry
-#: too (after a reboot the pid may be another kernel's, or anyone's). SIGKILLs every non-zombie
-#: member until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
-KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\nwant = sys.argv[2:3]\n" + _STAT_FIELDS
-                       + _LIVE_ENV + r"""
+#: argv[1]: the runner's session id; then optionally ``--kernel ID``: a live leader of that
+#: session without that kernel id is another's (the pid was reused after a reboot): nothing is
+#: killed then. SIGKILLs every non-zombie member until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
+KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\n" + _STAT_FIELDS + _LIVE_ENV + r"""
+lead = stat_fields(sid)
+foreign = (sys.argv[2:3] == ['--kernel'] and lead is not None and lead[0] != b'Z' and int(lead[3]) == sid
+           and ('HERMES_KERNEL_ID=' + sys.argv[3]).encode() not in (live_env(str(sid)) or ()))
 def is_member(name):
     fields = stat_fields(name)
-    if fields is None or int(fields[3]) != sid or fields[0] == b'Z':
-        return False
-    return not want or ('HERMES_KERNEL_ID=' + want[0]).encode() in (live_env(name) or ())
+    return not foreign and fields is not None and int(fields[3]) == sid and fields[0] != b'Z'
 """ + _KILL_UNTIL_GONE)
 
 #: argv[1]: the pid of a kernel a server forked a moment ago, run as a probe (a fork of that

@@ -5,7 +5,8 @@ on the host for good: only a server that exits removes its own dir, and nothing 
 it (not the leak check, not a sweep). On a target host each such death left one more.
 
 Now a server that starts removes its siblings that no process works in any more (a dir made in
-the last minute is left alone: another transport may be about to start its server there).
+the last minute is left alone: another transport may be about to start its server there); a
+live server's dir stays, however old.
 """
 
 from __future__ import annotations
@@ -45,7 +46,16 @@ def test_a_dead_servers_dir_is_removed_by_the_next_server():
                 wait_until(lambda: not _exists(transport, sdir), 5.0, interval=0.2,
                            what=f"the dead server's dir {sdir} to be removed")
                 assert k.execute("x").value == "1"  # its kernels live on (re-attached)
-                assert _exists(transport, fresh.launched.extra["server"].hello["home"] + "/.hermes-kernels")
+
+                live = fresh.launched.extra["server"]
+                live_dir = sdir.rsplit("/", 1)[0] + "/" + _server_dir_name(transport, live.pid)
+                container_output(transport.sshd.docker, transport.sshd_container_id,
+                                 ["touch", "-d", "2 minutes ago", live_dir])
+                with start_kernel(transport, python="/usr/bin/python3") as other:  # a server of its own
+                    assert other.launched.extra["server"].pid not in (live.pid, server.pid)
+                assert _exists(transport, live_dir)  # its server works in it
+                with start_kernel(transport) as again:  # forked by the live server from its runner file
+                    assert again.launched.extra["server"] is live and again.execute("2").value == "2"
 
 
 def _server_dir_name(transport: SshTransport, pid: int) -> str:

@@ -6,8 +6,8 @@ next cell came back ``died``, its state lost. On a real host the pid may be anyo
 login (a tmux server, a login shell): its whole session was killed.
 
 Now a runner is the pid *and* its kernel's id in its environment: a pid that carries another
-kernel's id is no runner of ours (seen gone), and a kill ends only processes that carry the
-kernel's id. Both start paths.
+kernel's id is no runner of ours (seen gone), and a kill leaves alone a session whose live
+leader does not carry the kernel's id. Both start paths.
 """
 
 from __future__ import annotations

@@ -65,3 +65,19 @@ def test_a_refusal_no_wait_can_cure_is_not_retried() -> None:
     with pytest.raises(TransportLostError, match=r"refused: ChannelException\(3, "):
         _open_session(_connection(transport, released_ago=0.0), "sftp")
     assert transport.opens == 1
+
+
+def test_a_refusal_past_the_wait_hints_at_max_sessions_not_at_the_key() -> None:
+    """Seen at a kernel start (spawn path) on a host whose MaxSessions was below max_sessions:
+    the error named the limit, then got the start error's generic "Hint: is the host up and the
+    key accepted?" (the refusal's advice was no ``Hint:``): the host was up, the key accepted."""
+    from pytest_hermes_kernel.transports.ssh.transport import _unreachable
+
+    conn = _connection(RefusingTransport(refusals=10_000), released_ago=0.0)
+    conn.session_wait = 0.2
+    with pytest.raises(TransportLostError) as caught:
+        _open_session(conn, "sftp")
+
+    message = str(_unreachable(caught.value))
+    assert "key accepted" not in message, message
+    assert "max_sessions=" in message.split("\nHint: ", 1)[-1], message

@@ -91,18 +91,18 @@ def sweep_dead_servers_dirs(own: str | None) -> None:
         return
     parent, now = os.path.dirname(own), time.time()
     try:
-        stale = [e.path for e in os.scandir(parent) if e.name.startswith("server-") and e.path != own
-                 and e.is_dir(follow_symlinks=False) and now - e.stat(follow_symlinks=False).st_mtime > STALE_SERVER_DIR_S]
+        stale = {(st.st_dev, st.st_ino): e.path for e in os.scandir(parent)
+                 if e.name.startswith("server-") and e.path != own and e.is_dir(follow_symlinks=False)
+                 and now - (st := e.stat(follow_symlinks=False)).st_mtime > STALE_SERVER_DIR_S}
         if stale:
-            in_use = set()
-            for name in os.listdir("/proc"):
+            for name in os.listdir("/proc"):  # a dir is told by its inode: a path may differ by a symlink
                 try:
-                    in_use.add(os.readlink(f"/proc/{name}/cwd"))
+                    cwd = os.stat(f"/proc/{name}/cwd")
                 except OSError:
                     continue
-            for path in stale:
-                if path not in in_use:
-                    shutil.rmtree(path, ignore_errors=True)
+                stale.pop((cwd.st_dev, cwd.st_ino), None)
+            for path in stale.values():
+                shutil.rmtree(path, ignore_errors=True)
     except OSError:
         pass
 

@@ -68,6 +68,18 @@ def connect_hint(exc: BaseException) -> str:
     return ""
 
 
+#: The hint of a connect that ran into its timeout.
+SILENT_HINT = ("\nHint: nothing answered as an sshd in time: is the host paused or overloaded, or a firewall or proxy "
+               "in the way that drops or stalls?")
+
+
+def chatty_shell_hint(noise: bytes) -> str:
+    """Why SFTP broke when the login shell printed ``noise`` around a command (``""``: it printed nothing)."""
+    return (f"; the login shell there prints {noise[:200]!r} in every session, before what it runs\nHint: make it "
+            "print nothing in non-interactive sessions (an echo at the top of ~/.bashrc, ~/.profile or "
+            "/etc/bash.bashrc)") if noise else ""
+
+
 def changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
     """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
     name, got, want = target.known_hosts_name(), exc.key, exc.expected_key

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
-from .address import SshTarget, changed_key_message, connect_hint
+from .address import SILENT_HINT, SshTarget, changed_key_message, chatty_shell_hint, connect_hint
 from .credentials import load_known_hosts, read_host_key
 
 if TYPE_CHECKING:
@@ -52,11 +52,6 @@ logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
 # As a library should: with no logging set up, Python's last-resort handler printed paramiko's
 # ERROR lines (a port that is no sshd: two tracebacks) beside the error that reports them already.
 logging.getLogger(LOG_CHANNEL).addHandler(logging.NullHandler())
-
-#: The hint of a connect that ran into its timeout.
-SILENT_HINT = ("\nHint: nothing answered as an sshd in time: is the host paused or overloaded, or a firewall or proxy "
-               "in the way that drops or stalls?")
-
 
 def _end_handshake_timer(client: paramiko.SSHClient) -> None:
     """Cancel the timer paramiko starts for a key exchange that never finished (its thread ran 15 s
@@ -332,13 +327,24 @@ class SshConnection:
                 chan = _open_session(self, "sftp")
                 chan.invoke_subsystem("sftp")
                 sftp = paramiko.SFTPClient(chan)
-            except (OSError, paramiko.SSHException, EOFError) as exc:
+            except (OSError, paramiko.SSHException, EOFError, paramiko.SFTPError) as exc:
                 if chan is not None:
                     chan.close()
-                raise (exc if isinstance(exc, TransportLostError)  # refused: it says so
-                       else TransportLostError(f"sftp to {self.target} failed: {exc}")) from None
+                if isinstance(exc, TransportLostError):  # refused: it says so
+                    raise
+                noise = self._shell_noise() if isinstance(exc, paramiko.SFTPError) else b""
+                raise TransportLostError(f"sftp to {self.target} failed: {exc}{chatty_shell_hint(noise)}") from None
             self._channels.append(sftp.get_channel())
         return sftp
+
+    def _shell_noise(self) -> bytes:
+        """What the login shell prints around a command that prints nothing (``b""``: nothing, or
+        it could not be told): sshd runs SFTP through it too, which it breaks."""
+        try:
+            _, out, _ = self.run("true", timeout=10.0)
+        except (TransportLostError, TimeoutError):
+            return b""
+        return out
 
     def close(self) -> None:
         self._stop.set()
@@ -372,8 +378,8 @@ def _open_session(conn: SshConnection, what: str) -> paramiko.Channel:
                 delay, tries = min(delay * 2, 0.2), tries + 1
                 continue
             why = (f" (retried for {now - first:.1f} s while this connection held {len(conn._channels)} sessions: "
-                   f"the server's MaxSessions may be below max_sessions={conn.max_sessions}; pass max_sessions= "
-                   "to match)") if tries else ""
+                   f"the server's MaxSessions may be below max_sessions={conn.max_sessions})\nHint: pass max_sessions= "
+                   "the server's MaxSessions, or start kernels by its kernel server (one session for all)") if tries else ""
             raise TransportLostError(f"{what} on {conn.target} refused: {exc}{why}") from None
 
 

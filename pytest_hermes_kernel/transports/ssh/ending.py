@@ -82,7 +82,7 @@ def _kill(transport: SshTransport, launched: Launched) -> bool:
     if launched.pid is None:
         return True
     try:
-        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), *filter(None, [kernel_id_of(launched)]),
+        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), *_kernel_arg(launched),
                                         python=launched.extra.get("python"), ending=True)
     except ContainerGoneError:
         launched.extra["gone"] = True
@@ -93,6 +93,12 @@ def _kill(transport: SshTransport, launched: Launched) -> bool:
     gone = code == 0 and out.strip() == b"gone"
     launched.extra["gone"] = gone
     return gone
+
+
+def _kernel_arg(launched: Launched) -> list[str]:
+    """The kill script's ``--kernel ID`` (a reused pid's session is left alone), if the id is known."""
+    kernel_id = kernel_id_of(launched)
+    return ["--kernel", kernel_id] if kernel_id else []
 
 
 def cleanup(transport: SshTransport, launched: Launched) -> None:

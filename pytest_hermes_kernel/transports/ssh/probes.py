@@ -34,10 +34,10 @@ PROBE_TIMEOUT = 15.0
 
 #: argv[1]: a runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a zombie)
 #: and carries the kernel's id (after a reboot its pid may be another kernel's, or anyone's),
-#: else 1, after a SIGKILL to what is left of its session that carries the kernel's id: a runner
-#: killed from outside (kill -9, the OOM killer) left its worker running the cell, reparented,
-#: with no one to end it (no kill is sent to a runner seen gone). As
-#: :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
+#: else 1, after a SIGKILL to what is left of its session (unless a live leader of it without the
+#: id makes it another's): a runner killed from outside (kill -9, the OOM killer) left its worker
+#: running the cell, reparented, with no one to end it (no kill is sent to a runner seen gone).
+#: As :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
 #: re-attach's, the next cell's) ends its worker.
 ALIVE_OR_END_SCRIPT = r"""
 import os, signal, sys
@@ -51,20 +51,20 @@ def stat_of(pid):
 def ours(pid):
     try:
         with open('/proc/%s/environ' % pid, 'rb') as fh:
-            return want in fh.read().split(b'\0')
+            return ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() in fh.read().split(b'\0')
     except OSError:
         return False
-want = ('HERMES_KERNEL_ID=' + sys.argv[2]).encode()
-runner = stat_of(sys.argv[1])
-if runner is not None and runner[0] != b'Z' and ours(sys.argv[1]):
+sid, lead = sys.argv[1].encode(), stat_of(sys.argv[1])
+if lead is not None and lead[0] != b'Z' and ours(sys.argv[1]):
     sys.exit(0)
-for name in os.listdir('/proc'):
-    fields = stat_of(name) if name.isdigit() else None
-    if fields is not None and fields[3] == sys.argv[1].encode() and fields[0] != b'Z' and ours(name):
-        try:
-            os.kill(int(name), signal.SIGKILL)
-        except OSError:
-            pass
+if lead is None or lead[0] == b'Z' or lead[3] != sid:  # else a live leader of another's session
+    for name in os.listdir('/proc'):
+        fields = stat_of(name) if name.isdigit() else None
+        if fields is not None and fields[3] == sid and fields[0] != b'Z':
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
 sys.exit(1)
 """
 

@@ -32,9 +32,12 @@ class Silence:
         self.next_end_try = 0.0  # the next short try of a probe that ends a runner (kill, cleanup)
         self.why = ""
 
-    def mark(self, why: str) -> None:
+    def mark(self, why: str, *, tried: bool = True) -> None:
+        """The host was found silent; ``tried=False``: by a connection's keepalives, before any
+        try of a new one, so a probe's short try may come at once (a stalled TCP flow, a NAT that
+        dropped it, is no silent host)."""
         now = time.monotonic()
-        self.until, self.next_try, self.why = now + self.window_s, now + SILENT_RETRY_S, why
+        self.until, self.next_try, self.why = now + self.window_s, now + (SILENT_RETRY_S if tried else 0.0), why
 
     def connect_timeout(self, probe: bool, *, ending: bool = False) -> float | None:
         """The connect timeout for the next try: ``None`` (the transport's own) unless a probe

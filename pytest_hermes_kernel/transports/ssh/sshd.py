@@ -33,7 +33,7 @@ from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import SharedResource, worker_id
-from ..detached import CLEAR_KERNELS_SCRIPT, SSH_KERNEL_ROOT
+from ..detached import CLEAR_KERNELS_SCRIPT, SCAN_END_SH, SSH_KERNEL_ROOT, until_complete
 
 if TYPE_CHECKING:
     import docker
@@ -263,9 +263,14 @@ class SshdContainer:
         return self.docker.api.exec_start(exec_id).strip() == b"gone"
 
     def _read_host_key(self, container_id: str) -> str:
+        """The container's host key, asked again while a loaded engine loses the answer (:func:`until_complete`)."""
         api = self.docker.api
-        exec_id = api.exec_create(container_id, ["cat", HOST_KEY_FILE], user="root")["Id"]
-        out, _ = api.exec_start(exec_id, demux=True)
+
+        def ask() -> tuple[int, bytes | None]:  # the exit code is not read: a complete answer is what counts
+            exec_id = api.exec_create(container_id, ["sh", "-c", f"cat {HOST_KEY_FILE}; {SCAN_END_SH}"], user="root")["Id"]
+            return 0, api.exec_start(exec_id, demux=True)[0]
+
+        out = until_complete(ask)[0]
         fields = (out or b"").decode("ascii", "replace").split()
         if len(fields) < 2 or not fields[0].startswith("ssh-"):
             raise KernelStartError(f"could not read the sshd container's host key {HOST_KEY_FILE}: {out!r}")

@@ -17,7 +17,8 @@ A dead connection is found by :class:`~.ssh_connection.SshConnection`'s keepaliv
 Once keepalives (or a connect) went unanswered, the host is *silent* for ``keepalive_interval *
 keepalive_missed`` seconds: probes (``reattach``, ``alive``, ``kill``, ``cleanup``, the leak
 probe's scan) do not each wait for a connect timeout. A probe then tries a new connection at most
-once per :data:`SILENT_RETRY_S` seconds, bounded by :data:`SILENT_CONNECT_S`, and fails at once
+once per :data:`SILENT_RETRY_S` seconds (the first at once after keepalives gave up: the flow may
+have stalled, a NAT that dropped it, while the host answers), bounded by :data:`SILENT_CONNECT_S`, and fails at once
 otherwise (``reattach`` with a permanent :class:`TransportLostError`, so the running cell
 reports ``transport_lost`` right away): a dead host costs one short try now and then. The probes
 that end a runner (``kill``, ``cleanup``) share a short try of their own, at once after the
@@ -187,7 +188,7 @@ class SshTransport(Transport):
                 return conn
             if conn is not None:
                 if conn.unresponsive:
-                    self._silence.mark(conn.unresponsive)
+                    self._silence.mark(conn.unresponsive, tried=False)
                 conn.close()
                 self._conn = None
             timeout = self._silence.connect_timeout(probe, ending=ending)  # raises at once while silent between tries
@@ -198,7 +199,8 @@ class SshTransport(Transport):
                 if isinstance(exc, ContainerGoneError):
                     raise
                 self._silence.failed(str(exc), timed_out=exc.timed_out, short=timeout is not None)
-                raise TransportLostError(str(exc), permanent=probe and exc.timed_out, timed_out=exc.timed_out) from None
+                raise TransportLostError(str(exc), permanent=exc.permanent or (probe and exc.timed_out),  # a changed
+                                         timed_out=exc.timed_out) from None  # host key stays refused
             self._silence.until = 0.0  # it answers again
             self._home = None
             return self._conn
@@ -268,17 +270,13 @@ class SshTransport(Transport):
 
     # ------------------------------------------------------------------------------ lifecycle
     def reattach(self, launched: Launched) -> SshStream:
-        """A new relay channel to the same runner (reconnecting first if the connection died).
+        """A new relay channel to the same runner (reconnecting first if the connection died: a
+        connection whose keepalives went unanswered gets one short try of a new one at once).
 
         :raises TransportLostError: if the host is silent (``permanent``), unreachable, or the
             runner is gone (``permanent``).
         """
-        old: SshConnection = launched.extra["conn"]
-        if old.unresponsive:
-            with self._lock:
-                self._silence.mark(old.unresponsive)
-            raise TransportLostError(f"ssh host stopped answering: {old.unresponsive}", permanent=True)
-        conn = self._connection(probe=True)
+        conn = self._connection(probe=True)  # after keepalives gave up: one short try at once
         if not self._alive_on(conn, launched):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) on {conn.target} is gone", permanent=True)
         chan = conn.open_exec(_relay_command(launched.extra["python"], launched.extra["runner"], launched.kernel_dir or ""))
