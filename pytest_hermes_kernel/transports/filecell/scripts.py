@@ -202,7 +202,7 @@ if _reused(int(sys.argv[1]), sys.argv[2].encode()):
 
 def kill_command(*, kdir: str, pid: int, python: str) -> str:
     """SIGKILLs every process of the runner's session (its pid is its sid); prints ``gone``."""
-    script = _VERIFY_RUNNER + "del sys.argv[2:]\n" + KILL_SESSION_SCRIPT  # its argv[2] is a kernel id: the socket is none
+    script = _VERIFY_RUNNER + KILL_SESSION_SCRIPT
     return f"exec {_q(python)} -I -S -c {_q(script)} {int(pid)} {_q(f'{kdir}/{SOCKET_NAME}')}"
 
 
