@@ -458,14 +458,7 @@ def test_a_docker_backend_asks_a_container_for_timeout_once_per_process(docker_r
     one = DockerExecBackend(docker.shared_container(), client=docker.client)
     assert one.execute("true", timeout=5.0)[0] == 0  # asked here, if no earlier backend asked
     other = DockerExecBackend(docker.shared_container(), client=docker.client)
-    created: list[list[str]] = []
-    exec_create = docker.client.api.exec_create
-
-    def recording(container, cmd, *args, **kw):
-        created.append(list(cmd))
-        return exec_create(container, cmd, *args, **kw)
-
-    monkeypatch.setattr(docker.client.api, "exec_create", recording)
+    created = _recorded_exec_creates(docker, monkeypatch)
     assert other.execute("sleep 5", timeout=0.5)[0] == 137, "killed by timeout -s KILL at its budget"
     assert ["sh", "-c", "command -v timeout"] not in created, created
     assert created and created[-1][:3] == ["timeout", "-s", "KILL"], created
@@ -478,14 +471,7 @@ def test_a_docker_backend_hands_the_command_to_the_shell_on_its_stdin_not_in_arg
     ``sh`` on its stdin. Output of both streams, the exit status and the budget stay as they were."""
     docker = get_transport("docker")
     backend = DockerExecBackend(docker.shared_container(), client=docker.client)
-    created: list[list[str]] = []
-    exec_create = docker.client.api.exec_create
-
-    def recording(container, cmd, *args, **kw):
-        created.append(list(cmd))
-        return exec_create(container, cmd, *args, **kw)
-
-    monkeypatch.setattr(docker.client.api, "exec_create", recording)
+    created = _recorded_exec_creates(docker, monkeypatch)
     secret = "s3cr3t-canary-in-argv"
     code, out = backend.execute(f"echo out-{secret}; echo err >&2; exit 3", timeout=10.0)
 
@@ -494,3 +480,16 @@ def test_a_docker_backend_hands_the_command_to_the_shell_on_its_stdin_not_in_arg
     assert backend.execute("sleep 5", timeout=0.5)[0] == 137, "killed by timeout -s KILL at its budget"
     big = backend.execute("head -c 4194304 /dev/zero | tr '\\0' x", timeout=30.0)
     assert big == (0, "x" * 4194304), (big[0], len(big[1]))
+
+
+def _recorded_exec_creates(docker, monkeypatch) -> list[list[str]]:
+    """The argv of every ``exec_create`` the docker transport's client makes from now on (appended as made)."""
+    created: list[list[str]] = []
+    exec_create = docker.client.api.exec_create
+
+    def recording(container, cmd, *args, **kw):
+        created.append(list(cmd))
+        return exec_create(container, cmd, *args, **kw)
+
+    monkeypatch.setattr(docker.client.api, "exec_create", recording)
+    return created

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
-from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+from ..detached import (_LIVE_ENV, _STAT_FIELDS, ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
@@ -39,27 +39,15 @@ PROBE_TIMEOUT = 15.0
 #: running the cell, reparented, with no one to end it (no kill is sent to a runner seen gone).
 #: As :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
 #: re-attach's, the next cell's) ends its worker.
-ALIVE_OR_END_SCRIPT = r"""
-import os, signal, sys
-def stat_of(pid):
-    try:
-        with open('/proc/%s/stat' % pid, 'rb') as fh:
-            stat = fh.read()
-    except OSError:
-        return None
-    return stat[stat.rfind(b')') + 2:].split()
+ALIVE_OR_END_SCRIPT = "import os, signal, sys\n" + _STAT_FIELDS + _LIVE_ENV + r"""
 def ours(pid):
-    try:
-        with open('/proc/%s/environ' % pid, 'rb') as fh:
-            return ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() in fh.read().split(b'\0')
-    except OSError:
-        return False
-sid, lead = sys.argv[1].encode(), stat_of(sys.argv[1])
+    return ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() in (live_env(pid) or ())
+sid, lead = sys.argv[1].encode(), stat_fields(sys.argv[1])
 if lead is not None and lead[0] != b'Z' and ours(sys.argv[1]):
     sys.exit(0)
 if lead is None or lead[0] == b'Z' or lead[3] != sid:  # else a live leader of another's session
     for name in os.listdir('/proc'):
-        fields = stat_of(name) if name.isdigit() else None
+        fields = stat_fields(name) if name.isdigit() else None
         if fields is not None and fields[3] == sid and fields[0] != b'Z':
             try:
                 os.kill(int(name), signal.SIGKILL)
