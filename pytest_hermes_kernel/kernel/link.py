@@ -89,6 +89,8 @@ class RunnerLink:
         """Set by :meth:`detach`: the runner lives on without this host, a running cell with it."""
         self.stray = ""
         """Set by a :meth:`reattach` that reached another runner than this one: ``"; "`` and what it reached."""
+        self.refused = ""
+        """Set by a :meth:`reattach` refused for good (an ssh host key that changed): ``"; "`` and why."""
 
     @classmethod
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
@@ -171,6 +173,7 @@ class RunnerLink:
                 if channel is not None:
                     channel.close("re-attach failed")
                 if isinstance(exc, TransportLostError) and exc.facts.get("permanent"):
+                    self.refused = f"; the re-attach was refused: {exc}"  # a security cause is no silent host
                     return None  # e.g. the container stopped: retrying cannot help
                 time.sleep(REATTACH_RETRY_S)
                 continue

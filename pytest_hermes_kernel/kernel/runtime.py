@@ -264,6 +264,11 @@ class KernelRuntime:
             return
         if self.life.stopping:
             raise self.shut_error()
+        if link.refused:  # not a paused host: its address refused us for good (a changed ssh host key)
+            raise KernelStartError(
+                f"kernel {self.kernel_id}: its runner ({link.launched.label}) could not be ended{link.refused}; no new "
+                "runner is started beside it\nHint: the refusal is permanent: a retry meets it again",
+                kernel_id=self.kernel_id)
         raise KernelStartError(
             f"kernel {self.kernel_id}: its runner ({link.launched.label}) was not seen gone and could not be ended "
             "(the kill was not confirmed: is its host paused or unreachable?); no new runner is started beside it\n"

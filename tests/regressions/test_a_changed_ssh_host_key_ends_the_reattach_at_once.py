@@ -5,6 +5,10 @@ the transport passed it on as a passing one: the cell retried the re-attach for 
 ``reconnect_timeout`` (10.04 s) before it ended ``transport_lost``.
 
 Now the refusal stays permanent: the cell ends at once. Both start paths.
+
+Seen too: the cell's note and the next cell's error then said the runner "could not be reached"
+("is its host paused or unreachable?", "e.g. after `docker unpause`"): the man-in-the-middle
+warning reached only the log. Now both name the changed host key.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import time
 import pytest
 
 from pytest_hermes_kernel import start_kernel
-from pytest_hermes_kernel.errors import TransportLostError
+from pytest_hermes_kernel.errors import KernelStartError, TransportLostError
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from tests.support import container_output, transport_of_its_own, wait_until
 
@@ -48,11 +52,16 @@ def _changed_under_a_dropped_link(own_sshd: SshTransport, server: bool) -> None:
             began = time.monotonic()
             lost = k.execute("x")
             took = time.monotonic() - began
+            with pytest.raises(KernelStartError) as next_cell:
+                k.execute("1")
     finally:
         target.close()
 
     assert lost.status == "died" and lost.kernel.reason == "transport_lost", lost.summary()
     assert took < SETTLE_S, (took, lost.summary())
+    assert "host key" in lost.kernel.note and "man-in-the-middle" in lost.kernel.note, lost.kernel.note
+    told = str(next_cell.value)
+    assert "host key" in told and "man-in-the-middle" in told and "unpause" not in told, told
 
 
 def _offers_a_new_key(transport: SshTransport) -> bool:
