@@ -100,6 +100,7 @@ def test_a_changed_host_key_is_refused_naming_host_and_port(two_hosts, home: Pat
         text = str(info.value)
         assert f"the ssh host key of [127.0.0.1]:{proxy.port} changed" in text, text
         assert f"host_key='{second['host_key']}'" in text  # the explicit way to trust it
+        assert "key accepted" not in text, text  # the host is up: its key is refused (was "Hint: is the host up ...")
 
         trusting = SshTransport(target=target, pkey=_pkey(second), host_key=second["host_key"])
         try:
@@ -123,6 +124,7 @@ def test_a_key_in_known_hosts_that_no_longer_matches_names_host_and_port(two_hos
         finally:
             transport.close()
     assert f"the ssh host key of [127.0.0.1]:{proxy.port} changed" in str(info.value)
+    assert "key accepted" not in str(info.value), str(info.value)
 
 
 @pytest.mark.parametrize("transport_name", ["ssh", "local"])

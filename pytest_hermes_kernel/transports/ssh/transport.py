@@ -384,7 +384,8 @@ def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> 
     if conn is not None and conn.unresponsive:
         return KernelStartError(f"ssh transport: {exc}; {conn.unresponsive}\nHint: the host stopped answering "
                                 "during the start: is it paused, overloaded or cut off? The next start tries a new connection")
-    hint = "" if "Hint:" in str(exc) else "\nHint: is the host up and the key accepted?"
+    # a permanent refusal (a changed host key) says what to do itself: the host is up, its key refused
+    hint = "" if "Hint:" in str(exc) or exc.permanent else "\nHint: is the host up and the key accepted?"
     return KernelStartError(f"ssh transport: {exc}{hint}")
 
 
