@@ -220,7 +220,8 @@ class KernelRuntime:
             ``abandoned`` when the runner was not seen gone after its kill from outside (it runs
             frozen, or its host could not be reached: "cannot tell" is not "dead").
         """
-        ineffective = "the interrupt was ineffective"
+        ineffective = ("the interrupt was ineffective" if self.options.watchdog.interrupt_grace else
+                       "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)")
         if abandoned and not self.confirmed_dead():
             return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
                                  "be running (the kill was not confirmed and the runner was not seen gone: is its "

@@ -83,3 +83,17 @@ def test_c_catastrophic_regex_is_interrupted_within_the_bound(make_kernel):
         assert not r.kernel.state_lost and k.execute("z").value == "7"
     else:
         assert r.kernel.state_lost and k.execute("z").ename == "NameError"
+
+
+def test_an_interrupt_given_no_grace_is_not_called_ineffective(make_kernel):
+    """Seen: with ``WatchdogPolicy(interrupt_grace=0)`` the kill follows the SIGINT at once, and the
+    note said "the interrupt was ineffective": it was given no time to work. Now it says so."""
+    k = make_kernel(watchdog=WatchdogPolicy(interrupt_grace=0.0, kill_grace=1.0))
+
+    # (one that ignores SIGINT: with no grace the kill may also win the race against a heeded one)
+    r = k.execute("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n"
+                  "    time.sleep(0.05)", timeout=0.5)
+
+    assert r.status == "timeout" and r.watchdog == "reset", r.summary()
+    assert "ineffective" not in r.kernel.note, r.kernel.note
+    assert "interrupt_grace=0" in r.kernel.note and "restarted" in r.kernel.note, r.kernel.note
