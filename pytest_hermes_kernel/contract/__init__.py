@@ -22,7 +22,7 @@ host's environment kept out of the kernel, the transport's own process listing a
 whole process tree), a tree of files in and out, every file of it and files of several chunks
 (where the transport moves files), the ``ExecuteBackend`` protocol of a
 filecell transport's backend itself (stdout and stderr, exit status, whole output, timeout,
-commands at once), and,
+commands at once, no command in argv), and,
 on transports that declare ``reattachable``, re-attach after a dropped stream (idle and mid-cell)
 and ``transport_lost`` when the runner is really gone (these skip, with the reason, elsewhere).
 Pid checks go through the transport (``kernel_processes``, ``signal_pid``), so a backend whose

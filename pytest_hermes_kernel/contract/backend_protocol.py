@@ -7,7 +7,7 @@ and most of what it runs is judged by its output alone, so a backend that loses 
 answer can still pass every kernel case of the suite while its kernels fail elsewhere: a failed
 step that does not say why (stderr dropped: a traceback is there), a dead process read as alive (every status 0), a
 cell's default-sized result cut short (output truncated), a poll that hangs with its command
-(timeout ignored). These cases call the backend directly, each with a deadline, and say which
+(timeout ignored), a launch's env (secrets) shown by ``ps`` (the command in argv). These cases call the backend directly, each with a deadline, and say which
 rule of the protocol it broke. They skip on transports that have no execute backend.
 """
 
@@ -42,7 +42,8 @@ TIMEOUT_STATUSES = (TIMEOUT_EXIT, 128 + 9)
 __all__ = ["execute_backend", "test_backend_returns_stdout_and_stderr", "test_backend_returns_the_exit_status",
            "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout",
            "test_backend_ends_the_whole_command_at_its_timeout",
-           "test_a_background_process_does_not_hold_the_call_open", "test_backend_runs_commands_concurrently"]
+           "test_a_background_process_does_not_hold_the_call_open", "test_backend_runs_commands_concurrently",
+           "test_a_command_is_on_no_process_command_line"]
 
 
 @pytest.fixture
@@ -194,3 +195,37 @@ def test_backend_runs_commands_concurrently(execute_backend, hermes_transport):
     assert "SEEN" in out, ("execute ran the second command only after the first one had ended (the first waited 15 s "
                            "for it): commands must run concurrently (an interrupt is its own execute while a cell's "
                            f"long poll runs); the first returned ({code!r}, {out!r})")
+
+
+#: A scan of every process's command line where the command runs, for the text ``$c`` (built from
+#: two halves, so no argv of the scan holds it): builtins and ``tr`` only.
+_ARGV_SCAN = ("c=\"$h1$h2\"; n=0\nfor f in /proc/[0-9]*/cmdline; do\n"
+              "  a=$(tr '\\000' ' ' < \"$f\" 2>/dev/null) || continue; n=$((n+1))\n"
+              "  case \"$a\" in *\"$c\"*) echo \"IN-ARGV ${f%/cmdline}: $a\";; esac\n"
+              "done\necho \"SCANNED $n\"\n")
+
+
+@pytest.mark.parametrize("call", ["execute", "execute_detached"])
+def test_a_command_is_on_no_process_command_line(execute_backend, call):
+    """The command text is in no process's argv while it runs (handed case B43): the launch command
+    carries the kernel's whole config, its ``env`` (a test's secrets) with it, and an argv is what
+    ``ps`` (any user of that host), ``docker inspect`` and process accounting show. A backend that
+    runs ``subprocess.run(["sh", "-c", cmd])`` passed every other case. The command scans
+    ``/proc/*/cmdline`` where it runs for a random text it also holds; ``execute_detached`` (the
+    launch's call, where a backend has it) is checked too."""
+    run = getattr(execute_backend, call, None)
+    if run is None:
+        pytest.skip(f"the backend has no {call} (the launch goes through execute)")
+    canary = f"hermes-argv-canary-{secrets.token_hex(8)}"
+    cmd = f": {canary}\nh1={canary[:12]}; h2={canary[12:]}\n{_ARGV_SCAN}"
+    fut = call_in_thread(run, cmd, 60.0)
+    code, out = fut.result(timeout=60.0 + TIMEOUT_SLACK_S)
+    scanned = [line.split()[1] for line in out.splitlines() if line.startswith("SCANNED ")]
+    assert code == 0 and scanned, f"the scan of /proc/*/cmdline did not run: ({code!r}, {out!r})"
+    if scanned == ["0"]:
+        pytest.skip("no /proc/*/cmdline could be read where the backend runs commands")
+    leaks = [line for line in out.splitlines() if line.startswith("IN-ARGV ")]
+    assert not leaks, (f"{call} put the command text on a process's command line, where ps shows it: "
+                       + "; ".join(leak[:300] for leak in leaks) + ". The launch command carries the kernel's env "
+                       "(its secrets): hand the command to the shell on its stdin (sh -c 's=$(cat); exec </dev/null; "
+                       "eval \"$s\"'), never as an argument")

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError, WatchdogPolicy
+from pytest_hermes_kernel.contract import backend_protocol
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports import close_transport, get_transport
 from pytest_hermes_kernel.transports.filecell.backends import ExecuteBackend, LocalShellBackend
@@ -493,3 +494,9 @@ def _recorded_exec_creates(docker, monkeypatch) -> list[list[str]]:
 
     monkeypatch.setattr(docker.client.api, "exec_create", recording)
     return created
+
+
+def test_every_reference_backend_keeps_the_command_off_every_command_line(backend: CountingBackend) -> None:
+    """The contract case that catches ``sh -c cmd`` (a launch's env shown by ``ps``, handed case
+    B43) passes the reference backends where their commands run: this host, a container, an ssh host."""
+    backend_protocol.test_a_command_is_on_no_process_command_line(backend, "execute")

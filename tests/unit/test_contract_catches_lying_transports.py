@@ -4,7 +4,8 @@ Each liar is a :class:`LocalTransport` (or its :class:`LocalFiles`, or an execut
 one thing wrong that no case of the suite used to notice, so the whole suite passed it: a blind
 process listing, a kill of the runner alone, ``alive()`` for a dead runner, exit status 0 for a
 runner that failed, the host's environment handed to the kernel, a stream that drops large
-frames, a dropped working dir, a failed command's stderr dropped, an upload that drops all but
+frames, a dropped working dir, a failed command's stderr dropped, a command put in argv (where
+``ps`` shows a launch's env), an upload that drops all but
 its first chunk, a download that skips files, a frozen runner counted gone and never killed. Each
 test runs the contract case that must catch the lie against the liar and expects it to fail,
 saying what is wrong.
@@ -133,6 +134,16 @@ class StderrOnlyOnSuccess:
         return done.returncode, done.stdout + (done.stderr if done.returncode == 0 else "")
 
 
+class CommandInArgv:
+    """Lie (an execute backend): the command is the shell's argument (``sh -c cmd``), so ``ps``
+    shows it, a launch's env (secrets) with it; every other rule is kept."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        done = subprocess.run(["sh", "-c", cmd], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        return done.returncode, done.stdout + done.stderr
+
+
 def _files_liar(files: type[LocalFiles]) -> type[LocalTransport]:
     class FilesLiar(LocalTransport):
         def files(self, launched: Any, workdir: str) -> LocalFiles:
@@ -230,3 +241,8 @@ def test_a_transfer_that_loses_files_or_data_fails_the_contract(liar: Callable[.
 def test_a_backend_that_drops_a_failed_commands_stderr_fails_the_contract() -> None:
     with pytest.raises(AssertionError, match=r"lost the command's stderr \(status 3\)"):
         backend_protocol.test_backend_returns_stdout_and_stderr(StderrOnlyOnSuccess(), 3)
+
+
+def test_a_backend_that_puts_the_command_in_argv_fails_the_contract() -> None:
+    with pytest.raises(AssertionError, match=r"execute put the command text on a process's command line"):
+        backend_protocol.test_a_command_is_on_no_process_command_line(CommandInArgv(), "execute")

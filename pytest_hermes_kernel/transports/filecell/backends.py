@@ -73,6 +73,9 @@ class ExecuteBackend(Protocol):
     raises :class:`TimeoutError` or returns exit code 124. Any other exception means the command
     may or may not have run (the transport then treats the kernel as unreachable).
 
+    ``cmd`` is in no process's argv (it carries the kernel's ``env``: handed case B43): hand it to
+    the shell on its stdin or in a file, never as ``sh -c cmd``.
+
     ``execute`` returns once the command has exited and its output is drained; a background
     process that still holds the output must not keep it open (handed case B36). Background
     processes the command starts (the kernel runner daemonizes) must keep running after
