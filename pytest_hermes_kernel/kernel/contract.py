@@ -277,9 +277,8 @@ class Transport(ABC):
         to be ended once it can be reached.
 
         The default is ``not alive(launched)``: right for a transport whose :meth:`alive` answers
-        ``False`` only for a runner it saw gone (local; filecell, whose :meth:`alive` says ``True``
-        when it cannot tell). A transport whose :meth:`alive` may say ``False`` when it cannot tell
-        (ssh, docker) overrides this.
+        ``False`` only for a runner it saw gone (local). A transport whose :meth:`alive` may say
+        ``False`` when it cannot tell (ssh, docker, filecell) overrides this.
         """
         return not self.alive(launched)
 
