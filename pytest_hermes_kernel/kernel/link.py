@@ -264,7 +264,7 @@ class RunnerLink:
         if info is None:
             return ExitInfo(step="sigkill" if now else "unreachable", signal=9, confirmed=confirmed,
                             note="killed from outside through the transport" if confirmed else
-                            "its kill through the transport was not confirmed: it may still run")
+                            f"its kill through the transport was not confirmed: it may still run{self.refused}")
         return info if confirmed else replace(info, confirmed=False)
 
     def end_at_once(self, why: str) -> bool:

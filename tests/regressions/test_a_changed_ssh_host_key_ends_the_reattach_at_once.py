@@ -8,7 +8,8 @@ Now the refusal stays permanent: the cell ends at once. Both start paths.
 
 Seen too: the cell's note and the next cell's error then said the runner "could not be reached"
 ("is its host paused or unreachable?", "e.g. after `docker unpause`"): the man-in-the-middle
-warning reached only the log. Now both name the changed host key.
+warning reached only the log, and ``shutdown()``'s "its kill ... was not confirmed" said no more. Now
+all three name the changed host key.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def _changed_under_a_dropped_link(own_sshd: SshTransport, server: bool) -> None:
             took = time.monotonic() - began
             with pytest.raises(KernelStartError) as next_cell:
                 k.execute("1")
+            ended = k.shutdown()
     finally:
         target.close()
 
@@ -62,6 +64,7 @@ def _changed_under_a_dropped_link(own_sshd: SshTransport, server: bool) -> None:
     assert "host key" in lost.kernel.note and "man-in-the-middle" in lost.kernel.note, lost.kernel.note
     told = str(next_cell.value)
     assert "host key" in told and "man-in-the-middle" in told and "unpause" not in told, told
+    assert not ended.confirmed and "host key" in ended.note, ended
 
 
 def _offers_a_new_key(transport: SshTransport) -> bool:
