@@ -173,7 +173,7 @@ class RunnerLink:
                 if channel is not None:
                     channel.close("re-attach failed")
                 if isinstance(exc, TransportLostError) and exc.facts.get("permanent"):
-                    self.refused = f"; the re-attach was refused: {exc}"  # a security cause is no silent host
+                    self.refused = f"; no re-attach: {exc}"  # a security cause is no silent host
                     return None  # e.g. the container stopped: retrying cannot help
                 time.sleep(REATTACH_RETRY_S)
                 continue
