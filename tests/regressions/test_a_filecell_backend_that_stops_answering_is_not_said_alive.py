@@ -6,6 +6,11 @@ it could not ask ("not confirmed dead"), which the loss note reads as a runner s
 Now ``alive()`` says ``True`` only for a runner the backend saw running and ``seen_gone()`` only
 for one it saw gone, so the note says the runner could not be reached; once the backend answers
 again, ``shutdown()`` ends the runner and nothing is left.
+
+Seen too: a start into such an outage raised ``KernelStartError`` with the hint "the backend's
+execute raised instead of returning; it must return (exit status, output) for every command":
+the protocol lets ``execute`` raise when it could not run the command, so the user was sent to
+fix a backend that kept it, not to look at what it calls.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_hermes_kernel import KernelHandle, KernelOptions
+from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError
 from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
 from tests.support import wait_until
@@ -31,6 +36,11 @@ class Outage(LocalShellBackend):
         if self.down:
             raise ConnectionError("sandbox API: 503 Service Unavailable")
         return super().execute(cmd, timeout)
+
+    def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        if self.down:
+            raise ConnectionError("sandbox API: 503 Service Unavailable")
+        return super().execute_detached(cmd, timeout)
 
 
 @pytest.fixture
@@ -61,3 +71,18 @@ def test_a_cell_into_a_backend_outage_says_the_runner_could_not_be_reached(root:
         k.shutdown()
         transport.close()
     wait_until(lambda: not os.path.exists(f"/proc/{runner}"), 10.0, interval=0.2, what="the runner to end")
+
+
+def test_a_start_into_a_backend_outage_says_what_the_backend_raised_not_a_rule_it_broke(root: str) -> None:
+    backend = Outage()
+    backend.down = True
+    transport = FileCellTransport(backend, root=root)
+    try:
+        with pytest.raises(KernelStartError) as caught:
+            KernelHandle(transport, KernelOptions()).start()
+    finally:
+        backend.down = False
+        transport.close()
+    told = str(caught.value)
+    assert "ConnectionError: sandbox API: 503 Service Unavailable" in told, told
+    assert "must return" not in told and "could not run" in told, told

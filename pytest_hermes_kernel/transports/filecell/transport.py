@@ -145,8 +145,8 @@ class FileCellTransport(Transport):
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
-                                   f"{exc}\nHint: the backend's execute raised instead of returning; it must return (exit status, "
-                                   "output) for every command (`sh -c CMD`), raising only at the timeout") from None
+                                   f"{exc}\nHint: execute raises when it could not run the command (is what the backend "
+                                   "calls reachable?); a command that ran and failed returns its exit status and output") from None
         except BaseException:  # Ctrl-C or SIGTERM mid-launch: the runner may have started, its pid unknown
             despite_signals(lambda: self._end_failed_launch(spec.kernel_id, kdir, None, python))
             raise
