@@ -265,16 +265,11 @@ class KernelRuntime:
             return
         if self.life.stopping:
             raise self.shut_error()
-        if link.refused:  # not a paused host: its address refused us for good (a changed ssh host key)
-            raise KernelStartError(
-                f"kernel {self.kernel_id}: its runner ({link.launched.label}) could not be ended{link.refused}; no new "
-                "runner is started beside it\nHint: the refusal is permanent: a retry meets it again",
-                kernel_id=self.kernel_id)
-        raise KernelStartError(
-            f"kernel {self.kernel_id}: its runner ({link.launched.label}) was not seen gone and could not be ended "
-            "(the kill was not confirmed: is its host paused or unreachable?); no new runner is started beside it\n"
-            "Hint: once its host answers again (e.g. after `docker unpause`), the next cell ends it and starts a fresh "
-            "one, and shutdown() ends it", kernel_id=self.kernel_id)
+        cause, hint = (f"({link.refused[2:]})", "") if link.refused else (  # a refusal for good: not a paused host
+            "(the kill was not confirmed: is its host paused or unreachable?)", "\nHint: once its host answers again "
+            "(e.g. after `docker unpause`), the next cell ends it and starts a fresh one, and shutdown() ends it")
+        raise KernelStartError(f"kernel {self.kernel_id}: its runner ({link.launched.label}) was not seen gone and could "
+                               f"not be ended {cause}; no new runner is started beside it{hint}", kernel_id=self.kernel_id)
 
     def discard(self, cut_short: bool = False) -> None:
         """End and forget the current runner, if any (its channel, process and kernel dir); ``cut_short``:

@@ -259,27 +259,11 @@ class FileCellTransport(Transport):
         """Whether the backend saw the runner running; ``False`` also when it cannot be asked (it
         cannot tell: :meth:`seen_gone` is ``False`` then too). It said ``True`` then, which a
         loss's note read as a runner seen alive."""
-        return self._liveness(launched) == "ALIVE"
+        return _liveness(self, launched) == "ALIVE"
 
     def seen_gone(self, launched: Launched) -> bool:
         """Whether the runner was seen gone (killed, or the backend saw it ended)."""
-        return self._liveness(launched) == "GONE"
-
-    def _liveness(self, launched: Launched) -> str:
-        """``"ALIVE"``, ``"GONE"``, or ``""`` when the backend could not be asked (cannot tell)."""
-        if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
-            return "GONE"
-        for _ in range(3):
-            try:
-                _, out = self.call(scripts.alive_command(kdir=launched.kernel_dir, pid=launched.pid), PROBE_TIMEOUT_S)
-            except TransportLostError:  # it hung past its timeout: asking again would hang as long again
-                return ""
-            except Exception as exc:  # noqa: BLE001 - a blip is not a death: ask again
-                log.debug("filecell liveness probe failed: %s", exc)
-                continue
-            if "ALIVE" in out or "GONE" in out:
-                return "ALIVE" if "ALIVE" in out else "GONE"
-        return ""
+        return _liveness(self, launched) == "GONE"
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait up to ``timeout`` s for the runner to end (checked on the far side, one execute).
@@ -370,6 +354,23 @@ class FileCellTransport(Transport):
 
     def describe(self) -> str:
         return f"filecell ({self.backend!r}, {self.python}, root {self.root})"
+
+
+def _liveness(transport: FileCellTransport, launched: Launched) -> str:
+    """``"ALIVE"``, ``"GONE"``, or ``""`` when the backend could not be asked (cannot tell)."""
+    if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
+        return "GONE"
+    for _ in range(3):
+        try:
+            _, out = transport.call(scripts.alive_command(kdir=launched.kernel_dir, pid=launched.pid), PROBE_TIMEOUT_S)
+        except TransportLostError:  # it hung past its timeout: asking again would hang as long again
+            return ""
+        except Exception as exc:  # noqa: BLE001 - a blip is not a death: ask again
+            log.debug("filecell liveness probe failed: %s", exc)
+            continue
+        if "ALIVE" in out or "GONE" in out:
+            return "ALIVE" if "ALIVE" in out else "GONE"
+    return ""
 
 
 class FileCellSite:
