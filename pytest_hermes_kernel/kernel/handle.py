@@ -396,7 +396,7 @@ def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent
         if outcome.ladder_killed:
             watchdog, note = handle._runtime.reset_after_timeout(abandoned=outcome.abandoned,
                                                                  restart=handle.options.watchdog.restart)
-            death = replace(death, note=note)
+            death = replace(death, note=f"cancelled: {note}" if outcome.cancelled else note)  # (no budget ran out)
         death = replace(death, note=clean(death.note, handle._secrets))  # (a SystemExit's text is the cell's)
         handle.mark_lost(death)  # the next cell reports it too (it runs on the replacement)
     changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,

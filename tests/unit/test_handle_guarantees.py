@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from pytest_hermes_kernel import WatchdogPolicy
 from pytest_hermes_kernel.kernel.lifecycle import KernelState, Loss
 from pytest_hermes_kernel.procs import start_time
 from tests.support import CellStarted, run_in_thread
@@ -50,6 +51,23 @@ def test_cancel_starts_the_ladder_now(make_kernel):
     assert r.watchdog == "interrupted" and r.status == "timeout", r.summary()
     assert time.monotonic() - started < 10.0
     assert k.execute("1").value == "1", "an interrupted cell keeps the kernel"
+
+
+def test_a_cancelled_cell_reset_by_the_ladder_says_it_was_cancelled(make_kernel):
+    """Seen: a cancelled cell that ignored its SIGINT was reset with the note "the interrupt was
+    ineffective; the kernel was killed (SIGKILL) and restarted" and ``reason="timeout"``: no budget
+    had run out, and nothing said it was cancelled (the interrupted rung's note did say so)."""
+    probe = CellStarted()
+    k = make_kernel(tools=probe.tools(), watchdog=WatchdogPolicy(interrupt_grace=0.5, kill_grace=1.0))
+    cell = run_in_thread(k, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + probe.CODE
+                         + "time.sleep(60)", timeout=600.0)
+    probe.wait()
+
+    k.cancel()
+    r = cell.result(timeout=30)
+
+    assert r.status == "timeout" and r.watchdog == "reset", r.summary()
+    assert r.kernel.note.startswith("cancelled: the interrupt was ineffective"), r.kernel.note
 
 
 def test_listeners_hear_the_kernels_life_and_cannot_break_it(make_kernel):
