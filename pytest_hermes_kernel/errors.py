@@ -392,7 +392,8 @@ class KernelResetAfterTimeout(CellTimeoutError):
 
 
 class KernelResetFailed(CellTimeoutError):
-    """Over budget; the kernel was killed but its replacement failed to start."""
+    """Over budget; the kernel was killed but not replaced: its replacement failed to start, or
+    ``WatchdogPolicy.restart`` is off."""
 
 
 class KernelAbandoned(CellTimeoutError):

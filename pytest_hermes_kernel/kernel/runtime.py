@@ -226,9 +226,9 @@ class KernelRuntime:
             return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
                                  "be running (the kill was not confirmed and the runner was not seen gone: is its "
                                  "host paused or unreachable?)")
+        if not restart:  # none tried: no "failed to start"
+            return "reset_failed", f"{ineffective}; the kernel was killed and not restarted (WatchdogPolicy.restart=False)"
         try:
-            if not restart:
-                raise KernelStartError("restart after timeout is off (WatchdogPolicy.restart=False)")
             self.replace()
         except (KernelStartError, KernelShutdownError, ChannelClosed, TimeoutError) as exc:
             return "reset_failed", f"{ineffective}; the kernel was killed but its replacement failed to start: {exc}"
