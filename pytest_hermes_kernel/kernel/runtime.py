@@ -224,8 +224,8 @@ class KernelRuntime:
             frozen, or its host could not be reached: "cannot tell" is not "dead").
         """
         ineffective = "the interrupt was ineffective" if silent_s is None else (
-            f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered: it, or the kernel "
-            "server carrying its stream, was frozen or hung): the interrupt may never have reached it")
+            f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered: it, or what carries "
+            "its stream, a relay or a kernel server, was frozen or hung): the interrupt may never have reached it")
         if abandoned and not self.confirmed_dead():
             return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
                                  "be running (the kill was not confirmed and the runner was not seen gone: is its "
