@@ -10,6 +10,7 @@ and that the interrupt may never have reached it.
 from __future__ import annotations
 
 import signal
+import time
 
 import pytest
 
@@ -45,5 +46,33 @@ def test_a_cell_behind_a_frozen_kernel_server_is_not_called_deaf_to_its_interrup
             assert result.status == "timeout", result.summary()
             assert "ineffective" not in note, note
             assert "keepalives unanswered" in note and "may never have reached it" in note, note
+        finally:
+            kernel.shutdown()
+
+
+#: Seconds the cell behind a frozen server may take: the keepalives' 12 s, then a re-attach.
+REATTACHED_S = 20.0
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_cell_behind_a_frozen_kernel_server_reattaches_with_its_state(name: str) -> None:
+    """Seen (docker): a 1-s cell without a budget came back after 27 s ``died``, its state lost,
+    "runner still alive; killed": the keepalives gave up on the silent stream after 12 s, and the
+    re-attach asked the frozen server whether the runner runs (a 15-s wait, over the re-attach's
+    10 s); the runner, healthy all along, was then killed. The re-attach now asks by exec."""
+    with transport_of_its_own(name, server=True) as transport:
+        kernel = start_kernel(transport)
+        try:
+            assert kernel.execute("x = 1").status == "ok"
+            _signal_server(transport, kernel.launched, signal.SIGSTOP)
+            try:
+                began = time.monotonic()
+                result = kernel.execute("import time; time.sleep(1); x")
+                took = time.monotonic() - began
+            finally:
+                _signal_server(transport, kernel.launched, signal.SIGCONT)
+            assert (result.status, result.value) == ("ok", "1"), result.summary()
+            assert result.kernel.reconnected and not result.kernel.state_lost, result.summary()
+            assert took < REATTACHED_S, took
         finally:
             kernel.shutdown()

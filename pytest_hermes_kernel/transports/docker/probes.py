@@ -195,10 +195,11 @@ def seen_gone(transport: DockerTransport, launched: Launched) -> bool:
     return runner_seen(transport, launched) is False
 
 
-def runner_seen(transport: DockerTransport, launched: Launched) -> bool | None:
+def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bool = True) -> bool | None:
     """The runner as the engine shows it: ``True`` it runs (frozen in a paused container too),
     ``False`` it was seen gone, ``None`` it cannot be told (the engine did not answer, or the
-    probe failed): cleanup ends it, or its orphan timer does."""
+    probe failed): cleanup ends it, or its orphan timer does. ``by_server=False``: by exec, not
+    by its kernel server (a re-attach's: a frozen server held it 15 s, over its 10 s)."""
     cid = launched.extra["container"]
     if launched.pid is None or launched.extra.get("gone"):
         return False
@@ -209,7 +210,7 @@ def runner_seen(transport: DockerTransport, launched: Launched) -> bool | None:
     if state != "running":
         launched.extra["gone"] = state == "stopped"  # it went with its container (or with its restart) (paused: frozen, not gone)
         return state == "paused"
-    known = forked_alive(launched)  # its server knows, without an exec
+    known = forked_alive(launched) if by_server else None  # its server knows, without an exec
     if known is not None:
         return known
     try:

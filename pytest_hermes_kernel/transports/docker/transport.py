@@ -247,7 +247,7 @@ class DockerTransport(Transport):
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
-        seen = probes.runner_seen(self, launched)
+        seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
         if not seen:
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
                                      + ("gone" if seen is False else "not seen: the engine did not answer"),
