@@ -310,8 +310,7 @@ class CellRun:
 
     # ------------------------------------------------------------------------------ watchdog
     def _escalate(self, action: Action, silent_s: float | None) -> CellOutcome | None:
-        """Take one rung of the ladder; the outcome when the ladder ends here (runner unreachable;
-        ``silent_s``: seconds it has not answered keepalives, ``None``: it answers)."""
+        """Take one rung of the ladder; the outcome when it ends here (``silent_s``: see CellOutcome)."""
         channel = self.link.channel
         self._stage = action
         if action == "interrupt":
