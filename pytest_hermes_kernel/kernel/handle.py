@@ -394,8 +394,8 @@ def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent
     else:
         handle._life.advance(S.RUNNER_LOST if outcome.runner_gone else S.WORKER_DEAD)
         if outcome.ladder_killed:
-            watchdog, note = handle._runtime.reset_after_timeout(abandoned=outcome.abandoned,
-                                                                 restart=handle.options.watchdog.restart)
+            watchdog, note = handle._runtime.reset_after_timeout(
+                abandoned=outcome.abandoned, restart=handle.options.watchdog.restart, silent_s=outcome.silent_s)
             death = replace(death, note=f"cancelled: {note}" if outcome.cancelled else note)  # (no budget ran out)
         death = replace(death, note=clean(death.note, handle._secrets))  # (a SystemExit's text is the cell's)
         handle.mark_lost(death)  # the next cell reports it too (it runs on the replacement)

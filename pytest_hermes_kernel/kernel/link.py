@@ -64,6 +64,9 @@ def say_hello(channel: Channel, *, token: str, attach: bool, pending: tuple[int,
     return header
 
 
+HELLO_FLOOR_S = 1.0
+"""Seconds a re-attach's hello may wait at least, even past ``reconnect_timeout`` (its stream came just before)."""
+
 EXIT_STATUS_WAIT_S = 1.0
 """Seconds a start that lost its runner waits for the runner's exit status (for the error)."""
 
@@ -156,7 +159,8 @@ class RunnerLink:
 
         :param pending: ids of cells in flight (their results are replayed; the running one's
             unanswered tool calls are sent again).
-        :param hello_timeout: seconds each attempt waits for the hello.
+        :param hello_timeout: seconds each attempt waits for the hello (no longer than what is left of
+            ``timeout``, :data:`HELLO_FLOOR_S` at least).
         :param stopping: a callable; when it returns true the retries stop (a shutdown began).
         :returns: the runner's hello, or ``None`` if the runner cannot be reached.
         """
@@ -167,7 +171,9 @@ class RunnerLink:
                 channel = Channel(_stream_within(self, deadline, stopping), name=self.channel.name)
                 for rid in pending:
                     channel.expect(rid)
-                hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=hello_timeout,
+                # a running runner answers at once; a frozen one (SIGSTOP) held the re-attach start_timeout
+                wait = min(hello_timeout, max(deadline - time.monotonic(), HELLO_FLOOR_S))
+                hello = say_hello(channel, token=self.token, attach=True, pending=pending, timeout=wait,
                                   resend_tool_calls=True)
             except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
                 if channel is not None:

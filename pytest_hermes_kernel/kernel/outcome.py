@@ -114,6 +114,8 @@ class CellOutcome:
     :param abandoned: the ladder ran out: no result even after the kill, so the runner was killed
         from outside through the transport.
     :param kill_confirmed: with ``abandoned``: the transport saw the runner gone.
+    :param silent_s: with ``abandoned``: seconds the runner had sent nothing, keepalives unanswered,
+        when it was killed (its stream stalled: a frozen kernel server); ``None``: it answered.
     :param cancelled: the caller cancelled the cell (``cancel()``, its cancel switch, the awaiting
         task): the ladder started then, not at the end of its budget.
     :param channel_lost: the stream broke and could not be re-attached: the loss it means
@@ -127,6 +129,7 @@ class CellOutcome:
     reconnected: bool = False
     abandoned: bool = False
     kill_confirmed: bool = False
+    silent_s: float | None = None
     channel_lost: Loss | None = None
     cancelled: bool = False
 

@@ -211,17 +211,18 @@ class KernelRuntime:
                 raise self.shut_error() from None
             self.relaunch()
 
-    def reset_after_timeout(self, *, abandoned: bool, restart: bool) -> tuple[WatchdogOutcome, str]:
+    def reset_after_timeout(self, *, abandoned: bool, restart: bool, silent_s: float | None = None
+                            ) -> tuple[WatchdogOutcome, str]:
         """The watchdog's last rung after it killed the kernel: replace it, unless it cannot.
 
         :param abandoned: no result came even after the kill (the runner was killed from outside).
         :param restart: ``WatchdogPolicy.restart``: start a replacement at all.
+        :param silent_s: with ``abandoned``: see :func:`_ineffective`.
         :returns: the watchdog outcome (``reset``, ``reset_failed``, ``abandoned``) and its note:
             ``abandoned`` when the runner was not seen gone after its kill from outside (it runs
             frozen, or its host could not be reached: "cannot tell" is not "dead").
         """
-        ineffective = ("the interrupt was ineffective" if self.options.watchdog.interrupt_grace else
-                       "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)")
+        ineffective = _ineffective(silent_s, self.options.watchdog.interrupt_grace)
         if abandoned and not self.confirmed_dead():
             return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
                                  "be running (the kill was not confirmed and the runner was not seen gone: is its "
@@ -366,3 +367,13 @@ def kernel_cwd(cwd: str, here: bool) -> str:
         return os.path.abspath(cwd)
     raise ConfigError(f"cwd={cwd!r} is relative: give an absolute path on the kernel's host (a kernel that does not "
                       "run on this machine has no directory of the caller's to resolve it against)")
+
+
+def _ineffective(silent_s: float | None, grace: float) -> str:
+    """What a timeout's note says of the interrupt; ``silent_s``: seconds the runner had not answered
+    keepalives when it was killed (its stream stalled: the interrupt may never have reached it);
+    ``grace``: ``WatchdogPolicy.interrupt_grace`` (0: the interrupt was given no time)."""
+    if silent_s is None:
+        return "the interrupt was ineffective" if grace else "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)"
+    return (f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered: it, or what carries "
+            "its stream, a relay or a kernel server, was frozen or hung): the interrupt may never have reached it")

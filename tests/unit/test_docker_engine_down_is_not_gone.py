@@ -26,7 +26,7 @@ class Engine:
         self.hosts = SimpleNamespace(state=self._state, seen_paused=lambda cid: self._safe_state() == "paused")
         self.servers = None
 
-    def _state(self, container_id: str) -> str:
+    def _state(self, container_id: str, since: str | None = None) -> str:
         if isinstance(self.state_answer, Exception):
             raise self.state_answer
         return self.state_answer

@@ -79,6 +79,7 @@ class KernelHosts:
         self._shared: SharedResource | None = None
         self._shared_id: str | None = None
         self._fresh: set[str] = set()
+        self._started: dict[str, str] = {}  # container id -> its last start (State.StartedAt) seen by state()
         self.closed = False  # close() was called: no container is started or joined again
         self.reuse = reuse
         self._store = None if reuse is None else ReuseStore(reuse.directory)
@@ -124,10 +125,13 @@ class KernelHosts:
         """Whether the container exists and runs (a paused one counts as running)."""
         return self.state(container_id) != "stopped"
 
-    def state(self, container_id: str) -> ContainerState:
+    def state(self, container_id: str, since: str | None = None) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
         its processes are frozen, not gone, and the engine refuses every exec into it with 409
         Conflict) or ``stopped`` (also: no such container, or one the engine is removing).
+        ``since``: the container's start (:meth:`started`) when a runner was launched in it; one
+        started again since (``docker restart``, a restart policy) ended that runner with every
+        process in it: ``stopped`` for it (its pids start over: the runner's may be another's now).
 
         :raises docker.errors.APIError: if the engine cannot tell (not: the container is gone).
         :raises TransportLostError: if the engine does not answer (:meth:`probe`).
@@ -138,9 +142,17 @@ class KernelHosts:
             state = self.probe(lambda api: api.inspect_container(container_id))["State"]
         except docker_sdk.errors.NotFound:
             return "stopped"
-        if not state.get("Running") or state.get("Status") in _ON_ITS_WAY_OUT:
+        self._started[container_id] = started = state.get("StartedAt") or ""
+        if not state.get("Running") or state.get("Status") in _ON_ITS_WAY_OUT or (since and since != started):
             return "stopped"
         return "paused" if state.get("Paused") else "running"
+
+    def started(self, container_id: str) -> str:
+        """When the container last started (``State.StartedAt``), as :meth:`state` saw it last
+        (a launch's :meth:`for_launch` looked a moment ago), else as the engine says now."""
+        if container_id not in self._started:
+            self.state(container_id)
+        return self._started.get(container_id, "")
 
     def probe(self, call: Callable[[docker.APIClient], T]) -> T:
         """``call(api)`` with an API client whose calls wait :data:`PROBE_TIMEOUT_S` at most; once

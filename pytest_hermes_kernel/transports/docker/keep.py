@@ -30,7 +30,8 @@ def locator_of(transport: DockerTransport, launched: Launched) -> dict[str, Any]
     """What another process needs to reach the kernel of ``launched`` again (JSON values)."""
     return {"runner_pid": launched.pid, "kernel_dir": launched.kernel_dir, "container_id": launched.extra["container"],
             "runner": launched.extra.get("runner"), "python": launched.extra.get("python") or transport.python,
-            "docker_host": transport.engine, "reach": {"docker_host": transport.engine}}
+            "docker_host": transport.engine, "reach": {"docker_host": transport.engine},
+            "container_started": launched.extra.get("started")}
 
 
 def release(transport: DockerTransport, launched: Launched) -> None:
@@ -51,7 +52,7 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
     if not (isinstance(cid, str) and isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
         raise TransportLostError(f"the kept docker kernel's record is incomplete: {sorted(locator)}", permanent=True)
     extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner,
-             "engine": transport.engine}
+             "engine": transport.engine, "started": locator.get("container_started")}
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {transport.engine}, kept", extra=extra)

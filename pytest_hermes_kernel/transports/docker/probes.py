@@ -117,10 +117,11 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
     return found
 
 
-def _seen_running(transport: DockerTransport, container_id: str) -> bool:
-    """Whether the engine answers that the container runs (paused too; not: cannot be asked)."""
+def _seen_running(transport: DockerTransport, container_id: str, since: str | None = None) -> bool:
+    """Whether the engine answers that the container runs (paused too; not: cannot be asked);
+    ``since``: and was not started again since then (:meth:`~.host.KernelHosts.state`)."""
     try:
-        return transport.container_running(container_id)
+        return transport.hosts.state(container_id, since) != "stopped"
     except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
         return False
 
@@ -156,9 +157,9 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
     if launched.pid is None:
         return True
     try:
-        state = transport.hosts.state(cid)
+        state = transport.hosts.state(cid, since=launched.extra.get("started"))
         if state == "stopped":
-            return True  # nothing runs in a stopped container
+            return True  # nothing runs in a stopped container (nor of it in a restarted one)
         if state == "paused":
             log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
                         "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
@@ -194,21 +195,22 @@ def seen_gone(transport: DockerTransport, launched: Launched) -> bool:
     return runner_seen(transport, launched) is False
 
 
-def runner_seen(transport: DockerTransport, launched: Launched) -> bool | None:
+def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bool = True) -> bool | None:
     """The runner as the engine shows it: ``True`` it runs (frozen in a paused container too),
     ``False`` it was seen gone, ``None`` it cannot be told (the engine did not answer, or the
-    probe failed): cleanup ends it, or its orphan timer does."""
+    probe failed): cleanup ends it, or its orphan timer does. ``by_server=False``: by exec, not
+    by its kernel server (a re-attach's: a frozen server held it 15 s, over its 10 s)."""
     cid = launched.extra["container"]
     if launched.pid is None or launched.extra.get("gone"):
         return False
     try:
-        state = transport.hosts.state(cid)
+        state = transport.hosts.state(cid, since=launched.extra.get("started"))
     except Exception:  # noqa: BLE001 - cannot reach the engine: cannot tell
         return None
     if state != "running":
-        launched.extra["gone"] = state == "stopped"  # it went with its container (paused: frozen, not gone)
+        launched.extra["gone"] = state == "stopped"  # it went with its container (or with its restart) (paused: frozen, not gone)
         return state == "paused"
-    known = forked_alive(launched)  # its server knows, without an exec
+    known = forked_alive(launched) if by_server else None  # its server knows, without an exec
     if known is not None:
         return known
     try:
@@ -226,7 +228,8 @@ def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool
     if forked_reap(launched, timeout):
         return True
     cid = launched.extra["container"]
-    if launched.pid is None or forked_alive(launched) is not None or not _seen_running(transport, cid):
+    if launched.pid is None or forked_alive(launched) is not None \
+            or not _seen_running(transport, cid, launched.extra.get("started")):
         return seen_gone(transport, launched)
     kdir = launched.kernel_dir or ""
     dirs = [kdir] if kdir.startswith(f"{DOCKER_KERNEL_ROOT}/") and not transport.hosts.is_fresh(cid) else []

@@ -173,9 +173,12 @@ class DockerTransport(Transport):
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
         with starting_on(self.engine, spec.kernel_id):  # (an engine gone: a start error naming it)
             cid = container_for_launch(self.hosts, self.engine)  # (one that fails or hangs meanwhile: the same)
+        started = self.hosts.started(cid)  # a runner lives no longer than this start of its container
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
-        return with_fallback(fork, lambda: self._spawn(cid, spec))
+        launched = with_fallback(fork, lambda: self._spawn(cid, spec))
+        launched.extra["started"] = started
+        return launched
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
         refuse_if_paused(self.hosts, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
@@ -244,7 +247,7 @@ class DockerTransport(Transport):
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
-        seen = probes.runner_seen(self, launched)
+        seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
         if not seen:
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
                                      + ("gone" if seen is False else "not seen: the engine did not answer"),
