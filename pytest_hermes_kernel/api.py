@@ -21,7 +21,6 @@ from .kernel.registry import KernelRegistry as CoreRegistry
 from .kernel.registry import TransportFactory
 from .kernel.rpc import ToolTable
 from .transports import get_transport, transport_factory
-from .transports import transport_factory as _factory_of  # the registry has a parameter of that name
 
 __all__ = ["KernelRegistry", "shared_transport", "start_kernel"]
 
@@ -50,7 +49,7 @@ class KernelRegistry(CoreRegistry):
 
     def __init__(self, *, transport_factory: TransportFactory | None = None, **options: Any) -> None:
         if transport_factory is None and isinstance(options.get("transport"), str):
-            _factory_of(options["transport"])  # a misspelt default is refused now, not at the first cell
+            _check_name(options["transport"])  # a misspelt default is refused now, not at the first cell
         super().__init__(transport_factory=transport_factory or shared_transport, **options)
 
 
@@ -93,3 +92,8 @@ def _transport_option_hint(transport: str | Transport, options: Mapping[str, Any
     return (f". Hint: {'=, '.join(theirs)}= {'is an option' if len(theirs) == 1 else 'are options'} of the "
             f"{transport} transport, not of the kernel: start_kernel(make_transport({transport!r}, {made}), ...) "
             "(make_transport from pytest_hermes_kernel.transports; you close that transport)")
+
+
+def _check_name(name: str) -> None:
+    """:raises ConfigError: if no transport has ``name`` (the registry's parameter shadows :func:`transport_factory`)."""
+    transport_factory(name)

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib.util
 import os
@@ -29,7 +30,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
@@ -280,6 +281,9 @@ def version() -> str:
 def main(argv: list[str] | None = None) -> int:
     """The command's exit status; Ctrl-C ends it: 130, one line, no traceback (a sweep's removals
     stay); a reader gone early (``ls | head -n 1``): 141, 128 + SIGPIPE, quietly (a traceback)."""
+    stdout = sys.stdout
+    if stdout is not None:
+        sys.stdout = _Output(stdout)  # only its own writes' failures are "cannot write the output"
     try:
         try:
             status = _main(argv)
@@ -294,18 +298,54 @@ def main(argv: list[str] | None = None) -> int:
         print("hermes-kernel: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # what is left buffered goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # what is left buffered goes nowhere
         return 128 + signal.SIGPIPE
-    except OSError as exc:
-        if exc.errno not in _OUTPUT_FULL:
-            raise
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        print(f"hermes-kernel: cannot write the output: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
+    except _OutputFailed as failed:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
+        with contextlib.suppress(OSError):  # (stderr may be full too: the exit status still says it)
+            print(f"hermes-kernel: cannot write the output: {failed.error.strerror} (errno {failed.error.errno})",
+                  file=sys.stderr)
         return 1
+    finally:
+        if isinstance(sys.stdout, _Output):
+            sys.stdout = stdout
 
 
 _OUTPUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """What a write to a full or failing stdout raises (``> /dev/full``): one line and exit 1, no traceback."""
+
+
+class _OutputFailed(Exception):
+    """A write or flush of the command's stdout failed with one of :data:`_OUTPUT_FULL` (``error``)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Output:
+    """``sys.stdout`` while a command runs: its writes' :data:`_OUTPUT_FULL` failures become
+    :class:`_OutputFailed` (a full disk met elsewhere, in ``build-image``, stays the ``OSError`` it is)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._guarded(self._stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call: Any, *args: Any) -> Any:
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno in _OUTPUT_FULL:
+                raise _OutputFailed(exc) from None
+            raise
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _main(argv: list[str] | None) -> int:

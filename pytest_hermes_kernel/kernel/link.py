@@ -179,7 +179,8 @@ class RunnerLink:
                 if channel is not None:
                     channel.close("re-attach failed")
                 if isinstance(exc, TransportLostError) and exc.facts.get("permanent"):
-                    self.refused = f"; no re-attach: {exc}"  # a security cause is no silent host
+                    if not exc.facts.get("timed_out"):  # a silent host is not refused: it may answer again
+                        self.refused = f"; no re-attach: {exc}"  # (a changed host key, a runner seen gone)
                     return None  # e.g. the container stopped: retrying cannot help
                 time.sleep(REATTACH_RETRY_S)
                 continue

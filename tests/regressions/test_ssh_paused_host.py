@@ -103,3 +103,25 @@ def test_a_kernel_start_into_a_host_gone_silent_says_it_went_silent() -> None:
     message = str(refused.value)
     assert "no reply to ssh keepalives" in message and "is it paused" in message, message
     assert "key accepted" not in message, message
+
+
+def test_a_cell_while_the_host_is_still_silent_says_it_may_answer_again(own_sshd, start):
+    """A silent host's re-attach failure ("ssh host not answering") was taken for a refusal for good
+    (as a changed host key is): the lost cell's note said "no re-attach: ssh host not answering",
+    and the next cell's error dropped "is its host paused or unreachable?" and the hint that a later
+    cell ends the runner once the host answers again."""
+    k = start(own_sshd)
+    assert k.execute("x = 1").status == "ok"
+    api, cid = own_sshd.sshd.docker.api, own_sshd.sshd_container_id
+    api.pause(cid)
+    try:
+        lost = k.execute("2 + 2", timeout=30)
+        with pytest.raises(KernelStartError) as refused:
+            k.execute("1 + 1", timeout=30)
+    finally:
+        api.unpause(cid)
+
+    assert lost.status == "died" and lost.kernel.reason == "transport_lost", lost.summary()
+    assert "no re-attach" not in lost.kernel.note, lost.kernel.note
+    assert "is its host paused or unreachable?" in str(refused.value), str(refused.value)
+    assert "once its host answers again" in str(refused.value), str(refused.value)

@@ -42,3 +42,19 @@ def test_output_to_a_full_device_is_one_line_and_exit_1(argv: list[str], buffere
     assert "Traceback" not in done.stderr, done.stderr
     assert "hermes-kernel: cannot write the output: No space left on device" in done.stderr, done.stderr
     assert done.returncode == 1, done.stderr
+
+
+def test_a_full_disk_met_elsewhere_is_not_called_an_output_failure(monkeypatch, capsys) -> None:
+    """The catch of ``> /dev/full`` took every ENOSPC for a failed write of the output (a
+    ``build-image`` that fills ``/tmp`` would have said "cannot write the output" and lost its path)."""
+    import errno
+
+    from pytest_hermes_kernel import cli
+
+    def full_elsewhere(argv):
+        raise OSError(errno.ENOSPC, "No space left on device", "/tmp/rootfs")
+
+    monkeypatch.setattr(cli, "_main", full_elsewhere)
+    with pytest.raises(OSError, match="/tmp/rootfs"):
+        cli.main(["ls"])
+    assert "cannot write the output" not in capsys.readouterr().err

@@ -173,7 +173,7 @@ class DockerTransport(Transport):
         """Fork the kernel from the container's kernel server, or start its runner with execs."""
         with starting_on(self.engine, spec.kernel_id):  # (an engine gone: a start error naming it)
             cid = container_for_launch(self.hosts, self.engine)  # (one that fails or hangs meanwhile: the same)
-        started = self.hosts.started(cid)  # a runner lives no longer than this start of its container
+            started = self.hosts.started(cid)  # a runner lives no longer than this start of its container
         pool = self.servers if not self.hosts.is_fresh(cid) else None
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         launched = with_fallback(fork, lambda: self._spawn(cid, spec))

@@ -50,7 +50,7 @@ class Silence:
         if not probe or now >= self.until:
             return None
         if now < (self.next_end_try if ending else self.next_try):
-            raise TransportLostError(f"ssh host not answering: {self.why}", permanent=True)
+            raise TransportLostError(f"ssh host not answering: {self.why}", permanent=True, timed_out=True)
         if ending:
             self.next_end_try = now + SILENT_RETRY_S + SILENT_CONNECT_S  # counted from the try's end
         return SILENT_CONNECT_S
