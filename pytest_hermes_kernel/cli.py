@@ -300,11 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())  # what is left buffered goes nowhere
         return 128 + signal.SIGPIPE
-    except _OutputFailed as failed:
+    except OSError as exc:
+        if not getattr(exc, "hermes_output", False):
+            raise
         os.dup2(os.open(os.devnull, os.O_WRONLY), stdout.fileno())
         with contextlib.suppress(OSError):  # (stderr may be full too: the exit status still says it)
-            print(f"hermes-kernel: cannot write the output: {failed.error.strerror} (errno {failed.error.errno})",
-                  file=sys.stderr)
+            print(f"hermes-kernel: cannot write the output: {exc.strerror} (errno {exc.errno})", file=sys.stderr)
         return 1
     finally:
         if isinstance(sys.stdout, _Output):
@@ -315,17 +316,9 @@ _OUTPUT_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 """What a write to a full or failing stdout raises (``> /dev/full``): one line and exit 1, no traceback."""
 
 
-class _OutputFailed(Exception):
-    """A write or flush of the command's stdout failed with one of :data:`_OUTPUT_FULL` (``error``)."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
 class _Output:
-    """``sys.stdout`` while a command runs: its writes' :data:`_OUTPUT_FULL` failures become
-    :class:`_OutputFailed` (a full disk met elsewhere, in ``build-image``, stays the ``OSError`` it is)."""
+    """``sys.stdout`` while a command runs: its writes' :data:`_OUTPUT_FULL` failures are marked
+    ``hermes_output`` (a full disk met elsewhere, in ``build-image``, stays the plain ``OSError`` it is)."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -340,8 +333,7 @@ class _Output:
         try:
             return call(*args)
         except OSError as exc:
-            if exc.errno in _OUTPUT_FULL:
-                raise _OutputFailed(exc) from None
+            exc.hermes_output = exc.errno in _OUTPUT_FULL  # type: ignore[attr-defined]
             raise
 
     def __getattr__(self, name: str) -> Any:
