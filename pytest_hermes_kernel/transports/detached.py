@@ -79,7 +79,7 @@ while True:
 
 #: The kill scripts' reader of a process: ``live_env(name)`` is its environment (a list of
 #: ``NAME=value`` bytes), or ``None`` when it is gone, unreadable or a zombie.
-_LIVE_ENV = r"""
+LIVE_ENV_CODE = r"""
 def live_env(name):
     try:
         with open('/proc/%s/environ' % name, 'rb') as fh:
@@ -93,7 +93,7 @@ def live_env(name):
 
 #: A script's ``stat_fields(pid)``: the fields of ``/proc/PID/stat`` after the command name
 #: (``[0]`` the state, ``[3]`` the session id); ``None`` when there is no such process.
-_STAT_FIELDS = r"""
+STAT_FIELDS_CODE = r"""
 def stat_fields(pid):
     try:
         with open('/proc/%s/stat' % pid, 'rb') as fh:
@@ -106,7 +106,7 @@ def stat_fields(pid):
 #: argv[1]: the runner's session id; then optionally ``--kernel ID``: a live leader of that
 #: session without that kernel id is another's (the pid was reused after a reboot): nothing is
 #: killed then. SIGKILLs every non-zombie member until none is left (5 s at most); prints ``gone`` or ``left <pids>``.
-KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\n" + _STAT_FIELDS + _LIVE_ENV + r"""
+KILL_SESSION_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\n" + STAT_FIELDS_CODE + LIVE_ENV_CODE + r"""
 lead = stat_fields(sid)
 foreign = (sys.argv[2:3] == ['--kernel'] and lead is not None and lead[0] != b'Z' and int(lead[3]) == sid
            and ('HERMES_KERNEL_ID=' + sys.argv[3]).encode() not in (live_env(str(sid)) or ()))
@@ -119,7 +119,7 @@ def is_member(name):
 #: server). As :data:`KILL_SESSION_SCRIPT`, and that pid itself while it is still the server's
 #: child: the kernel may not have made its session yet (``setsid`` is its first step, after the
 #: server has answered), and a session kill alone then found nothing and left it running.
-KILL_FORKED_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\nserver = os.getppid()\n" + _STAT_FIELDS + r"""
+KILL_FORKED_SCRIPT = ("import os, sys, time\nsid = int(sys.argv[1])\nserver = os.getppid()\n" + STAT_FIELDS_CODE + r"""
 def is_member(name):
     fields = stat_fields(name)
     if fields is None or fields[0] == b'Z':
@@ -144,7 +144,7 @@ REAP_WAIT_S = 3.0
 #: argv[1]: a pid, argv[2]: seconds to wait for it to end, argv[3] (optional): its kernel dir,
 #: removed once it ended. Prints ``gone`` or ``alive``: the reap and the cleanup of a spawned
 #: runner that was asked to exit, in one exec instead of a probe, maybe a kill, and an ``rm``.
-REAP_SCRIPT = "import shutil, sys, time\n" + _STAT_FIELDS + r"""
+REAP_SCRIPT = "import shutil, sys, time\n" + STAT_FIELDS_CODE + r"""
 def alive(pid):
     fields = stat_fields(pid)
     return fields is not None and fields[0] != b'Z'
@@ -345,7 +345,7 @@ class MadeDirs:
 KILL_KERNEL_SCRIPT = (r"""
 import os, sys, time
 want = b'HERMES_KERNEL_ID=' + sys.argv[1].encode()
-""" + _LIVE_ENV + r"""
+""" + LIVE_ENV_CODE + r"""
 def is_member(name):
     env = live_env(name)
     return env is not None and want in env
@@ -359,7 +359,7 @@ def is_member(name):
 #: left alone; a link in it is unlinked, never followed).
 CLEAR_KERNELS_SCRIPT = (r"""
 import os, sys, time, shutil
-""" + _LIVE_ENV + r"""
+""" + LIVE_ENV_CODE + r"""
 def is_member(name):
     env = live_env(name)
     return env is not None and any(e.startswith(b'HERMES_KERNEL_ID=') for e in env)

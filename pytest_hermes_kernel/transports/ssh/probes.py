@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
-from ..detached import (_LIVE_ENV, _STAT_FIELDS, ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
+from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
@@ -39,7 +39,7 @@ PROBE_TIMEOUT = 15.0
 #: running the cell, reparented, with no one to end it (no kill is sent to a runner seen gone).
 #: As :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
 #: re-attach's, the next cell's) ends its worker.
-ALIVE_OR_END_SCRIPT = "import os, signal, sys\n" + _STAT_FIELDS + _LIVE_ENV + r"""
+ALIVE_OR_END_SCRIPT = "import os, signal, sys\n" + STAT_FIELDS_CODE + LIVE_ENV_CODE + r"""
 def ours(pid):
     return ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() in (live_env(pid) or ())
 sid, lead = sys.argv[1].encode(), stat_fields(sys.argv[1])
