@@ -8,7 +8,9 @@ turn at once and is told it was overtaken (the handle answers it with a final re
 the old generation). A cell sent while the restart runs waits until the restart is done and
 then runs on the new generation, in the order it came. Nothing here knows about the kernel itself.
 
-Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn); the restart's own
+Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn), and so is the lock of
+its count and line (a signal handler's cell may land inside that bookkeeping: each such cell
+leaves the count and the line as it found them); the restart's own
 moves are serialized by the caller (the handle's control lock), so :meth:`CellQueue.restart`
 never runs twice at once.
 """
@@ -52,7 +54,7 @@ class CellQueue:
         self._epoch = 0
         self._restarting = False
         self._waiting = 0
-        self._count_lock = threading.Lock()
+        self._count_lock = threading.RLock()  # re-entrant: a signal handler's cell may land inside it
         self._line: deque[tuple[int, threading.Event]] = deque()  # (thread, its event) in the order they came
 
     @property
@@ -94,8 +96,9 @@ class CellQueue:
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
         place = (threading.get_ident(), threading.Event())
         head = place[1]
-        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
-            here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
+        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
+            here = 0 if self.lock._is_owned() else next(  # and the head if it holds the kernel already
+                (i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
             self._line.insert(here, place)
             if self._line[0] is place:
                 head.set()

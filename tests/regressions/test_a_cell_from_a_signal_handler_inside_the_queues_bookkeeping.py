@@ -1,0 +1,82 @@
+"""A cell sent from a signal handler that lands inside the cell queue's own bookkeeping (the few
+lines where a cell counts itself, takes or leaves its place in line) runs, and so does the cell
+it interrupted.
+
+The bookkeeping lock was a plain lock: a handler landing while its thread held it waited for
+that same thread for ever (left alone in the closing note of 2026-12-05, fixed the session
+after); and a handler landing just after its thread had left the line holding the kernel went
+to the back of the line and waited for the cell behind, which waited for the kernel its own
+thread held. The window is a few bytecodes wide, so these tests send the signal from inside it:
+the queue's bookkeeping lock is wrapped to raise the signal on its thread's n-th entry.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from typing import Any
+
+import pytest
+
+from pytest_hermes_kernel import KernelState
+from tests.support import hang_alarm, wait_until
+
+# The main thread's entries into the bookkeeping lock during one cell that waits behind another:
+# 1 counted in, 2 in line, 3 out of line (its turn came: the kernel is held), 4 counted out.
+ENTRIES = {1: "counting itself in", 2: "taking its place in line", 3: "leaving the line, kernel held",
+           4: "counting itself out"}
+
+
+class _SignalInside:
+    """The queue's bookkeeping lock, raising SIGUSR1 in the main thread on its ``fire_at``-th entry."""
+
+    def __init__(self, lock: Any, fire_at: int) -> None:
+        self._lock, self._fire_at, self._entries = lock, fire_at, 0
+        self._main = threading.get_ident()
+
+    def __enter__(self) -> None:
+        self._lock.__enter__()
+        if threading.get_ident() == self._main:
+            self._entries += 1
+            if self._entries == self._fire_at:
+                try:
+                    os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs at the next bytecode, lock held
+                except BaseException:  # the hang alarm: leave the lock free for the kernel's teardown
+                    self._lock.__exit__(None, None, None)
+                    raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.__exit__(*exc)
+
+
+@pytest.mark.parametrize("fire_at", sorted(ENTRIES), ids=[v.replace(" ", "-") for v in ENTRIES.values()])
+def test_a_signal_handlers_cell_inside_the_queues_bookkeeping_runs(make_kernel, fire_at: int) -> None:
+    k = make_kernel()
+    k.execute("order = []")
+    queue = k._queue
+    ahead = threading.Thread(target=k.execute, args=("import time; time.sleep(0.5); order.append('ahead')",))
+    ahead.start()
+    wait_until(lambda: k.state is KernelState.BUSY, 10.0)
+    behind: list[threading.Thread] = []
+
+    def send_behind() -> None:  # a cell that waits in line behind the main thread's
+        wait_until(lambda: k.queued >= 1, 10.0)
+        behind.append(threading.Thread(target=k.execute, args=("order.append('behind')",)))
+        behind[0].start()
+
+    previous = signal.signal(signal.SIGUSR1, lambda *_: k.execute("order.append('handler')"))
+    bookkeeping = queue._count_lock
+    queue._count_lock = _SignalInside(bookkeeping, fire_at)
+    try:
+        threading.Thread(target=send_behind, daemon=True).start()
+        with hang_alarm(20, f"a handler's cell landing while its thread was {ENTRIES[fire_at]} waited for ever"):
+            k.execute("order.append('outer')")
+            ahead.join(10.0)
+            wait_until(lambda: behind and not behind[0].is_alive(), 10.0)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        queue._count_lock = bookkeeping
+        ahead.join(10.0)
+    order = k.execute("order").value
+    assert "'handler'" in order and "'outer'" in order and "'behind'" in order, order
