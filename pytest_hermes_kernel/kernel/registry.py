@@ -22,7 +22,6 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import os
 import threading
@@ -40,7 +39,7 @@ from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
-from .reaper import IdleReaper, IdleReaping, in_use
+from .reaper import IdleReaper, IdleReaping, closed_at_exit, in_use
 from .results import CellResult, KernelSnapshot, Reason
 from .rpc import ToolTable
 
@@ -139,7 +138,7 @@ class KernelRegistry(IdleReaping):
             self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
         self.host_pid = os.getpid()
         """The process this registry belongs to (a forked child's copy is its parent's)."""
-        atexit.register(_shutdown_at_exit, weakref.ref(self), self.host_pid)
+        self._made = closed_at_exit(self)  # its place in the order of closing at exit (the newest first)
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
         self.holder = current_holder.get()
         """What holds this registry's kernels beyond the caller's unit of work (:mod:`.holders`)."""
@@ -430,12 +429,6 @@ def _count_death(deaths: dict[str, int], result: CellResult) -> None:
     """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
     if result.status in ("died", "exited", "timeout") and result.kernel.reason:
         deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
-
-
-def _shutdown_at_exit(ref: weakref.ref[KernelRegistry], pid: int) -> None:
-    registry = ref()
-    if registry is not None and os.getpid() == pid:  # a forked child leaves the parent's kernels alone
-        registry.close()
 
 
 _live: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()
