@@ -105,7 +105,8 @@ class RemoteServer:
         rid = next(self._ids)
         try:
             self.send_frame(dict(message, id=rid))
-        except OSError as exc:  # not sent: asking another server is safe
+        except OSError as exc:  # not sent: asking another server is safe (this one is of no use now)
+            self.close(f"its stream broke: {type(exc).__name__}: {exc}")
             raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}", sent=False) from None
         except BaseException:  # Ctrl-C as it went out: it may have gone out
             self._abandon(rid, message)
@@ -324,7 +325,7 @@ class ServerPool:
         try:
             return (*server.spawn(config(server), wait), server)
         except KernelServerUnavailable as exc:
-            if exc.facts.get("sent", True):
+            if exc.sent:
                 raise  # a refusal (a new server would refuse too), or it may have forked the kernel
         server = self._server(where, python)  # it was gone before it had the request: once more
         return (*server.spawn(config(server), wait), server)

@@ -11,7 +11,7 @@ import pytest
 from pytest_hermes_kernel.kernel.results import encode_frame
 from pytest_hermes_kernel.errors import KernelServerUnavailable
 from pytest_hermes_kernel.transports.forked import with_fallback
-from pytest_hermes_kernel.transports.remote_server import RemoteServer
+from pytest_hermes_kernel.transports.remote_server import RemoteServer, ServerPool
 from tests.support import wait_until
 
 
@@ -124,3 +124,47 @@ def test_a_kernel_that_ends_as_it_is_forked_is_an_ended_stream_not_a_key_error()
             server.close()
         assert pid == 77
         assert kernel_stream.recv(1.0) == b""  # ended: the start reads the kernel's log for why
+
+
+class AnswersSpawns(EndsAtOnce):
+    """A live server: it answers every ``spawn`` with kernel pid 77 on channel 36, which stays open."""
+
+    def send(self, data: bytes) -> None:
+        from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder
+
+        ScriptedStream.send(self, data)
+        decoder = FrameDecoder()
+        decoder.feed(data)
+        frame = decoder.next_frame()
+        if frame is not None and frame[0].get("type") == "spawn":
+            self._answers.append(encode_frame({"type": "spawned", "id": frame[0]["id"], "chan": 36, "pid": 77}, ()))
+
+
+class EndedAfterHello(AnswersSpawns):
+    """A server that ended idle after its hello; its stream's end not read yet when the next
+    spawn goes out (ssh: ``OSError: ssh channel is closed`` at the send)."""
+
+    def send(self, data: bytes) -> None:
+        if self.sent:
+            raise OSError("ssh channel is closed")
+        ScriptedStream.send(self, data)
+
+
+def test_a_spawn_that_never_reached_an_ended_server_asks_a_new_one():
+    """Seen in ``benchmarks/soak.py --transport ssh --mode reap``: a kernel server that had ended
+    for being idle, its stream's end not yet read, made the next start raise
+    ``TypeError: KernelStartError.__init__() got an unexpected keyword argument 'sent'`` out of
+    ``registry.execute()``; the spawn never went out, so a new server is asked (once)."""
+    streams = [EndedAfterHello(), AnswersSpawns()]
+    pool = ServerPool(lambda where, python: RemoteServer(streams.pop(0), name=where, config={}))
+    try:
+        pid, stream, _, server = pool.spawn("test", "python3", lambda _server: {"kernel_id": "k"}, 10)
+        assert pid == 77 and streams == [] and server.usable, "a second server forked it"
+        assert pool.running("test") is server
+    finally:
+        pool.close()
+
+
+def test_a_kernel_server_unavailable_error_says_whether_its_request_went_out():
+    exc = KernelServerUnavailable("gone", sent=False)
+    assert exc.sent is False and KernelServerUnavailable("refused").sent is True
