@@ -168,3 +168,38 @@ def test_a_spawn_that_never_reached_an_ended_server_asks_a_new_one():
 def test_a_kernel_server_unavailable_error_says_whether_its_request_went_out():
     exc = KernelServerUnavailable("gone", sent=False)
     assert exc.sent is False and KernelServerUnavailable("refused").sent is True
+
+
+def _exits(pids: range) -> bytes:
+    return b"".join(encode_frame({"type": "exited", "pid": pid, "exit_code": 0, "signal": None}, ()) for pid in pids)
+
+
+def test_a_kernel_forked_on_the_pid_of_an_ended_one_is_not_taken_for_ended():
+    """The host side kept every ended kernel's exit by pid for the server's whole life; a container's
+    pids wrap (``pid_max`` 32768 here), and a new kernel on an old kernel's pid read as ended at once
+    (``alive()`` False without asking: a healthy kernel taken for dead)."""
+    stream = AnswersSpawns()
+    stream._answers.append(_exits(range(77, 78)))
+    server = RemoteServer(stream, name="test", config={})
+    try:
+        wait_until(lambda: server.exited(77), timeout=10, what="the old kernel's end read")
+        pid, _, _ = server.spawn({"kernel_id": "k"}, 10)
+
+        assert pid == 77 and not server.exited(77), "the new kernel on pid 77 has not ended"
+    finally:
+        server.close()
+
+
+def test_a_long_lived_server_keeps_a_bounded_record_of_ended_kernels():
+    """One record per kernel the server ever forked, never dropped: +100 per 100 kernels on a busy
+    docker or ssh host (``benchmarks/soak.py``); the newest ``EXITS_KEPT`` are kept."""
+    stream = AnswersSpawns()
+    stream._answers.append(_exits(range(1000, 3000)))
+    server = RemoteServer(stream, name="test", config={})
+    try:
+        wait_until(lambda: server.exited(2999), timeout=10, what="2000 ends read")
+
+        assert len(server._exited) <= 256, f"{len(server._exited)} ended kernels remembered"
+        assert server.exited(2999) and server.wait_exit(2999, 0) == (0, None), "the newest are kept"
+    finally:
+        server.close()
