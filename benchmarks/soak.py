@@ -102,8 +102,11 @@ def far_side(transport: Any) -> dict[str, float]:
         code, out = transport.run_probe(FAR_SIDE)
         conn = transport.current_connection
         chans = len(conn.client.get_transport()._channels.values()) if conn is not None else -1
-    else:
-        return {}
+    else:  # local: this process's kernel and kernel server dirs in the kernel dir root
+        from pytest_hermes_kernel.transports.kernel_dirs import kernel_dir_root
+
+        mine = f"-{os.getpid()}-"
+        return {"local.dirs": sum(1 for n in os.listdir(kernel_dir_root()) if n.startswith("hermes-kernel") and mine in n)}
     names = ["far.procs", "far.zombies", "far.dirs", "far.servers", "far.server_fds", "far.server_threads"]
     res = dict(zip(names, map(int, out.split()))) if code == 0 else {"far.failed": 1}
     if transport.name == "ssh":
