@@ -426,7 +426,10 @@ def _await_start(entry: _Entry) -> None:
 
 
 def _count_death(deaths: dict[str, int], result: CellResult) -> None:
-    """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
+    """Count a cell that ended its kernel (or was reset for its budget) under its reason; not one whose
+    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death)."""
+    if result.status == "timeout" and result.watchdog == "interrupted":
+        return
     if result.status in ("died", "exited", "timeout") and result.kernel.reason:
         deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
 

@@ -23,7 +23,7 @@ import pytest
 from pytest_hermes_kernel.errors import KernelShutdownError
 from pytest_hermes_kernel.kernel import registry as registry_module
 from pytest_hermes_kernel.kernel.lifecycle import KernelState
-from pytest_hermes_kernel.kernel.options import KernelOptions
+from pytest_hermes_kernel.kernel.options import KernelOptions, WatchdogPolicy
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry, live_registries
 from tests.support import REPO_ROOT, stays_true
 from tests.unit.test_registry_losses import Clock, FakeTransport, clock, transport  # noqa: F401  (fixtures)
@@ -292,6 +292,20 @@ def test_stats_count_the_cells_that_ended_their_kernel_by_reason(make_registry):
     assert reg.execute(A, "raise SystemExit(0)").status == "exited"
 
     assert reg.stats["deaths"] == {"exited": 2, "died": 1}
+
+
+def test_a_cell_interrupted_for_its_budget_on_a_kernel_after_an_eviction_is_no_death(make_registry):
+    """Its result reports the eviction (``state_lost``, ``reason="evicted"``) and its namespace kept:
+    ``stats["deaths"]`` counted it as a death by eviction (346 in 40 s of 8 threads on 12 keys)."""
+    reg = make_registry(idle_timeout=None, max_kernels=1,
+                        options=KernelOptions(watchdog=WatchdogPolicy(interrupt_grace=2.0, kill_grace=1.0)))
+    reg.execute(A, "1")
+    reg.execute(B, "1")  # A's kernel evicted
+
+    r = reg.execute(A, "import time; time.sleep(30)", timeout=0.2)
+
+    assert r.status == "timeout" and r.watchdog == "interrupted" and r.kernel.reason == "evicted", r.summary()
+    assert reg.stats["deaths"] == {} and reg.stats["evicted"] == 2
 
 
 # ------------------------------------------------------------------------------ defaults and key options
