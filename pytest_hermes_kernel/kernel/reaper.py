@@ -14,9 +14,9 @@ import atexit
 import itertools
 import os
 import threading
+import time
 import traceback
 import weakref
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
