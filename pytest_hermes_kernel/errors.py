@@ -1,18 +1,17 @@
 """One exception hierarchy for the whole package, and the leak warning.
 
-Every exception of the package is defined here, under :class:`HermesKernelError`. An error's
-*facts* are the keyword-only parameters of its ``__init__``: each is set as an attribute of the
-same name, typed and documented with ``:param:`` in the class docstring. Every exception here
-pickles with its type, message and facts (pytest-xdist and the host harness ship them between
-processes): ``__reduce__`` rebuilds it from :attr:`HermesKernelError.facts`.
+Every exception of the package is defined here, under :class:`HermesKernelError`. An error's *facts* are
+the keyword-only parameters of its ``__init__``: each is set as an attribute of the same name, typed and
+documented with ``:param:`` in the class docstring. Every exception here pickles with its type, message and
+facts (pytest-xdist and the host harness ship them between processes): ``__reduce__`` rebuilds it from
+:attr:`HermesKernelError.facts`.
 
 Builtins are mixed in only where callers catch them (``TimeoutError``, ``ConnectionError``,
 ``ValueError``, ``PermissionError``, ``AssertionError``).
 
-This module is below everything (it imports nothing of the package), so facts whose type lives
-in the kernel core (:class:`~pytest_hermes_kernel.kernel.results.KernelInfo`,
-:class:`~pytest_hermes_kernel.kernel.results.CellResult`) are annotated ``Any`` and named in
-their ``:param:``.
+This module is below everything (it imports nothing of the package), so facts whose type lives in the
+kernel core (:class:`~pytest_hermes_kernel.kernel.results.KernelInfo`,
+:class:`~pytest_hermes_kernel.kernel.results.CellResult`) are annotated ``Any`` and named in their ``:param:``.
 """
 
 from __future__ import annotations
@@ -98,7 +97,17 @@ class KernelStartError(HermesKernelError):
 
 class KernelServerUnavailable(KernelStartError):
     """A kernel server could not fork this kernel (gone, refused, silent); the transport falls back
-    to a plain spawn and says so in the first result's ``kernel.note``."""
+    to a plain spawn and says so in the first result's ``kernel.note``.
+
+    :param kernel_id: as for :class:`KernelStartError`.
+    :param exit_code: as for :class:`KernelStartError`.
+    :param sent: the request may have reached the server (``False``: it never went out; ask a new server).
+    """
+
+    def __init__(self, message: str = "", *, kernel_id: str | None = None, exit_code: int | None = None,
+                 sent: bool = True) -> None:
+        super().__init__(message, kernel_id=kernel_id, exit_code=exit_code)
+        self.sent = sent
 
 
 class KernelDiedError(HermesKernelError):
@@ -132,10 +141,9 @@ class HostGoneError(KernelDiedError):
 class KernelForkedError(HermesKernelError):
     """A kernel handle was used in a forked child of the process it belongs to (B42).
 
-    The child shares the parent's channel and connections; using them would mix its frames into
-    the parent's, and ending them would end the parent's kernel. So a child's ``execute``,
-    ``start``, ``interrupt`` and ``restart`` raise this, and its ``shutdown`` leaves the kernel
-    alone.
+    The child shares the parent's channel and connections; using them would mix its frames into the
+    parent's, and ending them would end the parent's kernel. So a child's ``execute``, ``start``,
+    ``interrupt`` and ``restart`` raise this, and its ``shutdown`` leaves the kernel alone.
 
     :param kernel_id: the kernel.
     :param host_pid: the process the kernel belongs to (the child's is ``os.getpid()``).
@@ -176,12 +184,11 @@ class KernelShutdownError(HermesKernelError):
 
 
 class ChannelHeldHereError(HermesKernelError):
-    """A call on a kernel was made inside the same thread's own use of that kernel's channel: a
-    signal handler (or a listener) ran while the thread waited in a cell (``execute()``), a
-    ``start()``, ``restart()`` or ``shutdown()`` of that kernel. The frame below holds the channel
-    and will read what arrives on it, so the call cannot use it without waiting for itself or
-    cutting into its frames; nothing was done. ``interrupt()`` and ``shutdown()`` are safe there
-    (a nested ``shutdown()`` kills the runner from outside at once).
+    """A call on a kernel was made inside the same thread's own use of that kernel's channel: a signal handler
+    (or a listener) ran while the thread waited in a cell (``execute()``), a ``start()``, ``restart()`` or
+    ``shutdown()`` of that kernel. The frame below holds the channel and will read what arrives on it, so the
+    call cannot use it without waiting for itself or cutting into its frames; nothing was done.
+    ``interrupt()`` and ``shutdown()`` are safe there (a nested ``shutdown()`` kills the runner at once).
 
     :param kernel_id: the kernel.
     :param held_by: what the frame below is doing with the channel (``"execute()"``, ``"restart()"``, ...).
@@ -196,10 +203,9 @@ class ChannelHeldHereError(HermesKernelError):
 class TransportLostError(HermesKernelError, ConnectionError):
     """The channel to a remote kernel runner broke and could not be re-attached in time.
 
-    :param permanent: retrying cannot help (the container stopped, the runner is gone, a host
-        key mismatch), so the handle reports the loss at once instead of re-attaching.
-    :param timed_out: the host did not answer within the connect timeout (a silent host, not a
-        refusal).
+    :param permanent: retrying cannot help (the container stopped, the runner is gone, a host key mismatch),
+        so the handle reports the loss at once instead of re-attaching.
+    :param timed_out: the host did not answer within the connect timeout (a silent host, not a refusal).
     """
 
     def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False) -> None:
@@ -238,8 +244,7 @@ class ChannelClosed(TransportLostError):
 
     :param permanent: as for :class:`TransportLostError`.
     :param timed_out: as for :class:`TransportLostError`.
-    :param closed_by_us: this side closed the channel (``False``: the peer broke it), the
-        difference between "closed by us" and "broken by the peer".
+    :param closed_by_us: this side closed the channel (``False``: the peer broke it, not "closed by us").
     """
 
     def __init__(self, message: str = "", *, permanent: bool = False, timed_out: bool = False,
@@ -321,9 +326,8 @@ class SharedLockTimeout(HermesKernelError, TimeoutError):
 
 
 class UnsafeRunDirError(HermesKernelError, PermissionError):
-    """A private directory of the kit cannot be trusted, so nothing is written there: a run's
-    directory (``containers/rundir.py``), or the kernel root on the far side (ssh's
-    ``~/.hermes-kernels``, filecell's ``root``) (B46).
+    """A private directory of the kit cannot be trusted, so nothing is written there: a run's directory
+    (``containers/rundir.py``), or the kernel root on the far side (ssh's ``~/.hermes-kernels``, filecell's ``root``) (B46).
 
     :param path: the directory refused.
     :param problem: why: a symlink, not a directory, owned by another user, open to group or

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import KernelStateError
 from .results import Reason
 
-__all__ = ["KernelState", "TRANSITIONS", "Lifecycle", "Loss"]
+__all__ = ["KernelState", "TRANSITIONS", "Lifecycle", "Loss", "Losses"]
 
 
 class KernelState(enum.Enum):
@@ -202,3 +202,41 @@ class Loss:
         """The :class:`~.results.KernelInfo` fields this loss sets (``state_lost`` included)."""
         return {"state_lost": True, "reason": self.reason, "exit_code": self.exit_code, "signal": self.signal,
                 "oom_killed": self.oom_killed, "note": self.note}
+
+
+class Losses:
+    """The losses a registry owes the next kernel of each key (evicted, reaped), at most ``kept`` of
+    them, the newest: a host whose keys never come back (one per conversation) kept one per key for
+    ever (80 per 100 cycles of ``benchmarks/soak.py``). Not thread-safe: the registry's lock guards it."""
+
+    def __init__(self, kept: int) -> None:
+        self.kept, self._by_key = kept, dict[Hashable, Loss]()
+
+    def remember(self, key: Hashable, loss: Loss) -> None:
+        """``key``'s next kernel reports ``loss``; the oldest past ``kept`` are forgotten."""
+        self._by_key.pop(key, None)
+        self._by_key[key] = loss
+        while len(self._by_key) > self.kept:
+            del self._by_key[next(iter(self._by_key))]
+
+    def give_back(self, key: Hashable, loss: Loss) -> None:
+        """``loss`` again, unless a newer one came meanwhile (the kernel it went to failed to start)."""
+        if key not in self._by_key:
+            self.remember(key, loss)
+
+    def take(self, key: Hashable) -> Loss | None:
+        """``key``'s loss, for its next kernel to report, and forgotten here."""
+        return self._by_key.pop(key, None)
+
+    def unconfirmed(self, key: Hashable) -> None:
+        """``key``'s loss (if any) says its kernel's end was not confirmed."""
+        if key in self._by_key:
+            self._by_key[key] = self._by_key[key].with_unconfirmed_end()
+
+    def forget(self, match: Callable[[Any], bool]) -> None:
+        """Forget the losses of the keys ``match`` takes (their owner ended them on purpose)."""
+        for key in [k for k in self._by_key if match(k)]:
+            del self._by_key[key]
+
+    def __len__(self) -> int:
+        return len(self._by_key)

@@ -5,13 +5,18 @@ can move that moment (a lease released, a kernel started: :meth:`IdleReaper.poke
 ``sweep_every`` seconds to sweep stale kernel dirs. So a kernel is reaped within
 ``idle_timeout + SLACK_S`` for any idle timeout, and a long timeout costs no polling. (The
 registry it replaces woke on a fixed interval with a 30 s floor: a kernel with
-``idle_timeout=1.0`` lived up to 30 s.)
+``idle_timeout=1.0`` lived up to 30 s.) The last reaping is at interpreter exit: :func:`closed_at_exit`.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
+import os
 import threading
 import time
+import traceback
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .lifecycle import KernelState
 
 if TYPE_CHECKING:
-    from .registry import KernelKey, _Entry
+    from .registry import KernelKey, KernelRegistry, _Entry
     from .results import Reason
 
 SLACK_S = 0.05
@@ -170,3 +175,30 @@ def in_use(entry: _Entry) -> bool:
 
 
 _RUNNING = (KernelState.BUSY, KernelState.RESETTING)
+
+
+_hooked_pid: int | None = None  # the process whose exit hook is registered
+_made = itertools.count()
+_open: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()  # every registry not garbage yet
+
+
+def closed_at_exit(registry: KernelRegistry) -> int:
+    """Have ``registry`` closed at interpreter exit, in its own process; returns its place in the
+    order of closing (the newest registry first). One hook per process closes them all: one hook
+    per registry, kept after its close, grew the interpreter's exit list for every registry ever made."""
+    global _hooked_pid
+    if _hooked_pid != registry.host_pid:  # once per process (a forked child's registries are its own)
+        _hooked_pid = registry.host_pid
+        atexit.register(_close_at_exit, registry.host_pid)
+    _open.add(registry)
+    return next(_made)
+
+
+def _close_at_exit(pid: int) -> None:
+    if os.getpid() != pid:  # a forked child leaves the parent's kernels alone
+        return
+    for registry in sorted((r for r in list(_open) if r.host_pid == pid), key=lambda r: -r._made):
+        try:
+            registry.close()
+        except Exception:  # noqa: BLE001 - shown as atexit shows it; the next registry still closes
+            traceback.print_exc()

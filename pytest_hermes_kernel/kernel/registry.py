@@ -22,7 +22,6 @@ Lifecycle rules (DESIGN.md section 6, from the seed system's bug history):
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import os
 import threading
@@ -38,9 +37,9 @@ from ..errors import ConfigError, KernelShutdownError
 from .control import check_process
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
-from .lifecycle import Loss
+from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
-from .reaper import IdleReaper, IdleReaping, in_use
+from .reaper import IdleReaper, IdleReaping, closed_at_exit, in_use
 from .results import CellResult, KernelSnapshot, Reason
 from .rpc import ToolTable
 
@@ -55,6 +54,9 @@ DEFAULT_IDLE_TIMEOUT = 1800.0
 
 STALE_DIR_AGE_S = 7 * 24 * 3600.0
 """Seconds after which a kernel dir of a dead host is swept (one week)."""
+
+LOST_KEPT = 10_000
+"""Keys whose evicted or reaped kernel the registry reports to their next cell, the newest (:class:`.Losses`)."""
 
 
 @dataclass
@@ -122,7 +124,7 @@ class KernelRegistry(IdleReaping):
         self._factory = transport_factory
         self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
-        self._lost: dict[KernelKey, Loss] = {}  # ended by the registry; the key's next kernel reports it
+        self._lost = Losses(LOST_KEPT)  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
         self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
@@ -136,7 +138,7 @@ class KernelRegistry(IdleReaping):
             self._reaper = IdleReaper(self, reap_interval or min(300.0, max(30.0, idle_timeout / 6)))
         self.host_pid = os.getpid()
         """The process this registry belongs to (a forked child's copy is its parent's)."""
-        atexit.register(_shutdown_at_exit, weakref.ref(self), self.host_pid)
+        self._made = closed_at_exit(self)  # its place in the order of closing at exit (the newest first)
         self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
         self.holder = current_holder.get()
         """What holds this registry's kernels beyond the caller's unit of work (:mod:`.holders`)."""
@@ -243,7 +245,7 @@ class KernelRegistry(IdleReaping):
         if self.listener is not None:
             handle.add_listener(self.listener)
         entry = _Entry(key=key, handle=handle, pinned=pinned, last_used=self.clock(),
-                       inherited=self._lost.pop(key, None))
+                       inherited=self._lost.take(key))
         if entry.inherited is not None:  # the registry ended this key's last kernel: say so
             handle.mark_lost(entry.inherited)
         self._watch_cells(entry)
@@ -263,7 +265,7 @@ class KernelRegistry(IdleReaping):
                 if self._entries.get(entry.key) is entry:
                     del self._entries[entry.key]
                 if entry.inherited is not None:  # not reported yet: the key's next kernel reports it
-                    self._lost.setdefault(entry.key, entry.inherited)
+                    self._lost.give_back(entry.key, entry.inherited)
         finally:
             entry.ready.set()
             self._poke()
@@ -292,8 +294,8 @@ class KernelRegistry(IdleReaping):
         entry.doomed, entry.ender = reason, threading.get_ident()  # (the popping thread ends it)
         self._dying.setdefault(entry.key, []).append(entry)
         if reason in ("evicted", "idle_reaped"):
-            self._lost[entry.key] = Loss(reason=reason, note=f"the previous kernel for this key was "
-                                                            f"{reason.replace('_', ' ')}")
+            self._lost.remember(entry.key, Loss(reason=reason, note=f"the previous kernel for this key was "
+                                                                   f"{reason.replace('_', ' ')}"))
             self.stats[reason] += 1
         return entry
 
@@ -306,15 +308,15 @@ class KernelRegistry(IdleReaping):
             self._shut(entry, now=entry.doomed in ("reset", "host_gone"))
 
     def _shut(self, entry: _Entry, now: bool = False) -> None:
-        """Shut ``entry``'s kernel down, then let its key start a new one. A shutdown that was not
-        confirmed is counted, and the key's pending loss (evicted, reaped) says so."""
+        """Shut ``entry``'s kernel down, then let its key start a new one (an end not confirmed is counted)."""
         info = None
         try:
             info = entry.handle.shutdown(now=now, why=_why(entry, self.max_kernels, self.idle_timeout))
         finally:
             with self._lock:
                 if info is not None and info.may_still_run:
-                    _note_unconfirmed_end(self.stats, self._lost, entry.key)
+                    self.stats["unconfirmed_ends"] += 1  # and the key's pending loss says it may still run
+                    self._lost.unconfirmed(entry.key)
                 _bury(self._dying, entry)
 
     # ------------------------------------------------------------------------------ shutdown
@@ -350,6 +352,7 @@ class KernelRegistry(IdleReaping):
             return 0
         with self._lock:
             doomed = [self._pop_unlocked(e, "reset") for e in list(self._entries.values()) if match(e.key)]
+            self._lost.forget(match)  # ended on purpose: their next kernels are fresh ones, no loss to report
         pending = [e for e in doomed if not e.ready.is_set()]
         for entry in doomed:
             if entry.ready.is_set():
@@ -423,22 +426,12 @@ def _await_start(entry: _Entry) -> None:
 
 
 def _count_death(deaths: dict[str, int], result: CellResult) -> None:
-    """Count a cell that ended its kernel (or was reset for its budget) under its reason."""
+    """Count a cell that ended its kernel (or was reset for its budget) under its reason; not one whose
+    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death)."""
+    if result.status == "timeout" and result.watchdog == "interrupted":
+        return
     if result.status in ("died", "exited", "timeout") and result.kernel.reason:
         deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
-
-
-def _note_unconfirmed_end(stats: dict[str, Any], lost: dict[KernelKey, Loss], key: KernelKey) -> None:
-    """Count a kernel whose shutdown was not confirmed; the key's pending loss says it may still run."""
-    stats["unconfirmed_ends"] += 1
-    if key in lost:
-        lost[key] = lost[key].with_unconfirmed_end()
-
-
-def _shutdown_at_exit(ref: weakref.ref[KernelRegistry], pid: int) -> None:
-    registry = ref()
-    if registry is not None and os.getpid() == pid:  # a forked child leaves the parent's kernels alone
-        registry.close()
 
 
 _live: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()

@@ -245,11 +245,10 @@ def until_complete(ask: Callable[[], tuple[int | None, bytes | None]],
     """Run a read-only exec until its answer is complete: ``(stdout without the end line, or None
     when no answer of ``tries`` was; the last exit code; the last stdout)``.
 
-    ``ask()`` runs the exec, whose command prints :data:`SCAN_END_LINE` last, and returns ``(exit
-    code, stdout)``. A loaded engine can answer an exec with exit code 0 and its output lost or
-    cut (moby/moby#27289, docker/docker-py#2042; 5 in 1200 reads under load): read as is, a scan
-    sees no process where there is one. An answer without the end line is asked again (the exec
-    only reads, so asking twice changes nothing).
+    ``ask()`` runs the exec, whose command prints :data:`SCAN_END_LINE` last, and returns ``(exit code,
+    stdout)``. A loaded engine can answer an exec with exit code 0 and its output lost or cut
+    (moby/moby#27289, docker/docker-py#2042; 5 in 1200 reads under load): read as is, a scan sees no process
+    where there is one. An answer without the end line is asked again (the exec only reads: no harm).
     """
     code, out = None, b""
     for _ in range(tries):
@@ -290,10 +289,9 @@ def parse_existing_dirs(output: bytes) -> list[str]:
 
 
 class LeftBehind:
-    """Processes that spawned runners said, as they ended, their cells left running, per place (a
-    container id, an ssh target), as :data:`HOST_PROCESSES_SCRIPT` arguments
-    (``left:<pid>:<start ticks>:<kernel id>``), each forgotten once a scan no longer finds it:
-    what the leak probe lists beside the kernels' marked processes."""
+    """Processes that spawned runners said, as they ended, their cells left running, per place (a container
+    id, an ssh target), as :data:`HOST_PROCESSES_SCRIPT` arguments (``left:<pid>:<start ticks>:<kernel id>``),
+    each forgotten once a scan no longer finds it: what the leak probe lists beside the kernels' processes."""
 
     def __init__(self) -> None:
         self._args: dict[str, set[str]] = {}
@@ -316,9 +314,9 @@ class LeftBehind:
 
 
 class MadeDirs:
-    """Kernel dirs this process made where its kernels run, per place (a container id, an ssh
-    target), each forgotten once seen gone (kernel ids are never reused): what the leak probe
-    checks for dirs left behind, without listing anyone else's."""
+    """Kernel dirs this process made where its kernels run, per place (a container id, an ssh target), each
+    forgotten once seen gone (kernel ids are never reused, nor their dirs' paths): what the leak probe checks
+    for dirs left behind, without listing anyone else's."""
 
     def __init__(self) -> None:
         self._dirs: dict[str, set[str]] = {}
@@ -335,8 +333,13 @@ class MadeDirs:
 
     def seen(self, where: str, asked: list[str], existing: list[str]) -> None:
         """Forget the ``asked`` dirs at ``where`` that are not among the ``existing`` ones."""
+        self.removed(*(set(asked) - set(existing)))
+
+    def removed(self, *paths: str) -> None:
+        """Forget ``paths`` (seen gone, or removed by their kernel's cleanup: one was kept per kernel ever
+        started, for a process that never ran the leak probe), and the places left with none."""
         with self._lock:
-            self._dirs.get(where, set()).difference_update(set(asked) - set(existing))
+            self._dirs = {where: dirs for where, dirs in self._dirs.items() if dirs.difference_update(paths) or dirs}
 
 
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries
@@ -390,11 +393,11 @@ def portable_env(env: dict[str, str]) -> dict[str, str]:
 def launch_env(kernel_id: str) -> dict[str, str]:
     """What a runner's start adds to the far side's own environment: the kernel markers only.
 
-    The kernel's environment is no part of the launch: it travels in the runner config and the
-    worker applies it (``kernel/runner/environ.py``), so no name a user passes changes which
-    interpreter starts or how. ``HERMES_KERNEL_ID`` and ``HERMES_KERNEL_HOST_PID`` are in the
-    runner's own environment (``/proc/<pid>/environ``) because the leak probes, ``hermes-kernel
-    sweep`` and :data:`KILL_KERNEL_SCRIPT` find a kernel's processes by them.
+    The kernel's environment is no part of the launch: it travels in the runner config and the worker
+    applies it (``kernel/runner/environ.py``), so no name a user passes changes which interpreter starts
+    or how. ``HERMES_KERNEL_ID`` and ``HERMES_KERNEL_HOST_PID`` are in the runner's own environment
+    (``/proc/<pid>/environ``): the leak probes, ``hermes-kernel sweep`` and :data:`KILL_KERNEL_SCRIPT`
+    find a kernel's processes by them.
     """
     return {"HERMES_KERNEL_ID": kernel_id, "HERMES_KERNEL_HOST_PID": str(os.getpid())}
 
@@ -402,8 +405,7 @@ def launch_env(kernel_id: str) -> dict[str, str]:
 def runner_config(spec: LaunchSpec, kernel_dir: str, orphan_timeout: float | None) -> bytes:
     """The JSON config for ``serve --listen`` (goes to the runner's stdin, never argv).
 
-    It carries the kernel's environment (``env``: :func:`portable_env`, set over the far side's
-    own environment by the worker).
+    It carries the kernel's environment (``env``: :func:`portable_env`, set over the far side's own by the worker).
 
     :param orphan_timeout: seconds; when not ``None`` it replaces the kernel option's value.
     """
@@ -434,8 +436,8 @@ def parse_kernel_processes(output: bytes) -> list[str]:
 
 
 class NullStream:
-    """Stand-in stream of a launch record that has none: one made only to reach a kept runner
-    again, or to clean up a launch that never got one (never used for traffic)."""
+    """Stand-in stream of a launch record that has none: one made only to reach a kept runner again, or to
+    clean up a launch that never got one (never used for traffic)."""
 
     def send(self, data: bytes) -> None:
         raise OSError("no stream")

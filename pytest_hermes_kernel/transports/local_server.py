@@ -46,6 +46,8 @@ FIRST_REPLY_TIMEOUT_S = 30.0
 REPLY_TIMEOUT_S = 10.0
 #: Largest spawn request sent (a datagram of the control socket must fit its send buffer).
 MAX_REQUEST_BYTES = 160_000
+#: Pids of forked kernels a server's record holds before those that ended are dropped from it.
+FORKED_KEPT = 256
 
 
 class LocalServer:
@@ -70,6 +72,7 @@ class LocalServer:
         self.gone = ""
         self.last_used = time.monotonic()
         self.forked: set[int] = set()  # the kernels it forked: its other children are what it adopted
+        self._prune_at = FORKED_KEPT
         try:
             self.proc = self._start(theirs, env, idle_timeout)
         except OSError as exc:
@@ -112,6 +115,9 @@ class LocalServer:
         if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
             raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
         self.forked.add(int(reply["pid"]))
+        if len(self.forked) > self._prune_at:  # one per kernel the server ever forked, before: those still running
+            self.forked &= {child.pid for child in _children(self.pid)}
+            self._prune_at = max(FORKED_KEPT, 2 * len(self.forked))  # (a scan of the process table each time)
         return int(reply["pid"])
 
     def exit_status(self, pid: int) -> int | None:
@@ -181,12 +187,8 @@ class LocalServer:
 
 
     def _note_adopted(self) -> None:
-        try:
-            children = psutil.Process(self.pid).children()
-        except psutil.Error:
-            return
         adopted = []
-        for child in children:
+        for child in _children(self.pid):
             if child.pid in self.forked:
                 continue
             try:
@@ -195,6 +197,14 @@ class LocalServer:
                 continue
         if adopted:
             note_left_behind(adopted, "?")  # whose kernel it was is not known (as remotely)
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    """The children of process ``pid`` (none if it is gone)."""
+    try:
+        return psutil.Process(pid).children()
+    except psutil.Error:
+        return []
 
 
 class LocalServers:

@@ -7,10 +7,9 @@ riding that stream (no exec, no ssh session per kernel). One reader thread per s
 kernel's stream, to the waiting request, or to the record of ended kernels.
 
 Whatever goes wrong with a server (it refused, it exited, its stream broke) is a
-:class:`~pytest_hermes_kernel.errors.KernelServerUnavailable` for the launch that asked; the
-transport then starts the runner by a plain spawn and says so in ``kernel.note``. Kernels already
-forked do not depend on the server: when its stream ends, their streams end too and the handle
-re-attaches the old way (a relay exec), while each runner keeps its state (orphan timer).
+:class:`~pytest_hermes_kernel.errors.KernelServerUnavailable` for the launch that asked; the transport then
+starts the runner by a plain spawn and says so in ``kernel.note``. Forked kernels do not depend on the server:
+when its stream ends, theirs end too and the handle re-attaches by a relay exec, each runner keeping its state.
 """
 
 from __future__ import annotations
@@ -37,6 +36,8 @@ SPAWN_TIMEOUT_S = 15.0
 #: Seconds for the answer to a ``probe`` (a fork and a scan of ``/proc``; the server ends the
 #: child at 10 s). A server silent that long is closed: the caller runs the probe by exec.
 PROBE_TIMEOUT_S = 12.0
+#: Ended kernels whose exit a server's host side keeps, the newest (one per kernel forked, for ever, before).
+EXITS_KEPT = 256
 
 
 class RemoteServer:
@@ -105,7 +106,8 @@ class RemoteServer:
         rid = next(self._ids)
         try:
             self.send_frame(dict(message, id=rid))
-        except OSError as exc:  # not sent: asking another server is safe
+        except OSError as exc:  # not sent: asking another server is safe (this one is of no use now)
+            self.close(f"its stream broke: {type(exc).__name__}: {exc}")
             raise KernelServerUnavailable(f"the kernel server on {self.name} is gone: {exc}", sent=False) from None
         except BaseException:  # Ctrl-C as it went out: it may have gone out
             self._abandon(rid, message)
@@ -193,11 +195,10 @@ class RemoteServer:
             self._end_unclaimed(reply, message)
 
     def _end_unclaimed(self, reply: Header, request: Header) -> None:
-        """End the kernel of a ``spawned`` answer nobody took, from a thread of its own (the reader
-        thread must not wait for the probe's answer): stop relaying its channel, kill its session
-        through the server (a probe runs :data:`.detached.KILL_FORKED_SCRIPT`: the kernel too if it
-        has not made its session yet), then have the server remove its dir. Before, it ran until its
-        orphan timer, and no one knew its pid."""
+        """End the kernel of a ``spawned`` answer nobody took, from a thread of its own (the reader thread
+        must not wait for the probe's answer): stop relaying its channel, kill its session through the
+        server (a probe runs :data:`.detached.KILL_FORKED_SCRIPT`: the kernel too if it has not made its
+        session yet), then have the server remove its dir. Before, it ran until its orphan timer."""
         if reply.get("type") != "spawned":
             return
 
@@ -247,6 +248,8 @@ class RemoteServer:
                     stream.end()
             elif kind == "exited":
                 self._exited[header["pid"]] = (header.get("exit_code"), header.get("signal"))
+                while len(self._exited) > EXITS_KEPT:
+                    del self._exited[next(iter(self._exited))]
             elif kind == "hello":
                 self.hello = header
             else:
@@ -254,6 +257,7 @@ class RemoteServer:
                     # the reply: a kernel that ends at once (a cwd it cannot enter) has its channel
                     # closed, and out of _chans, before the reply is read (a KeyError in spawn())
                     header["_stream"] = self._chans[header["chan"]] = MuxStream(self, header["chan"])
+                    self._exited.pop(header.get("pid"), None)  # a pid used again: an old kernel's end is not this one's
                 request = self._abandoned.pop(header.get("id"), None)  # type: ignore[arg-type]
                 if request is not None:
                     unclaimed = (header, request)
@@ -324,7 +328,7 @@ class ServerPool:
         try:
             return (*server.spawn(config(server), wait), server)
         except KernelServerUnavailable as exc:
-            if exc.facts.get("sent", True):
+            if exc.sent:
                 raise  # a refusal (a new server would refuse too), or it may have forked the kernel
         server = self._server(where, python)  # it was gone before it had the request: once more
         return (*server.spawn(config(server), wait), server)
@@ -372,10 +376,9 @@ def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list
     """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
     exec): its stdout; ``None`` when none runs there or it could not or failed (the caller execs it).
 
-    :param borrow: when ``pool`` has none there, use a server another transport of this process
-        runs there, from a pool made with ``lends_probes`` (a spawn-path docker transport scans the
-        run's shared container through the server-path transport's server: 289 execs of a fresh
-        python3 in one suite run before).
+    :param borrow: when ``pool`` has none there, use a server another transport of this process runs
+        there, from a pool made with ``lends_probes`` (a spawn-path docker transport scans the run's shared
+        container through the server-path transport's server: 289 execs of a fresh python3 in one run before).
     """
     server = None if pool is None else pool.running(where)
     if server is None and borrow:

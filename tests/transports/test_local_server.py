@@ -129,6 +129,24 @@ def test_an_idle_server_ends_by_itself_and_the_next_start_gets_a_new_one(transpo
     assert transport.server_pids() != [server]
 
 
+def test_a_long_lived_server_keeps_no_record_of_every_kernel_it_ever_forked(transports, kernels, monkeypatch):
+    """The host kept the pid of every kernel a server forked while the server lived (to tell them
+    from what it adopted): one more per kernel, for days on a busy host. Past ``FORKED_KEPT`` the
+    record keeps those still running."""
+    from pytest_hermes_kernel.transports import local_server
+
+    monkeypatch.setattr(local_server, "FORKED_KEPT", 8, raising=False)
+    transport = _local(transports)
+    live = _kernel(kernels, transport)  # runs all along: its pid stays in the record
+    for _ in range(40):
+        with start_kernel(transport) as k:
+            assert k.execute("1").value == "1"
+    (server,) = transport._servers._servers.values()
+
+    assert len(server.forked) <= 16, f"{len(server.forked)} pids kept after 41 kernels, 1 running"
+    assert live.runner_pid in server.forked and live.execute("2").value == "2"
+
+
 def test_servers_are_bounded_in_number(transports, kernels, tmp_path: Path):
     other = tmp_path / "python3"
     other.symlink_to(sys.executable)  # another interpreter path: a server of its own

@@ -26,7 +26,7 @@ SAMPLES = {
     "leaks": {"kernel dir": 1}, "closed_by_us": True, "permanent": True, "timed_out": True, "host_pid": 4242,
     "log_tail": "line 1\nline 2", "container_id": "c0ffee", "path": "/tmp/run.lock", "timeout": 600.0,
     "from_state": "IDLE", "to_state": "BUSY", "problem": "a symlink", "exit_code": 1, "generation": 3, "returned": "None",
-    "held_by": "execute()", "size_bytes": 300 * 2**20, "limit_bytes": 256 * 2**20, "image": "no-such-image:1",
+    "sent": False, "held_by": "execute()", "size_bytes": 300 * 2**20, "limit_bytes": 256 * 2**20, "image": "no-such-image:1",
 }
 
 EXCEPTIONS = [cls for _, cls in inspect.getmembers(errors, inspect.isclass)

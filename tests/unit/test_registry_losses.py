@@ -7,6 +7,7 @@ next cell, whichever way the cell is run: the registry tells the key's next kern
 
 from __future__ import annotations
 
+import gc
 import socket
 import threading
 from typing import Any
@@ -19,6 +20,7 @@ from pytest_hermes_kernel.kernel.contract import Launched, LaunchSpec, Transport
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.lifecycle import KernelState, Loss
 from pytest_hermes_kernel.kernel.options import KernelOptions
+from pytest_hermes_kernel.kernel import registry as registry_module
 from pytest_hermes_kernel.kernel.registry import KernelKey, KernelRegistry
 from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 
@@ -225,3 +227,42 @@ def test_a_handle_reports_a_marked_loss_on_its_next_cell_only(transport):
 def test_bad_registry_settings_are_config_errors(transport, bad):
     with pytest.raises(ConfigError, match=next(iter(bad))):
         KernelRegistry(transport_factory=lambda _key: transport, background_reaper=False, **bad)
+
+
+def _losses_alive() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, Loss))
+
+
+CONVERSATIONS = 60
+
+
+def test_keys_that_never_come_back_leave_at_most_lost_kept_losses(registry, monkeypatch):
+    """An agent host with one key per conversation, over the cap: each eviction kept the key's loss
+    for its next cell, for ever (the key never came back): 80 per 100 conversations in
+    ``benchmarks/soak.py``, never shrinking. The newest ``LOST_KEPT`` are kept."""
+    monkeypatch.setattr(registry_module, "LOST_KEPT", 8, raising=False)
+    reg = registry(max_kernels=1, idle_timeout=None)
+    before = _losses_alive()
+    for i in range(CONVERSATIONS):
+        assert reg.execute(KernelKey(owner=f"conv-{i}"), "1").value == "1"
+
+    assert _losses_alive() - before <= 8, f"{_losses_alive() - before} losses kept after {CONVERSATIONS} conversations"
+    again = reg.execute(KernelKey(owner=f"conv-{CONVERSATIONS - 3}"), "2")  # a recent one still hears of its loss
+    assert again.kernel.state_lost and again.kernel.reason == "evicted"
+
+
+def test_a_conversation_shut_down_by_its_owner_leaves_no_loss_behind(registry):
+    """``shutdown_owner`` at a conversation's end forgot nothing of a kernel the registry had already
+    evicted: one loss per conversation stayed. Its owner ended it on purpose: its next kernel,
+    if it ever comes, is a fresh one (as after ``shutdown_owner`` of a live kernel)."""
+    reg = registry(max_kernels=1, idle_timeout=None)
+    before = _losses_alive()
+    for i in range(CONVERSATIONS):
+        reg.execute(KernelKey(owner=f"conv-{i}"), "1")
+        if i:
+            reg.shutdown_owner(f"conv-{i - 1}")  # evicted by conv-i's kernel already
+
+    assert _losses_alive() - before <= 1, f"{_losses_alive() - before} losses kept after {CONVERSATIONS} conversations"
+    r = reg.execute(KernelKey(owner="conv-0"), "2")
+    assert r.status == "ok" and not r.kernel.state_lost, r.kernel

@@ -11,7 +11,7 @@ import pytest
 from pytest_hermes_kernel.kernel.results import encode_frame
 from pytest_hermes_kernel.errors import KernelServerUnavailable
 from pytest_hermes_kernel.transports.forked import with_fallback
-from pytest_hermes_kernel.transports.remote_server import RemoteServer
+from pytest_hermes_kernel.transports.remote_server import RemoteServer, ServerPool
 from tests.support import wait_until
 
 
@@ -124,3 +124,82 @@ def test_a_kernel_that_ends_as_it_is_forked_is_an_ended_stream_not_a_key_error()
             server.close()
         assert pid == 77
         assert kernel_stream.recv(1.0) == b""  # ended: the start reads the kernel's log for why
+
+
+class AnswersSpawns(EndsAtOnce):
+    """A live server: it answers every ``spawn`` with kernel pid 77 on channel 36, which stays open."""
+
+    def send(self, data: bytes) -> None:
+        from pytest_hermes_kernel.kernel.runner.frames import FrameDecoder
+
+        ScriptedStream.send(self, data)
+        decoder = FrameDecoder()
+        decoder.feed(data)
+        frame = decoder.next_frame()
+        if frame is not None and frame[0].get("type") == "spawn":
+            self._answers.append(encode_frame({"type": "spawned", "id": frame[0]["id"], "chan": 36, "pid": 77}, ()))
+
+
+class EndedAfterHello(AnswersSpawns):
+    """A server that ended idle after its hello; its stream's end not read yet when the next
+    spawn goes out (ssh: ``OSError: ssh channel is closed`` at the send)."""
+
+    def send(self, data: bytes) -> None:
+        if self.sent:
+            raise OSError("ssh channel is closed")
+        ScriptedStream.send(self, data)
+
+
+def test_a_spawn_that_never_reached_an_ended_server_asks_a_new_one():
+    """Seen in ``benchmarks/soak.py --transport ssh --mode reap``: a kernel server that had ended
+    for being idle, its stream's end not yet read, made the next start raise
+    ``TypeError: KernelStartError.__init__() got an unexpected keyword argument 'sent'`` out of
+    ``registry.execute()``; the spawn never went out, so a new server is asked (once)."""
+    streams = [EndedAfterHello(), AnswersSpawns()]
+    pool = ServerPool(lambda where, python: RemoteServer(streams.pop(0), name=where, config={}))
+    try:
+        pid, stream, _, server = pool.spawn("test", "python3", lambda _server: {"kernel_id": "k"}, 10)
+        assert pid == 77 and streams == [] and server.usable, "a second server forked it"
+        assert pool.running("test") is server
+    finally:
+        pool.close()
+
+
+def test_a_kernel_server_unavailable_error_says_whether_its_request_went_out():
+    exc = KernelServerUnavailable("gone", sent=False)
+    assert exc.sent is False and KernelServerUnavailable("refused").sent is True
+
+
+def _exits(pids: range) -> bytes:
+    return b"".join(encode_frame({"type": "exited", "pid": pid, "exit_code": 0, "signal": None}, ()) for pid in pids)
+
+
+def test_a_kernel_forked_on_the_pid_of_an_ended_one_is_not_taken_for_ended():
+    """The host side kept every ended kernel's exit by pid for the server's whole life; a container's
+    pids wrap (``pid_max`` 32768 here), and a new kernel on an old kernel's pid read as ended at once
+    (``alive()`` False without asking: a healthy kernel taken for dead)."""
+    stream = AnswersSpawns()
+    stream._answers.append(_exits(range(77, 78)))
+    server = RemoteServer(stream, name="test", config={})
+    try:
+        wait_until(lambda: server.exited(77), timeout=10, what="the old kernel's end read")
+        pid, _, _ = server.spawn({"kernel_id": "k"}, 10)
+
+        assert pid == 77 and not server.exited(77), "the new kernel on pid 77 has not ended"
+    finally:
+        server.close()
+
+
+def test_a_long_lived_server_keeps_a_bounded_record_of_ended_kernels():
+    """One record per kernel the server ever forked, never dropped: +100 per 100 kernels on a busy
+    docker or ssh host (``benchmarks/soak.py``); the newest ``EXITS_KEPT`` are kept."""
+    stream = AnswersSpawns()
+    stream._answers.append(_exits(range(1000, 3000)))
+    server = RemoteServer(stream, name="test", config={})
+    try:
+        wait_until(lambda: server.exited(2999), timeout=10, what="2000 ends read")
+
+        assert len(server._exited) <= 256, f"{len(server._exited)} ended kernels remembered"
+        assert server.exited(2999) and server.wait_exit(2999, 0) == (0, None), "the newest are kept"
+    finally:
+        server.close()

@@ -267,16 +267,17 @@ class DockerTransport(Transport):
             return
         if self.hosts.is_fresh(cid):
             self.hosts.done_with(cid)
-            return
+            return self.made_dirs.removed(launched.kernel_dir or "")  # with its container
         if launched.extra.get("dir_removed"):
-            return
+            return self.made_dirs.removed(launched.kernel_dir or "")  # one path per kernel for ever, before
         if not launched.extra.get("gone") and not self.kill(launched):
             return  # not seen gone (the engine failed, the container is paused): its dir must not go while it runs
         if forked_cleanup(launched):
-            return
+            return self.made_dirs.removed(launched.kernel_dir or "")
         try:
-            if launched.kernel_dir and self.container_running(cid):
-                self._run(cid, ["rm", "-rf", launched.kernel_dir])
+            kdir = launched.kernel_dir
+            if kdir and self.container_running(cid) and self._run(cid, ["rm", "-rf", kdir])[0] == 0:
+                self.made_dirs.removed(kdir)
         except Exception as exc:  # noqa: BLE001 - cleanup never raises
             log.warning("could not remove %s in %s: %s", launched.kernel_dir, cid[:12], exc)
 

@@ -236,7 +236,8 @@ class FileCellTransport(Transport):
 
     def _cleanup_quietly(self, kdir: str) -> None:
         try:
-            self.call(scripts.cleanup_command(root=self.root, kdir=kdir), PROBE_TIMEOUT_S)
+            if self.call(scripts.cleanup_command(root=self.root, kdir=kdir), PROBE_TIMEOUT_S)[0] == 0:
+                self.made_dirs.removed(kdir)  # the leak probe need not look for it
         except Exception as exc:  # noqa: BLE001 - best effort after a failed launch
             log.debug("filecell cleanup of %s failed: %s", kdir, exc)
 

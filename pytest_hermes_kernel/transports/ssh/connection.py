@@ -236,9 +236,6 @@ class SshConnection:
         the shared ones (see :meth:`open_exec`)."""
         with self._sessions:
             self._prune()
-            live = {c.get_id() for c in self._channels}
-            self._commands = {k: v for k, v in self._commands.items() if k in live}
-            self._shared &= live
             return {c.get_id(): self._commands.get(c.get_id(), "sftp") for c in self._channels
                     if c.get_id() not in self._shared}
 
@@ -254,6 +251,9 @@ class SshConnection:
         live = [c for c in self._channels if not c.closed]
         if len(live) < len(self._channels):
             self._released_at = time.monotonic()
+            ids = {c.get_id() for c in live}  # their commands too: a connection kept every exec's for ever
+            self._commands = {k: v for k, v in self._commands.items() if k in ids}
+            self._shared &= ids
         self._channels = live
 
     @contextmanager

@@ -105,7 +105,7 @@ def cleanup(transport: SshTransport, launched: Launched) -> None:
     """``Transport.cleanup``: end a runner not seen gone, then remove its kernel dir; never raises."""
     kdir = launched.kernel_dir
     if not kdir or launched.extra.get("dir_removed"):
-        return
+        return transport.made_dirs.removed(kdir or "")
     try:
         # alive() could not tell (a silent host): its dir must not go while it runs
         if not launched.extra.get("gone") and not _kill(transport, launched):
@@ -113,6 +113,7 @@ def cleanup(transport: SshTransport, launched: Launched) -> None:
             return
         if not forked_cleanup(launched):
             rm_kernel_dir(transport._connection(probe=True, ending=True), kdir)
+        transport.made_dirs.removed(kdir)  # the leak probe need not look for it (one per kernel for ever, before)
     except (TransportLostError, TimeoutError) as exc:
         if isinstance(exc, ContainerGoneError):  # the dir went with its container
             log.debug("could not remove %s over ssh: %s", kdir, exc)
