@@ -142,9 +142,9 @@ sys.exit(0 if stat[stat.rfind(b')') + 2:].split()[0] != b'Z' else 1)
 REAP_WAIT_S = 3.0
 
 #: argv[1]: a pid, argv[2]: seconds to wait for it to end, argv[3] (optional): its kernel dir,
-#: removed once it ended. Prints ``gone`` or ``alive``: the reap and the cleanup of a spawned
-#: runner that was asked to exit, in one exec instead of a probe, maybe a kill, and an ``rm``.
-REAP_SCRIPT = "import shutil, sys, time\n" + STAT_FIELDS_CODE + r"""
+#: removed once it ended. Prints ``gone`` (``gone left``: the dir stayed) or ``alive``: the reap and
+#: cleanup of a spawned runner asked to exit, in one exec, not a probe, maybe a kill, and an ``rm``.
+REAP_SCRIPT = "import os, shutil, sys, time\n" + STAT_FIELDS_CODE + r"""
 def alive(pid):
     fields = stat_fields(pid)
     return fields is not None and fields[0] != b'Z'
@@ -156,7 +156,7 @@ if alive(sys.argv[1]):
 else:
     if len(sys.argv) > 3:
         shutil.rmtree(sys.argv[3], ignore_errors=True)
-    print('gone')
+    print('gone left' if len(sys.argv) > 3 and os.path.lexists(sys.argv[3]) else 'gone')
 """
 
 #: argv[1]: a pid, argv[2]: a signal number.

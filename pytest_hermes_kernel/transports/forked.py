@@ -68,10 +68,11 @@ def reap_in_one_exec(launched: Launched, timeout: float, dirs: list[str], run: C
     """The spawn path's reap of a runner asked to exit: ``run(*args) -> stdout`` runs
     :data:`~.detached.REAP_SCRIPT` where it lives (it waits for the runner's end, then removes
     ``dirs``); the verdict is recorded on the launch (``gone``; ``dir_removed`` spares
-    ``cleanup`` its ``rm``). True when the runner is gone."""
-    out = run(str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs)
-    gone = out.strip() == b"gone"
-    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs))
+    ``cleanup`` its ``rm``; a dir a cell left unremovable, ``gone left``, is not spared: the
+    leak check must go on looking for it). True when the runner is gone."""
+    words = run(str(launched.pid), f"{min(timeout, REAP_WAIT_S):g}", *dirs).split()
+    gone = words[:1] == [b"gone"]
+    launched.extra.update(gone=gone, dir_removed=gone and bool(dirs) and b"left" not in words)
     return gone
 
 

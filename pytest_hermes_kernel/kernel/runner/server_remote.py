@@ -253,6 +253,8 @@ class RemoteKernelServer(ForkingServer):
             return {"type": "error", "id": msg.get("id"), "error": f"{kdir!r} is not a kernel dir of this server"}
         self.dirs.discard(kdir)  # type: ignore[arg-type]
         shutil.rmtree(str(kdir), ignore_errors=True)
+        if os.path.lexists(str(kdir)):  # a cell left what rmtree cannot remove: the leak check must still look
+            return {"type": "error", "id": msg.get("id"), "error": f"could not remove all of {kdir}"}
         return {"type": "removed", "id": msg.get("id")}
 
     def probe(self, msg: Header) -> Header:

@@ -111,9 +111,8 @@ def cleanup(transport: SshTransport, launched: Launched) -> None:
         if not launched.extra.get("gone") and not _kill(transport, launched):
             _leave(transport, launched, kdir, "it did not end")
             return
-        if not forked_cleanup(launched):
-            rm_kernel_dir(transport._connection(probe=True, ending=True), kdir)
-        transport.made_dirs.removed(kdir)  # the leak probe need not look for it (one per kernel for ever, before)
+        if forked_cleanup(launched) or rm_kernel_dir(transport._connection(probe=True, ending=True), kdir):
+            transport.made_dirs.removed(kdir)  # the leak probe need not look for it (one per kernel for ever, before)
     except (TransportLostError, TimeoutError) as exc:
         if isinstance(exc, ContainerGoneError):  # the dir went with its container
             log.debug("could not remove %s over ssh: %s", kdir, exc)

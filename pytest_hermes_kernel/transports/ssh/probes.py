@@ -188,14 +188,21 @@ def remove_kernel_dir(conn: SshConnection, kdir: str) -> None:
         log.warning("could not remove %s over ssh: %s", kdir, exc)
 
 
-def rm_kernel_dir(conn: SshConnection, kdir: str) -> None:
+def rm_kernel_dir(conn: SshConnection, kdir: str) -> bool:
     """``rm -rf`` a kernel dir on the ssh host (nothing but a kernel dir).
 
+    :returns: whether it is gone; ``False`` (logged) when ``rm`` failed (a cell left a read-only
+        subdir holding files in it) or ``kdir`` is no kernel dir: the leak check still looks for it.
     :raises TransportLostError: if the host cannot be reached.
     :raises TimeoutError: if the ``rm`` did not end within :data:`PROBE_TIMEOUT`.
     """
-    if f"/{SSH_KERNEL_ROOT}/" in kdir:
-        conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+    if f"/{SSH_KERNEL_ROOT}/" not in kdir:
+        return False
+    status, _, err = conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+    if status != 0:
+        log.warning("could not remove %s over ssh (exit status %s): %s", kdir, status,
+                    err.decode(errors="replace").strip()[:300])
+    return status == 0
 
 
 def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str,
