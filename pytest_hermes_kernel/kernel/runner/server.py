@@ -348,7 +348,11 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
                   file=sys.stderr, flush=True)
             return
         if site_changed():
-            exec_fresh(config, keep_fd, mode)
+            try:
+                exec_fresh(config, keep_fd, mode)
+            except OSError as exc:  # no memfd, no interpreter to exec: the fork as before, stdin on /dev/null
+                print(f"hermes-kernel runner: could not start afresh for a changed site dir: {exc}", file=sys.stderr)
+                _redirect_stdio(config.get("log"))
         serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED
