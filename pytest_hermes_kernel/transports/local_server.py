@@ -1,7 +1,8 @@
 """The host's side of local kernel servers (``kernel/runner/server.py``): start them, ask them, drop them.
 
 A :class:`LocalTransport <.local.LocalTransport>` keeps a small pool (:class:`LocalServers`):
-one server per (interpreter, launch environment), at most ``max_servers`` (the least recently
+one server per (interpreter, launch environment, what a started process inherits from this one:
+:func:`inherited_state`), at most ``max_servers`` (the least recently
 used one is closed past that), each exiting by itself after ``idle_timeout`` seconds without a
 request and with no kernel of its own alive. The kernel's own environment and cwd are applied in
 the forked kernel (``kernel/runner/environ.py``), so they need no server of their own.
@@ -20,6 +21,7 @@ import collections
 import itertools
 import json
 import os
+import resource
 import select
 import shutil
 import socket
@@ -199,6 +201,41 @@ class LocalServer:
             note_left_behind(adopted, "?")  # whose kernel it was is not known (as remotely)
 
 
+#: Lines of ``/proc/self/status`` (and the calling thread's) a spawned runner inherits from us.
+_STATUS_LINES = (("self", "Umask:"), ("self", "SigIgn:"), ("thread-self", "SigBlk:"))
+
+
+def inherited_state() -> tuple[Any, ...]:
+    """What a process started now inherits from this one besides its environment and cwd: umask,
+    ignored signals, the calling thread's signal mask, rlimits, nice value, CPU affinity,
+    ``oom_score_adj`` and cgroups. A server is forked kernels' parent: it is one per such state,
+    so a kernel started after a test changed one (``os.umask(0o077)``, ``setrlimit``) has it as a
+    spawned runner would (it kept those of the host when its server started)."""
+    state: list[Any] = []
+    for proc, name in _STATUS_LINES:
+        state.append(_read_field(f"/proc/{proc}/status", name))
+    for path in ("/proc/self/oom_score_adj", "/proc/self/cgroup"):
+        state.append(_read_field(path, ""))
+    state.extend(resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource)) if n.startswith("RLIMIT_"))
+    try:
+        state.append((os.getpriority(os.PRIO_PROCESS, 0), tuple(sorted(os.sched_getaffinity(0)))))
+    except OSError:
+        pass
+    return tuple(state)
+
+
+def _read_field(path: str, name: str) -> str | None:
+    """The line of ``path`` that starts with ``name`` (``""``: the whole file); ``None`` if unreadable."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    if not name:
+        return text
+    return next((line for line in text.splitlines() if line.startswith(name)), None)
+
+
 def _children(pid: int) -> list[psutil.Process]:
     """The children of process ``pid`` (none if it is gone)."""
     try:
@@ -233,7 +270,7 @@ class LocalServers:
         :returns: the kernel's pid and the server that forked it.
         :raises KernelServerUnavailable: if no server could fork it.
         """
-        key = (python, tuple(sorted(env.items())))
+        key = (python, tuple(sorted(env.items())), inherited_state())
         server = self._server(key, python, env)
         try:
             return server.spawn(config, channel), server

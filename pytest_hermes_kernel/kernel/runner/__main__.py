@@ -4,6 +4,7 @@
 
     serve --fd N          local: the channel is the inherited fd N        (.serve)
     serve --listen SOCK   remote: unix socket SOCK, daemonizes            (.serve)
+    serve --listening-fd N  remote: on the bound socket N, a forked kernel's fresh start (.serve)
     server --fd N         local kernel server: forks kernels on request   (.server)
     server --stdio        remote kernel server on the exec's stream       (.server_remote)
     relay SOCK            stdin/stdout <-> the unix socket SOCK           (.relay)
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | server --fd N | server --stdio | relay SOCK | client DIR PARAMS\n"
+USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | serve --listening-fd N | server --fd N | server --stdio | relay SOCK | client DIR PARAMS\n"
 
 
 def main(argv: list[str]) -> int:
@@ -30,6 +31,10 @@ def main(argv: list[str]) -> int:
         from .serve import serve_listen
 
         serve_listen(argv[2])
+    elif len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--listening-fd":
+        from .serve import serve_listening_fd
+
+        serve_listening_fd(int(argv[2]))
     elif len(argv) >= 3 and argv[0] == "server" and argv[1] == "--fd":
         from .server import serve_server_fd
 

@@ -136,6 +136,15 @@ def serve_listen(path: str) -> None:
     run_listening(config, listener)
 
 
+def serve_listening_fd(fd: int) -> None:
+    """Serve clients on the bound, listening socket ``fd``: a remote kernel server's forked kernel
+    started afresh (:func:`.server.exec_fresh`), already in its session, with its log on fd 2."""
+    become_subreaper()
+    config = read_config()
+    write_pidfile(config)
+    run_listening(config, socket.socket(fileno=fd))
+
+
 def run_listening(config: dict[str, Any], listener: socket.socket) -> None:
     """Serve clients that attach to ``listener`` until the orphan timer or shutdown ends it.
 

@@ -257,15 +257,79 @@ class KernelServer(ForkingServer):
 
 def become_kernel(config: dict[str, Any], fd: int) -> None:
     """In a freshly forked child: become the supervisor of a new kernel on channel ``fd``. Never returns."""
-    enter_kernel(config, fd, lambda: run_on_channel(config, socket.socket(fileno=fd)))
+    enter_kernel(config, fd, lambda: run_on_channel(config, socket.socket(fileno=fd)), ("serve", "--fd"))
 
 
-def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]) -> None:
+def site_state() -> tuple[tuple[str, int | None, tuple[tuple[str, int], ...]], ...]:
+    """The site dirs an interpreter start reads (the user's one too, on ``sys.path`` only if it
+    exists): each with its mtime (``None``: missing) and :func:`_startup_entries`."""
+    import site
+
+    dirs = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
+    return tuple((path, _mtime(path), _startup_entries(path)) for path in dirs)
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _startup_entries(path: str) -> tuple[tuple[str, int], ...]:
+    """What of site dir ``path`` an interpreter start reads: its ``.pth`` files and
+    ``sitecustomize``/``usercustomize``, with their mtimes (a module installed there is found as well
+    by a forked kernel: its import looks at the dir again)."""
+    try:
+        with os.scandir(path) as it:
+            return tuple(sorted((e.name, e.stat().st_mtime_ns) for e in it if e.name.endswith(".pth")
+                                or e.name.startswith(("sitecustomize", "usercustomize"))))
+    except OSError:
+        return ()
+
+
+def site_changed() -> bool:
+    """Whether a site dir changed since this server started (:data:`SITE_AT_START`) so that an
+    interpreter started now gets another ``sys.path`` or runs other start-up code."""
+    for path, mtime, entries in SITE_AT_START:
+        now = _mtime(path)
+        if now != mtime and (now is None or mtime is None or _startup_entries(path) != entries):
+            return True
+    return False
+
+
+#: :func:`site_state` when this server started: a kernel forked after it changed is started afresh.
+SITE_AT_START = site_state()
+
+
+def exec_fresh(config: dict[str, Any], keep_fd: int, mode: tuple[str, ...]) -> None:
+    """Replace this forked kernel by a fresh interpreter running the runner's ``mode`` on
+    ``keep_fd`` with ``config`` on stdin (a spawned runner: same pid, session, fds and log), for
+    a site dir changed since the server started (a ``.pth`` file, a user site dir made since: what
+    the server's ``sys.path`` does not have). Never returns.
+
+    :raises OSError: if it cannot be executed.
+    """
+    data = json.dumps(config).encode("utf-8")
+    fd = os.memfd_create("hermes-kernel-config")
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+    os.set_inheritable(keep_fd, True)
+    env = dict(os.environ, **{KERNEL_ID_NAME: str(config["kernel_id"])})
+    os.execve(sys.executable, [sys.executable, "-B", sys.argv[0], *mode, str(keep_fd)], env)
+
+
+def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None], mode: tuple[str, ...]) -> None:
     """In a freshly forked child: become a fresh kernel's process, then ``serve``. Never returns.
 
     New session, only ``keep_fd`` (and stdio) open, stdin and stdout on ``/dev/null`` and stderr
     on the kernel's log (as a spawned runner has them), the kernel id in ``/proc/self/environ``,
-    ``random`` reseeded, cwd as a spawned runner's.
+    ``random`` reseeded, cwd as a spawned runner's. Where a site dir changed since the server
+    started, the runner ``mode`` on ``keep_fd`` in a fresh interpreter instead (:func:`exec_fresh`).
     """
     code = 0
     try:
@@ -283,6 +347,12 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
             print(f"hermes-kernel runner: cannot enter the working directory cwd={cwd!r}: {exc.strerror}",
                   file=sys.stderr, flush=True)
             return
+        if site_changed():
+            try:
+                exec_fresh(config, keep_fd, mode)
+            except OSError as exc:  # no memfd, no interpreter to exec: the fork as before, stdin on /dev/null
+                print(f"hermes-kernel runner: could not start afresh for a changed site dir: {exc}", file=sys.stderr)
+                _redirect_stdio(config.get("log"))
         serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED

@@ -237,7 +237,8 @@ class RemoteKernelServer(ForkingServer):
             return {"type": "error", "id": rid, "error": f"could not make the kernel dir {kdir}: {exc}"}
         config = dict(config, listen=path)
         try:
-            pid = self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener)))
+            pid = self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener),
+                                                 ("serve", "--listening-fd")))
         except OSError as exc:
             shutil.rmtree(kdir, ignore_errors=True)
             return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
