@@ -1,0 +1,32 @@
+"""docs/*.md as a user reads a page and then tries it: what a page quotes the package saying is
+what it says (each produced here, then found on the page), and a page's example runs as written."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from tests.support import REPO_ROOT
+
+DOCS = REPO_ROOT / "docs"
+
+
+def page(name: str) -> str:
+    return (DOCS / name).read_text(encoding="utf-8")
+
+
+def said_on(name: str, message: str, value: str) -> bool:
+    """Whether page ``name`` quotes ``message`` with ``value`` written ``...`` (in a code span)."""
+    return any(span.replace("...", value) in message for span in re.findall(r"`([^`]+)`", page(name)) if "..." in span)
+
+
+@pytest.mark.parametrize("cwd, hint", [("/nonexistent/dir", "does not exist."), ("/etc/hostname", "is not a directory.")])
+def test_reference_quotes_a_local_kernels_cwd_that_cannot_be_entered(cwd: str, hint: str) -> None:
+    """It said every transport's start error ends ``cannot enter the working directory cwd=...``:
+    local's names the directory in its hint."""
+    with pytest.raises(KernelStartError) as exc:
+        start_kernel("local", cwd=cwd)
+    assert str(exc.value).endswith(f"Hint: the working directory cwd={cwd!r} {hint}"), str(exc.value)
+    assert said_on("reference.md", str(exc.value), cwd), "docs/reference.md does not quote: " + str(exc.value)
