@@ -169,7 +169,9 @@ class FileCellTransport(Transport):
             if refused:  # the runner's own line (serve.enter_cwd): said as the other transports say it
                 raise KernelStartError(f"filecell transport: cannot enter the working directory cwd={spec.cwd!r} "
                                        f"through {self.backend!r}: {refused.group(1)}")
-            hint = (f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
+            hint = (f"root= must be a real directory of the backend's user, closed to group and others (0700); "
+                    "nothing is chmodded or removed to fit: point root= elsewhere" if f"{scripts.ERROR_MARK} root: " in out
+                    else f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
                     "the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
                     "command's output (what it may have started was ended)")
             raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
