@@ -4,10 +4,12 @@ what it says (each produced here, then found on the page), and a page's example 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
+from tests.docs.readme import run_command
 from tests.support import REPO_ROOT
 
 DOCS = REPO_ROOT / "docs"
@@ -30,3 +32,18 @@ def test_reference_quotes_a_local_kernels_cwd_that_cannot_be_entered(cwd: str, h
         start_kernel("local", cwd=cwd)
     assert str(exc.value).endswith(f"Hint: the working directory cwd={cwd!r} {hint}"), str(exc.value)
     assert said_on("reference.md", str(exc.value), cwd), "docs/reference.md does not quote: " + str(exc.value)
+
+
+def python_blocks(name: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", page(name), re.S)
+
+
+@pytest.mark.parametrize("name", ["reference.md"])
+def test_a_pages_python_examples_run_as_written_in_a_fresh_directory(name: str, tmp_path: Path) -> None:
+    blocks = python_blocks(name)
+    assert blocks, f"docs/{name} has no python example"
+    for n, block in enumerate(blocks):
+        (tmp_path / f"example{n}.py").write_text(block, encoding="utf-8")
+        for _ in range(2):  # a second run too: the files example says it may be run again
+            ran = run_command(f"python example{n}.py", tmp_path)
+            assert ran.returncode == 0, f"docs/{name} python block {n + 1}:\n{ran.stdout[-3000:]}"
