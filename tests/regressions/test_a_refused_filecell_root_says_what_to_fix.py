@@ -6,6 +6,9 @@ and making it more so is the opposite of the fix. Now the hint says what the roo
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,8 +17,18 @@ from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path (a filecell root must fit unix socket paths: an xdist
+    worker's ``tmp_path`` is too long for one)."""
+    path = Path(tempfile.mkdtemp(prefix="fcroot-"))
+    yield path
+    shutil.rmtree(path)
+
+
 @pytest.mark.parametrize("how", ["symlink", "0777"])
-def test_a_refused_filecell_root_hints_at_a_private_directory_not_a_writable_one(tmp_path: Path, how: str) -> None:
+def test_a_refused_filecell_root_hints_at_a_private_directory_not_a_writable_one(short_tmp: Path, how: str) -> None:
+    tmp_path = short_tmp
     root = tmp_path / "root"
     if how == "symlink":
         (tmp_path / "real").mkdir(mode=0o700)
