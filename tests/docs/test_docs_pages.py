@@ -4,6 +4,7 @@ what it says (each produced here, then found on the page), and a page's example 
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,23 @@ def test_a_pages_python_examples_run_as_written_in_a_fresh_directory(name: str, 
         for _ in range(2):  # a second run too: the files example says it may be run again
             ran = run_command(f"python example{n}.py", tmp_path)
             assert ran.returncode == 0, f"docs/{name} python block {n + 1}:\n{ran.stdout[-3000:]}"
+
+
+def test_api_says_a_queued_cells_budget_does_not_count_while_it_waits_its_turn() -> None:
+    """It said a cell waiting its turn behind another thread's cell waits "bounded by its budget":
+    a ``timeout=1`` cell behind a 3-s cell waited 2.7 s and ended ``ok``."""
+    import threading
+
+    from pytest_hermes_kernel.kernel.queue import CANCEL_LOOK_S
+
+    with start_kernel("local") as kernel:
+        ahead = threading.Thread(target=kernel.execute, args=("import time; time.sleep(2)",))
+        ahead.start()
+        deadline = time.monotonic() + 10
+        while kernel.state.value != "busy" and time.monotonic() < deadline:  # the cell ahead runs
+            time.sleep(CANCEL_LOOK_S)
+        started = time.monotonic()
+        result = kernel.execute("1", timeout=0.5)
+        ahead.join()
+    assert result.status == "ok" and time.monotonic() - started > 0.5, result.summary()
+    assert "its own budget does not count while it waits" in page("api.md")
