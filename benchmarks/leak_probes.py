@@ -115,7 +115,7 @@ def main() -> None:
               f"CPU ms, psutil environ() parse {_median_ms(_parsed_scan, args.rounds, time.process_time):.2f} CPU ms (anchor)")
         checker = LeakChecker()
         print(f"LeakChecker.before() with {','.join(args.transports)} live: "
-              f"{_median_ms(checker.before, args.rounds):.2f} ms (paid twice per test)")
+              f"{_median_ms(checker.before, args.rounds):.2f} ms (once per clean test: its look after teardown is the next test's before)")
     finally:
         for transport in transports:
             transport.close()

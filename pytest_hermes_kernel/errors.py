@@ -143,7 +143,7 @@ class KernelForkedError(HermesKernelError):
 
     The child shares the parent's channel and connections; using them would mix its frames into the
     parent's, and ending them would end the parent's kernel. So a child's ``execute``, ``start``,
-    ``interrupt`` and ``restart`` raise this, and its ``shutdown`` leaves the kernel alone.
+    ``interrupt``, ``restart`` and ``keep`` raise this, and its ``shutdown`` leaves the kernel alone.
 
     :param kernel_id: the kernel.
     :param host_pid: the process the kernel belongs to (the child's is ``os.getpid()``).

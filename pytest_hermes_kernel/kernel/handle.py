@@ -354,13 +354,13 @@ class KernelHandle:
         transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
 
         :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
-        :raises ConfigError: if ``orphan_timeout`` is not a finite number of seconds > 0 (nothing done).
+        :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, or the transport cannot keep one.
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """
         check_process(self.host_pid, self.kernel_id)
-        check_keep_ttl(orphan_timeout)
         refuse_in_tool(self, self.kernel_id, "keep", _KEPT_FROM_A_TOOL)
         self._held.refuse(self.kernel_id, "keep()")
+        check_keep_ttl(orphan_timeout, self.transport)
         return control.end(self, lambda: self._runtime.keep(orphan_timeout), "keep()")
 
     close = shutdown

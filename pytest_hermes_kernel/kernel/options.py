@@ -277,13 +277,19 @@ def check_registry_settings(max_kernels: object, idle_timeout: object, reap_inte
         raise TypeError(f"clock must be a callable giving monotonic seconds (time.monotonic), got {clock!r}")
 
 
-def check_keep_ttl(orphan_timeout: object) -> None:
+def check_keep_ttl(orphan_timeout: object, transport: object = None) -> None:
     """Check the TTL of :meth:`~.handle.KernelHandle.keep`: a finite number of seconds > 0, with no
-    bound of :data:`MAX_SECONDS` (the runner holds any: ``1e300`` keeps a kernel until it is swept).
+    bound of :data:`MAX_SECONDS` (the runner holds any: ``1e300`` keeps a kernel until it is swept),
+    and that ``transport`` (when given) can keep a kernel.
 
     :raises ConfigError: if it is none (``nan``, ``0`` or a negative one ended the kept kernel at once,
-        ``"60"`` kept it and then raised a bare ``ValueError``).
+        ``"60"`` kept it and then raised a bare ``ValueError``), or the transport is not ``keepable``
+        (filecell kept a runner no one could reach again, for the whole TTL).
     """
+    if transport is not None and not getattr(transport, "keepable", False):
+        raise ConfigError(f"keep(): the {getattr(transport, 'name', transport)} transport cannot keep a kernel for "
+                          "post-mortem (nothing could reach it again); nothing was done, the kernel is still this "
+                          "handle's. Hint: keep kernels on local, docker or ssh")
     if not (isinstance(orphan_timeout, (int, float)) and not isinstance(orphan_timeout, bool)
             and math.isfinite(orphan_timeout) and orphan_timeout > 0):
         raise ConfigError(f"keep(): orphan_timeout must be a finite number of seconds > 0, got {orphan_timeout!r}; "

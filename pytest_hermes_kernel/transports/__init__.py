@@ -112,7 +112,17 @@ def register_transport(name: str, factory: Callable[..., Transport]) -> None:
     A shared instance of ``name`` made before is no longer handed out; it is closed with the
     shared transports (:func:`close_shared_transports`, at exit), not dropped unclosed (its
     containers and connections outlived the process), nor closed now (its kernels may still run).
+
+    :raises ConfigError: if ``name`` is no word of letters, digits, ``_``, ``-`` and ``.`` (``"my,box"``
+        was taken, and no ``--hermes-transport`` could name it: the option splits at commas).
+    :raises TypeError: if ``factory`` cannot be called (a start said "bad option for the transport").
     """
+    if not isinstance(name, str) or not name or not all(c.isalnum() or c in "_-." for c in name):
+        raise ConfigError(f"register_transport: a transport name is a word of letters, digits, '_', '-' and '.' "
+                          f"(--hermes-transport lists names with commas), not {name!r}")
+    if not callable(factory):
+        raise TypeError(f"register_transport({name!r}, factory): factory must be a callable **options -> Transport "
+                        f"(a Transport subclass will do), got {type(factory).__name__} {factory!r}")
     with _lock:
         _factories[name] = factory
         replaced = _shared.pop(name, None)

@@ -31,3 +31,20 @@ def test_a_runner_the_oom_killer_ends_at_start_names_the_memory_limit():
     assert "exit code 137" in message and "SIGKILL" in message, message
     assert f"mem_limit_bytes={TINY}" in message, message
     assert "the container's python?" not in message, message
+
+
+#: Enough for ``python3`` to start, too little for the runner to say hello: the OOM killer ends it
+#: after it was ready (both paths), so no exit code 137 reaches the host.
+SMALL = 12 * 2**20
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["forked", "spawned"])
+def test_a_runner_the_oom_killer_ends_before_its_hello_names_the_memory_limit(server):
+    """Seen: with ``mem_limit_bytes`` of 8 or 12 MiB the start failed with "ended during start,
+    before its hello: ... closed: end of stream" only (docs/reference.md: a limit too small for the
+    runner to start is a ``KernelStartError`` that names the limit as the likely cause)."""
+    with transport_of_its_own("docker", server=server, container="fresh", mem_limit_bytes=SMALL) as transport:
+        with pytest.raises(KernelStartError) as raised:
+            start_kernel(transport, start_timeout=20)
+    message = str(raised.value)
+    assert "OOM kill" in message and f"(mem_limit_bytes={SMALL}) is the likely cause" in message, message

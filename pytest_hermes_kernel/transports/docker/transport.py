@@ -61,6 +61,11 @@ log = logging.getLogger(__name__)
 _CHDIR_FAILED = re.compile(rb'chdir to cwd \(".*"\) set in config\.json failed: ([a-z ]+)')
 
 
+#: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
+_OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
+              "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
+
+
 class DockerTransport(Transport):
     """Kernels inside a kernel host container (see module docstring).
 
@@ -289,12 +294,18 @@ class DockerTransport(Transport):
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
+        """The runner log's tail; under ``mem_limit_bytes``, with the container's OOM kills when it
+        counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
         cid = launched.extra.get("container")
         try:
             _, out, _ = self._run(cid, ["tail", "-n", str(lines), f"{launched.kernel_dir}/{LOG_NAME}"])
+            _, oom, _ = self._run(cid, ["sh", "-c", _OOM_KILLS]) if self.mem_limit_bytes else (0, b"0", b"")
         except Exception:  # noqa: BLE001
             return ""
-        return out.decode("utf-8", "replace").rstrip()
+        kills = int(oom.strip()) if oom.strip().isdigit() else 0
+        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), kills and (
+            f"the container's memory cgroup counts {kills} OOM kill(s): its memory limit "
+            f"(mem_limit_bytes={self.mem_limit_bytes}) is the likely cause: raise it")]))
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""

@@ -56,6 +56,7 @@ _EXECUTE_SLACK_S = 15.0
 #: Seconds past its own timeout that the transport waits for a backend's execute to return.
 EXECUTE_OVERRUN_S = 10.0
 #: The runner's line for a cwd it cannot enter (``serve.enter_cwd``); group 1: the reason.
+_LATE_HELLO = "the filecell kernel runner did not say hello within {:g} s (start_timeout): {!r} ended the launch at it\n{}"
 _CWD_REFUSED = re.compile(r"hermes-kernel runner: cannot enter the working directory cwd=.*?: ([^\n]+)")
 #: Timeouts of the short commands: a liveness probe (or cleanup, log), a kill, a frame drop.
 PROBE_TIMEOUT_S, KILL_TIMEOUT_S, DROP_TIMEOUT_S = 15.0, 20.0, 30.0
@@ -130,20 +131,23 @@ class FileCellTransport(Transport):
         unset = [name for name in os.environ if name not in spec.env]  # the host's: not for the kernel
         config["env_unset"] = unset
         setup_python = self._resolved.get(python, python)
+        budget = self.launch_timeout if spec.start_timeout is None else min(self.launch_timeout, spec.start_timeout)
         cmd = scripts.launch_command(
             root=self.root, kdir=kdir, python=python, setup_python=setup_python, runner=app.name,
             files={app.name: app.data}, config=config, kernel_id=spec.kernel_id, unset=unset,
-            hello_params=scripts.params(wait=[], deadline_s=30.0))
+            hello_params=scripts.params(wait=[], deadline_s=min(30.0, budget)))
         run = getattr(self.backend, "execute_detached", None) or self.backend.execute
         self.made_dirs.add(probes.HERE, kdir)
         self.kernel_ids.add(spec.kernel_id)
         try:
-            code, out = self.call(cmd, self.launch_timeout, run=run)
+            code, out = self.call(cmd, budget, run=run)  # start_timeout bounds it (it took launch_timeout, 60 s)
         except TransportLostError as exc:  # it hung: what it may have started is ended, as far as it can be
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
+            if isinstance(exc, TimeoutError) and budget < self.launch_timeout:
+                raise KernelStartError(_LATE_HELLO.format(budget, self.backend, exc)) from None
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
                                    f"{exc}\nHint: execute raises when it could not run the command (is what the backend "
                                    "calls reachable?); a command that ran and failed returns its exit status and output") from None
@@ -169,7 +173,11 @@ class FileCellTransport(Transport):
             if refused:  # the runner's own line (serve.enter_cwd): said as the other transports say it
                 raise KernelStartError(f"filecell transport: cannot enter the working directory cwd={spec.cwd!r} "
                                        f"through {self.backend!r}: {refused.group(1)}")
-            hint = (f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
+            if code == 124 and budget < self.launch_timeout:
+                raise KernelStartError(_LATE_HELLO.format(budget, self.backend, _tail(out)))
+            hint = (f"root= must be a real directory of the backend's user, closed to group and others (0700); "
+                    "nothing is chmodded or removed to fit: point root= elsewhere" if f"{scripts.ERROR_MARK} root: " in out
+                    else f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
                     "the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
                     "command's output (what it may have started was ended)")
             raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"

@@ -1,0 +1,49 @@
+"""Seen: a filecell ``root=`` that is a symlink, or a directory open to group and others, failed
+its start with "HERMES-FILECELL-ERROR root: ... is open to group or others (not 0700)" and then
+"Hint: the backend needs sh, python3 ('python3') and a writable '/tmp/x'": the root was writable,
+and making it more so is the opposite of the fix. Now the hint says what the root must be."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path (a filecell root must fit unix socket paths: an xdist
+    worker's ``tmp_path`` is too long for one)."""
+    path = Path(tempfile.mkdtemp(prefix="fcroot-"))
+    yield path
+    shutil.rmtree(path)
+
+
+@pytest.mark.parametrize("how", ["symlink", "0777"])
+def test_a_refused_filecell_root_hints_at_a_private_directory_not_a_writable_one(short_tmp: Path, how: str) -> None:
+    tmp_path = short_tmp
+    root = tmp_path / "root"
+    if how == "symlink":
+        (tmp_path / "real").mkdir(mode=0o700)
+        root.symlink_to(tmp_path / "real")
+    else:
+        root.mkdir()
+        os.chmod(root, 0o777)
+    transport = FileCellTransport(LocalShellBackend(), root=str(root))
+    try:
+        with pytest.raises(KernelStartError) as exc:
+            start_kernel(transport, start_timeout=30)
+    finally:
+        transport.close()
+
+    text = str(exc.value)
+    assert f"HERMES-FILECELL-ERROR root: {root} " in text, text
+    hint = text.split("\nHint: ", 1)[1]
+    assert "writable" not in hint and "(0700)" in hint and "point root= elsewhere" in hint, text
