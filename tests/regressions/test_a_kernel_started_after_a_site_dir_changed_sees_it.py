@@ -59,6 +59,33 @@ def test_a_pth_file_added_after_the_servers_start_is_honoured(server, tmp_path: 
         transport.close()
 
 
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_pth_file_rewritten_in_place_after_the_servers_start_is_honoured(server, tmp_path: Path):
+    """``setup.py develop`` appends to an ``easy-install.pth`` that exists: the site dir's own
+    mtime stays (no entry added or removed), and only that was compared (the review of
+    2026-12-05: the forked kernel still raised ``ModuleNotFoundError``)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    (site_packages,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "hermes_late_module.py").write_text("X = 42\n")
+    pth = site_packages / "easy-install.pth"
+    pth.write_text("")
+    transport = LocalTransport(python=str(tmp_path / "venv" / "bin" / "python"), server=server)
+    try:
+        with start_kernel(transport) as first:  # the server (if any) starts now
+            assert first.execute(IMPORT).status == "error"
+            dir_mtime = site_packages.stat().st_mtime_ns
+            with pth.open("a") as fh:  # in place: same inode, the dir untouched
+                fh.write(f"{extra}\n")
+            assert site_packages.stat().st_mtime_ns == dir_mtime
+            with start_kernel(transport) as second:
+                result = second.execute(IMPORT)
+                assert (result.status, result.value) == ("ok", "42"), result.traceback
+    finally:
+        transport.close()
+
+
 @pytest.mark.usefixtures("docker_ready")
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
 @pytest.mark.parametrize("name", ["docker", "ssh"])

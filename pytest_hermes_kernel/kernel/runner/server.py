@@ -293,8 +293,11 @@ def site_changed() -> bool:
     interpreter started now gets another ``sys.path`` or runs other start-up code."""
     for path, mtime, entries in SITE_AT_START:
         now = _mtime(path)
-        if now != mtime and (now is None or mtime is None or _startup_entries(path) != entries):
-            return True
+        if now != mtime:  # an entry added or removed: read them all again
+            if now is None or mtime is None or _startup_entries(path) != entries:
+                return True
+        elif any(_mtime(os.path.join(path, name)) != stamp for name, stamp in entries):
+            return True  # one rewritten in place (``easy-install.pth``): the dir's own mtime stays
     return False
 
 
