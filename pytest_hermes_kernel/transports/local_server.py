@@ -112,14 +112,14 @@ class LocalServer:
         :returns: the forked kernel's pid (its session id).
         :raises KernelServerUnavailable: if the server refused (``gone`` stays empty) or is gone.
         """
-        with self.lock:
+        with self.lock:  # the record too: a scan from before another thread's fork would drop its kernel
             reply = self._ask({"type": "spawn", "config": config}, channel)
-        if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
-            raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
-        self.forked.add(int(reply["pid"]))
-        if len(self.forked) > self._prune_at:  # one per kernel the server ever forked, before: those still running
-            self.forked &= {child.pid for child in _children(self.pid)}
-            self._prune_at = max(FORKED_KEPT, 2 * len(self.forked))  # (a scan of the process table each time)
+            if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
+                raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
+            self.forked.add(int(reply["pid"]))
+            if len(self.forked) > self._prune_at:  # one per kernel the server ever forked, before: those still running
+                self.forked &= {child.pid for child in _children(self.pid)}
+                self._prune_at = max(FORKED_KEPT, 2 * len(self.forked))  # (a scan of the process table each time)
         return int(reply["pid"])
 
     def exit_status(self, pid: int) -> int | None:

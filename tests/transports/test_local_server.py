@@ -147,6 +147,31 @@ def test_a_long_lived_server_keeps_no_record_of_every_kernel_it_ever_forked(tran
     assert live.runner_pid in server.forked and live.execute("2").value == "2"
 
 
+def test_kernels_started_at_once_while_the_record_is_pruned_all_stay_in_it(transports, kernels, monkeypatch):
+    """The record was pruned outside the server's lock: a scan of the process table from before
+    another thread's fork dropped that thread's running kernel, which the server's close then
+    counted as adopted (found by the review of 2026-12-05). Every start prunes here."""
+    import threading
+
+    from pytest_hermes_kernel.transports import local_server
+
+    monkeypatch.setattr(local_server, "FORKED_KEPT", 0, raising=False)
+    transport = _local(transports)
+    _kernel(kernels, transport)
+    (server,) = transport._servers._servers.values()
+    for _ in range(6):
+        started: list[KernelHandle] = []
+        threads = [threading.Thread(target=lambda: started.append(_kernel(kernels, transport))) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60.0)
+        dropped = [k.runner_pid for k in started if k.runner_pid not in server.forked]
+        assert not dropped, f"running kernels {dropped} dropped from their server's record of what it forked"
+        for k in started:
+            k.shutdown()
+
+
 def test_servers_are_bounded_in_number(transports, kernels, tmp_path: Path):
     other = tmp_path / "python3"
     other.symlink_to(sys.executable)  # another interpreter path: a server of its own
