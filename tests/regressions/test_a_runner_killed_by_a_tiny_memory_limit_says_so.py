@@ -48,3 +48,16 @@ def test_a_runner_the_oom_killer_ends_before_its_hello_names_the_memory_limit(se
             start_kernel(transport, start_timeout=20)
     message = str(raised.value)
     assert "OOM kill" in message and f"(mem_limit_bytes={SMALL}) is the likely cause" in message, message
+
+
+def test_a_shared_containers_earlier_oom_kill_is_not_named_the_likely_cause_of_a_later_start():
+    """A shared container's memory cgroup counts every kernel's OOM kills: one a cell caused (a
+    test of ``oom_killed``) was named "the likely cause" of any later start that failed in it
+    (the review of 2026-12-05)."""
+    with transport_of_its_own("docker", server=False, mem_limit_bytes=256 * 2**20) as transport:
+        with start_kernel(transport) as hog:
+            hog.execute("x = bytearray(1024 * 2**20); x[::4096] = b'1' * len(x[::4096])")
+        with start_kernel(transport) as healthy:
+            said = transport.runner_log(healthy.launched)
+    assert "OOM kill" in said and "in all its kernels so far" in said, said
+    assert "the likely cause" not in said and "a possible cause" in said, said

@@ -303,9 +303,10 @@ class DockerTransport(Transport):
         except Exception:  # noqa: BLE001
             return ""
         kills = int(oom.strip()) if oom.strip().isdigit() else 0
+        whose = "" if self.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
         return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), kills and (
-            f"the container's memory cgroup counts {kills} OOM kill(s): its memory limit "
-            f"(mem_limit_bytes={self.mem_limit_bytes}) is the likely cause: raise it")]))
+            f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit "
+            f"(mem_limit_bytes={self.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it")]))
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""

@@ -77,8 +77,9 @@ class FileCellTransport(Transport):
         kernel option's value (``KernelOptions.orphan_timeout``), as on every transport.
     :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
         under the backend's own limits (docker-py's HTTP timeout is 60 s).
-    :param launch_timeout: seconds for the launch execute (given up :data:`EXECUTE_OVERRUN_S` s later
-        if the backend has not returned: :class:`KernelStartError`).
+    :param launch_timeout: seconds for the launch execute, at most the kernel's ``start_timeout``
+        (default 30 s), which bounds the whole launch, shipping the runner included (given up
+        :data:`EXECUTE_OVERRUN_S` s later if the backend has not returned: :class:`KernelStartError`).
     :param hold_s: after a poll returns a tool call (the cell runs on while the host serves it), a
         holder process stays attached for up to this long, so frames sent meanwhile (a tool call
         from another thread) are kept for the next poll; ``0`` turns holding off.
