@@ -178,6 +178,7 @@ _RUNNING = (KernelState.BUSY, KernelState.RESETTING)
 
 
 _hooked_pid: int | None = None  # the process whose exit hook is registered
+_hook_lock = threading.Lock()
 _made = itertools.count()
 _open: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()  # every registry not garbage yet
 
@@ -187,11 +188,12 @@ def closed_at_exit(registry: KernelRegistry) -> int:
     order of closing (the newest registry first). One hook per process closes them all: one hook
     per registry, kept after its close, grew the interpreter's exit list for every registry ever made."""
     global _hooked_pid
-    if _hooked_pid != registry.host_pid:  # once per process (a forked child's registries are its own)
-        _hooked_pid = registry.host_pid
-        atexit.register(_close_at_exit, registry.host_pid)
-    _open.add(registry)
-    return next(_made)
+    with _hook_lock:  # two threads making a process's first registries register one hook
+        if _hooked_pid != registry.host_pid:  # once per process (a forked child's registries are its own)
+            _hooked_pid = registry.host_pid
+            atexit.register(_close_at_exit, registry.host_pid)
+        _open.add(registry)
+        return next(_made)
 
 
 def _close_at_exit(pid: int) -> None:

@@ -332,14 +332,14 @@ class MadeDirs:
             return sorted(self._dirs.get(where, ()))
 
     def seen(self, where: str, asked: list[str], existing: list[str]) -> None:
-        """Forget the ``asked`` dirs at ``where`` that are not among the ``existing`` ones."""
+        """Forget the ``asked`` dirs not among the ``existing`` ones (everywhere: a path names its kernel)."""
         self.removed(*(set(asked) - set(existing)))
 
     def removed(self, *paths: str) -> None:
         """Forget ``paths`` (seen gone, or removed by their kernel's cleanup: one was kept per kernel ever
         started, for a process that never ran the leak probe), and the places left with none."""
         with self._lock:
-            self._dirs = {where: dirs for where, dirs in self._dirs.items() if dirs.difference_update(paths) or dirs}
+            self._dirs = {where: dirs - set(paths) for where, dirs in self._dirs.items() if dirs - set(paths)}
 
 
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries
