@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +77,18 @@ def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[
         if exc.status_code == 409 and not running(container_id):
             return []
         raise
+    finally:
+        client.close()
+
+
+def container_ends(container_id: str, since: float) -> list[tuple[str, float]]:
+    """``(action, when)`` of each ``die`` and ``destroy`` docker event of ``container_id`` from
+    ``since`` on (epoch seconds, the daemon's clock: this host's)."""
+    client = _client()
+    try:
+        events = client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
+                               filters={"container": container_id, "event": ["die", "destroy"]})
+        return [(e["Action"], e["timeNano"] / 1e9) for e in events if e["timeNano"] / 1e9 >= since]
     finally:
         client.close()
 
@@ -300,6 +313,10 @@ def test_a_kept_container_whose_ttl_ran_out_during_the_run_is_no_later_tests_lea
     out after the run (so not the ``run`` fixture, which fails a run that leaves a container; the
     finalizer removes it)."""
     pytester.makepyfile(test_keep=failing("fresh") + AFTER_THE_TTL)
+    ended = pytester.path / "run-ended"
+    pytester.makeconftest(f"import atexit, time\n\n\n@atexit.register  # first registered, last run: the run's "
+                          f"last act\ndef ended():\n    open({str(ended)!r}, 'w').write(repr(time.time()))\n")
+    began = time.time()
 
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker", f"--hermes-run-id={kept_docker.run_id}",
@@ -309,4 +326,10 @@ def test_a_kept_container_whose_ttl_ran_out_during_the_run_is_no_later_tests_lea
     result.assert_outcomes(failed=1, passed=1)
     assert "leaked container" not in result.stdout.str(), result.stdout.str()[-3000:]
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
-    assert running(kept_docker.record(kid)["locator"]["container_id"]), "left for the next sweep, as after the run"
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+    # left for the next sweep, as after the run. That may be a parallel test's start-up sweep (its
+    # TTL ran out, its run is over): then the container is gone, but only after the run ended
+    still = running(cid)
+    ends, run_end = container_ends(cid, began), float(ended.read_text())
+    assert not [e for e in ends if e[1] <= run_end], f"the run ended its kept kernel's container: {ends}, run end {run_end}"
+    assert still or ends, f"container {cid[:12]} is neither running nor ended by a sweep after the run"
