@@ -73,8 +73,8 @@ def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[
         return container_output(client, container_id, ["python3", "-c", script, kernel_id], user=user).split()
     except docker.errors.NotFound:
         return []
-    except docker.errors.APIError as exc:  # 409: the container is not running (stopping, or stopped)
-        if exc.status_code == 409 and not running(container_id):
+    except docker.errors.APIError:  # 409: not running (stopping, stopped); 500: "not running: Removal In Progress"
+        if not running(container_id):
             return []
         raise
     finally:
