@@ -23,7 +23,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
 from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, stays_true, wait_until
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, run_leftovers, stays_true, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -257,6 +257,23 @@ def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container
                what=f"a sweep to remove the expired kernel's container {cid[:12]}: {outputs}")
     # which sweep removed it is not asserted: a parallel test's sweep can race this one for it
     assert not running(cid) and run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
+
+
+def test_a_kept_kernels_container_is_no_leftover_of_its_run_once_its_ttl_ran_out(pytester, kept_docker):
+    """The ``run`` fixture's check of what a run left (``tests.support.run_leftovers``) took the
+    container of a kept kernel whose 2-s TTL ran out before it looked for a leftover, and removed
+    it: the test above failed so under load ("the inner run left (removed now): docker-kernel-host
+    container ... (Up 6 seconds)"). The container stays for the next sweep, as the leak probe judges it."""
+    pytester.makepyfile(test_keep=failing("spawn"))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker", f"--hermes-run-id={kept_docker.run_id}",
+        "--hermes-keep-failed", "--hermes-keep-failed-ttl", "1", timeout=RUN_TIMEOUT_S)
+    result.assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    wait_until(lambda: time.time() >= (r := kept_docker.record(kid))["detached_at"] + r["ttl_s"], 20.0,
+               what=f"kept kernel {kid}'s TTL to run out")
+
+    assert run_leftovers(kept_docker.run_id) == [], "a kept kernel's container is left for the next sweep"
 
 
 def test_a_passing_docker_test_keeps_nothing(pytester, run, kept_docker):
