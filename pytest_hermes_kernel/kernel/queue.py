@@ -10,7 +10,9 @@ then runs on the new generation. Nothing here knows about the kernel itself.
 
 Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn); the restart's own
 moves are serialized by the caller (the handle's control lock), so :meth:`CellQueue.restart`
-never runs twice at once.
+never runs twice at once. A Ctrl-C (a signal's handler that raises, in the main thread, as any
+step of the line's bookkeeping ends) leaves no place in the line, no count of a waiting cell,
+and the lock not held: the next cell gets the kernel.
 """
 
 from __future__ import annotations
@@ -73,8 +75,14 @@ class CellQueue:
         switch looks at it every :data:`CANCEL_LOOK_S` while it waits, so a cancel is answered
         at once, not when the cell ahead ends.
         """
-        with self._counted():
-            held = self._wait_turn(ticket, cancel)
+        held = False
+        try:
+            with self._counted():
+                held = self._wait_turn(ticket, cancel)
+        except BaseException:  # a Ctrl-C as the count came down: the kernel is not kept from the next cell
+            if held:
+                self._turn.release()
+            raise
         if not held:
             yield None
             return
@@ -90,25 +98,22 @@ class CellQueue:
         handed it to any waiter (a cell sent after five others ran first in 1 round of 20)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
         place = (threading.get_ident(), threading.Event())
-        head = place[1]
-        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
-            here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
-            self._line.insert(here, place)
-            if self._line[0] is place:
-                head.set()
-        try:
+        head, held = place[1], False
+        try:  # (a signal's handler may raise as any block below ends: the place and the lock go with it)
+            with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
+                here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
+                self._line.insert(here, place)
+                if self._line[0] is place:
+                    head.set()
             while not (head.is_set() or self._line[0] is place):  # (it looks too: a handoff a signal cut short)
                 if cancel is not None and cancel.is_set():
                     return False
                 head.wait(CANCEL_LOOK_S)
-            while not self._turn.acquire(timeout=look_s):
+            while not (held := self._turn.acquire(timeout=look_s)):
                 if cancel is not None and cancel.is_set():
                     return False
         finally:  # held, cancelled or interrupted: the next in line is head now
-            with self._count_lock:
-                self._line.remove(place)
-                if self._line:
-                    self._line[0][1].set()
+            self._leave_line(place, held)
         try:
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():
@@ -120,15 +125,32 @@ class CellQueue:
             raise
         return True
 
+    def _leave_line(self, place: tuple[int, threading.Event], held: bool) -> None:
+        """Take ``place`` out of the line (if it got in) and wake the next in line; a signal's
+        handler that raises as this ends gives the lock back if the cell ``held`` it."""
+        try:
+            with self._count_lock:
+                if place in self._line:
+                    self._line.remove(place)
+                if self._line:
+                    self._line[0][1].set()
+        except BaseException:
+            if held:
+                self._turn.release()
+            raise
+
     @contextmanager
     def _counted(self) -> Iterator[None]:
-        with self._count_lock:
-            self._waiting += 1
+        counted = False
         try:
+            with self._count_lock:  # (counted as it counts: a signal's handler runs as the block ends)
+                self._waiting += 1
+                counted = True
             yield
         finally:
-            with self._count_lock:
-                self._waiting -= 1
+            if counted:
+                with self._count_lock:
+                    self._waiting -= 1
 
     @contextmanager
     def restart(self) -> Iterator[None]:
