@@ -18,10 +18,10 @@ and the lock not held: the next cell gets the kernel.
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["CANCEL_LOOK_S", "CellQueue", "Ticket"]
 
@@ -55,7 +55,8 @@ class CellQueue:
         self._restarting = False
         self._waiting = 0
         self._count_lock = threading.Lock()
-        self._line: deque[tuple[int, threading.Event]] = deque()  # (thread, its event) in the order they came
+        # [thread, its event, gone] in the order they came; replaced, never changed (read without the lock)
+        self._line: tuple[list[Any], ...] = ()
 
     @property
     def waiting(self) -> int:
@@ -89,31 +90,40 @@ class CellQueue:
         try:
             yield ticket.epoch == self._epoch
         finally:
-            self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
-            self._turn.release()
+            try:
+                self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
+            finally:  # (also if a signal's handler raised in it)
+                self._turn.release()
 
     def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None) -> bool:
         """Wait in line, then take the queue's lock and wait out a running restart; ``False`` (lock
         not held) once ``cancel`` is set. Cells get the lock in the order they came: the lock alone
         handed it to any waiter (a cell sent after five others ran first in 1 round of 20)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        place = (threading.get_ident(), threading.Event())
-        head, held = place[1], False
-        try:  # (a signal's handler may raise as any block below ends: the place and the lock go with it)
-            with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
-                here = next((i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
-                self._line.insert(here, place)
-                if self._line[0] is place:
-                    head.set()
-            while not (head.is_set() or self._line[0] is place):  # (it looks too: a handoff a signal cut short)
-                if cancel is not None and cancel.is_set():
-                    return False
-                head.wait(CANCEL_LOOK_S)
-            while not (held := self._turn.acquire(timeout=look_s)):
-                if cancel is not None and cancel.is_set():
-                    return False
-        finally:  # held, cancelled or interrupted: the next in line is head now
-            self._leave_line(place, held)
+        place: list[Any] = [threading.get_ident(), threading.Event(), False]
+        head, held, owned = place[1], False, self._turn._is_owned()  # type: ignore[attr-defined]
+        try:
+            try:
+                with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place
+                    line = self._line
+                    here = next((i for i, p in enumerate(line) if p[0] == place[0] and not p[2]), len(line))
+                    self._line = (*line[:here], place, *line[here:])
+                    if self._head() is place:
+                        head.set()
+                while not (head.is_set() or self._head() is place):  # (it looks too: a handoff a signal cut short)
+                    if cancel is not None and cancel.is_set():
+                        return False
+                    head.wait(CANCEL_LOOK_S)
+                while not (held := self._turn.acquire(timeout=look_s)):
+                    if cancel is not None and cancel.is_set():
+                        return False
+            finally:  # held, cancelled or interrupted: the next in line is head now
+                place[2] = True  # first, in this frame: a signal's handler raising from here on leaves no place
+                self._leave_line()
+        except BaseException:  # the bookkeeping after the lock was cut short: the lock goes with the cell
+            if held or (not owned and self._turn._is_owned()):  # type: ignore[attr-defined]  # (cut as it was taken)
+                self._turn.release()
+            raise
         try:
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():
@@ -125,19 +135,17 @@ class CellQueue:
             raise
         return True
 
-    def _leave_line(self, place: tuple[int, threading.Event], held: bool) -> None:
-        """Take ``place`` out of the line (if it got in) and wake the next in line; a signal's
-        handler that raises as this ends gives the lock back if the cell ``held`` it."""
-        try:
-            with self._count_lock:
-                if place in self._line:
-                    self._line.remove(place)
-                if self._line:
-                    self._line[0][1].set()
-        except BaseException:
-            if held:
-                self._turn.release()
-            raise
+    def _head(self) -> list[Any] | None:
+        """The first place in line whose cell still waits (a place left by a cell that is gone
+        counts for nothing, also before it is taken out)."""
+        return next((p for p in self._line if not p[2]), None)
+
+    def _leave_line(self) -> None:
+        """Take the places of the cells that are gone out of the line and wake the next in line."""
+        with self._count_lock:
+            self._line = tuple(p for p in self._line if not p[2])
+            if (first := self._head()) is not None:
+                first[1].set()
 
     @contextmanager
     def _counted(self) -> Iterator[None]:
