@@ -177,8 +177,14 @@ class CellQueue:
             # kill: a paused host) must not wait here for that cell's whole budget: it wakes the
             # waiters only if the lock comes free at once, else the running cell's turn wakes them
             # as it ends (and waiters re-check every NOTIFY_WAIT_S: ``start()`` holds the lock too).
-            if self._turn.acquire(timeout=NOTIFY_WAIT_S):
-                try:
-                    self._turn.notify_all()
-                finally:
+            owned = self._turn._is_owned()  # type: ignore[attr-defined]
+            try:
+                if self._turn.acquire(timeout=NOTIFY_WAIT_S):
+                    try:
+                        self._turn.notify_all()
+                    finally:
+                        self._turn.release()
+            except BaseException:  # a signal's handler raised as the lock was taken: it goes back
+                if not owned and self._turn._is_owned():  # type: ignore[attr-defined]
                     self._turn.release()
+                raise

@@ -62,6 +62,26 @@ def test_a_ctrl_c_in_the_line_leaves_the_kernel_to_the_next_cell(when: int) -> N
     assert _take_turn(queue) is True, "this thread's next cell got the kernel"
 
 
+def test_a_ctrl_c_as_a_restart_takes_the_lock_to_wake_the_waiters_gives_the_lock_back() -> None:
+    """A restart's end takes the queue's lock for a moment to wake the cells sent meanwhile; a
+    Ctrl-C whose handler ran just as the lock was taken left it held by the restarting thread:
+    every other thread's cell on the kernel waited for ever."""
+    queue = CellQueue()
+    real = queue._turn.acquire
+
+    def acquire_then_ctrl_c(*args: object, **kwargs: object) -> bool:
+        if got := real(*args, **kwargs):
+            raise KeyboardInterrupt
+        return got
+
+    with pytest.raises(KeyboardInterrupt):
+        with queue.restart():
+            queue._turn.acquire = acquire_then_ctrl_c  # type: ignore[method-assign]  # only the restart's end takes it
+    queue._turn.acquire = real  # type: ignore[method-assign]
+
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
+
+
 HAIL = """
 import os, signal, sys, threading, time
 from pytest_hermes_kernel.kernel.queue import CellQueue
