@@ -12,16 +12,18 @@ Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn), and 
 its count and line (a signal handler's cell may land inside that bookkeeping: each such cell
 leaves the count and the line as it found them); the restart's own
 moves are serialized by the caller (the handle's control lock), so :meth:`CellQueue.restart`
-never runs twice at once.
+never runs twice at once. A Ctrl-C (a signal's handler that raises, in the main thread, as any
+step of the line's bookkeeping ends) leaves no place in the line, no count of a waiting cell,
+and the lock not held: the next cell gets the kernel.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["CANCEL_LOOK_S", "CellQueue", "Ticket"]
 
@@ -55,7 +57,8 @@ class CellQueue:
         self._restarting = False
         self._waiting = 0
         self._count_lock = threading.RLock()  # re-entrant: a signal handler's cell may land inside it
-        self._line: deque[tuple[int, threading.Event]] = deque()  # (thread, its event) in the order they came
+        # [thread, its event, gone] in the order they came; replaced, never changed (read without the lock)
+        self._line: tuple[list[Any], ...] = ()
 
     @property
     def waiting(self) -> int:
@@ -75,16 +78,24 @@ class CellQueue:
         switch looks at it every :data:`CANCEL_LOOK_S` while it waits, so a cancel is answered
         at once, not when the cell ahead ends.
         """
-        with self._counted():
-            held = self._wait_turn(ticket, cancel)
+        held = False
+        try:
+            with self._counted():
+                held = self._wait_turn(ticket, cancel)
+        except BaseException:  # a Ctrl-C as the count came down: the kernel is not kept from the next cell
+            if held:
+                self._turn.release()
+            raise
         if not held:
             yield None
             return
         try:
             yield ticket.epoch == self._epoch
         finally:
-            self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
-            self._turn.release()
+            try:
+                self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
+            finally:  # (also if a signal's handler raised in it)
+                self._turn.release()
 
     def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None) -> bool:
         """Wait in line, then take the queue's lock and wait out a running restart; ``False`` (lock
@@ -94,47 +105,62 @@ class CellQueue:
         sent during a restart, all let through to it, raced for the lock at its end (163 rounds
         of 200 out of order)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        place = (threading.get_ident(), threading.Event())
-        head = place[1]
-        with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
-            here = 0 if self.lock._is_owned() else next(  # and the head if it holds the kernel already
-                (i for i, (thread, _) in enumerate(self._line) if thread == place[0]), len(self._line))
-            self._line.insert(here, place)
-            if self._line[0] is place:
-                head.set()
+        place: list[Any] = [threading.get_ident(), threading.Event(), False]
+        head, held, owned = place[1], False, self._turn._is_owned()  # type: ignore[attr-defined]
         try:
-            while not (head.is_set() or self._line[0] is place):  # (it looks too: a handoff a signal cut short)
-                if cancel is not None and cancel.is_set():
-                    return False
-                head.wait(CANCEL_LOOK_S)
-            while not self._turn.acquire(timeout=look_s):
-                if cancel is not None and cancel.is_set():
-                    return False
             try:
+                with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
+                    line = self._line  # and the head if its thread holds the kernel already
+                    here = 0 if owned else next((i for i, p in enumerate(line) if p[0] == place[0] and not p[2]), len(line))
+                    self._line = (*line[:here], place, *line[here:])
+                    if self._head() is place:
+                        head.set()
+                while not (head.is_set() or self._head() is place):  # (it looks too: a handoff a signal cut short)
+                    if cancel is not None and cancel.is_set():
+                        return False
+                    head.wait(CANCEL_LOOK_S)
+                while not (held := self._turn.acquire(timeout=look_s)):
+                    if cancel is not None and cancel.is_set():
+                        return False
                 while self._restarting and ticket.epoch == self._epoch:
                     if cancel is not None and cancel.is_set():
+                        held = False  # first: a signal's handler raising before the release below must not release twice
                         self._turn.release()
                         return False
                     self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
-            except BaseException:
+            finally:  # held, cancelled or interrupted: the next in line is head now
+                place[2] = True  # first, in this frame: a signal's handler raising from here on leaves no place
+                self._leave_line()
+        except BaseException:  # the bookkeeping after the lock was cut short: the lock goes with the cell
+            if held or (not owned and self._turn._is_owned()):  # type: ignore[attr-defined]  # (cut as it was taken)
                 self._turn.release()
-                raise
-            return True
-        finally:  # held, cancelled or interrupted: the next in line is head now
-            with self._count_lock:
-                self._line.remove(place)
-                if self._line:
-                    self._line[0][1].set()
+            raise
+        return True
+
+    def _head(self) -> list[Any] | None:
+        """The first place in line whose cell still waits (a place left by a cell that is gone
+        counts for nothing, also before it is taken out)."""
+        return next((p for p in self._line if not p[2]), None)
+
+    def _leave_line(self) -> None:
+        """Take the places of the cells that are gone out of the line and wake the next in line."""
+        with self._count_lock:
+            self._line = tuple(p for p in self._line if not p[2])
+            if (first := self._head()) is not None:
+                first[1].set()
 
     @contextmanager
     def _counted(self) -> Iterator[None]:
-        with self._count_lock:
-            self._waiting += 1
+        counted = False
         try:
+            with self._count_lock:  # (counted as it counts: a signal's handler runs as the block ends)
+                self._waiting += 1
+                counted = True
             yield
         finally:
-            with self._count_lock:
-                self._waiting -= 1
+            if counted:
+                with self._count_lock:
+                    self._waiting -= 1
 
     @contextmanager
     def restart(self) -> Iterator[None]:
@@ -153,8 +179,14 @@ class CellQueue:
             # kill: a paused host) must not wait here for that cell's whole budget: it wakes the
             # waiters only if the lock comes free at once, else the running cell's turn wakes them
             # as it ends (and waiters re-check every NOTIFY_WAIT_S: ``start()`` holds the lock too).
-            if self._turn.acquire(timeout=NOTIFY_WAIT_S):
-                try:
-                    self._turn.notify_all()
-                finally:
+            owned = self._turn._is_owned()  # type: ignore[attr-defined]
+            try:
+                if self._turn.acquire(timeout=NOTIFY_WAIT_S):
+                    try:
+                        self._turn.notify_all()
+                    finally:
+                        self._turn.release()
+            except BaseException:  # a signal's handler raised as the lock was taken: it goes back
+                if not owned and self._turn._is_owned():  # type: ignore[attr-defined]
                     self._turn.release()
+                raise

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +23,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
 from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, stays_true, wait_until
+from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, run_leftovers, stays_true, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -72,10 +73,22 @@ def kernel_processes(container_id: str, kernel_id: str, user: str = "") -> list[
         return container_output(client, container_id, ["python3", "-c", script, kernel_id], user=user).split()
     except docker.errors.NotFound:
         return []
-    except docker.errors.APIError as exc:  # 409: the container is not running (stopping, or stopped)
-        if exc.status_code == 409 and not running(container_id):
+    except docker.errors.APIError:  # 409: not running (stopping, stopped); 500: "not running: Removal In Progress"
+        if not running(container_id):
             return []
         raise
+    finally:
+        client.close()
+
+
+def container_ends(container_id: str, since: float) -> list[tuple[str, float]]:
+    """``(action, when)`` of each ``die`` and ``destroy`` docker event of ``container_id`` from
+    ``since`` on (epoch seconds, the daemon's clock: this host's)."""
+    client = _client()
+    try:
+        events = client.events(since=int(since) - 1, until=int(time.time()) + 1, decode=True,
+                               filters={"container": container_id, "event": ["die", "destroy"]})
+        return [(e["Action"], e["timeNano"] / 1e9) for e in events if e["timeNano"] / 1e9 >= since]
     finally:
         client.close()
 
@@ -246,6 +259,23 @@ def test_a_short_ttl_expires_the_kernel_and_the_next_sweep_removes_its_container
     assert not running(cid) and run_containers(kept_docker.run_id) == {} and records(kept_docker.tmp) == []
 
 
+def test_a_kept_kernels_container_is_no_leftover_of_its_run_once_its_ttl_ran_out(pytester, kept_docker):
+    """The ``run`` fixture's check of what a run left (``tests.support.run_leftovers``) took the
+    container of a kept kernel whose 2-s TTL ran out before it looked for a leftover, and removed
+    it: the test above failed so under load ("the inner run left (removed now): docker-kernel-host
+    container ... (Up 6 seconds)"). The container stays for the next sweep, as the leak probe judges it."""
+    pytester.makepyfile(test_keep=failing("spawn"))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker", f"--hermes-run-id={kept_docker.run_id}",
+        "--hermes-keep-failed", "--hermes-keep-failed-ttl", "1", timeout=RUN_TIMEOUT_S)
+    result.assert_outcomes(failed=1)
+    kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
+    wait_until(lambda: time.time() >= (r := kept_docker.record(kid))["detached_at"] + r["ttl_s"], 20.0,
+               what=f"kept kernel {kid}'s TTL to run out")
+
+    assert run_leftovers(kept_docker.run_id) == [], "a kept kernel's container is left for the next sweep"
+
+
 def test_a_passing_docker_test_keeps_nothing(pytester, run, kept_docker):
     pytester.makepyfile(test_keep=failing("server").replace('assert False, "deliberate failure"', "pass"))
 
@@ -300,6 +330,10 @@ def test_a_kept_container_whose_ttl_ran_out_during_the_run_is_no_later_tests_lea
     out after the run (so not the ``run`` fixture, which fails a run that leaves a container; the
     finalizer removes it)."""
     pytester.makepyfile(test_keep=failing("fresh") + AFTER_THE_TTL)
+    ended = pytester.path / "run-ended"
+    pytester.makeconftest(f"import atexit, time\n\n\n@atexit.register  # first registered, last run: the run's "
+                          f"last act\ndef ended():\n    open({str(ended)!r}, 'w').write(repr(time.time()))\n")
+    began = time.time()
 
     result = pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "--hermes-transport=docker", f"--hermes-run-id={kept_docker.run_id}",
@@ -309,4 +343,10 @@ def test_a_kept_container_whose_ttl_ran_out_during_the_run_is_no_later_tests_lea
     result.assert_outcomes(failed=1, passed=1)
     assert "leaked container" not in result.stdout.str(), result.stdout.str()[-3000:]
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
-    assert running(kept_docker.record(kid)["locator"]["container_id"]), "left for the next sweep, as after the run"
+    cid = kept_docker.record(kid)["locator"]["container_id"]
+    # left for the next sweep, as after the run. That may be a parallel test's start-up sweep (its
+    # TTL ran out, its run is over): then the container is gone, but only after the run ended
+    still = running(cid)
+    ends, run_end = container_ends(cid, began), float(ended.read_text())
+    assert not [e for e in ends if e[1] <= run_end], f"the run ended its kept kernel's container: {ends}, run end {run_end}"
+    assert still or ends, f"container {cid[:12]} is neither running nor ended by a sweep after the run"

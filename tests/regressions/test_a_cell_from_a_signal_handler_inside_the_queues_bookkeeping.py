@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_hermes_kernel import KernelState
-from tests.support import hang_alarm, wait_until
+from tests.support import hang_alarm, in_line, wait_until
 
 # The main thread's entries into the bookkeeping lock during one cell that waits behind another:
 # 1 counted in, 2 in line, 3 out of line (its turn came: the kernel is held), 4 counted out.
@@ -31,15 +31,17 @@ ENTRIES = {1: "counting itself in", 2: "taking its place in line", 3: "leaving t
 class _SignalInside:
     """The queue's bookkeeping lock, raising SIGUSR1 in the main thread on its ``fire_at``-th entry."""
 
-    def __init__(self, lock: Any, fire_at: int) -> None:
-        self._lock, self._fire_at, self._entries = lock, fire_at, 0
+    def __init__(self, lock: Any, fire_at: int, kernel: Any) -> None:
+        self._lock, self._fire_at, self._entries, self._kernel = lock, fire_at, 0, kernel
         self._main = threading.get_ident()
+        self.in_line_then: int | None = None  # cells in line as the signal was raised
 
     def __enter__(self) -> None:
         self._lock.__enter__()
         if threading.get_ident() == self._main:
             self._entries += 1
             if self._entries == self._fire_at:
+                self.in_line_then = in_line(self._kernel)
                 try:
                     os.kill(os.getpid(), signal.SIGUSR1)  # the handler runs at the next bytecode, lock held
                 except BaseException:  # the hang alarm: leave the lock free for the kernel's teardown
@@ -52,22 +54,28 @@ class _SignalInside:
 
 @pytest.mark.parametrize("fire_at", sorted(ENTRIES), ids=[v.replace(" ", "-") for v in ENTRIES.values()])
 def test_a_signal_handlers_cell_inside_the_queues_bookkeeping_runs(make_kernel, fire_at: int) -> None:
-    k = make_kernel()
+    gate = threading.Event()
+    k = make_kernel(tools={"gate": lambda: gate.wait(30.0)})
     k.execute("order = []")
     queue = k._queue
-    ahead = threading.Thread(target=k.execute, args=("import time; time.sleep(0.5); order.append('ahead')",))
+    ahead = threading.Thread(target=k.execute, args=("import hermes_tools; hermes_tools.gate(); order.append('ahead')",))
     ahead.start()
     wait_until(lambda: k.state is KernelState.BUSY, 10.0)
     behind: list[threading.Thread] = []
 
-    def send_behind() -> None:  # a cell that waits in line behind the main thread's
-        wait_until(lambda: k.queued >= 1, 10.0)
-        behind.append(threading.Thread(target=k.execute, args=("order.append('behind')",)))
-        behind[0].start()
+    def send_behind() -> None:  # a cell that waits in line behind the main thread's; then the one ahead ends
+        try:
+            wait_until(lambda: in_line(k) >= 1, 10.0)
+            behind.append(threading.Thread(target=k.execute, args=("order.append('behind')",)))
+            behind[0].start()
+            if fire_at >= 3:  # (at 1 and 2 the handler's cell waits holding the bookkeeping lock: others queue after it)
+                wait_until(lambda: in_line(k) >= 2, 10.0)
+        finally:
+            gate.set()
 
     previous = signal.signal(signal.SIGUSR1, lambda *_: k.execute("order.append('handler')"))
     bookkeeping = queue._count_lock
-    queue._count_lock = _SignalInside(bookkeeping, fire_at)
+    queue._count_lock = inside = _SignalInside(bookkeeping, fire_at, k)
     try:
         threading.Thread(target=send_behind, daemon=True).start()
         with hang_alarm(20, f"a handler's cell landing while its thread was {ENTRIES[fire_at]} waited for ever"):
@@ -77,6 +85,10 @@ def test_a_signal_handlers_cell_inside_the_queues_bookkeeping_runs(make_kernel, 
     finally:
         signal.signal(signal.SIGUSR1, previous)
         queue._count_lock = bookkeeping
+        gate.set()
         ahead.join(10.0)
     order = k.execute("order").value
     assert "'handler'" in order and "'outer'" in order and "'behind'" in order, order
+    if fire_at >= 3:  # the case is the one named only with the cell behind in line as the kernel was held
+        assert inside.in_line_then, f"no cell waited behind the main thread's as the signal was raised: {order}"
+

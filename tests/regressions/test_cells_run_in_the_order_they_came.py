@@ -16,7 +16,7 @@ import threading
 import time
 
 from pytest_hermes_kernel import KernelState, aexecute
-from tests.support import wait_until
+from tests.support import in_line, wait_until
 
 ROUNDS = 120
 WAITERS = 10
@@ -35,7 +35,7 @@ def test_cells_waiting_behind_a_running_one_run_in_the_order_they_came(make_kern
         for i in range(WAITERS):
             threads.append(threading.Thread(target=k.execute, args=(f"seq.append({i})",)))
             threads[-1].start()
-            wait_until(lambda n=i: k.queued > n, 10.0)  # it waits in line before the next is sent
+            wait_until(lambda n=i: in_line(k) > n, 10.0)  # it waits in line before the next is sent
         gate.set()
         for thread in threads:
             thread.join(30.0)
@@ -76,7 +76,7 @@ def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kern
     wait_until(lambda: k.state is KernelState.BUSY, 10.0)
 
     def send_when_waiting() -> None:
-        wait_until(lambda: k.queued >= 1, 10.0)
+        wait_until(lambda: in_line(k) >= 1, 10.0)
         os.kill(os.getpid(), signal.SIGUSR1)
 
     previous = signal.signal(signal.SIGUSR1, lambda *_: k.execute("order.append('handler')"))

@@ -15,7 +15,7 @@ import threading
 
 from pytest_hermes_kernel import KernelState
 
-from tests.support import wait_until
+from tests.support import in_line, wait_until
 
 ROUNDS = 40
 WAITERS = 8
@@ -46,7 +46,7 @@ def test_cells_sent_while_a_restart_runs_run_after_it_in_the_order_they_came(mak
             code = f"seq = globals().setdefault('seq', []); seq.append({i})"
             cells.append(threading.Thread(target=k.execute, args=(code,)))
             cells[-1].start()
-            wait_until(lambda n=i: k.queued > n, 10.0)  # it waits before the next is sent
+            wait_until(lambda n=i: in_line(k) > n, 10.0)  # it waits before the next is sent
         gate.set()
         for thread in (running, restart, *cells):
             thread.join(30.0)

@@ -33,13 +33,27 @@ def test_ctrl_c_while_waiting_for_another_threads_start_gives_the_lease_back(mak
     starter = call_in_thread(reg.execute, A, "1")
     wait_until(lambda: [s.leases for s in reg.snapshot()] == [1], 5.0, what="the other thread's start")
 
+    pressed: list[str] = []  # what the presser did (a failure below says it)
+
     def press_ctrl_c_once_waiting() -> None:
-        wait_until(lambda: [s.leases for s in reg.snapshot()] == [2], 5.0, what="this thread to wait")
+        try:
+            wait_until(lambda: [s.leases for s in reg.snapshot()] == [2], 5.0, what="this thread to wait")
+        except AssertionError as exc:
+            pressed.append(f"not pressed: {exc}")
+            return
+        pressed.append("pressed")
         signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # Ctrl-C
 
-    threading.Thread(target=press_ctrl_c_once_waiting, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        reg.execute(A, "2")
+    # Python's own Ctrl-C handler, as under a terminal: a pytest started as a background job
+    # (`cmd &` in a CI script) inherits SIGINT ignored, and the press would do nothing at all
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        threading.Thread(target=press_ctrl_c_once_waiting, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            reg.execute(A, "2")
+            pytest.fail(f"DID NOT RAISE KeyboardInterrupt; the presser: {pressed}")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     release.set()
     assert starter.result(timeout=SETTLE_S).value == "1"
 
