@@ -489,3 +489,16 @@ def in_line(kernel: Any) -> int:
     before it takes its place: a test that sends the next cell once one is counted can send it
     ahead of the one before)."""
     return sum(1 for place in kernel._queue._line if not place[2])
+
+
+def start_error(transport: Transport, **options: Any) -> str:
+    """The message of the :class:`KernelStartError` a start on ``transport`` with ``options`` must
+    raise; ``transport`` is closed after. Fails the test if the kernel starts."""
+    from pytest_hermes_kernel import KernelStartError, start_kernel
+
+    try:
+        with pytest.raises(KernelStartError) as info:
+            start_kernel(transport, **options)
+    finally:
+        transport.close()
+    return str(info.value)

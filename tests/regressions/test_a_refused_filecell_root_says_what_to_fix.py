@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend
+from tests.support import start_error
 
 
 @pytest.fixture
@@ -36,14 +36,7 @@ def test_a_refused_filecell_root_hints_at_a_private_directory_not_a_writable_one
     else:
         root.mkdir()
         os.chmod(root, 0o777)
-    transport = FileCellTransport(LocalShellBackend(), root=str(root))
-    try:
-        with pytest.raises(KernelStartError) as exc:
-            start_kernel(transport, start_timeout=30)
-    finally:
-        transport.close()
-
-    text = str(exc.value)
+    text = start_error(FileCellTransport(LocalShellBackend(), root=str(root)), start_timeout=30)
     assert f"HERMES-FILECELL-ERROR root: {root} " in text, text
     hint = text.split("\nHint: ", 1)[1]
     assert "writable" not in hint and "(0700)" in hint and "point root= elsewhere" in hint, text
