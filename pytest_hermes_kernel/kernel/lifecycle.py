@@ -209,8 +209,10 @@ class Losses:
     them, the newest: a host whose keys never come back (one per conversation) kept one per key for
     ever (80 per 100 cycles of ``benchmarks/soak.py``). Not thread-safe: the registry's lock guards it."""
 
-    def __init__(self, kept: int) -> None:
-        self.kept, self._by_key = kept, dict[Hashable, Loss]()
+    def __init__(self, kept: int, counts: dict[str, Any]) -> None:
+        """:param counts: its ``"losses_forgotten"`` counts the losses dropped past ``kept`` (their keys'
+        next kernels are not told): a registry's ``stats``."""
+        self.kept, self._by_key, self._counts = kept, dict[Hashable, Loss](), counts
 
     def remember(self, key: Hashable, loss: Loss) -> None:
         """``key``'s next kernel reports ``loss``; the oldest past ``kept`` are forgotten."""
@@ -218,6 +220,7 @@ class Losses:
         self._by_key[key] = loss
         while len(self._by_key) > self.kept:
             del self._by_key[next(iter(self._by_key))]
+            self._counts["losses_forgotten"] = self._counts.get("losses_forgotten", 0) + 1
 
     def give_back(self, key: Hashable, loss: Loss) -> None:
         """``loss`` again, unless a newer one came meanwhile (the kernel it went to failed to start)."""

@@ -124,13 +124,13 @@ class KernelRegistry(IdleReaping):
         self._factory = transport_factory
         self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
-        self._lost = Losses(LOST_KEPT)  # ended by the registry; the key's next kernel reports it
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
         self._closed = False
         self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
-                                      "unconfirmed_ends": 0}
-        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason,
-        ``unconfirmed_ends`` (shut down, runner not seen gone: it may still run beside the key's next)."""
+                                      "unconfirmed_ends": 0, "losses_forgotten": 0}
+        """Counts: kernels ``started``, ``peak_alive``, ``evicted``, ``idle_reaped``, ``deaths`` by reason, ``unconfirmed_ends``
+        (ended, runner not seen gone: may run beside the key's next), ``losses_forgotten`` (:class:`.Losses`)."""
+        self._lost = Losses(LOST_KEPT, self.stats)  # ended by the registry; the key's next kernel reports it
         self.listener: Callable[..., None] | None = None
         """Added to every kernel this registry starts (see :meth:`KernelHandle.add_listener`)."""
         self._reaper: IdleReaper | None = None

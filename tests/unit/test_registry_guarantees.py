@@ -349,7 +349,7 @@ def test_the_background_sweep_interval_is_a_sixth_of_the_idle_timeout_within_30_
 
 def test_a_fresh_registry_counts_nothing(registry):
     assert registry().stats == {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
-                                "unconfirmed_ends": 0}
+                                "unconfirmed_ends": 0, "losses_forgotten": 0}
 
 
 def test_pinned_is_a_keyword_only_argument(registry):

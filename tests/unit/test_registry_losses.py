@@ -248,6 +248,7 @@ def test_keys_that_never_come_back_leave_at_most_lost_kept_losses(registry, monk
         assert reg.execute(KernelKey(owner=f"conv-{i}"), "1").value == "1"
 
     assert _losses_alive() - before <= 8, f"{_losses_alive() - before} losses kept after {CONVERSATIONS} conversations"
+    assert reg.stats["losses_forgotten"] == reg.stats["evicted"] - 8, reg.stats  # a forgotten loss is counted
     again = reg.execute(KernelKey(owner=f"conv-{CONVERSATIONS - 3}"), "2")  # a recent one still hears of its loss
     assert again.kernel.state_lost and again.kernel.reason == "evicted"
 
