@@ -136,6 +136,14 @@ def descendants(pid: int) -> list[psutil.Process]:
         return []
 
 
+def children(pid: int) -> list[psutil.Process]:
+    """The live children of ``pid`` (empty if it is gone or cannot be read)."""
+    try:
+        return psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+
+
 def has_children(pid: int) -> bool:
     """Whether ``pid`` may have a child process (zombies included); ``False`` when the kernel
     lists no child for any of its threads.

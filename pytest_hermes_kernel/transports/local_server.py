@@ -35,7 +35,7 @@ from typing import Any
 import psutil
 
 from ..errors import KernelServerUnavailable
-from ..procs import note_left_behind, start_ticks
+from ..procs import children, note_left_behind, start_ticks
 from .runner_zipapp import write_runner
 
 SERVER_DIR_PREFIX = "hermes-kernel-server-"
@@ -118,7 +118,7 @@ class LocalServer:
                 raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
             self.forked.add(int(reply["pid"]))
             if len(self.forked) > self._prune_at:  # one per kernel the server ever forked, before: those still running
-                self.forked &= {child.pid for child in _children(self.pid)}
+                self.forked &= {child.pid for child in children(self.pid)}
                 self._prune_at = max(FORKED_KEPT, 2 * len(self.forked))  # (a scan of the process table each time)
         return int(reply["pid"])
 
@@ -190,7 +190,7 @@ class LocalServer:
 
     def _note_adopted(self) -> None:
         adopted = []
-        for child in _children(self.pid):
+        for child in children(self.pid):
             if child.pid in self.forked:
                 continue
             try:
@@ -234,14 +234,6 @@ def _read_field(path: str, name: str) -> str | None:
     if not name:
         return text
     return next((line for line in text.splitlines() if line.startswith(name)), None)
-
-
-def _children(pid: int) -> list[psutil.Process]:
-    """The children of process ``pid`` (none if it is gone)."""
-    try:
-        return psutil.Process(pid).children()
-    except psutil.Error:
-        return []
 
 
 class LocalServers:
