@@ -4,7 +4,9 @@ A :class:`LocalTransport <.local.LocalTransport>` keeps a small pool (:class:`Lo
 one server per (interpreter, launch environment, what a started process inherits from this one:
 :func:`inherited_state`), at most ``max_servers`` (the least recently
 used one is closed past that), each exiting by itself after ``idle_timeout`` seconds without a
-request and with no kernel of its own alive. The kernel's own environment and cwd are applied in
+request and with no kernel of its own alive. A server whose site dirs changed since it started
+refuses as ``stale``: it is retired (no more spawns; it still answers for the kernels it forked
+until it idles out) and a new one takes its place. The kernel's own environment and cwd are applied in
 the forked kernel (``kernel/runner/environ.py``), so they need no server of their own.
 
 A server is started with the same fixed launch environment as a spawned runner, its
@@ -72,6 +74,7 @@ class LocalServer:
         self.ids = itertools.count(1)
         self.answered = False
         self.gone = ""
+        self.retired = ""  # why it forks no more kernels (it still answers for those it forked)
         self.last_used = time.monotonic()
         self.forked: set[int] = set()  # the kernels it forked: its other children are what it adopted
         self._prune_at = FORKED_KEPT
@@ -110,10 +113,13 @@ class LocalServer:
         """Ask for a kernel with runner ``config`` on the kernel's end of its ``channel``.
 
         :returns: the forked kernel's pid (its session id).
-        :raises KernelServerUnavailable: if the server refused (``gone`` stays empty) or is gone.
+        :raises KernelServerUnavailable: if the server refused (``gone`` stays empty; ``retired``
+            says why when a new server would not refuse) or is gone.
         """
         with self.lock:  # the record too: a scan from before another thread's fork would drop its kernel
             reply = self._ask({"type": "spawn", "config": config}, channel)
+            if reply.get("stale"):  # a site dir changed since it started: a new server forks the kernel
+                self.retired = str(reply.get("error"))
             if reply.get("type") != "spawned" or not isinstance(reply.get("pid"), int):
                 raise KernelServerUnavailable(f"the kernel server refused: {reply.get('error', reply)}")
             self.forked.add(int(reply["pid"]))
@@ -250,11 +256,12 @@ class LocalServers:
         self.max_servers = max(1, max_servers)
         self.idle_timeout = idle_timeout
         self._servers: collections.OrderedDict[tuple[Any, ...], LocalServer] = collections.OrderedDict()
+        self._retired: list[LocalServer] = []  # stale ones still serving their kernels' status
         self._lock = threading.Lock()
         self._owner = os.getpid()
         # A transport nobody closed still ends its servers when it is collected or at exit,
         # never leaving their lease sockets to the garbage collector.
-        self._finalizer = weakref.finalize(self, _close_servers, self._servers, self._lock)
+        self._finalizer = weakref.finalize(self, _close_servers, self._servers, self._retired, self._lock)
 
     def spawn(self, python: str, env: dict[str, str], config: dict[str, Any], channel: socket.socket) -> tuple[int, LocalServer]:
         """A kernel forked by the server for ``(python, env)``; a server found gone is replaced once.
@@ -267,7 +274,7 @@ class LocalServers:
         try:
             return server.spawn(config, channel), server
         except KernelServerUnavailable:
-            if not server.gone:
+            if not (server.gone or server.retired):
                 raise  # a refusal: a new server would refuse too
         server = self._server(key, python, env)
         return server.spawn(config, channel), server
@@ -276,35 +283,43 @@ class LocalServers:
         with self._lock:
             if self._owner != os.getpid():  # a forked copy of the host: those servers are the parent's
                 self._servers.clear()
+                self._retired.clear()
                 self._owner = os.getpid()
+            ended = [old for old in self._retired if not old.usable]
+            self._retired[:] = [old for old in self._retired if old.usable]
             server = self._servers.get(key)
-            if server is not None and server.usable:
+            if server is not None and server.usable and not server.retired:
                 self._servers.move_to_end(key)
                 return server
             if server is not None:
                 del self._servers[key]
-                server.close()
+                if server.retired and server.usable:
+                    self._retired.append(server)
+                else:
+                    ended.append(server)
             server = LocalServer(python, env, self.root, self.idle_timeout)
             self._servers[key] = server
             evicted = [self._servers.popitem(last=False)[1] for _ in range(len(self._servers) - self.max_servers)]
-        for old in evicted:
+        for old in evicted + ended:
             old.close()
         return server
 
     def pids(self) -> list[int]:
         """Pids of the servers that may be running."""
         with self._lock:
-            return [s.pid for s in self._servers.values() if s.usable]
+            return [s.pid for s in [*self._servers.values(), *self._retired] if s.usable]
 
     def close(self) -> None:
         """Close every server (their kernels live on, each on its own lease)."""
-        _close_servers(self._servers, self._lock)
+        _close_servers(self._servers, self._retired, self._lock)
 
 
-def _close_servers(servers: collections.OrderedDict[tuple[Any, ...], LocalServer], lock: threading.Lock) -> None:
-    """Close and forget ``servers``; only those this process started (a fork holds copies)."""
+def _close_servers(servers: collections.OrderedDict[tuple[Any, ...], LocalServer], retired: list[LocalServer],
+                   lock: threading.Lock) -> None:
+    """Close and forget ``servers`` and the ``retired``; only those this process started (a fork holds copies)."""
     with lock:
-        mine = [server for server in servers.values() if server.owner == os.getpid()]
+        mine = [server for server in [*servers.values(), *retired] if server.owner == os.getpid()]
         servers.clear()
+        retired.clear()
     for server in mine:
         server.close()

@@ -18,7 +18,7 @@ from pytest_hermes_kernel.leaks.checker import LeakChecker
 from pytest_hermes_kernel.leaks.probes import PROBES
 from pytest_hermes_kernel.leaks.probes import _transport_resources as probes_of_transports
 from pytest_hermes_kernel.transports.detached import HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT
-from pytest_hermes_kernel.transports.remote_server import probe_by_server
+from pytest_hermes_kernel.transports.server_pool import probe_by_server
 from pytest_hermes_kernel.transports.ssh.transport import SILENT_RETRY_S
 from tests.support import wait_until
 

@@ -11,7 +11,8 @@ import pytest
 from pytest_hermes_kernel.kernel.results import encode_frame
 from pytest_hermes_kernel.errors import KernelServerUnavailable
 from pytest_hermes_kernel.transports.forked import with_fallback
-from pytest_hermes_kernel.transports.remote_server import RemoteServer, ServerPool
+from pytest_hermes_kernel.transports.remote_server import RemoteServer
+from pytest_hermes_kernel.transports.server_pool import ServerPool
 from tests.support import wait_until
 
 

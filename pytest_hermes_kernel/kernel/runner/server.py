@@ -15,6 +15,8 @@ JSON object, and a ``spawn`` carries the kernel's channel socket (``SCM_RIGHTS``
 
     host -> server  {"type": "spawn", "id": n, "config": {...runner config...}}  + 1 fd
     server -> host  {"type": "spawned", "id": n, "pid": p} | {"type": "error", "id": n, "error": why}
+                    (``"stale": true`` in the error: a site dir changed since the server started;
+                    the host starts a new server and sends this one no more spawns)
     host -> server  {"type": "ping", "id": n}   ->   {"type": "pong", "id": n, "pid": ...}
     host -> server  {"type": "status", "id": n, "pid": p}  ->  {"type": "status", "id": n, "exit_code": c}
                     (``c``: how kernel ``p`` ended, as ``Popen.returncode`` says it, ``-N`` for signal
@@ -50,6 +52,7 @@ from .capture import set_nonblocking
 from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
 from .procfs import become_subreaper, close_fds_except
 from .serve import read_config, run_on_channel
+from .sites import site_changed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -140,6 +143,16 @@ class ForkingServer:
     def refuse(self, config: dict[str, Any]) -> str | None:
         """Why a kernel with runner ``config`` cannot be forked here (``None``: it can)."""
         return self.refusal or _id_refusal(config.get("kernel_id"))
+
+    def stale(self, rid: Any) -> dict[str, Any] | None:
+        """The refusal of a spawn once a site dir changed since this server started
+        (:func:`site_changed`): ``stale`` asks the host to start a new server for the kernel (one
+        interpreter start, as each kernel forked here would now pay in :func:`exec_fresh`) and to
+        send this one no more spawns; it serves the kernels it has until they end, then idles out."""
+        if not site_changed():
+            return None
+        return {"type": "error", "id": rid, "stale": True,
+                "error": "a site dir changed since the kernel server started: start a new server"}
 
     def fork(self, child: Callable[[], None]) -> int:
         """Fork; the child closes the server's own fds and runs ``child`` (which never returns).
@@ -236,6 +249,9 @@ class KernelServer(ForkingServer):
         if kind != "spawn" or len(fds) != 1 or not isinstance(request.get("config"), dict):
             return {"type": "error", "id": rid, "error": f"bad request {kind!r} with {len(fds)} fds"}
         config, fd = request["config"], fds[0]
+        stale = self.stale(rid)
+        if stale:
+            return stale
         why = self.refuse(config)
         if why:
             return {"type": "error", "id": rid, "error": why}
@@ -258,51 +274,6 @@ class KernelServer(ForkingServer):
 def become_kernel(config: dict[str, Any], fd: int) -> None:
     """In a freshly forked child: become the supervisor of a new kernel on channel ``fd``. Never returns."""
     enter_kernel(config, fd, lambda: run_on_channel(config, socket.socket(fileno=fd)), ("serve", "--fd"))
-
-
-def site_state() -> tuple[tuple[str, int | None, tuple[tuple[str, int], ...]], ...]:
-    """The site dirs an interpreter start reads (the user's one too, on ``sys.path`` only if it
-    exists): each with its mtime (``None``: missing) and :func:`_startup_entries`."""
-    import site
-
-    dirs = list(site.getsitepackages()) + ([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])
-    return tuple((path, _mtime(path), _startup_entries(path)) for path in dirs)
-
-
-def _mtime(path: str) -> int | None:
-    try:
-        return os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-
-
-def _startup_entries(path: str) -> tuple[tuple[str, int], ...]:
-    """What of site dir ``path`` an interpreter start reads: its ``.pth`` files and
-    ``sitecustomize``/``usercustomize``, with their mtimes (a module installed there is found as well
-    by a forked kernel: its import looks at the dir again)."""
-    try:
-        with os.scandir(path) as it:
-            return tuple(sorted((e.name, e.stat().st_mtime_ns) for e in it if e.name.endswith(".pth")
-                                or e.name.startswith(("sitecustomize", "usercustomize"))))
-    except OSError:
-        return ()
-
-
-def site_changed() -> bool:
-    """Whether a site dir changed since this server started (:data:`SITE_AT_START`) so that an
-    interpreter started now gets another ``sys.path`` or runs other start-up code."""
-    for path, mtime, entries in SITE_AT_START:
-        now = _mtime(path)
-        if now != mtime:  # an entry added or removed: read them all again
-            if now is None or mtime is None or _startup_entries(path) != entries:
-                return True
-        elif any(_mtime(os.path.join(path, name)) != stamp for name, stamp in entries):
-            return True  # one rewritten in place (``easy-install.pth``): the dir's own mtime stays
-    return False
-
-
-#: :func:`site_state` when this server started: a kernel forked after it changed is started afresh.
-SITE_AT_START = site_state()
 
 
 def exec_fresh(config: dict[str, Any], keep_fd: int, mode: tuple[str, ...]) -> None:

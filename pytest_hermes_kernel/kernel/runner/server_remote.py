@@ -12,6 +12,7 @@ Frames on the stream are those of :mod:`.frames`. The first one from the host is
 config; the server answers ``hello``. Then::
 
     host -> server  {"type": "spawn", "id": n, "config": {...}}    -> spawned {"id", "pid", "chan"} | error
+                    (an error with ``"stale": true``: a site dir changed, start a new server; see ``server.py``)
     host -> server  {"type": "data", "chan": c} + blob             the bytes, to kernel c's socket
     host -> server  {"type": "close", "chan": c}                   detach (the kernel's orphan clock starts)
     host -> server  {"type": "alive", "id": n, "pid": p}           -> {"type": "alive", "id", "alive": bool}
@@ -219,6 +220,9 @@ class RemoteKernelServer(ForkingServer):
         rid, config = msg.get("id"), msg.get("config")
         if not isinstance(config, dict) or not config.get("kernel_dir"):
             return {"type": "error", "id": rid, "error": "spawn needs a config with a kernel_dir"}
+        stale = self.stale(rid)
+        if stale:
+            return stale
         why = self.refuse(config)
         if why:
             return {"type": "error", "id": rid, "error": why}

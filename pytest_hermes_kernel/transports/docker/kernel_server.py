@@ -20,7 +20,8 @@ from ...errors import KernelServerUnavailable
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
-from ..remote_server import RemoteServer, ServerPool
+from ..remote_server import RemoteServer
+from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp
 from .stream import DockerExecStream
 

@@ -17,7 +17,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
-from ..remote_server import probe_by_server
+from ..server_pool import probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched

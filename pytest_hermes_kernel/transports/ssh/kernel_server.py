@@ -25,7 +25,8 @@ from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirE
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import MadeDirs, launch_env, runner_config
-from ..remote_server import RemoteServer, ServerPool
+from ..remote_server import RemoteServer
+from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp
 from .connection import SshConnection, SshStream, put_file
 from .probes import end_failed_launch

@@ -20,7 +20,7 @@ from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SC
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
-from ..remote_server import probe_by_server
+from ..server_pool import probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
