@@ -33,6 +33,16 @@ def forked(kernel) -> bool:
     return " server " in kernel.execute(SUPERVISOR_ARGV).value
 
 
+def forked_and_seeing_the_change(*kernels) -> None:
+    """Each of ``kernels`` (new ones) imports what the site change brought, is a fork of a server
+    started after it, and fell back to no spawn."""
+    for kernel in kernels:
+        result = kernel.execute(IMPORT)
+        assert (result.status, result.value) == ("ok", "42"), result.traceback
+        assert "kernel server" not in result.kernel.note  # no fallback to a spawn
+        assert forked(kernel), "started afresh, not forked by a server started after the change"
+
+
 def test_a_local_server_whose_site_dir_changed_is_replaced(tmp_path: Path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
     (site_packages,) = (tmp_path / "venv" / "lib").glob("python*/site-packages")
@@ -46,11 +56,7 @@ def test_a_local_server_whose_site_dir_changed_is_replaced(tmp_path: Path):
             (old_server,) = transport.server_pids()
             (site_packages / "late.pth").write_text(f"{extra}\n")
             with start_kernel(transport) as second, start_kernel(transport) as third:
-                for kernel in (second, third):
-                    result = kernel.execute(IMPORT)
-                    assert (result.status, result.value) == ("ok", "42"), result.traceback
-                    assert forked(kernel), "started afresh, not forked by a server started after the change"
-                    assert "kernel server" not in result.kernel.note  # no fallback to a spawn
+                forked_and_seeing_the_change(second, third)
                 assert len(set(transport.server_pids()) - {old_server}) == 1  # one new server forked both
             assert first.execute("kept").value == "7"  # the retired server's kernel lives on, state kept
             assert psutil.pid_exists(old_server)
@@ -70,10 +76,6 @@ def test_a_remote_server_whose_site_dir_changed_is_replaced(name):
             assert forked(first)
             assert first.execute(PUT_IN_USER_SITE).value == "True"
             with start_kernel(transport) as second, start_kernel(transport) as third:
-                for kernel in (second, third):
-                    result = kernel.execute(IMPORT)
-                    assert (result.status, result.value) == ("ok", "42"), result.traceback
-                    assert forked(kernel), "started afresh, not forked by a server started after the change"
-                    assert "kernel server" not in result.kernel.note  # no fallback to a spawn
+                forked_and_seeing_the_change(second, third)
             # its server relays it still: retired, not closed (closing would cut its channel)
             assert first.execute("kept").value == "7"
