@@ -485,9 +485,9 @@ def kernel_process(host_pid: int, **env: str) -> subprocess.Popen[bytes]:
 
 
 def in_line(kernel: Any) -> int:
-    """How many cells stand in ``kernel``'s queue line now (a cell counts in ``queued`` an instant
-    before it takes its place: a test that sends the next cell once one is counted can send it
-    ahead of the one before)."""
+    """How many cells stand in ``kernel``'s queue line now (what ``queued`` reads off the line;
+    a count kept apart once counted a cell an instant before it took its place, so a test that
+    sent the next cell once one was counted could send it ahead of the one before)."""
     return sum(1 for place in kernel._queue._line if not place[2])
 
 

@@ -9,8 +9,9 @@ the old generation). A cell sent while the restart runs waits until the restart 
 then runs on the new generation, in the order it came. Nothing here knows about the kernel itself.
 
 Locking: the queue's lock is re-entrant (``start()`` inside a cell's turn), and so is the lock of
-its count and line (a signal handler's cell may land inside that bookkeeping: each such cell
-leaves the count and the line as it found them); the restart's own
+its line (a signal handler's cell may land inside that bookkeeping: each such cell leaves the
+line as it found them); the count of waiting cells is read off the line, never kept apart from
+it (a count kept apart could be left one off by a Ctrl-C between the two); the restart's own
 moves are serialized by the caller (the handle's control lock), so :meth:`CellQueue.restart`
 never runs twice at once. A Ctrl-C (a signal's handler that raises, in the main thread, as any
 step of the line's bookkeeping ends) leaves no place in the line, no count of a waiting cell,
@@ -55,15 +56,14 @@ class CellQueue:
         self._turn = threading.Condition(self.lock)
         self._epoch = 0
         self._restarting = False
-        self._waiting = 0
-        self._count_lock = threading.RLock()  # re-entrant: a signal handler's cell may land inside it
+        self._count_lock = threading.RLock()  # of the line; re-entrant: a signal handler's cell may land inside it
         # [thread, its event, gone] in the order they came; replaced, never changed (read without the lock)
         self._line: tuple[list[Any], ...] = ()
 
     @property
     def waiting(self) -> int:
-        """How many cells wait for their turn now."""
-        return self._waiting
+        """How many cells wait for their turn now: their places in line."""
+        return sum(1 for place in self._line if not place[2])
 
     def ticket(self, generation: int) -> Ticket:
         """A ticket for a cell sent now, to the kernel's ``generation``."""
@@ -78,15 +78,7 @@ class CellQueue:
         switch looks at it every :data:`CANCEL_LOOK_S` while it waits, so a cancel is answered
         at once, not when the cell ahead ends.
         """
-        held = False
-        try:
-            with self._counted():
-                held = self._wait_turn(ticket, cancel)
-        except BaseException:  # a Ctrl-C as the count came down: the kernel is not kept from the next cell
-            if held:
-                self._turn.release()
-            raise
-        if not held:
+        if not self._wait_turn(ticket, cancel):
             yield None
             return
         try:
@@ -148,19 +140,6 @@ class CellQueue:
             self._line = tuple(p for p in self._line if not p[2])
             if (first := self._head()) is not None:
                 first[1].set()
-
-    @contextmanager
-    def _counted(self) -> Iterator[None]:
-        counted = False
-        try:
-            with self._count_lock:  # (counted as it counts: a signal's handler runs as the block ends)
-                self._waiting += 1
-                counted = True
-            yield
-        finally:
-            if counted:
-                with self._count_lock:
-                    self._waiting -= 1
 
     @contextmanager
     def restart(self) -> Iterator[None]:

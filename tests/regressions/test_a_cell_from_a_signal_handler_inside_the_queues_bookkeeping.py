@@ -1,5 +1,5 @@
 """A cell sent from a signal handler that lands inside the cell queue's own bookkeeping (the few
-lines where a cell counts itself, takes or leaves its place in line) runs, and so does the cell
+lines where a cell takes or leaves its place in line) runs, and so does the cell
 it interrupted.
 
 The bookkeeping lock was a plain lock: a handler landing while its thread held it waited for
@@ -23,9 +23,9 @@ from pytest_hermes_kernel import KernelState
 from tests.support import hang_alarm, in_line, wait_until
 
 # The main thread's entries into the bookkeeping lock during one cell that waits behind another:
-# 1 counted in, 2 in line, 3 out of line (its turn came: the kernel is held), 4 counted out.
-ENTRIES = {1: "counting itself in", 2: "taking its place in line", 3: "leaving the line, kernel held",
-           4: "counting itself out"}
+# 1 in line, 2 out of line (its turn came: the kernel is held). (The count of waiting cells was
+# kept apart under it too, two more entries, until it was read off the line.)
+ENTRIES = {1: "taking its place in line", 2: "leaving the line, kernel held"}
 
 
 class _SignalInside:
@@ -68,7 +68,7 @@ def test_a_signal_handlers_cell_inside_the_queues_bookkeeping_runs(make_kernel, 
             wait_until(lambda: in_line(k) >= 1, 10.0)
             behind.append(threading.Thread(target=k.execute, args=("order.append('behind')",)))
             behind[0].start()
-            if fire_at >= 3:  # (at 1 and 2 the handler's cell waits holding the bookkeeping lock: others queue after it)
+            if fire_at >= 2:  # (at 1 the handler's cell waits holding the bookkeeping lock: others queue after it)
                 wait_until(lambda: in_line(k) >= 2, 10.0)
         finally:
             gate.set()
@@ -89,6 +89,6 @@ def test_a_signal_handlers_cell_inside_the_queues_bookkeeping_runs(make_kernel, 
         ahead.join(10.0)
     order = k.execute("order").value
     assert "'handler'" in order and "'outer'" in order and "'behind'" in order, order
-    if fire_at >= 3:  # the case is the one named only with the cell behind in line as the kernel was held
+    if fire_at >= 2:  # the case is the one named only with the cell behind in line as the kernel was held
         assert inside.in_line_then, f"no cell waited behind the main thread's as the signal was raised: {order}"
 
