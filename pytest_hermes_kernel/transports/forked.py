@@ -77,6 +77,9 @@ def reap_in_one_exec(launched: Launched, timeout: float, dirs: list[str], run: C
 
 
 def forked_cleanup(launched: Launched) -> bool:
-    """Have the server remove a forked kernel's dir; ``False``: remove it another way."""
+    """Have the server remove a forked kernel's dir, and forget how the kernel ended (nobody asks
+    after its cleanup); ``False``: remove the dir another way."""
     server = server_of(launched.extra)
+    if server is not None and launched.pid is not None:
+        server.forget_exit(launched.pid)
     return server is not None and bool(launched.kernel_dir) and server.remove_dir(launched.kernel_dir or "")

@@ -34,7 +34,8 @@ SPAWN_TIMEOUT_S = 15.0
 #: Seconds for the answer to a ``probe`` (a fork and a scan of ``/proc``; the server ends the
 #: child at 10 s). A server silent that long is closed: the caller runs the probe by exec.
 PROBE_TIMEOUT_S = 12.0
-#: Ended kernels whose exit a server's host side keeps, the newest (one per kernel forked, for ever, before).
+#: Ended kernels whose exit a server's host side keeps, the newest: each is dropped at its kernel's
+#: cleanup; this bounds those never cleaned up (one per kernel forked, for ever, before).
 EXITS_KEPT = 256
 
 
@@ -150,6 +151,11 @@ class RemoteServer:
         with self._cond:
             self._cond.wait_for(lambda: pid in self._exited or self.gone, timeout)
             return self._exited.get(pid)
+
+    def forget_exit(self, pid: int) -> None:
+        """Drop the record of kernel ``pid``'s end (its cleanup is done: nobody asks again)."""
+        with self._cond:
+            self._exited.pop(pid, None)
 
     def remove_dir(self, kernel_dir: str, timeout: float = SPAWN_TIMEOUT_S) -> bool:
         """Have the server remove a kernel dir it made; ``False`` if it would not or could not."""

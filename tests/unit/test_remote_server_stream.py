@@ -193,7 +193,8 @@ def test_a_kernel_forked_on_the_pid_of_an_ended_one_is_not_taken_for_ended():
 
 def test_a_long_lived_server_keeps_a_bounded_record_of_ended_kernels():
     """One record per kernel the server ever forked, never dropped: +100 per 100 kernels on a busy
-    docker or ssh host (``benchmarks/soak.py``); the newest ``EXITS_KEPT`` are kept."""
+    docker or ssh host (``benchmarks/soak.py``); the newest ``EXITS_KEPT`` are kept of those never
+    cleaned up (a cleanup drops its kernel's record at once)."""
     stream = AnswersSpawns()
     stream._answers.append(_exits(range(1000, 3000)))
     server = RemoteServer(stream, name="test", config={})
