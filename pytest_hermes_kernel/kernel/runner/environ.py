@@ -257,16 +257,28 @@ def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
     os._exit(code)
 
 
+#: A trace function a cell set (``sys.settrace``), set aside while the runner's own code runs.
+_cell_trace: list[Any] = [None]
+
+
 def exec_source(source: str, namespace: dict[str, Any]) -> Any:
-    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
+    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``.
+
+    A trace function the cell sets traces the cells' code only, from one cell to the next: it is set
+    aside as the cell's code ends, before the runner's own code runs (one that raised there, as a
+    buggy tracer may, ended the worker: ``died``, exit code 70)."""
     tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST)  # not ast.parse: its frame showed in a SyntaxError
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<cell>", "exec"), namespace)
-    if last is None:
-        return None
-    value = eval(compile(last, "<cell>", "eval"), namespace)
+    code = compile(tree, "<cell>", "exec")
+    try:  # (this frame began untraced: only the cell's frames are traced; C calls alone until the finally)
+        sys.settrace(_cell_trace[0])
+        exec(code, namespace)
+        value = None if last is None else eval(compile(last, "<cell>", "eval"), namespace)
+    finally:
+        _cell_trace[0] = sys.gettrace()
+        sys.settrace(None)
     if value is not None:
         namespace["_"] = value
     return value
