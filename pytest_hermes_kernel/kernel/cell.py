@@ -169,8 +169,8 @@ class CellRun:
     def _outcome(self, header: dict[str, Any] | None, blobs: list[bytes], **host: Any) -> CellOutcome:
         reply = None if header is None else RunnerReply.from_header(header)
         four = (blobs[0], blobs[1], blobs[2], blobs[3]) if len(blobs) == 4 else blobs_of(blobs)
-        return CellOutcome(reply=reply, blobs=four, budget_s=self.budget.timeout, stage=self._stage,
-                           reconnected=self._reconnected, cancelled=self.budget.cancelled, **host)
+        return CellOutcome(reply=reply, blobs=four, budget_s=self.budget.timeout, stage=self._stage, reconnected=self._reconnected,
+                           cancelled=self.budget.cancelled, interrupt_sent=self._interrupts > 0, **host)
 
     # ------------------------------------------------------------------------------ waiting
     def _await_result(self) -> CellOutcome:

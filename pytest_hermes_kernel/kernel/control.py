@@ -101,10 +101,12 @@ def restart(handle: KernelHandle) -> KernelInfo:
             raise runtime.shut_error()
         try:
             with queue.restart():  # the cells waiting now are overtaken, never run on the new one
+                before = handle._pending_loss
                 if handle._life.swap(S.BUSY, S.RESETTING):
                     runtime.require_link().kill_worker()
-                with queue.lock:  # a running cell settles first
-                    handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
+                with queue.lock:  # a running cell settles first; one it cut said the reset (a lost event, once)
+                    if handle._pending_loss is before or handle._pending_loss.reason != "reset":  # type: ignore[union-attr]
+                        handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
                     runtime.replace()
                     return handle.info(state_lost=True, reason="reset")
         except ChannelClosed:

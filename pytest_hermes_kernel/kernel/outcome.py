@@ -120,6 +120,7 @@ class CellOutcome:
         task): the ladder started then, not at the end of its budget.
     :param channel_lost: the stream broke and could not be re-attached: the loss it means
         (``transport_lost``, ``died``, or ``reset`` during a shutdown) and a note.
+    :param interrupt_sent: the host sent the cell an interrupt (``interrupt()``, the ladder's SIGINT).
     """
 
     reply: RunnerReply | None
@@ -132,6 +133,7 @@ class CellOutcome:
     silent_s: float | None = None
     channel_lost: Loss | None = None
     cancelled: bool = False
+    interrupt_sent: bool = False
 
     @property
     def status(self) -> Status:
@@ -215,11 +217,14 @@ def judge(outcome: CellOutcome, intent: ControlIntent) -> Verdict:
                        note=f"{why}: interrupted (SIGINT){how}; the namespace is kept")
     if intent == "restart" and status == "interrupted":
         return Verdict(status=status, reset=True)
+    if status == "interrupted" and not outcome.interrupt_sent:  # the cell's own KeyboardInterrupt: its error
+        return _RAISED
     return _PLAIN.get(status) or Verdict(status=status)
 
 
 _PLAIN: dict[str, Verdict] = {s: Verdict(status=s) for s in ("ok", "error", "interrupted")}
 """The verdicts of cells that ended as the runner says, with nothing else to tell (most cells)."""
+_RAISED = Verdict(status="error", note="the cell raised KeyboardInterrupt itself: no interrupt was sent to it")
 
 
 def classify_death(outcome: CellOutcome, intent: ControlIntent) -> Loss:

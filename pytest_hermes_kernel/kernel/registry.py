@@ -188,9 +188,9 @@ class KernelRegistry(IdleReaping):
         with self.lease(key) as handle:
             if reset and handle.cells_run:
                 handle.restart()
-            result = handle.execute(code, timeout=timeout)  # its end restarts the idle clock (_watch_cells)
+            known, result = handle._pending_loss, handle.execute(code, timeout=timeout)  # (known: reported again; the end restarts the idle clock)
             with self._lock:
-                _count_death(self.stats["deaths"], result)
+                _count_death(self.stats["deaths"], result, between=known is None)
         return result
 
     def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
@@ -425,12 +425,15 @@ def _await_start(entry: _Entry) -> None:
         entry.ready.wait()
 
 
-def _count_death(deaths: dict[str, int], result: CellResult) -> None:
+def _count_death(deaths: dict[str, int], result: CellResult, *, between: bool = False) -> None:
     """Count a cell that ended its kernel (or was reset for its budget) under its reason; not one whose
-    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death)."""
+    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death).
+    ``between``: no loss was known before the cell, so one it reports is a death between cells (a
+    cell's thread, its ``signal.alarm``, a kill from outside), found as the cell began: counted too."""
     if result.status == "timeout" and result.watchdog == "interrupted":
         return
-    if result.status in ("died", "exited", "timeout") and result.kernel.reason:
+    ended = result.status in ("died", "exited", "timeout")
+    if result.kernel.reason and (ended or (between and result.kernel.state_lost)):
         deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
 
 

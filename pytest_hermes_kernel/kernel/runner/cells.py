@@ -54,6 +54,7 @@ class CellBook:
         self.interrupts = 0  # the highest interrupt number the running cell got (see take_interrupt)
         self.started = False  # the worker said the running cell runs: its interrupts are signals now
         self.held = False  # an interrupt came before that: signalled once the worker says it runs
+        self.kill_note: str | None = None  # why the runner itself killed the running cell's worker
         worker.drain = lambda: pipes.drain(self.cell is not None, limit=PIPE_BYTES)  # (while it waits for an end)
 
     @property
@@ -144,7 +145,9 @@ class CellBook:
             outcome["oom_killed"] = bool(sig == signal.SIGKILL and before is not None
                                          and after is not None and after > before)
             outcome["oom_counter"] = after
-        self.exiting = None
+            if self.kill_note:  # (its SIGKILL was the runner's: no OOM killer, no kill from outside)
+                outcome["note"] = self.kill_note
+        self.exiting, self.kill_note = None, None
         return outcome
 
     def settle(self, outcome: Header) -> tuple[Any, bytes]:

@@ -257,16 +257,69 @@ def end_forked_child(reply: dict[str, Any], exiting: int | None) -> None:
     os._exit(code)
 
 
+#: A trace function a cell set (``sys.settrace``), set aside while the runner's own code runs.
+_cell_trace: list[Any] = [None]
+#: Errors the cells' own Python signal handlers raised between cells, for the next cell's code.
+_raised: list[BaseException] = []
+_RUNNER = __name__.rpartition(".")[0]
+
+
+class _Guarded:
+    """A cell's signal handler while the runner's own code runs between cells: it runs as ever, but
+    an error it raises waits for the next cell's code (raised in the runner's, it ended the worker:
+    a cell's own ``signal.alarm`` timeout that went off after its work was done killed the kernel,
+    "died between cells"). A late SIGINT's error is dropped, as the worker's own handler does."""
+
+    def __init__(self, handler: Callable[[int, Any], Any]) -> None:
+        self.handler = handler
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        try:
+            self.handler(signum, frame)
+        except BaseException as exc:  # noqa: BLE001 - the cell's, for its next cell
+            if signum != signal.SIGINT and not _raised:
+                _raised.append(exc)
+
+
+def _guard_cell_handlers() -> None:
+    """After a cell's code: guard its Python signal handlers (not SIGTERM's: a shutdown's step)."""
+    for signum in signal.valid_signals():
+        handler = signal.getsignal(signum)
+        if (callable(handler) and not isinstance(handler, _Guarded) and signum != signal.SIGTERM
+                and not str(getattr(handler, "__module__", "")).startswith(_RUNNER)):
+            signal.signal(signum, _Guarded(handler))
+
+
+def _unguard_cell_handlers() -> None:
+    """Before a cell's code: its handlers as it set them; an error one raised between cells, raised now."""
+    for signum in signal.valid_signals():
+        handler = signal.getsignal(signum)
+        if isinstance(handler, _Guarded):
+            signal.signal(signum, handler.handler)
+    if _raised:
+        raise _raised.pop()
+
+
 def exec_source(source: str, namespace: dict[str, Any]) -> Any:
-    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``."""
+    """Run ``source`` in ``namespace``; the value of a last expression statement, or ``None``.
+
+    A trace function the cell sets traces the cells' code only, from one cell to the next: it is set
+    aside as the cell's code ends, before the runner's own code runs (one that raised there, as a
+    buggy tracer may, ended the worker: ``died``, exit code 70)."""
     tree = compile(source, "<cell>", "exec", ast.PyCF_ONLY_AST)  # not ast.parse: its frame showed in a SyntaxError
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    exec(compile(tree, "<cell>", "exec"), namespace)
-    if last is None:
-        return None
-    value = eval(compile(last, "<cell>", "eval"), namespace)
+    code = compile(tree, "<cell>", "exec")
+    try:  # (this frame began untraced: only the cell's frames are traced; C calls alone until the finally)
+        _unguard_cell_handlers()
+        sys.settrace(_cell_trace[0])
+        exec(code, namespace)
+        value = None if last is None else eval(compile(last, "<cell>", "eval"), namespace)
+    finally:
+        _cell_trace[0] = sys.gettrace()
+        sys.settrace(None)
+        _guard_cell_handlers()
     if value is not None:
         namespace["_"] = value
     return value

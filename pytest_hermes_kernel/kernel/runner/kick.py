@@ -62,17 +62,34 @@ class Kicks:
         return left if timeout is None else min(timeout, left)
 
     def send_due(self, pid: int | None, running: bool) -> None:
-        """Kick worker ``pid`` for each kick now due; none once its cell ended (``running``)."""
+        """Kick worker ``pid`` for each kick now due; none once its cell ended (``running``), nor to a
+        worker whose cell took the kick's handler away (``SIG_DFL``: a real-time signal's default
+        ends the process, and an interrupted cell that went on came back ``died``, signal 37)."""
         if not running or pid is None:
             self._due = []
             return
         now = time.monotonic()
         while self._due and self._due[0] <= now:
             self._due.pop(0)
+            if not catches(pid, KICK_SIGNAL):  # type: ignore[arg-type]
+                self._due = []
+                return
             try:
                 os.kill(pid, KICK_SIGNAL)  # type: ignore[arg-type]
             except ProcessLookupError:
                 self._due = []
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler of its own for ``signum`` (``SigCgt`` in its ``/proc`` status)."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signum - 1) & 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
 
 
 def drop_blocked_sigint() -> None:

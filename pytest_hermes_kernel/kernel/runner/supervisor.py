@@ -260,8 +260,8 @@ class Supervisor:
         while self.worker.sock is not None:
             try:
                 frame = self.worker.decoder.next_frame()
-            except FrameError:
-                self.worker.signal_group(signal.SIGKILL)
+            except FrameError as exc:
+                _kill_worker_for(self, f"it sent bytes that are no frame on its channel (a cell can write to it: {exc})")
                 return
             if frame is None:
                 return
@@ -301,7 +301,7 @@ class Supervisor:
     def on_worker_eof(self) -> None:
         info = self.worker.wait(EOF_WAIT_S)
         if info is None:  # the worker closed its channel but lives on: it is unusable
-            self.worker.signal_group(signal.SIGKILL)
+            _kill_worker_for(self, "it closed its channel to the runner (a cell's os.close or os.closerange?) and lived on")
             info = self.worker.wait(KILL_WAIT_S)
         if self.cells.cell is not None and info is not None:
             self.finish_with_death(info)
@@ -355,3 +355,10 @@ class Supervisor:
             except OSError:
                 pass
 
+
+def _kill_worker_for(supervisor: Supervisor, why: str) -> None:
+    """SIGKILL the worker's group, the running cell's death note saying ``why`` (it said only
+    "killed by signal 9", as for the OOM killer or a kill from outside)."""
+    if supervisor.cells.cell is not None:
+        supervisor.cells.kill_note = f"the kernel runner killed the worker: {why}"
+    supervisor.worker.signal_group(signal.SIGKILL)

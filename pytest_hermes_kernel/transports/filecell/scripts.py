@@ -149,8 +149,9 @@ def client_command(*, kdir: str, python: str, runner: str, params: str) -> str:
     :param params: from :func:`params`; a here-document to the client's stdin, never its argv.
     """
     app = _q(f"{kdir}/{runner}")
-    return (f'[ -f {app} ] || {{ echo "{ERROR_MARK} the runner file "{app}" is gone: the backend did not keep the '
-            'kernel dir from one execute to the next (every command must see the same filesystem)"; exit 1; }; '
+    return (f'[ -f {app} ] || {{ echo "{ERROR_MARK} the runner file "{app}" is gone: the runner ended, a cell removed its '
+            'dir, or the backend did not keep the kernel dir from one execute to the next (every command must see the '
+            'same filesystem)"; exit 1; }; '
             f"exec {_q(python)} -I -S -B -c {_q(CLIENT_BOOT)} {app} {_q(kdir)} - <<'{_PARAMS_END}'\n{params}\n{_PARAMS_END}")
 
 
