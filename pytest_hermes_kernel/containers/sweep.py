@@ -183,7 +183,8 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     run's anchor lives (the xdist controller of workers that crashed: it removes the container at
     the end of its run; ``anchor=False`` is that removal's own question). Any other
     container, and a shared one whose state file is not written yet, is in use while its
-    creating host lives (:func:`~.labels.host_is_gone`).
+    creating host lives (:func:`~.labels.host_is_gone`). One whose state file this user may not
+    look at is another user's run's: in use.
     Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
 
     :param labels: the container's labels.
@@ -191,8 +192,15 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
     state_file = labels.get(LABEL_STATE_FILE)
-    if state_file and os.path.exists(state_file):
-        return held(state_file, anchor=anchor)
+    if state_file:
+        try:
+            os.stat(state_file)
+        except PermissionError:  # another user's run dir (exists() said False): not ours to judge
+            return True
+        except OSError:
+            pass
+        else:
+            return held(state_file, anchor=anchor)
     # no state file yet: the first member starts the container before it records itself there
     # (a concurrent sweep in that window must not remove it), so its creator decides
     return not host_is_gone(labels)
