@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from .kept import exempt_container_ids, holds_kept_kernel, kept_container_ids
 from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
-                     host_is_gone)
+                     creator_uid, host_is_gone)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
 from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
@@ -90,6 +90,8 @@ def _goes(client: docker.DockerClient, container_id: str, labels: dict[str, str]
     """Whether a sweep removes this container (a reusable one's record is deleted here when it does)."""
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return False
+    if creator_uid(labels) not in (None, os.getuid()):
+        return False  # another user's: its kept kernels and records are out of this user's sight
     if labels.get(LABEL_REUSE) == "1":
         found = _reuse_verdict(client, container_id, labels, dry_run=dry_run, reused=reused)
         if found != "unknown":
