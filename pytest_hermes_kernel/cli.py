@@ -56,10 +56,9 @@ class Check:
 
 
 def _check_local() -> Check:
-    from .faults.cgroup import V1_ROOT, V2_ROOT
+    from .faults.cgroup import writable_parent
 
-    cgroup = "memory cgroups available for hermes_oom" if (
-        os.access(V1_ROOT, os.W_OK) or os.access(V2_ROOT, os.W_OK)) else "no writable memory cgroup: hermes_oom skips"
+    cgroup = "memory cgroups available for hermes_oom" if writable_parent() else "no writable memory cgroup: hermes_oom skips"
     return Check("local", True, f"{sys.executable} (Python {sys.version.split()[0]}); {cgroup}")
 
 

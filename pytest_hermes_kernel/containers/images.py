@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -51,7 +50,9 @@ KERNEL_HOST_TAG = "hermes-kernel-host:latest"
 #: A real Debian image, used as base instead of the debootstrap one when it is already local.
 SLIM_BASE_TAG = "debian:bookworm-slim"
 LABEL_CONTENT_HASH = "org.hermes-kernel.content-hash"
-LOCK_PATH = os.path.join(tempfile.gettempdir(), "pytest-hermes-kernel-image.lock")
+#: The image build lock's name in the per-user directory (:func:`~.rundir.user_dir`): each user's own
+#: (one file in the temp dir for every user was refused to all but the one who made it first).
+LOCK_NAME = "image.lock"
 #: A cold debootstrap + build takes 1-2 minutes here; waiting workers allow much more.
 LOCK_TIMEOUT = 1800.0
 
@@ -89,7 +90,7 @@ def ensure_image(
     *,
     tag: str = KERNEL_HOST_TAG,
     progress: Progress = print,
-    lock_path: str = LOCK_PATH,
+    lock_path: str | None = None,
     lock_timeout: float = LOCK_TIMEOUT,
 ) -> str:
     """Build the kernel host image unless an image ``tag`` with the same content hash exists.
@@ -100,11 +101,13 @@ def ensure_image(
     :param client: docker-py client; ``None`` opens one from the environment.
     :param tag: tag of the kernel host image.
     :param progress: called with one line per step (with elapsed seconds).
-    :param lock_path: inter-process lock file.
+    :param lock_path: inter-process lock file; ``None``: :data:`LOCK_NAME` in this user's own
+        ``<tmp>/pytest-hermes-kernel-<uid>/``.
     :param lock_timeout: seconds to wait for another process's build.
     :returns: ``tag``, ready to run.
     :raises ImageBuildError: if the engine, debootstrap, the import or the build fails, or the
-        lock is not obtained within ``lock_timeout``; the message has the log tail and a hint.
+        lock is not obtained within ``lock_timeout`` or cannot be opened; the message has the log
+        tail and a hint.
         A process tries once per tag: later calls raise the first failure again at once (a
         debootstrap from a mirror that does not answer took minutes, paid again by every test).
     """
@@ -113,6 +116,10 @@ def ensure_image(
     if tag in _failed:
         raise ImageBuildError(f"{_failed[tag]}\n(the build of {tag} failed earlier in this process, as above; "
                               "it is not tried again until the process restarts)")
+    if lock_path is None:
+        from .rundir import user_dir
+
+        lock_path = os.path.join(user_dir(), LOCK_NAME)
     owned = client is None
     client = _client() if client is None else client
     lock = filelock.FileLock(lock_path, timeout=lock_timeout)
@@ -147,6 +154,9 @@ def _holding(lock: Any, on_wait: Callable[[], object]) -> Iterator[None]:
     except filelock.Timeout:
         on_wait()
         lock.acquire()
+    except OSError as exc:  # the lock file itself (filelock.Timeout is an OSError too: caught above)
+        raise ImageBuildError(f"cannot open the image build lock {lock.lock_file}: {exc.strerror or exc}\n"
+                              "Hint: it must be a file this user may write") from None
     try:
         yield
     finally:

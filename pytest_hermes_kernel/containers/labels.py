@@ -8,6 +8,7 @@ container only when these labels say its host is gone (:func:`host_is_gone`).
 from __future__ import annotations
 
 import os
+import re
 import socket
 from typing import Literal
 
@@ -15,7 +16,7 @@ from ..procs import start_time
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
-           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "Role", "run_labels", "host_is_gone"]
+           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "Role", "creator_uid", "run_labels", "host_is_gone"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -45,6 +46,11 @@ LABEL_REUSE_STORE = "org.hermes-kernel.reuse-store"
 #: it for post-mortem are under it (:func:`~.rundir.kept_dir`), so a sweep run with another
 #: ``TMPDIR`` still finds them (:func:`~.kept.holds_kept_kernel`).
 LABEL_TMPDIR = "org.hermes-kernel.tmpdir"
+#: The uid of the process that made the container: a sweep judges only its own user's (another
+#: user's kept kernels, reuse records and run files are out of its sight).
+LABEL_UID = "org.hermes-kernel.uid"
+#: A per-user directory in a path a label names (a state file, a reuse store): its uid.
+_USER_DIR_UID = re.compile(r"/pytest-hermes-kernel-(\d+)/")
 #: A host pid whose process started more than this many seconds away from the label is reused.
 HOST_START_TOLERANCE_S = 1.0
 
@@ -68,8 +74,23 @@ def run_labels(
         LABEL_HOST_START: f"{start_time(os.getpid()) or 0.0:.3f}",
         LABEL_HOSTNAME: socket.gethostname(),
         LABEL_ROLE: role,
+        LABEL_UID: str(os.getuid()),
     }
     return {**(extra or {}), **own}
+
+
+def creator_uid(labels: dict[str, str]) -> int | None:
+    """The uid of the user whose process made a labelled container: its :data:`LABEL_UID`, or
+    (an older kit's container) the uid its state file's or reuse store's path names; ``None``
+    when nothing says."""
+    uid = labels.get(LABEL_UID, "")
+    if uid.isdigit():
+        return int(uid)
+    for path in (labels.get(LABEL_STATE_FILE, ""), labels.get(LABEL_REUSE_STORE, "")):
+        found = _USER_DIR_UID.search(path + "/")
+        if found:
+            return int(found.group(1))
+    return None
 
 
 def host_is_gone(labels: dict[str, str]) -> bool:

@@ -27,7 +27,7 @@ from ..errors import ConfigError, UnsafeRunDirError
 
 __all__ = ["KEPT_DIR_NAME", "REUSE_DIR_NAME", "RUN_DIR_PREFIX", "is_private_dir", "is_run_file", "kept_dir",
            "remove_if_empty", "reuse_dir", "run_dir", "run_dir_path",
-           "run_dirs", "runs_root"]
+           "run_dirs", "runs_root", "user_dir"]
 
 #: Name of the per-user directory in the temp dir: ``pytest-hermes-kernel-<uid>``.
 USER_DIR_PREFIX = "pytest-hermes-kernel-"
@@ -49,6 +49,19 @@ def runs_root(directory: str | None = None) -> str:
     :returns: ``<directory>/pytest-hermes-kernel-<uid>``.
     """
     return os.path.join(directory or tempfile.gettempdir(), f"{USER_DIR_PREFIX}{os.getuid()}")
+
+
+def user_dir(directory: str | None = None) -> str:
+    """Make (or reuse) the per-user directory, checked like a run directory, and return its path
+    (it holds the image build lock: one in the temp dir itself, made by another user first,
+    could not be opened).
+
+    :raises UnsafeRunDirError: as :func:`run_dir` does.
+    """
+    root = runs_root(directory)
+    _check_parent(os.path.dirname(root))
+    _private_dir(root)
+    return root
 
 
 def run_dir_path(run_id: str, directory: str | None = None) -> str:

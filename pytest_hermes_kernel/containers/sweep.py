@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from .kept import exempt_container_ids, holds_kept_kernel, kept_container_ids
 from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
-                     host_is_gone)
+                     creator_uid, host_is_gone)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
 from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
@@ -90,6 +90,8 @@ def _goes(client: docker.DockerClient, container_id: str, labels: dict[str, str]
     """Whether a sweep removes this container (a reusable one's record is deleted here when it does)."""
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return False
+    if creator_uid(labels) not in (None, os.getuid()):
+        return False  # another user's: its kept kernels and records are out of this user's sight
     if labels.get(LABEL_REUSE) == "1":
         found = _reuse_verdict(client, container_id, labels, dry_run=dry_run, reused=reused)
         if found != "unknown":
@@ -183,7 +185,8 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     run's anchor lives (the xdist controller of workers that crashed: it removes the container at
     the end of its run; ``anchor=False`` is that removal's own question). Any other
     container, and a shared one whose state file is not written yet, is in use while its
-    creating host lives (:func:`~.labels.host_is_gone`).
+    creating host lives (:func:`~.labels.host_is_gone`). One whose state file this user may not
+    look at is another user's run's: in use.
     Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
 
     :param labels: the container's labels.
@@ -191,8 +194,15 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
     state_file = labels.get(LABEL_STATE_FILE)
-    if state_file and os.path.exists(state_file):
-        return held(state_file, anchor=anchor)
+    if state_file:
+        try:
+            os.stat(state_file)
+        except PermissionError:  # another user's run dir (exists() said False): not ours to judge
+            return True
+        except OSError:
+            pass
+        else:
+            return held(state_file, anchor=anchor)
     # no state file yet: the first member starts the container before it records itself there
     # (a concurrent sweep in that window must not remove it), so its creator decides
     return not host_is_gone(labels)

@@ -74,8 +74,43 @@ def _counting(cg: MemoryCgroup) -> MemoryCgroup:
     return cg
 
 
+def own_cgroup(version: int, proc_file: str = "/proc/self/cgroup") -> str | None:
+    """This process's own memory cgroup (v1) or unified cgroup (v2), relative to its hierarchy's
+    root (``/ci/runner``), from ``/proc/self/cgroup``; ``None`` when it is the root or unknown."""
+    try:
+        with open(proc_file, encoding="ascii") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if (version == 1 and "memory" in controllers.split(",")) or (version == 2 and _ == "0" and not controllers):
+            return path if path not in ("", "/") else None
+    return None
+
+
+def _parents(root: str, version: int) -> list[str]:
+    """Where a group may be made: the hierarchy's root (root may write there), then this process's
+    own cgroup (an ordinary user's delegated one, which it may write: there it was refused)."""
+    own = own_cgroup(version)
+    return [root] + ([os.path.join(root, own.lstrip("/"))] if own else [])
+
+
+def writable_parent() -> str | None:
+    """Where this process could make a memory cgroup (a parent it may write), else ``None``: what
+    ``hermes-kernel doctor`` reports (it looked at the hierarchy's root only)."""
+    for root, version in ((V1_ROOT, 1), (V2_ROOT, 2)):
+        if os.path.exists(os.path.join(root, "memory.limit_in_bytes" if version == 1 else "cgroup.controllers")):
+            return next((p for p in _parents(root, version) if os.access(p, os.W_OK)), None)
+    return None
+
+
+_HINT = "Hint: run as root, or run pytest in a memory cgroup of this user's own (a delegated one)"
+
+
 def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgroup:
-    """Create a memory cgroup limited to ``limit_bytes`` (swap included where it can be set).
+    """Create a memory cgroup limited to ``limit_bytes`` (swap included where it can be set): at
+    the hierarchy's root, else inside this process's own cgroup (:func:`_parents`).
 
     :raises TransportUnavailableError: if this machine does not let us create one (no cgroup
         mount, not writable, v2 without the memory controller delegated, no OOM-kill counter);
@@ -83,33 +118,52 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
     """
     name = name or f"hermes-kernel-{uuid.uuid4().hex[:12]}"
     if os.path.exists(os.path.join(V1_ROOT, "memory.limit_in_bytes")):
-        path = os.path.join(V1_ROOT, name)
-        try:
-            os.mkdir(path)
-            _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
-        except OSError as exc:
-            raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {path}: {exc}. "
-                                            "Hint: run as root or delegate the memory controller") from None
-        try:
-            _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit_bytes))
-        except OSError:
-            pass  # no swap accounting: the limit applies to RAM only
-        return _counting(MemoryCgroup(path, 1, limit_bytes))
-    controllers = os.path.join(V2_ROOT, "cgroup.controllers")
-    if os.path.exists(controllers):
-        with open(os.path.join(V2_ROOT, "cgroup.subtree_control"), encoding="ascii") as fh:
-            if "memory" not in fh.read().split():
-                raise TransportUnavailableError("cgroup v2 here does not delegate the memory controller "
-                                                "(cgroup.subtree_control lacks 'memory')")
-        path = os.path.join(V2_ROOT, name)
-        try:
-            os.mkdir(path)
-            _write(os.path.join(path, "memory.max"), str(limit_bytes))
+        refused = []
+        for parent in _parents(V1_ROOT, 1):
+            path = os.path.join(parent, name)
+            try:
+                os.mkdir(path)
+            except OSError as exc:
+                refused.append(f"{path}: {exc}")
+                continue
+            try:
+                _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
+            except OSError as exc:
+                MemoryCgroup(path, 1, limit_bytes).remove()
+                raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {path}: {exc}. {_HINT}") from None
+            try:
+                _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit_bytes))
+            except OSError:
+                pass  # no swap accounting: the limit applies to RAM only
+            return _counting(MemoryCgroup(path, 1, limit_bytes))
+        raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {'; nor at '.join(refused)}. {_HINT}")
+    if os.path.exists(os.path.join(V2_ROOT, "cgroup.controllers")):
+        refused = []
+        for parent in _parents(V2_ROOT, 2):
+            try:
+                with open(os.path.join(parent, "cgroup.subtree_control"), encoding="ascii") as fh:
+                    delegated = "memory" in fh.read().split()
+            except OSError:
+                delegated = False
+            if not delegated:
+                refused.append(f"cgroup v2 here does not delegate the memory controller (cgroup.subtree_control lacks "
+                               f"'memory') at {parent}")
+                continue
+            path = os.path.join(parent, name)
+            try:
+                os.mkdir(path)
+            except OSError as exc:
+                refused.append(f"cannot create a v2 memory cgroup at {path}: {exc}")
+                continue
+            try:
+                _write(os.path.join(path, "memory.max"), str(limit_bytes))
+            except OSError as exc:
+                MemoryCgroup(path, 2, limit_bytes).remove()
+                raise TransportUnavailableError(f"cannot create a v2 memory cgroup at {path}: {exc}") from None
             try:
                 _write(os.path.join(path, "memory.swap.max"), "0")
             except OSError:
                 pass
-        except OSError as exc:
-            raise TransportUnavailableError(f"cannot create a v2 memory cgroup at {path}: {exc}") from None
-        return _counting(MemoryCgroup(path, 2, limit_bytes))
+            return _counting(MemoryCgroup(path, 2, limit_bytes))
+        raise TransportUnavailableError("; nor: ".join(refused) + f". {_HINT}")
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")

@@ -87,7 +87,8 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
 
 def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
     """The local kernel dirs :func:`sweep_stale_kernel_dirs` would remove (nothing is removed);
-    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`).
+    never an unexpired kept kernel's (:mod:`~pytest_hermes_kernel.containers.kept`), nor another
+    user's (not ours to judge: an ordinary user's sweep said it removed root's, which it could not).
 
     :param max_age_s: a dir older than this (seconds since its last change) is stale.
     :param root: where kernel dirs are made; default :func:`kernel_dir_root`.
@@ -99,7 +100,10 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
     kept = KeptNearby()  # a kept kernel's dir (its socket) stays until its TTL ends
     for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
         try:
-            if now - os.lstat(path).st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
+            st = os.lstat(path)
+            if st.st_uid != os.getuid():
+                continue
+            if now - st.st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
                 if not kept.holds_dir(path, _host_tmpdir(path)):
                     stale.append(path)
         except OSError:

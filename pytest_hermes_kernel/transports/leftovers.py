@@ -66,10 +66,10 @@ def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared:
 def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
     from ..procs import dirs_under, pid_alive
-    from .filecell.transport import DEFAULT_ROOT
+    from .filecell.transport import DEFAULT_ROOT, LEGACY_ROOT
 
     removed = 0
-    for _name, path in dirs_under(DEFAULT_ROOT, "k-"):
+    for _name, path in dirs_under(DEFAULT_ROOT, "k-") + dirs_under(LEGACY_ROOT, "k-"):
         try:
             with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
                 pid = int(fh.read().split()[0])
@@ -84,7 +84,7 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
 
 
 def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spared: Collection[str] = ()) -> int:
-    """Kill local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
+    """Kill this user's local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
 
     Only processes in this pid namespace are local: a docker kernel's processes are visible
     here too, with their host's pid, but their container decides their fate (a kept one
@@ -100,8 +100,8 @@ def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spare
     killed = 0
     kept = KeptNearby()  # outlive their host on purpose, until their TTL ends
     for proc in psutil.process_iter(["pid"]):
-        try:
-            env = proc.environ() if _in_this_pid_namespace(proc.pid) else {}
+        try:  # another user's are not ours to judge (root's sweep killed a user's kept kernel)
+            env = proc.environ() if _in_this_pid_namespace(proc.pid) and proc.uids().real == os.getuid() else {}
         except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
             continue
         host = env.get("HERMES_KERNEL_HOST_PID")

@@ -444,7 +444,7 @@ def test_what_else_a_test_left_is_still_a_leak_beside_a_kernel_kept_until_the_se
     result = run("--hermes-keep-failed", "--hermes-transport=filecell", "--hermes-leak-check=error")
 
     result.assert_outcomes(failed=1, errors=1)
-    result.stdout.fnmatch_lines(["*leaked fd: fd * -> /tmp/hermes-filecell/k-*"])
+    result.stdout.fnmatch_lines(["*leaked fd: fd * -> /tmp/hermes-filecell-*/k-*"])
     assert "leaked kernel dir" not in result.stdout.str() and "leaked child process" not in result.stdout.str()
 
 

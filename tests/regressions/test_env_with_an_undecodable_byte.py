@@ -18,7 +18,7 @@ READ_A = "import os\nos.environb.get(b'A')"
 
 
 @pytest.mark.parametrize("name", ["docker", "ssh"])
-def test_an_undecodable_byte_reaches_a_kernel_forked_by_a_remote_server(name):
+def test_an_undecodable_byte_reaches_a_kernel_forked_by_a_remote_server(docker_ready, name):
     with transport_of_its_own(name, server=True) as transport:
         with start_kernel(transport, env={"A": "\udcff"}) as kernel:
             assert kernel.execute(READ_A).value == "b'\\xff'"

@@ -5,7 +5,7 @@ Where the kit keeps a kernel's files, a name another user can know in advance is
 used (local kernel dirs: ``mkdtemp``, random, 0700) or checked without following a symlink and
 refused, never fixed up: the run directory (``tests/unit/test_rundir.py`` covers its symlink,
 foreign-owner, 0777 and renamable-parent cases), filecell's ``root`` (default
-``/tmp/hermes-filecell``) and the ssh host's ``~/.hermes-kernels``. Each is pre-created here as
+``/tmp/hermes-filecell-<uid>``) and the ssh host's ``~/.hermes-kernels``. Each is pre-created here as
 (a) a symlink to a directory another uid owns, (b) a 0777 directory and (c) a directory of
 another uid; the start must fail naming the path and the problem, and nothing may be written
 through the symlink.

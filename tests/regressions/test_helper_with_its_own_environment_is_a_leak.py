@@ -63,7 +63,7 @@ def test_a_helper_with_its_own_environment_is_reported(end, server):
 
 @pytest.mark.parametrize("server", [True, False], ids=["server-path", "spawn-path"])
 @pytest.mark.parametrize("name", ["docker", "ssh"])
-def test_a_remote_helper_with_its_own_environment_is_reported(name, server):
+def test_a_remote_helper_with_its_own_environment_is_reported(docker_ready, name, server):
     with transport_of_its_own(name, server=server) as transport:
         kernel = start_kernel(transport)
         try:

@@ -82,7 +82,7 @@ def test_a_script_leaves_no_container_run_file_or_key(docker_ready: None, tmp_pa
         files = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
         assert [f for f in files if run_id in f or f.endswith(".key")] == [], "run files or a key outlived the run"
         assert not list(tmp_path.rglob(f"run-{run_id}")), "the run dir outlived the run"
-        assert [f for f in files if "pytest-hermes-kernel" in f] in ([], ["pytest-hermes-kernel-image.lock"])
+        assert [f for f in files if "pytest-hermes-kernel" in f] in ([], [f"pytest-hermes-kernel-{os.getuid()}/image.lock"])
     finally:
         _remove(left)
 

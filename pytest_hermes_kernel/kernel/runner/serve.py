@@ -49,7 +49,9 @@ def serve_fd(fd: int) -> None:
     """Serve the host on the inherited socket ``fd`` until it goes away (a spawned runner: it
     adopts what its cells leave behind, and its ``bye`` names it)."""
     become_subreaper()
-    run_on_channel(read_config(), socket.socket(fileno=fd))
+    config = read_config()
+    check_cgroup(config)
+    run_on_channel(config, socket.socket(fileno=fd))
 
 
 def run_on_channel(config: dict[str, Any], sock: socket.socket) -> None:
@@ -114,6 +116,33 @@ def enter_cwd(config: dict[str, Any]) -> None:
         raise SystemExit(CWD_FAILED) from None
 
 
+def cgroup_problem(config: dict[str, Any]) -> str | None:
+    """The line that says why the config's ``cgroup_procs`` cannot be joined (a file missing, or
+    not this user's to write), else ``None``: checked before the worker starts, so the launch fails
+    with it, where the worker ran outside the cgroup, without its limit, and said nothing."""
+    path = config.get("cgroup_procs")
+    if not path:
+        return None
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+    except OSError as exc:
+        return (f"hermes-kernel runner: the worker cannot join the cgroup cgroup_procs={path!r}: {exc.strerror}"
+                " (its limit would not apply)")
+    return None
+
+
+def check_cgroup(config: dict[str, Any]) -> None:
+    """:func:`cgroup_problem` on stderr, in one line, and exit.
+
+    :raises SystemExit: (status :data:`CWD_FAILED`) if the cgroup cannot be joined.
+    """
+    problem = cgroup_problem(config)
+    if problem is not None:
+        sys.stderr.write(problem + "\n")
+        sys.stderr.flush()
+        raise SystemExit(CWD_FAILED)
+
+
 def std_fds_open() -> None:
     """Put ``/dev/null`` on each of fds 0, 1 and 2 that is closed (each ``open`` takes the
     lowest free number: the first closed one)."""
@@ -130,6 +159,7 @@ def serve_listen(path: str) -> None:
     config = read_config()
     config["listen"] = path
     enter_cwd(config)
+    check_cgroup(config)
     listener = bind_listener(path)
     _daemonize(config)
     become_subreaper()  # the daemon, not the parent that exits (a fork does not inherit it)

@@ -51,7 +51,7 @@ import traceback
 from .capture import set_nonblocking
 from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
 from .procfs import become_subreaper, close_fds_except
-from .serve import read_config, run_on_channel
+from .serve import cgroup_problem, read_config, run_on_channel
 from .sites import site_changed
 
 TYPE_CHECKING = False
@@ -320,6 +320,11 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
             code = SETUP_FAILED
             print(f"hermes-kernel runner: cannot enter the working directory cwd={cwd!r}: {exc.strerror}",
                   file=sys.stderr, flush=True)
+            return
+        problem = cgroup_problem(config)
+        if problem is not None:
+            code = SETUP_FAILED
+            print(problem, file=sys.stderr, flush=True)
             return
         if site_changed():
             try:

@@ -48,7 +48,11 @@ from ..runner_zipapp import runner_zipapp
 
 __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTransport", "LocalShellBackend"]
 
-DEFAULT_ROOT = "/tmp/hermes-filecell"
+#: The default root: one per user of this machine (a root shared by every user was refused to all
+#: but the first to make it: it must be the backend's user's own, 0700).
+DEFAULT_ROOT = f"/tmp/hermes-filecell-{os.getuid()}"
+#: The default root before it was per user: the sweep still looks there for this user's dirs.
+LEGACY_ROOT = "/tmp/hermes-filecell"
 #: A unix socket path must fit in 108 bytes; the kernel dir adds ``/k-<12>-<16>/sock``.
 _MAX_ROOT_CHARS = 70
 #: Extra seconds an execute may take beyond the poll's own deadline (process start, transfer).
@@ -70,7 +74,7 @@ class FileCellTransport(Transport):
     :param backend: runs the commands; ``None`` is :class:`~.backends.LocalShellBackend`.
     :param python: interpreter on the backend's side.
     :param root: parent of the kernel dirs there (made 0700 if missing; must be owned by the
-        backend's user and not a symlink).
+        backend's user and not a symlink); default :data:`DEFAULT_ROOT` (this process's uid's).
     :param orphan_timeout: seconds a runner lives with no client attached: an idle timeout,
         since nobody is attached between cells (default
         :data:`~pytest_hermes_kernel.kernel.options.IDLE_ORPHAN_TIMEOUT_S`); ``None`` keeps the

@@ -44,6 +44,7 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
     try:
         if transport._home is None:
             transport._home = sftp.normalize(".")
+        kdir = f"{transport._home}/{KERNEL_ROOT}"
         root = private_root(sftp, transport._home)
         kdir = f"{root}/{name}"
         transport.made_dirs.add(str(conn.target), kdir)
@@ -69,8 +70,11 @@ def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
     root = f"{home}/{KERNEL_ROOT}"
     try:
         sftp.mkdir(root, 0o700)
-    except OSError:
-        pass  # exists
+    except OSError as refused:
+        try:
+            sftp.lstat(root)  # it exists: checked below
+        except OSError:
+            raise refused from None  # not made (a home the user may not write): the refusal, not "No such file"
     check_private_root(sftp, root, owner=sftp.stat(home).st_uid)
     return root
 

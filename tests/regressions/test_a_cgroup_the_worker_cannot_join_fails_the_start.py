@@ -1,0 +1,61 @@
+"""Seen (a non-root breaker helper, 2026-12-05): a kernel started with ``cgroup_procs=`` naming a
+cgroup its worker could not join (a path with a typo, or a root-owned cgroup an ordinary user may
+not write) started, and its cells ran outside the cgroup, without its memory limit, without a
+word: the worker's failed write to ``cgroup.procs`` was ignored (``/proc/self/cgroup`` showed the
+host's group; on every transport). A test of the limit passed unchecked. Now the runner checks,
+before its worker starts, that it may write the file: the start fails naming it and why."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from pytest_hermes_kernel.transports import make_transport
+from tests.nonroot import unprivileged_user
+
+MISSING = "/sys/fs/cgroup/memory/hermes-no-such-group/cgroup.procs"
+
+
+@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell", "docker", "ssh"])
+def test_a_cgroup_that_does_not_exist_fails_the_start_naming_it(request, where):
+    if where in ("docker", "ssh"):
+        request.getfixturevalue("docker_ready")
+    name, _, spawn = where.partition("-")
+    transport = make_transport(name, **({"server": False} if spawn else {}))
+    try:
+        with pytest.raises(KernelStartError) as exc:
+            with start_kernel(transport, cgroup_procs=MISSING, start_timeout=30) as k:
+                groups = k.execute("open('/proc/self/cgroup').read()").value
+                pytest.fail(f"started; its worker is in {groups}")
+    finally:
+        transport.close()
+    assert f"the worker cannot join the cgroup cgroup_procs={MISSING!r}: No such file or directory" in str(exc.value)
+
+
+def _roots_cgroup_procs() -> str:
+    for path in ("/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/cgroup.procs"):
+        if os.path.exists(path) and os.stat(path).st_uid == 0:
+            return path
+    pytest.skip("no root-owned memory cgroup.procs at /sys/fs/cgroup (v1 memory/ or v2)")
+
+
+CELL = """
+from pytest_hermes_kernel import KernelStartError, start_kernel
+
+try:
+    with start_kernel("local", cgroup_procs={path!r}, start_timeout=30) as k:
+        print("STARTED", k.execute("open('/proc/self/cgroup').read()").value)
+except KernelStartError as exc:
+    print("REFUSED", exc)
+"""
+
+
+def test_a_non_root_users_kernel_in_a_root_owned_cgroup_fails_its_start() -> None:
+    path = _roots_cgroup_procs()
+    user = unprivileged_user()
+    ran = user.run(CELL.format(path=path))
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "REFUSED the local kernel runner died during start" in ran.stdout, ran.stdout + ran.stderr
+    assert f"cannot join the cgroup cgroup_procs={path!r}: Permission denied" in ran.stdout, ran.stdout
