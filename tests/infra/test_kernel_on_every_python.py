@@ -94,3 +94,18 @@ def test_a_kernel_runs_on_each_supported_python(transport_of: Callable[..., Tran
         assert kernel.execute("x + 1").value == "42"
     finally:
         kernel.shutdown()
+
+
+@pytest.mark.parametrize("name, options", KINDS)
+@pytest.mark.parametrize("python, version", _params(supported=False))
+def test_an_older_python_is_refused_naming_the_version(transport_of: Callable[..., Transport], name: str,
+                                                       options: dict, python: str, version: tuple[int, ...]) -> None:
+    if name == "filecell" and version < (3,):
+        pytest.skip("Python 2 refuses the filecell setup's -I option itself (its error names the interpreter)")
+    transport = transport_of(name, python=python, **options)
+    with pytest.raises(KernelStartError) as raised:
+        start_kernel(transport, start_timeout=20)
+    text = str(raised.value)
+    found = ".".join(map(str, version))
+    assert "needs Python 3.8 or newer" in text and f"Python {found}" in text, text
+    assert "SyntaxError" not in text and "Traceback" not in text, text
