@@ -10,6 +10,10 @@ start with a ``KernelStartError`` that names the version it needs and the one it
 The interpreters are pyenv's (``$PYENV_ROOT/versions/*/bin/python``, default ``~/.pyenv``) and
 any ``python3.N`` on ``PATH``; each test skips, saying where it looked, when none of its kind is
 found.
+
+A docker or ssh kernel's interpreter (``python=``) is the container's or ssh host's: the kit's
+image has only its own ``python3``, so an older one is played there by that ``python3`` under a
+``sitecustomize`` that lowers ``sys.version_info`` (the refusal checks nothing else).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.kernel.contract import Transport
-from pytest_hermes_kernel.transports import make_transport
+from pytest_hermes_kernel.transports import get_transport, make_transport
 from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
 
 RUNNER_MIN = (3, 8)
@@ -109,3 +113,30 @@ def test_an_older_python_is_refused_naming_the_version(transport_of: Callable[..
     found = ".".join(map(str, version))
     assert "needs Python 3.8 or newer" in text and f"Python {found}" in text, text
     assert "SyntaxError" not in text and "Traceback" not in text, text
+
+
+FAKE_37 = r"""
+import os, tempfile
+where = tempfile.mkdtemp(prefix='hermes-fake-python-')
+with open(os.path.join(where, 'sitecustomize.py'), 'w') as fh:
+    fh.write("import sys\nsys.version_info = (3, 7, 0, 'final', 0)\n")
+with open(os.path.join(where, 'python'), 'w') as fh:
+    fh.write('#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' % where)
+os.chmod(os.path.join(where, 'python'), 0o755)
+os.chmod(where, 0o755)
+os.path.join(where, 'python')
+"""
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_far_side_python_older_than_3_8_is_refused(docker_ready: None, start: Callable[..., object],
+                                                     name: str) -> None:
+    transport = get_transport(name)
+    helper = start(transport)
+    fake = helper.execute(FAKE_37).value.strip("'")
+    try:
+        with pytest.raises(KernelStartError) as raised:
+            start_kernel(transport, python=fake, start_timeout=30)
+        assert "the hermes kernel runner needs Python 3.8 or newer" in str(raised.value), raised.value
+    finally:
+        helper.execute(f"import shutil; shutil.rmtree({os.path.dirname(fake)!r})")
