@@ -140,3 +140,18 @@ def test_a_far_side_python_older_than_3_8_is_refused(docker_ready: None, start: 
         assert "the hermes kernel runner needs Python 3.8 or newer" in str(raised.value), raised.value
     finally:
         helper.execute(f"import shutil; shutil.rmtree({os.path.dirname(fake)!r})")
+
+
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_the_contracts_stack_overflow_overflows_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
+    """The contract's B49 case must crash the worker on every interpreter a backend's kernel may
+    run: from 3.12 CPython's own C recursion limit turned the 3.11 reproducer into a
+    RecursionError, so the contract suite failed there whatever the backend."""
+    from pytest_hermes_kernel.contract.crashes import test_stack_overflow_is_died_with_sigsegv_and_a_note as case
+
+    kernel = start_kernel(transport_of("local", python=python))
+    try:
+        case(kernel)
+    finally:
+        kernel.shutdown()
