@@ -1,8 +1,10 @@
 """Contract: a stack overflow is a classified crash, deep recursion an ordinary error (B49).
 
 A C-level stack overflow (``__bool__`` calling ``bool(self)`` under a raised recursion limit:
-each level costs C stack, so the 8 MiB main-thread stack runs out first on CPython 3.11, the
-interpreter every transport of the matrix runs) kills the worker with SIGSEGV: the
+each level costs C stack, so the 8 MiB main-thread stack runs out first on CPython 3.8-3.11;
+3.12 and 3.13 stop it with their own C recursion limit first, a ``RecursionError``, unless the
+stack is smaller: the cell lowers ``RLIMIT_STACK`` to 256 KiB, so it overflows on every
+interpreter the runner supports) kills the worker with SIGSEGV: the
 cell is ``died`` with ``signal=11``, a "stack overflow?" note and the faulthandler traceback at
 the end of stderr; never OOM or a transport drop. The same recursion under the default limit
 is a ``RecursionError`` with the kernel and its globals intact. A worker killed between cells
@@ -20,7 +22,10 @@ from ._probes import reaped_in_kernel, signal_in_kernel, wait_until
 DEATH_SEEN_S = 5.0
 
 OVERFLOW = """\
-import sys
+import resource, sys
+_, hard = resource.getrlimit(resource.RLIMIT_STACK)
+small = 256 << 10 if hard == resource.RLIM_INFINITY else min(256 << 10, hard)
+resource.setrlimit(resource.RLIMIT_STACK, (small, hard))
 sys.setrecursionlimit(10**6)
 class Deep:
     def __bool__(self):

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import array
 import hmac
 import os
 import selectors
@@ -54,6 +55,21 @@ def unix_call(sock: socket.socket, call: str, path: str) -> None:
         getattr(sock, call)(f"/proc/self/fd/{fd}/{os.path.basename(path)}")
     finally:
         os.close(fd)
+
+
+def recv_fds(sock: socket.socket, bufsize: int, maxfds: int) -> tuple[bytes, list[int]]:
+    """One message of ``sock`` and the fds it carries (``SCM_RIGHTS``): ``socket.recv_fds``,
+    which Python 3.8 lacks (the runner runs on 3.8: its kernel server did not answer there).
+
+    :raises OSError: as ``recvmsg`` does.
+    """
+    size = array.array("i").itemsize
+    msg, ancdata, _, _ = sock.recvmsg(bufsize, socket.CMSG_LEN(maxfds * size))
+    fds = array.array("i")
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[:len(data) - len(data) % size])
+    return msg, list(fds)
 
 
 def bind_listener(path: str) -> socket.socket:

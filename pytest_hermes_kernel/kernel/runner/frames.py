@@ -55,7 +55,7 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     :param header: a JSON-able dict; ``"blobs"`` is set here when there are blobs.
     :param blobs: raw byte strings sent after the header, in order.
     :returns: the frame's bytes. A header holding a lone surrogate (an environment's undecodable
-        byte, ``os.fsdecode``'s ``\udcff``) goes ASCII-escaped: JSON carries it, UTF-8 cannot.
+        byte, ``os.fsdecode``'s ``\\udcff``) goes ASCII-escaped: JSON carries it, UTF-8 cannot.
     :raises FrameTooDeep: if the header is nested deeper than :data:`MAX_FRAME_DEPTH`.
     :raises TypeError: (``ValueError``, ``RecursionError``) if ``json`` cannot encode the header.
     """

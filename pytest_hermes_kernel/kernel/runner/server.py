@@ -48,6 +48,7 @@ import sys
 import time
 import traceback
 
+from .attach import recv_fds
 from .capture import set_nonblocking
 from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
 from .procfs import become_subreaper, close_fds_except
@@ -217,7 +218,7 @@ class KernelServer(ForkingServer):
     def on_control(self) -> None:
         """Answer one host message (EOF: the lease ended)."""
         try:
-            msg, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE_BYTES, 4)
+            msg, fds = recv_fds(self.control, MAX_MESSAGE_BYTES, 4)
         except OSError:
             msg, fds = b"", []
         try:

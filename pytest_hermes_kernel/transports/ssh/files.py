@@ -78,7 +78,7 @@ class SftpFiles(KernelFiles):
     def path(self, parts: tuple[str, ...]) -> str:
         """The path on the ssh host.
 
-        :raises FileTransferError: if it holds an undecodable byte (``\udcff``): paramiko's SFTP
+        :raises FileTransferError: if it holds an undecodable byte (``\\udcff``): paramiko's SFTP
             sends UTF-8 names only (it raised a bare UnicodeEncodeError).
         """
         path = posixpath.join(self.workdir, *parts)

@@ -1,0 +1,157 @@
+"""A kernel's interpreter need not be the host's: every Python found on this machine runs one.
+
+The host needs Python 3.10 or newer (``requires-python``); the kernel runner is stdlib-only and
+runs on 3.8 or newer (README "Needs"): a local kernel (kernel server and spawn path) and a
+filecell kernel on each such interpreter answer a cell with that interpreter's version, and a
+local one is forked by its kernel server (no spawn fallback). An older interpreter is refused at
+start with a ``KernelStartError`` that names the version it needs and the one it found, not a
+``SyntaxError`` traceback from deep inside the runner.
+
+The interpreters are pyenv's (``$PYENV_ROOT/versions/*/bin/python``, default ``~/.pyenv``) and
+any ``python3.N`` on ``PATH``; each test skips, saying where it looked, when none of its kind is
+found.
+
+A docker or ssh kernel's interpreter (``python=``) is the container's or ssh host's: the kit's
+image has only its own ``python3``, so an older one is played there by that ``python3`` under a
+``sitecustomize`` that lowers ``sys.version_info`` (the refusal checks nothing else).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import get_transport, make_transport
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+RUNNER_MIN = (3, 8)
+PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+WHERE = f"{PYENV_ROOT}/versions/*/bin/python and python3.N on PATH"
+
+
+def _found() -> dict[str, tuple[int, ...]]:
+    """Interpreter path -> its version, one path per distinct interpreter."""
+    paths = sorted(glob.glob(os.path.join(PYENV_ROOT, "versions", "*", "bin", "python")))
+    paths += [p for p in (shutil.which(f"python3.{minor}") for minor in range(6, 16)) if p]
+    found: dict[str, tuple[int, ...]] = {}
+    seen: set[str] = set()
+    for path in paths:
+        real = os.path.realpath(path)
+        if real in seen:
+            continue
+        seen.add(real)
+        try:
+            out = subprocess.run([path, "-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"],
+                                 capture_output=True, text=True, timeout=30, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        found[path] = tuple(int(part) for part in out.strip().split("."))
+    return found
+
+
+FOUND = _found()
+
+
+def _params(supported: bool) -> list:
+    chosen = [pytest.param(path, version, id=".".join(map(str, version)))
+              for path, version in FOUND.items() if (version >= RUNNER_MIN) == supported]
+    kind = f"Python {'>=' if supported else '<'} {'.'.join(map(str, RUNNER_MIN))}"
+    return chosen or [pytest.param(None, None, id="none",
+                                   marks=pytest.mark.skip(reason=f"no {kind} interpreter found ({WHERE})"))]
+
+
+@pytest.fixture
+def transport_of(no_kernel_left_behind: None) -> Iterator[Callable[..., Transport]]:
+    made: list[Transport] = []
+
+    def make(name: str, **options: object) -> Transport:
+        if name == "filecell":
+            options["backend"] = LocalShellBackend()
+        made.append(make_transport(name, **options))
+        return made[-1]
+
+    yield make
+    for transport in made:
+        transport.close()
+
+
+KINDS = [pytest.param("local", {}, id="local-server"), pytest.param("local", {"server": False}, id="local-spawn"),
+         pytest.param("filecell", {}, id="filecell")]
+
+
+@pytest.mark.parametrize("name, options", KINDS)
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_a_kernel_runs_on_each_supported_python(transport_of: Callable[..., Transport], name: str,
+                                                options: dict, python: str, version: tuple[int, ...]) -> None:
+    kernel = start_kernel(transport_of(name, python=python, **options))
+    try:
+        first = kernel.execute("import sys; x = 41; '%d.%d.%d' % sys.version_info[:3]")
+        assert (first.status, first.value) == ("ok", repr(".".join(map(str, version)))), first
+        assert first.kernel.note == "", f"the kernel was not started the usual way: {first.kernel.note}"
+        assert kernel.execute("x + 1").value == "42"
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.parametrize("name, options", KINDS)
+@pytest.mark.parametrize("python, version", _params(supported=False))
+def test_an_older_python_is_refused_naming_the_version(transport_of: Callable[..., Transport], name: str,
+                                                       options: dict, python: str, version: tuple[int, ...]) -> None:
+    if name == "filecell" and version < (3,):
+        pytest.skip("Python 2 refuses the filecell setup's -I option itself (its error names the interpreter)")
+    transport = transport_of(name, python=python, **options)
+    with pytest.raises(KernelStartError) as raised:
+        start_kernel(transport, start_timeout=20)
+    text = str(raised.value)
+    found = ".".join(map(str, version))
+    assert "needs Python 3.8 or newer" in text and f"Python {found}" in text, text
+    assert "SyntaxError" not in text and "Traceback" not in text, text
+
+
+FAKE_37 = r"""
+import os, tempfile
+where = tempfile.mkdtemp(prefix='hermes-fake-python-')
+with open(os.path.join(where, 'sitecustomize.py'), 'w') as fh:
+    fh.write("import sys\nsys.version_info = (3, 7, 0, 'final', 0)\n")
+with open(os.path.join(where, 'python'), 'w') as fh:
+    fh.write('#!/bin/sh\nPYTHONPATH=%s exec python3 "$@"\n' % where)
+os.chmod(os.path.join(where, 'python'), 0o755)
+os.chmod(where, 0o755)
+os.path.join(where, 'python')
+"""
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_far_side_python_older_than_3_8_is_refused(docker_ready: None, start: Callable[..., object],
+                                                     name: str) -> None:
+    transport = get_transport(name)
+    helper = start(transport)
+    fake = helper.execute(FAKE_37).value.strip("'")
+    try:
+        with pytest.raises(KernelStartError) as raised:
+            start_kernel(transport, python=fake, start_timeout=30)
+        assert "the hermes kernel runner needs Python 3.8 or newer" in str(raised.value), raised.value
+    finally:
+        helper.execute(f"import shutil; shutil.rmtree({os.path.dirname(fake)!r})")
+
+
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_the_contracts_stack_overflow_overflows_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
+    """The contract's B49 case must crash the worker on every interpreter a backend's kernel may
+    run: from 3.12 CPython's own C recursion limit turned the 3.11 reproducer into a
+    RecursionError, so the contract suite failed there whatever the backend."""
+    from pytest_hermes_kernel.contract.crashes import test_stack_overflow_is_died_with_sigsegv_and_a_note as case
+
+    kernel = start_kernel(transport_of("local", python=python))
+    try:
+        case(kernel)
+    finally:
+        kernel.shutdown()
