@@ -106,3 +106,22 @@ def test_the_teardown_of_a_failed_test_is_bounded_by_the_kits_own_ladder(pyteste
     assert "Timeout" not in out, out  # the teardown ended within the kit's ladder, not pytest-timeout's
     wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
                what="the failed test's kernel processes to be gone")
+
+
+CUT = """
+def test_a_cell_runs_past_the_timeout(hermes_kernel):
+    hermes_kernel.execute("x = 41")
+    hermes_kernel.execute("import time; time.sleep(30)")
+"""
+
+
+def test_the_cell_a_timeout_cut_is_in_the_story(pytester: pytest.Pytester) -> None:
+    """pytest-timeout's ``Failed`` (signal method) lands in the cell's wait: the failing test's
+    story lists that cell with what cut it. Before, the last cells ended with cell 1: the one that
+    hung, the cell a user looks for, was not there."""
+    pytester.makepyfile(test_inner=CUT)
+    _, code, out = _inner(pytester, "local", f"cut-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal")
+    assert code == pytest.ExitCode.TESTS_FAILED, out
+    story = out[out.index("last 5 cells:"):]
+    assert "cell 1 (generation 0): status=ok" in story, out
+    assert "cell 2 (generation 0): raised Failed: Timeout (>2.0s) from pytest-timeout" in story, out
