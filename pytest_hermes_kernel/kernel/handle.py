@@ -55,15 +55,15 @@ _OUTCOME_ERRORS: dict[str, type[CellTimeoutError]] = {"interrupted": CellInterru
 
 
 def _raised_is_told(execute: Callable[..., CellResult]) -> Callable[..., CellResult]:
-    """``execute`` that also emits ``raised`` (payload: the error) when it raises instead of
-    returning a result, so a failing test's story names that cell too (the error of
-    ``raise_on_timeout`` carries its result, already told as ``result``)."""
+    """``execute`` that also emits ``raised`` (payload: the error) when it raises instead of returning a
+    result, so a failing test's story names that cell too (``raise_on_timeout``'s error carries its result,
+    told as ``result``), also one cut from outside (Ctrl-C, pytest-timeout's ``Failed``: it was left out)."""
     @functools.wraps(execute)
     def run(self: KernelHandle, *args: Any, **kwargs: Any) -> CellResult:
         try:
             return execute(self, *args, **kwargs)
-        except HermesKernelError as exc:
-            if getattr(exc, "result", None) is None:
+        except BaseException as exc:  # not an Exception: what cut the wait from outside
+            if not isinstance(exc, Exception) or isinstance(exc, HermesKernelError) and getattr(exc, "result", None) is None:
                 self._emit("raised", exc)
             raise
     return run

@@ -304,18 +304,23 @@ def _kill_process(identity: str) -> None:
 
 
 SHARED_THREAD_PREFIX = "hermes-shared "
+#: pytest-timeout's timer of one test (``timeout_method=thread``): started before the test's setup,
+#: cancelled after its teardown, by pytest-timeout itself. A check whose "before" is the previous
+#: test's "after" (taken in its teardown, before this timer started) reported it as this test's leak.
+TIMEOUT_TIMER_PREFIX = "pytest_timeout "
 
 
 def threads() -> Snapshot:
     """Live Python threads of the test process.
 
     Threads named ``hermes-shared ...`` belong to a transport shared by the whole session (the
-    ssh transport's connection and its keepalive checker): they outlive every single test. A
+    ssh transport's connection and its keepalive checker): they outlive every single test; nor is
+    pytest-timeout's timer a test's (:data:`TIMEOUT_TIMER_PREFIX`). A
     thread is named by its ident and its kernel thread id: a new thread takes the ident (its
     pthread's address) of one that just ended, and a leaked one passed as the thread before it.
     """
     return {f"thread:{t.ident}:{t.native_id}": f"thread {t.name!r} (daemon={t.daemon})" for t in threading.enumerate()
-            if t.ident is not None and t.is_alive() and not t.name.startswith(SHARED_THREAD_PREFIX)}
+            if t.ident is not None and t.is_alive() and not t.name.startswith((SHARED_THREAD_PREFIX, TIMEOUT_TIMER_PREFIX))}
 
 
 #: An arena of ``multiprocessing``'s shared heap (``multiprocessing.heap``: ``Value``, ``Array``),

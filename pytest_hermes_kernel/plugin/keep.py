@@ -41,20 +41,29 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
 
     stats = item.config.stash[stats_key]
     ttl = item.config.stash[settings_key].keep_failed_ttl
+    title = _run_of(item)
     for kernel in kernels:
         if not kernel.alive:
             continue
         # a kernel in a memory cgroup a fault made (hermes_oom on local) goes with the group, which
         # the run removes: it cannot outlive the session (its "kept" worker was dead at once)
         if isinstance(kernel, KernelHandle) and kernel.transport.keepable and kernel.options.cgroup_procs is None:
-            record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath))
+            record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath), title)
             stats.keep_past(item.nodeid, record, text)
         else:
-            stats.keep(item.nodeid, kernel)
+            stats.keep(title, kernel)
 
 
-def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float,
-                       rootdir: str | None = None) -> tuple[KeptKernel | None, str]:
+def _run_of(item: pytest.Item) -> str:
+    """The summary's name of the failed run: the test, and which attempt when pytest-rerunfailures
+    runs a failed test again (``--reruns``): each failed attempt keeps its kernels, a test that
+    passed on a later one's too, and the summary named them all alike, as if the test had failed."""
+    n = getattr(item, "execution_count", None)  # pytest-rerunfailures counts an item's runs
+    return f"{item.nodeid} (attempt {n} under --reruns)" if isinstance(n, int) and n > 0 else item.nodeid
+
+
+def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: str | None = None,
+                       title: str | None = None) -> tuple[KeptKernel | None, str]:
     """Record ``kernel``, then switch it to outlive this process; the summary's text for it.
 
     The record is written before the switch, so a kept kernel always has one; a switch that
@@ -75,10 +84,10 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float,
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:
         remove(kid)
         kernel.shutdown()
-        return None, f"{nodeid}: kernel {kid} could not be kept, so it was shut down: {exc}"
+        return None, f"{title or nodeid}: kernel {kid} could not be kept, so it was shut down: {exc}"
     record = record.detached_now()
     save(record)
-    return record, describe(record, runner_pid)
+    return record, describe(record, runner_pid, title)
 
 
 def _clock_time(at: float) -> str:
@@ -91,8 +100,9 @@ def _clock_time(at: float) -> str:
         return "a time past what this machine's clock can show"
 
 
-def describe(record: KeptKernel, runner_pid: int | None) -> str:
-    """The summary's lines for one kept kernel: what it is, when it expires, how to reach it."""
+def describe(record: KeptKernel, runner_pid: int | None, title: str | None = None) -> str:
+    """The summary's lines for one kept kernel: what it is, when it expires, how to reach it
+    (``title``: the test as the summary names it, its record's node id by default)."""
     from ..containers.engines import DEFAULT_SOCKET
 
     kid = record.kernel_id
@@ -103,7 +113,7 @@ def describe(record: KeptKernel, runner_pid: int | None) -> str:
     cli = "docker" if engine in (None, DEFAULT_SOCKET) else f"docker -H {engine}"  # the engine it is kept on
     shell = [f"    {cli} exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
     return "\n".join([
-        f"kept for post-mortem: {record.nodeid}: kernel {kid} on {record.transport}{host} (worker pid "
+        f"kept for post-mortem: {title or record.nodeid}: kernel {kid} on {record.transport}{host} (worker pid "
         f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
         f"its last client leaves (at {at} if none comes)",
         f"    hermes-kernel exec {kid} 'dir()'    run one cell in it",

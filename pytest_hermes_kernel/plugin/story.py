@@ -157,6 +157,18 @@ def _wanted(item: pytest.Item, report: pytest.TestReport) -> bool:
 _told_key = pytest.StashKey[bool]()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Each run of a test tells its own kernels' story. pytest-rerunfailures (``--reruns``) runs
+    the same item again: the first attempt's stories, its told flag and its JUnit properties
+    stayed on the item, so the final failure's report had no section and its XML named the
+    first attempt's kernel."""
+    item.stash[stories_key] = []
+    item.stash[_told_key] = False
+    item.user_properties[:] = [p for p in item.user_properties
+                               if not (isinstance(p, tuple) and str(p[0]).startswith("hermes_kernel."))]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield

@@ -106,3 +106,44 @@ def test_the_teardown_of_a_failed_test_is_bounded_by_the_kits_own_ladder(pyteste
     assert "Timeout" not in out, out  # the teardown ended within the kit's ladder, not pytest-timeout's
     wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
                what="the failed test's kernel processes to be gone")
+
+
+CUT = """
+def test_a_cell_runs_past_the_timeout(hermes_kernel):
+    hermes_kernel.execute("x = 41")
+    hermes_kernel.execute("import time; time.sleep(30)")
+"""
+
+
+def test_the_cell_a_timeout_cut_is_in_the_story(pytester: pytest.Pytester) -> None:
+    """pytest-timeout's ``Failed`` (signal method) lands in the cell's wait: the failing test's
+    story lists that cell with what cut it. Before, the last cells ended with cell 1: the one that
+    hung, the cell a user looks for, was not there."""
+    pytester.makepyfile(test_inner=CUT)
+    _, code, out = _inner(pytester, "local", f"cut-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal")
+    assert code == pytest.ExitCode.TESTS_FAILED, out
+    story = out[out.index("last 5 cells:"):]
+    assert "cell 1 (generation 0): status=ok" in story, out
+    assert "cell 2 (generation 0): raised Failed: Timeout (>2.0s) from pytest-timeout" in story, out
+
+
+QUICK = """
+import pytest
+
+
+@pytest.mark.parametrize("n", range(4))
+def test_quick(hermes_kernel, n):
+    assert hermes_kernel.execute(f"{n} + 1").value == str(n + 1)
+"""
+
+
+def test_the_thread_methods_timer_is_no_leak(pytester: pytest.Pytester) -> None:
+    """``timeout_method=thread`` starts a timer thread per test, before its setup, and cancels it
+    after its teardown. Before, the leak check reported it in every second test (``leaked thread:
+    thread 'pytest_timeout test_inner.py::test_quick[local-1]'``, 2 of 4; errors under
+    ``--hermes-leak-check=error``): that check's "before" was the previous test's "after"."""
+    pytester.makepyfile(test_inner=QUICK)
+    _, code, out = _inner(pytester, "local", f"timer-{uuid.uuid4().hex}", "--timeout=60", "-o", "timeout_method=thread",
+                          "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.OK and "4 passed" in out, out
+    assert "leaked" not in out and "pytest_timeout" not in out, out
