@@ -29,6 +29,7 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import (LABEL, LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_STORE, LABEL_ROLE,
                                                     LABEL_RUN_ID)
+from pytest_hermes_kernel.containers.images import LOCK_NAME
 from pytest_hermes_kernel.containers.rundir import runs_root
 from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, output_of
 
@@ -148,9 +149,10 @@ class Runs:
                 or labels.get(LABEL_REUSE_STORE, "").startswith(str(self.tmpdir))}
 
     def leftovers(self) -> list[str]:
-        """What the runs left in the per-user directory of their ``TMPDIR`` (besides the reuse store)."""
+        """What the runs left in the per-user directory of their ``TMPDIR`` (besides what is the
+        user's, not a run's: the reuse store and the image build lock)."""
         root = Path(runs_root(str(self.tmpdir)))
-        return sorted(p.name for p in root.iterdir() if p.name != "reuse") if root.exists() else []
+        return sorted(p.name for p in root.iterdir() if p.name not in ("reuse", LOCK_NAME)) if root.exists() else []
 
     def store(self) -> list[str]:
         path = Path(runs_root(str(self.tmpdir))) / "reuse"
