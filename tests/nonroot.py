@@ -64,9 +64,10 @@ def unprivileged_user() -> Unprivileged:
         if useradd is None:
             pytest.skip(f"needs a non-root user: no user {TEST_USER} and no useradd to make one")
         made = subprocess.run([useradd, "-m", "-s", "/bin/sh", TEST_USER], capture_output=True, text=True, check=False)
-        if made.returncode != 0:
+        try:
+            entry = pwd.getpwnam(TEST_USER)  # made here, or by a parallel test (xdist) meanwhile
+        except KeyError:
             pytest.skip(f"needs a non-root user: useradd {TEST_USER} failed: {made.stderr.strip()}")
-        entry = pwd.getpwnam(TEST_USER)
     user = Unprivileged(entry.pw_name, entry.pw_uid, entry.pw_gid, entry.pw_dir, "")
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     candidates = [sys.executable, getattr(sys, "_base_executable", ""), f"/usr/bin/python{version}",

@@ -46,6 +46,9 @@ def test_the_docker_runner_archive_holds_plain_entries_only() -> None:
     for m in members:
         assert not m.name.startswith("/") and ".." not in m.name.split("/"), m.name
         assert m.mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX) == 0, (m.name, oct(m.mode))
+    if not hasattr(tarfile, "data_filter"):  # Debian bookworm's python3 is 3.11.2
+        pytest.skip("the rest needs Python's tar data filter (PEP 706, Python 3.11.4 and later); the checks above ran")
+    for m in members:
         assert tar_filter_ok(m)
 
 

@@ -163,3 +163,26 @@ def test_big(hermes_kernel):
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*--hermes-ssh-targets hosts, which cannot honour container=, mem_limit_bytes= *"
                                  "hermes_oom marker*this leg is skipped*"])
+
+
+def test_a_transport_drop_on_a_target_host_cuts_its_link(two_hosts, pytester):
+    """Seen (a non-root breaker helper, 2026-12-05): on ``--hermes-ssh-targets`` hosts the
+    ``hermes_transport_drop`` marker's fault proxy was made but never dialled (a target's
+    connection ignored ``connect_via``): a lasting blackhole left the cell ``ok`` (1 failed of 1),
+    so a test that a kernel survives a silent link passed with no silence at all."""
+    pytester.makepyfile(test_drop="""
+import pytest
+
+@pytest.mark.hermes_kernel(keepalive_interval=1.0, keepalive_missed=3, orphan_timeout=1.0)
+@pytest.mark.hermes_transport_drop("blackhole", during_cell=2, delay=0.5)
+def test_silent(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    r = hermes_kernel.execute("import time; time.sleep(8); x", timeout=60)
+    assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
+""")
+
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--hermes-transport=ssh", f"--hermes-ssh-targets={two_hosts.targets[0]}",
+        f"--hermes-ssh-key={two_hosts.key_file}", f"--hermes-ssh-known-hosts={two_hosts.known_hosts}", timeout=120)
+
+    result.assert_outcomes(passed=1)

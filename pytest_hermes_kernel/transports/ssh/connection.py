@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import select
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -84,6 +85,7 @@ class SshConnection:
         a new channel waits up to ``session_wait`` seconds for one to close instead of being
         refused by the server.
     :param session_wait: seconds a new channel may wait for a free session.
+    :param dial: the address to dial instead (a fault proxy before ``target``, whose host key it checks).
     :raises TransportLostError: if the host cannot be reached or refuses us (``timed_out``
         tells a silent host from a refusal; ``permanent`` a host key mismatch).
     """
@@ -92,7 +94,7 @@ class SshConnection:
                  host_key: str | None = None, host_key_policy: HostKeyPolicy = "reject",
                  known_hosts: str | None = None, keepalive_interval: float = 3.0, keepalive_missed: int = 3,
                  connect_timeout: float = 5.0, max_sessions: int = 10, session_wait: float = 30.0,
-                 session_keys: paramiko.HostKeys | None = None) -> None:
+                 session_keys: paramiko.HostKeys | None = None, dial: tuple[str, int] | None = None) -> None:
         import paramiko
 
         if not isinstance(max_sessions, int) or max_sessions < 1:
@@ -115,7 +117,8 @@ class SshConnection:
         self._trust(host_key, host_key_policy, known_hosts, session_keys)
         started = time.monotonic()
         try:
-            self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename,
+            sock = None if dial is None else socket.create_connection(dial, timeout=connect_timeout)
+            self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename, sock=sock,
                                 timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
                                 channel_timeout=connect_timeout, allow_agent=pkey is None and key_filename is None,
                                 look_for_keys=pkey is None and key_filename is None)

@@ -214,7 +214,8 @@ class SshTransport(Transport):
             # rotated), by us: a file that cannot log in is a ConfigError naming it, and a host's
             # refusal of a good key reads as one (paramiko's try of each key type said "Invalid key")
             pkey = self.pkey if self.pkey is not None or self.key_filename is None else read_key_file(self.key_filename)
-            return SshConnection(self.target, pkey=pkey,
+            dial = None if self.connect_via is None else self.connect_via(self.target.host, self.target.port)
+            return SshConnection(self.target, pkey=pkey, dial=dial,  # dial: a fault proxy's (it was never dialled)
                                  host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
                                  host_key=self.host_key, session_keys=self._session_keys, **common)
         assert self.sshd is not None
