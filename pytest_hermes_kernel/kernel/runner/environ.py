@@ -281,6 +281,15 @@ class _Guarded:
                 _raised.append(exc)
 
 
+def raised_by_cell(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in a cell's code (a signal handler of the cell's that ran inside the
+    runner's own), not by the runner's code or the calls it made: its innermost frame is not the runner's."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and not str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_RUNNER)
+
+
 def _guard_cell_handlers() -> None:
     """After a cell's code: guard its Python signal handlers (not SIGTERM's: a shutdown's step)."""
     for signum in signal.valid_signals():
