@@ -217,6 +217,7 @@ def end_of_cell() -> None:
                                  f"run; it is {depth + RECURSION_ROOM} now\n")
         except BaseException:  # noqa: BLE001 - the cell may have closed it
             pass
+    _guard_cell_handlers()  # (done as the cell's code ended, unless its recursion limit left no room then)
     flush_stdio()
 
 
@@ -328,7 +329,10 @@ def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     finally:
         _cell_trace[0] = sys.gettrace()
         sys.settrace(None)
-        _guard_cell_handlers()
+        try:
+            _guard_cell_handlers()
+        except RecursionError:  # a limit the cell set too low even for this: end_of_cell raises it, then guards
+            pass
     if value is not None:
         namespace["_"] = value
     return value
