@@ -217,6 +217,7 @@ def end_of_cell() -> None:
                                  f"run; it is {depth + RECURSION_ROOM} now\n")
         except BaseException:  # noqa: BLE001 - the cell may have closed it
             pass
+    _guard_cell_handlers()  # (done as the cell's code ended, unless its recursion limit left no room then)
     flush_stdio()
 
 
@@ -281,6 +282,15 @@ class _Guarded:
                 _raised.append(exc)
 
 
+def raised_by_cell(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised in a cell's code (a signal handler of the cell's that ran inside the
+    runner's own), not by the runner's code or the calls it made: its innermost frame is not the runner's."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and not str(tb.tb_frame.f_globals.get("__name__", "")).startswith(_RUNNER)
+
+
 def _guard_cell_handlers() -> None:
     """After a cell's code: guard its Python signal handlers (not SIGTERM's: a shutdown's step)."""
     for signum in signal.valid_signals():
@@ -319,7 +329,10 @@ def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     finally:
         _cell_trace[0] = sys.gettrace()
         sys.settrace(None)
-        _guard_cell_handlers()
+        try:
+            _guard_cell_handlers()
+        except RecursionError:  # a limit the cell set too low even for this: end_of_cell raises it, then guards
+            pass
     if value is not None:
         namespace["_"] = value
     return value

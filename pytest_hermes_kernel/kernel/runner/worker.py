@@ -33,7 +33,8 @@ import traceback
 import types
 
 from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import become_worker, end_forked_child, end_of_cell, exec_source, finalize_and_exit, restore_stdio
+from .environ import (become_worker, end_forked_child, end_of_cell, exec_source, finalize_and_exit, raised_by_cell,
+                      restore_stdio)
 from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
 from .kick import drop_blocked_sigint, install_kick_handler
 from .tools import ToolError, encode_tool_call, install_tools_module
@@ -71,13 +72,12 @@ class Worker:
     """
 
     def __init__(self, sock: socket.socket, config: dict[str, Any]) -> None:
-        self.sock = sock
-        self.decoder = FrameDecoder()
+        self.sock, self.decoder = sock, FrameDecoder()
         self.pid = _getpid()
         self.main = types.ModuleType("__main__")  # sys.modules' in a worker: pickle finds a cell's names there
         self.namespace: dict[str, Any] = self.main.__dict__
         self.namespace["__builtins__"] = builtins
-        self.execution_count = 0
+        self.execution_count = self.calls = 0
         self.cell_id: Any = None
         self.in_cell = False
         self.tools: list[str] = []
@@ -88,11 +88,9 @@ class Worker:
         # thread of an earlier cell must never swallow the next cell's "execute").
         self.send_lock = threading.Lock()
         self.cond = threading.Condition()
-        self.reading = False
-        self.eof = False
+        self.reading = self.eof = False
         self.commands: list[Header] = []  # execute / exit, for the main loop
         self.replies: dict[str, Header | None] = {}  # tool call id -> tool_result (None while pending)
-        self.calls = 0
         self._main = threading.get_ident()  # signal handlers run in this thread only
         self._io = 0  # > 0 while the main thread reads or writes frames
         self._interrupt_pending = self.raised = False
@@ -217,7 +215,9 @@ class Worker:
                 data = self._recv(True)
             elif not select.select([self.sock], [], [], self.sock.gettimeout())[0]:  # (a thread reads under
                 data = b""  # the lock, below: _wait never looks between its read and its routing)
-        except OSError:
+        except OSError as exc:  # the channel's end; but a cell's signal handler's error (its TimeoutError) is the
+            if raised_by_cell(exc):  # cell's: read as the end, it ended the worker and the cell said EOFError
+                raise
             data = b""
         finally:  # also when no data came: hand the reading over
             try:

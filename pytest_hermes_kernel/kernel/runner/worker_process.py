@@ -119,14 +119,19 @@ class WorkerProcess:
             return
         if sig == signal.SIGINT:
             self.kicks.after_sigint()
+        # a worker its cell stopped (SIGSTOP, SIGTSTP) takes an interrupt once it runs again (it never
+        # did: the ladder killed it, state lost, "the interrupt was ineffective")
+        stopped = sig == signal.SIGINT and _stopped(self.pid)
         try:
             os.killpg(self.pid, sig)
-            if os.getpgid(self.pid) == self.pid:
-                return
+            alone = os.getpgid(self.pid) != self.pid
         except (ProcessLookupError, PermissionError):  # the group is empty, or none of it is ours
-            pass
+            alone = True
         try:
-            os.kill(self.pid, sig)
+            if alone:
+                os.kill(self.pid, sig)
+            if stopped:
+                os.kill(self.pid, signal.SIGCONT)
         except (ProcessLookupError, PermissionError):
             pass
 
@@ -211,3 +216,12 @@ def _own_group(pid: int) -> None:
         os.setpgid(pid, 0)
     except (PermissionError, ProcessLookupError):
         pass
+
+
+def _stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped by a signal (state ``T`` in its ``/proc`` stat)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"T"
+    except (OSError, IndexError):
+        return False
