@@ -142,16 +142,25 @@ def test_a_far_side_python_older_than_3_8_is_refused(docker_ready: None, start: 
         helper.execute(f"import shutil; shutil.rmtree({os.path.dirname(fake)!r})")
 
 
-@pytest.mark.parametrize("python, version", _params(supported=True))
-def test_the_contracts_stack_overflow_overflows_on_each_supported_python(
-        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
-    """The contract's B49 case must crash the worker on every interpreter a backend's kernel may
-    run: from 3.12 CPython's own C recursion limit turned the 3.11 reproducer into a
-    RecursionError, so the contract suite failed there whatever the backend."""
-    from pytest_hermes_kernel.contract.crashes import test_stack_overflow_is_died_with_sigsegv_and_a_note as case
+#: Contract cases whose cells lean on the kernel's Python version (a backend author's kernel may
+#: run any supported one): the C stack overflow (3.12+ stop the 3.11 reproducer with their own C
+#: recursion limit), and the forked child's exit status (``os.waitstatus_to_exitcode`` is 3.9+).
+VERSIONED_CASES = ["crashes:test_stack_overflow_is_died_with_sigsegv_and_a_note",
+                   "channel_integrity:test_fork_child_never_touches_the_channel"]
 
+
+@pytest.mark.parametrize("case", VERSIONED_CASES, ids=[c.split(":")[1] for c in VERSIONED_CASES])
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_the_contracts_version_dependent_cases_hold_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...], case: str) -> None:
+    """The contract suite (``pytest_hermes_kernel.contract``) fails whatever the backend if one of
+    its own cells does not run on the kernel's interpreter."""
+    import importlib
+
+    module, name = case.split(":")
+    run_case = getattr(importlib.import_module(f"pytest_hermes_kernel.contract.{module}"), name)
     kernel = start_kernel(transport_of("local", python=python))
     try:
-        case(kernel)
+        run_case(kernel)
     finally:
         kernel.shutdown()
