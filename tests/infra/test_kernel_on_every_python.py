@@ -37,7 +37,7 @@ WHERE = f"{PYENV_ROOT}/versions/*/bin/python and python3.N on PATH"
 
 
 def _found() -> dict[str, tuple[int, ...]]:
-    """Interpreter path -> its version, one path per distinct interpreter."""
+    """Interpreter path -> its version, one path per version."""
     paths = sorted(glob.glob(os.path.join(PYENV_ROOT, "versions", "*", "bin", "python")))
     paths += [p for p in (shutil.which(f"python3.{minor}") for minor in range(6, 16)) if p]
     found: dict[str, tuple[int, ...]] = {}
@@ -52,7 +52,9 @@ def _found() -> dict[str, tuple[int, ...]]:
                                  capture_output=True, text=True, timeout=30, check=True).stdout
         except (OSError, subprocess.SubprocessError):
             continue
-        found[path] = tuple(int(part) for part in out.strip().split("."))
+        version = tuple(int(part) for part in out.strip().split("."))
+        if version not in found.values():  # (a second path to one version: no new case, only time)
+            found[path] = version
     return found
 
 
@@ -162,5 +164,23 @@ def test_the_contracts_version_dependent_cases_hold_on_each_supported_python(
     kernel = start_kernel(transport_of("local", python=python))
     try:
         run_case(kernel)
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_tool_arguments_too_deep_are_refused_by_their_depth_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
+    """3.12's json encoder stops at its C recursion limit (~1000 levels) before the frame's own
+    depth check: the cell's ``ToolError`` said "maximum recursion depth exceeded while encoding a
+    JSON object", not the 500 levels a frame may hold."""
+    calls: list[object] = []
+    kernel = start_kernel(transport_of("local", python=python), tools={"echo": lambda v: calls.append(v)})
+    try:
+        result = kernel.execute("import hermes_tools, sys\nsys.setrecursionlimit(20000)\nv = []\n"
+                                "for _ in range(2999):\n    v = [v]\nhermes_tools.echo(v=v)", timeout=10)
+        assert (result.status, result.ename) == ("error", "ToolError"), result.summary()
+        assert "over the 500 a frame may hold" in result.evalue, result.evalue
+        assert calls == [] and kernel.execute("1 + 1").value == "2"
     finally:
         kernel.shutdown()
