@@ -192,3 +192,17 @@ def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClien
         raise ContainerStartError(f"could not load image {tag} into docker engine {engine_url(target)} from "
                                   f"{engine_url(source)}: {exc}. Hint: `docker save {tag} | DOCKER_HOST="
                                   f"{engine_url(target)} docker load`") from None
+
+
+def close_exec_socket(hijacked: object) -> None:
+    """Close what ``APIClient.exec_start(..., socket=True)`` returned, and the HTTP response
+    docker-py keeps alive on it (``_response``) first: that response's reader wraps the same
+    socket, and collected after it, its ``close()`` flushed a closed file (``ValueError``), which
+    Python 3.13 reports through ``sys.unraisablehook`` at every ended exec (3.10-3.12: silent)."""
+    response = getattr(getattr(hijacked, "_response", None), "raw", None)
+    for obj in (response, getattr(hijacked, "_sock", None), hijacked):
+        try:
+            if obj is not None:
+                obj.close()  # type: ignore[attr-defined]
+        except (OSError, ValueError):
+            pass

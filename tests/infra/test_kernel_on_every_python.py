@@ -37,7 +37,7 @@ WHERE = f"{PYENV_ROOT}/versions/*/bin/python and python3.N on PATH"
 
 
 def _found() -> dict[str, tuple[int, ...]]:
-    """Interpreter path -> its version, one path per distinct interpreter."""
+    """Interpreter path -> its version, one path per version."""
     paths = sorted(glob.glob(os.path.join(PYENV_ROOT, "versions", "*", "bin", "python")))
     paths += [p for p in (shutil.which(f"python3.{minor}") for minor in range(6, 16)) if p]
     found: dict[str, tuple[int, ...]] = {}
@@ -52,7 +52,9 @@ def _found() -> dict[str, tuple[int, ...]]:
                                  capture_output=True, text=True, timeout=30, check=True).stdout
         except (OSError, subprocess.SubprocessError):
             continue
-        found[path] = tuple(int(part) for part in out.strip().split("."))
+        version = tuple(int(part) for part in out.strip().split("."))
+        if version not in found.values():  # (a second path to one version: no new case, only time)
+            found[path] = version
     return found
 
 
@@ -142,16 +144,43 @@ def test_a_far_side_python_older_than_3_8_is_refused(docker_ready: None, start: 
         helper.execute(f"import shutil; shutil.rmtree({os.path.dirname(fake)!r})")
 
 
-@pytest.mark.parametrize("python, version", _params(supported=True))
-def test_the_contracts_stack_overflow_overflows_on_each_supported_python(
-        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
-    """The contract's B49 case must crash the worker on every interpreter a backend's kernel may
-    run: from 3.12 CPython's own C recursion limit turned the 3.11 reproducer into a
-    RecursionError, so the contract suite failed there whatever the backend."""
-    from pytest_hermes_kernel.contract.crashes import test_stack_overflow_is_died_with_sigsegv_and_a_note as case
+#: Contract cases whose cells lean on the kernel's Python version (a backend author's kernel may
+#: run any supported one): the C stack overflow (3.12+ stop the 3.11 reproducer with their own C
+#: recursion limit), and the forked child's exit status (``os.waitstatus_to_exitcode`` is 3.9+).
+VERSIONED_CASES = ["crashes:test_stack_overflow_is_died_with_sigsegv_and_a_note",
+                   "channel_integrity:test_fork_child_never_touches_the_channel"]
 
+
+@pytest.mark.parametrize("case", VERSIONED_CASES, ids=[c.split(":")[1] for c in VERSIONED_CASES])
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_the_contracts_version_dependent_cases_hold_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...], case: str) -> None:
+    """The contract suite (``pytest_hermes_kernel.contract``) fails whatever the backend if one of
+    its own cells does not run on the kernel's interpreter."""
+    import importlib
+
+    module, name = case.split(":")
+    run_case = getattr(importlib.import_module(f"pytest_hermes_kernel.contract.{module}"), name)
     kernel = start_kernel(transport_of("local", python=python))
     try:
-        case(kernel)
+        run_case(kernel)
+    finally:
+        kernel.shutdown()
+
+
+@pytest.mark.parametrize("python, version", _params(supported=True))
+def test_tool_arguments_too_deep_are_refused_by_their_depth_on_each_supported_python(
+        transport_of: Callable[..., Transport], python: str, version: tuple[int, ...]) -> None:
+    """3.12's json encoder stops at its C recursion limit (~1000 levels) before the frame's own
+    depth check: the cell's ``ToolError`` said "maximum recursion depth exceeded while encoding a
+    JSON object", not the 500 levels a frame may hold."""
+    calls: list[object] = []
+    kernel = start_kernel(transport_of("local", python=python), tools={"echo": lambda v: calls.append(v)})
+    try:
+        result = kernel.execute("import hermes_tools, sys\nsys.setrecursionlimit(20000)\nv = []\n"
+                                "for _ in range(2999):\n    v = [v]\nhermes_tools.echo(v=v)", timeout=10)
+        assert (result.status, result.ename) == ("error", "ToolError"), result.summary()
+        assert "over the 500 a frame may hold" in result.evalue, result.evalue
+        assert calls == [] and kernel.execute("1 + 1").value == "2"
     finally:
         kernel.shutdown()

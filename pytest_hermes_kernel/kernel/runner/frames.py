@@ -65,6 +65,11 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
         body = _dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         body = _dumps(header, separators=(",", ":")).encode("ascii")
+    except RecursionError:  # json's C recursion limit (3.12: ~1000 levels) before the depth check
+        if _too_deep(header):
+            raise FrameTooDeep(f"nested more than {MAX_FRAME_DEPTH} levels deep, over the {MAX_FRAME_DEPTH} a "
+                               "frame may hold") from None
+        raise
     depth = _depth(body)
     if depth > MAX_FRAME_DEPTH:
         raise FrameTooDeep(f"nested {depth} levels deep, over the {MAX_FRAME_DEPTH} a frame may hold")
@@ -133,6 +138,19 @@ def _depth(body: bytes) -> int:
         depth += 1 if byte in b"[{" else -1
         deepest = max(deepest, depth)
     return deepest - 1
+
+
+def _too_deep(header: Header) -> bool:
+    """Whether lists and dicts nest in ``header`` deeper than :data:`MAX_FRAME_DEPTH` (counted as
+    :func:`_depth` does), found without recursion."""
+    todo = [(value, 1) for value in header.values() if isinstance(value, (list, dict))]
+    while todo:
+        value, depth = todo.pop()
+        if depth > MAX_FRAME_DEPTH:
+            return True
+        items = value.values() if isinstance(value, dict) else value
+        todo.extend((item, depth + 1) for item in items if isinstance(item, (list, dict)))
+    return False
 
 
 def _parse_header(raw: bytes) -> Header:

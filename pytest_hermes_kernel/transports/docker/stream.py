@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...containers.engines import close_exec_socket
+
 HEADER_BYTES = 8
 STDOUT, STDERR = 1, 2
 STDERR_TAIL_BYTES = 4096
@@ -89,11 +91,7 @@ class DockerExecStream:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        for obj in (self.sock, self._hijacked):
-            try:
-                obj.close()
-            except OSError:
-                pass
+        close_exec_socket(self._hijacked)  # the socket, and the HTTP response docker-py keeps on it
 
     # ------------------------------------------------------------------------------ extras
     def shutdown_write(self) -> None:

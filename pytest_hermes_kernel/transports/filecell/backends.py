@@ -35,7 +35,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ...errors import ExitStatusUnknownError
-from ...containers.engines import is_full_container_id
+from ...containers.engines import close_exec_socket, is_full_container_id
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -405,8 +405,7 @@ def _exec_with_stdin(api: Any, exec_id: str, data: bytes, frames_iter: Any) -> b
         sock.shutdown(socket.SHUT_WR)  # the shim's cat sees EOF, the output still arrives
         return b"".join(chunk for _stream, chunk in frames_iter(hijacked, tty=False))
     finally:
-        for part in (hijacked, sock):
-            part.close()
+        close_exec_socket(hijacked)  # and the HTTP response docker-py keeps on it
 
 
 def call_with_timeout(fn: Any, timeout: float | None, *, name: str = "hermes-docker-exec",
