@@ -147,3 +147,32 @@ def test_the_thread_methods_timer_is_no_leak(pytester: pytest.Pytester) -> None:
                           "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.OK and "4 passed" in out, out
     assert "leaked" not in out and "pytest_timeout" not in out, out
+
+
+FAULT_CUT = """
+import pytest
+
+
+@pytest.mark.hermes_kernel_sigkill(during_cell=2, delay=10)
+def test_cut_before_its_fault(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    hermes_kernel.execute("import time; time.sleep(30)")
+
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=2)
+def test_fails_before_its_fault(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    assert False, "the test's own failure"
+"""
+
+
+def test_a_test_cut_or_failed_before_its_fault_gets_no_second_error(pytester: pytest.Pytester) -> None:
+    """A fault marker's "never fired" check is for a test that passed without its fault. Before,
+    a test pytest-timeout cut in cell 2 also errored at teardown with ``hermes_kernel_sigkill(during_cell=2)
+    never fired: cell 2 ended before the 10 s delay was over`` (the cell had not ended: the timeout cut
+    its wait), and a test that failed after cell 1 with ``the test ran 1 cell``: 2 failed, 2 errors."""
+    pytester.makepyfile(test_inner=FAULT_CUT)
+    _, code, out = _inner(pytester, "local", f"fcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+                          "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "2 failed in" in out, out
+    assert "never fired" not in out and "ERROR at teardown" not in out, out
