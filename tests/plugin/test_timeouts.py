@@ -176,3 +176,28 @@ def test_a_test_cut_or_failed_before_its_fault_gets_no_second_error(pytester: py
                           "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.TESTS_FAILED and "2 failed in" in out, out
     assert "never fired" not in out and "ERROR at teardown" not in out, out
+
+
+
+THREAD_CUT = """
+import threading
+import time
+
+
+def test_cell_of_a_thread_cut(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    threading.Thread(target=hermes_kernel.execute, args=("import time; time.sleep(30)",), daemon=True).start()
+    time.sleep(30)
+"""
+
+
+def test_a_cell_still_running_when_the_test_was_cut_is_in_the_story(pytester: pytest.Pytester) -> None:
+    """pytest-timeout cuts a test while a cell runs in another thread (an ``aexecute`` cell of an
+    async test runs in a thread of its own): the report is made while the cell is in flight.
+    Before, the story's last cells ended with cell 1, as if the test had hung between cells."""
+    pytester.makepyfile(test_inner=THREAD_CUT)
+    _, code, out = _inner(pytester, "local", f"tcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+                          "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "1 failed in" in out, out
+    story = out[out.index("last 5 cells:"):]
+    assert "cell 2 (generation 0): still running when this report was made" in story, out
