@@ -201,3 +201,27 @@ def test_a_cell_still_running_when_the_test_was_cut_is_in_the_story(pytester: py
     assert code == pytest.ExitCode.TESTS_FAILED and "1 failed in" in out, out
     story = out[out.index("last 5 cells:"):]
     assert "cell 2 (generation 0): still running when this report was made" in story, out
+
+
+LEAK_IN_THE_GRACE = """
+import time
+
+
+def test_leaks_a_helper_then_runs_late(hermes_kernel):
+    hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+    time.sleep(1.5)
+"""
+
+
+def test_a_timeout_during_the_leak_checks_grace_still_reports_and_ends_the_leak(pytester: pytest.Pytester) -> None:
+    """pytest-timeout's alarm can land in the leak check's re-checks (``--hermes-leak-grace``, 3 s):
+    before, that check died with the ``Failed: Timeout``, so the helper the test left was neither
+    named nor ended: ``sleep 300`` outlived pytest, reparented to init. Now the leak is reported
+    (``LeakError``, the timeout raised after it) and ended."""
+    pytester.makepyfile(test_inner=LEAK_IN_THE_GRACE)
+    pid, code, out = _inner(pytester, "local", f"grace-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal",
+                            "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
+    assert "leaked kernel process: pid" in out and "sleep 300" in out, out
+    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
+               what="the leaked helper to be ended")
