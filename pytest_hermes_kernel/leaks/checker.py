@@ -74,6 +74,9 @@ class LeakChecker:
         self.last_seen: dict[str, Snapshot] = {}
         """The snapshots of the last :meth:`after`, whatever it found: the "before" of a check
         that follows on at once (the last test's second look, after the wider fixtures' teardown)."""
+        self.cut: BaseException | None = None
+        """What cut the last :meth:`after`'s re-checks short (pytest-timeout's ``Failed``), for its
+        caller to raise once it has reported and ended what that check found."""
 
     def before(self) -> dict[str, Snapshot]:
         return {p.kind: self._safe(p) for p in self.probes}
@@ -90,17 +93,24 @@ class LeakChecker:
             could not look at; ``None`` leaves those out (a look that said so already: the last
             test's first look, whose snapshots are its second look's ``before``).
         """
-        deadline = time.monotonic() + self.grace
+        deadline, self.cut = time.monotonic() + self.grace, None
         while True:
-            report, now = self._diff(before, set(exempt), exempt_if, before_taken)
-            self.last_clean = None if report or report.unchecked else now
-            self.last_seen = now
-            if not report or time.monotonic() >= deadline:
-                return report
-            time.sleep(0.05)
-            for probe in self.probes:  # a re-check looks again, never at a reused snapshot
-                if probe.fresh is not None:
-                    probe.fresh()
+            try:
+                report, now = self._diff(before, set(exempt), exempt_if, before_taken)
+                self.last_clean = None if report or report.unchecked else now
+                self.last_seen = now
+                if not report or time.monotonic() >= deadline or self.cut is not None:
+                    return report
+                time.sleep(0.05)
+                for probe in self.probes:  # a re-check looks again, never at a reused snapshot
+                    if probe.fresh is not None:
+                        probe.fresh()
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # a timeout (pytest-timeout's alarm) cut a look or the grace: one
+                if self.cut is not None:  # last look, the alarm spent (the check died, its leak lost, unended)
+                    raise
+                self.cut = exc
 
     def _diff(self, before: dict[str, Snapshot], exempt: set[str], exempt_if: Callable[[str, str], bool] | None = None,
               before_taken: str | None = "before the test") -> tuple[LeakReport, dict[str, Snapshot]]:

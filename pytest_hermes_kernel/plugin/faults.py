@@ -142,11 +142,14 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
 
 
-def finish_kernel(kernel: Kernel) -> list[str]:
-    """After the test: end its faults; return what is wrong (a kernel that outlived its host)."""
+def finish_kernel(kernel: Kernel, node: pytest.Item) -> list[str]:
+    """After the test ``node``: end its faults; return what is wrong (a kernel that outlived its
+    host; a fault the test never met, for a test whose call passed)."""
     from ..faults.injector import FaultingKernel
+    from .report import phase_report_key
 
-    return kernel.finish() if isinstance(kernel, FaultingKernel) else []
+    call = node.stash.get(phase_report_key, {}).get("call")
+    return kernel.finish(unmet=call is not None and call.passed) if isinstance(kernel, FaultingKernel) else []
 
 
 def never_applied(node: pytest.Item, reports: dict[str, pytest.TestReport]) -> list[str]:

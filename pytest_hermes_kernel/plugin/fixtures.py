@@ -349,7 +349,7 @@ def hermes_kernel_factory(request: pytest.FixtureRequest, hermes_transport: Tran
     yield factory
     ended.append(True)
     problems = [(f"hermes_kernel_factory's kernel {i} of {len(made)} ({kernel.kernel_id}): " if len(made) > 1 else "") + p
-                for i, kernel in enumerate(made, 1) for p in faults.finish_kernel(kernel)]  # of several: which one
+                for i, kernel in enumerate(made, 1) for p in faults.finish_kernel(kernel, request.node)]  # of several: which one
     if not made:
         problems += faults.never_applied(request.node, request.node.stash.get(phase_report_key, {}))
     kept = False

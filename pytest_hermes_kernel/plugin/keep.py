@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..errors import TransportLostError, UnsafeRunDirError
+from ..errors import HermesKernelError, TransportLostError, UnsafeRunDirError
 from .report import stats_key
 from .settings import settings_key
 
@@ -44,6 +44,7 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
     title = _run_of(item)
     for kernel in kernels:
         if not kernel.alive:
+            _end_unkept(item.nodeid, title, kernel, stats)
             continue
         # a kernel in a memory cgroup a fault made (hermes_oom on local) goes with the group, which
         # the run removes: it cannot outlive the session (its "kept" worker was dead at once)
@@ -52,6 +53,23 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
             stats.keep_past(item.nodeid, record, text)
         else:
             stats.keep(title, kernel)
+
+
+def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any) -> None:
+    """A failed test's kernel that is not alive has no namespace to keep: its worker died, or the wait
+    of its cell was cut (pytest-timeout, Ctrl-C). Shut it down, and the summary says so; one the test
+    shut down itself is left as it is. Before, such a kernel was neither kept nor shut down: its runner
+    and kernel dir were the test's leak (``kernel ... still runs``, a LeakError under ``=error``)."""
+    if getattr(kernel, "stopping", False):
+        return
+    try:
+        kernel.shutdown()
+        how = "shut down"
+    except HermesKernelError as exc:
+        how = f"its shutdown failed: {exc}"
+    stats.keep_past(nodeid, None, f"{title}: kernel {kernel.kernel_id} not kept: it was not alive at the test's "
+                                  f"end (its worker had died, or its cell's wait was cut), so nothing was left to "
+                                  f"keep: {how}")
 
 
 def _run_of(item: pytest.Item) -> str:

@@ -167,12 +167,17 @@ class LeakCheckPlugin:
         __tracebackhide__ = True
         report = self._compare(item, since)
         interim, self._interim = self._interim, []
-        if report is None:
-            return
-        clean = self.checker.last_clean
-        if not report and not any(interim) and clean is not None and isinstance(nextitem, pytest.Item):
-            self._handoff = (nextitem, clean)
-        self._report(item, _merged([*interim, report]))
+        cut, self.checker.cut = self.checker.cut, None  # pytest-timeout's Failed during the grace: raised last
+        try:
+            if report is None:
+                return
+            clean = self.checker.last_clean
+            if not report and not any(interim) and clean is not None and isinstance(nextitem, pytest.Item):
+                self._handoff = (nextitem, clean)
+            self._report(item, _merged([*interim, report]))
+        finally:
+            if cut is not None:
+                raise cut
 
     def _compare(self, item: pytest.Item, since: dict[str, Any] | None = None) -> LeakReport | None:
         """What is new since the test's "before" (or ``since``); ``None`` if not checked at all."""

@@ -85,16 +85,26 @@ class KernelStory:
             where = _where(k.launched, self.last_launch, k)
             facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
-                     "last_cells": " | ".join(self.cells) or "none"}
+                     "last_cells": " | ".join(self.last_cells()) or "none"}
         return {name: self._clean(value) for name, value in facts.items()}
+
+    def last_cells(self) -> list[str]:
+        """(Under :attr:`lock`.) The last cells' lines, and a cell still in flight as the report is made: an ``aexecute``'s
+        when pytest-timeout cut the test (its thread runs on): it was missing."""
+        k = self.kernel
+        running = getattr(getattr(k, "state", None), "name", None) in ("BUSY", "RESETTING")
+        return list(self.cells) + [f"cell {self.count + 1} (generation {k.generation}): still running when this "
+                                   "report was made"] * running
 
     def section(self) -> str:
         """The report section's text: facts, then the log tails; bounded and redacted."""
         facts = self.facts()
+        with self.lock:
+            cells = self.last_cells()
         lines = [f"transport: {facts['transport']}", f"where: {facts['where']}", f"kernel id: {facts['kernel_id']}",
                  f"generation now: {facts['generation']}", "pids:", *_indent(self.generations),
                  "deaths and resets:", *_indent(self.losses or ["none"]),
-                 f"last {LAST_CELLS} cells:", *_indent(list(self.cells) or ["none"])]
+                 f"last {LAST_CELLS} cells:", *_indent(cells or ["none"])]
         for title, text in self._tails():
             lines += [f"{title} (last {LOG_LINES} lines):", *_indent(text.splitlines() or ["(empty)"])]
         text = self._clean("\n".join(lines))

@@ -147,3 +147,81 @@ def test_the_thread_methods_timer_is_no_leak(pytester: pytest.Pytester) -> None:
                           "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.OK and "4 passed" in out, out
     assert "leaked" not in out and "pytest_timeout" not in out, out
+
+
+FAULT_CUT = """
+import pytest
+
+
+@pytest.mark.hermes_kernel_sigkill(during_cell=2, delay=10)
+def test_cut_before_its_fault(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    hermes_kernel.execute("import time; time.sleep(30)")
+
+
+@pytest.mark.hermes_kernel_sigkill(after_cell=2)
+def test_fails_before_its_fault(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    assert False, "the test's own failure"
+"""
+
+
+def test_a_test_cut_or_failed_before_its_fault_gets_no_second_error(pytester: pytest.Pytester) -> None:
+    """A fault marker's "never fired" check is for a test that passed without its fault. Before,
+    a test pytest-timeout cut in cell 2 also errored at teardown with ``hermes_kernel_sigkill(during_cell=2)
+    never fired: cell 2 ended before the 10 s delay was over`` (the cell had not ended: the timeout cut
+    its wait), and a test that failed after cell 1 with ``the test ran 1 cell``: 2 failed, 2 errors."""
+    pytester.makepyfile(test_inner=FAULT_CUT)
+    _, code, out = _inner(pytester, "local", f"fcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+                          "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "2 failed in" in out, out
+    assert "never fired" not in out and "ERROR at teardown" not in out, out
+
+
+
+THREAD_CUT = """
+import threading
+import time
+
+
+def test_cell_of_a_thread_cut(hermes_kernel):
+    hermes_kernel.execute("x = 1")
+    threading.Thread(target=hermes_kernel.execute, args=("import time; time.sleep(30)",), daemon=True).start()
+    time.sleep(30)
+"""
+
+
+def test_a_cell_still_running_when_the_test_was_cut_is_in_the_story(pytester: pytest.Pytester) -> None:
+    """pytest-timeout cuts a test while a cell runs in another thread (an ``aexecute`` cell of an
+    async test runs in a thread of its own): the report is made while the cell is in flight.
+    Before, the story's last cells ended with cell 1, as if the test had hung between cells."""
+    pytester.makepyfile(test_inner=THREAD_CUT)
+    _, code, out = _inner(pytester, "local", f"tcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+                          "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "1 failed in" in out, out
+    story = out[out.index("last 5 cells:"):]
+    assert "cell 2 (generation 0): still running when this report was made" in story, out
+
+
+LEAK_IN_THE_GRACE = """
+import time
+
+
+def test_leaks_a_helper_then_runs_late(hermes_kernel):
+    hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+    time.sleep(1.5)
+"""
+
+
+def test_a_timeout_during_the_leak_checks_grace_still_reports_and_ends_the_leak(pytester: pytest.Pytester) -> None:
+    """pytest-timeout's alarm can land in the leak check's re-checks (``--hermes-leak-grace``, 3 s):
+    before, that check died with the ``Failed: Timeout``, so the helper the test left was neither
+    named nor ended: ``sleep 300`` outlived pytest, reparented to init. Now the leak is reported
+    (``LeakError``, the timeout raised after it) and ended."""
+    pytester.makepyfile(test_inner=LEAK_IN_THE_GRACE)
+    pid, code, out = _inner(pytester, "local", f"grace-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal",
+                            "--hermes-leak-check=error", "-p", "no:randomly")
+    assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
+    assert "leaked kernel process: pid" in out and "sleep 300" in out, out
+    wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
+               what="the leaked helper to be ended")
