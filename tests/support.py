@@ -488,7 +488,7 @@ def in_line(kernel: Any) -> int:
     """How many cells stand in ``kernel``'s queue line now (what ``queued`` reads off the line;
     a count kept apart once counted a cell an instant before it took its place, so a test that
     sent the next cell once one was counted could send it ahead of the one before)."""
-    return sum(1 for place in kernel._queue._line if not place[2])
+    return sum(1 for place in kernel._queue._line if place.waits)
 
 
 def start_error(transport: Transport, **options: Any) -> str:

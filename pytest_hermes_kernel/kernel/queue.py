@@ -21,6 +21,7 @@ and the lock not held: the next cell gets the kernel.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,6 +49,30 @@ class Ticket:
     generation: int
 
 
+class _Token:
+    """Held by a cell's ``_wait_turn`` frame for as long as it runs (see :class:`_Place`)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class _Place:
+    """A cell's place in line: its thread, the event that tells it it is head, and whether it is
+    gone: marked so as the cell leaves, or its ``_wait_turn`` frame ended (its token died) without
+    marking it. On Python 3.10 a signal's handler also runs as a ``finally`` block begins, so a
+    second Ctrl-C landing as the first one's ``finally`` began left a place that waited for ever,
+    and every later cell of other threads behind it (3 of 8 runs of 1.5 s of SIGINT every 0.3 ms)."""
+
+    __slots__ = ("thread", "event", "gone", "_frame")
+
+    def __init__(self, token: _Token) -> None:
+        self.thread, self.event, self.gone = threading.get_ident(), threading.Event(), False
+        self._frame = weakref.ref(token)
+
+    @property
+    def waits(self) -> bool:
+        return not self.gone and self._frame() is not None
+
+
 class CellQueue:
     """Serializes cells on one kernel; marks off the cells a restart overtook (see module docstring)."""
 
@@ -57,13 +82,13 @@ class CellQueue:
         self._epoch = 0
         self._restarting = False
         self._count_lock = threading.RLock()  # of the line; re-entrant: a signal handler's cell may land inside it
-        # [thread, its event, gone] in the order they came; replaced, never changed (read without the lock)
-        self._line: tuple[list[Any], ...] = ()
+        # places in the order they came; replaced, never changed (read without the lock)
+        self._line: tuple[_Place, ...] = ()
 
     @property
     def waiting(self) -> int:
         """How many cells wait for their turn now: their places in line."""
-        return sum(1 for place in self._line if not place[2])
+        return sum(1 for place in self._line if place.waits)
 
     def ticket(self, generation: int) -> Ticket:
         """A ticket for a cell sent now, to the kernel's ``generation``."""
@@ -78,68 +103,68 @@ class CellQueue:
         switch looks at it every :data:`CANCEL_LOOK_S` while it waits, so a cancel is answered
         at once, not when the cell ahead ends.
         """
-        if not self._wait_turn(ticket, cancel):
-            yield None
-            return
-        try:
+        held = [False]  # whether this turn holds the queue's lock: set by _wait_turn as it takes it
+        owned = self._turn._is_owned()  # type: ignore[attr-defined]  # (re-entered: start() in a cell's turn)
+        try:  # the wait inside it: a Ctrl-C as it returns with the lock (3.10 runs handlers there) releases it
+            if not self._wait_turn(ticket, cancel, held, owned):
+                yield None
+                return
             yield ticket.epoch == self._epoch
         finally:
-            try:
-                self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
-            finally:  # (also if a signal's handler raised in it)
-                self._turn.release()
+            if held[0] or (not owned and self._turn._is_owned()):  # type: ignore[attr-defined]  # (cut as it was taken)
+                try:
+                    self._turn.notify_all()  # the cells a failed restart could not wake itself (see restart())
+                finally:  # (also if a signal's handler raised in it)
+                    self._turn.release()
 
-    def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None) -> bool:
-        """Wait in line, then take the queue's lock and wait out a running restart; ``False`` (lock
-        not held) once ``cancel`` is set. Cells get the lock in the order they came: the lock alone
-        handed it to any waiter (a cell sent after five others ran first in 1 round of 20). A cell
-        stays head until its restart wait is over too: that wait gives the lock up, and cells
-        sent during a restart, all let through to it, raced for the lock at its end (163 rounds
-        of 200 out of order)."""
+    def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None, held: list[bool], owned: bool) -> bool:
+        """Wait in line, then take the queue's lock (``held[0]`` says so; the caller releases it) and
+        wait out a running restart; ``False`` (lock not held) once ``cancel`` is set. Cells get the
+        lock in the order they came: the lock alone handed it to any waiter (a cell sent after five
+        others ran first in 1 round of 20). A cell stays head until its restart wait is over too:
+        that wait gives the lock up, and cells sent during a restart, all let through to it, raced
+        for the lock at its end (163 rounds of 200 out of order)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        place: list[Any] = [threading.get_ident(), threading.Event(), False]
-        head, held, owned = place[1], False, self._turn._is_owned()  # type: ignore[attr-defined]
+        token = _Token()  # lives as long as this frame: a place it cannot mark gone goes with it
+        place = _Place(token)
+        head = place.event
         try:
-            try:
-                with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
-                    line = self._line  # and the head if its thread holds the kernel already
-                    here = 0 if owned else next((i for i, p in enumerate(line) if p[0] == place[0] and not p[2]), len(line))
-                    self._line = (*line[:here], place, *line[here:])
-                    if self._head() is place:
-                        head.set()
-                while not (head.is_set() or self._head() is place):  # (it looks too: a handoff a signal cut short)
-                    if cancel is not None and cancel.is_set():
-                        return False
-                    head.wait(CANCEL_LOOK_S)
-                while not (held := self._turn.acquire(timeout=look_s)):
-                    if cancel is not None and cancel.is_set():
-                        return False
-                while self._restarting and ticket.epoch == self._epoch:
-                    if cancel is not None and cancel.is_set():
-                        held = False  # first: a signal's handler raising before the release below must not release twice
-                        self._turn.release()
-                        return False
-                    self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
-            finally:  # held, cancelled or interrupted: the next in line is head now
-                place[2] = True  # first, in this frame: a signal's handler raising from here on leaves no place
-                self._leave_line()
-        except BaseException:  # the bookkeeping after the lock was cut short: the lock goes with the cell
-            if held or (not owned and self._turn._is_owned()):  # type: ignore[attr-defined]  # (cut as it was taken)
-                self._turn.release()
-            raise
+            with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
+                line = self._line  # and the head if its thread holds the kernel already
+                here = 0 if owned else next((i for i, p in enumerate(line) if p.thread == place.thread and p.waits), len(line))
+                self._line = (*line[:here], place, *line[here:])
+                if self._head() is place:
+                    head.set()
+            while not (head.is_set() or self._head() is place):  # (it looks too: a handoff a signal cut short)
+                if cancel is not None and cancel.is_set():
+                    return False
+                head.wait(CANCEL_LOOK_S)
+            while not self._turn.acquire(timeout=look_s):
+                if cancel is not None and cancel.is_set():
+                    return False
+            held[0] = True
+            while self._restarting and ticket.epoch == self._epoch:
+                if cancel is not None and cancel.is_set():
+                    held[0] = False  # first: the caller must not release it a second time
+                    self._turn.release()
+                    return False
+                self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
+        finally:  # held, cancelled or interrupted: the next in line is head now
+            place.gone = True  # first, in this frame: a signal's handler raising from here on leaves no place
+            self._leave_line()
         return True
 
-    def _head(self) -> list[Any] | None:
+    def _head(self) -> _Place | None:
         """The first place in line whose cell still waits (a place left by a cell that is gone
         counts for nothing, also before it is taken out)."""
-        return next((p for p in self._line if not p[2]), None)
+        return next((p for p in self._line if p.waits), None)
 
     def _leave_line(self) -> None:
         """Take the places of the cells that are gone out of the line and wake the next in line."""
         with self._count_lock:
-            self._line = tuple(p for p in self._line if not p[2])
+            self._line = tuple(p for p in self._line if p.waits)
             if (first := self._head()) is not None:
-                first[1].set()
+                first.event.set()
 
     @contextmanager
     def restart(self) -> Iterator[None]:

@@ -13,14 +13,19 @@ blocks of the count are gone).
 
 from __future__ import annotations
 
+import glob
+import os
 import subprocess
 import sys
 import threading
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import call_in_thread
-from pytest_hermes_kernel.kernel.queue import CellQueue
+from pytest_hermes_kernel.kernel import queue as queue_module
+from pytest_hermes_kernel.kernel.queue import CellQueue, _Place, _Token
+from tests.support import wait_until
 
 #: The blocks under the line's lock one cell's turn goes through, in order.
 BLOCKS = ["get-in-line", "leave-the-line"]
@@ -84,8 +89,11 @@ def test_a_ctrl_c_as_a_restart_takes_the_lock_to_wake_the_waiters_gives_the_lock
 
 
 HAIL = """
-import os, signal, sys, threading, time
-from pytest_hermes_kernel.kernel.queue import CellQueue
+import importlib.util, os, signal, sys, threading, time
+spec = importlib.util.spec_from_file_location("hermes_queue", sys.argv[1])  # stdlib only: any host Python
+sys.modules["hermes_queue"] = module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+CellQueue = module.CellQueue
 
 queue = CellQueue()
 deadline = time.monotonic() + 1.5
@@ -132,14 +140,63 @@ print(cells[0], "taken" if took else "never-taken", queue.waiting, len(queue._li
 """
 
 
-def test_under_a_hail_of_ctrl_c_the_kernel_still_goes_to_the_next_cell() -> None:
+def _python_3_10() -> str | None:
+    pattern = os.path.join(os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv"), "versions", "3.10.*", "bin", "python")
+    return next(iter(sorted(glob.glob(pattern))), None)
+
+
+#: Host interpreters the hail runs on: this one, and a 3.10 (pyenv's) where there is one: 3.10 runs a
+#: signal's handler at more points (as a call returns, as a ``finally`` begins) than 3.11+ do.
+HOSTS = [pytest.param(sys.executable, id="this-python"),
+         pytest.param(_python_3_10(), id="3.10", marks=pytest.mark.skipif(
+             _python_3_10() is None, reason="no Python 3.10 under $PYENV_ROOT/versions (default ~/.pyenv)"))]
+
+
+@pytest.mark.parametrize("python", HOSTS)
+def test_under_a_hail_of_ctrl_c_the_kernel_still_goes_to_the_next_cell(python: str) -> None:
     """For 1.5 s a thread sends SIGINT every 0.3 ms while the main thread takes turns again and
     again (in a process of its own: a signal may land anywhere, pytest's own code included);
     afterwards another thread's cell gets the kernel, no cell counts as waiting and the line is
     empty. Before: the child never ended (6 of 6 runs, as with the first fix of the four blocks
     above alone): a place left by a Ctrl-C at a step inside a block, or on the way into the
     bookkeeping function, stayed in line ahead of every later cell, the main thread's own too."""
-    done = subprocess.run([sys.executable, "-c", HAIL], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([python, "-c", HAIL, queue_module.__file__], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
     cells, taken, waiting, line = done.stdout.split()
     assert int(cells) > 100 and (taken, waiting, line) == ("taken", "0", "0"), done.stdout
+
+
+def test_a_ctrl_c_as_the_wait_returns_with_the_lock_gives_it_back() -> None:
+    """Python 3.10 also runs a signal's handler as a call returns: a Ctrl-C landing as the wait for
+    the turn came back holding the queue's lock, before the block that releases it, left the lock
+    to the interrupted thread for good (the hail above on a 3.10 host: the next cell never got the
+    kernel in 3 of 8 runs)."""
+    queue = CellQueue()
+    real = queue._wait_turn
+
+    def then_ctrl_c(*args: object) -> bool:
+        if got := real(*args):  # type: ignore[arg-type]
+            raise KeyboardInterrupt
+        return got
+
+    queue._wait_turn = then_ctrl_c  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        _take_turn(queue)
+    queue._wait_turn = real  # type: ignore[method-assign]
+
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
+
+
+def test_a_place_whose_wait_ended_without_leaving_the_line_holds_no_one_up() -> None:
+    """A place whose cell's wait ended without marking it gone (3.10: a second Ctrl-C landing as
+    the first one's ``finally`` began) goes with that wait's frame, not for ever."""
+    queue = CellQueue()
+    token = _Token()
+    queue._line = (_Place(token),)  # the place of a wait still running: it is head
+    other = call_in_thread(_take_turn, queue)
+    wait_until(lambda: queue.waiting == 2, 10.0, what="the other cell in line")
+    with pytest.raises(FutureTimeout):  # a bounded look: it must wait behind a place whose wait still runs
+        other.result(timeout=0.2)
+    del token  # that wait's frame ended
+    assert other.result(timeout=10.0) is True, "the cell behind a stale place got the kernel"
+    assert queue.waiting == 0
