@@ -115,6 +115,7 @@ def test_an_older_python_is_refused_naming_the_version(transport_of: Callable[..
     found = ".".join(map(str, version))
     assert "needs Python 3.8 or newer" in text and f"Python {found}" in text, text
     assert "SyntaxError" not in text and "Traceback" not in text, text
+    assert "needs sh, python3" not in text, f"a hint blaming the backend's tools (filecell): {text}"
 
 
 FAKE_37 = r"""

@@ -62,6 +62,8 @@ EXECUTE_OVERRUN_S = 10.0
 #: The runner's line for a cwd it cannot enter (``serve.enter_cwd``); group 1: the reason.
 _LATE_HELLO = "the filecell kernel runner did not say hello within {:g} s (start_timeout): {!r} ended the launch at it\n{}"
 _CWD_REFUSED = re.compile(r"hermes-kernel runner: cannot enter the working directory cwd=.*?: ([^\n]+)")
+#: A line of the runner's own saying why it will not start (a cgroup it cannot join, its Python too old).
+_RUNNER_REFUSED = re.compile(r"^(hermes-kernel runner: |the hermes kernel runner needs )", re.M)
 #: Timeouts of the short commands: a liveness probe (or cleanup, log), a kill, a frame drop.
 PROBE_TIMEOUT_S, KILL_TIMEOUT_S, DROP_TIMEOUT_S = 15.0, 20.0, 30.0
 
@@ -180,13 +182,8 @@ class FileCellTransport(Transport):
                                        f"through {self.backend!r}: {refused.group(1)}")
             if code == 124 and budget < self.launch_timeout:
                 raise KernelStartError(_LATE_HELLO.format(budget, self.backend, _tail(out)))
-            hint = (f"root= must be a real directory of the backend's user, closed to group and others (0700); "
-                    "nothing is chmodded or removed to fit: point root= elsewhere" if f"{scripts.ERROR_MARK} root: " in out
-                    else f"the backend needs sh, python3 ({python!r}) and a writable {self.root!r}" if out.strip() else
-                    "the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
-                    "command's output (what it may have started was ended)")
             raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
-                                   f"{_tail(out)}\nHint: {hint}")
+                                   f"{_tail(out)}\nHint: {_start_hint(out, python, self.root)}")
         resolved = scripts.parse_python(out)
         if resolved:  # resolved once: no PATH lookup (nor wrapper, such as a pyenv shim) per poll or setup
             self._resolved[python] = resolved
@@ -425,6 +422,19 @@ class FileCellSite:
             code, out = self.transport.run_command(cmd, DROP_TIMEOUT_S)  # its status is read: checked (B35)
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
+
+
+def _start_hint(out: str, python: str, root: str) -> str:
+    """The hint of a failed filecell launch, from what it printed (``out``)."""
+    if f"{scripts.ERROR_MARK} root: " in out:
+        return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
+                "nothing is chmodded or removed to fit: point root= elsewhere")
+    if _RUNNER_REFUSED.search(out):  # sh, python3 and the root did their part: the runner said what it lacks
+        return f"the kernel runner itself refused to start ({python!r}), saying why above"
+    if out.strip():
+        return f"the backend needs sh, python3 ({python!r}) and a writable {root!r}"
+    return ("the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
+            "command's output (what it may have started was ended)")
 
 
 def _tail(text: str, limit: int = 2000) -> str:
