@@ -14,6 +14,8 @@ not group with pytest 9.2: pytest-dev/pytest-xdist#1386). These fixtures are out
 ``KernelKey(..., transport="docker")``.
 """
 
+import os
+
 import pytest
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
@@ -22,7 +24,11 @@ from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
 @pytest.fixture(autouse=True, scope="module")
 def one_worker(request):
     """Skip where pytest-xdist may spread this file's tests over several workers."""
-    argv = " ".join(getattr(request.config, "workerinput", {}).get("mainargv", ["--dist loadfile"]))
+    if not hasattr(request.config, "workerinput"):
+        return  # one process
+    # a worker's own --dist reads "no": the controller's is in its argv, the ini's addopts or PYTEST_ADDOPTS
+    argv = " ".join([*request.config.workerinput["mainargv"], *request.config.getini("addopts"),
+                     os.environ.get("PYTEST_ADDOPTS", "")])
     if "loadfile" not in argv and "loadscope" not in argv:
         pytest.skip("these tests share one kernel: run them in one process or with --dist loadfile")
 

@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 
+from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
 from .local_server import SERVER_DIR_PREFIX
 
@@ -53,7 +54,13 @@ def new_kernel_dir() -> str:
     (see :func:`_host_tmpdir`).
     """
     root = kernel_dir_root()
-    kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+    try:
+        kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+    except OSError as exc:  # a bare FileNotFoundError traceback named neither the variable nor a fix
+        where = f"${KERNEL_DIR_ENV}" if os.environ.get(KERNEL_DIR_ENV) else "the temp dir: $TMPDIR, else /tmp"
+        var = KERNEL_DIR_ENV if os.environ.get(KERNEL_DIR_ENV) else "TMPDIR"
+        raise KernelStartError(f"cannot make a kernel dir under {root} ({where}): {exc.strerror or exc}\n"
+                               f"Hint: make it, or point {var} at a writable directory") from None
     ROOTS_USED.add(root)
     with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")

@@ -17,10 +17,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/test_shared_kernel.py"
 
 
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, addopts: str = "") -> subprocess.CompletedProcess[str]:
     """pytest on the example as a user starts it: from the repo root, in an environment without
-    this run's xdist worker or hermes settings."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_HERMES"))}
+    this run's xdist worker or hermes settings (``addopts``: the user's ``PYTEST_ADDOPTS``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_XDIST", "PYTEST_HERMES", "PYTEST_ADDOPTS"))}
+    env.update({"PYTEST_ADDOPTS": addopts} if addopts else {})
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS,
                            "--hermes-leak-check=error", "-rs", EXAMPLE, *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
@@ -36,3 +37,11 @@ def test_the_shared_kernel_example_skips_saying_why_where_xdist_would_spread_it(
     done = _run("-n", "2")
     assert done.returncode == 0 and "5 skipped" in done.stdout, done.stdout[-3000:]
     assert "these tests share one kernel: run them in one process or with --dist loadfile" in done.stdout
+
+
+def test_the_shared_kernel_example_runs_with_loadfile_given_in_addopts() -> None:
+    """Found by a fresh-user helper (2026-12-05): with ``--dist loadfile`` in ``addopts`` (or
+    ``PYTEST_ADDOPTS``) rather than on the command line, the example read only the controller's
+    argv and skipped all 5 tests, "run them ... with --dist loadfile", which the user had done."""
+    done = _run("-n", "2", addopts="--dist loadfile")
+    assert done.returncode == 0 and "5 passed" in done.stdout, done.stdout[-3000:]
