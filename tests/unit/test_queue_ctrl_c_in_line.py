@@ -14,17 +14,20 @@ blocks of the count are gone).
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 import subprocess
 import sys
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
+from types import FrameType
+from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import call_in_thread
 from pytest_hermes_kernel.kernel import queue as queue_module
-from pytest_hermes_kernel.kernel.queue import CellQueue, _Place, _Token
+from pytest_hermes_kernel.kernel.queue import CellQueue, _Place
 from tests.support import wait_until
 
 #: The blocks under the line's lock one cell's turn goes through, in order.
@@ -191,12 +194,55 @@ def test_a_place_whose_wait_ended_without_leaving_the_line_holds_no_one_up() -> 
     """A place whose cell's wait ended without marking it gone (3.10: a second Ctrl-C landing as
     the first one's ``finally`` began) goes with that wait's frame, not for ever."""
     queue = CellQueue()
-    token = _Token()
-    queue._line = (_Place(token),)  # the place of a wait still running: it is head
+    placed, end = threading.Event(), threading.Event()
+
+    def a_wait_still_running() -> None:  # its place is head while this frame runs
+        queue._line = (_Place(sys._getframe()),)
+        placed.set()
+        end.wait(30.0)
+
+    stale = threading.Thread(target=a_wait_still_running, daemon=True)
+    stale.start()
+    assert placed.wait(10.0)
     other = call_in_thread(_take_turn, queue)
     wait_until(lambda: queue.waiting == 2, 10.0, what="the other cell in line")
     with pytest.raises(FutureTimeout):  # a bounded look: it must wait behind a place whose wait still runs
         other.result(timeout=0.2)
-    del token  # that wait's frame ended
+    end.set()  # that wait's frame ended
     assert other.result(timeout=10.0) is True, "the cell behind a stale place got the kernel"
     assert queue.waiting == 0
+
+
+def _ctrl_c_as_the_finally_of_the_wait_begins(frame: FrameType, event: str, arg: object) -> Any:
+    """A trace function that raises ``KeyboardInterrupt`` in ``_wait_turn`` just before its
+    ``finally`` marks the place gone: where 3.10 runs a signal's handler as a ``finally`` begins."""
+    if frame.f_code is not CellQueue._wait_turn.__code__:
+        return None
+    lines = inspect.getsourcelines(CellQueue._wait_turn)
+    mark = lines[1] + next(i for i, text in enumerate(lines[0]) if "place.gone = True" in text)
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == mark:
+            sys.settrace(None)
+            frame.f_trace = None
+            raise KeyboardInterrupt
+        return local
+    return local
+
+
+def test_a_kept_ctrl_c_from_the_wait_holds_no_one_up() -> None:
+    """The ``KeyboardInterrupt`` of a cell cut short as its wait's ``finally`` began is kept (as
+    ``sys.last_traceback`` keeps it in an interactive session): its traceback keeps the ended wait's
+    frame, and its locals, alive. Another thread's cell still gets the kernel and the cell no
+    longer counts as waiting. Before: the place stayed head for as long as the exception was kept
+    (the other cell waited 10 s of 10 s; ``queued`` stayed 1), as its liveness was a local of that frame."""
+    queue = CellQueue()
+    sys.settrace(_ctrl_c_as_the_finally_of_the_wait_begins)
+    try:
+        with pytest.raises(KeyboardInterrupt) as kept:
+            _take_turn(queue)
+    finally:
+        sys.settrace(None)
+    assert kept.value.__traceback__ is not None  # kept, with the wait's frame in it
+    assert queue.waiting == 0, "the interrupted cell still counts as waiting"
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
