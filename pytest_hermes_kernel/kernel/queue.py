@@ -121,10 +121,11 @@ class CellQueue:
                     self._turn.release()
 
     def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None, held: list[bool], owned: bool) -> bool:
-        """Wait in line, then take the queue's lock (``held[0]`` says so; the caller releases it) and
-        wait out a running restart; ``False`` (lock not held) once ``cancel`` is set. Cells get the
-        lock in the order they came: the lock alone handed it to any waiter (a cell sent after five
-        others ran first in 1 round of 20). A cell stays head until its restart wait is over too:
+        """Wait in line, then take the queue's lock (``held[0]`` says so; the caller releases it; a turn
+        re-entered by the thread that holds it, ``owned``, takes it not again) and wait out a running
+        restart; ``False`` (lock not held) once ``cancel`` is set. Cells get the lock in the order
+        they came: the lock alone handed it to any waiter (a cell sent after five others ran first
+        in 1 round of 20). A cell stays head until its restart wait is over too:
         that wait gives the lock up, and cells sent during a restart, all let through to it, raced
         for the lock at its end (163 rounds of 200 out of order)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
@@ -141,14 +142,15 @@ class CellQueue:
                 if cancel is not None and cancel.is_set():
                     return False
                 head.wait(CANCEL_LOOK_S)
-            while not self._turn.acquire(timeout=look_s):
-                if cancel is not None and cancel.is_set():
+            while not owned and not self._turn.acquire(timeout=look_s):  # (re-entered: held already; a second
+                if cancel is not None and cancel.is_set():  # hold a Ctrl-C cut before held[0] was set stayed for good)
                     return False
-            held[0] = True
+            held[0] = not owned
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():
-                    held[0] = False  # first: the caller must not release it a second time
-                    self._turn.release()
+                    if held[0]:
+                        held[0] = False  # first: the caller must not release it a second time
+                        self._turn.release()
                     return False
                 self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
         finally:  # held, cancelled or interrupted: the next in line is head now

@@ -246,3 +246,39 @@ def test_a_kept_ctrl_c_from_the_wait_holds_no_one_up() -> None:
     assert kept.value.__traceback__ is not None  # kept, with the wait's frame in it
     assert queue.waiting == 0, "the interrupted cell still counts as waiting"
     assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
+
+
+def _ctrl_c_as_a_reentered_turn_has_the_lock(frame: FrameType, event: str, arg: object) -> Any:
+    """A trace function that raises ``KeyboardInterrupt`` in a re-entered ``_wait_turn`` (its thread
+    holds the queue's lock) on the line after the wait for the lock: where a signal's handler runs
+    as that call returns, before ``held[0]`` records the hold."""
+    if frame.f_code is not CellQueue._wait_turn.__code__ or not frame.f_locals.get("owned"):
+        return None
+    lines, first = inspect.getsourcelines(CellQueue._wait_turn)
+    mark = first + next(i for i, text in enumerate(lines)
+                        if text.strip().startswith("held[0] = ") and "False" not in text)
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == mark:
+            sys.settrace(None)
+            frame.f_trace = None
+            raise KeyboardInterrupt
+        return local
+    return local
+
+
+def test_a_ctrl_c_in_a_reentered_turn_leaves_the_lock_to_the_next_cell() -> None:
+    """A turn re-entered inside a cell's turn (``start()`` in it, a signal handler's cell) cut by a
+    Ctrl-C just as its wait for the lock returned: once the cell's turn ends, another thread's
+    cell gets the kernel. Before: the re-entered turn had taken the (re-entrant) lock a second
+    time and nothing released that hold: the lock stayed the interrupted thread's, and the other
+    thread's cell waited 10 s of 10 s."""
+    queue = CellQueue()
+    with queue.turn(queue.ticket(0)):
+        sys.settrace(_ctrl_c_as_a_reentered_turn_has_the_lock)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                _take_turn(queue)
+        finally:
+            sys.settrace(None)
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
