@@ -117,7 +117,7 @@ class HarnessKernel(_HandleMembers):
         self._lock = threading.Lock()
         self._listeners: list[KernelListener] = []
         self._loss_echo = False  # the last result reported a death its next cell repeats
-        self._closed = False
+        self._closed = self._stopping = False
         self._reader_done = False  # the host's replies ended: guarded by _lock with _pending
         self.cells_run = 0
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
@@ -262,7 +262,7 @@ class HarnessKernel(_HandleMembers):
 
         :returns: how the kernel ended; ``already-exited`` when the host was gone (SIGKILLed).
         """
-        info = None
+        info, self._stopping = None, True
         if self.proc.poll() is None:  # also None while a fault timer's kill_host() waits on the host
             try:
                 info = self._call("shutdown", now, timeout=30)
@@ -286,6 +286,11 @@ class HarnessKernel(_HandleMembers):
     def close(self) -> ExitInfo:
         """Alias of :meth:`shutdown`."""
         return self.shutdown()
+
+    @property
+    def stopping(self) -> bool:
+        """``shutdown()`` was called (as :attr:`KernelHandle.stopping <.kernel.handle.KernelHandle.stopping>`)."""
+        return self._stopping
 
     @property
     def alive(self) -> bool:

@@ -20,11 +20,12 @@ and the lock not held: the next cell gets the kernel.
 
 from __future__ import annotations
 
+import sys
 import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 __all__ = ["CANCEL_LOOK_S", "CellQueue", "Ticket"]
@@ -49,28 +50,30 @@ class Ticket:
     generation: int
 
 
-class _Token:
-    """Held by a cell's ``_wait_turn`` frame for as long as it runs (see :class:`_Place`)."""
-
-    __slots__ = ("__weakref__",)
-
-
 class _Place:
     """A cell's place in line: its thread, the event that tells it it is head, and whether it is
-    gone: marked so as the cell leaves, or its ``_wait_turn`` frame ended (its token died) without
-    marking it. On Python 3.10 a signal's handler also runs as a ``finally`` block begins, so a
-    second Ctrl-C landing as the first one's ``finally`` began left a place that waited for ever,
-    and every later cell of other threads behind it (3 of 8 runs of 1.5 s of SIGINT every 0.3 ms)."""
+    gone: marked so as the cell leaves, or its ``_wait_turn`` frame is no longer on its thread's
+    stack (the wait ended without marking it). On Python 3.10 a signal's handler also runs as a
+    ``finally`` block begins, so a second Ctrl-C landing as the first one's ``finally`` began left a
+    place that waited for ever, and every later cell of other threads behind it (3 of 8 runs of
+    1.5 s of SIGINT every 0.3 ms). The frame is looked for on the stack, not watched for its end: a
+    kept ``KeyboardInterrupt`` (``sys.last_traceback``, a saved outcome) keeps the ended frame, and
+    all its locals, alive for as long as it is kept."""
 
     __slots__ = ("thread", "event", "gone", "_frame")
 
-    def __init__(self, token: _Token) -> None:
+    def __init__(self, frame: FrameType) -> None:
         self.thread, self.event, self.gone = threading.get_ident(), threading.Event(), False
-        self._frame = weakref.ref(token)
+        self._frame = frame
 
     @property
     def waits(self) -> bool:
-        return not self.gone and self._frame() is not None
+        if self.gone:
+            return False
+        frame = sys._current_frames().get(self.thread)
+        while frame is not None and frame is not self._frame:
+            frame = frame.f_back
+        return frame is not None
 
 
 class CellQueue:
@@ -118,15 +121,15 @@ class CellQueue:
                     self._turn.release()
 
     def _wait_turn(self, ticket: Ticket, cancel: threading.Event | None, held: list[bool], owned: bool) -> bool:
-        """Wait in line, then take the queue's lock (``held[0]`` says so; the caller releases it) and
-        wait out a running restart; ``False`` (lock not held) once ``cancel`` is set. Cells get the
-        lock in the order they came: the lock alone handed it to any waiter (a cell sent after five
-        others ran first in 1 round of 20). A cell stays head until its restart wait is over too:
+        """Wait in line, then take the queue's lock (``held[0]`` says so; the caller releases it; a turn
+        re-entered by the thread that holds it, ``owned``, takes it not again) and wait out a running
+        restart; ``False`` (lock not held) once ``cancel`` is set. Cells get the lock in the order
+        they came: the lock alone handed it to any waiter (a cell sent after five others ran first
+        in 1 round of 20). A cell stays head until its restart wait is over too:
         that wait gives the lock up, and cells sent during a restart, all let through to it, raced
         for the lock at its end (163 rounds of 200 out of order)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
-        token = _Token()  # lives as long as this frame: a place it cannot mark gone goes with it
-        place = _Place(token)
+        place = _Place(sys._getframe())  # a place this frame cannot mark gone goes as the frame ends
         head = place.event
         try:
             with self._count_lock:  # a cell from a signal handler of a thread in line takes that thread's place,
@@ -139,14 +142,15 @@ class CellQueue:
                 if cancel is not None and cancel.is_set():
                     return False
                 head.wait(CANCEL_LOOK_S)
-            while not self._turn.acquire(timeout=look_s):
-                if cancel is not None and cancel.is_set():
+            while not owned and not self._turn.acquire(timeout=look_s):  # (re-entered: held already; a second
+                if cancel is not None and cancel.is_set():  # hold a Ctrl-C cut before held[0] was set stayed for good)
                     return False
-            held[0] = True
+            held[0] = not owned
             while self._restarting and ticket.epoch == self._epoch:
                 if cancel is not None and cancel.is_set():
-                    held[0] = False  # first: the caller must not release it a second time
-                    self._turn.release()
+                    if held[0]:
+                        held[0] = False  # first: the caller must not release it a second time
+                        self._turn.release()
                     return False
                 self._turn.wait(NOTIFY_WAIT_S if cancel is None else CANCEL_LOOK_S)  # bounded: see restart()
         finally:  # held, cancelled or interrupted: the next in line is head now

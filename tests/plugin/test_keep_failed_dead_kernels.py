@@ -50,3 +50,28 @@ def test_a_kernel_whose_cell_pytest_timeout_cut_is_shut_down(pytester: pytest.Py
     result.assert_outcomes(failed=1)
     assert "still runs" not in out and "leaked" not in out, out
     assert "not kept: it was not alive at the test's end" in out, out
+
+
+SHUT_DOWN_IN_THE_HARNESS = """
+import pytest
+
+@pytest.mark.hermes_host_sigkill(after_cell=5)  # its kernel runs in a host harness; never fires here
+def test_shuts_its_kernel_down_then_fails(hermes_kernel):
+    assert hermes_kernel.execute("1").value == "1"
+    hermes_kernel.shutdown()
+    assert False, "the test's own failure"
+"""
+
+
+def test_a_harness_kernel_the_test_shut_down_is_not_said_to_have_died(pytester: pytest.Pytester, run,  # type: ignore[no-untyped-def]
+                                                                       kept_env) -> None:  # noqa: F811
+    """A kernel the test shut down itself is left as it is, also one in a fault's host harness
+    (``hermes_host_sigkill``). Before, the harness kernel had no ``stopping``, and the summary
+    said of it "not kept: it was not alive at the test's end (its worker had died, or its cell's
+    wait was cut) ...: shut down"."""
+    pytester.makepyfile(test_harness=SHUT_DOWN_IN_THE_HARNESS)
+    result = run("--hermes-transport=local", "--hermes-keep-failed", "-p", "no:randomly")
+    out = result.stdout.str()
+    result.assert_outcomes(failed=1)
+    assert "the test's own failure" in out, out
+    assert "not kept" not in out and "not alive" not in out, out

@@ -222,3 +222,52 @@ def test_a_transport_a_wider_fixture_closes_is_probed_before_its_host_fixture_en
     result.stdout.fnmatch_lines(["*HermesLeakWarning: test_hosts.py::test_last: resources outlived*",
                                  "*leaked remote kernel process: pid 72 (kernel k-left) on h"])
     assert "leaks found: remote kernel process=1" in out
+
+
+LEAVES_AS_IT_CLOSES = """
+import pytest
+from pytest_hermes_kernel.kernel.contract import Transport
+from pytest_hermes_kernel.transports import close_transport, make_transport, register_transport
+
+LEFT = {}
+
+class OnHost(Transport):
+    name = "onhost"
+    def launch(self, spec): raise NotImplementedError
+    def kill(self, launched): raise NotImplementedError
+    def alive(self, launched): raise NotImplementedError
+    def leak_snapshot(self, host_pid):
+        return {"remote kernel process": dict(LEFT)}
+    def leak_cleanup(self, kind, identity):
+        LEFT.pop(identity, None)
+    def describe(self):
+        return "onhost (host h)"
+
+register_transport("onhost", OnHost)
+
+@pytest.fixture(scope="module")
+def closes_late():
+    transport = make_transport("onhost")
+    yield
+    LEFT["k-left"] = "pid 73 (kernel k-left) on h"  # left on the host as the fixture ends
+    close_transport(transport)
+
+def test_last(closes_late):
+    pass
+"""
+
+
+def test_a_timeout_in_the_look_between_wider_teardowns_is_not_lost(pytester, run):
+    """pytest-timeout's alarm lands in the grace of the look taken as a wider fixture closed a
+    transport (the leak there keeps it re-checking): the test fails with the timeout. Before, the
+    look kept the timeout on the checker and the test's own check cleared it unraised: "1 passed,
+    1 warning" (the leak, as a warning) with pytest-timeout's stack dump above it."""
+    pytest.importorskip("pytest_timeout", reason="needs pytest-timeout (the dev extra)")
+    pytester.makepyfile(test_late=LEAVES_AS_IT_CLOSES)
+
+    result = run("--hermes-leak-grace=5", "--hermes-leak-check=warn", "--timeout=1", "-o", "timeout_method=signal")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1, warnings=1)
+    assert "Timeout (>1.0s) from pytest-timeout" in out, out[-3000:]
+    result.stdout.fnmatch_lines(["*leaked remote kernel process: pid 73 (kernel k-left) on h"])

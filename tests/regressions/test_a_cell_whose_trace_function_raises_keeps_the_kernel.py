@@ -9,6 +9,10 @@ Every leg.
 
 from __future__ import annotations
 
+import signal
+
+from tests.support import signal_in_kernel
+
 RAISES = "import sys\ndef tracer(*_):\n    raise ZeroDivisionError('the tracer')\nsys.settrace(tracer)"
 RECORDS = ("import sys\nseen = []\ndef tracer(frame, event, arg):\n"
            "    if event == 'call':\n        seen.append(frame.f_code.co_name)\nsys.settrace(tracer)")
@@ -35,3 +39,21 @@ def test_a_tracer_traces_the_cells_after_it_and_not_the_runner(hermes_kernel):
 
     assert r.status == "ok" and "'mine'" in r.value, r.summary()
     assert r.value.count("'") <= 8, r.value  # the cells' frames (<module>, mine), none of the runner's
+
+
+TRACES_AND_RAISES_BETWEEN = (RECORDS + "\nimport signal\ndef on_usr1(*_):\n    raise TimeoutError('my own timeout')\n"
+                             "signal.signal(signal.SIGUSR1, on_usr1)")
+
+
+def test_a_handlers_error_raised_as_a_cell_begins_keeps_the_cells_tracer(hermes_kernel):
+    """A cell's handler raised between cells: its error is the next cell's, raised before the
+    cell's tracer was put back. Before, the tracer was then saved as the trace the cell left
+    (none): it traced no later cell (``sys.gettrace() is tracer``: ``False``)."""
+    assert hermes_kernel.execute(TRACES_AND_RAISES_BETWEEN).status == "ok"
+    signal_in_kernel(hermes_kernel, hermes_kernel.pid, signal.SIGUSR1)
+
+    hit = hermes_kernel.execute("1 + 1")
+    after = hermes_kernel.execute("sys.gettrace() is tracer")
+
+    assert (hit.status, hit.ename) == ("error", "TimeoutError"), hit.summary()
+    assert (after.status, after.value) == ("ok", "True"), after.summary()

@@ -35,6 +35,30 @@ def test_a_cgroup_that_does_not_exist_fails_the_start_naming_it(request, where):
     assert "needs sh, python3" not in str(exc.value), "a hint blaming the backend's tools (filecell)"
 
 
+#: A file any user may open for writing whose every write fails (``ENOSPC``): a join refused at the
+#: write, not the open (as cgroup v2 refuses a move across a subtree the user was not delegated).
+REFUSES_THE_WRITE = "/dev/full"
+
+
+@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell", "docker", "ssh"])
+def test_a_cgroup_that_refuses_the_join_itself_fails_the_start(request, where):
+    """Before: the runner's check only opened the file, and the worker's refused write was ignored:
+    the kernel started and its cells ran outside the cgroup (``STARTED`` on every transport)."""
+    if where in ("docker", "ssh"):
+        request.getfixturevalue("docker_ready")
+    name, _, spawn = where.partition("-")
+    transport = make_transport(name, **({"server": False} if spawn else {}))
+    try:
+        with pytest.raises(KernelStartError) as exc:
+            with start_kernel(transport, cgroup_procs=REFUSES_THE_WRITE, start_timeout=30) as k:
+                groups = k.execute("open('/proc/self/cgroup').read()").value
+                pytest.fail(f"started; its worker is in {groups}")
+    finally:
+        transport.close()
+    assert (f"the worker cannot join the cgroup cgroup_procs={REFUSES_THE_WRITE!r}: No space left on device"
+            in str(exc.value)), str(exc.value)
+
+
 def _roots_cgroup_procs() -> str:
     for path in ("/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/cgroup.procs"):
         if os.path.exists(path) and os.stat(path).st_uid == 0:

@@ -14,17 +14,20 @@ blocks of the count are gone).
 from __future__ import annotations
 
 import glob
+import inspect
 import os
 import subprocess
 import sys
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
+from types import FrameType
+from typing import Any
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import call_in_thread
 from pytest_hermes_kernel.kernel import queue as queue_module
-from pytest_hermes_kernel.kernel.queue import CellQueue, _Place, _Token
+from pytest_hermes_kernel.kernel.queue import CellQueue, _Place
 from tests.support import wait_until
 
 #: The blocks under the line's lock one cell's turn goes through, in order.
@@ -191,12 +194,91 @@ def test_a_place_whose_wait_ended_without_leaving_the_line_holds_no_one_up() -> 
     """A place whose cell's wait ended without marking it gone (3.10: a second Ctrl-C landing as
     the first one's ``finally`` began) goes with that wait's frame, not for ever."""
     queue = CellQueue()
-    token = _Token()
-    queue._line = (_Place(token),)  # the place of a wait still running: it is head
+    placed, end = threading.Event(), threading.Event()
+
+    def a_wait_still_running() -> None:  # its place is head while this frame runs
+        queue._line = (_Place(sys._getframe()),)
+        placed.set()
+        end.wait(30.0)
+
+    stale = threading.Thread(target=a_wait_still_running, daemon=True)
+    stale.start()
+    assert placed.wait(10.0)
     other = call_in_thread(_take_turn, queue)
     wait_until(lambda: queue.waiting == 2, 10.0, what="the other cell in line")
     with pytest.raises(FutureTimeout):  # a bounded look: it must wait behind a place whose wait still runs
         other.result(timeout=0.2)
-    del token  # that wait's frame ended
+    end.set()  # that wait's frame ended
     assert other.result(timeout=10.0) is True, "the cell behind a stale place got the kernel"
     assert queue.waiting == 0
+
+
+def _ctrl_c_as_the_finally_of_the_wait_begins(frame: FrameType, event: str, arg: object) -> Any:
+    """A trace function that raises ``KeyboardInterrupt`` in ``_wait_turn`` just before its
+    ``finally`` marks the place gone: where 3.10 runs a signal's handler as a ``finally`` begins."""
+    if frame.f_code is not CellQueue._wait_turn.__code__:
+        return None
+    lines = inspect.getsourcelines(CellQueue._wait_turn)
+    mark = lines[1] + next(i for i, text in enumerate(lines[0]) if "place.gone = True" in text)
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == mark:
+            sys.settrace(None)
+            frame.f_trace = None
+            raise KeyboardInterrupt
+        return local
+    return local
+
+
+def test_a_kept_ctrl_c_from_the_wait_holds_no_one_up() -> None:
+    """The ``KeyboardInterrupt`` of a cell cut short as its wait's ``finally`` began is kept (as
+    ``sys.last_traceback`` keeps it in an interactive session): its traceback keeps the ended wait's
+    frame, and its locals, alive. Another thread's cell still gets the kernel and the cell no
+    longer counts as waiting. Before: the place stayed head for as long as the exception was kept
+    (the other cell waited 10 s of 10 s; ``queued`` stayed 1), as its liveness was a local of that frame."""
+    queue = CellQueue()
+    sys.settrace(_ctrl_c_as_the_finally_of_the_wait_begins)
+    try:
+        with pytest.raises(KeyboardInterrupt) as kept:
+            _take_turn(queue)
+    finally:
+        sys.settrace(None)
+    assert kept.value.__traceback__ is not None  # kept, with the wait's frame in it
+    assert queue.waiting == 0, "the interrupted cell still counts as waiting"
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
+
+
+def _ctrl_c_as_a_reentered_turn_has_the_lock(frame: FrameType, event: str, arg: object) -> Any:
+    """A trace function that raises ``KeyboardInterrupt`` in a re-entered ``_wait_turn`` (its thread
+    holds the queue's lock) on the line after the wait for the lock: where a signal's handler runs
+    as that call returns, before ``held[0]`` records the hold."""
+    if frame.f_code is not CellQueue._wait_turn.__code__ or not frame.f_locals.get("owned"):
+        return None
+    lines, first = inspect.getsourcelines(CellQueue._wait_turn)
+    mark = first + next(i for i, text in enumerate(lines)
+                        if text.strip().startswith("held[0] = ") and "False" not in text)
+
+    def local(frame: FrameType, event: str, arg: object) -> Any:
+        if event == "line" and frame.f_lineno == mark:
+            sys.settrace(None)
+            frame.f_trace = None
+            raise KeyboardInterrupt
+        return local
+    return local
+
+
+def test_a_ctrl_c_in_a_reentered_turn_leaves_the_lock_to_the_next_cell() -> None:
+    """A turn re-entered inside a cell's turn (``start()`` in it, a signal handler's cell) cut by a
+    Ctrl-C just as its wait for the lock returned: once the cell's turn ends, another thread's
+    cell gets the kernel. Before: the re-entered turn had taken the (re-entrant) lock a second
+    time and nothing released that hold: the lock stayed the interrupted thread's, and the other
+    thread's cell waited 10 s of 10 s."""
+    queue = CellQueue()
+    with queue.turn(queue.ticket(0)):
+        sys.settrace(_ctrl_c_as_a_reentered_turn_has_the_lock)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                _take_turn(queue)
+        finally:
+            sys.settrace(None)
+    assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"

@@ -346,13 +346,16 @@ def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
     code = compile(tree, "<cell>", "exec")
+    traced = False
     try:  # (this frame began untraced: only the cell's frames are traced; C calls alone until the finally)
-        _unguard_cell_handlers()
+        _unguard_cell_handlers()  # (may raise a handler's error: before the trace is set, which is then kept as it was)
         sys.settrace(_cell_trace[0])
+        traced = True
         exec(code, namespace)
         value = None if last is None else eval(compile(last, "<cell>", "eval"), namespace)
     finally:
-        _cell_trace[0] = sys.gettrace()
+        if traced or sys.gettrace() is not None:  # (it dropped the cell's tracer: None, read untraced)
+            _cell_trace[0] = sys.gettrace()
         sys.settrace(None)
         try:
             _guard_cell_handlers()

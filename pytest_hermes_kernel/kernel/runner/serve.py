@@ -117,18 +117,35 @@ def enter_cwd(config: dict[str, Any]) -> None:
 
 
 def cgroup_problem(config: dict[str, Any]) -> str | None:
-    """The line that says why the config's ``cgroup_procs`` cannot be joined (a file missing, or
-    not this user's to write), else ``None``: checked before the worker starts, so the launch fails
-    with it, where the worker ran outside the cgroup, without its limit, and said nothing."""
+    """The line that says why the config's ``cgroup_procs`` cannot be joined (a file missing, not
+    this user's to write, or a write the kernel refuses), else ``None``: checked before the worker
+    starts, so the launch fails with it, where the worker ran outside the cgroup, without its
+    limit, and said nothing. A child joins it and exits: a file this user may open can still refuse
+    the join itself (cgroup v2's common-ancestor rule; ``/dev/full``), which an ``open`` alone passed."""
     path = config.get("cgroup_procs")
     if not path:
         return None
-    try:
-        os.close(os.open(path, os.O_WRONLY))
-    except OSError as exc:
-        return (f"hermes-kernel runner: the worker cannot join the cgroup cgroup_procs={path!r}: {exc.strerror}"
-                " (its limit would not apply)")
-    return None
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the probe: joins as the worker will, says why not, and exits (nothing of it is left there)
+        code = 0
+        try:
+            os.close(read)
+            with open(path, "w", encoding="ascii") as fh:
+                fh.write(str(os.getpid()))
+        except OSError as exc:
+            code = 1
+            os.write(write, (exc.strerror or str(exc)).encode("utf-8", "replace"))
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as fh:
+        why = fh.read().decode("utf-8", "replace")
+    _, status = os.waitpid(pid, 0)
+    if status == 0:
+        return None
+    return (f"hermes-kernel runner: the worker cannot join the cgroup cgroup_procs={path!r}: {why or 'its probe failed'}"
+            " (its limit would not apply)")
 
 
 def check_cgroup(config: dict[str, Any]) -> None:
