@@ -52,13 +52,15 @@ class Ticket:
 
 class _Place:
     """A cell's place in line: its thread, the event that tells it it is head, and whether it is
-    gone: marked so as the cell leaves, or its ``_wait_turn`` frame is no longer on its thread's
-    stack (the wait ended without marking it). On Python 3.10 a signal's handler also runs as a
-    ``finally`` block begins, so a second Ctrl-C landing as the first one's ``finally`` began left a
+    gone: marked so as the cell leaves, or its ``_wait_turn`` frame no longer runs (the wait ended
+    without marking it: its frame can be cleared, which a running one cannot). On Python 3.10 a
+    signal's handler also runs as a ``finally`` block begins, so a second Ctrl-C landing as the first one's ``finally`` began left a
     place that waited for ever, and every later cell of other threads behind it (3 of 8 runs of
-    1.5 s of SIGINT every 0.3 ms). The frame is looked for on the stack, not watched for its end: a
+    1.5 s of SIGINT every 0.3 ms). The frame is asked whether it runs, not watched for its end: a
     kept ``KeyboardInterrupt`` (``sys.last_traceback``, a saved outcome) keeps the ended frame, and
-    all its locals, alive for as long as it is kept."""
+    all its locals, alive for as long as it is kept. Not by looking for it on its thread's stack:
+    ``sys._current_frames()`` can run the garbage collector while it holds the interpreter's
+    thread list, and a finalizer that needs that list deadlocked (a full run hung in it, 3.11)."""
 
     __slots__ = ("thread", "event", "gone", "_frame")
 
@@ -70,10 +72,12 @@ class _Place:
     def waits(self) -> bool:
         if self.gone:
             return False
-        frame = sys._current_frames().get(self.thread)
-        while frame is not None and frame is not self._frame:
-            frame = frame.f_back
-        return frame is not None
+        try:  # only a frame that no longer runs can be cleared (3.10-3.13): this wait ended unmarked
+            self._frame.clear()
+        except RuntimeError:  # "cannot clear an executing frame": the wait runs
+            return True
+        self.gone = True
+        return False
 
 
 class CellQueue:

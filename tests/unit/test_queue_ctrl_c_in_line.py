@@ -282,3 +282,19 @@ def test_a_ctrl_c_in_a_reentered_turn_leaves_the_lock_to_the_next_cell() -> None
         finally:
             sys.settrace(None)
     assert call_in_thread(_take_turn, queue).result(timeout=10.0) is True, "another thread's cell got the kernel"
+
+
+def test_a_turn_never_lists_every_threads_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sys._current_frames()`` can run the garbage collector while it holds the interpreter's list
+    of threads, and a finalizer that needs that list waits for ever: a clean-clone run hung in it
+    (``_PyThread_CurrentFrames`` -> ``gc_collect_main`` -> a lock, 3.11), a cell waiting in line
+    behind a place whose liveness it was asking. A place asks its own frame instead."""
+    def refused() -> None:
+        raise AssertionError("sys._current_frames() called: it can deadlock with the garbage collector")
+
+    monkeypatch.setattr(sys, "_current_frames", refused)
+    queue = CellQueue()
+    with queue.turn(queue.ticket(0)):
+        other = call_in_thread(_take_turn, queue)
+        wait_until(lambda: queue.waiting == 1, 10.0, what="the other cell in line")
+    assert other.result(timeout=10.0) is True and queue.waiting == 0
