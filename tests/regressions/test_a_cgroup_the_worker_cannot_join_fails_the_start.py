@@ -18,21 +18,27 @@ from tests.nonroot import unprivileged_user
 MISSING = "/sys/fs/cgroup/memory/hermes-no-such-group/cgroup.procs"
 
 
-@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell", "docker", "ssh"])
-def test_a_cgroup_that_does_not_exist_fails_the_start_naming_it(request, where):
+def _start_error(request: pytest.FixtureRequest, where: str, cgroup_procs: str) -> str:
+    """The start error of a kernel on ``where`` (``local-spawn``: the spawn path) with ``cgroup_procs``."""
     if where in ("docker", "ssh"):
         request.getfixturevalue("docker_ready")
     name, _, spawn = where.partition("-")
     transport = make_transport(name, **({"server": False} if spawn else {}))
     try:
         with pytest.raises(KernelStartError) as exc:
-            with start_kernel(transport, cgroup_procs=MISSING, start_timeout=30) as k:
+            with start_kernel(transport, cgroup_procs=cgroup_procs, start_timeout=30) as k:
                 groups = k.execute("open('/proc/self/cgroup').read()").value
                 pytest.fail(f"started; its worker is in {groups}")
     finally:
         transport.close()
-    assert f"the worker cannot join the cgroup cgroup_procs={MISSING!r}: No such file or directory" in str(exc.value)
-    assert "needs sh, python3" not in str(exc.value), "a hint blaming the backend's tools (filecell)"
+    return str(exc.value)
+
+
+@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell", "docker", "ssh"])
+def test_a_cgroup_that_does_not_exist_fails_the_start_naming_it(request, where):
+    text = _start_error(request, where, MISSING)
+    assert f"the worker cannot join the cgroup cgroup_procs={MISSING!r}: No such file or directory" in text
+    assert "needs sh, python3" not in text, "a hint blaming the backend's tools (filecell)"
 
 
 #: A file any user may open for writing whose every write fails (``ENOSPC``): a join refused at the
@@ -44,19 +50,8 @@ REFUSES_THE_WRITE = "/dev/full"
 def test_a_cgroup_that_refuses_the_join_itself_fails_the_start(request, where):
     """Before: the runner's check only opened the file, and the worker's refused write was ignored:
     the kernel started and its cells ran outside the cgroup (``STARTED`` on every transport)."""
-    if where in ("docker", "ssh"):
-        request.getfixturevalue("docker_ready")
-    name, _, spawn = where.partition("-")
-    transport = make_transport(name, **({"server": False} if spawn else {}))
-    try:
-        with pytest.raises(KernelStartError) as exc:
-            with start_kernel(transport, cgroup_procs=REFUSES_THE_WRITE, start_timeout=30) as k:
-                groups = k.execute("open('/proc/self/cgroup').read()").value
-                pytest.fail(f"started; its worker is in {groups}")
-    finally:
-        transport.close()
-    assert (f"the worker cannot join the cgroup cgroup_procs={REFUSES_THE_WRITE!r}: No space left on device"
-            in str(exc.value)), str(exc.value)
+    text = _start_error(request, where, REFUSES_THE_WRITE)
+    assert f"the worker cannot join the cgroup cgroup_procs={REFUSES_THE_WRITE!r}: No space left on device" in text, text
 
 
 def _roots_cgroup_procs() -> str:
