@@ -213,14 +213,8 @@ def test_a_place_whose_wait_ended_without_leaving_the_line_holds_no_one_up() -> 
     assert queue.waiting == 0
 
 
-def _ctrl_c_as_the_finally_of_the_wait_begins(frame: FrameType, event: str, arg: object) -> Any:
-    """A trace function that raises ``KeyboardInterrupt`` in ``_wait_turn`` just before its
-    ``finally`` marks the place gone: where 3.10 runs a signal's handler as a ``finally`` begins."""
-    if frame.f_code is not CellQueue._wait_turn.__code__:
-        return None
-    lines = inspect.getsourcelines(CellQueue._wait_turn)
-    mark = lines[1] + next(i for i, text in enumerate(lines[0]) if "place.gone = True" in text)
-
+def _raise_at(mark: int) -> Any:
+    """The local trace function that raises ``KeyboardInterrupt`` as line ``mark`` of its frame begins, once."""
     def local(frame: FrameType, event: str, arg: object) -> Any:
         if event == "line" and frame.f_lineno == mark:
             sys.settrace(None)
@@ -228,6 +222,16 @@ def _ctrl_c_as_the_finally_of_the_wait_begins(frame: FrameType, event: str, arg:
             raise KeyboardInterrupt
         return local
     return local
+
+
+def _ctrl_c_as_the_finally_of_the_wait_begins(frame: FrameType, event: str, arg: object) -> Any:
+    """A trace function that raises ``KeyboardInterrupt`` in ``_wait_turn`` just before its
+    ``finally`` marks the place gone: where 3.10 runs a signal's handler as a ``finally`` begins."""
+    if frame.f_code is not CellQueue._wait_turn.__code__:
+        return None
+    lines = inspect.getsourcelines(CellQueue._wait_turn)
+    mark = lines[1] + next(i for i, text in enumerate(lines[0]) if "place.gone = True" in text)
+    return _raise_at(mark)
 
 
 def test_a_kept_ctrl_c_from_the_wait_holds_no_one_up() -> None:
@@ -257,14 +261,7 @@ def _ctrl_c_as_a_reentered_turn_has_the_lock(frame: FrameType, event: str, arg: 
     lines, first = inspect.getsourcelines(CellQueue._wait_turn)
     mark = first + next(i for i, text in enumerate(lines)
                         if text.strip().startswith("held[0] = ") and "False" not in text)
-
-    def local(frame: FrameType, event: str, arg: object) -> Any:
-        if event == "line" and frame.f_lineno == mark:
-            sys.settrace(None)
-            frame.f_trace = None
-            raise KeyboardInterrupt
-        return local
-    return local
+    return _raise_at(mark)
 
 
 def test_a_ctrl_c_in_a_reentered_turn_leaves_the_lock_to_the_next_cell() -> None:
