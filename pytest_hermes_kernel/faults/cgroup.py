@@ -126,16 +126,9 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
             except OSError as exc:
                 refused.append(f"{path}: {exc}")
                 continue
-            try:
-                _write(os.path.join(path, "memory.limit_in_bytes"), str(limit_bytes))
-            except OSError as exc:
-                MemoryCgroup(path, 1, limit_bytes).remove()
-                raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {path}: {exc}. {_HINT}") from None
-            try:
-                _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(limit_bytes))
-            except OSError:
-                pass  # no swap accounting: the limit applies to RAM only
-            return _counting(MemoryCgroup(path, 1, limit_bytes))
+            # (no swap accounting: the limit applies to RAM only)
+            return _limited(path, 1, limit_bytes, ("memory.limit_in_bytes", str(limit_bytes)),
+                            ("memory.memsw.limit_in_bytes", str(limit_bytes)), f". {_HINT}")
         raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {'; nor at '.join(refused)}. {_HINT}")
     if os.path.exists(os.path.join(V2_ROOT, "cgroup.controllers")):
         refused = []
@@ -155,15 +148,25 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
             except OSError as exc:
                 refused.append(f"cannot create a v2 memory cgroup at {path}: {exc}")
                 continue
-            try:
-                _write(os.path.join(path, "memory.max"), str(limit_bytes))
-            except OSError as exc:
-                MemoryCgroup(path, 2, limit_bytes).remove()
-                raise TransportUnavailableError(f"cannot create a v2 memory cgroup at {path}: {exc}") from None
-            try:
-                _write(os.path.join(path, "memory.swap.max"), "0")
-            except OSError:
-                pass
-            return _counting(MemoryCgroup(path, 2, limit_bytes))
+            return _limited(path, 2, limit_bytes, ("memory.max", str(limit_bytes)), ("memory.swap.max", "0"), "")
         raise TransportUnavailableError("; nor: ".join(refused) + f". {_HINT}")
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")
+
+
+def _limited(path: str, version: int, limit_bytes: int, limit: tuple[str, str], swap: tuple[str, str],
+             hint: str) -> MemoryCgroup:
+    """Set the limit of the cgroup just made at ``path`` (``limit``: file, value), and its swap's
+    where the machine accounts swap; the cgroup is removed if its limit cannot be set.
+
+    :raises TransportUnavailableError: if the limit cannot be written (``hint`` ends the message).
+    """
+    try:
+        _write(os.path.join(path, limit[0]), limit[1])
+    except OSError as exc:
+        MemoryCgroup(path, version, limit_bytes).remove()
+        raise TransportUnavailableError(f"cannot create a v{version} memory cgroup at {path}: {exc}{hint}") from None
+    try:
+        _write(os.path.join(path, swap[0]), swap[1])
+    except OSError:
+        pass  # no swap accounting
+    return _counting(MemoryCgroup(path, version, limit_bytes))
