@@ -91,18 +91,32 @@ def own_cgroup(version: int, proc_file: str = "/proc/self/cgroup") -> str | None
 
 def _parents(root: str, version: int) -> list[str]:
     """Where a group may be made: the hierarchy's root (root may write there), then this process's
-    own cgroup (an ordinary user's delegated one, which it may write: there it was refused)."""
-    own = own_cgroup(version)
-    return [root] + ([os.path.join(root, own.lstrip("/"))] if own else [])
+    own cgroup (an ordinary user's delegated one, which it may write: there it was refused) and, on
+    v2, that cgroup's ancestors, nearest first: a v2 cgroup that holds processes cannot give its
+    children the memory controller, so a delegated user runs pytest in a leaf below its cgroup."""
+    own = (own_cgroup(version) or "").strip("/").split("/")
+    nearest = [os.path.join(root, *own[:n]) for n in range(len(own), 0, -1) if own[0]]
+    return [root] + (nearest if version == 2 else nearest[:1])
 
 
 def writable_parent() -> str | None:
-    """Where this process could make a memory cgroup (a parent it may write), else ``None``: what
-    ``hermes-kernel doctor`` reports (it looked at the hierarchy's root only)."""
+    """Where this process could make a memory cgroup for ``hermes_oom`` (a parent it may write and,
+    on v2, one that delegates the memory controller to its children), else ``None``: what
+    ``hermes-kernel doctor`` reports, by the checks :func:`create_memory_cgroup` makes."""
     for root, version in ((V1_ROOT, 1), (V2_ROOT, 2)):
         if os.path.exists(os.path.join(root, "memory.limit_in_bytes" if version == 1 else "cgroup.controllers")):
-            return next((p for p in _parents(root, version) if os.access(p, os.W_OK)), None)
+            return next((p for p in _parents(root, version)
+                         if os.access(p, os.W_OK) and (version == 1 or _delegates_memory(p))), None)
     return None
+
+
+def _delegates_memory(parent: str) -> bool:
+    """Whether a v2 cgroup gives its children the memory controller (``cgroup.subtree_control``)."""
+    try:
+        with open(os.path.join(parent, "cgroup.subtree_control"), encoding="ascii") as fh:
+            return "memory" in fh.read().split()
+    except OSError:
+        return False
 
 
 _HINT = "Hint: run as root, or run pytest in a memory cgroup of this user's own (a delegated one)"
@@ -133,12 +147,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
     if os.path.exists(os.path.join(V2_ROOT, "cgroup.controllers")):
         refused = []
         for parent in _parents(V2_ROOT, 2):
-            try:
-                with open(os.path.join(parent, "cgroup.subtree_control"), encoding="ascii") as fh:
-                    delegated = "memory" in fh.read().split()
-            except OSError:
-                delegated = False
-            if not delegated:
+            if not _delegates_memory(parent):
                 refused.append(f"cgroup v2 here does not delegate the memory controller (cgroup.subtree_control lacks "
                                f"'memory') at {parent}")
                 continue
