@@ -64,13 +64,16 @@ def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared:
 
 
 def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Remove local filecell kernel dirs whose runner (``runner.pid``) is gone."""
+    """Remove this user's local filecell kernel dirs whose runner (``runner.pid``) is gone (the
+    old shared root holds other users' too: root's sweep removed them)."""
     from ..procs import dirs_under, pid_alive
     from .filecell.transport import DEFAULT_ROOT, LEGACY_ROOT
 
     removed = 0
     for _name, path in dirs_under(DEFAULT_ROOT, "k-") + dirs_under(LEGACY_ROOT, "k-"):
         try:
+            if os.lstat(path).st_uid != os.getuid():
+                continue  # another user's, not ours to judge
             with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
                 pid = int(fh.read().split()[0])
         except (OSError, ValueError, IndexError):
