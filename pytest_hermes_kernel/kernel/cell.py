@@ -21,7 +21,6 @@ from .lifecycle import Loss
 from .link import RunnerLink
 from .options import MAX_SECONDS, KernelOptions, is_seconds
 from .outcome import CellOutcome, RunnerReply, blobs_of
-from .output import kernel_secrets
 from .results import MAX_FRAME_BYTES, FrameTooDeep, Reason
 from .rpc import CellAuthority, ToolTable, describe_tool_error
 from .watchdog import Action, CellBudget
@@ -80,6 +79,7 @@ class CellRun:
     :param kernel: the kernel this cell runs on (marks tool threads: a tool cannot run a cell there).
     :param stopping: returns true once the kernel is shutting down (no re-attach then).
     :param resetting: returns true once ``restart()`` has begun (see :meth:`_join_tools`).
+    :param secrets: redacted from tool calls' ``args`` (the kernel's, found once at its start).
     :param cancel: the caller's cancel switch for this cell (see :class:`~.watchdog.CellBudget`).
     :param emit: ``emit(event, payload)`` reports the cell's events to the kernel's listeners:
         ``running`` once, on the cell's thread, when the runner says the cell has started in the
@@ -89,15 +89,14 @@ class CellRun:
     def __init__(self, link: RunnerLink, options: KernelOptions, tools: ToolTable, *, code: str,
                  budget_s: float | None, kernel: object, stopping: Callable[[], bool],
                  cancel: threading.Event | None = None, emit: Callable[[str, Any], None] | None = None,
-                 resetting: Callable[[], bool] = lambda: False) -> None:
+                 resetting: Callable[[], bool] = lambda: False, secrets: tuple[str, ...] = ()) -> None:
         self.link = link
         self.options = options
         self.kernel, self.callers = kernel, _in_tool.waiting  # callers: kernels whose cells wait for this one
-        self.stopping = stopping
-        self.resetting = resetting
+        self.stopping, self.resetting = stopping, resetting
         self.rid = link.channel.next_id()
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
-        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls, secrets=kernel_secrets(options.env))
+        self.authority = CellAuthority(self.rid, tools, options.max_tool_calls, secrets=secrets)
         self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
         if options.report_running:
             self.request["report_running"] = True

@@ -270,7 +270,7 @@ class KernelHandle:
         try:
             cell = CellRun(self._runtime.require_link(), self.options, self.tools, code=code, budget_s=budget_s,
                            kernel=self, stopping=lambda: self._life.stopping, cancel=cancel, emit=self._emit,
-                           resetting=lambda: self._life.state is S.RESETTING)
+                           resetting=lambda: self._life.state is S.RESETTING, secrets=self._secrets)
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
