@@ -20,6 +20,7 @@ kernel by a plain spawn and says so in the first result's ``kernel.note``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import os
@@ -38,7 +39,7 @@ import psutil
 
 from ..errors import KernelServerUnavailable
 from ..procs import children, note_left_behind, start_ticks
-from .runner_zipapp import write_runner
+from .runner_zipapp import runner_zipapp, write_runner
 
 SERVER_DIR_PREFIX = "hermes-kernel-server-"
 DEFAULT_MAX_SERVERS = 4
@@ -68,8 +69,16 @@ class LocalServer:
     def __init__(self, python: str, env: dict[str, str], root: str, idle_timeout: float | None) -> None:
         self.python = python
         self.owner = os.getpid()  # a forked copy of this process holds a copy, not the server
-        self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:  # no fd left: the spawn path's error says so (it was a bare OSError, the dir left)
+            raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
+        try:
+            self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
+        except OSError as exc:
+            self.control.close()
+            theirs.close()
+            raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.answered = False
@@ -82,6 +91,10 @@ class LocalServer:
             self.proc = self._start(theirs, env, idle_timeout)
         except OSError as exc:
             self.control.close()
+            theirs.close()  # first: removing the dir may need the fds
+            for name in ("server.log", runner_zipapp().name):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.dir, name))
             shutil.rmtree(self.dir, ignore_errors=True)
             raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         finally:
