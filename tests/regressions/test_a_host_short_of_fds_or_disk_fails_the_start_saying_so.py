@@ -17,6 +17,7 @@ import contextlib
 import os
 import resource
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -122,3 +123,35 @@ def test_a_start_on_a_full_kernel_dir_root_says_so_and_leaves_no_kernel_dir(full
     text = str(info.value)
     assert "No space left on device" in text and f"the file system of {full_root} is full" in text, text
     assert [n for n in os.listdir(full_root) if not n.startswith("fill")] == [], os.listdir(full_root)
+
+
+@pytest.mark.parametrize("transport_name", ["docker", "ssh"])
+def test_a_run_whose_temp_dir_is_full_gets_a_clear_error_and_leaves_no_run_file(full_root: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                                transport_name: str) -> None:
+    """The run's shared container could not be recorded (docker: its state; ssh: the sshd key
+    first): a bare ``OSError: [Errno 28] No space left on device`` naming no file, and the sshd's
+    private key, a lock and a temp file stayed in the run dir after the run."""
+    import docker
+
+    from pytest_hermes_kernel.containers.labels import LABEL_STATE_FILE
+    from pytest_hermes_kernel.errors import ContainerStartError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(full_root))  # $TMPDIR, without gettempdir's fallback to /tmp
+    transport = make_transport(transport_name)
+    try:
+        with pytest.raises(ContainerStartError) as info:
+            start_kernel(transport).shutdown()
+    finally:
+        transport.close()
+    text = str(info.value)
+    assert "No space left on device" in text and "Hint: the file system of the temp dir is full" in text, text
+    assert str(full_root) in text, text  # the file it could not write
+    left = [str(p.relative_to(full_root)) for p in full_root.rglob("*") if not p.name.startswith("fill")]
+    assert not [p for p in left if "/run-" in p], left  # the key, the lock, a .tmp
+    client = docker.from_env()
+    try:
+        mine = client.containers.list(all=True, filters={"label": LABEL_STATE_FILE})
+        assert not [c.name for c in mine if c.labels[LABEL_STATE_FILE].startswith(str(full_root))]
+    finally:
+        client.close()
