@@ -43,7 +43,7 @@ from ..kernel.files import KernelFiles
 from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
-from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
+from ..procs import kill_session, note_left_behind, pid_alive, read_stat, start_ticks
 from .forked import with_fallback
 from ..kernel.options import check_options
 from .kernel_dirs import (KERNEL_DIR_PREFIX, discard_kernel_dir, kernel_dir_root, new_kernel_dir, short_of,
@@ -190,6 +190,13 @@ class LocalTransport(Transport):
 
     def alive(self, launched: Launched) -> bool:
         return launched.extra["runner"].alive()
+
+    def frozen(self, launched: Launched) -> bool:
+        """Whether the runner is stopped (SIGSTOP, a debugger): a shutdown stops waiting for a reply
+        it cannot send and kills it (a stopped runner's shutdown waited 10 s for nothing)."""
+        fields = None if launched.pid is None else read_stat(launched.pid)
+        return (fields is not None and fields[0] in (b"T", b"t")
+                and int(fields[19]) == launched.extra.get("start_ticks", int(fields[19])))
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait for the runner to exit, leaving no zombie; True when it did within ``timeout``."""

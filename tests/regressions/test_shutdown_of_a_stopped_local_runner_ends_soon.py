@@ -1,0 +1,36 @@
+"""Found by a breaker helper (frozen parts, 2026-12-05): ``shutdown()`` of a local kernel whose
+runner was stopped (SIGSTOP, a debugger attached, a ``kill -STOP`` by a test) waited the whole
+10 s for a reply the stopped runner could not send, then killed it: every such test's teardown took
+10 s. The local transport now says a stopped runner is frozen (``Transport.frozen``, as docker
+says of a paused container), so the shutdown kills it from outside within ~0.5 s, confirmed gone.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import psutil
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_shutdown_of_a_stopped_runner_kills_it_within_a_second(server: bool) -> None:
+    transport = make_transport("local", server=server)
+    try:
+        kernel = start_kernel(transport)
+        assert kernel.execute("x = 1").status == "ok"
+        runner = psutil.Process(kernel.info().pid).ppid()  # the worker's parent
+        os.kill(runner, signal.SIGSTOP)
+        began = time.monotonic()
+        info = kernel.shutdown()
+        took = time.monotonic() - began
+        assert took < 3.0, f"shutdown took {took:.1f} s"  # it took 10.0 s
+        assert info.confirmed and info.signal == 9, info
+        assert not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE
+    finally:
+        transport.close()
