@@ -34,3 +34,25 @@ def test_shutdown_of_a_stopped_runner_kills_it_within_a_second(server: bool) -> 
         assert not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE
     finally:
         transport.close()
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_cell_whose_runner_is_stopped_is_not_called_an_ineffective_interrupt(server: bool) -> None:
+    """The same runner stopped mid-cell: the cell's timeout note said "the interrupt was
+    ineffective", blaming the cell's code for an interrupt that never reached the worker."""
+    transport = make_transport("local", server=server)
+    try:
+        kernel = start_kernel(transport)
+        runner = psutil.Process(kernel.info().pid).ppid()
+        code = f"import os, signal, time\nos.kill({runner}, signal.SIGSTOP)\ntime.sleep(30)"
+        began = time.monotonic()
+        result = kernel.execute(code, timeout=1)
+        assert time.monotonic() - began < 10.0
+        note = result.kernel.note
+        assert (result.status, result.watchdog, result.kernel.state_lost) == ("timeout", "reset", True), result
+        assert "ineffective" not in note and "the runner seen stopped" in note, note
+        assert "may never have reached it" in note, note
+        assert kernel.execute("1 + 1").value == "2"
+        kernel.shutdown()
+    finally:
+        transport.close()
