@@ -155,3 +155,22 @@ def test_a_run_whose_temp_dir_is_full_gets_a_clear_error_and_leaves_no_run_file(
         assert not [c.name for c in mine if c.labels[LABEL_STATE_FILE].startswith(str(full_root))]
     finally:
         client.close()
+
+
+def test_a_docker_start_with_no_fd_left_does_not_blame_the_engine() -> None:
+    """It said "the docker engine ... did not answer: cannot connect to /var/run/docker.sock: Too
+    many open files. Hint: is dockerd running there, and may this user use its socket?"."""
+    transport = make_transport("docker")
+    try:
+        start_kernel(transport).shutdown()  # the run's container is up
+        with fds_left(0):
+            try:
+                start_kernel(transport).shutdown()
+            except KernelStartError as exc:
+                text = str(exc)
+            else:
+                pytest.fail("a kernel started with no fd left")
+    finally:
+        transport.close()
+    assert "Too many open files" in text and "run out of file descriptors (ulimit -n " in text, text
+    assert "is dockerd running" not in text, text
