@@ -38,7 +38,7 @@ from typing import Any
 import psutil
 
 from ..errors import KernelServerUnavailable
-from ..procs import children, note_left_behind, start_ticks
+from ..procs import children, note_left_behind, read_stat, start_ticks
 from .runner_zipapp import runner_zipapp, write_runner
 
 SERVER_DIR_PREFIX = "hermes-kernel-server-"
@@ -49,6 +49,8 @@ DEFAULT_SERVER_IDLE_TIMEOUT_S = 300.0
 FIRST_REPLY_TIMEOUT_S = 30.0
 #: Seconds for any later answer (one fork).
 REPLY_TIMEOUT_S = 10.0
+#: Seconds between looks at whether a server that has not answered yet is stopped.
+STOPPED_CHECK_S = 0.25
 #: Largest spawn request sent (a datagram of the control socket must fit its send buffer).
 MAX_REQUEST_BYTES = 160_000
 #: Pids of forked kernels a server's record holds before those that ended are dropped from it.
@@ -176,8 +178,13 @@ class LocalServer:
 
         :raises TimeoutError: if none comes within ``timeout`` seconds.
         """
-        if not select.select([self.control], [], [], timeout)[0]:
-            raise TimeoutError(f"no reply within {timeout} s")
+        deadline = time.monotonic() + timeout
+        while not select.select([self.control], [], [], min(STOPPED_CHECK_S, max(0.0, deadline - time.monotonic())))[0]:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no reply within {timeout} s")
+            state = read_stat(self.pid) or [b""]
+            if state[0] in (b"T", b"t"):  # a start waited the whole 10 s for it
+                raise TimeoutError("it is stopped (SIGSTOP, a debugger)")
         data = self.control.recv(65536)
         return json.loads(data.decode("utf-8")) if data else None
 

@@ -7,6 +7,7 @@ says of a paused container), so the shutdown kills it from outside within ~0.5 s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -54,5 +55,30 @@ def test_a_cell_whose_runner_is_stopped_is_not_called_an_ineffective_interrupt(s
         assert "may never have reached it" in note, note
         assert kernel.execute("1 + 1").value == "2"
         kernel.shutdown()
+    finally:
+        transport.close()
+
+
+def test_a_start_while_the_local_kernel_server_is_stopped_does_not_wait_for_it() -> None:
+    """A stopped kernel server (a cell's ``os.kill(server, SIGSTOP)``, a debugger): the next
+    start waited 10 s for its answer (12.1 s in all) before starting the kernel another way."""
+    transport = make_transport("local")
+    try:
+        first = start_kernel(transport)
+        server = psutil.Process(psutil.Process(first.info().pid).ppid()).ppid()  # worker -> runner -> server
+        assert "server" in psutil.Process(server).cmdline()
+        os.kill(server, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            second = start_kernel(transport)
+            took = time.monotonic() - began
+            assert second.execute("1 + 1").value == "2"
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(server, signal.SIGCONT)
+        assert took < 6.0, f"the start took {took:.1f} s"
+        assert first.execute("1").value == "1"  # a forked kernel does not need its server
+        first.shutdown()
+        second.shutdown()
     finally:
         transport.close()
