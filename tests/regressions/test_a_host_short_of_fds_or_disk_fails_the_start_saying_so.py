@@ -174,3 +174,19 @@ def test_a_docker_start_with_no_fd_left_does_not_blame_the_engine() -> None:
         transport.close()
     assert "Too many open files" in text and "run out of file descriptors (ulimit -n " in text, text
     assert "is dockerd running" not in text, text
+
+
+def test_a_kept_kernels_record_on_a_full_disk_names_the_file_and_leaves_no_temp(full_root: Path) -> None:
+    """``--hermes-keep-failed`` on a full temp dir: the summary said "kernel ... could not be kept,
+    so it was shut down: [Errno 28] No space left on device", naming no file, and the record's
+    temp file stayed in the kept dir until the record was removed."""
+    from pytest_hermes_kernel.containers.kept import KeptKernel, save
+    from pytest_hermes_kernel.containers.rundir import kept_dir
+
+    record = KeptKernel(kernel_id="k" * 32, transport="local", locator={"pid": 1}, token="t" * 32, nodeid="t.py::t",
+                        kept_at=0.0, detached_at=0.0, ttl_s=60.0, host_pid=os.getpid())
+    where = kept_dir(str(full_root))
+    with pytest.raises(OSError) as info:
+        save(record, str(full_root))
+    assert "No space left on device" in str(info.value) and where in str(info.value), info.value
+    assert os.listdir(where) == [], os.listdir(where)
