@@ -101,7 +101,7 @@ _LENDING_POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
 
 
 def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str], *,
-                    borrow: bool = False) -> bytes | None:
+                    borrow: bool = False, frozen: Callable[[], bool] | None = None) -> bytes | None:
     """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
     exec): its stdout; ``None`` when none runs there or it could not or failed (the caller execs it).
 
@@ -114,7 +114,7 @@ def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list
         server = next((s for p in list(_LENDING_POOLS) if p is not pool and (s := p.running(where)) is not None),
                       None)
     try:
-        code, out = server.probe(script, args) if server is not None else (None, None)
+        code, out = server.probe(script, args, frozen=frozen) if server is not None else (None, None)
     except KernelServerUnavailable:
         return None
     return out if code == 0 else None  # a failed scan's empty stdout must never read as "nothing"

@@ -61,11 +61,13 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     ``None`` if the container is not running, also when it stopped or went during the scan."""
     import docker as docker_sdk
 
-    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
+    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True,
+                          frozen=lambda: transport.hosts.seen_paused(cid))
     if out is not None:
         return out
     if not transport.container_running(cid):
         return None
+    _refuse_if_paused(transport, cid)
     try:
         return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
     except (docker_sdk.errors.APIError, TransportLostError):
@@ -106,7 +108,8 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
     found: list[str] = []
     for cid in cids:
         try:
-            out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True)
+            out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True,
+                                  frozen=lambda: transport.hosts.seen_paused(cid))
             if out is None and transport.container_running(cid):
                 out = read_script(transport, cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")
             found += parse_kernel_processes(out or b"")
@@ -115,6 +118,16 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
                 raise TransportLostError(f"cannot list kernel {kernel_id}'s processes in container "
                                          f"{cid[:12]}: {type(exc).__name__}: {exc}") from None
     return found
+
+
+def _refuse_if_paused(transport: DockerTransport, container_id: str) -> None:
+    """A paused container cannot be scanned (every exec refused, its kernel server frozen): say so.
+
+    :raises TransportLostError: if it is paused.
+    """
+    if transport.hosts.seen_paused(container_id):
+        raise TransportLostError(f"container {container_id[:12]} is paused: its processes cannot be scanned "
+                                 "until `docker unpause`")
 
 
 def _seen_running(transport: DockerTransport, container_id: str, since: str | None = None) -> bool:
