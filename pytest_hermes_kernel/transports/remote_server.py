@@ -130,9 +130,9 @@ class RemoteServer:
                 if done or time.monotonic() >= deadline:
                     reply = self._replies.pop(rid, None)
                     break
-            if frozen is not None and frozen():  # a leak check waited the whole timeout, 12 s, on a paused container
+            if frozen is not None and frozen():  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
                 self._abandon(rid, message)  # kept: it answers once thawed
-                raise KernelServerUnavailable(f"the kernel server on {self.name} is frozen (its host is paused)")
+                raise KernelServerUnavailable(f"the kernel server on {self.name} is frozen (stopped, or its host paused)")
         if reply is None:
             why = self.gone or f"no answer within {timeout} s"
             if not self.gone:
@@ -140,13 +140,14 @@ class RemoteServer:
             raise KernelServerUnavailable(f"the kernel server on {self.name}: {why}")
         return reply
 
-    def spawn(self, config: dict[str, Any], timeout: float = SPAWN_TIMEOUT_S) -> tuple[int, MuxStream, str | None]:
+    def spawn(self, config: dict[str, Any], timeout: float = SPAWN_TIMEOUT_S,
+              frozen: Callable[[], bool] | None = None) -> tuple[int, MuxStream, str | None]:
         """Have the server fork the kernel of runner ``config``.
 
         :returns: its pid, the stream of its channel, and the path of the runner file in its dir.
         :raises KernelServerUnavailable: if the server refused or is gone.
         """
-        reply = self.request({"type": "spawn", "config": config}, timeout)
+        reply = self.request({"type": "spawn", "config": config}, timeout, frozen)
         if reply.get("stale"):  # nothing was forked: a new server (on the site dirs as they are now) may
             self.retired = str(reply.get("error"))
         if reply.get("type") != "spawned":
