@@ -375,3 +375,8 @@ class MuxStream:
         with self._cond:
             self._eof = True
             self._cond.notify_all()
+
+
+def stat_says_stopped(stat: bytes) -> bool:
+    """Whether a ``/proc/<pid>/stat`` line says the process is stopped (``T``: SIGSTOP; ``t``: traced)."""
+    return stat.rsplit(b")", 1)[-1].split()[:1] in ([b"T"], [b"t"])

@@ -20,7 +20,7 @@ from ...errors import KernelServerUnavailable
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
-from ..remote_server import RemoteServer
+from ..remote_server import RemoteServer, stat_says_stopped
 from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp
 from .stream import DockerExecStream
@@ -105,4 +105,4 @@ def server_stopped(transport: DockerSide, container_id: str, server: RemoteServe
         code, out, _ = transport._run(container_id, ["cat", f"/proc/{server.pid}/stat"], probe=True)
     except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
         return False
-    return server.pid is not None and code == 0 and out.rsplit(b")", 1)[-1].split()[:1] in ([b"T"], [b"t"])
+    return server.pid is not None and code == 0 and stat_says_stopped(out)
