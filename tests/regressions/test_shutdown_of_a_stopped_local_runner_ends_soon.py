@@ -15,7 +15,7 @@ import time
 import psutil
 import pytest
 
-from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports import make_transport
 
 
@@ -80,5 +80,31 @@ def test_a_start_while_the_local_kernel_server_is_stopped_does_not_wait_for_it()
         assert first.execute("1").value == "1"  # a forked kernel does not need its server
         first.shutdown()
         second.shutdown()
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_restart_of_a_stopped_runner_says_so_within_a_second(server: bool) -> None:
+    """``restart()`` of the stopped runner waited the whole 10 s (``KILL_WORKER_TIMEOUT_S``) for
+    an answer to its kill before it raised; it raises the same ``KernelStartError`` at once now,
+    saying the runner is frozen, and the kernel goes on once the runner is continued."""
+    transport = make_transport("local", server=server)
+    try:
+        kernel = start_kernel(transport)
+        assert kernel.execute("x = 1").status == "ok"
+        runner = psutil.Process(kernel.info().pid).ppid()
+        os.kill(runner, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            with pytest.raises(KernelStartError, match=r"is frozen: stopped, or its host paused\).*may still run"):
+                kernel.restart()
+            took = time.monotonic() - began
+        finally:
+            os.kill(runner, signal.SIGCONT)
+        assert took < 3.0, f"restart() took {took:.1f} s to fail"  # 10.0 s
+        result = kernel.execute("'x' in globals()", timeout=20)
+        assert (result.status, result.value, result.kernel.state_lost) == ("ok", "False", True), result
+        kernel.shutdown()
     finally:
         transport.close()
