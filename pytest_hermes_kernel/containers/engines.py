@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -136,7 +137,14 @@ def _check_socket(url: str, where: str) -> None:
         return
     path = url.removeprefix("unix://")
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    except OSError as exc:  # no fd left: it said the engine did not answer, asking whether dockerd runs
+        raise TransportUnavailableError(f"cannot ask the docker engine at {where}: {exc.strerror or exc}. Hint: this "
+                                        "process has run out of file descriptors (ulimit -n "
+                                        f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]}): raise the limit, or end "
+                                        "kernels or files it holds") from None
+    try:
+        with sock:
             sock.settimeout(PING_TIMEOUT_S)
             sock.connect(path)
     except OSError as exc:

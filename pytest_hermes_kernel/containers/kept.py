@@ -21,6 +21,7 @@ which temp dir to look, so a sweep run with another ``TMPDIR`` finds the record 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -132,9 +133,14 @@ def _write_private(path: str, text: str) -> str:
     through a symlink); returns ``path``."""
     tmp = f"{path}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:  # a full disk: it named no file, and the temp file stayed
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise OSError(exc.errno, exc.strerror, path) from None
     return path
 
 

@@ -38,6 +38,7 @@ atomically.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -49,7 +50,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ConfigError, SharedLockTimeout
+from ..errors import ConfigError, ContainerStartError, SharedLockTimeout
 from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path
 
 Resource = dict[str, Any]
@@ -151,6 +152,7 @@ class SharedResource:
         self._directory = directory
         self.run_dir = run_dir_path(self.run_id, directory)
         self._stem = os.path.join(self.run_dir, f"{kind}-{key}")
+        self.kind = kind
         self.lock_path = self._stem + ".lock"
         self.state_path = self._stem + ".json"
         self.member = f"{process_anchor()}:{uuid.uuid4().hex[:8]}"
@@ -181,6 +183,7 @@ class SharedResource:
             if resource and not usable(resource):
                 discard(resource)
                 resource = None
+            fresh = not resource
             if not resource:
                 try:
                     resource = start()
@@ -188,10 +191,17 @@ class SharedResource:
                     if not state["members"]:  # nobody else uses it: no files of it stay behind
                         self._remove_files()
                     raise
-            members = state["members"]
-            if self.member not in members:
-                members.append(self.member)
-            self._write({"resource": resource, "members": members, "anchor": state["anchor"] or _anchor})
+            others = [m for m in state["members"] if m != self.member]
+            members = [*others, self.member]
+            try:
+                self._write({"resource": resource, "members": members, "anchor": state["anchor"] or _anchor})
+            except OSError as exc:  # a full disk: a bare OSError, and the sshd key stayed after the run
+                if fresh:
+                    discard(resource)
+                if not others:
+                    self._remove_files()
+                raise ContainerStartError(f"cannot record the run's {self.kind} container in {self.state_path}: "
+                                          f"{run_file_error(exc)}") from None
             self.joined = True
             return resource
 
@@ -250,9 +260,22 @@ class SharedResource:
     def _write(self, state: dict[str, Any]) -> None:
         tmp = f"{self.state_path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(state, fh)
-        os.replace(tmp, self.state_path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(state, fh)
+            os.replace(tmp, self.state_path)
+        except BaseException:
+            _unlink(tmp)
+            raise
+
+
+def run_file_error(exc: OSError) -> str:
+    """Why a run file could not be written, with a hint for a full disk."""
+    text = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        text += ("\nHint: the file system of the temp dir is full: free space there, or point TMPDIR at another "
+                 "(the run's files are small: its shared containers' state and the sshd key)")
+    return text
 
 
 def held(state_path: str, *, anchor: bool = True) -> bool:

@@ -183,7 +183,7 @@ class CellRun:
             except TimeoutError:
                 action = self.budget.due()
                 if action is not None:
-                    outcome = self._escalate(action, time.monotonic() - last_heard if pings else None)
+                    outcome = self._escalate(action, time.monotonic() - last_heard, bool(pings))
                     if outcome is not None:
                         return outcome
                 if self.link.transport.reattachable:
@@ -308,8 +308,8 @@ class CellRun:
                 pass  # a value that cannot be sent: its tool's thread sends the error in its place
 
     # ------------------------------------------------------------------------------ watchdog
-    def _escalate(self, action: Action, silent_s: float | None) -> CellOutcome | None:
-        """Take one rung of the ladder; the outcome when it ends here (``silent_s``: see CellOutcome)."""
+    def _escalate(self, action: Action, quiet_s: float, pinged: bool) -> CellOutcome | None:
+        """One rung of the ladder; the outcome when it ends here (``quiet_s``: silent_s, see CellOutcome)."""
         channel = self.link.channel
         self._stage = action
         if action == "interrupt":
@@ -318,8 +318,8 @@ class CellRun:
         if action == "kill":  # "cell": the runner kills only while this cell still runs
             channel.send({"type": "kill_worker", "id": channel.next_id(), "cell": self.rid})
             return None
-        confirmed = self.link.kill()  # no result even after the kill: kill the runner from outside
-        return self._outcome(None, [], abandoned=True, kill_confirmed=confirmed, silent_s=silent_s)
+        return self._outcome(None, [], abandoned=True, silent_s=quiet_s if pinged or self.link.transport.frozen(
+            self.link.launched) else None, kill_confirmed=self.link.kill())  # frozen (stopped): first; then kill it
 
     # ------------------------------------------------------------------------------ re-attach
     def _on_channel_lost(self, exc: ChannelClosed) -> CellOutcome:

@@ -149,8 +149,17 @@ class RunnerLink:
         return int(pid)
 
     def kill_worker(self) -> None:
-        """SIGKILL the worker's process group; returns once the runner saw it dead (or gave up)."""
-        self.channel.request({"type": "kill_worker"}, KILL_WORKER_TIMEOUT_S)
+        """SIGKILL the worker's process group; returns once the runner saw it dead (or gave up).
+
+        :raises TimeoutError: after :data:`KILL_WORKER_TIMEOUT_S` without an answer, or at once when the
+            runner's host is seen frozen (a stopped runner, a paused container: it waited the 10 s)."""
+        rid = self.channel.next_id()
+        self.channel.expect(rid)
+        try:
+            self.channel.send({"type": "kill_worker", "id": rid})
+            self._exit_reply(rid, KILL_WORKER_TIMEOUT_S)
+        finally:
+            self.channel.forget(rid)
 
     # ------------------------------------------------------------------------------ re-attach
     def reattach(self, pending: tuple[int, ...], *, timeout: float, hello_timeout: float,
@@ -325,8 +334,11 @@ class RunnerLink:
             try:
                 return self.channel.wait(rid, min(FROZEN_CHECK_S, max(0.0, deadline - time.monotonic())))
             except TimeoutError:
-                if time.monotonic() >= deadline or self.transport.frozen(self.launched):
+                if time.monotonic() >= deadline:
                     raise
+                if self.transport.frozen(self.launched):
+                    raise TimeoutError(f"its runner ({self.launched.label}) is frozen: stopped, or its host "
+                                       "paused") from None
 
     def discard_despite_signals(self) -> bool:
         """:meth:`discard`, run to its end however many more Ctrl-C come (:func:`~.control.despite_signals`):

@@ -375,5 +375,6 @@ def _ineffective(silent_s: float | None, grace: float) -> str:
     ``grace``: ``WatchdogPolicy.interrupt_grace`` (0: the interrupt was given no time)."""
     if silent_s is None:
         return "the interrupt was ineffective" if grace else "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)"
-    return (f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered: it, or what carries "
-            "its stream, a relay or a kernel server, was frozen or hung): the interrupt may never have reached it")
+    return (f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered, or the runner seen "
+            "stopped: it, or what carries its stream, a relay or a kernel server, was frozen or hung): the interrupt "
+            "may never have reached it")

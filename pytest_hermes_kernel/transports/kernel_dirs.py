@@ -13,7 +13,9 @@ May import: the kernel core, ``containers``, ``procs`` and ``errors``.
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -25,8 +27,8 @@ from .local_server import SERVER_DIR_PREFIX
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
 """The environment variable naming the root of local kernel dirs (default: the temp dir)."""
 
-__all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "ROOTS_USED", "kernel_dir_root", "new_kernel_dir", "stale_kernel_dirs",
-           "sweep_stale_kernel_dirs"]
+__all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "ROOTS_USED", "discard_kernel_dir", "kernel_dir_root", "new_kernel_dir",
+           "short_of", "stale_kernel_dirs", "sweep_stale_kernel_dirs"]
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 #: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep, and on a
@@ -62,9 +64,44 @@ def new_kernel_dir() -> str:
         raise KernelStartError(f"cannot make a kernel dir under {root} ({where}): {exc.strerror or exc}\n"
                                f"Hint: make it, or point {var} at a writable directory") from None
     ROOTS_USED.add(root)
-    with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
-        fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")
+    try:
+        with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")
+    except OSError as exc:  # a full disk, no fd left: it was a bare OSError, and the dir stayed
+        discard_kernel_dir(kdir)
+        raise KernelStartError(f"cannot write the kernel dir {kdir}: {exc.strerror or exc}\nHint: "
+                               + (short_of(exc) or f"point {KERNEL_DIR_ENV} at a writable directory")) from None
     return kdir
+
+
+def discard_kernel_dir(kdir: str, *names: str) -> None:
+    """Remove the kernel dir of a start that failed: its known files (``names`` and
+    :data:`HOST_FILE`) one by one first, since ``shutil.rmtree`` needs a free fd to list a dir and
+    silently leaves it when this process has none (the very failure being cleaned up)."""
+    for name in (HOST_FILE, *names):
+        try:
+            os.unlink(os.path.join(kdir, name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(kdir)
+    except OSError:
+        shutil.rmtree(kdir, ignore_errors=True)
+
+
+def short_of(exc: OSError) -> str:
+    """What this machine ran short of, when ``exc`` says so, as a hint; ``""`` otherwise."""
+    if exc.errno == errno.EMFILE:
+        return (f"this process has run out of file descriptors (its limit, ulimit -n, is "
+                f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]}): raise it, or end kernels or files it holds")
+    if exc.errno == errno.ENFILE:
+        return "this machine has run out of file descriptors (fs.file-max): end processes or files that hold them"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (f"the file system of {kernel_dir_root()} is full: free space there, or point "
+                f"{KERNEL_DIR_ENV} (else TMPDIR) at another")
+    if exc.errno in (errno.EAGAIN, errno.ENOMEM):
+        return "this machine has run out of processes or memory (ulimit -u, a pids or memory cgroup)"
+    return ""
 
 
 def _pid_namespace() -> str:

@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import psutil
 
@@ -43,12 +43,13 @@ from ..kernel.files import KernelFiles
 from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..containers.kept import TMPDIR_ENV
-from ..procs import kill_session, note_left_behind, pid_alive, start_ticks
+from ..procs import kill_session, note_left_behind, pid_alive, read_stat, start_ticks
 from .forked import with_fallback
 from ..kernel.options import check_options
-from .kernel_dirs import KERNEL_DIR_PREFIX, kernel_dir_root, new_kernel_dir, sweep_stale_kernel_dirs
+from .kernel_dirs import (KERNEL_DIR_PREFIX, discard_kernel_dir, kernel_dir_root, new_kernel_dir, short_of,
+                          sweep_stale_kernel_dirs)
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
-from .runner_zipapp import write_runner
+from .runner_zipapp import runner_zipapp, write_runner
 
 LOG_NAME = "runner.log"
 #: The socket a kept kernel listens on, in its 0700 kernel dir (``--hermes-keep-failed``).
@@ -110,14 +111,20 @@ class LocalTransport(Transport):
 
     def _fork(self, spec: LaunchSpec, python: str) -> Launched:
         assert self._servers is not None
-        kdir = new_kernel_dir()
-        host_end, kernel_end = socket.socketpair()
+        host_end, kernel_end = _channel()
+        try:
+            kdir = new_kernel_dir()
+        except BaseException:
+            host_end.close()
+            kernel_end.close()
+            raise
         config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True, log=os.path.join(kdir, LOG_NAME))
         try:
             pid, server = self._servers.spawn(python, launch_env(SERVER_KERNEL_ID), config, kernel_end)
         except BaseException:
             host_end.close()
-            shutil.rmtree(kdir, ignore_errors=True)
+            kernel_end.close()  # first: removing the dir may need the fds
+            discard_kernel_dir(kdir, LOG_NAME)
             raise
         finally:
             kernel_end.close()
@@ -126,26 +133,37 @@ class LocalTransport(Transport):
                         extra={"runner": ForkedRunner(pid, server), "start_ticks": start_ticks(pid)})
 
     def _spawn(self, spec: LaunchSpec, python: str) -> Launched:
-        kdir, runner = _make_kernel_dir()
-        host_end, kernel_end = socket.socketpair()
-        log = open(os.path.join(kdir, LOG_NAME), "wb")
+        host_end, kernel_end = _channel()
+        kdir: str | None = None
+        runner: str | None = None
+        log: IO[bytes] | None = None
         try:
+            kdir, runner = _make_kernel_dir()
+            log = open(os.path.join(kdir, LOG_NAME), "wb")
             proc = subprocess.Popen(
                 [python, "-B", runner, "serve", "--fd", str(kernel_end.fileno())],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log,
                 pass_fds=(kernel_end.fileno(),), start_new_session=True,
                 env=launch_env(spec.kernel_id), cwd=spec.cwd or kdir,
             )
-        except OSError as exc:
+        except BaseException as exc:
             host_end.close()
-            shutil.rmtree(kdir, ignore_errors=True)
-            hint = ("check the interpreter path (option python=...)" if not spec.cwd or os.path.isdir(spec.cwd) else
-                    f"the working directory cwd={spec.cwd!r} " + ("is not a directory" if os.path.exists(spec.cwd) else "does not exist"))
+            kernel_end.close()  # first: removing the dir may need the fds (it stayed, with a bare OSError)
+            if log is not None:
+                log.close()
+            if kdir is not None:
+                discard_kernel_dir(kdir, LOG_NAME, os.path.basename(runner or ""))
+            if not isinstance(exc, OSError):
+                raise
+            hint = short_of(exc) or (
+                "check the interpreter path (option python=...)" if not spec.cwd or os.path.isdir(spec.cwd) else
+                f"the working directory cwd={spec.cwd!r} " + ("is not a directory" if os.path.exists(spec.cwd) else "does not exist"))
             raise KernelStartError(f"could not start the local kernel runner with {python!r}: "
                                    f"{exc}\nHint: {hint}.") from None
         finally:
             kernel_end.close()
-            log.close()
+            if log is not None:
+                log.close()
         try:
             config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True)  # the whole environment
             proc.stdin.write(json.dumps(config).encode())  # type: ignore[union-attr]
@@ -172,6 +190,13 @@ class LocalTransport(Transport):
 
     def alive(self, launched: Launched) -> bool:
         return launched.extra["runner"].alive()
+
+    def frozen(self, launched: Launched) -> bool:
+        """Whether the runner is stopped (SIGSTOP, a debugger): a shutdown stops waiting for a reply
+        it cannot send and kills it (a stopped runner's shutdown waited 10 s for nothing)."""
+        fields = None if launched.pid is None else read_stat(launched.pid)
+        return (fields is not None and fields[0] in (b"T", b"t")
+                and int(fields[19]) == launched.extra.get("start_ticks", int(fields[19])))
 
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait for the runner to exit, leaving no zombie; True when it did within ``timeout``."""
@@ -330,7 +355,10 @@ class ForkedRunner:
         (a shutdown while a cell's thread asks whether the runner lives) can neither make it fail
         nor make it wait on whatever file reused the number."""
         with self._lock:
-            pidfd = None if self.pidfd is None else os.dup(self.pidfd)
+            try:
+                pidfd = None if self.pidfd is None else os.dup(self.pidfd)
+            except OSError:  # no fd left for the copy: poll the pid (shutdown() raised a bare OSError)
+                pidfd = None
         if pidfd is not None:
             try:
                 ended = bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
@@ -340,11 +368,23 @@ class ForkedRunner:
                 self._wait_reaped()
             return ended
         deadline = time.monotonic() + timeout
-        while pid_alive(self.pid):
+        while self._pid_alive():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(_POLL_S)
         return True
+
+    def _pid_alive(self) -> bool:
+        try:
+            return pid_alive(self.pid)
+        except OSError:  # no fd left to read /proc: signal 0 needs none (a zombie counts until its server reaps it)
+            try:
+                os.kill(self.pid, 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                pass
+            return True
 
     def alive(self) -> bool:
         """Runs and is no zombie (its pidfd is readable once it ended, reaped or not)."""
@@ -382,6 +422,15 @@ def _make_kernel_dir() -> tuple[str, str]:
     try:
         return kdir, write_runner(kdir)  # ~0.1 ms; private, and it goes with the kernel
     except OSError as exc:
-        shutil.rmtree(kdir, ignore_errors=True)
-        raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\n"
-                               "Hint: is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?") from None
+        discard_kernel_dir(kdir, runner_zipapp().name)
+        raise KernelStartError(f"could not write the kernel runner into {kdir}: {exc}\nHint: "
+                               + (short_of(exc) or "is the kernel dir root writable (PYTEST_HERMES_KERNEL_DIR)?")) from None
+
+
+def _channel() -> tuple[socket.socket, socket.socket]:
+    """A kernel's channel: both ends of a socketpair (a start short of fds says so, not a bare ``OSError``)."""
+    try:
+        return socket.socketpair()
+    except OSError as exc:
+        raise KernelStartError(f"could not make the local kernel's channel: {exc}\nHint: "
+                               + (short_of(exc) or "see the error above")) from None

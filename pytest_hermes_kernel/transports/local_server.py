@@ -20,6 +20,7 @@ kernel by a plain spawn and says so in the first result's ``kernel.note``.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import json
 import os
@@ -37,8 +38,8 @@ from typing import Any
 import psutil
 
 from ..errors import KernelServerUnavailable
-from ..procs import children, note_left_behind, start_ticks
-from .runner_zipapp import write_runner
+from ..procs import children, note_left_behind, read_stat, start_ticks
+from .runner_zipapp import runner_zipapp, write_runner
 
 SERVER_DIR_PREFIX = "hermes-kernel-server-"
 DEFAULT_MAX_SERVERS = 4
@@ -48,6 +49,8 @@ DEFAULT_SERVER_IDLE_TIMEOUT_S = 300.0
 FIRST_REPLY_TIMEOUT_S = 30.0
 #: Seconds for any later answer (one fork).
 REPLY_TIMEOUT_S = 10.0
+#: Seconds between looks at whether a server that has not answered yet is stopped.
+STOPPED_CHECK_S = 0.25
 #: Largest spawn request sent (a datagram of the control socket must fit its send buffer).
 MAX_REQUEST_BYTES = 160_000
 #: Pids of forked kernels a server's record holds before those that ended are dropped from it.
@@ -68,8 +71,16 @@ class LocalServer:
     def __init__(self, python: str, env: dict[str, str], root: str, idle_timeout: float | None) -> None:
         self.python = python
         self.owner = os.getpid()  # a forked copy of this process holds a copy, not the server
-        self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
-        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as exc:  # no fd left: the spawn path's error says so (it was a bare OSError, the dir left)
+            raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
+        try:
+            self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
+        except OSError as exc:
+            self.control.close()
+            theirs.close()
+            raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
         self.answered = False
@@ -82,6 +93,10 @@ class LocalServer:
             self.proc = self._start(theirs, env, idle_timeout)
         except OSError as exc:
             self.control.close()
+            theirs.close()  # first: removing the dir may need the fds
+            for name in ("server.log", runner_zipapp().name):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.dir, name))
             shutil.rmtree(self.dir, ignore_errors=True)
             raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         finally:
@@ -163,8 +178,13 @@ class LocalServer:
 
         :raises TimeoutError: if none comes within ``timeout`` seconds.
         """
-        if not select.select([self.control], [], [], timeout)[0]:
-            raise TimeoutError(f"no reply within {timeout} s")
+        deadline = time.monotonic() + timeout
+        while not select.select([self.control], [], [], min(STOPPED_CHECK_S, max(0.0, deadline - time.monotonic())))[0]:
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"no reply within {timeout} s")
+            state = read_stat(self.pid) or [b""]
+            if state[0] in (b"T", b"t"):  # a start waited the whole 10 s for it
+                raise TimeoutError("it is stopped (SIGSTOP, a debugger)")
         data = self.control.recv(65536)
         return json.loads(data.decode("utf-8")) if data else None
 

@@ -19,6 +19,7 @@ import contextlib
 import itertools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import KernelServerUnavailable
@@ -37,6 +38,8 @@ PROBE_TIMEOUT_S = 12.0
 #: Ended kernels whose exit a server's host side keeps, the newest: each is dropped at its kernel's
 #: cleanup; this bounds those never cleaned up (one per kernel forked, for ever, before).
 EXITS_KEPT = 256
+#: Seconds between looks at whether a silent server's host is frozen (``frozen`` of :meth:`RemoteServer.request`).
+FROZEN_LOOK_S = 0.5
 
 
 class RemoteServer:
@@ -98,10 +101,12 @@ class RemoteServer:
                 raise BrokenPipeError(self.gone)
             self.stream.send(data)
 
-    def request(self, message: Header, timeout: float) -> Header:
+    def request(self, message: Header, timeout: float, frozen: Callable[[], bool] | None = None) -> Header:
         """Send ``message`` with a fresh id and wait for the reply with that id.
 
-        :raises KernelServerUnavailable: if the stream breaks or no reply comes in time.
+        :param frozen: asked every :data:`FROZEN_LOOK_S` while no reply came: true when the server's
+            host is seen frozen (a paused container), which answers nothing until it thaws.
+        :raises KernelServerUnavailable: if the stream breaks, no reply comes in time, or ``frozen``.
         """
         rid = next(self._ids)
         try:
@@ -112,13 +117,22 @@ class RemoteServer:
         except BaseException:  # Ctrl-C as it went out: it may have gone out
             self._abandon(rid, message)
             raise
-        with self._cond:
-            try:
-                self._cond.wait_for(lambda: rid in self._replies or self.gone, timeout)
-            except BaseException:  # Ctrl-C while waiting: the answer comes to no one
-                self._abandon(rid, message)
-                raise
-            reply = self._replies.pop(rid, None)
+        deadline = time.monotonic() + timeout
+        while True:
+            left = max(0.0, deadline - time.monotonic())
+            with self._cond:
+                try:
+                    done = self._cond.wait_for(lambda: rid in self._replies or self.gone,
+                                               left if frozen is None else min(FROZEN_LOOK_S, left))
+                except BaseException:  # Ctrl-C while waiting: the answer comes to no one
+                    self._abandon(rid, message)
+                    raise
+                if done or time.monotonic() >= deadline:
+                    reply = self._replies.pop(rid, None)
+                    break
+            if frozen is not None and frozen():  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
+                self._abandon(rid, message)  # kept: it answers once thawed
+                raise KernelServerUnavailable(f"the kernel server on {self.name} is frozen (stopped, or its host paused)")
         if reply is None:
             why = self.gone or f"no answer within {timeout} s"
             if not self.gone:
@@ -126,13 +140,14 @@ class RemoteServer:
             raise KernelServerUnavailable(f"the kernel server on {self.name}: {why}")
         return reply
 
-    def spawn(self, config: dict[str, Any], timeout: float = SPAWN_TIMEOUT_S) -> tuple[int, MuxStream, str | None]:
+    def spawn(self, config: dict[str, Any], timeout: float = SPAWN_TIMEOUT_S,
+              frozen: Callable[[], bool] | None = None) -> tuple[int, MuxStream, str | None]:
         """Have the server fork the kernel of runner ``config``.
 
         :returns: its pid, the stream of its channel, and the path of the runner file in its dir.
         :raises KernelServerUnavailable: if the server refused or is gone.
         """
-        reply = self.request({"type": "spawn", "config": config}, timeout)
+        reply = self.request({"type": "spawn", "config": config}, timeout, frozen)
         if reply.get("stale"):  # nothing was forked: a new server (on the site dirs as they are now) may
             self.retired = str(reply.get("error"))
         if reply.get("type") != "spawned":
@@ -174,7 +189,7 @@ class RemoteServer:
         return bool(self.request({"type": "alive", "pid": pid}, timeout).get("alive"))
 
     def probe(self, script: str, args: list[str], timeout: float = PROBE_TIMEOUT_S,
-              alarm_s: int | None = None) -> tuple[int | None, bytes]:
+              alarm_s: int | None = None, frozen: Callable[[], bool] | None = None) -> tuple[int | None, bytes]:
         """Run a probe ``script`` (``python -c script args...``) in a fork of the server: no exec.
 
         :param alarm_s: whole seconds after which SIGALRM ends the script (the server's cap, 10 s, by default).
@@ -186,7 +201,7 @@ class RemoteServer:
         message = {"type": "probe", "script": script, "argv": list(args)}
         if alarm_s is not None:
             message["alarm_s"] = alarm_s
-        reply = self.request(message, timeout)
+        reply = self.request(message, timeout, frozen)
         if reply.get("type") != "probed":
             raise KernelServerUnavailable(f"the kernel server on {self.name} did not run the probe: "
                                           f"{reply.get('error', reply)}")
@@ -360,3 +375,8 @@ class MuxStream:
         with self._cond:
             self._eof = True
             self._cond.notify_all()
+
+
+def stat_says_stopped(stat: bytes) -> bool:
+    """Whether a ``/proc/<pid>/stat`` line says the process is stopped (``T``: SIGSTOP; ``t``: traced)."""
+    return stat.rsplit(b")", 1)[-1].split()[:1] in ([b"T"], [b"t"])

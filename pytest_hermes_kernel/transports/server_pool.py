@@ -37,24 +37,28 @@ class ServerPool:
         self._starting: dict[tuple[str, str], threading.Lock] = {}
 
     def spawn(self, where: str, python: str, config: Callable[[RemoteServer], dict[str, Any]],
-              timeout: float | None = None) -> tuple[int, MuxStream, str | None, RemoteServer]:
+              timeout: float | None = None, frozen: Callable[[RemoteServer], bool] | None = None
+              ) -> tuple[int, MuxStream, str | None, RemoteServer]:
         """Fork a kernel on ``where`` (a server found gone is replaced once).
 
         :param config: the runner config for a server (its hello says e.g. the far side's home).
         :param timeout: seconds the caller gives the start (``LaunchSpec.start_timeout``): the
             wait for the server's answer is the shorter of it and :data:`SPAWN_TIMEOUT_S`; ``None``: the latter.
+        :param frozen: whether a server that has not answered yet is seen frozen (stopped): the
+            wait for it ends then (see :meth:`RemoteServer.request`).
         :returns: the kernel's pid, its stream, its runner file's path and the server.
         :raises KernelServerUnavailable: if no server could fork it, or none answered in time.
         """
         wait = SPAWN_TIMEOUT_S if timeout is None else min(timeout, SPAWN_TIMEOUT_S)
-        server = self._server(where, python)
+        def ask(server: RemoteServer) -> tuple[int, MuxStream, str | None, RemoteServer]:
+            return (*server.spawn(config(server), wait, None if frozen is None else lambda: frozen(server)), server)
+
         try:
-            return (*server.spawn(config(server), wait), server)
+            return ask(self._server(where, python))
         except KernelServerUnavailable as exc:
             if exc.sent:
                 raise  # a refusal (a new server would refuse too), or it may have forked the kernel
-        server = self._server(where, python)  # it was gone before it had the request: once more
-        return (*server.spawn(config(server), wait), server)
+        return ask(self._server(where, python))  # it was gone before it had the request: once more
 
     def _server(self, where: str, python: str) -> RemoteServer:
         key = (where, python)
@@ -101,7 +105,7 @@ _LENDING_POOLS: weakref.WeakSet[ServerPool] = weakref.WeakSet()
 
 
 def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list[str], *,
-                    borrow: bool = False) -> bytes | None:
+                    borrow: bool = False, frozen: Callable[[RemoteServer], bool] | None = None) -> bytes | None:
     """Run a probe ``script`` in a fork of the kernel server already running on ``where`` (no
     exec): its stdout; ``None`` when none runs there or it could not or failed (the caller execs it).
 
@@ -114,7 +118,8 @@ def probe_by_server(pool: ServerPool | None, where: str, script: str, args: list
         server = next((s for p in list(_LENDING_POOLS) if p is not pool and (s := p.running(where)) is not None),
                       None)
     try:
-        code, out = server.probe(script, args) if server is not None else (None, None)
+        code, out = (None, None) if server is None else \
+            server.probe(script, args, frozen=None if frozen is None else lambda: frozen(server))
     except KernelServerUnavailable:
         return None
     return out if code == 0 else None  # a failed scan's empty stdout must never read as "nothing"

@@ -20,7 +20,7 @@ from ...errors import KernelServerUnavailable
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
-from ..remote_server import RemoteServer
+from ..remote_server import RemoteServer, stat_says_stopped
 from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp
 from .stream import DockerExecStream
@@ -45,6 +45,9 @@ class DockerSide(Protocol):
     def _end_failed_launch(self, container_id: str, kdir: str, kernel_id: str) -> None: ...
 
     def container_running(self, container_id: str) -> bool: ...
+
+    def _run(self, container_id: str, argv: list[str], *, user: str = "root",
+             probe: bool = False) -> tuple[int | None, bytes, bytes]: ...
 
 
 def server_pool(transport: DockerSide, idle_timeout: float | None) -> ServerPool:
@@ -84,7 +87,8 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
     config: dict[str, Any] = json.loads(runner_config(spec, kdir, transport.orphan_timeout))
     transport.made_dirs.add(container_id, kdir)  # as on the spawn path: the leak probe checks it is gone
     try:
-        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config, spec.start_timeout)
+        pid, stream, runner, server = pool.spawn(container_id, python, lambda _server: config, spec.start_timeout,
+                                                 frozen=lambda server: server_stopped(transport, container_id, server))
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         transport._end_failed_launch(container_id, kdir, spec.kernel_id)
         raise
@@ -92,3 +96,13 @@ def fork_in_container(transport: DockerSide, pool: ServerPool, container_id: str
                     label=f"docker {container_id[:12]} pid {pid} on {transport.engine}, forked by kernel server {server.pid}",
                     extra={"container": container_id, "python": python, "runner": runner, "server": server,
                            "engine": transport.engine})
+
+
+def server_stopped(transport: DockerSide, container_id: str, server: RemoteServer) -> bool:
+    """Whether the container's kernel server is stopped (SIGSTOP, a debugger): it answers nothing
+    until continued, and a start waited ``SPAWN_TIMEOUT_S`` (15 s) for it. Never raises."""
+    try:
+        code, out, _ = transport._run(container_id, ["cat", f"/proc/{server.pid}/stat"], probe=True)
+    except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
+        return False
+    return server.pid is not None and code == 0 and stat_says_stopped(out)

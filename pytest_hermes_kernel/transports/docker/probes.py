@@ -18,9 +18,11 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
 from ..server_pool import probe_by_server
+from .kernel_server import server_stopped
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
+    from ..remote_server import RemoteServer
     from .transport import DockerTransport
 
 log = logging.getLogger(__name__)
@@ -61,11 +63,13 @@ def _scan(transport: DockerTransport, cid: str, args: list[str]) -> bytes | None
     ``None`` if the container is not running, also when it stopped or went during the scan."""
     import docker as docker_sdk
 
-    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True)
+    out = probe_by_server(transport.servers, cid, HOST_PROCESSES_SCRIPT, args, borrow=True,
+                          frozen=lambda server: _server_frozen(transport, cid, server))
     if out is not None:
         return out
     if not transport.container_running(cid):
         return None
+    _refuse_if_paused(transport, cid)
     try:
         return read_script(transport, cid, HOST_PROCESSES_SCRIPT, *args, user="")
     except (docker_sdk.errors.APIError, TransportLostError):
@@ -106,7 +110,8 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
     found: list[str] = []
     for cid in cids:
         try:
-            out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True)
+            out = probe_by_server(transport.servers, cid, KERNEL_PROCESSES_SCRIPT, [kernel_id], borrow=True,
+                                  frozen=lambda server: _server_frozen(transport, cid, server))
             if out is None and transport.container_running(cid):
                 out = read_script(transport, cid, KERNEL_PROCESSES_SCRIPT, kernel_id, user="")
             found += parse_kernel_processes(out or b"")
@@ -115,6 +120,22 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
                 raise TransportLostError(f"cannot list kernel {kernel_id}'s processes in container "
                                          f"{cid[:12]}: {type(exc).__name__}: {exc}") from None
     return found
+
+
+def _server_frozen(transport: DockerTransport, container_id: str, server: RemoteServer) -> bool:
+    """Whether the container's kernel server can answer nothing now: the container is paused, or
+    the server is stopped (a scan waited ``PROBE_TIMEOUT_S``, 12 s, for it)."""
+    return transport.hosts.seen_paused(container_id) or server_stopped(transport, container_id, server)
+
+
+def _refuse_if_paused(transport: DockerTransport, container_id: str) -> None:
+    """A paused container cannot be scanned (every exec refused, its kernel server frozen): say so.
+
+    :raises TransportLostError: if it is paused.
+    """
+    if transport.hosts.seen_paused(container_id):
+        raise TransportLostError(f"container {container_id[:12]} is paused: its processes cannot be scanned "
+                                 "until `docker unpause`")
 
 
 def _seen_running(transport: DockerTransport, container_id: str, since: str | None = None) -> bool:

@@ -29,7 +29,7 @@ from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp
 from .connection import SshConnection, SshStream, put_file
-from .probes import end_failed_launch
+from .probes import end_failed_launch, server_stopped
 from .rundir import KERNEL_ROOT, private_root
 
 SERVER_DIR_PREFIX = "server-"
@@ -111,7 +111,8 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
 
     try:
-        pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout)
+        pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout,
+                                                 frozen=lambda server: server_stopped(conn, server))
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
         end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
@@ -122,3 +123,4 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
     return Launched(stream=stream, pid=pid, kernel_dir=kdir,
                     label=f"ssh {conn.target} pid {pid}, forked by kernel server {server.pid}",
                     extra={"conn": conn, "python": python, "runner": runner, "server": server})
+

@@ -20,10 +20,12 @@ from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SC
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..remote_server import stat_says_stopped
 from ..server_pool import probe_by_server
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
+    from ..remote_server import RemoteServer
     from .connection import SshConnection
     from .transport import SshTransport
 
@@ -105,7 +107,8 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
 def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[str]) -> bytes:
     """The host-process scan's output on the ssh host: run by the kernel server there when one
     runs (a fork, no ssh exec: most snapshots), else by an exec; both as the login user."""
-    out = probe_by_server(transport.servers, where, HOST_PROCESSES_SCRIPT, args)
+    out = probe_by_server(transport.servers, where, HOST_PROCESSES_SCRIPT, args,
+                          frozen=lambda server: server_stopped(conn, server))
     if out is not None:
         return out
     return _completed(*transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args), f"the kernel scan on {where}")
@@ -151,7 +154,8 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
     """
     conn = transport.current_connection
     if conn is not None and conn.usable:  # by the host's kernel server when one runs: no ssh exec
-        out = probe_by_server(transport.servers, str(conn.target), KERNEL_PROCESSES_SCRIPT, [kernel_id])
+        out = probe_by_server(transport.servers, str(conn.target), KERNEL_PROCESSES_SCRIPT, [kernel_id],
+                              frozen=lambda server: server_stopped(conn, server))
         if out is not None:
             return parse_kernel_processes(out)
     try:
@@ -255,3 +259,14 @@ def signal_pid(transport: SshTransport, launched: Launched | None, pid: int, sig
     code, _ = transport.run_probe(SIGNAL_SCRIPT, str(pid), str(int(sig)))
     if code != 0:
         raise ProcessLookupError(f"no process {pid} of ours on the ssh host")
+
+
+def server_stopped(conn: SshConnection, server: RemoteServer) -> bool:
+    """Whether the host's kernel server is stopped (SIGSTOP, a debugger): it answers nothing until
+    continued; a start waited ``SPAWN_TIMEOUT_S`` (15 s) for it, a scan ``PROBE_TIMEOUT_S`` (12 s).
+    Never raises."""
+    try:
+        code, out, _ = conn.run(f"cat /proc/{int(server.pid or 0)}/stat", timeout=2.0)
+    except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
+        return False
+    return server.pid is not None and code == 0 and stat_says_stopped(out)

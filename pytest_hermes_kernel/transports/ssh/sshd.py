@@ -27,12 +27,13 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ...errors import CLOSED_TRANSPORT_HINT, ContainerGoneError, KernelStartError, TransportLostError, TransportUnavailableError
+from ...errors import (CLOSED_TRANSPORT_HINT, ContainerGoneError, ContainerStartError, KernelStartError, TransportLostError,
+                      TransportUnavailableError)
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
-from ...containers.sharing import SharedResource, worker_id
+from ...containers.sharing import SharedResource, run_file_error, worker_id
 from ..detached import CLEAR_KERNELS_SCRIPT, SCAN_END_SH, SSH_KERNEL_ROOT, until_complete
 
 if TYPE_CHECKING:
@@ -232,8 +233,11 @@ class SshdContainer:
             fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w", encoding="ascii") as fh:
                 fh.write(private)
-        except BaseException:
+        except BaseException as exc:
             self._remove(record)
+            if isinstance(exc, OSError):  # a full disk: it was a bare OSError naming no file
+                raise ContainerStartError(f"cannot write the sshd container's key {key_file}: "
+                                          f"{run_file_error(exc)}", container_id=record["container_id"]) from None
             raise
         return record
 
