@@ -131,8 +131,8 @@ def test_lasting_blackhole_is_detected_within_the_keepalive_bound(hermes_kernel)
     silenced: it is re-attached and the runner's state is still there."""
     hermes_kernel.execute("x = 1")
     started = time.monotonic()
-    r = hermes_kernel.execute("import time; time.sleep(8); x", timeout=60)
-    assert time.monotonic() - started < 1.0 * 3 + 12 + 8, "detection must stay within the keepalive bound"
+    r = hermes_kernel.execute("import time; time.sleep(5); x", timeout=60)  # past the silence's 3.5 s
+    assert time.monotonic() - started < 1.0 * 3 + 12 + 5, "detection must stay within the keepalive bound"
     if hermes_kernel.transport.name == "ssh":
         # B23: the TCP link to sshd stays silent (fault proxy), so no re-attach can succeed
         assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()
