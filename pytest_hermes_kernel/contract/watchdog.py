@@ -13,6 +13,11 @@ from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from ._probes import kernel_pids, signal_in_kernel
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
+#: For a cell that ignores SIGINT: its interrupt grace is always waited out, so it is short; the kill
+#: (answered by the runner, not waited out) keeps FAST's grace.
+IGNORED = WatchdogPolicy(interrupt_grace=0.5, kill_grace=1.0)
+#: For a frozen runner: neither rung is answered, so both graces are waited out in full.
+FROZEN = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
 #: Seconds a frozen runner and its worker may take to leave the transport's listing after the reset.
 FROZEN_GONE_S = 5.0
 IGNORE_SIGINT = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
@@ -48,7 +53,7 @@ def test_options_timeout_is_the_default_budget(kernel_factory):
 
 
 def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
-    k = kernel_factory(watchdog=FAST)
+    k = kernel_factory(watchdog=IGNORED)
     k.execute("z = 7")
     old_pid = k.pid
     started = time.monotonic()
@@ -59,7 +64,7 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
     assert r.status == "timeout" and r.watchdog == "reset"
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert "ineffective" in r.kernel.note and "restarted" in r.kernel.note
-    assert elapsed < 1.0 + FAST.interrupt_grace + FAST.kill_grace + 3.0
+    assert elapsed < 1.0 + IGNORED.interrupt_grace + IGNORED.kill_grace + 3.0
     assert old_pid not in kernel_pids(k)
     assert k.generation == 1 and k.pid != old_pid
     after = k.execute("z")
@@ -69,7 +74,7 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
 
 
 def test_reset_raises_when_asked(kernel_factory):
-    k = kernel_factory(watchdog=FAST)
+    k = kernel_factory(watchdog=IGNORED)
     with pytest.raises(KernelResetAfterTimeout) as caught:
         k.execute(IGNORE_SIGINT, timeout=1.0, raise_on_timeout=True)
     assert caught.value.result.kernel.state_lost
@@ -77,7 +82,8 @@ def test_reset_raises_when_asked(kernel_factory):
 
 
 def test_reset_failed_when_restart_is_off(kernel_factory):
-    k = kernel_factory(watchdog=WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0, restart=False))
+    k = kernel_factory(watchdog=WatchdogPolicy(interrupt_grace=IGNORED.interrupt_grace, kill_grace=IGNORED.kill_grace,
+                                               restart=False))
     k.execute("z = 7")
     old_pid = k.pid
 
@@ -100,7 +106,7 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
     Whether the frozen runner and worker are gone is looked at before the case's own clean-up
     kills what is left: it looked after, so a transport that counted a frozen runner as gone
     without killing it (its ``kill`` and ``alive`` asking the runner itself) passed."""
-    k = kernel_factory(watchdog=FAST)
+    k = kernel_factory(watchdog=FROZEN)
     k.execute("s = 1")
     runner, worker = k.runner_pid, k.pid
     timer, left = None, set()

@@ -35,6 +35,7 @@ def test_execute_with_cancel_and_aexecute_under_kernel_sigkill(hermes_kernel) ->
     assert r.kernel.state_lost and r.ename == "NameError", r
 
 
+@pytest.mark.hermes_kernel(orphan_timeout=1.0)  # the kernel's end after the host's is waited for: not 5 s
 @pytest.mark.hermes_host_sigkill(after_cell=2)
 def test_execute_with_cancel_and_aexecute_under_host_sigkill(hermes_kernel) -> None:
     assert asyncio.run(aexecute(hermes_kernel, "x = 1; x")).value == "1"

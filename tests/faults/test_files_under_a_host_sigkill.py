@@ -12,7 +12,12 @@ import pytest
 from pytest_hermes_kernel.contract._probes import run_in_thread
 from pytest_hermes_kernel.errors import HostGoneError
 
+#: The docker and ssh kernels' orphan timer: the plugin waits for their end after the host's death
+#: (the marker's own is 5 s; the marker's defaults are test_fault_markers.py's to check).
+ORPHAN_TIMEOUT_S = 1.0
 
+
+@pytest.mark.hermes_kernel(orphan_timeout=ORPHAN_TIMEOUT_S)
 @pytest.mark.hermes_host_sigkill(after_cell=1)
 def test_files_move_in_and_out_until_the_host_is_killed(hermes_kernel, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -28,7 +33,7 @@ def test_files_move_in_and_out_until_the_host_is_killed(hermes_kernel, tmp_path:
         hermes_kernel.upload("data.txt", "again.txt")
 
 
-@pytest.mark.hermes_kernel(report_running=True)
+@pytest.mark.hermes_kernel(report_running=True, orphan_timeout=ORPHAN_TIMEOUT_S)
 @pytest.mark.hermes_host_sigkill(after_cell=2)
 def test_the_handles_members_a_test_reads_work_until_the_host_is_killed(hermes_kernel) -> None:
     """``worker_pid``, ``restart_count``, ``start()`` and ``cancel()`` are the handle's too (docs/api.md):

@@ -325,13 +325,13 @@ def _run(pytester: pytest.Pytester, patch: str | None, *args: str) -> pytest.Run
     return result
 
 
-def _caught(pytester: pytest.Pytester, patch: str, *args: str) -> None:
-    """With the bug the kit's test fails; without it, it passes."""
+def _caught(pytester: pytest.Pytester, patch: str, *args: str, clean: pytest.RunResult | None = None) -> None:
+    """With the bug the kit's test fails; without it, it passes (``clean``: that run, made already)."""
     with_bug = _run(pytester, patch, *args)
     outcomes = with_bug.parseoutcomes()
     assert outcomes.get("failed", 0) + outcomes.get("errors", 0) >= 1, (
         "the kit did not catch the bug put back:\n" + with_bug.stdout.str()[-3000:])
-    clean = _run(pytester, None, *args)
+    clean = _run(pytester, None, *args) if clean is None else clean
     outcomes = clean.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1 and not outcomes.get("failed") and not outcomes.get("errors"), (
         clean.stdout.str()[-3000:])
@@ -418,9 +418,10 @@ def test_a_childs_oom_kill_blamed_on_a_later_death_is_caught(pytester: pytest.Py
     earlier cell, a mutant of the mutation run (issue #13)."""
     guarantee = _guarantee(pytester, "tests/faults/test_fault_markers.py")
     args = (guarantee, "--hermes-transport=local", "-k", "childs_oom_kill")
-    if not _run(pytester, None, *args).parseoutcomes().get("passed"):
+    clean = _run(pytester, None, *args)
+    if not clean.parseoutcomes().get("passed"):
         pytest.skip("the OOM marker's test does not run here (no memory cgroup for a local kernel)")
-    _caught(pytester, STALE_OOM_BASELINE, *args)
+    _caught(pytester, STALE_OOM_BASELINE, *args, clean=clean)  # not run clean a second time
 
 
 def test_short_output_skipping_redaction_is_caught(pytester: pytest.Pytester, repo_importable: None) -> None:

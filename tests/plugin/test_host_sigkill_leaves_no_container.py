@@ -18,6 +18,7 @@ HOST_KILLED = """
 import pytest
 from pytest_hermes_kernel import HostGoneError
 
+@pytest.mark.hermes_kernel(orphan_timeout=1.0)  # its end is waited for: not the marker's 5 s
 @pytest.mark.hermes_host_sigkill(during_cell=2, delay=0.5)
 def test_the_helper_dies_with_its_host(hermes_kernel):
     hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'])")
@@ -47,6 +48,7 @@ from pytest_hermes_kernel import HostGoneError
 from pytest_hermes_kernel.containers.labels import LABEL_RUN_ID
 from pytest_hermes_kernel.containers.sharing import current_run_id
 
+@pytest.mark.hermes_kernel(orphan_timeout=1.0)  # its end is waited for: not the marker's 5 s
 @pytest.mark.hermes_host_sigkill(after_cell=1)
 def test_the_runs_container_is_held_once_its_host_died(hermes_kernel):
     hermes_kernel.execute("1")

@@ -30,16 +30,22 @@ def _signal_server(transport, launched, sig: int) -> None:
     assert code == 0, out
 
 
+#: The ladder of the interrupt case: SIGINT after the 1.5-s budget, the kills 0.5 s apart (the
+#: defaults, 2 s each, made it 7 s). Its keepalives (every 1 s, 5 missed) go unanswered on the way,
+#: and the stream is not given up before the ladder ends.
+LADDER = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5, restart=False)
+
+
 @pytest.mark.parametrize("name", ["docker", "ssh"])
 def test_a_cell_behind_a_frozen_kernel_server_is_not_called_deaf_to_its_interrupt(name: str) -> None:
     with transport_of_its_own(name, server=True) as transport:
-        kernel = start_kernel(transport, watchdog=WatchdogPolicy(restart=False))
+        kernel = start_kernel(transport, watchdog=LADDER, keepalive_interval=1.0, keepalive_missed=5)
         try:
             assert kernel.execute("x = 1").status == "ok"
             assert "forked by kernel server" in kernel.launched.label
             _signal_server(transport, kernel.launched, signal.SIGSTOP)
             try:
-                result = kernel.execute("import time; time.sleep(1)", timeout=3.0)
+                result = kernel.execute("import time; time.sleep(1)", timeout=1.5)
             finally:
                 _signal_server(transport, kernel.launched, signal.SIGCONT)
             note = result.kernel.note
@@ -50,8 +56,11 @@ def test_a_cell_behind_a_frozen_kernel_server_is_not_called_deaf_to_its_interrup
             kernel.shutdown()
 
 
-#: Seconds the cell behind a frozen server may take: the keepalives' 12 s, then a re-attach.
-REATTACHED_S = 20.0
+#: The kernel's keepalives in the re-attach case: the silent stream is given up after 3 s (the
+#: default, 3 s x 3, took 12 s), then the re-attach runs as before.
+KEEPALIVE = {"keepalive_interval": 1.0, "keepalive_missed": 3}
+#: Seconds the cell behind a frozen server may take: the keepalives' ~4 s, then a re-attach.
+REATTACHED_S = 12.0
 
 
 @pytest.mark.parametrize("name", ["docker", "ssh"])
@@ -61,7 +70,7 @@ def test_a_cell_behind_a_frozen_kernel_server_reattaches_with_its_state(name: st
     re-attach asked the frozen server whether the runner runs (a 15-s wait, over the re-attach's
     10 s); the runner, healthy all along, was then killed. The re-attach now asks by exec."""
     with transport_of_its_own(name, server=True) as transport:
-        kernel = start_kernel(transport)
+        kernel = start_kernel(transport, **KEEPALIVE)
         try:
             assert kernel.execute("x = 1").status == "ok"
             _signal_server(transport, kernel.launched, signal.SIGSTOP)

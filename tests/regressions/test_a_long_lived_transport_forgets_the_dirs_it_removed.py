@@ -15,7 +15,7 @@ from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.kernel.contract import Transport
 from pytest_hermes_kernel.transports import make_transport
 
-KERNELS = 12
+KERNELS = 4  # with the bug each leaves its path: 4 where at most 1 may stay
 
 
 def _paths(transport: Transport) -> int:

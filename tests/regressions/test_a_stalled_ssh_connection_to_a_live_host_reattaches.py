@@ -20,6 +20,9 @@ from tests.support import CellStarted, container_output, run_in_thread
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
+#: own_sshd's keepalives: the stalled connection is given up after 3 s, not the default 9 s.
+SSHD_OPTIONS = {"keepalive_interval": 1.0, "keepalive_missed": 3}
+
 
 def _freeze_the_connection(transport: SshTransport) -> str:
     """SIGSTOP the sshd process that serves the transport's connection (the host still answers

@@ -20,14 +20,17 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelStartError
 from pytest_hermes_kernel.kernel.results import CellResult
+from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
-#: The cell's budget: its ladder (SIGINT, +2 s kill, +2 s abandon) ends at ~6 s, before the
-#: channel's keepalives give up on the silent stream (~12 s).
-BUDGET_S = 2.0
+#: The cell's budget and ladder: SIGINT at 1 s, the kill 0.5 s later, abandoned 0.5 s after that
+#: (~2 s; the default graces, 2 s each, took ~6 s), well before the channel's keepalives give up on
+#: the silent stream (~12 s).
+BUDGET_S = 1.0
+LADDER = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
 
 
 def _cell_into_paused_host(transport: DockerTransport, k: KernelHandle, then: Callable[[], object] = lambda: None
@@ -56,7 +59,7 @@ def _assert_abandoned(result: CellResult) -> None:
 
 
 def test_shutdown_after_the_unpause_ends_the_runner_of_an_abandoned_cell(own_docker, start):
-    k = start(own_docker)
+    k = start(own_docker, watchdog=LADDER)
     assert k.execute("x = 1").status == "ok"
     cid, kdir = k.launched.extra["container"], k.launched.kernel_dir
 
@@ -70,7 +73,7 @@ def test_shutdown_after_the_unpause_ends_the_runner_of_an_abandoned_cell(own_doc
 
 
 def test_no_second_runner_starts_beside_a_frozen_one(own_docker, start):
-    k = start(own_docker)
+    k = start(own_docker, watchdog=LADDER)
     assert k.execute("x = 1").status == "ok"
     cid, old_dir, old_runner = k.launched.extra["container"], k.launched.kernel_dir, k.runner_pid
     refused: list[str] = []

@@ -28,8 +28,11 @@ from tests.support import CellStarted, run_in_thread, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
+#: own_sshd's keepalives: the connection gives up on the paused host after 3 s, not the default 9 s.
+SSHD_OPTIONS = {"keepalive_interval": 1.0, "keepalive_missed": 3}
+
 #: A short ladder: SIGINT after the 1 s budget, the worker's kill 0.5 s later, the runner's kill
-#: from outside 0.5 s after that (it waits for its exec until the connection gives up, ~5 s).
+#: from outside 0.5 s after that (it waits for its exec until the connection gives up: SSHD_OPTIONS).
 FAST = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
 BUDGET_S = 1.0
 #: Seconds the cell may take in all: the ladder, the kill's exec on the silent host, the probe.

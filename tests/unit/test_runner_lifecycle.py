@@ -211,12 +211,12 @@ HOLD_THE_CHANNEL_AND_DIE = (  # a process the cell started inherits the worker's
 def test_a_worker_dead_mid_cell_is_reported_at_once_while_a_process_it_started_holds_its_channel(make_kernel):
     """The runner learns of its worker's death from the exit itself (SIGCHLD, ``waitpid``), not
     from the worker's socket closing: a child that inherited the socket keeps it open."""
-    k = make_kernel()
+    k = make_kernel(watchdog=WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5))  # a death missed: ~6 s, not 12
     k.execute("x = 1")
     pid = k.pid
     started = time.monotonic()
 
-    r = k.execute(HOLD_THE_CHANNEL_AND_DIE, timeout=8)
+    r = k.execute(HOLD_THE_CHANNEL_AND_DIE, timeout=5)  # past the 4-s bound: a death seen only then fails it
 
     assert r.status == "died" and (r.kernel.exit_code, r.kernel.signal) == (3, None), r.summary()
     assert time.monotonic() - started < 4, "reported when the worker died, not at the cell's timeout"
