@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+
+import pytest
 
 from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
@@ -143,6 +146,25 @@ def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
     assert info.step == "request" and info.exit_code == 0 and info.confirmed
     assert k.transport.kernel_processes(k.kernel_id, locator) == [], "nothing of the kernel may be left"
     assert k.shutdown() == info  # idempotent
+
+
+def test_a_killed_kernels_dir_is_removed_at_shutdown(kernel_factory):
+    """A kernel dir on this machine (its ``Launched.kernel_dir``) is gone once the kernel is shut
+    down, also when its runner was killed and could not remove it itself: a transport whose
+    ``cleanup`` left every such dir (runner file, log) passed the suite, the leak check knowing
+    only the kit's own kernel dir roots. Elsewhere it is the transport's ``leak_snapshot`` that
+    reports one left (``remote kernel dir``)."""
+    k = kernel_factory()
+    kdir = k.launched.kernel_dir if k.launched is not None else None
+    if not (k.transport.runs_on_this_host and kdir and os.path.isdir(kdir)):
+        pytest.skip(f"the {k.transport.name} transport's kernel dir is not on this machine")
+    assert k.transport.kill(k.launched), "the transport must see its runner gone after kill()"
+
+    k.shutdown()
+
+    wait_until(lambda: not os.path.exists(kdir), KILLED_GONE_S,
+               what=f"the kernel dir {kdir} of a killed runner to be removed by shutdown() (Transport.cleanup "
+                    f"removes what the launch made)")
 
 
 def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
