@@ -40,7 +40,8 @@ MISSED_ACTS_S, WATCH_S = 2.0, 4.0
 TIMEOUT_STATUSES = (TIMEOUT_EXIT, 128 + 9)
 
 __all__ = ["execute_backend", "test_backend_returns_stdout_and_stderr", "test_backend_returns_the_exit_status",
-           "test_backend_returns_the_whole_output", "test_backend_ends_a_command_at_its_timeout",
+           "test_backend_returns_the_whole_output", "test_backend_returns_the_output_unchanged",
+           "test_backend_ends_a_command_at_its_timeout",
            "test_backend_ends_the_whole_command_at_its_timeout",
            "test_a_background_process_does_not_hold_the_call_open", "test_backend_runs_commands_concurrently",
            "test_a_command_is_on_no_process_command_line"]
@@ -80,6 +81,17 @@ def test_backend_returns_stdout_and_stderr(execute_backend, status):
     assert "to-stdout" in out, f"execute lost the command's stdout (status {status}); it returned {out!r}"
     assert "to-stderr" in out, (f"execute lost the command's stderr (status {status}); it returned {out!r}. The "
                                 "output must be stdout and stderr combined: a failed step's reason is on stderr")
+
+
+def test_backend_returns_the_output_unchanged(execute_backend):
+    """Byte for byte: a backend that strips its output (as some sandbox APIs do) passed every
+    kernel case, while every leak scan through it came back unreadable; one that rewrites line
+    ends (``\r\n``) failed only a background-process case, for another reason."""
+    code, out = _run(execute_backend, r"printf '  lead\ttab\n\nlast line\n\n'")
+
+    assert code == 0 and out == "  lead\ttab\n\nlast line\n\n", (
+        f"execute returned {out!r} for output '  lead\\ttab\\n\\nlast line\\n\\n': the output must come back "
+        "unchanged, its leading and trailing whitespace and line ends too (no strip(), no \\r\\n)")
 
 
 @pytest.mark.parametrize("cmd, status", [("exit 3", 3), ("false", 1), ("exit 255", 255), ("kill -9 $$", 137)],

@@ -51,7 +51,7 @@ def test_keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_waiter(kern
     c = kernel.execute("1 + 1")
     assert b.status == "ok" and b.stdout == "B\n", b.summary()
     assert b.kernel.state_lost, b.summary()  # the cancelled cell's kernel was ended, and it says so
-    assert c.status == "ok" and c.value == "2" and c.stdout == ""
+    assert c.status == "ok" and c.value == "2" and c.stdout == "", c.summary()
     wait_until(lambda: threading.active_count() <= baseline, 5.0, what="host threads back to baseline")
 
 

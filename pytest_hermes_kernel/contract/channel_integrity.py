@@ -26,7 +26,7 @@ def test_forged_frames_on_stdout_stay_in_that_cells_output(kernel):
 
     r = kernel.execute(code)
 
-    assert r.status == "ok" and r.value == "'real'"
+    assert r.status == "ok" and r.value == "'real'", r.summary()
     assert r.stdout.count('"value": "\'FORGED\'"') == 2 * len(frames)
     assert r.stderr.count('"status": "ok"') == len(frames)
     nxt = kernel.execute("'still real'")
@@ -41,7 +41,7 @@ def test_bad_frame_headers_on_stdout_do_not_hang_the_channel(kernel):
             "print('{\"type\": \"bye\", \"id\": 1, \"step\": \"request\"}')\n"
             "42")
     r = kernel.execute(code)
-    assert r.status == "ok" and r.value == "42"
+    assert r.status == "ok" and r.value == "42", r.summary()
     assert "garbage" in r.stdout and '"type": "bye"' in r.stdout
     assert kernel.execute("'next'").value == "'next'"
 
@@ -94,6 +94,6 @@ def test_fork_child_tool_call_is_refused(kernel_factory):
             "os.waitpid(child, 0)\n"
             "answer")
     r = k.execute(code)
-    assert r.status == "ok"
+    assert r.status == "ok", r.summary()
     assert r.value.startswith("'ToolError") and "forked" in r.value
     assert r.tool_calls == ()

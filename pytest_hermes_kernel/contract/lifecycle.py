@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+
+import pytest
 
 from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
@@ -21,8 +24,8 @@ def test_namespace_persists_across_cells(kernel):
     first = kernel.execute("x = 41\ndef inc(v):\n    return v + 1")
     second = kernel.execute("inc(x)")
 
-    assert first.status == "ok" and first.value is None
-    assert second.status == "ok" and second.value == "42"
+    assert first.status == "ok" and first.value is None, first.summary()
+    assert second.status == "ok" and second.value == "42", second.summary()
     assert second.kernel.reused and not second.kernel.state_lost
     assert second.kernel.generation == first.kernel.generation == 0
     assert second.kernel.pid == first.kernel.pid == kernel.pid
@@ -41,7 +44,7 @@ def test_error_keeps_the_kernel_and_its_state(kernel):
 
     r = kernel.execute("def f():\n    return 1 / 0\nf()")
 
-    assert r.status == "error"
+    assert r.status == "error", r.summary()
     assert r.ename == "ZeroDivisionError" and "division by zero" in r.evalue
     assert "<cell>" in r.traceback
     assert ZIP_PACKAGE not in r.traceback and NAME_PREFIX not in r.traceback  # none of the runner's frames
@@ -52,7 +55,7 @@ def test_error_keeps_the_kernel_and_its_state(kernel):
 
 def test_syntax_error_is_a_cell_error(kernel):
     r = kernel.execute("def broken(:\n")
-    assert r.status == "error" and r.ename == "SyntaxError"
+    assert r.status == "error" and r.ename == "SyntaxError", r.summary()
     assert kernel.execute("1 + 1").value == "2"
 
 
@@ -65,7 +68,7 @@ def test_restart_loses_state_and_bumps_generation(kernel):
     assert info.state_lost and info.reason == "reset"
     assert gone_in_kernel(kernel, old_pid), "the old worker must be dead before restart() returns"
     r = kernel.execute("x")
-    assert r.status == "error" and r.ename == "NameError"
+    assert r.status == "error" and r.ename == "NameError", r.summary()
     assert r.kernel.generation == 1 and r.kernel.pid != old_pid
     assert r.kernel.state_lost and r.kernel.reason == "reset"
     assert not kernel.execute("1").kernel.state_lost  # reported once, not forever
@@ -77,25 +80,25 @@ def test_system_exit_ends_the_kernel_and_keeps_the_code(kernel):
 
     r = kernel.execute("import sys; sys.exit(3)")
 
-    assert r.status == "exited"
+    assert r.status == "exited", r.summary()
     assert r.kernel.exit_code == 3 and r.kernel.signal is None and not r.kernel.oom_killed
     assert r.kernel.state_lost and r.kernel.reason == "exited"
     wait_until(lambda: gone_in_kernel(kernel, old_pid), 2.0, what="the exited worker to be gone")
     nxt = kernel.execute("k")
-    assert nxt.status == "error" and nxt.ename == "NameError"
+    assert nxt.status == "error" and nxt.ename == "NameError", nxt.summary()
     assert nxt.kernel.state_lost and nxt.kernel.reason == "exited" and nxt.kernel.exit_code == 3
     assert nxt.kernel.generation == r.kernel.generation + 1
 
 
 def test_system_exit_message_is_shown(kernel):
     r = kernel.execute('raise SystemExit("goodbye")')
-    assert r.status == "exited" and r.kernel.exit_code == 1
+    assert r.status == "exited" and r.kernel.exit_code == 1, r.summary()
     assert "goodbye" in r.stderr and r.evalue == "goodbye"
 
 
 def test_exit_builtin_closing_stdin_is_harmless(kernel):
     r = kernel.execute("exit()")
-    assert r.status == "exited" and r.kernel.exit_code == 0
+    assert r.status == "exited" and r.kernel.exit_code == 0, r.summary()
     assert kernel.execute("2 * 21").value == "42"
 
 
@@ -105,7 +108,7 @@ def test_os_exit_is_detected_quickly_with_its_code(kernel):
     elapsed = time.monotonic() - started
 
     assert elapsed < 2.0
-    assert r.status == "died"
+    assert r.status == "died", r.summary()
     assert r.kernel.exit_code == 5 and r.kernel.signal is None and not r.kernel.oom_killed
     assert r.kernel.state_lost and r.kernel.reason == "died"
     nxt = kernel.execute("'back'")
@@ -122,7 +125,7 @@ def test_interrupt_from_another_thread_keeps_state(kernel):
     finally:
         timer.cancel()
 
-    assert r.status == "interrupted" and r.ename == "KeyboardInterrupt"
+    assert r.status == "interrupted" and r.ename == "KeyboardInterrupt", r.summary()
     assert r.duration_s < 5.0 and r.watchdog is None
     after = kernel.execute("y")
     assert after.value == "5" and after.kernel.pid == pid and not after.kernel.state_lost
@@ -143,6 +146,25 @@ def test_shutdown_reports_how_the_kernel_ended(kernel_factory):
     assert info.step == "request" and info.exit_code == 0 and info.confirmed
     assert k.transport.kernel_processes(k.kernel_id, locator) == [], "nothing of the kernel may be left"
     assert k.shutdown() == info  # idempotent
+
+
+def test_a_killed_kernels_dir_is_removed_at_shutdown(kernel_factory):
+    """A kernel dir on this machine (its ``Launched.kernel_dir``) is gone once the kernel is shut
+    down, also when its runner was killed and could not remove it itself: a transport whose
+    ``cleanup`` left every such dir (runner file, log) passed the suite, the leak check knowing
+    only the kit's own kernel dir roots. Elsewhere it is the transport's ``leak_snapshot`` that
+    reports one left (``remote kernel dir``)."""
+    k = kernel_factory()
+    kdir = k.launched.kernel_dir if k.launched is not None else None
+    if not (k.transport.runs_on_this_host and kdir and os.path.isdir(kdir)):
+        pytest.skip(f"the {k.transport.name} transport's kernel dir is not on this machine")
+    assert k.transport.kill(k.launched), "the transport must see its runner gone after kill()"
+
+    k.shutdown()
+
+    wait_until(lambda: not os.path.exists(kdir), KILLED_GONE_S,
+               what=f"the kernel dir {kdir} of a killed runner to be removed by shutdown() (Transport.cleanup "
+                    f"removes what the launch made)")
 
 
 def test_a_runner_is_seen_gone_only_once_it_ended(kernel):

@@ -29,7 +29,7 @@ def test_long_line_keeps_head_and_tail_within_the_cap(kernel_factory):
 
     r = k.execute('print("HEAD" + "y" * 500_000 + "END")')
 
-    assert r.status == "ok" and r.stdout_truncated
+    assert r.status == "ok" and r.stdout_truncated, r.summary()
     assert len(r.stdout.encode()) <= cap
     assert r.stdout.startswith("HEAD") and r.stdout.endswith("END\n")
     (dropped,) = map(int, MARKER.findall(r.stdout))
@@ -45,7 +45,7 @@ def test_flood_is_bounded_per_stream_and_kernel_survives(kernel_factory):
 
     r = k.execute(flood, timeout=1.0)
 
-    assert r.status == "timeout" and r.watchdog == "interrupted"
+    assert r.status == "timeout" and r.watchdog == "interrupted", r.summary()
     for text, truncated, dropped in ((r.stdout, r.stdout_truncated, r.stdout_dropped_bytes),
                                      (r.stderr, r.stderr_truncated, r.stderr_dropped_bytes)):
         assert truncated and dropped > 10 * cap
@@ -64,7 +64,7 @@ def test_unicode_round_trips_and_invalid_bytes_become_replacement(kernel):
 
     r = kernel.execute("import sys, os\nsys.stdout.buffer.write(b'raw:\\xff\\xfe\\xc3\\n'); sys.stdout.flush()\n"
                        "os.write(2, b'err:\\x80\\x81\\n')")
-    assert r.status == "ok"
+    assert r.status == "ok", r.summary()
     assert r.stdout.startswith("raw:") and "\ufffd" in r.stdout and r.stdout.endswith("\n")
     assert r.stderr.startswith("err:") and r.stderr.count("\ufffd") == 2
     assert kernel.execute("1 + 1").value == "2"
@@ -80,7 +80,7 @@ def test_multibyte_characters_split_across_writes_are_not_damaged(kernel):
 def test_real_stdout_object(kernel):
     r = kernel.execute("import sys, subprocess\nsubprocess.run(['printf', 'via-fd\\n'], stdout=sys.stdout)\n"
                        "(sys.stdout.fileno(), sys.stderr.fileno(), hasattr(sys.stdout, 'buffer'))")
-    assert r.status == "ok" and r.stdout == "via-fd\n" and r.value == "(1, 2, True)"
+    assert r.status == "ok" and r.stdout == "via-fd\n" and r.value == "(1, 2, True)", r.summary()
 
 
 def test_ansi_escapes_are_stripped(kernel):
@@ -99,7 +99,7 @@ def test_stdin_is_at_eof(kernel):
     kernel.execute("q = 3")
     started = time.monotonic()
     r = kernel.execute("input('name? ')")
-    assert r.status == "error" and r.ename == "EOFError"
+    assert r.status == "error" and r.ename == "EOFError", r.summary()
     assert time.monotonic() - started < 1.0
     assert kernel.execute("import subprocess; subprocess.run(['cat'], capture_output=True).stdout").value == "b''"
     assert kernel.execute("import sys; sys.stdin.read()").value == "''"
@@ -116,7 +116,7 @@ def test_fd_level_output_is_attributed_to_its_cell_in_order(kernel, capfd):
 
     r = kernel.execute(code)
 
-    assert r.status == "ok"
+    assert r.status == "ok", r.summary()
     assert r.stdout.splitlines() == [f"{name}-{tag}" for name in ("P1", "S1", "S2", "C1", "P2")]
     assert r.stderr == f"S3-{tag}\n"
     assert kernel.execute("print('next')").stdout == "next\n"

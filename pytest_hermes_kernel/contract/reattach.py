@@ -76,6 +76,10 @@ def reattachable(hermes_transport: Transport) -> Transport:
     if not hermes_transport.reattachable:
         pytest.skip(f"the {hermes_transport.name} transport declares no re-attach (reattachable=False): "
                     "a broken stream there is the kernel's end, not a drop")
+    if type(hermes_transport).reattach is Transport.reattach:  # every case failed 'died', naming no cause
+        pytest.fail(f"{hermes_transport!r} declares reattachable=True but keeps Transport.reattach's default, which "
+                    "refuses every re-attach: implement reattach(launched) (a new stream to the same runner, which "
+                    "must outlive a dropped stream), or declare reattachable=False", pytrace=False)
     return hermes_transport
 
 

@@ -26,7 +26,7 @@ def test_large_value_keeps_head_tail_and_full_length(kernel_factory):
 
     r = k.execute('"HEAD" + "y" * 500_000 + "END"')
 
-    assert r.status == "ok" and r.value_truncated
+    assert r.status == "ok" and r.value_truncated, r.summary()
     assert r.value_length == len("'HEAD'") + 500_000 + len("END")
     assert r.value.startswith("'HEAD") and r.value.endswith("END'")
     (dropped,) = map(int, VALUE_MARKER.findall(r.value))
@@ -54,7 +54,7 @@ def test_huge_error_message_is_bounded_and_kernel_lives(kernel_factory):
 
     r = k.execute(f"keep = 1\nraise ValueError('e' * {MAX_FRAME_BYTES + 2**20})")
 
-    assert r.status == "error" and r.ename == "ValueError"
+    assert r.status == "error" and r.ename == "ValueError", r.summary()
     assert "characters dropped" in r.evalue and len(r.evalue) < 2 * cap
     assert len(r.traceback) < 2 * cap
     assert k.execute("keep").value == "1"
@@ -94,5 +94,5 @@ def test_tool_result_past_the_frame_limit_is_the_cells_error(kernel_factory):
 
     r = k.execute("import hermes_tools\nkeep = 2\nhermes_tools.big()")
 
-    assert r.status == "error" and r.ename == "ToolError" and "does not fit in a frame" in r.evalue
+    assert r.status == "error" and r.ename == "ToolError" and "does not fit in a frame" in r.evalue, r.summary()
     assert k.execute("keep").value == "2"

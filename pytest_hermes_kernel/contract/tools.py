@@ -12,7 +12,7 @@ TOOLS = {"add": lambda a, b: a + b, "boom": lambda: 1 / 0, "echo": lambda **kw: 
 def test_tool_call_returns_the_host_value(kernel_factory):
     k = kernel_factory(tools=TOOLS)
     r = k.execute("import hermes_tools\n(hermes_tools.add(a=1, b=2), hermes_tools.call('echo', s='x', n=[1]))")
-    assert r.status == "ok" and r.value == "(3, {'s': 'x', 'n': [1]})"
+    assert r.status == "ok" and r.value == "(3, {'s': 'x', 'n': [1]})", r.summary()
     assert [c["name"] for c in r.tool_calls] == ["add", "echo"]
     assert all(c["ok"] for c in r.tool_calls)
     assert k.execute("sorted(hermes_tools.available())").value == "['add', 'boom', 'echo']"
@@ -21,7 +21,7 @@ def test_tool_call_returns_the_host_value(kernel_factory):
 def test_unknown_tool_is_refused_inside_the_cell(kernel_factory):
     k = kernel_factory(tools=TOOLS)
     r = k.execute("import hermes_tools\nhermes_tools.nope(a=1)")
-    assert r.status == "error" and r.ename == "ToolError"
+    assert r.status == "error" and r.ename == "ToolError", r.summary()
     assert "unknown tool 'nope'" in r.evalue and "add" in r.evalue
     assert r.tool_calls == ()
     assert k.execute("hermes_tools.add(a=2, b=2)").value == "4"
@@ -30,7 +30,7 @@ def test_unknown_tool_is_refused_inside_the_cell(kernel_factory):
 def test_failing_tool_is_the_cells_error_not_the_hosts(kernel_factory):
     k = kernel_factory(tools=TOOLS)
     r = k.execute("import hermes_tools\nhermes_tools.boom()")
-    assert r.status == "error" and r.ename == "ToolError" and "ZeroDivisionError" in r.evalue
+    assert r.status == "error" and r.ename == "ToolError" and "ZeroDivisionError" in r.evalue, r.summary()
     assert [c["ok"] for c in r.tool_calls] == [False]
     assert k.execute("1").status == "ok"
 

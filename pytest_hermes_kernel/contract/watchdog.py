@@ -30,7 +30,7 @@ def test_timeout_interrupt_keeps_state(kernel_factory):
 
     r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
 
-    assert r.status == "timeout" and r.watchdog == "interrupted"
+    assert r.status == "timeout" and r.watchdog == "interrupted", r.summary()
     assert r.ename == "KeyboardInterrupt"
     assert not r.kernel.state_lost and "interrupted" in r.kernel.note
     assert r.duration_s < 1.0 + FAST.interrupt_grace + 1.0
@@ -49,7 +49,7 @@ def test_timeout_interrupt_raises_when_asked(kernel_factory):
 def test_options_timeout_is_the_default_budget(kernel_factory):
     k = kernel_factory(watchdog=FAST, timeout=1.0)
     r = k.execute("import time\ntime.sleep(30)")
-    assert r.status == "timeout" and r.watchdog == "interrupted"
+    assert r.status == "timeout" and r.watchdog == "interrupted", r.summary()
 
 
 def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
@@ -61,14 +61,14 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
     r = k.execute(IGNORE_SIGINT, timeout=1.0)
 
     elapsed = time.monotonic() - started
-    assert r.status == "timeout" and r.watchdog == "reset"
+    assert r.status == "timeout" and r.watchdog == "reset", r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert "ineffective" in r.kernel.note and "restarted" in r.kernel.note
     assert elapsed < 1.0 + IGNORED.interrupt_grace + IGNORED.kill_grace + 3.0
     assert old_pid not in kernel_pids(k)
     assert k.generation == 1 and k.pid != old_pid
     after = k.execute("z")
-    assert after.status == "error" and after.ename == "NameError"
+    assert after.status == "error" and after.ename == "NameError", after.summary()
     assert after.kernel.generation == 1
     assert after.kernel.state_lost and after.kernel.reason == "timeout"  # the next cell is told too
 
@@ -89,7 +89,7 @@ def test_reset_failed_when_restart_is_off(kernel_factory):
 
     r = k.execute(IGNORE_SIGINT, timeout=1.0)
 
-    assert r.status == "timeout" and r.watchdog == "reset_failed"
+    assert r.status == "timeout" and r.watchdog == "reset_failed", r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     # no replacement was tried: a note saying "its replacement failed to start" sent users after a failure
     assert "not restarted" in r.kernel.note and "failed" not in r.kernel.note, r.kernel.note
@@ -121,7 +121,7 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
         for pid in {runner, worker} & kernel_pids(k):
             signal_in_kernel(k, pid, signal.SIGKILL)
 
-    assert r.status == "timeout" and r.watchdog == "reset"
+    assert r.status == "timeout" and r.watchdog == "reset", r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert not left, (f"the frozen runner's processes {sorted(left)} still run {FROZEN_GONE_S} s after the reset "
                       f"(runner {runner}, worker {worker}): Transport.kill/alive counted them gone without ending them")

@@ -49,12 +49,16 @@ class _Host:
             self.reply(EVENT_ID, True, (event, payload))
 
     def start(self, transport: str, options: dict[str, Any], transport_options: dict[str, Any],
-              run_id: str) -> dict[str, Any]:
+              run_id: str, registration: tuple[list[str], bytes] | None = None) -> dict[str, Any]:
         from pytest_hermes_kernel.containers.sharing import use_run_id
         from pytest_hermes_kernel.kernel.handle import KernelHandle
         from pytest_hermes_kernel.kernel.options import KernelOptions
-        from pytest_hermes_kernel.transports import get_transport, make_transport
+        from pytest_hermes_kernel.transports import get_transport, make_transport, register_transport
 
+        if registration is not None:  # registered in the test process (a conftest.py): register it here too
+            path, factory = registration
+            sys.path.extend(p for p in path if p not in sys.path)
+            register_transport(transport, pickle.loads(factory))
         use_run_id(run_id)  # the test process's run: share its containers, never leave our own
         t = make_transport(transport, **transport_options) if transport_options else get_transport(transport)
         self.kernel = KernelHandle(t, KernelOptions(**options))

@@ -39,6 +39,14 @@ class MemoryCgroup:
 
         return read_oom_kills(self.oom_counter_file)
 
+    def holds(self, pid: int) -> bool | None:
+        """Whether process ``pid`` is in the group (``cgroup.procs``); ``None`` when it cannot be read."""
+        try:
+            with open(self.procs_file, encoding="ascii") as fh:
+                return str(pid) in fh.read().split()
+        except OSError:
+            return None
+
     def remove(self) -> None:
         """Remove the group (after killing what is left in it); never raises."""
         try:

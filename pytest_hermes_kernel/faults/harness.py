@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..containers.sharing import current_run_id
-from ..errors import HermesKernelError, HostGoneError, KernelStartError
+from ..errors import ConfigError, HermesKernelError, HostGoneError, KernelStartError
 from ..kernel.lifecycle import Loss
 from ..kernel.options import KernelOptions
 from ..kernel.files import TransferReport
@@ -42,6 +42,34 @@ EVENT_ID = 0
 """The reply id of kernel events the host forwards to the test process (requests count from 1).
 Defined here, not in :mod:`._harness_host`: the package must not import the module that
 ``python -m`` runs (runpy warns, and under ``-W error`` the host dies at once)."""
+
+
+def _registration(transport: str) -> tuple[list[str], bytes] | None:
+    """What the harness host needs to make ``transport`` as this process does, when it is a name
+    given to :func:`~pytest_hermes_kernel.transports.register_transport` here: this process's
+    ``sys.path`` and the factory pickled (by reference: a module-level class or function). The host
+    knew only the built-in names: a registered backend's ``hermes_host_sigkill`` test errored with
+    ``unknown transport``, and one registered over a built-in name ran on the built-in one.
+
+    :raises ConfigError: if ``transport`` is no name known here, or its factory cannot be pickled.
+    """
+    from ..transports import registered, transport_factory, transport_names
+
+    if transport not in transport_names():
+        raise ConfigError(f"the host harness (hermes_host_sigkill, hermes_faults.harness) runs the kernel's host in "
+                          f"a separate process, which makes the {transport!r} transport by its name: no transport is "
+                          f"registered as {transport!r} (a hermes_transport fixture's own instance cannot be handed "
+                          f"over); register its factory: register_transport({transport!r}, factory) in a conftest.py")
+    if not registered(transport):
+        return None
+    factory = transport_factory(transport)
+    try:
+        return list(sys.path), pickle.dumps(factory)
+    except Exception as exc:  # noqa: BLE001 - pickling raises several kinds
+        raise ConfigError(f"the host harness (hermes_host_sigkill, hermes_faults.harness) runs the kernel's host in a "
+                          f"separate process, which makes the registered transport {transport!r} with its factory, "
+                          f"but {factory!r} cannot be handed to it ({type(exc).__name__}: {exc}): register a "
+                          f"module-level class or function, not a lambda or a local one") from None
 
 
 class _HandleMembers:
@@ -120,6 +148,7 @@ class HarnessKernel(_HandleMembers):
         self._closed = self._stopping = False
         self._reader_done = False  # the host's replies ended: guarded by _lock with _pending
         self.cells_run = 0
+        registration = _registration(transport)  # before the host starts: a factory it cannot get is a ConfigError
         self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self.host_pid = self.proc.pid
@@ -128,6 +157,7 @@ class HarnessKernel(_HandleMembers):
         fields = {f.name: getattr(self.options, f.name) for f in dataclasses.fields(self.options)}
         try:
             self.facts = self._call("start", transport, fields, dict(transport_options or {}), current_run_id(),
+                                    registration,  # a transport registered here: the host registers it too
                                     timeout=start_timeout)  # the host joins our run (run id in the start message)
         except HermesKernelError:
             self._end_host()

@@ -201,6 +201,17 @@ class Channel:
                     self._closed = error
                 self._cond.notify_all()
 
+    def unfinished_frame(self) -> str:
+        """What an unfinished frame from the runner the channel holds says, for a timeout's note
+        (``""``: none): bytes of its stream lost on the way leave one waiting for bytes that never come."""
+        held = self._decoder.partial()
+        if held is None:
+            return ""
+        have, announced = held
+        of = f"of the {announced} bytes " if announced is not None else ""
+        return (f"the channel holds {have} {of}of an unfinished frame from the runner: bytes of its stream were "
+                "lost or cut on the way (the transport's stream or relay), or the runner hung mid-frame")
+
     def _read_frames(self, timeout: float | None) -> list[Frame]:
         frames = self._decode_all()
         if frames:

@@ -222,7 +222,7 @@ class KernelRuntime:
             ``abandoned`` when the runner was not seen gone after its kill from outside (it runs
             frozen, or its host could not be reached: "cannot tell" is not "dead").
         """
-        ineffective = _ineffective(silent_s, self.options.watchdog.interrupt_grace)
+        ineffective = _ineffective(silent_s, self.options.watchdog.interrupt_grace, self.link)
         if abandoned and not self.confirmed_dead():
             return "abandoned", (f"{ineffective} and the kernel could not be reached; not reset: the work may still "
                                  "be running (the kill was not confirmed and the runner was not seen gone: is its "
@@ -369,12 +369,15 @@ def kernel_cwd(cwd: str, here: bool) -> str:
                       "run on this machine has no directory of the caller's to resolve it against)")
 
 
-def _ineffective(silent_s: float | None, grace: float) -> str:
+def _ineffective(silent_s: float | None, grace: float, link: RunnerLink | None = None) -> str:
     """What a timeout's note says of the interrupt; ``silent_s``: seconds the runner had not answered
     keepalives when it was killed (its stream stalled: the interrupt may never have reached it);
-    ``grace``: ``WatchdogPolicy.interrupt_grace`` (0: the interrupt was given no time)."""
+    ``grace``: ``WatchdogPolicy.interrupt_grace`` (0: the interrupt was given no time); ``link``: the
+    runner's, whose channel may hold an unfinished frame (bytes of its stream lost on the way)."""
     if silent_s is None:
-        return "the interrupt was ineffective" if grace else "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)"
+        unfinished = link.channel.unfinished_frame() if link is not None else ""
+        said = "the interrupt was ineffective" if grace else "the interrupt was given no time (WatchdogPolicy.interrupt_grace=0)"
+        return f"{said} ({unfinished})" if unfinished else said
     return (f"no word from the kernel runner for {silent_s:.1f} s (keepalives unanswered, or the runner seen "
             "stopped: it, or what carries its stream, a relay or a kernel server, was frozen or hung): the interrupt "
             "may never have reached it")

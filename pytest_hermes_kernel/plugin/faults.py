@@ -139,7 +139,34 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
                                shares_run_host=True)  # the run's defaults: those of the shared transport
     else:
         kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
+        _check_in_cgroup(kernel, setup)
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
+
+
+#: Seconds a started kernel's worker may take to join ``hermes_oom``'s memory cgroup.
+CGROUP_JOIN_S = 5.0
+
+
+def _check_in_cgroup(kernel: Any, setup: FaultSetup) -> None:
+    """``hermes_oom`` on a transport of this host: the kernel's worker must be in the memory cgroup
+    once started. A transport that did not hand ``LaunchSpec.config`` (its ``cgroup_procs``) to the
+    runner ran the kernel without the limit: the test's hog ran to its cell timeout (60 s) and failed
+    as ``timeout``, and a test that allocated less passed, both with no word of the limit."""
+    import time
+
+    cg = setup.cgroup
+    deadline = time.monotonic() + CGROUP_JOIN_S  # the worker joins as it starts, which its hello does not wait for
+    while cg is not None and kernel.pid is not None and cg.holds(kernel.pid) is False:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
+    else:
+        return
+    kernel.shutdown()
+    pytest.fail(f"{setup.transport!r}: hermes_oom's kernel runs without its memory limit: its worker (pid "
+                f"{kernel.pid}) is not in the memory cgroup {cg.path} {CGROUP_JOIN_S:g} s after its start (the transport must hand "
+                f"the LaunchSpec's config to the runner whole: its cgroup_procs names the cgroup the worker "
+                f"joins)", pytrace=False)
 
 
 def finish_kernel(kernel: Kernel, node: pytest.Item) -> list[str]:

@@ -95,6 +95,13 @@ class FrameDecoder:
         """Bytes fed but not yet returned as a frame."""
         return len(self._buf)
 
+    def partial(self) -> tuple[int, int | None] | None:
+        """``(bytes held, bytes the frame announced)`` while an unfinished frame is buffered (the
+        second ``None`` before its length came); ``None`` when nothing is."""
+        if not self._buf:
+            return None
+        return len(self._buf), (4 + _LENGTH.unpack_from(self._buf, 0)[0] if len(self._buf) >= 4 else None)
+
     def next_frame(self) -> Frame | None:
         """The next complete frame as ``(header, blobs)``, or ``None`` until more bytes come.
 

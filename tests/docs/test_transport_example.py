@@ -1,0 +1,66 @@
+"""docs/reference.md's transport of one's own (``NiceTransport``), as a backend author uses it.
+
+"Writing a transport" said what to implement but not how to start the runner (its file, mode,
+config, environment), nor that ``kill`` must end the runner's session: an author had to read
+the local transport's source, and a first try that killed the runner's process group failed
+the contract (the worker, in a group of its own, ran on). The page now shows a whole transport;
+this runs the contract suite against it, as written, in a fresh directory.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.docs.readme import run_command
+from tests.support import REPO_ROOT
+
+CONFTEST = """
+import pytest
+
+from nice_transport import NiceTransport
+
+
+@pytest.fixture
+def hermes_transport():
+    transport = NiceTransport()
+    yield transport
+    transport.close()
+"""
+
+
+def write_suite(directory: Path, conftest: str = CONFTEST) -> None:
+    """The page's transport as ``nice_transport.py``, a ``conftest.py`` and the contract suite."""
+    page = (REPO_ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "(Transport):" in b and "def launch(" in b]
+    assert len(blocks) == 1, "docs/reference.md shows no whole transport of one's own (class ...(Transport) with launch)"
+    (directory / "nice_transport.py").write_text(blocks[0], encoding="utf-8")
+    (directory / "conftest.py").write_text(conftest, encoding="utf-8")
+    (directory / "test_contract.py").write_text("from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n",
+                                                encoding="utf-8")
+
+
+def test_the_pages_own_transport_passes_the_contract_suite(tmp_path: Path) -> None:
+    write_suite(tmp_path)
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -n 2 --hermes-leak-check=error -rs", tmp_path)
+
+    out = ran.stdout
+    assert ran.returncode == 0 and " failed" not in out and " error" not in out, out[-4000:]
+    assert "its tests ran on the nice transport" in out, out[-4000:]
+    for case in ("test_kill_ends_every_process_of_the_kernel", "test_the_transport_lists_every_process_of_its_kernel"):
+        assert case not in out, f"{case} did not pass:\n{out[-4000:]}"  # (-rs lists skips by reason, not by name)
+
+
+def test_the_suite_fails_that_transport_when_its_cleanup_leaves_kernel_dirs(tmp_path: Path) -> None:
+    """The same transport with ``cleanup`` doing nothing: a killed runner's kernel dir (runner file,
+    log) stayed in the temp dir for good, and the whole suite passed (77 passed, 23 skipped: the
+    leak check knows only the kit's own kernel dir roots)."""
+    write_suite(tmp_path, CONFTEST.replace("NiceTransport()", "Untidy()") +
+                "\n\nclass Untidy(NiceTransport):\n    def cleanup(self, launched):\n        pass\n")
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -n 2", tmp_path)
+
+    assert ran.returncode == 1, ran.stdout[-4000:]
+    assert "FAILED test_contract.py::test_a_killed_kernels_dir_is_removed_at_shutdown" in ran.stdout, ran.stdout[-4000:]
+    assert "to be removed by shutdown() (Transport.cleanup removes what the launch made)" in ran.stdout, ran.stdout[-4000:]
