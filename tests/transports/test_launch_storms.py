@@ -92,8 +92,8 @@ def test_a_server_gone_right_after_it_forked_leaves_only_the_spawned_kernel(herm
 
     real_spawn = RemoteServer.spawn
 
-    def spawn_then_die(self: RemoteServer, config: dict, timeout: float = 15.0):  # type: ignore[no-untyped-def]
-        real_spawn(self, config, timeout)
+    def spawn_then_die(self: RemoteServer, config: dict, *args, **kwargs):  # type: ignore[no-untyped-def]
+        real_spawn(self, config, *args, **kwargs)
         self.close()
         raise KernelServerUnavailable("injected: the server went away after the fork")
 
