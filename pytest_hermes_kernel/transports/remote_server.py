@@ -380,3 +380,13 @@ class MuxStream:
 def stat_says_stopped(stat: bytes) -> bool:
     """Whether a ``/proc/<pid>/stat`` line says the process is stopped (``T``: SIGSTOP; ``t``: traced)."""
     return stat.rsplit(b")", 1)[-1].split()[:1] in ([b"T"], [b"t"])
+
+
+def runner_stopped(read: Callable[[], tuple[int | None, bytes, bytes]]) -> bool:
+    """Whether ``read()`` (a command ``cat /proc/<pid>/stat`` where the process runs: its exit code,
+    stdout, stderr) says it is stopped; ``False`` when it cannot tell (never raises)."""
+    try:
+        code, out, _ = read()
+    except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
+        return False
+    return code == 0 and stat_says_stopped(out)

@@ -17,6 +17,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
 from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
 from .kernel_server import server_stopped
 
@@ -195,10 +196,14 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
 
 
 def frozen(transport: DockerTransport, launched: Launched) -> bool:
-    """``Transport.frozen``: whether the engine answers that the runner's container is paused
-    (not: it cannot be asked)."""
+    """``Transport.frozen``: whether the engine answers that the runner's container is paused, or
+    the runner is stopped there (SIGSTOP, a debugger: its shutdown waited 10 s for nothing); not:
+    it cannot be asked."""
     cid = launched.extra.get("container")
-    return bool(cid) and transport.hosts.seen_paused(cid)
+    if not cid or launched.pid is None:
+        return bool(cid) and transport.hosts.seen_paused(cid)
+    return transport.hosts.seen_paused(cid) or runner_stopped(
+        lambda: transport._run(cid, ["cat", f"/proc/{int(launched.pid or 0)}/stat"], probe=True))
 
 
 def alive(transport: DockerTransport, launched: Launched) -> bool:

@@ -1,0 +1,42 @@
+"""Found reviewing the frozen-parts round (2026-12-05): ``shutdown()`` of a local kernel whose
+runner was stopped (SIGSTOP, a debugger) was made to end in ~0.5 s by the local transport's
+``Transport.frozen``, but docker and ssh kept saying a stopped runner was not frozen: its shutdown
+still waited the whole 10 s for a reply the stopped runner could not send (10.2 s on docker, 10.1 s
+on ssh, measured on both paths) before killing it. Both now look at the runner's state where it
+runs (a paused container stays frozen too), so the shutdown kills it within about a second,
+confirmed gone.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pytest_hermes_kernel import KernelHandle, start_kernel
+from tests.support import transport_of_its_own
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+
+def signal_runner(kernel: KernelHandle, sig: str) -> None:
+    """``kill -<sig>`` the kernel's runner, where it runs (its pid is that host's)."""
+    extra, argv = kernel.launched.extra, ["kill", f"-{sig}", str(kernel.launched.pid)]
+    if "conn" in extra:  # ssh
+        assert extra["conn"].run(" ".join(argv))[0] == 0
+    else:
+        assert kernel.transport._run(extra["container"], argv)[0] == 0
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_shutdown_of_a_stopped_remote_runner_kills_it_soon(name: str, server: bool) -> None:
+    with transport_of_its_own(name, server=server) as transport:
+        kernel = start_kernel(transport)
+        assert kernel.execute("x = 1").status == "ok"
+        signal_runner(kernel, "STOP")
+        began = time.monotonic()
+        info = kernel.shutdown()
+        took = time.monotonic() - began
+        assert took < 4.0, f"shutdown took {took:.1f} s"  # 10.1 to 10.2 s
+        assert info.confirmed and info.signal == 9, info
