@@ -225,3 +225,25 @@ def test_a_start_where_no_kernel_dir_can_be_made_for_want_of_space_says_it_is_fu
     text = str(info.value)
     assert "No space left on device" in text and f"the file system of {root_with_no_inode_left} is full" in text, text
     assert "make it" not in text, text
+
+
+@pytest.mark.parametrize("transport_name", ["docker", "ssh"])
+def test_a_run_whose_temp_dir_has_no_room_for_its_run_dir_gets_a_clear_error(root_with_no_inode_left: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch,
+                                                                              transport_name: str) -> None:
+    """Where not even the run's dir (or its lock) can be made, the round's fix (the state file's
+    write) was never reached: docker said "the engine at unix:///var/run/docker.sock failed while
+    the kernel's container was chosen: OSError: [Errno 28] ... Hint: is dockerd running there and
+    answering?", ssh raised a bare ``OSError`` (both from the image build's lock dir, first)."""
+    from pytest_hermes_kernel.errors import HermesKernelError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(root_with_no_inode_left))
+    transport = make_transport(transport_name)
+    try:
+        with pytest.raises(HermesKernelError) as info:
+            start_kernel(transport).shutdown()
+    finally:
+        transport.close()
+    text = str(info.value)
+    assert "No space left on device" in text and "Hint: the file system of the temp dir is full" in text, text
+    assert str(root_with_no_inode_left) in text and "dockerd" not in text, text
