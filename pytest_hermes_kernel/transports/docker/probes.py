@@ -202,7 +202,11 @@ def frozen(transport: DockerTransport, launched: Launched) -> bool:
     cid = launched.extra.get("container")
     if not cid or launched.pid is None:
         return bool(cid) and transport.hosts.seen_paused(cid)
-    return transport.hosts.seen_paused(cid) or runner_stopped(
+    try:  # a container started again since the launch: its pids start over (the runner's may be another's)
+        state = transport.hosts.state(cid, since=launched.extra.get("started"))
+    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+        return False
+    return state == "paused" or state == "running" and runner_stopped(
         lambda: transport._run(cid, ["cat", f"/proc/{int(launched.pid or 0)}/stat"], probe=True))
 
 
