@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pytest_hermes_kernel import KernelHandle, start_kernel
+from pytest_hermes_kernel import KernelHandle, KernelStartError, start_kernel
 from tests.support import transport_of_its_own
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -40,3 +40,25 @@ def test_shutdown_of_a_stopped_remote_runner_kills_it_soon(name: str, server: bo
         took = time.monotonic() - began
         assert took < 4.0, f"shutdown took {took:.1f} s"  # 10.1 to 10.2 s
         assert info.confirmed and info.signal == 9, info
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_restart_of_a_stopped_remote_runner_says_so_soon(name: str) -> None:
+    """``restart()`` of the stopped runner waited the whole 10 s for an answer to its kill; it
+    raises the same ``KernelStartError`` within about a second now, saying the runner is frozen,
+    and the kernel goes on once the runner is continued."""
+    with transport_of_its_own(name, server=True) as transport:
+        kernel = start_kernel(transport)
+        assert kernel.execute("x = 1").status == "ok"
+        signal_runner(kernel, "STOP")
+        try:
+            began = time.monotonic()
+            with pytest.raises(KernelStartError, match=r"is frozen: stopped, or its host paused\).*may still run"):
+                kernel.restart()
+            took = time.monotonic() - began
+        finally:
+            signal_runner(kernel, "CONT")
+        assert took < 4.0, f"restart() took {took:.1f} s to fail"  # 10 s
+        result = kernel.execute("'x' in globals()", timeout=20)
+        assert (result.status, result.value, result.kernel.state_lost) == ("ok", "False", True), result
+        kernel.shutdown()
