@@ -64,6 +64,7 @@ class RemoteServer:
         self._chans: dict[int, MuxStream] = {}
         self._exited: dict[int, tuple[int | None, int | None]] = {}
         self._abandoned: dict[int, Header] = {}  # requests whose caller left before the answer (Ctrl-C), by id
+        self.seen_frozen: Callable[[], bool] | None = None  # set by its pool: the ``frozen`` of every request
         self._ids = itertools.count(1)
         try:
             self.send_frame({"type": "config", "config": config})
@@ -105,9 +106,12 @@ class RemoteServer:
         """Send ``message`` with a fresh id and wait for the reply with that id.
 
         :param frozen: asked every :data:`FROZEN_LOOK_S` while no reply came: true when the server's
-            host is seen frozen (a paused container), which answers nothing until it thaws.
+            host is seen frozen (a paused container), which answers nothing until it thaws;
+            ``None``: :attr:`seen_frozen`, which its pool sets (a stopped server held a
+            shutdown 12 s per answer).
         :raises KernelServerUnavailable: if the stream breaks, no reply comes in time, or ``frozen``.
         """
+        frozen = frozen or self.seen_frozen
         rid = next(self._ids)
         try:
             self.send_frame(dict(message, id=rid))

@@ -14,14 +14,16 @@ import time
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, KernelStartError, start_kernel
+from pytest_hermes_kernel.kernel.contract import Launched
 from tests.support import transport_of_its_own
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
 
-def signal_runner(kernel: KernelHandle, sig: str) -> None:
-    """``kill -<sig>`` the kernel's runner, where it runs (its pid is that host's)."""
-    extra, argv = kernel.launched.extra, ["kill", f"-{sig}", str(kernel.launched.pid)]
+def signal_runner(kernel: KernelHandle, sig: str, pid: int | None = None, launched: Launched | None = None) -> None:
+    """``kill -<sig>`` the kernel's runner (or ``pid``), where it runs (its pid is that host's)."""
+    launched = launched or kernel.launched
+    extra, argv = launched.extra, ["kill", f"-{sig}", str(pid or launched.pid)]
     if "conn" in extra:  # ssh
         assert extra["conn"].run(" ".join(argv))[0] == 0
     else:
@@ -62,3 +64,26 @@ def test_a_restart_of_a_stopped_remote_runner_says_so_soon(name: str) -> None:
         result = kernel.execute("'x' in globals()", timeout=20)
         assert (result.status, result.value, result.kernel.state_lost) == ("ok", "False", True), result
         kernel.shutdown()
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_shutdown_of_a_kernel_whose_server_is_stopped_ends_soon(name: str) -> None:
+    """The runner runs but its stream rides its stopped kernel server: the round taught only the
+    start and the leak scan to see a stopped server, so the shutdown waited the 10 s for the
+    runner's reply, then 12 s for each of the server's answers about it (alive, rmdir): 25.2 s on
+    docker. The server's every request now asks whether it is stopped, and so does the transport's
+    ``frozen`` for the kernels it carries."""
+    with transport_of_its_own(name, server=True) as transport:
+        kernel = start_kernel(transport)
+        assert kernel.execute("x = 1").status == "ok"
+        launched = kernel.launched
+        server = launched.extra["server"]
+        signal_runner(kernel, "STOP", pid=server.pid)
+        try:
+            began = time.monotonic()
+            info = kernel.shutdown()
+            took = time.monotonic() - began
+        finally:
+            signal_runner(kernel, "CONT", pid=server.pid, launched=launched)
+        assert took < 6.0, f"shutdown took {took:.1f} s"  # 25.2 s
+        assert info.confirmed and info.signal == 9, info

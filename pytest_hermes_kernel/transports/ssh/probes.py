@@ -20,7 +20,7 @@ from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
-from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 
@@ -281,4 +281,5 @@ def frozen(transport: SshTransport, launched: Launched) -> bool:
     if conn is None or launched.pid is None or not conn.usable \
             or time.monotonic() - conn.last_reply > 2 * conn.keepalive_interval:
         return False
-    return runner_stopped(lambda: conn.run(f"cat /proc/{int(launched.pid or 0)}/stat", timeout=2.0))
+    return runner_stopped(lambda: conn.run(f"cat /proc/{int(launched.pid or 0)}/stat", timeout=2.0)) \
+        or forked_frozen(launched)
