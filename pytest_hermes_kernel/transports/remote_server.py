@@ -134,7 +134,12 @@ class RemoteServer:
                 if done or time.monotonic() >= deadline:
                     reply = self._replies.pop(rid, None)
                     break
-            if frozen is not None and frozen():  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
+            try:
+                seen = frozen is not None and frozen()  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
+            except BaseException:  # Ctrl-C during the look (an exec): as in the wait, the answer comes to no one
+                self._abandon(rid, message)
+                raise
+            if seen:
                 self._abandon(rid, message)  # kept: it answers once thawed
                 raise KernelServerUnavailable(f"the kernel server on {self.name} is frozen (stopped, or its host paused)")
         if reply is None:
