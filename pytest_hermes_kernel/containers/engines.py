@@ -10,6 +10,7 @@ socket. ``docker`` is imported inside the functions.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import resource
@@ -139,10 +140,14 @@ def _check_socket(url: str, where: str) -> None:
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     except OSError as exc:  # no fd left: it said the engine did not answer, asking whether dockerd runs
-        raise TransportUnavailableError(f"cannot ask the docker engine at {where}: {exc.strerror or exc}. Hint: this "
-                                        "process has run out of file descriptors (ulimit -n "
-                                        f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]}): raise the limit, or end "
-                                        "kernels or files it holds") from None
+        hint = {errno.EMFILE: "this process has run out of file descriptors (ulimit -n "
+                              f"{resource.getrlimit(resource.RLIMIT_NOFILE)[0]}): raise the limit, or end kernels or "
+                              "files it holds",
+                errno.ENFILE: "this machine has run out of file descriptors (fs.file-max): end processes or files "
+                              "that hold them"}.get(exc.errno or 0, "no unix socket could be made here (the "
+                                                                    "engine was not asked)")
+        raise TransportUnavailableError(f"cannot ask the docker engine at {where}: {exc.strerror or exc}. "
+                                        f"Hint: {hint}") from None
     try:
         with sock:
             sock.settimeout(PING_TIMEOUT_S)

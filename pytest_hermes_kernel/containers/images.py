@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import hashlib
 import os
 import sys
@@ -119,7 +120,15 @@ def ensure_image(
     if lock_path is None:
         from .rundir import user_dir
 
-        lock_path = os.path.join(user_dir(), LOCK_NAME)
+        try:
+            lock_path = os.path.join(user_dir(), LOCK_NAME)
+        except OSError as exc:  # a full temp dir: a bare OSError (docker blamed its engine), not the run's files'
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            from .sharing import run_file_error
+
+            raise ImageBuildError(f"cannot make the dir of the image build's lock, {exc.filename}: "
+                                  f"{run_file_error(exc)}") from None
     owned = client is None
     client = _client() if client is None else client
     lock = filelock.FileLock(lock_path, timeout=lock_timeout)

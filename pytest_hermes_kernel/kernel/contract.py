@@ -283,10 +283,10 @@ class Transport(ABC):
         return not self.alive(launched)
 
     def frozen(self, launched: Launched) -> bool:
-        """Whether the runner's host is seen frozen now (docker: its container is paused): it
-        answers nothing until it thaws, so a shutdown stops waiting for its reply and reports the
-        kernel not confirmed gone. ``False`` when it is not, or the transport cannot tell (the
-        default: never seen). Never raises.
+        """Whether the runner or its host is seen frozen now (stopped; docker: its container paused): it
+        answers nothing until it thaws, so a shutdown stops waiting for its reply and ends it from
+        outside (confirmed only when seen gone: a paused container's is not). ``False`` when it is
+        not, or the transport cannot tell (the default: never seen). Never raises.
         """
         return False
 

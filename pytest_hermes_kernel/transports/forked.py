@@ -36,6 +36,14 @@ def with_fallback(fork: Callable[[], Launched] | None, spawn: Callable[[], Launc
     return launched
 
 
+def forked_frozen(launched: Launched) -> bool:
+    """Whether the kernel server that carries a forked runner's stream is seen stopped now (it
+    relays nothing: a shutdown waited 10 s for the runner's reply); never raises."""
+    server = server_of(launched.extra)
+    check = None if server is None else server.seen_frozen
+    return check is not None and check()
+
+
 def forked_alive(launched: Launched) -> bool | None:
     """Whether a server-forked runner still runs, as its server knows (``None``: it cannot tell; ``False``: ``gone``)."""
     server = server_of(launched.extra)

@@ -62,7 +62,7 @@ def new_kernel_dir() -> str:
         where = f"${KERNEL_DIR_ENV}" if os.environ.get(KERNEL_DIR_ENV) else "the temp dir: $TMPDIR, else /tmp"
         var = KERNEL_DIR_ENV if os.environ.get(KERNEL_DIR_ENV) else "TMPDIR"
         raise KernelStartError(f"cannot make a kernel dir under {root} ({where}): {exc.strerror or exc}\n"
-                               f"Hint: make it, or point {var} at a writable directory") from None
+                               f"Hint: {short_of(exc) or f'make it, or point {var} at a writable directory'}") from None
     ROOTS_USED.add(root)
     try:
         with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:

@@ -64,6 +64,7 @@ class RemoteServer:
         self._chans: dict[int, MuxStream] = {}
         self._exited: dict[int, tuple[int | None, int | None]] = {}
         self._abandoned: dict[int, Header] = {}  # requests whose caller left before the answer (Ctrl-C), by id
+        self.seen_frozen: Callable[[], bool] | None = None  # set by its pool: the ``frozen`` of every request
         self._ids = itertools.count(1)
         try:
             self.send_frame({"type": "config", "config": config})
@@ -105,9 +106,12 @@ class RemoteServer:
         """Send ``message`` with a fresh id and wait for the reply with that id.
 
         :param frozen: asked every :data:`FROZEN_LOOK_S` while no reply came: true when the server's
-            host is seen frozen (a paused container), which answers nothing until it thaws.
+            host is seen frozen (a paused container), which answers nothing until it thaws;
+            ``None``: :attr:`seen_frozen`, which its pool sets (a stopped server held a
+            shutdown 12 s per answer).
         :raises KernelServerUnavailable: if the stream breaks, no reply comes in time, or ``frozen``.
         """
+        frozen = frozen or self.seen_frozen
         rid = next(self._ids)
         try:
             self.send_frame(dict(message, id=rid))
@@ -130,7 +134,12 @@ class RemoteServer:
                 if done or time.monotonic() >= deadline:
                     reply = self._replies.pop(rid, None)
                     break
-            if frozen is not None and frozen():  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
+            try:
+                seen = frozen is not None and frozen()  # the whole timeout was waited: 12 s for a probe, 15 s for a spawn
+            except BaseException:  # Ctrl-C during the look (an exec): as in the wait, the answer comes to no one
+                self._abandon(rid, message)
+                raise
+            if seen:
                 self._abandon(rid, message)  # kept: it answers once thawed
                 raise KernelServerUnavailable(f"the kernel server on {self.name} is frozen (stopped, or its host paused)")
         if reply is None:
@@ -380,3 +389,13 @@ class MuxStream:
 def stat_says_stopped(stat: bytes) -> bool:
     """Whether a ``/proc/<pid>/stat`` line says the process is stopped (``T``: SIGSTOP; ``t``: traced)."""
     return stat.rsplit(b")", 1)[-1].split()[:1] in ([b"T"], [b"t"])
+
+
+def runner_stopped(read: Callable[[], tuple[int | None, bytes, bytes]]) -> bool:
+    """Whether ``read()`` (a command ``cat /proc/<pid>/stat`` where the process runs: its exit code,
+    stdout, stderr) says it is stopped; ``False`` when it cannot tell (never raises)."""
+    try:
+        code, out, _ = read()
+    except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
+        return False
+    return code == 0 and stat_says_stopped(out)

@@ -45,13 +45,16 @@ class ServerPool:
         :param timeout: seconds the caller gives the start (``LaunchSpec.start_timeout``): the
             wait for the server's answer is the shorter of it and :data:`SPAWN_TIMEOUT_S`; ``None``: the latter.
         :param frozen: whether a server that has not answered yet is seen frozen (stopped): the
-            wait for it ends then (see :meth:`RemoteServer.request`).
+            wait for it ends then (see :meth:`RemoteServer.request`); kept as the server's
+            ``seen_frozen``, for every later request to it.
         :returns: the kernel's pid, its stream, its runner file's path and the server.
         :raises KernelServerUnavailable: if no server could fork it, or none answered in time.
         """
         wait = SPAWN_TIMEOUT_S if timeout is None else min(timeout, SPAWN_TIMEOUT_S)
         def ask(server: RemoteServer) -> tuple[int, MuxStream, str | None, RemoteServer]:
-            return (*server.spawn(config(server), wait, None if frozen is None else lambda: frozen(server)), server)
+            if frozen is not None:  # its later requests too (a kernel's alive, rmdir: 12 s more each)
+                server.seen_frozen = lambda: frozen(server)
+            return (*server.spawn(config(server), wait), server)
 
         try:
             return ask(self._server(where, python))

@@ -190,3 +190,60 @@ def test_a_kept_kernels_record_on_a_full_disk_names_the_file_and_leaves_no_temp(
         save(record, str(full_root))
     assert "No space left on device" in str(info.value) and where in str(info.value), info.value
     assert os.listdir(where) == [], os.listdir(where)
+
+
+@pytest.fixture
+def root_with_no_inode_left(tmp_path: Path) -> Iterator[Path]:
+    """A tiny tmpfs whose inodes are all used: a new dir there fails with ``ENOSPC``, as a new
+    dir does on a full ext4 (a tmpfs dir takes no block: the fixture above leaves mkdir working)."""
+    root = tmp_path / "noinodes"
+    root.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=8", "tmpfs", str(root)],
+                                           capture_output=True).returncode:
+        pytest.skip("needs root to mount a tiny tmpfs")
+    try:
+        with contextlib.suppress(OSError):
+            for i in range(100):
+                (root / f"fill{i}").touch()
+        yield root
+    finally:
+        subprocess.run(["umount", str(root)], check=True)
+
+
+@SERVER
+def test_a_start_where_no_kernel_dir_can_be_made_for_want_of_space_says_it_is_full(
+        root_with_no_inode_left: Path, monkeypatch: pytest.MonkeyPatch, server: bool) -> None:
+    """Its hint said "make it, or point PYTEST_HERMES_KERNEL_DIR at a writable directory" (the
+    root exists and is writable: it is full), where the README promises it names the full file system."""
+    monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(root_with_no_inode_left))
+    transport = make_transport("local", server=server)
+    try:
+        with pytest.raises(KernelStartError) as info:
+            start_kernel(transport).shutdown()
+    finally:
+        transport.close()
+    text = str(info.value)
+    assert "No space left on device" in text and f"the file system of {root_with_no_inode_left} is full" in text, text
+    assert "make it" not in text, text
+
+
+@pytest.mark.parametrize("transport_name", ["docker", "ssh"])
+def test_a_run_whose_temp_dir_has_no_room_for_its_run_dir_gets_a_clear_error(root_with_no_inode_left: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch,
+                                                                              transport_name: str) -> None:
+    """Where not even the run's dir (or its lock) can be made, the round's fix (the state file's
+    write) was never reached: docker said "the engine at unix:///var/run/docker.sock failed while
+    the kernel's container was chosen: OSError: [Errno 28] ... Hint: is dockerd running there and
+    answering?", ssh raised a bare ``OSError`` (both from the image build's lock dir, first)."""
+    from pytest_hermes_kernel.errors import HermesKernelError
+
+    monkeypatch.setattr(tempfile, "tempdir", str(root_with_no_inode_left))
+    transport = make_transport(transport_name)
+    try:
+        with pytest.raises(HermesKernelError) as info:
+            start_kernel(transport).shutdown()
+    finally:
+        transport.close()
+    text = str(info.value)
+    assert "No space left on device" in text and "Hint: the file system of the temp dir is full" in text, text
+    assert str(root_with_no_inode_left) in text and "dockerd" not in text, text

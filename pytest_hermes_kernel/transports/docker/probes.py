@@ -16,7 +16,8 @@ from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
-from ..forked import forked_alive, forked_reap, reap_in_one_exec
+from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
+from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
 from .kernel_server import server_stopped
 
@@ -195,10 +196,19 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
 
 
 def frozen(transport: DockerTransport, launched: Launched) -> bool:
-    """``Transport.frozen``: whether the engine answers that the runner's container is paused
-    (not: it cannot be asked)."""
+    """``Transport.frozen``: whether the engine answers that the runner's container is paused, or
+    the runner is stopped there (SIGSTOP, a debugger: its shutdown waited 10 s for nothing); not:
+    it cannot be asked."""
     cid = launched.extra.get("container")
-    return bool(cid) and transport.hosts.seen_paused(cid)
+    if not cid or launched.pid is None:
+        return bool(cid) and transport.hosts.seen_paused(cid)
+    try:  # a container started again since the launch: its pids start over (the runner's may be another's)
+        state = transport.hosts.state(cid, since=launched.extra.get("started"))
+    except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+        return False
+    return state == "paused" or state == "running" and (runner_stopped(
+        lambda: transport._run(cid, ["cat", f"/proc/{int(launched.pid or 0)}/stat"], probe=True))
+        or forked_frozen(launched))
 
 
 def alive(transport: DockerTransport, launched: Launched) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import shlex
+import time
 from typing import TYPE_CHECKING
 
 from ...containers.kept import exempt_kernel_ids
@@ -19,8 +20,8 @@ from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
-from ..forked import forked_alive, forked_reap, reap_in_one_exec
-from ..remote_server import stat_says_stopped
+from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
+from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 
 if TYPE_CHECKING:
@@ -270,3 +271,15 @@ def server_stopped(conn: SshConnection, server: RemoteServer) -> bool:
     except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
         return False
     return server.pid is not None and code == 0 and stat_says_stopped(out)
+
+
+def frozen(transport: SshTransport, launched: Launched) -> bool:
+    """``Transport.frozen``: whether the runner is stopped on the ssh host (SIGSTOP, a debugger: its
+    shutdown waited 10 s for nothing). Not when it cannot tell, nor asked of a host whose
+    keepalives went unanswered lately (silent: each look would wait for the connection)."""
+    conn = launched.extra.get("conn")
+    if conn is None or launched.pid is None or not conn.usable \
+            or time.monotonic() - conn.last_reply > 2 * conn.keepalive_interval:
+        return False
+    return runner_stopped(lambda: conn.run(f"cat /proc/{int(launched.pid or 0)}/stat", timeout=2.0)) \
+        or forked_frozen(launched)

@@ -322,6 +322,7 @@ class SshTransport(Transport):
     kill = ending.kill
     alive = ending.alive  # False also when it cannot be told: cleanup ends a runner not seen gone
     seen_gone = ending.seen_gone  # False when it cannot be told: a silent host's runner is never counted dead
+    frozen = probes.frozen  # a stopped runner: its shutdown kills it at once (a silent host: cannot tell)
     reap = probes.reap
     exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
     cleanup = ending.cleanup
