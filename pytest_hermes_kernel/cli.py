@@ -125,7 +125,12 @@ def _check_docker(engines: Engines = (None,)) -> Check:
     found = [(*_check_docker_engine(url), url) for url in engines]
     said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
     if not all(ok for ok, _why, _url in found):
-        return Check("docker", False, "; ".join(said), ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT)
+        silent = [url or "default" for ok, _why, url in found if not ok]
+        hint = ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT
+        if len(silent) < len(found):  # the others answer: it is that engine, not docker here
+            hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
+                    f"--docker-hosts ({ENGINES_ENV}): the others answer")
+        return Check("docker", False, "; ".join(said), hint)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
 
 
