@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
+from .containers.images import pip_install_extra
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -111,7 +112,7 @@ def _check_image(url: str | None = None) -> tuple[bool, str]:
 
 
 #: The docker line's hint when the docker SDK is missing (the engine cannot be asked without it).
-SDK_HINT = "pip install 'pytest-hermes-kernel[docker]' (the docker SDK), then run `hermes-kernel doctor` again"
+SDK_HINT = "{pip} (the docker SDK), then run `hermes-kernel doctor` again"
 #: The docker line's hint when an engine does not answer: what a user of the installed package does.
 ENGINE_HINT = ("start a docker engine (`sudo systemctl start docker`, or `sudo dockerd &` where there is no "
                "systemd; install one first if there is none, e.g. `sudo apt-get install docker.io`) and check that "
@@ -126,7 +127,7 @@ def _check_docker(engines: Engines = (None,)) -> Check:
     said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
     if not all(ok for ok, _why, _url in found):
         silent = [url or "default" for ok, _why, url in found if not ok]
-        hint = ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT
+        hint = ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT.format(pip=pip_install_extra("docker"))
         if len(silent) < len(found):  # the others answer: it is that engine, not docker here
             hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
                     f"--docker-hosts ({ENGINES_ENV}): the others answer")
@@ -138,7 +139,7 @@ def _check_ssh() -> Check:
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        return Check("ssh", False, "paramiko is not installed", "pip install 'pytest-hermes-kernel[ssh]'")
+        return Check("ssh", False, "paramiko is not installed", pip_install_extra("ssh"))
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
@@ -259,8 +260,8 @@ def build_image(tag: str) -> int:
     try:
         print(ensure_image(tag=tag))
     except ImportError:
-        print("hermes-kernel build-image: the docker SDK is not installed. Hint: pip install "
-              "'pytest-hermes-kernel[docker]'", file=sys.stderr)
+        print(f"hermes-kernel build-image: the docker SDK is not installed. Hint: {pip_install_extra('docker')}",
+              file=sys.stderr)
         return 1
     except HermesKernelError as exc:
         print(f"hermes-kernel build-image: {exc}", file=sys.stderr)

@@ -42,8 +42,10 @@ def test_the_hint_without_the_docker_sdk_says_which_extra_to_install(no_engine, 
 
     out = capsys.readouterr().out
     assert "the docker SDK is not installed" in out
-    assert hint_of(out) == ("Hint: pip install 'pytest-hermes-kernel[docker]' (the docker SDK), "
-                            "then run `hermes-kernel doctor` again")
+    from pytest_hermes_kernel.containers.images import pip_install_extra
+
+    assert hint_of(out) == (f"Hint: {pip_install_extra('docker')} (the docker SDK), "
+                            "then run `hermes-kernel doctor` again")  # its command: tests/unit/test_install_hints.py
 
 
 def test_with_several_engines_the_one_line_names_those_that_answer_too(tmp_path, capsys, monkeypatch):
