@@ -90,6 +90,10 @@ def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
     except ImportError as exc:  # pragma: no cover - images imports docker lazily
         return False, str(exc)
     try:
+        import docker  # noqa: F401 - docker_status's reason would repeat the install the line's hint gives
+    except ImportError:
+        return False, "the docker SDK is not installed"
+    try:
         return docker_status(url)
     except ImportError as exc:
         return False, f"docker-py is not installed ({exc})"

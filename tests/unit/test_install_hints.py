@@ -67,6 +67,8 @@ def test_doctor_without_the_docker_sdk_gives_the_checkouts_command(monkeypatch, 
     assert "Hint: pip install '/srv/checkout[docker]' (the docker SDK), then run `hermes-kernel doctor` again" in out
     assert "Hint: pip install '/srv/checkout[ssh]'" in out
     assert "pytest-hermes-kernel[" not in out, out
+    docker_line = out.split("\nssh")[0]
+    assert docker_line.count("Hint:") == 1, docker_line  # it said the same install twice, on two lines
 
 
 def test_a_transport_of_ones_own_that_fails_an_import_is_not_sent_to_an_extra(monkeypatch) -> None:
