@@ -359,7 +359,8 @@ def _main(argv: list[str] | None) -> int:
     d.add_argument("--image", metavar="NAME", type=_image_name, help="check a kernel host image instead: what it has, lacks")
     d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
-    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name)
+    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name, help="the image's name (default: "
+                   "hermes-kernel-host:latest, the one the docker and ssh transports use unless told otherwise)")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     w.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)

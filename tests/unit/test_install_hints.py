@@ -84,3 +84,11 @@ def test_a_transport_of_ones_own_that_fails_an_import_is_not_sent_to_an_extra(mo
     text = str(caught.value)
     assert "No module named 'no_such_backend_sdk'" in text and "Hint: install what" in text, text
     assert f"pytest-hermes-kernel[{name}]" not in text, text
+
+
+def test_build_images_tag_option_says_what_it_is(capsys) -> None:
+    """``hermes-kernel build-image --help`` listed ``--tag TAG`` with no words at all."""
+    with pytest.raises(SystemExit):
+        main(["build-image", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--tag TAG the image's name (default: hermes-kernel-host:latest" in help_text, help_text
