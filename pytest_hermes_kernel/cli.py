@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
+from .containers.images import pip_install_extra
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -89,6 +90,10 @@ def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
     except ImportError as exc:  # pragma: no cover - images imports docker lazily
         return False, str(exc)
     try:
+        import docker  # noqa: F401 - docker_status's reason would repeat the install the line's hint gives
+    except ImportError:
+        return False, "the docker SDK is not installed"
+    try:
         return docker_status(url)
     except ImportError as exc:
         return False, f"docker-py is not installed ({exc})"
@@ -111,7 +116,7 @@ def _check_image(url: str | None = None) -> tuple[bool, str]:
 
 
 #: The docker line's hint when the docker SDK is missing (the engine cannot be asked without it).
-SDK_HINT = "pip install 'pytest-hermes-kernel[docker]' (the docker SDK), then run `hermes-kernel doctor` again"
+SDK_HINT = "{pip} (the docker SDK), then run `hermes-kernel doctor` again"
 #: The docker line's hint when an engine does not answer: what a user of the installed package does.
 ENGINE_HINT = ("start a docker engine (`sudo systemctl start docker`, or `sudo dockerd &` where there is no "
                "systemd; install one first if there is none, e.g. `sudo apt-get install docker.io`) and check that "
@@ -125,7 +130,12 @@ def _check_docker(engines: Engines = (None,)) -> Check:
     found = [(*_check_docker_engine(url), url) for url in engines]
     said = [why if not ok else f"{why} (this one answers)" for ok, why, _url in found]  # NO is for the list
     if not all(ok for ok, _why, _url in found):
-        return Check("docker", False, "; ".join(said), ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT)
+        silent = [url or "default" for ok, _why, url in found if not ok]
+        hint = ENGINE_HINT if importlib.util.find_spec("docker") else SDK_HINT.format(pip=pip_install_extra("docker"))
+        if len(silent) < len(found):  # the others answer: it is that engine, not docker here
+            hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
+                    f"--docker-hosts ({ENGINES_ENV}): the others answer")
+        return Check("docker", False, "; ".join(said), hint)
     return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
 
 
@@ -133,7 +143,7 @@ def _check_ssh() -> Check:
     try:
         import paramiko  # noqa: F401
     except ImportError:
-        return Check("ssh", False, "paramiko is not installed", "pip install 'pytest-hermes-kernel[ssh]'")
+        return Check("ssh", False, "paramiko is not installed", pip_install_extra("ssh"))
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
@@ -254,8 +264,8 @@ def build_image(tag: str) -> int:
     try:
         print(ensure_image(tag=tag))
     except ImportError:
-        print("hermes-kernel build-image: the docker SDK is not installed. Hint: pip install "
-              "'pytest-hermes-kernel[docker]'", file=sys.stderr)
+        print(f"hermes-kernel build-image: the docker SDK is not installed. Hint: {pip_install_extra('docker')}",
+              file=sys.stderr)
         return 1
     except HermesKernelError as exc:
         print(f"hermes-kernel build-image: {exc}", file=sys.stderr)
@@ -349,7 +359,8 @@ def _main(argv: list[str] | None) -> int:
     d.add_argument("--image", metavar="NAME", type=_image_name, help="check a kernel host image instead: what it has, lacks")
     d.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)
     b = sub.add_parser("build-image", help="build the kernel host image (offline)")
-    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name)
+    b.add_argument("--tag", default="hermes-kernel-host:latest", type=_image_name, help="the image's name (default: "
+                   "hermes-kernel-host:latest, the one the docker and ssh transports use unless told otherwise)")
     w = sub.add_parser("sweep", help="remove leftovers of runs nobody uses any more")
     w.add_argument("--dry-run", action="store_true", help="list what would be removed; remove nothing")
     w.add_argument("--docker-hosts", metavar="URLS", help=_ENGINES_HELP)

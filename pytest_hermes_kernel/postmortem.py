@@ -21,20 +21,18 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
 from .containers.kept import (KeptKernel, find, in_use, in_use_by, load_all, remove, save, skipped_note,
                               time_left_words)
 from .containers.rundir import kept_dir
 from .errors import (ConfigError, FrameTooLargeError, HermesKernelError, KernelDiedError, KernelInUseError,
                      TransportLostError, TransportUnavailableError, UnsafeRunDirError)
+from .kernel.contract import Transport
 from .kernel.handle import KernelHandle, attach_kept
 from .kernel.options import KernelOptions
 from .kernel.results import CellResult
 from .transports import make_transport
-
-if TYPE_CHECKING:
-    from .kernel.contract import Transport
 
 __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "exec_cell", "list_kept",
            "run_postmortem_command", "sweep_kept", "sweep_kept_command"]
@@ -210,11 +208,12 @@ def _with_kernel(kernel_id: str, err: IO[str], body: Callable[[KernelHandle], in
         record = find(kernel_id)
         with attached(record) as handle:
             return body(handle)
-    except (ConfigError, KernelInUseError, TransportLostError, TransportUnavailableError) as exc:  # its engine down
-        hint = "" if not isinstance(exc, TransportLostError) else ("\nHint: `hermes-kernel ls` says whether it is alive; "
-                                                         "`hermes-kernel sweep kept` removes the records of those gone")
-        err.write(f"hermes-kernel: {exc}{hint}\n")
-        return UNREACHABLE
+    except (ConfigError, KernelInUseError, TransportUnavailableError) as exc:  # its engine down
+        err.write(f"hermes-kernel: {exc}\n")
+    except TransportLostError as exc:  # from attached(): the record was found
+        err.write(f"hermes-kernel: {record.gone_words() if record.expired() else ''}{exc}\nHint: `hermes-kernel ls` "
+                  "says whether it is alive; `hermes-kernel sweep kept` removes the records of those gone\n")
+    return UNREACHABLE
 
 
 def alive(record: KeptKernel) -> bool | None:

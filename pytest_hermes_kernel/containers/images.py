@@ -58,6 +58,27 @@ LOCK_NAME = "image.lock"
 LOCK_TIMEOUT = 1800.0
 
 
+def pip_install_extra(extra: str) -> str:
+    """The ``pip install`` that adds ``extra`` to this package as it was installed. README installs
+    it from a checkout (it is not on PyPI), and the hints said ``pip install
+    'pytest-hermes-kernel[docker]'``, which asks PyPI for it; the package's ``direct_url.json``
+    (PEP 610) names the directory it came from, and whether it was editable."""
+    import json
+    from importlib.metadata import PackageNotFoundError, distribution
+    from urllib.parse import unquote, urlparse
+
+    try:
+        raw = distribution("pytest-hermes-kernel").read_text("direct_url.json") or "{}"
+        origin = json.loads(raw)
+    except (PackageNotFoundError, ValueError):
+        origin = {}
+    url = urlparse(str(origin.get("url", "")))
+    if url.scheme != "file" or not url.path:
+        return f"pip install 'pytest-hermes-kernel[{extra}]'"
+    editable = "-e " if origin.get("dir_info", {}).get("editable") else ""
+    return f"pip install {editable}'{unquote(url.path)}[{extra}]'"
+
+
 def docker_status(url: str | None = None) -> tuple[bool, str]:
     """Tell whether a docker engine is reachable from this process; changes nothing.
 
@@ -69,7 +90,7 @@ def docker_status(url: str | None = None) -> tuple[bool, str]:
     except ImportError:
         return False, (
             "the docker SDK is not installed. "
-            "Hint: pip install 'pytest-hermes-kernel[docker]'"
+            f"Hint: {pip_install_extra('docker')}"
         )
     from .engines import engine_client, engine_url
     from ..errors import HermesKernelError

@@ -86,6 +86,13 @@ class KeptKernel:
         """Whether the TTL has run out (``now``: epoch seconds, default the current time)."""
         return (time.time() if now is None else now) >= self.expires_at
 
+    def gone_words(self) -> str:
+        """What ``exec``/``attach`` say first of an expired kernel they cannot reach (they said only that
+        its socket ``refused the connection: No such file or directory``, where ``ls`` said ``expired``)."""
+        at = time.strftime("%H:%M:%S", time.localtime(self.expires_at))
+        return (f"kernel {self.kernel_id} expired at {at}: no client came for its TTL ({self.ttl_s:g} s, "
+                f"--hermes-keep-failed-ttl), so it ended by itself and its namespace is gone; ")
+
     def detached_now(self) -> KeptKernel:
         """This record after a client detached now (the TTL starts again)."""
         return replace(self, detached_at=time.time())

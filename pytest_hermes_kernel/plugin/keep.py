@@ -52,7 +52,20 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
             record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath), title)
             stats.keep_past(item.nodeid, record, text)
         else:
-            stats.keep(title, kernel)
+            stats.keep(title, kernel, _why_session_only(kernel))
+
+
+def _why_session_only(kernel: Kernel) -> str:
+    """Why ``kernel`` cannot outlive the session, as the summary says it: the line said only "it
+    cannot outlive it", which left the author of a transport of their own guessing."""
+    from ..kernel.handle import KernelHandle
+
+    if not isinstance(kernel, KernelHandle):
+        return "a fault marker's kernel (a host harness, or one a fault fires on) goes with the run"
+    if not kernel.transport.keepable:
+        return (f"the {kernel.transport.name} transport keeps no kernel past the session "
+                f"(Transport.keepable is False)")
+    return "its memory cgroup (hermes_oom) is removed at the run's end, and the kernel with it"
 
 
 def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any) -> None:

@@ -198,7 +198,7 @@ class LeakCheckPlugin:
             before = {kind: {k: v for k, v in snap.items() if k not in released and not _names(k, v, released_kernels)}
                       for kind, snap in before.items()}
         held = _held_handles(set(self._holdings.values()))
-        kept = [handle for nodeid, handle in item.config.stash[stats_key].kept if nodeid == item.nodeid]
+        kept = [handle for nodeid, handle, _why in item.config.stash[stats_key].kept if nodeid == item.nodeid]
         ids, dirs = {h.kernel_id for h in [*held, *kept]}, _kernel_dirs(kept)
         return self.checker.after(before, exempt=_kept_resources(item) | set().union(*self._held.values())
                                   | _kernel_identities(held),
@@ -337,7 +337,7 @@ def _identities(snapshots: dict[str, Any]) -> set[str]:
 def _kept_resources(item: pytest.Item) -> set[str]:
     """Identities of what the kernels kept for post-mortem (``--hermes-keep-failed``) hold: not leaks."""
     stats = item.config.stash[stats_key]
-    kept = [handle for nodeid, handle in stats.kept if nodeid == item.nodeid]
+    kept = [handle for nodeid, handle, _why in stats.kept if nodeid == item.nodeid]
     past = [record for nodeid, record in stats.kept_past if nodeid == item.nodeid]
     return _kernel_identities(kept, past)
 

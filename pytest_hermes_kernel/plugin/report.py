@@ -46,7 +46,7 @@ class KernelStats:
         self.leaks: Counter[str] = Counter()
         self.unchecked: list[str] = []  # node ids of tests whose leak check could not look at everything
         self.unconfirmed: list[str] = []  # kernel ids whose shutdown was not confirmed (may still run)
-        self.kept: list[tuple[str, Kernel]] = []  # until the session ends (they cannot outlive it)
+        self.kept: list[tuple[str, Kernel, str]] = []  # until the session ends (they cannot outlive it)
         self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
         self._kept_past_text: list[str] = []
         self.kept_elsewhere: list[str] = []  # lines from pytest-xdist workers (handles stay there)
@@ -86,9 +86,9 @@ class KernelStats:
             self._counted.discard(kernel_id)
             self.alive = max(0, self.alive - 1)
 
-    def keep(self, nodeid: str, handle: Kernel) -> None:
+    def keep(self, nodeid: str, handle: Kernel, why: str) -> None:
         with self._lock:
-            self.kept.append((nodeid, handle))
+            self.kept.append((nodeid, handle, why))
 
     def keep_past(self, nodeid: str, record: KeptKernel | None, text: str) -> None:
         """A kernel of ``nodeid`` kept past the session (``record``; ``None``: keeping it failed)."""
@@ -101,8 +101,8 @@ class KernelStats:
         """One entry per kernel kept for post-mortem, as the terminal summary prints it."""
         with self._lock:
             return [f"kept for post-mortem: {nodeid}: kernel {h.kernel_id} worker pid {h.pid} runner pid "
-                    f"{h.runner_pid} (shut down at session end: it cannot outlive it)"
-                    for nodeid, h in self.kept] + self._kept_past_text + self.kept_elsewhere
+                    f"{h.runner_pid} (shut down at session end: it cannot outlive it: {why})"
+                    for nodeid, h, why in self.kept] + self._kept_past_text + self.kept_elsewhere
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
@@ -226,7 +226,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _finish_session(stats: KernelStats) -> None:
     """Shut down the kernels kept for post-mortem, then close the shared transports."""
     kept, stats.kept = list(stats.kept), []
-    for _nodeid, handle in kept:
+    for _nodeid, handle, _why in kept:
         handle.shutdown()
     from ..transports import close_shared_transports
 

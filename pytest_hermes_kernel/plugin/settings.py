@@ -190,10 +190,10 @@ SETTINGS = (
              "set it in CI, so a matrix leg that cannot run fails instead of passing as skipped", "false", _bool),
     _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
     _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
-             "locally on first use); see README 'Images'", None, _image),
+             "locally on first use); see docs/reference.md 'Images'", None, _image),
     _Setting("docker_hosts", "docker engines to spread docker kernels over, a comma list of URLs (unix:///path, "
-             "tcp://host:port; 'default' is the environment's, DOCKER_HOST): each new kernel goes to the engine with "
-             "the fewest live kernels of this process; see README 'Several engines'", None, _engines,
+             "tcp://host:port; 'default' is the environment's, DOCKER_HOST; default: that one alone): each new kernel goes "
+             "to the engine with the fewest live kernels of this process; see README 'Several docker engines'", None, _engines,
              listed=True),
     _Setting("reuse", "keep the run's docker kernel host and sshd containers when it ends and use them again in "
              "the next run with reuse on (local runs; never two runs at once); see README 'Warm containers'",
@@ -201,8 +201,8 @@ SETTINGS = (
     _Setting("reuse_idle_timeout", "seconds a container kept by --hermes-reuse waits unused before a sweep "
              "removes it (none or 0: until `hermes-kernel sweep --reused`)", f"{DEFAULT_REUSE_IDLE_TIMEOUT_S:g}", _seconds),
     _Setting("ssh_targets", "run the ssh transport's kernels on these hosts instead of an sshd container: "
-             "user@host:port, comma-separated; each kernel goes to the one with the fewest live kernels; "
-             "see README 'Several hosts'", None, _ssh_targets, listed=True),
+             "user@host:port, comma-separated (default: none, an sshd container); each kernel goes to the one with the "
+             "fewest live kernels; see README 'Several ssh hosts'", None, _ssh_targets, listed=True),
     _Setting("ssh_key", "private key file for --hermes-ssh-targets (default: your agent and ~/.ssh keys)", None,
              _ssh_key_file),
     _Setting("ssh_known_hosts", "extra known_hosts file for --hermes-ssh-targets (read, never written; "
@@ -262,7 +262,7 @@ def transport_defaults(config: pytest.Config, name: str) -> dict[str, Any]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hermes-kernel", "session-persistent kernels (pytest-hermes-kernel)")
     for s in SETTINGS:
-        where = f"[env {s.env}, ini hermes_{s.name}; default {s.default or 'see help'}]"
+        where = f"[env {s.env}, ini hermes_{s.name}{f'; default {s.default}' if s.default else ''}]"  # else the help says it
         if s.is_flag:  # a bare flag: a value argument would swallow the test path after it
             group.addoption(s.flag, dest=f"hermes_{s.name}", default=None, action="store_const", const="true",
                             help=f"{s.help} {where}")

@@ -246,9 +246,11 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
     try:
         transport = factory(**options)
     except ImportError as exc:
+        from ..containers.images import pip_install_extra
+
+        hint = pip_install_extra(name) if name in ("docker", "ssh") else f"install what {factory!r} imports"
         raise TransportUnavailableError(
-            f"the {name} transport needs a package that is not installed: {exc}. "
-            f"Hint: pip install 'pytest-hermes-kernel[{name}]'") from None
+            f"the {name} transport needs a package that is not installed: {exc}. Hint: {hint}") from None
     except TypeError as exc:
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
     _made.add(transport)

@@ -45,3 +45,25 @@ def test_the_shared_kernel_example_runs_with_loadfile_given_in_addopts() -> None
     argv and skipped all 5 tests, "run them ... with --dist loadfile", which the user had done."""
     done = _run("-n", "2", addopts="--dist loadfile")
     assert done.returncode == 0 and "5 passed" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_readmes_count_of_the_examples_suite_is_what_pytest_collects() -> None:
+    """README says what ``python -m pytest examples -q`` ends with; a new user ran it on 2026-12-05
+    and got ``110 passed, 11 skipped`` against the README's ``109 passed, 10 skipped`` (the contract
+    suite in ``examples/backend`` had grown by a case and a skip). The sum must be what is collected,
+    and the skips the contract walkthrough's own (``examples/backend`` is that walkthrough)."""
+    import re
+
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"`python -m pytest examples -q`[^)]*?: (\d+) passed, (\d+) skipped", readme)
+    assert said, "README no longer says what `python -m pytest examples -q` ends with"
+    backend = re.search(r"<!-- walkthrough backend: output -->\n```text\n.*?(\d+) passed, (\d+) skipped", readme, re.S)
+    assert backend, "README's contract walkthrough shows no count"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS,
+                           "--collect-only", "-q", "examples"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, check=False)
+    collected = re.search(r"(\d+) tests? collected", done.stdout)
+    assert done.returncode == 0 and collected, done.stdout[-3000:]
+    passed, skipped = int(said.group(1)), int(said.group(2))
+    assert passed + skipped == int(collected.group(1)), (said.group(0), collected.group(0))
+    assert skipped == int(backend.group(2)), (said.group(0), backend.group(0)[-60:])

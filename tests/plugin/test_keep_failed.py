@@ -423,7 +423,8 @@ def test_a_kernel_kept_until_the_session_ends_is_no_leak(pytester, run, kept_env
     result.assert_outcomes(failed=1, passed=1)
     assert "leaked" not in result.stdout.str(), result.stdout.str()
     result.stdout.fnmatch_lines(["kept for post-mortem: test_keep.py::test_fails[[]filecell[]]: kernel * (shut down at "
-                                 "session end: it cannot outlive it)"])
+                                 "session end: it cannot outlive it: the filecell transport keeps no kernel past the "
+                                 "session (Transport.keepable is False))"])
 
 
 FILECELL_KEPT_AND_A_LEAKED_FD = """
@@ -460,5 +461,6 @@ def test_a_failed_oom_tests_kernel_is_kept_alive_until_the_session_ends(pytester
     result.assert_outcomes(failed=1, passed=1)
     kernel_id, pid = kept_kernel(pytester)
     result.stdout.fnmatch_lines([f"kept for post-mortem: *test_fails*: kernel {kernel_id} worker pid {pid} * "
-                                 "(shut down at session end: it cannot outlive it)"])
+                                 "(shut down at session end: it cannot outlive it: its memory cgroup (hermes_oom) "
+                                 "is removed at the run's end, and the kernel with it)"])
     assert records(kept_env) == []

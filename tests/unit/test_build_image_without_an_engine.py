@@ -32,5 +32,7 @@ def test_build_image_without_the_docker_sdk_says_which_extra_to_install(monkeypa
     monkeypatch.setitem(sys.modules, "docker", None)  # `import docker` raises ImportError
 
     assert main(["build-image", "--tag", "hermes-kernel-never-built:1"]) == 1
+    from pytest_hermes_kernel.containers.images import pip_install_extra  # its command: test_install_hints.py
+
     assert capsys.readouterr().err == ("hermes-kernel build-image: the docker SDK is not installed. "
-                                       "Hint: pip install 'pytest-hermes-kernel[docker]'\n")
+                                       f"Hint: {pip_install_extra('docker')}\n")

@@ -42,8 +42,10 @@ def test_the_hint_without_the_docker_sdk_says_which_extra_to_install(no_engine, 
 
     out = capsys.readouterr().out
     assert "the docker SDK is not installed" in out
-    assert hint_of(out) == ("Hint: pip install 'pytest-hermes-kernel[docker]' (the docker SDK), "
-                            "then run `hermes-kernel doctor` again")
+    from pytest_hermes_kernel.containers.images import pip_install_extra
+
+    assert hint_of(out) == (f"Hint: {pip_install_extra('docker')} (the docker SDK), "
+                            "then run `hermes-kernel doctor` again")  # its command: tests/unit/test_install_hints.py
 
 
 def test_with_several_engines_the_one_line_names_those_that_answer_too(tmp_path, capsys, monkeypatch):
@@ -60,3 +62,21 @@ def test_with_several_engines_the_one_line_names_those_that_answer_too(tmp_path,
     assert line.startswith("docker") and " NO " in line, line
     assert f"unix://{tmp_path}/gone.sock did not answer" in line, line
     assert "docker engine 28.0 at unix:///good.sock (this one answers)" in line, line
+
+
+def test_with_several_engines_the_hint_names_the_one_that_does_not_answer(tmp_path, capsys, monkeypatch):
+    """``--docker-hosts default,unix:///.../engine2.sock`` with the default engine up: the hint said to
+    start a docker engine, install docker.io and build the image, though one engine answered and
+    had the image; README's fix is to start that engine or leave it out of the list."""
+    from pytest_hermes_kernel import cli
+
+    answers = {None: (True, "docker engine 28.0 at unix:///var/run/docker.sock")}
+    monkeypatch.setattr(cli, "_check_docker_engine",
+                        lambda url=None: answers.get(url, (False, f"the docker engine at {url} did not answer")))
+    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present"))
+
+    assert main(["doctor", "docker", "--docker-hosts", f"default,unix://{tmp_path}/engine2.sock"]) == 1
+
+    hint = hint_of(capsys.readouterr().out)
+    assert hint == (f"Hint: start the engine that did not answer (unix://{tmp_path}/engine2.sock), or leave it out "
+                    f"of --docker-hosts ({ENGINES_ENV}): the others answer"), hint
