@@ -136,3 +136,33 @@ def test_leaks():
     assert "test_quiet.py::test_short_lived_helper: resources" not in out, out[-3000:]
     assert "a Popen's exit status was taken" not in out, out[-3000:]
     wait_until(lambda: not _running(tag), 5.0, what="the leaked helper to be ended")
+
+
+def test_a_helper_of_a_spawned_runner_killed_from_outside_is_reported(pytester, run, tag) -> None:
+    """The spawn path's runner names what it adopted in its reply to the shutdown request; a runner
+    killed from outside makes none, and the helper a cell started with a session and an environment
+    of its own went to init, unseen (docs/checks.md said "not covered"). Now the test process
+    adopts it."""
+    pytester.makepyfile(test_killed=f"""
+import os, signal
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+START_HELPER = ("import subprocess\\nsubprocess.Popen(['sh', '-c', 'sleep 300; : {tag}'], start_new_session=True, "
+                "env={{'PATH': '/usr/bin:/bin'}}).pid")
+
+def test_runner_killed_from_outside():
+    transport = LocalTransport(server=False)
+    kernel = start_kernel(transport)
+    kernel.execute(START_HELPER)
+    os.kill(kernel.launched.pid, signal.SIGKILL)
+    kernel.shutdown()
+    transport.close()
+""")
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    assert re.search(rf"leaked child process: pid \d+: sh -c sleep 300; : {tag}", out), out[-3000:]
+    assert not _running(tag)
