@@ -1,0 +1,168 @@
+"""A helper that detaches from the test process (double fork, ``setsid``, an environment of its own,
+no kernel marker) outlived the test unseen: its parent gone, it was init's child, no descendant of
+the test process and carrying no ``HERMES_KERNEL_HOST_PID``. A transport whose launch left one
+passed the contract suite green. The leak check makes the test process a child subreaper for the
+test's duration, so the helper stays its child: reported, named and ended; what it adopts and sees
+end is reaped, and a ``Popen``'s own child keeps its exit status for its ``wait()``."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import psutil
+import pytest
+
+from tests.support import kill_quietly, wait_until
+
+GRACE = "--hermes-leak-grace=0.5"
+
+#: ``detach(tag)``: a helper double-forked out of the test process, as a backend's launch might
+#: leave one: ``setsid``, a clean environment, its parent exits at once.
+DETACH = """
+import subprocess
+
+def detach(tag, seconds=300):
+    subprocess.run(["sh", "-c", f"setsid sh -c 'sleep {seconds}; : {tag}' </dev/null >/dev/null 2>&1 &"],
+                   env={"PATH": "/usr/bin:/bin"}, check=True)
+"""
+
+CONTRACT_CONFTEST = DETACH + """
+import pytest
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+class DetachedHelperTransport(LocalTransport):
+    def launch(self, spec):
+        detach("{tag}")
+        return super().launch(spec)
+
+@pytest.fixture
+def hermes_transport():
+    transport = DetachedHelperTransport()
+    yield transport
+    transport.close()
+"""
+
+
+def _running(tag: str) -> list[int]:
+    """Pids of the live processes whose command line carries ``tag`` (this test's own helpers),
+    and of their children (a helper's ``sleep``)."""
+    out = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            if tag in " ".join(proc.info["cmdline"] or ()) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                out += [proc.pid, *(child.pid for child in proc.children(recursive=True))]
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+@pytest.fixture
+def tag() -> object:
+    tag = f"he-detached-{uuid.uuid4().hex[:10]}"
+    yield tag
+    kill_quietly(_running(tag))  # a failed test's helpers
+
+
+def test_a_transport_whose_launch_leaves_a_detached_helper_fails_the_contract(pytester, run, tag) -> None:
+    pytester.makeconftest(CONTRACT_CONFTEST.replace("{tag}", tag))
+    pytester.makepyfile(test_contract="from pytest_hermes_kernel.contract import *  # noqa: F401,F403\n")
+
+    result = run(GRACE, "-q", "-k", "test_namespace_persists_across_cells")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    assert re.search(rf"leaked child process: pid \d+: sh -c sleep 300; : {tag}", out), out[-3000:]
+    assert not _running(tag), "the check ended the helper it reported"
+
+
+def test_a_detached_helper_a_test_leaves_is_named_and_ended(pytester, run, tag) -> None:
+    pytester.makepyfile(test_detach=DETACH + f"""
+def test_leaves_a_helper():
+    detach("{tag}")
+
+def test_clean():
+    pass
+""")
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=2, errors=1)
+    assert "test_leaves_a_helper: resources outlived the test" in out and f"sh -c sleep 300; : {tag}" in out, out[-3000:]
+    assert "test_clean: resources" not in out, out[-3000:]
+    assert not _running(tag)
+
+
+def test_no_false_report_no_zombie_and_a_popen_keeps_its_exit_status(pytester, run, tag) -> None:
+    """A detached helper that ends within its test is no leak, and is reaped (no zombie child of the
+    test process); a Popen whose child ended keeps its exit status for a later ``wait()``, also
+    across the checks; under xdist a worker's helper is its own test's, never a neighbour's."""
+    pytester.makepyfile(test_quiet=DETACH + f"""
+import os, subprocess, time
+import psutil
+import pytest
+
+def zombie_children():
+    return {{p.pid for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE}}
+
+@pytest.fixture(scope="module")
+def exits_3():
+    proc = subprocess.Popen(["sh", "-c", "exit 3"])
+    yield proc
+    assert proc.wait(5) == 3, "a Popen's exit status was taken"
+
+def test_short_lived_helper(exits_3):
+    detach("{tag}-short", seconds=0.5)
+    helper = [p for p in psutil.process_iter(["cmdline"]) if "{tag}-short" in " ".join(p.info["cmdline"] or ())]
+    assert [p.ppid() for p in helper] == [os.getpid()], "adopted by the test process"
+    deadline = time.monotonic() + 10  # (not psutil's wait(): it reaps a child itself)
+    while time.monotonic() < deadline and zombie_children() != {{helper[0].pid, exits_3.pid}}:
+        time.sleep(0.02)
+    assert zombie_children() == {{helper[0].pid, exits_3.pid}}, "both ended, neither reaped yet"
+
+def test_after_it(exits_3):
+    assert zombie_children() == {{exits_3.pid}}, "what the test process adopted is reaped"
+""", test_other=DETACH + f"""
+def test_leaks():
+    detach("{tag}")
+""")
+
+    result = run(GRACE, "--hermes-leak-check=error", "-p", "xdist", "-n", "2", "--dist", "loadfile")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, errors=1)
+    assert "test_other.py::test_leaks: resources outlived the test" in out, out[-3000:]
+    assert "test_quiet.py::test_short_lived_helper: resources" not in out, out[-3000:]
+    assert "a Popen's exit status was taken" not in out, out[-3000:]
+    wait_until(lambda: not _running(tag), 5.0, what="the leaked helper to be ended")
+
+
+def test_a_helper_of_a_spawned_runner_killed_from_outside_is_reported(pytester, run, tag) -> None:
+    """The spawn path's runner names what it adopted in its reply to the shutdown request; a runner
+    killed from outside makes none, and the helper a cell started with a session and an environment
+    of its own went to init, unseen (docs/checks.md said "not covered"). Now the test process
+    adopts it."""
+    pytester.makepyfile(test_killed=f"""
+import os, signal
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports.local import LocalTransport
+
+START_HELPER = ("import subprocess\\nsubprocess.Popen(['sh', '-c', 'sleep 300; : {tag}'], start_new_session=True, "
+                "env={{'PATH': '/usr/bin:/bin'}}).pid")
+
+def test_runner_killed_from_outside():
+    transport = LocalTransport(server=False)
+    kernel = start_kernel(transport)
+    kernel.execute(START_HELPER)
+    os.kill(kernel.launched.pid, signal.SIGKILL)
+    kernel.shutdown()
+    transport.close()
+""")
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, errors=1)
+    assert re.search(rf"leaked child process: pid \d+: sh -c sleep 300; : {tag}", out), out[-3000:]
+    assert not _running(tag)
