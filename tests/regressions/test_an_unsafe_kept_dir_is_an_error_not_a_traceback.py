@@ -7,6 +7,7 @@ says the kept ones were skipped, as it does for containers with no engine."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -48,4 +49,5 @@ def test_a_sweep_sweeps_the_rest_and_says_it_skipped_the_kept_kernels(unsafe_kep
     out = capsys.readouterr().out
     assert code == 0
     assert f"kept: skipped (refusing to read kept kernels from {unsafe_kept_dir}: " in out, out
-    assert "sweep (dry run, nothing removed): 0 run files, 0 kept, 0 kernel dirs" in out, out
+    # (kernel dirs: filecell's root is this machine's, not this test's: another test's may be listed)
+    assert re.search(r"^sweep \(dry run, nothing removed\): 0 run files, 0 kept, \d+ kernel dirs?$", out, re.M), out
