@@ -39,13 +39,11 @@ import pytest
 from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker, LeakReport
 from ..leaks.probes import UNCHECKED, kernel_resources
-from ..procs import set_subreaper
 from .fixtures import package_modules, put_back
 from .report import stats_key
 from .settings import settings_key
 
 _before_key = pytest.StashKey[dict[str, Any]]()
-_subreaper_key = pytest.StashKey["bool | None"]()
 
 
 class LeakCheckPlugin:
@@ -95,9 +93,6 @@ class LeakCheckPlugin:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
-        # A subreaper until the test's check: a helper that detaches from this process (setsid, an
-        # environment of its own, its parent gone) stays its child, seen (it went to init, unseen)
-        item.stash[_subreaper_key] = set_subreaper(True)
         handoff, self._handoff = self._handoff, None
         # A clean check of the test just before ends where this test starts: its snapshots are
         # this test's "before" (no test code runs between the two; a leak found there, and the
@@ -118,13 +113,9 @@ class LeakCheckPlugin:
                 self._check(item, nextitem, since=looked[-1] if looked else None)
             finally:
                 self._looking = None
-                _restore_subreaper(item)
                 raise failed  # noqa: B012 - the teardown's own error stays the test's error
         self._looking = None
-        try:
-            self._check(item, nextitem, since=looked[-1] if looked else None)
-        finally:
-            _restore_subreaper(item)
+        self._check(item, nextitem, since=looked[-1] if looked else None)
         return result
 
     def _look_between(self, item: pytest.Item, looked: list[dict[str, Any]]) -> None:
@@ -234,13 +225,6 @@ class LeakCheckPlugin:
                             f"cut or changed the scan's output)")
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
-
-
-def _restore_subreaper(item: pytest.Item) -> None:
-    """Back to what it was before the test (an outer run's test, for a pytester run in-process)."""
-    was = item.stash.get(_subreaper_key, None)
-    if was is not None:
-        set_subreaper(was)
 
 
 def _contract_case(item: pytest.Item) -> bool:
