@@ -18,7 +18,7 @@ import os
 import resource
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -93,21 +93,29 @@ def test_a_shutdown_with_no_fd_left_ends_the_kernel(server: bool) -> None:
         transport.close()
 
 
-@pytest.fixture
-def full_root(tmp_path: Path) -> Iterator[Path]:
-    """A tiny tmpfs, filled up (root only: it is mounted)."""
-    root = tmp_path / "tiny"
+@contextlib.contextmanager
+def _tiny_tmpfs(root: Path, options: str, fill: Callable[[int], None], count: int) -> Iterator[Path]:
+    """``root`` as a tmpfs mounted with ``options`` and filled by ``fill(i)`` for ``i < count``
+    until the file system refuses (root only: it is mounted); unmounted after."""
     root.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(root)],
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(root)],
                                            capture_output=True).returncode:
         pytest.skip("needs root to mount a tiny tmpfs")
     try:
         with contextlib.suppress(OSError):
-            for i in range(1000):
-                (root / f"fill{i}").write_bytes(b"x" * 4096)
+            for i in range(count):
+                fill(i)
         yield root
     finally:
         subprocess.run(["umount", str(root)], check=True)
+
+
+@pytest.fixture
+def full_root(tmp_path: Path) -> Iterator[Path]:
+    """A tiny tmpfs, filled up."""
+    root = tmp_path / "tiny"
+    with _tiny_tmpfs(root, "size=64k", lambda i: (root / f"fill{i}").write_bytes(b"x" * 4096), 1000) as full:
+        yield full
 
 
 @SERVER
@@ -197,17 +205,8 @@ def root_with_no_inode_left(tmp_path: Path) -> Iterator[Path]:
     """A tiny tmpfs whose inodes are all used: a new dir there fails with ``ENOSPC``, as a new
     dir does on a full ext4 (a tmpfs dir takes no block: the fixture above leaves mkdir working)."""
     root = tmp_path / "noinodes"
-    root.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,nr_inodes=8", "tmpfs", str(root)],
-                                           capture_output=True).returncode:
-        pytest.skip("needs root to mount a tiny tmpfs")
-    try:
-        with contextlib.suppress(OSError):
-            for i in range(100):
-                (root / f"fill{i}").touch()
-        yield root
-    finally:
-        subprocess.run(["umount", str(root)], check=True)
+    with _tiny_tmpfs(root, "size=64k,nr_inodes=8", lambda i: (root / f"fill{i}").touch(), 100) as full:
+        yield full
 
 
 @SERVER
