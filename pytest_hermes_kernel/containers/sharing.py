@@ -176,6 +176,8 @@ class SharedResource:
         :returns: the resource record.
         :raises SharedLockTimeout: if the lock is held for more than :data:`LOCK_TIMEOUT` s.
         :raises UnsafeRunDirError: if the run's directory cannot be trusted (see :mod:`.rundir`).
+        :raises ContainerStartError: if this member cannot be recorded (a full disk); a resource
+            no other live member holds is then discarded, not left running unrecorded.
         """
         with self._lock():
             state = self._read()
@@ -196,7 +198,7 @@ class SharedResource:
             try:
                 self._write({"resource": resource, "members": members, "anchor": state["anchor"] or _anchor})
             except OSError as exc:  # a full disk: a bare OSError, and the sshd key stayed after the run
-                if fresh:
+                if fresh or not others:  # nobody else holds it: unrecorded, it would outlive the run
                     discard(resource)
                 if not others:
                     self._remove_files()

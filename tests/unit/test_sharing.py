@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -12,7 +13,7 @@ import pytest
 
 from pytest_hermes_kernel.containers import sharing
 from pytest_hermes_kernel.containers.sharing import SharedResource
-from pytest_hermes_kernel.errors import ConfigError
+from pytest_hermes_kernel.errors import ConfigError, ContainerStartError
 from pytest_hermes_kernel.procs import start_time
 
 
@@ -295,3 +296,44 @@ def test_a_live_member_and_host_stay_alive_when_the_wall_clock_is_stepped(tmp_pa
 
     assert sharing.member_alive(member)
     assert not labels.host_is_gone(made)
+
+
+def _record_then_fail_writes(tmp_path, monkeypatch, members: list[str]) -> tuple[Recorder, SharedResource]:
+    """A run's resource recorded with ``members``, then a disk too full to record a new member."""
+    rec = Recorder()
+    res = SharedResource("docker", "k", run_id="run1", directory=str(tmp_path))
+    rec.acquire(res)
+    Path(res.state_path).write_text(json.dumps({"resource": {"container_id": "c1"}, "members": members}))
+    res.joined = False
+
+    def full(state: dict) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(res, "_write", full)
+    return rec, res
+
+
+def test_a_member_that_cannot_record_itself_beside_only_dead_members_discards_the_container(tmp_path, monkeypatch):
+    """Every member crashed, then the disk filled: the joiner could not record itself and removed
+    the state files, but the running container stayed, recorded nowhere (no member, no file: the
+    next member of the run started a second one beside it)."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    rec, res = _record_then_fail_writes(tmp_path, monkeypatch, [f"{dead.stdout.strip()}:1.0:deadbeef"])
+
+    with pytest.raises(ContainerStartError, match="No space left on device"):
+        rec.acquire(res)
+
+    assert rec.discarded == [{"container_id": "c1"}], "the container nobody holds any more outlived its record"
+    assert not os.path.exists(res.state_path) and not os.path.exists(res.lock_path)
+
+
+def test_a_member_that_cannot_record_itself_beside_a_live_member_leaves_the_container_and_its_record(
+        tmp_path, monkeypatch):
+    other = f"{os.getpid()}:{start_time(os.getpid())}:0ther"
+    rec, res = _record_then_fail_writes(tmp_path, monkeypatch, [other])
+
+    with pytest.raises(ContainerStartError, match="No space left on device"):
+        rec.acquire(res)
+
+    assert rec.discarded == [] and rec.started == 1
+    assert json.loads(Path(res.state_path).read_text())["members"] == [other]
