@@ -113,7 +113,6 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     :raises pytest.fail.Exception: if the test gives tools to a host-harness kernel.
     """
     from ..faults.apply import apply_faults, plan_faults
-    from ..faults.harness import HarnessKernel
     from ..faults.injector import FaultingKernel
     from ..kernel.handle import KernelHandle
 
@@ -134,13 +133,27 @@ def make_kernel(request: pytest.FixtureRequest, transport: Transport, opts: Kern
     request.node.stash.setdefault(_setups_key, []).append(setup)
     kernel: Kernel
     if plan.in_harness:
-        kernel = HarnessKernel(transport.name, setup.options,
-                               transport_options=transport_defaults(request.config, transport.name),
-                               shares_run_host=True)  # the run's defaults: those of the shared transport
+        kernel = _harness_kernel(request, transport, setup.options)
     else:
         kernel = KernelHandle(setup.transport, setup.options, tools=tools, owner=request.node.nodeid).start()
         _check_in_cgroup(kernel, setup)
     return FaultingKernel(kernel, specs, death_bound=plan.death_bound) if plan.firing else kernel
+
+
+def _harness_kernel(request: pytest.FixtureRequest, transport: Transport, options: KernelOptions) -> Kernel:
+    """A kernel whose host is the host harness, with the run's defaults of the shared transport.
+
+    :raises pytest.fail.Exception: with the message alone when the harness cannot make this
+        transport (a factory it cannot be handed: the message sat under 60 lines of traceback).
+    """
+    from ..faults.harness import HarnessKernel
+
+    try:
+        return HarnessKernel(transport.name, options, transport_options=transport_defaults(request.config, transport.name),
+                             shares_run_host=True)
+    except ConfigError as exc:
+        problem = str(exc)
+    pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback
 
 
 #: Seconds a started kernel's worker may take to join ``hermes_oom``'s memory cgroup.

@@ -5,7 +5,8 @@ transport by name and knew only the built-in names: on the backend's leg the tes
 setup with ``ConfigError: unknown transport 'mine' (known: local, docker, ssh, filecell)``, and
 a backend registered over a built-in name (``"local"``) was never run there (the built-in one
 was). Now the harness host registers the same factory, and one it cannot be handed is a
-``ConfigError`` that says what to register instead.
+``ConfigError`` that says what to register instead, shown as the test's error alone (it sat
+under 60 lines of the plugin's and the harness's source).
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def test_a_factory_the_harness_cannot_be_handed_is_named(pytester, run) -> None:
     text = result.stdout.str()
     assert "makes the registered transport 'mine' with its factory" in text, text[-3000:]
     assert "register a module-level class or function" in text and "Error: unknown transport" not in text, text[-3000:]
+    error = text[text.index("ERROR at setup"):text.index("short test summary")]
+    assert "def _registration" not in error and len(error.splitlines()) < 8, error  # the message, not 60 lines of source
 
 
 def test_an_unregistered_override_under_hermes_host_sigkill_says_to_register_it(pytester, run) -> None:
@@ -75,3 +78,5 @@ def test_an_unregistered_override_under_hermes_host_sigkill_says_to_register_it(
     result.assert_outcomes(errors=1)
     text = result.stdout.str()
     assert "no transport is registered as 'mine'" in text and "register_transport('mine', factory)" in text, text[-3000:]
+    error = text[text.index("ERROR at setup"):text.index("short test summary")]
+    assert "def _registration" not in error and len(error.splitlines()) < 8, error
