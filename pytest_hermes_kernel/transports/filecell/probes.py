@@ -26,6 +26,7 @@ from ..detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_COD
 from . import scripts
 
 if TYPE_CHECKING:
+    from ...kernel.contract import Launched
     from .transport import FileCellTransport
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,22 @@ log = logging.getLogger(__name__)
 HERE = "backend"
 #: Seconds the scan's execute may take.
 SCAN_TIMEOUT_S = 30.0
+#: Seconds :func:`runner_frozen`'s execute may take (asked every 0.5 s while a reply is missing).
+STATE_TIMEOUT_S = 2.0
+
+
+def runner_frozen(transport: FileCellTransport, launched: Launched) -> bool:
+    """:meth:`Transport.frozen` of a filecell runner: stopped (``T``; ``t``: traced, a debugger),
+    read on the far side in one execute (a stopped runner's shutdown waited the whole 10 s for a
+    reply it cannot send). ``False`` when it runs, is gone, or the backend cannot be asked."""
+    if launched.pid is None or not launched.kernel_dir or launched.extra.get("gone"):
+        return False
+    try:
+        _, out = transport.call(scripts.state_command(kdir=launched.kernel_dir, pid=launched.pid), STATE_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - cannot tell: not seen frozen
+        log.debug("filecell state probe failed: %s", exc)
+        return False
+    return out.split()[-2:] in (["STATE", "T"], ["STATE", "t"])
 
 
 def snapshot(transport: FileCellTransport, host_pid: int) -> dict[str, dict[str, str]]:

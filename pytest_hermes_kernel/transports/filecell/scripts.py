@@ -175,6 +175,12 @@ def alive_command(*, kdir: str, pid: int) -> str:
     return f"{_verified(kdir, pid)} && echo ALIVE || echo GONE"
 
 
+def state_command(*, kdir: str, pid: int) -> str:
+    """Prints ``STATE <c>``, the runner's state letter of ``/proc/<pid>/stat`` (the field after the
+    last ``)``: a command name may hold both), or ``GONE`` (not running, or a reused pid)."""
+    return f"{_verified(kdir, pid)} && echo STATE $(sed 's/.*) //; s/ .*//' /proc/{int(pid)}/stat) || echo GONE"
+
+
 def reap_command(*, kdir: str, pid: int, timeout: float) -> str:
     """Waits (on the far side) up to ``timeout`` s for the runner to end; prints GONE or ALIVE."""
     rounds = max(1, int(timeout / 0.05))

@@ -276,6 +276,9 @@ class FileCellTransport(Transport):
         """Whether the runner was seen gone (killed, or the backend saw it ended)."""
         return _liveness(self, launched) == "GONE"
 
+    def frozen(self, launched: Launched) -> bool:
+        return probes.runner_frozen(self, launched)
+
     def reap(self, launched: Launched, timeout: float) -> bool:
         """Wait up to ``timeout`` s for the runner to end (checked on the far side, one execute).
 
