@@ -53,6 +53,7 @@ class KernelStats:
         self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
         self.overrides: dict[str, str] = {}  # a hermes_transport override's place -> its transport's name
         self.contract_plain: set[str] = set()  # transports contract cases ran on with no override
+        self.unavailable: dict[str, list[Any]] = {}  # a leg that could not run here -> [tests skipped, first reason]
 
     def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
         """A fixture kernel's listener (:data:`~pytest_hermes_kernel.kernel.interface.KernelListener`)."""
@@ -86,6 +87,10 @@ class KernelStats:
             self._counted.discard(kernel_id)
             self.alive = max(0, self.alive - 1)
 
+    def skipped_leg(self, name: str, why: str, n: int = 1) -> None:
+        with self._lock:
+            self.unavailable.setdefault(name, [0, why])[0] += n
+
     def keep(self, nodeid: str, handle: Kernel, why: str) -> None:
         with self._lock:
             self.kept.append((nodeid, handle, why))
@@ -108,7 +113,7 @@ class KernelStats:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
                 "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines(),
                 "unconfirmed": list(self.unconfirmed), "overrides": dict(self.overrides),
-                "contract_plain": sorted(self.contract_plain)}
+                "contract_plain": sorted(self.contract_plain), "unavailable": dict(self.unavailable)}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -121,6 +126,8 @@ class KernelStats:
             self.kept_elsewhere.extend(data.get("kept", []))
             self.overrides.update(data.get("overrides", {}))
             self.contract_plain.update(data.get("contract_plain", []))
+        for name, (n, why) in data.get("unavailable", {}).items():
+            self.skipped_leg(name, why, n)
 
 
 stats_key = pytest.StashKey[KernelStats]()
@@ -135,9 +142,25 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
     item.stash.setdefault(phase_report_key, {})[rep.when] = rep
+    if rep.skipped and rep.when == "setup" and call.excinfo is not None:
+        _note_skipped_leg(item, call.excinfo.value)
     if rep.when == "teardown" and hasattr(item.config, "workeroutput"):  # see the module docstring
         rep.hermes_stats = item.config.stash[stats_key].as_dict()  # type: ignore[attr-defined]
     return rep
+
+
+def _note_skipped_leg(item: pytest.Item, exc: BaseException) -> None:
+    """Count a test skipped because its leg's transport cannot run here (the fixture's or the
+    scenario's skip, raised while handling ``TransportUnavailableError``): the summary names the leg
+    (a one-leg CI job whose tests all skipped ended green, ``3 skipped``, with no hermes-kernel line)."""
+    from ..errors import TransportUnavailableError
+
+    if not isinstance(exc.__context__, TransportUnavailableError):
+        return
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    names = item.config.stash[settings_key].transport
+    name = params.get("hermes_transport") or getattr(item, "transport_name", None) or names[0]
+    item.config.stash[stats_key].skipped_leg(str(name), str(exc.__context__))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -179,7 +202,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     stats = config.stash[stats_key]
     kept = stats.kept_lines()
-    if not stats.started and not stats.leaks and not stats.unchecked and not kept:
+    if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable:
         return
     tr = terminalreporter
     tr.ensure_newline()  # before the section, not between it and its first line (-v leaves a test line open)
@@ -195,6 +218,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"{lead} ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
                       "(--hermes-transport), with no hermes_transport override: a backend of your own runs it "
                       "through a hermes_transport fixture in a conftest.py beside or above the test file")
+    for name, (n, why) in sorted(stats.unavailable.items()):
+        tr.write_line(f"the {name} leg did not run here: {n} test{'s' if n > 1 else ''} skipped ({why}); "
+                      "--hermes-require-transports makes them fail instead (a CI job that must run it)")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
     if stats.unchecked:
