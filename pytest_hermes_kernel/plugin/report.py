@@ -170,13 +170,17 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         node.config.stash.setdefault(_sent_key, {})[node.gateway.id] = data
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[settings_key]
     timeout = "none" if s.timeout is None else f"{s.timeout:g} s"
-    return (f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
-            f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
-            + (" keep-failed" if s.keep_failed else "")
-            + (" require-transports" if s.require_transports else ""))  # a CI log shows the strict mode was on
+    lines = [f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
+             f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
+             + (" keep-failed" if s.keep_failed else "")
+             + (" require-transports" if s.require_transports else "")]  # a CI log shows the strict mode was on
+    if s.env_not_used:  # a CI job's PYTEST_HERMES_TRANSPORT=docker lost, unseen, to the ini's addopts
+        lines.append(f"hermes-kernel: not used: {', '.join(s.env_not_used)}: the command line's option wins over the "
+                     "environment (an option in the ini's addopts or in PYTEST_ADDOPTS is on the command line)")
+    return lines
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

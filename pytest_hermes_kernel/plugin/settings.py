@@ -234,6 +234,8 @@ class HermesSettings:
     ssh_known_hosts: str | None
     run_id: str | None
     sources: dict[str, str]
+    #: ``PYTEST_HERMES_X=value`` set but not used: an option on the command line won (``addopts`` too)
+    env_not_used: tuple[str, ...] = ()
 
 
 settings_key = pytest.StashKey[HermesSettings]()
@@ -285,6 +287,7 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     environ = dict(os.environ) if environ is None else environ
     values: dict[str, Any] = {s.name: None for s in SETTINGS if s.default is None}
     sources: dict[str, str] = {}
+    unused: list[str] = []
     for s in SETTINGS:
         # `--hermes-transport=$LEG`, or `PYTEST_HERMES_TRANSPORT: ${{ matrix.leg }}`, with the CI
         # variable unset ran the local leg as if no transport had been named: a false green. A blank
@@ -309,7 +312,18 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
                     raise pytest.UsageError(f"pytest-hermes-kernel: bad value {raw!r} from {source}: {exc}") from None
                 sources[s.name] = source
                 break
-    return HermesSettings(sources=sources, **values)
+        env = environ.get(s.env)
+        if sources.get(s.name) == s.flag and env is not None and _parsed(s, env) != values[s.name]:
+            unused.append(f"{s.env}={env}")
+    return HermesSettings(sources=sources, env_not_used=tuple(unused), **values)
+
+
+def _parsed(s: _Setting, text: str) -> object:
+    """``text`` as setting ``s`` reads it, or ``text`` itself when it is no value of ``s``."""
+    try:
+        return s.parse(",".join(text.split()) if s.listed else text)
+    except (ConfigError, ValueError):
+        return text
 
 
 def _blank(value: object) -> bool:
