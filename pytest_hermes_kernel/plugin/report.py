@@ -45,6 +45,7 @@ class KernelStats:
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
         self.unchecked: list[str] = []  # node ids of tests whose leak check could not look at everything
+        self.warned: list[str] = []  # node ids of tests whose leaks were warnings only (--hermes-leak-check=warn)
         self.unconfirmed: list[str] = []  # kernel ids whose shutdown was not confirmed (may still run)
         self.kept: list[tuple[str, Kernel, str]] = []  # until the session ends (they cannot outlive it)
         self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
@@ -111,7 +112,7 @@ class KernelStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines(),
+                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "warned": list(self.warned), "kept": self.kept_lines(),
                 "unconfirmed": list(self.unconfirmed), "overrides": dict(self.overrides),
                 "contract_plain": sorted(self.contract_plain), "unavailable": dict(self.unavailable)}
 
@@ -122,6 +123,7 @@ class KernelStats:
             self.deaths.update(data.get("deaths", {}))
             self.leaks.update(data.get("leaks", {}))
             self.unchecked.extend(data.get("unchecked", []))
+            self.warned.extend(data.get("warned", []))
             self.unconfirmed.extend(data.get("unconfirmed", []))
             self.kept_elsewhere.extend(data.get("kept", []))
             self.overrides.update(data.get("overrides", {}))
@@ -227,6 +229,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                       "--hermes-require-transports makes them fail instead (a CI job that must run it)")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
+    if stats.warned:  # the run's exit status does not show them: say where they are and what fails on them
+        n = len(stats.warned)
+        tr.write_line(f"leaks only warned of: {n} test{'s' if n > 1 else ''} ({_first_three(stats.warned)}): see "
+                      "HermesLeakWarning above; --hermes-leak-check=error makes each its test's error")
     if stats.unchecked:
         tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({_first_three(stats.unchecked)}): a part "
                       "could not be looked at; see HermesLeakCheckIncompleteWarning")
