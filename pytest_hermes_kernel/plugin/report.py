@@ -180,9 +180,13 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
              + (" keep-failed" if s.keep_failed else "")
              + (" require-transports" if s.require_transports else "")]  # a CI log shows the strict mode was on
     if s.env_not_used:  # a CI job's PYTEST_HERMES_TRANSPORT=docker lost, unseen, to the ini's addopts
-        lines.append(f"hermes-kernel: not used: {', '.join(s.env_not_used)}: the command line's option wins over the "
-                     "environment (an option in the ini's addopts or in PYTEST_ADDOPTS is on the command line)")
+        lines.append(f"hermes-kernel: {_env_not_used(s.env_not_used)}")
     return lines
+
+
+def _env_not_used(names: tuple[str, ...]) -> str:
+    return (f"not used: {', '.join(names)}: the command line's option wins over the environment (an option in "
+            "the ini's addopts or in PYTEST_ADDOPTS is on the command line)")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -208,7 +212,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     stats = config.stash[stats_key]
     kept = stats.kept_lines()
-    if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable:
+    unused = config.stash[settings_key].env_not_used  # (-q shows no header: said again here)
+    if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable \
+            and not unused:
         return
     tr = terminalreporter
     tr.ensure_newline()  # before the section, not between it and its first line (-v leaves a test line open)
@@ -216,6 +222,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     deaths = ", ".join(f"{r}={n}" for r, n in sorted(stats.deaths.items())) or "none"
     tr.write_line(f"kernels started: {stats.started}; peak alive: {stats.peak_alive}; "
                   f"deaths and resets by reason: {deaths}")
+    if unused:
+        tr.write_line(_env_not_used(unused))
     for where, name in sorted(stats.overrides.items()):  # the header's transports= is not what these tests ran on
         tr.write_line(f"hermes_transport overridden by {where}: its tests ran on the {name} transport")
     if stats.contract_plain:  # a backend author's conftest that was not picked up: the suite ran on a built-in

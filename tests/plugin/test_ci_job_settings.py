@@ -12,7 +12,8 @@ def test_x(hermes_kernel):
 """
 
 
-def test_an_environment_setting_an_addopts_option_overrides_is_named_in_the_header(pytester, run, monkeypatch):
+@pytest.mark.parametrize("quiet", [False, True], ids=["header", "-q-summary"])
+def test_an_environment_setting_an_addopts_option_overrides_is_named_in_the_header(pytester, run, monkeypatch, quiet):
     """A CI-maintainer helper: ``addopts = --hermes-transport=local,filecell`` in the ini and a job's
     ``PYTEST_HERMES_TRANSPORT=local`` ran both legs, and nothing said the variable was not used (the
     precedence table says CLI > env > ini: addopts is in the ini, but pytest puts it on the command line)."""
@@ -20,13 +21,14 @@ def test_an_environment_setting_an_addopts_option_overrides_is_named_in_the_head
     pytester.makepyfile(test_legs=TESTS)
     monkeypatch.setenv("PYTEST_HERMES_TRANSPORT", "local")
 
-    result = run("-v")
+    result = run("-q" if quiet else "-v")
 
     result.assert_outcomes(passed=2)
-    result.stdout.fnmatch_lines(["hermes-kernel: transports=local,filecell *",
-                                 "hermes-kernel: not used: PYTEST_HERMES_TRANSPORT=local: the command line's option "
-                                 "wins over the environment (an option in the ini's addopts or in PYTEST_ADDOPTS is on "
-                                 "the command line)"])
+    note = ("not used: PYTEST_HERMES_TRANSPORT=local: the command line's option wins over the environment (an option "
+            "in the ini's addopts or in PYTEST_ADDOPTS is on the command line)")
+    if not quiet:
+        result.stdout.fnmatch_lines(["hermes-kernel: transports=local,filecell *", f"hermes-kernel: {note}"])
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "kernels started: 2; *", note])  # -q has no header
 
 
 @pytest.mark.parametrize(("env", "args"), [
