@@ -77,3 +77,17 @@ def test_a_row_s_exit_status_and_log(key: str, tmp_path: Path) -> None:
         if code != 1 or "-n 2" not in args:  # (under -n the usage error's text is each test's error, cut)
             for quoted in re.findall(r"`([^`]+)`", says):
                 assert _pattern(quoted).search(ran.stdout), f"{quoted!r} not in:\n{ran.stdout[-3000:]}"
+
+
+def test_doctor_of_one_leg_fails_a_ci_step_only_for_that_leg(tmp_path: Path) -> None:
+    """The README's `hermes-kernel doctor docker` line: exit status 1 when that leg cannot run, and a
+    `local` job's doctor is not failed by a docker it does not use (plain `doctor` exits 1 there)."""
+    line = re.search(r"^hermes-kernel doctor docker +# only these transports; exit status 1 when one cannot run",
+                     readme_text(), re.M)
+    assert line, "README's command list has no `hermes-kernel doctor docker` line"
+    env = fresh_env(**NO_ENGINE)
+    docker = run_command("hermes-kernel doctor docker", tmp_path, env)
+    assert docker.returncode == 1 and "docker    NO  " in docker.stdout, docker.stdout
+    local = run_command("hermes-kernel doctor local", tmp_path, env)
+    assert local.returncode == 0 and "docker" not in local.stdout, local.stdout
+    assert run_command("hermes-kernel doctor", tmp_path, env).returncode == 1
