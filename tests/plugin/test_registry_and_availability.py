@@ -144,3 +144,25 @@ def test_the_summary_names_a_scenario_leg_that_did_not_run_here(pytester, run):
     result.assert_outcomes(passed=1, skipped=1)
     result.stdout.fnmatch_lines(["the moon leg did not run here: 1 test skipped (the moon transport needs a moon*"])
     assert "local leg did not run" not in result.stdout.str()
+
+
+def test_a_test_s_own_skip_of_a_transport_it_made_names_no_leg(pytester, run):
+    """The summary's leg line counts the matrix's legs only: a test that makes a transport itself and
+    skips when it cannot run is no leg of the run (it was counted as 'the local leg did not run')."""
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.makepyfile(test_own="""
+import pytest
+from pytest_hermes_kernel.errors import TransportUnavailableError
+from pytest_hermes_kernel.transports import make_transport
+
+def test_own(hermes_kernel):
+    try:
+        make_transport("moon")
+    except TransportUnavailableError as exc:
+        pytest.skip(str(exc))
+""")
+
+    result = run("-rs")
+
+    result.assert_outcomes(skipped=1)
+    assert "leg did not run here" not in result.stdout.str()
