@@ -8,6 +8,7 @@ and its counts up to its last test still reach the summary.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -157,11 +158,15 @@ def _note_skipped_leg(item: pytest.Item, exc: BaseException) -> None:
     (a one-leg CI job whose tests all skipped ended green, ``3 skipped``, with no hermes-kernel line)."""
     from ..errors import TransportUnavailableError
 
-    if not isinstance(exc.__context__, TransportUnavailableError):
-        return
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if not isinstance(exc.__context__, TransportUnavailableError) or tb is None \
+            or os.path.dirname(tb.tb_frame.f_code.co_filename) != os.path.dirname(__file__):
+        return  # not the kit's skip of a leg (a test's own fixture that skips on a transport it made is no leg)
     params = getattr(getattr(item, "callspec", None), "params", {})
     name = params.get("hermes_transport") or getattr(item, "transport_name", None)
-    if isinstance(name, str):  # a leg of the matrix (a test's own skip of a transport it made is no leg's)
+    if isinstance(name, str):
         item.config.stash[stats_key].skipped_leg(name, str(exc.__context__))
 
 
