@@ -136,6 +136,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cap(text: str) -> int | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    value = _number(text, int)
+    if value is None or value < 1:
+        raise ConfigError(f"expected an integer >= 1, or none for no cap, not {text!r}")
+    return value
+
+
 def _ssh_targets(text: str) -> tuple[str, ...]:
     from ..transports.ssh.targets import parse_targets
 
@@ -184,6 +193,8 @@ SETTINGS = (
              "docker and ssh transports; see README 'Post-mortem')", "false", _bool),
     _Setting("keep_failed_ttl", "seconds a kept kernel lives without a client before it ends by itself",
              str(DEFAULT_KEEP_TTL_S), _positive_seconds),
+    _Setting("keep_failed_max", "at most this many kernels a pytest process (each xdist worker) keeps for post-mortem; "
+             "a failed test's kernels past it are shut down, the summary saying so (none: no cap)", "10", _cap),
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
     _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
@@ -221,6 +232,7 @@ class HermesSettings:
     leak_check: LeakMode
     keep_failed: bool
     keep_failed_ttl: float
+    keep_failed_max: int | None
     max_kernels: int
     idle_timeout: float | None
     require_transports: bool
