@@ -113,7 +113,8 @@ class KernelStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "warned": list(self.warned), "kept": self.kept_lines(),
+                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "warned": list(self.warned),
+                "kept": self.kept_lines(),
                 "unconfirmed": list(self.unconfirmed), "overrides": dict(self.overrides),
                 "contract_plain": sorted(self.contract_plain), "unavailable": dict(self.unavailable)}
 

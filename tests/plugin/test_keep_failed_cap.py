@@ -44,4 +44,5 @@ def test_a_cap_that_is_no_positive_integer_is_a_usage_error(pytester, run):
     result = run("--hermes-keep-failed", "--hermes-keep-failed-max=0")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*bad value '0' from --hermes-keep-failed-max: expected an integer >= 1, or none for no cap, not '0'*"])
+    result.stderr.fnmatch_lines(["*bad value '0' from --hermes-keep-failed-max: expected an integer >= 1, "
+                                 "or none for no cap, not '0'*"])
