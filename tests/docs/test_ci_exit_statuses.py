@@ -91,3 +91,14 @@ def test_doctor_of_one_leg_fails_a_ci_step_only_for_that_leg(tmp_path: Path) -> 
     local = run_command("hermes-kernel doctor local", tmp_path, env)
     assert local.returncode == 0 and "docker" not in local.stdout, local.stdout
     assert run_command("hermes-kernel doctor", tmp_path, env).returncode == 1
+
+
+def test_a_ci_runner_s_variables_change_nothing(tmp_path: Path) -> None:
+    """The README: 'The kit reads no `CI` or `GITHUB_ACTIONS` variable': on a runner that sets them,
+    a leg that cannot run still skips (exit status 0) unless the job says --hermes-require-transports."""
+    assert "The kit reads no `CI` or `GITHUB_ACTIONS` variable" in readme_text()
+    (tmp_path / "test_x.py").write_text(KERNEL_TEST, encoding="utf-8")
+    ran = run_command("python -m pytest -p no:cacheprovider --hermes-transport=docker", tmp_path,
+                      env=fresh_env(CI="true", GITHUB_ACTIONS="true", **NO_ENGINE))
+    assert ran.returncode == 0 and "2 skipped" in ran.stdout, ran.stdout[-3000:]
+    assert "the docker leg did not run here: 2 tests skipped" in ran.stdout, ran.stdout[-3000:]
