@@ -40,7 +40,7 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
     from ..kernel.handle import KernelHandle
 
     stats = item.config.stash[stats_key]
-    ttl = item.config.stash[settings_key].keep_failed_ttl
+    ttl, cap = item.config.stash[settings_key].keep_failed_ttl, item.config.stash[settings_key].keep_failed_max
     title = _run_of(item)
     for kernel in kernels:
         if not kernel.alive:
@@ -49,6 +49,10 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
         # a kernel in a memory cgroup a fault made (hermes_oom on local) goes with the group, which
         # the run removes: it cannot outlive the session (its "kept" worker was dead at once)
         if isinstance(kernel, KernelHandle) and kernel.transport.keepable and kernel.options.cgroup_procs is None:
+            if cap is not None and len(stats.kept_past) >= cap:  # 200 failed tests kept 200 kernels for the TTL
+                _end_unkept(item.nodeid, title, kernel, stats, f"this process keeps at most {cap} "
+                            "(--hermes-keep-failed-max)")
+                continue
             record, text = _keep_past_session(item.nodeid, kernel, ttl, str(item.config.rootpath), title)
             stats.keep_past(item.nodeid, record, text)
         else:
@@ -68,11 +72,12 @@ def _why_session_only(kernel: Kernel) -> str:
     return "its memory cgroup (hermes_oom) is removed at the run's end, and the kernel with it"
 
 
-def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any) -> None:
+def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any, why: str = "") -> None:
     """A failed test's kernel that is not alive has no namespace to keep: its worker died, or the wait
     of its cell was cut (pytest-timeout, Ctrl-C). Shut it down, and the summary says so; one the test
     shut down itself is left as it is. Before, such a kernel was neither kept nor shut down: its runner
-    and kernel dir were the test's leak (``kernel ... still runs``, a LeakError under ``=error``)."""
+    and kernel dir were the test's leak (``kernel ... still runs``, a LeakError under ``=error``). A live
+    kernel past ``--hermes-keep-failed-max`` is shut down the same way, ``why`` saying so."""
     if getattr(kernel, "stopping", False):
         return
     try:
@@ -80,9 +85,9 @@ def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any) -> None:
         how = "shut down"
     except HermesKernelError as exc:
         how = f"its shutdown failed: {exc}"
-    stats.keep_past(nodeid, None, f"{title}: kernel {kernel.kernel_id} not kept: it was not alive at the test's "
-                                  f"end (its worker had died, or its cell's wait was cut), so nothing was left to "
-                                  f"keep: {how}")
+    why = why or ("it was not alive at the test's end (its worker had died, or its cell's wait was cut), so "
+                  "nothing was left to keep")
+    stats.keep_past(nodeid, None, f"{title}: kernel {kernel.kernel_id} not kept: {why}: {how}")
 
 
 def _run_of(item: pytest.Item) -> str:

@@ -8,6 +8,7 @@ and its counts up to its last test still reach the summary.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ class KernelStats:
         self.deaths: Counter[str] = Counter()
         self.leaks: Counter[str] = Counter()
         self.unchecked: list[str] = []  # node ids of tests whose leak check could not look at everything
+        self.warned: list[str] = []  # node ids of tests whose leaks were warnings only (--hermes-leak-check=warn)
         self.unconfirmed: list[str] = []  # kernel ids whose shutdown was not confirmed (may still run)
         self.kept: list[tuple[str, Kernel, str]] = []  # until the session ends (they cannot outlive it)
         self.kept_past: list[tuple[str, KeptKernel]] = []  # outlive the session (--hermes-keep-failed)
@@ -53,6 +55,7 @@ class KernelStats:
         self._counted: set[str] = set()  # kernel ids counted as started and not yet shut down
         self.overrides: dict[str, str] = {}  # a hermes_transport override's place -> its transport's name
         self.contract_plain: set[str] = set()  # transports contract cases ran on with no override
+        self.unavailable: dict[str, list[Any]] = {}  # a leg that could not run here -> [tests skipped, first reason]
 
     def on_event(self, event: str, handle: Kernel, payload: Any) -> None:
         """A fixture kernel's listener (:data:`~pytest_hermes_kernel.kernel.interface.KernelListener`)."""
@@ -86,6 +89,10 @@ class KernelStats:
             self._counted.discard(kernel_id)
             self.alive = max(0, self.alive - 1)
 
+    def skipped_leg(self, name: str, why: str, n: int = 1) -> None:
+        with self._lock:
+            self.unavailable.setdefault(name, [0, why])[0] += n
+
     def keep(self, nodeid: str, handle: Kernel, why: str) -> None:
         with self._lock:
             self.kept.append((nodeid, handle, why))
@@ -106,9 +113,10 @@ class KernelStats:
 
     def as_dict(self) -> dict[str, Any]:
         return {"started": self.started, "peak_alive": self.peak_alive, "deaths": dict(self.deaths),
-                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "kept": self.kept_lines(),
+                "leaks": dict(self.leaks), "unchecked": list(self.unchecked), "warned": list(self.warned),
+                "kept": self.kept_lines(),
                 "unconfirmed": list(self.unconfirmed), "overrides": dict(self.overrides),
-                "contract_plain": sorted(self.contract_plain)}
+                "contract_plain": sorted(self.contract_plain), "unavailable": dict(self.unavailable)}
 
     def merge(self, data: dict[str, Any]) -> None:
         with self._lock:
@@ -117,10 +125,13 @@ class KernelStats:
             self.deaths.update(data.get("deaths", {}))
             self.leaks.update(data.get("leaks", {}))
             self.unchecked.extend(data.get("unchecked", []))
+            self.warned.extend(data.get("warned", []))
             self.unconfirmed.extend(data.get("unconfirmed", []))
             self.kept_elsewhere.extend(data.get("kept", []))
             self.overrides.update(data.get("overrides", {}))
             self.contract_plain.update(data.get("contract_plain", []))
+        for name, (n, why) in data.get("unavailable", {}).items():
+            self.skipped_leg(name, why, n)
 
 
 stats_key = pytest.StashKey[KernelStats]()
@@ -135,9 +146,29 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     rep = yield
     item.stash.setdefault(phase_report_key, {})[rep.when] = rep
+    if rep.skipped and rep.when == "setup" and call.excinfo is not None:
+        _note_skipped_leg(item, call.excinfo.value)
     if rep.when == "teardown" and hasattr(item.config, "workeroutput"):  # see the module docstring
         rep.hermes_stats = item.config.stash[stats_key].as_dict()  # type: ignore[attr-defined]
     return rep
+
+
+def _note_skipped_leg(item: pytest.Item, exc: BaseException) -> None:
+    """Count a test skipped because its leg's transport cannot run here (the fixture's or the
+    scenario's skip, raised while handling ``TransportUnavailableError``): the summary names the leg
+    (a one-leg CI job whose tests all skipped ended green, ``3 skipped``, with no hermes-kernel line)."""
+    from ..errors import TransportUnavailableError
+
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if not isinstance(exc.__context__, TransportUnavailableError) or tb is None \
+            or os.path.dirname(tb.tb_frame.f_code.co_filename) != os.path.dirname(__file__):
+        return  # not the kit's skip of a leg (a test's own fixture that skips on a transport it made is no leg)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    name = params.get("hermes_transport") or getattr(item, "transport_name", None)
+    if isinstance(name, str):
+        item.config.stash[stats_key].skipped_leg(name, str(exc.__context__))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -147,13 +178,21 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         node.config.stash.setdefault(_sent_key, {})[node.gateway.id] = data
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     s = config.stash[settings_key]
     timeout = "none" if s.timeout is None else f"{s.timeout:g} s"
-    return (f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
-            f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
-            + (" keep-failed" if s.keep_failed else "")
-            + (" require-transports" if s.require_transports else ""))  # a CI log shows the strict mode was on
+    lines = [f"hermes-kernel: transports={','.join(s.transport)} cell-timeout={timeout} "
+             f"leak-check={s.leak_check} max-kernels={s.max_kernels}"
+             + (" keep-failed" if s.keep_failed else "")
+             + (" require-transports" if s.require_transports else "")]  # a CI log shows the strict mode was on
+    if s.env_not_used:  # a CI job's PYTEST_HERMES_TRANSPORT=docker lost, unseen, to the ini's addopts
+        lines.append(f"hermes-kernel: {_env_not_used(s.env_not_used)}")
+    return lines
+
+
+def _env_not_used(names: tuple[str, ...]) -> str:
+    return (f"not used: {', '.join(names)}: the command line's option wins over the environment (an option in "
+            "the ini's addopts or in PYTEST_ADDOPTS is on the command line)")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -179,7 +218,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         return
     stats = config.stash[stats_key]
     kept = stats.kept_lines()
-    if not stats.started and not stats.leaks and not stats.unchecked and not kept:
+    unused = config.stash[settings_key].env_not_used  # (-q shows no header: said again here)
+    if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable \
+            and not unused:
         return
     tr = terminalreporter
     tr.ensure_newline()  # before the section, not between it and its first line (-v leaves a test line open)
@@ -187,6 +228,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     deaths = ", ".join(f"{r}={n}" for r, n in sorted(stats.deaths.items())) or "none"
     tr.write_line(f"kernels started: {stats.started}; peak alive: {stats.peak_alive}; "
                   f"deaths and resets by reason: {deaths}")
+    if unused:
+        tr.write_line(_env_not_used(unused))
     for where, name in sorted(stats.overrides.items()):  # the header's transports= is not what these tests ran on
         tr.write_line(f"hermes_transport overridden by {where}: its tests ran on the {name} transport")
     if stats.contract_plain:  # a backend author's conftest that was not picked up: the suite ran on a built-in
@@ -195,8 +238,15 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"{lead} ran on the built-in {', '.join(names)} transport{'s' if len(names) > 1 else ''} "
                       "(--hermes-transport), with no hermes_transport override: a backend of your own runs it "
                       "through a hermes_transport fixture in a conftest.py beside or above the test file")
+    for name, (n, why) in sorted(stats.unavailable.items()):
+        tr.write_line(f"the {name} leg did not run here: {n} test{'s' if n > 1 else ''} skipped ({why}); "
+                      "--hermes-require-transports makes them fail instead (a CI job that must run it)")
     if stats.leaks:
         tr.write_line("leaks found: " + ", ".join(f"{k}={n}" for k, n in sorted(stats.leaks.items())))
+    if stats.warned:  # the run's exit status does not show them: say where they are and what fails on them
+        n = len(stats.warned)
+        tr.write_line(f"leaks only warned of: {n} test{'s' if n > 1 else ''} ({_first_three(stats.warned)}): see "
+                      "HermesLeakWarning above; --hermes-leak-check=error makes each its test's error")
     if stats.unchecked:
         tr.write_line(f"leak checks incomplete: {len(stats.unchecked)} tests ({_first_three(stats.unchecked)}): a part "
                       "could not be looked at; see HermesLeakCheckIncompleteWarning")

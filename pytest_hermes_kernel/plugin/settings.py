@@ -136,6 +136,15 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cap(text: str) -> int | None:
+    if text.strip().lower() in ("none", "off"):
+        return None
+    value = _number(text, int)
+    if value is None or value < 1:
+        raise ConfigError(f"expected an integer >= 1, or none for no cap, not {text!r}")
+    return value
+
+
 def _ssh_targets(text: str) -> tuple[str, ...]:
     from ..transports.ssh.targets import parse_targets
 
@@ -184,6 +193,8 @@ SETTINGS = (
              "docker and ssh transports; see README 'Post-mortem')", "false", _bool),
     _Setting("keep_failed_ttl", "seconds a kept kernel lives without a client before it ends by itself",
              str(DEFAULT_KEEP_TTL_S), _positive_seconds),
+    _Setting("keep_failed_max", "at most this many kernels a pytest process (each xdist worker) keeps for post-mortem; "
+             "a failed test's kernels past it are shut down, the summary saying so (none: no cap)", "10", _cap),
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
     _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
@@ -221,6 +232,7 @@ class HermesSettings:
     leak_check: LeakMode
     keep_failed: bool
     keep_failed_ttl: float
+    keep_failed_max: int | None
     max_kernels: int
     idle_timeout: float | None
     require_transports: bool
@@ -234,6 +246,8 @@ class HermesSettings:
     ssh_known_hosts: str | None
     run_id: str | None
     sources: dict[str, str]
+    #: ``PYTEST_HERMES_X=value`` set but not used: an option on the command line won (``addopts`` too)
+    env_not_used: tuple[str, ...] = ()
 
 
 settings_key = pytest.StashKey[HermesSettings]()
@@ -285,6 +299,7 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
     environ = dict(os.environ) if environ is None else environ
     values: dict[str, Any] = {s.name: None for s in SETTINGS if s.default is None}
     sources: dict[str, str] = {}
+    unused: list[str] = []
     for s in SETTINGS:
         # `--hermes-transport=$LEG`, or `PYTEST_HERMES_TRANSPORT: ${{ matrix.leg }}`, with the CI
         # variable unset ran the local leg as if no transport had been named: a false green. A blank
@@ -309,7 +324,18 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
                     raise pytest.UsageError(f"pytest-hermes-kernel: bad value {raw!r} from {source}: {exc}") from None
                 sources[s.name] = source
                 break
-    return HermesSettings(sources=sources, **values)
+        env = environ.get(s.env)
+        if sources.get(s.name) == s.flag and env is not None and _parsed(s, env) != values[s.name]:
+            unused.append(f"{s.env}={env}")
+    return HermesSettings(sources=sources, env_not_used=tuple(unused), **values)
+
+
+def _parsed(s: _Setting, text: str) -> object:
+    """``text`` as setting ``s`` reads it, or ``text`` itself when it is no value of ``s``."""
+    try:
+        return s.parse(",".join(text.split()) if s.listed else text)
+    except (ConfigError, ValueError):
+        return text
 
 
 def _blank(value: object) -> bool:

@@ -43,8 +43,11 @@ ROOTS_USED: set[str] = set()
 
 
 def kernel_dir_root() -> str:
-    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
-    return os.environ.get(KERNEL_DIR_ENV) or tempfile.gettempdir()
+    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir; absolute (a
+    relative root is taken from the working directory, as the temp dir is: the runner runs in its
+    kernel dir, where a relative path to its zipapp pointed nowhere and every start failed)."""
+    root = os.environ.get(KERNEL_DIR_ENV)
+    return os.path.abspath(root) if root else tempfile.gettempdir()
 
 
 def new_kernel_dir() -> str:

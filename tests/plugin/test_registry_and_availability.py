@@ -114,3 +114,59 @@ def test_a_scenario_on_a_transport_that_cannot_run_here_is_treated_as_a_test(pyt
     else:
         result.assert_outcomes(skipped=1)
         result.stdout.fnmatch_lines(["SKIPPED [[]1[]] fixtures/moon.toml:1: the moon transport needs a moon*"])
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["plain", "xdist"])
+def test_the_summary_names_a_leg_that_did_not_run_here(pytester, run, workers):
+    """A CI-maintainer helper: a one-leg job (``--hermes-transport=docker`` on a runner without
+    docker) ended ``1 passed, 3 skipped``, exit status 0, and printed no hermes-kernel line at all:
+    nothing at the end of the log said the leg never ran, nor what makes it fail instead."""
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.makepyfile(test_moon=UNAVAILABLE_TESTS + "\ndef test_y(hermes_kernel):\n    pass\n\n"
+                        "def test_no_kernel():\n    pass\n")
+
+    result = run("--hermes-transport=moon", *workers)
+
+    result.assert_outcomes(passed=1, skipped=2)
+    assert result.ret == 0  # pytest's own: skips are green; the summary is what says so
+    result.stdout.fnmatch_lines(["*= hermes-kernel summary =*", "kernels started: 0; *",
+                                 "the moon leg did not run here: 2 tests skipped (the moon transport needs a moon. "
+                                 "Hint: run on the moon); --hermes-require-transports makes them fail instead*"])
+
+
+def test_the_summary_names_a_scenario_leg_that_did_not_run_here(pytester, run):
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.mkdir("fixtures")
+    pytester.path.joinpath("fixtures", "moon.toml").write_text(SCENARIO)
+
+    result = run("fixtures", "--hermes-transport=local,moon")
+
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["the moon leg did not run here: 1 test skipped (the moon transport needs a moon*"])
+    assert "local leg did not run" not in result.stdout.str()
+
+
+def test_a_test_s_own_skip_of_a_transport_it_made_names_no_leg(pytester, run):
+    """The summary's leg line counts the matrix's legs only: a test that makes a transport itself and
+    skips when it cannot run is no leg of the run (it was counted as 'the local leg did not run')."""
+    pytester.makeconftest(UNAVAILABLE_CONFTEST)
+    pytester.makepyfile(test_own="""
+import pytest
+from pytest_hermes_kernel.errors import TransportUnavailableError
+from pytest_hermes_kernel.transports import make_transport
+
+@pytest.fixture
+def moon():  # skips at setup, as the kit's own fixture does
+    try:
+        return make_transport("moon")
+    except TransportUnavailableError as exc:
+        pytest.skip(str(exc))
+
+def test_own(hermes_kernel, moon):
+    pass
+""")
+
+    result = run("-rs")
+
+    result.assert_outcomes(skipped=1)
+    assert "leg did not run here" not in result.stdout.str()
