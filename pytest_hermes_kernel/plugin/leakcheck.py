@@ -39,6 +39,7 @@ import pytest
 from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker, LeakReport
 from ..leaks.probes import UNCHECKED, kernel_resources
+from ..procs import read_stat, start_time
 from .fixtures import package_modules, put_back
 from .report import stats_key
 from .settings import settings_key
@@ -76,7 +77,7 @@ class LeakCheckPlugin:
             return (yield)
         finally:
             current_holder.reset(token)
-            self._held[fixturedef] = _identities(self.checker.before()) - before
+            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()))
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
         """Torn down: what it made, and its kernels, must be gone by the next check (they are compared again there).
@@ -327,6 +328,28 @@ def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
     or an ssh relay channel to ``<kernel dir>/sock``."""
     last = key.rpartition("|")[2]
     return any(last.endswith((f":{kid}", f"/{kid}")) or f"/{kid}/sock" in description for kid in kernel_ids)
+
+
+def _made_meanwhile(before: set[str], now: set[str]) -> set[str]:
+    """What is in ``now`` and not in ``before``, less a process that one there before forked
+    meanwhile (or a process below it): a helper the test's function fixture left running whose
+    child came while a wider fixture was set up is the test's, not that fixture's. Held, that child
+    was not reported with the helper and outlived the check that ended the helper, unseen."""
+    me = os.getpid()
+    return {key for key in now - before if not (key.partition(":")[0].isdigit()
+                                                and _below_one_of(int(key.partition(":")[0]), before, me))}
+
+
+def _below_one_of(pid: int, identities: set[str], me: int) -> bool:
+    """Whether a process between ``pid`` and this process (``me``) has one of these identities."""
+    for _ in range(64):  # (a pid's ancestry is short; a cycle read across pid reuse must not spin)
+        fields = read_stat(pid)
+        if fields is None or int(fields[1]) in (me, 0, 1):
+            return False
+        pid = int(fields[1])
+        if f"{pid}:{start_time(pid)}" in identities:
+            return True
+    return False
 
 
 def _identities(snapshots: dict[str, Any]) -> set[str]:
