@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -48,6 +49,19 @@ def test_allowed():
     subprocess.Popen(["sleep", "30"])
 """
 
+
+@pytest.fixture
+def inner_sleepers_ended() -> Iterator[None]:
+    """Ends the ``sleep 30`` that ONE_LEAK's inner run leaves to no check (``hermes_allow_leaks``,
+    or the check off): once the inner pytest exited, this test process adopted them (its own leak
+    check makes it a child subreaper during the test), and they outlived this test: its leak."""
+    yield
+    for proc in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if proc.cmdline() == ["sleep", "30"]:
+                kill_quietly([proc.pid])
+
+
 def _reports(out: str) -> str:
     """The run's output before its short test summary (which repeats each error's message whole
     where pytest sees a CI environment, ``CI=true``, and cuts it to the terminal's width elsewhere)."""
@@ -80,6 +94,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
     wait_until(lambda: gone(sleeper) and gone(runner), 5.0, what="the checker to end what it reported")
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 def test_warning_filter_error_makes_a_leak_fail_the_test(pytester, run):
     pytester.makepyfile(test_one=ONE_LEAK)
 
@@ -93,6 +108,7 @@ def test_warning_filter_error_makes_a_leak_fail_the_test(pytester, run):
     assert "test_allowed: resources outlived" not in result.stdout.str()  # hermes_allow_leaks(reason) suppresses
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 def test_leak_check_error_mode_errors_the_test(pytester, run):
     pytester.makepyfile(test_one=ONE_LEAK)
 
@@ -142,6 +158,7 @@ def test_allow_leaks_neither_reports_nor_ends_what_the_test_left(pytester, run):
     wait_until(lambda: gone(helper), 5.0, what="the helper to end")
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 @pytest.mark.parametrize("how", [["--hermes-leak-check=off"], ["-p", "no:pytest_hermes_kernel.plugin.leakcheck"]],
                          ids=["leak-check-off", "plugin-disabled"])
 def test_checker_can_be_turned_off(pytester, run, how):
