@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..procs import has_children, left_behind, pids_with_env, start_time
+from ..procs import has_children, left_behind, pids_with_env, reap_orphans, start_time
 
 Snapshot = dict[str, str]
 
@@ -246,12 +246,14 @@ def kernel_processes() -> Snapshot:
 
 
 def child_processes() -> Snapshot:
-    """Live descendants of the test process (a stray subprocess a test forgot).
+    """Live descendants of the test process (a stray subprocess a test forgot), and what it adopted
+    as a subreaper during the test (the plugin makes it one): a helper that detached from it
+    (``setsid``, an environment of its own, its parent gone); ended ones it adopted are reaped.
 
     psutil finds descendants from the parent of every process on the machine; when the kernel
     says this process has no child at all, that walk is skipped (:func:`~..procs.has_children`).
     """
-    if not has_children(os.getpid()):
+    if not has_children(os.getpid()) or (reap_orphans() and not has_children(os.getpid())):
         return {}
     out = {}
     for proc in psutil.Process().children(recursive=True):
@@ -295,10 +297,16 @@ def _identity(pid: int) -> str:
 
 
 def _kill_process(identity: str) -> None:
+    """SIGKILL it; one this process adopted (:func:`child_processes`) is reaped once it ended."""
     pid, _, _ = identity.partition(":")
     try:
         if _identity(int(pid)) == identity:  # never a recycled pid
-            psutil.Process(int(pid)).kill()
+            proc = psutil.Process(int(pid))
+            proc.kill()
+            deadline = time.monotonic() + 1.0  # (not psutil's wait(): it would reap a Popen's child)
+            while proc.ppid() == os.getpid() and proc.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+                time.sleep(0.01)
+            reap_orphans()
     except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
         pass
 

@@ -1,11 +1,11 @@
 """The leak checker plugin: registered only when ``--hermes-leak-check`` is not ``off``.
 
 Before each test and after its fixture teardown it snapshots kernel processes and their
-children, child processes of the test process, threads, pipes/files, kernel dirs and registry
-entries (plus what transports register: containers, processes inside them, ssh sessions).
-New ones are reported as :class:`HermesLeakWarning` (``warn``) or make the test error
-(``error``; a case of the contract suite errors under ``warn`` too: a leak there is the
-backend's), then ended so the next test starts clean. A part the check could not look at (a
+children, child processes of the test process (a child subreaper during the test:
+:class:`Adoption`), threads, pipes/files, kernel dirs and registry entries (plus what
+transports register: containers, processes inside them, ssh sessions). New ones are reported
+as :class:`HermesLeakWarning` (``warn``) or make the test error (``error``; a case of the
+contract suite errors under ``warn`` too: a leak there is the backend's), then ended so the next test starts clean. A part the check could not look at (a
 probe that raised, a transport's host that did not answer) is never read as "nothing there": the
 test gets a :class:`HermesLeakCheckIncompleteWarning` naming it, and the summary counts it. Kernels kept for post-mortem by
 ``--hermes-keep-failed`` are not leaks (they outlive the session on purpose, :mod:`.keep`); what
@@ -28,6 +28,7 @@ their teardown left is looked for after it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import warnings
@@ -39,6 +40,7 @@ import pytest
 from ..errors import HermesLeakCheckIncompleteWarning, HermesLeakWarning, LeakError
 from ..leaks.checker import LeakChecker, LeakReport
 from ..leaks.probes import UNCHECKED, kernel_resources
+from ..procs import read_stat, set_subreaper, start_time
 from .fixtures import package_modules, put_back
 from .report import stats_key
 from .settings import settings_key
@@ -60,6 +62,7 @@ class LeakCheckPlugin:
         self._looking: tuple[pytest.Item, list[dict[str, Any]]] | None = None  # a last test, its looks so far
         self._interim: list[LeakReport] = []  # what its looks between wider fixtures' teardowns found
         self._interim_cut: BaseException | None = None  # what cut one of those looks short: raised by the check
+        self._adoption = Adoption()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Any:
@@ -69,6 +72,7 @@ class LeakCheckPlugin:
             return (yield)
         from ..kernel.holders import current_holder  # stdlib only: no kernel module loaded for it
 
+        self._adoption.hush(fixturedef)
         holding = self._holdings[fixturedef] = Holding(fixturedef.argname, fixturedef.scope)
         before = _identities(self.checker.before())
         token = current_holder.set(holding)
@@ -76,12 +80,16 @@ class LeakCheckPlugin:
             return (yield)
         finally:
             current_holder.reset(token)
-            self._held[fixturedef] = _identities(self.checker.before()) - before
+            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()))
+            # added after its own teardown: run first by it (and hushed until the post-finalizer below)
+            fixturedef.addfinalizer(functools.partial(self._adoption.hush, fixturedef))
+            self._adoption.resume(fixturedef)
 
     def pytest_fixture_post_finalizer(self, fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> None:
         """Torn down: what it made, and its kernels, must be gone by the next check (they are compared again there).
         A transport its teardown closed is probed once more, at once, while the hosts of the wider
         fixtures not yet torn down stand (:meth:`_look_between`)."""
+        self._adoption.resume(fixturedef)
         self._released |= self._held.pop(fixturedef, set())
         holding = self._holdings.pop(fixturedef, None)
         if holding is not None:
@@ -93,6 +101,7 @@ class LeakCheckPlugin:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
+        self._adoption.open()  # (see Adoption)
         handoff, self._handoff = self._handoff, None
         # A clean check of the test just before ends where this test starts: its snapshots are
         # this test's "before" (no test code runs between the two; a leak found there, and the
@@ -113,9 +122,13 @@ class LeakCheckPlugin:
                 self._check(item, nextitem, since=looked[-1] if looked else None)
             finally:
                 self._looking = None
+                self._adoption.close()
                 raise failed  # noqa: B012 - the teardown's own error stays the test's error
         self._looking = None
-        self._check(item, nextitem, since=looked[-1] if looked else None)
+        try:
+            self._check(item, nextitem, since=looked[-1] if looked else None)
+        finally:
+            self._adoption.close()
         return result
 
     def _look_between(self, item: pytest.Item, looked: list[dict[str, Any]]) -> None:
@@ -151,6 +164,7 @@ class LeakCheckPlugin:
                 with _capture_off(item.config):  # fds 1 and 2 as they were when "before" was taken
                     self._check(item, None)
             finally:
+                self._adoption.close()  # the wider fixtures' teardowns follow: nothing of theirs is adopted
                 if self.checker.last_seen is not seen_before:  # it compared (not an allowed or unset test)
                     looked.append(self.checker.last_seen)
                     self._looking = (item, looked)
@@ -227,6 +241,43 @@ class LeakCheckPlugin:
                             f"cut or changed the scan's output)")
         if report.unchecked:
             warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
+
+
+class Adoption:
+    """When the test process is a child subreaper (``PR_SET_CHILD_SUBREAPER``, :func:`~..procs.set_subreaper`):
+    from a test's setup to its own check, so a helper that detaches from it during the test (double
+    fork, ``setsid``, an environment of its own, no kernel marker) stays its child, which the
+    child-process probe reports and the check ends (it went to init, unseen); except while a
+    fixture of a wider scope than the test is set up or torn down. What such a fixture starts
+    detached may be shared on purpose (a session's daemon the other xdist workers use, the last
+    one stops it): adopted, it was reported and killed by a later test's check (the clean-clone
+    run of f7792ac killed the suite's second docker engine). Put back as it was after each test
+    (an outer run's, for a pytester run in this process)."""
+
+    def __init__(self) -> None:
+        self.was: bool | None = None  # before the test's window; None: no window open (or no prctl here)
+        self.quiet: set[Any] = set()  # the wider-scoped fixtures being set up or torn down now
+
+    def open(self) -> None:
+        was = set_subreaper(not self.quiet)
+        self.was = was if self.was is None else self.was
+
+    def close(self) -> None:
+        was, self.was = self.was, None
+        if was is not None:
+            set_subreaper(was)
+
+    def hush(self, fixturedef: Any) -> None:
+        if fixturedef not in self.quiet:
+            self.quiet.add(fixturedef)
+            if self.was is not None and len(self.quiet) == 1:
+                set_subreaper(False)
+
+    def resume(self, fixturedef: Any) -> None:
+        if fixturedef in self.quiet:
+            self.quiet.discard(fixturedef)
+            if self.was is not None and not self.quiet:
+                set_subreaper(True)
 
 
 def _contract_case(item: pytest.Item) -> bool:
@@ -329,6 +380,28 @@ def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
     or an ssh relay channel to ``<kernel dir>/sock``."""
     last = key.rpartition("|")[2]
     return any(last.endswith((f":{kid}", f"/{kid}")) or f"/{kid}/sock" in description for kid in kernel_ids)
+
+
+def _made_meanwhile(before: set[str], now: set[str]) -> set[str]:
+    """What is in ``now`` and not in ``before``, less a process that one there before forked
+    meanwhile (or a process below it): a helper the test's function fixture left running whose
+    child came while a wider fixture was set up is the test's, not that fixture's. Held, that child
+    was not reported with the helper and outlived the check that ended the helper, unseen."""
+    me = os.getpid()
+    return {key for key in now - before if not (key.partition(":")[0].isdigit()
+                                                and _below_one_of(int(key.partition(":")[0]), before, me))}
+
+
+def _below_one_of(pid: int, identities: set[str], me: int) -> bool:
+    """Whether a process between ``pid`` and this process (``me``) has one of these identities."""
+    for _ in range(64):  # (a pid's ancestry is short; a cycle read across pid reuse must not spin)
+        fields = read_stat(pid)
+        if fields is None or int(fields[1]) in (me, 0, 1):
+            return False
+        pid = int(fields[1])
+        if f"{pid}:{start_time(pid)}" in identities:
+            return True
+    return False
 
 
 def _identities(snapshots: dict[str, Any]) -> set[str]:

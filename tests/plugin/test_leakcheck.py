@@ -3,11 +3,15 @@ hermes_allow_leaks and -p no:... change that, and that it cleans up what it repo
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support import gone, kill_quietly, pid_in, wait_until
@@ -45,6 +49,19 @@ def test_allowed():
     subprocess.Popen(["sleep", "30"])
 """
 
+
+@pytest.fixture
+def inner_sleepers_ended() -> Iterator[None]:
+    """Ends the ``sleep 30`` that ONE_LEAK's inner run leaves to no check (``hermes_allow_leaks``,
+    or the check off): once the inner pytest exited, this test process adopted them (its own leak
+    check makes it a child subreaper during the test), and they outlived this test: its leak."""
+    yield
+    for proc in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            if proc.cmdline() == ["sleep", "30"]:
+                kill_quietly([proc.pid])
+
+
 def _reports(out: str) -> str:
     """The run's output before its short test summary (which repeats each error's message whole
     where pytest sees a CI environment, ``CI=true``, and cuts it to the terminal's width elsewhere)."""
@@ -77,6 +94,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
     wait_until(lambda: gone(sleeper) and gone(runner), 5.0, what="the checker to end what it reported")
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 def test_warning_filter_error_makes_a_leak_fail_the_test(pytester, run):
     pytester.makepyfile(test_one=ONE_LEAK)
 
@@ -90,6 +108,7 @@ def test_warning_filter_error_makes_a_leak_fail_the_test(pytester, run):
     assert "test_allowed: resources outlived" not in result.stdout.str()  # hermes_allow_leaks(reason) suppresses
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 def test_leak_check_error_mode_errors_the_test(pytester, run):
     pytester.makepyfile(test_one=ONE_LEAK)
 
@@ -139,6 +158,7 @@ def test_allow_leaks_neither_reports_nor_ends_what_the_test_left(pytester, run):
     wait_until(lambda: gone(helper), 5.0, what="the helper to end")
 
 
+@pytest.mark.usefixtures("inner_sleepers_ended")
 @pytest.mark.parametrize("how", [["--hermes-leak-check=off"], ["-p", "no:pytest_hermes_kernel.plugin.leakcheck"]],
                          ids=["leak-check-off", "plugin-disabled"])
 def test_checker_can_be_turned_off(pytester, run, how):
@@ -601,3 +621,65 @@ def test_a_transport_closed_with_nothing_else_done_is_probed_again_not_read_from
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*HermesLeakWarning: test_plain.py::test_closes_what_it_used: resources outlived*",
                                  "*leaked remote kernel process: pid 72 (kernel k) on 10.9.9.8"])
+
+
+def test_a_child_a_leaked_helper_forks_while_a_wider_fixture_is_set_up_is_the_tests_leak(pytester, run):
+    """A function fixture leaves a helper running; it forks a child while the session fixture the
+    test asks for next is set up. That child is the helper's, the test's leak: reported and ended
+    with the helper. Taken for the session fixture's own (new during its setup), it was neither:
+    it outlived the check that ended the helper, and the run."""
+    tag = f"held-{uuid.uuid4().hex[:10]}"
+    fifo = pytester.path / "go"
+    pytester.makeconftest(f"""
+import os, subprocess, time
+import psutil
+import pytest
+
+@pytest.fixture
+def helper(request):
+    os.mkfifo({str(fifo)!r})
+    subprocess.Popen(["sh", "-c", "read _ < {fifo}; sh -c 'sleep 300; : {tag}-child'; : {tag}"])
+    request.getfixturevalue("shared")  # (a session fixture the test asks for is set up before its function fixtures)
+    yield
+
+@pytest.fixture(scope="session")
+def shared():
+    with open({str(fifo)!r}, "w") as go:  # the helper forks its child now
+        go.write("go\\n")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not child_sleeps():
+        time.sleep(0.01)
+    yield
+
+def child_sleeps():
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "{tag}-child" in " ".join(proc.info["cmdline"] or ()) and proc.children():
+                return True
+        except psutil.Error:
+            continue
+    return False
+""")
+    pytester.makepyfile(test_held="def test_one(helper):\n    pass\n\ndef test_two(shared):\n    pass\n")
+
+    try:
+        result = run(GRACE, "--hermes-leak-check=error")
+
+        out = result.stdout.str()
+        result.assert_outcomes(passed=2, errors=1)
+        assert re.search(rf"test_one: resources outlived the test.*\n(.*leaked child process.*\n)*.*sh -c sleep 300; "
+                         rf": {tag}-child", out), out[-3000:]
+        assert "test_two: resources" not in out, out[-3000:]
+        assert not _tagged(tag), "a child of the leaked helper outlived the run"
+    finally:
+        kill_quietly(_tagged(tag))
+
+
+def _tagged(tag: str) -> list[int]:
+    """Live processes whose command line names ``tag``, and their children."""
+    out = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        with contextlib.suppress(psutil.Error):
+            if tag in " ".join(proc.info["cmdline"] or ()) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                out += [proc.pid, *(child.pid for child in proc.children(recursive=True))]
+    return out
