@@ -200,7 +200,7 @@ _OWNED: set[str] = set()
 
 def reap_orphans() -> list[int]:
     """Reap this process's zombie children that no object here waits for (a ``subprocess.Popen``,
-    ``asyncio``'s included, or a ``multiprocessing`` process): what it adopted as a subreaper
+    ``asyncio``'s included, a ``multiprocessing`` process, a ``ptyprocess``/``pexpect`` child): what it adopted as a subreaper
     (:func:`set_subreaper`), which nobody else would reap. Returns their pids.
 
     Only a zombie's own pid is waited for (never ``waitpid(-1)``), so a ``Popen`` whose child
@@ -239,15 +239,17 @@ def reap_orphans() -> list[int]:
 
 def _waited_for() -> set[int]:
     """Pids of the children an object of this process waits for: its ``subprocess.Popen`` objects
-    (``asyncio``'s included) and ``multiprocessing``'s popen objects that have not reaped theirs."""
+    (``asyncio``'s included), ``multiprocessing``'s popen objects and ``ptyprocess``'s
+    ``PtyProcess`` (``pexpect.spawn``'s) that have not reaped theirs."""
     import gc
     import subprocess
     import sys
 
     owners: tuple[type, ...] = (subprocess.Popen,)
-    fork_popen = sys.modules.get("multiprocessing.popen_fork")
-    if fork_popen is not None:
-        owners += (fork_popen.Popen,)
+    for module, name in (("multiprocessing.popen_fork", "Popen"), ("ptyprocess.ptyprocess", "PtyProcess")):
+        owner = getattr(sys.modules.get(module), name, None)  # ptyprocess: pexpect.spawn's child, forked by it
+        if isinstance(owner, type):
+            owners += (owner,)
     return {obj.pid for obj in gc.get_objects() if issubclass(type(obj), owners)  # (type(): no proxy's __class__ runs)
             and isinstance(getattr(obj, "pid", None), int) and getattr(obj, "returncode", None) is None}
 

@@ -301,3 +301,52 @@ def test_a(per_param):
     out = result.stdout.str()
     result.assert_outcomes(passed=2)
     assert _running(f"{tag}-one") and _running(f"{tag}-two"), "a wider fixture's daemon was ended"
+
+
+def test_a_pty_child_a_wider_fixture_holds_keeps_its_exit_status(pytester, run) -> None:
+    """``ptyprocess`` (under ``pexpect.spawn``) forks its child itself and reaps it in its own
+    ``wait()``: a check that reaped the ended child of a module fixture's ``PtyProcess`` (the
+    subreaper's sweep of zombies no ``Popen`` waits for) made that ``wait()`` fail with
+    ``ChildProcessError``. The stand-in below forks and waits as ``ptyprocess`` does, under its
+    module's name."""
+    pytester.makepyfile(test_pty="""
+import os, sys, time, types
+import psutil
+import pytest
+
+module = types.ModuleType("ptyprocess.ptyprocess")
+
+class PtyProcess:
+    def __init__(self, code):
+        self.pid = os.fork()
+        if self.pid == 0:
+            os._exit(code)
+        self.exitstatus = None
+
+    def wait(self):
+        self.exitstatus = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+        return self.exitstatus
+
+module.PtyProcess = PtyProcess
+sys.modules["ptyprocess.ptyprocess"] = module
+
+@pytest.fixture(scope="module")
+def pty_child():
+    proc = PtyProcess(3)
+    yield proc
+    assert proc.wait() == 3
+
+def test_its_child_ends(pty_child):
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and psutil.Process(pty_child.pid).status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.02)
+    assert psutil.Process(pty_child.pid).status() == psutil.STATUS_ZOMBIE
+
+def test_after_it(pty_child):
+    pass
+""")
+
+    result = run(GRACE, "--hermes-leak-check=error")
+
+    result.assert_outcomes(passed=2)
+    assert "ChildProcessError" not in result.stdout.str(), result.stdout.str()[-3000:]
