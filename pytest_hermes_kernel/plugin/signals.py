@@ -8,6 +8,11 @@ reports the run as interrupted and tears down every fixture that was set up (fun
 to session), and the session end closes the shared transports. A second SIGTERM kills at once
 (the default comes back with the first). A handler someone else installed is left alone, and
 nothing is installed off the main thread.
+
+Once the session finishes (its tests and fixtures are done: only the summary and the closing of the
+shared transports are left), a first SIGTERM ends the process at once with exit status 143 instead
+(``SystemExit``; the exit hook still closes the transports). A ``KeyboardInterrupt`` there came out
+of pytest's end as a traceback of some 50 lines and exit status 1, as if tests had failed.
 """
 
 from __future__ import annotations
@@ -27,6 +32,17 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt("SIGTERM: the run is torn down like after Ctrl-C")
 
 
+def _on_sigterm_at_the_end(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, _on_sigterm_at_the_end)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     if threading.current_thread() is not threading.main_thread():
@@ -37,5 +53,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_sigterm_at_the_end):
         signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)
