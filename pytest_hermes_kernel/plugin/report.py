@@ -168,6 +168,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
+    if getattr(node, "hermes_stats_merged", False):  # xdist reports an interrupted worker down twice
+        return
+    node.hermes_stats_merged = True
     sent = node.config.stash.get(_sent_key, {}).pop(node.gateway.id, None)
     data = getattr(node, "workeroutput", {}).get("hermes_stats") or sent  # a crashed worker sent no final counts
     if data:
