@@ -181,6 +181,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if hasattr(config, "workeroutput"):
         return
     stats = config.stash[stats_key]
+    sent = config.stash.get(_sent_key, {})
+    for worker in list(sent):  # a worker whose end an interrupted controller never saw: its last report's
+        stats.merge(sent.pop(worker))  # counts (its kept kernels were not listed, though they ran on for the TTL)
     kept = stats.kept_lines()
     if not stats.started and not stats.leaks and not stats.unchecked and not kept:
         return
