@@ -192,6 +192,15 @@ def _reap_in(container: Any, host_pid: int) -> int:
     return killed
 
 
+def live_worker_pids(config: pytest.Config) -> list[int]:
+    """The pids of this controller's xdist workers that still run (each checked by its start time)."""
+    crashes = config.stash.get(_crashes_key, None)
+    if crashes is None:
+        return []
+    return [pid for worker, pid in list(crashes.pids.items())
+            if worker in crashes.started and start_time(pid) == crashes.started[worker]]
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodeready(node: Any) -> None:
     crashes = _crashes(node.config)

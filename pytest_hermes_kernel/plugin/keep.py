@@ -103,24 +103,31 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
     """Record ``kernel``, then switch it to outlive this process; the summary's text for it.
 
     The record is written before the switch, so a kept kernel always has one; a switch that
-    fails removes it again (the kernel was shut down).
+    fails removes it again (the kernel was shut down), and so does one cut short by Ctrl-C or a
+    SIGTERM (``keep()`` then ends the runner): the record named a kernel that was gone, and on
+    docker and ssh held the run's container for the whole TTL.
     """
     from ..containers.kept import KeptKernel, remove, save
 
     launched = kernel.launched
     assert launched is not None  # alive
     runner_pid, kid = launched.pid, kernel.kernel_id
+    kept = False
     try:
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
                             worker_pid=kernel.pid, rootdir=rootdir)
         save(record)
-        kernel.keep(ttl)
+        kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:
         remove(kid)
         kernel.shutdown()
         return None, f"{title or nodeid}: kernel {kid} could not be kept, so it was shut down: {exc}"
+    except BaseException:
+        if not kept:
+            remove(kid)
+        raise
     record = record.detached_now()
     save(record)
     return record, describe(record, runner_pid, title)

@@ -207,6 +207,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
+    if getattr(node, "hermes_stats_merged", False):  # xdist reports an interrupted worker down twice
+        return
+    node.hermes_stats_merged = True
     sent = node.config.stash.get(_sent_key, {}).pop(node.gateway.id, None)
     data = getattr(node, "workeroutput", {}).get("hermes_stats") or sent  # a crashed worker sent no final counts
     if data:
@@ -217,6 +220,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if hasattr(config, "workeroutput"):
         return
     stats = config.stash[stats_key]
+    sent = config.stash.get(_sent_key, {})
+    for worker in list(sent):  # a worker whose end an interrupted controller never saw: its last report's
+        stats.merge(sent.pop(worker))  # counts (its kept kernels were not listed, though they ran on for the TTL)
     kept = stats.kept_lines()
     unused = config.stash[settings_key].env_not_used  # (-q shows no header: said again here)
     if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable \

@@ -8,10 +8,23 @@ reports the run as interrupted and tears down every fixture that was set up (fun
 to session), and the session end closes the shared transports. A second SIGTERM kills at once
 (the default comes back with the first). A handler someone else installed is left alone, and
 nothing is installed off the main thread.
+
+On the xdist controller the first SIGTERM is passed on to each worker that has not had one
+(its own SIGTERM handler still installed, none pending: one sent to the whole process group is not
+doubled, which would kill the worker at once). A worker is otherwise stopped by execnet only, a
+SIGINT to itself 5 s later: the run took 7 s to end instead of 2, and a run started with SIGINT
+ignored (a background job of a CI script, ``pytest -n 2 &``) had its workers killed after 10 s
+with no teardown, its docker container left running.
+
+Once the session finishes (its tests and fixtures are done: only the summary and the closing of the
+shared transports are left), a first SIGTERM ends the process at once with exit status 143 instead
+(``SystemExit``; the exit hook still closes the transports). A ``KeyboardInterrupt`` there came out
+of pytest's end as a traceback of some 50 lines and exit status 1, as if tests had failed.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from types import FrameType
@@ -20,11 +33,41 @@ from typing import Any
 import pytest
 
 _previous_key = pytest.StashKey[Any]()
+_controller: list[pytest.Config] = []  # the xdist controller whose SIGTERM its workers get too
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    for config in _controller[:1]:
+        _pass_on_to_workers(config)
     raise KeyboardInterrupt("SIGTERM: the run is torn down like after Ctrl-C")
+
+
+def _pass_on_to_workers(config: pytest.Config) -> None:
+    """SIGTERM each live worker that catches SIGTERM and has none pending (see module docstring)."""
+    from .crashes import live_worker_pids
+
+    bit = 1 << (signal.SIGTERM - 1)
+    for pid in live_worker_pids(config):
+        try:
+            with open(f"/proc/{pid}/status") as status:
+                masks = {k: int(v, 16) for k, _, v in (line.partition(":") for line in status)
+                         if k in ("SigCgt", "SigPnd", "ShdPnd")}
+            if masks.get("SigCgt", 0) & bit and not (masks.get("SigPnd", 0) | masks.get("ShdPnd", 0)) & bit:
+                os.kill(pid, signal.SIGTERM)
+        except (OSError, ValueError):  # gone meanwhile, or not readable: execnet still stops it
+            continue
+
+
+def _on_sigterm_at_the_end(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise SystemExit(128 + signal.SIGTERM)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, _on_sigterm_at_the_end)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -33,9 +76,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         config.stash[_previous_key] = signal.signal(signal.SIGTERM, _on_sigterm)
+        if not hasattr(config, "workerinput"):
+            _controller[:] = [config]
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) is _on_sigterm:
+    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_sigterm_at_the_end):
         signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)
+    if _controller[:1] == [config]:
+        _controller.clear()

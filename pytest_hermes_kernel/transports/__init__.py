@@ -404,14 +404,24 @@ def _close_at_exit(pid: int) -> None:
 
 def close_shared_transports() -> None:
     """Close every shared transport (containers, connections), those :func:`register_transport`
-    replaced too."""
+    replaced too, each to its end however many Ctrl-C or SIGTERM come meanwhile
+    (:func:`~.kernel.control.despite_signals`; the signal goes on once all are closed): one that
+    landed while the run's first container was removed left every later transport unclosed,
+    forgotten here and so by the exit hook too (an sshd container and its key outlived a run
+    interrupted as its docker container went, 3 runs in 6)."""
+    from ..kernel.control import despite_signals
+
     with _lock:
         _forget_a_parents_transports()
         transports = [shared.transport for shared in _shared.values()] + _retired
         _shared.clear()
         _retired.clear()
-    for transport in transports:
-        try:
-            transport.close()
-        except Exception:  # noqa: BLE001 - closing is best effort at exit
-            pass
+
+    def close_each() -> None:
+        for transport in transports:
+            try:
+                transport.close()
+            except Exception:  # noqa: BLE001 - closing is best effort at exit
+                pass
+
+    despite_signals(close_each)
