@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError, FileTransferError, UnsafePathError
-from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, kernel_parts, plan_tree,
-                    safe_mode, too_large)
+from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, host_name, kernel_name,
+                    kernel_parts, plan_tree, safe_mode, too_large)
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
@@ -153,7 +153,7 @@ def _walk(path: Path, rel: tuple[str, ...]) -> list[Entry]:
         children = sorted(it, key=lambda e: e.name)
     for child in children:
         st = _local(lambda: child.stat(follow_symlinks=False), path / child.name)
-        entry = Entry((*rel, child.name), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
+        entry = Entry((*rel, kernel_name(child.name)), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
         found.append(entry)
         if entry.kind == "dir":
             found += _walk(path / child.name, entry.parts)
@@ -178,7 +178,7 @@ class LocalSource:
         :raises UnsafePathError: if it is no longer a regular file with one name.
         :raises TransferTooLargeError: if the transfer passes its bound.
         """
-        path = self.root.joinpath(*entry.parts)
+        path = self.root.joinpath(*map(host_name, entry.parts))
         flags = _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
         fd = _local(lambda: os.open(path, flags), path)  # gone or unreadable since the listing: named
         try:
@@ -233,7 +233,7 @@ class Staging:
 
     def path(self, parts: tuple[str, ...]) -> Path:
         """Where the entry ``parts`` is written (its names were checked by the plan)."""
-        return self.top.joinpath(*parts)
+        return self.top.joinpath(*map(host_name, parts))
 
     def make_dirs(self, plan: Plan) -> None:
         """Make every directory of ``plan`` (private until :meth:`commit`)."""
