@@ -239,7 +239,7 @@ class Staging:
         """Make every directory of ``plan`` (private until :meth:`commit`)."""
         for entry in plan.entries:
             if entry.kind == "dir":
-                _local(lambda: os.mkdir(self.path(entry.parts), 0o700), self.destination.joinpath(*entry.parts))
+                _local(lambda: _private_dir(self.path(entry.parts)), self.destination.joinpath(*entry.parts))
 
     def write(self, entry: Entry, chunks: Iterable[bytes]) -> None:
         """Write ``entry``'s content into a new file (``O_EXCL``, never through a link).
@@ -284,7 +284,14 @@ def _make_staging_dir(parent: Path) -> str:
         parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
         raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
-    return tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    os.chmod(made, 0o700)  # mkdtemp's 0700 less the umask: 0500 under umask 0277, where nothing could be written
+    return made
+
+
+def _private_dir(path: Path) -> None:
+    os.mkdir(path, 0o700)
+    os.chmod(path, 0o700)  # whatever the umask: the files of the download are written into it
 
 
 def _local(step: Callable[[], T], path: Path | None = None) -> T:

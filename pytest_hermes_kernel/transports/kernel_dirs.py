@@ -58,6 +58,7 @@ def new_kernel_dir() -> str:
     root = kernel_dir_root()
     try:
         kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+        os.chmod(kdir, 0o700)  # mkdtemp's 0700 less the umask: under umask 0277 a dir its owner cannot write
     except OSError as exc:  # a bare FileNotFoundError traceback named neither the variable nor a fix
         where = f"${KERNEL_DIR_ENV}" if os.environ.get(KERNEL_DIR_ENV) else "the temp dir: $TMPDIR, else /tmp"
         var = KERNEL_DIR_ENV if os.environ.get(KERNEL_DIR_ENV) else "TMPDIR"
