@@ -100,6 +100,9 @@ def short_of(exc: OSError) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return (f"the file system of {kernel_dir_root()} is full: free space there, or point "
                 f"{KERNEL_DIR_ENV} (else TMPDIR) at another")
+    if exc.errno == errno.EFBIG:  # the hint asked whether the root was writable
+        return (f"this process may write no file over {resource.getrlimit(resource.RLIMIT_FSIZE)[0]} bytes (its file "
+                "size limit, ulimit -f): raise it (the kernel runner alone is about 200 KB), or `ulimit -f unlimited`")
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):
         return "this machine has run out of processes or memory (ulimit -u, a pids or memory cgroup)"
     return ""
