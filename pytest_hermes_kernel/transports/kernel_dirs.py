@@ -43,8 +43,11 @@ ROOTS_USED: set[str] = set()
 
 
 def kernel_dir_root() -> str:
-    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir."""
-    return os.environ.get(KERNEL_DIR_ENV) or tempfile.gettempdir()
+    """Where local kernel dirs are made: ``$PYTEST_HERMES_KERNEL_DIR`` or the temp dir, absolute (a
+    relative one is taken against the working dir now, as ``tempfile`` takes ``TMPDIR``: kept
+    relative, the runner, started in its kernel dir, was looked for under the same relative path
+    again, and every local start failed "can't open file .../relkd/hermes-kernel-.../relkd/...")."""
+    return os.path.abspath(os.environ.get(KERNEL_DIR_ENV) or tempfile.gettempdir())
 
 
 def new_kernel_dir() -> str:
