@@ -14,7 +14,7 @@ import os
 from tests.nonroot import unprivileged_user
 
 CODE = """
-import os, tempfile
+import os, shutil, tempfile
 home = tempfile.mkdtemp()  # 0700 now, before the umask
 os.umask(0o277)
 from pytest_hermes_kernel import start_kernel
@@ -32,6 +32,8 @@ for server in (True, False):
     finally:
         t.close()
 print("LANDED", sorted(os.path.relpath(os.path.join(d, f), home) for d, _, fs in os.walk(home) for f in fs))
+os.umask(0o077)
+shutil.rmtree(home)
 """
 
 
