@@ -333,7 +333,15 @@ class _Output:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        return self._guarded(self._stream.write, text)
+        try:
+            return self._guarded(self._stream.write, text)
+        except UnicodeEncodeError:  # an ASCII stdout (LC_ALL=C, PYTHONUTF8=0) and a cell's 'h\u00e9llo': a traceback
+            buffer = getattr(self._stream, "buffer", None)
+            if buffer is None:
+                raise
+            self._guarded(self._stream.flush)
+            self._guarded(buffer.write, text.encode("utf-8", "backslashreplace"))  # what the kernel printed, as UTF-8
+            return len(text)
 
     def flush(self) -> None:
         self._guarded(self._stream.flush)

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
-from .labels import LABEL_TMPDIR
+from .labels import LABEL_TMPDIR, label_path
 from .rundir import kept_dir
 from .sharing import flock_current
 
@@ -387,7 +387,7 @@ def holds_kept_kernel(container_id: str, labels: dict[str, str], ignoring: Colle
     :param labels: its labels.
     :param ignoring: kernel ids whose records do not count (see :func:`exempt_container_ids`).
     """
-    where = {None, labels.get(LABEL_TMPDIR) or None}
+    where = {None, label_path(labels, LABEL_TMPDIR)}
     return any(container_id in exempt_container_ids(directory, ignoring) for directory in where)
 
 

@@ -16,7 +16,8 @@ from ..procs import start_time
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
-           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "Role", "creator_uid", "run_labels", "host_is_gone"]
+           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "Role", "creator_uid", "run_labels", "host_is_gone",
+           "label_path"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -76,7 +77,24 @@ def run_labels(
         LABEL_ROLE: role,
         LABEL_UID: str(os.getuid()),
     }
-    return {**(extra or {}), **own}
+    return {**{name: _label_text(value) for name, value in (extra or {}).items()}, **own}
+
+
+def _label_text(value: str) -> str:
+    """A label value as the engine keeps it: a path's bytes as UTF-8. A host whose file system
+    encoding is ASCII (``LC_ALL=C`` with ``PYTHONUTF8=0``) holds ``/tmp/\u00fc`` as surrogates,
+    which the engine turned into U+FFFD: its state file label named no file, and the leak check
+    called the run's live shared container a leak after every test."""
+    try:
+        return os.fsencode(value).decode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # not a name of this host's (a character it has no byte for): as it is
+        return value
+
+
+def label_path(labels: dict[str, str], name: str) -> str | None:
+    """The path label ``name`` of ``labels`` as this host's ``os`` functions take it (``None``: none)."""
+    value = labels.get(name)
+    return os.fsdecode(value.encode("utf-8", "surrogateescape")) if value else None
 
 
 def creator_uid(labels: dict[str, str]) -> int | None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
-from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role
+from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role, label_path
 from .rundir import is_private_dir, reuse_dir
 from .sharing import held, locked_file, member_alive
 
@@ -283,7 +283,7 @@ def verdict(record: dict[str, Any], image_id_now: Callable[[str], str | None]) -
 
 def store_of(labels: dict[str, str]) -> ReuseStore | None:
     """The store a reusable container's labels name, when it is a private directory of this user."""
-    path = labels.get(LABEL_REUSE_STORE, "") if labels.get(LABEL_REUSE) == "1" else ""
+    path = (label_path(labels, LABEL_REUSE_STORE) or "") if labels.get(LABEL_REUSE) == "1" else ""
     if not path or os.path.basename(path) != "reuse" or not is_private_dir(path):
         return None
     return ReuseStore(path=path)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from .kept import exempt_container_ids, holds_kept_kernel, kept_container_ids
 from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
-                     creator_uid, host_is_gone)
+                     creator_uid, host_is_gone, label_path)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
 from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
@@ -124,7 +124,7 @@ def _image_ids(client: docker.DockerClient) -> Callable[[str], str | None]:
 
 def _discard_files_of(labels: dict[str, str], *, anchor: bool = True) -> None:
     """The run files of a container just removed (a label is not proof a path is ours: checked)."""
-    state_file = labels.get(LABEL_STATE_FILE)
+    state_file = label_path(labels, LABEL_STATE_FILE)
     if state_file and is_run_file(state_file):
         discard_unheld(state_file, anchor=anchor)
         remove_if_empty(os.path.dirname(state_file))
@@ -193,7 +193,7 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     """
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
-    state_file = labels.get(LABEL_STATE_FILE)
+    state_file = label_path(labels, LABEL_STATE_FILE)
     if state_file:
         try:
             os.stat(state_file)
@@ -226,7 +226,8 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
             continue
         if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
             continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
-        if not labels.get(LABEL_STATE_FILE) or not held(labels[LABEL_STATE_FILE], anchor=False):
+        state_file = label_path(labels, LABEL_STATE_FILE)
+        if not state_file or not held(state_file, anchor=False):
             role = labels.get(LABEL_ROLE, "?")
             found[summary["Id"]] = (f"container {summary['Id'][:12]} ({role}, {summary.get('State', '?')}); "
                                     "no live process holds it")

@@ -183,9 +183,26 @@ def marker_help() -> list[str]:
     signature as written (no quoted annotations), the summary the docstring's first sentence."""
     lines = []
     for name, func in MARKERS.items():
-        paragraph = " ".join((func.__doc__ or "").split("\n\n")[0].split())
+        paragraph = " ".join(_docstring(func).split("\n\n")[0].split())
         lines.append(f"{name}{plain_signature(func)}: {paragraph.split('. ')[0].rstrip('.')}.")
     return lines
+
+
+def _docstring(func: Callable[..., object]) -> str:
+    """``func``'s docstring, read from its source when ``python -OO`` dropped ``__doc__``
+    (``pytest --markers`` said only ``.`` for each fault marker)."""
+    if func.__doc__:
+        return func.__doc__
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):  # no source (a zipped install without it)
+        return ""
+    node = tree.body[0]
+    return (ast.get_docstring(node) or "") if isinstance(node, ast.FunctionDef) else ""
 
 
 class _Annotation(str):

@@ -32,8 +32,8 @@ from typing import Literal, Protocol
 
 from ..errors import FileTransferError, TransferTooLargeError, UnsafePathError
 
-__all__ = ["Entry", "EntryKind", "KernelFiles", "Plan", "RejectedEntry", "TransferReport", "kernel_parts",
-           "name_problem", "plan_tree", "safe_mode", "shown_path", "too_large"]
+__all__ = ["Entry", "EntryKind", "KernelFiles", "Plan", "RejectedEntry", "TransferReport", "host_name", "kernel_name",
+           "kernel_parts", "name_problem", "plan_tree", "safe_mode", "shown_path", "too_large"]
 
 EntryKind = Literal["file", "dir", "symlink", "fifo", "socket", "device", "other"]
 Direction = Literal["upload", "download"]
@@ -123,6 +123,19 @@ class Plan:
     def files(self) -> tuple[Entry, ...]:
         """The regular files to copy."""
         return tuple(e for e in self.entries if e.kind == "file")
+
+
+def host_name(name: str) -> str:
+    """A name of a transfer (UTF-8, an undecodable byte as ``surrogateescape``) as this host's
+    ``os`` functions take it: the same bytes whatever the host's file system encoding (ASCII under
+    ``LC_ALL=C`` with ``PYTHONUTF8=0``, where ``u-umlaut`` has no encoding but its two bytes as
+    ``surrogateescape`` have). The identity on a UTF-8 host, and on a name this host listed."""
+    return os.fsdecode(name.encode("utf-8", "surrogateescape"))
+
+
+def kernel_name(name: str) -> str:
+    """A name this host's ``os`` functions gave, as a transfer names it (:func:`host_name`'s inverse)."""
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
 
 
 def name_problem(name: object) -> str | None:

@@ -34,7 +34,7 @@ from .holders import current_holder, hold
 from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions, check_keep_ttl, checked_options, cwd_resolved
-from .outcome import CellOutcome, ControlIntent, build_result, judge, not_run
+from .outcome import CellOutcome, ControlIntent, build_result, died_unrun, judge, not_run
 from .output import clean, kernel_secrets
 from .queue import CellQueue
 from .results import CellResult, ExitInfo, KernelInfo
@@ -264,7 +264,7 @@ class KernelHandle:
         loss, self._pending_loss = self._pending_loss, None
         return loss
 
-    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None) -> CellResult:
+    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None, fresh=False) -> CellResult:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
@@ -285,10 +285,10 @@ class KernelHandle:
         reply = outcome.reply
         if reply is not None and reply.worker_pid:
             self._runtime.worker_pid = reply.worker_pid
-        if reply is not None and reply.not_run:  # the worker had died between cells; the runner said so
-            self._life.advance(S.WORKER_DEAD)
-            self.mark_lost(Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
-            return self._run(code, budget_s, self._prepare(), cancel)
+        if reply is not None and reply.not_run:  # the worker had died between cells; one fresh (started for this
+            self._life.advance(S.WORKER_DEAD)  # cell) died before it: a next would too (its cwd gone): died, no loop
+            self.mark_lost(lost := Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed))
+            return died_unrun(self.info(**lost.info_fields())) if fresh else self._run(code, budget_s, self._prepare(), cancel, True)
         return _judge(self, outcome, loss, intent, cell)
 
     # ------------------------------------------------------------------------------ control

@@ -24,7 +24,7 @@ from .results import CellResult, KernelInfo, Reason, Status, WatchdogOutcome
 from .watchdog import Action
 
 __all__ = ["RunnerReply", "CellOutcome", "ControlIntent", "Verdict", "judge", "classify_death", "build_result",
-           "not_run", "EMPTY_BLOBS"]
+           "not_run", "died_unrun", "EMPTY_BLOBS"]
 
 EMPTY_BLOBS: tuple[bytes, bytes, bytes, bytes] = (b"", b"", b"", b"")
 """No output: stdout head, stdout tail, stderr head, stderr tail."""
@@ -314,6 +314,13 @@ def _value_text(reply: RunnerReply, secrets: tuple[str, ...]) -> tuple[str | Non
 
 def _clean_opt(text: str | None, secrets: tuple[str, ...]) -> str | None:
     return None if text is None else clean_inline_cut(text, secrets)
+
+
+def died_unrun(info: KernelInfo) -> CellResult:
+    """A cell whose worker, started for it, died before it ran (``info`` names the loss): a filecell
+    kernel whose cwd a cell removed started worker after worker for it, a hang."""
+    note = (info.note or "").replace("between cells", "before it ran the cell, on a new worker (the next cell tries another)")
+    return CellResult(status="died", kernel=info.replace(note=note))
 
 
 def not_run(info: KernelInfo, *, cancelled: bool) -> CellResult:

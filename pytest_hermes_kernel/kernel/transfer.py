@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import ConfigError, FileTransferError, UnsafePathError
-from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, kernel_parts, plan_tree,
-                    safe_mode, too_large)
+from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, host_name, kernel_name,
+                    kernel_parts, plan_tree, safe_mode, too_large)
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
@@ -153,7 +153,7 @@ def _walk(path: Path, rel: tuple[str, ...]) -> list[Entry]:
         children = sorted(it, key=lambda e: e.name)
     for child in children:
         st = _local(lambda: child.stat(follow_symlinks=False), path / child.name)
-        entry = Entry((*rel, child.name), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
+        entry = Entry((*rel, kernel_name(child.name)), kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink)
         found.append(entry)
         if entry.kind == "dir":
             found += _walk(path / child.name, entry.parts)
@@ -178,7 +178,7 @@ class LocalSource:
         :raises UnsafePathError: if it is no longer a regular file with one name.
         :raises TransferTooLargeError: if the transfer passes its bound.
         """
-        path = self.root.joinpath(*entry.parts)
+        path = self.root.joinpath(*map(host_name, entry.parts))
         flags = _NOFOLLOW_READ if entry.parts else os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
         fd = _local(lambda: os.open(path, flags), path)  # gone or unreadable since the listing: named
         try:
@@ -233,13 +233,13 @@ class Staging:
 
     def path(self, parts: tuple[str, ...]) -> Path:
         """Where the entry ``parts`` is written (its names were checked by the plan)."""
-        return self.top.joinpath(*parts)
+        return self.top.joinpath(*map(host_name, parts))
 
     def make_dirs(self, plan: Plan) -> None:
         """Make every directory of ``plan`` (private until :meth:`commit`)."""
         for entry in plan.entries:
             if entry.kind == "dir":
-                _local(lambda: os.mkdir(self.path(entry.parts), 0o700), self.destination.joinpath(*entry.parts))
+                _local(lambda: _private_dir(self.path(entry.parts)), self.destination.joinpath(*entry.parts))
 
     def write(self, entry: Entry, chunks: Iterable[bytes]) -> None:
         """Write ``entry``'s content into a new file (``O_EXCL``, never through a link).
@@ -284,7 +284,14 @@ def _make_staging_dir(parent: Path) -> str:
         parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
         raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
-    return tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    os.chmod(made, 0o700)  # mkdtemp's 0700 less the umask: 0500 under umask 0277, where nothing could be written
+    return made
+
+
+def _private_dir(path: Path) -> None:
+    os.mkdir(path, 0o700)
+    os.chmod(path, 0o700)  # whatever the umask: the files of the download are written into it
 
 
 def _local(step: Callable[[], T], path: Path | None = None) -> T:

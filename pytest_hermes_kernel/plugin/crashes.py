@@ -173,7 +173,7 @@ def _reap_in(container: Any, host_pid: int) -> int:
     """Kill ``host_pid``'s kernel processes in one container, as the kernels' user (the
     container's root lacks the ptrace right to read their environments: it would find none)."""
     from ..containers.kept import KeptNearby
-    from ..containers.labels import LABEL_TMPDIR
+    from ..containers.labels import LABEL_TMPDIR, label_path
     from ..containers.lifecycle import SSH_USER
     from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE,
                                        parse_host_processes, until_complete)
@@ -182,7 +182,7 @@ def _reap_in(container: Any, host_pid: int) -> int:
         ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
     if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
-    kept, tmpdir = KeptNearby(), (container.attrs.get("Labels") or {}).get(LABEL_TMPDIR)  # sparse: attrs["Labels"]
+    kept, tmpdir = KeptNearby(), label_path(container.attrs.get("Labels") or {}, LABEL_TMPDIR)  # sparse: attrs["Labels"]
     killed = 0
     for pid, start, kid, _cmd in parse_host_processes(answer):
         if kept.holds_kernel(kid, tmpdir):  # kept for post-mortem: it outlives its host on purpose, until its TTL

@@ -16,7 +16,8 @@ from abc import abstractmethod
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from ..kernel.files import Entry, EntryKind, KernelFiles, Plan, Sink, Source, refusal, safe_mode
+from ..kernel.files import (Entry, EntryKind, KernelFiles, Plan, Sink, Source, host_name, kernel_name, refusal,
+                            safe_mode)
 from . import filetree
 
 __all__ = ["LocalFiles", "RequestFiles", "answer_of"]
@@ -115,23 +116,32 @@ class LocalFiles(RequestFiles):
     chunk_bytes: ClassVar[int] = 1 << 20
 
     def request(self, op: str, parts: tuple[str, ...], **args: Any) -> dict[str, Any] | None:
+        if "dirs" in args:
+            args["dirs"] = [[host_name(n) for n in d] for d in args["dirs"]]
         try:
-            return filetree.handle({"op": op, "wd": self.workdir, "parts": list(parts), **args})
+            answer = filetree.handle({"op": op, "wd": self.workdir, "parts": _host(parts), **args})
         except OSError as exc:
             return refused_answer(exc, parts)
+        if "entries" in answer:  # this process's names, as a transfer names them (host_name)
+            answer["entries"] = [[[kernel_name(n) for n in rel], *rest] for rel, *rest in answer["entries"]]
+        return answer
 
     def read_file(self, parts: tuple[str, ...]) -> Iterator[bytes]:
         try:
-            yield from filetree.iter_chunks(self.workdir, list(parts), self.chunk_bytes)
+            yield from filetree.iter_chunks(self.workdir, _host(parts), self.chunk_bytes)
         except OSError as exc:
             answer_of(refused_answer(exc, parts), "read")
 
     def write_file(self, parts: tuple[str, ...], chunks: Iterator[bytes]) -> None:
         for data in chunks:
             try:
-                filetree.append_file(self.workdir, list(parts), data)
+                filetree.append_file(self.workdir, _host(parts), data)
             except OSError as exc:
                 answer_of(refused_answer(exc, parts), "append")
+
+
+def _host(parts: tuple[str, ...]) -> list[str]:
+    return [host_name(n) for n in parts]
 
 
 def refused_answer(exc: OSError, parts: tuple[str, ...]) -> dict[str, Any]:

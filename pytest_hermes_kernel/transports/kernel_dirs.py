@@ -61,6 +61,7 @@ def new_kernel_dir() -> str:
     root = kernel_dir_root()
     try:
         kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+        os.chmod(kdir, 0o700)  # mkdtemp's 0700 less the umask: under umask 0277 a dir its owner cannot write
     except OSError as exc:  # a bare FileNotFoundError traceback named neither the variable nor a fix
         where = f"${KERNEL_DIR_ENV}" if os.environ.get(KERNEL_DIR_ENV) else "the temp dir: $TMPDIR, else /tmp"
         var = KERNEL_DIR_ENV if os.environ.get(KERNEL_DIR_ENV) else "TMPDIR"
@@ -102,6 +103,9 @@ def short_of(exc: OSError) -> str:
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return (f"the file system of {kernel_dir_root()} is full: free space there, or point "
                 f"{KERNEL_DIR_ENV} (else TMPDIR) at another")
+    if exc.errno == errno.EFBIG:  # the hint asked whether the root was writable
+        return (f"this process may write no file over {resource.getrlimit(resource.RLIMIT_FSIZE)[0]} bytes (its file "
+                "size limit, ulimit -f): raise it (the kernel runner alone is about 200 KB), or `ulimit -f unlimited`")
     if exc.errno in (errno.EAGAIN, errno.ENOMEM):
         return "this machine has run out of processes or memory (ulimit -u, a pids or memory cgroup)"
     return ""

@@ -77,6 +77,7 @@ class LocalServer:
             raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         try:
             self.dir = tempfile.mkdtemp(prefix=f"{SERVER_DIR_PREFIX}{os.getpid()}-", dir=root)
+            os.chmod(self.dir, 0o700)  # 0700 less the umask: under umask 0277 one its owner cannot write
         except OSError as exc:
             self.control.close()
             theirs.close()

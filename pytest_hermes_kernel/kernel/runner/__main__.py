@@ -21,8 +21,23 @@ import sys
 USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | serve --listening-fd N | server --fd N | server --stdio | relay SOCK | client DIR PARAMS\n"
 
 
+def _flush_startup_output() -> None:
+    """Send what the interpreter's start printed (a ``sitecustomize``, a ``.pth`` file of the
+    kernel's ``python``) to this process's own stdout and stderr now. Left in ``sys.stdout``'s
+    buffer, a forked worker inherited it and wrote it into a cell's output when the old stream
+    was collected: the first cell of a kernel showed ``sitecustomize says hello`` it never printed,
+    now and then (found by a breaker helper)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or broken stdout: the output has nowhere to go
+            pass
+
+
 def main(argv: list[str]) -> int:
     """Run the mode ``argv`` names; returns the process exit status (2: bad usage)."""
+    _flush_startup_output()
     if len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--fd":
         from .serve import serve_fd
 

@@ -56,13 +56,18 @@ def apply_kernel_env(config: dict[str, Any]) -> None:
     if config.get("env_clear"):
         os.environ.clear()
     for name in config.get("env_unset") or ():
-        os.environ.pop(name, None)
-    os.environ.update(config.get("env") or {})
+        os.environb.pop(_utf8(name), None)
+    for name, value in (config.get("env") or {}).items():  # as UTF-8 bytes: a worker whose file system
+        os.environb[_utf8(name)] = _utf8(value)  # encoding is ASCII (LC_ALL=C, PYTHONUTF8=0) died on 'A': '\u00fc'
     if config.get("kernel_id"):
         os.environ[KERNEL_ID_NAME] = str(config["kernel_id"])
     _extend_sys_path(os.environ.get("PYTHONPATH", ""))
     if not sys.executable:  # started by name with no PATH (a backend whose commands get no environment)
         sys.executable = os.path.realpath("/proc/self/exe")  # cells start sys.executable
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _extend_sys_path(pythonpath: str) -> None:

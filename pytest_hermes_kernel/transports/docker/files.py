@@ -31,7 +31,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
 from ...errors import FileTransferError
-from ...kernel.files import Entry, Plan, Sink, Source, name_problem, safe_mode, shown_path
+from ...kernel.files import Entry, Plan, Sink, Source, host_name, name_problem, safe_mode, shown_path
 from .. import filetree
 from ..files import RequestFiles
 
@@ -197,7 +197,7 @@ def _member_problem(member: tarfile.TarInfo, entry: Entry | None, listed: bool) 
     data_filter = getattr(tarfile, "data_filter", None)  # PEP 706: 3.11.4+
     if data_filter is not None:
         try:
-            data_filter(member, "/nonexistent-hermes-dest")
+            data_filter(member.replace(name=host_name(member.name), deep=False), "/nonexistent-hermes-dest")
         except tarfile.FilterError as exc:
             return f"refused by tarfile's data filter: {exc}"
     return None
