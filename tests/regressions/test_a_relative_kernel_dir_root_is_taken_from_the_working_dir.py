@@ -1,4 +1,4 @@
-"""Found by a CI-maintainer helper (2026-12-05): a CI job that set ``PYTEST_HERMES_KERNEL_DIR`` to a
+"""Found by a CI-maintainer helper and a hostile-environment helper, each on its own (2026-12-05): a CI job that set ``PYTEST_HERMES_KERNEL_DIR`` to a
 short relative path (the README says to keep the root short: a kernel dir holds sockets), say
 ``PYTEST_HERMES_KERNEL_DIR=kd``, had every local test error at setup: ``KernelStartError: the local
 kernel runner died during start (exit code 2), before its hello ... can't open file
