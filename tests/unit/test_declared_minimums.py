@@ -1,0 +1,54 @@
+"""The lowest versions pyproject.toml declares are the ones a ``pip install`` may pick (an older
+pin elsewhere in a user's environment, a lock file made by lowest resolution), so they must work.
+A breaker session on 2026-12-05 installed every dependency at its declared minimum, on Python 3.11
+and 3.10, and found three that did not (docs/testing.md, "Lowest versions", says how to run that
+again). Each entry below is a floor that session measured; a later pyproject may raise a minimum,
+never put one back under its floor."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+
+#: name -> (the lowest version that works, what the one before it did)
+FLOORS = {
+    "pytest": ((8, 0), "pytest 7.4's getini returns '' for an unset ini key registered with default=None "
+                       "(pytest#11282, fixed in 8.0): every run ended 'ini hermes_transport is set but empty' "
+                       "with no ini file at all"),
+}
+
+
+def declared() -> list[str]:
+    """Every requirement of pyproject.toml: the dependencies and each extra's."""
+    project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
+    return list(project["dependencies"]) + [r for extra in project["optional-dependencies"].values() for r in extra]
+
+
+def minimum(requirement: str) -> tuple[str, tuple[int, ...]]:
+    match = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*>=\s*([0-9.]+)\s*(;.*)?", requirement)
+    assert match, f"{requirement!r} has no lower bound (>=): a lowest-versions run cannot pin it"
+    return match.group(1).lower(), tuple(int(part) for part in match.group(2).split("."))
+
+
+@pytest.mark.parametrize("requirement", declared())
+def test_every_requirement_has_a_lower_bound(requirement: str) -> None:
+    minimum(requirement)
+
+
+@pytest.mark.parametrize("name", sorted(FLOORS))
+def test_no_declared_minimum_is_under_what_was_found_to_work(name: str) -> None:
+    floor, why = FLOORS[name]
+    found = [(req, low) for req, low in map(minimum, declared()) if req == name]
+    assert found, f"{name} is no longer declared: drop it from FLOORS"
+    for _, low in found:
+        assert low >= floor, f"{name}>={'.'.join(map(str, low))} is declared, but {why}"
