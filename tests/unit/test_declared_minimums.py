@@ -25,6 +25,8 @@ FLOORS = {
     "pytest": ((8, 0), "pytest 7.4's getini returns '' for an unset ini key registered with default=None "
                        "(pytest#11282, fixed in 8.0): every run ended 'ini hermes_transport is set but empty' "
                        "with no ini file at all"),
+    "docker": ((7, 1), "docker 7.0 cannot reach an engine with requests 2.32 or newer (which it allows): "
+                       "'Not supported URL scheme http+docker', and doctor said to start dockerd"),
 }
 
 
