@@ -27,6 +27,8 @@ FLOORS = {
                        "with no ini file at all"),
     "docker": ((7, 1), "docker 7.0 cannot reach an engine with requests 2.32 or newer (which it allows): "
                        "'Not supported URL scheme http+docker', and doctor said to start dockerd"),
+    "paramiko": ((3, 4, 1), "paramiko 3.4.0 warns CryptographyDeprecationWarning (TripleDES) at import on "
+                            "cryptography 43 or newer: with filterwarnings = error every ssh test errored"),
 }
 
 
