@@ -56,3 +56,21 @@ def test_no_declared_minimum_is_under_what_was_found_to_work(name: str) -> None:
     assert found, f"{name} is no longer declared: drop it from FLOORS"
     for _, low in found:
         assert low >= floor, f"{name}>={'.'.join(map(str, low))} is declared, but {why}"
+
+
+def test_the_plugins_pytest_check_is_pyprojects_minimum() -> None:
+    from pytest_hermes_kernel.plugin.settings import MIN_PYTEST
+
+    assert [low for name, low in map(minimum, declared()) if name == "pytest"] == [MIN_PYTEST]
+
+
+def test_an_older_pytest_is_one_line_naming_the_upgrade(monkeypatch) -> None:
+    """pip refuses pytest 7 for this package, but a later ``pip install pytest==7.4.0`` only warns:
+    every run then ended ``ini hermes_transport is set but empty`` (no ini file at all)."""
+    from pytest_hermes_kernel.plugin import settings
+
+    monkeypatch.setattr(pytest, "__version__", "7.4.0")
+    with pytest.raises(pytest.UsageError) as refused:
+        settings.pytest_configure(None)  # type: ignore[arg-type]  # refused before the config is read
+    assert str(refused.value) == ("pytest-hermes-kernel needs pytest 8.0 or newer, this is 7.4.0: "
+                                  "pip install -U 'pytest>=8.0'")
