@@ -29,6 +29,10 @@ FLOORS = {
                        "'Not supported URL scheme http+docker', and doctor said to start dockerd"),
     "paramiko": ((3, 4, 1), "paramiko 3.4.0 warns CryptographyDeprecationWarning (TripleDES) at import on "
                             "cryptography 43 or newer: with filterwarnings = error every ssh test errored"),
+    "ipykernel": ((6, 11), "ipykernel 6.0.0 (yanked) started no kernel beside jupyter_client 8 (no ipython_genutils), "
+                           "and 6.1 to 6.10 refuse jupyter_client 8: the bench extra's anchor was not measured"),
+    "matplotlib": ((3, 7, 3), "matplotlib 3.7.0 to 3.7.2 allow numpy 2 and do not import with it (numpy.core.multiarray "
+                              "failed to import): benchmarks/run.py wrote no chart; 3.7.3 caps numpy under 2"),
 }
 
 
