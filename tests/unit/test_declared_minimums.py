@@ -27,8 +27,10 @@ FLOORS = {
                        "with no ini file at all"),
     "docker": ((7, 1), "docker 7.0 cannot reach an engine with requests 2.32 or newer (which it allows): "
                        "'Not supported URL scheme http+docker', and doctor said to start dockerd"),
-    "paramiko": ((3, 4, 1), "paramiko 3.4.0 warns CryptographyDeprecationWarning (TripleDES) at import on "
-                            "cryptography 43 or newer: with filterwarnings = error every ssh test errored"),
+    "paramiko": ((4, 0), "paramiko 3.4.0 warns CryptographyDeprecationWarning (TripleDES) at import, and 3.4.1 to "
+                         "3.5.1 'DSA is deprecated' at each key file loaded (PKey.from_path), on the cryptography "
+                         "pip picks for them (51): with filterwarnings = error every ssh test errored, then each "
+                         "one given a key file"),
     "ipykernel": ((6, 11), "ipykernel 6.0.0 (yanked) started no kernel beside jupyter_client 8 (no ipython_genutils), "
                            "and 6.1 to 6.10 refuse jupyter_client 8: the bench extra's anchor was not measured"),
     "matplotlib": ((3, 7, 3), "matplotlib 3.7.0 to 3.7.2 allow numpy 2 and do not import with it (numpy.core.multiarray "

@@ -43,12 +43,12 @@ def test_pytest_and_paramiko_under_their_minimums_are_named_on_their_lines(monke
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("local     NO  too old: pytest 7.4.0 (pytest>=8.0 needed); "), lines
     assert lines[1].strip() == "Hint: pip install -U 'pytest>=8.0'", lines
-    assert lines[2].startswith("ssh       NO  too old: paramiko 3.4.0 (paramiko>=3.4.1 needed); "), lines
+    assert lines[2].startswith("ssh       NO  too old: paramiko 3.4.0 (paramiko>=4.0 needed); "), lines
     assert lines[-1].startswith("filecell  ok "), lines
 
 
 def test_versions_at_or_over_the_minimums_change_nothing(monkeypatch, capsys) -> None:
-    installed_as(monkeypatch, pytest="8.0", docker="7.1.0", paramiko="3.4.1", psutil="5.9.0", filelock="3.12.0")
+    installed_as(monkeypatch, pytest="8.0", docker="7.1.0", paramiko="4.0.0", psutil="5.9.0", filelock="3.12.0")
 
     main(["doctor", "local", "filecell"])
 
