@@ -35,6 +35,8 @@ FLOORS = {
                            "and 6.1 to 6.10 refuse jupyter_client 8: the bench extra's anchor was not measured"),
     "matplotlib": ((3, 7, 3), "matplotlib 3.7.0 to 3.7.2 allow numpy 2 and do not import with it (numpy.core.multiarray "
                               "failed to import): benchmarks/run.py wrote no chart; 3.7.3 caps numpy under 2"),
+    "cosmic-ray": ((8, 4, 1), "cosmic-ray 8.4.0 was never released: a lowest-versions install (==8.4) found no "
+                              "distribution; 8.4.1 runs benchmarks/mutation.py"),
 }
 
 
