@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
-from .containers.images import pip_install_extra
+from .containers.images import pip_install_extra, too_old
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -142,8 +142,9 @@ def _check_docker(engines: Engines = (None,)) -> Check:
 def _check_ssh() -> Check:
     try:
         import paramiko  # noqa: F401
-    except ImportError:
-        return Check("ssh", False, "paramiko is not installed", pip_install_extra("ssh"))
+        import testcontainers.core.container  # noqa: F401  # starts the default target, an sshd container
+    except ImportError as exc:
+        return Check("ssh", False, f"{(exc.name or 'paramiko').split('.')[0]} is not installed", pip_install_extra("ssh"))
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
@@ -164,7 +165,17 @@ CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _chec
 
 def doctor(names: list[str] | None = None, engines: Engines = (None,)) -> list[Check]:
     """Check each transport (default: all built-in ones); docker on each of ``engines``."""
-    return [_check_docker(engines) if n == "docker" else CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
+    checks = [_check_docker(engines) if n == "docker" else CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
+    return [_with_too_old(c) for c in checks]
+
+
+def _with_too_old(check: Check) -> Check:
+    """``check``, a NO naming each package it needs that is older than this package declares."""
+    old = too_old(*{"local": ("pytest", "filelock", "psutil"), "docker": ("docker", "testcontainers"),
+                    "ssh": ("paramiko", "docker", "testcontainers")}.get(check.transport, ()))
+    upgrade = " ".join(f"'{o.split()[0]}>={o.rsplit('>=', 1)[1].split()[0]}'" for o in old)
+    return Check(check.transport, False, f"too old: {', '.join(old)}; {check.detail}",
+                 f"pip install -U {upgrade}") if old else check
 
 
 def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,

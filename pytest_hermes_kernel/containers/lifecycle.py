@@ -227,7 +227,9 @@ def _start(
     from testcontainers.core.container import DockerContainer
 
     note_activity()  # a container the leak probe may report (see kernel.contract.activity)
-    tc = DockerContainer(image).with_command(command).with_envs(**env)
+    tc = DockerContainer(image).with_command(command)
+    for name, value in env.items():  # with_env: testcontainers 4.4 (the declared minimum) has no with_envs
+        tc = tc.with_env(name, value)
     client = tc.get_docker_client().client
     require_image(client, image)
     _configure_ryuk(client)

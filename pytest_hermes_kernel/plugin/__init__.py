@@ -29,8 +29,8 @@ never the contract suite (a sibling: both sit on top).
 
 pytest_plugins = [
     "pytest_hermes_kernel.plugin.settings",
+    "pytest_hermes_kernel.plugin.markers",  # before ini_keys, which imports it (pytest 8.0-8.3: PytestAssertRewriteWarning)
     "pytest_hermes_kernel.plugin.ini_keys",
-    "pytest_hermes_kernel.plugin.markers",
     "pytest_hermes_kernel.plugin.report",
     "pytest_hermes_kernel.plugin.faults",  # before fixtures, which imports it (else: PytestAssertRewriteWarning)
     "pytest_hermes_kernel.plugin.story",  # before fixtures too, which imports it

@@ -25,8 +25,21 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     error = call.excinfo.value if call.excinfo is not None else None
     if report.failed and isinstance(error, (ImageMissingError, ImageBuildError)):
-        report.longrepr = short_report(error, item.config.stash[settings_key])
+        report.longrepr = _with_summary_line(short_report(error, item.config.stash[settings_key]), item)
     return report
+
+
+def _with_summary_line(text: str, item: pytest.Item) -> Any:
+    """``text`` as a report that also gives the short summary its first line: pytest 8
+    takes that line only from an exception's report, and a plain text left it bare (``ERROR
+    test_suite.py::test_one[docker]``, no reason). One native entry prints ``text`` as it is (also
+    through xdist, which sends it as an exception's report)."""
+    try:
+        from _pytest._code.code import ExceptionChainRepr, ReprEntryNative, ReprFileLocation, ReprTraceback
+    except ImportError:  # pragma: no cover - a pytest that moved them: the text alone, as 9.0 shows it
+        return text
+    crash = ReprFileLocation(item.location[0], (item.location[1] or 0) + 1, text.splitlines()[0])
+    return ExceptionChainRepr([(ReprTraceback([ReprEntryNative([text + "\n"])], None, "native"), crash, None)])
 
 
 def short_report(error: ImageMissingError | ImageBuildError, settings: HermesSettings) -> str:

@@ -291,6 +291,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(f"hermes_{s.name}", s.help, type="args" if s.listed else None, default=None)
 
 
+#: pyproject.toml's minimum (tests/unit/test_declared_minimums.py): pytest 7's getini gave ``''`` for
+#: an unset ini key registered with ``default=None``, and every run said it was set but empty.
+MIN_PYTEST = (8, 0)
+
+
 def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> HermesSettings:
     """Resolve every setting by precedence CLI > env > ini > default.
 
@@ -371,6 +376,9 @@ def _shared_run_ids() -> list[tuple[str, str, str]]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    if int(pytest.__version__.split(".")[0]) < MIN_PYTEST[0]:  # pip refuses it; a later downgrade does not
+        raise pytest.UsageError(f"pytest-hermes-kernel needs pytest {'.'.join(map(str, MIN_PYTEST))} or newer, "
+                                f"this is {pytest.__version__}: pip install -U 'pytest>={MIN_PYTEST[0]}.{MIN_PYTEST[1]}'")
     settings = resolve(config)
     settings = dataclasses.replace(settings, run_id=_run_id_of(config, settings))
     config.stash[settings_key] = settings

@@ -5,6 +5,8 @@ after them, and is still that test's leak."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.plugin.test_leakcheck import GRACE
@@ -269,5 +271,6 @@ def test_a_timeout_in_the_look_between_wider_teardowns_is_not_lost(pytester, run
 
     out = result.stdout.str()
     result.assert_outcomes(passed=1, errors=1, warnings=1)
-    assert "Timeout (>1.0s) from pytest-timeout" in out, out[-3000:]
+    # pytest-timeout 2.4's words; 2.1 to 2.3 (the dev extra allows 2.1) say "Failed: Timeout >1.0s"
+    assert re.search(r"Timeout \(>1\.0s\) from pytest-timeout|Failed: Timeout >1\.0s$", out, re.M), out[-3000:]
     result.stdout.fnmatch_lines(["*leaked remote kernel process: pid 73 (kernel k-left) on h"])

@@ -88,3 +88,30 @@ def test_a_run_that_starts_no_kernel_imports_none_of_it_for_its_leak_check(pytes
     result.assert_outcomes(passed=2)
     loaded = set(next(line for line in result.stdout.lines if "LOADED " in line).split("LOADED ", 1)[1].split())
     assert not {f"pytest_hermes_kernel.{name}" for name in DEFERRED} & loaded, sorted(loaded)
+
+
+def test_each_plugin_module_is_listed_after_the_plugin_modules_it_imports() -> None:
+    """pytest rewrites a plugin module's asserts only if it marks the module before its first
+    import. ``ini_keys`` imports ``markers`` at its top and was listed before it: on pytest 8.0
+    every run warned ``PytestAssertRewriteWarning: Module already imported so cannot be rewritten:
+    pytest_hermes_kernel.plugin.markers``, and a project with ``filterwarnings = error`` (this
+    repo's own) ended with that traceback before collecting a test. Newer pytest stays quiet, so
+    the order is checked here, on any pytest."""
+    import ast
+    import importlib.util
+
+    import pytest_hermes_kernel.plugin as plugin
+
+    listed = list(plugin.pytest_plugins)
+    late = []
+    for position, name in enumerate(listed):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        with open(spec.origin, encoding="utf-8") as source:
+            tree = ast.parse(source.read())
+        for node in tree.body:  # module level only: an import inside a function runs later
+            if isinstance(node, ast.ImportFrom):
+                base = ("pytest_hermes_kernel.plugin." if node.level == 1 else "") + (node.module or "")
+                if base in listed and listed.index(base) > position:
+                    late.append(f"{name} imports {base}, listed after it")
+    assert not late, late

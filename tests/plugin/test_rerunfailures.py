@@ -39,6 +39,9 @@ def test_each_attempt_tells_its_own_kernels_story(pytester: pytest.Pytester, run
     cases = list(ET.parse(str(pytester.path / "report.xml")).getroot().iter("testcase"))
     ids = [[p.get("value") for p in case.iter("property") if p.get("name") == "hermes_kernel.0.kernel_id"]
            for case in cases]
+    if pytest.version_tuple < (9, 2):  # before 9.2 pytest's JUnit XML keeps one case per item: the last attempt's
+        assert ids == [[final[-1]]], f"the item's one case names the kernel it failed on: {ids}"
+        return
     assert len(cases) == 3 and all(len(i) == 1 for i in ids), ids
     assert len({i[0] for i in ids}) == 3, f"each attempt ran on a fresh kernel and names it: {ids}"
     assert ids[-1] == [final[-1]], f"the failing case's properties name the kernel it failed on: {ids}"

@@ -60,6 +60,7 @@ class SshdContainer:
 
     def __init__(self, *, run_id: str, image: str | None = None, mem_limit_bytes: int | None = None,
                  fresh: bool = False, reuse: ReusePolicy | None = None) -> None:
+        import testcontainers.core.container  # noqa: F401  # it starts this container; make_transport names the extra
         from ...containers.images import docker_status
 
         ok, why = docker_status()
