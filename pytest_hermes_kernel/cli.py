@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
-from .containers.images import pip_install_extra, too_old
+from .containers.images import pip_install_extra, too_old_of
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -165,17 +165,14 @@ CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _chec
 
 def doctor(names: list[str] | None = None, engines: Engines = (None,)) -> list[Check]:
     """Check each transport (default: all built-in ones); docker on each of ``engines``."""
-    checks = [_check_docker(engines) if n == "docker" else CHECKS[n]() for n in (names or list(TRANSPORT_NAMES))]
-    return [_with_too_old(c) for c in checks]
+    return [_with_too_old(_check_docker(engines) if n == "docker" else CHECKS[n]())
+            for n in (names or list(TRANSPORT_NAMES))]
 
 
 def _with_too_old(check: Check) -> Check:
     """``check``, a NO naming each package it needs that is older than this package declares."""
-    old = too_old(*{"local": ("pytest", "filelock", "psutil"), "docker": ("docker", "testcontainers"),
-                    "ssh": ("paramiko", "docker", "testcontainers")}.get(check.transport, ()))
-    upgrade = " ".join(f"'{o.split()[0]}>={o.rsplit('>=', 1)[1].split()[0]}'" for o in old)
-    return Check(check.transport, False, f"too old: {', '.join(old)}; {check.detail}",
-                 f"pip install -U {upgrade}") if old else check
+    old = too_old_of(check.transport)
+    return Check(check.transport, False, f"{old[0]}; {check.detail}", old[1]) if old else check
 
 
 def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
@@ -347,8 +344,7 @@ class _Output:
         try:
             return self._guarded(self._stream.write, text)
         except UnicodeEncodeError:  # an ASCII stdout (LC_ALL=C, PYTHONUTF8=0) and a cell's 'h\u00e9llo': a traceback
-            buffer = getattr(self._stream, "buffer", None)
-            if buffer is None:
+            if (buffer := getattr(self._stream, "buffer", None)) is None:
                 raise
             self._guarded(self._stream.flush)
             self._guarded(buffer.write, text.encode("utf-8", "backslashreplace"))  # what the kernel printed, as UTF-8
