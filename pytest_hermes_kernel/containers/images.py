@@ -82,8 +82,8 @@ def pip_install_extra(extra: str) -> str:
 def too_old_of(transport: str) -> tuple[str, str] | None:
     """``("too old: docker 7.0.0 (docker>=7.1 needed)", "pip install -U 'docker>=7.1'")`` for the
     packages ``transport`` needs (:func:`too_old`), or ``None`` when none is under its minimum."""
-    old = too_old(*{"local": ("pytest", "filelock", "psutil"), "docker": ("docker", "testcontainers"),
-                    "ssh": ("paramiko", "docker", "testcontainers")}.get(transport, ()))
+    old = too_old("pytest", "filelock", "psutil", *{"docker": ("docker", "testcontainers"),  # every leg runs under
+                  "ssh": ("paramiko", "docker", "testcontainers")}.get(transport, ()))  # the plugin: pytest too
     upgrade = " ".join(f"'{o.split()[0]}>={o.rsplit('>=', 1)[1].split()[0]}'" for o in old)
     return (f"too old: {', '.join(old)}", f"pip install -U {upgrade}") if old else None
 
