@@ -264,7 +264,7 @@ class KernelHandle:
         loss, self._pending_loss = self._pending_loss, None
         return loss
 
-    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None, fresh=False) -> CellResult:
+    def _run(self, code: str, budget_s: float | None, loss: Loss | None, cancel: threading.Event | None, fresh: bool = False) -> CellResult:
         if not self._life.advance(S.BUSY):
             raise self._runtime.shut_error()
         try:
