@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
-from .containers.images import pip_install_extra, too_old_of
+from .containers.images import docker_status, pip_install_extra, too_old, too_old_of
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -85,10 +85,6 @@ def engines_of(text: str | None) -> tuple[str | None, ...]:
 
 
 def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
-    try:
-        from .containers.images import docker_status
-    except ImportError as exc:  # pragma: no cover - images imports docker lazily
-        return False, str(exc)
     try:
         import docker  # noqa: F401 - docker_status's reason would repeat the install the line's hint gives
     except ImportError:
@@ -149,14 +145,16 @@ def _check_ssh() -> Check:
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
                      "start dockerd, or point the ssh transport at a host: SshTransport(target='user@host:port')")
-    return Check("ssh", True, f"paramiko {paramiko.__version__}; sshd container via docker ({why})")
+    version = "" if too_old("paramiko") else f"paramiko {paramiko.__version__}; "  # a NO names an old one already
+    return Check("ssh", True, f"{version}sshd container via docker ({why})")
 
 
 def _check_filecell() -> Check:
     sh = shutil.which("sh")
     if sh is None:
         return Check("filecell", False, "no `sh` for the local shell reference backend", "install a POSIX shell")
-    return Check("filecell", True, f"local shell backend ({sh}); docker exec backend when docker is up")
+    docker = "when docker is up" if importlib.util.find_spec("docker") else f"needs the docker SDK: {pip_install_extra('docker')}"
+    return Check("filecell", True, f"local shell backend ({sh}); docker exec backend {docker}")
 
 
 CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _check_docker, "ssh": _check_ssh,

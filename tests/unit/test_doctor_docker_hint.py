@@ -80,3 +80,16 @@ def test_with_several_engines_the_hint_names_the_one_that_does_not_answer(tmp_pa
     hint = hint_of(capsys.readouterr().out)
     assert hint == (f"Hint: start the engine that did not answer (unix://{tmp_path}/engine2.sock), or leave it out "
                     f"of --docker-hosts ({ENGINES_ENV}): the others answer"), hint
+
+
+def test_filecell_without_the_docker_sdk_does_not_offer_its_docker_exec_backend(capsys, monkeypatch):
+    """It said ``docker exec backend when docker is up`` with no SDK to ask the engine through
+    (found by the fresh-install round of 2026-12-05)."""
+    monkeypatch.setitem(sys.modules, "docker", None)
+    from pytest_hermes_kernel.containers.images import pip_install_extra
+
+    assert main(["doctor", "filecell"]) == 0  # the local shell backend needs no SDK
+
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line.endswith(f"; docker exec backend needs the docker SDK: {pip_install_extra('docker')}"), line
+    assert "when docker is up" not in line

@@ -45,6 +45,7 @@ def test_pytest_and_paramiko_under_their_minimums_are_named_on_their_lines(monke
     assert lines[1].strip() == "Hint: pip install -U 'pytest>=8.0'", lines
     assert lines[2].startswith("ssh       NO  too old: pytest 7.4.0 (pytest>=8.0 needed), paramiko 3.4.0 "
                                "(paramiko>=4.0 needed); "), lines
+    assert lines[2].count("paramiko ") == 1, lines  # its own "paramiko 3.4.0; " repeated the version
     assert lines[4].startswith("filecell  NO  too old: pytest 7.4.0 (pytest>=8.0 needed); "), lines  # it said ok
 
 
