@@ -72,6 +72,8 @@ def _registered(config: pytest.Config, key: str) -> bool:
         config.getini(key)
     except ValueError:  # "unknown configuration value"
         return False
+    except (TypeError, pytest.UsageError):  # registered: a native TOML value of another type (settings reads it)
+        return True
     return True
 
 

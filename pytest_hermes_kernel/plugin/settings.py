@@ -315,7 +315,7 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
         if _blank(environ.get(s.env)):
             raise pytest.UsageError(f"pytest-hermes-kernel: {s.env} is set but empty (an unset CI variable?): "
                                     f"give it a value, or unset it for the default")
-        ini = config.getini(f"hermes_{s.name}")
+        ini = _ini(config, f"hermes_{s.name}")
         if ini is not None and (not ini or _blank(ini)):  # `hermes_transport =` with a templated value left unset
             raise pytest.UsageError(f"pytest-hermes-kernel: ini hermes_{s.name} is set but empty: give it a value, "
                                     f"or remove the line for the default")
@@ -333,6 +333,19 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
         if sources.get(s.name) == s.flag and env is not None and _parsed(s, env) != values[s.name]:
             unused.append(f"{s.env}={env}")
     return HermesSettings(sources=sources, env_not_used=tuple(unused), **values)
+
+
+def _ini(config: pytest.Config, key: str) -> Any:
+    """``config.getini(key)``; a number or switch of pytest 9's native ``[tool.pytest]`` table
+    (``hermes_timeout = 30``) as its text: pytest refused it (``expects a string, got int``) for
+    the string type every setting is registered with (typed ini keys came in pytest 8.4)."""
+    try:
+        return config.getini(key)
+    except (TypeError, pytest.UsageError):  # pytest 9.2 says UsageError, 9.0 TypeError
+        raw = getattr(getattr(config, "_inicfg", {}).get(key), "value", None)  # pytest 9's ConfigValue
+        if isinstance(raw, (bool, int, float)):
+            return str(raw).lower()  # True -> "true", 30 -> "30", 2.5 -> "2.5"
+        raise
 
 
 def _parsed(s: _Setting, text: str) -> object:
