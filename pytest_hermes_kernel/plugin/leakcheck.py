@@ -99,6 +99,13 @@ class LeakCheckPlugin:
         if self._looking is not None and fixturedef.scope != "function" and _closed_unprobed():
             self._look_between(*self._looking)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
+        try:
+            return (yield)
+        finally:  # a test that ended the run (pytest.exit, Ctrl-C) skipped the teardown hook's close
+            self._adoption.close()
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
         self._adoption.open()  # (see Adoption)
@@ -252,7 +259,8 @@ class Adoption:
     detached may be shared on purpose (a session's daemon the other xdist workers use, the last
     one stops it): adopted, it was reported and killed by a later test's check (the clean-clone
     run of f7792ac killed the suite's second docker engine). Put back as it was after each test
-    (an outer run's, for a pytester run in this process)."""
+    (an outer run's, for a pytester run in this process), whatever ended it (``pytest.exit``,
+    Ctrl-C: no teardown hook ran, and the process stayed a subreaper)."""
 
     def __init__(self) -> None:
         self.was: bool | None = None  # before the test's window; None: no window open (or no prctl here)
