@@ -80,7 +80,8 @@ class LeakCheckPlugin:
             return (yield)
         finally:
             current_holder.reset(token)
-            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()))
+            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()),
+                                                     set().union(*self._held.values()))
             # added after its own teardown: run first by it (and hushed until the post-finalizer below)
             fixturedef.addfinalizer(functools.partial(self._adoption.hush, fixturedef))
             self._adoption.resume(fixturedef)
@@ -390,14 +391,16 @@ def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
     return any(last.endswith((f":{kid}", f"/{kid}")) or f"/{kid}/sock" in description for kid in kernel_ids)
 
 
-def _made_meanwhile(before: set[str], now: set[str]) -> set[str]:
-    """What is in ``now`` and not in ``before``, less a process that one there before forked
-    meanwhile (or a process below it): a helper the test's function fixture left running whose
-    child came while a wider fixture was set up is the test's, not that fixture's. Held, that child
-    was not reported with the helper and outlived the check that ended the helper, unseen."""
-    me = os.getpid()
+def _made_meanwhile(before: set[str], now: set[str], held: set[str]) -> set[str]:
+    """What is in ``now`` and not in ``before``, less a process that one there before, and not
+    ``held`` by a wider fixture, forked meanwhile (or a process below it): a helper the test's
+    function fixture left running whose child came while a wider fixture was set up is the test's,
+    not that fixture's. Held, that child was not reported with the helper and outlived the check
+    that ended the helper, unseen. A child of a server a wider fixture holds (a session's
+    ``multiprocessing`` forkserver) is the fixture's: the check had killed it after the first test."""
+    me, unheld = os.getpid(), before - held
     return {key for key in now - before if not (key.partition(":")[0].isdigit()
-                                                and _below_one_of(int(key.partition(":")[0]), before, me))}
+                                                and _below_one_of(int(key.partition(":")[0]), unheld, me))}
 
 
 def _below_one_of(pid: int, identities: set[str], me: int) -> bool:
