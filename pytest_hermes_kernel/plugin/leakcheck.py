@@ -241,7 +241,8 @@ class LeakCheckPlugin:
             if self.mode == "error" or _contract_case(item):
                 raise LeakError(text, leaks=report.counts())
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
-            stats.warned.append(item.nodeid)  # (not where -W error made the warning the test's error)
+            if item.nodeid not in stats.warned:  # (not where -W error made the warning the test's error)
+                stats.warned.append(item.nodeid)  # once: a test's second look (wider fixtures) warns again
             item.user_properties.append(("hermes_kernel.leak_warning", text))  # JUnit XML: the test case's own
         if report.unchecked and (blind := _own_transport_unchecked(item, report)):
             raise LeakError(f"{report.format_unchecked(item.nodeid)}\n  {blind}: the leak check looks through the "
