@@ -36,7 +36,7 @@ def test_an_inner_run_that_is_stopped(pytester):
 
 
 def test_a_backgrounded_helper_is_not_adopted():
-    out = subprocess.run(["sh", "-c", "sleep 0.3 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+    out = subprocess.run(["sh", "-c", "sleep 1 >/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
                          check=True).stdout
     helper = psutil.Process(int(out))
     deadline = time.monotonic() + 10
