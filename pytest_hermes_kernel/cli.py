@@ -139,8 +139,9 @@ def _check_ssh() -> Check:
     try:
         import paramiko  # noqa: F401
         import testcontainers.core.container  # noqa: F401  # starts the default target, an sshd container
-    except ImportError as exc:
-        return Check("ssh", False, f"{(exc.name or 'paramiko').split('.')[0]} is not installed", pip_install_extra("ssh"))
+    except ImportError as exc:  # missing, or there and failing (a dependency too old for it): quoted then
+        return Check("ssh", False, f"{(exc.name or 'paramiko').split('.')[0]} is not installed" if isinstance(
+            exc, ModuleNotFoundError) else f"its packages cannot be imported: {exc}", pip_install_extra("ssh"))
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",

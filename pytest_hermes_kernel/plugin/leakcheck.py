@@ -80,7 +80,8 @@ class LeakCheckPlugin:
             return (yield)
         finally:
             current_holder.reset(token)
-            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()))
+            self._held[fixturedef] = _made_meanwhile(before, _identities(self.checker.before()),
+                                                     set().union(*self._held.values()))
             # added after its own teardown: run first by it (and hushed until the post-finalizer below)
             fixturedef.addfinalizer(functools.partial(self._adoption.hush, fixturedef))
             self._adoption.resume(fixturedef)
@@ -98,6 +99,13 @@ class LeakCheckPlugin:
             self._released_kernels |= {h.kernel_id for h in handles}
         if self._looking is not None and fixturedef.scope != "function" and _closed_unprobed():
             self._look_between(*self._looking)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any) -> Any:
+        try:
+            return (yield)
+        finally:  # a test that ended the run (pytest.exit, Ctrl-C) skipped the teardown hook's close
+            self._adoption.close()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Any:
@@ -233,7 +241,8 @@ class LeakCheckPlugin:
             if self.mode == "error" or _contract_case(item):
                 raise LeakError(text, leaks=report.counts())
             warnings.warn(HermesLeakWarning(text), stacklevel=1)
-            stats.warned.append(item.nodeid)  # (not where -W error made the warning the test's error)
+            if item.nodeid not in stats.warned:  # (not where -W error made the warning the test's error)
+                stats.warned.append(item.nodeid)  # once: a test's second look (wider fixtures) warns again
             item.user_properties.append(("hermes_kernel.leak_warning", text))  # JUnit XML: the test case's own
         if report.unchecked and (blind := _own_transport_unchecked(item, report)):
             raise LeakError(f"{report.format_unchecked(item.nodeid)}\n  {blind}: the leak check looks through the "
@@ -252,7 +261,8 @@ class Adoption:
     detached may be shared on purpose (a session's daemon the other xdist workers use, the last
     one stops it): adopted, it was reported and killed by a later test's check (the clean-clone
     run of f7792ac killed the suite's second docker engine). Put back as it was after each test
-    (an outer run's, for a pytester run in this process)."""
+    (an outer run's, for a pytester run in this process), whatever ended it (``pytest.exit``,
+    Ctrl-C: no teardown hook ran, and the process stayed a subreaper)."""
 
     def __init__(self) -> None:
         self.was: bool | None = None  # before the test's window; None: no window open (or no prctl here)
@@ -382,14 +392,16 @@ def _names(key: str, description: str, kernel_ids: Collection[str]) -> bool:
     return any(last.endswith((f":{kid}", f"/{kid}")) or f"/{kid}/sock" in description for kid in kernel_ids)
 
 
-def _made_meanwhile(before: set[str], now: set[str]) -> set[str]:
-    """What is in ``now`` and not in ``before``, less a process that one there before forked
-    meanwhile (or a process below it): a helper the test's function fixture left running whose
-    child came while a wider fixture was set up is the test's, not that fixture's. Held, that child
-    was not reported with the helper and outlived the check that ended the helper, unseen."""
-    me = os.getpid()
+def _made_meanwhile(before: set[str], now: set[str], held: set[str]) -> set[str]:
+    """What is in ``now`` and not in ``before``, less a process that one there before, and not
+    ``held`` by a wider fixture, forked meanwhile (or a process below it): a helper the test's
+    function fixture left running whose child came while a wider fixture was set up is the test's,
+    not that fixture's. Held, that child was not reported with the helper and outlived the check
+    that ended the helper, unseen. A child of a server a wider fixture holds (a session's
+    ``multiprocessing`` forkserver) is the fixture's: the check had killed it after the first test."""
+    me, unheld = os.getpid(), before - held
     return {key for key in now - before if not (key.partition(":")[0].isdigit()
-                                                and _below_one_of(int(key.partition(":")[0]), before, me))}
+                                                and _below_one_of(int(key.partition(":")[0]), unheld, me))}
 
 
 def _below_one_of(pid: int, identities: set[str], me: int) -> bool:

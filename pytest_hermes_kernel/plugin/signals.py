@@ -66,7 +66,9 @@ def _on_sigterm_at_the_end(signum: int, frame: FrameType | None) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+    # only the run that installed it: an in-process pytester run's end swapped the outer run's
+    # handler, and a later SIGTERM failed the outer run's test with SystemExit, the run went on
+    if _previous_key in session.config.stash and signal.getsignal(signal.SIGTERM) is _on_sigterm:
         signal.signal(signal.SIGTERM, _on_sigterm_at_the_end)
 
 
