@@ -11,7 +11,10 @@ nothing is installed off the main thread.
 
 On the xdist controller the first SIGTERM is passed on to each worker that has not had one
 (its own SIGTERM handler still installed, none pending: one sent to the whole process group is not
-doubled, which would kill the worker at once). A worker is otherwise stopped by execnet only, a
+doubled, which would kill the worker at once). The controller's look and its kill are two steps: a
+worker that handles the group's SIGTERM between them gets the forward as a second one, so in a
+worker a SIGTERM within :data:`DUPLICATE_S` of its first is taken for the same stop and ignored
+(only later does a second one kill: ``tests/unit/test_sigterm_forwarding_race.py``). A worker is otherwise stopped by execnet only, a
 SIGINT to itself 5 s later: the run took 7 s to end instead of 2, and a run started with SIGINT
 ignored (a background job of a CI script, ``pytest -n 2 &``) had its workers killed after 10 s
 with no teardown, its docker container left running.
@@ -27,6 +30,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from types import FrameType
 from typing import Any
 
@@ -34,13 +38,27 @@ import pytest
 
 _previous_key = pytest.StashKey[Any]()
 _controller: list[pytest.Config] = []  # the xdist controller whose SIGTERM its workers get too
+_worker: list[bool] = []  # [True] in an xdist worker: its controller may forward the group's SIGTERM again
+_first_at: list[float] = []  # when this process's first SIGTERM came (time.monotonic)
+#: Seconds after a worker's first SIGTERM in which another is the same stop arriving twice (the
+#: process group's and the controller's forward, which can cross): ignored, not a kill.
+DUPLICATE_S = 2.0
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    _first_at[:] = [time.monotonic()]
+    # a second SIGTERM ends the process at once (in a worker, once it cannot be the forward)
+    signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else signal.SIG_DFL)
     for config in _controller[:1]:
         _pass_on_to_workers(config)
     raise KeyboardInterrupt("SIGTERM: the run is torn down like after Ctrl-C")
+
+
+def _on_second_sigterm(signum: int, frame: FrameType | None) -> None:
+    if time.monotonic() - _first_at[0] < DUPLICATE_S:
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def _pass_on_to_workers(config: pytest.Config) -> None:
@@ -80,11 +98,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_previous_key] = signal.signal(signal.SIGTERM, _on_sigterm)
         if not hasattr(config, "workerinput"):
             _controller[:] = [config]
+        else:
+            _worker[:] = [True]
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_sigterm_at_the_end):
+    if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_second_sigterm,
+                                                                                _on_sigterm_at_the_end):
         signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)
     if _controller[:1] == [config]:
         _controller.clear()
