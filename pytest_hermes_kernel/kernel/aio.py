@@ -10,6 +10,8 @@ to settle (further cancellations are held until then), hands the settled
 ``on_cancelled``, and then lets the cancellation propagate, as asyncio requires. The thread
 ends with its cell, so no listener outlives its request. A loop closed under a task that was
 never cancelled (a bare ``loop.close()``) throws the switch too: nobody can await that cell.
+Cells of several ``aexecute`` calls on one kernel run in the order the coroutines called it
+(``asyncio.gather()``): each call returns to the loop once its thread has its cell in line.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .queue import CellQueue, on_placed
 from .results import CellResult
 
 if TYPE_CHECKING:
@@ -26,6 +29,9 @@ if TYPE_CHECKING:
     from .handle import KernelHandle
 
 __all__ = ["aexecute"]
+
+#: How long :func:`aexecute` waits for its cell's thread to take the cell's place in line (seconds).
+PLACE_WAIT_S = 2.0
 
 
 async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = None,
@@ -46,9 +52,11 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     _check_args(kernel, on_cancelled)
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
-    switch = _LoopSwitch(loop)
-    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch),
+    switch, placed = _LoopSwitch(loop), threading.Event()
+    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed),
                      name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    if isinstance(getattr(kernel, "_queue", None), CellQueue):  # in line before the next aexecute's cell
+        placed.wait(PLACE_WAIT_S)  # (its thread's first steps: the loop waits that long at the most)
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
@@ -100,13 +108,18 @@ async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
 
 
 def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult], kernel: KernelHandle,
-              code: str, timeout: float | None, switch: threading.Event) -> None:
-    """The cell's thread: run it, hand its result (or error) to the loop, end."""
+              code: str, timeout: float | None, switch: threading.Event, placed: threading.Event) -> None:
+    """The cell's thread: run it (``placed`` set once it stands in line), hand its result (or error)
+    to the loop, end."""
     outcome: CellResult | BaseException
+    on_placed.callback = placed.set
     try:
         outcome = kernel.execute(code, timeout=timeout, cancel=switch)
     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
         outcome = exc
+    finally:
+        on_placed.callback = None
+        placed.set()  # (refused before its place was taken: nothing to wait for)
     try:
         loop.call_soon_threadsafe(_settle, done, outcome)
     except RuntimeError:

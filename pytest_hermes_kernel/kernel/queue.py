@@ -37,6 +37,11 @@ NOTIFY_WAIT_S = 0.5
 #: How often a cell waiting its turn looks at its cancel switch (seconds).
 CANCEL_LOOK_S = 0.05
 
+#: ``on_placed.callback``, set by the thread that sends a cell, is called once as the cell takes its
+#: place in line: :func:`~.aio.aexecute` waits for it, so its cells stand in line in the order the
+#: coroutines sent them (their threads could reach the line in any order: 1 of 50 gathered rounds).
+on_placed = threading.local()
+
 
 @dataclass(frozen=True)
 class Ticket:
@@ -142,6 +147,9 @@ class CellQueue:
                 self._line = (*line[:here], place, *line[here:])
                 if self._head() is place:
                     head.set()
+            placed, on_placed.callback = getattr(on_placed, "callback", None), None
+            if placed is not None:
+                placed()
             while not (head.is_set() or self._head() is place):  # (it looks too: a handoff a signal cut short)
                 if cancel is not None and cancel.is_set():
                     return False

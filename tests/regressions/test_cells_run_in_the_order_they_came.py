@@ -61,6 +61,29 @@ def test_gathered_aexecute_cells_run_in_the_order_they_were_sent(make_kernel) ->
     assert time.monotonic() - began < 60.0
 
 
+def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_keeps_its_place(make_kernel, monkeypatch) -> None:
+    """Each ``aexecute`` runs its cell in a thread of its own, and the threads reached the line in
+    any order: under load ``gather()`` of five ran ``[0, 2, 1, 3, 4]`` (1 round of 50, a full run of
+    2026-12-06). Forced here: the second cell's thread is late by 0.3 s. Now ``aexecute`` returns to
+    the loop once its cell stands in line."""
+    k = make_kernel()
+    real_execute = k.execute
+
+    def late_for_the_second(code, **kwargs):
+        if code == "seq.append(1)":
+            time.sleep(0.3)  # a thread the scheduler starts late
+        return real_execute(code, **kwargs)
+
+    monkeypatch.setattr(k, "execute", late_for_the_second)
+
+    async def one_round() -> str:
+        await asyncio.gather(*(aexecute(k, f"seq.append({i})") for i in range(5)))
+        return k.execute("seq").value
+
+    k.execute("seq = []")
+    assert asyncio.run(one_round()) == "[0, 1, 2, 3, 4]"
+
+
 def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
     """A handler that runs a cell while its thread waits in line (behind another thread's cell)
     goes in its thread's place: behind its own outer cell it would wait for ever."""
