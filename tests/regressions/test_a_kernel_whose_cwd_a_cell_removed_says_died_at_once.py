@@ -26,7 +26,7 @@ with start_kernel(sys.argv[1], cwd=cwd, start_timeout=30) as k:
     first = k.execute(f"import os; os.rmdir({cwd!r}); os._exit(3)")
     began = time.monotonic()
     r = k.execute("2")
-    print(first.status, r.status, r.kernel.exit_code, r.kernel.state_lost, round(time.monotonic() - began))
+    print(first.status, r.status, r.kernel.exit_code, r.kernel.state_lost, time.monotonic() - began)
 """
 
 
@@ -38,4 +38,6 @@ def test_the_next_cell_is_died_within_seconds(transport, tmp_path):
     done = subprocess.run([sys.executable, "-c", SCRIPT, transport, str(cwd)], capture_output=True, text=True,
                           env=env, timeout=30, check=False, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["died", "died", "70", "True", "0"], done.stdout
+    *said, waited_s = done.stdout.split()
+    assert said == ["died", "died", "70", "True"], done.stdout
+    assert float(waited_s) < 15.0, done.stdout  # a hang, not a speed: it never ended before (it took 0.1-1 s)
