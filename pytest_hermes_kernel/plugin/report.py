@@ -135,11 +135,18 @@ class KernelStats:
 
 
 stats_key = pytest.StashKey[KernelStats]()
+_outer_key = pytest.StashKey[list[Any]]()  # the shared transports a run inside a run found open: the outer run's
+_runs: list[pytest.Config] = []  # this process's runs, outermost first (pytester's in-process runpytest nests one)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     stats = config.stash[stats_key] = KernelStats()
     census.observe(stats.on_census)
+    if _runs:  # its end closed them, and the outer run's kernels on them died "transport_lost"
+        from ..transports import shared_transports
+
+        config.stash[_outer_key] = [shared.transport for shared in shared_transports().values()]
+    _runs.append(config)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -202,7 +209,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         config.workeroutput["hermes_stats"] = stats.as_dict()
         # xdist stops a worker soon after this hook (SIGINT after 5 s): release shared
         # containers now, not in pytest_unconfigure, or the run's last user never removes them
-        _finish_session(stats)
+        _finish_session(config, stats)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -275,15 +282,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     stats = config.stash.get(stats_key, None)
     if stats is None:
         return
-    _finish_session(stats)
+    _finish_session(config, stats)
     census.unobserve(stats.on_census)
+    if config in _runs:
+        _runs.remove(config)
 
 
-def _finish_session(stats: KernelStats) -> None:
-    """Shut down the kernels kept for post-mortem, then close the shared transports."""
+def _finish_session(config: pytest.Config, stats: KernelStats) -> None:
+    """Shut down the kernels kept for post-mortem, then close the shared transports (but an
+    outer run's, in a run inside it)."""
     kept, stats.kept = list(stats.kept), []
     for _nodeid, handle, _why in kept:
         handle.shutdown()
     from ..transports import close_shared_transports
 
-    close_shared_transports()
+    close_shared_transports(keep=config.stash.get(_outer_key, []))

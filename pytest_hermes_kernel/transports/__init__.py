@@ -35,7 +35,7 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
@@ -402,20 +402,24 @@ def _close_at_exit(pid: int) -> None:
     close_shared_transports()
 
 
-def close_shared_transports() -> None:
+def close_shared_transports(keep: Sequence[Transport] = ()) -> None:
     """Close every shared transport (containers, connections), those :func:`register_transport`
     replaced too, each to its end however many Ctrl-C or SIGTERM come meanwhile
     (:func:`~.kernel.control.despite_signals`; the signal goes on once all are closed): one that
     landed while the run's first container was removed left every later transport unclosed,
     forgotten here and so by the exit hook too (an sshd container and its key outlived a run
-    interrupted as its docker container went, 3 runs in 6)."""
+    interrupted as its docker container went, 3 runs in 6). Those in ``keep`` stay open and shared
+    (an outer pytest run's, at the end of a run inside it: pytester's in-process ``runpytest``)."""
     from ..kernel.control import despite_signals
 
     with _lock:
         _forget_a_parents_transports()
-        transports = [shared.transport for shared in _shared.values()] + _retired
-        _shared.clear()
-        _retired.clear()
+        kept = {name for name, shared in _shared.items() if any(shared.transport is t for t in keep)}
+        transports = [shared.transport for name, shared in _shared.items() if name not in kept]
+        transports += [t for t in _retired if not any(t is k for k in keep)]
+        _retired[:] = [t for t in _retired if any(t is k for k in keep)]
+        for name in [name for name in _shared if name not in kept]:
+            del _shared[name]
 
     def close_each() -> None:
         for transport in transports:
