@@ -213,6 +213,14 @@ def leg_left_out(item: pytest.Item) -> str | None:
     return None
 
 
+def no_leg_selected(item: pytest.Item, run: Iterable[str]) -> str:
+    """Why a test whose ``hermes_transports(...)`` names none of the run's legs skips, and how to run
+    it (it said only "no transport of --hermes-transport is selected for this test")."""
+    only = [n for m in item.iter_markers("hermes_transports") for n in m.args]
+    return (f"no transport of --hermes-transport={','.join(run)} is selected for this test: its hermes_transports "
+            f"marker names {', '.join(only)}. Hint: run it with --hermes-transport={','.join(only)}")
+
+
 def _check_marker_names(item: pytest.Item) -> list[str]:
     """A ``hermes_*`` marker this plugin does not define (a typo of a fault marker would
     otherwise get only pytest's unknown-mark warning, and the test would pass without its fault)."""
