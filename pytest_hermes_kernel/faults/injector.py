@@ -378,10 +378,10 @@ class FaultingKernel:
             return []
         host.kill_survivors()
         return [f"kernel {host.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
-                "still alive:\n  " + "\n  ".join(_named(line, host) for line in survivors)]
+                "still alive:\n  " + "\n  ".join(named_survivor(line, host) for line in survivors)]
 
 
-def _named(line: str, host: HarnessKernel) -> str:
+def named_survivor(line: str, host: HarnessKernel) -> str:
     """A survivor's line (``pid: command``) with what it is: a process a cell forked (a daemon
     that never exec'd) shows the kernel server's command line, and read as the kit's runner."""
     try:
