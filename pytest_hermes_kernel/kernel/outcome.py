@@ -59,6 +59,8 @@ class RunnerReply:
     :param stdout_dropped: bytes of stdout the bounded capture left out (``stderr_dropped`` alike).
     :param stdout_stray: bytes written to stdout while no cell ran, since the cell before, and
         dropped (a thread or process an earlier cell left running; ``stderr_stray`` alike).
+    :param oom_kills: processes the memory cgroup's OOM killer ended while the cell ran, its
+        worker living on (a subprocess of the cell); a death's OOM kill is ``oom_killed``.
     :param worker_pid: the worker's pid after the cell (a new one after a death).
     :param caught_interrupt: an ``ok`` cell caught a ``KeyboardInterrupt`` the runner raised in it.
     """
@@ -83,6 +85,7 @@ class RunnerReply:
     stderr_dropped: int = 0
     stdout_stray: int = 0
     stderr_stray: int = 0
+    oom_kills: int = 0
     worker_pid: int | None = None
     caught_interrupt: bool = False
 
@@ -286,9 +289,9 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
     value, value_length = _value_text(reply, secrets)
     out = decode_capture(blobs[0], blobs[1], reply.stdout_dropped, secrets=secrets)
     err = decode_capture(blobs[2], blobs[3], reply.stderr_dropped, secrets=secrets)
-    stray = _stray_note(reply)
-    if stray:  # what a leftover thread wrote between cells was dropped without a word
-        kernel = kernel.replace(note=f"{kernel.note}; {stray}" if kernel.note else stray)
+    for extra in (_oom_note(reply), _stray_note(reply)):  # each came back without a word
+        if extra:
+            kernel = kernel.replace(note=f"{kernel.note}; {extra}" if kernel.note else extra)
     return CellResult(
         status=status, kernel=kernel, stdout=out.text, stderr=err.text,
         stdout_truncated=out.truncated, stderr_truncated=err.truncated,
@@ -296,6 +299,15 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
         ename=reply.ename, evalue=_clean_opt(reply.evalue, secrets), traceback=_clean_opt(reply.traceback, secrets),
         execution_count=reply.execution_count, duration_s=reply.duration_s, tool_calls=tuple(tool_calls),
         value=value, value_truncated=reply.value_truncated, value_length=value_length, watchdog=watchdog)
+
+
+def _oom_note(reply: RunnerReply) -> str:
+    """The note for processes the OOM killer ended while the cell ran and its worker lived ("" for none)."""
+    n = reply.oom_kills
+    if not isinstance(n, int) or n <= 0 or reply.status == "died":
+        return ""
+    return (f"the memory cgroup's OOM killer ended {n} process{'es' if n > 1 else ''} while this cell ran "
+            "(not the worker: a subprocess of the cell, whose exit by signal 9 was an OOM kill)")
 
 
 def _stray_note(reply: RunnerReply) -> str:
