@@ -86,6 +86,8 @@ class KernelStory:
             facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
                      "last_cells": " | ".join(self.last_cells()) or "none"}
+            if _fired(k):
+                facts["faults"] = "; ".join(_fired(k))
         return {name: self._clean(value) for name, value in facts.items()}
 
     def last_cells(self) -> list[str]:

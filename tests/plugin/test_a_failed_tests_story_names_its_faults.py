@@ -5,13 +5,15 @@ a result said ``kernel.reconnected=True``, losing its state. The test failed on 
 its kernel's story said ``cell 2 (generation 0): status=ok``: nothing of the transport drop the
 ``hermes_transport_drop`` marker had fired during cell 2, nor that the cell came back re-attached,
 so the report did not show why the wrapper restarted. Now the story lists each fault that fired
-(``faults fired:``, the cell and mode) and a cell's line says ``reconnected`` (and its
+(``faults fired:``, the cell and mode; JUnit's ``hermes_kernel.<n>.faults``) and a cell's line says ``reconnected`` (and its
 ``watchdog=...`` outcome, the same in ``CellResult.summary()``).
 """
 
 from __future__ import annotations
 
 import pytest
+
+from tests.plugin.test_failing_report_story import _properties
 
 TEST = """
 import pytest
@@ -40,12 +42,14 @@ def test_drop(hermes_kernel):
 def test_the_story_of_a_dropped_cell_names_the_drop_and_the_reattach(pytester, run) -> None:
     pytester.makepyfile(test_drop=TEST)
 
-    result = run("-q", "--hermes-transport=docker", "--hermes-leak-check=error")
+    result = run("-q", "--hermes-transport=docker", "--hermes-leak-check=error", "--junitxml=report.xml")
 
     out = result.stdout.str()
     result.assert_outcomes(failed=1)
     assert "faults fired:" in out and "transport_drop(mode='reset') during cell 2" in out, out[-3000:]
     assert "cell 2 (generation 0): status=ok; reconnected" in out, out[-3000:]
+    props = _properties(str(pytester.path / "report.xml"))["test_drop"]  # the JUnit facts say it too
+    assert props["hermes_kernel.0.faults"].startswith("transport_drop(mode='reset') during cell 2"), props
 
 
 def test_a_results_summary_says_reconnected_and_its_watchdog() -> None:
