@@ -124,6 +124,13 @@ def _check_kernel_marker(item: pytest.Item) -> list[str]:
     return problems
 
 
+#: How a test fires each marker's fault itself (the ``hermes_faults`` fixture), for the hint of one without a kernel fixture.
+BY_HAND = {"hermes_kernel_sigkill": "hermes_faults.kernel_sigkill(k)",
+           "hermes_transport_drop": "hermes_faults.transport_drop(k, mode)",
+           "hermes_host_sigkill": "h = hermes_faults.harness(); ...; hermes_faults.host_sigkill(h)",
+           "hermes_oom": "a kernel started with the cgroup of hermes_faults.memory_cgroup(limit_bytes)"}
+
+
 def _check_fault_markers(item: pytest.Item) -> list[str]:
     problems, specs = [], []
     for name, parse in FAULT_MARKERS.items():
@@ -138,7 +145,9 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
-                                "would pass without its fault")
+                                "would pass without its fault. Hint: take one of them, or drop the marker and fire "
+                                "the fault on a kernel of your own (a registry's: registry.get_or_start(key)) with the "
+                                f"hermes_faults fixture: {BY_HAND[name]}")
     return problems + conflicts(specs, "@pytest.mark.hermes_") + _oom_overridden(item, specs) + _tools_of_a_harness(item, specs)
 
 
