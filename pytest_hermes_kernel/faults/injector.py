@@ -378,5 +378,17 @@ class FaultingKernel:
             return []
         host.kill_survivors()
         return [f"kernel {host.kernel_id} outlived its SIGKILLed host by more than {bound:g} s; "
-                "still alive:\n  " + "\n  ".join(survivors)]
+                "still alive:\n  " + "\n  ".join(named_survivor(line, host) for line in survivors)]
+
+
+def named_survivor(line: str, host: HarnessKernel) -> str:
+    """A survivor's line (``pid: command``) with what it is: a process a cell forked (a daemon
+    that never exec'd) shows the kernel server's command line, and read as the kit's runner."""
+    try:
+        pid = int(line.split(":", 1)[0])
+    except ValueError:
+        return line
+    what = ("its runner" if pid == host.runner_pid else "its worker" if pid == host.pid
+            else "a process a cell started, not its runner or worker")
+    return f"{line} ({what})"
 

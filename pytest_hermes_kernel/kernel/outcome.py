@@ -57,6 +57,10 @@ class RunnerReply:
     :param execution_count: the worker's cell counter.
     :param duration_s: seconds the cell ran in the worker.
     :param stdout_dropped: bytes of stdout the bounded capture left out (``stderr_dropped`` alike).
+    :param stdout_stray: bytes written to stdout while no cell ran, since the cell before, and
+        dropped (a thread or process an earlier cell left running; ``stderr_stray`` alike).
+    :param oom_kills: processes the memory cgroup's OOM killer ended while the cell ran, its
+        worker living on (a subprocess of the cell); a death's OOM kill is ``oom_killed``.
     :param worker_pid: the worker's pid after the cell (a new one after a death).
     :param caught_interrupt: an ``ok`` cell caught a ``KeyboardInterrupt`` the runner raised in it.
     """
@@ -79,6 +83,9 @@ class RunnerReply:
     duration_s: float = 0.0
     stdout_dropped: int = 0
     stderr_dropped: int = 0
+    stdout_stray: int = 0
+    stderr_stray: int = 0
+    oom_kills: int = 0
     worker_pid: int | None = None
     caught_interrupt: bool = False
 
@@ -282,6 +289,9 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
     value, value_length = _value_text(reply, secrets)
     out = decode_capture(blobs[0], blobs[1], reply.stdout_dropped, secrets=secrets)
     err = decode_capture(blobs[2], blobs[3], reply.stderr_dropped, secrets=secrets)
+    for extra in (_oom_note(reply), _stray_note(reply)):  # each came back without a word
+        if extra:
+            kernel = kernel.replace(note=f"{kernel.note}; {extra}" if kernel.note else extra)
     return CellResult(
         status=status, kernel=kernel, stdout=out.text, stderr=err.text,
         stdout_truncated=out.truncated, stderr_truncated=err.truncated,
@@ -289,6 +299,25 @@ def build_result(outcome: CellOutcome, *, status: Status, kernel: KernelInfo, wa
         ename=reply.ename, evalue=_clean_opt(reply.evalue, secrets), traceback=_clean_opt(reply.traceback, secrets),
         execution_count=reply.execution_count, duration_s=reply.duration_s, tool_calls=tuple(tool_calls),
         value=value, value_truncated=reply.value_truncated, value_length=value_length, watchdog=watchdog)
+
+
+def _oom_note(reply: RunnerReply) -> str:
+    """The note for processes the OOM killer ended while the cell ran and its worker lived ("" for none)."""
+    n = reply.oom_kills
+    if not isinstance(n, int) or n <= 0 or reply.status == "died":
+        return ""
+    return (f"the memory cgroup's OOM killer ended {n} process{'es' if n > 1 else ''} while this cell ran "
+            "(not the worker: a subprocess of the cell, whose exit by signal 9 was an OOM kill)")
+
+
+def _stray_note(reply: RunnerReply) -> str:
+    """The note for output written while no cell ran, before this cell, and dropped ("" for none)."""
+    bits = [f"{n} bytes of {name}" for name, n in (("stdout", reply.stdout_stray), ("stderr", reply.stderr_stray))
+            if isinstance(n, int) and n > 0]
+    if not bits:
+        return ""
+    return (f"{' and '.join(bits)} written while no cell ran (by a thread or process an earlier cell left "
+            "running) were dropped: output belongs to the cell running when it is written")
 
 
 def blobs_of(blobs: list[bytes]) -> tuple[bytes, bytes, bytes, bytes]:

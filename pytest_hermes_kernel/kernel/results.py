@@ -100,6 +100,10 @@ class CellResult:
     def summary(self) -> str:
         """One line for logs and assertion messages."""
         bits = [f"status={self.status}"]
+        if self.watchdog:
+            bits.append(f"watchdog={self.watchdog}")
+        if self.kernel.reconnected:  # the stream dropped and was re-attached: a story without it hid a drop
+            bits.append("reconnected")
         if self.ename:
             bits.append(f"{self.ename}: {self.evalue}")
         k = self.kernel

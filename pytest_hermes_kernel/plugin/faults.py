@@ -273,7 +273,7 @@ class HermesFaults:
         from ..faults import injector
 
         injector.host_sigkill(kernel)
-        return kernel.wait_kernel_gone(bound)
+        return [injector.named_survivor(line, kernel) for line in kernel.wait_kernel_gone(bound)]
 
     def memory_cgroup(self, limit_bytes: int) -> MemoryCgroup:
         """A memory cgroup for a local kernel: pass ``cgroup_procs``/``oom_counter_file`` from it."""

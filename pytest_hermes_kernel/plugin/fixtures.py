@@ -22,7 +22,7 @@ from ..errors import ConfigError, HermesKernelError, KernelShutdownError, Transp
 from ..transports import close_transport, get_transport, make_transport, registered, transport_names
 from . import faults, keep, story
 from .report import phase_report_key, stats_key
-from .markers import did_you_mean, options_lacking
+from .markers import did_you_mean, no_leg_selected, options_lacking
 from .settings import settings_key, transport_defaults
 
 if TYPE_CHECKING:  # the kernel core is imported by the fixtures, when a test asks for a kernel
@@ -273,7 +273,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
     """
     name = getattr(request, "param", None) or _leg_outside_the_matrix(request)
     if name == "<none>":
-        pytest.skip("no transport of --hermes-transport is selected for this test (hermes_transports marker)")
+        pytest.skip(no_leg_selected(request.node, request.config.stash[settings_key].transport))
     marker = kernel_marker(request.node)
     _skip_where_options_do_not_apply(name, marker.transport_options)
     options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}

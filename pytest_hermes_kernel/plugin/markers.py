@@ -124,6 +124,13 @@ def _check_kernel_marker(item: pytest.Item) -> list[str]:
     return problems
 
 
+#: How a test fires each marker's fault itself (the ``hermes_faults`` fixture), for the hint of one without a kernel fixture.
+BY_HAND = {"hermes_kernel_sigkill": "hermes_faults.kernel_sigkill(k)",
+           "hermes_transport_drop": "hermes_faults.transport_drop(k, mode)",
+           "hermes_host_sigkill": "h = hermes_faults.harness(); ...; hermes_faults.host_sigkill(h)",
+           "hermes_oom": "a kernel started with the cgroup of hermes_faults.memory_cgroup(limit_bytes)"}
+
+
 def _check_fault_markers(item: pytest.Item) -> list[str]:
     problems, specs = [], []
     for name, parse in FAULT_MARKERS.items():
@@ -138,7 +145,9 @@ def _check_fault_markers(item: pytest.Item) -> list[str]:
             if not set(KERNEL_FIXTURES) & set(item.fixturenames):
                 problems.append(f"@pytest.mark.{name} needs a kernel to fault, but the test uses none of the "
                                 f"fixtures that apply it ({', '.join(KERNEL_FIXTURES)}); without one the test "
-                                "would pass without its fault")
+                                "would pass without its fault. Hint: take one of them, or drop the marker and fire "
+                                "the fault on a kernel of your own (a registry's: registry.get_or_start(key)) with the "
+                                f"hermes_faults fixture: {BY_HAND[name]}")
     return problems + conflicts(specs, "@pytest.mark.hermes_") + _oom_overridden(item, specs) + _tools_of_a_harness(item, specs)
 
 
@@ -211,6 +220,14 @@ def leg_left_out(item: pytest.Item) -> str | None:
             return (f"the {leg} leg is not one of this parameter's @pytest.mark.hermes_transports"
                     f"({', '.join(map(repr, mark.args))}): this leg is skipped")
     return None
+
+
+def no_leg_selected(item: pytest.Item, run: Iterable[str]) -> str:
+    """Why a test whose ``hermes_transports(...)`` names none of the run's legs skips, and how to run
+    it (it said only "no transport of --hermes-transport is selected for this test")."""
+    only = [n for m in item.iter_markers("hermes_transports") for n in m.args]
+    return (f"no transport of --hermes-transport={','.join(run)} is selected for this test: its hermes_transports "
+            f"marker names {', '.join(only)}. Hint: run it with --hermes-transport={','.join(only)}")
 
 
 def _check_marker_names(item: pytest.Item) -> list[str]:

@@ -86,6 +86,8 @@ class KernelStory:
             facts = {"transport": k.transport.name, "where": where, "kernel_id": k.kernel_id, "generation": str(k.generation),
                      "pids": "; ".join(self.generations), "losses": "; ".join(self.losses) or "none",
                      "last_cells": " | ".join(self.last_cells()) or "none"}
+            if _fired(k):
+                facts["faults"] = "; ".join(_fired(k))
         return {name: self._clean(value) for name, value in facts.items()}
 
     def last_cells(self) -> list[str]:
@@ -105,6 +107,9 @@ class KernelStory:
                  f"generation now: {facts['generation']}", "pids:", *_indent(self.generations),
                  "deaths and resets:", *_indent(self.losses or ["none"]),
                  f"last {LAST_CELLS} cells:", *_indent(cells or ["none"])]
+        fired = _fired(self.kernel)
+        if fired:  # a fault marker's drop left no death or reset: the story did not say it had fired
+            lines += ["faults fired:", *_indent(fired)]
         for title, text in self._tails():
             lines += [f"{title} (last {LOG_LINES} lines):", *_indent(text.splitlines() or ["(empty)"])]
         text = self._clean("\n".join(lines))
@@ -138,6 +143,18 @@ class KernelStory:
 def _exit_bits(exit_code: int | None, signal: int | None) -> str:
     bits = ([f"exit code {exit_code}"] if exit_code is not None else []) + ([f"signal {signal}"] if signal else [])
     return f" ({', '.join(bits)})" if bits else ""
+
+
+def _fired(kernel: Any) -> list[str]:
+    """The faults a fault marker's kernel (``FaultingKernel.fired``) fired, one line each."""
+    lines = []
+    for f in list(getattr(kernel, "fired", None) or ()):
+        spec = f.spec
+        mode = f"(mode={spec.mode!r})" if spec.kind == "transport_drop" else ""
+        when = (f"during cell {spec.during_cell}, {spec.delay:g} s after it started" if spec.during_cell is not None
+                else f"after cell {spec.after_cell}" if spec.after_cell is not None else f"when the test fired it (cell {f.cell})")
+        lines.append(f"{spec.kind}{mode} {when}")
+    return lines
 
 
 def _indent(lines: list[str]) -> list[str]:

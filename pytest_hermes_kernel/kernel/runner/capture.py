@@ -66,7 +66,8 @@ class OutputPipes:
     """The two pipes every worker writes its fd 1 and 2 into, and their captures.
 
     The pipes outlive workers (a restart forks a new worker onto the same write ends), so
-    output of a cell's leftover child still arrives, and is dropped while no cell runs.
+    output of a cell's leftover child still arrives, and is dropped while no cell runs: counted
+    (``stdout_stray``/``stderr_stray``), so the next cell's result can say so.
 
     :param cap: bytes kept per stream and cell (see :class:`BoundedCapture`).
     """
@@ -76,6 +77,7 @@ class OutputPipes:
         self.err_r, self.err_w = os.pipe()
         self.out = BoundedCapture(cap)
         self.err = BoundedCapture(cap)
+        self.stray = {self.out_r: 0, self.err_r: 0}  # bytes read while no cell ran, since the last take()
         for fd in (self.out_r, self.err_r):
             set_nonblocking(fd)
             try:
@@ -106,6 +108,8 @@ class OutputPipes:
             return
         if capturing:
             (self.out if fd == self.out_r else self.err).add(data)
+        else:
+            self.stray[fd] += len(data)
 
     def drain(self, capturing: bool, limit: int | None = None) -> None:
         """Read both pipes empty, or ``limit`` bytes of each at most (a writer that never stops
@@ -123,11 +127,15 @@ class OutputPipes:
                     left -= len(data)
                 if capturing:
                     cap.add(data)
+                else:
+                    self.stray[fd] += len(data)
 
     def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
         """The result header's byte counts and the four blobs (stdout head, tail, stderr head, tail)."""
         oh, ot, ototal, odropped = self.out.take()
         eh, et, etotal, edropped = self.err.take()
         counts = {"stdout_total": ototal, "stdout_dropped": odropped,
-                  "stderr_total": etotal, "stderr_dropped": edropped}
+                  "stderr_total": etotal, "stderr_dropped": edropped,
+                  "stdout_stray": self.stray[self.out_r], "stderr_stray": self.stray[self.err_r]}
+        self.stray = {self.out_r: 0, self.err_r: 0}
         return counts, (oh, ot, eh, et)

@@ -7,6 +7,9 @@ at the cell's start and at the death, never carried over from an earlier cell); 
 cell that raised ``SystemExit`` ends as ``exited`` once the worker has really exited, with the
 exit code ``waitpid`` saw.
 
+A cell that lives on while the OOM killer ends another process of its memory cgroup (a
+subprocess it ran) carries the count (``oom_kills``): it came back ``ok`` without a word.
+
 The running cell's tool calls stay here until they are answered: a call sent while no host is
 attached, or as the stream dropped, is lost on the way; a host that attaches gets the unanswered
 ones again (:meth:`CellBook.unanswered`). The cell's end forgets them: its tool authority is
@@ -158,6 +161,10 @@ class CellBook:
         """
         self.pipes.drain(capturing=self.cell is not None)
         counts, blobs = self.pipes.take()
+        if outcome.get("status") != "died" and self.oom_baseline is not None:  # a child of the cell, not the worker
+            now = self.oom_count()
+            if now is not None and now > self.oom_baseline:
+                counts["oom_kills"] = now - self.oom_baseline
         outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
         self.cell = None
         self.started = self.held = False

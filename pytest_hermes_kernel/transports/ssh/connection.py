@@ -14,7 +14,6 @@ channel (the relay); its stdin is never the kernel's stdin (the runner puts ``/d
 
 from __future__ import annotations
 
-import logging
 import select
 import socket
 import threading
@@ -27,6 +26,7 @@ from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
 from .address import SILENT_HINT, SshTarget, changed_key_message, chatty_shell_hint, connect_hint
 from .credentials import load_known_hosts, read_host_key
+from .logs import LOG_CHANNEL
 
 if TYPE_CHECKING:
     import paramiko
@@ -36,23 +36,6 @@ KEEPALIVE_REQUEST = "keepalive@openssh.com"
 #: Channel-open refusals a session of ours ending can cure (RFC 4254 5.1): 2, connect failed
 #: (OpenSSH's answer past ``MaxSessions``), and 4, resource shortage.
 REFUSED_FOR_NOW = (2, 4)
-#: paramiko's log channel for the kit's connections, under its own ``paramiko.transport``.
-LOG_CHANNEL = "paramiko.transport.hermes"
-
-
-class _RefusalReportedHere(logging.Filter):
-    """Drops paramiko's ERROR line for a refused channel open: :func:`_open_session`
-    retries the refusal, or raises an error that names it (a wait for a session logged one
-    ERROR line per retry before)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "open FAILED" not in record.getMessage()
-
-
-logging.getLogger(LOG_CHANNEL).addFilter(_RefusalReportedHere())
-# As a library should: with no logging set up, Python's last-resort handler printed paramiko's
-# ERROR lines (a port that is no sshd: two tracebacks) beside the error that reports them already.
-logging.getLogger(LOG_CHANNEL).addHandler(logging.NullHandler())
 
 def _end_handshake_timer(client: paramiko.SSHClient) -> None:
     """Cancel the timer paramiko starts for a key exchange that never finished (its thread ran 15 s
