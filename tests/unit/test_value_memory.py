@@ -8,12 +8,17 @@ copy). Each bound here is well above what the code now takes and below what it t
 
 from __future__ import annotations
 
+import socket
+import threading
 import tracemalloc
 
 import pytest
 
-from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
+from pytest_hermes_kernel.errors import FrameTooLargeError
+from pytest_hermes_kernel.kernel.channel import Channel, SocketStream
+from pytest_hermes_kernel.kernel.results import MAX_FRAME_BYTES, FrameDecoder, FrameTooDeep, encode_frame
 from pytest_hermes_kernel.kernel.rpc import CellAuthority, ToolTable
+from pytest_hermes_kernel.kernel.runner.frames import MAX_FRAME_DEPTH
 
 SIZE = 20 * 10**6
 
@@ -27,6 +32,38 @@ def _peak(action) -> int:
         return tracemalloc.get_traced_memory()[1] - start
     finally:
         tracemalloc.stop()
+
+
+def _drained_channel():
+    """A channel whose peer reads and drops everything; ``(channel, received byte count, stop)``."""
+    ours, theirs = socket.socketpair()
+    got = [0]
+
+    def drain() -> None:
+        while data := theirs.recv(1 << 20):
+            got[0] += len(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    channel = Channel(SocketStream(ours), name="test")
+
+    def stop() -> None:
+        channel.close()
+        reader.join(10)
+        theirs.close()
+
+    return channel, got, stop
+
+
+def test_a_20_mb_tool_value_is_sent_holding_its_text_once():
+    value = "v" * SIZE
+    channel, got, stop = _drained_channel()
+    try:
+        peak = _peak(lambda: channel.send({"type": "tool_result", "id": 1, "ok": True, "value": value}))
+    finally:
+        stop()
+    assert got[0] > SIZE  # it all went out
+    assert peak < 1.5 * SIZE, f"sending a {SIZE}-byte value peaked at {peak / SIZE:.2f}x its size (was 2.0x)"
 
 
 @pytest.mark.parametrize("char", ["a", "\u00e9"], ids=["ascii", "2-byte-utf8"])
@@ -60,3 +97,41 @@ def test_a_20_mb_tool_argument_costs_no_copy_for_its_preview():
     preview = authority.snapshot()[0]["args"]
     assert preview.startswith("{'x': 'ab [REDACTED] aaa") and preview.endswith("...") and len(preview) == 80
     assert peak < 0.1 * SIZE, f"a {SIZE}-byte argument's call peaked at {peak / SIZE:.2f}x its size (was 2.25x)"
+
+
+def test_long_frames_keep_the_codec_contract():
+    """The host's frames in pieces are the codec's bytes, its errors the codec's (nested too deep)."""
+    from pytest_hermes_kernel.kernel.pieces import frame_out
+
+    big = "x" * (3 << 20)
+    for header in ({"type": "tool_result", "value": big + "\u00e9\u2603\U0001f600"},
+                   {"type": "tool_call", "args": {"x": "\udcff" + big, "y": [1, None]}},  # a lone surrogate: escaped
+                   {"type": "tool_result", "value": [big, {"k": big}]},
+                   {"type": "tool_result", "value": list(range(400_000)), "n": 1}):
+        frame = encode_frame(header)
+        assert b"".join(frame_out(header).pieces()) == frame and frame_out(header).size == len(frame)
+        decoder = FrameDecoder()
+        for at in range(0, len(frame), 65536):
+            decoder.feed(frame[at:at + 65536])
+        assert decoder.next_frame() == (header, [])
+    decoder.feed(encode_frame({"type": "reply", "pad": big}, (b"out", b"", b"err")))
+    assert decoder.next_frame() == ({"type": "reply", "pad": big, "blobs": [3, 0, 3]}, [b"out", b"", b"err"])
+    deep: list = []
+    for _ in range(MAX_FRAME_DEPTH + 5):
+        deep = [deep]
+    for encode in (encode_frame, frame_out):
+        with pytest.raises(FrameTooDeep, match="nested 50[0-9] levels deep"):
+            encode({"type": "tool_result", "value": deep, "pad": big})
+
+
+def test_a_tool_value_over_the_frame_limit_still_errors_with_its_size():
+    channel, got, stop = _drained_channel()
+    try:
+        header = {"type": "tool_result", "id": 1, "ok": True, "value": "z" * MAX_FRAME_BYTES}
+        size = 8 + len('{"type":"tool_result","id":1,"ok":true,"value":""}') + MAX_FRAME_BYTES
+        with pytest.raises(FrameTooLargeError, match=rf"a tool_result request of {size} bytes is over the "
+                                                     rf"{MAX_FRAME_BYTES}-byte frame limit; nothing was sent"):
+            channel.send(header)
+    finally:
+        stop()
+    assert got[0] == 0  # nothing was sent
