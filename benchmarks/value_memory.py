@@ -16,9 +16,10 @@ tools, runs a warm-up cell that calls both with small data, reads its peak RSS
   A value over the 64 MiB frame limit (100 MB) is the cell's ``ToolError``, as before.
 
 Printed per case: the growth of the host's peak RSS over the warm-up's, in MB and as a multiple
-of N, and how the cell ended. ``--codec`` prints tracemalloc peaks of ``encode_frame`` and of
-``FrameDecoder`` (fed in 1 MiB reads) for a 20 MB ASCII and a 20 MB two-byte-UTF-8 value, as
-multiples of the frame's size. The figures are in docs/numbers.md.
+of N, and how the cell ended. ``--codec`` prints tracemalloc peaks of ``encode_frame`` (the
+runner's), of the host's ``frame_out`` sent in pieces and of ``FrameDecoder`` (fed in 1 MiB
+reads) for a 20 MB ASCII and a 20 MB two-byte-UTF-8 value, as multiples of the frame's size.
+The figures are in docs/numbers.md ("Large tool arguments and values").
 """
 
 from __future__ import annotations
@@ -77,28 +78,43 @@ def codec(size_mb: int = 20) -> list[str]:
     """tracemalloc peaks of the codec alone, as multiples of the frame's size."""
     from pytest_hermes_kernel.kernel.results import FrameDecoder, encode_frame
 
+    try:
+        from pytest_hermes_kernel.kernel.pieces import frame_out
+    except ImportError:  # a checkout from before the host sent frames in pieces
+        frame_out = None
+
+    def peak(action) -> int:
+        tracemalloc.start()
+        try:
+            action()
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
     lines = []
     for kind, char in (("ascii", "x"), ("2-byte utf-8", "\u00e9")):
         header = {"type": "tool_result", "id": 1, "ok": True, "value": char * (size_mb * MB // len(char.encode()))}
-        tracemalloc.start()
+        enc = peak(lambda: encode_frame(header))
+        sent = peak(lambda: [None for _ in frame_out(header).pieces()]) if frame_out is not None else None
         frame = encode_frame(header)
-        enc = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
         size = len(frame)
         chunks = [frame[i:i + (1 << 20)] for i in range(0, size, 1 << 20)]
         del frame, header
         decoder = FrameDecoder()
-        tracemalloc.start()
-        for chunk in chunks:
-            decoder.feed(chunk)
-        chunks.clear()
-        got = decoder.next_frame()
-        dec = tracemalloc.get_traced_memory()[1]
-        tracemalloc.stop()
-        assert got is not None
-        del got
-        lines.append(f"{kind:>13} {size / MB:6.1f} MB frame: encode_frame peak {enc / size:.2f}x, "
-                     f"FrameDecoder peak {dec / size:.2f}x")
+        got: list[object] = []
+
+        def decode() -> None:
+            for chunk in chunks:
+                decoder.feed(chunk)
+            chunks.clear()
+            got.append(decoder.next_frame())
+
+        dec = peak(decode)
+        assert got[0] is not None
+        got.clear()
+        pieces = "-" if sent is None else f"{sent / size:.2f}x"
+        lines.append(f"{kind:>13} {size / MB:6.1f} MB frame: encode_frame peak {enc / size:.2f}x, host's frame_out + "
+                     f"pieces {pieces}, FrameDecoder (1 MiB feeds) {dec / size:.2f}x")
     return lines
 
 
