@@ -22,7 +22,8 @@ from typing import Any
 
 from ..errors import ChannelClosed, FrameTooLargeError, ProtocolError
 from .contract import ByteStream, note_activity
-from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError, encode_frame
+from .pieces import PIECE_BYTES, frame_out
+from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError
 
 Frame = tuple[dict[str, Any], list[bytes]]
 
@@ -36,6 +37,9 @@ class SocketStream:
     left non-blocking and failed with EAGAIN, which closed the channel and killed the kernel,
     or ran blocking and overslept the watchdog's deadline.
     """
+
+    #: :meth:`send` may take a long frame in pieces (:meth:`Channel.send`), each sent whole and in order.
+    sends_pieces = True
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
@@ -105,22 +109,27 @@ class Channel:
         """
         if self._closed:
             raise ChannelClosed(f"{self.name} is closed: {self._closed}", closed_by_us=self._closed_by_us)
-        data = encode_frame(header)
-        if len(data) > MAX_FRAME_BYTES:
-            raise FrameTooLargeError(f"a {header.get('type')} request of {len(data)} bytes is over the "
+        frame = frame_out(header)
+        if frame.size > MAX_FRAME_BYTES:
+            raise FrameTooLargeError(f"a {header.get('type')} request of {frame.size} bytes is over the "
                                      f"{MAX_FRAME_BYTES}-byte frame limit; nothing was sent, the kernel is untouched")
         note_activity()
         if getattr(self._sending, "now", False):
             # a signal handler running inside this thread's own send: waiting for the lock would
             # wait for itself, forever (the runaway cell of an ``exec`` ended by SIGTERM ran on);
             # sending here would cut the frame in half. It goes out whole, after that frame.
-            threading.Thread(target=self._send_later, args=(data,), name=f"{self.name}-send-from-handler",
+            threading.Thread(target=self._send_later, args=(frame.joined(),), name=f"{self.name}-send-from-handler",
                              daemon=True).start()
             return
+        # a long frame goes in pieces where the stream takes them (its bytes made as they go out:
+        # a 60 MB tool value was its text and the whole frame's bytes at once, now its text)
+        pieces = (frame.pieces() if frame.size > PIECE_BYTES and getattr(self.stream, "sends_pieces", False)
+                  else (frame.joined(),))
         self._sending.now = True  # before the lock: a handler from here on takes the branch above
         try:
             with self._send_lock:
-                self.stream.send(data)
+                for piece in pieces:
+                    self.stream.send(piece)
         except OSError as exc:
             self._mark_closed(f"send failed: {exc}")
             raise ChannelClosed(f"{self.name} broke while sending: {exc}", closed_by_us=False) from None

@@ -189,8 +189,20 @@ def describe_tool_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
+#: Characters of a long string argument that a call's preview reads (redacted, then cut at 80):
+#: the whole repr of a 60 MB argument, its dict's and a lower-case copy cost 2.25x its size more
+#: (135 MB) and seconds of redaction, to show 77 characters.
+PREVIEW_READ_CHARS = 65536
+
+
 def _preview(args: Mapping[str, Any], secrets: tuple[str, ...]) -> str:
     """The arguments' repr, redacted as a result's text is, then cut at 80 characters (a secret cut
-    first showed its head; uncut, a cell that passed its env's token to a tool showed it whole)."""
-    text = redact(repr(dict(args)), secrets)
+    first showed its head; uncut, a cell that passed its env's token to a tool showed it whole).
+    A string argument longer than :data:`PREVIEW_READ_CHARS` (or twice the longest secret) is
+    read that far: what is shown comes from its start, redacted as the whole would be (a secret
+    literal that starts in the window is whole in what is read; only a pattern whose match ends
+    further away, a URL password over 64 KiB long, could be missed)."""
+    keep = max(PREVIEW_READ_CHARS, 2 * max(map(len, secrets), default=0) + 160)
+    shown = {name: value[:keep] if type(value) is str and len(value) > keep else value for name, value in args.items()}
+    text = redact(repr(shown), secrets)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -336,6 +336,9 @@ class MuxStream:
     or the server's stream ended.
     """
 
+    #: a long frame may come in pieces, each sent whole and in order (``Channel.send``)
+    sends_pieces = True
+
     def __init__(self, server: RemoteServer, chan: int) -> None:
         self.server = server
         self.chan = chan

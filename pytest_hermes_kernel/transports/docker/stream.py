@@ -37,6 +37,9 @@ class DockerExecStream:
     :param state_poll_s: seconds of silence between probes.
     """
 
+    #: a long frame may come in pieces, each sent whole and in order (``Channel.send``)
+    sends_pieces = True
+
     def __init__(self, hijacked: Any, *, container_running: Callable[[], bool] | None = None,
                  state_poll_s: float = STATE_POLL_S) -> None:
         self._hijacked = hijacked  # holds the HTTP response: dropping it may close the socket

@@ -386,6 +386,8 @@ def _drain(chan: Any, out: bytearray, err: bytearray) -> None:
 class SshStream:
     """:class:`ByteStream` over an exec channel (the relay) of an :class:`SshConnection`."""
 
+    sends_pieces = True  # a long frame may come in pieces, each sent whole and in order (``Channel.send``)
+
     def __init__(self, chan: paramiko.Channel, connection: SshConnection) -> None:
         self.chan = chan
         self.connection = connection
@@ -395,18 +397,16 @@ class SshStream:
         """:raises OSError: if the channel or connection is closed."""
         if self.chan.closed:
             raise OSError("ssh channel is closed")
-        try:
-            self.chan.sendall(data)
+        try:  # in 64 KiB slices: paramiko's sendall copies all that is left after each packet (32 KiB)
+            for at in range(0, len(data), 1 << 16):
+                self.chan.sendall(data[at:at + (1 << 16)])
         except (EOFError, OSError) as exc:  # paramiko raises EOFError when its transport died
             raise OSError(f"ssh connection broke while sending: {exc or type(exc).__name__}") from None
         except Exception as exc:  # noqa: BLE001 - paramiko.SSHException and kin: the link is gone
             raise OSError(f"ssh connection broke while sending: {exc}") from None
 
     def recv(self, timeout: float | None) -> bytes:
-        """Next bytes from the relay; ``b""`` at EOF or when the connection died.
-
-        :raises TimeoutError: if nothing arrived within ``timeout`` seconds.
-        """
+        """Next bytes from the relay; ``b""`` at EOF or when the connection died (:raises TimeoutError: nothing in ``timeout`` s)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         chan = self.chan
         while True:
