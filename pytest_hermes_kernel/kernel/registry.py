@@ -29,12 +29,12 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ConfigError, KernelShutdownError
-from .control import check_process
+from .control import check_process, fresh_turn
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss, Losses
@@ -177,7 +177,8 @@ class KernelRegistry(IdleReaping):
     def execute(self, key: KernelKey, code: str, *, timeout: float | None = None, reset: bool = False) -> CellResult:
         """Run ``code`` on the kernel for ``key`` under a lease.
 
-        :param reset: restart the kernel first (state is lost and reported with reason ``reset``).
+        :param reset: restart the kernel first (state is lost and reported with reason ``reset``): the restart
+            and the cell are one turn, after the cells sent before it (none is cut), before any sent meanwhile.
         :raises TypeError: if ``reset`` is not a bool (nothing is run).
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
@@ -185,9 +186,7 @@ class KernelRegistry(IdleReaping):
         if not isinstance(reset, bool):  # "no" would be true: the state lost to a word
             raise TypeError(f"reset must be a bool, not {type(reset).__name__} {reset!r}; nothing was run")
         key = self.resolve(key)
-        with self.lease(key) as handle:
-            if reset and handle.cells_run:
-                handle.restart()
+        with self.lease(key) as handle, fresh_turn(handle) if reset and handle.cells_run else nullcontext():
             known, result = handle._pending_loss, handle.execute(code, timeout=timeout)  # (known: reported again; the end restarts the idle clock)
             with self._lock:
                 _count_death(self.stats["deaths"], result, between=known is None)
