@@ -74,6 +74,7 @@ class _ForkSafeLock:
 
 _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, SharedTransport] = {}
+_making: dict[str, tuple[tuple[int, int], threading.Event]] = {}  # shared ones being made: by (pid, thread)
 _retired: list[Transport] = []  # shared instances register_transport replaced: closed with the shared ones
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
@@ -223,17 +224,30 @@ def get_transport(name: str, **options: Any) -> Transport:
         one with both values, and where the instance was made).
     :raises TransportUnavailableError: if it cannot run here (the message says why).
     """
-    with _lock:
-        _forget_a_parents_transports()
-        factory = _factory(name)
-        shared = _shared.get(name)
-        if shared is not None:
-            shared.check(name, factory, options)
-            return shared.transport
+    while True:  # made outside the lock: a slow one (a docker engine asked) held every other name's calls
+        with _lock:
+            _forget_a_parents_transports()
+            factory = _factory(name)
+            shared = _shared.get(name)
+            if shared is not None:
+                shared.check(name, factory, options)
+                return shared.transport
+            making = _making.get(name)
+            if making is None or making[0] == (os.getpid(), threading.get_ident()):  # (a handler in the making)
+                making = _making[name] = ((os.getpid(), threading.get_ident()), threading.Event())
+                break
+        making[1].wait()  # another thread makes it: then it is checked against these options
+    try:
         transport = _make(name, factory, options)
-        _shared[name] = SharedTransport.made(transport, factory, options)
-        _close_at_exit_of_this_process()
+        with _lock:
+            _shared[name] = SharedTransport.made(transport, factory, options)
+            _close_at_exit_of_this_process()
         return transport
+    finally:
+        with _lock:
+            if _making.get(name) is making:
+                del _making[name]
+        making[1].set()
 
 
 def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> Transport:
@@ -362,6 +376,7 @@ def _forget_a_parents_transports() -> None:
     if _shared_pid != os.getpid():
         _shared.clear()
         _retired.clear()
+        _making.clear()  # (a parent's thread that made one is not here to say it is made)
         _shared_pid = os.getpid()
 
 
@@ -413,6 +428,10 @@ def close_shared_transports() -> None:
 
     with _lock:
         _forget_a_parents_transports()
+        making = [event for who, event in _making.values() if who != (os.getpid(), threading.get_ident())]
+    for event in making:  # one made meanwhile is closed with the others (as when it was made under the lock)
+        event.wait()
+    with _lock:
         transports = [shared.transport for shared in _shared.values()] + _retired
         _shared.clear()
         _retired.clear()

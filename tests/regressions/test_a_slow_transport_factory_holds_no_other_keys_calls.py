@@ -97,3 +97,37 @@ def test_close_while_a_keys_transport_is_made_starts_no_kernel(make_registry) ->
     assert reg.snapshot() == [] and reg.stats["started"] == 0
     with pytest.raises(KernelShutdownError):
         reg.execute(KernelKey(owner="later", transport="local"), "1")
+
+
+def test_a_shared_transport_being_made_holds_no_other_names(make_registry) -> None:
+    """``get_transport(name)`` made a shared transport under the one lock of every name: a new local
+    key's start waited 2.7 s while another thread's first docker key made its transport (3 s)."""
+    import uuid
+
+    from pytest_hermes_kernel.transports import register_transport, transport_factory
+
+    local, entered, release, calls = transport_factory("local"), threading.Event(), threading.Event(), []
+
+    def slow(**options):
+        calls.append(options)
+        entered.set()
+        release.wait(HELD_S)
+        return local(**options)
+
+    name = f"slow-{uuid.uuid4().hex[:8]}"
+    register_transport(name, slow)
+    get_transport("local")
+    makers = [_in_thread(lambda: get_transport(name)) for _ in range(2)]
+    reg = make_registry()
+    try:
+        assert entered.wait(30)
+        thread, out = _in_thread(lambda: reg.execute(KernelKey(owner="new-local", transport="local"), "1").status)
+        thread.join(5.0)
+        assert not thread.is_alive(), f"a local key's start waited for the {name} transport being made"
+        assert out == {"value": "ok"}, out
+    finally:
+        release.set()
+    for thread, _ in makers:
+        thread.join(60)
+    assert makers[0][1]["value"] is makers[1][1]["value"] is get_transport(name), "one shared instance"
+    assert len(calls) == 1, "made once"
