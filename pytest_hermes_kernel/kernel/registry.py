@@ -365,7 +365,10 @@ class KernelRegistry(IdleReaping):
 
     # ------------------------------------------------------------------------------ looking
     def snapshot(self) -> list[KernelSnapshot]:
-        """The entries now, least recently used first."""
+        """The entries now, least recently used first (none in a forked child: its parent's, whose lock a
+        thread not there may hold: ``len(reg)`` and ``snapshot()`` there waited for ever)."""
+        if os.getpid() != self.host_pid:
+            return []
         with self._lock:
             return [KernelSnapshot(key=e.key, kernel_id=e.handle.kernel_id, pid=e.handle.pid,
                                    runner_pid=e.handle.runner_pid, generation=e.handle.generation,
@@ -374,8 +377,7 @@ class KernelRegistry(IdleReaping):
                     for e in list(self._entries.values())]
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self.snapshot())
 
     def __enter__(self) -> KernelRegistry:
         return self
@@ -388,10 +390,7 @@ class KernelRegistry(IdleReaping):
 
 def _leased_entry(registry: KernelRegistry, key: KernelKey, pinned: bool, doomed: list[_Entry]) -> tuple[_Entry, bool]:
     """``key``'s entry with one more lease, made (pending) if it had none: ``(entry, made here)``; the
-    kernels to end (expired, over the cap) are added to ``doomed``.
-
-    :raises KernelShutdownError: if the registry is closed.
-    """
+    kernels to end (expired, over the cap) are added to ``doomed``. :raises KernelShutdownError: if closed."""
     while True:
         making = None
         try:
