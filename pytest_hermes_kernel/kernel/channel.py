@@ -34,12 +34,14 @@ _leases: weakref.WeakSet[socket.socket] = weakref.WeakSet()
 _fork_hooked = False
 
 
-def lease(sock: socket.socket) -> socket.socket:
-    """Mark ``sock``, a kernel's (or kernel server's) lease on this process, as this process's own:
+def lease(sock: Any) -> Any:
+    """Mark ``sock``, a kernel's (or kernel server's, or ssh connection's) lease on this process, as this process's own:
     a forked child closes its copy at the fork (the kernels are not the child's; it cannot use them).
     The child held copies, so a host SIGKILLed beside a live child left its local kernels and kernel
     server running for as long as the child lived. The fork hook is registered at the first use."""
     global _fork_hooked
+    if not isinstance(sock, socket.socket):  # (an ssh ProxyCommand's pipe, a test's stand-in)
+        return sock
     if not _fork_hooked:
         _fork_hooked = True
         os.register_at_fork(after_in_child=_drop_leases)

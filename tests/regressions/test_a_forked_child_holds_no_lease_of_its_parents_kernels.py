@@ -14,6 +14,7 @@ own: it cannot use them, ``KernelForkedError``), and the kernels end with the ho
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import time
@@ -77,3 +78,79 @@ def test_the_kernels_end_with_their_host_while_its_forked_child_lives(how: str) 
                             f"{server}) still run: {left} of {kernels}")
     finally:
         kill_quietly([pid for pid in [child, *kernels, server] if not gone(pid)])
+
+
+SSH_HOST = """
+import json, os, sys, time
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+target, key_file, known_hosts = sys.argv[1:4]
+transport = make_transport("ssh", target=target, key_filename=key_file, known_hosts=known_hosts)
+kernel = start_kernel(transport, timeout=30, orphan_timeout=3)
+kernel.execute("x = 1")
+child = os.fork()
+if child == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    time.sleep(60)
+    os._exit(0)
+print(json.dumps({"child": child, "runner": kernel.runner_pid}), flush=True)
+time.sleep(0.2)
+os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads")
+def test_an_ssh_kernel_ends_by_its_orphan_timer_while_its_hosts_forked_child_lives(docker_ready, tmp_path) -> None:
+    """On a host of the user's own (``target=``: nothing removes it when the host dies), a kernel's
+    lease is its orphan timer: no client for ``orphan_timeout`` s. The child's copy of the ssh
+    connection's socket kept the connection, and so the kernel's client, alive: with
+    ``orphan_timeout=3`` the runner still ran 12 s after the host was SIGKILLed (it ended at 3 s
+    without the child). Now the child closes its copy at the fork."""
+    import subprocess
+    import uuid
+
+    import docker
+
+    from pytest_hermes_kernel.containers.images import ensure_image
+    from pytest_hermes_kernel.containers.keys import generate_keypair
+    from pytest_hermes_kernel.containers.lifecycle import remove_container, start_sshd
+    from tests.support import REPO_ROOT, container_output
+
+    client = docker.from_env()
+    private, public = generate_keypair()
+    sshd = start_sshd(image=ensure_image(client), run_id=f"forklease-{uuid.uuid4().hex[:10]}", worker_id="forklease",
+                      authorized_key=public)
+    child = None
+    try:
+        key = tmp_path / "id_ed25519"
+        key.write_text(private)
+        key.chmod(0o600)
+        host_key = " ".join(container_output(client, sshd.container_id,
+                                             ["cat", "/etc/ssh/ssh_host_ed25519_key.pub"]).split()[:2])
+        known = tmp_path / "known_hosts"
+        known.write_text(f"[{sshd.host}]:{sshd.port} {host_key}\n")
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        done = subprocess.run([sys.executable, "-c", SSH_HOST, f"{sshd.user}@{sshd.host}:{sshd.port}", str(key), str(known)],
+                              capture_output=True, text=True, timeout=120, env=env)
+        assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+        facts = json.loads(done.stdout.strip().splitlines()[-1])
+        child = facts["child"]
+
+        def runner_runs() -> bool:
+            return client.containers.get(sshd.container_id).exec_run(["kill", "-0", str(facts["runner"])],
+                                                                     user="hermes").exit_code == 0
+
+        deadline = time.monotonic() + 10.0  # the orphan timer's 3 s, and slack
+        while runner_runs() and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not gone(child), "the test needs the child alive while it looks"
+        assert not runner_runs(), ("10 s after the host was SIGKILLed, with its forked child alive, its ssh kernel's "
+                                   "runner (orphan_timeout=3) still runs")
+    finally:
+        if child is not None and not gone(child):
+            kill_quietly([child])
+        remove_container(sshd.container_id, client=client)
+        client.close()
