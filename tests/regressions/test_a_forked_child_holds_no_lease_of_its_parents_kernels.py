@@ -154,3 +154,64 @@ def test_an_ssh_kernel_ends_by_its_orphan_timer_while_its_hosts_forked_child_liv
             kill_quietly([child])
         remove_container(sshd.container_id, client=client)
         client.close()
+
+
+DOCKER_HOST = """
+import json, os, sys, time
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.containers.reuse import ReusePolicy
+from pytest_hermes_kernel.transports.docker.transport import DockerTransport
+
+transport = DockerTransport(reuse=ReusePolicy(idle_timeout=300, directory=sys.argv[1]))
+kernel = start_kernel(transport, timeout=30, orphan_timeout=3)
+kernel.execute("x = 1")
+child = os.fork()
+if child == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    time.sleep(60)
+    os._exit(0)
+print(json.dumps({"child": child, "runner": kernel.runner_pid, "container": transport.container_id}), flush=True)
+time.sleep(0.2)
+os.kill(os.getpid(), 9)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads")
+def test_a_docker_kernel_in_a_kept_container_ends_while_its_hosts_forked_child_lives(docker_ready, tmp_path) -> None:
+    """A container kept between runs (``reuse=``) outlives its host, so its kernels end by their orphan
+    timer. The child's copy of the docker exec socket kept the kernel server's stream, and so the
+    kernel's client, alive: with ``orphan_timeout=3`` its runner still ran 10 s after the host was
+    SIGKILLed (it ended at 3 s without the child). Now the child closes its copy at the fork."""
+    import subprocess
+
+    import docker
+
+    from pytest_hermes_kernel.containers.lifecycle import remove_container
+    from tests.support import REPO_ROOT
+
+    client = docker.from_env()
+    facts: dict = {}
+    try:
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+        done = subprocess.run([sys.executable, "-c", DOCKER_HOST, str(tmp_path)], capture_output=True, text=True,
+                              timeout=180, env=env)
+        assert done.returncode == -signal.SIGKILL, done.stderr[-3000:]
+        facts = json.loads(done.stdout.strip().splitlines()[-1])
+
+        def runner_runs() -> bool:
+            return client.containers.get(facts["container"]).exec_run(["kill", "-0", str(facts["runner"])]).exit_code == 0
+
+        deadline = time.monotonic() + 10.0  # the orphan timer's 3 s, and slack
+        while runner_runs() and time.monotonic() < deadline:
+            time.sleep(0.25)
+        assert not gone(facts["child"]), "the test needs the child alive while it looks"
+        assert not runner_runs(), ("10 s after the host was SIGKILLed, with its forked child alive, its docker "
+                                   "kernel's runner (orphan_timeout=3) still runs in the kept container")
+    finally:
+        if facts.get("child") and not gone(facts["child"]):
+            kill_quietly([facts["child"]])
+        if facts.get("container"):
+            remove_container(facts["container"], client=client)
+        client.close()
