@@ -82,14 +82,6 @@ class _Entry:
 TransportFactory = Callable[[KernelKey], Any]
 
 
-class _Making(threading.Event):
-    """Set once a new entry's transport is made (or failed to be) by the thread :attr:`maker`."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.maker = threading.get_ident()
-
-
 def _refuse_copy(registry: KernelRegistry, protocol: object) -> NoReturn:
     """``KernelRegistry.__reduce_ex__``: a copy would own and end the same kernels. :raises TypeError: always."""
     raise TypeError("a KernelRegistry cannot be pickled or copied: it owns its kernels, in process "
@@ -126,7 +118,8 @@ class KernelRegistry(IdleReaping):
         self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
-        self._making: dict[KernelKey, _Making] = {}  # keys whose new entry's transport is being made
+        self._making: dict[KernelKey, tuple[int, threading.Event]] = {}  # keys whose new entry's transport is
+        # being made: by which thread, and the event set once it is made (or failed to be)
         self._closed = False
         self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
                                       "unconfirmed_ends": 0, "losses_forgotten": 0}
@@ -413,30 +406,34 @@ def _leased_entry(registry: KernelRegistry, key: KernelKey, pinned: bool, doomed
         finally:
             if making is not None:
                 with registry._lock:
-                    registry._making.pop(key, None)
-                making[1].set()
+                    if registry._making.get(key) is making[1]:
+                        del registry._making[key]
+                making[1][1].set()
 
 
-def _transport_for(registry: KernelRegistry, key: KernelKey) -> tuple[Any, threading.Event] | None:
-    """The transport of a new entry for ``key`` and the event that says it is made, or ``None``: the
+def _transport_for(registry: KernelRegistry, key: KernelKey) -> tuple[Any, tuple[int, threading.Event]] | None:
+    """The transport of a new entry for ``key`` and its making (thread, event set once made), or ``None``: the
     key has an entry. The factory runs outside the lock, for one caller of a key at a time (a
     factory that asks a slow or silent docker engine held every other key's calls: their cells'
     ends, ``snapshot()``; a fast key's cell waited 2.7 s for a 3-s factory of another key)."""
-    while True:
-        with registry._lock:
-            if key in registry._entries or registry._closed:
-                return None
-            making = registry._making.get(key)
-            if making is None or making.maker == threading.get_ident():  # (a signal handler in the factory: no wait)
-                made = registry._making[key] = _Making()
-                break
-        making.wait()
-    try:
+    made = None
+    try:  # (a Ctrl-C as the lock is let go, too: a making left behind held the key's later calls for ever)
+        while made is None:
+            with registry._lock:
+                if key in registry._entries or registry._closed:
+                    return None
+                making = registry._making.get(key)
+                if making is None or making[0] == threading.get_ident():  # (a signal handler in the factory)
+                    made = registry._making[key] = (threading.get_ident(), threading.Event())
+                    continue
+            making[1].wait()
         return registry._factory(key), made
     except BaseException:
-        with registry._lock:
-            registry._making.pop(key, None)
-        made.set()
+        if made is not None:
+            with registry._lock:
+                if registry._making.get(key) is made:
+                    del registry._making[key]
+            made[1].set()
         raise
 
 

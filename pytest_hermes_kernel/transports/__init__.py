@@ -224,30 +224,32 @@ def get_transport(name: str, **options: Any) -> Transport:
         one with both values, and where the instance was made).
     :raises TransportUnavailableError: if it cannot run here (the message says why).
     """
-    while True:  # made outside the lock: a slow one (a docker engine asked) held every other name's calls
-        with _lock:
-            _forget_a_parents_transports()
-            factory = _factory(name)
-            shared = _shared.get(name)
-            if shared is not None:
-                shared.check(name, factory, options)
-                return shared.transport
-            making = _making.get(name)
-            if making is None or making[0] == (os.getpid(), threading.get_ident()):  # (a handler in the making)
-                making = _making[name] = ((os.getpid(), threading.get_ident()), threading.Event())
-                break
-        making[1].wait()  # another thread makes it: then it is checked against these options
-    try:
+    mine = None  # made outside the lock: a slow one (a docker engine asked) held every other name's calls
+    try:  # (a Ctrl-C as the lock is let go, too: a making left behind held the name's later calls for ever)
+        while mine is None:
+            with _lock:
+                _forget_a_parents_transports()
+                factory = _factory(name)
+                shared = _shared.get(name)
+                if shared is not None:
+                    shared.check(name, factory, options)
+                    return shared.transport
+                making = _making.get(name)
+                if making is None or making[0] == (os.getpid(), threading.get_ident()):  # (a handler in the making)
+                    mine = _making[name] = ((os.getpid(), threading.get_ident()), threading.Event())
+                    continue
+            making[1].wait()  # another thread makes it: then it is checked against these options
         transport = _make(name, factory, options)
         with _lock:
             _shared[name] = SharedTransport.made(transport, factory, options)
             _close_at_exit_of_this_process()
         return transport
     finally:
-        with _lock:
-            if _making.get(name) is making:
-                del _making[name]
-        making[1].set()
+        if mine is not None:
+            with _lock:
+                if _making.get(name) is mine:
+                    del _making[name]
+            mine[1].set()
 
 
 def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> Transport:

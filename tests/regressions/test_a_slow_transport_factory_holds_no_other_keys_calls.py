@@ -131,3 +131,48 @@ def test_a_shared_transport_being_made_holds_no_other_names(make_registry) -> No
         thread.join(60)
     assert makers[0][1]["value"] is makers[1][1]["value"] is get_transport(name), "one shared instance"
     assert len(calls) == 1, "made once"
+
+
+class _CtrlCAsTheMakingIsMarked:
+    """A lock whose first release after a making was marked raises ``KeyboardInterrupt`` (a Ctrl-C that
+    lands as the lock is let go: Python runs a signal's handler there)."""
+
+    def __init__(self, lock, marked) -> None:
+        self.lock, self.marked, self.fired = lock, marked, False
+
+    def __enter__(self):
+        self.lock.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.__exit__(*exc)
+        if not self.fired and self.marked():
+            self.fired = True
+            raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_as_a_making_is_marked_leaves_none_behind(make_registry, monkeypatch) -> None:
+    """The making of a key's transport, and of a shared transport, is marked under the lock; a Ctrl-C
+    as that lock was let go left the mark, and every later call of that key (or name) waited for ever."""
+    import uuid
+
+    import pytest_hermes_kernel.transports as transports
+    from pytest_hermes_kernel.transports import register_transport, transport_factory
+
+    reg = make_registry(transport_factory=lambda key: get_transport("local"))
+    reg._lock = _CtrlCAsTheMakingIsMarked(reg._lock, lambda: bool(reg._making))
+    key = KernelKey(owner="ctrl-c", transport="local")
+    with pytest.raises(KeyboardInterrupt):
+        reg.execute(key, "1")
+    thread, out = _in_thread(lambda: reg.execute(key, "40 + 2").value)
+    thread.join(30)
+    assert out == {"value": "42"}, f"the key's next call {'still waits' if thread.is_alive() else out}"
+
+    name = f"ctrl-c-{uuid.uuid4().hex[:8]}"
+    register_transport(name, transport_factory("local"))
+    monkeypatch.setattr(transports, "_lock", _CtrlCAsTheMakingIsMarked(transports._lock, lambda: bool(transports._making)))
+    with pytest.raises(KeyboardInterrupt):
+        get_transport(name)
+    thread, out = _in_thread(lambda: get_transport(name))
+    thread.join(30)
+    assert not thread.is_alive() and "value" in out, f"the name's next get_transport {'still waits' if thread.is_alive() else out}"
