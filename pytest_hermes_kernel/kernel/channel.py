@@ -13,11 +13,14 @@ send goes out from a thread of its own once the interrupted one is done (:meth:`
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
+import os
 import select
 import socket
 import threading
 import time
+import weakref
 from typing import Any
 
 from ..errors import ChannelClosed, FrameTooLargeError, ProtocolError
@@ -26,6 +29,36 @@ from .pieces import PIECE_BYTES, frame_out
 from .results import MAX_FRAME_BYTES, FrameDecoder, FrameError
 
 Frame = tuple[dict[str, Any], list[bytes]]
+
+
+_leases: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+_fork_hooked = False
+
+
+def lease(sock: Any) -> Any:
+    """Mark ``sock``, a kernel's (or kernel server's, or ssh connection's) lease on this process, as this process's own:
+    a forked child closes its copy at the fork (the kernels are not the child's; it cannot use them).
+    The child held copies, so a host SIGKILLed beside a live child left its local kernels and kernel
+    server running for as long as the child lived. The fork hook is registered at the first use."""
+    global _fork_hooked
+    if not isinstance(sock, socket.socket):  # (an ssh ProxyCommand's pipe, a test's stand-in)
+        return sock
+    if not _fork_hooked:
+        _fork_hooked = True
+        os.register_at_fork(after_in_child=_drop_leases)
+    _leases.add(sock)
+    return sock
+
+
+def _drop_leases() -> None:
+    """In a forked child: close its copies of the parent's lease sockets (the parent's stay open);
+    the socket objects read as closed (``fileno() == -1``), so nothing closes that fd number again."""
+    for sock in list(_leases):
+        with contextlib.suppress(OSError):
+            fd = sock.detach()
+            if fd >= 0:
+                os.close(fd)
+    _leases.clear()
 
 
 class SocketStream:
@@ -42,7 +75,7 @@ class SocketStream:
     sends_pieces = True
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
+        self.sock = lease(sock)
         sock.settimeout(None)
 
     def send(self, data: bytes) -> None:

@@ -26,7 +26,7 @@ from .results import ExitInfo, KernelInfo
 if TYPE_CHECKING:
     from .handle import KernelHandle
 
-__all__ = ["HeldHere", "check_process", "restart", "end", "end_at_once", "despite_signals"]
+__all__ = ["HeldHere", "check_process", "restart", "fresh_turn", "end", "end_at_once", "despite_signals"]
 
 S = KernelState
 T = TypeVar("T")
@@ -117,6 +117,26 @@ def restart(handle: KernelHandle) -> KernelInfo:
             raise KernelStartError(f"kernel {handle.kernel_id}: restart() got no answer from its runner ({exc}); "
                                    "the old worker may still run (is its host paused or unreachable?)",
                                    kernel_id=handle.kernel_id) from None
+
+
+@contextmanager
+def fresh_turn(handle: KernelHandle) -> Iterator[None]:
+    """A turn on the kernel taken in line with the cells (the ones ahead run to their end, none is
+    cut), whose worker is replaced as it begins: ``execute`` inside it (it re-enters the turn) runs
+    on the fresh worker before any cell sent meanwhile (``registry.execute(reset=True)``: as a
+    ``restart()`` and then the cell, it cut other threads' running cells, and let theirs run between).
+
+    :raises KernelShutdownError: if the handle was shut down.
+    :raises KernelStartError: if the fresh worker does not start.
+    """
+    queue = handle._queue
+    with queue.turn(queue.ticket(handle.generation)):
+        if handle.stopping:
+            raise handle._runtime.shut_error()
+        with handle._held.holding("restart()"):
+            handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
+            handle._runtime.replace()
+        yield
 
 
 def end(handle: KernelHandle, how: Callable[[], ExitInfo], what: str) -> ExitInfo:

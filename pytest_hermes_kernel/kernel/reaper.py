@@ -204,3 +204,38 @@ def _close_at_exit(pid: int) -> None:
             registry.close()
         except Exception:  # noqa: BLE001 - shown as atexit shows it; the next registry still closes
             traceback.print_exc()
+
+
+def bury(dying: dict[KernelKey, list[_Entry]], entry: _Entry) -> None:
+    """``entry``'s kernel is dead (or given up on): its key's next kernel may start (under the lock)."""
+    entry.buried.set()
+    left = [e for e in dying.get(entry.key, ()) if e is not entry]
+    if left:
+        dying[entry.key] = left
+    else:
+        dying.pop(entry.key, None)
+
+
+def await_burials(lock: threading.RLock, dying: dict[KernelKey, list[_Entry]], timeout: float) -> None:
+    """Wait until the kernels other threads are ending (an idle reap, an eviction) are dead, each for
+    ``timeout`` seconds at most (a shutdown's three steps, and some slack)."""
+    with lock:
+        entries = [entry for entries in dying.values() for entry in entries]
+    for entry in entries:
+        if entry.ender != threading.get_ident():  # (a signal handler's close() in the end's own thread: it cannot)
+            entry.buried.wait(timeout)
+
+
+def await_start(entry: _Entry) -> None:
+    """Wait until ``entry``'s kernel has started or failed to, unless this very thread starts it
+    further up its stack (a signal handler's shutdown landed there): waiting would be forever,
+    so that start is ended at once instead (it then fails with ``KernelShutdownError``)."""
+    if entry.starter != threading.get_ident():
+        entry.ready.wait()
+
+
+def why_ended(entry: _Entry, max_kernels: int, idle_timeout: float | None) -> str:
+    """What a handle the registry ended says when used again (its key's owner may still hold it)."""
+    if entry.doomed == "evicted":
+        return f"evicted by its registry (over max_kernels={max_kernels}, the least recently used)"
+    return f"reaped by its registry (unused for idle_timeout={idle_timeout} s)" if entry.doomed == "idle_reaped" else ""

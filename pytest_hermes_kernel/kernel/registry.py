@@ -29,18 +29,18 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from ..errors import ConfigError, KernelShutdownError
-from .control import check_process
+from .control import check_process, fresh_turn
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
-from .reaper import IdleReaper, IdleReaping, closed_at_exit, in_use
-from .results import CellResult, KernelSnapshot, Reason
+from .reaper import IdleReaper, IdleReaping, await_burials, await_start, bury, closed_at_exit, in_use, why_ended
+from .results import CellResult, KernelSnapshot, Reason, count_death
 from .rpc import ToolTable
 
 if TYPE_CHECKING:  # imported when the first kernel starts: the leak check lists registries of runs that start none
@@ -82,13 +82,6 @@ class _Entry:
 TransportFactory = Callable[[KernelKey], Any]
 
 
-def _why(entry: _Entry, max_kernels: int, idle_timeout: float | None) -> str:
-    """What a handle the registry ended says when used again (its key's owner may still hold it)."""
-    if entry.doomed == "evicted":
-        return f"evicted by its registry (over max_kernels={max_kernels}, the least recently used)"
-    return f"reaped by its registry (unused for idle_timeout={idle_timeout} s)" if entry.doomed == "idle_reaped" else ""
-
-
 def _refuse_copy(registry: KernelRegistry, protocol: object) -> NoReturn:
     """``KernelRegistry.__reduce_ex__``: a copy would own and end the same kernels. :raises TypeError: always."""
     raise TypeError("a KernelRegistry cannot be pickled or copied: it owns its kernels, in process "
@@ -125,6 +118,8 @@ class KernelRegistry(IdleReaping):
         self._lock = threading.RLock()  # a signal handler's call may land in this thread's own: walks copy entries
         self._entries: OrderedDict[KernelKey, _Entry] = OrderedDict()
         self._dying: dict[KernelKey, list[_Entry]] = {}  # popped, process not yet confirmed dead
+        self._making: dict[KernelKey, tuple[int, threading.Event]] = {}  # keys whose new entry's transport is
+        # being made: by which thread, and the event set once it is made (or failed to be)
         self._closed = False
         self.stats: dict[str, Any] = {"started": 0, "peak_alive": 0, "evicted": 0, "idle_reaped": 0, "deaths": {},
                                       "unconfirmed_ends": 0, "losses_forgotten": 0}
@@ -177,7 +172,8 @@ class KernelRegistry(IdleReaping):
     def execute(self, key: KernelKey, code: str, *, timeout: float | None = None, reset: bool = False) -> CellResult:
         """Run ``code`` on the kernel for ``key`` under a lease.
 
-        :param reset: restart the kernel first (state is lost and reported with reason ``reset``).
+        :param reset: restart the kernel first (state is lost and reported with reason ``reset``): the restart
+            and the cell are one turn, after the cells sent before it (none is cut), before any sent meanwhile.
         :raises TypeError: if ``reset`` is not a bool (nothing is run).
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
@@ -185,12 +181,10 @@ class KernelRegistry(IdleReaping):
         if not isinstance(reset, bool):  # "no" would be true: the state lost to a word
             raise TypeError(f"reset must be a bool, not {type(reset).__name__} {reset!r}; nothing was run")
         key = self.resolve(key)
-        with self.lease(key) as handle:
-            if reset and handle.cells_run:
-                handle.restart()
+        with self.lease(key) as handle, fresh_turn(handle) if reset and handle.cells_run else nullcontext():
             known, result = handle._pending_loss, handle.execute(code, timeout=timeout)  # (known: reported again; the end restarts the idle clock)
             with self._lock:
-                _count_death(self.stats["deaths"], result, between=known is None)
+                count_death(self.stats["deaths"], result, between=known is None)
         return result
 
     def _acquire(self, key: KernelKey, pinned: bool) -> _Entry:
@@ -204,19 +198,8 @@ class KernelRegistry(IdleReaping):
                 old.buried.wait(self.options.shutdown_grace * 3 + 10.0)
             with self._lock:
                 for old in dying:
-                    _bury(self._dying, old)
-        with self._lock:
-            if self._closed:
-                raise KernelShutdownError("the kernel registry is shut down")
-            doomed += self._expired_unlocked()
-            entry = self._entries.get(key)
-            creator = entry is None
-            if entry is None:
-                entry = self._new_entry_unlocked(key, pinned)
-            entry.leases += 1
-            entry.last_used = self.clock()
-            self._entries.move_to_end(key)
-            doomed += self._over_cap_unlocked(keep=key)
+                    bury(self._dying, old)
+        entry, creator = _leased_entry(self, key, pinned, doomed)
         if creator:
             self._start(entry, doomed)
         else:
@@ -233,11 +216,10 @@ class KernelRegistry(IdleReaping):
             raise KernelShutdownError(f"the kernel for {key.owner!r} was shut down ({entry.doomed}) while starting")
         return entry
 
-    def _new_entry_unlocked(self, key: KernelKey, pinned: bool) -> _Entry:
-        """A pending entry with a new, not yet started handle for ``key``."""
+    def _new_entry_unlocked(self, key: KernelKey, pinned: bool, transport: Any) -> _Entry:
+        """A pending entry with a new, not yet started handle for ``key`` on ``transport``."""
         from .handle import KernelHandle
 
-        transport = self._factory(key)
         self._transports[id(transport)] = transport
         options = replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
         handle = KernelHandle(transport, options, tools=self.tools, owner=key.owner)
@@ -311,13 +293,13 @@ class KernelRegistry(IdleReaping):
         """Shut ``entry``'s kernel down, then let its key start a new one (an end not confirmed is counted)."""
         info = None
         try:
-            info = entry.handle.shutdown(now=now, why=_why(entry, self.max_kernels, self.idle_timeout))
+            info = entry.handle.shutdown(now=now, why=why_ended(entry, self.max_kernels, self.idle_timeout))
         finally:
             with self._lock:
                 if info is not None and info.may_still_run:
                     self.stats["unconfirmed_ends"] += 1  # and the key's pending loss says it may still run
                     self._lost.unconfirmed(entry.key)
-                _bury(self._dying, entry)
+                bury(self._dying, entry)
 
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
@@ -358,7 +340,7 @@ class KernelRegistry(IdleReaping):
             if entry.ready.is_set():
                 self._shut(entry)
         for entry in pending:  # half-started kernels: wait for the start, then end them
-            _await_start(entry)
+            await_start(entry)
             self._shut(entry)
         return len(doomed)
 
@@ -372,11 +354,14 @@ class KernelRegistry(IdleReaping):
         if self._reaper is not None:
             self._reaper.stop()
         self.shutdown_all()
-        _await_burials(self._lock, self._dying, self.options.shutdown_grace * 3 + 10.0)  # other threads' ends
+        await_burials(self._lock, self._dying, self.options.shutdown_grace * 3 + 10.0)  # other threads' ends
 
     # ------------------------------------------------------------------------------ looking
     def snapshot(self) -> list[KernelSnapshot]:
-        """The entries now, least recently used first."""
+        """The entries now, least recently used first (none in a forked child: its parent's, whose lock a
+        thread not there may hold: ``len(reg)`` and ``snapshot()`` there waited for ever)."""
+        if os.getpid() != self.host_pid:
+            return []
         with self._lock:
             return [KernelSnapshot(key=e.key, kernel_id=e.handle.kernel_id, pid=e.handle.pid,
                                    runner_pid=e.handle.runner_pid, generation=e.handle.generation,
@@ -385,8 +370,7 @@ class KernelRegistry(IdleReaping):
                     for e in list(self._entries.values())]
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self.snapshot())
 
     def __enter__(self) -> KernelRegistry:
         return self
@@ -397,44 +381,60 @@ class KernelRegistry(IdleReaping):
     __reduce_ex__ = _refuse_copy
 
 
-def _bury(dying: dict[KernelKey, list[_Entry]], entry: _Entry) -> None:
-    """``entry``'s kernel is dead (or given up on): its key's next kernel may start (under the lock)."""
-    entry.buried.set()
-    left = [e for e in dying.get(entry.key, ()) if e is not entry]
-    if left:
-        dying[entry.key] = left
-    else:
-        dying.pop(entry.key, None)
+def _leased_entry(registry: KernelRegistry, key: KernelKey, pinned: bool, doomed: list[_Entry]) -> tuple[_Entry, bool]:
+    """``key``'s entry with one more lease, made (pending) if it had none: ``(entry, made here)``; the
+    kernels to end (expired, over the cap) are added to ``doomed``. :raises KernelShutdownError: if closed."""
+    while True:
+        making = None
+        try:
+            making = _transport_for(registry, key)  # (outside the lock: a slow factory held every key's calls)
+            with registry._lock:
+                if registry._closed:
+                    raise KernelShutdownError("the kernel registry is shut down")
+                entry = registry._entries.get(key)
+                if entry is None and making is None:
+                    continue  # its entry went meanwhile: its transport is made again
+                doomed += registry._expired_unlocked()
+                creator = entry is None
+                if entry is None:
+                    entry = registry._new_entry_unlocked(key, pinned, making[0])  # type: ignore[index]
+                entry.leases += 1
+                entry.last_used = registry.clock()
+                registry._entries.move_to_end(key)
+                doomed += registry._over_cap_unlocked(keep=key)
+                return entry, creator
+        finally:
+            if making is not None:
+                with registry._lock:
+                    if registry._making.get(key) is making[1]:
+                        del registry._making[key]
+                making[1][1].set()
 
 
-def _await_burials(lock: threading.RLock, dying: dict[KernelKey, list[_Entry]], timeout: float) -> None:
-    """Wait until the kernels other threads are ending (an idle reap, an eviction) are dead, each for
-    ``timeout`` seconds at most (a shutdown's three steps, and some slack)."""
-    with lock:
-        entries = [entry for entries in dying.values() for entry in entries]
-    for entry in entries:
-        if entry.ender != threading.get_ident():  # (a signal handler's close() in the end's own thread: it cannot)
-            entry.buried.wait(timeout)
-
-
-def _await_start(entry: _Entry) -> None:
-    """Wait until ``entry``'s kernel has started or failed to, unless this very thread starts it
-    further up its stack (a signal handler's shutdown landed there): waiting would be forever,
-    so that start is ended at once instead (it then fails with ``KernelShutdownError``)."""
-    if entry.starter != threading.get_ident():
-        entry.ready.wait()
-
-
-def _count_death(deaths: dict[str, int], result: CellResult, *, between: bool = False) -> None:
-    """Count a cell that ended its kernel (or was reset for its budget) under its reason; not one whose
-    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death).
-    ``between``: no loss was known before the cell, so one it reports is a death between cells (a
-    cell's thread, its ``signal.alarm``, a kill from outside), found as the cell began: counted too."""
-    if result.status == "timeout" and result.watchdog == "interrupted":
-        return
-    ended = result.status in ("died", "exited", "timeout")
-    if result.kernel.reason and (ended or (between and result.kernel.state_lost)):
-        deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1
+def _transport_for(registry: KernelRegistry, key: KernelKey) -> tuple[Any, tuple[int, threading.Event]] | None:
+    """The transport of a new entry for ``key`` and its making (thread, event set once made), or ``None``: the
+    key has an entry. The factory runs outside the lock, for one caller of a key at a time (a
+    factory that asks a slow or silent docker engine held every other key's calls: their cells'
+    ends, ``snapshot()``; a fast key's cell waited 2.7 s for a 3-s factory of another key)."""
+    made = None
+    try:  # (a Ctrl-C as the lock is let go, too: a making left behind held the key's later calls for ever)
+        while made is None:
+            with registry._lock:
+                if key in registry._entries or registry._closed:
+                    return None
+                making = registry._making.get(key)
+                if making is None or making[0] == threading.get_ident():  # (a signal handler in the factory)
+                    made = registry._making[key] = (threading.get_ident(), threading.Event())
+                    continue
+            making[1].wait()
+        return registry._factory(key), made
+    except BaseException:
+        if made is not None:
+            with registry._lock:
+                if registry._making.get(key) is made:
+                    del registry._making[key]
+            made[1].set()
+        raise
 
 
 _live: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()

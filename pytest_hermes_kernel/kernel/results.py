@@ -163,3 +163,15 @@ class KernelSnapshot:
     pinned: bool
     last_used: float
     state: str
+
+
+def count_death(deaths: dict[str, int], result: CellResult, *, between: bool = False) -> None:
+    """Count a cell that ended its kernel (or was reset for its budget) under its reason; not one whose
+    interrupt kept the namespace (its reason is then a loss before it: an eviction counted as a death).
+    ``between``: no loss was known before the cell, so one it reports is a death between cells (a
+    cell's thread, its ``signal.alarm``, a kill from outside), found as the cell began: counted too."""
+    if result.status == "timeout" and result.watchdog == "interrupted":
+        return
+    ended = result.status in ("died", "exited", "timeout")
+    if result.kernel.reason and (ended or (between and result.kernel.state_lost)):
+        deaths[result.kernel.reason] = deaths.get(result.kernel.reason, 0) + 1

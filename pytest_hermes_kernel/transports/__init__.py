@@ -50,10 +50,9 @@ __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_tra
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
 class _ForkSafeLock:
-    """A lock that a forked child gets free. Making a shared transport under it can take seconds (a
-    docker engine asked, a sweep); a child forked meanwhile inherited it held by a thread it does
-    not have, and its first ``get_transport`` (``start_kernel`` of any transport) waited forever.
-    The fork hook is registered at the first use, not at import."""
+    """A lock that a forked child gets free (its fork hook registered at first use, not at import): a child
+    forked while a thread held it (making a shared transport can take seconds: an engine asked, a sweep)
+    got it held by a thread it does not have, and its first ``get_transport`` waited forever."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -74,6 +73,7 @@ class _ForkSafeLock:
 
 _factories: dict[str, Callable[..., Transport]] = {}
 _shared: dict[str, SharedTransport] = {}
+_making: dict[str, tuple[tuple[int, int], threading.Event]] = {}  # shared ones being made: by (pid, thread)
 _retired: list[Transport] = []  # shared instances register_transport replaced: closed with the shared ones
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
@@ -223,17 +223,32 @@ def get_transport(name: str, **options: Any) -> Transport:
         one with both values, and where the instance was made).
     :raises TransportUnavailableError: if it cannot run here (the message says why).
     """
-    with _lock:
-        _forget_a_parents_transports()
-        factory = _factory(name)
-        shared = _shared.get(name)
-        if shared is not None:
-            shared.check(name, factory, options)
-            return shared.transport
+    mine = None  # made outside the lock: a slow one (a docker engine asked) held every other name's calls
+    try:  # (a Ctrl-C as the lock is let go, too: a making left behind held the name's later calls for ever)
+        while mine is None:
+            with _lock:
+                _forget_a_parents_transports()
+                factory = _factory(name)
+                shared = _shared.get(name)
+                if shared is not None:
+                    shared.check(name, factory, options)
+                    return shared.transport
+                making = _making.get(name)
+                if making is None or making[0] == (os.getpid(), threading.get_ident()):  # (a handler in the making)
+                    mine = _making[name] = ((os.getpid(), threading.get_ident()), threading.Event())
+                    continue
+            making[1].wait()  # another thread makes it: then it is checked against these options
         transport = _make(name, factory, options)
-        _shared[name] = SharedTransport.made(transport, factory, options)
-        _close_at_exit_of_this_process()
+        with _lock:
+            _shared[name] = SharedTransport.made(transport, factory, options)
+            _close_at_exit_of_this_process()
         return transport
+    finally:
+        if mine is not None:
+            with _lock:
+                if _making.get(name) is mine:
+                    del _making[name]
+            mine[1].set()
 
 
 def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> Transport:
@@ -362,6 +377,7 @@ def _forget_a_parents_transports() -> None:
     if _shared_pid != os.getpid():
         _shared.clear()
         _retired.clear()
+        _making.clear()  # (a parent's thread that made one is not here to say it is made)
         _shared_pid = os.getpid()
 
 
@@ -408,18 +424,20 @@ def close_shared_transports(keep: Sequence[Transport] = ()) -> None:
     (:func:`~.kernel.control.despite_signals`; the signal goes on once all are closed): one that
     landed while the run's first container was removed left every later transport unclosed,
     forgotten here and so by the exit hook too (an sshd container and its key outlived a run
-    interrupted as its docker container went, 3 runs in 6). Those in ``keep`` stay open and shared
-    (an outer pytest run's, at the end of a run inside it: pytester's in-process ``runpytest``)."""
+    interrupted as its docker container went, 3 runs in 6). Those in ``keep`` stay (an outer run's,
+    at the end of a pytest run inside it: pytester's in-process ``runpytest``)."""
     from ..kernel.control import despite_signals
 
     with _lock:
         _forget_a_parents_transports()
-        kept = {name for name, shared in _shared.items() if any(shared.transport is t for t in keep)}
-        transports = [shared.transport for name, shared in _shared.items() if name not in kept]
+        making = [event for who, event in _making.values() if who != (os.getpid(), threading.get_ident())]
+    for event in making:  # one made meanwhile is closed with the others (as when it was made under the lock)
+        event.wait()
+    with _lock:
+        ended = [name for name, shared in _shared.items() if not any(shared.transport is t for t in keep)]
+        transports = [_shared.pop(name).transport for name in ended]
         transports += [t for t in _retired if not any(t is k for k in keep)]
         _retired[:] = [t for t in _retired if any(t is k for k in keep)]
-        for name in [name for name in _shared if name not in kept]:
-            del _shared[name]
 
     def close_each() -> None:
         for transport in transports:

@@ -37,7 +37,7 @@ from typing import IO, Any, ClassVar
 import psutil
 
 from ..errors import KernelStartError, TransportLostError
-from ..kernel.channel import SocketStream
+from ..kernel.channel import SocketStream, lease
 from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.attach import unix_call
@@ -430,7 +430,8 @@ def _make_kernel_dir() -> tuple[str, str]:
 def _channel() -> tuple[socket.socket, socket.socket]:
     """A kernel's channel: both ends of a socketpair (a start short of fds says so, not a bare ``OSError``)."""
     try:
-        return socket.socketpair()
+        host_end, kernel_end = socket.socketpair()
     except OSError as exc:
         raise KernelStartError(f"could not make the local kernel's channel: {exc}\nHint: "
                                + (short_of(exc) or "see the error above")) from None
+    return lease(host_end), lease(kernel_end)  # a child forked before the kernel has its end holds neither

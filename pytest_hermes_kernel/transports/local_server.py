@@ -38,6 +38,7 @@ from typing import Any
 import psutil
 
 from ..errors import KernelServerUnavailable
+from ..kernel.channel import lease
 from ..procs import children, note_left_behind, read_stat, start_ticks
 from .runner_zipapp import runner_zipapp, write_runner
 
@@ -72,7 +73,7 @@ class LocalServer:
         self.python = python
         self.owner = os.getpid()  # a forked copy of this process holds a copy, not the server
         try:
-            self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            self.control, theirs = map(lease, socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET))
         except OSError as exc:  # no fd left: the spawn path's error says so (it was a bare OSError, the dir left)
             raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         try:

@@ -113,3 +113,53 @@ def test_a_child_leaving_the_registrys_with_block_returns_while_a_parent_thread_
 
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"status": 0}, (
         f"the child's close() hung on the parent's registry lock: {done.stderr[-3000:]}")
+
+
+LOOK_HOST = textwrap.dedent("""
+    import json, os, threading
+    from pytest_hermes_kernel import KernelKey, KernelRegistry
+
+    reg = KernelRegistry(background_reaper=False)
+    reg.execute(KernelKey(owner="a"), "1")
+    stop = threading.Event()
+
+    def look():  # a busy host: its threads take the registry's lock all the time (here: looking)
+        while not stop.is_set():
+            reg.snapshot()
+
+    lookers = [threading.Thread(target=look) for _ in range(3)]
+    for t in lookers:
+        t.start()
+    statuses, seen = [], []
+    for _ in range(20):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            import faulthandler
+            faulthandler.dump_traceback_later(5, exit=True)
+            os.write(w, json.dumps([len(reg), len(reg.snapshot())]).encode())
+            os._exit(0)
+        os.close(w)
+        statuses.append(os.waitpid(pid, 0)[1])
+        seen.append(os.read(r, 1000).decode())
+        os.close(r)
+    stop.set()
+    for t in lookers:
+        t.join()
+    reg.close()
+    print(json.dumps({"statuses": statuses, "seen": seen}))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads: Linux")
+def test_a_childs_look_at_the_registry_never_waits_for_a_parent_thread() -> None:
+    """``len(reg)`` and ``reg.snapshot()`` in a child forked while a thread of the parent held the
+    registry's lock (any registry call does, for a moment) waited for ever: 20 of 20 forks beside
+    three threads calling ``snapshot()``. A child sees none of its parent's kernels (they are not its own,
+    as ``shutdown_all()`` there ends none of them) and never waits."""
+    done = subprocess.run([sys.executable, "-c", LOOK_HOST], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    hung = sum(1 for status in out["statuses"] if status != 0)
+    assert hung == 0, f"{hung} of 20 children hung on the parent's registry lock: {done.stderr[-2000:]}"
+    assert set(out["seen"]) == {"[0, 0]"}, out["seen"]

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...containers.engines import close_exec_socket
+from ...kernel.channel import lease
 
 HEADER_BYTES = 8
 STDOUT, STDERR = 1, 2
@@ -43,7 +44,7 @@ class DockerExecStream:
     def __init__(self, hijacked: Any, *, container_running: Callable[[], bool] | None = None,
                  state_poll_s: float = STATE_POLL_S) -> None:
         self._hijacked = hijacked  # holds the HTTP response: dropping it may close the socket
-        self.sock: socket.socket = getattr(hijacked, "_sock", hijacked)
+        self.sock: socket.socket = lease(getattr(hijacked, "_sock", hijacked))  # a forked child closes its copy
         self.sock.settimeout(None)
         self._raw = bytearray()
         self._stderr: collections.deque[bytes] = collections.deque()

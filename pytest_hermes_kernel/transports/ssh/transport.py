@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, KernelStartError, TransportLostError,
                        UnsafeRunDirError)
+from ...kernel.channel import lease
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
 from ..detached import (LOG_TAIL_LINES, SOCKET_NAME,
@@ -215,11 +216,11 @@ class SshTransport(Transport):
             # refusal of a good key reads as one (paramiko's try of each key type said "Invalid key")
             pkey = self.pkey if self.pkey is not None or self.key_filename is None else read_key_file(self.key_filename)
             dial = None if self.connect_via is None else self.connect_via(self.target.host, self.target.port)
-            return SshConnection(self.target, pkey=pkey, dial=dial,  # dial: a fault proxy's (it was never dialled)
-                                 host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
-                                 host_key=self.host_key, session_keys=self._session_keys, **common)
+            return _leased(SshConnection(self.target, pkey=pkey, dial=dial,  # dial: a fault proxy's (never dialled)
+                                         host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
+                                         host_key=self.host_key, session_keys=self._session_keys, **common))
         assert self.sshd is not None
-        return self.sshd.connect(self.connect_via, **common)
+        return _leased(self.sshd.connect(self.connect_via, **common))
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
@@ -378,6 +379,13 @@ class SshTransport(Transport):
     def describe(self) -> str:
         where = str(self.target) if self.target else "sshd container on 127.0.0.1"
         return f"ssh ({where}, keepalive {self.keepalive_interval:g} s x {self.keepalive_missed})"
+
+
+def _leased(conn: SshConnection) -> SshConnection:
+    """``conn``, its socket a lease of this process: a forked child closes its copy (the connection kept
+    the kernels' channels open, so their runners outlived a SIGKILLed host by the child's whole life)."""
+    lease(conn.transport.sock)
+    return conn
 
 
 def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> KernelStartError:
