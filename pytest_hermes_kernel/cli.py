@@ -387,6 +387,7 @@ def _main(argv: list[str] | None) -> int:
     w.add_argument("--kernel", action="append", default=[], metavar="ID", help="with --kept: only this kept "
                    "kernel (an id or a unique prefix; repeatable)")
     add_postmortem_commands(sub)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"  # a bare `hermes-kernel` said `required: cmd`
     args, extra = ap.parse_known_args(argv)
     usage = sub.choices[args.cmd]  # a subcommand's usage error shows that subcommand's usage line
     if extra:  # argparse leaves them to the top-level parser, which printed its own usage

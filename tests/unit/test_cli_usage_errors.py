@@ -137,3 +137,16 @@ def test_ctrl_c_ends_a_command_with_one_line_and_130(argv: list[str], monkeypatc
     assert code == 130
     out, err = capsys.readouterr()
     assert err == "hermes-kernel: interrupted\n" and "Traceback" not in out + err
+
+
+def test_a_bare_command_names_the_commands_it_needs(capsys: pytest.CaptureFixture[str]) -> None:
+    """``hermes-kernel`` with no command said ``error: the following arguments are required: cmd``:
+    ``cmd`` is no word of the CLI. It names the commands to choose from now."""
+    with pytest.raises(SystemExit) as exit_:
+        main([])
+
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "hermes-kernel: error: the following arguments are required: " \
+           "{doctor,build-image,sweep,ls,attach,exec}" in err, err
+    assert ": cmd" not in err, err
