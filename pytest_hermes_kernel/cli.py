@@ -145,7 +145,8 @@ def _check_ssh() -> Check:
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
-                     "start dockerd, or point the ssh transport at a host: SshTransport(target='user@host:port')")
+                     "start dockerd, or point the ssh transport at a host: --hermes-ssh-targets=user@host:port "
+                     "(pytest), SshTransport(target='user@host:port') (the API)")
     version = "" if too_old("paramiko") else f"paramiko {paramiko.__version__}; "  # a NO names an old one already
     return Check("ssh", True, f"{version}sshd container via docker ({why})")
 

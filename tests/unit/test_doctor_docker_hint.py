@@ -93,3 +93,14 @@ def test_filecell_without_the_docker_sdk_does_not_offer_its_docker_exec_backend(
     line = capsys.readouterr().out.splitlines()[0]
     assert line.endswith(f"; docker exec backend needs the docker SDK: {pip_install_extra('docker')}"), line
     assert "when docker is up" not in line
+
+
+def test_the_ssh_hint_without_docker_names_the_pytest_option(no_engine, capsys):
+    """Without docker, ``doctor ssh`` said only ``point the ssh transport at a host:
+    SshTransport(target='user@host:port')``: a class of the API, while a pytest user (the README's
+    walkthroughs) points the ssh leg at a host with ``--hermes-ssh-targets``. It names both now."""
+    assert main(["doctor", "ssh"]) == 1
+
+    hint = hint_of(capsys.readouterr().out)
+    assert "--hermes-ssh-targets=user@host:port" in hint, hint
+    assert "SshTransport(target='user@host:port')" in hint, hint
