@@ -237,8 +237,8 @@ def get_transport(name: str, **options: Any) -> Transport:
                     continue
             making[1].wait()  # another thread makes it: then it is checked against these options
         transport = _make(name, factory, options)
-        with _lock:  # (re-registered meanwhile: retired, as one made before register_transport; it was handed out)
-            if _factory(name) is factory:
+        with _lock:  # (re-registered meanwhile, or one made by a signal's handler in this making: retired)
+            if _factory(name) is factory and name not in _shared:
                 _shared[name] = SharedTransport.made(transport, factory, options)
             else:
                 _retired.append(transport)

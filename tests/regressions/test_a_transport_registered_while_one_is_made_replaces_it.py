@@ -45,3 +45,33 @@ def test_a_transport_registered_while_the_old_one_is_made_is_the_one_handed_out(
     assert first == made["old"], first  # (asked before the re-registration: the old factory's)
     later = get_transport(name)
     assert made["new"] and later is made["new"][0], f"handed out {later!r}, made: {made}"
+
+
+def test_a_transport_a_signal_handler_made_during_the_making_is_not_lost() -> None:
+    """A signal's handler that lands in the making thread and asks for the same name makes its own
+    (the making is its thread's, which waits for nothing): it was stored as the shared one, then the
+    interrupted making overwrote it, and it was in neither the shared nor the retired transports:
+    never closed (a docker transport's container outlived the run)."""
+    import signal
+
+    from pytest_hermes_kernel import transports
+
+    local, made = transport_factory("local"), []
+
+    def make(**options):
+        mine = local(**options)
+        made.append(mine)
+        if len(made) == 1:
+            signal.raise_signal(signal.SIGUSR1)  # its handler runs here, in the making
+        return mine
+
+    name = f"inhandler-{uuid.uuid4().hex[:8]}"
+    register_transport(name, make)
+    previous = signal.signal(signal.SIGUSR1, lambda *_: get_transport(name))
+    try:
+        get_transport(name)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert len(made) == 2, made
+    closed_later = [shared.transport for shared in transports.shared_transports().values()] + transports._retired
+    assert [any(t is c for c in closed_later) for t in made] == [True, True], "a transport made is closed by no one"
