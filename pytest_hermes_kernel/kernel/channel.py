@@ -159,15 +159,21 @@ class Channel:
         pieces = (frame.pieces() if frame.size > PIECE_BYTES and getattr(self.stream, "sends_pieces", False)
                   else (frame.joined(),))
         self._sending.now = True  # before the lock: a handler from here on takes the branch above
+        sent, whole = 0, False
         try:
             with self._send_lock:
                 for piece in pieces:
                     self.stream.send(piece)
+                    sent += 1
+                whole = True
         except OSError as exc:
             self._mark_closed(f"send failed: {exc}")
             raise ChannelClosed(f"{self.name} broke while sending: {exc}", closed_by_us=False) from None
         finally:
             self._sending.now = False
+            if sent and not whole:  # a Ctrl-C between two pieces: the peer holds half a frame, and reads the next
+                # frames as its rest (a shutdown() then waited 10 s for a reply and killed the runner from outside)
+                self.mark_closed("a frame was cut midway (a Ctrl-C between its pieces): the stream is unusable")
 
     def _send_later(self, data: bytes) -> None:
         """A frame sent from a signal handler, once the send it interrupted is done (a failure

@@ -133,6 +133,9 @@ def fresh_turn(handle: KernelHandle) -> Iterator[None]:
     with queue.turn(queue.ticket(handle.generation)):
         if handle.stopping:
             raise handle._runtime.shut_error()
+        if not handle.cells_run:  # fresh: looked at in its turn (looked at before, a first cell of another
+            yield  # thread then running was not counted yet, and the reset cell saw its variables)
+            return
         with handle._held.holding("restart()"):
             handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
             handle._runtime.replace()

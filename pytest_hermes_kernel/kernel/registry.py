@@ -181,7 +181,7 @@ class KernelRegistry(IdleReaping):
         if not isinstance(reset, bool):  # "no" would be true: the state lost to a word
             raise TypeError(f"reset must be a bool, not {type(reset).__name__} {reset!r}; nothing was run")
         key = self.resolve(key)
-        with self.lease(key) as handle, fresh_turn(handle) if reset and handle.cells_run else nullcontext():
+        with self.lease(key) as handle, fresh_turn(handle) if reset else nullcontext():
             known, result = handle._pending_loss, handle.execute(code, timeout=timeout)  # (known: reported again; the end restarts the idle clock)
             with self._lock:
                 count_death(self.stats["deaths"], result, between=known is None)

@@ -78,7 +78,8 @@ def _pass_on_to_workers(config: pytest.Config) -> None:
 
 
 def _on_sigterm_at_the_end(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _first_at[:] = [time.monotonic()]  # (in a worker, the forward may cross it here too: its end removes containers)
+    signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else signal.SIG_DFL)
     raise SystemExit(128 + signal.SIGTERM)
 
 

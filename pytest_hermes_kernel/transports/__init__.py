@@ -50,13 +50,11 @@ __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_tra
 TRANSPORT_NAMES = ("local", "docker", "ssh", "filecell")
 
 class _ForkSafeLock:
-    """A lock that a forked child gets free (its fork hook registered at first use, not at import): a child
-    forked while a thread held it (making a shared transport can take seconds: an engine asked, a sweep)
-    got it held by a thread it does not have, and its first ``get_transport`` waited forever."""
+    """A lock a forked child gets free (fork hook registered at first use): a child forked while a thread held
+    it got it held by a thread it does not have, and its first ``get_transport`` waited forever."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._hooked = False
+        self._lock, self._hooked = threading.Lock(), False
 
     def __enter__(self) -> None:
         if not self._hooked:
@@ -109,7 +107,7 @@ def __getattr__(name: str) -> Any:
 def register_transport(name: str, factory: Callable[..., Transport]) -> None:
     """Make ``name`` usable in ``KernelKey(transport=name)`` and ``--hermes-transport``.
 
-    A shared instance of ``name`` made before is no longer handed out; it is closed with the
+    A shared instance of ``name`` made before (or being made meanwhile) is no longer handed out; it is closed with the
     shared transports (:func:`close_shared_transports`, at exit), not dropped unclosed (its
     containers and connections outlived the process), nor closed now (its kernels may still run).
 
@@ -239,8 +237,11 @@ def get_transport(name: str, **options: Any) -> Transport:
                     continue
             making[1].wait()  # another thread makes it: then it is checked against these options
         transport = _make(name, factory, options)
-        with _lock:
-            _shared[name] = SharedTransport.made(transport, factory, options)
+        with _lock:  # (re-registered meanwhile, or one made by a signal's handler in this making: retired)
+            if _factory(name) is factory and name not in _shared:
+                _shared[name] = SharedTransport.made(transport, factory, options)
+            else:
+                _retired.append(transport)
             _close_at_exit_of_this_process()
         return transport
     finally:
@@ -391,9 +392,8 @@ def _close_at_exit_of_this_process() -> None:
         atexit.register(_close_at_exit, _exit_hook_pid)
         multiprocessing = sys.modules.get("multiprocessing")  # imported by whoever started this process, if anyone
         if multiprocessing is not None and multiprocessing.parent_process() is not None:
-            # a multiprocessing child of the fork and forkserver methods ends by os._exit(): no
-            # atexit hook runs there, only multiprocessing's own finalizers (a twice-run hook
-            # closes nothing the second time)
+            # a multiprocessing child (fork, forkserver) ends by os._exit(): no atexit hook runs there,
+            # only multiprocessing's own finalizers (a twice-run hook closes nothing the second time)
             from multiprocessing.util import Finalize
 
             Finalize(None, _close_at_exit, args=(_exit_hook_pid,), exitpriority=0)

@@ -73,3 +73,23 @@ def test_a_reset_cell_sees_no_other_threads_cell(hermes_registry) -> None:
     assert not any(t.is_alive() for t in threads), "a call hung"
     assert resets == {("ok", "False", True, "reset"): RESETS}, dict(resets)
     assert set(others) == {("ok", None)}, f"the plain cells a reset cut or overtook: {dict(others)}"
+
+
+def test_a_reset_sent_while_a_new_kernels_first_cell_runs_sees_none_of_it(hermes_registry) -> None:
+    """The reset was skipped when no cell had ended on the key's kernel yet (``cells_run``, looked at
+    before its turn): sent while another thread's first cell ran, its cell ran after that one and saw
+    its variables ('True', state_lost=False, no reason), a reset in name only."""
+    key = KernelKey(owner="reset-first")
+    started = threading.Event()
+    hermes_registry.tools.register("started", lambda: started.set())
+    first: list = []
+    plain = threading.Thread(target=lambda: first.append(hermes_registry.execute(
+        key, "import hermes_tools, time\nother = 1\nhermes_tools.started()\ntime.sleep(1.5)", timeout=60)))
+    plain.start()
+    try:
+        assert started.wait(60), f"the first cell never ran: {first}"  # (its kernel started, no cell ended yet)
+        r = hermes_registry.execute(key, "'other' in globals()", reset=True, timeout=60)
+    finally:
+        plain.join(120)
+    assert first and first[0].status == "ok", first
+    assert (r.status, r.value, r.kernel.state_lost, r.kernel.reason) == ("ok", "False", True, "reset"), r.summary()

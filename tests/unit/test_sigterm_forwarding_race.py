@@ -91,3 +91,53 @@ def test_a_second_sigterm_to_a_worker_after_the_window_still_kills_it() -> None:
             worker.kill()
             worker.wait()
         worker.stdout.close()  # type: ignore[union-attr]
+
+
+AT_THE_END = r"""
+import signal, sys, time
+from pytest_hermes_kernel.plugin import signals
+
+signals._worker[:] = [True]  # an xdist worker
+signal.signal(signal.SIGTERM, signals._on_sigterm)
+signals.pytest_sessionfinish(type("Session", (), {"config": type("Config", (), {"stash": {signals._previous_key: None}})()})())
+assert signal.getsignal(signal.SIGTERM) is signals._on_sigterm_at_the_end
+try:
+    print("ready", flush=True)  # its session is over: it ends its kept kernels, then its shared transports
+    while True:
+        time.sleep(0.01)
+except SystemExit:
+    print("tearing down", flush=True)
+    time.sleep(float(sys.argv[1]))  # the shared transports' close (its containers removed)
+    print("torn down", flush=True)
+"""
+
+
+def test_a_worker_at_its_sessions_end_that_handles_its_own_sigterm_meanwhile_still_tears_down(monkeypatch) -> None:
+    """The same race once the worker's session is over (its handler then raises SystemExit): the group's
+    SIGTERM handled between the controller's look and its forward put the default action back, and the
+    forward killed the worker as it removed its containers (exit -15, no 'torn down')."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(signals.__file__).parents[2]),
+                                                        os.environ.get("PYTHONPATH", "")])}
+    worker = subprocess.Popen([sys.executable, "-c", AT_THE_END, "0.3"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
+        real_open = open
+
+        def read_then_let_its_own_sigterm_land(path, *args, **kwargs):
+            with real_open(path, *args, **kwargs) as fh:
+                text = fh.read()
+            worker.send_signal(signal.SIGTERM)  # the group's SIGTERM, handled by the worker just now
+            assert worker.stdout is not None and worker.stdout.readline() == "tearing down\n"
+            return io.StringIO(text)
+
+        monkeypatch.setattr("pytest_hermes_kernel.plugin.crashes.live_worker_pids", lambda config: [worker.pid])
+        monkeypatch.setattr(signals, "open", read_then_let_its_own_sigterm_land, raising=False)
+        signals._pass_on_to_workers(object())  # type: ignore[arg-type]
+
+        out, _ = worker.communicate(timeout=10)
+        assert worker.returncode == 0 and out == "torn down\n", (worker.returncode, out)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        worker.stdout.close()  # type: ignore[union-attr]

@@ -131,7 +131,7 @@ class FrameDecoder:
             header = _parse_header(text)
             del text
         lengths = header.get("blobs", [])
-        if isinstance(rest, bytes) and isinstance(lengths, list) and lengths == [len(rest)]:
+        if isinstance(rest, bytes) and lengths == [len(rest)]:  # (a list: no other value equals one)
             return header, [rest]  # one long blob: its bytes as they came
         blobs, pos = [], 0
         for n in lengths if isinstance(lengths, list) else [None]:

@@ -28,21 +28,23 @@ class _ReportedHere(logging.Filter):
     def __init__(self) -> None:
         super().__init__()
         self._lock = threading.Lock()
-        self._tracebacks: dict[int | None, float] = {}  # thread -> until when its ERROR lines are its traceback
+        # thread ident -> (that thread, until when its ERROR lines are its traceback): the thread itself too, as
+        # a thread started after it ended may take its ident (a re-attach's next connection, whose errors were dropped)
+        self._tracebacks: dict[int | None, tuple[threading.Thread, float]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         if "open FAILED" in message:  # a refused channel open: retried, or raised naming it
             return False
-        now = time.monotonic()
+        now, thread = time.monotonic(), threading.current_thread()  # (a filter runs in the thread that logs)
         with self._lock:
             if "Error reading SSH protocol banner" in message:
-                self._tracebacks[record.thread] = now + TRACEBACK_S
+                self._tracebacks[record.thread] = (thread, now + TRACEBACK_S)
                 return False
-            until = self._tracebacks.get(record.thread)
-            if until is None:
+            its = self._tracebacks.get(record.thread)
+            if its is None:
                 return True
-            if now < until and record.levelno >= logging.ERROR:
+            if its[0] is thread and now < its[1] and record.levelno >= logging.ERROR:
                 return False
             del self._tracebacks[record.thread]
             return True
