@@ -41,38 +41,13 @@ except KeyboardInterrupt:
 """
 
 
-def _worker(teardown_s: float) -> subprocess.Popen[str]:
+def _worker(teardown_s: float, script: str = WORKER) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(signals.__file__).parents[2]),
                                                         os.environ.get("PYTHONPATH", "")])}
-    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(teardown_s)], stdout=subprocess.PIPE, text=True,
+    worker = subprocess.Popen([sys.executable, "-c", script, str(teardown_s)], stdout=subprocess.PIPE, text=True,
                               env=env)
     assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
     return worker
-
-
-def test_a_worker_that_handles_its_own_sigterm_meanwhile_still_tears_down(monkeypatch) -> None:
-    worker = _worker(0.3)
-    try:
-        real_open = open
-
-        def read_then_let_its_own_sigterm_land(path, *args, **kwargs):
-            with real_open(path, *args, **kwargs) as fh:
-                text = fh.read()
-            worker.send_signal(signal.SIGTERM)  # the group's SIGTERM, handled by the worker just now
-            assert worker.stdout is not None and worker.stdout.readline() == "tearing down\n"
-            return io.StringIO(text)
-
-        monkeypatch.setattr("pytest_hermes_kernel.plugin.crashes.live_worker_pids", lambda config: [worker.pid])
-        monkeypatch.setattr(signals, "open", read_then_let_its_own_sigterm_land, raising=False)
-        signals._pass_on_to_workers(object())  # type: ignore[arg-type]
-
-        out, _ = worker.communicate(timeout=10)
-        assert worker.returncode == 0 and out == "torn down\n", (worker.returncode, out)  # not "interrupted"
-    finally:
-        if worker.poll() is None:
-            worker.kill()
-            worker.wait()
-        worker.stdout.close()  # type: ignore[union-attr]
 
 
 def test_a_second_sigterm_to_a_worker_after_the_window_still_kills_it() -> None:
@@ -112,15 +87,13 @@ except SystemExit:
 """
 
 
-def test_a_worker_at_its_sessions_end_that_handles_its_own_sigterm_meanwhile_still_tears_down(monkeypatch) -> None:
-    """The same race once the worker's session is over (its handler then raises SystemExit): the group's
-    SIGTERM handled between the controller's look and its forward put the default action back, and the
-    forward killed the worker as it removed its containers (exit -15, no 'torn down')."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(signals.__file__).parents[2]),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    worker = subprocess.Popen([sys.executable, "-c", AT_THE_END, "0.3"], stdout=subprocess.PIPE, text=True, env=env)
+@pytest.mark.parametrize("script", [WORKER, AT_THE_END], ids=["running", "at-its-sessions-end"])
+def test_a_worker_that_handles_its_own_sigterm_meanwhile_still_tears_down(monkeypatch, script) -> None:
+    """The forward lands right after the worker handled the group's SIGTERM itself: while its tests
+    run (the handler raises KeyboardInterrupt), and once its session is over (it raises SystemExit as
+    the worker removes its containers); before, the forward killed it (exit -15, no 'torn down')."""
+    worker = _worker(0.3, script)
     try:
-        assert worker.stdout is not None and worker.stdout.readline() == "ready\n"
         real_open = open
 
         def read_then_let_its_own_sigterm_land(path, *args, **kwargs):
@@ -135,7 +108,7 @@ def test_a_worker_at_its_sessions_end_that_handles_its_own_sigterm_meanwhile_sti
         signals._pass_on_to_workers(object())  # type: ignore[arg-type]
 
         out, _ = worker.communicate(timeout=10)
-        assert worker.returncode == 0 and out == "torn down\n", (worker.returncode, out)
+        assert worker.returncode == 0 and out == "torn down\n", (worker.returncode, out)  # not "interrupted"
     finally:
         if worker.poll() is None:
             worker.kill()
