@@ -80,14 +80,9 @@ def test_the_kernels_end_with_their_host_while_its_forked_child_lives(how: str) 
         kill_quietly([pid for pid in [child, *kernels, server] if not gone(pid)])
 
 
-SSH_HOST = """
-import json, os, sys, time
-from pytest_hermes_kernel import start_kernel
-from pytest_hermes_kernel.transports import make_transport
-
-target, key_file, known_hosts = sys.argv[1:4]
-transport = make_transport("ssh", target=target, key_filename=key_file, known_hosts=known_hosts)
-kernel = start_kernel(transport, timeout=30, orphan_timeout=3)
+#: The end of a host script: a forked child that lives on (its stdio on /dev/null), the pids said, the
+#: host SIGKILLed (``said``: more to print, a dict's items).
+FORK_THEN_DIE = """
 kernel.execute("x = 1")
 child = os.fork()
 if child == 0:
@@ -96,10 +91,22 @@ if child == 0:
         os.dup2(null, fd)
     time.sleep(60)
     os._exit(0)
-print(json.dumps({"child": child, "runner": kernel.runner_pid}), flush=True)
+print(json.dumps({"child": child, "runner": kernel.runner_pid, **said}), flush=True)
 time.sleep(0.2)
 os.kill(os.getpid(), 9)
 """
+
+
+SSH_HOST = """
+import json, os, sys, time
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+target, key_file, known_hosts = sys.argv[1:4]
+transport = make_transport("ssh", target=target, key_filename=key_file, known_hosts=known_hosts)
+kernel = start_kernel(transport, timeout=30, orphan_timeout=3)
+said = {}
+""" + FORK_THEN_DIE
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads")
@@ -164,18 +171,8 @@ from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 
 transport = DockerTransport(reuse=ReusePolicy(idle_timeout=300, directory=sys.argv[1]))
 kernel = start_kernel(transport, timeout=30, orphan_timeout=3)
-kernel.execute("x = 1")
-child = os.fork()
-if child == 0:
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    time.sleep(60)
-    os._exit(0)
-print(json.dumps({"child": child, "runner": kernel.runner_pid, "container": transport.container_id}), flush=True)
-time.sleep(0.2)
-os.kill(os.getpid(), 9)
-"""
+said = {"container": transport.container_id}
+""" + FORK_THEN_DIE
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads")
