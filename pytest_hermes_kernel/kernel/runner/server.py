@@ -40,6 +40,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -66,6 +67,9 @@ MAX_MESSAGE_BYTES = 4 << 20
 MAX_EXITS_KEPT = 256
 #: Exit status of a forked kernel whose own setup failed (EX_SOFTWARE, as a worker's).
 SETUP_FAILED = 70
+#: Seconds the server waits for a forked kernel to mark its environment (it answers the host after).
+STAMP_WAIT_S = 5.0
+_stamped_w: list[int] = []  # in a forked kernel: the pipe its server waits on
 #: Name of the entry that fills the slot's rest after a kernel id.
 SLOT_FILLER = "HERMES_KERNEL_SLOT"
 #: Longest kernel id a forked kernel can carry (a uuid4 hex is 32).
@@ -160,13 +164,26 @@ class ForkingServer:
 
         :raises OSError: if the fork fails.
         """
-        pid = os.fork()
+        stamped_r, stamped_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(stamped_r)
+            os.close(stamped_w)
+            raise
         if pid == 0:
             signal.set_wakeup_fd(-1)
+            os.close(stamped_r)
+            _stamped_w[:] = [stamped_w]
             self.close_in_child()
             child()
             os._exit(SETUP_FAILED)  # pragma: no cover - child() never returns
         self.children.add(pid)
+        os.close(stamped_w)
+        try:  # its kernel id in /proc/<pid>/environ before anyone hears of it: a host whose server went right
+            select.select([stamped_r], [], [], STAMP_WAIT_S)  # after this fork found no process of that kernel
+        finally:  # to end, and the unmarked child lived on (its orphan timer); EOF: the child is gone
+            os.close(stamped_r)
         return pid
 
     def close_in_child(self) -> None:
@@ -310,8 +327,12 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
     try:
         os.setsid()
         _redirect_stdio(config.get("log"))
-        close_fds_except({0, 1, 2, keep_fd})
+        close_fds_except({0, 1, 2, keep_fd, *_stamped_w})
         stamp_kernel_id(str(config["kernel_id"]))
+        for fd in _stamped_w:  # the server waits for this (see ForkingServer.fork)
+            os.write(fd, b"1")
+            os.close(fd)
+        _stamped_w.clear()
         if "random" in sys.modules:
             sys.modules["random"].seed()  # never the server's (or a sibling's) sequence
         cwd = config.get("cwd") or config.get("kernel_dir") or "/"
