@@ -45,10 +45,16 @@ _first_at: list[float] = []  # when this process's first SIGTERM came (time.mono
 DUPLICATE_S = 2.0
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+def _first_sigterm() -> None:
+    """Note this process's first SIGTERM: a second ends it at once (in a worker, once it cannot be
+    the forward; the forward may cross the worker's own SIGTERM in its session's end too, as that
+    end removes its containers)."""
     _first_at[:] = [time.monotonic()]
-    # a second SIGTERM ends the process at once (in a worker, once it cannot be the forward)
     signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else signal.SIG_DFL)
+
+
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    _first_sigterm()
     for config in _controller[:1]:
         _pass_on_to_workers(config)
     raise KeyboardInterrupt("SIGTERM: the run is torn down like after Ctrl-C")
@@ -78,8 +84,7 @@ def _pass_on_to_workers(config: pytest.Config) -> None:
 
 
 def _on_sigterm_at_the_end(signum: int, frame: FrameType | None) -> None:
-    _first_at[:] = [time.monotonic()]  # (in a worker, the forward may cross it here too: its end removes containers)
-    signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else signal.SIG_DFL)
+    _first_sigterm()
     raise SystemExit(128 + signal.SIGTERM)
 
 
