@@ -14,13 +14,13 @@ still running.
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
 import pytest
 
 from pytest_hermes_kernel.contract._probes import call_in_thread, run_in_thread
+from pytest_hermes_kernel.kernel.cell import CellRun
 
 CELL = """
 import threading, hermes_tools
@@ -29,28 +29,29 @@ hermes_tools.ack()  # (back once the thread's call has reached the host: the cel
 """
 
 
-def _result_waits_for_its_tools(deadline_s: float = 15.0) -> bool:
-    """Whether some thread of this process is in ``CellRun._join_tools`` within ``deadline_s``:
-    the cell's result has come and waits for the tool (a stop sent earlier reached the cell)."""
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        for frame in sys._current_frames().values():
-            while frame is not None:
-                if frame.f_code.co_name == "_join_tools":
-                    return True
-                frame = frame.f_back
-        time.sleep(0.01)
-    return False
+@pytest.fixture
+def joining(monkeypatch) -> threading.Event:
+    """Set once a cell's result waits for its tool calls (``CellRun._join_tools`` entered): a stop
+    sent after that reaches a cell whose own code has ended. (Walking ``sys._current_frames()``
+    for it read a popped frame of a running thread on CPython 3.11: ``f_back`` gave a float.)"""
+    entered, join = threading.Event(), CellRun._join_tools
+
+    def noted(self, *args, **kwargs):
+        entered.set()
+        return join(self, *args, **kwargs)
+
+    monkeypatch.setattr(CellRun, "_join_tools", noted)
+    return entered
 
 
 @pytest.mark.parametrize("stop", ["interrupt", "shutdown", "restart"])
-def test_a_stop_returns_a_cell_whose_thread_waits_on_a_hung_tool(hermes_kernel_factory, stop):
+def test_a_stop_returns_a_cell_whose_thread_waits_on_a_hung_tool(hermes_kernel_factory, joining, stop):
     started, release = threading.Event(), threading.Event()
     kernel = hermes_kernel_factory(tools={"hung": lambda: (started.set(), release.wait(60))[0],
                                           "ack": lambda: started.wait(15)})
     try:
         cell = run_in_thread(kernel, CELL, timeout=30)
-        assert _result_waits_for_its_tools(), "the cell's result never came"
+        assert joining.wait(15), "the cell's result never came"
         stopping = call_in_thread(getattr(kernel, stop))
         result = cell.result(timeout=10)  # (TimeoutError before the fix: it waited for the tool)
         stopping.result(timeout=10)
