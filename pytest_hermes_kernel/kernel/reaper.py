@@ -108,7 +108,7 @@ class IdleReaping:
     clock: Callable[[], float]
     _lock: threading.RLock
     _entries: OrderedDict[KernelKey, _Entry]
-    _transports: dict[int, Any]
+    _transports: SweptTransports
     _reaper: IdleReaper | None
 
     if TYPE_CHECKING:
@@ -145,11 +145,17 @@ class IdleReaping:
         return len(doomed)
 
     def sweep_stale(self) -> None:
-        """Let every transport this registry used remove stale kernel dirs."""
-        with self._lock:
-            transports = list(self._transports.values())
-        for transport in transports:
-            transport.sweep_stale(self.stale_dir_age)
+        """Let every transport this registry used that is still held somewhere remove stale kernel
+        dirs, each in turn; the first one's error is raised once all had theirs (one raising ended
+        the round, and the transports after it were never swept again)."""
+        failed: list[Exception] = []
+        for transport in self._transports.alive():
+            try:
+                transport.sweep_stale(self.stale_dir_age)
+            except Exception as exc:  # noqa: BLE001 - raised below, after the others
+                failed.append(exc)
+        if failed:
+            raise failed[0]
 
     def seconds_to_next_expiry(self) -> float | None:
         """Seconds until the next idle kernel expires (negative: overdue); ``None``: none is idle."""
@@ -166,6 +172,27 @@ class IdleReaping:
         expired = [e for e in list(self._entries.values())
                    if not in_use(e) and e.ready.is_set() and now - e.last_used > self.idle_timeout]
         return [self._pop_unlocked(e, "idle_reaped") for e in expired]
+
+
+class SweptTransports:
+    """The transports a registry sweeps for stale kernel dirs: those its kernels use, and any other
+    it was given that something still holds (the shared ones), by weak reference. A factory that
+    made a transport per key (a container per session) had every one kept for the registry's life,
+    and swept on every interval. A transport that takes no weak reference is held."""
+
+    def __init__(self) -> None:
+        self._weak: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
+        self._held: dict[int, Any] = {}
+
+    def add(self, transport: Any) -> None:
+        try:
+            self._weak[id(transport)] = transport
+        except TypeError:
+            self._held[id(transport)] = transport
+
+    def alive(self) -> list[Any]:
+        """The transports, in no promised order."""
+        return [*self._weak.values(), *self._held.values()]
 
 
 def in_use(entry: _Entry) -> bool:

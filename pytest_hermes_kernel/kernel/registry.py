@@ -39,7 +39,8 @@ from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
-from .reaper import IdleReaper, IdleReaping, await_burials, await_start, bury, closed_at_exit, in_use, why_ended
+from .reaper import (IdleReaper, IdleReaping, SweptTransports, await_burials, await_start, bury, closed_at_exit, in_use,
+                     why_ended)
 from .results import CellResult, KernelSnapshot, Reason, count_death
 from .rpc import ToolTable
 
@@ -134,7 +135,7 @@ class KernelRegistry(IdleReaping):
         self.host_pid = os.getpid()
         """The process this registry belongs to (a forked child's copy is its parent's)."""
         self._made = closed_at_exit(self)  # its place in the order of closing at exit (the newest first)
-        self._transports: dict[int, Any] = {}  # every transport the factory gave (for sweep_stale)
+        self._transports = SweptTransports()  # the factory's transports still held (for sweep_stale)
         self.holder = current_holder.get()
         """What holds this registry's kernels beyond the caller's unit of work (:mod:`.holders`)."""
         _live.add(self)
@@ -220,7 +221,7 @@ class KernelRegistry(IdleReaping):
         """A pending entry with a new, not yet started handle for ``key`` on ``transport``."""
         from .handle import KernelHandle
 
-        self._transports[id(transport)] = transport
+        self._transports.add(transport)
         options = replace(self.options, python=key.python or self.options.python, cwd=key.cwd or self.options.cwd)
         handle = KernelHandle(transport, options, tools=self.tools, owner=key.owner)
         handle.holder = hold(handle, self.holder)  # whenever it starts
