@@ -10,7 +10,7 @@ import pytest
 
 from ..procs import processes_with_env
 from ..transports.runner_zipapp import NAME_PREFIX, ZIP_PACKAGE
-from ._probes import gone_in_kernel, kernel_pids, wait_until
+from ._probes import CellStarted, gone_in_kernel, kernel_pids, run_in_thread, wait_until
 
 #: Seconds within which every process of a kernel is gone after ``Transport.kill`` returned ...
 KILLED_GONE_S = 5.0
@@ -115,15 +115,17 @@ def test_os_exit_is_detected_quickly_with_its_code(kernel):
     assert nxt.value == "'back'" and nxt.kernel.state_lost and nxt.kernel.exit_code == 5
 
 
-def test_interrupt_from_another_thread_keeps_state(kernel):
+def test_interrupt_from_another_thread_keeps_state(kernel_factory):
+    """(Interrupted once the cell says it runs: a 1-s timer's ``interrupt()``, which does nothing
+    with no cell running, came before the cell was sent when the test was held up that long.)"""
+    started = CellStarted()
+    kernel = kernel_factory(tools=started.tools())
     kernel.execute("y = 5")
     pid = kernel.pid
-    timer = threading.Timer(1.0, kernel.interrupt)
-    timer.start()
-    try:
-        r = kernel.execute("import time\ntime.sleep(30)")
-    finally:
-        timer.cancel()
+    cell = run_in_thread(kernel, started.CODE + "import time\ntime.sleep(30)")
+    started.wait(30)
+    kernel.interrupt()
+    r = cell.result(timeout=60)
 
     assert r.status == "interrupted" and r.ename == "KeyboardInterrupt", r.summary()
     assert r.duration_s < 5.0 and r.watchdog is None

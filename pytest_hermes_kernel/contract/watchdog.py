@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import pytest
@@ -106,18 +105,18 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
     Whether the frozen runner and worker are gone is looked at before the case's own clean-up
     kills what is left: it looked after, so a transport that counted a frozen runner as gone
     without killing it (its ``kill`` and ``alive`` asking the runner itself) passed."""
-    k = kernel_factory(watchdog=FROZEN)
+    def freeze() -> None:  # the cell's first step; the pids are where the kernel runs: signalled there
+        with k.budget_paused():  # (not a 0.3-s timer: an exec that landed after the 1-s budget froze nothing)
+            signal_in_kernel(k, runner, signal.SIGSTOP)
+
+    k = kernel_factory(watchdog=FROZEN, tools={"freeze": freeze})
     k.execute("s = 1")
     runner, worker = k.runner_pid, k.pid
-    timer, left = None, set()
-    try:  # the pids are where the kernel runs (a container's, an ssh host's): signal them there
-        timer = threading.Timer(0.3, signal_in_kernel, (k, runner, signal.SIGSTOP))
-        timer.start()
-        r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
+    left: set[int] = set()
+    try:  # the frozen runner never relays the tool's result: the cell waits until the ladder
+        r = k.execute("import hermes_tools, time\nhermes_tools.freeze()\ntime.sleep(30)", timeout=1.0)
         left = _left_after(lambda: {runner, worker} & kernel_pids(k), FROZEN_GONE_S)
     finally:
-        if timer is not None:
-            timer.cancel()
         for pid in {runner, worker} & kernel_pids(k):
             signal_in_kernel(k, pid, signal.SIGKILL)
 

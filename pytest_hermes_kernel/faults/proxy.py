@@ -62,8 +62,7 @@ class TcpFaultProxy:
         self._latency = 0.0
         self._latency_until: float | None = None
         self.connections = 0
-        self._reset_requests: list[threading.Event] = []
-        self._last_cut = 0
+        self._reset_requests: list[tuple[threading.Event, list[int]]] = []
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
@@ -72,14 +71,15 @@ class TcpFaultProxy:
         """RST every open connection; return how many were cut.
 
         The proxy thread does the cutting (it owns the selector), so a new connection can never
-        collide with a socket closed under it; this waits up to 2 s for that.
+        collide with a socket closed under it; this waits for that cut (a 2-s wait whose end was
+        not looked at returned the last reset's count while a held-up thread had cut nothing yet),
+        or cuts itself once that thread has ended (``close()``: it ends without serving a request).
         """
-        if not self._thread.is_alive():
-            return self._cut_all(None)
-        done = threading.Event()
-        self._reset_requests.append(done)
-        done.wait(2.0)
-        return self._last_cut
+        done, cut = threading.Event(), []
+        self._reset_requests.append((done, cut))
+        while self._thread.is_alive() and not done.wait(0.05):
+            pass
+        return cut[0] if done.is_set() else self._cut_all(None)
 
     def _cut_all(self, sel: selectors.BaseSelector | None) -> int:
         with self._lock:
@@ -92,7 +92,6 @@ class TcpFaultProxy:
                     except (KeyError, ValueError):
                         pass
                 reset_socket(sock)
-        self._last_cut = len(pairs)
         return len(pairs)
 
     def blackhole(self, duration: float | None = None) -> None:
@@ -120,10 +119,11 @@ class TcpFaultProxy:
         peers: dict[socket.socket, socket.socket] = {}
         while not self._stop.is_set():
             while self._reset_requests:
-                self._cut_all(sel)
+                done, cut = self._reset_requests.pop(0)
+                cut.append(self._cut_all(sel))
                 for s in [s for s in peers]:
                     peers.pop(s, None)
-                self._reset_requests.pop(0).set()
+                done.set()
             if self._blackholed():
                 time.sleep(0.02)  # nothing moves; connections stay open and silent
                 continue

@@ -30,8 +30,9 @@ GRACE = "--hermes-leak-grace=0.5"
 DETACH = """
 import subprocess
 
-def detach(tag, seconds=300):
-    subprocess.run(["sh", "-c", f"setsid sh -c 'sleep {seconds}; : {tag}' </dev/null >/dev/null 2>&1 &"],
+def detach(tag, seconds=300, until=None):
+    wait = f"sleep {seconds}" if until is None else f"while [ ! -e {until} ]; do sleep 0.02; done"
+    subprocess.run(["sh", "-c", f"setsid sh -c '{wait}; : {tag}' </dev/null >/dev/null 2>&1 &"],
                    env={"PATH": "/usr/bin:/bin"}, check=True)
 """
 
@@ -139,10 +140,11 @@ def exits_3():
     yield proc
     assert proc.wait(5) == 3, "a Popen's exit status was taken"
 
-def test_short_lived_helper(exits_3):
-    detach("{tag}-short", seconds=0.5)
+def test_short_lived_helper(exits_3, tmp_path):
+    detach("{tag}-short", until=tmp_path / "end")  # (not a 0.5-s helper: one that ended before the look was not found)
     helper = [p for p in psutil.process_iter(["cmdline"]) if "{tag}-short" in " ".join(p.info["cmdline"] or ())]
     assert [p.ppid() for p in helper] == [os.getpid()], "adopted by the test process"
+    (tmp_path / "end").touch()  # it ends within the test
     deadline = time.monotonic() + 10  # (not psutil's wait(): it reaps a child itself)
     while time.monotonic() < deadline and zombie_children() != {{helper[0].pid, exits_3.pid}}:
         time.sleep(0.02)

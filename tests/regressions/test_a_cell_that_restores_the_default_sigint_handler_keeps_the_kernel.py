@@ -14,6 +14,8 @@ from __future__ import annotations
 import threading
 import time
 
+from tests.support import CellStarted, run_in_thread
+
 
 def test_interrupts_at_a_cells_end_never_end_the_worker(hermes_kernel):
     hermes_kernel.execute("import signal; signal.signal(signal.SIGINT, signal.default_int_handler); kept = 1")
@@ -35,12 +37,16 @@ def test_interrupts_at_a_cells_end_never_end_the_worker(hermes_kernel):
     assert (after.value, after.kernel.state_lost) == ("1", False), after.summary()
 
 
-def test_the_default_handler_still_interrupts_a_cell(hermes_kernel):
-    hermes_kernel.execute("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)")
-    timer = threading.Timer(0.3, hermes_kernel.interrupt)
-    timer.start()
+def test_the_default_handler_still_interrupts_a_cell(hermes_kernel_factory):
+    """(The interrupt follows the cell's start: a 0.3-s timer's came before the cell was sent when
+    the test's thread was held up that long, and an ``interrupt()`` with no cell does nothing.)"""
+    probe = CellStarted()
+    kernel = hermes_kernel_factory(tools=probe.tools())
+    kernel.execute("import signal; signal.signal(signal.SIGINT, signal.default_int_handler)")
+    cell = run_in_thread(kernel, probe.CODE + "import time; time.sleep(30)", timeout=20)
+    probe.wait(30)
+    kernel.interrupt()
 
-    result = hermes_kernel.execute("import time; time.sleep(30)", timeout=20)
-    timer.join()
+    result = cell.result(timeout=60)
 
     assert (result.status, result.ename) == ("interrupted", "KeyboardInterrupt"), result.summary()

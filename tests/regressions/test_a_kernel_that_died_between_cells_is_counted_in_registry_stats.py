@@ -15,18 +15,24 @@ from pytest_hermes_kernel import KernelKey
 from tests.support import gone, wait_until
 
 A = KernelKey(owner="a")
+#: A death the cell arms for once ``{go}`` exists, which the test makes when it has the cell's result
+#: (a 0.3-s timer's death that came first, the worker held up that long, was the cell's own: ``died``).
 LATER = {
-    "signal.alarm": "import signal\nsignal.alarm(1)",
-    "a thread's os._exit": "import os, threading\nthreading.Timer(0.3, os._exit, (4,)).start()",
+    "signal.alarm": "signal.alarm(1)",
+    "a thread's os._exit": "os._exit(4)",
 }
+ARM = ("import os, signal, threading, time\ndef later():\n    while not os.path.exists({go!r}):\n"
+       "        time.sleep(0.01)\n    {death}\nthreading.Thread(target=later, daemon=True).start()")
 
 
 @pytest.mark.parametrize("how", list(LATER))
-def test_a_death_between_cells_is_counted_once(make_registry, how):
+def test_a_death_between_cells_is_counted_once(make_registry, how, tmp_path):
     reg = make_registry(idle_timeout=None)
     assert reg.execute(A, "x = 1").status == "ok"
     pid = reg.get_or_start(A).worker_pid
-    assert reg.execute(A, LATER[how]).status == "ok"
+    go = tmp_path / "go"
+    assert reg.execute(A, ARM.format(go=str(go), death=LATER[how])).status == "ok"
+    go.touch()
     wait_until(lambda: gone(pid), 10.0, what="the worker to die between cells")
 
     told = reg.execute(A, "2")

@@ -23,7 +23,7 @@ import pytest
 
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import wait_until
+from tests.support import signal_in_kernel, wait_until
 
 
 @pytest.mark.parametrize("server", [True, False], ids=["forked", "spawned"])
@@ -58,13 +58,13 @@ def test_a_local_runner_killed_outside_is_not_called_alive(server: bool, when: s
 @pytest.mark.parametrize("when", ["between-cells", "mid-cell"])
 def test_a_forked_remote_runner_killed_outside_says_how_it_ended(hermes_kernel, when: str) -> None:
     runner = int(hermes_kernel.execute("import os; x = 1; os.getppid()").value)
-    kill = f"import os, threading, time; threading.Timer(0.3, os.kill, ({runner}, 9)).start()"
-    if when == "between-cells":
-        hermes_kernel.execute(kill)
+    if when == "between-cells":  # (from here once the cell is back: a 0.3-s timer the cell started killed
+        signal_in_kernel(hermes_kernel, runner, signal.SIGKILL)  # it first when the result took longer)
         wait_until(lambda: not hermes_kernel.transport.alive(hermes_kernel.launched), 10, what="the runner to end")
         result = hermes_kernel.execute("x")
     else:
-        result = hermes_kernel.execute(kill + "; time.sleep(3600)")
+        result = hermes_kernel.execute(f"import os, threading, time; threading.Timer(0.3, os.kill, ({runner}, 9)).start()"
+                                       "; time.sleep(3600)")
 
     info = result.kernel
     assert (result.status, info.state_lost, info.reason) == ("died", True, "transport_lost"), result

@@ -12,13 +12,12 @@ the GIL held that never returns (``pthread_mutex_lock`` on a mutex it already ho
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import pytest
 
 from pytest_hermes_kernel import WatchdogPolicy
-from tests.support import gone
+from tests.support import CellStarted, gone, run_in_thread
 
 POLICY = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
 TIMEOUT = 2.0
@@ -26,20 +25,19 @@ BOUND = TIMEOUT + POLICY.interrupt_grace + POLICY.kill_grace + 4.0  # the case's
 
 
 def test_a_sigint_ignored_by_the_launcher_is_not_inherited(make_kernel):
+    probe = CellStarted()
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as if started by `sh -c '... &'`
     try:
-        k = make_kernel()
+        k = make_kernel(tools=probe.tools())
     finally:
         signal.signal(signal.SIGINT, previous)
-    timer = threading.Timer(1.0, k.interrupt)
-    timer.start()
-    try:
-        started = time.monotonic()
-        r = k.execute("import time\ntime.sleep(30)")
-    finally:
-        timer.cancel()
+    cell = run_in_thread(k, probe.CODE + "import time\ntime.sleep(30)")
+    probe.wait(30)  # (not a 1-s timer: one that came before the cell was sent interrupted nothing)
+    started = time.monotonic()
+    k.interrupt()
+    r = cell.result(timeout=60)
     assert r.status == "interrupted" and r.ename == "KeyboardInterrupt", r.summary()
-    assert time.monotonic() - started < 1.0 + 2.0
+    assert time.monotonic() - started < 2.0
     assert r.watchdog is None and k.generation == 0
 
 

@@ -73,7 +73,10 @@ def container_argvs() -> list[bytes]:
     client = docker.from_env()
     found = []
     try:
-        for container in client.containers.list(filters={"label": f"{LABEL_RUN_ID}={current_run_id()}"}):
+        # (ignore_removed: the list inspects each container it lists, and raised NotFound for one another
+        # worker's test removed in between)
+        for container in client.containers.list(filters={"label": f"{LABEL_RUN_ID}={current_run_id()}"},
+                                                ignore_removed=True):
             try:
                 code, out = container.exec_run(["sh", "-c", "cat /proc/[0-9]*/cmdline; echo"], user="root")
             except (docker.errors.NotFound, docker.errors.APIError):

@@ -97,15 +97,45 @@ def test_an_interrupt_while_the_tool_reply_is_handled_leaves_the_next_command_re
     assert not w.reading, "the reading was handed over"
 
 
+def _sigint_once(pred) -> threading.Thread:
+    """SIGINT this process once ``pred()`` holds (a condition, not a timer: a timer's SIGINT that
+    came before the test's ``pytest.raises`` was entered, the main thread held up that long, was
+    a ``KeyboardInterrupt`` in the test itself, which ends pytest's whole run)."""
+    def fire() -> None:
+        if _until(pred, 10.0):
+            os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=fire, daemon=True)
+    thread.start()
+    return thread
+
+
+def _tool_call_sent(host: socket.socket):
+    """A condition: the worker's tool call has reached ``host`` (read here; it is never answered)."""
+    decoder, seen = FrameDecoder(), []
+    host.setblocking(False)
+
+    def sent() -> bool:
+        try:
+            decoder.feed(host.recv(65536))
+        except BlockingIOError:
+            pass
+        while (frame := decoder.next_frame()) is not None:
+            seen.append(frame[0].get("type"))
+        return "tool_call" in seen
+    return sent
+
+
 def test_an_interrupt_while_waiting_for_a_slow_tool_still_interrupts_at_once(worker):
     w, host = worker
-    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()  # the tool never answers
     started = time.monotonic()
+    _sigint_once(_tool_call_sent(host))  # the tool never answers
 
     with pytest.raises(KeyboardInterrupt):
         w.call_tool("slow", {})
 
     assert time.monotonic() - started < 2.0, "the wait for the reply was cut by the interrupt"
+    host.setblocking(True)
 
 
 def _results(host: socket.socket) -> list[dict]:

@@ -44,9 +44,9 @@ def supervisor():
     while (left := kicks.timeout(None)) is not None:
         time.sleep(left)
         kicks.send_due(os.getpid(), True)
-threading.Thread(target=supervisor).start()
 began = time.monotonic()
-try:
+try:  # (the thread started inside: a main thread held up 0.2 s took its SIGINT before a try after it)
+    threading.Thread(target=supervisor).start()
     time.sleep(5)
     print('slept')
 except KeyboardInterrupt:
