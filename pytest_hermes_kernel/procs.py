@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Collection
 
 import psutil
@@ -59,6 +60,34 @@ def start_time(pid: int) -> float | None:
         return psutil.Process(pid).create_time()
     except psutil.NoSuchProcess:
         return None
+
+
+#: Seconds a wall-clock start time an older kit recorded may be off from this one's reading of
+#: the same process (the wall clock may have been stepped since; see :func:`same_start`).
+WALL_CLOCK_START_TOLERANCE_S = 10.0
+
+
+def same_start(now: float | None, recorded: float, tolerance: float) -> bool:
+    """Whether a process whose :func:`start_time` is ``now`` (``None``: gone) is the one recorded
+    as started at ``recorded``, within ``tolerance`` seconds.
+
+    ``recorded`` is seconds since boot, or, written by a kit before 2026-12-02 (a run of it still
+    running: its container labels, its run files' members), psutil's wall-clock ``create_time()``:
+    a value over the uptime, which no since-boot time reaches. Such a one is compared on the wall
+    clock, within :data:`WALL_CLOCK_START_TOLERANCE_S` (read as since boot, it never matched: a
+    newer sweep removed a live older run's containers).
+    """
+    if now is None:
+        return False
+    try:
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        uptime = None
+    if uptime is not None and recorded > uptime + tolerance:
+        boot = time.time() - uptime
+        return abs(boot + now - recorded) <= max(tolerance, WALL_CLOCK_START_TOLERANCE_S)
+    return abs(now - recorded) <= tolerance
 
 
 def session_id(pid: int) -> int | None:

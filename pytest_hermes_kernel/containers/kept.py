@@ -29,7 +29,7 @@ import re
 import time
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
@@ -63,6 +63,8 @@ class KeptKernel:
     :param host_pid: the pytest process that kept it.
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
     :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
+    :param newer: the fields of a newer kit's record this kit does not know, written back as they
+        were (such a record was skipped as unreadable, and the process sweep killed its kernel).
     """
 
     kernel_id: str
@@ -76,6 +78,7 @@ class KeptKernel:
     host_pid: int
     worker_pid: int | None = None
     rootdir: str | None = None
+    newer: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def expires_at(self) -> float:
@@ -132,7 +135,18 @@ def save(record: KeptKernel, directory: str | None = None) -> str:
 
     :raises UnsafeRunDirError: if the kept directory is not private (see :func:`~.rundir.kept_dir`).
     """
-    return _write_private(_path(record.kernel_id, directory), json.dumps(asdict(record)))
+    data = asdict(record)
+    return _write_private(_path(record.kernel_id, directory), json.dumps({**data.pop("newer"), **data}))
+
+
+def _from_json(data: Any) -> KeptKernel:
+    """The record of a file's JSON; fields this kit does not know go to ``newer``.
+
+    :raises TypeError: if it is no object, or lacks a field.
+    """
+    known = {f.name for f in fields(KeptKernel)} - {"newer"}
+    return KeptKernel(**{k: v for k, v in data.items() if k in known},
+                      newer={k: v for k, v in data.items() if k not in known})
 
 
 def _write_private(path: str, text: str) -> str:
@@ -181,8 +195,8 @@ def load_all(directory: str | None = None, *, skipped: list[str] | None = None) 
     for name in names:
         try:
             with open(os.path.join(root, name), encoding="utf-8") as fh:
-                record = KeptKernel(**json.load(fh))
-        except (OSError, ValueError, TypeError):
+                record = _from_json(json.load(fh))
+        except (OSError, ValueError, TypeError, AttributeError):
             record = None
         if record is not None and _well_formed(record, name.removesuffix(".json")):
             records.append(record)

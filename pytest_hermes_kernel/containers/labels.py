@@ -12,7 +12,7 @@ import re
 import socket
 from typing import Literal
 
-from ..procs import start_time
+from ..procs import same_start, start_time
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
@@ -134,4 +134,4 @@ def host_is_gone(labels: dict[str, str]) -> bool:
         now = start_time(pid)
     except psutil.Error:
         return False  # exists but unreadable (another user): keep
-    return now is None or abs(now - started) > HOST_START_TOLERANCE_S
+    return not same_start(now, started, HOST_START_TOLERANCE_S)  # an older kit's label: wall clock

@@ -127,8 +127,9 @@ def member_alive(member: str) -> bool:
     pid, _, rest = member.partition(":")
     started, _, _token = rest.partition(":")
     try:
-        now = _process_start(int(pid))
-        return now is not None and abs(now - float(started)) <= START_TIME_TOLERANCE_S
+        from ..procs import same_start
+
+        return same_start(_process_start(int(pid)), float(started), START_TIME_TOLERANCE_S)
     except ValueError:
         return False
 

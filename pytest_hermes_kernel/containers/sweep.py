@@ -20,7 +20,10 @@ ran out, it goes like any dead run's container.
 from __future__ import annotations
 
 import os
+import re
 import socket
+import stat
+import tempfile
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
@@ -30,7 +33,7 @@ from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_R
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
 from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
-from .sharing import discard_unheld, held
+from .sharing import _locked_now, discard_unheld, held
 
 if TYPE_CHECKING:
     import docker
@@ -147,6 +150,50 @@ def sweep_dead_run_files(directory: str | None = None, *, keep_run_id: str | Non
     for run_id, path in run_dirs(directory):
         if run_id != keep_run_id:
             removed += _sweep_run_dir(path, dry_run)
+    return removed + _sweep_flat_run_files(directory, dry_run)
+
+
+#: A shared container's files as kits before 2026-12-01 (6bd26ba) wrote them, flat in the temp dir:
+#: ``pytest-hermes-kernel-<run id>-<kind>-<key>`` + ``.json`` (state; ``.json.<pid>.tmp`` while
+#: written) and ``.lock``, and the sshd container's private key ``<that>-<container id[:12]>.key``.
+_FLAT_STEM = r"pytest-hermes-kernel-[A-Za-z0-9_-]+-(?:docker|sshd)-[A-Za-z0-9_-]+"
+_FLAT_FILE = re.compile(rf"({_FLAT_STEM})\.(?:json|lock|json\.\d+\.tmp)")
+_FLAT_KEY = re.compile(rf"({_FLAT_STEM})-[0-9a-f]{{12}}\.key")
+
+
+def _sweep_flat_run_files(directory: str | None, dry_run: bool) -> list[str]:
+    """An older kit's run files (:data:`_FLAT_FILE`, :data:`_FLAT_KEY`) of this user that no live
+    member holds (its members are wall-clock start times: :func:`~..procs.same_start`) and whose
+    lock is free: a SIGKILLed run of it left them, its sshd private key too, and the per-user run
+    dirs' sweep never looked there. The lock file goes last, while held."""
+    root = directory or tempfile.gettempdir()
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    stems: dict[str, list[str]] = {}
+    for name in sorted(names):
+        found = _FLAT_FILE.fullmatch(name) or _FLAT_KEY.fullmatch(name)
+        try:
+            st = os.lstat(os.path.join(root, name))
+        except OSError:
+            continue
+        if found and stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid():
+            stems.setdefault(found.group(1), []).append(os.path.join(root, name))
+    removed: list[str] = []
+    for stem, paths in stems.items():
+        lock = os.path.join(root, f"{stem}.lock")
+        with _locked_now(lock, create=False) as free:
+            if not free or held(os.path.join(root, f"{stem}.json"), anchor=False):
+                continue
+            paths.sort(key=lambda path: path == lock)
+            for path in paths:
+                if not dry_run:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        continue
+                removed.append(path)
     return removed
 
 

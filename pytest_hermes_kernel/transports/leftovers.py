@@ -111,7 +111,9 @@ def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spare
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
             continue
         kernel_id = env.get("HERMES_KERNEL_ID")
-        if kernel_id in spared or kept.holds_kernel(kernel_id, env.get(TMPDIR_ENV)):  # its record: under its host's TMPDIR
+        # its record: under its host's TMPDIR; a kit before 2026-12-04 set no TMPDIR_ENV, but its
+        # kernel inherited its host's TMPDIR (without it, a sweep with another TMPDIR killed it)
+        if kernel_id in spared or kept.holds_kernel(kernel_id, env.get(TMPDIR_ENV) or env.get("TMPDIR")):
             continue
         try:
             if not dry_run:

@@ -125,6 +125,21 @@ class KernelHosts:
         """Whether the container exists and runs (a paused one counts as running)."""
         return self.state(container_id) != "stopped"
 
+    def stopped_words(self, container_id: str) -> str:
+        """Why a runner in a container :meth:`running` calls stopped cannot be reached: ``container
+        stopped``, or, when the engine has no such container, that it was removed and by what (it
+        said ``container stopped`` of one ``docker rm -f`` removed). Never raises."""
+        import docker as docker_sdk
+
+        try:
+            self.probe(lambda api: api.inspect_container(container_id))
+        except docker_sdk.errors.NotFound:
+            return (f"container {container_id[:12]} was removed (by hand, or by a sweep: a pytest-hermes-kernel "
+                    "before 2026-12-02 on this engine takes a newer run's containers for a dead run's; upgrade it)")
+        except Exception:  # noqa: BLE001 - cannot tell more
+            pass
+        return f"container stopped ({container_id[:12]})"
+
     def state(self, container_id: str, since: str | None = None) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
         its processes are frozen, not gone, and the engine refuses every exec into it with 409

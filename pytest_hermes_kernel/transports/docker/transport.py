@@ -248,7 +248,7 @@ class DockerTransport(Transport):
         """
         cid = launched.extra["container"]
         if not self.container_running(cid):
-            raise TransportLostError(f"container stopped ({cid[:12]})", permanent=True)
+            raise TransportLostError(self.hosts.stopped_words(cid), permanent=True)
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")

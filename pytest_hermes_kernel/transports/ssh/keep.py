@@ -27,7 +27,7 @@ from ...containers.kept import save_secret
 from ...errors import TransportLostError
 from ...kernel.contract import Launched
 from ..detached import SSH_KERNEL_ROOT, NullStream
-from .probes import end_kernel
+from .probes import end_kernel, sshd_container_gone
 
 if TYPE_CHECKING:
     from .transport import SshTransport
@@ -94,7 +94,13 @@ def attach_kept(transport: SshTransport, locator: dict[str, Any]) -> Launched:
     pid, kdir, runner = (locator.get(k) for k in ("runner_pid", "kernel_dir", "runner"))
     if not (isinstance(pid, int) and isinstance(kdir, str) and isinstance(runner, str)):
         raise TransportLostError(f"the kept ssh kernel's record is incomplete: {sorted(locator)}", permanent=True)
-    conn = transport.connection()
+    try:
+        conn = transport.connection()
+    except TransportLostError as exc:
+        if sshd_container_gone(locator):  # the kernel went with it: nothing will answer again
+            raise TransportLostError(f"{exc}; its sshd container {str(locator['container_id'])[:12]} is gone, "
+                                     "and the kernel with it", permanent=True) from None
+        raise
     extra = {"conn": conn, "python": locator.get("python") or transport.python, "runner": runner}
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
@@ -114,4 +120,3 @@ def cleanup_kept(transport: SshTransport, locator: dict[str, Any]) -> None:
     except (TransportLostError, OSError):
         return
     end_kernel(transport, conn, kdir, os.path.basename(kdir), "gone kept kernel")
-

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import shlex
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
@@ -146,9 +146,11 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
 
 
-def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
+def kernel_processes(transport: SshTransport, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
     """Live processes of kernel ``kernel_id`` on the ssh host, scanned there (by the kernel
-    server there when one runs, as the leak snapshot's scan is; else by an exec).
+    server there when one runs, as the leak snapshot's scan is; else by an exec). None when the
+    host does not answer and the kept kernel's ``locator`` names a run's sshd container that is
+    gone (:func:`sshd_container_gone`).
 
     :raises TransportLostError: if the host cannot be reached, or the scan fails or does not finish
         within :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
@@ -161,6 +163,10 @@ def kernel_processes(transport: SshTransport, kernel_id: str) -> list[str]:
             return parse_kernel_processes(out)
     try:
         code, out = transport.run_probe(KERNEL_PROCESSES_SCRIPT, kernel_id)
+    except TransportLostError:
+        if sshd_container_gone(locator):
+            return []
+        raise
     except TimeoutError:
         raise TransportLostError(f"the scan for kernel {kernel_id}'s processes on the ssh host did not "
                                  f"finish within {PROBE_TIMEOUT:g} s", timed_out=True) from None
@@ -283,3 +289,26 @@ def frozen(transport: SshTransport, launched: Launched) -> bool:
         return False
     return runner_stopped(lambda: conn.run(f"cat /proc/{int(launched.pid or 0)}/stat", timeout=2.0)) \
         or forked_frozen(launched)
+
+
+def sshd_container_gone(locator: dict[str, Any] | None) -> bool:
+    """Whether the run's sshd container a kept kernel's locator names is gone from the environment's
+    engine, or stopped (removed by hand, or by the sweep of a kit before 2026-12-02, which misreads
+    this kit's labels): its kernel went with it. ``False`` when none is named or the engine cannot say."""
+    cid = (locator or {}).get("container_id")
+    if not isinstance(cid, str) or not cid:
+        return False
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+    except Exception:  # noqa: BLE001 - no SDK or no engine: cannot tell
+        return False
+    try:
+        return client.api.inspect_container(cid)["State"]["Status"] in ("exited", "dead")
+    except docker.errors.NotFound:
+        return True
+    except Exception:  # noqa: BLE001 - cannot tell
+        return False
+    finally:
+        client.close()

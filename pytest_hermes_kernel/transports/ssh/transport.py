@@ -357,7 +357,7 @@ class SshTransport(Transport):
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` on the ssh host (:func:`.probes.kernel_processes`)."""
-        return probes.kernel_processes(self, kernel_id)
+        return probes.kernel_processes(self, kernel_id, locator)
 
     def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
         """Listed by the host-process scan of :meth:`leak_snapshot` while they live."""
