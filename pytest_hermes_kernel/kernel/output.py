@@ -48,9 +48,15 @@ _ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
 REDACTED = "[REDACTED]"
 
 SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "AUTH", "DSN",
-                     "WEBHOOK", "CREDS", "BEARER", "APIKEY")
+                     "WEBHOOK", "CREDS", "BEARER", "APIKEY", "PASSPHRASE", "SSHPASS")
 """A variable whose upper-cased name contains one of these is dropped from a kernel's
-environment (the seed system's list; ``PASS`` is absent on purpose: BYPASS, COMPASS)."""
+environment (the seed system's list, with ``GPG_PASSPHRASE`` and sshpass's ``SSHPASS``; a bare
+``PASS`` is no word: BYPASS, COMPASS)."""
+SECRET_NAME_PARTS = frozenset({"PASS", "PWD"})
+"""A name of two or more parts (split at ``_`` and other non-alphanumerics) one of which is one of
+these looks secret too: ``DB_PASS``, ``SMTP_PASS``, ``MYSQL_PWD`` (the mysql client's password)
+reached every kernel and printed whole; the shell's ``PWD`` and ``OLDPWD`` are one part each."""
+_NAME_PARTS = re.compile(r"[^A-Z0-9]+")
 
 SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
                       "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
@@ -161,8 +167,12 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def is_secret_name(name: str) -> bool:
+    """Whether a variable's name looks secret (:data:`SECRET_NAME_WORDS`, :data:`SECRET_NAME_PARTS`)."""
     upper = name.upper()
-    return any(word in upper for word in SECRET_NAME_WORDS)
+    if any(word in upper for word in SECRET_NAME_WORDS):
+        return True
+    parts = _NAME_PARTS.split(upper)
+    return len(parts) > 1 and not SECRET_NAME_PARTS.isdisjoint(parts)
 
 
 def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mapping[str, str] | None = None,
