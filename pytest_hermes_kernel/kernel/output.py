@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 MARKER_RESERVE_BYTES = 96
 """Bytes of the cap kept free for the truncation marker, so ``len(text) <= cap`` holds."""
@@ -35,7 +36,7 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((r
 literal search is a fast C pass, while a regex scan costs ~0.1 s per 5 MiB and pattern)."""
 _BEARER = re.compile(r"(?i)\b(bearer|token|authorization:)\s+[A-Za-z0-9._~+/=-]{16,}")
 _BEARER_WORDS = ("bearer", "token", "authorization:")
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s]+@")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s]+)@")
 """A URL's password: after an empty user too (``redis://:pw@cache``), and up to the last ``@`` of
 the authority (``postgres://app:p@ss@db``): both showed whole, or all but its first piece."""
 _ASSIGN = re.compile(
@@ -181,7 +182,8 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
               keep_all: bool = False) -> dict[str, str]:
     """The environment a kernel starts with.
 
-    Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) and, unless
+    Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) or whose value holds
+    a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``) and, unless
     ``keep_all``, every variable that is not on the safe list either. ``allow`` names pass as
     they are (the allow-list); ``extra`` is added last.
     """
@@ -190,7 +192,7 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
     for name, value in env.items():
         if name in allowed:
             out[name] = value
-        elif is_secret_name(name):
+        elif is_secret_name(name) or url_passwords(value):
             continue
         elif keep_all or name.startswith(SAFE_NAME_PREFIXES):
             out[name] = value
@@ -205,6 +207,18 @@ def kernel_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of the host's secret-looking variables, redacted wherever a cell prints them."""
+    """Values of the host's secret-looking variables, and the passwords of URLs in any variable's
+    value (:func:`url_passwords`), redacted wherever a cell prints them."""
     env = os.environ if env is None else env
-    return tuple(v for k, v in env.items() if is_secret_name(k) and len(v) >= 8)
+    found = [v for k, v in env.items() if is_secret_name(k)]
+    found += [p for v in env.values() for p in url_passwords(v)]
+    return tuple(dict.fromkeys(v for v in found if len(v) >= 8))
+
+
+def url_passwords(value: str) -> list[str]:
+    """The passwords of the URLs in ``value`` (each also percent-decoded, as ``urlparse`` users
+    read it): a cell printed ``urlparse(os.environ['DATABASE_URL']).password`` whole."""
+    if "://" not in value:
+        return []
+    found = [m.group(2) for m in _URL_PASSWORD.finditer(value)]
+    return found + [d for d in map(unquote, found) if d not in found]
