@@ -10,6 +10,7 @@ Also here: the environment a kernel starts with, scrubbed of secret-looking vari
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -212,7 +213,15 @@ def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     env = os.environ if env is None else env
     found = [v for k, v in env.items() if is_secret_name(k)]
     found += [p for v in env.values() for p in url_passwords(v)]
-    return tuple(dict.fromkeys(v for v in found if len(v) >= 8))
+    return tuple(dict.fromkeys(f for v in found for f in (v, *escaped_forms(v)) if len(f) >= 8))
+
+
+def escaped_forms(value: str) -> list[str]:
+    """``value`` as a ``repr`` or JSON writes it inside its quotes, where that differs: a secret
+    holding a backslash or a newline showed whole in a cell's value (``'Zq\\\\9#kP2'``), a dict's
+    repr, ``json.dumps`` output and a tool call's ``args``, none of which holds it literally."""
+    forms = (repr(value)[1:-1], json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1])
+    return [f for f in dict.fromkeys(forms) if f != value]
 
 
 def url_passwords(value: str) -> list[str]:
