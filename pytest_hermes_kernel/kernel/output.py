@@ -52,10 +52,10 @@ _ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
 REDACTED = "[REDACTED]"
 
 SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "AUTH", "DSN",
-                     "WEBHOOK", "CREDS", "BEARER", "APIKEY", "PASSPHRASE", "SSHPASS")
+                     "WEBHOOK", "CREDS", "BEARER", "APIKEY", "PASSPHRASE", "SSHPASS", "JWT", "COOKIE")
 """A variable whose upper-cased name contains one of these is dropped from a kernel's
-environment (the seed system's list, with ``GPG_PASSPHRASE`` and sshpass's ``SSHPASS``; a bare
-``PASS`` is no word: BYPASS, COMPASS)."""
+environment (the seed system's list, with ``GPG_PASSPHRASE``, sshpass's ``SSHPASS``, a CI job's
+OIDC token ``CI_JOB_JWT`` and a ``SESSION_COOKIE``; a bare ``PASS`` is no word: BYPASS, COMPASS)."""
 SECRET_NAME_PARTS = frozenset({"PASS", "PWD"})
 """A name of two or more parts (split at ``_`` and other non-alphanumerics) one of which is one of
 these looks secret too: ``DB_PASS``, ``SMTP_PASS``, ``MYSQL_PWD`` (the mysql client's password)
@@ -176,7 +176,7 @@ def is_secret_name(name: str) -> bool:
     if any(word in upper for word in SECRET_NAME_WORDS):
         return True
     parts = _NAME_PARTS.split(upper)
-    return len(parts) > 1 and not SECRET_NAME_PARTS.isdisjoint(parts)
+    return len(parts) > 1 and (not SECRET_NAME_PARTS.isdisjoint(parts) or parts[-1] == "PW")  # REDIS_PW, not PW_TEST_*
 
 
 def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mapping[str, str] | None = None,

@@ -5,7 +5,9 @@ The kernel's environment drops a host variable whose name looks secret (``KEY``,
 ``SMTP_PASS``, ``GPG_PASSPHRASE`` and sshpass's ``SSHPASS`` passed: a cell's
 ``print(os.environ['MYSQL_PWD'])`` printed the password whole (it was no secret value to redact
 either). They are dropped now, and redacted where a cell prints them; the shell's ``PWD`` and
-``OLDPWD``, ``BYPASS`` and ``COMPASS_DIR`` still pass.
+``OLDPWD``, ``BYPASS`` and ``COMPASS_DIR`` still pass. So are ``REDIS_PW``, a GitLab job's OIDC
+token ``CI_JOB_JWT`` (a cloud credential) and a ``SESSION_COOKIE``, which passed too (Playwright's
+``PW_TEST_*`` settings still pass).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pytest_hermes_kernel.kernel.output import REDACTED, is_secret_name, scrub_e
 
 PASSWORDS = {"MYSQL_PWD": "mysql-pwd-canary-41", "DB_PASS": "db-pass-canary-42", "SMTP_PASS": "smtp-canary-43",
              "GPG_PASSPHRASE": "gpg-canary-phrase-44", "SSHPASS": "sshpass-canary-45"}
-PLAIN = {"PWD": "/srv/app", "OLDPWD": "/srv", "BYPASS": "1", "COMPASS_DIR": "/opt/compass"}
+PLAIN = {"PWD": "/srv/app", "OLDPWD": "/srv", "BYPASS": "1", "COMPASS_DIR": "/opt/compass",
+         "PW_TEST_HTML_REPORT_OPEN": "never"}
+MORE = {"REDIS_PW": "redis-pw-canary-46", "CI_JOB_JWT": "eyJ-jwt-canary-47", "SESSION_COOKIE": "cookie-canary-48"}
 
 
 def test_password_names_look_secret_and_the_shells_names_do_not():
@@ -24,6 +28,11 @@ def test_password_names_look_secret_and_the_shells_names_do_not():
     assert [name for name in PLAIN if is_secret_name(name)] == []
     assert set(scrub_env({**PASSWORDS, **PLAIN}, keep_all=True)) == set(PLAIN)
     assert set(secret_values(PASSWORDS)) == set(PASSWORDS.values())
+
+
+def test_a_jwt_a_cookie_and_a_pw_look_secret_too():
+    assert [name for name in MORE if not is_secret_name(name)] == []
+    assert set(scrub_env({**MORE, **PLAIN}, keep_all=True)) == set(PLAIN)
 
 
 def test_a_host_password_under_another_name_never_reaches_a_kernel(hermes_kernel_factory, monkeypatch):
