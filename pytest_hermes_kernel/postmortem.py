@@ -65,7 +65,7 @@ def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[Kern
     """The body of :func:`attached` once the kernel is held: attach, yield, keep it on leaving."""
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
-                             options=CELL_OPTIONS)
+                             options=CELL_OPTIONS, env_secrets=record.secrets)
         try:
             yield handle
         finally:
@@ -395,7 +395,7 @@ def end_kept(record: KeptKernel) -> str | None:
         return str(exc)
     try:
         handle = attach_kept(transport, record.locator, kernel_id=record.kernel_id, token=record.token,
-                             options=CELL_OPTIONS)
+                             options=CELL_OPTIONS, env_secrets=record.secrets)
         handle.shutdown()
     except TransportLostError as exc:
         if not (exc.permanent or record.expired()):

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from ..errors import ConfigError, ContainerStartError, ImageMissingError, KernelStartError, TransportUnavailableError
+from ..kernel.output import redact
 
 if TYPE_CHECKING:
     import docker
@@ -45,6 +46,9 @@ def check_engine_url(url: str) -> str:
     """
     if url == DEFAULT_ENGINE:
         return url
+    if redact(url) != url:  # docker-py takes no password, and every message that named the engine showed it
+        raise ConfigError(f"bad docker engine URL {redact(url)!r}: an engine URL holds no password (a remote "
+                          "engine is reached over TLS: DOCKER_TLS_VERIFY, DOCKER_CERT_PATH)")
     try:  # a port out of range or no number, an unclosed [: docker-py's "did not answer", or a ValueError
         parsed = urlparse(url)
         by_path = parsed.scheme in ("unix", "npipe")
@@ -92,7 +96,7 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
     except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are not DockerException
         if client is not None:
             client.close()
-        raise TransportUnavailableError(f"the docker engine at {where} did not answer: {exc}. Hint: is dockerd "
+        raise TransportUnavailableError(f"the docker engine at {redact(where)} did not answer: {redact(str(exc))}. Hint: is dockerd "
                                         "running there, and may this user use its socket? is the URL right?") from None
     client.api.timeout = timeout
     return client

@@ -63,6 +63,8 @@ class KeptKernel:
     :param host_pid: the pytest process that kept it.
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
     :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
+    :param secrets: the secret values of the kernel's own ``env``, redacted from what ``exec`` and
+        ``attach`` print (secret: never in a repr; they are in the kernel the token reaches anyway).
     :param newer: the fields of a newer kit's record this kit does not know, written back as they
         were (such a record was skipped as unreadable, and the process sweep killed its kernel).
     """
@@ -78,6 +80,7 @@ class KeptKernel:
     host_pid: int
     worker_pid: int | None = None
     rootdir: str | None = None
+    secrets: list[str] = field(default_factory=list, repr=False)
     newer: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -219,7 +222,7 @@ def skipped_note(skipped: list[str]) -> str:
 _FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "kernel_id": (str,), "transport": (str,), "locator": (dict,), "token": (str,), "nodeid": (str,),
     "kept_at": (int, float), "detached_at": (int, float), "ttl_s": (int, float), "host_pid": (int,),
-    "worker_pid": (int, type(None)), "rootdir": (str, type(None))}
+    "worker_pid": (int, type(None)), "rootdir": (str, type(None)), "secrets": (list,)}
 
 
 def _well_formed(record: KeptKernel, stem: str) -> bool:

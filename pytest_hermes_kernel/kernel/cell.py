@@ -271,7 +271,7 @@ class CellRun:
             except BaseException as exc:  # noqa: BLE001 - a failing tool is the cell's error, not ours;
                 # KeyboardInterrupt or SystemExit too: in this thread they are the tool's own raise
                 # (no signal lands here), and unanswered, the cell would wait for its budget
-                reply.update(ok=False, error=describe_tool_error(exc))
+                reply.update(ok=False, error=describe_tool_error(exc, self.authority.secrets))
         finally:
             _in_tool.kernel, _in_tool.waiting = None, ()
             self.budget.resume()

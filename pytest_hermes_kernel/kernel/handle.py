@@ -19,7 +19,7 @@ import os
 import secrets
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -406,17 +406,17 @@ def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent
 
 
 def attach_kept(transport: Transport, locator: dict[str, Any], *, kernel_id: str, token: str,
-                options: KernelOptions | None = None) -> KernelHandle:
+                options: KernelOptions | None = None, env_secrets: Iterable[str] = ()) -> KernelHandle:
     """A handle on a kept kernel (:meth:`KernelHandle.keep`, maybe by another process), found by its
     transport :meth:`~.contract.Transport.locator` and attached with its token; the namespace is
     the one the kernel kept. End it with ``shutdown()``, or leave it kept with ``keep(ttl)``. A
     kept kernel whose worker had ended is a loss the next cell reports (``state_lost``,
-    ``reason="died"``), or ``KernelDiedError`` with ``auto_restart=False``.
+    ``reason="died"``), or ``KernelDiedError`` with ``auto_restart=False``. ``env_secrets``: its env's, to redact.
 
     :raises TransportLostError: if it cannot be reached (gone, expired, or the token is refused).
     """
     handle = KernelHandle(transport, options, kernel_id=kernel_id)
-    handle.token = token
+    handle.token, handle._secrets = token, (*handle._secrets, *env_secrets)  # redacted as in the test that kept it
     hello = handle._runtime.adopt(transport.attach_kept(locator), token)
     if hello.get("worker_pid") is None:  # its worker ended while kept: the next cell must say so, not replace it unseen
         code, sig = hello.get("worker_exit") or (None, None)

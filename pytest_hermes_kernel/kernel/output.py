@@ -10,10 +10,12 @@ Also here: the environment a kernel starts with, scrubbed of secret-looking vari
 from __future__ import annotations
 
 import codecs
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 MARKER_RESERVE_BYTES = 96
 """Bytes of the cap kept free for the truncation marker, so ``len(text) <= cap`` holds."""
@@ -35,7 +37,9 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((r
 literal search is a fast C pass, while a regex scan costs ~0.1 s per 5 MiB and pattern)."""
 _BEARER = re.compile(r"(?i)\b(bearer|token|authorization:)\s+[A-Za-z0-9._~+/=-]{16,}")
 _BEARER_WORDS = ("bearer", "token", "authorization:")
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s]+)@")
+"""A URL's password: after an empty user too (``redis://:pw@cache``), and up to the last ``@`` of
+the authority (``postgres://app:p@ss@db``): both showed whole, or all but its first piece."""
 _ASSIGN = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
     r"(\s*[=:]\s*)(['\"]?)(?![0-9][0-9_.,]*(?:[\s'\";)}\]]|$))([^\s'\"]{6,})\3")
@@ -48,9 +52,15 @@ _ASSIGN_WORDS = ("password", "passwd", "secret", "token", "api", "credential")
 REDACTED = "[REDACTED]"
 
 SECRET_NAME_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PASSWD", "AUTH", "DSN",
-                     "WEBHOOK", "CREDS", "BEARER", "APIKEY")
+                     "WEBHOOK", "CREDS", "BEARER", "APIKEY", "PASSPHRASE", "SSHPASS", "JWT", "COOKIE")
 """A variable whose upper-cased name contains one of these is dropped from a kernel's
-environment (the seed system's list; ``PASS`` is absent on purpose: BYPASS, COMPASS)."""
+environment (the seed system's list, with ``GPG_PASSPHRASE``, sshpass's ``SSHPASS``, a CI job's
+OIDC token ``CI_JOB_JWT`` and a ``SESSION_COOKIE``; a bare ``PASS`` is no word: BYPASS, COMPASS)."""
+SECRET_NAME_PARTS = frozenset({"PASS", "PWD"})
+"""A name of two or more parts (split at ``_`` and other non-alphanumerics) one of which is one of
+these looks secret too: ``DB_PASS``, ``SMTP_PASS``, ``MYSQL_PWD`` (the mysql client's password)
+reached every kernel and printed whole; the shell's ``PWD`` and ``OLDPWD`` are one part each."""
+_NAME_PARTS = re.compile(r"[^A-Z0-9]+")
 
 SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
                       "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
@@ -161,15 +171,20 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
 
 
 def is_secret_name(name: str) -> bool:
+    """Whether a variable's name looks secret (:data:`SECRET_NAME_WORDS`, :data:`SECRET_NAME_PARTS`)."""
     upper = name.upper()
-    return any(word in upper for word in SECRET_NAME_WORDS)
+    if any(word in upper for word in SECRET_NAME_WORDS):
+        return True
+    parts = _NAME_PARTS.split(upper)
+    return len(parts) > 1 and (not SECRET_NAME_PARTS.isdisjoint(parts) or parts[-1] == "PW")  # REDIS_PW, not PW_TEST_*
 
 
 def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mapping[str, str] | None = None,
               keep_all: bool = False) -> dict[str, str]:
     """The environment a kernel starts with.
 
-    Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) and, unless
+    Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) or whose value holds
+    a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``) and, unless
     ``keep_all``, every variable that is not on the safe list either. ``allow`` names pass as
     they are (the allow-list); ``extra`` is added last.
     """
@@ -178,7 +193,7 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
     for name, value in env.items():
         if name in allowed:
             out[name] = value
-        elif is_secret_name(name):
+        elif is_secret_name(name) or url_passwords(value):
             continue
         elif keep_all or name.startswith(SAFE_NAME_PREFIXES):
             out[name] = value
@@ -193,6 +208,26 @@ def kernel_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of the host's secret-looking variables, redacted wherever a cell prints them."""
+    """Values of the host's secret-looking variables, and the passwords of URLs in any variable's
+    value (:func:`url_passwords`), redacted wherever a cell prints them."""
     env = os.environ if env is None else env
-    return tuple(v for k, v in env.items() if is_secret_name(k) and len(v) >= 8)
+    found = [v for k, v in env.items() if is_secret_name(k)]
+    found += [p for v in env.values() for p in url_passwords(v)]
+    return tuple(dict.fromkeys(f for v in found for f in (v, *escaped_forms(v)) if len(f) >= 8))
+
+
+def escaped_forms(value: str) -> list[str]:
+    """``value`` as a ``repr`` or JSON writes it inside its quotes, where that differs: a secret
+    holding a backslash or a newline showed whole in a cell's value (``'Zq\\\\9#kP2'``), a dict's
+    repr, ``json.dumps`` output and a tool call's ``args``, none of which holds it literally."""
+    forms = (repr(value)[1:-1], json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1])
+    return [f for f in dict.fromkeys(forms) if f != value]
+
+
+def url_passwords(value: str) -> list[str]:
+    """The passwords of the URLs in ``value`` (each also percent-decoded, as ``urlparse`` users
+    read it): a cell printed ``urlparse(os.environ['DATABASE_URL']).password`` whole."""
+    if "://" not in value:
+        return []
+    found = [m.group(2) for m in _URL_PASSWORD.finditer(value)]
+    return found + [d for d in map(unquote, found) if d not in found]

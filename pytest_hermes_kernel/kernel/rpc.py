@@ -172,9 +172,11 @@ def _awaited(awaitable: Awaitable[Any]) -> Any:
 MAX_TOOL_ERROR_CHARS = 4 * 1024 * 1024
 
 
-def describe_tool_error(exc: BaseException) -> str:
+def describe_tool_error(exc: BaseException, secrets: tuple[str, ...] = ()) -> str:
     """What the cell's ``ToolError`` says of a tool that raised ``exc``: ``"Name: message"``, the
-    message cut at :data:`MAX_TOOL_ERROR_CHARS`.
+    message redacted as a result's text is (``secrets`` and credential shapes: a tool runs where the
+    host's secrets are, and an HTTP error naming its URL's ``?key=`` handed the kernel the key) and
+    cut at :data:`MAX_TOOL_ERROR_CHARS`.
 
     The message is the tool's code too: one whose ``__str__`` fails is named as failed, in the
     worker's words for a cell's own such exception (raised here, it ended the tool's thread with
@@ -184,8 +186,10 @@ def describe_tool_error(exc: BaseException) -> str:
         text = str(exc)
     except BaseException as again:  # noqa: BLE001 - a broken __str__ is the tool's, never the host's
         text = f"<str failed: {type(again).__name__}>"
-    if len(text) > MAX_TOOL_ERROR_CHARS:  # (one past a frame was lost: "returned a value that does not fit")
-        text = text[:MAX_TOOL_ERROR_CHARS] + f" [... {len(text) - MAX_TOOL_ERROR_CHARS} characters dropped ...]"
+    size = len(text)  # read past the cut as far as a secret reaches, so none is cut in two unredacted
+    text = redact(text[:MAX_TOOL_ERROR_CHARS + 2 * max(map(len, secrets), default=0) + 160], secrets)
+    if size > MAX_TOOL_ERROR_CHARS:  # (one past a frame was lost: "returned a value that does not fit")
+        text = text[:MAX_TOOL_ERROR_CHARS] + f" [... {size - MAX_TOOL_ERROR_CHARS} characters dropped ...]"
     return f"{type(exc).__name__}: {text}"
 
 

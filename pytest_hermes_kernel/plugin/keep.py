@@ -108,6 +108,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
     docker and ssh held the run's container for the whole TTL.
     """
     from ..containers.kept import KeptKernel, remove, save
+    from ..kernel.output import secret_values
 
     launched = kernel.launched
     assert launched is not None  # alive
@@ -117,7 +118,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
-                            worker_pid=kernel.pid, rootdir=rootdir)
+                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(kernel.options.env)))
         save(record)
         kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:

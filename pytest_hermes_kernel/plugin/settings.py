@@ -23,6 +23,7 @@ from ..containers.reuse import DEFAULT_REUSE_IDLE_TIMEOUT_S, ReusePolicy
 from ..containers.sharing import RUN_ID_PATTERN, process_anchor, use_run_anchor, use_run_id
 from ..errors import ConfigError
 from ..kernel.options import MAX_SECONDS, is_seconds
+from ..kernel.output import REDACTED, redact
 from ..transports import TRANSPORT_NAMES
 
 LeakMode = Literal["off", "warn", "error"]
@@ -325,8 +326,9 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
                 text = ",".join(raw) if isinstance(raw, list) else str(raw)
                 try:
                     values[s.name] = s.parse(",".join(text.split()) if s.listed else text)
-                except (ConfigError, ValueError) as exc:
-                    raise pytest.UsageError(f"pytest-hermes-kernel: bad value {raw!r} from {source}: {exc}") from None
+                except (ConfigError, ValueError) as exc:  # a value holding a password is not echoed: the error masks it
+                    shown = "" if REDACTED in str(exc) or redact(text) != text else f" {raw!r}"
+                    raise pytest.UsageError(f"pytest-hermes-kernel: bad value{shown} from {source}: {exc}") from None
                 sources[s.name] = source
                 break
         env = environ.get(s.env)

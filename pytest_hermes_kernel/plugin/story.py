@@ -7,8 +7,8 @@ container and engine), kernel id, pids, generation, every loss or reset with
 its reason, the last cells' statuses (or the error a cell raised instead), and the tails of the runner's log and of the host's log
 (the kernel host container's or the sshd container's, :meth:`Transport.host_log`). Each tail is
 bounded (:data:`LOG_LINES` lines, :data:`SECTION_CHARS` characters a section) and redacted like
-cell output (:func:`~pytest_hermes_kernel.kernel.output.redact`, with the kernel env's secret
-values). The same facts go to ``item.user_properties`` as ``hermes_kernel.<n>.<fact>``, which
+cell output (:func:`~pytest_hermes_kernel.kernel.output.redact`, with the host's and the kernel
+env's secret values). The same facts go to ``item.user_properties`` as ``hermes_kernel.<n>.<fact>``, which
 the JUnit XML writer puts in the test case's ``<properties>``. A passing test gets the section
 only when ``-rA``/``-rP`` asks (what pytest prints a passing test's sections for; ``-v`` alone
 prints none), and no properties.
@@ -134,9 +134,9 @@ class KernelStory:
     def _clean(self, text: str) -> str:
         """``text`` redacted, a lone surrogate (a cell's value or error can hold one) as its escape
         (``\\ud800``): pytest wrote a section it could not encode escaped whole, on one line."""
-        from ..kernel.output import redact, secret_values
+        from ..kernel.output import kernel_secrets, redact
 
-        text = redact(text, secret_values(self.kernel.options.env))
+        text = redact(text, kernel_secrets(self.kernel.options.env))  # the host's too: a backend's repr held them
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import ConfigError
+from ...kernel.output import REDACTED, redact
 
 _PORT = re.compile(r"[0-9]{1,5}")
 _NAME = re.compile(r"[^\s\x00-\x1f\x7f]+")  # no space or control character (a NUL cut the name there)
@@ -36,9 +37,15 @@ class SshTarget:
         """Parse ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
 
         :raises ConfigError: if the port is not a number in 1..65535 (the OS takes 99999 modulo
-            65536: another port), or the host or user is empty or holds a space or a control character.
+            65536: another port), or the host or user is empty or holds a space or a control character,
+            or the user a ``:`` (``user:password@host``: the password was taken as part of the user name
+            and shown in every error, label and report; the message masks it).
         """
         user, at, hostport = text.rpartition("@")
+        if ":" in user:  # no user name holds one: a password (never echoed) or a scheme
+            shown = redact(text) if "://" in text else f"{user.rpartition(':')[0]}:{REDACTED}@{hostport}"
+            raise ConfigError(f"ssh target must be user@host:port, with no scheme and no password (ssh targets log in with "
+                              f"keys only: key_filename=, --hermes-ssh-key), not {shown!r}")
         host, port = hostport, "22"
         if hostport.startswith("["):
             host, bracket, rest = hostport[1:].partition("]")
