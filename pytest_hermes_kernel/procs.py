@@ -27,6 +27,29 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def process_table() -> str:
+    """This machine's boot id and this process's pid namespace (``<boot id> pid:[N]``): which
+    process table a pid recorded here is a pid of (a pid namespace alone is not enough: every
+    machine's first one has the same number); ``"?"`` where ``/proc`` cannot say."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return f"{fh.read().strip()} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return "?"
+
+
+def foreign_table(table: object) -> str:
+    """How a recorded :func:`process_table` stands to this process's: ``""`` the same one (or
+    nothing recorded: an older kit's; or ``/proc`` cannot say), ``"boot"`` an earlier boot of this
+    machine (every pid it names is gone), ``"namespace"`` another pid namespace of this boot (a
+    run inside a container or ``unshare --pid`` beside this one: its pids are not this table's,
+    so nothing of it is judged from here)."""
+    here = process_table()
+    if not isinstance(table, str) or table in (here, "?") or here == "?":
+        return ""
+    return "boot" if table.split(" ")[0] != here.split(" ")[0] else "namespace"
+
+
 def read_stat(pid: int) -> list[bytes] | None:
     """The fields of ``/proc/PID/stat`` after the command name (field 3 first), or ``None`` if gone."""
     try:
