@@ -101,3 +101,53 @@ def test_a_neighbours_sweep_leaves_a_live_run_of_another_pid_namespace_alone(tmp
             proc.communicate()
     assert proc.returncode == 0 and "1 passed" in output, output[-3000:]
     assert run_containers(run_id) == []
+
+
+def test_sweep_reused_leaves_a_container_a_run_of_another_pid_namespace_claimed(
+        tmp_path: Path, docker_ready: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same run with ``--hermes-reuse``: its container's claim names a member of that namespace
+    (pid 1), and `hermes-kernel sweep --reused` (every unclaimed container of the store) took it."""
+    import tempfile
+
+    import docker
+
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("needs root and unshare, to start a run in a pid namespace of its own")
+    (tmp_path / "test_inner.py").write_text(INNER)
+    out, tmp = tmp_path / "out", tmp_path / "tmp"  # a temp dir (and reuse store) of its own: no one else's parked
+    out.mkdir()
+    tmp.mkdir()
+    args = [unshare, "--pid", "--fork", "--mount-proc", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+            *UNRELATED_PLUGINS, "-p", "no:xdist", "-q", "--hermes-transport=docker", "--hermes-require-transports",
+            "--hermes-leak-check=error", "--hermes-reuse"]
+    proc = subprocess.Popen(args, cwd=tmp_path, env=dict(os.environ, KB_OUT=str(out), TMPDIR=str(tmp)),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    up: dict[str, object] = {}
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not (out / "up.json").exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the inner run never held its kernel:\n{proc.communicate()[0][-3000:]}")
+            time.sleep(0.05)
+        up = json.loads((out / "up.json").read_text())
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp))  # `sweep --reused` run with that run's TMPDIR
+        removed = sweep_dead_runs(reused=True)
+        monkeypatch.undo()
+        assert up["container"] not in removed and _container_running(str(up["container"]))
+        (out / "go").write_text("")
+        output = proc.communicate(timeout=RUN_TIMEOUT_S)[0]
+    finally:
+        (out / "go").write_text("")
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        if up:  # parked for reuse when the run ended: this test's to remove
+            client = docker.from_env()
+            try:
+                client.containers.get(str(up["container"])).remove(force=True)
+            except docker.errors.NotFound:
+                pass
+            finally:
+                client.close()
+    assert proc.returncode == 0 and "1 passed" in output, output[-3000:]
