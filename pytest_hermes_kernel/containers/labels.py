@@ -16,8 +16,8 @@ from ..procs import foreign_table, process_table, start_time
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
-           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "LABEL_PROCESS_TABLE", "Role", "creator_uid", "run_labels", "host_is_gone",
-           "label_path"]
+           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "LABEL_PROCESS_TABLE", "Role", "creator_uid", "run_labels",
+           "host_is_gone", "label_path"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
