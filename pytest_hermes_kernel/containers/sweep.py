@@ -216,8 +216,10 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
 def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str, str]:
     """Containers this process made for the run that nobody uses: ``{id: description}`` (leak probe).
 
-    Only this process's own (by its host pid label): another xdist worker's fresh container
-    is in use by that worker's test, and a shared one is judged by its members.
+    Only this process's own (by its host pid label, in this process table: two runs in pid
+    namespaces of their own given one ``--hermes-run-id`` are both pid 1, and one's check reported
+    and removed the other's live container): another xdist worker's fresh container is in use by
+    that worker's test, and a shared one is judged by its members.
 
     :param client: docker-py client of the engine the run's containers are on.
     :param run_id: the run's id label.
@@ -227,8 +229,8 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
     for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}
-        if summary["Id"] in kept:
-            continue
+        if summary["Id"] in kept or foreign_table(labels.get(LABEL_PROCESS_TABLE)):
+            continue  # a kept one; or another pid namespace's process of the same pid and run id
         if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
             continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
         state_file = label_path(labels, LABEL_STATE_FILE)
