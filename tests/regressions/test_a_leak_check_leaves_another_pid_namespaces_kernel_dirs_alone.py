@@ -8,71 +8,41 @@ probe now leaves another namespace's dirs to their own run."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
-import pytest
+from tests import namespaced
 
-from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS
-
-INNER = """
-import json, os, pathlib, time
-
-OUT = pathlib.Path(os.environ["KB_OUT"])
+INNER = namespaced.WAIT_FOR + """
 ROLE = os.environ["KB_ROLE"]
-
-
-def wait_for(name):
-    deadline = time.monotonic() + 120
-    while not (OUT / name).exists():
-        assert time.monotonic() < deadline, f"never saw {name}"
-        time.sleep(0.05)
 
 
 def test_a_kernel_beside_the_other_namespace(hermes_kernel):
     if ROLE == "b":
-        wait_for("a-up")  # b's kernel (and its dir) comes during a's test
+        wait_for("a-up.json")  # b's kernel (and its dir) comes during a's test
     assert hermes_kernel.execute("x = 41").status == "ok"
-    (OUT / f"{ROLE}-up").write_text(json.dumps({"pid": os.getpid(), "dir": hermes_kernel.launched.kernel_dir}))
-    wait_for("b-up" if ROLE == "a" else "go")
+    (OUT / f"{ROLE}-up.json").write_text(json.dumps({"pid": os.getpid(), "dir": hermes_kernel.launched.kernel_dir}))
+    wait_for("b-up.json" if ROLE == "a" else "go")
     assert hermes_kernel.execute("x + 1").value == "42"
 """
 
 
-def _start(unshare: str, directory: Path, out: Path, role: str) -> subprocess.Popen[str]:
-    args = [unshare, "--pid", "--fork", "--mount-proc", sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-            *UNRELATED_PLUGINS, "-p", "no:xdist", "-q", "--hermes-transport=local", "--hermes-leak-check=error"]
-    return subprocess.Popen(args, cwd=directory, env=dict(os.environ, KB_OUT=str(out), KB_ROLE=role),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
 def test_a_leak_check_leaves_a_kernel_dir_of_the_same_pid_in_another_namespace_alone(tmp_path: Path) -> None:
-    unshare = shutil.which("unshare")
-    if os.geteuid() != 0 or unshare is None:
-        pytest.skip("needs root and unshare, to start runs in pid namespaces of their own")
+    namespaced.unshare()
     (tmp_path / "test_inner.py").write_text(INNER)
     out = tmp_path / "out"
     out.mkdir()
-    runs = {role: _start(unshare, tmp_path, out, role) for role in "ab"}
+    command = namespaced.pytest_command("--hermes-transport=local")
+    runs = {role: namespaced.start(tmp_path, command, KB_OUT=str(out), KB_ROLE=role) for role in "ab"}
     try:
-        a_output = runs["a"].communicate(timeout=RUN_TIMEOUT_S)[0]
-        b_up = json.loads((out / "b-up").read_text())
-        a_up = json.loads((out / "a-up").read_text())
+        b_up = namespaced.wait_for(runs["b"], out / "b-up.json")
+        a_output = runs["a"].communicate(timeout=120)[0]
+        a_up = namespaced.wait_for(runs["a"], out / "a-up.json")
         assert a_up["pid"] == b_up["pid"] == 1  # the same pid, in two namespaces
         assert runs["a"].returncode == 0 and "1 passed" in a_output and "leak" not in a_output, a_output[-3000:]
         assert os.path.isdir(b_up["dir"])  # b's kernel's dir, still there for b
-        (out / "go").write_text("")
-        b_output = runs["b"].communicate(timeout=RUN_TIMEOUT_S)[0]
+        b_output = namespaced.finish(runs["b"], out / "go")
     finally:
-        (out / "go").write_text("")
-        for proc in runs.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
+        namespaced.stop(runs.values(), out / "go")
     assert runs["b"].returncode == 0 and "1 passed" in b_output, b_output[-3000:]
     assert not os.path.exists(b_up["dir"]) and not os.path.exists(a_up["dir"])
