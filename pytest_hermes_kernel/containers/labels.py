@@ -122,8 +122,8 @@ def host_is_gone(labels: dict[str, str]) -> bool:
     A host counts as alive when its pid exists *and* that process started when the label says
     (within :data:`HOST_START_TOLERANCE_S`), so a reused pid does not keep a dead run's
     containers. Containers of other hostnames, unlabelled ones, unreadable processes and hosts in
-    another pid namespace (:data:`LABEL_PROCESS_TABLE`) are never judged gone; a host of an
-    earlier boot always is.
+    another live pid namespace (:data:`LABEL_PROCESS_TABLE`) are never judged gone; a host of an
+    earlier boot, or of a pid namespace that ended (a container's run), always is.
 
     :param labels: the container's labels.
     """
@@ -132,8 +132,8 @@ def host_is_gone(labels: dict[str, str]) -> bool:
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return False
     table = foreign_table(labels.get(LABEL_PROCESS_TABLE))
-    if table:  # another pid namespace's pid is not one of ours (its live run was judged gone)
-        return table == "boot"
+    if table:  # another live pid namespace's pid is not one of ours (its live run was judged gone)
+        return table == "gone"
     try:
         pid = int(labels[LABEL_HOST_PID])
         started = float(labels[LABEL_HOST_START])

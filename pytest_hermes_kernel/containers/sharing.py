@@ -287,7 +287,7 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
 
     Members are checked by pid and start time (a reused pid is not a member); those recorded in
     another pid namespace (its ``table``: a run in a container beside this one) are not judged
-    here: held (an earlier boot's: not held). A missing or
+    here: held (an earlier boot's, or a namespace that ended: not held). A missing or
     unreadable state file holds nothing; one this user may not read (another user's run) counts
     as held: it is not ours to judge.
 
@@ -303,7 +303,7 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
     except (OSError, ValueError, AttributeError):
         return False
     table = foreign_table(state.get("table"))
-    if table:  # pids of another pid namespace (a run in a container beside this one): not judged here
+    if table:  # pids of another live pid namespace (a run in a container beside this one): not judged here
         return table == "namespace"
     if isinstance(run_anchor, str) and member_alive(run_anchor):
         return True

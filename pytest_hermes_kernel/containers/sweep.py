@@ -188,16 +188,16 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     container, and a shared one whose state file is not written yet, is in use while its
     creating host lives (:func:`~.labels.host_is_gone`). One whose state file this user may not
     look at is another user's run's: in use.
-    Containers of other hostnames, unlabelled ones and those made in another pid namespace of this
-    boot (:data:`~.labels.LABEL_PROCESS_TABLE`: a run in a container beside this one, whose pids
-    are not this namespace's) always count as in use: never ours to judge.
+    Containers of other hostnames, unlabelled ones and those made in another pid namespace that
+    still lives (:data:`~.labels.LABEL_PROCESS_TABLE`: a run in a container beside this one, whose
+    pids are not this namespace's) always count as in use: never ours to judge.
 
     :param labels: the container's labels.
     """
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
     if foreign_table(labels.get(LABEL_PROCESS_TABLE)) == "namespace":
-        return True  # made in another pid namespace (a run in a container beside this one): its pids are not ours
+        return True  # made in another live pid namespace (a run in a container beside this one): its pids are not ours
     state_file = label_path(labels, LABEL_STATE_FILE)
     if state_file:
         try:

@@ -7,7 +7,8 @@ here is init, started at boot, so the run counted as gone. The sweep removed the
 (the next cell: ``status='died'``, ``transport_lost ... container stopped``) and the run's state
 file with it; ``hermes-kernel sweep --reused`` likewise took a ``--hermes-reuse`` container such a
 run had claimed. The labels and the state file now name the process table their pids are of
-(boot id and pid namespace): another namespace's are not judged from here."""
+(boot id and pid namespace): another live namespace's are not judged from here, and once that
+namespace has ended (the run SIGKILLed with its container), what it left goes at the next sweep."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL_STATE_FILE
 from pytest_hermes_kernel.containers.sweep import sweep_dead_run_files, sweep_dead_runs
+from pytest_hermes_kernel.procs import pid_alive
 from tests import namespaced
-from tests.support import run_containers
+from tests.support import run_containers, wait_until
 
 INNER = namespaced.WAIT_FOR + """
 import docker
@@ -33,7 +35,7 @@ def test_a_kernel_held_while_a_neighbour_sweeps(hermes_kernel, hermes_transport)
     labels = client.containers.get(hermes_transport.container_id).labels
     client.close()
     (OUT / "up.json").write_text(json.dumps({"container": hermes_transport.container_id, "labels": labels,
-                                             "pid": os.getpid()}))
+                                             "pid": os.getpid(), "ns": os.readlink("/proc/self/ns/pid")}))
     wait_for("go")
     result = hermes_kernel.execute("x + 1")
     assert result.value == "42", result
@@ -101,3 +103,39 @@ def test_a_neighbours_sweep_leaves_a_live_run_of_another_pid_namespace_alone(
     assert proc.returncode == 0 and "1 passed" in output, output[-3000:]
     if not reuse:
         assert run_containers(run_id) == []
+
+
+def _in_namespace(namespace: str) -> list[str]:
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and os.readlink(f"/proc/{name}/ns/pid") == namespace and pid_alive(int(name)):
+                found.append(name)
+        except OSError:
+            continue
+    return found
+
+
+def test_what_a_killed_run_of_another_pid_namespace_left_goes_at_the_next_sweep(tmp_path: Path,
+                                                                                docker_ready: None) -> None:
+    namespaced.unshare()
+    (tmp_path / "test_inner.py").write_text(INNER)
+    out = tmp_path / "out"
+    out.mkdir()
+    run_id = f"pidns-{uuid.uuid4().hex}"
+    command = namespaced.pytest_command("--hermes-transport=docker", "--hermes-require-transports",
+                                        f"--hermes-run-id={run_id}")
+    proc = namespaced.start(tmp_path, command, KB_OUT=str(out))
+    try:
+        up = namespaced.wait_for(proc, out / "up.json")
+    finally:
+        proc.kill()  # SIGKILL: its namespace ends with unshare's child, and every process in there
+        proc.communicate()
+    wait_until(lambda: not _in_namespace(up["ns"]), 10.0, what="the killed run's namespace to end")
+    state_file = up["labels"][LABEL_STATE_FILE]
+    assert os.path.exists(state_file) and [c["Id"] for c in run_containers(run_id)] == [up["container"]]
+
+    removed = sweep_dead_runs()  # a later session's start-up sweep (its run files go with it)
+    sweep_dead_run_files()
+    assert up["container"] in removed and run_containers(run_id) == []
+    assert not os.path.exists(state_file)
