@@ -49,7 +49,7 @@ def foreign_table(table: object) -> str:
     if not isinstance(table, str) or table in (here, "?") or here == "?":
         return ""
     boot, _, namespace = table.partition(" ")
-    if boot != here.split(" ")[0] or not _namespace_lives(namespace):
+    if boot != here.split(" ")[0] or not namespace_lives(namespace):
         return "gone"
     return "namespace"
 
@@ -58,7 +58,7 @@ def foreign_table(table: object) -> str:
 INIT_PID_NAMESPACE = "pid:[4026531836]"
 
 
-def _namespace_lives(namespace: str) -> bool:
+def namespace_lives(namespace: str) -> bool:
     """Whether a process is in pid namespace ``namespace`` (``pid:[N]``); ``True`` when this process
     cannot tell (it is not in the initial namespace, or may not look at some process's)."""
     try:
