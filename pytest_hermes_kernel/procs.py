@@ -28,6 +28,58 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
+def process_table() -> str:
+    """This machine's boot id and this process's pid namespace (``<boot id> pid:[N]``): which
+    process table a pid recorded here is a pid of (a pid namespace alone is not enough: every
+    machine's first one has the same number); ``"?"`` where ``/proc`` cannot say."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return f"{fh.read().strip()} {os.readlink('/proc/self/ns/pid')}"
+    except OSError:
+        return "?"
+
+
+def foreign_table(table: object) -> str:
+    """How a recorded :func:`process_table` stands to this process's: ``""`` the same one (or
+    nothing recorded: an older kit's; or ``/proc`` cannot say), ``"gone"`` every pid it names is
+    gone (an earlier boot of this machine, or a pid namespace no process is in any more: a run in
+    a container that ended), ``"namespace"`` another live pid namespace (a run inside a container
+    or ``unshare --pid`` beside this one: its pids are not this table's, so nothing of it is
+    judged from here)."""
+    here = process_table()
+    if not isinstance(table, str) or table in (here, "?") or here == "?":
+        return ""
+    boot, _, namespace = table.partition(" ")
+    if boot != here.split(" ")[0] or not namespace_lives(namespace):
+        return "gone"
+    return "namespace"
+
+
+#: The initial pid namespace (``PROC_PID_INIT_INO``): a process in it sees every process of the machine.
+INIT_PID_NAMESPACE = "pid:[4026531836]"
+
+
+def namespace_lives(namespace: str) -> bool:
+    """Whether a process is in pid namespace ``namespace`` (``pid:[N]``); ``True`` when this process
+    cannot tell (it is not in the initial namespace, or may not look at some process's)."""
+    try:
+        if os.readlink("/proc/self/ns/pid") != INIT_PID_NAMESPACE:
+            return True
+        names = os.listdir("/proc")
+    except OSError:
+        return True
+    for name in names:  # (pid 1 is the initial namespace's own: a sandbox may refuse to show its link)
+        try:
+            if name.isdigit() and name != "1" and os.readlink(f"/proc/{name}/ns/pid") == namespace:
+                if pid_alive(int(name)):
+                    return True  # (a zombie of an ended namespace keeps its link until reaped)
+        except PermissionError:
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def read_stat(pid: int) -> list[bytes] | None:
     """The fields of ``/proc/PID/stat`` after the command name (field 3 first), or ``None`` if gone."""
     try:

@@ -12,12 +12,12 @@ import re
 import socket
 from typing import Literal
 
-from ..procs import same_start, start_time
+from ..procs import foreign_table, process_table, same_start, start_time
 
 __all__ = ["LABEL", "LABEL_RUN_ID", "LABEL_WORKER_ID", "LABEL_HOST_PID", "LABEL_HOST_START",
            "LABEL_HOSTNAME", "LABEL_ROLE", "LABEL_STATE_FILE", "LABEL_REUSE", "LABEL_REUSE_KEY", "LABEL_IMAGE_ID",
-           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "Role", "creator_uid", "run_labels", "host_is_gone",
-           "label_path"]
+           "LABEL_REUSE_STORE", "LABEL_TMPDIR", "LABEL_UID", "LABEL_PROCESS_TABLE", "Role", "creator_uid", "run_labels",
+           "host_is_gone", "label_path"]
 
 Role = Literal["docker-kernel-host", "sshd"]
 
@@ -50,6 +50,10 @@ LABEL_TMPDIR = "org.hermes-kernel.tmpdir"
 #: The uid of the process that made the container: a sweep judges only its own user's (another
 #: user's kept kernels, reuse records and run files are out of its sight).
 LABEL_UID = "org.hermes-kernel.uid"
+#: The process table (boot id and pid namespace, :func:`~..procs.process_table`) the host pid label
+#: is a pid of: a run in another pid namespace on the same hostname (a CI job in a container with
+#: the host's network, ``unshare --pid``) is never judged by pids read here.
+LABEL_PROCESS_TABLE = "org.hermes-kernel.process-table"
 #: A per-user directory in a path a label names (a state file, a reuse store): its uid.
 _USER_DIR_UID = re.compile(r"/pytest-hermes-kernel-(\d+)/")
 #: A host pid whose process started more than this many seconds away from the label is reused.
@@ -76,6 +80,7 @@ def run_labels(
         LABEL_HOSTNAME: socket.gethostname(),
         LABEL_ROLE: role,
         LABEL_UID: str(os.getuid()),
+        LABEL_PROCESS_TABLE: process_table(),
     }
     return {**{name: _label_text(value) for name, value in (extra or {}).items()}, **own}
 
@@ -116,8 +121,9 @@ def host_is_gone(labels: dict[str, str]) -> bool:
 
     A host counts as alive when its pid exists *and* that process started when the label says
     (within :data:`HOST_START_TOLERANCE_S`), so a reused pid does not keep a dead run's
-    containers. Containers of other hostnames, unlabelled ones and unreadable processes are
-    never judged gone.
+    containers. Containers of other hostnames, unlabelled ones, unreadable processes and hosts in
+    another live pid namespace (:data:`LABEL_PROCESS_TABLE`) are never judged gone; a host of an
+    earlier boot, or of a pid namespace that ended (a container's run), always is.
 
     :param labels: the container's labels.
     """
@@ -125,6 +131,9 @@ def host_is_gone(labels: dict[str, str]) -> bool:
 
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return False
+    table = foreign_table(labels.get(LABEL_PROCESS_TABLE))
+    if table:  # another live pid namespace's pid is not one of ours (its live run was judged gone)
+        return table == "gone"
     try:
         pid = int(labels[LABEL_HOST_PID])
         started = float(labels[LABEL_HOST_START])

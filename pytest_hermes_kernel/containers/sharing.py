@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import ConfigError, ContainerStartError, SharedLockTimeout
+from ..procs import foreign_table, process_table
 from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path
 
 Resource = dict[str, Any]
@@ -265,7 +266,7 @@ class SharedResource:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(state, fh)
+                json.dump({**state, "table": process_table()}, fh)  # the process table its pids are of
             os.replace(tmp, self.state_path)
         except BaseException:
             _unlink(tmp)
@@ -285,7 +286,9 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
     """Whether a live process is a member of the shared resource recorded at ``state_path``, or
     (with ``anchor``) its run's anchor lives (:func:`use_run_anchor`).
 
-    Members are checked by pid and start time (a reused pid is not a member). A missing or
+    Members are checked by pid and start time (a reused pid is not a member); those recorded in
+    another pid namespace (its ``table``: a run in a container beside this one) are not judged
+    here: held (an earlier boot's, or a namespace that ended: not held). A missing or
     unreadable state file holds nothing; one this user may not read (another user's run) counts
     as held: it is not ours to judge.
 
@@ -300,6 +303,9 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
         return True
     except (OSError, ValueError, AttributeError):
         return False
+    table = foreign_table(state.get("table"))
+    if table:  # pids of another live pid namespace (a run in a container beside this one): not judged here
+        return table == "namespace"
     if isinstance(run_anchor, str) and member_alive(run_anchor):
         return True
     return any(isinstance(m, str) and member_alive(m) for m in members)

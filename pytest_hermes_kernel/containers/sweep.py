@@ -28,8 +28,9 @@ from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING
 
 from .kept import exempt_container_ids, holds_kept_kernel, kept_container_ids
-from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID, LABEL_STATE_FILE,
-                     creator_uid, host_is_gone, label_path)
+from ..procs import foreign_table
+from .labels import (LABEL, LABEL_HOST_PID, LABEL_HOSTNAME, LABEL_PROCESS_TABLE, LABEL_REUSE, LABEL_ROLE, LABEL_RUN_ID,
+                     LABEL_STATE_FILE, creator_uid, host_is_gone, label_path)
 from .lifecycle import remove_container
 from .reuse import Verdict, removable, store_of, verdict
 from .rundir import is_run_file, remove_if_empty, reuse_dir, run_dir_path, run_dirs
@@ -234,12 +235,16 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
     container, and a shared one whose state file is not written yet, is in use while its
     creating host lives (:func:`~.labels.host_is_gone`). One whose state file this user may not
     look at is another user's run's: in use.
-    Containers of other hostnames and unlabelled ones always count as in use: never ours to judge.
+    Containers of other hostnames, unlabelled ones and those made in another pid namespace that
+    still lives (:data:`~.labels.LABEL_PROCESS_TABLE`: a run in a container beside this one, whose
+    pids are not this namespace's) always count as in use: never ours to judge.
 
     :param labels: the container's labels.
     """
     if labels.get(LABEL) != "1" or labels.get(LABEL_HOSTNAME) != socket.gethostname():
         return True
+    if foreign_table(labels.get(LABEL_PROCESS_TABLE)) == "namespace":
+        return True  # made in another live pid namespace (a run in a container beside this one): its pids are not ours
     state_file = label_path(labels, LABEL_STATE_FILE)
     if state_file:
         try:
@@ -258,8 +263,10 @@ def in_use(labels: dict[str, str], *, anchor: bool = True) -> bool:
 def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str, str]:
     """Containers this process made for the run that nobody uses: ``{id: description}`` (leak probe).
 
-    Only this process's own (by its host pid label): another xdist worker's fresh container
-    is in use by that worker's test, and a shared one is judged by its members.
+    Only this process's own (by its host pid label, in this process table: two runs in pid
+    namespaces of their own given one ``--hermes-run-id`` are both pid 1, and one's check reported
+    and removed the other's live container): another xdist worker's fresh container is in use by
+    that worker's test, and a shared one is judged by its members.
 
     :param client: docker-py client of the engine the run's containers are on.
     :param run_id: the run's id label.
@@ -269,8 +276,8 @@ def unused_run_containers(client: docker.DockerClient, run_id: str) -> dict[str,
     mine = {"label": [f"{LABEL_RUN_ID}={run_id}", f"{LABEL_HOST_PID}={os.getpid()}"]}
     for summary in client.api.containers(all=True, filters=mine):
         labels = summary.get("Labels") or {}
-        if summary["Id"] in kept:
-            continue
+        if summary["Id"] in kept or foreign_table(labels.get(LABEL_PROCESS_TABLE)):
+            continue  # a kept one; or another pid namespace's process of the same pid and run id
         if labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(summary["Id"], labels):
             continue  # kept between runs on purpose (claimed, or parked and unexpired): not a leak
         state_file = label_path(labels, LABEL_STATE_FILE)

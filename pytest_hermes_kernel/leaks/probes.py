@@ -372,10 +372,12 @@ def kernel_dirs() -> Snapshot:
     """Local kernel dirs this process made (``hermes-kernel-<pid>-*``) in the kernel dir root and
     in every other root it made one in (a test's own ``TMPDIR``, put back before the check).
 
-    Dirs of other processes (pytest-xdist workers, other sessions) are theirs to report.
+    Dirs of other processes (pytest-xdist workers, other sessions, a host of the same pid in
+    another pid namespace sharing the temp dir) are theirs to report.
     """
     if _LOCAL_TRANSPORT not in sys.modules:  # only the local transport makes them
         return {}
+    from ..transports.kernel_dirs import made_in_this_pid_namespace as ours  # another namespace's pid 1 is not us
     prefix, out = _own_dir_prefix(), {}
     for root in _kernel_dir_roots():
         try:
@@ -385,7 +387,7 @@ def kernel_dirs() -> Snapshot:
             continue
         except OSError:
             continue
-        out.update({f"dir:{n}": os.path.join(root, n) for n in names if n.startswith(prefix)})
+        out.update({f"dir:{n}": path for n in names if n.startswith(prefix) and ours(path := os.path.join(root, n))})
     return out
 
 

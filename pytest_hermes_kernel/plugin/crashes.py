@@ -14,7 +14,8 @@ do those of a worker on another machine (``--tx ssh=...``), whose pid names noth
 names the test the worker crashed in (``pytest_handlecrashitem``); the end-of-run summary repeats
 it with what was reaped, and lists the kernels the worker had kept for post-mortem (from their
 records: the worker's own list went down with it). Nothing here touches a live worker's
-kernels: the pid is that of the dead worker only.
+kernels: the pid is that of the dead worker only; nor a process of another pid namespace whose
+host, by that namespace's pids, still runs (a run under ``unshare --pid`` or in a container).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
                 continue
             if since is not None and (start_time(proc.pid) or 0.0) < since:
                 continue
+            if _host_lives_in_its_namespace(proc.pid, host_pid):
+                continue
             if kept.holds_kernel(env.get("HERMES_KERNEL_ID"), env.get(TMPDIR_ENV)):
                 continue
             cwd = proc.cwd()
@@ -102,6 +105,31 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
             shutil.rmtree(kernel_dirs.pop(proc), ignore_errors=True)
         time.sleep(0.01)
     return len(killed)
+
+
+def _host_lives_in_its_namespace(pid: int, host_pid: int) -> bool:
+    """Whether process ``pid`` runs in another pid namespace in which a live process has the pid
+    ``host_pid``: its host is that process (a run under ``unshare --pid`` or in a container beside
+    this one names its host by that namespace's pid), not the crashed worker. The crashed worker's
+    kernels in the run's containers name its pid here, which no process of theirs has (and
+    :func:`reap_in_containers` reaps them there as well)."""
+    try:
+        namespace = os.readlink(f"/proc/{pid}/ns/pid")
+        if namespace == os.readlink("/proc/self/ns/pid"):
+            return False
+    except OSError:
+        return False
+    for name in os.listdir("/proc"):
+        try:
+            if not name.isdigit() or os.readlink(f"/proc/{name}/ns/pid") != namespace:
+                continue
+            with open(f"/proc/{name}/status", encoding="ascii", errors="replace") as fh:
+                ids = next((line.split()[1:] for line in fh if line.startswith("NSpid:")), [])
+            if ids and int(ids[-1]) == host_pid:  # its pid in its own (innermost) namespace
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def _gone(proc: psutil.Process) -> bool:

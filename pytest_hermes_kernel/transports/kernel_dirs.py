@@ -185,9 +185,17 @@ def _host_dead(rest: str, path: str) -> bool:
     pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
     if not (sep and pid.isdigit()) or pid_alive(int(pid)):
         return False
+    return made_in_this_pid_namespace(path)
+
+
+def made_in_this_pid_namespace(path: str) -> bool:
+    """Whether the host that made kernel dir ``path`` ran in this process's pid namespace, as its
+    :data:`HOST_FILE` says; ``True`` when it does not say (a server's dir, an older kit's: the pid
+    in its name alone decides). Two runs in pid namespaces of their own that share a temp dir are
+    often both pid 1: the name alone made one's leak check report (and remove) the other's dir."""
     try:
         with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
             namespace = fh.readline().split()[1:2]  # the first line; the second is the host's temp dir
     except OSError:
-        return True  # no host file (a server's dir, an older kit's): the pid alone decides
+        return True
     return not namespace or namespace[0] == _pid_namespace()

@@ -65,8 +65,10 @@ def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared:
 
 def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     """Remove this user's local filecell kernel dirs whose runner (``runner.pid``) is gone (the
-    old shared root holds other users' too: root's sweep removed them)."""
-    from ..procs import dirs_under, pid_alive
+    old shared root holds other users' too: root's sweep removed them), never one whose runner
+    runs in another pid namespace that still lives (a run under ``unshare --pid`` or in a container
+    sharing ``/tmp``)."""
+    from ..procs import dirs_under, namespace_lives, pid_alive
     from .filecell.transport import DEFAULT_ROOT, LEGACY_ROOT
 
     removed = 0
@@ -75,7 +77,10 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
             if os.lstat(path).st_uid != os.getuid():
                 continue  # another user's, not ours to judge
             with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
-                pid = int(fh.read().split()[0])
+                fields = fh.read().split()  # "<pid> <its pid namespace>" (an older runner's: the pid alone)
+            pid = int(fields[0])
+            if fields[1:2] and fields[1] != os.readlink("/proc/self/ns/pid") and namespace_lives(fields[1]):
+                continue  # a runner of another live pid namespace sharing this dir: its pid is not one of ours
         except (OSError, ValueError, IndexError):
             continue  # still starting, or not ours to judge
         if not pid_alive(pid):

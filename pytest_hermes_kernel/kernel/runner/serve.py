@@ -68,10 +68,17 @@ def run_on_channel(config: dict[str, Any], sock: socket.socket) -> None:
 
 
 def write_pidfile(config: dict[str, Any]) -> None:
-    """Write this process's pid into the config's ``pidfile`` (if it names one)."""
+    """Write this process's pid and its pid namespace (``4242 pid:[4026531836]``; the pid alone
+    where ``/proc`` cannot say) into the config's ``pidfile`` (if it names one): a sweep in another
+    pid namespace sharing the dir's file system reads the pid as one of its own, and removed a live
+    runner's dir as "its runner is gone"."""
     if config.get("pidfile"):
+        try:
+            namespace = " " + os.readlink("/proc/self/ns/pid")
+        except OSError:
+            namespace = ""
         with open(config["pidfile"], "w", encoding="ascii") as fh:
-            fh.write(f"{os.getpid()}\n")
+            fh.write(f"{os.getpid()}{namespace}\n")
 
 
 def _daemonize(config: dict[str, Any]) -> None:

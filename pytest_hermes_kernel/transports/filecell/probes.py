@@ -21,6 +21,7 @@ import shlex
 from typing import TYPE_CHECKING
 
 from ...errors import TransportLostError
+from ...procs import process_table
 from ..detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, parse_existing_dirs,
                         parse_host_processes)
 from . import scripts
@@ -87,14 +88,9 @@ _TABLE_CODE = ("import os as _o\ntry:\n    print('table\\t' + open('/proc/sys/ke
 
 
 def _process_table() -> str:
-    """This machine's boot id and this process's pid namespace: a scan that prints the same read
-    the process table the host's own probes read (a pid namespace alone is not enough: every
-    machine's first one has the same number)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
-            return f"{fh.read().strip()} {os.readlink('/proc/self/ns/pid')}"
-    except OSError:
-        return "?"
+    """This machine's boot id and this process's pid namespace (:func:`~...procs.process_table`):
+    a scan that prints the same read the process table the host's own probes read."""
+    return process_table()
 
 
 def _scan(transport: FileCellTransport, args: list[str]) -> bytes:
