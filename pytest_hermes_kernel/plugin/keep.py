@@ -102,6 +102,13 @@ def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any, why: str = 
     stats.keep_past(nodeid, None, f"{title}: kernel {kernel.kernel_id} not kept: {why}: {how}")
 
 
+def _given(kernel: KernelHandle) -> dict[str, str]:
+    """What the kernel was given that its record must redact: its own ``env``, and the host variables
+    ``env_allow`` let through (the test redacted them as the host's secrets; ``exec`` printed them)."""
+    allowed = {name: os.environ[name] for name in kernel.options.env_allow if name in os.environ}
+    return {**allowed, **kernel.options.env}
+
+
 def _run_of(item: pytest.Item) -> str:
     """The summary's name of the failed run: the test, and which attempt when pytest-rerunfailures
     runs a failed test again (``--reruns``): each failed attempt keeps its kernels, a test that
@@ -130,7 +137,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
-                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(kernel.options.env)))
+                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(_given(kernel))))
         save(record)
         kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:
