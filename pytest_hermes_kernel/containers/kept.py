@@ -63,7 +63,8 @@ class KeptKernel:
     :param host_pid: the pytest process that kept it.
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
     :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
-    :param secrets: the secret values of the kernel's own ``env``, redacted from what ``exec`` and
+    :param secrets: the secret values of the kernel's own ``env`` (and of the host variables its
+        ``env_allow`` let through), redacted from what ``exec`` and
         ``attach`` print (secret: never in a repr; they are in the kernel the token reaches anyway).
     :param newer: the fields of a newer kit's record this kit does not know, written back as they
         were (such a record was skipped as unreadable, and the process sweep killed its kernel).

@@ -184,7 +184,8 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
     """The environment a kernel starts with.
 
     Drops every variable whose name looks secret (:data:`SECRET_NAME_WORDS`) or whose value holds
-    a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``) and, unless
+    a URL with a password (``DATABASE_URL=postgres://app:pw@db/app``) or a connection string's
+    (``CONN_STR=Server=db;Password=pw;``, ODBC's ``PWD=pw``) and, unless
     ``keep_all``, every variable that is not on the safe list either. ``allow`` names pass as
     they are (the allow-list); ``extra`` is added last.
     """
@@ -193,7 +194,7 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
     for name, value in env.items():
         if name in allowed:
             out[name] = value
-        elif is_secret_name(name) or url_passwords(value):
+        elif is_secret_name(name) or url_passwords(value) or conn_passwords(value):
             continue
         elif keep_all or name.startswith(SAFE_NAME_PREFIXES):
             out[name] = value
@@ -212,7 +213,7 @@ def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:
     value (:func:`url_passwords`), redacted wherever a cell prints them."""
     env = os.environ if env is None else env
     found = [v for k, v in env.items() if is_secret_name(k)]
-    found += [p for v in env.values() for p in url_passwords(v)]
+    found += [p for v in env.values() for p in (*url_passwords(v), *conn_passwords(v))]
     return tuple(dict.fromkeys(f for v in found for f in (v, *escaped_forms(v)) if len(f) >= 8))
 
 
@@ -231,3 +232,13 @@ def url_passwords(value: str) -> list[str]:
         return []
     found = [m.group(2) for m in _URL_PASSWORD.finditer(value)]
     return found + [d for d in map(unquote, found) if d not in found]
+
+
+_CONN_PASSWORD = re.compile(r"(?i)(?:^|;)\s*(?:password|pwd)\s*=\s*(\"[^\"]*\"|'[^']*'|[^;]*)")
+
+
+def conn_passwords(value: str) -> list[str]:
+    """The passwords of a connection string in ``value`` (``Server=db;Password=pw;``, ODBC's
+    ``PWD={pw}`` or ``PWD='pw'`` too): ``split('Password=')`` printed one whole from a kernel."""
+    found = [m.group(1).strip() for m in _CONN_PASSWORD.finditer(value)]
+    return [f[1:-1] if len(f) > 1 and f[0] + f[-1] in ("''", '""', "{}") else f for f in found if f]

@@ -11,7 +11,7 @@ lease, so a host SIGKILLed before it still takes its kernels along. The terminal
 for each kept kernel its id, transport, expiry and the commands that reach it
 (``hermes-kernel exec``/``attach``/``ls``/``sweep --kept``). Kernels that cannot be kept past
 the session (a host-harness or fault-firing kernel, one in a fault's memory cgroup, a transport
-that is not ``keepable``) are
+that is not ``keepable``, a local one of a run that is its pid namespace's pid 1) are
 kept until the session ends, as before, and the summary says so.
 """
 
@@ -48,7 +48,8 @@ def keep_kernels(item: pytest.Item, kernels: list[Kernel]) -> None:
             continue
         # a kernel in a memory cgroup a fault made (hermes_oom on local) goes with the group, which
         # the run removes: it cannot outlive the session (its "kept" worker was dead at once)
-        if isinstance(kernel, KernelHandle) and kernel.transport.keepable and kernel.options.cgroup_procs is None:
+        if (isinstance(kernel, KernelHandle) and kernel.transport.keepable and kernel.options.cgroup_procs is None
+                and not _ends_with_the_run(item.config, kernel)):
             if cap is not None and len(stats.kept_past) >= cap:  # 200 failed tests kept 200 kernels for the TTL
                 _end_unkept(item.nodeid, title, kernel, stats, f"this process keeps at most {cap} "
                             "(--hermes-keep-failed-max)")
@@ -69,7 +70,18 @@ def _why_session_only(kernel: Kernel) -> str:
     if not kernel.transport.keepable:
         return (f"the {kernel.transport.name} transport keeps no kernel past the session "
                 f"(Transport.keepable is False)")
+    if kernel.options.cgroup_procs is None:
+        return ("this run is its pid namespace's first process (pytest as pid 1: a container's command, "
+                "`unshare --pid --fork`), and every process of the namespace ends with it, the kernel too")
     return "its memory cgroup (hermes_oom) is removed at the run's end, and the kernel with it"
+
+
+def _ends_with_the_run(config: pytest.Config, kernel: KernelHandle) -> bool:
+    """Whether ``kernel`` is a process of this machine's pid namespace whose first process (pid 1)
+    is this run, its pytest or (under xdist) the controller of this worker: the namespace, and every
+    process in it, ends when the run does. Its summary promised the TTL, and its record outlived it."""
+    return kernel.transport.name == "local" and (os.getpid() == 1 or (
+        hasattr(config, "workerinput") and os.getppid() == 1))
 
 
 def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any, why: str = "") -> None:
@@ -88,6 +100,13 @@ def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any, why: str = 
     why = why or ("it was not alive at the test's end (its worker had died, or its cell's wait was cut), so "
                   "nothing was left to keep")
     stats.keep_past(nodeid, None, f"{title}: kernel {kernel.kernel_id} not kept: {why}: {how}")
+
+
+def _given(kernel: KernelHandle) -> dict[str, str]:
+    """What the kernel was given that its record must redact: its own ``env``, and the host variables
+    ``env_allow`` let through (the test redacted them as the host's secrets; ``exec`` printed them)."""
+    allowed = {name: os.environ[name] for name in kernel.options.env_allow if name in os.environ}
+    return {**allowed, **kernel.options.env}
 
 
 def _run_of(item: pytest.Item) -> str:
@@ -118,7 +137,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
-                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(kernel.options.env)))
+                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(_given(kernel))))
         save(record)
         kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:

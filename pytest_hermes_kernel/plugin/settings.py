@@ -339,14 +339,14 @@ def resolve(config: pytest.Config, environ: dict[str, str] | None = None) -> Her
 
 def _ini(config: pytest.Config, key: str) -> Any:
     """``config.getini(key)``; a number or switch of pytest 9's native ``[tool.pytest]`` table
-    (``hermes_timeout = 30``) as its text: pytest refused it (``expects a string, got int``) for
-    the string type every setting is registered with (typed ini keys came in pytest 8.4)."""
+    (``hermes_timeout = 30``) as its text, and a string for a list key (``hermes_transport = "local"``)
+    as it is: pytest refused both (``expects a string, got int``, ``expects a list ..., got str``)."""
     try:
         return config.getini(key)
     except (TypeError, pytest.UsageError):  # pytest 9.2 says UsageError, 9.0 TypeError
         raw = getattr(getattr(config, "_inicfg", {}).get(key), "value", None)  # pytest 9's ConfigValue
-        if isinstance(raw, (bool, int, float)):
-            return str(raw).lower()  # True -> "true", 30 -> "30", 2.5 -> "2.5"
+        if isinstance(raw, (bool, int, float, str)):  # a str: a list key's, split as the ini's text is
+            return raw if isinstance(raw, str) else str(raw).lower()  # True -> "true", 30 -> "30"
         raise
 
 

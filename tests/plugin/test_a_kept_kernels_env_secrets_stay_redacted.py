@@ -53,3 +53,36 @@ def test_exec_and_attach_redact_a_kept_kernels_env_secrets(pytester, run, kept_e
     assert SECRET not in result.stdout.str()
     kept = Path(kept_env, f"pytest-hermes-kernel-{os.getuid()}", "kept", f"{kid}.json")
     assert kept.stat().st_mode & 0o777 == 0o600
+
+
+ALLOWED = """
+import pathlib
+import pytest
+
+@pytest.mark.hermes_kernel(env_allow=["HK_DB_PASS", "HK_DB_URL"])
+def test_fails(hermes_kernel):
+    pathlib.Path("kernel.json").write_text('{"id": "%s", "pid": %d}' % (hermes_kernel.kernel_id, hermes_kernel.pid))
+    r = hermes_kernel.execute("import os\\nprint(os.environ['HK_DB_PASS'], os.environ['HK_DB_URL'])")
+    assert r.stdout == "[REDACTED] postgres://app:[REDACTED]@db/app\\n", r.stdout
+    assert False, "deliberate failure"
+"""
+
+
+def test_exec_redacts_the_host_secrets_env_allow_passed_to_a_kept_kernel(pytester, run, kept_env,  # noqa: F811
+                                                                         monkeypatch):
+    """A host secret the test let through (``env_allow=["DB_PASS"]``) was ``[REDACTED]`` in the test,
+    as every host secret is, but ``hermes-kernel exec`` from a shell without it printed
+    ``hostpw-allowed-4242`` whole: the record kept only the kernel's own ``env`` secrets."""
+    pytester.makepyfile(test_keep=ALLOWED)
+    monkeypatch.setenv("HK_DB_PASS", SECRET)
+    monkeypatch.setenv("HK_DB_URL", f"postgres://app:{SECRET}-url@db/app")
+
+    result = run("--hermes-keep-failed")
+    monkeypatch.delenv("HK_DB_PASS")
+    monkeypatch.delenv("HK_DB_URL")
+
+    result.assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    value = hermes("exec", kid, "import os; os.environ['HK_DB_PASS'], os.environ['HK_DB_URL']")
+    assert value.stdout == "('[REDACTED]', 'postgres://app:[REDACTED]@db/app')\n", value.stdout + value.stderr
+    assert SECRET not in result.stdout.str()

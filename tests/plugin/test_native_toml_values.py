@@ -45,3 +45,19 @@ def test_a_native_value_of_another_shape_is_still_refused(pytester, run):
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*config option 'hermes_timeout' expects a string, got list: [[]1[]]*"])
+
+
+@pytest.mark.parametrize("value, legs", [('"local"', ["local"]), ('"local,filecell"', ["local", "filecell"]),
+                                         ('"local filecell"', ["local", "filecell"])])
+def test_a_native_string_for_a_list_key_is_read_as_the_ini_would(pytester, run, value, legs):
+    """``hermes_transport = "local"`` (as the option's value is written) stopped the run with
+    ``config option 'hermes_transport' expects a list for type 'args', got str: 'local'``: pytest
+    checks a list key's native value for a list, where ``[tool.pytest.ini_options]`` takes a string."""
+    pytester.makepyfile("def test_leg(hermes_kernel):\n    assert hermes_kernel.execute('1').value == '1'\n")
+    pytester.makepyprojecttoml(f"[tool.pytest]\nhermes_transport = {value}\n")
+
+    result = run("-v")
+
+    result.assert_outcomes(passed=len(legs))
+    result.stdout.fnmatch_lines([f"*test_leg[[]{leg}[]] PASSED*" for leg in legs])
+    assert "expects a list" not in result.stderr.str()
