@@ -113,12 +113,14 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
     launched = kernel.launched
     assert launched is not None  # alive
     runner_pid, kid = launched.pid, kernel.kernel_id
+    allowed = {name: os.environ[name] for name in kernel.options.env_allow if name in os.environ}
+    secrets = dict.fromkeys((*secret_values(kernel.options.env), *secret_values(allowed)))  # (the host's it got too)
     kept = False
     try:
         record = KeptKernel(kernel_id=kid, transport=kernel.transport.name,
                             locator=kernel.transport.kept_locator(launched), token=kernel.token, nodeid=nodeid,
                             kept_at=time.time(), detached_at=time.time(), ttl_s=ttl, host_pid=os.getpid(),
-                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secret_values(kernel.options.env)))
+                            worker_pid=kernel.pid, rootdir=rootdir, secrets=list(secrets))
         save(record)
         kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:

@@ -53,3 +53,32 @@ def test_exec_and_attach_redact_a_kept_kernels_env_secrets(pytester, run, kept_e
     assert SECRET not in result.stdout.str()
     kept = Path(kept_env, f"pytest-hermes-kernel-{os.getuid()}", "kept", f"{kid}.json")
     assert kept.stat().st_mode & 0o777 == 0o600
+
+
+ALLOWED = """
+import pytest
+
+@pytest.mark.hermes_kernel(env_allow=["HK_ALLOWED_TOKEN"])
+def test_fails(hermes_kernel):
+    import pathlib
+    pathlib.Path("kernel.json").write_text('{"id": "%s", "pid": %d}' % (hermes_kernel.kernel_id, hermes_kernel.pid))
+    r = hermes_kernel.execute("import os\\nprint(os.environ['HK_ALLOWED_TOKEN'])")
+    assert r.stdout == "[REDACTED]\\n"
+    assert False, "deliberate failure"
+"""
+
+
+def test_exec_redacts_a_host_secret_the_kernel_was_allowed(pytester, run, kept_env, monkeypatch):  # noqa: F811
+    """A host secret passed through ``env_allow`` was redacted in the failed test (a host secret),
+    but the record kept only the kernel's own ``env``'s: ``exec`` from a shell without that
+    variable (another terminal, a CI artifact's post-mortem) printed it whole."""
+    pytester.makepyfile(test_keep=ALLOWED)
+    monkeypatch.setenv("HK_ALLOWED_TOKEN", SECRET)
+    result = run("--hermes-keep-failed")
+    result.assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    monkeypatch.delenv("HK_ALLOWED_TOKEN")  # the post-mortem's shell has no such variable
+
+    printed = hermes("exec", kid, "import os\nprint(os.environ['HK_ALLOWED_TOKEN'])")
+
+    assert (printed.returncode, printed.stdout) == (0, "[REDACTED]\n"), printed.stdout + printed.stderr
