@@ -61,6 +61,11 @@ SECRET_NAME_PARTS = frozenset({"PASS", "PWD"})
 these looks secret too: ``DB_PASS``, ``SMTP_PASS``, ``MYSQL_PWD`` (the mysql client's password)
 reached every kernel and printed whole; the shell's ``PWD`` and ``OLDPWD`` are one part each."""
 _NAME_PARTS = re.compile(r"[^A-Z0-9]+")
+_NOT_SECRET_WORDS = re.compile(r"AUTHOR(?!I[TSZ])|COOKIECUTTER")
+"""Words holding one of :data:`SECRET_NAME_WORDS` that say nothing secret, left out before the words
+are looked for: git's ``GIT_AUTHOR_NAME`` and ``GIT_AUTHOR_EMAIL`` (``AUTH``: a kernel with the host's
+env could not commit, and every output naming the author showed ``[REDACTED]``) and cookiecutter's
+``COOKIECUTTER_CONFIG`` (``COOKIE``); ``AUTHORIZATION`` and ``XAUTHORITY`` still look secret."""
 
 SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
                       "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
@@ -172,7 +177,7 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
 
 def is_secret_name(name: str) -> bool:
     """Whether a variable's name looks secret (:data:`SECRET_NAME_WORDS`, :data:`SECRET_NAME_PARTS`)."""
-    upper = name.upper()
+    upper = _NOT_SECRET_WORDS.sub("_", name.upper())
     if any(word in upper for word in SECRET_NAME_WORDS):
         return True
     parts = _NAME_PARTS.split(upper)
