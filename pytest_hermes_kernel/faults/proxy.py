@@ -94,8 +94,9 @@ class TcpFaultProxy:
         try:
             self._reset_requests.remove((done, cut))
         except ValueError:  # the thread has just taken it: its cut comes at once
-            done.wait()
-            return cut[0]
+            while not done.wait(0.05) and self._thread.is_alive():
+                pass
+            return cut[0] if cut else self._cut_all(None)
         return self._cut_all(None, wake=self._thread.is_alive())
 
     def _cut_all(self, sel: selectors.BaseSelector | None, wake: bool = False) -> int:
