@@ -149,12 +149,13 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
     now = time.time()
     stale = []
     kept = KeptNearby()  # a kept kernel's dir (its socket) stays until its TTL ends
+    lives: dict[str, bool] = {}  # another pid namespace's, looked at (a scan of /proc) once a sweep
     for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
         try:
             st = os.lstat(path)
             if st.st_uid != os.getuid():
                 continue
-            if now - st.st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
+            if now - st.st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path, lives):
                 if not kept.holds_dir(path, _host_tmpdir(path)):
                     stale.append(path)
         except OSError:
@@ -173,7 +174,7 @@ def _host_tmpdir(path: str) -> str | None:
     return lines[1] if len(lines) > 1 and lines[1] else None
 
 
-def _host_dead(rest: str, path: str) -> bool:
+def _host_dead(rest: str, path: str, lives: dict[str, bool]) -> bool:
     """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
     ``hermes-kernel-server-<host pid>-<random>``) at ``path`` belongs to a dead host.
 
@@ -191,7 +192,9 @@ def _host_dead(rest: str, path: str) -> bool:
         return False
     namespace = _host_namespace(path)
     if namespace and namespace != _pid_namespace():
-        return not namespace_lives(namespace)
+        if namespace not in lives:
+            lives[namespace] = namespace_lives(namespace)
+        return not lives[namespace]
     return not pid_alive(int(pid))
 
 
