@@ -51,7 +51,7 @@ def test_a_leak_check_leaves_a_kernel_dir_of_the_same_pid_in_another_namespace_a
 def test_the_stale_sweep_takes_a_kernel_dir_of_pid_1_once_its_namespace_ended(tmp_path: Path) -> None:
     """A killed namespaced run's dirs are named ``hermes-kernel-1-*``, and pid 1 always lives here:
     the stale-dir sweep (the registry's reaper, ``hermes-kernel sweep kernel-dirs``) judged that pid
-    here and kept the dir until it was stale (an hour by default) after its namespace had ended.
+    here and kept the dir until it was stale (a week, STALE_DIR_AGE_S) after its namespace had ended.
     Once no process is in that namespace, its host is dead."""
     import subprocess
 
