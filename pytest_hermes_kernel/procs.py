@@ -61,7 +61,10 @@ INIT_PID_NAMESPACE = "pid:[4026531836]"
 
 def namespace_lives(namespace: str) -> bool:
     """Whether a process is in pid namespace ``namespace`` (``pid:[N]``); ``True`` when this process
-    cannot tell (it is not in the initial namespace, or may not look at some process's)."""
+    cannot tell (it is not in the initial namespace, or may not look at one of its user's own
+    processes). Another user's process, which an ordinary user may not look at, is passed over: a
+    run of this user's is never in it (counted as a "cannot tell", every namespace lived for every
+    user but root: pid 2 is root's, and a killed run's containers and files were never swept)."""
     try:
         if os.readlink("/proc/self/ns/pid") != INIT_PID_NAMESPACE:
             return True
@@ -74,6 +77,11 @@ def namespace_lives(namespace: str) -> bool:
                 if pid_alive(int(name)):
                     return True  # (a zombie of an ended namespace keeps its link until reaped)
         except PermissionError:
+            try:
+                if os.stat(f"/proc/{name}").st_uid != os.getuid():
+                    continue  # another user's
+            except OSError:
+                continue  # gone meanwhile
             return True
         except OSError:
             continue

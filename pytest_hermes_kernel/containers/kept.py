@@ -64,8 +64,8 @@ class KeptKernel:
     :param worker_pid: the worker's pid when it was kept (where the kernel runs).
     :param rootdir: the pytest rootdir ``nodeid`` is relative to (``None``: an older record).
     :param secrets: the secret values of the kernel's own ``env`` (and of the host variables its
-        ``env_allow`` let through), redacted from what ``exec`` and
-        ``attach`` print (secret: never in a repr; they are in the kernel the token reaches anyway).
+        ``env_allow`` let through), redacted from what ``exec`` and ``attach`` print (secret: never in
+        a repr; they are in the kernel the token reaches anyway; written beside the record, :data:`ENV_SECRETS`).
     :param newer: the fields of a newer kit's record this kit does not know, written back as they
         were (such a record was skipped as unreadable, and the process sweep killed its kernel).
     """
@@ -140,7 +140,25 @@ def save(record: KeptKernel, directory: str | None = None) -> str:
     :raises UnsafeRunDirError: if the kept directory is not private (see :func:`~.rundir.kept_dir`).
     """
     data = asdict(record)
+    if secrets := data.pop("secrets"):  # beside it, not in it: a kit before 2026-12-06 skips a record with
+        save_secret(record.kernel_id, ENV_SECRETS, json.dumps(secrets), directory)  # a field it does not know
     return _write_private(_path(record.kernel_id, directory), json.dumps({**data.pop("newer"), **data}))
+
+
+#: The file beside a record (``<kernel id>.env-secrets``, :func:`save_secret`) holding its ``secrets``:
+#: in the record, a kit before 2026-12-06 could not read it (``ls`` did not list the kernel, and its
+#: sweeps killed the kernel and removed its container as an orphan's); its :func:`remove` removes it.
+ENV_SECRETS = "env-secrets"
+
+
+def _with_env_secrets(record: KeptKernel, root: str) -> KeptKernel:
+    """``record`` with the secrets :func:`save` wrote beside it (none: as it is)."""
+    try:
+        with open(os.path.join(root, f"{record.kernel_id}.{ENV_SECRETS}"), encoding="utf-8") as fh:
+            secrets = json.load(fh)
+    except (OSError, ValueError):
+        return record
+    return replace(record, secrets=[s for s in secrets if isinstance(s, str)]) if isinstance(secrets, list) else record
 
 
 def _from_json(data: Any) -> KeptKernel:
@@ -203,7 +221,7 @@ def load_all(directory: str | None = None, *, skipped: list[str] | None = None) 
         except (OSError, ValueError, TypeError, AttributeError):
             record = None
         if record is not None and _well_formed(record, name.removesuffix(".json")):
-            records.append(record)
+            records.append(_with_env_secrets(record, root) if not record.secrets else record)
         elif skipped is not None:
             skipped.append(os.path.join(root, name))
     return sorted(records, key=lambda r: (r.kept_at, r.kernel_id))

@@ -11,6 +11,7 @@ loopback address or one of the run's own containers). Faults, on demand or sched
 
 from __future__ import annotations
 
+import contextlib
 import selectors
 import socket
 import threading
@@ -45,6 +46,10 @@ class ProxyRoute:
             proxy.close()
 
 
+#: Seconds :meth:`TcpFaultProxy.reset` waits for the proxy's thread to make the cut before making it itself.
+RESET_WAIT_S = 5.0
+
+
 class TcpFaultProxy:
     """See module docstring. Use as a context manager; :attr:`port` is where clients connect.
 
@@ -63,6 +68,7 @@ class TcpFaultProxy:
         self._latency_until: float | None = None
         self.connections = 0
         self._reset_requests: list[tuple[threading.Event, list[int]]] = []
+        self._sending: socket.socket | None = None
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
@@ -73,15 +79,27 @@ class TcpFaultProxy:
         The proxy thread does the cutting (it owns the selector), so a new connection can never
         collide with a socket closed under it; this waits for that cut (a 2-s wait whose end was
         not looked at returned the last reset's count while a held-up thread had cut nothing yet),
-        or cuts itself once that thread has ended (``close()``: it ends without serving a request).
+        or cuts itself once that thread has ended (``close()``: it ends without serving a request), or
+        has not come round within :data:`RESET_WAIT_S` (and a ``latency`` fault's hold): a thread
+        blocked sending to a peer that reads nothing comes round never, and ``reset()`` and
+        ``close()`` waited for it for ever; the cut wakes it.
         """
         done, cut = threading.Event(), []
         self._reset_requests.append((done, cut))
-        while self._thread.is_alive() and not done.wait(0.05):
+        deadline = time.monotonic() + RESET_WAIT_S + (self._latency if self._latency_until is not None else 0.0)
+        while self._thread.is_alive() and not done.wait(0.05) and time.monotonic() < deadline:
             pass
-        return cut[0] if done.is_set() else self._cut_all(None)
+        if done.is_set():
+            return cut[0]
+        try:
+            self._reset_requests.remove((done, cut))
+        except ValueError:  # the thread has just taken it: its cut comes at once
+            while not done.wait(0.05) and self._thread.is_alive():
+                pass
+            return cut[0] if cut else self._cut_all(None)
+        return self._cut_all(None, wake=self._thread.is_alive())
 
-    def _cut_all(self, sel: selectors.BaseSelector | None) -> int:
+    def _cut_all(self, sel: selectors.BaseSelector | None, wake: bool = False) -> int:
         with self._lock:
             pairs, self._pairs = self._pairs, []
         for a, b in pairs:
@@ -91,6 +109,9 @@ class TcpFaultProxy:
                         sel.unregister(sock)
                     except (KeyError, ValueError):
                         pass
+                if wake and sock is self._sending:  # (a close alone leaves the thread's send on it blocked)
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_RDWR)
                 reset_socket(sock)
         return len(pairs)
 
@@ -171,10 +192,13 @@ class TcpFaultProxy:
         if not data or other is None:
             self._close_pair(sel, peers, s)
             return
+        self._sending = other  # (a reset that cannot wait for this send wakes it: :meth:`reset`)
         try:
             other.sendall(data)
         except OSError:
             self._close_pair(sel, peers, s)
+        finally:
+            self._sending = None
 
     def _close_pair(self, sel: selectors.BaseSelector, peers: dict[socket.socket, socket.socket], s: socket.socket) -> None:
         other = peers.pop(s, None)

@@ -60,7 +60,18 @@ SECRET_NAME_PARTS = frozenset({"PASS", "PWD"})
 """A name of two or more parts (split at ``_`` and other non-alphanumerics) one of which is one of
 these looks secret too: ``DB_PASS``, ``SMTP_PASS``, ``MYSQL_PWD`` (the mysql client's password)
 reached every kernel and printed whole; the shell's ``PWD`` and ``OLDPWD`` are one part each."""
+SECRET_LAST_PARTS = frozenset({"PW", "PAT"})
+"""A last name part that looks secret: ``REDIS_PW``; a personal access token, ``GITHUB_PAT`` (R's
+remotes and usethis), ``AZURE_DEVOPS_EXT_PAT`` (the az devops CLI's), which reached every kernel
+(Playwright's ``PW_TEST_*`` pass: not a last part)."""
+_SESSION_KEYS = re.compile(r"BW_SESSION|OP_SESSION_[A-Z0-9_]+")
+"""The Bitwarden CLI's and 1Password CLI's session keys (they unlock the vault): no word of the list."""
 _NAME_PARTS = re.compile(r"[^A-Z0-9]+")
+_NOT_SECRET_WORDS = re.compile(r"AUTHOR(?!I[TSZ])|COOKIECUTTER")
+"""Words holding one of :data:`SECRET_NAME_WORDS` that say nothing secret, left out before the words
+are looked for: git's ``GIT_AUTHOR_NAME`` and ``GIT_AUTHOR_EMAIL`` (``AUTH``: a kernel with the host's
+env could not commit, and every output naming the author showed ``[REDACTED]``) and cookiecutter's
+``COOKIECUTTER_CONFIG`` (``COOKIE``); ``AUTHORIZATION`` and ``XAUTHORITY`` still look secret."""
 
 SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
                       "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
@@ -172,11 +183,11 @@ def clean(text: str, secrets: Iterable[str] = ()) -> str:
 
 def is_secret_name(name: str) -> bool:
     """Whether a variable's name looks secret (:data:`SECRET_NAME_WORDS`, :data:`SECRET_NAME_PARTS`)."""
-    upper = name.upper()
-    if any(word in upper for word in SECRET_NAME_WORDS):
+    upper = _NOT_SECRET_WORDS.sub("_", name.upper())
+    if any(word in upper for word in SECRET_NAME_WORDS) or _SESSION_KEYS.fullmatch(upper):
         return True
     parts = _NAME_PARTS.split(upper)
-    return len(parts) > 1 and (not SECRET_NAME_PARTS.isdisjoint(parts) or parts[-1] == "PW")  # REDIS_PW, not PW_TEST_*
+    return len(parts) > 1 and (not SECRET_NAME_PARTS.isdisjoint(parts) or parts[-1] in SECRET_LAST_PARTS)
 
 
 def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mapping[str, str] | None = None,

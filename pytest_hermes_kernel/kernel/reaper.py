@@ -161,7 +161,9 @@ class IdleReaping:
         dirs, each in turn; the first one's error is raised once all had theirs (one raising ended
         the round, and the transports after it were never swept again)."""
         failed: list[Exception] = []
-        for transport in self._transports.alive():
+        with self._lock:  # (a start adds one meanwhile: 'dictionary changed size during iteration')
+            transports = self._transports.alive()
+        for transport in transports:
             try:
                 transport.sweep_stale(self.stale_dir_age)
             except Exception as exc:  # noqa: BLE001 - raised below, after the others

@@ -149,12 +149,13 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
     now = time.time()
     stale = []
     kept = KeptNearby()  # a kept kernel's dir (its socket) stays until its TTL ends
+    lives: dict[str, bool] = {}  # another pid namespace's, looked at (a scan of /proc) once a sweep
     for name, path in dirs_under(root or kernel_dir_root(), KERNEL_DIR_PREFIX):
         try:
             st = os.lstat(path)
             if st.st_uid != os.getuid():
                 continue
-            if now - st.st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path):
+            if now - st.st_mtime > max_age_s or _host_dead(name[len(KERNEL_DIR_PREFIX):], path, lives):
                 if not kept.holds_dir(path, _host_tmpdir(path)):
                     stale.append(path)
         except OSError:
@@ -173,19 +174,38 @@ def _host_tmpdir(path: str) -> str | None:
     return lines[1] if len(lines) > 1 and lines[1] else None
 
 
-def _host_dead(rest: str, path: str) -> bool:
+def _host_dead(rest: str, path: str, lives: dict[str, bool]) -> bool:
     """Whether a kernel dir named ``hermes-kernel-<host pid>-<random>`` (or a kernel server's,
     ``hermes-kernel-server-<host pid>-<random>``) at ``path`` belongs to a dead host.
 
     A pid is only dead in the pid namespace it was seen in: when the dir's :data:`HOST_FILE`
     names another namespace (a sweep run inside a container or ``unshare --pid`` that shares
     this temp dir), every host there looks dead from here, so nothing is judged (that once
-    removed a parallel run's live kernel dirs, one a runner was starting from).
+    removed a parallel run's live kernel dirs, one a runner was starting from), until no process
+    is in that namespace: then its host is dead, whatever its pid names here (a namespace's pytest
+    is often pid 1, which always lives here: the dir stayed until it was stale).
     """
+    from ..procs import namespace_lives
+
     pid, sep, _ = rest.removeprefix(SERVER_DIR_PREFIX[len(KERNEL_DIR_PREFIX):]).partition("-")
-    if not (sep and pid.isdigit()) or pid_alive(int(pid)):
+    if not (sep and pid.isdigit()):
         return False
-    return made_in_this_pid_namespace(path)
+    namespace = _host_namespace(path)
+    if namespace and namespace != _pid_namespace():
+        if namespace not in lives:
+            lives[namespace] = namespace_lives(namespace)
+        return not lives[namespace]
+    return not pid_alive(int(pid))
+
+
+def _host_namespace(path: str) -> str | None:
+    """The pid namespace kernel dir ``path``'s :data:`HOST_FILE` names (``None``: it names none)."""
+    try:
+        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
+            namespace = fh.readline().split()[1:2]  # the first line; the second is the host's temp dir
+    except OSError:
+        return None
+    return namespace[0] if namespace else None
 
 
 def made_in_this_pid_namespace(path: str) -> bool:
@@ -193,9 +213,5 @@ def made_in_this_pid_namespace(path: str) -> bool:
     :data:`HOST_FILE` says; ``True`` when it does not say (a server's dir, an older kit's: the pid
     in its name alone decides). Two runs in pid namespaces of their own that share a temp dir are
     often both pid 1: the name alone made one's leak check report (and remove) the other's dir."""
-    try:
-        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
-            namespace = fh.readline().split()[1:2]  # the first line; the second is the host's temp dir
-    except OSError:
-        return True
-    return not namespace or namespace[0] == _pid_namespace()
+    namespace = _host_namespace(path)
+    return namespace is None or namespace == _pid_namespace()

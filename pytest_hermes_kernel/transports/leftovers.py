@@ -79,11 +79,12 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
             with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
                 fields = fh.read().split()  # "<pid> <its pid namespace>" (an older runner's: the pid alone)
             pid = int(fields[0])
-            if fields[1:2] and fields[1] != os.readlink("/proc/self/ns/pid") and namespace_lives(fields[1]):
+            foreign = bool(fields[1:2]) and fields[1] != os.readlink("/proc/self/ns/pid")
+            if foreign and namespace_lives(fields[1]):
                 continue  # a runner of another live pid namespace sharing this dir: its pid is not one of ours
         except (OSError, ValueError, IndexError):
             continue  # still starting, or not ours to judge
-        if not pid_alive(pid):
+        if foreign or not pid_alive(pid):  # (an ended namespace's runner is gone, whatever its pid names here)
             if not dry_run:
                 shutil.rmtree(path, ignore_errors=True)
             removed += 1

@@ -46,3 +46,25 @@ def test_a_leak_check_leaves_a_kernel_dir_of_the_same_pid_in_another_namespace_a
         namespaced.stop(runs.values(), out / "go")
     assert runs["b"].returncode == 0 and "1 passed" in b_output, b_output[-3000:]
     assert not os.path.exists(b_up["dir"]) and not os.path.exists(a_up["dir"])
+
+
+def test_the_stale_sweep_takes_a_kernel_dir_of_pid_1_once_its_namespace_ended(tmp_path: Path) -> None:
+    """A killed namespaced run's dirs are named ``hermes-kernel-1-*``, and pid 1 always lives here:
+    the stale-dir sweep (the registry's reaper, ``hermes-kernel sweep kernel-dirs``) judged that pid
+    here and kept the dir until it was stale (a week, STALE_DIR_AGE_S) after its namespace had ended.
+    Once no process is in that namespace, its host is dead."""
+    import subprocess
+
+    from pytest_hermes_kernel.transports.kernel_dirs import HOST_FILE, stale_kernel_dirs
+
+    ended = subprocess.run([namespaced.unshare(), "--pid", "--fork", "readlink", "/proc/self/ns/pid"],
+                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    assert ended.startswith("pid:["), ended
+    live = os.readlink("/proc/self/ns/pid")
+    for name, namespace in (("hermes-kernel-1-ended", ended), ("hermes-kernel-1-here", live)):
+        (tmp_path / name).mkdir(mode=0o700)
+        (tmp_path / name / HOST_FILE).write_text(f"1 {namespace}\n{tmp_path}\n")
+
+    stale = stale_kernel_dirs(3600.0, str(tmp_path))
+
+    assert stale == [str(tmp_path / "hermes-kernel-1-ended")]  # (pid 1 of this namespace lives)

@@ -21,6 +21,7 @@ PASSWORD = "ssh-target-" + "canary-pw-3c"
 @pytest.mark.parametrize("text, shown", [
     (f"hermes:{PASSWORD}@127.0.0.1:22", "'hermes:[REDACTED]@127.0.0.1:22'"),
     (f"hermes:{PASSWORD}@with-at@127.0.0.1:22", "'hermes:[REDACTED]@127.0.0.1:22'"),
+    (f"hermes:{PASSWORD}:with-colon@127.0.0.1:22", "'hermes:[REDACTED]@127.0.0.1:22'"),  # (its first part showed)
     (f"ssh://hermes:{PASSWORD}@127.0.0.1:22", "'ssh://hermes:[REDACTED]@127.0.0.1:22'"),
     ("ssh://hermes@127.0.0.1:22", "'ssh://hermes@127.0.0.1:22'"),
 ])

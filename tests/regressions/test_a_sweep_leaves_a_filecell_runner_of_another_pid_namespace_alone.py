@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,25 @@ def test_sweep_names_the_filecell_dir_of_a_killed_run_of_another_pid_namespace(t
         assert f"would remove filecell kernel dir {up['dir']} (its runner {runner} is gone)" in swept.stdout, swept.stdout
     finally:
         shutil.rmtree(up["dir"], ignore_errors=True)  # this test's run's: the dry run removed nothing
+
+
+def test_the_dir_goes_once_the_namespace_ended_though_its_runners_pid_names_a_live_process_here() -> None:
+    """The case above without its free pids: a namespace's runner has a small pid (its pytest is
+    pid 1 there), which a live process of this namespace has too (a kernel thread, a daemon). Once
+    the runner's namespace had ended, the sweep judged that pid here, found it alive, and kept the
+    dir for good (no age ends a filecell dir). A runner of an ended namespace is gone, whatever
+    its pid names here."""
+    ended = subprocess.run([namespaced.unshare(), "--pid", "--fork", "readlink", "/proc/self/ns/pid"],
+                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    assert ended.startswith("pid:["), ended
+    from pytest_hermes_kernel.transports.filecell.transport import DEFAULT_ROOT
+
+    os.makedirs(DEFAULT_ROOT, mode=0o700, exist_ok=True)
+    kdir = tempfile.mkdtemp(prefix="k-kfended-", dir=DEFAULT_ROOT)
+    try:
+        (Path(kdir) / "runner.pid").write_text(f"{os.getpid()} {ended}\n")  # this pid lives here
+        swept = subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "--dry-run", "kernel-dirs"],
+                               capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
+        assert f"would remove filecell kernel dir {kdir} (its runner {os.getpid()} is gone)" in swept.stdout, swept.stdout
+    finally:
+        shutil.rmtree(kdir, ignore_errors=True)

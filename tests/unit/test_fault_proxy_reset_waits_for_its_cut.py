@@ -74,3 +74,45 @@ def test_a_reset_while_the_proxy_holds_a_chunk_returns_once_its_connection_is_cu
             assert seen.type is ConnectionResetError, "the connection was still open when reset() returned"
         finally:
             client.close()
+
+
+def test_a_reset_while_the_proxys_thread_is_held_in_a_send_cuts_and_returns() -> None:
+    """Its thread blocked sending to a peer that reads nothing (a frozen runner's end) never came
+    round to the reset: ``reset()`` waited for it for ever, and ``close()``, which resets, too (the
+    2-s wait before returned 0 and cut nothing). It cuts from the caller then: the send wakes."""
+    upstream = socket.create_server(("127.0.0.1", 0))
+    unread: list[socket.socket] = []
+    taker = threading.Thread(target=lambda: unread.append(upstream.accept()[0]), daemon=True)
+    taker.start()
+    proxy = TcpFaultProxy(upstream.getsockname()[:2])
+    client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
+    returned: list[int] = []
+    try:
+        client.setblocking(False)
+        sent, deadline = 0, time.monotonic() + 30
+        while time.monotonic() < deadline and sent < 64 * 2**20:  # until every buffer on the way is full
+            try:
+                sent += client.send(b"x" * 65536)
+                deadline = min(deadline, time.monotonic() + 2)  # (2 s with no send taken: they are)
+            except BlockingIOError:
+                time.sleep(0.05)
+        resetting = threading.Thread(target=lambda: returned.append(proxy.reset()), daemon=True)
+        resetting.start()
+        resetting.join(30)
+
+        assert returned == [1], "reset() had not returned after 30 s" if not returned else returned
+        client.setblocking(True)
+        client.settimeout(10)
+        with pytest.raises(ConnectionResetError):
+            while client.recv(65536):
+                pass
+        closing = threading.Thread(target=proxy.close, daemon=True)
+        closing.start()
+        closing.join(30)
+        assert not closing.is_alive(), "close() had not returned after 30 s"
+    finally:
+        client.close()
+        for conn in unread:
+            conn.close()
+        upstream.close()
+        taker.join(10)

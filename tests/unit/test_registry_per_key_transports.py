@@ -13,6 +13,8 @@ were never removed again, since the raising one came first each time.
 from __future__ import annotations
 
 import gc
+import sys
+import threading
 import weakref
 
 import pytest
@@ -70,3 +72,40 @@ def test_a_failing_sweep_does_not_stop_the_other_transports_sweeps() -> None:
         with pytest.raises(OSError, match="the host is gone"):  # (still said: after the others' sweeps)
             reg.sweep_stale()
         assert (broken.sweeps, healthy.sweeps) == (1, 1)
+
+
+def test_a_sweep_while_another_thread_starts_a_session_is_not_cut_short() -> None:
+    """The weakly held transports were listed without the registry's lock: a start adding one
+    meanwhile made ``sweep_stale`` raise ``RuntimeError: dictionary changed size during iteration``
+    (the reaper's round then swept nothing; a caller's own call raised it), 6 starts in."""
+    held: list[SweptTransport] = []
+
+    def per_session(_key: KernelKey) -> SweptTransport:
+        held.append(SweptTransport())
+        return held[-1]
+
+    errors: list[BaseException] = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads switch as often as a loaded machine may make them
+    try:
+        with KernelRegistry(transport_factory=per_session, background_reaper=False, idle_timeout=None) as reg:
+            stop = threading.Event()
+
+            def sweeping() -> None:
+                while not stop.is_set():
+                    try:
+                        reg.sweep_stale()
+                    except RuntimeError as exc:
+                        errors.append(exc)
+
+            sweeper = threading.Thread(target=sweeping)
+            sweeper.start()
+            try:
+                for n in range(60):
+                    assert reg.execute(KernelKey(owner=f"session-{n}"), "1").status == "ok"
+            finally:
+                stop.set()
+                sweeper.join(30)
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == [], f"{len(errors)} sweeps raised: {errors[0]!r}"

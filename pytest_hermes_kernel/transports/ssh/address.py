@@ -42,8 +42,8 @@ class SshTarget:
             and shown in every error, label and report; the message masks it).
         """
         user, at, hostport = text.rpartition("@")
-        if ":" in user:  # no user name holds one: a password (never echoed) or a scheme
-            shown = redact(text) if "://" in text else f"{user.rpartition(':')[0]}:{REDACTED}@{hostport}"
+        if ":" in user:  # no user name holds one: a password (never echoed, a ':' in it too) or a scheme
+            shown = redact(text) if "://" in text else f"{user.partition(':')[0]}:{REDACTED}@{hostport}"
             raise ConfigError(f"ssh target must be user@host:port, with no scheme and no password (ssh targets log in with "
                               f"keys only: key_filename=, --hermes-ssh-key), not {shown!r}")
         host, port = hostport, "22"
