@@ -42,7 +42,9 @@ def _free_pids(count: int) -> int | None:
     return None
 
 
-def test_sweep_dry_run_does_not_name_a_live_filecell_kernel_of_another_pid_namespace(tmp_path: Path) -> None:
+def _start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """A filecell run of :data:`INNER` as a pid namespace's pid 1, its pids starting where no process
+    of this namespace is (the runner's pid names nothing here), and its out dir."""
     namespaced.unshare()
     first = _free_pids(2000)
     if first is None:
@@ -51,9 +53,13 @@ def test_sweep_dry_run_does_not_name_a_live_filecell_kernel_of_another_pid_names
     out = tmp_path / "out"
     out.mkdir()
     command = namespaced.pytest_command("--hermes-transport=filecell", "--hermes-require-transports")
-    # its pids start where no process of this namespace is: the runner's pid names nothing here
     proc = namespaced.start(tmp_path, command, before=f"echo {first + 500} > /proc/sys/kernel/ns_last_pid",
                             KB_OUT=str(out))
+    return proc, out
+
+
+def test_sweep_dry_run_does_not_name_a_live_filecell_kernel_of_another_pid_namespace(tmp_path: Path) -> None:
+    proc, out = _start_run(tmp_path)
     try:
         up = namespaced.wait_for(proc, out / "up.json")
         runner = int((Path(up["dir"]) / "runner.pid").read_text().split()[0])
@@ -71,16 +77,7 @@ def test_sweep_dry_run_does_not_name_a_live_filecell_kernel_of_another_pid_names
 
 def test_sweep_names_the_filecell_dir_of_a_killed_run_of_another_pid_namespace(tmp_path: Path) -> None:
     """Once that namespace has ended (the run SIGKILLed), its runners are gone: their dirs go."""
-    namespaced.unshare()
-    first = _free_pids(2000)
-    if first is None:
-        pytest.skip("no 2000 free pids in a row here to give the namespace")
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
-    command = namespaced.pytest_command("--hermes-transport=filecell", "--hermes-require-transports")
-    proc = namespaced.start(tmp_path, command, before=f"echo {first + 500} > /proc/sys/kernel/ns_last_pid",
-                            KB_OUT=str(out))
+    proc, out = _start_run(tmp_path)
     try:
         up = namespaced.wait_for(proc, out / "up.json")
     finally:
