@@ -67,11 +67,13 @@ remotes and usethis), ``AZURE_DEVOPS_EXT_PAT`` (the az devops CLI's), which reac
 _SESSION_KEYS = re.compile(r"BW_SESSION|OP_SESSION_[A-Z0-9_]+")
 """The Bitwarden CLI's and 1Password CLI's session keys (they unlock the vault): no word of the list."""
 _NAME_PARTS = re.compile(r"[^A-Z0-9]+")
-_NOT_SECRET_WORDS = re.compile(r"AUTHOR(?!I[TSZ])|COOKIECUTTER")
+_NOT_SECRET_WORDS = re.compile(r"AUTHOR(?!I[TSZ])|COOKIECUTTER|TOKENIZER|KEYBOARD")
 """Words holding one of :data:`SECRET_NAME_WORDS` that say nothing secret, left out before the words
 are looked for: git's ``GIT_AUTHOR_NAME`` and ``GIT_AUTHOR_EMAIL`` (``AUTH``: a kernel with the host's
 env could not commit, and every output naming the author showed ``[REDACTED]``) and cookiecutter's
-``COOKIECUTTER_CONFIG`` (``COOKIE``); ``AUTHORIZATION`` and ``XAUTHORITY`` still look secret."""
+``COOKIECUTTER_CONFIG`` (``COOKIE``), Hugging Face's ``TOKENIZERS_PARALLELISM`` (``TOKEN``: set to
+silence the tokenizers' fork warning, it never reached a kernel) and ``KEYBOARD``'s ``KEY``;
+``AUTHORIZATION``, ``XAUTHORITY`` and a ``TOKENIZER_API_TOKEN`` still look secret."""
 
 SAFE_NAME_PREFIXES = ("PATH", "HOME", "USER", "LANG", "LC_", "TERM", "TMPDIR", "TMP", "TEMP", "SHELL",
                       "LOGNAME", "XDG_", "PYTHONPATH", "VIRTUAL_ENV", "CONDA", "TZ", "PWD")
