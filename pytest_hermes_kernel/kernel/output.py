@@ -37,9 +37,11 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = tuple((r
 literal search is a fast C pass, while a regex scan costs ~0.1 s per 5 MiB and pattern)."""
 _BEARER = re.compile(r"(?i)\b(bearer|token|authorization:)\s+[A-Za-z0-9._~+/=-]{16,}")
 _BEARER_WORDS = ("bearer", "token", "authorization:")
-_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s]+)@")
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]*:)([^/\s\"<>`{}|\\^]+)@")
 """A URL's password: after an empty user too (``redis://:pw@cache``), and up to the last ``@`` of
-the authority (``postgres://app:p@ss@db``): both showed whole, or all but its first piece."""
+the authority (``postgres://app:p@ss@db``): both showed whole, or all but its first piece. A
+character no URL holds (``"<>`{}|\\^``) ends it: ``{"url":"http://h:8080","mail":"a@b"}`` lost
+``8080","mail":"a`` to the mask."""
 _ASSIGN = re.compile(
     r"(?i)\b([A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|CREDENTIALS?)[A-Z0-9_]*)"
     r"(\s*[=:]\s*)(['\"]?)(?![0-9][0-9_.,]*(?:[\s'\";)}\]]|$))([^\s'\"]{6,})\3")

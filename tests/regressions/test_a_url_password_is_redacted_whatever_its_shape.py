@@ -24,7 +24,10 @@ def test_a_url_password_is_masked(url):
 
 
 @pytest.mark.parametrize("text", ["https://host:8080/p@x", "http://user@host/", "see http://a.b:80/x and foo@bar",
-                                  "ssh://git@github.com:22/org/repo"])
+                                  "ssh://git@github.com:22/org/repo",
+                                  # a URL with a port beside an e-mail address in compact JSON: the text
+                                  # between them (8080","mail":"a) was taken for a password (kf's review)
+                                  '{"url":"http://h:8080","mail":"a@b.org"}', "<http://h:8080>,<a@b.org>"])
 def test_a_url_without_a_password_is_kept(text):
     assert redact(text) == text
 
