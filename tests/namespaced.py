@@ -47,6 +47,24 @@ def unshare() -> str:
     return found
 
 
+def prepare(directory: Path, inner: str) -> Path:
+    """Ready ``directory`` for a namespaced run of the test file ``inner`` (skips where no
+    namespace can be made: :func:`unshare`); return the out dir its test records in (``KB_OUT``)."""
+    unshare()
+    (directory / "test_inner.py").write_text(inner)
+    out = directory / "out"
+    out.mkdir()
+    return out
+
+
+def ended_namespace() -> str:
+    """The id of a pid namespace that has ended (``pid:[N]``: one made, read and left at once)."""
+    ended = subprocess.run([unshare(), "--pid", "--fork", "readlink", "/proc/self/ns/pid"],
+                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    assert ended.startswith("pid:["), ended
+    return ended
+
+
 def pytest_command(*options: str) -> list[str]:
     """``python -m pytest`` of this interpreter, one process (no xdist), leak check an error."""
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *UNRELATED_PLUGINS, "-p", "no:xdist", "-q",

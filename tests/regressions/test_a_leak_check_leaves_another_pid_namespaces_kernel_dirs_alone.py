@@ -28,10 +28,7 @@ def test_a_kernel_beside_the_other_namespace(hermes_kernel):
 
 
 def test_a_leak_check_leaves_a_kernel_dir_of_the_same_pid_in_another_namespace_alone(tmp_path: Path) -> None:
-    namespaced.unshare()
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
+    out = namespaced.prepare(tmp_path, INNER)
     command = namespaced.pytest_command("--hermes-transport=local")
     runs = {role: namespaced.start(tmp_path, command, KB_OUT=str(out), KB_ROLE=role) for role in "ab"}
     try:
@@ -57,9 +54,7 @@ def test_the_stale_sweep_takes_a_kernel_dir_of_pid_1_once_its_namespace_ended(tm
 
     from pytest_hermes_kernel.transports.kernel_dirs import HOST_FILE, stale_kernel_dirs
 
-    ended = subprocess.run([namespaced.unshare(), "--pid", "--fork", "readlink", "/proc/self/ns/pid"],
-                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    assert ended.startswith("pid:["), ended
+    ended = namespaced.ended_namespace()
     live = os.readlink("/proc/self/ns/pid")
     for name, namespace in (("hermes-kernel-1-ended", ended), ("hermes-kernel-1-here", live)):
         (tmp_path / name).mkdir(mode=0o700)

@@ -69,10 +69,7 @@ def _remove(container_id: str) -> None:
 @pytest.mark.parametrize("reuse", [False, True], ids=["shared", "reused"])
 def test_a_neighbours_sweep_leaves_a_live_run_of_another_pid_namespace_alone(
         tmp_path: Path, docker_ready: None, monkeypatch: pytest.MonkeyPatch, reuse: bool) -> None:
-    namespaced.unshare()
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
+    out = namespaced.prepare(tmp_path, INNER)
     run_id = f"pidns-{uuid.uuid4().hex}"
     env = {"KB_OUT": str(out)}
     if reuse:  # a temp dir (and reuse store) of its own: `sweep --reused` takes no one else's parked container
@@ -118,10 +115,7 @@ def _in_namespace(namespace: str) -> list[str]:
 
 def test_what_a_killed_run_of_another_pid_namespace_left_goes_at_the_next_sweep(tmp_path: Path,
                                                                                 docker_ready: None) -> None:
-    namespaced.unshare()
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
+    out = namespaced.prepare(tmp_path, INNER)
     run_id = f"pidns-{uuid.uuid4().hex}"
     command = namespaced.pytest_command("--hermes-transport=docker", "--hermes-require-transports",
                                         f"--hermes-run-id={run_id}")

@@ -45,13 +45,10 @@ def _free_pids(count: int) -> int | None:
 def _start_run(tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
     """A filecell run of :data:`INNER` as a pid namespace's pid 1, its pids starting where no process
     of this namespace is (the runner's pid names nothing here), and its out dir."""
-    namespaced.unshare()
+    out = namespaced.prepare(tmp_path, INNER)
     first = _free_pids(2000)
     if first is None:
         pytest.skip("no 2000 free pids in a row here to give the namespace")
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
     command = namespaced.pytest_command("--hermes-transport=filecell", "--hermes-require-transports")
     proc = namespaced.start(tmp_path, command, before=f"echo {first + 500} > /proc/sys/kernel/ns_last_pid",
                             KB_OUT=str(out))
@@ -99,9 +96,7 @@ def test_the_dir_goes_once_the_namespace_ended_though_its_runners_pid_names_a_li
     the runner's namespace had ended, the sweep judged that pid here, found it alive, and kept the
     dir for good (no age ends a filecell dir). A runner of an ended namespace is gone, whatever
     its pid names here."""
-    ended = subprocess.run([namespaced.unshare(), "--pid", "--fork", "readlink", "/proc/self/ns/pid"],
-                           capture_output=True, text=True, timeout=30, check=True).stdout.strip()
-    assert ended.startswith("pid:["), ended
+    ended = namespaced.ended_namespace()
     from pytest_hermes_kernel.transports.filecell.transport import DEFAULT_ROOT
 
     os.makedirs(DEFAULT_ROOT, mode=0o700, exist_ok=True)

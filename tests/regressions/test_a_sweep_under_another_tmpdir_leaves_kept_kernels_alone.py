@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -73,15 +74,24 @@ def test_a_local_kernel_carries_its_hosts_temp_dir(server: bool) -> None:
 
 def test_the_process_sweep_finds_the_record_under_the_kernels_own_temp_dir(private_tmp: Path, keeping_tmp: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    sweep_spares_the_kept_kernel(keeping_tmp, monkeypatch, kept.TMPDIR_ENV, lambda env: {
+        **env, kept.TMPDIR_ENV: str(keeping_tmp)})
+
+
+def sweep_spares_the_kept_kernel(keeping_tmp: Path, monkeypatch: pytest.MonkeyPatch, marker: str,
+                                 marked: Callable[[dict[str, str]], dict[str, str]]) -> None:
+    """A process sweep, with its own temp dir, shown two kernel processes of a dead host whose records
+    are under ``keeping_tmp`` (one kept, one whose TTL ran out): it kills the expired one alone.
+    ``marked(env)`` is a process's environment given its kernel id and host pid (``marker`` is
+    the variable waited for in its ``/proc/<pid>/environ``)."""
     procs = {}
     for name, expired in (("kept", False), ("expired", True)):
         kid = uuid.uuid4().hex
         _record(kid, keeping_tmp, expired=expired)
-        env = {**os.environ, "HERMES_KERNEL_ID": kid, "HERMES_KERNEL_HOST_PID": str(_dead_pid()),
-               kept.TMPDIR_ENV: str(keeping_tmp)}
+        env = marked({**os.environ, "HERMES_KERNEL_ID": kid, "HERMES_KERNEL_HOST_PID": str(_dead_pid())})
         procs[name] = subprocess.Popen(["sleep", "300"], env=env, start_new_session=True)
     try:
-        wait_until(lambda: all(kept.TMPDIR_ENV in environ_of(p.pid) for p in procs.values()), 5.0,
+        wait_until(lambda: all(marker in environ_of(p.pid) for p in procs.values()), 5.0,
                    what="both processes to have exec'd with their markers")
         mine = [psutil.Process(p.pid) for p in procs.values()]
         monkeypatch.setattr(psutil, "process_iter", lambda *args, **kwargs: iter(mine))

@@ -31,10 +31,7 @@ def test_a_kernel_beside_the_other_job(hermes_kernel):
 
 
 def test_one_jobs_leak_check_leaves_the_other_jobs_container_alone(tmp_path: Path, docker_ready: None) -> None:
-    namespaced.unshare()
-    (tmp_path / "test_inner.py").write_text(INNER)
-    out = tmp_path / "out"
-    out.mkdir()
+    out = namespaced.prepare(tmp_path, INNER)
     run_id = f"job-{uuid.uuid4().hex}"
     command = namespaced.pytest_command("--hermes-transport=docker", "--hermes-require-transports",
                                         f"--hermes-run-id={run_id}")
