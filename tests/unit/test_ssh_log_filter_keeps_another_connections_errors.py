@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from pytest_hermes_kernel.transports.ssh.logs import LOG_CHANNEL
 
@@ -35,15 +34,16 @@ def test_a_later_threads_error_with_a_reused_ident_is_kept() -> None:
     log.addHandler(kept)
     log.setLevel(logging.DEBUG)
     try:
-        deadline = time.monotonic() + 10
-        while True:  # the banner error's thread, then another that happens to take its ident
-            first = _in_a_thread(lambda: log.error("Error reading SSH protocol banner[Errno 9] Bad file descriptor"))
-            kept.messages.clear()
-            second = _in_a_thread(lambda: log.error("Exception (client): Incompatible ssh server (no acceptable ciphers)"))
-            if second == first:
-                break
-            assert time.monotonic() < deadline, "no thread ident was reused (the case cannot be made here)"
-            time.sleep(2.1)  # (past the window: the next round starts clean)
+        first = _in_a_thread(lambda: log.error("Error reading SSH protocol banner[Errno 9] Bad file descriptor"))
+        kept.messages.clear()
+
+        def later() -> None:  # another thread that took the first one's ident (reuse made sure of, not waited for:
+            record = log.makeRecord(log.name, logging.ERROR, __file__, 0,  # glibc reuses a stack when it likes,
+                                    "Exception (client): Incompatible ssh server (no acceptable ciphers)", (), None)
+            record.thread = first  # and a loaded run's other threads took it: 1 in 2 clean-clone runs)
+            log.handle(record)
+
+        _in_a_thread(later)
         assert kept.messages == ["Exception (client): Incompatible ssh server (no acceptable ciphers)"]
     finally:
         log.removeHandler(kept)
