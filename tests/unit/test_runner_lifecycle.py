@@ -255,15 +255,19 @@ def test_a_stopped_worker_killed_with_its_cells_request_unread_is_reported_kille
 def test_a_worker_killed_while_its_tool_result_is_on_the_way_is_reported_killed(make_kernel):
     """The runner reads the tool's result before it sees the worker's death (the test stops the
     runner until both are there): the result cannot be handed on, and that is not the runner's end."""
+    stopped = threading.Event()
+
     def stall() -> str:
         os.kill(k.runner_pid, signal.SIGSTOP)  # the result below waits in the runner's socket
+        stopped.set()
         return "late"
 
     k = make_kernel(tools={"stall": stall})
     k.execute("x = 1")
     pid, runner = k.pid, k.runner_pid
     cell = run_in_thread(k, "import hermes_tools\nhermes_tools.stall()\n'never'")
-    try:
+    try:  # (the tool first: other bytes waiting a moment in a busy runner's socket passed the wait below, the
+        assert stopped.wait(10.0), "the tool was never called"  # SIGCONT came before the SIGSTOP, which then held)
         wait_until(lambda: unread_bytes(runner) > 0, 10.0, what="the tool's result to reach the stopped runner")
         os.kill(pid, signal.SIGKILL)
         wait_until(lambda: gone(pid), 5.0, what="the worker to die")
