@@ -7,11 +7,17 @@ loopback address or one of the run's own containers). Faults, on demand or sched
 * ``blackhole(duration)``: bytes stop flowing both ways and new connections hang: no FIN, no
   RST, the peer just goes silent (what a paused host or a dead network looks like);
 * ``latency(seconds, duration)``: every chunk is held back that long.
+
+One thread relays every connection with non-blocking sockets: a peer that reads nothing holds
+back only its own connection (at most :data:`MAX_HELD_BYTES` read from its other end, then that
+end is not read until it drains), and a ``latency`` fault holds each chunk ``seconds`` from when it
+was read, on every connection at once (a relay that slept per chunk in one thread added the
+holds up, and a send blocked on one connection stalled them all).
 """
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import selectors
 import socket
 import threading
@@ -46,6 +52,9 @@ class ProxyRoute:
             proxy.close()
 
 
+#: Bytes read from one end of a connection and not yet taken by the other before the proxy stops
+#: reading that end (a peer that reads nothing then fills its sender's buffers, as without a proxy).
+MAX_HELD_BYTES = 1 << 20
 #: Seconds :meth:`TcpFaultProxy.reset` waits for the proxy's thread to make the cut before making it itself.
 RESET_WAIT_S = 5.0
 
@@ -68,7 +77,6 @@ class TcpFaultProxy:
         self._latency_until: float | None = None
         self.connections = 0
         self._reset_requests: list[tuple[threading.Event, list[int]]] = []
-        self._sending: socket.socket | None = None
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
@@ -80,9 +88,8 @@ class TcpFaultProxy:
         collide with a socket closed under it; this waits for that cut (a 2-s wait whose end was
         not looked at returned the last reset's count while a held-up thread had cut nothing yet),
         or cuts itself once that thread has ended (``close()``: it ends without serving a request), or
-        has not come round within :data:`RESET_WAIT_S` (and a ``latency`` fault's hold): a thread
-        blocked sending to a peer that reads nothing comes round never, and ``reset()`` and
-        ``close()`` waited for it for ever; the cut wakes it.
+        has not come round within :data:`RESET_WAIT_S` (the thread never blocks, so only a stalled
+        process misses that).
         """
         done, cut = threading.Event(), []
         self._reset_requests.append((done, cut))
@@ -97,21 +104,15 @@ class TcpFaultProxy:
             while not done.wait(0.05) and self._thread.is_alive():
                 pass
             return cut[0] if cut else self._cut_all(None)
-        return self._cut_all(None, wake=self._thread.is_alive())
+        return self._cut_all(None)
 
-    def _cut_all(self, sel: selectors.BaseSelector | None, wake: bool = False) -> int:
+    def _cut_all(self, sel: selectors.BaseSelector | None) -> int:
         with self._lock:
             pairs, self._pairs = self._pairs, []
         for a, b in pairs:
             for sock in (a, b):
                 if sel is not None:
-                    try:
-                        sel.unregister(sock)
-                    except (KeyError, ValueError):
-                        pass
-                if wake and sock is self._sending:  # (a close alone leaves the thread's send on it blocked)
-                    with contextlib.suppress(OSError):
-                        sock.shutdown(socket.SHUT_RDWR)
+                    _unregister(sel, sock)
                 reset_socket(sock)
         return len(pairs)
 
@@ -137,33 +138,48 @@ class TcpFaultProxy:
         sel = selectors.DefaultSelector()
         self._listener.setblocking(False)
         sel.register(self._listener, selectors.EVENT_READ, None)
-        peers: dict[socket.socket, socket.socket] = {}
+        flows: dict[socket.socket, _Flow] = {}  # by the socket a flow reads from
         while not self._stop.is_set():
             while self._reset_requests:
                 done, cut = self._reset_requests.pop(0)
                 cut.append(self._cut_all(sel))
-                for s in [s for s in peers]:
-                    peers.pop(s, None)
+                flows.clear()
                 done.set()
             if self._blackholed():
                 time.sleep(0.02)  # nothing moves; connections stay open and silent
                 continue
-            for key, _ in sel.select(0.05):
-                if key.data is None:
-                    self._accept(sel, peers)
-                else:
-                    self._pump(sel, peers, key.fileobj)  # type: ignore[arg-type]
             with self._lock:
                 live = {s for pair in self._pairs for s in pair}
-            for s in [s for s in peers if s not in live]:
-                try:
-                    sel.unregister(s)
-                except (KeyError, ValueError):
-                    pass
-                peers.pop(s, None)
+            for s in [s for s in flows if s not in live]:  # cut by reset() from the caller's thread
+                _unregister(sel, s)
+                flows.pop(s, None)
+            now = time.monotonic()
+            timeout = 0.05
+            for flow in flows.values():
+                timeout = min(timeout, self._interest(sel, flows, flow, now))
+            for key, events in sel.select(max(0.0, timeout)):
+                if key.data is None:
+                    self._accept(flows)
+                    continue
+                sock = key.fileobj
+                if events & selectors.EVENT_READ and sock in flows:
+                    self._read(sel, flows, flows[sock])
+                mine = flows.get(sock)  # type: ignore[call-overload]
+                into = flows.get(mine.dst) if mine is not None else None  # the flow that writes to it
+                if events & selectors.EVENT_WRITE and into is not None:
+                    self._write(sel, flows, into)
         sel.close()
 
-    def _accept(self, sel: selectors.BaseSelector, peers: dict[socket.socket, socket.socket]) -> None:
+    def _interest(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow, now: float) -> float:
+        """Register what ``flow``'s two ends wait for; return the seconds until its first held chunk is due."""
+        reading = not flow.eof and flow.held < MAX_HELD_BYTES  # a peer that reads slowly holds back only its own source
+        due = flow.chunks[0][0] - now if flow.chunks else float("inf")
+        back = flows.get(flow.dst)
+        src_events = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if back and back.chunks and back.chunks[0][0] <= now else 0)
+        _register(sel, flow.src, src_events)
+        return due if due > 0 else 0.05
+
+    def _accept(self, flows: dict[socket.socket, _Flow]) -> None:
         try:
             client, _ = self._listener.accept()
         except OSError:
@@ -174,42 +190,59 @@ class TcpFaultProxy:
             reset_socket(client)
             return
         for s in (client, upstream):
-            s.setblocking(True)
-            sel.register(s, selectors.EVENT_READ, "peer")
-        peers[client], peers[upstream] = upstream, client
+            s.setblocking(False)
+        flows[client], flows[upstream] = _Flow(client, upstream), _Flow(upstream, client)
         with self._lock:
             self._pairs.append((client, upstream))
         self.connections += 1
 
-    def _pump(self, sel: selectors.BaseSelector, peers: dict[socket.socket, socket.socket], s: socket.socket) -> None:
-        other = peers.get(s)
+    def _read(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:
         try:
-            data = s.recv(65536)
-        except OSError:
-            data = b""
-        if self._latency_until is not None and time.monotonic() < self._latency_until:
-            time.sleep(self._latency)
-        if not data or other is None:
-            self._close_pair(sel, peers, s)
+            data = flow.src.recv(65536)
+        except BlockingIOError:
             return
-        self._sending = other  # (a reset that cannot wait for this send wakes it: :meth:`reset`)
-        try:
-            other.sendall(data)
         except OSError:
-            self._close_pair(sel, peers, s)
-        finally:
-            self._sending = None
+            self._close_pair(sel, flows, flow.src)
+            return
+        if not data:
+            flow.eof = True  # what it sent before goes first; then the pair is closed (both ways, at once)
+            if not flow.chunks:
+                self._close_pair(sel, flows, flow.src)
+            return
+        now = time.monotonic()
+        held = self._latency if self._latency_until is not None and now < self._latency_until else 0.0
+        due = max(now + held, flow.chunks[-1][0]) if flow.chunks else now + held  # never ahead of an earlier chunk
+        flow.chunks.append((due, data))
+        flow.held += len(data)
+        if held == 0.0:
+            self._write(sel, flows, flow)
 
-    def _close_pair(self, sel: selectors.BaseSelector, peers: dict[socket.socket, socket.socket], s: socket.socket) -> None:
-        other = peers.pop(s, None)
-        for sock in (s, other):
+    def _write(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:
+        now = time.monotonic()
+        while flow.chunks and flow.chunks[0][0] <= now:
+            due, data = flow.chunks[0]
+            try:
+                sent = flow.dst.send(data)
+            except BlockingIOError:
+                return
+            except OSError:
+                self._close_pair(sel, flows, flow.src)
+                return
+            flow.held -= sent
+            if sent < len(data):
+                flow.chunks[0] = (due, data[sent:])
+                return
+            flow.chunks.popleft()
+        if flow.eof and not flow.chunks:
+            self._close_pair(sel, flows, flow.src)
+
+    def _close_pair(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], s: socket.socket) -> None:
+        flow = flows.pop(s, None)
+        for sock in (s, flow.dst if flow else None):
             if sock is None:
                 continue
-            peers.pop(sock, None)
-            try:
-                sel.unregister(sock)
-            except (KeyError, ValueError):
-                pass
+            flows.pop(sock, None)
+            _unregister(sel, sock)
             sock.close()
         with self._lock:
             self._pairs = [p for p in self._pairs if s not in p]
@@ -225,6 +258,44 @@ class TcpFaultProxy:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Flow:
+    """One direction of a proxied connection: what was read from ``src`` and is not yet sent to ``dst``.
+
+    ``chunks`` are ``(due, bytes)``, ``due`` the monotonic time a ``latency`` fault holds a chunk
+    until (never before an earlier chunk's); ``held`` their bytes; ``eof``: ``src`` has ended.
+    """
+
+    __slots__ = ("src", "dst", "chunks", "held", "eof")
+
+    def __init__(self, src: socket.socket, dst: socket.socket) -> None:
+        self.src, self.dst = src, dst
+        self.chunks: collections.deque[tuple[float, bytes]] = collections.deque()
+        self.held = 0
+        self.eof = False
+
+
+def _register(sel: selectors.BaseSelector, sock: socket.socket, events: int) -> None:
+    """Make ``sock``'s registration in ``sel`` wait for ``events`` (none: unregistered)."""
+    try:
+        key: selectors.SelectorKey | None = sel.get_key(sock)
+    except (KeyError, ValueError):
+        key = None
+    if not events:
+        if key is not None:
+            _unregister(sel, sock)
+    elif key is None:
+        sel.register(sock, events, "peer")
+    elif key.events != events:
+        sel.modify(sock, events, "peer")
+
+
+def _unregister(sel: selectors.BaseSelector, sock: socket.socket) -> None:
+    try:
+        sel.unregister(sock)
+    except (KeyError, ValueError):
+        pass
 
 
 def reset_socket(sock: socket.socket) -> None:

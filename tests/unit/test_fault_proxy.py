@@ -1,4 +1,6 @@
-"""Found by the flaky-by-construction hunt (2026-12-06): ``TcpFaultProxy.reset()`` asked the proxy's
+"""The loopback TCP fault proxy (``faults/proxy.py``), which ssh's ``transport_drop`` cuts.
+
+``reset()`` (found by the flaky-by-construction hunt, 2026-12-06): ``TcpFaultProxy.reset()`` asked the proxy's
 thread to cut its connections and waited 2 s for it, without looking whether it had: a thread held
 up longer (a chunk held back by a ``latency`` fault, a loaded machine) made ``reset()`` return the
 previous reset's count (0 here, for one open connection, which stayed open until the thread came
@@ -9,6 +11,7 @@ happened when it returns: it now waits for its own cut, or makes it itself once 
 from __future__ import annotations
 
 import socket
+import statistics
 import threading
 import time
 from collections.abc import Iterator
@@ -116,3 +119,90 @@ def test_a_reset_while_the_proxys_thread_is_held_in_a_send_cuts_and_returns() ->
             conn.close()
         upstream.close()
         taker.join(10)
+
+
+def _connect(proxy: TcpFaultProxy) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+
+
+def test_a_connection_whose_peer_reads_nothing_does_not_stall_the_others() -> None:
+    """One connection's peer stopped reading (a frozen host behind it, a full pipe): the proxy's
+    one thread blocked in its ``sendall`` to that peer, and every other connection through the
+    proxy stopped with it, for good (here: no echo in 30 s). The upstream leaves its first
+    connection unread and echoes the second."""
+    answered = socket.create_server(("127.0.0.1", 0))
+    conns: list[socket.socket] = []
+
+    def serve() -> None:
+        first, _ = answered.accept()  # read by nobody
+        conns.append(first)
+        second, _ = answered.accept()
+        conns.append(second)
+        try:
+            while data := second.recv(4096):
+                second.sendall(data)
+        except OSError:
+            pass
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    try:
+        with TcpFaultProxy(answered.getsockname()[:2]) as proxy:
+            flooding = _connect(proxy)
+            flooding.setblocking(False)
+            sent, deadline = 0, time.monotonic() + 30
+            while time.monotonic() < deadline and sent < 64 * 2**20:  # until every buffer on its way is full
+                try:
+                    sent += flooding.send(b"x" * 65536)
+                    deadline = min(deadline, time.monotonic() + 2)  # (2 s with no send taken: they are)
+                except BlockingIOError:
+                    time.sleep(0.05)
+            other = _connect(proxy)
+            try:
+                other.sendall(b"ping")
+                got = b""
+                while len(got) < 4:
+                    try:
+                        chunk = other.recv(16)
+                    except TimeoutError:
+                        break
+                    if not chunk:
+                        break
+                    got += chunk
+                assert got == b"ping", "a second connection through the proxy had no echo in 30 s while a first one's peer read nothing"
+            finally:
+                other.close()
+                flooding.close()
+    finally:
+        for conn in conns:
+            conn.close()
+        answered.close()
+        server.join(10)
+
+
+def test_a_latency_fault_holds_each_chunk_its_time_on_every_connection_at_once(echo) -> None:
+    """``latency(s)``: every chunk is held back ``s``. The proxy slept ``s`` per chunk in its one
+    thread, so chunks of other connections waited behind it: with four connections each sending
+    one ping at once, the last echo came after ~4 s (8 holds in a row) instead of ~1 s (two holds:
+    there and back). Each round trip now takes about two holds, however many connections there are."""
+    hold = 0.5
+    with TcpFaultProxy(echo) as proxy:
+        clients = [_connect(proxy) for _ in range(4)]
+        try:
+            for client in clients:  # each connection works before the fault
+                client.sendall(b"warm")
+                assert client.recv(16) == b"warm"
+            proxy.latency(hold)
+            took: list[float] = []
+            start = time.monotonic()
+            for client in clients:
+                client.sendall(b"ping")
+            for client in clients:
+                assert client.recv(16) == b"ping"
+                took.append(time.monotonic() - start)
+        finally:
+            for client in clients:
+                client.close()
+    assert min(took) >= 2 * hold * 0.9, f"an echo came back in {min(took):.2f} s: the {hold}-s hold was not applied both ways"
+    assert max(took) < 2 * hold + 1.5, (f"echoes took {[round(t, 2) for t in took]} s (median {statistics.median(took):.2f}): "
+                                        f"the {hold}-s holds were added up across connections instead of each chunk held {hold} s")
