@@ -57,6 +57,23 @@ def echo() -> Iterator[tuple[str, int]]:
         thread.join(10)
 
 
+def _fill_until_it_blocks(sock: socket.socket) -> None:
+    """Send on ``sock`` until every buffer on its way to a peer that reads nothing is full (2 s
+    with no send taken), at most 64 MiB or 30 s; ``sock`` is left non-blocking."""
+    sock.setblocking(False)
+    sent, deadline = 0, time.monotonic() + 30
+    while time.monotonic() < deadline and sent < 64 * 2**20:
+        try:
+            sent += sock.send(b"x" * 65536)
+            deadline = min(deadline, time.monotonic() + 2)
+        except BlockingIOError:
+            time.sleep(0.05)
+
+
+def _connect(proxy: TcpFaultProxy) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
+
+
 def test_a_reset_while_the_proxy_holds_a_chunk_returns_once_its_connection_is_cut(echo) -> None:
     with TcpFaultProxy(echo) as proxy:
         client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
@@ -91,14 +108,7 @@ def test_a_reset_while_the_proxys_thread_is_held_in_a_send_cuts_and_returns() ->
     client = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     returned: list[int] = []
     try:
-        client.setblocking(False)
-        sent, deadline = 0, time.monotonic() + 30
-        while time.monotonic() < deadline and sent < 64 * 2**20:  # until every buffer on the way is full
-            try:
-                sent += client.send(b"x" * 65536)
-                deadline = min(deadline, time.monotonic() + 2)  # (2 s with no send taken: they are)
-            except BlockingIOError:
-                time.sleep(0.05)
+        _fill_until_it_blocks(client)
         resetting = threading.Thread(target=lambda: returned.append(proxy.reset()), daemon=True)
         resetting.start()
         resetting.join(30)
@@ -119,10 +129,6 @@ def test_a_reset_while_the_proxys_thread_is_held_in_a_send_cuts_and_returns() ->
             conn.close()
         upstream.close()
         taker.join(10)
-
-
-def _connect(proxy: TcpFaultProxy) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", proxy.port), timeout=30)
 
 
 def test_a_connection_whose_peer_reads_nothing_does_not_stall_the_others() -> None:
@@ -149,14 +155,7 @@ def test_a_connection_whose_peer_reads_nothing_does_not_stall_the_others() -> No
     try:
         with TcpFaultProxy(answered.getsockname()[:2]) as proxy:
             flooding = _connect(proxy)
-            flooding.setblocking(False)
-            sent, deadline = 0, time.monotonic() + 30
-            while time.monotonic() < deadline and sent < 64 * 2**20:  # until every buffer on its way is full
-                try:
-                    sent += flooding.send(b"x" * 65536)
-                    deadline = min(deadline, time.monotonic() + 2)  # (2 s with no send taken: they are)
-                except BlockingIOError:
-                    time.sleep(0.05)
+            _fill_until_it_blocks(flooding)
             other = _connect(proxy)
             try:
                 other.sendall(b"ping")
