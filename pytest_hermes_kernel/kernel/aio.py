@@ -11,16 +11,19 @@ to settle (further cancellations are held until then), hands the settled
 ends with its cell, so no listener outlives its request. A loop closed under a task that was
 never cancelled (a bare ``loop.close()``) throws the switch too: nobody can await that cell.
 Cells of several ``aexecute`` calls on one kernel run in the order the coroutines called it
-(``asyncio.gather()``): each call returns to the loop once its thread has its cell in line.
+(``asyncio.gather()``): each call's thread takes its place in the kernel's line only after the
+thread of the call before it on that kernel has taken its own. The loop never waits for that
+(it waited up to 2 s for its thread's first steps, every other task of the loop with it).
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .queue import CellQueue, on_placed
+from .queue import CANCEL_LOOK_S, CellQueue, on_placed
 from .results import CellResult
 
 if TYPE_CHECKING:
@@ -30,8 +33,10 @@ if TYPE_CHECKING:
 
 __all__ = ["aexecute"]
 
-#: How long :func:`aexecute` waits for its cell's thread to take the cell's place in line (seconds).
-PLACE_WAIT_S = 2.0
+#: Per kernel, the event set once the cell of the latest ``aexecute`` call on it stands in line (or
+#: was refused): the next call's thread waits for it before it sends its own cell.
+_last_placed: weakref.WeakKeyDictionary[object, threading.Event] = weakref.WeakKeyDictionary()
+_last_placed_lock = threading.Lock()
 
 
 async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = None,
@@ -53,10 +58,8 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
     switch, placed = _LoopSwitch(loop), threading.Event()
-    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed),
+    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed, _behind(kernel, placed)),
                      name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
-    if isinstance(getattr(kernel, "_queue", None), CellQueue):  # in line before the next aexecute's cell
-        placed.wait(PLACE_WAIT_S)  # (its thread's first steps: the loop waits that long at the most)
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
@@ -107,11 +110,26 @@ async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
     return None if done.exception() is not None else done.result()
 
 
+def _behind(kernel: object, placed: threading.Event) -> threading.Event | None:
+    """The event of the ``aexecute`` call before this one on ``kernel`` (``None``: none waits, or
+    ``kernel`` keeps no line of cells); ``placed`` is the one the next call waits for."""
+    if not isinstance(getattr(kernel, "_queue", None), CellQueue):
+        return None  # (a kernel-like object of a test: no line to keep a place in)
+    with _last_placed_lock:
+        before = _last_placed.get(kernel)
+        _last_placed[kernel] = placed
+    return None if before is None or before.is_set() else before
+
+
 def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult], kernel: KernelHandle,
-              code: str, timeout: float | None, switch: threading.Event, placed: threading.Event) -> None:
-    """The cell's thread: run it (``placed`` set once it stands in line), hand its result (or error)
-    to the loop, end."""
+              code: str, timeout: float | None, switch: threading.Event, placed: threading.Event,
+              before: threading.Event | None) -> None:
+    """The cell's thread: wait until the cell of the ``aexecute`` call ``before`` it stands in line
+    (or this one is cancelled), run its own (``placed`` set once it stands in line), hand its result
+    (or error) to the loop, end."""
     outcome: CellResult | BaseException
+    while before is not None and not before.wait(CANCEL_LOOK_S) and not switch.is_set():
+        pass  # (cancelled first: execute() answers the set switch at once, the cell never sent)
     on_placed.callback = placed.set
     try:
         outcome = kernel.execute(code, timeout=timeout, cancel=switch)

@@ -64,8 +64,8 @@ def test_gathered_aexecute_cells_run_in_the_order_they_were_sent(make_kernel) ->
 def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_keeps_its_place(make_kernel, monkeypatch) -> None:
     """Each ``aexecute`` runs its cell in a thread of its own, and the threads reached the line in
     any order: under load ``gather()`` of five ran ``[0, 2, 1, 3, 4]`` (1 round of 50, a full run of
-    2026-12-06). Forced here: the second cell's thread is late by 0.3 s. Now ``aexecute`` returns to
-    the loop once its cell stands in line."""
+    2026-12-06). Forced here: the second cell's thread is late by 0.3 s. Now each call's thread
+    takes its place only after the one before it on that kernel has taken its own."""
     k = make_kernel()
     real_execute = k.execute
 
@@ -82,6 +82,43 @@ def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_keeps_its_place(make
 
     k.execute("seq = []")
     assert asyncio.run(one_round()) == "[0, 1, 2, 3, 4]"
+
+
+def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_leaves_the_loop_running(make_kernel, monkeypatch) -> None:
+    """The fix above first made ``aexecute`` wait, on the loop, for its thread to stand in line (up to
+    2 s): an agent host serving many sessions from one loop stopped all of them while one cell's
+    thread was slow (here 3 s late: a ticker task saw a 2.0-s gap). The loop now goes on at once;
+    the order still holds (the test above)."""
+    k = make_kernel()
+    real_execute = k.execute
+
+    def late(code, **kwargs):
+        if code == "late = 1":
+            time.sleep(3.0)  # a thread the scheduler starts late (or a slow step before the line)
+        return real_execute(code, **kwargs)
+
+    monkeypatch.setattr(k, "execute", late)
+
+    async def watch() -> float:
+        gaps, stop = [], asyncio.Event()
+
+        async def tick() -> None:
+            last = time.monotonic()
+            while not stop.is_set():
+                await asyncio.sleep(0.01)
+                gaps.append(time.monotonic() - last)
+                last = time.monotonic()
+
+        ticker = asyncio.create_task(tick())
+        await asyncio.sleep(0.05)
+        await asyncio.gather(aexecute(k, "late = 1"), aexecute(k, "after = late + 1"))
+        stop.set()
+        await ticker
+        return max(gaps)
+
+    widest = asyncio.run(watch())
+    assert widest < 1.0, f"the event loop stood still for {widest:.2f} s while an aexecute cell's thread was late"
+    assert k.execute("after").value == "2", "the cell sent second ran before the first (it names the first's variable)"
 
 
 def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
