@@ -430,6 +430,8 @@ class FileCellSite:
 
 def _start_hint(out: str, python: str, root: str) -> str:
     """The hint of a failed filecell launch, from what it printed (``out``)."""
+    if re.search(f"^{re.escape(scripts.ERROR_MARK)} root: .* cannot be made: ", out, re.M):
+        return "make it, or point root= elsewhere: a directory the backend's user may make (closed to group and others)"
     if f"{scripts.ERROR_MARK} root: " in out:
         return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
                 "nothing is chmodded or removed to fit: point root= elsewhere")
