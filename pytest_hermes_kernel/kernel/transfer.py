@@ -382,8 +382,12 @@ def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> 
     if launched is None or not (handle.options.cwd or launched.kernel_dir):
         raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",
                                 path=None, problem="no runner")
+    # a cwd= is the host's choice, followed whole (its trailing slash): a symlink naming the dir
+    # took no transfer ("the working dir ... is a symlink"), though the cells ran there; only the
+    # kernel's own dir, which a cell may swap for a link, is opened without following one
+    workdir = f"{cwd.rstrip('/')}/" if cwd else launched.kernel_dir or ""
     try:
-        return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+        return handle.transport.files(launched, workdir)
     except FileTransferError:
         raise
     except Exception as exc:  # the host cannot be reached (an ssh connection down, a container gone)
