@@ -194,6 +194,22 @@ class LocalSource:
             os.close(fd)
 
 
+def _lstat_or_none(path: Path) -> os.stat_result | None:
+    """``lstat(path)``, or ``None`` where there is nothing to see (a parent missing or a file: the
+    staging dir's own error names that)."""
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _as_what(mode: int) -> str:
+    """``, a fifo`` and the like for an entry that is no regular file nor directory; ``""`` else."""
+    what = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device",
+            stat.S_IFLNK: "symlink"}.get(stat.S_IFMT(mode))
+    return f", a {what}," if what else ""
+
+
 class Staging:
     """A download's local side: a fresh 0700 temp dir beside the destination, renamed into place
     by :meth:`commit` and removed in any case when the ``with`` block ends (with the missing
@@ -202,14 +218,17 @@ class Staging:
     :param destination: what the downloaded entry becomes.
     :param limit_bytes: the size bound, counted on the bytes really written.
     :param kind: what is downloaded (``file`` or ``dir``): only a file replaces a file.
-    :raises FileTransferError: if ``destination`` is an existing directory or symlink (or a file
-        and a directory is downloaded), or its directory cannot be made or written (naming it).
+    :raises FileTransferError: if ``destination`` exists as anything but a regular file (a
+        directory, symlink, FIFO, socket or device), or as one when a directory is downloaded, or
+        its directory cannot be made or written (naming it).
     """
 
     def __init__(self, destination: Path, limit_bytes: int, kind: EntryKind = "file") -> None:
-        if destination.is_symlink() or destination.is_dir() or (kind != "file" and os.path.lexists(destination)):
-            raise FileTransferError(f"{destination} already exists (not as a file that a downloaded file replaces): "
-                                    "a download names a new path", path=str(destination), problem="already exists")
+        found = _lstat_or_none(destination)
+        if found is not None and (kind != "file" or not stat.S_ISREG(found.st_mode)):  # a FIFO, socket or device
+            raise FileTransferError(  # was renamed over too: a root's download to /dev/null made it a regular file
+                f"{destination} already exists{_as_what(found.st_mode)} (not as a file that a downloaded file "
+                "replaces): a download names a new path", path=str(destination), problem="already exists")
         self.destination = destination
         self.limit_bytes = limit_bytes
         self.made = [p for p in (destination.parent, *destination.parent.parents) if not os.path.lexists(p)]
