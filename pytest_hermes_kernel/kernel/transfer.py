@@ -303,7 +303,10 @@ def _make_staging_dir(parent: Path) -> str:
         parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
         raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
-    made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    try:
+        made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    except OSError as exc:  # named the staging dir, a name the user never gave: the dir it could not go in
+        raise OSError(exc.errno, exc.strerror, str(parent)) from None
     os.chmod(made, 0o700)  # mkdtemp's 0700 less the umask: 0500 under umask 0277, where nothing could be written
     return made
 
