@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmortem_command
 from .errors import ConfigError
 from .containers.images import docker_status, pip_install_extra, too_old, too_old_of
+from .containers.rundir import run_files_problem
 from .transports.leftovers import verb
 from .transports import TRANSPORT_NAMES
 
@@ -152,8 +153,7 @@ def _check_ssh() -> Check:
 
 
 def _check_filecell() -> Check:
-    sh = shutil.which("sh")
-    if sh is None:
+    if (sh := shutil.which("sh")) is None:
         return Check("filecell", False, "no `sh` for the local shell reference backend", "install a POSIX shell")
     docker = "when docker is up" if importlib.util.find_spec("docker") else f"needs the docker SDK: {pip_install_extra('docker')}"
     return Check("filecell", True, f"local shell backend ({sh}); docker exec backend {docker}")
@@ -170,8 +170,8 @@ def doctor(names: list[str] | None = None, engines: Engines = (None,)) -> list[C
 
 
 def _with_too_old(check: Check) -> Check:
-    """``check``, a NO naming each package it needs that is older than this package declares."""
-    old = too_old_of(check.transport)
+    """``check``, a NO naming each package it needs that is older than this package declares, or (docker, ssh) a temp dir unfit for their run files."""
+    old = too_old_of(check.transport) or (check.ok and check.transport in ("docker", "ssh") and run_files_problem() or None)
     return Check(check.transport, False, f"{old[0]}; {check.detail}", old[1]) if old else check
 
 

@@ -128,6 +128,18 @@ def reuse_dir(directory: str | None = None, *, create: bool = True) -> str:
     return path
 
 
+def run_files_problem(directory: str | None = None) -> tuple[str, str] | None:
+    """Why this user's run files cannot be kept in the temp dir (:func:`user_dir`'s refusal) and
+    what to do, or ``None`` when they can: ``hermes-kernel doctor`` said docker and ssh were ok, and
+    each of their tests then errored with :class:`UnsafeRunDirError`."""
+    try:
+        user_dir(directory)
+    except UnsafeRunDirError as exc:
+        why, _, hint = str(exc).partition(". Hint: ")
+        return why, hint or "point TMPDIR at a directory only you can write to"
+    return None
+
+
 def is_private_dir(path: str) -> bool:
     """Whether ``path`` is a real directory of this user closed to group and others (never
     following a symlink): a directory a container label names is trusted only then."""

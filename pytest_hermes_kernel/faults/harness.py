@@ -117,6 +117,13 @@ class _HandleMembers:
         return report
 
 
+#: How the host process starts: as ``python -m`` would, but with the caller's working dir after the
+#: standard library and the installed packages on ``sys.path`` (first, a project's own ``types.py``
+#: shadowed the standard one, and the host died at once: "the harness host ... is gone").
+_HOST_BOOT = ("import sys\nif sys.path[:1] == ['']:\n    sys.path.append(sys.path.pop(0))\nimport runpy\n"
+              "runpy.run_module('pytest_hermes_kernel.faults._harness_host', run_name='__main__', alter_sys=True)\n")
+
+
 class HarnessKernel(_HandleMembers):
     """A kernel owned by a separate host process (see module docstring); a
     :class:`~pytest_hermes_kernel.kernel.interface.Kernel`.
@@ -149,7 +156,7 @@ class HarnessKernel(_HandleMembers):
         self._reader_done = False  # the host's replies ended: guarded by _lock with _pending
         self.cells_run = 0
         registration = _registration(transport)  # before the host starts: a factory it cannot get is a ConfigError
-        self.proc = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.faults._harness_host"],
+        self.proc = subprocess.Popen([sys.executable, "-c", _HOST_BOOT],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
         self.host_pid = self.proc.pid
         self._reader = threading.Thread(target=self._read_replies, name="hermes-harness-reader", daemon=True)

@@ -194,6 +194,22 @@ class LocalSource:
             os.close(fd)
 
 
+def _lstat_or_none(path: Path) -> os.stat_result | None:
+    """``lstat(path)``, or ``None`` where there is nothing to see (a parent missing or a file: the
+    staging dir's own error names that)."""
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
+
+
+def _as_what(mode: int) -> str:
+    """``, a fifo`` and the like for an entry that is no regular file nor directory; ``""`` else."""
+    what = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFCHR: "device", stat.S_IFBLK: "device",
+            stat.S_IFLNK: "symlink"}.get(stat.S_IFMT(mode))
+    return f", a {what}," if what else ""
+
+
 class Staging:
     """A download's local side: a fresh 0700 temp dir beside the destination, renamed into place
     by :meth:`commit` and removed in any case when the ``with`` block ends (with the missing
@@ -202,14 +218,17 @@ class Staging:
     :param destination: what the downloaded entry becomes.
     :param limit_bytes: the size bound, counted on the bytes really written.
     :param kind: what is downloaded (``file`` or ``dir``): only a file replaces a file.
-    :raises FileTransferError: if ``destination`` is an existing directory or symlink (or a file
-        and a directory is downloaded), or its directory cannot be made or written (naming it).
+    :raises FileTransferError: if ``destination`` exists as anything but a regular file (a
+        directory, symlink, FIFO, socket or device), or as one when a directory is downloaded, or
+        its directory cannot be made or written (naming it).
     """
 
     def __init__(self, destination: Path, limit_bytes: int, kind: EntryKind = "file") -> None:
-        if destination.is_symlink() or destination.is_dir() or (kind != "file" and os.path.lexists(destination)):
-            raise FileTransferError(f"{destination} already exists (not as a file that a downloaded file replaces): "
-                                    "a download names a new path", path=str(destination), problem="already exists")
+        found = _lstat_or_none(destination)
+        if found is not None and (kind != "file" or not stat.S_ISREG(found.st_mode)):  # a FIFO, socket or device
+            raise FileTransferError(  # was renamed over too: a root's download to /dev/null made it a regular file
+                f"{destination} already exists{_as_what(found.st_mode)} (not as a file that a downloaded file "
+                "replaces): a download names a new path", path=str(destination), problem="already exists")
         self.destination = destination
         self.limit_bytes = limit_bytes
         self.made = [p for p in (destination.parent, *destination.parent.parents) if not os.path.lexists(p)]
@@ -284,7 +303,10 @@ def _make_staging_dir(parent: Path) -> str:
         parent.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # exist_ok, yet it exists: as something other than a directory
         raise NotADirectoryError(errno.ENOTDIR, "is not a directory", str(parent)) from None
-    made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    try:
+        made = tempfile.mkdtemp(prefix=".hermes-download-", dir=parent)
+    except OSError as exc:  # named the staging dir, a name the user never gave: the dir it could not go in
+        raise OSError(exc.errno, exc.strerror, str(parent)) from None
     os.chmod(made, 0o700)  # mkdtemp's 0700 less the umask: 0500 under umask 0277, where nothing could be written
     return made
 
@@ -382,8 +404,12 @@ def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> 
     if launched is None or not (handle.options.cwd or launched.kernel_dir):
         raise FileTransferError(f"kernel {handle.kernel_id} has no runner now: no working dir to transfer to",
                                 path=None, problem="no runner")
+    # a cwd= is the host's choice, followed whole (its trailing slash): a symlink naming the dir
+    # took no transfer ("the working dir ... is a symlink"), though the cells ran there; only the
+    # kernel's own dir, which a cell may swap for a link, is opened without following one
+    workdir = f"{cwd.rstrip('/')}/" if cwd else launched.kernel_dir or ""
     try:
-        return handle.transport.files(launched, handle.options.cwd or launched.kernel_dir or "")
+        return handle.transport.files(launched, workdir)
     except FileTransferError:
         raise
     except Exception as exc:  # the host cannot be reached (an ssh connection down, a container gone)

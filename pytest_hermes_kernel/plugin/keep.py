@@ -126,7 +126,7 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
     SIGTERM (``keep()`` then ends the runner): the record named a kernel that was gone, and on
     docker and ssh held the run's container for the whole TTL.
     """
-    from ..containers.kept import KeptKernel, remove, save
+    from ..containers.kept import KeptKernel, save
     from ..kernel.output import secret_values
 
     launched = kernel.launched
@@ -141,16 +141,27 @@ def _keep_past_session(nodeid: str, kernel: KernelHandle, ttl: float, rootdir: s
         save(record)
         kept = kernel.keep(ttl).step == "kept"
     except (TransportLostError, UnsafeRunDirError, OSError) as exc:
-        remove(kid)
+        _forget(kid)  # an unsafe kept dir refuses this too: it raised before the shutdown, which never came
         kernel.shutdown()
         return None, f"{title or nodeid}: kernel {kid} could not be kept, so it was shut down: {exc}"
     except BaseException:
         if not kept:
-            remove(kid)
+            _forget(kid)
         raise
     record = record.detached_now()
     save(record)
     return record, describe(record, runner_pid, title)
+
+
+def _forget(kernel_id: str) -> None:
+    """Remove the record of a kernel that was not kept, if there is one (an unsafe or full kept
+    dir holds none: its refusal is the keep's own error, said already)."""
+    from ..containers.kept import remove
+
+    try:
+        remove(kernel_id)
+    except (UnsafeRunDirError, OSError):
+        pass
 
 
 def _clock_time(at: float) -> str:

@@ -8,7 +8,8 @@ source to the kernel's side and run it there as ``python3 -c SOURCE`` with one J
 
 Every path is a list of plain names (``parts``) under the working dir ``wd``. ``wd`` is opened
 with ``O_NOFOLLOW`` on its last component (a cell that swapped its kernel dir for a symlink is
-refused); its parent components are the host's choice and are followed. Below ``wd`` every
+refused); its parent components are the host's choice and are followed, and so is a ``cwd=``
+whole, which comes with a trailing slash. Below ``wd`` every
 component is opened relative to its parent's fd with ``O_NOFOLLOW``, so a symlink planted
 anywhere on the path is refused (``ELOOP``), and a swap after the check cannot redirect the
 operation: it acts on the fds already open, never on a name looked up again.
@@ -72,7 +73,7 @@ def open_wd(wd: str) -> int:
     except OSError as exc:
         link = exc.errno in (errno.ENOTDIR, errno.ELOOP) and os.path.islink(wd)
         problem = "is a symlink (never followed)" if link else _problem(exc)
-        raise refused(".", f"the working dir {wd} {problem}", errno.ELOOP if link else exc.errno) from None
+        raise refused(".", f"the working dir {wd.rstrip('/') or '/'} {problem}", errno.ELOOP if link else exc.errno) from None
 
 
 def open_parent(wd: str, parts: List[str], create: bool = False, made: Optional[List[List[str]]] = None) -> int:

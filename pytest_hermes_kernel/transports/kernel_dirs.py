@@ -14,6 +14,7 @@ May import: the kernel core, ``containers``, ``procs`` and ``errors``.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import resource
 import shutil
@@ -70,7 +71,7 @@ def new_kernel_dir() -> str:
     ROOTS_USED.add(root)
     try:
         with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.write(f"{os.getpid()} {_pid_namespace()}\n{tempfile.gettempdir()}\n")
+            fh.write(f"{os.getpid()} {_pid_namespace()}\n{_tmpdir_line(tempfile.gettempdir())}\n")
     except OSError as exc:  # a full disk, no fd left: it was a bare OSError, and the dir stayed
         discard_kernel_dir(kdir)
         raise KernelStartError(f"cannot write the kernel dir {kdir}: {exc.strerror or exc}\nHint: "
@@ -163,15 +164,26 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
     return stale
 
 
+def _tmpdir_line(tmp: str) -> str:
+    """The temp dir as :data:`HOST_FILE`'s second line: as it is (an older kit reads that), or
+    quoted (JSON) when it holds a newline, which cut it (a kept kernel's dir, its record not
+    found under the cut path, was a stale dir to a sweep with another ``TMPDIR``)."""
+    return json.dumps(tmp) if "\n" in tmp or tmp.startswith('"') else tmp
+
+
 def _host_tmpdir(path: str) -> str | None:
     """The temp dir of the host that made kernel dir ``path`` (its :data:`HOST_FILE`'s second
     line): a kept kernel's record is under it. ``None`` when the file does not say (an older kit's)."""
     try:
         with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
-            lines = fh.read().splitlines()
+            lines = fh.read().split("\n")  # not splitlines(): a path may hold U+2028 or \x1c
     except OSError:
         return None
-    return lines[1] if len(lines) > 1 and lines[1] else None
+    line = lines[1] if len(lines) > 1 else ""
+    try:
+        return json.loads(line) if line.startswith('"') else line or None
+    except ValueError:
+        return None
 
 
 def _host_dead(rest: str, path: str, lives: dict[str, bool]) -> bool:

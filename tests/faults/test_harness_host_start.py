@@ -13,7 +13,9 @@ import pytest
 
 
 def test_the_harness_host_starts_under_warnings_as_errors() -> None:
-    out = subprocess.run([sys.executable, "-W", "error", "-m", "pytest_hermes_kernel.faults._harness_host"],
+    from pytest_hermes_kernel.faults.harness import _HOST_BOOT  # how HarnessKernel starts it
+
+    out = subprocess.run([sys.executable, "-W", "error", "-c", _HOST_BOOT],
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
 
     assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr

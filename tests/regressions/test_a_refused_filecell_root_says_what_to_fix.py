@@ -40,3 +40,19 @@ def test_a_refused_filecell_root_hints_at_a_private_directory_not_a_writable_one
     assert f"HERMES-FILECELL-ERROR root: {root} " in text, text
     hint = text.split("\nHint: ", 1)[1]
     assert "writable" not in hint and "(0700)" in hint and "point root= elsewhere" in hint, text
+
+
+def test_a_root_that_cannot_be_made_is_named_with_mkdirs_reason(short_tmp: Path) -> None:
+    """Seen: a root that could not be made (on a read-only file system, under a dir the user may not
+    write, under a file) failed with "HERMES-FILECELL-ERROR root: /ro/fc is not a directory owned by
+    bob", its hint asking for a private directory: the mkdir's own reason was thrown away. Now the
+    line says the root cannot be made and why, and the hint says to make it or point elsewhere."""
+    (short_tmp / "file").write_text("")
+    root = short_tmp / "file" / "fc"  # under a file: mkdir fails for root and any user alike
+    text = start_error(FileCellTransport(LocalShellBackend(), root=str(root)), start_timeout=30)
+    line = next(line for line in text.splitlines() if line.startswith("HERMES-FILECELL-ERROR root: "))
+    assert line.startswith(f"HERMES-FILECELL-ERROR root: {root} cannot be made: ") and "Not a directory" in line, text
+    assert "owned by" not in text, text
+    hint = text.split("\nHint: ", 1)[1]
+    assert "make it" in hint and "point root= elsewhere" in hint and "(0700)" not in hint, text
+    assert sorted(p.name for p in short_tmp.iterdir()) == ["file"]

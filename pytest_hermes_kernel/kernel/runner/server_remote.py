@@ -45,6 +45,7 @@ import traceback
 from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
 from .procfs import become_subreaper
 from .server import ForkingServer, enter_kernel
+from .attach import unix_call
 from .serve import bind_listener, run_listening, write_pidfile
 
 TYPE_CHECKING = False
@@ -314,7 +315,7 @@ class RemoteKernelServer(ForkingServer):
     def attach(self, path: str) -> Header:
         """Connect to a kernel's socket as a new channel (it listens already: the connect is queued)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(path)
+        unix_call(sock, "connect", path)  # a path over 107 bytes (a long home) too, as it was bound
         chan, self.next_chan = self.next_chan, self.next_chan + 1
         self.chans[chan] = sock
         self.sel.register(sock, selectors.EVENT_READ, chan)

@@ -180,7 +180,10 @@ class LocalShellBackend:
 #: stdin, :data:`STDIN_SHIM`), writes the command's
 #: exit status to fd argv[1] when it ends, then reaps every orphan it adopted until none is left.
 _SUBREAPER = r"""
-import ctypes, os, sys
+import sys
+if sys.path[:1] == ['']:  # the caller's working dir, where a project's own types.py shadowed the stdlib's
+    del sys.path[0]
+import ctypes, os
 try:
     ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 except Exception:

@@ -125,7 +125,10 @@ def launch_command(*, root: str, kdir: str, python: str, runner: str, files: Map
     return "\n".join([
         "umask 077",
         f'command -v {py} >/dev/null 2>&1 || {{ echo "{ERROR_MARK} python: "{py}" not found"; exit 127; }}',
-        f"mkdir -p {r} 2>/dev/null",
+        # a root that cannot be made says why (a read-only file system, a parent it may not write):
+        # its reason was thrown away, and the check below said "not a directory owned by ..."
+        (f'mkdir -p {r} 2>/dev/null || [ -e {r} ] || [ -L {r} ] || {{ echo "{ERROR_MARK} root: "{r}" cannot be made: '
+         f'$(mkdir -p {r} 2>&1 | tail -n 1)"; exit 1; }}'),
         (f'[ -d {r} ] && [ ! -L {r} ] && [ -O {r} ] || {{ echo "{ERROR_MARK} root: "{r}" is not a directory '
          'owned by $(id -un)"; exit 1; }'),
         (f'case $(ls -ld {r}) in d???------*) ;; *) echo "{ERROR_MARK} root: "{r}" is open to group or others '

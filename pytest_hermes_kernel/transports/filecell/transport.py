@@ -53,8 +53,9 @@ __all__ = ["DEFAULT_ROOT", "DockerExecBackend", "ExecuteBackend", "FileCellTrans
 DEFAULT_ROOT = f"/tmp/hermes-filecell-{os.getuid()}"
 #: The default root before it was per user: the sweep still looks there for this user's dirs.
 LEGACY_ROOT = "/tmp/hermes-filecell"
-#: A unix socket path must fit in 108 bytes; the kernel dir adds ``/k-<12>-<16>/sock``.
-_MAX_ROOT_CHARS = 70
+#: A unix socket path must fit in 108 bytes; the kernel dir adds ``/k-<12>-<16>/sock``. Bytes (UTF-8),
+#: not characters: a root of 50 ``é`` passed a count of characters, and no kernel could start under it.
+_MAX_ROOT_BYTES = 70
 #: Extra seconds an execute may take beyond the poll's own deadline (process start, transfer).
 _EXECUTE_SLACK_S = 15.0
 #: Seconds past its own timeout that the transport waits for a backend's execute to return.
@@ -99,9 +100,9 @@ class FileCellTransport(Transport):
                  root: str | None = None, orphan_timeout: float | None = IDLE_ORPHAN_TIMEOUT_S, poll_window_s: float = 20.0,
                  launch_timeout: float = 60.0, hold_s: float = 600.0) -> None:
         root = (root or DEFAULT_ROOT).rstrip("/")
-        if not root.startswith("/") or len(root) > _MAX_ROOT_CHARS:
-            raise ConfigError(f"filecell root must be an absolute path of at most {_MAX_ROOT_CHARS} "
-                              f"characters (unix socket paths are short), got {root!r}")
+        if not root.startswith("/") or len(root.encode("utf-8", "surrogatepass")) > _MAX_ROOT_BYTES:
+            raise ConfigError(f"filecell root must be an absolute path of at most {_MAX_ROOT_BYTES} "
+                              f"bytes (unix socket paths are short), got {root!r}")
         check_options("filecell transport", optional=("orphan_timeout",), commands={"python": python},
                       seconds={"orphan_timeout": orphan_timeout, "hold_s": hold_s},
                       positive_seconds={"poll_window_s": poll_window_s, "launch_timeout": launch_timeout})
@@ -429,6 +430,8 @@ class FileCellSite:
 
 def _start_hint(out: str, python: str, root: str) -> str:
     """The hint of a failed filecell launch, from what it printed (``out``)."""
+    if re.search(f"^{re.escape(scripts.ERROR_MARK)} root: .* cannot be made: ", out, re.M):
+        return "make it, or point root= elsewhere: a directory the backend's user may make (closed to group and others)"
     if f"{scripts.ERROR_MARK} root: " in out:
         return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
                 "nothing is chmodded or removed to fit: point root= elsewhere")

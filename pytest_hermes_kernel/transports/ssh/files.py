@@ -237,7 +237,7 @@ def _not_utf8(shown: str, *, listing: bool = False) -> FileTransferError:
 def _check_dir(st: Any | None, shown: str, workdir: str) -> None:
     """:raises FileTransferError: naming ``shown``, or the working dir itself (``"."``) by its path,
     as the other transports do."""
-    said = f"the working dir {workdir}" if shown == "." else shown
+    said = f"the working dir {workdir.rstrip('/') or '/'}" if shown == "." else shown
     if st is None:
         raise FileTransferError(f"{said} does not exist", path=shown, problem="does not exist")
     if stat.S_ISLNK(st.st_mode):

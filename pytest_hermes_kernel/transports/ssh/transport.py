@@ -427,7 +427,13 @@ def _start_hint(code: int | None, python: str) -> str:
 
 
 def _relay_command(python: str, runner: str, kdir: str) -> str:
-    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``."""
+    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``; from
+    inside ``kdir`` to ``sock`` when that path is over the 107 bytes a unix socket address holds (a
+    long home: the runner binds it through its dir's ``/proc/self/fd`` entry, and the relay's
+    connect to the full path was refused, so no kernel started there: a home of 54 bytes or more)."""
     q = shlex.quote
-    return f"exec {q(python)} -B {q(runner)} relay {q(kdir + '/' + SOCKET_NAME)}"
+    sock = f"{kdir}/{SOCKET_NAME}"
+    if len(sock.encode("utf-8", "surrogateescape")) <= 107:
+        return f"exec {q(python)} -B {q(runner)} relay {q(sock)}"
+    return f"cd {q(kdir)} && exec {q(python)} -B {q(runner)} relay {SOCKET_NAME}"
 
