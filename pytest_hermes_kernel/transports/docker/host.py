@@ -49,6 +49,8 @@ _ON_ITS_WAY_OUT = ("removing", "dead")
 PROBE_TIMEOUT_S = 10.0
 #: Seconds after a probe went unanswered during which the next probes say "cannot tell" at once.
 SILENT_S = 5.0
+#: Seconds a container whose runner was seen gone may take to be seen stopped (killed or removed).
+STOPS_SOON_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -132,12 +134,14 @@ class KernelHosts:
         import docker as docker_sdk
 
         try:
-            self.probe(lambda api: api.inspect_container(container_id))
+            removing = self.probe(lambda api: api.inspect_container(container_id))["State"].get("Status") == "removing"
         except docker_sdk.errors.NotFound:
+            removing = True
+        except Exception:  # noqa: BLE001 - cannot tell more
+            removing = False
+        if removing:  # (`docker rm -f` on its way: "Removal In Progress")
             return (f"container {container_id[:12]} was removed (by hand, or by a sweep: a pytest-hermes-kernel "
                     "before 2026-12-02 on this engine takes a newer run's containers for a dead run's; upgrade it)")
-        except Exception:  # noqa: BLE001 - cannot tell more
-            pass
         return f"container stopped ({container_id[:12]})"
 
     def state(self, container_id: str, since: str | None = None) -> ContainerState:
@@ -345,6 +349,23 @@ class KernelHosts:
             self._shared = SharedResource("docker", key, run_id=self.run_id)
         return self._shared
 
+
+
+def stops_soon(hosts: KernelHosts, container_id: str) -> bool:
+    """Whether the engine shows the container stopped (or gone) within :data:`STOPS_SOON_S`: a
+    runner seen gone in a container the engine still calls running went with all its processes
+    (``docker kill``, ``docker rm -f``: the relay's end of stream came before the engine saw its
+    init end, and the loss said "the kernel runner is gone"). ``False`` if it cannot tell."""
+    deadline = time.monotonic() + STOPS_SOON_S
+    while True:
+        try:
+            if hosts.state(container_id) == "stopped":
+                return True
+        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:

@@ -47,7 +47,7 @@ from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_cleanup, forked_exit_status, with_fallback
 from . import keep, probes
 from .files import DockerFiles
-from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
+from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused, stops_soon
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
@@ -242,9 +242,8 @@ class DockerTransport(Transport):
     def reattach(self, launched: Launched) -> DockerExecStream:
         """A new relay exec to the same runner.
 
-        :raises TransportLostError: if the container stopped or the runner is gone; both are
-            final (``permanent=True``), so the handle reports the loss at once. Also (not final:
-            tried again) when the engine cannot tell whether the runner runs, or the container is paused.
+        :raises TransportLostError: if the container stopped or the runner is gone: final (``permanent``),
+            the loss is reported at once; not final when the engine cannot tell, or the container is paused.
         """
         cid = launched.extra["container"]
         if not self.container_running(cid):
@@ -253,8 +252,9 @@ class DockerTransport(Transport):
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
         seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
-        if not seen:
-            raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
+        if not seen:  # gone in a container on its way out (`docker kill`, `rm -f`): that container's words
+            raise TransportLostError(self.hosts.stopped_words(cid) if seen is False and stops_soon(self.hosts, cid) else
+                                     f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
                                      + ("gone" if seen is False else "not seen: the engine did not answer"),
                                      permanent=seen is False)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
