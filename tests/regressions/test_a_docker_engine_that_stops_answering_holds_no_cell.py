@@ -18,11 +18,13 @@ that names the engine.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,9 @@ from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
-ENGINE_SOCKET = "/var/run/docker.sock"
+#: The engine behind the proxy: DOCKER_HOST's when it names a unix socket (the run's engine).
+ENGINE_SOCKET = os.environ.get("DOCKER_HOST", "").removeprefix("unix://") if os.environ.get(
+    "DOCKER_HOST", "").startswith("unix://") else "/var/run/docker.sock"
 BUDGET_S = 1.0
 FAST = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
 #: Seconds the timed-out cell may take in all (the ssh transport's bound on a silent host).
@@ -199,6 +203,37 @@ def test_a_kernel_started_while_the_engine_is_gone_is_a_start_error_naming_it(be
         with pytest.raises(KernelStartError, match=f"engine at unix://{engine.path}"):
             KernelHandle(behind, KernelOptions()).start()
         assert time.monotonic() - began <= QUICK_S
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_cell_whose_engine_went_away_names_the_engine_in_its_loss(behind, engine):
+    """Seen: dockerd SIGKILLed mid-cell: the cell came back ``died`` after the 10 s of re-attach
+    tries with "closed: end of stream (the kernel runner or its relay is gone) (the runner could not
+    be reached ...)", and the next cell's refusal "(the kill was not confirmed: is its host paused or
+    unreachable?)": neither named the engine that had gone (each try had met requests'
+    ``ConnectionError``). Both name it now, as a kernel start does."""
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
+    marker = f"/tmp/hermes-engine-gone-{uuid.uuid4().hex}"
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
+            cid = k.launched.extra["container"]
+            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
+                              what="the cell to run")
+            engine.go()
+            result = cell.result(timeout=SETTLE_S)
+        assert result.status == "died", result.summary()
+        assert f"the docker engine at unix://{engine.path} did not answer" in result.kernel.note, result.kernel.note
+
+        refused, took = _timed(lambda: k.execute("1"))
+        assert isinstance(refused, KernelStartError), refused
+        assert f"the docker engine at unix://{engine.path}" in str(refused), refused
+        assert took <= QUICK_S, f"the next cell was refused after {took:.1f} s"
     finally:
         engine.thaw()
     k.shutdown()

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ...containers.engines import engine_url
+from ...containers.engines import check_answers, engine_url
 from ...errors import CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
@@ -190,6 +190,8 @@ class KernelHosts:
             self._silent_until, self._silent_why = time.monotonic() + SILENT_S, str(exc)
             raise TransportLostError(f"the docker engine at {engine_url(self.client)} did not answer within "
                                      f"{PROBE_TIMEOUT_S:g} s: {exc}") from None
+        except requests.exceptions.ConnectionError as exc:  # its dockerd gone (killed, stopped): requests' words were all
+            raise TransportLostError(_no_engine_words(engine_url(self.client), exc)) from None
 
     def seen_paused(self, container_id: str) -> bool:
         """Whether the engine answers that the container is paused (not: cannot be asked)."""
@@ -416,3 +418,13 @@ def refuse_if_paused(hosts: KernelHosts, container_id: str, kernel_id: str) -> N
         raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
                                f"(`docker pause`: its processes are frozen and no exec runs there)\n"
                                f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)
+
+
+def _no_engine_words(url: str, exc: Exception) -> str:
+    """What a user reads of an engine that refused a probe's connection: the socket's own words
+    (``cannot connect to /path: Connection refused``) where it can be asked, else requests'."""
+    try:
+        check_answers(url)
+    except HermesKernelError as gone:
+        return str(gone)
+    return f"the docker engine at {url} did not answer: {exc}"
