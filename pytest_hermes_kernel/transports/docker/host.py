@@ -134,15 +134,18 @@ class KernelHosts:
         import docker as docker_sdk
 
         try:
-            removing = self.probe(lambda api: api.inspect_container(container_id))["State"].get("Status") == "removing"
+            state = self.probe(lambda api: api.inspect_container(container_id))["State"]
+            removing, oom = state.get("Status") == "removing", bool(state.get("OOMKilled"))
         except docker_sdk.errors.NotFound:
-            removing = True
+            removing, oom = True, False
         except Exception:  # noqa: BLE001 - cannot tell more
-            removing = False
+            removing, oom = False, False
         if removing:  # (`docker rm -f` on its way: "Removal In Progress")
             return (f"container {container_id[:12]} was removed (by hand, or by a sweep: a pytest-hermes-kernel "
                     "before 2026-12-02 on this engine takes a newer run's containers for a dead run's; upgrade it)")
-        return f"container stopped ({container_id[:12]})"
+        limit = f"its memory limit (mem_limit_bytes={self.mem_limit_bytes})" if self.mem_limit_bytes else "the memory"
+        return f"container stopped ({container_id[:12]})" + (f": the engine says the OOM killer fired in it (State."
+                                                             f"OOMKilled): {limit} ran out" if oom else "")
 
     def state(self, container_id: str, since: str | None = None) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:

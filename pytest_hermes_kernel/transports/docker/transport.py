@@ -47,7 +47,7 @@ from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_cleanup, forked_exit_status, with_fallback
 from . import keep, probes
 from .files import DockerFiles
-from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused, stops_soon
+from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
 from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
 
 if TYPE_CHECKING:
@@ -59,11 +59,6 @@ READY_TIMEOUT = 30.0
 log = logging.getLogger(__name__)
 #: How docker refuses an exec whose working directory cannot be entered; group 1: why.
 _CHDIR_FAILED = re.compile(rb'chdir to cwd \(".*"\) set in config\.json failed: ([a-z ]+)')
-
-
-#: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
-_OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
-              "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
 
 
 class DockerTransport(Transport):
@@ -252,10 +247,9 @@ class DockerTransport(Transport):
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
         seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
-        if not seen:  # gone in a container on its way out (`docker kill`, `rm -f`): that container's words
-            raise TransportLostError(self.hosts.stopped_words(cid) if seen is False and stops_soon(self.hosts, cid) else
-                                     f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
-                                     + ("gone" if seen is False else "not seen: the engine did not answer"),
+        if not seen:  # gone: with its container, or by the OOM killer (see probes.gone_words)
+            raise TransportLostError(probes.gone_words(self, launched) if seen is False else f"the kernel runner (pid "
+                                     f"{launched.pid}) in {cid[:12]} is not seen: the engine did not answer",
                                      permanent=seen is False)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
@@ -296,17 +290,12 @@ class DockerTransport(Transport):
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The runner log's tail; under ``mem_limit_bytes``, with the container's OOM kills when it
         counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
-        cid = launched.extra.get("container")
+        cid = launched.extra.get("container") or ""
         try:
             _, out, _ = self._run(cid, ["tail", "-n", str(lines), f"{launched.kernel_dir}/{LOG_NAME}"])
-            _, oom, _ = self._run(cid, ["sh", "-c", _OOM_KILLS]) if self.mem_limit_bytes else (0, b"0", b"")
         except Exception:  # noqa: BLE001
             return ""
-        kills = int(oom.strip()) if oom.strip().isdigit() else 0
-        whose = "" if self.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
-        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), kills and (
-            f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit "
-            f"(mem_limit_bytes={self.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it")]))
+        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), probes.oom_words(self, cid)]))
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""
