@@ -239,3 +239,36 @@ def test_a_cell_whose_engine_went_away_names_the_engine_in_its_loss(behind, engi
     k.shutdown()
     assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
                       what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test removes its container itself")
+def test_a_container_the_run_could_not_remove_is_named_with_its_engine_and_its_removal(
+        engine, caplog: pytest.LogCaptureFixture):
+    """Seen: the engine's socket went away (moved, its dockerd gone) before the run's end: the
+    run's container stayed up on the engine, and all that was said of it, after pytest's summary,
+    was "could not remove container 8df6f23451d1: ('Connection aborted.', FileNotFoundError(2, 'No
+    such file or directory'))": neither the engine nor what removes it."""
+    transport = make_transport("docker", run_id=f"test-{uuid.uuid4().hex}", container="fresh",
+                               docker_host=f"unix://{engine.path}")
+    k = KernelHandle(transport, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S)).start()
+    cid = k.launched.extra["container"]
+    os.rename(engine.path, f"{engine.path}.away")  # the engine's socket is gone (its streams stay up)
+    try:
+        with caplog.at_level("WARNING", logger="pytest_hermes_kernel.transports.docker.host"):
+            close_transport(transport)  # the kernel's runner stays too: its orphan timer ends it (or the removal)
+        said = [r.getMessage() for r in caplog.records if cid[:12] in r.getMessage()]
+        assert len(said) == 1, said
+        assert f"on the docker engine at unix://{engine.path}: the docker engine at unix://{engine.path} did not " \
+               "answer" in said[0] and f"`docker rm -f {cid[:12]}`" in said[0], said[0]
+        assert "Connection aborted" not in said[0], said[0]
+    finally:
+        os.rename(f"{engine.path}.away", engine.path)
+        forget_closed_transports()
+        from pytest_hermes_kernel.containers.engines import engine_client
+        from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+        client = engine_client(f"unix://{ENGINE_SOCKET}")
+        try:
+            remove_container(cid, client=client)
+        finally:
+            client.close()

@@ -277,7 +277,7 @@ class KernelHosts:
         try:
             remove_container(container_id, client=self.client)
         except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
-            log.warning("could not remove container %s: %s", container_id[:12], exc)
+            log.warning("%s", not_removed_words(engine_url(self.client), container_id, exc))
 
     def close(self) -> None:
         """Leave the shared container (the run's last user removes it); remove fresh ones."""
@@ -421,6 +421,17 @@ def refuse_if_paused(hosts: KernelHosts, container_id: str, kernel_id: str) -> N
         raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
                                f"(`docker pause`: its processes are frozen and no exec runs there)\n"
                                f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)
+
+
+def not_removed_words(url: str, container_id: str, exc: Exception) -> str:
+    """What a run's end says of a container it could not remove: the engine, why (an engine gone
+    was requests' bare "('Connection aborted.', FileNotFoundError(2, ...))"), and what removes it."""
+    import requests
+
+    why = _no_engine_words(url, exc) if isinstance(exc, requests.exceptions.ConnectionError) else str(exc)
+    return (f"could not remove container {container_id[:12]} on the docker engine at {url}: {why}; it stays there "
+            f"until `docker rm -f {container_id[:12]}`, or the start-up sweep of the next run on that engine, or "
+            "`hermes-kernel sweep` (its run is gone by then)")
 
 
 def _no_engine_words(url: str, exc: Exception) -> str:
