@@ -61,6 +61,7 @@ class FreezingEngine:
         self.frozen = threading.Event()
         self.gone = threading.Event()
         self.thawed = threading.Event()
+        self.erring = threading.Event()
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(self.path)
         self.server.listen(64)
@@ -82,6 +83,9 @@ class FreezingEngine:
             if self.gone.is_set():
                 client.close()
                 continue
+            if self.erring.is_set():
+                self._thread(self._refuse, client)
+                continue
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(ENGINE_SOCKET)
             self.sockets += [client, upstream]
@@ -101,6 +105,24 @@ class FreezingEngine:
         except OSError:
             pass
 
+    @staticmethod
+    def _refuse(client: socket.socket) -> None:
+        """Answer the request with docker's 500 (an engine that answers, with errors)."""
+        body = b'{"message":"the engine is failing"}'
+        try:
+            client.recv(65536)
+            client.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: "
+                           + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        except OSError:
+            pass
+        client.close()
+
+    def err(self) -> None:
+        """Close every connection, and answer every new one's request with a 500 error."""
+        self.erring.set()
+        self.go()
+        self.gone.clear()
+
     def go(self) -> None:
         """Close every connection and every new one (an engine that stopped)."""
         self.gone.set()
@@ -112,6 +134,7 @@ class FreezingEngine:
 
     def thaw(self) -> None:
         self.gone.clear()
+        self.erring.clear()
         self.frozen.clear()
         self.thawed.set()
 
@@ -255,8 +278,9 @@ def test_a_container_the_run_could_not_remove_is_named_with_its_engine_and_its_r
     os.rename(engine.path, f"{engine.path}.away")  # the engine's socket is gone (its streams stay up)
     try:
         with caplog.at_level("WARNING", logger="pytest_hermes_kernel.transports.docker.host"):
-            close_transport(transport)  # the kernel's runner stays too: its orphan timer ends it (or the removal)
-        said = [r.getMessage() for r in caplog.records if cid[:12] in r.getMessage()]
+            k.shutdown()  # through its stream, still up; its fresh container's removal is refused
+            close_transport(transport)
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("could not remove container")]
         assert len(said) == 1, said
         assert f"on the docker engine at unix://{engine.path}: the docker engine at unix://{engine.path} did not " \
                "answer" in said[0] and f"`docker rm -f {cid[:12]}`" in said[0], said[0]
@@ -272,3 +296,28 @@ def test_a_container_the_run_could_not_remove_is_named_with_its_engine_and_its_r
             remove_container(cid, client=client)
         finally:
             client.close()
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_cell_whose_engine_answers_errors_says_what_it_answered(behind, engine):
+    """Seen: an engine that answered every request with ``500 Server Error`` once a cell's stream
+    broke: the loss said "the kernel runner (pid 22) in ... is not seen: the engine did not
+    answer", of an engine that had answered, with an error."""
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
+    marker = f"/tmp/hermes-engine-errs-{uuid.uuid4().hex}"
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
+            cid = k.launched.extra["container"]
+            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
+                              what="the cell to run")
+            engine.err()
+            result = cell.result(timeout=SETTLE_S)
+        assert result.status == "died", result.summary()
+        note = result.kernel.note or ""
+        assert "the engine answered 500 the engine is failing" in note and "did not answer" not in note, note
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ...containers.engines import check_answers, engine_url
-from ...errors import CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError
+from ...errors import (CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError,
+                       TransportUnavailableError)
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -128,9 +129,8 @@ class KernelHosts:
         return self.state(container_id) != "stopped"
 
     def stopped_words(self, container_id: str) -> str:
-        """Why a runner in a container :meth:`running` calls stopped cannot be reached: ``container
-        stopped``, or, when the engine has no such container, that it was removed and by what (it
-        said ``container stopped`` of one ``docker rm -f`` removed). Never raises."""
+        """Why a runner in a container :meth:`running` calls stopped cannot be reached: ``container stopped``
+        (and OOM-killed), or that it was removed, and by what (it said ``container stopped``). Never raises."""
         import docker as docker_sdk
 
         try:
@@ -188,7 +188,10 @@ class KernelHosts:
             raise TransportLostError(f"the docker engine at {engine_url(self.client)} does not answer: "
                                      f"{self._silent_why}")
         try:
+            check_answers(engine_url(self.client))  # first: docker-py leaks the socket of each connect that fails
             return call(self.probe_api)
+        except TransportUnavailableError as exc:  # no engine at its socket (gone, moved)
+            raise TransportLostError(str(exc)) from None
         except requests.exceptions.Timeout as exc:
             self._silent_until, self._silent_why = time.monotonic() + SILENT_S, str(exc)
             raise TransportLostError(f"the docker engine at {engine_url(self.client)} did not answer within "
@@ -274,8 +277,8 @@ class KernelHosts:
 
         if stays_for_kept_kernel(container_id):
             return
-        try:
-            remove_container(container_id, client=self.client)
+        try:  # first: docker-py leaks the socket of a connect that fails (a ResourceWarning at a run's end)
+            check_answers(engine_url(self.client)) or remove_container(container_id, client=self.client)
         except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
             log.warning("%s", not_removed_words(engine_url(self.client), container_id, exc))
 

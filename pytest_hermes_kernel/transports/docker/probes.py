@@ -267,8 +267,8 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
         return False
     try:
         state = transport.hosts.state(cid, since=launched.extra.get("started"))
-    except Exception:  # noqa: BLE001 - cannot reach the engine: cannot tell
-        return None
+    except Exception as exc:  # noqa: BLE001 - cannot reach the engine: cannot tell
+        return _unseen(launched, exc)
     if state != "running":
         launched.extra["gone"] = state == "stopped"  # it went with its container (or with its restart) (paused: frozen, not gone)
         return state == "paused"
@@ -277,10 +277,26 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
         return known
     try:
         code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid), probe=True)
-    except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
-        return True if transport.hosts.seen_paused(cid) else None
+    except Exception as exc:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
+        return True if transport.hosts.seen_paused(cid) else _unseen(launched, exc)
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
-    return True if code == 0 else False if code == 1 else None  # another code: the probe itself failed
+    return True if code == 0 else False if code == 1 else _unseen(launched, f"its probe exited {code}")
+
+
+def _unseen(launched: Launched, why: object) -> None:
+    """Cannot tell (``None``), and why, for the words of a re-attach that gave up: they said "the
+    engine did not answer" of an engine that answered with an error (``500 Server Error``)."""
+    launched.extra["unseen"] = said(why)
+    return None
+
+
+def said(why: object) -> str:
+    """What an engine's failed look says to a user: ``the engine answered 500 <its message>`` for
+    an error it answered (not docker-py's ``500 Server Error for http+docker://localhost/v1.41/...``)."""
+    import docker
+
+    return (f"the engine answered {why.status_code} {why.explanation or why}" if isinstance(why, docker.errors.APIError)
+            else str(why) if isinstance(why, (str, TransportLostError)) else f"{type(why).__name__}: {why}")
 
 
 def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool:

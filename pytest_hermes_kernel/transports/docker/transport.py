@@ -241,7 +241,13 @@ class DockerTransport(Transport):
             the loss is reported at once; not final when the engine cannot tell, or the container is paused.
         """
         cid = launched.extra["container"]
-        if not self.container_running(cid):
+        try:
+            running = self.container_running(cid)
+        except TransportLostError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an engine that answers errors: cannot tell (tried again)
+            raise TransportLostError(f"container {cid[:12]} is not seen: {probes.said(exc)}") from None
+        if not running:
             raise TransportLostError(self.hosts.stopped_words(cid), permanent=True)
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
@@ -249,7 +255,7 @@ class DockerTransport(Transport):
         seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
         if not seen:  # gone: with its container, or by the OOM killer (see probes.gone_words)
             raise TransportLostError(probes.gone_words(self, launched) if seen is False else f"the kernel runner (pid "
-                                     f"{launched.pid}) in {cid[:12]} is not seen: the engine did not answer",
+                                     f"{launched.pid}) in {cid[:12]} is not seen: {launched.extra.get('unseen', 'the engine did not answer')}",
                                      permanent=seen is False)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
