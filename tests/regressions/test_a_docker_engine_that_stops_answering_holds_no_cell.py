@@ -321,3 +321,20 @@ def test_a_cell_whose_engine_answers_errors_says_what_it_answered(behind, engine
     k.shutdown()
     assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
                       what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module")
+def test_the_leak_probe_of_an_engine_that_answers_errors_says_what_it_answered(behind, engine):
+    """Seen: the leak check's "not checked" line of such an engine was docker-py's "APIError: 500
+    Server Error for http+docker://localhost/v1.41/containers/json?limit=-1&all=1&size=0&trunc_cmd=0
+    &filters=%7B%22label%22...: Internal Server Error (...)"."""
+    from pytest_hermes_kernel.errors import TransportUnavailableError
+
+    engine.err()
+    try:
+        with pytest.raises(TransportUnavailableError) as caught:
+            behind.leak_snapshot(os.getpid())
+    finally:
+        engine.thaw()
+    assert str(caught.value) == (f"the docker engine at unix://{engine.path} could not list: the engine answered 500 "
+                                 "the engine is failing"), caught.value

@@ -324,10 +324,15 @@ class DockerTransport(Transport):
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`).
 
-        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run).
+        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run), or it answered an error.
         """
+        import docker as docker_sdk
+
         check_answers(self.engine)
-        return probes.snapshot(self, host_pid)
+        try:
+            return probes.snapshot(self, host_pid)
+        except docker_sdk.errors.APIError as exc:
+            raise TransportUnavailableError(f"the docker engine at {self.engine} could not list: {probes.said(exc)}") from None
 
     def leak_cleanup(self, kind: str, identity: str) -> None:
         probes.cleanup(self, kind, identity)
