@@ -80,13 +80,20 @@ class SecondEngine:
         """SIGTERM the dockerd (it stops its containerd and containers), wait for our ``unshare``
         to end, SIGKILL it after :data:`STOP_DEADLINE_S` (``--kill-child`` takes the dockerd with it)."""
         if not self.unshare_alive():
-            return
+            return self.unmount_data()
         pid = self.dockerd_pid
         if pid is not None and _parent_of(pid) == self.unshare_pid:
             _signal(pid, signal.SIGTERM)
         if not _until(lambda: not self.unshare_alive(), STOP_DEADLINE_S) and self.unshare_alive():
             _signal(self.unshare_pid, signal.SIGKILL)
             _until(lambda: not self.unshare_alive(), 5.0)
+        self.unmount_data()
+
+    def unmount_data(self) -> None:
+        """Unmount the tmpfs data root :func:`start_second_engine` mounted, if it did (lazily: the
+        ended engine's own mounts under it went with its namespace)."""
+        if os.path.ismount(os.path.join(self.root, "data")):
+            subprocess.run(["umount", "-l", os.path.join(self.root, "data")], check=False, timeout=30)
 
     def leftovers(self) -> list[str]:
         """Mounts under the engine's dir and processes naming it, after :meth:`stop` (none expected)."""
@@ -120,8 +127,9 @@ def containers_on(url: str, *labels: str) -> set[str]:
         client.close()
 
 
-def start_second_engine() -> SecondEngine:
+def start_second_engine(data_mib: int | None = None) -> SecondEngine:
     """Start a second dockerd (see module docstring) and wait until its socket answers.
+    ``data_mib``: its data root is a tmpfs of that many MiB (a disk that fills), unmounted by :meth:`SecondEngine.stop`.
 
     :raises EngineUnavailable: if this machine cannot (the reason says why).
     :raises RuntimeError: if it started but did not answer by :data:`START_DEADLINE_S` (log tail in it).
@@ -132,6 +140,10 @@ def start_second_engine() -> SecondEngine:
                                 f"(uid {os.geteuid()}, missing: {missing or 'nothing'})")
     root = tempfile.mkdtemp(prefix="hermes-engine2-")  # 0700, short: a unix socket path is <= 107 bytes
     log_path = os.path.join(root, "dockerd.log")
+    if data_mib is not None:
+        os.mkdir(f"{root}/data", 0o700)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={data_mib}m,mode=0700", "tmpfs", f"{root}/data"],
+                       check=True, timeout=30)
     pidfile = os.path.join(root, "unshare.pid")
     detached = ["setsid", "--fork", "sh", "-c", 'echo $$ > "$0"; exec "$@"', pidfile]  # sh execs unshare: same pid
     argv = [*detached, "unshare", "--net", "--fork", "--kill-child", "dockerd", "--data-root", f"{root}/data",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_hermes_kernel.containers.engines import disk_full_hint
 from pytest_hermes_kernel.errors import ImageBuildError
 
 if TYPE_CHECKING:
@@ -170,7 +171,7 @@ def _import(client: docker.DockerClient, tarball: Path, tag: str) -> None:
         )
         client.images.get(tag)
     except Exception as exc:
-        raise ImageBuildError(f"docker import of {tarball} as {tag} failed: {exc}\n{HINT}") from exc
+        raise ImageBuildError(f"docker import of {tarball} as {tag} failed: {exc}\n{disk_full_hint(exc) or HINT}") from exc
 
 
 def run_logged(command: list[str], *, what: str, inner_log: Path | None = None) -> None:

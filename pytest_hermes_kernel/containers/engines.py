@@ -207,8 +207,17 @@ def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClien
         target.images.load(b"".join(image.save(named=tag)))
     except docker_sdk.errors.DockerException as exc:
         raise ContainerStartError(f"could not load image {tag} into docker engine {engine_url(target)} from "
-                                  f"{engine_url(source)}: {exc}. Hint: `docker save {tag} | DOCKER_HOST="
-                                  f"{engine_url(target)} docker load`") from None
+                                  f"{engine_url(source)}: {exc}. " + (disk_full_hint(exc) or f"Hint: `docker save {tag} "
+                                  f"| DOCKER_HOST={engine_url(target)} docker load`")) from None
+
+
+def disk_full_hint(exc: Exception) -> str | None:
+    """The hint for an engine that refused for want of disk (``no space left on device``), else ``None``."""
+    said = str(exc).lower()
+    if "no space left on device" not in said and "disk quota exceeded" not in said:
+        return None
+    return ("Hint: the docker engine's disk is full (its data root: `docker info --format '{{.DockerRootDir}}'`); "
+            "free space there (`docker system df` shows what holds it), then run again")
 
 
 def close_exec_socket(hijacked: object) -> None:

@@ -36,6 +36,7 @@ from pytest_hermes_kernel.containers.base_image import (
     build_base,
     step,
 )
+from pytest_hermes_kernel.containers.engines import disk_full_hint
 from pytest_hermes_kernel.errors import ImageBuildError, TransportUnavailableError
 
 if TYPE_CHECKING:
@@ -355,7 +356,8 @@ def _collect_build_chunk(chunk: dict[str, Any], log: collections.deque[str]) -> 
 
 def _build_error(message: str, log: Iterable[str]) -> ImageBuildError:
     tail = "\n".join(log)
-    return ImageBuildError(f"{message}\n-- last build log lines --\n{tail}\n{HINT}", log_tail=tail)
+    hint = disk_full_hint(Exception(f"{message}\n{tail}")) or HINT  # a full engine: not dockerd, debootstrap or a mirror
+    return ImageBuildError(f"{message}\n-- last build log lines --\n{tail}\n{hint}", log_tail=tail)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from pytest_hermes_kernel.errors import ContainerStartError
 
 from ..kernel.contract import note_activity
-from .engines import engine_url
+from .engines import disk_full_hint, engine_url
 from .image_check import require_image
 from .labels import LABEL_START_TOKEN, run_labels
 
@@ -243,10 +243,7 @@ def _start(
         _remove_started(client, token)
         if not isinstance(exc, Exception):
             raise
-        raise ContainerStartError(
-            f"could not start a container from {image}: {exc}\n"
-            f"Hint: build it with `hermes-kernel build-image`; is dockerd running?"
-        ) from exc
+        raise ContainerStartError(f"could not start a container from {image}: {exc}\n{start_hint(exc)}") from exc
     return tc.get_wrapped_container()
 
 
@@ -279,8 +276,19 @@ def _start_on(client: docker.DockerClient, image: str, *, command: list[str], op
         if not isinstance(exc, Exception):
             raise
         raise ContainerStartError(f"could not start a container from {image} on the docker engine at "
-                                  f"{engine_url(client)}: {exc}\nHint: build it with `hermes-kernel build-image`; "
-                                  "is dockerd running?") from exc
+                                  f"{engine_url(client)}: {exc}\n{start_hint(exc)}") from exc
+
+
+def start_hint(exc: Exception) -> str:
+    """The hint of a container start the engine refused: what to do about its reason. It said
+    "build it with `hermes-kernel build-image`; is dockerd running?" of every refusal, a full
+    engine disk's ("no space left on device") too, whose image was there and dockerd answering."""
+    said, full = str(exc).lower(), disk_full_hint(exc)
+    if full:
+        return full
+    if "no such image" in said:
+        return "Hint: build it with `hermes-kernel build-image`, or pull it"
+    return "Hint: is dockerd running there and answering (`docker info`)? its log says why it refused"
 
 
 def _check_running(container: Container, what: str) -> None:

@@ -365,7 +365,7 @@ class CellRun:
         killed = link.kill() if not link.kept and (not reattachable or gone or (alive and not self.stopping())) else False
         unreached = not (alive or killed or link.seen_gone())  # not alive() may be "cannot tell" too
         reason: Reason = "reset" if self.stopping() else "transport_lost" if reattachable else "died"
-        note = (f"channel lost: {exc}{link.stray}{link.refused}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
+        note = (f"channel lost: {exc}{link.stray}{link.refused}{link.unanswered * unreached}" + (f" (after {reattaches} re-attaches in this cell)" if reattaches else "")
                 + _runner_words(ended, alive, unreached, killed, self.stopping(), link.kept))
         return self._outcome(None, [], channel_lost=Loss(reason=reason, note=note))
 

@@ -94,6 +94,8 @@ class RunnerLink:
         """Set by a :meth:`reattach` that reached another runner than this one: ``"; "`` and what it reached."""
         self.refused = ""
         """Set by a :meth:`reattach` refused for good (an ssh host key that changed): ``"; "`` and why."""
+        self.unanswered = ""
+        """Set by a :meth:`reattach` whose transport could not tell (its docker engine gone): ``"; "`` and its words."""
 
     @classmethod
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
@@ -191,6 +193,8 @@ class RunnerLink:
                     if not exc.facts.get("timed_out"):  # a silent host is not refused: it may answer again
                         self.refused = f"; no re-attach: {exc}"  # (a changed host key, a runner seen gone)
                     return None  # e.g. the container stopped: retrying cannot help
+                if isinstance(exc, TransportLostError):  # the loss names it if no later try got further
+                    self.unanswered = f"; the last re-attach: {exc}"
                 time.sleep(REATTACH_RETRY_S)
                 continue
             self.stray = _stray(self, hello)

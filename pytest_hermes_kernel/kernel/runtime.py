@@ -267,7 +267,7 @@ class KernelRuntime:
         if self.life.stopping:
             raise self.shut_error()
         cause, hint = (f"({link.refused[2:]})", "") if link.refused else (  # a refusal for good: not a paused host
-            "(the kill was not confirmed: is its host paused or unreachable?)", "\nHint: once its host answers again "
+            f"(the kill was not confirmed: is its host paused or unreachable?{link.unanswered})", "\nHint: once its host answers again "
             "(e.g. after `docker unpause`), the next cell ends it and starts a fresh one, and shutdown() ends it")
         raise KernelStartError(f"kernel {self.kernel_id}: its runner ({link.launched.label}) was not seen gone and could "
                                f"not be ended {cause}; no new runner is started beside it{hint}", kernel_id=self.kernel_id)

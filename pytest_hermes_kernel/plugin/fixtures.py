@@ -182,7 +182,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Any:
 
 def package_modules() -> dict[str, Any]:
     """This package's loaded modules by name (to :func:`put_back` after a ``pytester`` teardown)."""
-    return {name: module for name, module in list(sys.modules.items())
+    return {name: module for name, module in sys.modules.copy().items()  # one step: no finalizer in between
             if name == _PACKAGE or name.startswith(f"{_PACKAGE}.")}
 
 

@@ -18,11 +18,13 @@ that names the engine.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -37,7 +39,9 @@ from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
-ENGINE_SOCKET = "/var/run/docker.sock"
+#: The engine behind the proxy: DOCKER_HOST's when it names a unix socket (the run's engine).
+ENGINE_SOCKET = os.environ.get("DOCKER_HOST", "").removeprefix("unix://") if os.environ.get(
+    "DOCKER_HOST", "").startswith("unix://") else "/var/run/docker.sock"
 BUDGET_S = 1.0
 FAST = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
 #: Seconds the timed-out cell may take in all (the ssh transport's bound on a silent host).
@@ -57,6 +61,7 @@ class FreezingEngine:
         self.frozen = threading.Event()
         self.gone = threading.Event()
         self.thawed = threading.Event()
+        self.erring = threading.Event()
         self.server = socket.socket(socket.AF_UNIX)
         self.server.bind(self.path)
         self.server.listen(64)
@@ -78,6 +83,9 @@ class FreezingEngine:
             if self.gone.is_set():
                 client.close()
                 continue
+            if self.erring.is_set():
+                self._thread(self._refuse, client)
+                continue
             upstream = socket.socket(socket.AF_UNIX)
             upstream.connect(ENGINE_SOCKET)
             self.sockets += [client, upstream]
@@ -97,6 +105,24 @@ class FreezingEngine:
         except OSError:
             pass
 
+    @staticmethod
+    def _refuse(client: socket.socket) -> None:
+        """Answer the request with docker's 500 (an engine that answers, with errors)."""
+        body = b'{"message":"the engine is failing"}'
+        try:
+            client.recv(65536)
+            client.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: "
+                           + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+        except OSError:
+            pass
+        client.close()
+
+    def err(self) -> None:
+        """Close every connection, and answer every new one's request with a 500 error."""
+        self.erring.set()
+        self.go()
+        self.gone.clear()
+
     def go(self) -> None:
         """Close every connection and every new one (an engine that stopped)."""
         self.gone.set()
@@ -108,6 +134,7 @@ class FreezingEngine:
 
     def thaw(self) -> None:
         self.gone.clear()
+        self.erring.clear()
         self.frozen.clear()
         self.thawed.set()
 
@@ -204,3 +231,110 @@ def test_a_kernel_started_while_the_engine_is_gone_is_a_start_error_naming_it(be
     k.shutdown()
     assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
                       what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_cell_whose_engine_went_away_names_the_engine_in_its_loss(behind, engine):
+    """Seen: dockerd SIGKILLed mid-cell: the cell came back ``died`` after the 10 s of re-attach
+    tries with "closed: end of stream (the kernel runner or its relay is gone) (the runner could not
+    be reached ...)", and the next cell's refusal "(the kill was not confirmed: is its host paused or
+    unreachable?)": neither named the engine that had gone (each try had met requests'
+    ``ConnectionError``). Both name it now, as a kernel start does."""
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
+    marker = f"/tmp/hermes-engine-gone-{uuid.uuid4().hex}"
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
+            cid = k.launched.extra["container"]
+            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
+                              what="the cell to run")
+            engine.go()
+            result = cell.result(timeout=SETTLE_S)
+        assert result.status == "died", result.summary()
+        assert f"the docker engine at unix://{engine.path} did not answer" in result.kernel.note, result.kernel.note
+
+        refused, took = _timed(lambda: k.execute("1"))
+        assert isinstance(refused, KernelStartError), refused
+        assert f"the docker engine at unix://{engine.path}" in str(refused), refused
+        assert took <= QUICK_S, f"the next cell was refused after {took:.1f} s"
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test removes its container itself")
+def test_a_container_the_run_could_not_remove_is_named_with_its_engine_and_its_removal(
+        engine, caplog: pytest.LogCaptureFixture):
+    """Seen: the engine's socket went away (moved, its dockerd gone) before the run's end: the
+    run's container stayed up on the engine, and all that was said of it, after pytest's summary,
+    was "could not remove container 8df6f23451d1: ('Connection aborted.', FileNotFoundError(2, 'No
+    such file or directory'))": neither the engine nor what removes it."""
+    transport = make_transport("docker", run_id=f"test-{uuid.uuid4().hex}", container="fresh",
+                               docker_host=f"unix://{engine.path}")
+    k = KernelHandle(transport, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S)).start()
+    cid = k.launched.extra["container"]
+    os.rename(engine.path, f"{engine.path}.away")  # the engine's socket is gone (its streams stay up)
+    try:
+        with caplog.at_level("WARNING", logger="pytest_hermes_kernel.transports.docker.host"):
+            k.shutdown()  # through its stream, still up; its fresh container's removal is refused
+            close_transport(transport)
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("could not remove container")]
+        assert len(said) == 1, said
+        assert f"on the docker engine at unix://{engine.path}: the docker engine at unix://{engine.path} did not " \
+               "answer" in said[0] and f"`docker rm -f {cid[:12]}`" in said[0], said[0]
+        assert "Connection aborted" not in said[0], said[0]
+    finally:
+        os.rename(f"{engine.path}.away", engine.path)
+        forget_closed_transports()
+        from pytest_hermes_kernel.containers.engines import engine_client
+        from pytest_hermes_kernel.containers.lifecycle import remove_container
+
+        client = engine_client(f"unix://{ENGINE_SOCKET}")
+        try:
+            remove_container(cid, client=client)
+        finally:
+            client.close()
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
+def test_a_cell_whose_engine_answers_errors_says_what_it_answered(behind, engine):
+    """Seen: an engine that answered every request with ``500 Server Error`` once a cell's stream
+    broke: the loss said "the kernel runner (pid 22) in ... is not seen: the engine did not
+    answer", of an engine that had answered, with an error."""
+    k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
+    marker = f"/tmp/hermes-engine-errs-{uuid.uuid4().hex}"
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
+            cid = k.launched.extra["container"]
+            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
+                              what="the cell to run")
+            engine.err()
+            result = cell.result(timeout=SETTLE_S)
+        assert result.status == "died", result.summary()
+        note = result.kernel.note or ""
+        assert "the engine answered 500 the engine is failing" in note and "did not answer" not in note, note
+    finally:
+        engine.thaw()
+    k.shutdown()
+    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+                      what="the kernel's processes to end once the engine answers again")
+
+
+@pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module")
+def test_the_leak_probe_of_an_engine_that_answers_errors_says_what_it_answered(behind, engine):
+    """Seen: the leak check's "not checked" line of such an engine was docker-py's "APIError: 500
+    Server Error for http+docker://localhost/v1.41/containers/json?limit=-1&all=1&size=0&trunc_cmd=0
+    &filters=%7B%22label%22...: Internal Server Error (...)"."""
+    from pytest_hermes_kernel.errors import TransportUnavailableError
+
+    engine.err()
+    try:
+        with pytest.raises(TransportUnavailableError) as caught:
+            behind.leak_snapshot(os.getpid())
+    finally:
+        engine.thaw()
+    assert str(caught.value) == (f"the docker engine at unix://{engine.path} could not list: the engine answered 500 "
+                                 "the engine is failing"), caught.value

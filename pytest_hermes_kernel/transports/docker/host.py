@@ -26,8 +26,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ...containers.engines import engine_url
-from ...errors import CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError
+from ...containers.engines import check_answers, engine_url
+from ...errors import (CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError,
+                       TransportUnavailableError)
 from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
@@ -49,6 +50,8 @@ _ON_ITS_WAY_OUT = ("removing", "dead")
 PROBE_TIMEOUT_S = 10.0
 #: Seconds after a probe went unanswered during which the next probes say "cannot tell" at once.
 SILENT_S = 5.0
+#: Seconds a container whose runner was seen gone may take to be seen stopped (killed or removed).
+STOPS_SOON_S = 2.0
 
 log = logging.getLogger(__name__)
 
@@ -126,19 +129,23 @@ class KernelHosts:
         return self.state(container_id) != "stopped"
 
     def stopped_words(self, container_id: str) -> str:
-        """Why a runner in a container :meth:`running` calls stopped cannot be reached: ``container
-        stopped``, or, when the engine has no such container, that it was removed and by what (it
-        said ``container stopped`` of one ``docker rm -f`` removed). Never raises."""
+        """Why a runner in a container :meth:`running` calls stopped cannot be reached: ``container stopped``
+        (and OOM-killed), or that it was removed, and by what (it said ``container stopped``). Never raises."""
         import docker as docker_sdk
 
         try:
-            self.probe(lambda api: api.inspect_container(container_id))
+            state = self.probe(lambda api: api.inspect_container(container_id))["State"]
+            removing, oom = state.get("Status") == "removing", bool(state.get("OOMKilled"))
         except docker_sdk.errors.NotFound:
+            removing, oom = True, False
+        except Exception:  # noqa: BLE001 - cannot tell more
+            removing, oom = False, False
+        if removing:  # (`docker rm -f` on its way: "Removal In Progress")
             return (f"container {container_id[:12]} was removed (by hand, or by a sweep: a pytest-hermes-kernel "
                     "before 2026-12-02 on this engine takes a newer run's containers for a dead run's; upgrade it)")
-        except Exception:  # noqa: BLE001 - cannot tell more
-            pass
-        return f"container stopped ({container_id[:12]})"
+        limit = f"its memory limit (mem_limit_bytes={self.mem_limit_bytes})" if self.mem_limit_bytes else "the memory"
+        return f"container stopped ({container_id[:12]})" + (f": the engine says the OOM killer fired in it (State."
+                                                             f"OOMKilled): {limit} ran out" if oom else "")
 
     def state(self, container_id: str, since: str | None = None) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
@@ -181,11 +188,16 @@ class KernelHosts:
             raise TransportLostError(f"the docker engine at {engine_url(self.client)} does not answer: "
                                      f"{self._silent_why}")
         try:
+            check_answers(engine_url(self.client))  # first: docker-py leaks the socket of each connect that fails
             return call(self.probe_api)
+        except TransportUnavailableError as exc:  # no engine at its socket (gone, moved)
+            raise TransportLostError(str(exc)) from None
         except requests.exceptions.Timeout as exc:
             self._silent_until, self._silent_why = time.monotonic() + SILENT_S, str(exc)
             raise TransportLostError(f"the docker engine at {engine_url(self.client)} did not answer within "
                                      f"{PROBE_TIMEOUT_S:g} s: {exc}") from None
+        except requests.exceptions.ConnectionError as exc:  # its dockerd gone (killed, stopped): requests' words were all
+            raise TransportLostError(_no_engine_words(engine_url(self.client), exc)) from None
 
     def seen_paused(self, container_id: str) -> bool:
         """Whether the engine answers that the container is paused (not: cannot be asked)."""
@@ -265,10 +277,10 @@ class KernelHosts:
 
         if stays_for_kept_kernel(container_id):
             return
-        try:
-            remove_container(container_id, client=self.client)
+        try:  # first: docker-py leaks the socket of a connect that fails (a ResourceWarning at a run's end)
+            check_answers(engine_url(self.client)) or remove_container(container_id, client=self.client)
         except Exception as exc:  # noqa: BLE001 - removal is best effort; the label sweep is the backstop
-            log.warning("could not remove container %s: %s", container_id[:12], exc)
+            log.warning("%s", not_removed_words(engine_url(self.client), container_id, exc))
 
     def close(self) -> None:
         """Leave the shared container (the run's last user removes it); remove fresh ones."""
@@ -347,6 +359,23 @@ class KernelHosts:
 
 
 
+def stops_soon(hosts: KernelHosts, container_id: str) -> bool:
+    """Whether the engine shows the container stopped (or gone) within :data:`STOPS_SOON_S`: a
+    runner seen gone in a container the engine still calls running went with all its processes
+    (``docker kill``, ``docker rm -f``: the relay's end of stream came before the engine saw its
+    init end, and the loss said "the kernel runner is gone"). ``False`` if it cannot tell."""
+    deadline = time.monotonic() + STOPS_SOON_S
+    while True:
+        try:
+            if hosts.state(container_id) == "stopped":
+                return True
+        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
 def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:
     """A view of ``api`` whose calls wait ``timeout`` seconds for an answer: its connection pools
     are ``api``'s (no second version ping, no second set of sockets); only the timeout differs."""
@@ -395,3 +424,24 @@ def refuse_if_paused(hosts: KernelHosts, container_id: str, kernel_id: str) -> N
         raise KernelStartError(f"cannot start kernel {kernel_id}: its container {container_id[:12]} is paused "
                                f"(`docker pause`: its processes are frozen and no exec runs there)\n"
                                f"Hint: `docker unpause {container_id[:12]}`, then start it again", kernel_id=kernel_id)
+
+
+def not_removed_words(url: str, container_id: str, exc: Exception) -> str:
+    """What a run's end says of a container it could not remove: the engine, why (an engine gone
+    was requests' bare "('Connection aborted.', FileNotFoundError(2, ...))"), and what removes it."""
+    import requests
+
+    why = _no_engine_words(url, exc) if isinstance(exc, requests.exceptions.ConnectionError) else str(exc)
+    return (f"could not remove container {container_id[:12]} on the docker engine at {url}: {why}; it stays there "
+            f"until `docker rm -f {container_id[:12]}`, or the start-up sweep of the next run on that engine, or "
+            "`hermes-kernel sweep` (its run is gone by then)")
+
+
+def _no_engine_words(url: str, exc: Exception) -> str:
+    """What a user reads of an engine that refused a probe's connection: the socket's own words
+    (``cannot connect to /path: Connection refused``) where it can be asked, else requests'."""
+    try:
+        check_answers(url)
+    except HermesKernelError as gone:
+        return str(gone)
+    return f"the docker engine at {url} did not answer: {exc}"

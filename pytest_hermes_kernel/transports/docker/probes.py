@@ -19,6 +19,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
+from .host import stops_soon
 from .kernel_server import server_stopped
 
 if TYPE_CHECKING:
@@ -27,6 +28,36 @@ if TYPE_CHECKING:
     from .transport import DockerTransport
 
 log = logging.getLogger(__name__)
+#: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
+_OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
+              "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
+
+
+def oom_words(transport: DockerTransport, cid: str) -> str:
+    """Under ``mem_limit_bytes``, the container's OOM kills as a user reads them (``""``: none
+    counted, no limit, or the engine cannot tell): a runner the OOM killer ended said only "end of
+    stream" at its start, and "the kernel runner (pid 23) in ... is gone" mid-cell."""
+    if not transport.mem_limit_bytes:
+        return ""
+    try:
+        _, oom, _ = transport._run(cid, ["sh", "-c", _OOM_KILLS], probe=True)
+    except Exception:  # noqa: BLE001 - cannot tell
+        return ""
+    kills = int(oom.strip()) if oom.strip().isdigit() else 0
+    whose = "" if transport.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
+    return kills and (f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit (mem_limit_bytes="
+                      f"{transport.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it") or ""
+
+
+def gone_words(transport: DockerTransport, launched: Launched) -> str:
+    """Why a runner seen gone cannot be re-attached: its container's end when the engine shows it
+    within a moment (``docker kill``, ``rm -f``: the relay's end of stream came first), else the
+    runner's, with the container's OOM kills (:func:`oom_words`) when it counts any."""
+    cid = launched.extra["container"]
+    if stops_soon(transport.hosts, cid):
+        return transport.hosts.stopped_words(cid)
+    oom = oom_words(transport, cid)
+    return f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone" + (f": {oom}" if oom else "")
 
 
 def snapshot(transport: DockerTransport, host_pid: int) -> dict[str, dict[str, str]]:
@@ -236,8 +267,8 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
         return False
     try:
         state = transport.hosts.state(cid, since=launched.extra.get("started"))
-    except Exception:  # noqa: BLE001 - cannot reach the engine: cannot tell
-        return None
+    except Exception as exc:  # noqa: BLE001 - cannot reach the engine: cannot tell
+        return _unseen(launched, exc)
     if state != "running":
         launched.extra["gone"] = state == "stopped"  # it went with its container (or with its restart) (paused: frozen, not gone)
         return state == "paused"
@@ -246,10 +277,26 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
         return known
     try:
         code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid), probe=True)
-    except Exception:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
-        return True if transport.hosts.seen_paused(cid) else None
+    except Exception as exc:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
+        return True if transport.hosts.seen_paused(cid) else _unseen(launched, exc)
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
-    return True if code == 0 else False if code == 1 else None  # another code: the probe itself failed
+    return True if code == 0 else False if code == 1 else _unseen(launched, f"its probe exited {code}")
+
+
+def _unseen(launched: Launched, why: object) -> None:
+    """Cannot tell (``None``), and why, for the words of a re-attach that gave up: they said "the
+    engine did not answer" of an engine that answered with an error (``500 Server Error``)."""
+    launched.extra["unseen"] = said(why)
+    return None
+
+
+def said(why: object) -> str:
+    """What an engine's failed look says to a user: ``the engine answered 500 <its message>`` for
+    an error it answered (not docker-py's ``500 Server Error for http+docker://localhost/v1.41/...``)."""
+    import docker
+
+    return (f"the engine answered {why.status_code} {why.explanation or why}" if isinstance(why, docker.errors.APIError)
+            else str(why) if isinstance(why, (str, TransportLostError)) else f"{type(why).__name__}: {why}")
 
 
 def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool:

@@ -61,11 +61,6 @@ log = logging.getLogger(__name__)
 _CHDIR_FAILED = re.compile(rb'chdir to cwd \(".*"\) set in config\.json failed: ([a-z ]+)')
 
 
-#: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
-_OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
-              "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
-
-
 class DockerTransport(Transport):
     """Kernels inside a kernel host container (see module docstring).
 
@@ -242,20 +237,25 @@ class DockerTransport(Transport):
     def reattach(self, launched: Launched) -> DockerExecStream:
         """A new relay exec to the same runner.
 
-        :raises TransportLostError: if the container stopped or the runner is gone; both are
-            final (``permanent=True``), so the handle reports the loss at once. Also (not final:
-            tried again) when the engine cannot tell whether the runner runs, or the container is paused.
+        :raises TransportLostError: if the container stopped or the runner is gone: final (``permanent``),
+            the loss is reported at once; not final when the engine cannot tell, or the container is paused.
         """
         cid = launched.extra["container"]
-        if not self.container_running(cid):
+        try:
+            running = self.container_running(cid)
+        except TransportLostError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an engine that answers errors: cannot tell (tried again)
+            raise TransportLostError(f"container {cid[:12]} is not seen: {probes.said(exc)}") from None
+        if not running:
             raise TransportLostError(self.hosts.stopped_words(cid), permanent=True)
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
         seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
-        if not seen:
-            raise TransportLostError(f"the kernel runner (pid {launched.pid}) in {cid[:12]} is "
-                                     + ("gone" if seen is False else "not seen: the engine did not answer"),
+        if not seen:  # gone: with its container, or by the OOM killer (see probes.gone_words)
+            raise TransportLostError(probes.gone_words(self, launched) if seen is False else f"the kernel runner (pid "
+                                     f"{launched.pid}) in {cid[:12]} is not seen: {launched.extra.get('unseen', 'the engine did not answer')}",
                                      permanent=seen is False)
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
@@ -296,17 +296,12 @@ class DockerTransport(Transport):
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The runner log's tail; under ``mem_limit_bytes``, with the container's OOM kills when it
         counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
-        cid = launched.extra.get("container")
+        cid = launched.extra.get("container") or ""
         try:
             _, out, _ = self._run(cid, ["tail", "-n", str(lines), f"{launched.kernel_dir}/{LOG_NAME}"])
-            _, oom, _ = self._run(cid, ["sh", "-c", _OOM_KILLS]) if self.mem_limit_bytes else (0, b"0", b"")
         except Exception:  # noqa: BLE001
             return ""
-        kills = int(oom.strip()) if oom.strip().isdigit() else 0
-        whose = "" if self.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
-        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), kills and (
-            f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit "
-            f"(mem_limit_bytes={self.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it")]))
+        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), probes.oom_words(self, cid)]))
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""
@@ -329,10 +324,15 @@ class DockerTransport(Transport):
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Containers nobody holds, kernel processes and kernel dirs in them (:mod:`.probes`).
 
-        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run).
+        :raises TransportUnavailableError: if the engine's socket takes no connection (gone mid-run), or it answered an error.
         """
+        import docker as docker_sdk
+
         check_answers(self.engine)
-        return probes.snapshot(self, host_pid)
+        try:
+            return probes.snapshot(self, host_pid)
+        except docker_sdk.errors.APIError as exc:
+            raise TransportUnavailableError(f"the docker engine at {self.engine} could not list: {probes.said(exc)}") from None
 
     def leak_cleanup(self, kind: str, identity: str) -> None:
         probes.cleanup(self, kind, identity)
