@@ -27,10 +27,9 @@ from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
-from ..runner_zipapp import runner_zipapp
-from .connection import SshConnection, SshStream, put_file
+from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, server_stopped
-from .rundir import KERNEL_ROOT, private_root
+from .rundir import KERNEL_ROOT, private_root, put_runner
 
 SERVER_DIR_PREFIX = "server-"
 
@@ -65,12 +64,9 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
             transport._home = sftp.normalize(".")
             root = private_root(sftp, transport._home)
             sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
-            sftp.mkdir(sdir, 0o700)
-            app = runner_zipapp()
-            put_file(sftp, f"{sdir}/{app.name}", app.data)
+            runner = put_runner(sftp, sdir)
         finally:
             sftp.close()
-        runner = f"{sdir}/{app.name}"
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
         chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)

@@ -48,9 +48,7 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
         root = private_root(sftp, transport._home)
         kdir = f"{root}/{name}"
         transport.made_dirs.add(str(conn.target), kdir)
-        sftp.mkdir(kdir, 0o700)
-        app = runner_zipapp()
-        put_file(sftp, f"{kdir}/{app.name}", app.data)
+        put_runner(sftp, kdir)
         return kdir
     except UnsafeRunDirError:
         raise
@@ -59,6 +57,27 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
                                  "must be able to write there: is it read-only, or the host's disk full?") from None
     finally:
         sftp.close()
+
+
+def put_runner(sftp: paramiko.SFTPClient, directory: str) -> str:
+    """Make ``directory`` (0700) holding the runner file; its path.
+
+    :raises OSError: if either cannot be written; what was made of them is removed first (a cut
+        runner file on a full disk took the room left there, and stayed, each start one more).
+    """
+    sftp.mkdir(directory, 0o700)
+    app = runner_zipapp()
+    path = f"{directory}/{app.name}"
+    try:
+        put_file(sftp, path, app.data)
+    except OSError:
+        for undo in (lambda: sftp.remove(path), lambda: sftp.rmdir(directory)):
+            try:
+                undo()
+            except OSError:
+                pass  # never made, or the host refuses: the refusal above is what the user reads
+        raise
+    return path
 
 
 def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
@@ -95,4 +114,4 @@ def check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | Non
                                 "user may have made it first; remove it on the host", path=root, problem=problem)
 
 
-__all__ = ["KERNEL_ROOT", "check_private_root", "make_kernel_dir", "private_root"]
+__all__ = ["KERNEL_ROOT", "check_private_root", "make_kernel_dir", "private_root", "put_runner"]
