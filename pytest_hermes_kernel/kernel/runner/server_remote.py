@@ -345,6 +345,11 @@ def _make_kernel_dir(kdir: str, runner: str | None) -> str | None:
     """
     os.makedirs(os.path.dirname(kdir), mode=0o711, exist_ok=True)
     os.mkdir(kdir, 0o700)
+    try:
+        os.chmod(kdir, 0o700)  # whatever the login's umask (0277 made it 0500: no link could go in)
+    except OSError:
+        os.rmdir(kdir)
+        raise
     if not runner:
         return None
     target = os.path.join(kdir, os.path.basename(runner))

@@ -69,6 +69,7 @@ def put_runner(sftp: paramiko.SFTPClient, directory: str) -> str:
     app = runner_zipapp()
     path = f"{directory}/{app.name}"
     try:
+        sftp.chmod(directory, 0o700)  # whatever the login's umask (:func:`make_private_dir`)
         put_file(sftp, path, app.data)
     except OSError:
         for undo in (lambda: sftp.remove(path), lambda: sftp.rmdir(directory)):
@@ -80,6 +81,17 @@ def put_runner(sftp: paramiko.SFTPClient, directory: str) -> str:
     return path
 
 
+def make_private_dir(sftp: paramiko.SFTPClient, path: str) -> None:
+    """``mkdir path`` 0700 whatever the login's umask: sshd runs the sftp subsystem through the login
+    shell, so a ``umask 0277`` in its rc file made the dirs 0500, and nothing could be put in them
+    (the root stayed so: later starts failed too).
+
+    :raises OSError: if it cannot be made (it exists, say).
+    """
+    sftp.mkdir(path, 0o700)
+    sftp.chmod(path, 0o700)
+
+
 def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
     """``<home>/.hermes-kernels``, made 0700 if missing, then checked (:func:`check_private_root`).
 
@@ -88,7 +100,7 @@ def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
     """
     root = f"{home}/{KERNEL_ROOT}"
     try:
-        sftp.mkdir(root, 0o700)
+        make_private_dir(sftp, root)
     except OSError as refused:
         try:
             sftp.lstat(root)  # it exists: checked below
