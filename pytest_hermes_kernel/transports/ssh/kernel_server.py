@@ -29,7 +29,7 @@ from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
 from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, server_stopped
-from .rundir import KERNEL_ROOT, private_root, put_runner
+from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
 
 SERVER_DIR_PREFIX = "server-"
 
@@ -61,7 +61,7 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     try:
         sftp = conn.sftp()
         try:
-            transport._home = sftp.normalize(".")
+            transport._home = login_home(conn, sftp)
             root = private_root(sftp, transport._home)
             sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
             runner = put_runner(sftp, sdir)

@@ -43,7 +43,7 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
     kdir = "the kernel dir"
     try:
         if transport._home is None:
-            transport._home = sftp.normalize(".")
+            transport._home = login_home(conn, sftp)
         kdir = f"{transport._home}/{KERNEL_ROOT}"
         root = private_root(sftp, transport._home)
         kdir = f"{root}/{name}"
@@ -57,6 +57,32 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
                                  "must be able to write there: is it read-only, or the host's disk full?") from None
     finally:
         sftp.close()
+
+
+class Login(Protocol):
+    def run(self, command: str, *, timeout: float) -> tuple[int | None, bytes, bytes]: ...
+
+
+def login_home(conn: Login, sftp: paramiko.SFTPClient) -> str:
+    """The login's home on the host, resolved: the login shell's ``$HOME`` (one exec), else (it says
+    nothing usable) the SFTP session's dir.
+
+    Not the SFTP session's dir first: sshd runs the sftp subsystem through the login shell, and an
+    rc file's ``cd /tmp`` put the kernels (and the check of their root) there; OpenSSH's
+    ``expand-path@openssh.com`` of ``~`` is that dir too (its sftp-server takes ``~`` as its cwd).
+
+    :raises OSError: if the home cannot be resolved.
+    """
+    try:
+        code, out, _ = conn.run('printf "%s" "$HOME"', timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        code, out = None, b""
+    said = out.decode("utf-8", "surrogateescape") if code == 0 else ""
+    home = said if said.startswith("/") and "\n" not in said else "."
+    try:
+        return sftp.normalize(home)
+    except OSError as exc:  # a home that does not exist read "could not prepare //.hermes-kernels"
+        raise OSError(f"the login's home {home} is not there ({exc})") from None
 
 
 def put_runner(sftp: paramiko.SFTPClient, directory: str) -> str:
@@ -126,4 +152,4 @@ def check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | Non
                                 "user may have made it first; remove it on the host", path=root, problem=problem)
 
 
-__all__ = ["KERNEL_ROOT", "check_private_root", "make_kernel_dir", "private_root", "put_runner"]
+__all__ = ["KERNEL_ROOT", "check_private_root", "login_home", "make_kernel_dir", "private_root", "put_runner"]
