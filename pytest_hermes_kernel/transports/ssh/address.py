@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, TransportLostError
 from ...kernel.output import REDACTED, redact
 
 _PORT = re.compile(r"[0-9]{1,5}")
@@ -85,6 +85,46 @@ def chatty_shell_hint(noise: bytes) -> str:
     return (f"; the login shell there prints {noise[:200]!r} in every session, before what it runs\nHint: make it "
             "print nothing in non-interactive sessions (an echo at the top of ~/.bashrc, ~/.profile or "
             "/etc/bash.bashrc)") if noise else ""
+
+
+#: What a command that the login shell ran as given prints (the check after SFTP broke).
+SHELL_CHECK = "hermes-shell-check"
+
+
+def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
+    """Why SFTP could not start on a host that let us in, with a hint (``""``: not known).
+
+    :param run: the connection's ``run``, for one ``echo`` through the login shell.
+    :param refused: sshd refused the sftp subsystem request.
+    :param ended: how the subsystem ended, if it did (`` (exit status 1; stderr: ...)``).
+    """
+    if refused:
+        return ("; the host's sshd refused the sftp subsystem (none in its sshd_config?)\nHint: the ssh transport "
+                "puts its runner there over SFTP: enable it (`Subsystem sftp internal-sftp` in sshd_config), or run "
+                "kernels over ssh commands alone: make_transport('filecell', backend=SshExecBackend.over(ssh_transport))")
+    try:
+        code, out, err = run(f"echo {SHELL_CHECK}", timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        return ""
+    if SHELL_CHECK.encode() not in out:
+        said = f", stderr {err[-200:]!r}" if err else ""
+        return (f"; the host runs no command as given: `echo {SHELL_CHECK}` came back with exit status {code}, "
+                f"stdout {out[-200:]!r}{said}\nHint: a ForceCommand in the host's sshd_config, or an `exit` or `exec` "
+                "in the login's rc files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive sessions, ends "
+                "every command before it runs, SFTP's too: the ssh transport needs its commands run as given")
+    noise = out.replace(SHELL_CHECK.encode() + b"\n", b"", 1)
+    if noise:
+        return chatty_shell_hint(noise)
+    try:  # sshd keeps a subsystem's stderr to itself: a command by its path, as sshd starts the sftp server
+        code, _, err = run("/bin/sh -c true", timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        code, err = 0, b""
+    if code != 0:
+        ended += f"; the login shell cannot run a command by its path either: `/bin/sh -c true` said {err[-300:]!r}"
+    return (f"; the sftp subsystem ended before it answered{ended}\nHint: sshd runs it through the login's shell "
+            "(its /etc/passwd entry): a restricted shell (rbash) or one that cannot run a command by its path stops "
+            "it; give the login a POSIX shell that is not restricted (`chsh -s /bin/bash`): the ssh transport runs its "
+            "commands (cd, exec) through it too")
 
 
 def changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
-from .address import SILENT_HINT, SshTarget, changed_key_message, chatty_shell_hint, connect_hint
+from .address import SILENT_HINT, SshTarget, changed_key_message, connect_hint, sftp_broke_hint
 from .credentials import load_known_hosts, read_host_key
 from .logs import LOG_CHANNEL
 
@@ -308,29 +308,24 @@ class SshConnection:
 
         note_activity()
         with self._session_slot():
-            chan = None
+            chan, asked = None, False
             try:  # what paramiko's SSHClient.open_sftp does, with our retry
                 chan = _open_session(self, "sftp")
                 chan.invoke_subsystem("sftp")
+                asked = True
                 sftp = paramiko.SFTPClient(chan)
             except (OSError, paramiko.SSHException, EOFError, paramiko.SFTPError) as exc:
+                ended = _how_it_ended(chan, not isinstance(exc, paramiko.SFTPError)) if asked and chan is not None else ""
                 if chan is not None:
                     chan.close()
                 if isinstance(exc, TransportLostError):  # refused: it says so
                     raise
-                noise = self._shell_noise() if isinstance(exc, paramiko.SFTPError) else b""
-                raise TransportLostError(f"sftp to {self.target} failed: {exc}{chatty_shell_hint(noise)}") from None
+                # the host let us in (a connection that broke says nothing more): sshd, or the login shell it
+                # runs SFTP through, stopped it (a chatty, restricted or exiting shell, a ForceCommand)
+                why = sftp_broke_hint(self.run, refused=not asked, ended=ended) if chan is not None and self.usable else ""
+                raise TransportLostError(f"sftp to {self.target} failed: {exc or type(exc).__name__}{why}") from None
             self._channels.append(sftp.get_channel())
         return sftp
-
-    def _shell_noise(self) -> bytes:
-        """What the login shell prints around a command that prints nothing (``b""``: nothing, or
-        it could not be told): sshd runs SFTP through it too, which it breaks."""
-        try:
-            _, out, _ = self.run("true", timeout=10.0)
-        except (TransportLostError, TimeoutError):
-            return b""
-        return out
 
     def close(self) -> None:
         self._stop.set()
@@ -374,6 +369,16 @@ def put_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
     with sftp.open(path, "wb") as fh:
         fh.chmod(0o600)
         fh.write(data)
+
+
+def _how_it_ended(chan: Any, ended: bool) -> str:
+    """`` (exit status N; stderr ...)`` of a subsystem channel; ``ended``: it did, its status may be on the way."""
+    deadline = time.monotonic() + (1.0 if ended else 0.0)
+    while not chan.exit_status_ready() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    err = chan.recv_stderr(4096) if chan.recv_stderr_ready() else b""
+    said = [f"exit status {chan.recv_exit_status()}"] if chan.exit_status_ready() else []
+    return f" ({'; '.join(said + ([f'stderr {err[-300:]!r}'] if err else []))})" if said or err else ""
 
 
 def _drain(chan: Any, out: bytearray, err: bytearray) -> None:
