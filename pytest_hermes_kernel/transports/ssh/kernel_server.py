@@ -100,8 +100,10 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
     :raises KernelServerUnavailable: if no server could fork it.
     """
     python = spec.python or transport.python
+    asked: list[RemoteServer] = []  # servers the request was made for: none if no server could start
 
     def config(server: RemoteServer) -> dict[str, Any]:
+        asked.append(server)
         kdir = f"{(server.hello or {}).get('home')}/{KERNEL_ROOT}/{spec.kernel_id}"
         transport.made_dirs.add(str(conn.target), kdir)  # as on the spawn path: the leak probe checks it is gone
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
@@ -110,8 +112,9 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout,
                                                  frozen=lambda server: server_stopped(conn, server))
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
-        kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
-        end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
+        if asked:  # (with no server, nothing was forked: the kill's script, run where none could start, said
+            kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""  # "could not end")
+            end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides
