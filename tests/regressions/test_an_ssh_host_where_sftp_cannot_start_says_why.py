@@ -9,7 +9,10 @@ when the host was up and the key accepted. Real hosts where that happens:
   specify `/' in command names", said on a stderr no one read);
 * a ``ForceCommand`` in sshd_config (``/bin/false``; one that prints a notice was called a chatty
   login shell, "an echo at the top of ~/.bashrc");
-* no sftp subsystem in sshd_config (hardened hosts).
+* no sftp subsystem in sshd_config (hardened hosts);
+* a login shell that runs no command (``/usr/sbin/nologin``: a service account; its "This account
+  is currently not available." was taken for a chatty shell at first, and the hint then named
+  only ForceCommand and rc files).
 
 Now each says what stopped SFTP and what to change, on both start paths.
 """
@@ -32,6 +35,8 @@ HOSTS = {  # host setup (as root, before sshd starts) -> what the start error mu
                                                                  "ForceCommand"]),
     "force-notice": (f"echo 'ForceCommand echo This account is for deployments only' >> {CONF}",
                      ["runs no command as given", "This account is for deployments only", "ForceCommand"]),
+    "nologin": ("usermod -s /usr/sbin/nologin hermes", ["runs no command as given", "currently not available",
+                                                        "nologin"]),
     "no-sftp": ("sed -i 's/^Subsystem/#Subsystem/' /etc/ssh/sshd_config", ["refused the sftp subsystem",
                                                                         "Subsystem sftp internal-sftp"]),
 }
