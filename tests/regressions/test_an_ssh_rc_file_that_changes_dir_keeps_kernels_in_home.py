@@ -10,9 +10,9 @@ login shell, so "home" was wherever the rc file went:
 * ``cd ~/work``: spawned kernels lived in ``~/work/.hermes-kernels`` and the kernel server's dir
   too, while the server's kernels went to ``~/.hermes-kernels`` (its home is ``~``): two roots.
 
-Now the home is the login's ``$HOME`` (one exec; OpenSSH's ``expand-path@openssh.com`` of ``~``
-is the session's dir too), whatever dir the rc file goes to: kernels start in ``~/.hermes-kernels`` on both paths, and
-nothing is made where the rc file went.
+Now the home is the login's: ``~<user>`` by OpenSSH's ``expand-path@openssh.com`` (a bare ``~``
+is the session's dir there), else its ``$HOME`` (one exec), whatever dir the rc file goes to:
+kernels start in ``~/.hermes-kernels`` on both paths, and nothing is made where the rc file went.
 """
 
 from __future__ import annotations
@@ -45,21 +45,41 @@ def test_a_kernel_starts_in_the_home_whatever_dir_the_rc_file_goes_to(own_sshd, 
 
 
 class _SessionInTmp:
-    """An SFTP session whose dir an rc file moved to ``/tmp``."""
+    """An SFTP session whose dir an rc file moved to ``/tmp``; ``homes``: what expand-path answers."""
+
+    def __init__(self, homes: dict[str, str] | None = None) -> None:
+        self.homes = homes
+
+    def _request(self, _kind, name, path):
+        from paramiko import Message
+        from paramiko.sftp import CMD_NAME
+
+        if self.homes is None or name != "expand-path@openssh.com":
+            raise OSError("Operation unsupported")
+        answer = Message()
+        answer.add_int(1)
+        answer.add_string(self.homes[path])
+        return CMD_NAME, Message(answer.asbytes())
 
     def normalize(self, path):
         return "/tmp" if path == "." else path
 
 
 class _Login:
+    """A connection as user ``bob``; its login shell says ``$HOME`` is ``home``."""
+
     def __init__(self, home: bytes, code: int = 0) -> None:
-        self.home, self.code = home, code
+        self.home, self.code, self.execs = home, code, 0
+        self.transport = type("T", (), {"get_username": staticmethod(lambda: "bob")})()
 
     def run(self, command, timeout):
         assert "$HOME" in command, command
+        self.execs += 1
         return self.code, self.home, b""
 
 
-def test_the_home_is_the_logins_home_variable_else_the_sessions_dir():
-    assert login_home(_Login(b"/home/bob"), _SessionInTmp()) == "/home/bob"
+def test_the_home_is_the_users_passwd_home_else_its_home_variable_else_the_sessions_dir():
+    login = _Login(b"/elsewhere")
+    assert login_home(login, _SessionInTmp({"~bob": "/home/bob"})) == "/home/bob" and login.execs == 0
+    assert login_home(_Login(b"/home/bob"), _SessionInTmp()) == "/home/bob"  # an sshd before OpenSSH 8.7
     assert login_home(_Login(b"", code=1), _SessionInTmp()) == "/tmp"  # nothing better known: as before

@@ -64,21 +64,33 @@ class Login(Protocol):
 
 
 def login_home(conn: Login, sftp: paramiko.SFTPClient) -> str:
-    """The login's home on the host, resolved: the login shell's ``$HOME`` (one exec), else (it says
-    nothing usable) the SFTP session's dir.
+    """The login's home on the host, resolved: ``~<user>`` by OpenSSH's ``expand-path@openssh.com``
+    (8.7 and newer: its passwd entry, no exec), else the login shell's ``$HOME`` (one exec: a slow rc
+    file's time again), else (neither says) the SFTP session's dir.
 
     Not the SFTP session's dir first: sshd runs the sftp subsystem through the login shell, and an
-    rc file's ``cd /tmp`` put the kernels (and the check of their root) there; OpenSSH's
-    ``expand-path@openssh.com`` of ``~`` is that dir too (its sftp-server takes ``~`` as its cwd).
+    rc file's ``cd /tmp`` put the kernels (and the check of their root) there; a bare ``~`` is that
+    dir too (OpenSSH's sftp-server takes it as its cwd).
 
     :raises OSError: if the home cannot be resolved.
     """
-    try:
-        code, out, _ = conn.run('printf "%s" "$HOME"', timeout=10.0)
-    except (TransportLostError, TimeoutError):
-        code, out = None, b""
-    said = out.decode("utf-8", "surrogateescape") if code == 0 else ""
-    home = said if said.startswith("/") and "\n" not in said else "."
+    from paramiko.sftp import CMD_EXTENDED, CMD_NAME, SFTPError
+
+    home, user = "", getattr(getattr(conn, "transport", None), "get_username", lambda: None)()
+    if user and "/" not in user:
+        try:
+            kind, msg = sftp._request(CMD_EXTENDED, "expand-path@openssh.com", f"~{user}")
+            if kind == CMD_NAME and msg.get_int() == 1:
+                home = msg.get_text()
+        except (OSError, SFTPError, EOFError):
+            pass  # not offered by this server
+    if not home.startswith("/"):
+        try:
+            code, out, _ = conn.run('printf "%s" "$HOME"', timeout=10.0)
+        except (TransportLostError, TimeoutError):
+            code, out = None, b""
+        said = out.decode("utf-8", "surrogateescape") if code == 0 else ""
+        home = said if said.startswith("/") and "\n" not in said else "."
     try:
         return sftp.normalize(home)
     except OSError as exc:  # a home that does not exist read "could not prepare //.hermes-kernels"
