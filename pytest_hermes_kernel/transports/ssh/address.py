@@ -5,7 +5,10 @@ there: a connect error they can fix on this side, or a host key that changed (B4
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
+import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +88,33 @@ def chatty_shell_hint(noise: bytes) -> str:
     return (f"; the login shell there prints {noise[:200]!r} in every session, before what it runs\nHint: make it "
             "print nothing in non-interactive sessions (an echo at the top of ~/.bashrc, ~/.profile or "
             "/etc/bash.bashrc)") if noise else ""
+
+
+#: The hint of an sshd that closed every connection before its banner, for the whole connect timeout.
+DROPPED_HINT = ("\nHint: sshd refuses new connections: past its MaxStartups (too many connections at once not yet "
+                "logged in: fewer xdist workers on one host, or a higher MaxStartups in its sshd_config), or a tcp "
+                "wrapper, fail2ban or firewall that drops this client")
+
+
+def dropped_before_banner(target: SshTarget, deadline: float, tries: int) -> bool:
+    """Whether a connect that failed reading the banner should be tried again (after a short random
+    wait): sshd past ``MaxStartups`` closes new connections before its banner until others logged in
+    (random early drop: 30 % of them past 10 by default), after "Exceeded MaxStartups" or nothing. ``False``
+    when the deadline is near, or a new connection gets other bytes (not an sshd: its error stays, at once).
+    """
+    time.sleep(min(0.5, 0.05 * 2 ** tries) * random.uniform(0.5, 1.5))  # concurrent clients spread out
+    if deadline - time.monotonic() < 0.5:
+        return False
+    if tries:  # an sshd that drops, told by the first look: another look would take a slot of its own
+        return True
+    try:
+        with socket.create_connection((target.host, target.port), timeout=deadline - time.monotonic()) as sock:
+            first = sock.recv(64)
+    except (ConnectionResetError, ConnectionAbortedError):
+        return True
+    except OSError:
+        return False
+    return first == b"" or first.startswith((b"SSH-", b"Exceeded MaxStartups"))  # OpenSSH 8.2+ says so first
 
 
 #: What a command that the login shell ran as given prints (the check after SFTP broke).

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
-from .address import SILENT_HINT, SshTarget, changed_key_message, connect_hint, sftp_broke_hint
+from .address import (DROPPED_HINT, SILENT_HINT, SshTarget, changed_key_message, connect_hint, dropped_before_banner,
+                      sftp_broke_hint)
 from .credentials import load_known_hosts, read_host_key
 from .logs import LOG_CHANNEL
 
@@ -98,26 +99,34 @@ class SshConnection:
         self.client = paramiko.SSHClient()
         self.client.set_log_channel(LOG_CHANNEL)  # from the first byte: a failed connect logs too
         self._trust(host_key, host_key_policy, known_hosts, session_keys)
-        started = time.monotonic()
-        try:
-            sock = None if dial is None else socket.create_connection(dial, timeout=connect_timeout)
-            self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename, sock=sock,
-                                timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
-                                channel_timeout=connect_timeout, allow_agent=pkey is None and key_filename is None,
-                                look_for_keys=pkey is None and key_filename is None)
-        except paramiko.BadHostKeyException as exc:
-            self.client.close()
-            raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            _end_handshake_timer(self.client)
-            self.client.close()
-            timed_out = time.monotonic() - started >= connect_timeout * 0.8
-            # paramiko gives up a stalled key exchange at the timeout without saying so, then
-            # fails the login on the dead session ("No existing session"): the time tells
-            why = f"{type(exc).__name__}: {exc}"
-            raise TransportLostError(f"cannot reach ssh host {target}: "
-                                     + (f"no answer within {connect_timeout:g} s ({why}){SILENT_HINT}" if timed_out
-                                        else f"{why}{connect_hint(exc)}"),
+        started, dropped = time.monotonic(), 0
+        while True:
+            try:
+                sock = None if dial is None else socket.create_connection(dial, timeout=connect_timeout)
+                self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename,
+                                    sock=sock, timeout=connect_timeout, banner_timeout=connect_timeout,
+                                    auth_timeout=connect_timeout, channel_timeout=connect_timeout,
+                                    allow_agent=pkey is None and key_filename is None,
+                                    look_for_keys=pkey is None and key_filename is None)
+                break
+            except paramiko.BadHostKeyException as exc:
+                self.client.close()
+                raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                _end_handshake_timer(self.client)
+                self.client.close()
+                if (dial is None and "protocol banner" in str(exc)
+                        and dropped_before_banner(target, started + connect_timeout, dropped)):
+                    dropped += 1  # closed before its banner: past MaxStartups, it takes us once others logged in
+                    continue
+                timed_out = time.monotonic() - started >= connect_timeout * 0.8 and not dropped
+                # paramiko gives up a stalled key exchange at the timeout without saying so, then
+                # fails the login on the dead session ("No existing session"): the time tells
+                why = f"{type(exc).__name__}: {exc}"
+                raise TransportLostError(f"cannot reach ssh host {target}: " + (
+                    f"no answer within {connect_timeout:g} s ({why}){SILENT_HINT}" if timed_out else
+                    f"sshd closed {dropped + 1} connections in {time.monotonic() - started:.1f} s before its banner "
+                    f"({why}){DROPPED_HINT}" if dropped else f"{why}{connect_hint(exc)}"),
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
