@@ -28,7 +28,7 @@ from ..detached import MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
 from .connection import SshConnection, SshStream
-from .probes import end_failed_launch, server_stopped
+from .probes import end_failed_launch, remove_kernel_dir, server_stopped
 from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
 
 SERVER_DIR_PREFIX = "server-"
@@ -74,7 +74,12 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
               "sweep_siblings": True}  # the dirs of servers that died without removing theirs
-    return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
+    try:
+        return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
+    except KernelServerUnavailable:
+        if chan.exit_status_ready():  # it ended (no such interpreter, one too old): nothing works in its dir,
+            remove_kernel_dir(conn, sdir)  # and no server may start there to sweep it (one dir a start, before)
+        raise
 
 
 class ServerStream(SshStream):
