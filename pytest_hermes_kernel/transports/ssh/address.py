@@ -117,6 +117,11 @@ def dropped_before_banner(target: SshTarget, deadline: float, tries: int) -> boo
     return first == b"" or first.startswith((b"SSH-", b"Exceeded MaxStartups"))  # OpenSSH 8.2+ says so first
 
 
+#: The hint of a host that refused the login a new process (``EAGAIN``).
+NPROC_HINT = ("Hint: the login's process limit (ulimit -u: nproc in /etc/security/limits.conf) is reached, by its "
+              "kernels or other processes: end some of them there, or raise it")
+
+
 #: What a command that the login shell ran as given prints (the check after SFTP broke).
 SHELL_CHECK = "hermes-shell-check"
 
@@ -129,6 +134,10 @@ def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
     :param ended: how the subsystem ended, if it did (`` (exit status 1; stderr: ...)``).
     """
     if refused:
+        try:
+            run("true", timeout=10.0)
+        except (TransportLostError, TimeoutError) as exc:  # no session at all, not SFTP's: sshd could not fork one
+            return (f"; the host starts no session for this login now, an exec neither ({exc})\n{NPROC_HINT}")
         return ("; the host's sshd refused the sftp subsystem (none in its sshd_config?)\nHint: the ssh transport "
                 "puts its runner there over SFTP: enable it (`Subsystem sftp internal-sftp` in sshd_config), or run "
                 "kernels over ssh commands alone: make_transport('filecell', backend=SshExecBackend.over(ssh_transport))")

@@ -56,6 +56,7 @@ from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
 from ...kernel.options import check_options
+from .address import NPROC_HINT
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
@@ -267,7 +268,7 @@ class SshTransport(Transport):
         if pid is None:
             raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
                                    f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
-                                   + _start_hint(code, python))
+                                   + (NPROC_HINT if b"BlockingIOError" in err else _start_hint(code, python)))
         return pid
 
     # ------------------------------------------------------------------------------ lifecycle
