@@ -277,7 +277,9 @@ dropping = socket.create_server(("127.0.0.1", 0))  # closes each before a banner
 
 def drop():
     while True:
-        dropping.accept()[0].close()
+        conn = dropping.accept()[0]
+        conn.sendall(b"Exceeded MaxStartups\\r\\n")
+        conn.close()
 
 threading.Thread(target=drop, daemon=True).start()
 for port in (listener.getsockname()[1], 1, silent.getsockname()[1], dropping.getsockname()[1]):

@@ -99,8 +99,9 @@ DROPPED_HINT = ("\nHint: sshd refuses new connections: past its MaxStartups (too
 def dropped_before_banner(target: SshTarget, deadline: float, tries: int) -> bool:
     """Whether a connect that failed reading the banner should be tried again (after a short random
     wait): sshd past ``MaxStartups`` closes new connections before its banner until others logged in
-    (random early drop: 30 % of them past 10 by default), after "Exceeded MaxStartups" or nothing. ``False``
-    when the deadline is near, or a new connection gets other bytes (not an sshd: its error stays, at once).
+    (random early drop: 30 % of them past 10 by default), saying "Exceeded MaxStartups" (OpenSSH 8.2 and
+    newer). ``False`` when the deadline is near, or a new connection gets neither that nor a banner: not
+    an sshd, or one that is gone behind a proxy that closes at once (docker's): its error stays, at once.
     """
     time.sleep(min(0.5, 0.05 * 2 ** tries) * random.uniform(0.5, 1.5))  # concurrent clients spread out
     if deadline - time.monotonic() < 0.5:
@@ -110,11 +111,9 @@ def dropped_before_banner(target: SshTarget, deadline: float, tries: int) -> boo
     try:
         with socket.create_connection((target.host, target.port), timeout=deadline - time.monotonic()) as sock:
             first = sock.recv(64)
-    except (ConnectionResetError, ConnectionAbortedError):
-        return True
     except OSError:
         return False
-    return first == b"" or first.startswith((b"SSH-", b"Exceeded MaxStartups"))  # OpenSSH 8.2+ says so first
+    return first.startswith((b"SSH-", b"Exceeded MaxStartups"))
 
 
 #: The hint of a host that refused the login a new process (``EAGAIN``).
