@@ -10,6 +10,9 @@ when the host was up and the key accepted. Real hosts where that happens:
 * a ``ForceCommand`` in sshd_config (``/bin/false``; one that prints a notice was called a chatty
   login shell, "an echo at the top of ~/.bashrc");
 * no sftp subsystem in sshd_config (hardened hosts);
+* a login whose password expired (``chage -d 0``: sshd wants a new one before any command, and
+  says "Password change required but no TTY available" on a stderr no one read; the hint then
+  named shells and rc files only);
 * a login shell that runs no command (``/usr/sbin/nologin``: a service account; its "This account
   is currently not available." was taken for a chatty shell at first, and the hint then named
   only ForceCommand and rc files).
@@ -37,6 +40,8 @@ HOSTS = {  # host setup (as root, before sshd starts) -> what the start error mu
                      ["runs no command as given", "This account is for deployments only", "ForceCommand"]),
     "nologin": ("usermod -s /usr/sbin/nologin hermes", ["runs no command as given", "currently not available",
                                                         "nologin"]),
+    "password-expired": ("chage -d 0 hermes", ["runs no command as given", "Password change required",
+                                               "chage -l"]),
     "no-sftp": ("sed -i 's/^Subsystem/#Subsystem/' /etc/ssh/sshd_config", ["refused the sftp subsystem",
                                                                         "Subsystem sftp internal-sftp"]),
 }

@@ -148,9 +148,10 @@ def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
         said = f", stderr {err[-200:]!r}" if err else ""
         return (f"; the host runs no command as given: `echo {SHELL_CHECK}` came back with exit status {code}, "
                 f"stdout {out[-200:]!r}{said}\nHint: a login shell that runs no command (nologin, /bin/false, "
-                "git-shell: the login's /etc/passwd entry), a ForceCommand in the host's sshd_config, or an `exit` or "
-                "`exec` in the login's rc files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive sessions "
-                "ends every command before it runs, SFTP's too: the ssh transport needs its commands run as given")
+                "git-shell: the login's /etc/passwd entry), a password that expired (sshd wants a new one first: "
+                "`chage -l USER`), a ForceCommand in the host's sshd_config, or an `exit` or `exec` in the login's rc "
+                "files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive sessions ends every command "
+                "before it runs, SFTP's too: the ssh transport needs its commands run as given")
     noise = out.replace(SHELL_CHECK.encode() + b"\n", b"", 1)
     if noise:
         return chatty_shell_hint(noise)
