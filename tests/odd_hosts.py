@@ -59,7 +59,7 @@ def odd_ssh_host(tmp_path: Path, setup: str = "", **docker_options: Any) -> Iter
     key = tmp_path / f"odd-{uuid.uuid4().hex[:8]}"
     key.write_text(private)
     key.chmod(0o600)
-    script = f"{setup}\nexec /usr/sbin/sshd -D -e" if setup else "exec /usr/sbin/sshd -D -e"
+    script = f"umask 022\n{setup}\nexec /usr/sbin/sshd -D -e"  # the entrypoint leaves its umask 077
     container = client.containers.run(
         ensure_image(client), ["sh", "-c", script], detach=True, network="bridge",
         labels=run_labels(run_id=f"test-{uuid.uuid4().hex}", worker_id="odd", role="sshd"),

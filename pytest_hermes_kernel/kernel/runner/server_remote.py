@@ -42,6 +42,7 @@ import sys
 import time
 import traceback
 
+from .attach import unix_call
 from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
 from .procfs import become_subreaper
 from .server import ForkingServer, enter_kernel
@@ -314,7 +315,7 @@ class RemoteKernelServer(ForkingServer):
     def attach(self, path: str) -> Header:
         """Connect to a kernel's socket as a new channel (it listens already: the connect is queued)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(path)
+        unix_call(sock, "connect", path)  # as the runner bound it: a path over 107 bytes (a long home) too
         chan, self.next_chan = self.next_chan, self.next_chan + 1
         self.chans[chan] = sock
         self.sel.register(sock, selectors.EVENT_READ, chan)

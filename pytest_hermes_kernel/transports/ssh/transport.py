@@ -428,7 +428,8 @@ def _start_hint(code: int | None, python: str) -> str:
 
 
 def _relay_command(python: str, runner: str, kdir: str) -> str:
-    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``."""
+    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``, by its name in
+    ``kdir`` (a long home made its path longer than a unix socket address holds: 107 bytes)."""
     q = shlex.quote
-    return f"exec {q(python)} -B {q(runner)} relay {q(kdir + '/' + SOCKET_NAME)}"
+    return f"cd {q(kdir)} && exec {q(python)} -B {q(runner)} relay {SOCKET_NAME}"
 
