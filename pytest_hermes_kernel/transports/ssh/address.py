@@ -125,6 +125,24 @@ NPROC_HINT = ("Hint: the login's process limit (ulimit -u: nproc in /etc/securit
 SHELL_CHECK = "hermes-shell-check"
 
 
+def runs_no_command(run: Any) -> tuple[str, bytes | None]:
+    """``(why, stdout)`` of one ``echo`` through the login shell: ``why`` says the host runs no command as
+    given, with a hint (``""``: it ran it); ``stdout`` is ``None`` when the echo itself failed."""
+    try:
+        code, out, err = run(f"echo {SHELL_CHECK}", timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        return "", None
+    if SHELL_CHECK.encode() in out:
+        return "", out
+    said = f", stderr {err[-200:]!r}" if err else ""
+    return (f"; the host runs no command as given: `echo {SHELL_CHECK}` came back with exit status {code}, "
+            f"stdout {out[-200:]!r}{said}\nHint: a login shell that runs no command (nologin, /bin/false, "
+            "git-shell: the login's /etc/passwd entry), a password that expired (sshd wants a new one first: "
+            "`chage -l USER`), a ForceCommand in the host's sshd_config (`internal-sftp`: an sftp-only login), or an "
+            "`exit` or `exec` in the login's rc files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive "
+            "sessions ends every command before it runs: the ssh transport needs its commands run as given"), out
+
+
 def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
     """Why SFTP could not start on a host that let us in, with a hint (``""``: not known).
 
@@ -140,18 +158,9 @@ def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
         return ("; the host's sshd refused the sftp subsystem (none in its sshd_config?)\nHint: the ssh transport "
                 "puts its runner there over SFTP: enable it (`Subsystem sftp internal-sftp` in sshd_config), or run "
                 "kernels over ssh commands alone: make_transport('filecell', backend=SshExecBackend.over(ssh_transport))")
-    try:
-        code, out, err = run(f"echo {SHELL_CHECK}", timeout=10.0)
-    except (TransportLostError, TimeoutError):
-        return ""
-    if SHELL_CHECK.encode() not in out:
-        said = f", stderr {err[-200:]!r}" if err else ""
-        return (f"; the host runs no command as given: `echo {SHELL_CHECK}` came back with exit status {code}, "
-                f"stdout {out[-200:]!r}{said}\nHint: a login shell that runs no command (nologin, /bin/false, "
-                "git-shell: the login's /etc/passwd entry), a password that expired (sshd wants a new one first: "
-                "`chage -l USER`), a ForceCommand in the host's sshd_config, or an `exit` or `exec` in the login's rc "
-                "files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive sessions ends every command "
-                "before it runs, SFTP's too: the ssh transport needs its commands run as given")
+    refused, out = runs_no_command(run)
+    if refused or out is None:
+        return refused
     noise = out.replace(SHELL_CHECK.encode() + b"\n", b"", 1)
     if noise:
         return chatty_shell_hint(noise)

@@ -56,7 +56,7 @@ from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
 from ...kernel.options import check_options
-from .address import NPROC_HINT
+from .address import NPROC_HINT, runs_no_command
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
@@ -266,9 +266,7 @@ class SshTransport(Transport):
             raise KernelStartError(f"ssh transport: cannot enter the working directory cwd={spec.cwd!r} on "
                                    f"{conn.target}: {err.decode('utf-8', 'replace').strip()}")
         if pid is None:
-            raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
-                                   f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
-                                   + (NPROC_HINT if b"BlockingIOError" in err else _start_hint(code, python)))
+            raise KernelStartError(_not_ready(conn, code, out, err, python))
         return pid
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -414,6 +412,16 @@ def _enter(directory: str) -> str:
     return (f"{{ cd {where} 2>/dev/null || {{ if [ ! -e {where} ]; then w='No such file or directory'; "
             f"elif [ ! -d {where} ]; then w='Not a directory'; else w='Permission denied'; fi; "
             f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }}")
+
+
+def _not_ready(conn: SshConnection, code: int | None, out: bytes, err: bytes, python: str) -> str:
+    """What a user reads when ``serve --listen`` did not print its ``ready`` line: a host that runs no
+    command as given (an sftp-only login: 'python3 ran' was wrong there) is told by one ``echo``."""
+    if code not in (126, 127) and (refused := runs_no_command(conn.run)[0]):
+        return f"ssh transport: cannot start the kernel runner on {conn.target}{refused}"
+    return (f"the kernel runner on {conn.target} did not report ready (exit status {code}): stdout {out[-300:]!r}; "
+            f"stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
+            + (NPROC_HINT if b"BlockingIOError" in err else _start_hint(code, python)))
 
 
 def _start_hint(code: int | None, python: str) -> str:
