@@ -33,7 +33,7 @@ def test_kernels_started_at_once_on_an_sshd_past_maxstartups_all_start(tmp_path)
         together, outcome = threading.Barrier(4), {}
 
         def start(i: int) -> None:
-            transport = host.transport()
+            transport = host.transport(connect_timeout=15.0)  # the retries' budget: a loaded machine logs in slowly
             try:
                 together.wait()
                 kernel = start_kernel(transport)
