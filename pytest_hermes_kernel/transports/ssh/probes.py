@@ -112,7 +112,12 @@ def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[s
                           frozen=lambda server: server_stopped(conn, server))
     if out is not None:
         return out
-    return _completed(*transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args), f"the kernel scan on {where}")
+    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)
+    for python in sorted(transport.pythons - {transport.python}) if code == 127 else ():
+        code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args, python=python)  # a kernel's python=:
+        if code != 127:  # the transport's is not on the host (every snapshot failed 'exit status 127')
+            break
+    return _completed(code, out, f"the kernel scan on {where}")
 
 
 def _completed(code: int | None, out: bytes, what: str) -> bytes:

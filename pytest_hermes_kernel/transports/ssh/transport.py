@@ -146,6 +146,7 @@ class SshTransport(Transport):
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
         self.python = python
+        self.pythons: set[str] = set()  # the kernels' own (python=): the scans' when the transport's is missing
         self.run_id = run_id or current_run_id()
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
@@ -233,7 +234,9 @@ class SshTransport(Transport):
         ending.end_left_behind(self, conn, spec.kernel_id)
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
-        return with_fallback(fork, lambda: self._spawn(conn, spec))
+        launched = with_fallback(fork, lambda: self._spawn(conn, spec))
+        self.pythons.update([launched.extra["python"]] if launched.extra.get("python") else [])
+        return launched
 
     def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
         try:
