@@ -273,7 +273,16 @@ threading.Thread(target=answer_http, daemon=True).start()
 silent = socket.socket()  # takes connections (the backlog) and never answers
 silent.bind(("127.0.0.1", 0))
 silent.listen()
-for port in (listener.getsockname()[1], 1, silent.getsockname()[1]):
+dropping = socket.create_server(("127.0.0.1", 0))  # closes each before a banner, as an sshd past MaxStartups
+
+def drop():
+    while True:
+        conn = dropping.accept()[0]
+        conn.sendall(b"Exceeded MaxStartups\\r\\n")
+        conn.close()
+
+threading.Thread(target=drop, daemon=True).start()
+for port in (listener.getsockname()[1], 1, silent.getsockname()[1], dropping.getsockname()[1]):
     try:
         start_kernel(SshTransport(target=f"hermes@127.0.0.1:{port}", connect_timeout=5.0))
     except KernelStartError as exc:

@@ -42,10 +42,10 @@ import sys
 import time
 import traceback
 
+from .attach import unix_call
 from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
 from .procfs import become_subreaper
 from .server import ForkingServer, enter_kernel
-from .attach import unix_call
 from .serve import bind_listener, run_listening, write_pidfile
 
 TYPE_CHECKING = False
@@ -346,6 +346,11 @@ def _make_kernel_dir(kdir: str, runner: str | None) -> str | None:
     """
     os.makedirs(os.path.dirname(kdir), mode=0o711, exist_ok=True)
     os.mkdir(kdir, 0o700)
+    try:
+        os.chmod(kdir, 0o700)  # whatever the login's umask (0277 made it 0500: no link could go in)
+    except OSError:
+        os.rmdir(kdir)
+        raise
     if not runner:
         return None
     target = os.path.join(kdir, os.path.basename(runner))

@@ -5,11 +5,14 @@ there: a connect error they can fix on this side, or a host key that changed (B4
 from __future__ import annotations
 
 import ipaddress
+import random
 import re
+import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ConfigError
+from ...errors import ConfigError, TransportLostError
 from ...kernel.output import REDACTED, redact
 
 _PORT = re.compile(r"[0-9]{1,5}")
@@ -85,6 +88,92 @@ def chatty_shell_hint(noise: bytes) -> str:
     return (f"; the login shell there prints {noise[:200]!r} in every session, before what it runs\nHint: make it "
             "print nothing in non-interactive sessions (an echo at the top of ~/.bashrc, ~/.profile or "
             "/etc/bash.bashrc)") if noise else ""
+
+
+#: The hint of an sshd that closed every connection before its banner, for the whole connect timeout.
+DROPPED_HINT = ("\nHint: sshd refuses new connections: past its MaxStartups (too many connections at once not yet "
+                "logged in: fewer xdist workers on one host, or a higher MaxStartups in its sshd_config), or a tcp "
+                "wrapper, fail2ban or firewall that drops this client")
+
+
+def dropped_before_banner(target: SshTarget, deadline: float, tries: int) -> bool:
+    """Whether a connect that failed reading the banner should be tried again (after a short random
+    wait): sshd past ``MaxStartups`` closes new connections before its banner until others logged in
+    (random early drop: 30 % of them past 10 by default), saying "Exceeded MaxStartups" (OpenSSH 8.2 and
+    newer). ``False`` when the deadline is near, or a new connection gets neither that nor a banner: not
+    an sshd, or one that is gone behind a proxy that closes at once (docker's): its error stays, at once.
+    """
+    time.sleep(min(0.5, 0.05 * 2 ** tries) * random.uniform(0.5, 1.5))  # concurrent clients spread out
+    if deadline - time.monotonic() < 0.5:
+        return False
+    if tries:  # an sshd that drops, told by the first look: another look would take a slot of its own
+        return True
+    try:
+        with socket.create_connection((target.host, target.port), timeout=deadline - time.monotonic()) as sock:
+            first = sock.recv(64)
+    except OSError:
+        return False
+    return first.startswith((b"SSH-", b"Exceeded MaxStartups"))
+
+
+#: The hint of a host that refused the login a new process (``EAGAIN``).
+NPROC_HINT = ("Hint: the login's process limit (ulimit -u: nproc in /etc/security/limits.conf) is reached, by its "
+              "kernels or other processes: end some of them there, or raise it")
+
+
+#: What a command that the login shell ran as given prints (the check after SFTP broke).
+SHELL_CHECK = "hermes-shell-check"
+
+
+def runs_no_command(run: Any) -> tuple[str, bytes | None]:
+    """``(why, stdout)`` of one ``echo`` through the login shell: ``why`` says the host runs no command as
+    given, with a hint (``""``: it ran it); ``stdout`` is ``None`` when the echo itself failed."""
+    try:
+        code, out, err = run(f"echo {SHELL_CHECK}", timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        return "", None
+    if SHELL_CHECK.encode() in out:
+        return "", out
+    said = f", stderr {err[-200:]!r}" if err else ""
+    return (f"; the host runs no command as given: `echo {SHELL_CHECK}` came back with exit status {code}, "
+            f"stdout {out[-200:]!r}{said}\nHint: a login shell that runs no command (nologin, /bin/false, "
+            "git-shell: the login's /etc/passwd entry), a password that expired (sshd wants a new one first: "
+            "`chage -l USER`), a ForceCommand in the host's sshd_config (`internal-sftp`: an sftp-only login), or an "
+            "`exit` or `exec` in the login's rc files (~/.bashrc, ~/.profile, /etc/bash.bashrc) for non-interactive "
+            "sessions ends every command before it runs: the ssh transport needs its commands run as given"), out
+
+
+def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
+    """Why SFTP could not start on a host that let us in, with a hint (``""``: not known).
+
+    :param run: the connection's ``run``, for one ``echo`` through the login shell.
+    :param refused: sshd refused the sftp subsystem request.
+    :param ended: how the subsystem ended, if it did (`` (exit status 1; stderr: ...)``).
+    """
+    if refused:
+        try:
+            run("true", timeout=10.0)
+        except (TransportLostError, TimeoutError) as exc:  # no session at all, not SFTP's: sshd could not fork one
+            return (f"; the host starts no session for this login now, an exec neither ({exc})\n{NPROC_HINT}")
+        return ("; the host's sshd refused the sftp subsystem (none in its sshd_config?)\nHint: the ssh transport "
+                "puts its runner there over SFTP: enable it (`Subsystem sftp internal-sftp` in sshd_config), or run "
+                "kernels over ssh commands alone: make_transport('filecell', backend=SshExecBackend.over(ssh_transport))")
+    refused, out = runs_no_command(run)
+    if refused or out is None:
+        return refused
+    noise = out.replace(SHELL_CHECK.encode() + b"\n", b"", 1)
+    if noise:
+        return chatty_shell_hint(noise)
+    try:  # sshd keeps a subsystem's stderr to itself: a command by its path, as sshd starts the sftp server
+        code, _, err = run("/bin/sh -c true", timeout=10.0)
+    except (TransportLostError, TimeoutError):
+        code, err = 0, b""
+    if code != 0:
+        ended += f"; the login shell cannot run a command by its path either: `/bin/sh -c true` said {err[-300:]!r}"
+    return (f"; the sftp subsystem ended before it answered{ended}\nHint: sshd runs it through the login's shell "
+            "(its /etc/passwd entry): a restricted shell (rbash) or one that cannot run a command by its path stops "
+            "it; give the login a POSIX shell that is not restricted (`chsh -s /bin/bash`): the ssh transport runs its "
+            "commands (cd, exec) through it too")
 
 
 def changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:

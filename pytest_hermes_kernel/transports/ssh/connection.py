@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
 from ...kernel.contract import note_activity
-from .address import SILENT_HINT, SshTarget, changed_key_message, chatty_shell_hint, connect_hint
+from .address import (DROPPED_HINT, SILENT_HINT, SshTarget, changed_key_message, connect_hint, dropped_before_banner,
+                      sftp_broke_hint)
 from .credentials import load_known_hosts, read_host_key
 from .logs import LOG_CHANNEL
 
@@ -98,26 +99,34 @@ class SshConnection:
         self.client = paramiko.SSHClient()
         self.client.set_log_channel(LOG_CHANNEL)  # from the first byte: a failed connect logs too
         self._trust(host_key, host_key_policy, known_hosts, session_keys)
-        started = time.monotonic()
-        try:
-            sock = None if dial is None else socket.create_connection(dial, timeout=connect_timeout)
-            self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename, sock=sock,
-                                timeout=connect_timeout, banner_timeout=connect_timeout, auth_timeout=connect_timeout,
-                                channel_timeout=connect_timeout, allow_agent=pkey is None and key_filename is None,
-                                look_for_keys=pkey is None and key_filename is None)
-        except paramiko.BadHostKeyException as exc:
-            self.client.close()
-            raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
-        except (OSError, paramiko.SSHException, EOFError) as exc:
-            _end_handshake_timer(self.client)
-            self.client.close()
-            timed_out = time.monotonic() - started >= connect_timeout * 0.8
-            # paramiko gives up a stalled key exchange at the timeout without saying so, then
-            # fails the login on the dead session ("No existing session"): the time tells
-            why = f"{type(exc).__name__}: {exc}"
-            raise TransportLostError(f"cannot reach ssh host {target}: "
-                                     + (f"no answer within {connect_timeout:g} s ({why}){SILENT_HINT}" if timed_out
-                                        else f"{why}{connect_hint(exc)}"),
+        started, dropped = time.monotonic(), 0
+        while True:
+            try:
+                sock = None if dial is None else socket.create_connection(dial, timeout=connect_timeout)
+                self.client.connect(target.host, target.port, username=target.user, pkey=pkey, key_filename=key_filename,
+                                    sock=sock, timeout=connect_timeout, banner_timeout=connect_timeout,
+                                    auth_timeout=connect_timeout, channel_timeout=connect_timeout,
+                                    allow_agent=pkey is None and key_filename is None,
+                                    look_for_keys=pkey is None and key_filename is None)
+                break
+            except paramiko.BadHostKeyException as exc:
+                self.client.close()
+                raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
+            except (OSError, paramiko.SSHException, EOFError) as exc:
+                _end_handshake_timer(self.client)
+                self.client.close()
+                if (dial is None and "protocol banner" in str(exc)
+                        and dropped_before_banner(target, started + connect_timeout, dropped)):
+                    dropped += 1  # closed before its banner: past MaxStartups, it takes us once others logged in
+                    continue
+                timed_out = time.monotonic() - started >= connect_timeout * 0.8 and not dropped
+                # paramiko gives up a stalled key exchange at the timeout without saying so, then
+                # fails the login on the dead session ("No existing session"): the time tells
+                why = f"{type(exc).__name__}: {exc}"
+                raise TransportLostError(f"cannot reach ssh host {target}: " + (
+                    f"no answer within {connect_timeout:g} s ({why}){SILENT_HINT}" if timed_out else
+                    f"sshd closed {dropped + 1} connections in {time.monotonic() - started:.1f} s before its banner "
+                    f"({why}){DROPPED_HINT}" if dropped else f"{why}{connect_hint(exc)}"),
                                      permanent=isinstance(exc, paramiko.BadHostKeyException),
                                      timed_out=timed_out) from None
         self.transport: paramiko.Transport = self.client.get_transport()
@@ -308,29 +317,24 @@ class SshConnection:
 
         note_activity()
         with self._session_slot():
-            chan = None
+            chan, asked = None, False
             try:  # what paramiko's SSHClient.open_sftp does, with our retry
                 chan = _open_session(self, "sftp")
                 chan.invoke_subsystem("sftp")
+                asked = True
                 sftp = paramiko.SFTPClient(chan)
             except (OSError, paramiko.SSHException, EOFError, paramiko.SFTPError) as exc:
+                ended = _how_it_ended(chan, not isinstance(exc, paramiko.SFTPError)) if asked and chan is not None else ""
                 if chan is not None:
                     chan.close()
                 if isinstance(exc, TransportLostError):  # refused: it says so
                     raise
-                noise = self._shell_noise() if isinstance(exc, paramiko.SFTPError) else b""
-                raise TransportLostError(f"sftp to {self.target} failed: {exc}{chatty_shell_hint(noise)}") from None
+                # the host let us in (a connection that broke says nothing more): sshd, or the login shell it
+                # runs SFTP through, stopped it (a chatty, restricted or exiting shell, a ForceCommand)
+                why = sftp_broke_hint(self.run, refused=not asked, ended=ended) if chan is not None and self.usable else ""
+                raise TransportLostError(f"sftp to {self.target} failed: {exc or type(exc).__name__}{why}") from None
             self._channels.append(sftp.get_channel())
         return sftp
-
-    def _shell_noise(self) -> bytes:
-        """What the login shell prints around a command that prints nothing (``b""``: nothing, or
-        it could not be told): sshd runs SFTP through it too, which it breaks."""
-        try:
-            _, out, _ = self.run("true", timeout=10.0)
-        except (TransportLostError, TimeoutError):
-            return b""
-        return out
 
     def close(self) -> None:
         self._stop.set()
@@ -374,6 +378,16 @@ def put_file(sftp: paramiko.SFTPClient, path: str, data: bytes) -> None:
     with sftp.open(path, "wb") as fh:
         fh.chmod(0o600)
         fh.write(data)
+
+
+def _how_it_ended(chan: Any, ended: bool) -> str:
+    """`` (exit status N; stderr ...)`` of a subsystem channel; ``ended``: it did, its status may be on the way."""
+    deadline = time.monotonic() + (1.0 if ended else 0.0)
+    while not chan.exit_status_ready() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    err = chan.recv_stderr(4096) if chan.recv_stderr_ready() else b""
+    said = [f"exit status {chan.recv_exit_status()}"] if chan.exit_status_ready() else []
+    return f" ({'; '.join(said + ([f'stderr {err[-300:]!r}'] if err else []))})" if said or err else ""
 
 
 def _drain(chan: Any, out: bytearray, err: bytearray) -> None:

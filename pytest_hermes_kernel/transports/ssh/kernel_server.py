@@ -27,10 +27,9 @@ from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import MadeDirs, launch_env, runner_config
 from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
-from ..runner_zipapp import runner_zipapp
-from .connection import SshConnection, SshStream, put_file
-from .probes import end_failed_launch, server_stopped
-from .rundir import KERNEL_ROOT, private_root
+from .connection import SshConnection, SshStream
+from .probes import end_failed_launch, remove_kernel_dir, server_stopped
+from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
 
 SERVER_DIR_PREFIX = "server-"
 
@@ -62,15 +61,12 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     try:
         sftp = conn.sftp()
         try:
-            transport._home = sftp.normalize(".")
+            transport._home = login_home(conn, sftp)
             root = private_root(sftp, transport._home)
             sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
-            sftp.mkdir(sdir, 0o700)
-            app = runner_zipapp()
-            put_file(sftp, f"{sdir}/{app.name}", app.data)
+            runner = put_runner(sftp, sdir)
         finally:
             sftp.close()
-        runner = f"{sdir}/{app.name}"
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
         chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
@@ -78,7 +74,12 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
               "sweep_siblings": True}  # the dirs of servers that died without removing theirs
-    return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
+    try:
+        return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
+    except KernelServerUnavailable:
+        if chan.exit_status_ready():  # it ended (no such interpreter, one too old): nothing works in its dir,
+            remove_kernel_dir(conn, sdir)  # and no server may start there to sweep it (one dir a start, before)
+        raise
 
 
 class ServerStream(SshStream):
@@ -104,8 +105,10 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
     :raises KernelServerUnavailable: if no server could fork it.
     """
     python = spec.python or transport.python
+    asked: list[RemoteServer] = []  # servers the request was made for: none if no server could start
 
     def config(server: RemoteServer) -> dict[str, Any]:
+        asked.append(server)
         kdir = f"{(server.hello or {}).get('home')}/{KERNEL_ROOT}/{spec.kernel_id}"
         transport.made_dirs.add(str(conn.target), kdir)  # as on the spawn path: the leak probe checks it is gone
         return json.loads(runner_config(spec, kdir, transport.orphan_timeout))
@@ -114,8 +117,9 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
         pid, stream, runner, server = pool.spawn(str(conn.target), python, config, spec.start_timeout,
                                                  frozen=lambda server: server_stopped(conn, server))
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
-        kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""
-        end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
+        if asked:  # (with no server, nothing was forked: the kill's script, run where none could start, said
+            kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""  # "could not end")
+            end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides

@@ -112,7 +112,12 @@ def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[s
                           frozen=lambda server: server_stopped(conn, server))
     if out is not None:
         return out
-    return _completed(*transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args), f"the kernel scan on {where}")
+    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)
+    for python in sorted(transport.pythons - {transport.python}) if code == 127 else ():
+        code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args, python=python)  # a kernel's python=:
+        if code != 127:  # the transport's is not on the host (every snapshot failed 'exit status 127')
+            break
+    return _completed(code, out, f"the kernel scan on {where}")
 
 
 def _completed(code: int | None, out: bytes, what: str) -> bytes:
@@ -210,10 +215,34 @@ def rm_kernel_dir(conn: SshConnection, kdir: str) -> bool:
     if f"/{SSH_KERNEL_ROOT}/" not in kdir:
         return False
     status, _, err = conn.run(f"rm -rf {shlex.quote(kdir)}", timeout=PROBE_TIMEOUT)
+    if status != 0 and sftp_rmtree(conn, kdir):  # a host that runs no command (an sftp-only login) takes SFTP's
+        return True
     if status != 0:
         log.warning("could not remove %s over ssh (exit status %s): %s", kdir, status,
                     err.decode(errors="replace").strip()[:300])
     return status == 0
+
+
+def sftp_rmtree(conn: SshConnection, path: str) -> bool:
+    """Remove ``path`` and what is in it over SFTP, never following a symlink; whether it is gone."""
+    import stat
+
+    try:
+        sftp = conn.sftp()
+    except TransportLostError:
+        return False
+    def rm(at: str) -> None:
+        for entry in sftp.listdir_attr(at):
+            inner = f"{at}/{entry.filename}"
+            rm(inner) if stat.S_ISDIR(entry.st_mode or 0) else sftp.remove(inner)
+        sftp.rmdir(at)
+    try:
+        rm(path)
+        return True
+    except OSError:
+        return False
+    finally:
+        sftp.close()
 
 
 def end_failed_launch(transport: SshTransport, conn: SshConnection, kdir: str, kernel_id: str,
@@ -240,6 +269,9 @@ def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_i
         if code == 127 and python in (None, transport.python) and what == "failed launch":
             log.debug("kernel %s on %s (%s): %r is not on the host: nothing of it can have started",
                       kernel_id, conn.target, what, transport.python)
+        elif what == "failed launch" and not {b"gone", b"left"} & set(out.split()):
+            log.debug("kernel %s on %s (%s): the kill script did not run there (%r): nor can the kernel have",
+                      kernel_id, conn.target, what, out[-200:])  # a host that runs no command (an sftp-only login)
         elif code != 0 or out.strip() != b"gone":
             log.warning("kernel %s on %s (%s): could not end all its processes: %r",
                         kernel_id, conn.target, what, out[-200:])

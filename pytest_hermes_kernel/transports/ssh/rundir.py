@@ -43,14 +43,12 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
     kdir = "the kernel dir"
     try:
         if transport._home is None:
-            transport._home = sftp.normalize(".")
+            transport._home = login_home(conn, sftp)
         kdir = f"{transport._home}/{KERNEL_ROOT}"
         root = private_root(sftp, transport._home)
         kdir = f"{root}/{name}"
         transport.made_dirs.add(str(conn.target), kdir)
-        sftp.mkdir(kdir, 0o700)
-        app = runner_zipapp()
-        put_file(sftp, f"{kdir}/{app.name}", app.data)
+        put_runner(sftp, kdir)
         return kdir
     except UnsafeRunDirError:
         raise
@@ -61,6 +59,77 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
         sftp.close()
 
 
+class Login(Protocol):
+    def run(self, command: str, *, timeout: float) -> tuple[int | None, bytes, bytes]: ...
+
+
+def login_home(conn: Login, sftp: paramiko.SFTPClient) -> str:
+    """The login's home on the host, resolved: ``~<user>`` by OpenSSH's ``expand-path@openssh.com``
+    (8.7 and newer: its passwd entry, no exec), else the login shell's ``$HOME`` (one exec: a slow rc
+    file's time again), else (neither says) the SFTP session's dir.
+
+    Not the SFTP session's dir first: sshd runs the sftp subsystem through the login shell, and an
+    rc file's ``cd /tmp`` put the kernels (and the check of their root) there; a bare ``~`` is that
+    dir too (OpenSSH's sftp-server takes it as its cwd).
+
+    :raises OSError: if the home cannot be resolved.
+    """
+    from paramiko.sftp import CMD_EXTENDED, CMD_NAME, SFTPError
+
+    home, user = "", getattr(getattr(conn, "transport", None), "get_username", lambda: None)()
+    if user and "/" not in user:
+        try:
+            kind, msg = sftp._request(CMD_EXTENDED, "expand-path@openssh.com", f"~{user}")
+            if kind == CMD_NAME and msg.get_int() == 1:
+                home = msg.get_text()
+        except (OSError, SFTPError, EOFError):
+            pass  # not offered by this server
+    if not home.startswith("/"):
+        try:
+            code, out, _ = conn.run('printf "%s" "$HOME"', timeout=10.0)
+        except (TransportLostError, TimeoutError):
+            code, out = None, b""
+        said = out.decode("utf-8", "surrogateescape") if code == 0 else ""
+        home = said if said.startswith("/") and "\n" not in said else "."
+    try:
+        return sftp.normalize(home)
+    except OSError as exc:  # a home that does not exist read "could not prepare //.hermes-kernels"
+        raise OSError(f"the login's home {home} is not there ({exc})") from None
+
+
+def put_runner(sftp: paramiko.SFTPClient, directory: str) -> str:
+    """Make ``directory`` (0700) holding the runner file; its path.
+
+    :raises OSError: if either cannot be written; what was made of them is removed first (a cut
+        runner file on a full disk took the room left there, and stayed, each start one more).
+    """
+    sftp.mkdir(directory, 0o700)
+    app = runner_zipapp()
+    path = f"{directory}/{app.name}"
+    try:
+        sftp.chmod(directory, 0o700)  # whatever the login's umask (:func:`make_private_dir`)
+        put_file(sftp, path, app.data)
+    except OSError:
+        for undo in (lambda: sftp.remove(path), lambda: sftp.rmdir(directory)):
+            try:
+                undo()
+            except OSError:
+                pass  # never made, or the host refuses: the refusal above is what the user reads
+        raise
+    return path
+
+
+def make_private_dir(sftp: paramiko.SFTPClient, path: str) -> None:
+    """``mkdir path`` 0700 whatever the login's umask: sshd runs the sftp subsystem through the login
+    shell, so a ``umask 0277`` in its rc file made the dirs 0500, and nothing could be put in them
+    (the root stayed so: later starts failed too).
+
+    :raises OSError: if it cannot be made (it exists, say).
+    """
+    sftp.mkdir(path, 0o700)
+    sftp.chmod(path, 0o700)
+
+
 def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
     """``<home>/.hermes-kernels``, made 0700 if missing, then checked (:func:`check_private_root`).
 
@@ -69,7 +138,7 @@ def private_root(sftp: paramiko.SFTPClient, home: str) -> str:
     """
     root = f"{home}/{KERNEL_ROOT}"
     try:
-        sftp.mkdir(root, 0o700)
+        make_private_dir(sftp, root)
     except OSError as refused:
         try:
             sftp.lstat(root)  # it exists: checked below
@@ -95,4 +164,4 @@ def check_private_root(sftp: paramiko.SFTPClient, root: str, *, owner: int | Non
                                 "user may have made it first; remove it on the host", path=root, problem=problem)
 
 
-__all__ = ["KERNEL_ROOT", "check_private_root", "make_kernel_dir", "private_root"]
+__all__ = ["KERNEL_ROOT", "check_private_root", "login_home", "make_kernel_dir", "private_root", "put_runner"]

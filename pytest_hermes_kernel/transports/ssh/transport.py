@@ -56,6 +56,7 @@ from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
 from ...kernel.options import check_options
+from .address import NPROC_HINT, runs_no_command
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
@@ -145,6 +146,7 @@ class SshTransport(Transport):
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
         self.python = python
+        self.pythons: set[str] = set()  # the kernels' own (python=): the scans' when the transport's is missing
         self.run_id = run_id or current_run_id()
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
@@ -232,7 +234,9 @@ class SshTransport(Transport):
         ending.end_left_behind(self, conn, spec.kernel_id)
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
-        return with_fallback(fork, lambda: self._spawn(conn, spec))
+        launched = with_fallback(fork, lambda: self._spawn(conn, spec))
+        self.pythons.update([launched.extra["python"]] if launched.extra.get("python") else [])
+        return launched
 
     def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
         try:
@@ -265,9 +269,7 @@ class SshTransport(Transport):
             raise KernelStartError(f"ssh transport: cannot enter the working directory cwd={spec.cwd!r} on "
                                    f"{conn.target}: {err.decode('utf-8', 'replace').strip()}")
         if pid is None:
-            raise KernelStartError(f"the kernel runner on {conn.target} did not report ready (exit status {code}): "
-                                   f"stdout {out[-300:]!r}; stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
-                                   + _start_hint(code, python))
+            raise KernelStartError(_not_ready(conn, code, out, err, python))
         return pid
 
     # ------------------------------------------------------------------------------ lifecycle
@@ -415,6 +417,16 @@ def _enter(directory: str) -> str:
             f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }}")
 
 
+def _not_ready(conn: SshConnection, code: int | None, out: bytes, err: bytes, python: str) -> str:
+    """What a user reads when ``serve --listen`` did not print its ``ready`` line: a host that runs no
+    command as given (an sftp-only login: 'python3 ran' was wrong there) is told by one ``echo``."""
+    if code not in (126, 127) and (refused := runs_no_command(conn.run)[0]):
+        return f"ssh transport: cannot start the kernel runner on {conn.target}{refused}"
+    return (f"the kernel runner on {conn.target} did not report ready (exit status {code}): stdout {out[-300:]!r}; "
+            f"stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
+            + (NPROC_HINT if b"BlockingIOError" in err else _start_hint(code, python)))
+
+
 def _start_hint(code: int | None, python: str) -> str:
     """What to check when ``serve --listen`` did not print its ``ready`` line."""
     if code == 127:
@@ -427,10 +439,8 @@ def _start_hint(code: int | None, python: str) -> str:
 
 
 def _relay_command(python: str, runner: str, kdir: str) -> str:
-    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``; from
-    inside ``kdir`` to ``sock`` when that path is over the 107 bytes a unix socket address holds (a
-    long home: the runner binds it through its dir's ``/proc/self/fd`` entry, and the relay's
-    connect to the full path was refused, so no kernel started there: a home of 54 bytes or more)."""
+    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``; from inside
+    ``kdir`` when that path is over the 107 bytes a unix socket address holds (a home of 54 bytes or more)."""
     q = shlex.quote
     sock = f"{kdir}/{SOCKET_NAME}"
     if len(sock.encode("utf-8", "surrogateescape")) <= 107:

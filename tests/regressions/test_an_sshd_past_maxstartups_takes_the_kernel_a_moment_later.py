@@ -1,0 +1,91 @@
+"""Seen (a breaker helper, odd ssh hosts, 2026-12-06): an sshd past its ``MaxStartups`` (connections
+not yet logged in: 10 by default, then it drops 30 % of new ones, more as they grow; an xdist run's
+workers all connecting at once) closes a new connection before its banner ("Exceeded MaxStartups").
+The kit failed that kernel's start at once, 0.02 s in: "cannot reach ssh host ...: SSHException:
+Error reading SSH protocol banner. Hint: is the host up and the key accepted?" (``MaxStartups 1``:
+5 of 6 kernels started at once failed so; ``MaxStartups 2``: 2 of 4). OpenSSH's own client fails
+so too, but a kit that starts kernels by the dozen meets it where a person does not.
+
+Now a connection closed before the banner is tried again after a short random wait, within the
+connect timeout: every kernel starts. An sshd that closes every connection for the whole timeout
+says so, naming MaxStartups; a port where something that is no sshd answers, or that closes without
+a word (a proxy in front of an sshd that is gone: docker's), fails at once, as before.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+from tests.odd_hosts import odd_ssh_host
+
+CONF = "/etc/ssh/sshd_config.d/00-hermes.conf"
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_kernels_started_at_once_on_an_sshd_past_maxstartups_all_start(tmp_path):
+    with odd_ssh_host(tmp_path, setup=f"sed -i 's/^MaxStartups.*/MaxStartups 2/' {CONF}") as host:
+        together, outcome = threading.Barrier(4), {}
+
+        def start(i: int) -> None:
+            transport = host.transport(connect_timeout=15.0)  # the retries' budget: a loaded machine logs in slowly
+            try:
+                together.wait()
+                kernel = start_kernel(transport)
+                outcome[i] = kernel.execute("6 * 7").value
+                kernel.shutdown()
+            except KernelStartError as exc:
+                outcome[i] = str(exc)
+            finally:
+                transport.close()
+
+        threads = [threading.Thread(target=start, args=(i,)) for i in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert outcome == {i: "42" for i in range(4)}, outcome
+
+
+def _closing_server(greeting: bytes) -> tuple[socket.socket, threading.Event]:
+    server, stop = socket.create_server(("127.0.0.1", 0)), threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(greeting)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server, stop
+
+
+@pytest.mark.parametrize("greeting", [b"Exceeded MaxStartups\r\n", b"", b"HTTP/1.0 400 Bad Request\r\n\r\n"],
+                         ids=["drops", "closes", "not-sshd"])
+def test_a_host_that_keeps_closing_says_why_within_the_timeout(greeting):
+    server, stop = _closing_server(greeting)
+    transport = SshTransport(target=f"hermes@127.0.0.1:{server.getsockname()[1]}", host_key_policy="auto-add",
+                             connect_timeout=2.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KernelStartError) as caught:
+            start_kernel(transport)
+    finally:
+        took = time.monotonic() - started
+        transport.close()
+        stop.set()
+        server.close()
+    message = str(caught.value)
+    if greeting.startswith(b"Exceeded"):
+        assert took < 4.0 and "before its banner" in message and "MaxStartups" in message, (took, message)
+    else:  # no sshd, or a gone one: at once, as before
+        assert took < 1.5 and "Error reading SSH protocol banner" in message and "MaxStartups" not in message, message
