@@ -126,22 +126,28 @@ def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult],
               before: threading.Event | None) -> None:
     """The cell's thread: wait until the cell of the ``aexecute`` call ``before`` it stands in line
     (or this one is cancelled), run its own (``placed`` set once it stands in line), hand its result
-    (or error) to the loop, end."""
+    (or error) to the loop, end. Cancelled before ``before`` stood in line, it sets ``placed`` only once
+    ``before`` is set (it set it at once and let the next call run ahead of ``before``)."""
     outcome: CellResult | BaseException
     while before is not None and not before.wait(CANCEL_LOOK_S) and not switch.is_set():
         pass  # (cancelled first: execute() answers the set switch at once, the cell never sent)
-    on_placed.callback = placed.set
+    cut_short = before is not None and not before.is_set()  # cancelled, or its loop closed, ahead of the call before
+    on_placed.callback = None if cut_short else placed.set
     try:
         outcome = kernel.execute(code, timeout=timeout, cancel=switch)
     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
         outcome = exc
     finally:
         on_placed.callback = None
-        placed.set()  # (refused before its place was taken: nothing to wait for)
+        if not cut_short:
+            placed.set()  # (refused before its place was taken: nothing to wait for)
     try:
         loop.call_soon_threadsafe(_settle, done, outcome)
     except RuntimeError:
         pass  # the loop is closed: nobody awaits this cell any more
+    if cut_short:  # the next call waits behind the one before this one (it let the next one past it)
+        before.wait()  # type: ignore[union-attr]
+        placed.set()
 
 
 def _settle(done: asyncio.Future[CellResult], outcome: CellResult | BaseException) -> None:

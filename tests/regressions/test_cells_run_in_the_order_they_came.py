@@ -121,6 +121,37 @@ def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_leaves_the_loop_runn
     assert k.execute("after").value == "2", "the cell sent second ran before the first (it names the first's variable)"
 
 
+def test_a_cancelled_aexecute_between_two_others_leaves_the_later_one_behind_the_earlier(make_kernel, monkeypatch) -> None:
+    """Three gathered calls, the first one's thread late to the line, the second cancelled while its
+    thread waited for the first's: the cancelled call's thread sent its (refused) cell at once and
+    so let the third one through, which ran before the first (``NameError: name 'late' is not
+    defined``, found by a breaker helper on 2026-12-06). A call cancelled before it stood in line
+    now keeps its place for the next one until the call before it stands in line."""
+    k = make_kernel()
+    real_execute = k.execute
+
+    def late(code, **kwargs):
+        if code == "late = 1":
+            time.sleep(1.0)  # a thread the scheduler starts late
+        return real_execute(code, **kwargs)
+
+    monkeypatch.setattr(k, "execute", late)
+
+    async def chain() -> str:
+        first = asyncio.ensure_future(aexecute(k, "late = 1"))
+        second = asyncio.ensure_future(aexecute(k, "second = 1"))
+        third = asyncio.ensure_future(aexecute(k, "after = late + 1"))
+        await asyncio.sleep(0.2)  # the second's thread waits for the first's
+        second.cancel()
+        results = await asyncio.gather(first, second, third, return_exceptions=True)
+        assert isinstance(results[1], asyncio.CancelledError), results[1]
+        return f"{results[2].ename}: {results[2].evalue}" if results[2].ename else results[2].status
+
+    assert asyncio.run(chain()) == "ok", "the third aexecute ran before the first, past the cancelled second"
+    assert real_execute("after").value == "2"
+    assert real_execute("'second' in dir()").value == "False", "the cancelled cell ran"
+
+
 def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
     """A handler that runs a cell while its thread waits in line (behind another thread's cell)
     goes in its thread's place: behind its own outer cell it would wait for ever."""
