@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["aexecute"]
 
-#: Per kernel, the event set once the cell of the latest ``aexecute`` call on it stands in line (or
-#: was refused): the next call's thread waits for it before it sends its own cell.
-_last_placed: weakref.WeakKeyDictionary[object, threading.Event] = weakref.WeakKeyDictionary()
+#: Per kernel's line of cells, the event set once the cell of the latest ``aexecute`` call on it stands in
+#: line (or was refused): the next call's thread waits for it before it sends its own cell. Keyed by the
+#: line: a wrapper that is unhashable (a dataclass) raised ``TypeError``, and calls through a wrapper and
+#: through its kernel kept no order between them.
+_last_placed: weakref.WeakKeyDictionary[CellQueue, threading.Event] = weakref.WeakKeyDictionary()
 _last_placed_lock = threading.Lock()
 
 
@@ -113,11 +115,12 @@ async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
 def _behind(kernel: object, placed: threading.Event) -> threading.Event | None:
     """The event of the ``aexecute`` call before this one on ``kernel`` (``None``: none waits, or
     ``kernel`` keeps no line of cells); ``placed`` is the one the next call waits for."""
-    if not isinstance(getattr(kernel, "_queue", None), CellQueue):
+    queue = getattr(kernel, "_queue", None)  # by the line, not the object: a wrapper (FaultingKernel) shares its kernel's
+    if not isinstance(queue, CellQueue):
         return None  # (a kernel-like object of a test: no line to keep a place in)
     with _last_placed_lock:
-        before = _last_placed.get(kernel)
-        _last_placed[kernel] = placed
+        before = _last_placed.get(queue)
+        _last_placed[queue] = placed
     return None if before is None or before.is_set() else before
 
 

@@ -152,6 +152,52 @@ def test_a_cancelled_aexecute_between_two_others_leaves_the_later_one_behind_the
     assert real_execute("'second' in dir()").value == "False", "the cancelled cell ran"
 
 
+def test_aexecute_through_a_faulting_kernel_and_its_kernel_keeps_the_order(make_kernel, monkeypatch) -> None:
+    """The place of the last ``aexecute`` was kept per object handed in: a ``FaultingKernel`` (what
+    a fault marker's fixture hands out) and the handle it wraps share one line of cells but kept two
+    places, so the cell sent second through the handle ran first while the first one's thread was
+    late (``NameError``, found by a breaker helper on 2026-12-06). Places are kept per line now."""
+    from pytest_hermes_kernel.faults.injector import FaultingKernel
+
+    k = make_kernel()
+    real_execute = k.execute
+
+    def late(code, **kwargs):
+        if code == "late = 1":
+            time.sleep(0.5)  # a thread the scheduler starts late
+        return real_execute(code, **kwargs)
+
+    monkeypatch.setattr(k, "execute", late)
+    wrapped = FaultingKernel(k, [])
+
+    async def both() -> list:
+        return await asyncio.gather(aexecute(wrapped, "late = 1"), aexecute(k, "after = late + 1"))
+
+    second = asyncio.run(both())[1]
+    assert (second.status, second.evalue) == ("ok", None), "the cell sent second ran before the first"
+
+
+def test_aexecute_on_an_unhashable_kernel_wrapper_runs_the_cell(make_kernel) -> None:
+    """A user's wrapper that delegates to a handle and is a dataclass (so unhashable): ``aexecute``
+    raised ``TypeError: unhashable type`` from its weak mapping (2026-12-06, since it kept the place
+    per object); the cell runs, as before that change."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Session:
+        handle: object
+
+        def __getattr__(self, name: str):
+            return getattr(self.handle, name)
+
+        def execute(self, code: str, **kwargs):
+            return self.handle.execute(code, **kwargs)
+
+    k = make_kernel()
+    result = asyncio.run(aexecute(Session(k), "6 * 7"))
+    assert result.value == "42"
+
+
 def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
     """A handler that runs a cell while its thread waits in line (behind another thread's cell)
     goes in its thread's place: behind its own outer cell it would wait for ever."""
