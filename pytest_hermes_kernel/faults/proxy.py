@@ -12,7 +12,8 @@ One thread relays every connection with non-blocking sockets: a peer that reads 
 back only its own connection (at most :data:`MAX_HELD_BYTES` read from its other end, then that
 end is not read until it drains), and a ``latency`` fault holds each chunk ``seconds`` from when it
 was read, on every connection at once (a relay that slept per chunk in one thread added the
-holds up, and a send blocked on one connection stalled them all).
+holds up, and a send blocked on one connection stalled them all). An end's FIN is passed on after what
+it sent; the pair is closed once both ways ended (a half-closed client still reads its answer).
 """
 
 from __future__ import annotations
@@ -205,9 +206,9 @@ class TcpFaultProxy:
             self._close_pair(sel, flows, flow.src)
             return
         if not data:
-            flow.eof = True  # what it sent before goes first; then the pair is closed (both ways, at once)
+            flow.eof = True  # what it sent before goes first, then its FIN (the other way goes on: a half-close)
             if not flow.chunks:
-                self._close_pair(sel, flows, flow.src)
+                self._pass_fin(sel, flows, flow)
             return
         now = time.monotonic()
         held = self._latency if self._latency_until is not None and now < self._latency_until else 0.0
@@ -234,6 +235,21 @@ class TcpFaultProxy:
                 return
             flow.chunks.popleft()
         if flow.eof and not flow.chunks:
+            self._pass_fin(sel, flows, flow)
+
+    def _pass_fin(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:
+        """``flow``'s source ended and all it sent is through: end ``dst``'s way too, and close the pair once
+        both ways ended. (The pair was closed at the first end: a client that shut down its sending side
+        and waited for the answer, ``got 1000 bytes``, read nothing but the close.)"""
+        if not flow.shut:
+            flow.shut = True
+            try:
+                flow.dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                self._close_pair(sel, flows, flow.src)
+                return
+        back = flows.get(flow.dst)
+        if back is None or back.shut:
             self._close_pair(sel, flows, flow.src)
 
     def _close_pair(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], s: socket.socket) -> None:
@@ -264,16 +280,18 @@ class _Flow:
     """One direction of a proxied connection: what was read from ``src`` and is not yet sent to ``dst``.
 
     ``chunks`` are ``(due, bytes)``, ``due`` the monotonic time a ``latency`` fault holds a chunk
-    until (never before an earlier chunk's); ``held`` their bytes; ``eof``: ``src`` has ended.
+    until (never before an earlier chunk's); ``held`` their bytes; ``eof``: ``src`` has ended;
+    ``shut``: that end was passed on to ``dst`` (its sending side shut down).
     """
 
-    __slots__ = ("src", "dst", "chunks", "held", "eof")
+    __slots__ = ("src", "dst", "chunks", "held", "eof", "shut")
 
     def __init__(self, src: socket.socket, dst: socket.socket) -> None:
         self.src, self.dst = src, dst
         self.chunks: collections.deque[tuple[float, bytes]] = collections.deque()
         self.held = 0
         self.eof = False
+        self.shut = False
 
 
 def _register(sel: selectors.BaseSelector, sock: socket.socket, events: int) -> None:

@@ -10,6 +10,7 @@ happened when it returns: it now waits for its own cut, or makes it itself once 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import statistics
 import threading
@@ -205,3 +206,38 @@ def test_a_latency_fault_holds_each_chunk_its_time_on_every_connection_at_once(e
     assert min(took) >= 2 * hold * 0.9, f"an echo came back in {min(took):.2f} s: the {hold}-s hold was not applied both ways"
     assert max(took) < 2 * hold + 1.5, (f"echoes took {[round(t, 2) for t in took]} s (median {statistics.median(took):.2f}): "
                                         f"the {hold}-s holds were added up across connections instead of each chunk held {hold} s")
+
+
+@pytest.mark.parametrize("hold", [0.0, 0.3], ids=["no-latency", "latency"])
+def test_a_client_that_shuts_down_its_sending_side_still_gets_the_answer(hold: float) -> None:
+    """A client sends its request, shuts down its sending side (a FIN: "that is all") and reads the
+    answer, which its server sends once it has read to the end. The proxy closed the whole pair at
+    the first FIN: the client read an empty close instead of ``got 1000 bytes`` (also under
+    ``latency``). The FIN is passed on now and the other way stays open until it ends too."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer_at_the_end() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = server.accept()
+            with conn:
+                got = b""
+                while data := conn.recv(4096):
+                    got += data
+                conn.sendall(b"got %d bytes" % len(got))
+
+    answering = threading.Thread(target=answer_at_the_end, daemon=True)
+    answering.start()
+    try:
+        with TcpFaultProxy(server.getsockname()[:2]) as proxy:
+            if hold:
+                proxy.latency(hold)
+            with _connect(proxy) as client:
+                client.sendall(b"x" * 1000)
+                client.shutdown(socket.SHUT_WR)
+                answer = b""
+                while data := client.recv(4096):  # (30-s timeout: a hang fails as TimeoutError)
+                    answer += data
+    finally:
+        server.close()
+        answering.join(10)
+    assert answer == b"got 1000 bytes", f"the half-closed client read {answer!r}"
