@@ -14,11 +14,14 @@ end is not read until it drains), and a ``latency`` fault holds each chunk ``sec
 was read, on every connection at once (a relay that slept per chunk in one thread added the
 holds up, and a send blocked on one connection stalled them all). An end's FIN is passed on after what
 it sent; the pair is closed once both ways ended (a half-closed client still reads its answer).
+A new connection's connect upstream does not block either (its client is reset after
+:data:`CONNECT_TIMEOUT_S`).
 """
 
 from __future__ import annotations
 
 import collections
+import errno
 import selectors
 import socket
 import threading
@@ -56,6 +59,8 @@ class ProxyRoute:
 #: Bytes read from one end of a connection and not yet taken by the other before the proxy stops
 #: reading that end (a peer that reads nothing then fills its sender's buffers, as without a proxy).
 MAX_HELD_BYTES = 1 << 20
+#: Seconds a new connection's connect to the upstream may take before its client is reset.
+CONNECT_TIMEOUT_S = 5.0
 #: Seconds :meth:`TcpFaultProxy.reset` waits for the proxy's thread to make the cut before making it itself.
 RESET_WAIT_S = 5.0
 
@@ -140,27 +145,38 @@ class TcpFaultProxy:
         self._listener.setblocking(False)
         sel.register(self._listener, selectors.EVENT_READ, None)
         flows: dict[socket.socket, _Flow] = {}  # by the socket a flow reads from
+        connecting: dict[socket.socket, tuple[socket.socket, float]] = {}  # upstream: (its client, deadline)
         while not self._stop.is_set():
             while self._reset_requests:
                 done, cut = self._reset_requests.pop(0)
                 cut.append(self._cut_all(sel))
                 flows.clear()
+                connecting.clear()
                 done.set()
             if self._blackholed():
                 time.sleep(0.02)  # nothing moves; connections stay open and silent
                 continue
             with self._lock:
                 live = {s for pair in self._pairs for s in pair}
-            for s in [s for s in flows if s not in live]:  # cut by reset() from the caller's thread
+            for s in [s for s in [*flows, *connecting] if s not in live]:  # cut by reset() from the caller's thread
                 _unregister(sel, s)
                 flows.pop(s, None)
+                connecting.pop(s, None)
             now = time.monotonic()
             timeout = 0.05
+            for upstream, (_, deadline) in list(connecting.items()):
+                if deadline <= now:
+                    self._connected(sel, flows, connecting, upstream, timed_out=True)
+                else:
+                    timeout = min(timeout, deadline - now)
             for flow in flows.values():
                 timeout = min(timeout, self._interest(sel, flows, flow, now))
             for key, events in sel.select(max(0.0, timeout)):
                 if key.data is None:
-                    self._accept(flows)
+                    self._accept(sel, connecting)
+                    continue
+                if key.data == "connect":
+                    self._connected(sel, flows, connecting, key.fileobj)  # type: ignore[arg-type]
                     continue
                 sock = key.fileobj
                 if events & selectors.EVENT_READ and sock in flows:
@@ -180,21 +196,43 @@ class TcpFaultProxy:
         _register(sel, flow.src, src_events)
         return due if due > 0 else 0.05
 
-    def _accept(self, flows: dict[socket.socket, _Flow]) -> None:
+    def _accept(self, sel: selectors.BaseSelector, connecting: dict[socket.socket, tuple[socket.socket, float]]) -> None:
+        """Take a client and start its connection upstream, without waiting for it (a blocking connect to an
+        upstream that does not answer, a full backlog or a gone host, stalled every connection up to 5 s)."""
         try:
             client, _ = self._listener.accept()
         except OSError:
             return
         try:
-            upstream = socket.create_connection(self.upstream, timeout=5)
+            family, kind, proto, _, address = socket.getaddrinfo(*self.upstream, type=socket.SOCK_STREAM)[0]
+            upstream = socket.socket(family, kind, proto)
         except OSError:
             reset_socket(client)
             return
-        for s in (client, upstream):
-            s.setblocking(False)
-        flows[client], flows[upstream] = _Flow(client, upstream), _Flow(upstream, client)
+        client.setblocking(False)
+        upstream.setblocking(False)
+        if upstream.connect_ex(address) not in (0, errno.EINPROGRESS):
+            upstream.close()
+            reset_socket(client)
+            return
+        sel.register(upstream, selectors.EVENT_WRITE, "connect")
+        connecting[upstream] = (client, time.monotonic() + CONNECT_TIMEOUT_S)
         with self._lock:
-            self._pairs.append((client, upstream))
+            self._pairs.append((client, upstream))  # (a reset cuts it already)
+
+    def _connected(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow],
+                   connecting: dict[socket.socket, tuple[socket.socket, float]], upstream: socket.socket,
+                   timed_out: bool = False) -> None:
+        """``upstream``'s connect ended (or ran out of time): relay its pair, or reset its client."""
+        client, _ = connecting.pop(upstream)
+        _unregister(sel, upstream)
+        if timed_out or upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            with self._lock:
+                self._pairs = [p for p in self._pairs if upstream not in p]
+            upstream.close()
+            reset_socket(client)
+            return
+        flows[client], flows[upstream] = _Flow(client, upstream), _Flow(upstream, client)
         self.connections += 1
 
     def _read(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:

@@ -241,3 +241,52 @@ def test_a_client_that_shuts_down_its_sending_side_still_gets_the_answer(hold: f
         server.close()
         answering.join(10)
     assert answer == b"got 1000 bytes", f"the half-closed client read {answer!r}"
+
+
+def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -> None:
+    """A new connection whose connect to the upstream gets no answer (its accept queue full here; a
+    gone container's address does the same): the proxy's one thread connected with a blocking
+    5-s connect, and an open connection's echo through it came back after 4.9 s instead of at once.
+    The connect now goes on beside the relay; the new client is reset once it runs out of time."""
+    upstream = socket.socket()
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(0)
+    answering: list[socket.socket] = []
+
+    def echo_the_first() -> None:
+        conn, _ = upstream.accept()  # (no more accepts: later connects fill its queue)
+        answering.append(conn)
+        with contextlib.suppress(OSError):
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+    server = threading.Thread(target=echo_the_first, daemon=True)
+    server.start()
+    queued: list[socket.socket] = []
+    try:
+        with TcpFaultProxy(upstream.getsockname()[:2]) as proxy, _connect(proxy) as first:
+            first.sendall(b"warm")
+            assert first.recv(16) == b"warm"
+            while True:  # fill the upstream's accept queue until a connect gets no answer
+                direct = socket.socket()
+                direct.settimeout(0.5)
+                try:
+                    direct.connect(upstream.getsockname()[:2])
+                except TimeoutError:
+                    direct.close()
+                    break
+                queued.append(direct)
+            with _connect(proxy) as late:
+                time.sleep(0.1)  # (the proxy has taken it and started its connect by now; later only helps the old relay)
+                began = time.monotonic()
+                first.sendall(b"ping")
+                assert first.recv(16) == b"ping"
+                took = time.monotonic() - began
+                with pytest.raises(ConnectionResetError):
+                    late.recv(16)  # reset once its connect runs out of time (30-s timeout: a hang fails)
+    finally:
+        for sock in [*queued, *answering]:
+            sock.close()
+        upstream.close()
+        server.join(10)
+    assert took < 1.0, f"an open connection's echo took {took:.2f} s while a new connection's upstream connect hung"
