@@ -83,6 +83,7 @@ class TcpFaultProxy:
         self._latency_until: float | None = None
         self.connections = 0
         self._reset_requests: list[tuple[threading.Event, list[int]]] = []
+        self._heals = 0  # how many heal() calls: the thread lets held chunks go at each
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
@@ -131,9 +132,12 @@ class TcpFaultProxy:
         self._latency_until = float("inf") if duration is None else time.monotonic() + duration
 
     def heal(self) -> None:
-        """End a blackhole or latency fault."""
+        """End a blackhole or latency fault now: chunks a ``latency`` fault holds go on at once (they were
+        held their whole time: a ping read under ``latency(10)`` came back 10 s late after ``heal()``,
+        where the docker transport's stream ends its wait at the heal)."""
         self._blackhole_until = None
         self._latency_until = None
+        self._heals += 1
 
     def _blackholed(self) -> bool:
         until = self._blackhole_until
@@ -146,7 +150,12 @@ class TcpFaultProxy:
         sel.register(self._listener, selectors.EVENT_READ, None)
         flows: dict[socket.socket, _Flow] = {}  # by the socket a flow reads from
         connecting: dict[socket.socket, tuple[socket.socket, float]] = {}  # upstream: (its client, deadline)
+        heals = self._heals
         while not self._stop.is_set():
+            if heals != self._heals:
+                heals = self._heals
+                for flow in flows.values():  # healed: nothing is held back any more (the order stays)
+                    flow.chunks = collections.deque((0.0, data) for _, data in flow.chunks)
             while self._reset_requests:
                 done, cut = self._reset_requests.pop(0)
                 cut.append(self._cut_all(sel))

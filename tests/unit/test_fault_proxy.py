@@ -290,3 +290,31 @@ def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -
         upstream.close()
         server.join(10)
     assert took < 1.0, f"an open connection's echo took {took:.2f} s while a new connection's upstream connect hung"
+
+
+def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
+    """``heal()`` ends a ``latency`` fault "now" (``hermes_faults.heal()``; the docker transport's
+    stream ends a read's wait at once): the proxy held a chunk it had read before the heal for the
+    fault's whole time, so a ping read under ``latency(10)`` came back 10 s late after ``heal()``."""
+    import fcntl
+    import struct
+    import termios
+
+    from pytest_hermes_kernel.contract._probes import wait_until
+
+    with TcpFaultProxy(echo) as proxy, _connect(proxy) as client:
+        client.sendall(b"warm")
+        assert client.recv(16) == b"warm"
+        proxy.latency(10.0)
+        client.sendall(b"ping")
+        (near,) = [pair[0] for pair in proxy._pairs]  # the proxy's end of this client's connection
+
+        def unread() -> int:
+            return struct.unpack("i", fcntl.ioctl(near, termios.FIONREAD, b"\0" * 4))[0]
+
+        wait_until(lambda: unread() == 0, 5.0, what="the proxy to read (and hold) the ping")
+        healed = time.monotonic()
+        proxy.heal()
+        assert client.recv(16) == b"ping"
+        took = time.monotonic() - healed
+    assert took < 2.0, f"the ping came back {took:.2f} s after heal(): the proxy held it on for the latency fault's time"
