@@ -235,6 +235,11 @@ class TcpFaultProxy:
         """``upstream``'s connect ended (or ran out of time): relay its pair, or reset its client."""
         client, _ = connecting.pop(upstream)
         _unregister(sel, upstream)
+        if timed_out:  # (its time may have run out in a blackhole, the connect made meanwhile)
+            try:
+                timed_out = not upstream.getpeername()
+            except OSError:
+                pass
         if timed_out or upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
             with self._lock:
                 self._pairs = [p for p in self._pairs if upstream not in p]
