@@ -60,8 +60,13 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
     switch, placed = _LoopSwitch(loop), threading.Event()
-    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed, _behind(kernel, placed)),
-                     name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    before = _behind(kernel, placed)
+    try:
+        threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed, before),
+                         name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    except BaseException:  # (can't start new thread): no cell, and no place for the next call to wait for
+        _withdraw(kernel, placed, before)
+        raise
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
@@ -122,6 +127,20 @@ def _behind(kernel: object, placed: threading.Event) -> threading.Event | None:
         before = _last_placed.get(queue)
         _last_placed[queue] = placed
     return None if before is None or before.is_set() else before
+
+
+def _withdraw(kernel: object, placed: threading.Event, before: threading.Event | None) -> None:
+    """A call whose thread did not start: the next call waits for the one before it instead (it waited
+    for this one's ``placed``, which nothing would set: every later ``aexecute`` on the kernel hung)."""
+    queue = getattr(kernel, "_queue", None)
+    with _last_placed_lock:
+        if isinstance(queue, CellQueue) and _last_placed.get(queue) is placed:
+            if before is None:
+                del _last_placed[queue]
+            else:
+                _last_placed[queue] = before
+            return
+    placed.set()  # (a later call waits for it already)
 
 
 def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult], kernel: KernelHandle,
