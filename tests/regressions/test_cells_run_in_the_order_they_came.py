@@ -22,6 +22,20 @@ ROUNDS = 120
 WAITERS = 10
 
 
+def _make_late(k, monkeypatch, code: str, seconds: float):
+    """Make the thread that sends ``code`` on ``k`` reach the line ``seconds`` late (a thread the
+    scheduler starts late); return the unpatched ``execute``."""
+    real_execute = k.execute
+
+    def late(sent: str, **kwargs):
+        if sent == code:
+            time.sleep(seconds)
+        return real_execute(sent, **kwargs)
+
+    monkeypatch.setattr(k, "execute", late)
+    return real_execute
+
+
 def test_cells_waiting_behind_a_running_one_run_in_the_order_they_came(make_kernel) -> None:
     gate = threading.Event()
     k = make_kernel(tools={"gate": lambda: gate.wait(30.0)})
@@ -67,14 +81,7 @@ def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_keeps_its_place(make
     2026-12-06). Forced here: the second cell's thread is late by 0.3 s. Now each call's thread
     takes its place only after the one before it on that kernel has taken its own."""
     k = make_kernel()
-    real_execute = k.execute
-
-    def late_for_the_second(code, **kwargs):
-        if code == "seq.append(1)":
-            time.sleep(0.3)  # a thread the scheduler starts late
-        return real_execute(code, **kwargs)
-
-    monkeypatch.setattr(k, "execute", late_for_the_second)
+    _make_late(k, monkeypatch, "seq.append(1)", 0.3)
 
     async def one_round() -> str:
         await asyncio.gather(*(aexecute(k, f"seq.append({i})") for i in range(5)))
@@ -90,14 +97,7 @@ def test_an_aexecute_whose_thread_is_slow_to_reach_the_line_leaves_the_loop_runn
     thread was slow (here 3 s late: a ticker task saw a 2.0-s gap). The loop now goes on at once;
     the order still holds (the test above)."""
     k = make_kernel()
-    real_execute = k.execute
-
-    def late(code, **kwargs):
-        if code == "late = 1":
-            time.sleep(3.0)  # a thread the scheduler starts late (or a slow step before the line)
-        return real_execute(code, **kwargs)
-
-    monkeypatch.setattr(k, "execute", late)
+    _make_late(k, monkeypatch, "late = 1", 3.0)  # (or a slow step before the line)
 
     async def watch() -> float:
         gaps, stop = [], asyncio.Event()
@@ -128,14 +128,7 @@ def test_a_cancelled_aexecute_between_two_others_leaves_the_later_one_behind_the
     defined``, found by a breaker helper on 2026-12-06). A call cancelled before it stood in line
     now keeps its place for the next one until the call before it stands in line."""
     k = make_kernel()
-    real_execute = k.execute
-
-    def late(code, **kwargs):
-        if code == "late = 1":
-            time.sleep(1.0)  # a thread the scheduler starts late
-        return real_execute(code, **kwargs)
-
-    monkeypatch.setattr(k, "execute", late)
+    real_execute = _make_late(k, monkeypatch, "late = 1", 1.0)
 
     async def chain() -> str:
         first = asyncio.ensure_future(aexecute(k, "late = 1"))
@@ -160,14 +153,7 @@ def test_aexecute_through_a_faulting_kernel_and_its_kernel_keeps_the_order(make_
     from pytest_hermes_kernel.faults.injector import FaultingKernel
 
     k = make_kernel()
-    real_execute = k.execute
-
-    def late(code, **kwargs):
-        if code == "late = 1":
-            time.sleep(0.5)  # a thread the scheduler starts late
-        return real_execute(code, **kwargs)
-
-    monkeypatch.setattr(k, "execute", late)
+    _make_late(k, monkeypatch, "late = 1", 0.5)
     wrapped = FaultingKernel(k, [])
 
     async def both() -> list:
