@@ -11,6 +11,7 @@ happened when it returns: it now waits for its own cut, or makes it itself once 
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import statistics
 import threading
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytest_hermes_kernel.contract._probes import wait_until
 from pytest_hermes_kernel.faults.proxy import TcpFaultProxy
 
 #: A ``latency`` fault's hold per chunk, which the proxy's thread sleeps: longer than the 2-s wait.
@@ -277,7 +279,8 @@ def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -
                     break
                 queued.append(direct)
             with _connect(proxy) as late:
-                time.sleep(0.1)  # (the proxy has taken it and started its connect by now; later only helps the old relay)
+                wait_until(lambda: not select.select([proxy._listener], [], [], 0)[0], 10.0,
+                           what="the proxy to take the new connection (and start its connect)")
                 began = time.monotonic()
                 first.sendall(b"ping")
                 assert first.recv(16) == b"ping"
@@ -299,8 +302,6 @@ def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
     import fcntl
     import struct
     import termios
-
-    from pytest_hermes_kernel.contract._probes import wait_until
 
     with TcpFaultProxy(echo) as proxy, _connect(proxy) as client:
         client.sendall(b"warm")
