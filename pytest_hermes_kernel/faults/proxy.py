@@ -26,6 +26,7 @@ import selectors
 import socket
 import threading
 import time
+from typing import Any
 
 
 
@@ -63,6 +64,10 @@ MAX_HELD_BYTES = 1 << 20
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds :meth:`TcpFaultProxy.reset` waits for the proxy's thread to make the cut before making it itself.
 RESET_WAIT_S = 5.0
+
+#: New connections whose connect upstream is under way: by that socket, its client, deadline and the
+#: addresses left to try.
+_Connecting = dict[socket.socket, tuple[socket.socket, float, list[Any]]]
 
 
 class TcpFaultProxy:
@@ -149,7 +154,7 @@ class TcpFaultProxy:
         self._listener.setblocking(False)
         sel.register(self._listener, selectors.EVENT_READ, None)
         flows: dict[socket.socket, _Flow] = {}  # by the socket a flow reads from
-        connecting: dict[socket.socket, tuple[socket.socket, float]] = {}  # upstream: (its client, deadline)
+        connecting: _Connecting = {}  # upstream: (its client, deadline, the addresses left to try)
         heals = self._heals
         while not self._stop.is_set():
             if heals != self._heals:
@@ -173,7 +178,7 @@ class TcpFaultProxy:
                 connecting.pop(s, None)
             now = time.monotonic()
             timeout = 0.05
-            for upstream, (_, deadline) in list(connecting.items()):
+            for upstream, (_, deadline, _) in list(connecting.items()):
                 if deadline <= now:
                     self._connected(sel, flows, connecting, upstream, timed_out=True)
                 else:
@@ -205,35 +210,45 @@ class TcpFaultProxy:
         _register(sel, flow.src, src_events)
         return due if due > 0 else 0.05
 
-    def _accept(self, sel: selectors.BaseSelector, connecting: dict[socket.socket, tuple[socket.socket, float]]) -> None:
+    def _accept(self, sel: selectors.BaseSelector, connecting: _Connecting) -> None:
         """Take a client and start its connection upstream, without waiting for it (a blocking connect to an
         upstream that does not answer, a full backlog or a gone host, stalled every connection up to 5 s)."""
         try:
             client, _ = self._listener.accept()
         except OSError:
             return
-        try:
-            family, kind, proto, _, address = socket.getaddrinfo(*self.upstream, type=socket.SOCK_STREAM)[0]
-            upstream = socket.socket(family, kind, proto)
-        except OSError:
-            reset_socket(client)
-            return
         client.setblocking(False)
-        upstream.setblocking(False)
-        if upstream.connect_ex(address) not in (0, errno.EINPROGRESS):
-            upstream.close()
-            reset_socket(client)
-            return
-        sel.register(upstream, selectors.EVENT_WRITE, "connect")
-        connecting[upstream] = (client, time.monotonic() + CONNECT_TIMEOUT_S)
-        with self._lock:
-            self._pairs.append((client, upstream))  # (a reset cuts it already)
+        try:
+            addresses = socket.getaddrinfo(*self.upstream[:2], type=socket.SOCK_STREAM)
+        except OSError:
+            addresses = []
+        self._dial(sel, connecting, client, addresses, time.monotonic() + CONNECT_TIMEOUT_S)
 
-    def _connected(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow],
-                   connecting: dict[socket.socket, tuple[socket.socket, float]], upstream: socket.socket,
-                   timed_out: bool = False) -> None:
-        """``upstream``'s connect ended (or ran out of time): relay its pair, or reset its client."""
-        client, _ = connecting.pop(upstream)
+    def _dial(self, sel: selectors.BaseSelector, connecting: _Connecting, client: socket.socket,
+              addresses: list[Any], deadline: float) -> None:
+        """Start ``client``'s connect upstream to the first of ``addresses`` (the next ones are tried as
+        each fails, as ``socket.create_connection`` does: a name whose first address refuses); none left:
+        reset ``client``."""
+        while addresses:
+            family, kind, proto, _, address = addresses.pop(0)
+            try:
+                upstream = socket.socket(family, kind, proto)
+            except OSError:
+                continue
+            upstream.setblocking(False)
+            if upstream.connect_ex(address) in (0, errno.EINPROGRESS):
+                sel.register(upstream, selectors.EVENT_WRITE, "connect")
+                connecting[upstream] = (client, deadline, addresses)
+                with self._lock:
+                    self._pairs.append((client, upstream))  # (a reset cuts it already)
+                return
+            upstream.close()
+        reset_socket(client)
+
+    def _connected(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], connecting: _Connecting,
+                   upstream: socket.socket, timed_out: bool = False) -> None:
+        """``upstream``'s connect ended (or ran out of time): relay its pair, or try the next address."""
+        client, deadline, rest = connecting.pop(upstream)
         _unregister(sel, upstream)
         if timed_out:  # (its time may have run out in a blackhole, the connect made meanwhile)
             try:
@@ -244,7 +259,7 @@ class TcpFaultProxy:
             with self._lock:
                 self._pairs = [p for p in self._pairs if upstream not in p]
             upstream.close()
-            reset_socket(client)
+            self._dial(sel, connecting, client, [] if timed_out else rest, deadline)
             return
         flows[client], flows[upstream] = _Flow(client, upstream), _Flow(upstream, client)
         self.connections += 1

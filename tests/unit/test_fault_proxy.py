@@ -319,3 +319,27 @@ def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
         assert client.recv(16) == b"ping"
         took = time.monotonic() - healed
     assert took < 2.0, f"the ping came back {took:.2f} s after heal(): the proxy held it on for the latency fault's time"
+
+
+def test_an_upstream_name_whose_first_address_refuses_is_reached_at_the_next(echo, monkeypatch) -> None:
+    """A name with two addresses (``localhost``: ``::1``, then ``127.0.0.1``) whose first one refuses:
+    the proxy tries the next, as ``socket.create_connection`` did before its connect was made
+    non-blocking (that first version reset the client at the first refusal)."""
+    host, port = echo
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # (bound, not listening: a connect to it is refused)
+    real_getaddrinfo = socket.getaddrinfo
+
+    def two_addresses(name, *args, **kwargs):
+        if name != "upstream.invalid":
+            return real_getaddrinfo(name, *args, **kwargs)
+        refusing = real_getaddrinfo(*closed.getsockname(), type=socket.SOCK_STREAM)
+        return refusing + real_getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+    monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
+    try:
+        with TcpFaultProxy(("upstream.invalid", port)) as proxy, _connect(proxy) as client:
+            client.sendall(b"ping")
+            assert client.recv(16) == b"ping"
+    finally:
+        closed.close()
