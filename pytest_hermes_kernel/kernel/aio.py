@@ -12,14 +12,14 @@ ends with its cell, so no listener outlives its request. A loop closed under a t
 never cancelled (a bare ``loop.close()``) throws the switch too: nobody can await that cell.
 Cells of several ``aexecute`` calls on one kernel run in the order the coroutines called it
 (``asyncio.gather()``): each call's thread takes its place in the kernel's line only after the
-thread of the call before it on that kernel has taken its own. The loop never waits for that
-(it waited up to 2 s for its thread's first steps, every other task of the loop with it).
+thread of the call before it on that kernel has taken its own, and so does any cell sent after the
+call (``execute`` from a thread). The loop never waits for that (it waited up to 2 s for its
+thread's first steps, every other task of the loop with it).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,11 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["aexecute"]
 
-#: Per kernel's line of cells, the event set once the cell of the latest ``aexecute`` call on it stands in
-#: line (or was refused): the next call's thread waits for it before it sends its own cell. Keyed by the
-#: line: a wrapper that is unhashable (a dataclass) raised ``TypeError``, and calls through a wrapper and
-#: through its kernel kept no order between them.
-_last_placed: weakref.WeakKeyDictionary[CellQueue, threading.Event] = weakref.WeakKeyDictionary()
+#: Guards each kernel's ``CellQueue.last_aexecute``, the event set once the cell of the latest
+#: ``aexecute`` call on it stands in line (or was refused): the next call's thread, and any cell sent
+#: after the call, waits for it. Kept on the line, not per object handed in: a wrapper that is
+#: unhashable (a dataclass) raised ``TypeError``, and calls through a wrapper and through its kernel
+#: kept no order between them.
 _last_placed_lock = threading.Lock()
 
 
@@ -124,8 +124,7 @@ def _behind(kernel: object, placed: threading.Event) -> threading.Event | None:
     if not isinstance(queue, CellQueue):
         return None  # (a kernel-like object of a test: no line to keep a place in)
     with _last_placed_lock:
-        before = _last_placed.get(queue)
-        _last_placed[queue] = placed
+        before, queue.last_aexecute = queue.last_aexecute, placed
     return None if before is None or before.is_set() else before
 
 
@@ -134,11 +133,8 @@ def _withdraw(kernel: object, placed: threading.Event, before: threading.Event |
     for this one's ``placed``, which nothing would set: every later ``aexecute`` on the kernel hung)."""
     queue = getattr(kernel, "_queue", None)
     with _last_placed_lock:
-        if isinstance(queue, CellQueue) and _last_placed.get(queue) is placed:
-            if before is None:
-                del _last_placed[queue]
-            else:
-                _last_placed[queue] = before
+        if isinstance(queue, CellQueue) and queue.last_aexecute is placed:
+            queue.last_aexecute = before
             return
     placed.set()  # (a later call waits for it already)
 

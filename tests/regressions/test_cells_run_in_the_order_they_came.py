@@ -184,6 +184,26 @@ def test_aexecute_on_an_unhashable_kernel_wrapper_runs_the_cell(make_kernel) -> 
     assert result.value == "42"
 
 
+def test_a_cell_sent_from_a_thread_after_an_aexecute_runs_after_it(make_kernel, monkeypatch) -> None:
+    """``aexecute`` called (and back on the loop), then ``asyncio.to_thread(k.execute, ...)``: while
+    ``aexecute`` waited on the loop for its cell to stand in line, the later cell ran after it; since
+    the loop no longer waits (2026-12-06), a late ``aexecute`` thread let the later cell run first
+    (``NameError: name 'late' is not defined``, found by a breaker helper). A cell sent after an
+    ``aexecute`` call now waits for that call's cell to stand in line."""
+    k = make_kernel()
+    _make_late(k, monkeypatch, "late = 1", 0.5)
+
+    async def both() -> object:
+        first = asyncio.create_task(aexecute(k, "late = 1"))
+        await asyncio.sleep(0)  # aexecute runs up to its await: called, its thread started
+        later = await asyncio.to_thread(k.execute, "after = late + 1")
+        await first
+        return later
+
+    later = asyncio.run(both())
+    assert (later.status, later.evalue) == ("ok", None), "the cell sent after the aexecute call ran first"
+
+
 def test_a_cell_from_a_signal_handler_of_a_thread_waiting_in_line_runs(make_kernel) -> None:
     """A handler that runs a cell while its thread waits in line (behind another thread's cell)
     goes in its thread's place: behind its own outer cell it would wait for ever."""
