@@ -12,16 +12,21 @@ One thread relays every connection with non-blocking sockets: a peer that reads 
 back only its own connection (at most :data:`MAX_HELD_BYTES` read from its other end, then that
 end is not read until it drains), and a ``latency`` fault holds each chunk ``seconds`` from when it
 was read, on every connection at once (a relay that slept per chunk in one thread added the
-holds up, and a send blocked on one connection stalled them all).
+holds up, and a send blocked on one connection stalled them all). An end's FIN is passed on after what
+it sent; the pair is closed once both ways ended (a half-closed client still reads its answer).
+A new connection's connect upstream does not block either (its client is reset after
+:data:`CONNECT_TIMEOUT_S`).
 """
 
 from __future__ import annotations
 
 import collections
+import errno
 import selectors
 import socket
 import threading
 import time
+from typing import Any
 
 
 
@@ -55,8 +60,14 @@ class ProxyRoute:
 #: Bytes read from one end of a connection and not yet taken by the other before the proxy stops
 #: reading that end (a peer that reads nothing then fills its sender's buffers, as without a proxy).
 MAX_HELD_BYTES = 1 << 20
+#: Seconds a new connection's connect to the upstream may take before its client is reset.
+CONNECT_TIMEOUT_S = 5.0
 #: Seconds :meth:`TcpFaultProxy.reset` waits for the proxy's thread to make the cut before making it itself.
 RESET_WAIT_S = 5.0
+
+#: New connections whose connect upstream is under way: by that socket, its client, deadline and the
+#: addresses left to try.
+_Connecting = dict[socket.socket, tuple[socket.socket, float, list[Any]]]
 
 
 class TcpFaultProxy:
@@ -77,6 +88,7 @@ class TcpFaultProxy:
         self._latency_until: float | None = None
         self.connections = 0
         self._reset_requests: list[tuple[threading.Event, list[int]]] = []
+        self._heals = 0  # how many heal() calls: the thread lets held chunks go at each
         self._thread = threading.Thread(target=self._serve, name="hermes-tcp-fault-proxy", daemon=True)
         self._thread.start()
 
@@ -125,9 +137,12 @@ class TcpFaultProxy:
         self._latency_until = float("inf") if duration is None else time.monotonic() + duration
 
     def heal(self) -> None:
-        """End a blackhole or latency fault."""
+        """End a blackhole or latency fault now: chunks a ``latency`` fault holds go on at once (they were
+        held their whole time: a ping read under ``latency(10)`` came back 10 s late after ``heal()``,
+        where the docker transport's stream ends its wait at the heal)."""
         self._blackhole_until = None
         self._latency_until = None
+        self._heals += 1
 
     def _blackholed(self) -> bool:
         until = self._blackhole_until
@@ -139,27 +154,43 @@ class TcpFaultProxy:
         self._listener.setblocking(False)
         sel.register(self._listener, selectors.EVENT_READ, None)
         flows: dict[socket.socket, _Flow] = {}  # by the socket a flow reads from
+        connecting: _Connecting = {}  # upstream: (its client, deadline, the addresses left to try)
+        heals = self._heals
         while not self._stop.is_set():
+            if heals != self._heals:
+                heals = self._heals
+                for flow in flows.values():  # healed: nothing is held back any more (the order stays)
+                    flow.chunks = collections.deque((0.0, data) for _, data in flow.chunks)
             while self._reset_requests:
                 done, cut = self._reset_requests.pop(0)
                 cut.append(self._cut_all(sel))
                 flows.clear()
+                connecting.clear()
                 done.set()
             if self._blackholed():
                 time.sleep(0.02)  # nothing moves; connections stay open and silent
                 continue
             with self._lock:
                 live = {s for pair in self._pairs for s in pair}
-            for s in [s for s in flows if s not in live]:  # cut by reset() from the caller's thread
+            for s in [s for s in [*flows, *connecting] if s not in live]:  # cut by reset() from the caller's thread
                 _unregister(sel, s)
                 flows.pop(s, None)
+                connecting.pop(s, None)
             now = time.monotonic()
             timeout = 0.05
+            for upstream, (_, deadline, _) in list(connecting.items()):
+                if deadline <= now:
+                    self._connected(sel, flows, connecting, upstream, timed_out=True)
+                else:
+                    timeout = min(timeout, deadline - now)
             for flow in flows.values():
                 timeout = min(timeout, self._interest(sel, flows, flow, now))
             for key, events in sel.select(max(0.0, timeout)):
                 if key.data is None:
-                    self._accept(flows)
+                    self._accept(sel, connecting)
+                    continue
+                if key.data == "connect":
+                    self._connected(sel, flows, connecting, key.fileobj)  # type: ignore[arg-type]
                     continue
                 sock = key.fileobj
                 if events & selectors.EVENT_READ and sock in flows:
@@ -179,21 +210,58 @@ class TcpFaultProxy:
         _register(sel, flow.src, src_events)
         return due if due > 0 else 0.05
 
-    def _accept(self, flows: dict[socket.socket, _Flow]) -> None:
+    def _accept(self, sel: selectors.BaseSelector, connecting: _Connecting) -> None:
+        """Take a client and start its connection upstream, without waiting for it (a blocking connect to an
+        upstream that does not answer, a full backlog or a gone host, stalled every connection up to 5 s)."""
         try:
             client, _ = self._listener.accept()
         except OSError:
             return
+        client.setblocking(False)
         try:
-            upstream = socket.create_connection(self.upstream, timeout=5)
+            addresses = socket.getaddrinfo(*self.upstream[:2], type=socket.SOCK_STREAM)
         except OSError:
-            reset_socket(client)
+            addresses = []
+        self._dial(sel, connecting, client, addresses, time.monotonic() + CONNECT_TIMEOUT_S)
+
+    def _dial(self, sel: selectors.BaseSelector, connecting: _Connecting, client: socket.socket,
+              addresses: list[Any], deadline: float) -> None:
+        """Start ``client``'s connect upstream to the first of ``addresses`` (the next ones are tried as
+        each fails, as ``socket.create_connection`` does: a name whose first address refuses); none left:
+        reset ``client``."""
+        while addresses:
+            family, kind, proto, _, address = addresses.pop(0)
+            try:
+                upstream = socket.socket(family, kind, proto)
+            except OSError:
+                continue
+            upstream.setblocking(False)
+            if upstream.connect_ex(address) in (0, errno.EINPROGRESS):
+                sel.register(upstream, selectors.EVENT_WRITE, "connect")
+                connecting[upstream] = (client, deadline, addresses)
+                with self._lock:
+                    self._pairs.append((client, upstream))  # (a reset cuts it already)
+                return
+            upstream.close()
+        reset_socket(client)
+
+    def _connected(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], connecting: _Connecting,
+                   upstream: socket.socket, timed_out: bool = False) -> None:
+        """``upstream``'s connect ended (or ran out of time): relay its pair, or try the next address."""
+        client, deadline, rest = connecting.pop(upstream)
+        _unregister(sel, upstream)
+        if timed_out:  # (its time may have run out in a blackhole, the connect made meanwhile)
+            try:
+                timed_out = not upstream.getpeername()
+            except OSError:
+                pass
+        if timed_out or upstream.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            with self._lock:
+                self._pairs = [p for p in self._pairs if upstream not in p]
+            upstream.close()
+            self._dial(sel, connecting, client, [] if timed_out else rest, deadline)
             return
-        for s in (client, upstream):
-            s.setblocking(False)
         flows[client], flows[upstream] = _Flow(client, upstream), _Flow(upstream, client)
-        with self._lock:
-            self._pairs.append((client, upstream))
         self.connections += 1
 
     def _read(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:
@@ -205,9 +273,9 @@ class TcpFaultProxy:
             self._close_pair(sel, flows, flow.src)
             return
         if not data:
-            flow.eof = True  # what it sent before goes first; then the pair is closed (both ways, at once)
+            flow.eof = True  # what it sent before goes first, then its FIN (the other way goes on: a half-close)
             if not flow.chunks:
-                self._close_pair(sel, flows, flow.src)
+                self._pass_fin(sel, flows, flow)
             return
         now = time.monotonic()
         held = self._latency if self._latency_until is not None and now < self._latency_until else 0.0
@@ -234,6 +302,21 @@ class TcpFaultProxy:
                 return
             flow.chunks.popleft()
         if flow.eof and not flow.chunks:
+            self._pass_fin(sel, flows, flow)
+
+    def _pass_fin(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], flow: _Flow) -> None:
+        """``flow``'s source ended and all it sent is through: end ``dst``'s way too, and close the pair once
+        both ways ended. (The pair was closed at the first end: a client that shut down its sending side
+        and waited for the answer, ``got 1000 bytes``, read nothing but the close.)"""
+        if not flow.shut:
+            flow.shut = True
+            try:
+                flow.dst.shutdown(socket.SHUT_WR)
+            except OSError:
+                self._close_pair(sel, flows, flow.src)
+                return
+        back = flows.get(flow.dst)
+        if back is None or back.shut:
             self._close_pair(sel, flows, flow.src)
 
     def _close_pair(self, sel: selectors.BaseSelector, flows: dict[socket.socket, _Flow], s: socket.socket) -> None:
@@ -264,16 +347,18 @@ class _Flow:
     """One direction of a proxied connection: what was read from ``src`` and is not yet sent to ``dst``.
 
     ``chunks`` are ``(due, bytes)``, ``due`` the monotonic time a ``latency`` fault holds a chunk
-    until (never before an earlier chunk's); ``held`` their bytes; ``eof``: ``src`` has ended.
+    until (never before an earlier chunk's); ``held`` their bytes; ``eof``: ``src`` has ended;
+    ``shut``: that end was passed on to ``dst`` (its sending side shut down).
     """
 
-    __slots__ = ("src", "dst", "chunks", "held", "eof")
+    __slots__ = ("src", "dst", "chunks", "held", "eof", "shut")
 
     def __init__(self, src: socket.socket, dst: socket.socket) -> None:
         self.src, self.dst = src, dst
         self.chunks: collections.deque[tuple[float, bytes]] = collections.deque()
         self.held = 0
         self.eof = False
+        self.shut = False
 
 
 def _register(sel: selectors.BaseSelector, sock: socket.socket, events: int) -> None:

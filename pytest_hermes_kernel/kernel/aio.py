@@ -12,14 +12,14 @@ ends with its cell, so no listener outlives its request. A loop closed under a t
 never cancelled (a bare ``loop.close()``) throws the switch too: nobody can await that cell.
 Cells of several ``aexecute`` calls on one kernel run in the order the coroutines called it
 (``asyncio.gather()``): each call's thread takes its place in the kernel's line only after the
-thread of the call before it on that kernel has taken its own. The loop never waits for that
-(it waited up to 2 s for its thread's first steps, every other task of the loop with it).
+thread of the call before it on that kernel has taken its own, and so does any cell sent after the
+call (``execute`` from a thread). The loop never waits for that (it waited up to 2 s for its
+thread's first steps, every other task of the loop with it).
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,9 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = ["aexecute"]
 
-#: Per kernel, the event set once the cell of the latest ``aexecute`` call on it stands in line (or
-#: was refused): the next call's thread waits for it before it sends its own cell.
-_last_placed: weakref.WeakKeyDictionary[object, threading.Event] = weakref.WeakKeyDictionary()
+#: Guards each kernel's ``CellQueue.last_aexecute``, the event set once the cell of the latest
+#: ``aexecute`` call on it stands in line (or was refused): the next call's thread, and any cell sent
+#: after the call, waits for it. Kept on the line, not per object handed in: a wrapper that is
+#: unhashable (a dataclass) raised ``TypeError``, and calls through a wrapper and through its kernel
+#: kept no order between them.
 _last_placed_lock = threading.Lock()
 
 
@@ -58,8 +60,13 @@ async def aexecute(kernel: KernelHandle, code: str, *, timeout: float | None = N
     loop = asyncio.get_running_loop()
     done: asyncio.Future[CellResult] = loop.create_future()
     switch, placed = _LoopSwitch(loop), threading.Event()
-    threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed, _behind(kernel, placed)),
-                     name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    before = _behind(kernel, placed)
+    try:
+        threading.Thread(target=_run_cell, args=(loop, done, kernel, code, timeout, switch, placed, before),
+                         name=f"hermes-aexecute-{kernel.kernel_id[:8]}", daemon=True).start()
+    except BaseException:  # (can't start new thread): no cell, and no place for the next call to wait for
+        _withdraw(kernel, placed, before)
+        raise
     try:
         return await asyncio.shield(done)
     except asyncio.CancelledError:
@@ -113,12 +120,23 @@ async def _settled(done: asyncio.Future[CellResult]) -> CellResult | None:
 def _behind(kernel: object, placed: threading.Event) -> threading.Event | None:
     """The event of the ``aexecute`` call before this one on ``kernel`` (``None``: none waits, or
     ``kernel`` keeps no line of cells); ``placed`` is the one the next call waits for."""
-    if not isinstance(getattr(kernel, "_queue", None), CellQueue):
+    queue = getattr(kernel, "_queue", None)  # by the line, not the object: a wrapper (FaultingKernel) shares its kernel's
+    if not isinstance(queue, CellQueue):
         return None  # (a kernel-like object of a test: no line to keep a place in)
     with _last_placed_lock:
-        before = _last_placed.get(kernel)
-        _last_placed[kernel] = placed
+        before, queue.last_aexecute = queue.last_aexecute, placed
     return None if before is None or before.is_set() else before
+
+
+def _withdraw(kernel: object, placed: threading.Event, before: threading.Event | None) -> None:
+    """A call whose thread did not start: the next call waits for the one before it instead (it waited
+    for this one's ``placed``, which nothing would set: every later ``aexecute`` on the kernel hung)."""
+    queue = getattr(kernel, "_queue", None)
+    with _last_placed_lock:
+        if isinstance(queue, CellQueue) and queue.last_aexecute is placed:
+            queue.last_aexecute = before
+            return
+    placed.set()  # (a later call waits for it already)
 
 
 def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult], kernel: KernelHandle,
@@ -126,22 +144,28 @@ def _run_cell(loop: asyncio.AbstractEventLoop, done: asyncio.Future[CellResult],
               before: threading.Event | None) -> None:
     """The cell's thread: wait until the cell of the ``aexecute`` call ``before`` it stands in line
     (or this one is cancelled), run its own (``placed`` set once it stands in line), hand its result
-    (or error) to the loop, end."""
+    (or error) to the loop, end. Cancelled before ``before`` stood in line, it sets ``placed`` only once
+    ``before`` is set (it set it at once and let the next call run ahead of ``before``)."""
     outcome: CellResult | BaseException
     while before is not None and not before.wait(CANCEL_LOOK_S) and not switch.is_set():
         pass  # (cancelled first: execute() answers the set switch at once, the cell never sent)
-    on_placed.callback = placed.set
+    cut_short = before is not None and not before.is_set()  # cancelled, or its loop closed, ahead of the call before
+    on_placed.callback = None if cut_short else placed.set
     try:
         outcome = kernel.execute(code, timeout=timeout, cancel=switch)
     except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
         outcome = exc
     finally:
         on_placed.callback = None
-        placed.set()  # (refused before its place was taken: nothing to wait for)
+        if not cut_short:
+            placed.set()  # (refused before its place was taken: nothing to wait for)
     try:
         loop.call_soon_threadsafe(_settle, done, outcome)
     except RuntimeError:
         pass  # the loop is closed: nobody awaits this cell any more
+    if cut_short:  # the next call waits behind the one before this one (it let the next one past it)
+        before.wait()  # type: ignore[union-attr]
+        placed.set()
 
 
 def _settle(done: asyncio.Future[CellResult], outcome: CellResult | BaseException) -> None:

@@ -96,6 +96,9 @@ class CellQueue:
         self._count_lock = threading.RLock()  # of the line; re-entrant: a signal handler's cell may land inside it
         # places in the order they came; replaced, never changed (read without the lock)
         self._line: tuple[_Place, ...] = ()
+        #: Set once the cell of the latest ``aexecute`` call on this kernel stands in line (``None``: none
+        #: made); kept by :mod:`.aio`, waited for by cells sent after that call (:meth:`_after_aexecute`).
+        self.last_aexecute: threading.Event | None = None
 
     @property
     def waiting(self) -> int:
@@ -138,6 +141,8 @@ class CellQueue:
         that wait gives the lock up, and cells sent during a restart, all let through to it, raced
         for the lock at its end (163 rounds of 200 out of order)."""
         look_s = -1 if cancel is None else CANCEL_LOOK_S  # (-1: wait without a bound)
+        if not owned:
+            self._after_aexecute(cancel)
         place = _Place(sys._getframe())  # a place this frame cannot mark gone goes as the frame ends
         head = place.event
         try:
@@ -169,6 +174,17 @@ class CellQueue:
             place.gone = True  # first, in this frame: a signal's handler raising from here on leaves no place
             self._leave_line()
         return True
+
+    def _after_aexecute(self, cancel: threading.Event | None) -> None:
+        """A cell sent after an ``aexecute`` call waits until that call's cell stands in line: its thread
+        may reach the line later, and a ``to_thread(k.execute, ...)`` sent after the call returned to the
+        loop ran first (``NameError``, 2026-12-06; ``aexecute`` waited on the loop for its place before)."""
+        pending = self.last_aexecute
+        if pending is None or getattr(on_placed, "callback", None) is not None:
+            return  # (an aexecute's own thread: aio keeps those in order)
+        while not pending.wait(CANCEL_LOOK_S):
+            if cancel is not None and cancel.is_set():
+                return
 
     def _head(self) -> _Place | None:
         """The first place in line whose cell still waits (a place left by a cell that is gone

@@ -10,6 +10,8 @@ happened when it returns: it now waits for its own cut, or makes it itself once 
 
 from __future__ import annotations
 
+import contextlib
+import select
 import socket
 import statistics
 import threading
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pytest_hermes_kernel.contract._probes import wait_until
 from pytest_hermes_kernel.faults.proxy import TcpFaultProxy
 
 #: A ``latency`` fault's hold per chunk, which the proxy's thread sleeps: longer than the 2-s wait.
@@ -205,3 +208,138 @@ def test_a_latency_fault_holds_each_chunk_its_time_on_every_connection_at_once(e
     assert min(took) >= 2 * hold * 0.9, f"an echo came back in {min(took):.2f} s: the {hold}-s hold was not applied both ways"
     assert max(took) < 2 * hold + 1.5, (f"echoes took {[round(t, 2) for t in took]} s (median {statistics.median(took):.2f}): "
                                         f"the {hold}-s holds were added up across connections instead of each chunk held {hold} s")
+
+
+@pytest.mark.parametrize("hold", [0.0, 0.3], ids=["no-latency", "latency"])
+def test_a_client_that_shuts_down_its_sending_side_still_gets_the_answer(hold: float) -> None:
+    """A client sends its request, shuts down its sending side (a FIN: "that is all") and reads the
+    answer, which its server sends once it has read to the end. The proxy closed the whole pair at
+    the first FIN: the client read an empty close instead of ``got 1000 bytes`` (also under
+    ``latency``). The FIN is passed on now and the other way stays open until it ends too."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def answer_at_the_end() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = server.accept()
+            with conn:
+                got = b""
+                while data := conn.recv(4096):
+                    got += data
+                conn.sendall(b"got %d bytes" % len(got))
+
+    answering = threading.Thread(target=answer_at_the_end, daemon=True)
+    answering.start()
+    try:
+        with TcpFaultProxy(server.getsockname()[:2]) as proxy:
+            if hold:
+                proxy.latency(hold)
+            with _connect(proxy) as client:
+                client.sendall(b"x" * 1000)
+                client.shutdown(socket.SHUT_WR)
+                answer = b""
+                while data := client.recv(4096):  # (30-s timeout: a hang fails as TimeoutError)
+                    answer += data
+    finally:
+        server.close()
+        answering.join(10)
+    assert answer == b"got 1000 bytes", f"the half-closed client read {answer!r}"
+
+
+def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -> None:
+    """A new connection whose connect to the upstream gets no answer (its accept queue full here; a
+    gone container's address does the same): the proxy's one thread connected with a blocking
+    5-s connect, and an open connection's echo through it came back after 4.9 s instead of at once.
+    The connect now goes on beside the relay; the new client is reset once it runs out of time."""
+    upstream = socket.socket()
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(0)
+    answering: list[socket.socket] = []
+
+    def echo_the_first() -> None:
+        conn, _ = upstream.accept()  # (no more accepts: later connects fill its queue)
+        answering.append(conn)
+        with contextlib.suppress(OSError):
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+    server = threading.Thread(target=echo_the_first, daemon=True)
+    server.start()
+    queued: list[socket.socket] = []
+    try:
+        with TcpFaultProxy(upstream.getsockname()[:2]) as proxy, _connect(proxy) as first:
+            first.sendall(b"warm")
+            assert first.recv(16) == b"warm"
+            while True:  # fill the upstream's accept queue until a connect gets no answer
+                direct = socket.socket()
+                direct.settimeout(0.5)
+                try:
+                    direct.connect(upstream.getsockname()[:2])
+                except TimeoutError:
+                    direct.close()
+                    break
+                queued.append(direct)
+            with _connect(proxy) as late:
+                wait_until(lambda: not select.select([proxy._listener], [], [], 0)[0], 10.0,
+                           what="the proxy to take the new connection (and start its connect)")
+                began = time.monotonic()
+                first.sendall(b"ping")
+                assert first.recv(16) == b"ping"
+                took = time.monotonic() - began
+                with pytest.raises(ConnectionResetError):
+                    late.recv(16)  # reset once its connect runs out of time (30-s timeout: a hang fails)
+    finally:
+        for sock in [*queued, *answering]:
+            sock.close()
+        upstream.close()
+        server.join(10)
+    assert took < 1.0, f"an open connection's echo took {took:.2f} s while a new connection's upstream connect hung"
+
+
+def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
+    """``heal()`` ends a ``latency`` fault "now" (``hermes_faults.heal()``; the docker transport's
+    stream ends a read's wait at once): the proxy held a chunk it had read before the heal for the
+    fault's whole time, so a ping read under ``latency(10)`` came back 10 s late after ``heal()``."""
+    import fcntl
+    import struct
+    import termios
+
+    with TcpFaultProxy(echo) as proxy, _connect(proxy) as client:
+        client.sendall(b"warm")
+        assert client.recv(16) == b"warm"
+        proxy.latency(10.0)
+        client.sendall(b"ping")
+        (near,) = [pair[0] for pair in proxy._pairs]  # the proxy's end of this client's connection
+
+        def unread() -> int:
+            return struct.unpack("i", fcntl.ioctl(near, termios.FIONREAD, b"\0" * 4))[0]
+
+        wait_until(lambda: unread() == 0, 5.0, what="the proxy to read (and hold) the ping")
+        healed = time.monotonic()
+        proxy.heal()
+        assert client.recv(16) == b"ping"
+        took = time.monotonic() - healed
+    assert took < 2.0, f"the ping came back {took:.2f} s after heal(): the proxy held it on for the latency fault's time"
+
+
+def test_an_upstream_name_whose_first_address_refuses_is_reached_at_the_next(echo, monkeypatch) -> None:
+    """A name with two addresses (``localhost``: ``::1``, then ``127.0.0.1``) whose first one refuses:
+    the proxy tries the next, as ``socket.create_connection`` did before its connect was made
+    non-blocking (that first version reset the client at the first refusal)."""
+    host, port = echo
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))  # (bound, not listening: a connect to it is refused)
+    real_getaddrinfo = socket.getaddrinfo
+
+    def two_addresses(name, *args, **kwargs):
+        if name != "upstream.invalid":
+            return real_getaddrinfo(name, *args, **kwargs)
+        refusing = real_getaddrinfo(*closed.getsockname(), type=socket.SOCK_STREAM)
+        return refusing + real_getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+    monkeypatch.setattr(socket, "getaddrinfo", two_addresses)
+    try:
+        with TcpFaultProxy(("upstream.invalid", port)) as proxy, _connect(proxy) as client:
+            client.sendall(b"ping")
+            assert client.recv(16) == b"ping"
+    finally:
+        closed.close()
