@@ -464,3 +464,34 @@ def test_a_failed_oom_tests_kernel_is_kept_alive_until_the_session_ends(pytester
                                  "(shut down at session end: it cannot outlive it: its memory cgroup (hermes_oom) "
                                  "is removed at the run's end, and the kernel with it)"])
     assert records(kept_env) == []
+
+
+SLOW_LATER_TEST = """
+import time
+from pathlib import Path
+
+def test_later_outlasts_the_ttl():
+    from pytest_hermes_kernel.containers.kept import load_all
+    deadline = time.monotonic() + 60
+    while not all(r.expired() for r in load_all()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert load_all() and all(r.expired() for r in load_all())
+"""
+
+
+def test_a_kernel_whose_ttl_ran_out_before_the_runs_end_is_not_offered(pytester: pytest.Pytester, run,
+                                                                         kept_env: Path) -> None:
+    """A kept kernel whose TTL ran out while later tests ran has ended by the summary: the summary said
+    ``it ends by itself 2 s after its last client leaves (at T if none comes)``, T already past, and
+    listed ``hermes-kernel exec ID 'dir()'``, which then said ``expired``, exit status 2 (a long suite
+    with the default 3600 s TTL and an early failure: the same). It says the kernel has ended now."""
+    pytester.makepyfile(test_a_fails=FAILING_TEST, test_b_later=SLOW_LATER_TEST)
+    result = run("-p", "no:randomly", "--hermes-keep-failed", "--hermes-keep-failed-ttl=2")
+    result.assert_outcomes(passed=1, failed=1)
+    kid, _ = kept_kernel(pytester)
+    out = result.stdout.str()
+    entry = out[out.index(f"kernel {kid} on local"):]
+    assert "it has ended already: " in entry and f"kernel {kid} expired at " in entry, out
+    assert f"hermes-kernel exec {kid}" not in out and "if none comes" not in out, out
+    said = hermes("exec", kid, "dir()")
+    assert said.returncode == 2 and "expired" in said.stderr, said  # what the summary says is so
