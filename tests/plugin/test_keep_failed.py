@@ -93,10 +93,10 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
         "hermes-kernel: transports=local * keep-failed",
         f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} on local (worker pid {pid}, "
         "runner pid *); it ends by itself 3600 s after its last client leaves (at *",
-        f"    hermes-kernel exec {kid} *",
-        f"    hermes-kernel attach {kid} *",
-        "    hermes-kernel ls *",
-        f"    hermes-kernel sweep --kept --kernel {kid} *",
+        f"    *hermes-kernel exec {kid} *",
+        f"    *hermes-kernel attach {kid} *",
+        "    *hermes-kernel ls *",
+        f"    *hermes-kernel sweep --kept --kernel {kid} *",
     ])
     assert "leaked" not in result.stdout.str()  # a kept kernel is not a leak
     assert stays_true(lambda: not gone(pid), 1.0), "the kept kernel must outlive the pytest process"
@@ -239,7 +239,7 @@ def _listed_and_reachable(pytester, result) -> None:
     """The run's summary names the kept kernel of ``test_fails`` and it answers ``hermes-kernel exec``."""
     kid, pid = kept_kernel(pytester)
     result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
-                                 f"    hermes-kernel exec {kid} *"])
+                                 f"    *hermes-kernel exec {kid} *"])
     assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
 
 
@@ -495,3 +495,28 @@ def test_a_kernel_whose_ttl_ran_out_before_the_runs_end_is_not_offered(pytester:
     assert f"hermes-kernel exec {kid}" not in out and "if none comes" not in out, out
     said = hermes("exec", kid, "dir()")
     assert said.returncode == 2 and "expired" in said.stderr, said  # what the summary says is so
+
+
+@pytest.mark.parametrize("on_path", [False, True])
+def test_the_summarys_commands_work_as_typed(pytester: pytest.Pytester, run, kept_env: Path,
+                                            monkeypatch: pytest.MonkeyPatch, on_path: bool) -> None:
+    """Each command the summary lists for a kept kernel runs as typed, in a shell with the run's ``PATH``.
+    A run started as ``.venv/bin/python -m pytest`` with the venv not activated listed ``hermes-kernel
+    exec ID 'dir()'``, which the shell answered with ``hermes-kernel: not found`` (exit status 127): it
+    names the script by its path there, and by its name where the ``PATH`` finds it."""
+    bindir = os.path.dirname(sys.executable)
+    assert os.access(os.path.join(bindir, "hermes-kernel"), os.X_OK), "the kit's script beside the interpreter"
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if p and os.path.realpath(p) != os.path.realpath(bindir)]
+    monkeypatch.setenv("PATH", os.pathsep.join([bindir, *path] if on_path else path))
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    out = run("--hermes-keep-failed").stdout.str()
+    kid, _ = kept_kernel(pytester)
+    lines = {what: next(x for x in out.splitlines() if x.rstrip().endswith(what)).rsplit("    ", 1)[0].strip()
+             for what in ("run one cell in it", "every kept kernel, alive or not", "end it now")}
+    for what, command in lines.items():
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                              env=dict(os.environ), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{command!r} ({what}): exit status {done.returncode}: {done.stderr}"
+        assert what != "run one cell in it" or "'evidence'" in done.stdout, done.stdout
+        assert what != "end it now" or f"removed kept kernel {kid}" in done.stdout, done.stdout
+    assert lines["run one cell in it"].startswith("hermes-kernel exec " if on_path else f"{bindir}/hermes-kernel exec ")
