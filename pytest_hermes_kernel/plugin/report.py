@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import HermesKernelError
 from ..kernel import census  # stdlib only: no kernel module is loaded for it
 from .settings import settings_key
 
@@ -313,12 +314,15 @@ def as_of_now(entries: list[str]) -> list[str]:
 
     if not any(_KEPT_LINE.match(entry) for entry in entries):
         return entries
-    records = {r.kernel_id: r for r in load_all()}
+    try:
+        records = {r.kernel_id: r for r in load_all() if r.expired() and not in_use_by(r.kernel_id)}
+    except (HermesKernelError, OSError):  # the records cannot be read now: the entries as they were made
+        return entries
     now = []
     for entry in entries:
         match = _KEPT_LINE.match(entry)
         record = records.get(match.group(2)) if match else None
-        if record is not None and record.expired() and not in_use_by(record.kernel_id):
+        if record is not None:
             entry = (f"{match.group(1)}; it has ended already: {record.gone_words().rstrip('; ')}, before the run "
                      "ended (`hermes-kernel sweep` removes its record; a longer --hermes-keep-failed-ttl keeps it)")
         now.append(entry)
