@@ -520,3 +520,42 @@ def test_the_summarys_commands_work_as_typed(pytester: pytest.Pytester, run, kep
         assert what != "run one cell in it" or "'evidence'" in done.stdout, done.stdout
         assert what != "end it now" or f"removed kept kernel {kid}" in done.stdout, done.stdout
     assert lines["run one cell in it"].startswith("hermes-kernel exec " if on_path else f"{bindir}/hermes-kernel exec ")
+
+
+def _stubborn_exec(kid: str, started: Path, swallowed: Path) -> subprocess.Popen[str]:
+    """``hermes-kernel exec KID`` of a cell that swallows every ``KeyboardInterrupt`` (noting each)."""
+    code = (f"import time; open({str(started)!r}, 'w').close()\nwhile True:\n    try:\n        time.sleep(0.05)\n"
+            f"    except KeyboardInterrupt:\n        open({str(swallowed)!r}, 'a').write('x')")
+    command = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "exec", kid, code],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                               preexec_fn=_sigint_as_python_sets_it)
+    wait_until(started.exists, 20.0, what="the stubborn cell to start")
+    return command
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM,)], ids=["ctrl-c-twice", "sigterm"])
+def test_a_cell_that_swallows_interrupts_does_not_hold_the_command_for_good(pytester, run, kept_env, signals):
+    """``hermes-kernel exec`` (and ``attach``) of a cell that catches ``KeyboardInterrupt`` and goes on:
+    each Ctrl-C, and a CI step's SIGTERM, only sent the cell one more interrupt, so the command never
+    ended (SIGKILL then left the cell running in the kept kernel, refusing every later command). Ctrl-C
+    again, or a SIGTERM unheeded for 5 s, now starts the timeout ladder: the cell is killed (state
+    lost, said so), the command ends (a SIGTERM's with 143), and the kernel takes the next command."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    swallowed = pytester.path / "swallowed"
+    command = _stubborn_exec(kid, pytester.path / "started", swallowed)
+    try:
+        command.send_signal(signals[0])
+        wait_until(swallowed.exists, 20.0, what="the cell to swallow the first interrupt")
+        for sig in signals[1:]:
+            command.send_signal(sig)
+        out, err = command.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.communicate()
+    assert command.returncode == (143 if signal.SIGTERM in signals else 1), (out, err)
+    assert "status=timeout" in err and "state lost" in err, err
+    after = hermes("exec", kid, "6 * 7")
+    assert (after.returncode, after.stdout) == (0, "42\n"), after.stderr
