@@ -18,6 +18,7 @@ stepped over under ``--trace``) interrupts that cell, as in ``hermes-kernel atta
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -87,16 +88,15 @@ def _interrupt_cells() -> None:
 def _put_back() -> None:
     """The SIGINT handler from before the prompt, again: in place, or where pdb keeps it to put back
     at its next prompt (its ``continue`` put a handler of its own in place of this one)."""
-    import pdb
-
     if threading.current_thread() is not threading.main_thread():
         return
     ours = signal.getsignal(signal.SIGINT)
     if isinstance(ours, CellInterrupter):
         signal.signal(signal.SIGINT, ours.previous)
-    saved = getattr(pdb.Pdb, "_previous_sigint_handler", None)
+    pdb = sys.modules.get("pdb")  # (after every test: never imported for it)
+    saved = getattr(getattr(pdb, "Pdb", None), "_previous_sigint_handler", None)
     if isinstance(saved, CellInterrupter):
-        pdb.Pdb._previous_sigint_handler = saved.previous  # type: ignore[attr-defined]
+        pdb.Pdb._previous_sigint_handler = saved.previous  # type: ignore[union-attr]
 
 
 prompt_clock_key = pytest.StashKey[PromptClock]()
