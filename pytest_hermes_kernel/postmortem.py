@@ -18,6 +18,7 @@ import argparse
 import io
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -38,27 +39,21 @@ __all__ = ["POSTMORTEM_COMMANDS", "add_postmortem_commands", "attach_console", "
            "run_postmortem_command", "sweep_kept", "sweep_kept_command"]
 
 POSTMORTEM_COMMANDS = ("ls", "attach", "exec")
-#: How a command runs cells: no budget (a person waits), never a kernel of its own.
-CELL_OPTIONS = KernelOptions(timeout=None, auto_restart=False)
-#: What ``hermes-kernel ls`` says of :func:`alive`'s answer (``?``: its place cannot be asked).
-ALIVE_WORDS = {True: "yes", False: "no", None: "?"}
-#: Exit status when the kept kernel cannot be reached (gone, expired, unknown id).
-UNREACHABLE = 2
-#: Exit status of ``attach`` left by Ctrl-C at its prompt (128 + SIGINT, the shell's convention).
-INTERRUPTED = 128 + signal.SIGINT
+CELL_OPTIONS = KernelOptions(timeout=None, auto_restart=False)  # how a command runs cells: no budget (a person
+ALIVE_WORDS = {True: "yes", False: "no", None: "?"}  # waits), no kernel of its own; what `ls` says of alive()
+UNREACHABLE = 2  # exit status when the kept kernel cannot be reached (gone, expired, unknown id)
+INTERRUPTED = 128 + signal.SIGINT  # exit status of ``attach`` left by Ctrl-C at its prompt (the shell's convention)
 
 
 @contextmanager
 def attached(record: KeptKernel) -> Iterator[KernelHandle]:
-    """A handle on the kept kernel of ``record``, held by this command alone (:func:`in_use`); on
-    leaving, it stays kept (TTL restarted).
+    """A handle on the kept kernel of ``record``, held by this command alone (:func:`in_use`); on leaving, it stays kept (TTL restarted).
 
     :raises KernelInUseError: if another command holds it (it is left alone).
     :raises TransportLostError: if the kernel cannot be reached.
     """
     with in_use(record.kernel_id):
-        transport = transport_for(record)
-        yield from _attached_through(transport, record)
+        yield from _attached_through(transport_for(record), record)
 
 
 def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[KernelHandle]:
@@ -77,14 +72,13 @@ def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[Kern
 
 
 def transport_for(record: KeptKernel) -> Transport:
-    """A new transport to reach the kept kernel of ``record`` with: made with the options its
-    locator's ``reach`` names (an ssh kernel's host and key), else the transport's defaults.
+    """A new transport to reach the kept kernel of ``record`` with: made with the options its locator's ``reach``
+    names (an ssh kernel's host and key), else the transport's defaults.
 
     :raises ConfigError: if the record names an unknown transport or option.
     :raises TransportUnavailableError: if that transport cannot run here.
     """
-    reach = record.locator.get("reach")
-    return make_transport(record.transport, **(reach if isinstance(reach, dict) else {}))
+    return make_transport(record.transport, **(r if isinstance(r := record.locator.get("reach"), dict) else {}))
 
 
 def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
@@ -101,24 +95,30 @@ def print_result(r: CellResult, out: IO[str], err: IO[str]) -> None:
     err.flush()
 
 
-#: Signals that interrupt the running cell of ``exec``/``attach``. SIGTERM and SIGHUP (a CI
-#: step's timeout, a closed terminal) then end the command, once the interrupted cell's result is
-#: printed: they ended it at once, and its cell ran on in the kept kernel, which refused every
-#: later command's cell until it ended ("a cell is already running on this kernel").
+#: Signals that interrupt the running cell of ``exec``/``attach``; SIGTERM and SIGHUP (a CI step's timeout, a closed
+#: terminal) then end the command once its result is printed (ended at once, it left its cell running in the kernel).
 INTERRUPTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+ESCALATE_S = 5.0  # seconds a SIGTERM's or SIGHUP's interrupt may go unheeded before the timeout ladder ends the cell
 
 
 def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bool:
-    """Run one cell (Ctrl-C interrupts it, the namespace kept); True when it ended ``ok``.
+    """Run one cell (Ctrl-C interrupts it, the namespace kept; Ctrl-C again, or a SIGTERM or SIGHUP unheeded for
+    :data:`ESCALATE_S`, starts the timeout ladder, which kills a cell that ignores interrupts); True when it ended
+    ``ok``. (A cell that swallowed ``KeyboardInterrupt`` held the command for good: each signal was one more interrupt.)
 
     :raises SystemExit: ``128 + N`` after the cell, if signal ``N`` (SIGTERM, SIGHUP) interrupted it.
     """
     ending: list[int] = []
+    heard, ladder = [], threading.Timer(ESCALATE_S, handle.cancel)
 
     def interrupt(signum: int, _frame: object) -> None:
-        if signum != signal.SIGINT:
-            ending.append(signum)
+        heard.append(signum)
+        ending.extend([signum] if signum != signal.SIGINT else [])
+        if len(heard) > 1:
+            return handle.cancel()
         handle.interrupt()
+        if ending:
+            ladder.start()
 
     previous = {sig: signal.signal(sig, interrupt) for sig in INTERRUPTING}
     try:
@@ -132,6 +132,7 @@ def _run_cell(handle: KernelHandle, code: str, out: IO[str], err: IO[str]) -> bo
                   f"no new worker): end it with `hermes-kernel sweep --kept --kernel {handle.kernel_id}`]\n")
         return False
     finally:
+        ladder.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     print_result(r, out, err)

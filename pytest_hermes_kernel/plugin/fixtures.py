@@ -20,7 +20,7 @@ import pytest
 
 from ..errors import ConfigError, HermesKernelError, KernelShutdownError, TransportUnavailableError
 from ..transports import close_transport, get_transport, make_transport, registered, transport_names
-from . import faults, keep, story
+from . import faults, keep, prompt, story
 from .report import phase_report_key, stats_key
 from .markers import did_you_mean, no_leg_selected, options_lacking
 from .settings import settings_key, transport_defaults
@@ -431,8 +431,8 @@ def hermes_registry(request: pytest.FixtureRequest, hermes_transport: Transport)
             return hermes_transport
         return get_transport(key.transport, **transport_defaults(request.config, key.transport))
 
-    registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout,
-                              options=opts, tools=marker.tools, transport_factory=factory, transport=own)
+    registry = KernelRegistry(max_kernels=settings.max_kernels, idle_timeout=settings.idle_timeout, options=opts,
+                              tools=marker.tools, transport_factory=factory, transport=own, clock=prompt.prompt_clock(request.config))
     followed: set[str] = set()
     lock = threading.Lock()  # (its kernels' events come from the threads that use them)
 

@@ -17,7 +17,11 @@ kept until the session ends, as before, and the summary says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
+import shutil
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -174,6 +178,20 @@ def _clock_time(at: float) -> str:
         return "a time past what this machine's clock can show"
 
 
+def cli_command() -> str:
+    """How a shell reaches this installation's ``hermes-kernel``: by name where the ``PATH`` finds
+    that very script, else by its path beside the interpreter (a run started as ``.venv/bin/python -m
+    pytest`` without the venv activated: the summary's ``hermes-kernel exec ...`` said ``command not
+    found``), else as ``python -m pytest_hermes_kernel.cli``."""
+    beside, found = os.path.join(os.path.dirname(sys.executable), "hermes-kernel"), shutil.which("hermes-kernel")
+    if not os.access(beside, os.X_OK):
+        return "hermes-kernel" if found else f"{shlex.quote(sys.executable)} -m pytest_hermes_kernel.cli"
+    with contextlib.suppress(OSError):
+        if found and os.path.samefile(found, beside):
+            return "hermes-kernel"
+    return shlex.quote(beside)
+
+
 def describe(record: KeptKernel, runner_pid: int | None, title: str | None = None) -> str:
     """The summary's lines for one kept kernel: what it is, when it expires, how to reach it
     (``title``: the test as the summary names it, its record's node id by default)."""
@@ -186,13 +204,14 @@ def describe(record: KeptKernel, runner_pid: int | None, title: str | None = Non
     engine = record.locator.get("docker_host")
     cli = "docker" if engine in (None, DEFAULT_SOCKET) else f"docker -H {engine}"  # the engine it is kept on
     shell = [f"    {cli} exec -it {str(container)[:12]} sh    a shell in its container (kept with it)"] if container else []
+    hk = cli_command()
     return "\n".join([
         f"kept for post-mortem: {title or record.nodeid}: kernel {kid} on {record.transport}{host} (worker pid "
         f"{record.worker_pid}, runner pid {runner_pid}); it ends by itself {record.ttl_s:g} s after "
         f"its last client leaves (at {at} if none comes)",
-        f"    hermes-kernel exec {kid} 'dir()'    run one cell in it",
-        f"    hermes-kernel attach {kid}    a console: each line is a cell",
-        "    hermes-kernel ls    every kept kernel, alive or not",
-        f"    hermes-kernel sweep --kept --kernel {kid}    end it now",
+        f"    {hk} exec {kid} 'dir()'    run one cell in it",
+        f"    {hk} attach {kid}    a console: each line is a cell",
+        f"    {hk} ls    every kept kernel, alive or not",
+        f"    {hk} sweep --kept --kernel {kid}    end it now",
         *shell,
     ])

@@ -9,12 +9,14 @@ and its counts up to its last test still reach the summary.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ..errors import HermesKernelError
 from ..kernel import census  # stdlib only: no kernel module is loaded for it
 from .settings import settings_key
 
@@ -231,6 +233,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for worker in list(sent):  # a worker whose end an interrupted controller never saw: its last report's
         stats.merge(sent.pop(worker))  # counts (its kept kernels were not listed, though they ran on for the TTL)
     kept = stats.kept_lines()
+    if kept:
+        kept = as_of_now(kept)
     unused = config.stash[settings_key].env_not_used  # (-q shows no header: said again here)
     if not stats.started and not stats.leaks and not stats.unchecked and not kept and not stats.unavailable \
             and not unused:
@@ -297,3 +301,29 @@ def _finish_session(config: pytest.Config, stats: KernelStats) -> None:
     from ..transports import close_shared_transports
 
     close_shared_transports(keep=config.stash.get(_outer_key, []))
+
+
+_KEPT_LINE = re.compile(r"(kept for post-mortem: .*?: kernel ([0-9a-f]{32}) on [^\n]*?\)); it ends by itself [^\n]*")
+
+
+def as_of_now(entries: list[str]) -> list[str]:
+    """The summary's kept-kernel entries, each as it stands at the run's end: one whose TTL ran out
+    while the rest of the run went on (no client came) has ended, and says so instead of listing
+    the commands that would reach it (they printed ``exec``, which then said ``expired``)."""
+    from ..containers.kept import in_use_by, load_all
+
+    if not any(_KEPT_LINE.match(entry) for entry in entries):
+        return entries
+    try:
+        records = {r.kernel_id: r for r in load_all() if r.expired() and not in_use_by(r.kernel_id)}
+    except (HermesKernelError, OSError):  # the records cannot be read now: the entries as they were made
+        return entries
+    now = []
+    for entry in entries:
+        match = _KEPT_LINE.match(entry)
+        record = records.get(match.group(2)) if match else None
+        if record is not None:
+            entry = (f"{match.group(1)}; it has ended already: {record.gone_words().rstrip('; ')}, before the run "
+                     "ended (`hermes-kernel sweep` removes its record; a longer --hermes-keep-failed-ttl keeps it)")
+        now.append(entry)
+    return now

@@ -93,10 +93,10 @@ def test_a_failed_tests_kernel_outlives_pytest_and_the_cli_reaches_it(pytester, 
         "hermes-kernel: transports=local * keep-failed",
         f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} on local (worker pid {pid}, "
         "runner pid *); it ends by itself 3600 s after its last client leaves (at *",
-        f"    hermes-kernel exec {kid} *",
-        f"    hermes-kernel attach {kid} *",
-        "    hermes-kernel ls *",
-        f"    hermes-kernel sweep --kept --kernel {kid} *",
+        f"    *hermes-kernel exec {kid} *",
+        f"    *hermes-kernel attach {kid} *",
+        "    *hermes-kernel ls *",
+        f"    *hermes-kernel sweep --kept --kernel {kid} *",
     ])
     assert "leaked" not in result.stdout.str()  # a kept kernel is not a leak
     assert stays_true(lambda: not gone(pid), 1.0), "the kept kernel must outlive the pytest process"
@@ -239,7 +239,7 @@ def _listed_and_reachable(pytester, result) -> None:
     """The run's summary names the kept kernel of ``test_fails`` and it answers ``hermes-kernel exec``."""
     kid, pid = kept_kernel(pytester)
     result.stdout.fnmatch_lines([f"kept for post-mortem: test_keep.py::test_fails[[]local[]]: kernel {kid} *",
-                                 f"    hermes-kernel exec {kid} *"])
+                                 f"    *hermes-kernel exec {kid} *"])
     assert not gone(pid) and hermes("exec", kid, "evidence").stdout == "'what went wrong'\n"
 
 
@@ -464,3 +464,98 @@ def test_a_failed_oom_tests_kernel_is_kept_alive_until_the_session_ends(pytester
                                  "(shut down at session end: it cannot outlive it: its memory cgroup (hermes_oom) "
                                  "is removed at the run's end, and the kernel with it)"])
     assert records(kept_env) == []
+
+
+SLOW_LATER_TEST = """
+import time
+from pathlib import Path
+
+def test_later_outlasts_the_ttl():
+    from pytest_hermes_kernel.containers.kept import load_all
+    deadline = time.monotonic() + 60
+    while not all(r.expired() for r in load_all()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert load_all() and all(r.expired() for r in load_all())
+"""
+
+
+def test_a_kernel_whose_ttl_ran_out_before_the_runs_end_is_not_offered(pytester: pytest.Pytester, run,
+                                                                         kept_env: Path) -> None:
+    """A kept kernel whose TTL ran out while later tests ran has ended by the summary: the summary said
+    ``it ends by itself 2 s after its last client leaves (at T if none comes)``, T already past, and
+    listed ``hermes-kernel exec ID 'dir()'``, which then said ``expired``, exit status 2 (a long suite
+    with the default 3600 s TTL and an early failure: the same). It says the kernel has ended now."""
+    pytester.makepyfile(test_a_fails=FAILING_TEST, test_b_later=SLOW_LATER_TEST)
+    result = run("-p", "no:randomly", "--hermes-keep-failed", "--hermes-keep-failed-ttl=2")
+    result.assert_outcomes(passed=1, failed=1)
+    kid, _ = kept_kernel(pytester)
+    out = result.stdout.str()
+    entry = out[out.index(f"kernel {kid} on local"):]
+    assert "it has ended already: " in entry and f"kernel {kid} expired at " in entry, out
+    assert f"hermes-kernel exec {kid}" not in out and "if none comes" not in out, out
+    said = hermes("exec", kid, "dir()")
+    assert said.returncode == 2 and "expired" in said.stderr, said  # what the summary says is so
+
+
+@pytest.mark.parametrize("on_path", [False, True])
+def test_the_summarys_commands_work_as_typed(pytester: pytest.Pytester, run, kept_env: Path,
+                                            monkeypatch: pytest.MonkeyPatch, on_path: bool) -> None:
+    """Each command the summary lists for a kept kernel runs as typed, in a shell with the run's ``PATH``.
+    A run started as ``.venv/bin/python -m pytest`` with the venv not activated listed ``hermes-kernel
+    exec ID 'dir()'``, which the shell answered with ``hermes-kernel: not found`` (exit status 127): it
+    names the script by its path there, and by its name where the ``PATH`` finds it."""
+    bindir = os.path.dirname(sys.executable)
+    assert os.access(os.path.join(bindir, "hermes-kernel"), os.X_OK), "the kit's script beside the interpreter"
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if p and os.path.realpath(p) != os.path.realpath(bindir)]
+    monkeypatch.setenv("PATH", os.pathsep.join([bindir, *path] if on_path else path))
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    out = run("--hermes-keep-failed").stdout.str()
+    kid, _ = kept_kernel(pytester)
+    lines = {what: next(x for x in out.splitlines() if x.rstrip().endswith(what)).rsplit("    ", 1)[0].strip()
+             for what in ("run one cell in it", "every kept kernel, alive or not", "end it now")}
+    for what, command in lines.items():
+        done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=CLI_TIMEOUT_S,
+                              env=dict(os.environ), stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{command!r} ({what}): exit status {done.returncode}: {done.stderr}"
+        assert what != "run one cell in it" or "'evidence'" in done.stdout, done.stdout
+        assert what != "end it now" or f"removed kept kernel {kid}" in done.stdout, done.stdout
+    assert lines["run one cell in it"].startswith("hermes-kernel exec " if on_path else f"{bindir}/hermes-kernel exec ")
+
+
+def _stubborn_exec(kid: str, started: Path, swallowed: Path) -> subprocess.Popen[str]:
+    """``hermes-kernel exec KID`` of a cell that swallows every ``KeyboardInterrupt`` (noting each)."""
+    code = (f"import time; open({str(started)!r}, 'w').close()\nwhile True:\n    try:\n        time.sleep(0.05)\n"
+            f"    except KeyboardInterrupt:\n        open({str(swallowed)!r}, 'a').write('x')")
+    command = subprocess.Popen([sys.executable, "-m", "pytest_hermes_kernel.cli", "exec", kid, code],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                               preexec_fn=_sigint_as_python_sets_it)
+    wait_until(started.exists, 20.0, what="the stubborn cell to start")
+    return command
+
+
+@pytest.mark.parametrize("signals", [(signal.SIGINT, signal.SIGINT), (signal.SIGTERM,)], ids=["ctrl-c-twice", "sigterm"])
+def test_a_cell_that_swallows_interrupts_does_not_hold_the_command_for_good(pytester, run, kept_env, signals):
+    """``hermes-kernel exec`` (and ``attach``) of a cell that catches ``KeyboardInterrupt`` and goes on:
+    each Ctrl-C, and a CI step's SIGTERM, only sent the cell one more interrupt, so the command never
+    ended (SIGKILL then left the cell running in the kept kernel, refusing every later command). Ctrl-C
+    again, or a SIGTERM unheeded for 5 s, now starts the timeout ladder: the cell is killed (state
+    lost, said so), the command ends (a SIGTERM's with 143), and the kernel takes the next command."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    swallowed = pytester.path / "swallowed"
+    command = _stubborn_exec(kid, pytester.path / "started", swallowed)
+    try:
+        command.send_signal(signals[0])
+        wait_until(swallowed.exists, 20.0, what="the cell to swallow the first interrupt")
+        for sig in signals[1:]:
+            command.send_signal(sig)
+        out, err = command.communicate(timeout=CLI_TIMEOUT_S)
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.communicate()
+    assert command.returncode == (143 if signal.SIGTERM in signals else 1), (out, err)
+    assert "status=timeout" in err and "state lost" in err, err
+    after = hermes("exec", kid, "6 * 7")
+    assert (after.returncode, after.stdout) == (0, "42\n"), after.stderr

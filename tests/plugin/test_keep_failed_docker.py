@@ -175,8 +175,8 @@ def test_a_failed_tests_docker_kernel_and_container_outlive_pytest(pytester, run
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]
     result.stdout.fnmatch_lines([
         f"kept for post-mortem: test_keep.py::test_fails[[]docker[]]: kernel {kid} on docker (worker pid *",
-        f"    hermes-kernel exec {kid} *",
-        f"    hermes-kernel sweep --kept --kernel {kid} *",
+        f"    *hermes-kernel exec {kid} *",
+        f"    *hermes-kernel sweep --kept --kernel {kid} *",
     ])
     assert "leaked" not in result.stdout.str() and "LeakError" not in result.stdout.str(), result.stdout.str()
     cid = kept_docker.record(kid)["locator"]["container_id"]
