@@ -110,7 +110,10 @@ def refuse_unsafe_run_files(what: str) -> None:
 
     :raises TransportUnavailableError: ``what``, the reason and the hint, when they cannot be kept.
     """
-    problem = run_files_problem()
+    try:
+        problem = run_files_problem()
+    except OSError:  # (a full temp dir: the start says so, with its hint; a later run may have room)
+        return
     if problem is not None:
         raise TransportUnavailableError(f"{what}: {problem[0]}. Hint: {problem[1]}")
 
