@@ -172,7 +172,7 @@ def doctor(names: list[str] | None = None, engines: Engines = (None,)) -> list[C
 def _with_too_old(check: Check) -> Check:
     """``check``, a NO naming each package it needs that is older than this package declares, or (docker, ssh) a temp dir unfit for their run files."""
     old = too_old_of(check.transport) or (check.ok and check.transport in ("docker", "ssh") and run_files_problem() or None)
-    return Check(check.transport, False, f"{old[0]}; {check.detail}", old[1]) if old else check
+    return Check(check.transport, False, f"{old[0]}; {check.detail.removeprefix(old[0] + ': ')}", old[1]) if old else check
 
 
 def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,

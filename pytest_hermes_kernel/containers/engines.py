@@ -96,6 +96,10 @@ def engine_client(url: str | None, *, timeout: float = 60.0) -> docker.DockerCli
     except Exception as exc:  # noqa: BLE001 - requests/urllib3 errors are not DockerException
         if client is not None:
             client.close()
+        old = too_old_of("docker")  # docker 7.0 beside requests 2.32 fails every call: not the engine's fault
+        if old is not None:  # (the skip said "did not answer ... is dockerd running?" of an engine that ran)
+            raise TransportUnavailableError(f"{old[0]}: it cannot talk to the docker engine at {redact(where)} "
+                                            f"({redact(str(exc))}). Hint: {old[1]}") from None
         raise TransportUnavailableError(f"the docker engine at {redact(where)} did not answer: {redact(str(exc))}. Hint: is dockerd "
                                         "running there, and may this user use its socket? is the URL right?") from None
     client.api.timeout = timeout
@@ -232,3 +236,39 @@ def close_exec_socket(hijacked: object) -> None:
                 obj.close()  # type: ignore[attr-defined]
         except (OSError, ValueError):
             pass
+
+
+def too_old_of(transport: str) -> tuple[str, str] | None:
+    """``("too old: docker 7.0.0 (docker>=7.1 needed)", "pip install -U 'docker>=7.1'")`` for the
+    packages ``transport`` needs (:func:`too_old`), or ``None`` when none is under its minimum."""
+    old = too_old("pytest", "filelock", "psutil", *{"docker": ("docker", "testcontainers"),  # every leg runs under
+                  "ssh": ("paramiko", "docker", "testcontainers")}.get(transport, ()))  # the plugin: pytest too
+    upgrade = " ".join(f"'{o.split()[0]}>={o.rsplit('>=', 1)[1].split()[0]}'" for o in old)
+    return (f"too old: {', '.join(old)}", f"pip install -U {upgrade}") if old else None
+
+
+def too_old(*names: str) -> list[str]:
+    """``'docker 7.0.0 (docker>=7.1 needed)'`` for each of ``names`` installed under the minimum this
+    package's metadata declares for it (a later ``pip install`` may downgrade one, pip only warning).
+    docker 7.0 with requests 2.32 made ``doctor`` say the engine did not answer, and to start it."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires, version
+
+    def release(text: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+    try:
+        declared = requires("pytest-hermes-kernel") or []
+    except PackageNotFoundError:
+        return []
+    old: dict[str, str] = {}
+    for requirement in declared:
+        match = re.match(r"\s*([A-Za-z0-9_.-]+)\s*>=\s*([0-9.]+)", requirement)
+        if match and match.group(1).lower() in names:
+            try:
+                have = version(match.group(1))
+            except PackageNotFoundError:  # not installed: the transport's own check says which extra
+                continue
+            if release(have) < release(match.group(2)):
+                old[match.group(1)] = f"{match.group(1)} {have} ({match.group(1)}>={match.group(2)} needed)"
+    return list(old.values())

@@ -50,9 +50,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import ConfigError, ContainerStartError, SharedLockTimeout
+from ..errors import ConfigError, ContainerStartError, SharedLockTimeout, TransportUnavailableError
 from ..procs import foreign_table, process_table
-from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path
+from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path, run_files_problem
 
 Resource = dict[str, Any]
 
@@ -101,6 +101,21 @@ def process_anchor(pid: int | None = None) -> str:
     and the head of a member string (start time 0 when unknown: never alive)."""
     pid = os.getpid() if pid is None else pid
     return f"{pid}:{_process_start(pid) or 0.0:.3f}"
+
+
+def refuse_unsafe_run_files(what: str) -> None:
+    """Refuse a transport whose run files this user cannot keep in the temp dir (where
+    ``hermes-kernel doctor`` says ``NO``): its every test errored with an ``UnsafeRunDirError``
+    traceback at its kernel's start, and its leak probe warned in every later test.
+
+    :raises TransportUnavailableError: ``what``, the reason and the hint, when they cannot be kept.
+    """
+    try:
+        problem = run_files_problem()
+    except OSError:  # (a full temp dir: the start says so, with its hint; a later run may have room)
+        return
+    if problem is not None:
+        raise TransportUnavailableError(f"{what}: {problem[0]}. Hint: {problem[1]}")
 
 
 def current_run_id() -> str:

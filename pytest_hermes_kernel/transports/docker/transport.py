@@ -31,8 +31,7 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ...errors import (ConfigError, KernelStartError, TransportLostError,
-                       TransportUnavailableError)
+from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
@@ -42,7 +41,7 @@ from ..runner_zipapp import runner_zipapp
 from ...containers.engines import check_answers, engine_client, engine_url, is_full_container_id, starting_on
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
-from ...containers.sharing import current_run_id
+from ...containers.sharing import current_run_id, refuse_unsafe_run_files
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_cleanup, forked_exit_status, with_fallback
 from . import keep, probes
@@ -105,6 +104,7 @@ class DockerTransport(Transport):
             self.client: docker.DockerClient = engine_client(docker_host)
         except TransportUnavailableError as exc:
             raise TransportUnavailableError(f"the docker transport cannot run here: {exc}") from None
+        refuse_unsafe_run_files("the docker transport cannot run here")  # as doctor says (an image lock, run files)
         weakref.finalize(self, self.client.close)  # not in close(): the leak probe after it still asks
         self.engine = engine_url(self.client)  # what locators and labels name, whatever DOCKER_HOST is later
         self.api = self.client.api
@@ -144,8 +144,7 @@ class DockerTransport(Transport):
         return self.hosts.shared()
 
     # ------------------------------------------------------------------------------ exec helpers
-    def _run(self, container_id: str, argv: list[str], *, user: str = "root",
-             probe: bool = False) -> tuple[int | None, bytes, bytes]:
+    def _run(self, container_id: str, argv: list[str], *, user: str = "root", probe: bool = False) -> tuple[int | None, bytes, bytes]:
         """Run ``argv`` in the container and wait; ``(exit code, stdout, stderr)``. ``probe``: as a
         probe of the engine (:meth:`~.host.KernelHosts.probe`: a short wait for each answer)."""
         def run(api: Any) -> tuple[int | None, bytes, bytes]:

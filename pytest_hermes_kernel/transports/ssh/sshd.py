@@ -33,7 +33,7 @@ from ...containers.kept import stays_for_kept_kernel
 from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
-from ...containers.sharing import SharedResource, run_file_error, worker_id
+from ...containers.sharing import SharedResource, refuse_unsafe_run_files, run_file_error, worker_id
 from ..detached import CLEAR_KERNELS_SCRIPT, SCAN_END_SH, SSH_KERNEL_ROOT, until_complete
 
 if TYPE_CHECKING:
@@ -66,6 +66,7 @@ class SshdContainer:
         ok, why = docker_status()
         if not ok:
             raise TransportUnavailableError(f"the ssh transport (without target=) runs an sshd container: {why}")
+        refuse_unsafe_run_files("the ssh transport (without target=) runs an sshd container")  # as doctor says
         import docker as docker_sdk
 
         self.docker: docker.DockerClient = docker_sdk.from_env()
