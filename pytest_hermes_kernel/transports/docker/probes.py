@@ -54,7 +54,7 @@ def gone_words(transport: DockerTransport, launched: Launched) -> str:
     within a moment (``docker kill``, ``rm -f``: the relay's end of stream came first), else the
     runner's, with the container's OOM kills (:func:`oom_words`) when it counts any."""
     cid = launched.extra["container"]
-    if stops_soon(transport.hosts, cid):
+    if stops_soon(transport.hosts, cid, wait=not launched.extra.get("gone_in_running")):
         return transport.hosts.stopped_words(cid)
     oom = oom_words(transport, cid)
     return f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone" + (f": {oom}" if oom else "")
@@ -280,6 +280,9 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
     except Exception as exc:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
         return True if transport.hosts.seen_paused(cid) else _unseen(launched, exc)
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
+    # the script ran, so its container did too: no kill of the container ended the runner (an exec
+    # in one being killed or removed exits 126 or 137), and a look at its end need not wait for one
+    launched.extra["gone_in_running"] = code == 1
     return True if code == 0 else False if code == 1 else _unseen(launched, f"its probe exited {code}")
 
 
