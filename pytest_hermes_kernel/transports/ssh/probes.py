@@ -224,7 +224,8 @@ def rm_kernel_dir(conn: SshConnection, kdir: str) -> bool:
 
 
 def sftp_rmtree(conn: SshConnection, path: str) -> bool:
-    """Remove ``path`` and what is in it over SFTP, never following a symlink; whether it is gone."""
+    """Remove ``path`` and what is in it over SFTP, never following a symlink (``path`` itself neither:
+    a kernel dir a cell swapped for one had the link's target emptied); whether it is gone."""
     import stat
 
     try:
@@ -237,7 +238,7 @@ def sftp_rmtree(conn: SshConnection, path: str) -> bool:
             rm(inner) if stat.S_ISDIR(entry.st_mode or 0) else sftp.remove(inner)
         sftp.rmdir(at)
     try:
-        rm(path)
+        rm(path) if stat.S_ISDIR(sftp.lstat(path).st_mode or 0) else sftp.remove(path)
         return True
     except OSError:
         return False
