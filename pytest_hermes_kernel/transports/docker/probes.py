@@ -10,6 +10,7 @@ container's kernel server when one runs, else by an exec).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
@@ -19,7 +20,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
-from .host import stops_soon
+from . import host as docker_host
 from .kernel_server import server_stopped
 
 if TYPE_CHECKING:
@@ -47,6 +48,24 @@ def oom_words(transport: DockerTransport, cid: str) -> str:
     whose = "" if transport.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
     return kills and (f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit (mem_limit_bytes="
                       f"{transport.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it") or ""
+
+
+def stops_soon(hosts: Any, container_id: str, *, wait: bool = True) -> bool:
+    """Whether the engine shows the container stopped (or gone) within :data:`~.host.STOPS_SOON_S`: a
+    runner seen gone in a container the engine still calls running went with all its processes
+    (``docker kill``, ``docker rm -f``: the relay's end of stream came before the engine saw its
+    init end, and the loss said "the kernel runner is gone"). ``False`` if it cannot tell.
+    ``wait=False``: one look (a runner an exec there saw gone: each such loss came 2 s late)."""
+    deadline = time.monotonic() + (docker_host.STOPS_SOON_S if wait else 0.0)
+    while True:
+        try:
+            if hosts.state(container_id) == "stopped":
+                return True
+        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def gone_words(transport: DockerTransport, launched: Launched) -> str:
