@@ -331,7 +331,7 @@ class KernelHosts:
         kernel root emptied), as the container's user (root lacks ptrace rights on their environ)."""
         if not self.running(container_id):
             return False
-        exec_id = self.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
+        exec_id = self.api.exec_create(container_id, ["python3", "-I", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
                                        user="", stderr=False)["Id"]
         out = self.api.exec_start(exec_id)
         if out.strip() != b"gone":
