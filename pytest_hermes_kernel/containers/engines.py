@@ -215,6 +215,18 @@ def copy_image(tag: str, source: docker.DockerClient, target: docker.DockerClien
                                   f"| DOCKER_HOST={engine_url(target)} docker load`")) from None
 
 
+def kill_signals(api: docker.APIClient, container_id: str, started_at: str) -> list[str]:
+    """The signals the engine's events show the container was sent through it (``docker kill``,
+    ``stop``, ``rm -f``) since ``started_at`` (its ``State.StartedAt``), each once, in order."""
+    import datetime
+    import time
+
+    since = int(datetime.datetime.fromisoformat(started_at[:19] + "+00:00").timestamp())
+    events = api.events(since=since, until=int(time.time()) + 1, decode=True,
+                        filters={"container": container_id, "event": "kill"})
+    return list(dict.fromkeys(str(e.get("Actor", {}).get("Attributes", {}).get("signal", "?")) for e in events))
+
+
 def disk_full_hint(exc: Exception) -> str | None:
     """The hint for an engine that refused for want of disk (``no space left on device``), else ``None``."""
     said = str(exc).lower()

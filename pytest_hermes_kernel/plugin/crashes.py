@@ -207,7 +207,7 @@ def _reap_in(container: Any, host_pid: int) -> int:
                                        parse_host_processes, until_complete)
 
     answer, _, _ = until_complete(lambda: tuple(container.exec_run(
-        ["python3", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
+        ["python3", "-I", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
     if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
     kept, tmpdir = KeptNearby(), label_path(container.attrs.get("Labels") or {}, LABEL_TMPDIR)  # sparse: attrs["Labels"]
@@ -215,7 +215,7 @@ def _reap_in(container: Any, host_pid: int) -> int:
     for pid, start, kid, _cmd in parse_host_processes(answer):
         if kept.holds_kernel(kid, tmpdir):  # kept for post-mortem: it outlives its host on purpose, until its TTL
             continue
-        code, _ = container.exec_run(["python3", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
+        code, _ = container.exec_run(["python3", "-I", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
         killed += code == 0
     return killed
 

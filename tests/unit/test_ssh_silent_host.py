@@ -163,7 +163,8 @@ def _what_ran(host: Host) -> list[tuple[str, str]]:
     """``(what, argument)`` of each command run on the host: a kill script and its pid or kernel
     id, or ``rm`` and its path."""
     names = {KILL_SESSION_SCRIPT: "kill session", KILL_KERNEL_SCRIPT: "kill kernel"}
-    return [(names.get(argv[2], "?"), argv[3]) if argv[1:2] == ["-c"] else (argv[0], argv[-1]) for argv in host.ran]
+    ran = [argv[:1] + argv[2:] if argv[1:3] == ["-I", "-c"] else argv for argv in host.ran]  # (python3 -I -c SCRIPT)
+    return [(names.get(argv[2], "?"), argv[3]) if argv[1:2] == ["-c"] else (argv[0], argv[-1]) for argv in ran]
 
 
 def test_a_cleanup_ends_a_runner_alive_could_not_tell_about_before_its_dir_goes(silent):

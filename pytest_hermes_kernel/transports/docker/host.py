@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ...containers.engines import check_answers, engine_url
+from ...containers.engines import check_answers, engine_url, kill_signals
 from ...errors import (CLOSED_TRANSPORT_HINT, HermesKernelError, KernelStartError, TransportLostError,
                        TransportUnavailableError)
 from ...containers.kept import stays_for_kept_kernel
@@ -143,9 +143,7 @@ class KernelHosts:
         if removing:  # (`docker rm -f` on its way: "Removal In Progress")
             return (f"container {container_id[:12]} was removed (by hand, or by a sweep: a pytest-hermes-kernel "
                     "before 2026-12-02 on this engine takes a newer run's containers for a dead run's; upgrade it)")
-        limit = f"its memory limit (mem_limit_bytes={self.mem_limit_bytes})" if self.mem_limit_bytes else "the memory"
-        return f"container stopped ({container_id[:12]})" + (f": the engine says the OOM killer fired in it (State."
-                                                             f"OOMKilled): {limit} ran out" if oom else "")
+        return f"container stopped ({container_id[:12]})" + (_oom_words(self, container_id, state) if oom else "")
 
     def state(self, container_id: str, since: str | None = None) -> ContainerState:
         """The container's state as the engine tells it: ``running``, ``paused`` (``docker pause``:
@@ -333,7 +331,7 @@ class KernelHosts:
         kernel root emptied), as the container's user (root lacks ptrace rights on their environ)."""
         if not self.running(container_id):
             return False
-        exec_id = self.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
+        exec_id = self.api.exec_create(container_id, ["python3", "-I", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
                                        user="", stderr=False)["Id"]
         out = self.api.exec_start(exec_id)
         if out.strip() != b"gone":
@@ -358,22 +356,18 @@ class KernelHosts:
         return self._shared
 
 
-
-def stops_soon(hosts: KernelHosts, container_id: str) -> bool:
-    """Whether the engine shows the container stopped (or gone) within :data:`STOPS_SOON_S`: a
-    runner seen gone in a container the engine still calls running went with all its processes
-    (``docker kill``, ``docker rm -f``: the relay's end of stream came before the engine saw its
-    init end, and the loss said "the kernel runner is gone"). ``False`` if it cannot tell."""
-    deadline = time.monotonic() + STOPS_SOON_S
-    while True:
-        try:
-            if hosts.state(container_id) == "stopped":
-                return True
-        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
-            return False
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.1)
+def _oom_words(hosts: KernelHosts, container_id: str, state: dict[str, str]) -> str:
+    """What follows "container stopped (ID)" of one the engine says ``State.OOMKilled``: its memory limit
+    ran out, unless the engine's events show it killed (``docker kill``, ``stop``, ``rm -f``): ``OOMKilled``
+    counts any OOM kill in it since its start (an earlier cell's), and one killed by hand was said out of memory."""
+    try:
+        killed = hosts.probe(lambda api: kill_signals(api, container_id, state["StartedAt"]))
+    except Exception:  # noqa: BLE001 - the engine cannot tell: what its State says
+        killed = []
+    limit = f"its memory limit (mem_limit_bytes={hosts.mem_limit_bytes})" if hosts.mem_limit_bytes else "the memory"
+    return ": " + (f"killed through the engine (signal {', '.join(killed)}: `docker kill`, `stop` or `rm -f`); the "
+                   "OOM killer had fired in it before (State.OOMKilled), not what stopped it" if killed else
+                   f"the engine says the OOM killer fired in it (State.OOMKilled): {limit} ran out")
 
 
 def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:

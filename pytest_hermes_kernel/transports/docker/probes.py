@@ -10,6 +10,7 @@ container's kernel server when one runs, else by an exec).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
@@ -19,7 +20,7 @@ from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT,
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
-from .host import stops_soon
+from . import host as docker_host
 from .kernel_server import server_stopped
 
 if TYPE_CHECKING:
@@ -49,12 +50,30 @@ def oom_words(transport: DockerTransport, cid: str) -> str:
                       f"{transport.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it") or ""
 
 
+def stops_soon(hosts: Any, container_id: str, *, wait: bool = True) -> bool:
+    """Whether the engine shows the container stopped (or gone) within :data:`~.host.STOPS_SOON_S`: a
+    runner seen gone in a container the engine still calls running went with all its processes
+    (``docker kill``, ``docker rm -f``: the relay's end of stream came before the engine saw its
+    init end, and the loss said "the kernel runner is gone"). ``False`` if it cannot tell.
+    ``wait=False``: one look (a runner an exec there saw gone: each such loss came 2 s late)."""
+    deadline = time.monotonic() + (docker_host.STOPS_SOON_S if wait else 0.0)
+    while True:
+        try:
+            if hosts.state(container_id) == "stopped":
+                return True
+        except Exception:  # noqa: BLE001 - an engine that cannot answer says nothing
+            return False
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
 def gone_words(transport: DockerTransport, launched: Launched) -> str:
     """Why a runner seen gone cannot be re-attached: its container's end when the engine shows it
     within a moment (``docker kill``, ``rm -f``: the relay's end of stream came first), else the
     runner's, with the container's OOM kills (:func:`oom_words`) when it counts any."""
     cid = launched.extra["container"]
-    if stops_soon(transport.hosts, cid):
+    if stops_soon(transport.hosts, cid, wait=not launched.extra.get("gone_in_running")):
         return transport.hosts.stopped_words(cid)
     oom = oom_words(transport, cid)
     return f"the kernel runner (pid {launched.pid}) in {cid[:12]} is gone" + (f": {oom}" if oom else "")
@@ -280,6 +299,9 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
     except Exception as exc:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
         return True if transport.hosts.seen_paused(cid) else _unseen(launched, exc)
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe
+    # the script ran, so its container did too: no kill of the container ended the runner (an exec
+    # in one being killed or removed exits 126 or 137), and a look at its end need not wait for one
+    launched.extra["gone_in_running"] = code == 1
     return True if code == 0 else False if code == 1 else _unseen(launched, f"its probe exited {code}")
 
 

@@ -157,7 +157,7 @@ class DockerTransport(Transport):
                    probe: bool = False) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
         user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
-        code, out, _err = self._run(container_id, [self.python, "-c", script, *args], user=user, probe=probe)
+        code, out, _err = self._run(container_id, [self.python, "-I", "-c", script, *args], user=user, probe=probe)
         return code, out
 
     def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:

@@ -23,6 +23,7 @@ from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SC
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
+from .address import runs_no_command
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -224,7 +225,8 @@ def rm_kernel_dir(conn: SshConnection, kdir: str) -> bool:
 
 
 def sftp_rmtree(conn: SshConnection, path: str) -> bool:
-    """Remove ``path`` and what is in it over SFTP, never following a symlink; whether it is gone."""
+    """Remove ``path`` and what is in it over SFTP, never following a symlink (``path`` itself neither:
+    a kernel dir a cell swapped for one had the link's target emptied); whether it is gone."""
     import stat
 
     try:
@@ -237,7 +239,7 @@ def sftp_rmtree(conn: SshConnection, path: str) -> bool:
             rm(inner) if stat.S_ISDIR(entry.st_mode or 0) else sftp.remove(inner)
         sftp.rmdir(at)
     try:
-        rm(path)
+        rm(path) if stat.S_ISDIR(sftp.lstat(path).st_mode or 0) else sftp.remove(path)
         return True
     except OSError:
         return False
@@ -269,9 +271,10 @@ def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_i
         if code == 127 and python in (None, transport.python) and what == "failed launch":
             log.debug("kernel %s on %s (%s): %r is not on the host: nothing of it can have started",
                       kernel_id, conn.target, what, transport.python)
-        elif what == "failed launch" and not {b"gone", b"left"} & set(out.split()):
+        elif what == "failed launch" and not {b"gone", b"left"} & set(out.split()) and runs_no_command(conn.run)[0]:
             log.debug("kernel %s on %s (%s): the kill script did not run there (%r): nor can the kernel have",
-                      kernel_id, conn.target, what, out[-200:])  # a host that runs no command (an sftp-only login)
+                      kernel_id, conn.target, what, out[-200:])  # a host that runs no command (an sftp-only login;
+            # one that ran the echo ran the script too, which crashed: warned of below)
         elif code != 0 or out.strip() != b"gone":
             log.warning("kernel %s on %s (%s): could not end all its processes: %r",
                         kernel_id, conn.target, what, out[-200:])

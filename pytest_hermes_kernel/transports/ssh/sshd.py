@@ -264,7 +264,7 @@ class SshdContainer:
 
         if not self.running(container_id):
             return False
-        exec_id = self.docker.api.exec_create(container_id, ["python3", "-c", CLEAR_KERNELS_SCRIPT,
+        exec_id = self.docker.api.exec_create(container_id, ["python3", "-I", "-c", CLEAR_KERNELS_SCRIPT,
                                                              f"~/{SSH_KERNEL_ROOT}"], user=SSH_USER, stderr=False)["Id"]
         return self.docker.api.exec_start(exec_id).strip() == b"gone"
 

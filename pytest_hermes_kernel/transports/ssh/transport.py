@@ -301,7 +301,7 @@ class SshTransport(Transport):
 
     def run_script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` on the ssh host; ``(exit status, stdout)``."""
-        command = " ".join(shlex.quote(a) for a in (python or self.python, "-c", script, *args))
+        command = " ".join(shlex.quote(a) for a in (python or self.python, "-I", "-c", script, *args))
         code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
         return code, out
 
