@@ -5,10 +5,11 @@ cell itself could not read (``PermissionError``): the listing runs as the kernel
 ``lstat``-s, the bytes come from ``get_archive``, which the engine reads as root. Before 2531aa4 the
 download was refused ("the working dir ... is a symlink (never followed)").
 
-Not fixed here: the runner resolves its ``cwd=`` when it starts (``os.getcwd()``) but does not report
-it, so a transfer cannot tell the dir the host gave from a link a cell put in its place. The fix is
-that report (then open the resolved dir without following), or a read of each file as the kernel's
-user before ``get_archive``.
+Fixed by not following a docker ``cwd=`` that is a symlink (as before 2531aa4): the transfers'
+checks run as the kernel's user, but ``get_archive`` reads as root, so on docker a ``cwd=`` given as a
+symlink is refused ("the working dir ... is a symlink (never followed)"); local, ssh and filecell,
+whose transfers run as the kernel's own user, follow it. A fuller fix (the runner reporting the dir
+it resolved at start, opened without following) needs room the compact runner does not have.
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ from pytest_hermes_kernel.errors import FileTransferError
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
 
-@pytest.mark.xfail(strict=True, reason="a docker cwd= a cell swapped for a symlink is followed by get_archive as root "
-                                       "(2531aa4): the runner's resolved cwd is not reported to the transfers")
 def test_a_download_through_a_cwd_a_cell_swapped_for_a_symlink_to_etc_is_refused(tmp_path) -> None:
     from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 

@@ -351,9 +351,10 @@ class DockerTransport(Transport):
             raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
 
     def files(self, launched: Launched, workdir: str) -> DockerFiles:
-        """The kernel's files in its container (:class:`~.files.DockerFiles`: archives and checks by exec)."""
+        """The kernel's files in its container (:class:`~.files.DockerFiles`); a ``cwd=`` symlink is not followed:
+        ``get_archive`` reads as root (a cell's swap of it for a link to ``/etc`` gave the host ``/etc/shadow``)."""
         cid = launched.extra["container"]
-        return DockerFiles(self, cid, workdir, container_owner(self, cid))
+        return DockerFiles(self, cid, workdir.rstrip("/") or "/", container_owner(self, cid))
 
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
