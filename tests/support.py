@@ -502,3 +502,68 @@ def start_error(transport: Transport, **options: Any) -> str:
     finally:
         transport.close()
     return str(info.value)
+
+
+@contextmanager
+def greeting_port(greeting: bytes, *, hold: bool = False) -> Iterator[int]:
+    """A loopback port that sends each connection ``greeting`` and closes it (an sshd past its
+    MaxStartups, an HTTP server taking an ssh client's line), or with ``hold`` keeps it open and
+    says nothing more (a host that stalls in the handshake); its number. Closed at the end."""
+    import socket
+    import threading
+
+    server, stop, held = socket.create_server(("127.0.0.1", 0)), threading.Event(), []
+
+    def serve() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            try:
+                conn.sendall(greeting)
+            except OSError:  # the client went first
+                conn.close()
+                continue
+            if hold:
+                held.append(conn)
+            else:
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def docker_cell_running(pool: Any, kernel: Any, transport: Any, seconds: float = 60.0) -> Any:
+    """Submit to ``pool`` a cell of docker ``kernel`` that sleeps ``seconds``; return its future once
+    the cell runs (it made a marker file, seen through ``transport``'s exec in the container)."""
+    marker = f"/tmp/hermes-cell-runs-{uuid.uuid4().hex}"
+    cell = pool.submit(kernel.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep({seconds!r})",
+                       timeout=seconds + 30)
+    cid = kernel.launched.extra["container"]
+    assert wait_until(lambda: transport._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
+                      what="the cell to run")
+    return cell
+
+
+@contextmanager
+def tmpfs_at(where: Path, options: str, what: str) -> Iterator[Path]:
+    """A tmpfs mounted on the dir ``where`` with ``options`` (``size=64k,ro``), unmounted at the end;
+    the test is skipped (naming ``what``) where this machine does not let it mount one."""
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)], capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount {what} here: {done.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=True)

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from pytest_hermes_kernel.kernel.handle import KernelHandle
-from tests.support import wait_until
+from tests.support import docker_cell_running
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -35,15 +34,11 @@ def test_a_container_ended_mid_cell_is_named_in_the_loss(how: str, server: bool)
 
     transport = DockerTransport(server=server, run_id=f"ended-mid-cell-{os.getpid()}-{time.monotonic_ns()}")
     handle = KernelHandle(transport)
-    marker = f"/tmp/hermes-mid-cell-{uuid.uuid4().hex}"
     try:
         handle.start()
         cid = handle.launched.extra["container"]
         with ThreadPoolExecutor(1) as pool:
-            cell = pool.submit(handle.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)",
-                               timeout=90)
-            assert wait_until(lambda: transport._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
-                              what="the cell to run")
+            cell = docker_cell_running(pool, handle, transport)
             ended = time.monotonic()
             if how == "kill":
                 transport.api.kill(cid, "KILL")

@@ -29,13 +29,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_hermes_kernel import KernelOptions
+from pytest_hermes_kernel import CellResult, KernelOptions
 from pytest_hermes_kernel.errors import KernelStartError, TransportLostError
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
-from tests.support import wait_until
+from tests.support import docker_cell_running, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -205,8 +205,20 @@ def test_a_cell_next_cell_and_shutdown_on_a_silent_engine_end_within_bounds(behi
         assert ended.confirmed is False, ended
     finally:
         engine.thaw()
-    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
+    _wait_ended(behind, k)
+
+
+def _wait_ended(transport: DockerTransport, k: KernelHandle) -> None:
+    assert wait_until(lambda: _processes(transport, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
                       what="the kernel's processes to end once the engine answers again")
+
+
+def _a_sleeping_cell_whose_engine_then(behind: DockerTransport, k: KernelHandle, fault) -> CellResult:
+    """Run a 60-s cell on ``k``, call ``fault()`` once it runs, and return the cell's result."""
+    with ThreadPoolExecutor(1) as pool:
+        cell = docker_cell_running(pool, k, behind)
+        fault()
+        return cell.result(timeout=SETTLE_S)
 
 
 def _processes(transport: DockerTransport, k: KernelHandle) -> list[str] | None:
@@ -229,8 +241,7 @@ def test_a_kernel_started_while_the_engine_is_gone_is_a_start_error_naming_it(be
     finally:
         engine.thaw()
     k.shutdown()
-    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
-                      what="the kernel's processes to end once the engine answers again")
+    _wait_ended(behind, k)
 
 
 @pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
@@ -241,15 +252,8 @@ def test_a_cell_whose_engine_went_away_names_the_engine_in_its_loss(behind, engi
     unreachable?)": neither named the engine that had gone (each try had met requests'
     ``ConnectionError``). Both name it now, as a kernel start does."""
     k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
-    marker = f"/tmp/hermes-engine-gone-{uuid.uuid4().hex}"
     try:
-        with ThreadPoolExecutor(1) as pool:
-            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
-            cid = k.launched.extra["container"]
-            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
-                              what="the cell to run")
-            engine.go()
-            result = cell.result(timeout=SETTLE_S)
+        result = _a_sleeping_cell_whose_engine_then(behind, k, engine.go)
         assert result.status == "died", result.summary()
         assert f"the docker engine at unix://{engine.path} did not answer" in result.kernel.note, result.kernel.note
 
@@ -260,8 +264,7 @@ def test_a_cell_whose_engine_went_away_names_the_engine_in_its_loss(behind, engi
     finally:
         engine.thaw()
     k.shutdown()
-    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
-                      what="the kernel's processes to end once the engine answers again")
+    _wait_ended(behind, k)
 
 
 @pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test removes its container itself")
@@ -304,23 +307,15 @@ def test_a_cell_whose_engine_answers_errors_says_what_it_answered(behind, engine
     broke: the loss said "the kernel runner (pid 22) in ... is not seen: the engine did not
     answer", of an engine that had answered, with an error."""
     k = KernelHandle(behind, KernelOptions(orphan_timeout=ORPHAN_TIMEOUT_S, reconnect_timeout=2.0)).start()
-    marker = f"/tmp/hermes-engine-errs-{uuid.uuid4().hex}"
     try:
-        with ThreadPoolExecutor(1) as pool:
-            cell = pool.submit(k.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(60)", timeout=90)
-            cid = k.launched.extra["container"]
-            assert wait_until(lambda: behind._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
-                              what="the cell to run")
-            engine.err()
-            result = cell.result(timeout=SETTLE_S)
+        result = _a_sleeping_cell_whose_engine_then(behind, k, engine.err)
         assert result.status == "died", result.summary()
         note = result.kernel.note or ""
         assert "the engine answered 500 the engine is failing" in note and "did not answer" not in note, note
     finally:
         engine.thaw()
     k.shutdown()
-    assert wait_until(lambda: _processes(behind, k) == [], ORPHAN_TIMEOUT_S + 10.0, interval=0.5,
-                      what="the kernel's processes to end once the engine answers again")
+    _wait_ended(behind, k)
 
 
 @pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module")

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from pytest_hermes_kernel.kernel.handle import KernelHandle
-from tests.support import wait_until
+from tests.support import docker_cell_running
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -39,15 +38,11 @@ def test_a_runner_killed_in_a_container_that_runs_on_is_reported_without_waiting
     monkeypatch.setattr(host, "STOPS_SOON_S", STOPS_SOON_S)
     transport = DockerTransport(server=server, run_id=f"runner-killed-{os.getpid()}-{time.monotonic_ns()}")
     handle = KernelHandle(transport)
-    marker = f"/tmp/hermes-runner-killed-{uuid.uuid4().hex}"
     try:
         handle.start()
         cid, pid = handle.launched.extra["container"], handle.launched.pid
         with ThreadPoolExecutor(1) as pool:
-            cell = pool.submit(handle.execute, f"open({marker!r}, 'w').close()\nimport time\ntime.sleep(120)",
-                               timeout=150)
-            assert wait_until(lambda: transport._run(cid, ["test", "-e", marker])[0] == 0, 30.0, interval=0.1,
-                              what="the cell to run")
+            cell = docker_cell_running(pool, handle, transport, 120.0)
             killed = time.monotonic()
             assert transport._run(cid, ["kill", "-9", str(pid)])[0] == 0
             result = cell.result(timeout=STOPS_SOON_S + 60)

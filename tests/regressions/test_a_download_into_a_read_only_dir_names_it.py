@@ -6,7 +6,6 @@ where the README promises the local path and never the temp dir. Now it names th
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle
 from pytest_hermes_kernel.errors import FileTransferError
+from tests.support import tmpfs_at
 
 from .test_handed_b45_file_transfers import ok
 
@@ -31,14 +31,8 @@ def unwritable_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[P
         yield where
         os.chmod(where, 0o700)
         return
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(where)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a read-only tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(where, "size=64k,ro", "a read-only tmpfs"):
         yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
 
 
 def test_a_download_into_a_dir_that_cannot_be_written_names_it(hermes_kernel: KernelHandle,

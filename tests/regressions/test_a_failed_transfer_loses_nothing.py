@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import os
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 from pathlib import Path
@@ -27,6 +26,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelHandle
 from pytest_hermes_kernel.errors import FileTransferError, UnsafePathError
+from tests.support import tmpfs_at
 
 from .test_handed_b45_file_transfers import ok, tree
 
@@ -101,14 +101,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs (root's ``mount``; skipped where the machine does not allow it)."""
     disk = tmp_path / "disk"
     disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs_at(disk, "size=64k", "a small tmpfs"):
         yield disk
-    finally:
-        subprocess.run(["umount", str(disk)], check=True)
 
 
 @pytest.mark.hermes_transports("local")

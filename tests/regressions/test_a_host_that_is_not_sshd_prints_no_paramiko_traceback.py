@@ -11,10 +11,10 @@ paramiko's lines.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import threading
+
+from tests.support import greeting_port
 
 SCRIPT = """
 import sys
@@ -31,28 +31,8 @@ finally:
 
 
 def test_a_port_that_is_no_sshd_is_reported_once_without_a_traceback():
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def answer() -> None:  # an HTTP server's answer to a line it cannot read
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"HTTP/1.0 400 Bad Request\r\n\r\n")
-
-    thread = threading.Thread(target=answer, daemon=True)
-    thread.start()
-    try:
-        done = subprocess.run([sys.executable, "-c", SCRIPT, str(server.getsockname()[1])], capture_output=True,
-                              text=True, timeout=60)
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+    with greeting_port(b"HTTP/1.0 400 Bad Request\r\n\r\n") as port:  # an HTTP server's answer to a line it cannot read
+        done = subprocess.run([sys.executable, "-c", SCRIPT, str(port)], capture_output=True, text=True, timeout=60)
 
     assert "Error reading SSH protocol banner" in done.stdout, done.stdout + done.stderr
     assert "Traceback" not in done.stderr and "Exception (client)" not in done.stderr, done.stderr

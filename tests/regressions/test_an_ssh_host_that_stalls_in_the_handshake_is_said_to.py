@@ -11,8 +11,6 @@ hint is about a host that does not answer. Likewise for one that never sent its 
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -20,6 +18,7 @@ import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+from tests.support import greeting_port
 
 CONNECT_TIMEOUT_S = 1.0
 
@@ -27,29 +26,8 @@ CONNECT_TIMEOUT_S = 1.0
 @pytest.fixture(params=[b"SSH-2.0-OpenSSH_9.2p1\r\n", b""], ids=["after-banner", "no-banner"])
 def stalling_sshd(request: pytest.FixtureRequest) -> Iterator[int]:
     """A port that accepts, sends ``request.param`` (a banner, or nothing) and then stays silent."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.2)
-    stop, held = threading.Event(), []
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            held.append(conn)
-            conn.sendall(request.param)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
-            conn.close()
-        server.close()
+    with greeting_port(request.param, hold=True) as port:
+        yield port
 
 
 def test_a_host_that_stalls_is_said_to_give_no_answer(stalling_sshd):

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hermes_kernel import KernelStartError, start_kernel
 from tests.odd_hosts import odd_ssh_host
+from tests.support import start_error
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -52,12 +52,6 @@ HOSTS = {  # host setup (as root, before sshd starts) -> what the start error mu
 def test_a_host_where_sftp_cannot_start_says_what_stopped_it(tmp_path, host, server):
     setup, said = HOSTS[host]
     with odd_ssh_host(tmp_path, setup=setup) as odd:
-        transport = odd.transport(server=server)
-        try:
-            with pytest.raises(KernelStartError) as caught:
-                start_kernel(transport)
-        finally:
-            transport.close()
-    message = str(caught.value)
+        message = start_error(odd.transport(server=server))
     assert "is the host up and the key accepted" not in message, message
     assert "Hint:" in message and all(words in message for words in said), message

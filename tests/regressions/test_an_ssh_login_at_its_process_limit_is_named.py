@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_hermes_kernel import KernelStartError, start_kernel
 from tests.odd_hosts import odd_ssh_host
+from tests.support import start_error
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -23,11 +23,5 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
                          ids=["no-session-server", "no-session-spawn", "no-fork-spawn"])
 def test_a_login_at_its_process_limit_is_told_so(tmp_path, nproc, server):
     with odd_ssh_host(tmp_path, setup=f"echo 'hermes hard nproc {nproc}' >> /etc/security/limits.conf") as host:
-        transport = host.transport(server=server)
-        try:
-            with pytest.raises(KernelStartError) as caught:
-                start_kernel(transport)
-        finally:
-            transport.close()
-    message = str(caught.value)
+        message = start_error(host.transport(server=server))
     assert "process limit (ulimit -u" in message and "Subsystem sftp" not in message, message

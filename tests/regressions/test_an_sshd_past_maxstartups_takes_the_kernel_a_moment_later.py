@@ -14,7 +14,6 @@ a word (a proxy in front of an sshd that is gone: docker's), fails at once, as b
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -23,6 +22,7 @@ import pytest
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from tests.odd_hosts import odd_ssh_host
+from tests.support import greeting_port, start_error
 
 CONF = "/etc/ssh/sshd_config.d/00-hermes.conf"
 
@@ -52,39 +52,14 @@ def test_kernels_started_at_once_on_an_sshd_past_maxstartups_all_start(tmp_path)
     assert outcome == {i: "42" for i in range(4)}, outcome
 
 
-def _closing_server(greeting: bytes) -> tuple[socket.socket, threading.Event]:
-    server, stop = socket.create_server(("127.0.0.1", 0)), threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(greeting)
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server, stop
-
-
 @pytest.mark.parametrize("greeting", [b"Exceeded MaxStartups\r\n", b"", b"HTTP/1.0 400 Bad Request\r\n\r\n"],
                          ids=["drops", "closes", "not-sshd"])
 def test_a_host_that_keeps_closing_says_why_within_the_timeout(greeting):
-    server, stop = _closing_server(greeting)
-    transport = SshTransport(target=f"hermes@127.0.0.1:{server.getsockname()[1]}", host_key_policy="auto-add",
-                             connect_timeout=2.0)
-    started = time.monotonic()
-    try:
-        with pytest.raises(KernelStartError) as caught:
-            start_kernel(transport)
-    finally:
+    with greeting_port(greeting) as port:
+        transport = SshTransport(target=f"hermes@127.0.0.1:{port}", host_key_policy="auto-add", connect_timeout=2.0)
+        started = time.monotonic()
+        message = start_error(transport)
         took = time.monotonic() - started
-        transport.close()
-        stop.set()
-        server.close()
-    message = str(caught.value)
     if greeting.startswith(b"Exceeded"):
         assert took < 4.0 and "before its banner" in message and "MaxStartups" in message, (took, message)
     else:  # no sshd, or a gone one: at once, as before
