@@ -351,9 +351,8 @@ class DockerTransport(Transport):
             raise ProcessLookupError(f"no process {pid} in container {cid[:12]}")
 
     def files(self, launched: Launched, workdir: str) -> DockerFiles:
-        """The kernel's files in its container (:class:`~.files.DockerFiles`); a ``cwd=`` symlink is not followed:
-        ``get_archive`` reads as root (a cell's swap of it for a link to ``/etc`` gave the host ``/etc/shadow``)."""
-        cid = launched.extra["container"]
+        """The kernel's files (:class:`~.files.DockerFiles`); a ``cwd=`` symlink is not followed: archives are read as root."""
+        cid = launched.extra["container"]  # (followed, a cell's swap of it for a link to /etc gave the host /etc/shadow)
         return DockerFiles(self, cid, workdir.rstrip("/") or "/", container_owner(self, cid))
 
     def describe(self) -> str:
