@@ -205,9 +205,9 @@ class TcpFaultProxy:
         """Register what ``flow``'s two ends wait for; return the seconds until its first held chunk is due."""
         reading = not flow.eof and flow.held < MAX_HELD_BYTES  # a peer that reads slowly holds back only its own source
         due = flow.chunks[0][0] - now if flow.chunks else float("inf")
-        back = flows.get(flow.dst)
-        src_events = (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if back and back.chunks and back.chunks[0][0] <= now else 0)
-        _register(sel, flow.src, src_events)
+        back = flows.get(flow.dst)  # the other way, which writes to this flow's source
+        writing = back is not None and bool(back.chunks) and back.chunks[0][0] <= now
+        _register(sel, flow.src, (selectors.EVENT_READ if reading else 0) | (selectors.EVENT_WRITE if writing else 0))
         return due if due > 0 else 0.05
 
     def _accept(self, sel: selectors.BaseSelector, connecting: _Connecting) -> None:

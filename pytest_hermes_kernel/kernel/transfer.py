@@ -406,7 +406,8 @@ def _kernel_files(handle: KernelHandle, kernel_path: str | os.PathLike[str]) -> 
                                 path=None, problem="no runner")
     # a cwd= is the host's choice, followed whole (its trailing slash): a symlink naming the dir
     # took no transfer ("the working dir ... is a symlink"), though the cells ran there; only the
-    # kernel's own dir, which a cell may swap for a link, is opened without following one
+    # kernel's own dir, which a cell may swap for a link, is opened without following one, and a
+    # transport whose transfers read as root (docker's archives) drops the slash: not followed there
     workdir = f"{cwd.rstrip('/')}/" if cwd else launched.kernel_dir or ""
     try:
         return handle.transport.files(launched, workdir)

@@ -233,13 +233,17 @@ def sftp_rmtree(conn: SshConnection, path: str) -> bool:
         sftp = conn.sftp()
     except TransportLostError:
         return False
-    def rm(at: str) -> None:
+
+    def rm(at: str, mode: int) -> None:  # (lstat's mode: a symlink is no dir, only unlinked)
+        if not stat.S_ISDIR(mode):
+            sftp.remove(at)
+            return
         for entry in sftp.listdir_attr(at):
-            inner = f"{at}/{entry.filename}"
-            rm(inner) if stat.S_ISDIR(entry.st_mode or 0) else sftp.remove(inner)
+            rm(f"{at}/{entry.filename}", entry.st_mode or 0)
         sftp.rmdir(at)
+
     try:
-        rm(path) if stat.S_ISDIR(sftp.lstat(path).st_mode or 0) else sftp.remove(path)
+        rm(path, sftp.lstat(path).st_mode or 0)
         return True
     except OSError:
         return False
