@@ -291,6 +291,10 @@ class Staging:
         written = [e for e in plan.entries if e.kind == "dir" or self.path(e.parts).exists()]
         for entry in sorted(written, key=lambda e: (e.kind == "dir", -len(e.parts))):
             os.chmod(self.path(entry.parts), safe_mode(entry.kind, entry.mode))  # made here: no links
+        if plan.top.kind == "file" and not os.path.lexists(self.top):  # its one file was rejected as it came
+            shown, why = (self.rejected[0].path, self.rejected[0].reason) if self.rejected else ("the file", "not copied")
+            raise FileTransferError(f"{shown}: {why}; nothing was written to {self.destination}", path=shown,
+                                    problem=why)  # (it named the local path, "No such file or directory")
         if plan.top.kind == "file":
             _local(lambda: os.replace(self.top, self.destination))  # a file there is replaced
         else:

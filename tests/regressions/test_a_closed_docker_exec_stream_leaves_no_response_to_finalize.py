@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 
 def test_a_closed_exec_streams_http_response_is_closed_and_finalized_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
     transport: Any = get_transport("docker")
-    stream = transport._open_exec(transport.shared_container(), ["cat"])
+    stream = transport.open_exec(transport.shared_container(), ["cat"])
     response = stream._hijacked._response  # docker-py's requests.Response, kept alive on the SocketIO
     http_response = response.raw._fp  # http.client.HTTPResponse: the object whose finalizer failed
     stream.send(b"x")

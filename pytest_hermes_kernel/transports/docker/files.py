@@ -2,7 +2,10 @@
 rename through :mod:`..filetree` requests run by ``docker exec`` as the kernel's user.
 
 Download: the tree is listed where it lives (``lstat``, no symlink followed), planned, then
-fetched as one ``get_archive`` tar that is never extracted as it is: each member is matched to
+fetched as one tar that the kernel's user makes in the container (:data:`ARCHIVE_SCRIPT`, run by
+``docker exec``; never ``get_archive``, which the engine reads as root: a cell that swapped a
+listed directory for a symlink in the milliseconds before it had the host copy out a file only
+root may read, such as ``/etc/shadow``). The tar is never extracted as it is: each member is matched to
 the listing by name and type, checked again with :func:`tarfile.data_filter` (PEP 706, in
 Python 3.11.4+; the rules of :mod:`~pytest_hermes_kernel.kernel.files` are checked here
 first, so an interpreter without it loses nothing), and only a regular file's bytes are written
@@ -36,6 +39,7 @@ from .. import filetree
 from ..files import RequestFiles
 
 if TYPE_CHECKING:
+    from .stream import DockerExecStream
     from .transport import DockerTransport
 
 __all__ = ["DockerFiles", "plain_tar"]
@@ -91,19 +95,18 @@ class DockerFiles(RequestFiles):
         return posixpath.join(self.workdir, *parts)
 
     def archive(self, parts: tuple[str, ...]) -> Iterator[bytes]:
-        """``get_archive`` of ``parts``: the tar's bytes as the engine streams them (a seam for tests)."""
-        from docker.errors import NotFound
+        """The tar of ``parts`` as the kernel's user makes it (:data:`ARCHIVE_SCRIPT`): its bytes as
+        they come (a seam for tests). An entry that user cannot read is left out (the fetch reports
+        it not copied).
 
+        :raises FileTransferError: (while iterated) if ``parts`` does not exist, or the engine or
+            the container fails meanwhile.
+        """
         shown = "/".join(parts)
-        with self.engine(shown):
-            try:
-                bits, _stat = self.transport.api.get_archive(self.container_id, self.path(parts))
-            except NotFound as exc:
-                if "no such container" in str(exc).lower():
-                    raise
-                raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
-                                        problem="does not exist") from None
-        return _engine_chunks(self, shown, iter(bits))
+        with self.engine(shown):  # as the kernel's user ("": the image's), as the listing ran
+            stream = self.transport.open_exec(self.container_id, [self.transport.python, "-I", "-c", ARCHIVE_SCRIPT,
+                                                                  self.path(parts)], user="")
+        return _archive_chunks(self, shown, stream)
 
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
         planned = {e.parts: e for e in plan.files}
@@ -113,11 +116,11 @@ class DockerFiles(RequestFiles):
         try:
             self._fetch_members(parts, planned, accepted, reported, sink)
         except (tarfile.TarError, EOFError) as exc:  # a stream cut mid-file, a damaged header
-            raise FileTransferError(f"{shown}: the archive the engine sent was cut short or damaged ({exc}); "
+            raise FileTransferError(f"{shown}: the archive from the container was cut short or damaged ({exc}); "
                                     "nothing was kept", path=shown, problem="damaged archive") from exc
         for rel in planned:  # listed, then gone (or no longer a file) by the time it was archived, or cut off
-            sink.reject(shown_path(shown, rel), "not in the engine's archive (removed or changed during the copy, "
-                                                "or the archive was cut short): not copied")
+            sink.reject(shown_path(shown, rel), "not in the archive (removed or changed during the copy, not "
+                                                "readable by the kernel's user, or the archive was cut short): not copied")
 
     def _fetch_members(self, parts: tuple[str, ...], planned: dict[tuple[str, ...], Entry], accepted: set[Any],
                        reported: set[str], sink: Sink) -> None:
@@ -167,10 +170,84 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 content.close()
 
 
-def _engine_chunks(files: DockerFiles, shown: str, chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """The archive's stream, a drop of the engine mid-way as the error naming ``shown``."""
+#: Exit status of :data:`ARCHIVE_SCRIPT` when the path does not exist; any other but 0: it failed
+#: mid-file (the archive is cut there).
+ARCHIVE_MISSING = 3
+#: ``python3 -I -c ARCHIVE_SCRIPT PATH``: a tar of ``PATH`` on stdout, made by whoever runs it (the
+#: kernel's user): nothing followed below ``PATH``, a regular file opened without following a link
+#: (``O_NOFOLLOW``, and ``O_NONBLOCK``: a FIFO swapped in meanwhile never blocks it) and archived as
+#: the opened file is; what cannot be read is left out and named on stderr. Python 3.8+.
+ARCHIVE_SCRIPT = r"""
+import os, stat, sys, tarfile
+tarfile.pwd = tarfile.grp = None  # no user and group names looked up per entry: the host reads none
+def add(tar, path, name):
+    try:
+        st = os.lstat(path)
+        if stat.S_ISREG(st.st_mode):
+            fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
+            info = tar.gettarinfo(arcname=name, fileobj=fh)
+        else:
+            fh, info = None, tar.gettarinfo(path, arcname=name)
+    except OSError as exc:
+        sys.stderr.write("%s: %s\n" % (name, exc.strerror or exc))
+        return
+    try:
+        if info is not None and (fh is None or info.isreg()):
+            info.mtime = int(info.mtime)  # a float one costs every member a pax header
+            tar.addfile(info, fh)
+    except OSError as exc:
+        sys.stderr.write("%s: %s (the archive is cut here)\n" % (name, exc.strerror or exc))
+        sys.exit(4)
+    finally:
+        if fh is not None:
+            fh.close()
+    if stat.S_ISDIR(st.st_mode):
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as exc:
+            sys.stderr.write("%s: %s\n" % (name, exc.strerror or exc))
+            return
+        for entry in names:
+            add(tar, os.path.join(path, entry), name + "/" + entry)
+top = sys.argv[1]
+if not os.path.lexists(top):
+    sys.exit(3)
+with tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMAT, bufsize=1 << 20) as tar:
+    tar.copybufsize = 1 << 20  # (3.8+; 16 KiB reads and writes by default)
+    add(tar, top, os.path.basename(top.rstrip("/")))
+"""
+#: Seconds to wait for the engine to report an archive exec's exit after its output ended.
+ARCHIVE_EXIT_WAIT_S = 5.0
+
+
+def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) -> Iterator[bytes]:
+    """The archive exec's stdout, then its exit checked; a drop of the engine mid-way as the
+    error naming ``shown``."""
     with files.engine(shown):
-        yield from chunks
+        try:
+            stream.shutdown_write()
+            while chunk := stream.recv(None):
+                yield chunk
+            code = _exit_code(files, stream.exec_id)
+        finally:
+            stream.close()
+    if code == ARCHIVE_MISSING:
+        raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
+                                problem="does not exist")
+    if code != 0:
+        why = stream.stderr_text().strip() or (f"exit code {code}" if code is not None else "its container stopped")
+        raise FileTransferError(f"{shown}: the archive could not be made in the container ({why}); nothing was kept",
+                                path=shown, problem="damaged archive")
+
+
+def _exit_code(files: DockerFiles, exec_id: str) -> int | None:
+    """The exec's exit code once the engine has it (``None``: it never said, within the wait)."""
+    deadline = time.monotonic() + ARCHIVE_EXIT_WAIT_S
+    while True:
+        info = files.transport.api.exec_inspect(exec_id)
+        if not info.get("Running") or time.monotonic() >= deadline:
+            return info.get("ExitCode")
+        time.sleep(0.01)
 
 
 def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
@@ -256,7 +333,7 @@ class _ChunkReader(io.RawIOBase):
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
         self._chunks = chunks
-        self._rest = b""
+        self._rest = memoryview(b"")  # a view: each read copies what it takes, never the rest
 
     def readable(self) -> bool:
         return True
@@ -264,7 +341,7 @@ class _ChunkReader(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         while not self._rest:
             try:
-                self._rest = next(self._chunks)
+                self._rest = memoryview(next(self._chunks))
             except StopIteration:
                 return 0
         n = min(len(buffer), len(self._rest))

@@ -160,7 +160,7 @@ class DockerTransport(Transport):
         code, out, _err = self._run(container_id, [self.python, "-I", "-c", script, *args], user=user, probe=probe)
         return code, out
 
-    def _open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
+    def open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
         exec_id = self.api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True, **options)["Id"]
         hijacked = self.api.exec_start(exec_id, socket=True)
         stream = DockerExecStream(hijacked, container_running=lambda: self.container_running(container_id))
@@ -206,7 +206,7 @@ class DockerTransport(Transport):
 
     def _start_runner(self, container_id: str, runner: str, kdir: str, spec: LaunchSpec) -> int:
         python = spec.python or self.python
-        stream = self._open_exec(container_id, [python, "-B", runner, "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
+        stream = self.open_exec(container_id, [python, "-B", runner, "serve", "--listen", f"{kdir}/{SOCKET_NAME}"],
                                  environment=launch_env(spec.kernel_id), workdir=spec.cwd or kdir)
         try:
             stream.send(runner_config(spec, kdir, self.orphan_timeout))
@@ -230,7 +230,7 @@ class DockerTransport(Transport):
         return pid
 
     def _relay(self, container_id: str, runner: str, kdir: str, python: str | None) -> DockerExecStream:
-        return self._open_exec(container_id, [python or self.python, "-B", runner, "relay", f"{kdir}/{SOCKET_NAME}"])
+        return self.open_exec(container_id, [python or self.python, "-B", runner, "relay", f"{kdir}/{SOCKET_NAME}"])
 
     # ------------------------------------------------------------------------------ lifecycle
     def reattach(self, launched: Launched) -> DockerExecStream:
