@@ -187,11 +187,12 @@ class Loss:
     note: str = ""
 
     @classmethod
-    def between_cells(cls, exit_code: int | None, signal: int | None, oom_killed: bool) -> Loss:
-        """The worker died while no cell ran (the runner said so when the next cell came)."""
+    def between_cells(cls, exit_code: int | None, signal: int | None, oom_killed: bool, said: str = "") -> Loss:
+        """The worker died while no cell ran (the runner said so when the next cell came); ``said``:
+        the runner's own line on why a worker could not start (its ``cwd`` removed)."""
         detail = f" (signal {signal})" if signal else f" (exit code {exit_code})"
         return cls(reason="oom_killed" if oom_killed else "died", exit_code=exit_code, signal=signal,
-                   oom_killed=oom_killed, note="the kernel died between cells" + detail)
+                   oom_killed=oom_killed, note="; ".join(filter(None, ("the kernel died between cells" + detail, said))))
 
     def with_unconfirmed_end(self) -> Loss:
         """This loss, its note adding that the ended kernel's shutdown was not confirmed."""

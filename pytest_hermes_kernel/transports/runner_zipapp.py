@@ -54,13 +54,14 @@ _UNCHECKED_HASH_PYC = (1).to_bytes(4, "little")
 #: bytecode, deflated; ``compact`` (filecell, shipped inside a command line of ~100 KB):
 #: bytecode only for the modules a poll imports (:data:`POLL_MODULES`), stored uncompressed
 #: (the command compresses the whole file; a poll then needs no ``zlib``), without the kernel
-#: server's modules (:data:`SERVER_MODULES`).
+#: server's modules and the relay (:data:`COMPACT_OMITS`).
 RunnerFlavour = Literal["compiled", "compact"]
 #: The runner modules a filecell poll imports (its ``client`` mode).
 POLL_MODULES = frozenset({"__init__", "client", "frames"})
-#: Runner modules the ``compact`` flavour leaves out: the kernel server's (filecell never runs
-#: one: every cell is its own execute), so the file stays small enough for a command line.
-SERVER_MODULES = frozenset({"server", "server_remote"})
+#: Runner modules the ``compact`` flavour leaves out, which filecell never imports, so the file
+#: stays small enough for a command line: the kernel server's and its site check (filecell runs
+#: no server: every cell is its own execute), and the docker exec relay.
+COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,7 @@ class RunnerZipapp:
 def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]]:
     members = [("__main__.py", _ENTRY.encode())]
     for path in sorted(source_dir.glob("*.py")):
-        if flavour == "compact" and path.stem in SERVER_MODULES:
+        if flavour == "compact" and path.stem in COMPACT_OMITS:
             continue
         source = path.read_bytes() if flavour == "compiled" else slim_source(path.read_bytes())
         arcname = f"{ZIP_PACKAGE}/{path.name}"

@@ -25,7 +25,7 @@ import pytest
 
 from pytest_hermes_kernel.transports import runner_zipapp as runner_zipapp_module
 from pytest_hermes_kernel.transports.filecell import scripts
-from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, SERVER_MODULES, ZIP_PACKAGE,
+from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, COMPACT_OMITS, ZIP_PACKAGE,
                                                            RunnerFlavour, RunnerZipapp, build_zipapp, runner_zipapp,
                                                            slim_source, write_runner)
 
@@ -95,7 +95,7 @@ def test_kernels_started_at_once_build_the_file_once(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.parametrize("flavour, compiled, omitted", [
     ("compiled", {p.stem for p in RUNNER_SOURCE_DIR.glob("*.py")}, set()),
-    ("compact", POLL_MODULES, SERVER_MODULES)])
+    ("compact", POLL_MODULES, COMPACT_OMITS)])
 def test_the_file_holds_the_runner_package_and_nothing_else(flavour: RunnerFlavour, compiled: set[str],
                                                             omitted: set[str]) -> None:
     zf = zipfile.ZipFile(io.BytesIO(runner_zipapp(flavour).data))
@@ -196,7 +196,9 @@ def _echo_server(path: str) -> threading.Thread:
     return thread
 
 
-def test_relay_mode_runs_isolated_and_copies_both_ways(runner_file: Path, tmp_path: Path) -> None:
+def test_relay_mode_runs_isolated_and_copies_both_ways(tmp_path: Path) -> None:
+    """The ``compiled`` file's (docker's relay); the ``compact`` one, filecell's, has no relay (:data:`COMPACT_OMITS`)."""
+    runner_file = Path(write_runner(str(tmp_path), runner_zipapp("compiled")))
     path = str(tmp_path / "sock")
     server = _echo_server(path)
     with subprocess.Popen([*ISOLATED, "-X", "importtime", str(runner_file), "relay", path],

@@ -17,6 +17,8 @@ from .frames import READ_CHUNK
 F_SETPIPE_SZ = 1031
 #: Pipe buffer asked for (1 MiB): fewer wake-ups when a cell floods its output.
 PIPE_BYTES = 1 << 20
+#: How the runner's own lines on a worker's stderr begin (a worker that cannot start says why).
+RUNNER_SAYS = b"hermes-kernel runner: "
 
 
 class BoundedCapture:
@@ -78,6 +80,7 @@ class OutputPipes:
         self.out = BoundedCapture(cap)
         self.err = BoundedCapture(cap)
         self.stray = {self.out_r: 0, self.err_r: 0}  # bytes read while no cell ran, since the last take()
+        self.said = b""  # the runner's own last line among them (a worker that could not start: why)
         for fd in (self.out_r, self.err_r):
             set_nonblocking(fd)
             try:
@@ -109,7 +112,7 @@ class OutputPipes:
         if capturing:
             (self.out if fd == self.out_r else self.err).add(data)
         else:
-            self.stray[fd] += len(data)
+            self._stray(fd, data)
 
     def drain(self, capturing: bool, limit: int | None = None) -> None:
         """Read both pipes empty, or ``limit`` bytes of each at most (a writer that never stops
@@ -128,7 +131,19 @@ class OutputPipes:
                 if capturing:
                     cap.add(data)
                 else:
-                    self.stray[fd] += len(data)
+                    self._stray(fd, data)
+
+    def last_said(self) -> str:
+        """The runner's own last line in the output no cell took (the pipes drained first): why a
+        worker that died between cells could not start; ``""`` for none."""
+        self.drain(capturing=False)
+        return self.said.decode("utf-8", "replace")
+
+    def _stray(self, fd: int, data: bytes) -> None:
+        self.stray[fd] += len(data)
+        at = data.rfind(RUNNER_SAYS)
+        if fd == self.err_r and at >= 0:
+            self.said = data[at:].split(b"\n")[0][:500]
 
     def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
         """The result header's byte counts and the four blobs (stdout head, tail, stderr head, tail)."""
@@ -138,4 +153,5 @@ class OutputPipes:
                   "stderr_total": etotal, "stderr_dropped": edropped,
                   "stdout_stray": self.stray[self.out_r], "stderr_stray": self.stray[self.err_r]}
         self.stray = {self.out_r: 0, self.err_r: 0}
+        self.said = b""
         return counts, (oh, ot, eh, et)

@@ -117,7 +117,12 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     faulthandler.enable(file=2, all_threads=True)  # a crash's traceback lands in the cell's stderr
     sys.argv = [""]
     if config.get("cwd"):
-        os.chdir(config["cwd"])
+        try:
+            os.chdir(config["cwd"])
+        except OSError as exc:  # removed since the kernel started (a restart's worker): one line, not a traceback
+            os.write(2, f"hermes-kernel runner: cannot enter the working directory cwd={config['cwd']!r}: "
+                        f"{exc.strerror}\n".encode("utf-8", "backslashreplace"))
+            os._exit(70)  # EX_SOFTWARE, as any failed worker start (worker.START_FAILED)
     if "" not in sys.path:
         sys.path.insert(0, "")
     apply_kernel_env(config)

@@ -168,7 +168,7 @@ class Supervisor:
         if self.worker.pid is None:
             code, sig = self.worker.exit or (None, None)
             self.link.reply({"type": "result", "id": msg["id"], "status": "died", "not_run": True,
-                             "exit_code": code, "signal": sig})
+                             "exit_code": code, "signal": sig, "note": self.pipes.last_said()})
             return
         self.worker.send(self.cells.begin(msg))  # a dying worker: SIGCHLD finishes the cell
 
