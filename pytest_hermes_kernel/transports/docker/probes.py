@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
-                        parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
+                        SOCKET_NAME, parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
+from ..reattach import LISTENING_SCRIPT, check_listening
 from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
 from . import host as docker_host
@@ -303,6 +304,26 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
     # in one being killed or removed exits 126 or 137), and a look at its end need not wait for one
     launched.extra["gone_in_running"] = code == 1
     return True if code == 0 else False if code == 1 else _unseen(launched, f"its probe exited {code}")
+
+
+def check_reattachable(transport: DockerTransport, launched: Launched) -> None:
+    """Before a re-attach's relay: its runner is seen (:func:`runner_seen`, by exec: its stream,
+    maybe its server's, went silent), and its socket is there (:mod:`..reattach`).
+
+    :raises TransportLostError: the runner gone, or its socket (``permanent``); not seen (not final).
+    """
+    cid = launched.extra["container"]
+    seen = runner_seen(transport, launched, by_server=False)
+    if not seen:  # gone: with its container, or by the OOM killer (see gone_words)
+        raise TransportLostError(gone_words(transport, launched) if seen is False else f"the kernel runner (pid "
+                                 f"{launched.pid}) in {cid[:12]} is not seen: {launched.extra.get('unseen', 'the engine did not answer')}",
+                                 permanent=seen is False)
+    sock = f"{launched.kernel_dir or ''}/{SOCKET_NAME}"
+    try:
+        looked = transport.run_script(cid, LISTENING_SCRIPT, sock, probe=True)
+    except Exception:  # noqa: BLE001 - cannot tell: the relay tries
+        return
+    check_listening(*looked, sock, f"pid {launched.pid} in {cid[:12]}")
 
 
 def _unseen(launched: Launched, why: object) -> None:

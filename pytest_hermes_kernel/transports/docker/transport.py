@@ -251,11 +251,7 @@ class DockerTransport(Transport):
         if self.hosts.seen_paused(cid):  # the engine refuses every exec there: it was docker's 409 APIError
             raise TransportLostError(f"container {cid[:12]} is paused (`docker pause`: its processes are frozen and no "
                                      f"exec runs there). Hint: `docker unpause {cid[:12]}`, then try again")
-        seen = probes.runner_seen(self, launched, by_server=False)  # its stream, maybe the server's, went silent
-        if not seen:  # gone: with its container, or by the OOM killer (see probes.gone_words)
-            raise TransportLostError(probes.gone_words(self, launched) if seen is False else f"the kernel runner (pid "
-                                     f"{launched.pid}) in {cid[:12]} is not seen: {launched.extra.get('unseen', 'the engine did not answer')}",
-                                     permanent=seen is False)
+        probes.check_reattachable(self, launched)  # its runner seen, its socket there
         return self._relay(cid, launched.extra["runner"], launched.kernel_dir or "", launched.extra.get("python"))
 
     kill = probes.kill

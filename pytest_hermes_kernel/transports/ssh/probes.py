@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any
 from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
-                        KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SSH_KERNEL_ROOT, parse_existing_dirs,
+                        KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
+                        parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
+from ..reattach import LISTENING_SCRIPT, check_listening
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 from .address import runs_no_command
@@ -59,6 +61,16 @@ if lead is None or lead[0] == b'Z' or lead[3] != sid:  # else a live leader of a
                 pass
 sys.exit(1)
 """
+
+
+def check_listening_on(transport: SshTransport, conn: SshConnection, launched: Launched) -> None:
+    """Before a re-attach's relay: the runner's socket is there (:mod:`..reattach`).
+
+    :raises TransportLostError: (``permanent``) if it is gone; as the connection does.
+    """
+    sock = f"{launched.kernel_dir or ''}/{SOCKET_NAME}"
+    looked = transport.run_script(conn, LISTENING_SCRIPT, sock, python=launched.extra.get("python"))
+    check_listening(*looked, sock, f"pid {launched.pid} on {conn.target}")
 
 
 def kernel_id_of(launched: Launched) -> str:

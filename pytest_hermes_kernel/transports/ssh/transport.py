@@ -278,11 +278,11 @@ class SshTransport(Transport):
         connection whose keepalives went unanswered gets one short try of a new one at once).
 
         :raises TransportLostError: if the host is silent (``permanent``), unreachable, or the
-            runner is gone (``permanent``).
-        """
+            runner or its socket is gone (``permanent``)."""
         conn = self._connection(probe=True)  # after keepalives gave up: one short try at once
         if not self._alive_on(conn, launched):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) on {conn.target} is gone", permanent=True)
+        probes.check_listening_on(self, conn, launched)  # (a cell may have removed its kernel dir)
         chan = conn.open_exec(_relay_command(launched.extra["python"], launched.extra["runner"], launched.kernel_dir or ""))
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
