@@ -24,7 +24,7 @@ PIECE_BYTES = 1 << 20
 _ENCODERS = {ascii_only: (json.JSONEncoder(separators=(",", ":"), ensure_ascii=ascii_only).iterencode,
                           encode_basestring_ascii if ascii_only else encode_basestring)
              for ascii_only in (False, True)}
-_JSON_STRING_TEXT = re.compile(_JSON_STRING.pattern.decode())
+_JSON_STRING_TEXT = re.compile(_JSON_STRING.decode())
 
 
 class OutFrame:

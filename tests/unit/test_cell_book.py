@@ -17,7 +17,10 @@ LIMIT = 4096  # a small frame limit, so that a test can build a reply of exactly
 
 
 class Pipes:
-    """The worker's output pipes as the book sees them: the cell printed nothing."""
+    """The worker's output pipes as the book sees them: the cell printed nothing, nor did the runner
+    outside a cell (``said``)."""
+
+    said = b""
 
     def drain(self, capturing: bool) -> None: ...
 

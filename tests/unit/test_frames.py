@@ -114,3 +114,55 @@ def test_a_header_nests_at_most_max_frame_depth_and_brackets_in_strings_do_not_c
 
     with pytest.raises(FrameTooDeep, match=f"nested {MAX_FRAME_DEPTH + 1} levels deep, over the {MAX_FRAME_DEPTH}"):
         encode_frame({"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH + 1)})
+
+
+_VALUES = [
+    {"type": "execute", "id": 7, "code": "print('é ü 漢 \U0001f600')\n", "blobs": [1, 0]},
+    {"s": "quote \" backslash \\ tab \t nl \n nul \x00 del \x7f", "e": "", "l": [], "d": {}},
+    {"f": [0.1, -2.5e-300, 1e308, 3.0], "i": [0, -1, 2 ** 80], "b": [True, False, None]},
+    {"surrogate": "\udcff and \ud800"},
+    {"nan": float("nan"), "inf": [float("inf"), float("-inf")]},
+    {"nested": [[[{"a": [1, {"b": None}]}]]], "unicode key é": 1},
+]
+
+
+@pytest.mark.parametrize("value", _VALUES, ids=range(len(_VALUES)))
+def test_the_codecs_json_is_jsons(value) -> None:
+    """The codec's JSON (``_json``'s C parts, without importing ``json``: most of a filecell poll's
+    imports) writes the text ``json.dumps`` writes and reads back what ``json.loads`` reads."""
+    from pytest_hermes_kernel.kernel.runner.frames import _dumps, _loads
+
+    for ascii_only in (True, False):
+        try:
+            theirs = json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only)
+        except UnicodeEncodeError:
+            continue
+        assert _dumps(value, ensure_ascii=ascii_only) == theirs
+        assert json.dumps(_loads(theirs), separators=(",", ":")) == json.dumps(json.loads(theirs), separators=(",", ":"))
+    assert json.dumps(_loads(" \n\t" + json.dumps(value) + "\r\n ")) == json.dumps(json.loads(json.dumps(value)))
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", "{} x", "[1,]", "{'a': 1}", "tru", "[1] [2]"])
+def test_the_codec_refuses_what_json_refuses_as_a_value_error(text: str) -> None:
+    from pytest_hermes_kernel.kernel.runner.frames import _loads
+
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        _loads(text)
+
+
+def test_the_codec_names_what_it_cannot_encode_and_keeps_no_cycle_marks() -> None:
+    from pytest_hermes_kernel.kernel.runner.frames import _dumps
+
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        _dumps({"v": loop})
+    shared = [1]
+    assert _dumps({"a": shared, "b": shared}) == '{"a":[1],"b":[1]}'  # the same list twice is no cycle
+    with pytest.raises(TypeError, match="Object of type set is not JSON serializable"):
+        _dumps({"v": {1}})
+    with pytest.raises(TypeError):
+        _dumps({"v": [shared, {2}]})  # failed midway: its marks must not make the next call see a cycle
+    assert _dumps({"v": shared}) == '{"v":[1]}'

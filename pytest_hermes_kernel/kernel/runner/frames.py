@@ -11,22 +11,56 @@ host imports this module too (``kernel/results.py`` re-exports it): there is one
 
 from __future__ import annotations
 
-import json
-import re
 import select
-import socket
 import struct
+
+from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time: the runner's start stays cheap
+    import socket
     from collections.abc import Sequence
     from typing import Any
 
     Header = dict[str, Any]
     Frame = tuple[Header, list[bytes]]
 
-#: The codec's own references: in a worker, cells run in this interpreter and may patch ``json``'s.
-_dumps, _loads = json.dumps, json.loads
+
+
+def _unserializable(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+class _Scanning:
+    """What ``_json.make_scanner`` reads: ``json.loads``' defaults."""
+    strict, object_hook, object_pairs_hook, parse_float, parse_int = True, None, None, float, int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+#: The codec's JSON: ``json.dumps(..., separators=(",", ":"), ensure_ascii=...)`` and ``json.loads``,
+#: made of ``json``'s own C parts (``_json``): the same text, without importing ``json`` (which
+#: imports ``re`` and ``enum``: 6.6 of a filecell poll's 10 ms of imports), and the codec's own
+#: (in a worker, cells run in this interpreter and may patch ``json``'s).
+_SCAN = make_scanner(_Scanning())
+_SPACE = " \t\n\r"
+
+
+def _dumps(value: Any, ensure_ascii: bool = True) -> str:
+    encode = encode_basestring_ascii if ensure_ascii else encode_basestring  # (a new encoder each time, as json's:
+    return "".join(make_encoder({}, _unserializable, encode, None, ":", ",", False, False, True)(value, 0))  # its cycle marks)
+
+
+def _loads(text: str) -> Any:
+    """As ``json.loads`` (``ValueError`` for what is not one JSON value; ``json.JSONDecodeError``,
+    whose message differs only in the words, when the C scanner raises it itself)."""
+    start = len(text) - len(text.lstrip(_SPACE))
+    try:
+        value, end = _SCAN(text, start)
+    except StopIteration as exc:
+        raise ValueError(f"Expecting value: char {exc.value}") from None
+    if text[end:].strip(_SPACE):
+        raise ValueError(f"Extra data: char {end}")
+    return value
 
 PROTOCOL_VERSION = 1
 #: Largest frame either side accepts (64 MiB): room for two 1 MiB captures many times over.
@@ -62,9 +96,9 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     if blobs:
         header = dict(header, blobs=[len(b) for b in blobs])
     try:
-        body = _dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        body = _dumps(header, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        body = _dumps(header, separators=(",", ":")).encode("ascii")
+        body = _dumps(header).encode("ascii")
     except RecursionError:  # json's C recursion limit (3.12: ~1000 levels) before the depth check
         if _too_deep(header):
             raise FrameTooDeep(f"nested more than {MAX_FRAME_DEPTH} levels deep, over the {MAX_FRAME_DEPTH} a "
@@ -144,7 +178,7 @@ class FrameDecoder:
         return header, blobs
 
 
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_STRING = rb'"[^"\\]*(?:\\.[^"\\]*)*"'  # (compiled when a header is that deep: ``re`` costs a poll 5 ms)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
@@ -155,7 +189,9 @@ def _depth(body: bytes) -> int:
     if body.count(b"[") + body.count(b"{") <= MAX_FRAME_DEPTH + 1:
         return 0
     depth = deepest = 0
-    for byte in _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS):
+    import re
+
+    for byte in re.sub(_JSON_STRING, b"", body).translate(None, _NOT_BRACKETS):
         depth += 1 if byte in b"[{" else -1
         deepest = max(deepest, depth)
     return deepest - 1
