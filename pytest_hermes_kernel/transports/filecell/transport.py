@@ -175,7 +175,7 @@ class FileCellTransport(Transport):
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
             if pid is not None and hello.status == "gone":  # the runner said hello to no one: its log says why
-                out += "\nrunner log (last lines):\n" + self._log_of(kdir)
+                out += "\nrunner log (last lines):\n" + _log_of(self, kdir)
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             refused = _CWD_REFUSED.search(out)
             if refused:  # the runner's own line (serve.enter_cwd): said as the other transports say it
@@ -314,14 +314,7 @@ class FileCellTransport(Transport):
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
-        return self._log_of(launched.kernel_dir or "", lines)
-
-    def _log_of(self, kdir: str, lines: int = 20) -> str:
-        try:
-            _, out = self.call(scripts.log_command(kdir=kdir, lines=lines), 15.0)
-        except Exception:  # noqa: BLE001
-            return ""
-        return out.rstrip()
+        return _log_of(self, launched.kernel_dir or "", lines)
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` where the backend runs (scanned there).
@@ -372,6 +365,15 @@ class FileCellTransport(Transport):
 
     def describe(self) -> str:
         return f"filecell ({self.backend!r}, {self.python}, root {self.root})"
+
+
+def _log_of(transport: FileCellTransport, kdir: str, lines: int = 20) -> str:
+    """The last ``lines`` of the runner log in ``kdir``; ``""`` where it cannot be read."""
+    try:
+        _, out = transport.call(scripts.log_command(kdir=kdir, lines=lines), 15.0)
+    except Exception:  # noqa: BLE001
+        return ""
+    return out.rstrip()
 
 
 def _liveness(transport: FileCellTransport, launched: Launched) -> str:
