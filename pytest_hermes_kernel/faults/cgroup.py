@@ -146,8 +146,14 @@ _READ_ONLY_HINT = ("The cgroup file system is mounted read-only here, as a conta
                    "a memory limit and counter of their own")
 
 
-def _hint(errors: list[OSError]) -> str:
-    return _READ_ONLY_HINT if errors and all(e.errno == errno.EROFS for e in errors) else _HINT
+def _hint(errors: list[OSError], root: str) -> str:
+    """The read-only hint where every try met a read-only file system, or ``root``'s mount is one
+    (on v2 a container's cgroup, which delegates nothing, was refused before any try), else the hint."""
+    try:
+        read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return _READ_ONLY_HINT if read_only or (errors and all(e.errno == errno.EROFS for e in errors)) else _HINT
 
 
 def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgroup:
@@ -173,7 +179,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
             return _limited(path, 1, limit_bytes, ("memory.limit_in_bytes", str(limit_bytes)),
                             ("memory.memsw.limit_in_bytes", str(limit_bytes)), f". {_HINT}")
         raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {'; nor at '.join(refused)}. "
-                                        f"{_hint(errors)}")
+                                        f"{_hint(errors, V1_ROOT)}")
     if os.path.exists(os.path.join(V2_ROOT, "cgroup.controllers")):
         refused, errors = [], []
         for parent in _parents(V2_ROOT, 2):
@@ -189,7 +195,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
                 errors.append(exc)
                 continue
             return _limited(path, 2, limit_bytes, ("memory.max", str(limit_bytes)), ("memory.swap.max", "0"), "")
-        raise TransportUnavailableError("; nor: ".join(refused) + f". {_hint(errors)}")
+        raise TransportUnavailableError("; nor: ".join(refused) + f". {_hint(errors, V2_ROOT)}")
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")
 
 

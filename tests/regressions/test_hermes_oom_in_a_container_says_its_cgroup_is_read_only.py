@@ -58,3 +58,32 @@ def test_the_skip_names_the_read_only_cgroup_mount_and_no_path_the_container_lac
         assert "Read-only file system" in line and "No such file" not in line, line
         assert "mounted read-only here" in line and "run as root" not in line, line
         assert "privileged" in line and "--hermes-transport=docker" in line, line
+
+
+V2_JOB = """
+from pytest_hermes_kernel.faults.cgroup import create_memory_cgroup
+try:
+    create_memory_cgroup(64 * 2**20)
+except Exception as exc:
+    print("REFUSED", exc)
+"""
+
+
+def test_on_cgroup_v2_the_skip_names_the_read_only_mount_too(tmp_path: Path) -> None:
+    """A v2 container's cgroup (docker's default there, a CI runner's) delegates no controller and
+    is mounted read-only: the refusal came before any try (``cgroup.subtree_control lacks
+    'memory'``), and said ``Hint: run as root`` to root. Made here as a read-only cgroup2 mount over
+    ``/sys/fs/cgroup`` in a mount namespace of its own (this machine's memory controller is v1's, so
+    that hierarchy delegates no ``memory``, as a container's does not)."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare(1) to mount a cgroup2 file system of its own")
+    (tmp_path / "job.py").write_text(V2_JOB)
+    env = {**os.environ, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1])}
+    view = "mount -t tmpfs tmpfs /sys/fs/cgroup && mount -t cgroup2 -o ro cgroup2 /sys/fs/cgroup"
+    ran = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                          f"{view} && exec {sys.executable} job.py"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    if "cgroup2" in ran.stderr and "REFUSED" not in ran.stdout:
+        pytest.skip(f"no cgroup2 file system can be mounted here: {ran.stderr.strip()[-200:]}")
+    assert "REFUSED cgroup v2 here does not delegate the memory controller" in ran.stdout, ran.stdout + ran.stderr
+    assert "mounted read-only here" in ran.stdout and "run as root" not in ran.stdout, ran.stdout
