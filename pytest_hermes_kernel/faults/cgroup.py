@@ -98,13 +98,49 @@ def own_cgroup(version: int, proc_file: str = "/proc/self/cgroup") -> str | None
     return None
 
 
+def cgroup_mounts(mountinfo: str = "/proc/self/mountinfo") -> list[tuple[str, str, str, str]]:
+    """Each cgroup file system mounted in this process's view: ``(fstype, super options, root,
+    mount point)`` from ``mountinfo`` (``cgroup`` for v1, ``cgroup2``); ``root`` is the cgroup
+    the mount shows at its mount point (a container's own, ``/docker/ID`` or ``/``), relative to
+    this process's cgroup namespace like the paths of ``/proc/PID/cgroup``. (A space in a path is
+    mountinfo's ``\\040``; the rarer escapes are left as they are.)"""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        f, fs = left.split(), right.split()
+        if len(f) > 4 and len(fs) > 2 and fs[0] in ("cgroup", "cgroup2"):
+            mounts.append((fs[0], fs[2], f[3].replace("\\040", " "), f[4].replace("\\040", " ")))
+    return mounts
+
+
+def cgroup_dir(path: str, mounts: list[tuple[str, str, str, str]], v1_controller: str | None) -> str | None:
+    """Where the cgroup ``path`` (as ``/proc/PID/cgroup`` names it) is in this file system: below
+    the mount point of a mount of its hierarchy (v1: one with ``v1_controller``; ``None``: v2)
+    whose root holds it and no later mount hides; ``None`` where no mount shows it (a container
+    sees only its own)."""
+    for n, (fstype, options, root, point) in enumerate(mounts):
+        if fstype != ("cgroup" if v1_controller else "cgroup2") or (
+                v1_controller and v1_controller not in options.split(",")) or any(
+                later[3] == point for later in mounts[n + 1:]):
+            continue  # another hierarchy's, or hidden by a later mount on its mount point
+        root = root.rstrip("/")
+        if path == (root or "/"):
+            return point
+        if path.startswith(root + "/"):
+            return point.rstrip("/") + path[len(root):].rstrip("/")
+    return None
+
+
 def _parents(root: str, version: int) -> list[str]:
     """Where a group may be made: the hierarchy's root (root may write there), then this process's
     own cgroup (an ordinary user's delegated one, which it may write: there it was refused) and, on
     v2, that cgroup's ancestors, nearest first: a v2 cgroup that holds processes cannot give its
     children the memory controller, so a delegated user runs pytest in a leaf below its cgroup."""
-    from ..kernel.runner.procfs import cgroup_dir, cgroup_mounts
-
     own = (own_cgroup(version) or "").strip("/").split("/")
     mounts = [m for m in cgroup_mounts() if m[3].rstrip("/") == root.rstrip("/")]
     nearest = []

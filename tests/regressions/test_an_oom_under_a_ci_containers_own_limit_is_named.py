@@ -6,8 +6,9 @@ file: ``2 failed``, local and filecell). The worker's memory cgroup was looked u
 ``/sys/fs/cgroup/memory`` + its path in ``/proc/PID/cgroup`` (``/kubepods/.../ID``, which a
 container does not see: its own cgroup is mounted at ``/sys/fs/cgroup/memory``), or skipped as the
 host's root cgroup when a cgroup namespace of its own named it ``/``; only those marker files made
-the code read the mount's root instead. The cgroup is now found through ``/proc/self/mountinfo``
-(the mount's root and mount point), marker files or not: ``died``, ``reason="oom_killed"``.
+the code read the mount's root instead. Now the mount's top is read wherever the cgroup's own
+path is not there (and it is not the hierarchy's real root), marker files or not: ``died``,
+``reason="oom_killed"``.
 
 Both container views are made here on this host without an engine: the process is moved into a
 memory cgroup with a limit, then in a mount namespace of its own that cgroup is bind-mounted over
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 import pytest_hermes_kernel
+from pytest_hermes_kernel.faults import cgroup
 from pytest_hermes_kernel.faults.cgroup import V1_ROOT, create_memory_cgroup
 from pytest_hermes_kernel.kernel.runner import procfs
 
@@ -80,27 +82,38 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> None:
         (tmp_path / name).write_text(text)
 
 
-@pytest.mark.parametrize("cgroup_line, root, counter", [
-    ("0::/", "/", "memory.events"),  # v2, a cgroup namespace of its own (docker's default on v2, a pod)
-    ("0::/kubepods/pod1/c1", "/kubepods/pod1/c1", "memory.events"),  # v2, the host's namespace
-    ("4:memory:/kubepods/pod1/c1", "/kubepods/pod1/c1", "memory.oom_control"),  # v1, a kubelet's container
+@pytest.mark.parametrize("cgroup_line, counter", [
+    ("0::/", "memory.events"),  # v2, a cgroup namespace of its own (docker's default on v2, a pod)
+    ("0::/kubepods/pod1/c1", "memory.events"),  # v2, the host's namespace: its path is not in its view
+    ("4:memory:/kubepods/pod1/c1", "memory/memory.oom_control"),  # v1, a kubelet's container
 ])
-def test_the_counter_is_read_at_the_mount_that_shows_the_containers_cgroup(
-        tmp_path: Path, cgroup_line: str, root: str, counter: str) -> None:
-    v2 = counter == "memory.events"
-    point = tmp_path / "sys/fs/cgroup" / ("" if v2 else "memory")
-    _tree(tmp_path, {"proc/7/cgroup": cgroup_line + "\n", f"{point.relative_to(tmp_path)}/{counter}": "oom_kill 0\n",
-                     "mountinfo": f"30 29 0:26 {root} {point} ro,nosuid - {'cgroup2' if v2 else 'cgroup'} cgroup "
-                                  f"{'rw' if v2 else 'rw,memory'}\n"})
-    found = procfs.memory_cgroup_oom_file(7, mountinfo=str(tmp_path / "mountinfo"), proc=str(tmp_path / "proc"))
-    assert found == str(point / counter)
+def test_the_counter_is_read_at_the_top_of_the_containers_mount(tmp_path: Path, cgroup_line: str,
+                                                                counter: str) -> None:
+    _tree(tmp_path, {"proc/7/cgroup": cgroup_line + "\n", f"sys/fs/cgroup/{counter}": "oom_kill 0\n"})
+    found = procfs.memory_cgroup_oom_file(7, root=str(tmp_path / "sys/fs/cgroup"), proc=str(tmp_path / "proc"))
+    assert found == str(tmp_path / "sys/fs/cgroup" / counter)
 
 
-def test_the_hierarchys_real_root_is_no_kernels_own_cgroup(tmp_path: Path) -> None:
+def test_a_hosts_own_cgroup_is_read_and_the_hierarchys_real_root_never(tmp_path: Path) -> None:
     """A v1 root (its ``release_agent`` says so) counts the whole machine's OOM kills: not read."""
-    point = tmp_path / "memory"
-    _tree(tmp_path, {"proc/7/cgroup": "4:memory:/\n", "memory/memory.oom_control": "oom_kill 3\n",
-                     "memory/release_agent": "", "mountinfo": f"30 29 0:26 / {point} rw - cgroup cgroup rw,memory\n"})
-    assert procfs.memory_cgroup_oom_file(7, mountinfo=str(tmp_path / "mountinfo"), proc=str(tmp_path / "proc")) is None
-    assert procfs.cgroup_dir("/docker/abcdef", [("cgroup", "rw,memory", "/docker/abc", "/m")], "memory") is None
-    assert procfs.cgroup_dir("/docker/abc/x", [("cgroup", "rw,memory", "/docker/abc", "/m")], "memory") == "/m/x"
+    _tree(tmp_path, {"proc/7/cgroup": "4:memory:/ci/job\n", "proc/8/cgroup": "4:memory:/\n",
+                     "memory/memory.oom_control": "oom_kill 3\n", "memory/release_agent": "",
+                     "memory/ci/job/memory.oom_control": "oom_kill 0\n"})
+    root, proc = str(tmp_path), str(tmp_path / "proc")
+    assert procfs.memory_cgroup_oom_file(7, root=root, proc=proc) == str(tmp_path / "memory/ci/job/memory.oom_control")
+    assert procfs.memory_cgroup_oom_file(8, root=root, proc=proc) is None
+
+
+def test_the_mount_that_shows_a_cgroup_is_found_in_mountinfo(tmp_path: Path) -> None:
+    """Where ``hermes_oom`` looks for the pytest process's own cgroup (faults/cgroup.py): at the
+    mount that shows it, one hidden by a later mount on the same mount point left out."""
+    (tmp_path / "mountinfo").write_text(
+        "30 29 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+        "31 30 0:26 /docker/abc /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n"
+        "32 29 0:27 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n")
+    mounts = cgroup.cgroup_mounts(str(tmp_path / "mountinfo"))
+    assert mounts[1] == ("cgroup", "rw,memory", "/docker/abc", "/sys/fs/cgroup/memory")
+    assert cgroup.cgroup_dir("/docker/abc", mounts, "memory") == "/sys/fs/cgroup/memory"
+    assert cgroup.cgroup_dir("/docker/abc/x", mounts, "memory") == "/sys/fs/cgroup/memory/x"
+    assert cgroup.cgroup_dir("/docker/abcdef", mounts, "memory") is None  # only the hidden mount showed it
+    assert cgroup.cgroup_dir("/docker/abc", mounts, "cpu") is None

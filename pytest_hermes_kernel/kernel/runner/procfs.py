@@ -22,57 +22,14 @@ if TYPE_CHECKING:
 PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 
 
-def cgroup_mounts(mountinfo: str = "/proc/self/mountinfo") -> list[tuple[str, str, str, str]]:
-    """Each cgroup file system mounted in this process's view: ``(fstype, super options, root,
-    mount point)`` from ``mountinfo`` (``cgroup`` for v1, ``cgroup2``); ``root`` is the cgroup
-    the mount shows at its mount point (a container's own, ``/docker/ID`` or ``/``), relative to
-    this process's cgroup namespace like the paths of ``/proc/PID/cgroup``."""
-    try:
-        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as fh:
-            lines = fh.read().splitlines()
-    except OSError:
-        return []
-    mounts = []
-    for line in lines:
-        fields, _, fs = line.partition(" - ")
-        fields_, fs_ = fields.split(), fs.split()
-        if len(fields_) >= 5 and len(fs_) >= 3 and fs_[0] in ("cgroup", "cgroup2"):
-            root, point = (_unescape(f) for f in fields_[3:5])
-            mounts.append((fs_[0], fs_[2], root, point))
-    return mounts
-
-
-def _unescape(field: str) -> str:
-    """A mountinfo path: a space, tab, newline or backslash is written as its octal escape."""
-    for code in ("040", "011", "012", "134"):
-        field = field.replace("\\" + code, chr(int(code, 8)))
-    return field
-
-
-def cgroup_dir(path: str, mounts: list[tuple[str, str, str, str]], v1_controller: str | None) -> str | None:
-    """Where the cgroup ``path`` (as ``/proc/PID/cgroup`` names it) is in this file system: below
-    the mount point of a mount of its hierarchy (v1: one with ``v1_controller``; ``None``: v2)
-    whose root holds it and no later mount hides; ``None`` where no mount shows it (a container
-    sees only its own)."""
-    for n, (fstype, options, root, point) in enumerate(mounts):
-        if fstype != ("cgroup" if v1_controller else "cgroup2") or (
-                v1_controller and v1_controller not in options.split(",")) or any(
-                later[3] == point for later in mounts[n + 1:]):
-            continue  # another hierarchy's, or hidden by a later mount on its mount point
-        rel = path[len(root.rstrip("/")):] if root != "/" else path
-        if path == root or (rel.startswith("/") and path.startswith(root.rstrip("/") + "/")):
-            return point.rstrip("/") + rel.rstrip("/") if rel not in ("", "/") else point
-    return None
-
-
-def memory_cgroup_oom_file(pid: int, mountinfo: str = "/proc/self/mountinfo", proc: str = "/proc") -> str | None:
+def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "/proc") -> str | None:
     """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``.
 
-    The cgroup is found where this process's mounts show it (``mountinfo``): on a host at its path
-    below ``/sys/fs/cgroup``, in a container (docker, podman, a Kubernetes pod: marker files or
-    not, a cgroup namespace of its own or the host's) at the mount point, its own cgroup being the
-    mount's root. The hierarchy's real root does not count (v1: it holds ``release_agent``; v2 has
-    no ``memory.events`` there): a machine-wide counter, no memory limit of the kernel's own.
+    The cgroup's own dir below the hierarchy's mount (``root``), else the mount's top: a
+    container (docker, podman, a Kubernetes pod; marker files or not, a cgroup namespace of its
+    own or the host's) sees its own cgroup there, not at its path on the host (``/docker/ID``).
+    The hierarchy's real root does not count (v1: it holds ``release_agent``; v2 has no
+    ``memory.events`` there): a machine-wide counter, no memory limit of the kernel's own.
 
     :param pid: the process whose cgroup is read (the worker).
     """
@@ -81,18 +38,16 @@ def memory_cgroup_oom_file(pid: int, mountinfo: str = "/proc/self/mountinfo", pr
             lines = fh.read().splitlines()
     except OSError:
         return None
-    mounts = cgroup_mounts(mountinfo)
     for line in lines:
         hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
         v1 = "memory" in controllers.split(",")
         if not v1 and (hierarchy != "0" or controllers):
             continue
-        where = cgroup_dir(path, mounts, "memory" if v1 else None)
-        if where is None or (v1 and os.path.exists(os.path.join(where, "release_agent"))):
-            continue
-        counter = os.path.join(where, "memory.oom_control" if v1 else "memory.events")
-        if os.path.exists(counter):
-            return counter
+        mount = root + "/memory" if v1 else root
+        for where in (mount + path.rstrip("/"), mount):
+            counter = os.path.join(where, "memory.oom_control" if v1 else "memory.events")
+            if os.path.exists(counter) and not os.path.exists(os.path.join(where, "release_agent")):
+                return counter
     return None
 
 
