@@ -8,6 +8,7 @@ death: the classification never rests on exit code 137 alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from dataclasses import dataclass
@@ -97,13 +98,59 @@ def own_cgroup(version: int, proc_file: str = "/proc/self/cgroup") -> str | None
     return None
 
 
+def cgroup_mounts(mountinfo: str = "/proc/self/mountinfo") -> list[tuple[str, str, str, str]]:
+    """Each cgroup file system mounted in this process's view: ``(fstype, super options, root,
+    mount point)`` from ``mountinfo`` (``cgroup`` for v1, ``cgroup2``); ``root`` is the cgroup
+    the mount shows at its mount point (a container's own, ``/docker/ID`` or ``/``), relative to
+    this process's cgroup namespace like the paths of ``/proc/PID/cgroup``. (A space in a path is
+    mountinfo's ``\\040``; the rarer escapes are left as they are.)"""
+    try:
+        with open(mountinfo, encoding="utf-8", errors="surrogateescape") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return []
+    mounts = []
+    for line in lines:
+        left, _, right = line.partition(" - ")
+        f, fs = left.split(), right.split()
+        if len(f) > 4 and len(fs) > 2 and fs[0] in ("cgroup", "cgroup2"):
+            mounts.append((fs[0], fs[2], f[3].replace("\\040", " "), f[4].replace("\\040", " ")))
+    return mounts
+
+
+def cgroup_dir(path: str, mounts: list[tuple[str, str, str, str]], v1_controller: str | None) -> str | None:
+    """Where the cgroup ``path`` (as ``/proc/PID/cgroup`` names it) is in this file system: below
+    the mount point of a mount of its hierarchy (v1: one with ``v1_controller``; ``None``: v2)
+    whose root holds it and no later mount hides; ``None`` where no mount shows it (a container
+    sees only its own)."""
+    for n, (fstype, options, root, point) in enumerate(mounts):
+        if fstype != ("cgroup" if v1_controller else "cgroup2") or (
+                v1_controller and v1_controller not in options.split(",")) or any(
+                later[3] == point for later in mounts[n + 1:]):
+            continue  # another hierarchy's, or hidden by a later mount on its mount point
+        root = root.rstrip("/")
+        if path == (root or "/"):
+            return point
+        if path.startswith(root + "/"):
+            return point.rstrip("/") + path[len(root):].rstrip("/")
+    return None
+
+
 def _parents(root: str, version: int) -> list[str]:
     """Where a group may be made: the hierarchy's root (root may write there), then this process's
     own cgroup (an ordinary user's delegated one, which it may write: there it was refused) and, on
     v2, that cgroup's ancestors, nearest first: a v2 cgroup that holds processes cannot give its
     children the memory controller, so a delegated user runs pytest in a leaf below its cgroup."""
     own = (own_cgroup(version) or "").strip("/").split("/")
-    nearest = [os.path.join(root, *own[:n]) for n in range(len(own), 0, -1) if own[0]]
+    mounts = [m for m in cgroup_mounts() if m[3].rstrip("/") == root.rstrip("/")]
+    nearest = []
+    for n in range(len(own), 0, -1) if own[0] else ():
+        # where the hierarchy's mount at root shows it (a container's mount shows its own cgroup at
+        # root and nothing above it: /docker/ID was looked for below it), else by its path below root
+        path = (cgroup_dir("/" + "/".join(own[:n]), mounts, "memory" if version == 1 else None) if mounts
+                else os.path.join(root, *own[:n]))
+        if path is not None and path.rstrip("/") != root.rstrip("/") and path not in nearest:
+            nearest.append(path)
     return [root] + (nearest if version == 2 else nearest[:1])
 
 
@@ -128,6 +175,21 @@ def _delegates_memory(parent: str) -> bool:
 
 
 _HINT = "Hint: run as root, or run pytest in a memory cgroup of this user's own (a delegated one)"
+#: The hint where the hierarchy is mounted read-only (EROFS): root or not, nothing is made there.
+_READ_ONLY_HINT = ("The cgroup file system is mounted read-only here, as a container engine mounts a container's "
+                   "unless it is privileged (root in it cannot write it either). Hint: run the job's container "
+                   "privileged, or test OOM on the docker leg (--hermes-transport=docker), whose containers have "
+                   "a memory limit and counter of their own")
+
+
+def _hint(errors: list[OSError], root: str) -> str:
+    """The read-only hint where every try met a read-only file system, or ``root``'s mount is one
+    (on v2 a container's cgroup, which delegates nothing, was refused before any try), else the hint."""
+    try:
+        read_only = bool(os.statvfs(root).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    return _READ_ONLY_HINT if read_only or (errors and all(e.errno == errno.EROFS for e in errors)) else _HINT
 
 
 def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgroup:
@@ -140,20 +202,22 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
     """
     name = name or f"hermes-kernel-{uuid.uuid4().hex[:12]}"
     if os.path.exists(os.path.join(V1_ROOT, "memory.limit_in_bytes")):
-        refused = []
+        refused, errors = [], []
         for parent in _parents(V1_ROOT, 1):
             path = os.path.join(parent, name)
             try:
                 os.mkdir(path)
             except OSError as exc:
                 refused.append(f"{path}: {exc}")
+                errors.append(exc)
                 continue
             # (no swap accounting: the limit applies to RAM only)
             return _limited(path, 1, limit_bytes, ("memory.limit_in_bytes", str(limit_bytes)),
                             ("memory.memsw.limit_in_bytes", str(limit_bytes)), f". {_HINT}")
-        raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {'; nor at '.join(refused)}. {_HINT}")
+        raise TransportUnavailableError(f"cannot create a v1 memory cgroup at {'; nor at '.join(refused)}. "
+                                        f"{_hint(errors, V1_ROOT)}")
     if os.path.exists(os.path.join(V2_ROOT, "cgroup.controllers")):
-        refused = []
+        refused, errors = [], []
         for parent in _parents(V2_ROOT, 2):
             if not _delegates_memory(parent):
                 refused.append(f"cgroup v2 here does not delegate the memory controller (cgroup.subtree_control lacks "
@@ -164,9 +228,10 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
                 os.mkdir(path)
             except OSError as exc:
                 refused.append(f"cannot create a v2 memory cgroup at {path}: {exc}")
+                errors.append(exc)
                 continue
             return _limited(path, 2, limit_bytes, ("memory.max", str(limit_bytes)), ("memory.swap.max", "0"), "")
-        raise TransportUnavailableError("; nor: ".join(refused) + f". {_HINT}")
+        raise TransportUnavailableError("; nor: ".join(refused) + f". {_hint(errors, V2_ROOT)}")
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")
 
 

@@ -61,6 +61,8 @@ class RunnerReply:
         dropped (a thread or process an earlier cell left running; ``stderr_stray`` alike).
     :param oom_kills: processes the memory cgroup's OOM killer ended while the cell ran, its
         worker living on (a subprocess of the cell); a death's OOM kill is ``oom_killed``.
+    :param oom_shared: with ``oom_kills``: the counter file of a cgroup the kernel shares (a
+        container's, the machine's: other kernels' kills count there too); ``""``: its own.
     :param worker_pid: the worker's pid after the cell (a new one after a death).
     :param caught_interrupt: an ``ok`` cell caught a ``KeyboardInterrupt`` the runner raised in it.
     """
@@ -86,6 +88,7 @@ class RunnerReply:
     stdout_stray: int = 0
     stderr_stray: int = 0
     oom_kills: int = 0
+    oom_shared: str = ""
     worker_pid: int | None = None
     caught_interrupt: bool = False
 
@@ -306,6 +309,10 @@ def _oom_note(reply: RunnerReply) -> str:
     n = reply.oom_kills
     if not isinstance(n, int) or n <= 0 or reply.status == "died":
         return ""
+    if reply.oom_shared:  # a container's or the machine's cgroup: another kernel's OOM kill counts there too
+        return (f"the memory cgroup's OOM killer ended {n} process{'es' if n > 1 else ''} while this cell ran "
+                f"(not the worker; the cgroup is one this kernel shares, {reply.oom_shared}: a subprocess of the "
+                "cell, or another process there, another kernel's too)")
     return (f"the memory cgroup's OOM killer ended {n} process{'es' if n > 1 else ''} while this cell ran "
             "(not the worker: a subprocess of the cell, whose exit by signal 9 was an OOM kill)")
 

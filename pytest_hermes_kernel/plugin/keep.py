@@ -76,16 +76,34 @@ def _why_session_only(kernel: Kernel) -> str:
                 f"(Transport.keepable is False)")
     if kernel.options.cgroup_procs is None:
         return ("this run is its pid namespace's first process (pytest as pid 1: a container's command, "
-                "`unshare --pid --fork`), and every process of the namespace ends with it, the kernel too")
+                "`unshare --pid --fork`), or the one command of its init (tini: `docker run --init`), and every "
+                "process of the namespace ends with it, the kernel too")
     return "its memory cgroup (hermes_oom) is removed at the run's end, and the kernel with it"
+
+
+#: Inits that run one command and exit when it does (``docker run --init`` runs tini as docker-init).
+ONE_COMMAND_INITS = ("docker-init", "tini", "tini-static", "dumb-init", "catatonit")
 
 
 def _ends_with_the_run(config: pytest.Config, kernel: KernelHandle) -> bool:
     """Whether ``kernel`` is a process of this machine's pid namespace whose first process (pid 1)
-    is this run, its pytest or (under xdist) the controller of this worker: the namespace, and every
-    process in it, ends when the run does. Its summary promised the TTL, and its record outlived it."""
-    return kernel.transport.name == "local" and (os.getpid() == 1 or (
-        hasattr(config, "workerinput") and os.getppid() == 1))
+    is this run, its pytest or (under xdist) the controller of this worker, or an init that runs
+    this run as its one command (tini, ``docker run --init``): the namespace, and every process in
+    it, ends when the run does. Its summary promised the TTL, and its record outlived it."""
+    from ..procs import read_stat
+
+    if kernel.transport.name != "local":
+        return False
+    run = os.getppid() if hasattr(config, "workerinput") else os.getpid()  # the run's first process
+    if run == 1:
+        return True
+    stat = read_stat(run)
+    try:
+        with open("/proc/1/comm", encoding="utf-8") as fh:
+            init = fh.read().strip()
+    except OSError:
+        return False
+    return stat is not None and stat[1] == b"1" and init in ONE_COMMAND_INITS
 
 
 def _end_unkept(nodeid: str, title: str, kernel: Kernel, stats: Any, why: str = "") -> None:

@@ -6,7 +6,8 @@ its run files and its ssh sessions behind (local kernels end by their lease eith
 for the run's life, a first SIGTERM raises :class:`KeyboardInterrupt` in the main thread: pytest
 reports the run as interrupted and tears down every fixture that was set up (function scope up
 to session), and the session end closes the shared transports. A second SIGTERM kills at once
-(the default comes back with the first). A handler someone else installed is left alone, and
+(the default comes back with the first; where pytest is pid 1, which the default does not kill, an
+exit with status 143). A handler someone else installed is left alone, and
 nothing is installed off the main thread.
 
 On the xdist controller the first SIGTERM is passed on to each worker that has not had one
@@ -50,7 +51,13 @@ def _first_sigterm() -> None:
     the forward; the forward may cross the worker's own SIGTERM in its session's end too, as that
     end removes its containers)."""
     _first_at[:] = [time.monotonic()]
-    signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _on_second_sigterm if _worker else _exit_now if os.getpid() == 1 else signal.SIG_DFL)
+
+
+def _exit_now(signum: int, frame: FrameType | None) -> None:
+    """The second SIGTERM of a pytest that is its pid namespace's pid 1 (a container's command, no
+    ``--init``): Linux drops a signal such a pid 1 does not handle, so the default never killed it."""
+    os._exit(128 + signal.SIGTERM)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -111,7 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_second_sigterm,
-                                                                                _on_sigterm_at_the_end):
+                                                                                _on_sigterm_at_the_end, _exit_now):
         signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)
     if _controller[:1] == [config]:
         _controller.clear()

@@ -36,8 +36,9 @@ COUNTS = {"stdout_total": 0, "stdout_dropped": 0, "stderr_total": 0, "stderr_dro
 class Worker:
     pid, generation = 4242, 1
 
-    def __init__(self, oom_file: str | None = None) -> None:
+    def __init__(self, oom_file: str | None = None, own: bool = True) -> None:
         self.oom_file = oom_file
+        self.oom_file_own = own  # (hermes_oom's cgroup; False: the one the worker was found in)
 
 
 def _settled(book: cells.CellBook, value: str) -> tuple[dict, int]:

@@ -14,7 +14,7 @@ from pytest_hermes_kernel.kernel.results import KernelInfo
 FULL = {"type": "result", "id": 7, "status": "died", "not_run": False, "exit_code": 137, "signal": 9,
         "oom_killed": True, "oom_counter": 2, "note": "forced", "ename": "E", "evalue": "v", "traceback": "tb",
         "value": "1", "value_tail": "2", "value_truncated": True, "value_length": 9, "execution_count": 3,
-        "duration_s": 0.5, "stdout_dropped": 10, "stderr_dropped": 20, "stdout_stray": 3, "stderr_stray": 4, "oom_kills": 0, "worker_pid": 42, "worker_generation": 0,
+        "duration_s": 0.5, "stdout_dropped": 10, "stderr_dropped": 20, "stdout_stray": 3, "stderr_stray": 4, "oom_kills": 0, "oom_shared": "/cg/memory.events", "worker_pid": 42, "worker_generation": 0,
         "caught_interrupt": True}
 
 

@@ -22,44 +22,32 @@ if TYPE_CHECKING:
 PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 
 
-def _in_container() -> bool:
-    return os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
-
-
-def memory_cgroup_oom_file(pid: int) -> str | None:
+def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "/proc") -> str | None:
     """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``.
 
-    On a host, only the exact cgroup of ``pid`` counts (a parent's or the root's counter does
-    not count a child's OOM kills); inside a container the namespaced root is the container's own.
+    The cgroup's own dir below the hierarchy's mount (``root``), else the mount's top: a
+    container (docker, podman, a Kubernetes pod; marker files or not, a cgroup namespace of its
+    own or the host's) sees its own cgroup there, not at its path on the host (``/docker/ID``).
+    The hierarchy's real root does not count (v1: it holds ``release_agent``; v2 has no
+    ``memory.events`` there): a machine-wide counter, no memory limit of the kernel's own.
 
     :param pid: the process whose cgroup is read (the worker).
     """
     try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as fh:
+        with open(f"{proc}/{pid}/cgroup", encoding="utf-8") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return None
-    in_container = _in_container()
     for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if path.strip() == "/" and not in_container:
-            continue  # the host's root cgroup: no memory limit of the kernel's own to read
-        if "memory" in controllers.split(","):
-            found = _first_existing(f"/sys/fs/cgroup/memory{path}", "/sys/fs/cgroup/memory", in_container,
-                                    "memory.oom_control")
-            if found:
-                return found
-        if controllers == "":
-            found = _first_existing(f"/sys/fs/cgroup{path}", "/sys/fs/cgroup", in_container, "memory.events")
-            if found:
-                return found
-    return None
-
-
-def _first_existing(own: str, root: str, in_container: bool, name: str) -> str | None:
-    for base in (own, root) if in_container else (own,):
-        if os.path.exists(f"{base}/{name}"):
-            return f"{base}/{name}"
+        hierarchy, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        v1 = "memory" in controllers.split(",")
+        if not v1 and (hierarchy != "0" or controllers):
+            continue
+        mount = root + "/memory" if v1 else root
+        for where in (mount + path.rstrip("/"), mount):
+            counter = os.path.join(where, "memory.oom_control" if v1 else "memory.events")
+            if os.path.exists(counter) and not os.path.exists(os.path.join(where, "release_agent")):
+                return counter
     return None
 
 

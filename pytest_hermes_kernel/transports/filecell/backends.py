@@ -159,8 +159,9 @@ class LocalShellBackend:
             os.close(status_r)
             if proc.stdout is not None:
                 proc.stdout.close()
-        if not status.strip().lstrip("-").isdigit():
-            raise ExitStatusUnknownError(f"the launch command's exit status was not reported ({status!r})",
+        if not status.strip().lstrip("-").isdigit():  # its last line may say why (a fork refused: its traceback)
+            said = "".join(f": {line}" for line in out.strip().splitlines()[-1:])
+            raise ExitStatusUnknownError(f"the launch command's exit status was not reported ({status!r}){said}",
                                          returned=repr(status))
         return shell_status(int(status)), out
 

@@ -39,6 +39,16 @@ CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}
                "sys.exit(client(sys.argv[2], sys.stdin.readline().strip() if sys.argv[3] == \"-\" else sys.argv[3]))")
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
+#: What sh, bash or Python say where no process can be made (a fork refused: EAGAIN, ENOMEM): the
+#: backend host's process or memory limit, a CI job container's ``--pids-limit`` among them.
+OUT_OF_PROCESSES = re.compile(r"Cannot fork|fork: (retry: )?(Resource temporarily unavailable|Cannot allocate memory)"
+                              r"|\[Errno 1[12]\] (Resource temporarily unavailable|Cannot allocate memory)")
+OUT_OF_PROCESSES_HINT = ("the backend's host has run out of processes or memory (ulimit -u, a pids or memory cgroup: "
+                         "a CI job container's --pids-limit or --memory): end processes there, or raise the limit")
+#: A line of the runner's own saying why it will not start (a cgroup it cannot join, its Python too old).
+RUNNER_REFUSED = re.compile(r"^(hermes-kernel runner: |the hermes kernel runner needs )", re.M)
+RAISED_HINT = ("execute raises when it could not run the command (is what the backend calls reachable?); a command "
+               "that ran and failed returns its exit status and output")
 #: The launch's line naming the interpreter that ran it (its ``sys.executable``): the client's
 #: polls run that file, with no PATH lookup and no version-manager shim in between (a pyenv shim
 #: costs ~90 ms per start, measured here: most of a trivial cell). The client is stdlib-only
@@ -309,3 +319,28 @@ def parse_python(text: str) -> str | None:
 def params(**values: Any) -> str:
     """Encode client parameters (base64 JSON: no quoting needed), for the client's stdin."""
     return b64(json.dumps(values, separators=(",", ":")).encode())
+
+
+def fork_hint(said: object) -> str:
+    r"""``\nHint: ...`` where ``said`` (an error, its text) is a fork refused, else ``""``."""
+    return f"\nHint: {OUT_OF_PROCESSES_HINT}" if OUT_OF_PROCESSES.search(str(said)) else ""
+
+
+def needs(python: str, root: str) -> str:
+    """The hint of a launch that printed something but not why it failed."""
+    return f"the backend needs sh, python3 ({python!r}) and a writable {root!r}"
+
+
+def start_hint(out: str, python: str, root: str) -> str:
+    """The hint of a failed filecell launch, from what it printed (``out``)."""
+    if re.search(f"^{re.escape(ERROR_MARK)} root: .* cannot be made: ", out, re.M):
+        return "make it, or point root= elsewhere: a directory the backend's user may make (closed to group and others)"
+    if f"{ERROR_MARK} root: " in out:
+        return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
+                "nothing is chmodded or removed to fit: point root= elsewhere")
+    if RUNNER_REFUSED.search(out):  # sh, python3 and the root did their part: the runner said what it lacks
+        return f"the kernel runner itself refused to start ({python!r}), saying why above"
+    if out.strip():  # (a fork refused, "sh: 1: Cannot fork", is the host's process limit, not a missing sh)
+        return OUT_OF_PROCESSES_HINT if OUT_OF_PROCESSES.search(out) else needs(python, root)
+    return ("the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
+            "command's output (what it may have started was ended)")

@@ -63,8 +63,6 @@ EXECUTE_OVERRUN_S = 10.0
 #: The runner's line for a cwd it cannot enter (``serve.enter_cwd``); group 1: the reason.
 _LATE_HELLO = "the filecell kernel runner did not say hello within {:g} s (start_timeout): {!r} ended the launch at it\n{}"
 _CWD_REFUSED = re.compile(r"hermes-kernel runner: cannot enter the working directory cwd=.*?: ([^\n]+)")
-#: A line of the runner's own saying why it will not start (a cgroup it cannot join, its Python too old).
-_RUNNER_REFUSED = re.compile(r"^(hermes-kernel runner: |the hermes kernel runner needs )", re.M)
 #: Timeouts of the short commands: a liveness probe (or cleanup, log), a kill, a frame drop.
 PROBE_TIMEOUT_S, KILL_TIMEOUT_S, DROP_TIMEOUT_S = 15.0, 20.0, 30.0
 
@@ -151,14 +149,14 @@ class FileCellTransport(Transport):
             code, out = self.call(cmd, budget, run=run)  # start_timeout bounds it (it took launch_timeout, 60 s)
         except TransportLostError as exc:  # it hung: what it may have started is ended, as far as it can be
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
-            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {exc}") from None
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {exc}{scripts.fork_hint(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - any backend failure is a failed start
             self._end_failed_launch(spec.kernel_id, kdir, None, python)
             if isinstance(exc, TimeoutError) and budget < self.launch_timeout:
                 raise KernelStartError(_LATE_HELLO.format(budget, self.backend, exc)) from None
-            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {type(exc).__name__}: "
-                                   f"{exc}\nHint: execute raises when it could not run the command (is what the backend "
-                                   "calls reachable?); a command that ran and failed returns its exit status and output") from None
+            said = f"{type(exc).__name__}: {exc}"  # (a fork refused: BlockingIOError, EAGAIN)
+            raise KernelStartError(f"filecell launch through {self.backend!r} failed: {said}\nHint: " + (
+                scripts.OUT_OF_PROCESSES_HINT if scripts.OUT_OF_PROCESSES.search(said) else scripts.RAISED_HINT)) from None
         except BaseException:  # Ctrl-C or SIGTERM mid-launch: the runner may have started, its pid unknown
             despite_signals(lambda: self._end_failed_launch(spec.kernel_id, kdir, None, python))
             raise
@@ -176,6 +174,8 @@ class FileCellTransport(Transport):
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
+            if pid is not None and hello.status == "gone":  # the runner said hello to no one: its log says why
+                out += "\nrunner log (last lines):\n" + _log_of(self, kdir)
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             refused = _CWD_REFUSED.search(out)
             if refused:  # the runner's own line (serve.enter_cwd): said as the other transports say it
@@ -184,7 +184,7 @@ class FileCellTransport(Transport):
             if code == 124 and budget < self.launch_timeout:
                 raise KernelStartError(_LATE_HELLO.format(budget, self.backend, _tail(out)))
             raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
-                                   f"{_tail(out)}\nHint: {_start_hint(out, python, self.root)}")
+                                   f"{_tail(out)}\nHint: {scripts.start_hint(out, python, self.root)}")
         resolved = scripts.parse_python(out)
         if resolved:  # resolved once: no PATH lookup (nor wrapper, such as a pyenv shim) per poll or setup
             self._resolved[python] = resolved
@@ -314,11 +314,7 @@ class FileCellTransport(Transport):
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
-        try:
-            _, out = self.call(scripts.log_command(kdir=launched.kernel_dir or "", lines=lines), 15.0)
-        except Exception:  # noqa: BLE001
-            return ""
-        return out.rstrip()
+        return _log_of(self, launched.kernel_dir or "", lines)
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Live processes of kernel ``kernel_id`` where the backend runs (scanned there).
@@ -369,6 +365,15 @@ class FileCellTransport(Transport):
 
     def describe(self) -> str:
         return f"filecell ({self.backend!r}, {self.python}, root {self.root})"
+
+
+def _log_of(transport: FileCellTransport, kdir: str, lines: int = 20) -> str:
+    """The last ``lines`` of the runner log in ``kdir``; ``""`` where it cannot be read."""
+    try:
+        _, out = transport.call(scripts.log_command(kdir=kdir, lines=lines), 15.0)
+    except Exception:  # noqa: BLE001
+        return ""
+    return out.rstrip()
 
 
 def _liveness(transport: FileCellTransport, launched: Launched) -> str:
@@ -426,21 +431,6 @@ class FileCellSite:
             code, out = self.transport.run_command(cmd, DROP_TIMEOUT_S)  # its status is read: checked (B35)
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
-
-
-def _start_hint(out: str, python: str, root: str) -> str:
-    """The hint of a failed filecell launch, from what it printed (``out``)."""
-    if re.search(f"^{re.escape(scripts.ERROR_MARK)} root: .* cannot be made: ", out, re.M):
-        return "make it, or point root= elsewhere: a directory the backend's user may make (closed to group and others)"
-    if f"{scripts.ERROR_MARK} root: " in out:
-        return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
-                "nothing is chmodded or removed to fit: point root= elsewhere")
-    if _RUNNER_REFUSED.search(out):  # sh, python3 and the root did their part: the runner said what it lacks
-        return f"the kernel runner itself refused to start ({python!r}), saying why above"
-    if out.strip():
-        return f"the backend needs sh, python3 ({python!r}) and a writable {root!r}"
-    return ("the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
-            "command's output (what it may have started was ended)")
 
 
 def _tail(text: str, limit: int = 2000) -> str:

@@ -1,0 +1,94 @@
+"""Seen (a breaker helper running the kit in CI job containers, 2026-12-06): in a job container at
+its ``--pids-limit`` (64: 20 filecell kernels), the next filecell start failed with ``sh: 1: Cannot
+fork`` and ``Hint: the backend needs sh, python3 ('python3') and a writable
+'/tmp/hermes-filecell-0'``: all three were there. Where the fork refused was an earlier one, the
+hint asked whether the backend was reachable (``BlockingIOError: [Errno 11] Resource temporarily
+unavailable``), or there was none (``the launch command's exit status was not reported ('')``: the
+subreaper's fork was refused, its traceback dropped). The local transport said it right: ``this
+machine has run out of processes or memory``. Each of these now names the process limit.
+
+The limit here is a pids cgroup of this host (what ``--pids-limit`` is), the job filling it with
+``sleep`` processes but a few: every count of free slots up to a start that succeeds is tried, so
+the fork is refused at each step of the launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import pytest_hermes_kernel
+
+JOB = """
+import subprocess, sys
+from pytest_hermes_kernel import start_kernel
+
+held = []
+while True:  # the job is at its pids limit, but for `free` processes
+    try:
+        held.append(subprocess.Popen(["sleep", "60"]))
+    except OSError:
+        break
+for p in held[:int(sys.argv[1])]:
+    p.kill()
+    p.wait()
+try:
+    with start_kernel("filecell", python=sys.executable, timeout=30):  # (no shim: pyenv's bash retries forks)
+        print("STARTED")  # (a cell may still fail at the limit: its poll's fork, said in the died cell's note)
+except Exception as exc:
+    print("ERROR", repr(str(exc)))
+finally:
+    for p in held:
+        p.kill()
+        p.wait()
+"""
+PIDS_V1 = "/sys/fs/cgroup/pids"
+
+
+def test_a_filecell_start_refused_a_fork_says_the_process_limit(tmp_path: Path) -> None:
+    if os.geteuid() != 0 or not os.path.exists(os.path.join(PIDS_V1, "cgroup.procs")):
+        pytest.skip("needs root and a cgroup v1 pids hierarchy to give the job a pids limit")
+    group = os.path.join(PIDS_V1, f"hermes-pids-{uuid.uuid4().hex[:8]}")
+    os.mkdir(group)
+    (tmp_path / "job.py").write_text(JOB)
+    env = {**os.environ, "GROUP": group, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1])}
+    errors = []
+    try:
+        with open(os.path.join(group, "pids.max"), "w") as fh:
+            fh.write("40")
+        for free in range(1, 16):
+            ran = subprocess.run(["sh", "-c", f'echo $$ > "$GROUP/cgroup.procs" && exec {sys.executable} job.py {free}'],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+            assert ("STARTED" in ran.stdout) != ("ERROR" in ran.stdout), ran.stdout + ran.stderr
+            if "STARTED" in ran.stdout:
+                break
+            errors.append(ran.stdout)
+    finally:
+        _remove(group)
+    assert errors, "the job's pids limit never refused a filecell start"
+    for error in errors:
+        assert "has run out of processes or memory" in error and "--pids-limit" in error, errors
+        assert "the backend needs sh" not in error and "is what the backend calls reachable" not in error, errors
+
+
+def _remove(group: str) -> None:
+    """Kill what a failed start left in the group (a runner the old code did not end), then remove it."""
+    deadline = time.monotonic() + 30
+    while True:
+        with open(os.path.join(group, "cgroup.procs")) as fh:
+            left = [int(pid) for pid in fh.read().split()]
+        if not left or time.monotonic() > deadline:
+            break
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.05)
+    os.rmdir(group)
