@@ -265,8 +265,9 @@ def _member_problem(member: tarfile.TarInfo, entry: Entry | None, listed: bool) 
     """Why a member (whose name is safe) is not written; ``None`` to write it (or skip a directory)."""
     if member.issym() or member.islnk():
         return f"a {'symlink' if member.issym() else 'hard link'} in the archive (to {member.linkname!r}): not copied"
-    if member.isdir():
-        return None if listed else "a directory the listing did not have: not copied"
+    if member.isdir():  # (a listed file that is a directory now: written, it was an empty file)
+        return "a directory now, a file when listed: not copied" if entry is not None else \
+            None if listed else "a directory the listing did not have: not copied"
     if member.type not in _REGULAR:
         return "a FIFO or device in the archive: not copied"
     if entry is None:
