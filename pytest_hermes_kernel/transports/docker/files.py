@@ -218,15 +218,20 @@ with tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMA
 """
 #: Seconds to wait for the engine to report an archive exec's exit after its output ended.
 ARCHIVE_EXIT_WAIT_S = 5.0
+#: Seconds the archive may send no byte before the download gives up (its process stopped: it
+#: runs as the kernel's user, whose leftover can SIGSTOP it; a read that hangs). ``None``: the
+#: engine client's timeout (60 s), what each read of ``get_archive`` had.
+ARCHIVE_STALL_S: float | None = None
 
 
 def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) -> Iterator[bytes]:
     """The archive exec's stdout, then its exit checked; a drop of the engine mid-way as the
     error naming ``shown``."""
+    stall = ARCHIVE_STALL_S or files.transport.api.timeout or 60.0
     with files.engine(shown):
         try:
             stream.shutdown_write()
-            while chunk := stream.recv(None):
+            while chunk := _next_chunk(stream, shown, stall):
                 yield chunk
             code = _exit_code(files, stream.exec_id)
         finally:
@@ -238,6 +243,15 @@ def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) ->
         why = stream.stderr_text().strip() or (f"exit code {code}" if code is not None else "its container stopped")
         raise FileTransferError(f"{shown}: the archive could not be made in the container ({why}); nothing was kept",
                                 path=shown, problem="damaged archive")
+
+
+def _next_chunk(stream: DockerExecStream, shown: str, stall: float) -> bytes:
+    try:
+        return stream.recv(stall)
+    except TimeoutError:  # (it waited for good: a cell's leftover had SIGSTOPped the archiver)
+        raise FileTransferError(f"{shown}: no byte of the archive came from the container for {stall:g} s (its "
+                                "process stopped, or a read hangs); nothing was kept", path=shown,
+                                problem="archive stalled") from None
 
 
 def _exit_code(files: DockerFiles, exec_id: str) -> int | None:
