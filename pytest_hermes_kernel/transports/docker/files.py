@@ -55,19 +55,23 @@ class DockerFiles(RequestFiles):
     :param container_id: the kernel's container.
     :param workdir: the working dir inside the container.
     :param owner: uid and gid of the container's user (what the uploaded entries are owned by).
+    :param python: the interpreter the requests and the archive run with: the kernel's.
     """
 
-    def __init__(self, transport: DockerTransport, container_id: str, workdir: str, owner: tuple[int, int]) -> None:
+    def __init__(self, transport: DockerTransport, container_id: str, workdir: str, owner: tuple[int, int],
+                 python: str = "python3") -> None:
         super().__init__(workdir)
         self.transport = transport
         self.container_id = container_id
         self.owner = owner
+        self.python = python
 
     def request(self, op: str, parts: tuple[str, ...], *, user: str = "", **args: Any) -> dict[str, Any] | None:
         request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
         # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
         with self.engine("/".join(parts)):
-            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
+            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user,
+                                                   python=self.python)
         return filetree.parse_result(out.decode("utf-8", "replace"))
 
     @contextmanager
@@ -104,7 +108,7 @@ class DockerFiles(RequestFiles):
         """
         shown = "/".join(parts)
         with self.engine(shown):  # as the kernel's user ("": the image's), as the listing ran
-            stream = self.transport.open_exec(self.container_id, [self.transport.python, "-I", "-c", ARCHIVE_SCRIPT,
+            stream = self.transport.open_exec(self.container_id, [self.python, "-I", "-c", ARCHIVE_SCRIPT,
                                                                   self.path(parts)], user="")
         return _archive_chunks(self, shown, stream)
 
