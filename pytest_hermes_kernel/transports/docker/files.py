@@ -130,18 +130,22 @@ class DockerFiles(RequestFiles):
                        reported: set[str], sink: Sink) -> None:
         """Write the archive's planned files to ``sink`` (``planned`` loses each one it met)."""
         shown = "/".join(parts)
-        with tarfile.open(fileobj=_ChunkReader(self.archive(parts)), mode="r|") as tar:
-            for member in tar:
-                rel, problem = _member_parts(member.name, parts[-1])
-                path = member.name if rel is None else shown_path(shown, rel)
-                if path in reported:
-                    continue
-                entry = None if rel is None else planned.pop(rel, None)
-                problem = problem or _member_problem(member, entry, rel in accepted)
-                if problem:
-                    sink.reject(path, problem)
-                elif entry is not None:
-                    sink.write(entry, _member_chunks(tar, member))
+        chunks = self.archive(parts)
+        try:
+            with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as tar:
+                for member in tar:
+                    rel, problem = _member_parts(member.name, parts[-1])
+                    path = member.name if rel is None else shown_path(shown, rel)
+                    if path in reported:
+                        continue
+                    entry = None if rel is None else planned.pop(rel, None)
+                    problem = problem or _member_problem(member, entry, rel in accepted)
+                    if problem:
+                        sink.reject(path, problem)
+                    elif entry is not None:
+                        sink.write(entry, _member_chunks(tar, member))
+        finally:  # an error (too large, a local write) ends the archive's exec now, not once the error is dropped
+            getattr(chunks, "close", lambda: None)()
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         uid, gid = self.owner
