@@ -186,14 +186,21 @@ ARCHIVE_MISSING = 3
 #: (``O_NOFOLLOW``, and ``O_NONBLOCK``: a FIFO swapped in meanwhile never blocks it) and archived as
 #: the opened file is; what cannot be read is left out and named on stderr. Python 3.8+.
 ARCHIVE_SCRIPT = r"""
-import os, stat, sys, tarfile
+import io, os, stat, sys, tarfile
 tarfile.pwd = tarfile.grp = None  # no user and group names looked up per entry: the host reads none
+SMALL = 1 << 20
 def add(tar, path, name):
     try:
         st = os.lstat(path)
         if stat.S_ISREG(st.st_mode):
             fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
             info = tar.gettarinfo(arcname=name, fileobj=fh)
+            if info.isreg() and info.size <= SMALL:  # read whole, archived as read: one rewritten meanwhile
+                data = fh.read(SMALL + 1)  # (truncated, then written) never cuts the archive short
+                fh.seek(0)
+                if len(data) <= SMALL:
+                    fh.close()
+                    fh, info.size = io.BytesIO(data), len(data)
         else:
             fh, info = None, tar.gettarinfo(path, arcname=name)
     except OSError as exc:
