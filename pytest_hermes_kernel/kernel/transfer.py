@@ -290,6 +290,12 @@ class Staging:
         """Record an entry found unsafe while fetching (nothing of it is written)."""
         self.rejected.append(RejectedEntry(path, reason))
 
+    def discard(self, entry: Entry, path: str, reason: str) -> None:
+        """Remove a file written here that was not whole after all (docker's archiver padded it); reject it."""
+        os.unlink(self.path(entry.parts))
+        self.files -= 1
+        self.reject(path, reason)
+
     def commit(self, plan: Plan) -> None:
         """Give every entry its safe mode (directories last, deepest first) and rename the tree
         into place."""

@@ -133,9 +133,16 @@ class DockerFiles(RequestFiles):
         chunks = self.archive(parts)
         try:
             with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as tar:
+                written: tuple[str, Entry] | None = None
                 for member in tar:
                     rel, problem = _member_parts(member.name, parts[-1])
                     path = member.name if rel is None else shown_path(shown, rel)
+                    if SHORT_MARK in member.pax_headers:  # the file before it shrank as it was read: padded
+                        if written is not None and written[0] == path:
+                            sink.discard(written[1], path, f"changed during the copy (shorter: {member.pax_headers[SHORT_MARK]} "
+                                                           "bytes of it were read): not copied")
+                        continue
+                    written = None
                     if path in reported:
                         continue
                     entry = None if rel is None else planned.pop(rel, None)
@@ -144,6 +151,7 @@ class DockerFiles(RequestFiles):
                         sink.reject(path, problem)
                     elif entry is not None:
                         sink.write(entry, _member_chunks(tar, member))
+                        written = (path, entry)
         finally:  # an error (too large, a local write) ends the archive's exec now, not once the error is dropped
             getattr(chunks, "close", lambda: None)()
 
@@ -178,6 +186,9 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 content.close()
 
 
+#: The pax key of :data:`ARCHIVE_SCRIPT`'s mark after a file that shrank as it was read (its
+#: member padded with zeros to the size its header said): how many of its bytes were read.
+SHORT_MARK = "HERMES.short"
 #: Exit status of :data:`ARCHIVE_SCRIPT` when the path does not exist; any other but 0: it failed
 #: mid-file (the archive is cut there).
 ARCHIVE_MISSING = 3
@@ -189,6 +200,15 @@ ARCHIVE_SCRIPT = r"""
 import io, os, stat, sys, tarfile
 tarfile.pwd = tarfile.grp = None  # no user and group names looked up per entry: the host reads none
 SMALL = 1 << 20
+class Exact:  # a file read as exactly n bytes: zeros after an early end (it shrank), marked after it
+    def __init__(self, fh, n):
+        self.fh, self.left, self.got = fh, n, 0
+    def read(self, size):
+        data = self.fh.read(min(size, self.left))
+        self.got += len(data)
+        data += bytes(min(size, self.left) - len(data))
+        self.left -= len(data)
+        return data
 def add(tar, path, name):
     try:
         st = os.lstat(path)
@@ -209,7 +229,12 @@ def add(tar, path, name):
     try:
         if info is not None and (fh is None or info.isreg()):
             info.mtime = int(info.mtime)  # a float one costs every member a pax header
-            tar.addfile(info, fh)
+            body = fh if fh is None or isinstance(fh, io.BytesIO) else Exact(fh, info.size)
+            tar.addfile(info, body)
+            if isinstance(body, Exact) and body.got < info.size:  # the host drops the padded file
+                mark = tarfile.TarInfo(name)
+                mark.pax_headers = {"HERMES.short": str(body.got)}
+                tar.addfile(mark)
     except OSError as exc:
         sys.stderr.write("%s: %s (the archive is cut here)\n" % (name, exc.strerror or exc))
         sys.exit(4)
