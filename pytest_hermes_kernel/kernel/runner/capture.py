@@ -139,7 +139,7 @@ class OutputPipes:
     def new_worker(self) -> None:
         """A worker is forked now: what was said before (by an earlier worker, or a cell's
         leftover) is not its word (it was handed with a later, unrelated death)."""
-        self.drain(capturing=False)
+        self.drain(capturing=False, limit=PIPE_BYTES)  # (a leftover that floods holds no restart)
         self.said = b""
 
     def last_said(self, exit_code: int | None) -> str:
