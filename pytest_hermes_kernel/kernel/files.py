@@ -255,6 +255,9 @@ class Sink(Protocol):
     def reject(self, path: str, reason: str) -> None:
         """Record an entry (its shown path) the transport found unsafe while fetching (not written)."""
 
+    def discard(self, entry: Entry, path: str, reason: str) -> None:
+        """Remove ``entry``, written, that the transport then learned was not whole; record it rejected."""
+
 
 class Source(Protocol):
     """Where an upload's file contents come from (the host's files, :class:`~.transfer.LocalSource`)."""

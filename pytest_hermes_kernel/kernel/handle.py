@@ -287,7 +287,7 @@ class KernelHandle:
             self._runtime.worker_pid = reply.worker_pid
         if reply is not None and reply.not_run:  # the worker had died between cells; one fresh (started for this
             self._life.advance(S.WORKER_DEAD)  # cell) died before it: a next would too (its cwd gone): died, no loop
-            self.mark_lost(lost := Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed, reply.note))
+            self.mark_lost(lost := Loss.between_cells(reply.exit_code, reply.signal, reply.oom_killed, clean(reply.note, self._secrets)))
             return died_unrun(self.info(**lost.info_fields())) if fresh else self._run(code, budget_s, self._prepare(), cancel, True)
         return _judge(self, outcome, loss, intent, cell)
 

@@ -55,7 +55,12 @@ def download(files: KernelFiles, kernel_path: str | os.PathLike[str], local_path
     :raises TransferTooLargeError: if it is over ``max_bytes``; nothing is left behind.
     """
     parts = kernel_parts(kernel_path)
-    plan = plan_tree(files.list_tree(parts), "/".join(parts), max_bytes)
+    try:
+        listed = files.list_tree(parts)
+    except RecursionError:  # a walk on the host (SFTP's): a named error, not the interpreter's traceback
+        shown, why = "/".join(parts), "is nested too deeply to copy (about 1000 directories)"
+        raise FileTransferError(f"{shown} {why}", path=shown, problem=why) from None
+    plan = plan_tree(listed, "/".join(parts), max_bytes)
     _file_to_a_dir_name(plan, local_path, "/".join(parts))
     with Staging(Path(local_path), max_bytes, plan.top.kind) as staging:
         staging.make_dirs(plan)
@@ -284,6 +289,12 @@ class Staging:
     def reject(self, path: str, reason: str) -> None:
         """Record an entry found unsafe while fetching (nothing of it is written)."""
         self.rejected.append(RejectedEntry(path, reason))
+
+    def discard(self, entry: Entry, path: str, reason: str) -> None:
+        """Remove a file written here that was not whole after all (docker's archiver padded it); reject it."""
+        os.unlink(self.path(entry.parts))
+        self.files -= 1
+        self.reject(path, reason)
 
     def commit(self, plan: Plan) -> None:
         """Give every entry its safe mode (directories last, deepest first) and rename the tree

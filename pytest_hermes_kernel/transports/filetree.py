@@ -129,7 +129,10 @@ def list_tree(wd: str, parts: List[str]) -> List[List[Any]]:
         found = [[[], kind_of(st.st_mode), st.st_size, st.st_mode, st.st_nlink]]
         if stat.S_ISDIR(st.st_mode):
             top = _open_dir(parent, parts[-1], "/".join(parts))
-            found += _walk(top, [])
+            try:
+                found += _walk(top, [])
+            except RecursionError:  # (a traceback on local, "no answer" from a container)
+                raise refused("/".join(parts), "is nested too deeply to copy (about 1000 directories)", errno.ELOOP) from None
     finally:
         os.close(parent)
     return found

@@ -26,6 +26,9 @@ class Pipes:
 
     def reset(self) -> None: ...
 
+    def last_said(self, exit_code: int | None) -> str:
+        return ""
+
     def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
         return dict(COUNTS), (b"", b"", b"", b"")
 

@@ -19,6 +19,9 @@ F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20
 #: How the runner's own lines on a worker's stderr begin (a worker that cannot start says why).
 RUNNER_SAYS = b"hermes-kernel runner: "
+#: The exit code of a worker that could not start (``worker.START_FAILED``): only with it is a
+#: line that begins :data:`RUNNER_SAYS` the worker's own (a cell's leftover can write one too).
+START_FAILED = 70
 
 
 class BoundedCapture:
@@ -80,7 +83,7 @@ class OutputPipes:
         self.out = BoundedCapture(cap)
         self.err = BoundedCapture(cap)
         self.stray = {self.out_r: 0, self.err_r: 0}  # bytes read while no cell ran, since the last take()
-        self.said = b""  # the runner's own last line among them (a worker that could not start: why)
+        self.said = b""  # the runner's own last line among them since the worker was forked (:meth:`new_worker`)
         for fd in (self.out_r, self.err_r):
             set_nonblocking(fd)
             try:
@@ -133,11 +136,18 @@ class OutputPipes:
                 else:
                     self._stray(fd, data)
 
-    def last_said(self) -> str:
+    def new_worker(self) -> None:
+        """A worker is forked now: what was said before (by an earlier worker, or a cell's
+        leftover) is not its word (it was handed with a later, unrelated death)."""
+        self.drain(capturing=False, limit=PIPE_BYTES)  # (a leftover that floods holds no restart)
+        self.said = b""
+
+    def last_said(self, exit_code: int | None) -> str:
         """The runner's own last line in the output no cell took (the pipes drained first): why a
-        worker that died between cells could not start; ``""`` for none."""
+        worker that died between cells could not start; ``""`` for none, and for a worker that
+        did not exit as a failed start does (a line a cell's leftover wrote, then ended it)."""
         self.drain(capturing=False)
-        return self.said.decode("utf-8", "replace")
+        return self.said.decode("utf-8", "replace") if exit_code == START_FAILED else ""
 
     def _stray(self, fd: int, data: bytes) -> None:
         self.stray[fd] += len(data)

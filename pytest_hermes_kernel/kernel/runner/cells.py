@@ -150,8 +150,8 @@ class CellBook:
             outcome["oom_counter"] = after
             if self.kill_note:  # (its SIGKILL was the runner's: no OOM killer, no kill from outside)
                 outcome["note"] = self.kill_note
-            elif self.pipes.said:  # it could not start (its cwd removed), and said so before the cell came
-                outcome["note"] = self.pipes.said.decode("utf-8", "replace")
+            elif said := self.pipes.last_said(code):  # it could not start (its cwd removed), said so before the cell
+                outcome["note"] = said
         self.exiting, self.kill_note = None, None
         return outcome
 

@@ -94,8 +94,8 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------ worker
     def start_worker(self) -> int:
-        """Fork a fresh worker (see :meth:`.WorkerProcess.start`); return its pid. Its memory
-        cgroup's OOM counter is opened now, so a runner holds the same fds before and after cells."""
+        """Fork a fresh worker (:meth:`.WorkerProcess.start`); its pid. Its OOM counter is opened now (same fds after cells)."""
+        self.pipes.new_worker()  # what was said before is not its word
         pid = self.worker.start(self._close_in_child)
         self.cells.oom_count()
         return pid
@@ -168,7 +168,7 @@ class Supervisor:
         if self.worker.pid is None:
             code, sig = self.worker.exit or (None, None)
             self.link.reply({"type": "result", "id": msg["id"], "status": "died", "not_run": True,
-                             "exit_code": code, "signal": sig, "note": self.pipes.last_said()})
+                             "exit_code": code, "signal": sig, "note": self.pipes.last_said(code)})
             return
         self.worker.send(self.cells.begin(msg))  # a dying worker: SIGCHLD finishes the cell
 

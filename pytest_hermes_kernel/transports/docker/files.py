@@ -55,19 +55,23 @@ class DockerFiles(RequestFiles):
     :param container_id: the kernel's container.
     :param workdir: the working dir inside the container.
     :param owner: uid and gid of the container's user (what the uploaded entries are owned by).
+    :param python: the interpreter the requests and the archive run with: the kernel's.
     """
 
-    def __init__(self, transport: DockerTransport, container_id: str, workdir: str, owner: tuple[int, int]) -> None:
+    def __init__(self, transport: DockerTransport, container_id: str, workdir: str, owner: tuple[int, int],
+                 python: str = "python3") -> None:
         super().__init__(workdir)
         self.transport = transport
         self.container_id = container_id
         self.owner = owner
+        self.python = python
 
     def request(self, op: str, parts: tuple[str, ...], *, user: str = "", **args: Any) -> dict[str, Any] | None:
         request = json.dumps({"op": op, "wd": self.workdir, "parts": list(parts), **args})
         # as the kernel's user ("": the image's), like the cells: root would write files they cannot touch
         with self.engine("/".join(parts)):
-            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user)
+            _code, out = self.transport.run_script(self.container_id, filetree.shipped_source(), request, user=user,
+                                                   python=self.python)
         return filetree.parse_result(out.decode("utf-8", "replace"))
 
     @contextmanager
@@ -104,7 +108,7 @@ class DockerFiles(RequestFiles):
         """
         shown = "/".join(parts)
         with self.engine(shown):  # as the kernel's user ("": the image's), as the listing ran
-            stream = self.transport.open_exec(self.container_id, [self.transport.python, "-I", "-c", ARCHIVE_SCRIPT,
+            stream = self.transport.open_exec(self.container_id, [self.python, "-I", "-c", ARCHIVE_SCRIPT,
                                                                   self.path(parts)], user="")
         return _archive_chunks(self, shown, stream)
 
@@ -126,18 +130,30 @@ class DockerFiles(RequestFiles):
                        reported: set[str], sink: Sink) -> None:
         """Write the archive's planned files to ``sink`` (``planned`` loses each one it met)."""
         shown = "/".join(parts)
-        with tarfile.open(fileobj=_ChunkReader(self.archive(parts)), mode="r|") as tar:
-            for member in tar:
-                rel, problem = _member_parts(member.name, parts[-1])
-                path = member.name if rel is None else shown_path(shown, rel)
-                if path in reported:
-                    continue
-                entry = None if rel is None else planned.pop(rel, None)
-                problem = problem or _member_problem(member, entry, rel in accepted)
-                if problem:
-                    sink.reject(path, problem)
-                elif entry is not None:
-                    sink.write(entry, _member_chunks(tar, member))
+        chunks = self.archive(parts)
+        try:
+            with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|") as tar:
+                written: tuple[str, Entry] | None = None
+                for member in tar:
+                    rel, problem = _member_parts(member.name, parts[-1])
+                    path = member.name if rel is None else shown_path(shown, rel)
+                    if SHORT_MARK in member.pax_headers:  # the file before it shrank as it was read: padded
+                        if written is not None and written[0] == path:
+                            sink.discard(written[1], path, f"changed during the copy (shorter: {member.pax_headers[SHORT_MARK]} "
+                                                           "bytes of it were read): not copied")
+                        continue
+                    written = None
+                    if path in reported:
+                        continue
+                    entry = None if rel is None else planned.pop(rel, None)
+                    problem = problem or _member_problem(member, entry, rel in accepted)
+                    if problem:
+                        sink.reject(path, problem)
+                    elif entry is not None:
+                        sink.write(entry, _member_chunks(tar, member))
+                        written = (path, entry)
+        finally:  # an error (too large, a local write) ends the archive's exec now, not once the error is dropped
+            getattr(chunks, "close", lambda: None)()
 
     def write_tree(self, parts: tuple[str, ...], temp: str, plan: Plan, source: Source) -> None:
         uid, gid = self.owner
@@ -170,6 +186,9 @@ def plain_tar(buf: Any, top: str, plan: Plan, source: Source, uid: int, gid: int
                 content.close()
 
 
+#: The pax key of :data:`ARCHIVE_SCRIPT`'s mark after a file that shrank as it was read (its
+#: member padded with zeros to the size its header said): how many of its bytes were read.
+SHORT_MARK = "HERMES.short"
 #: Exit status of :data:`ARCHIVE_SCRIPT` when the path does not exist; any other but 0: it failed
 #: mid-file (the archive is cut there).
 ARCHIVE_MISSING = 3
@@ -178,14 +197,30 @@ ARCHIVE_MISSING = 3
 #: (``O_NOFOLLOW``, and ``O_NONBLOCK``: a FIFO swapped in meanwhile never blocks it) and archived as
 #: the opened file is; what cannot be read is left out and named on stderr. Python 3.8+.
 ARCHIVE_SCRIPT = r"""
-import os, stat, sys, tarfile
+import io, os, stat, sys, tarfile
 tarfile.pwd = tarfile.grp = None  # no user and group names looked up per entry: the host reads none
+SMALL = 1 << 20
+class Exact:  # a file read as exactly n bytes: zeros after an early end (it shrank), marked after it
+    def __init__(self, fh, n):
+        self.fh, self.left, self.got = fh, n, 0
+    def read(self, size):
+        data = self.fh.read(min(size, self.left))
+        self.got += len(data)
+        data += bytes(min(size, self.left) - len(data))
+        self.left -= len(data)
+        return data
 def add(tar, path, name):
     try:
         st = os.lstat(path)
         if stat.S_ISREG(st.st_mode):
             fh = os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb")
             info = tar.gettarinfo(arcname=name, fileobj=fh)
+            if info.isreg() and info.size <= SMALL:  # read whole, archived as read: one rewritten meanwhile
+                data = fh.read(SMALL + 1)  # (truncated, then written) never cuts the archive short
+                fh.seek(0)
+                if len(data) <= SMALL:
+                    fh.close()
+                    fh, info.size = io.BytesIO(data), len(data)
         else:
             fh, info = None, tar.gettarinfo(path, arcname=name)
     except OSError as exc:
@@ -194,7 +229,12 @@ def add(tar, path, name):
     try:
         if info is not None and (fh is None or info.isreg()):
             info.mtime = int(info.mtime)  # a float one costs every member a pax header
-            tar.addfile(info, fh)
+            body = fh if fh is None or isinstance(fh, io.BytesIO) else Exact(fh, info.size)
+            tar.addfile(info, body)
+            if isinstance(body, Exact) and body.got < info.size:  # the host drops the padded file
+                mark = tarfile.TarInfo(name)
+                mark.pax_headers = {"HERMES.short": str(body.got)}
+                tar.addfile(mark)
     except OSError as exc:
         sys.stderr.write("%s: %s (the archive is cut here)\n" % (name, exc.strerror or exc))
         sys.exit(4)
@@ -218,15 +258,20 @@ with tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMA
 """
 #: Seconds to wait for the engine to report an archive exec's exit after its output ended.
 ARCHIVE_EXIT_WAIT_S = 5.0
+#: Seconds the archive may send no byte before the download gives up (its process stopped: it
+#: runs as the kernel's user, whose leftover can SIGSTOP it; a read that hangs). ``None``: the
+#: engine client's timeout (60 s), what each read of ``get_archive`` had.
+ARCHIVE_STALL_S: float | None = None
 
 
 def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) -> Iterator[bytes]:
     """The archive exec's stdout, then its exit checked; a drop of the engine mid-way as the
     error naming ``shown``."""
+    stall = ARCHIVE_STALL_S or files.transport.api.timeout or 60.0
     with files.engine(shown):
         try:
             stream.shutdown_write()
-            while chunk := stream.recv(None):
+            while chunk := _next_chunk(stream, shown, stall):
                 yield chunk
             code = _exit_code(files, stream.exec_id)
         finally:
@@ -238,6 +283,15 @@ def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) ->
         why = stream.stderr_text().strip() or (f"exit code {code}" if code is not None else "its container stopped")
         raise FileTransferError(f"{shown}: the archive could not be made in the container ({why}); nothing was kept",
                                 path=shown, problem="damaged archive")
+
+
+def _next_chunk(stream: DockerExecStream, shown: str, stall: float) -> bytes:
+    try:
+        return stream.recv(stall)
+    except TimeoutError:  # (it waited for good: a cell's leftover had SIGSTOPped the archiver)
+        raise FileTransferError(f"{shown}: no byte of the archive came from the container for {stall:g} s (its "
+                                "process stopped, or a read hangs); nothing was kept", path=shown,
+                                problem="archive stalled") from None
 
 
 def _exit_code(files: DockerFiles, exec_id: str) -> int | None:
@@ -265,8 +319,9 @@ def _member_problem(member: tarfile.TarInfo, entry: Entry | None, listed: bool) 
     """Why a member (whose name is safe) is not written; ``None`` to write it (or skip a directory)."""
     if member.issym() or member.islnk():
         return f"a {'symlink' if member.issym() else 'hard link'} in the archive (to {member.linkname!r}): not copied"
-    if member.isdir():
-        return None if listed else "a directory the listing did not have: not copied"
+    if member.isdir():  # (a listed file that is a directory now: written, it was an empty file)
+        return "a directory now, a file when listed: not copied" if entry is not None else \
+            None if listed else "a directory the listing did not have: not copied"
     if member.type not in _REGULAR:
         return "a FIFO or device in the archive: not copied"
     if entry is None:

@@ -154,10 +154,10 @@ class DockerTransport(Transport):
         return self.hosts.probe(run) if probe else run(self.api)
 
     def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
-                   probe: bool = False) -> tuple[int | None, bytes]:
+                   probe: bool = False, python: str | None = None) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
-        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
-        code, out, _err = self._run(container_id, [self.python, "-I", "-c", script, *args], user=user, probe=probe)
+        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`; ``python``: a kernel's own."""
+        code, out, _err = self._run(container_id, [python or self.python, "-I", "-c", script, *args], user=user, probe=probe)
         return code, out
 
     def open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
@@ -349,7 +349,7 @@ class DockerTransport(Transport):
     def files(self, launched: Launched, workdir: str) -> DockerFiles:
         """The kernel's files (:class:`~.files.DockerFiles`); a ``cwd=`` symlink is not followed: archives are read as root."""
         cid = launched.extra["container"]  # (followed, a cell's swap of it for a link to /etc gave the host /etc/shadow)
-        return DockerFiles(self, cid, workdir.rstrip("/") or "/", container_owner(self, cid))
+        return DockerFiles(self, cid, workdir.rstrip("/") or "/", container_owner(self, cid), launched.extra.get("python") or self.python)
 
     def describe(self) -> str:
         limits = "".join([f", mem {self.mem_limit_bytes} B" if self.mem_limit_bytes else "",
