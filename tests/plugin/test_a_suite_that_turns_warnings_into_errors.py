@@ -8,9 +8,13 @@ status and that nothing of the kind was printed, anywhere in its output.
 
 from __future__ import annotations
 
+import re
+import shutil
+import tempfile
+
 import pytest
 
-from tests.support import output_of
+from tests.support import all_gone, kill_quietly, output_of, wait_until
 
 STRICT = ("-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning")
 NOISE = ("ResourceWarning", "PytestUnraisableExceptionWarning", "Exception ignored", "Traceback")
@@ -44,3 +48,44 @@ def test_a_local_kernel_the_leak_check_ended_leaves_no_unclosed_socket_to_turn_t
     result.assert_outcomes(passed=2, warnings=1)  # the HermesLeakWarning: the user's own leak
     assert "HermesLeakWarning" in text
     assert not [word for word in NOISE if word in text], text
+
+
+FILECELL_KERNEL_LEFT_ON_PURPOSE = """
+import os
+import pytest
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+KEPT = []
+
+@pytest.mark.hermes_allow_leaks("the conversation's kernel outlives the test, as filecell's do")
+def test_a():
+    kernel = start_kernel(make_transport("filecell", root=os.environ["FILECELL_ROOT"]))
+    print("PIDS", kernel.execute("import os; os.getppid(), os.getpid()").value)
+    KEPT.append(kernel)
+"""
+
+
+def test_a_filecell_kernel_that_outlives_the_run_leaves_no_running_subprocess_warning(pytester, run, monkeypatch):
+    """The subreaper that reaps a filecell kernel's runner lives as long as the kernel, past the
+    run by design (its orphan timer); its ``Popen`` collected at interpreter exit printed
+    ``ResourceWarning: subprocess N is still running`` (under ``-X dev``: ``Exception ignored in:
+    <function Popen.__del__ ...>`` and a traceback) after the run's last line."""
+    pytester.makepyfile(test_left=FILECELL_KERNEL_LEFT_ON_PURPOSE)
+    root = tempfile.mkdtemp(prefix="hfc-")  # short: the kernel's socket lives below it
+    monkeypatch.setenv("FILECELL_ROOT", root)
+    monkeypatch.setenv("PYTHONWARNINGS", "error::ResourceWarning")  # the interpreter's exit too, not only pytest's
+    pids: list[int] = []
+    try:
+        result = run(*STRICT, "-q", "-s")
+        text = output_of(result)
+        found = re.search(r"PIDS \((\d+), (\d+)\)", text)
+        pids = [int(found[1]), int(found[2])] if found else []
+        assert result.ret == 0, text
+        result.assert_outcomes(passed=1)
+        assert pids and not all_gone(pids), f"the kernel should outlive the run here:\n{text}"
+        assert not [word for word in NOISE if word in text], text
+    finally:
+        kill_quietly(pids)
+        wait_until(lambda: all_gone(pids), 10.0, what="the left kernel's runner and worker to end")
+        shutil.rmtree(root, ignore_errors=True)
