@@ -14,6 +14,7 @@ import tempfile
 
 import pytest
 
+from tests.plugin.test_keep_failed import FAILING_TEST, hermes, kept_env, kept_kernel  # noqa: F401 (a fixture)
 from tests.support import all_gone, kill_quietly, output_of, wait_until
 
 STRICT = ("-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning")
@@ -89,3 +90,22 @@ def test_a_filecell_kernel_that_outlives_the_run_leaves_no_running_subprocess_wa
         kill_quietly(pids)
         wait_until(lambda: all_gone(pids), 10.0, what="the left kernel's runner and worker to end")
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_cli_on_a_kept_kernel_whose_worker_died_leaves_no_unclosed_socket(pytester, run, kept_env, monkeypatch):
+    """``hermes-kernel exec`` on a kept kernel whose worker had ended said so and left its connection
+    to the kept runner open: under ``python -X dev`` (or ``PYTHONWARNINGS=error::ResourceWarning``) its
+    stderr ended ``sys:1: ResourceWarning: unclosed <socket.socket ... raddr=.../kept.sock>``."""
+    pytester.makepyfile(test_keep=FAILING_TEST)
+    run("--hermes-keep-failed").assert_outcomes(failed=1)
+    kid, _ = kept_kernel(pytester)
+    monkeypatch.setenv("PYTHONDEVMODE", "1")  # the CLI's interpreter: its exit shows what was left unclosed
+    died = hermes("exec", kid, "import os; os._exit(4)")
+    assert died.returncode == 1 and "exited with code 4" in died.stderr, died.stderr
+
+    after = hermes("exec", kid, "evidence")
+
+    assert after.returncode == 1 and after.stdout == "", after.stdout
+    assert after.stderr.startswith(f"[kernel {kid}: the kept kernel's worker had ended before this attach"), after.stderr
+    assert after.stderr.count("\n") == 1 and "ResourceWarning" not in after.stderr, after.stderr
+    assert kid in hermes("ls", "--ids").stdout.split()  # still kept: the command only left it
