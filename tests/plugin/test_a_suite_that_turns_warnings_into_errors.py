@@ -109,3 +109,33 @@ def test_the_cli_on_a_kept_kernel_whose_worker_died_leaves_no_unclosed_socket(py
     assert after.stderr.startswith(f"[kernel {kid}: the kept kernel's worker had ended before this attach"), after.stderr
     assert after.stderr.count("\n") == 1 and "ResourceWarning" not in after.stderr, after.stderr
     assert kid in hermes("ls", "--ids").stdout.split()  # still kept: the command only left it
+
+
+LEAKY = """
+import subprocess
+
+def test_y(hermes_kernel):
+    hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
+"""
+
+
+def test_the_readmes_filter_line_keeps_the_leak_warning_a_warning_under_filterwarnings_error(pytester, run):
+    """README, Troubleshooting, "Warnings turned into errors": the message it quotes, and its line."""
+    from tests.docs.test_readme_text import section
+
+    entry = section("Troubleshooting").split("\n### Warnings turned into errors\n", 1)[1].split("\n### ", 1)[0]
+    (quoted,), (config,) = re.findall(r"```text\n(.*?)```", entry, re.S), re.findall(r"```toml\n(.*?)```", entry, re.S)
+    pytester.makepyfile(test_x=LEAKY)
+    pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nfilterwarnings = ["error"]\n')
+
+    strict = run("-q")
+
+    assert strict.ret == 1, output_of(strict)
+    strict.stdout.fnmatch_lines([line.replace("[", "[[]").replace("...", "*") for line in quoted.strip().splitlines()])
+    pytester.makefile(".toml", pyproject=config)
+
+    kept_a_warning = run("-q")
+
+    assert kept_a_warning.ret == 0, output_of(kept_a_warning)
+    kept_a_warning.assert_outcomes(passed=1, warnings=1)
+    kept_a_warning.stdout.fnmatch_lines(["*leaks only warned of: 1 test (test_x.py::test_y[[]local[]])*"])
