@@ -51,6 +51,42 @@ def test_a_local_kernel_the_leak_check_ended_leaves_no_unclosed_socket_to_turn_t
     assert not [word for word in NOISE if word in text], text
 
 
+SPAWNED_KERNELS_DROPPED = """
+import pytest
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+@pytest.mark.hermes_allow_leaks("dropped unclosed on purpose: its lease ends it")
+def test_a():
+    start_kernel(make_transport("local", server=False)).execute("1")
+
+@pytest.fixture(scope="session")
+def shared():
+    yield start_kernel(make_transport("local", server=False))  # never shut down: the leak check ends it
+
+def test_b(shared):
+    shared.execute("b = 1")
+
+def test_c(shared):
+    assert shared.execute("b").value == "1"
+"""
+
+
+def test_a_spawned_local_kernel_dropped_unclosed_leaves_no_running_subprocess_warning(pytester, run):
+    """On the spawn path (``server=False``) the runner is this process's child: its ``Popen``,
+    collected with the dropped handle while the runner still ran (its lease had just closed), warned
+    ``subprocess N is still running``: the test that dropped it failed (``1 failed, 1 passed, 1
+    warning, 1 error``); a session fixture's, at pytest's unconfigure, was a traceback and exit status 1."""
+    pytester.makepyfile(test_spawned=SPAWNED_KERNELS_DROPPED)
+
+    result = run(*STRICT, "-q")
+
+    text = output_of(result)
+    assert result.ret == 0, text
+    result.assert_outcomes(passed=3, warnings=1)  # the session kernel's HermesLeakWarning
+    assert not [word for word in NOISE if word in text], text
+
+
 FILECELL_KERNEL_LEFT_ON_PURPOSE = """
 import os
 import pytest
