@@ -87,6 +87,46 @@ def test_a_spawned_local_kernel_dropped_unclosed_leaves_no_running_subprocess_wa
     assert not [word for word in NOISE if word in text], text
 
 
+DOCKER_KERNELS_DROPPED = """
+import pytest
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+@pytest.mark.hermes_allow_leaks("dropped unclosed on purpose: its orphan timer ends it")
+def test_a():
+    transport = make_transport("docker", server=False)
+    start_kernel(transport).execute("1")
+    transport.close()
+
+@pytest.fixture(scope="session")
+def shared():
+    yield start_kernel("docker")  # never shut down: the leak check ends it
+
+def test_b(shared):
+    shared.execute("b = 1")
+
+def test_c(shared):
+    assert shared.execute("b").value == "1"
+"""
+
+
+@pytest.mark.usefixtures("docker_ready")
+def test_docker_kernels_dropped_unclosed_leave_no_unclosed_exec_socket(pytester, run):
+    """A docker kernel's exec stream (docker-py's socket and the HTTP response it keeps on it),
+    dropped with a handle nobody shut down, was left to pytest's final garbage collection:
+    ``ResourceWarning: unclosed <socket.socket ... raddr=/var/run/docker.sock>`` and
+    ``Exception ignored in: <urllib3.response.HTTPResponse ...>`` as an ``ExceptionGroup``
+    traceback, exit status 1 below ``3 passed, 1 warning``."""
+    pytester.makepyfile(test_dropped=DOCKER_KERNELS_DROPPED)
+
+    result = run(*STRICT, "-q")
+
+    text = output_of(result)
+    assert result.ret == 0, text
+    result.assert_outcomes(passed=3, warnings=1)  # the session kernel's HermesLeakWarning
+    assert not [word for word in NOISE if word in text], text
+
+
 FILECELL_KERNEL_LEFT_ON_PURPOSE = """
 import os
 import pytest
