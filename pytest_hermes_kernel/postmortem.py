@@ -1,15 +1,13 @@
-"""Kernels kept for post-mortem, from a later process: ``hermes-kernel ls``, ``attach``, ``exec``,
-``sweep --kept``.
+"""Kernels kept for post-mortem, from a later process: ``hermes-kernel ls``, ``attach``, ``exec``, ``sweep --kept``.
 
-A kept kernel (``--hermes-keep-failed``, :mod:`pytest_hermes_kernel.plugin.keep`) runs on after
-pytest exited, listening where its record (:mod:`~pytest_hermes_kernel.containers.kept`) says.
-Each command here reads the record, makes a transport of the record's name and re-attaches to
-the runner through it (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.attach_kept` and
-:func:`~pytest_hermes_kernel.kernel.handle.attach_kept`: the ``attach`` frame with the kernel's
-token, as after a dropped stream). Leaving keeps the kernel (its TTL starts again: the runner's
-orphan timer); ``sweep --kept`` ends it through the same channel (request -> SIGTERM -> SIGKILL)
-and then removes the containers (docker) that no kept kernel is left in.
-Cells run with no budget and ``auto_restart`` off: a command never starts a kernel of its own.
+A kept kernel (``--hermes-keep-failed``, :mod:`pytest_hermes_kernel.plugin.keep`) runs on after pytest exited,
+listening where its record (:mod:`~pytest_hermes_kernel.containers.kept`) says. Each command here reads the record,
+makes a transport of the record's name and re-attaches to the runner through it
+(:meth:`~pytest_hermes_kernel.kernel.contract.Transport.attach_kept` and
+:func:`~pytest_hermes_kernel.kernel.handle.attach_kept`: the ``attach`` frame with the kernel's token, as after a
+dropped stream). Leaving keeps the kernel (its TTL starts again: the runner's orphan timer); ``sweep --kept`` ends
+it through the same channel (request -> SIGTERM -> SIGKILL) and then removes the containers (docker) that no kept
+kernel is left in. Cells run with no budget and ``auto_restart`` off: a command never starts a kernel of its own.
 """
 
 from __future__ import annotations
@@ -67,6 +65,8 @@ def _attached_through(transport: Transport, record: KeptKernel) -> Iterator[Kern
             if handle.alive:
                 handle.keep(record.ttl_s)
                 save(record.detached_now())
+            elif (link := handle._runtime.link) is not None:  # its worker had ended: left kept as it is, the
+                link.detach()  # connection closed (it was left open: an unclosed socket at the command's exit)
     finally:
         transport.close()
 

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -295,6 +296,9 @@ class SpawnedRunner:
 
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
+        # A handle dropped unshut (its lease ends the runner an instant later): let go as disown() does.
+        # Its Popen warned "subprocess N is still running", an error at pytest's end under -W error.
+        weakref.finalize(self, _let_go, proc).atexit = False
 
     def wait(self, timeout: float) -> bool:
         """True when the runner has exited within ``timeout`` seconds (``0``: just look)."""
@@ -322,9 +326,14 @@ class SpawnedRunner:
         """A kept kernel's runner outlives our hold: its ``Popen`` must not warn when collected
         (``Popen.__del__`` checks ``_child_created``, CPython 3.8-3.13); a daemon thread reaps it
         once it ends (TTL, ``sweep --kept``), never a zombie child for this process's life."""
-        self.proc._child_created = False  # type: ignore[attr-defined]
-        threading.Thread(target=self.proc.wait, name=f"hermes-shared reaper of kept runner {self.proc.pid}",
-                         daemon=True).start()
+        _let_go(self.proc)
+
+
+def _let_go(proc: subprocess.Popen[bytes]) -> None:
+    """See :meth:`SpawnedRunner.disown` (once: a disowned runner's finalizer finds it let go)."""
+    if proc._child_created and proc.poll() is None:  # type: ignore[attr-defined]
+        proc._child_created = False  # type: ignore[attr-defined]
+        threading.Thread(target=proc.wait, name=f"hermes-shared reaper of runner {proc.pid}", daemon=True).start()
 
 
 class ForkedRunner:

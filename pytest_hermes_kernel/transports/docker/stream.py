@@ -16,6 +16,7 @@ import collections
 import select
 import socket
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,9 @@ class DockerExecStream:
         self._last_heard = self._last_probe = time.monotonic()
         self.ended_because: str | None = None
         self.exec_id = ""  # the exec this stream belongs to (set by whoever started it)
+        # Dropped unclosed (a handle nobody shut down): closed as close() does, not left to a garbage
+        # collection, where its socket and HTTP response warned (a traceback at pytest's end under -W error).
+        weakref.finalize(self, close_exec_socket, hijacked).atexit = False
 
     # ------------------------------------------------------------------------------ ByteStream
     def send(self, data: bytes) -> None:

@@ -145,6 +145,10 @@ class LocalShellBackend:
                                     start_new_session=True, env=self.env)
         finally:
             os.close(status_w)
+        # It lives as long as its kernel, past this process by design (the orphan timer): its Popen
+        # must not warn "subprocess N is still running" when collected at exit (Popen.__del__ checks
+        # _child_created, CPython 3.8-3.13); _collect_subreapers reaps it once it ended.
+        proc._child_created = False  # type: ignore[attr-defined]
         with _SUBREAPERS_LOCK:
             _SUBREAPERS.append(proc)
         try:
