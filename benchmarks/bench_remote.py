@@ -51,7 +51,7 @@ def starts(transport, n: int) -> list[float]:
 
 
 def docker_echo_floor(transport, cells: int) -> list[float]:
-    stream = transport._open_exec(transport.shared_container(), ["cat"])
+    stream = transport.open_exec(transport.shared_container(), ["cat"])
     times = []
     try:
         for i in range(cells + 200):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import shlex
 import os
 import statistics
 import sys
@@ -166,9 +167,11 @@ def measure(run_cell: Any, counter: Counting, cells: int, warmup: int,
 
 
 def execute_floor(backend: ExecuteBackend, n: int = 50) -> dict[str, float]:
-    """One execute of ``sh -c true``, and of a Python that imports what the client imports."""
+    """One execute of ``sh -c true``, and of a Python that imports what the client imports (this
+    interpreter, by its path: the transport's polls run the one the launch resolved, no shim)."""
     out = {}
-    imports = "exec python3 -I -S -B -c 'import json, os, select, socket, struct, sys, time'"
+    imports = (f"exec {shlex.quote(sys.executable)} -I -S -B -c "
+               "'import _json, _socket, binascii, fcntl, os, select, struct, sys, time'")
     for name, cmd in (("sh_true_ms", "true"), ("python_client_imports_ms", imports)):
         times = []
         for _ in range(n):
