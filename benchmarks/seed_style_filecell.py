@@ -20,8 +20,8 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import shlex
 import os
+import shlex
 import statistics
 import sys
 import threading
