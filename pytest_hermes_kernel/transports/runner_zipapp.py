@@ -125,8 +125,10 @@ def slim_source(source: bytes) -> bytes:
 
 #: Compiles stdin (``argv[1]``: its file name) to marshalled code on stdout; run by this interpreter
 #: with ``-X no_debug_ranges`` (see :func:`_marshalled`).
-_COMPILE_SCRIPT = ("import marshal, sys; sys.stdout.buffer.write(marshal.dumps(compile(sys.stdin.buffer.read(), "
-                   "sys.argv[1], 'exec', dont_inherit=True)))")
+#: Its output starts with its bytecode's magic number: a ``sys.executable`` of another version (an
+#: embedded interpreter's, found on ``PATH``) or no Python at all is not taken at its word.
+_COMPILE_SCRIPT = ("import marshal, sys; from importlib.util import MAGIC_NUMBER; sys.stdout.buffer.write(MAGIC_NUMBER + "
+                   "marshal.dumps(compile(sys.stdin.buffer.read(), sys.argv[1], 'exec', dont_inherit=True)))")
 
 
 def _pyc(source: bytes, arcname: str, flavour: RunnerFlavour = "compiled") -> bytes:
@@ -140,13 +142,15 @@ def _marshalled(source: bytes, arcname: str, flavour: RunnerFlavour) -> bytes:
     where this interpreter keeps them (3.11+: a table per instruction, 2.4 of the client's 8.1 KB
     compressed): compiled by this interpreter started with ``-X no_debug_ranges`` (the flag is
     fixed at start). Its tracebacks name lines, as before 3.11, not columns. Where that cannot
-    run, compiled here, with them."""
+    run, or is not this version's Python (its magic number differs), compiled here, with them."""
     if flavour == "compact" and sys.executable:
         try:
             done = subprocess.run([sys.executable, "-I", "-X", "no_debug_ranges", "-c", _COMPILE_SCRIPT, arcname],
                                   input=source, capture_output=True, timeout=60, check=True)
-            return done.stdout
-        except (OSError, subprocess.SubprocessError):
+            magic, code = done.stdout[:4], done.stdout[4:]
+            if magic == importlib.util.MAGIC_NUMBER and isinstance(marshal.loads(code), type(_members.__code__)):
+                return code
+        except (OSError, subprocess.SubprocessError, ValueError, EOFError, TypeError):
             pass
     return marshal.dumps(compile(source, arcname, "exec", dont_inherit=True))
 

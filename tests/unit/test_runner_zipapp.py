@@ -253,3 +253,41 @@ def test_the_runner_file_is_private_and_never_written_over_a_planted_file(tmp_pa
     with pytest.raises(FileExistsError):
         write_runner(str(other), app)
     assert not (tmp_path / "elsewhere").exists()
+
+
+def _another_python() -> str | None:
+    """A Python of another minor version than this one (pyenv's, or ``python3.N`` on ``PATH``)."""
+    found = [str(p) for p in Path.home().glob(".pyenv/versions/3.*/bin/python3")]
+    found += [w for n in range(8, 16) if (w := shutil.which(f"python3.{n}"))]
+    for path in found:
+        out = subprocess.run([path, "-c", "import sys; print(sys.version_info[1])"], capture_output=True, text=True,
+                             timeout=30)
+        if out.returncode == 0 and out.stdout.strip() not in ("", str(sys.version_info[1])):
+            return path
+    return None
+
+
+@pytest.mark.parametrize("executable", ["another-python", "a-program-that-says-nothing"])
+def test_a_compact_file_built_where_sys_executable_is_no_python_of_this_version_runs(
+        executable: str, sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embedded interpreter's ``sys.executable`` may be its application, or the ``python3`` on
+    ``PATH`` of another version: the compact file's bytecode, compiled by running it, carried this
+    interpreter's magic number over that one's code (``bad marshal data``, or a segfault, at every
+    filecell poll); now such an answer is dropped and the code compiled here."""
+    if executable == "another-python":
+        program = _another_python()
+        if program is None:
+            pytest.skip("no Python of another version on this machine")
+    else:
+        program = str(tmp_path / "app")
+        Path(program).write_text("#!/bin/sh\ncat >/dev/null\nexit 0\n")
+        os.chmod(program, 0o755)
+    monkeypatch.setattr(sys, "executable", program)
+    app = build_zipapp(sources, flavour="compact")
+    monkeypatch.undo()
+    path = write_runner(str(tmp_path), app)
+
+    out = subprocess.run([*ISOLATED, path, "client", str(tmp_path), scripts.params(wait=[])],
+                         capture_output=True, text=True, timeout=30)
+
+    assert (out.returncode, scripts.parse_client_output(out.stdout).status) == (0, "gone"), out.stderr[-800:]
