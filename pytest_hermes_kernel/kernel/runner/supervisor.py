@@ -59,7 +59,7 @@ class Supervisor:
 
     :param config: the runner config (JSON from stdin): ``max_output_bytes``, ``orphan_timeout``
         (seconds, ``None``: no timer), ``token``, ``exit_grace`` (seconds), ``kernel_id``,
-        ``kernel_dir``/``remove_kernel_dir``, ``oom_counter_file``, ``cgroup_procs``, ``listen``,
+        ``kernel_dir``/``remove_kernel_dir``, ``oom_counter_file``, ``cgroup_procs``, ``cgroup_own``, ``listen``,
         and the kernel's environment for its workers (``env``, ``env_clear``, ``env_unset``: :mod:`.environ`).
     """
 

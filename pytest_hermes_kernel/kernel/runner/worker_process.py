@@ -57,9 +57,9 @@ class WorkerProcess:
         self.exit: WorkerExit | None = None  # of the last worker that ended
         self.generation = 0
         self.oom_file: str | None = config.get("oom_counter_file")
-        #: The counter is a cgroup's of the kernel's own (hermes_oom), not the one its worker was found in
-        #: (a container's or the machine's, which other kernels and processes share).
-        self.oom_file_own = self.oom_file is not None
+        #: The counter is a cgroup's of the kernel's own (hermes_oom's on local; a fresh docker container's,
+        #: ``cgroup_own``), not the one its worker was found in (a container's or the machine's, shared).
+        self.oom_file_own = self.oom_file is not None or bool(config.get("cgroup_own"))
         self.kicks = Kicks()  # due after the last SIGINT (:mod:`.kick`)
         #: Reads the output pipes while :meth:`wait` waits (the supervisor sets it): an exiting
         #: worker's atexit or threads may write more than a pipe holds, and block until it is read.

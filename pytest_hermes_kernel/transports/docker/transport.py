@@ -181,6 +181,8 @@ class DockerTransport(Transport):
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
         refuse_if_paused(self.hosts, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
+        if self.hosts.is_fresh(cid):  # its container's cgroup is this kernel's alone (hermes_oom's limit): no other's OOM kill
+            spec = LaunchSpec(**{**vars(spec), "config": {**spec.config, "cgroup_own": True}})
         kdir = f"{KERNEL_ROOT}/{spec.kernel_id}"
         runner = f"{kdir}/{runner_zipapp().name}"
         self.made_dirs.add(cid, kdir)
