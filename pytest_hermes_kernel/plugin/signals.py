@@ -7,7 +7,8 @@ for the run's life, a first SIGTERM raises :class:`KeyboardInterrupt` in the mai
 reports the run as interrupted and tears down every fixture that was set up (function scope up
 to session), and the session end closes the shared transports. A second SIGTERM kills at once
 (the default comes back with the first; where pytest is pid 1, which the default does not kill, an
-exit with status 143). A handler someone else installed is left alone, and
+exit with status 143, also for a SIGTERM after pytest's end, while its exit hooks run). A handler someone
+else installed is left alone, and
 nothing is installed off the main thread.
 
 On the xdist controller the first SIGTERM is passed on to each worker that has not had one
@@ -119,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _previous_key in config.stash and signal.getsignal(signal.SIGTERM) in (_on_sigterm, _on_second_sigterm,
                                                                                 _on_sigterm_at_the_end, _exit_now):
-        signal.signal(signal.SIGTERM, config.stash[_previous_key] or signal.SIG_DFL)
+        previous = config.stash[_previous_key] or signal.SIG_DFL  # (pid 1, still exiting: the default drops it)
+        signal.signal(signal.SIGTERM, _exit_now if previous == signal.SIG_DFL and os.getpid() == 1 else previous)
     if _controller[:1] == [config]:
         _controller.clear()

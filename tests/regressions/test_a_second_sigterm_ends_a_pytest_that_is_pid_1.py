@@ -56,3 +56,37 @@ def test_a_second_sigterm_ends_the_run_at_once_when_pytest_is_pid_1(tmp_path: Pa
         assert proc.returncode == 128 + signal.SIGTERM, output[-3000:]
     finally:
         namespaced.stop([proc], out / "go")
+
+
+AT_EXIT = namespaced.WAIT_FOR + """
+import atexit
+
+
+def _slow_exit():  # what runs after pytest's end: the kit's exit hook closing transports, a user's own
+    (OUT / "exiting").write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_passes():
+    atexit.register(_slow_exit)
+"""
+
+
+def test_a_sigterm_after_the_run_ended_ends_a_pytest_that_is_pid_1(tmp_path: Path) -> None:
+    """After pytest's end (its SIGTERM handler handed back) a pid 1 still exiting (an exit hook
+    closing the run's containers, slow) dropped every SIGTERM, still running 10 s after one; elsewhere
+    the default kills it at once (exit status 143). As pid 1 it now ends the same way."""
+    out = namespaced.prepare(tmp_path, AT_EXIT)
+    proc = namespaced.start(tmp_path, namespaced.pytest_command("test_inner.py"), KB_OUT=str(out))
+    try:
+        _deadline("the inner run never reached its exit", lambda: (out / "exiting").exists() or proc.poll() is not None,
+                  120)
+        assert (out / "exiting").read_text() == "1", "the inner pytest is not its namespace's pid 1"
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as fh:
+            pytest_pid = int(fh.read().split()[0])
+        os.kill(pytest_pid, signal.SIGTERM)
+        _deadline("the exiting run went on after a SIGTERM", lambda: proc.poll() is not None, 10)
+        output = proc.communicate()[0]
+        assert proc.returncode == 128 + signal.SIGTERM and "1 passed" in output, output[-3000:]
+    finally:
+        namespaced.stop([proc], out / "go")
