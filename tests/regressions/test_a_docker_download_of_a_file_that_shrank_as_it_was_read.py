@@ -18,16 +18,22 @@ from pytest_hermes_kernel.errors import FileTransferError
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
-# the cell's move: once a process has t/big open (the archiver), truncate it to 1 MB
+# the cell's move: once a process has t/big open (the archiver), truncate it to 1 MB; the archiver
+# is held (SIGSTOP) meanwhile, so a loaded machine's late watcher still finds it mid-read (under a
+# full -n 4 run it had read all 64 MB first: the test failed, the code right)
 _TRUNCATE_WHEN_OPEN = r"""
-import os, sys, time
+import os, signal, sys, time
 target, end = os.path.realpath(sys.argv[1]), time.time() + 20
 while time.time() < end:
     for pid in os.listdir('/proc'):
         try:
             fds = ['/proc/%s/fd/%s' % (pid, fd) for fd in os.listdir('/proc/%s/fd' % pid)]
             if pid != str(os.getpid()) and any(os.readlink(fd) == target for fd in fds):
-                os.truncate(target, 1 << 20)
+                os.kill(int(pid), signal.SIGSTOP)
+                try:
+                    os.truncate(target, 1 << 20)
+                finally:
+                    os.kill(int(pid), signal.SIGCONT)
                 sys.exit(0)
         except OSError:
             pass

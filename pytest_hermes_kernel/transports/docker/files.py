@@ -109,7 +109,7 @@ class DockerFiles(RequestFiles):
         shown = "/".join(parts)
         with self.engine(shown):  # as the kernel's user ("": the image's), as the listing ran
             stream = self.transport.open_exec(self.container_id, [self.python, "-I", "-c", ARCHIVE_SCRIPT,
-                                                                  self.path(parts)], user="")
+                                                                  self.path(parts)], user="", stdin=False)
         return _archive_chunks(self, shown, stream)
 
     def fetch(self, parts: tuple[str, ...], plan: Plan, sink: Sink) -> None:
@@ -270,7 +270,6 @@ def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) ->
     stall = ARCHIVE_STALL_S or files.transport.api.timeout or 60.0
     with files.engine(shown):
         try:
-            stream.shutdown_write()
             while chunk := _next_chunk(stream, shown, stall):
                 yield chunk
             code = _exit_code(files, stream.exec_id)

@@ -161,7 +161,7 @@ class DockerTransport(Transport):
         return code, out
 
     def open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
-        exec_id = self.api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True, **options)["Id"]
+        exec_id = self.api.exec_create(container_id, argv, **{"stdin": True, "stdout": True, "stderr": True, **options})["Id"]
         hijacked = self.api.exec_start(exec_id, socket=True)
         stream = DockerExecStream(hijacked, container_running=lambda: self.container_running(container_id))
         stream.exec_id = exec_id
