@@ -11,10 +11,8 @@
   (``--hermes-keep-failed``) are left alone until their TTL ends; ``sweep --kept`` ends them now.
 * ``ls``, ``attach ID``, ``exec ID CODE``: the kernels kept for post-mortem: list them, open a
   console on one (each line a cell), run one cell (exit status 0 when it ended ``ok``).
-  Attaching re-attaches to the kept runner (its locator and token in its record,
-  :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
-  Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep
-  --reused`` removes every one no live run has claimed (with its record and sshd key).
+  Attaching re-attaches to the kept runner (its locator and token in its record, :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
+  Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep --reused`` removes every one no live run has claimed (with its record and sshd key).
 * ``--version``: the installed package's version (from its metadata).
 """
 
@@ -143,6 +141,9 @@ def _check_ssh() -> Check:
     except ImportError as exc:  # missing, or there and failing (a dependency too old for it): quoted then
         return Check("ssh", False, f"{(exc.name or 'paramiko').split('.')[0]} is not installed" if isinstance(
             exc, ModuleNotFoundError) else f"its packages cannot be imported: {exc}", pip_install_extra("ssh"))
+    from .transports.ssh.targets import doctor_targets  # paramiko is there: imported above
+    if (targets := doctor_targets()) is not None:  # PYTEST_HERMES_SSH_TARGETS: the leg's hosts, no sshd container
+        return Check("ssh", *targets)
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
@@ -426,7 +427,6 @@ def _main(argv: list[str] | None) -> int:
         usage.error("--kernel needs --kept")
     if args.kept:
         from .postmortem import sweep_kept_command
-
         try:
             return sweep_kept_command(dry_run=args.dry_run, kernel_ids=args.kernel)
         except ConfigError as exc:
