@@ -94,20 +94,9 @@ def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
         return False, f"docker-py is not installed ({exc})"
 
 
-def _check_image(url: str | None = None) -> tuple[bool, str]:
-    try:
-        from .containers.engines import engine_client
-
-        client = engine_client(url)
-        try:
-            client.images.get("hermes-kernel-host:latest")
-        finally:
-            client.close()
-        return True, "image hermes-kernel-host:latest present"
-    except ImportError:
-        return False, "docker-py is not installed"
-    except Exception:  # noqa: BLE001 - any docker error means "not there"
-        return False, "image hermes-kernel-host:latest not built yet (it is built on first use, ~70 s)"
+def _check_image(url: str | None = None) -> tuple[bool, str, str]:
+    from .containers.image_check import doctor_image_line  # docker-py is there: the engine answered
+    return doctor_image_line(url)
 
 
 #: The docker line's hint when the docker SDK is missing (the engine cannot be asked without it).
@@ -131,7 +120,9 @@ def _check_docker(engines: Engines = (None,)) -> Check:
             hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
                     f"--docker-hosts ({ENGINES_ENV}): the others answer")
         return Check("docker", False, "; ".join(said), hint)
-    return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
+    images = [_check_image(url) for _ok, _why, url in found]  # the run's PYTEST_HERMES_IMAGE, else the kit's
+    return Check("docker", all(ok for ok, *_ in images), "; ".join(f"{why}; {img}" for (_ok, why, _url), (_, img, _h)
+                 in zip(found, images)), next((hint for ok, _, hint in images if not ok), ""))
 
 
 def _check_ssh() -> Check:
