@@ -141,7 +141,8 @@ def _check_ssh() -> Check:
                      "start dockerd, or point the ssh transport at a host: --hermes-ssh-targets=user@host:port "
                      "(pytest), SshTransport(target='user@host:port') (the API)")
     version = "" if too_old("paramiko") else f"paramiko {paramiko.__version__}; "  # a NO names an old one already
-    return Check("ssh", True, f"{version}sshd container via docker ({why})")
+    image_ok, image, hint = _check_image()  # the sshd container runs PYTEST_HERMES_IMAGE's image too
+    return Check("ssh", image_ok, f"{version}sshd container via docker ({why})" + ("" if image_ok else f"; {image}"), hint)
 
 
 def _check_filecell() -> Check:

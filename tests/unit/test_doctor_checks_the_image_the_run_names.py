@@ -1,4 +1,4 @@
-"""``hermes-kernel doctor docker`` checks the image the docker leg will run: ``PYTEST_HERMES_IMAGE``'s when set.
+"""``hermes-kernel doctor docker`` (and ``ssh``) checks the image the leg will run: ``PYTEST_HERMES_IMAGE``'s when set.
 
 Before (found by a breaker helper following the README on 2026-12-06): the doctor read
 ``PYTEST_HERMES_DOCKER_HOSTS`` but not ``PYTEST_HERMES_IMAGE``, and said ``image hermes-kernel-host:latest
@@ -35,3 +35,14 @@ def test_an_image_the_engine_has_or_would_pull_is_ok(engine: None, monkeypatch: 
     monkeypatch.setenv("PYTEST_HERMES_IMAGE", "localhost:5999/hermes-no-such-image:1")  # a registry: pulled at first use
     assert cli.main(["doctor", "docker"]) == 0
     assert "not here yet: it is pulled on first use" in capsys.readouterr().out
+
+
+def test_the_ssh_line_checks_it_too(engine: None, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """The ssh leg's sshd container runs the same image: its tests errored the same way, after `ssh ok`."""
+    pytest.importorskip("paramiko")
+    monkeypatch.delenv("PYTEST_HERMES_SSH_TARGETS", raising=False)
+    monkeypatch.setenv("PYTEST_HERMES_IMAGE", "hermes-no-such-image:1")
+    assert cli.main(["doctor", "ssh"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("ssh       NO  ") and "image hermes-no-such-image:1 (PYTEST_HERMES_IMAGE) is not on" in out, out
