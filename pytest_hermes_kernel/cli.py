@@ -56,8 +56,14 @@ class Check:
 
 
 def _check_local() -> Check:
+    from .errors import KernelStartError
     from .faults.cgroup import writable_parent
+    from .transports.kernel_dirs import discard_kernel_dir, new_kernel_dir
 
+    try:  # a kernel dir as each local start makes one: under PYTEST_HERMES_KERNEL_DIR, else the temp dir
+        discard_kernel_dir(new_kernel_dir())
+    except KernelStartError as exc:  # it said `ok`, and every local start then failed so
+        return Check("local", False, *str(exc).partition("\nHint: ")[::2])
     cgroup = "memory cgroups available for hermes_oom" if writable_parent() else "no writable memory cgroup: hermes_oom skips"
     return Check("local", True, f"{sys.executable} (Python {sys.version.split()[0]}); {cgroup}")
 
