@@ -11,10 +11,8 @@
   (``--hermes-keep-failed``) are left alone until their TTL ends; ``sweep --kept`` ends them now.
 * ``ls``, ``attach ID``, ``exec ID CODE``: the kernels kept for post-mortem: list them, open a
   console on one (each line a cell), run one cell (exit status 0 when it ended ``ok``).
-  Attaching re-attaches to the kept runner (its locator and token in its record,
-  :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
-  Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep
-  --reused`` removes every one no live run has claimed (with its record and sshd key).
+  Attaching re-attaches to the kept runner (its locator and token in its record, :mod:`~pytest_hermes_kernel.containers.kept`); leaving keeps it, its TTL starting again.
+  Containers kept between runs (``--hermes-reuse``) stay until their idle expiry; ``sweep --reused`` removes every one no live run has claimed (with its record and sshd key).
 * ``--version``: the installed package's version (from its metadata).
 """
 
@@ -58,8 +56,14 @@ class Check:
 
 
 def _check_local() -> Check:
+    from .errors import KernelStartError
     from .faults.cgroup import writable_parent
+    from .transports.kernel_dirs import discard_kernel_dir, new_kernel_dir
 
+    try:  # a kernel dir as each local start makes one: under PYTEST_HERMES_KERNEL_DIR, else the temp dir
+        discard_kernel_dir(new_kernel_dir())
+    except KernelStartError as exc:  # it said `ok`, and every local start then failed so
+        return Check("local", False, *str(exc).partition("\nHint: ")[::2])
     cgroup = "memory cgroups available for hermes_oom" if writable_parent() else "no writable memory cgroup: hermes_oom skips"
     return Check("local", True, f"{sys.executable} (Python {sys.version.split()[0]}); {cgroup}")
 
@@ -96,20 +100,9 @@ def _check_docker_engine(url: str | None = None) -> tuple[bool, str]:
         return False, f"docker-py is not installed ({exc})"
 
 
-def _check_image(url: str | None = None) -> tuple[bool, str]:
-    try:
-        from .containers.engines import engine_client
-
-        client = engine_client(url)
-        try:
-            client.images.get("hermes-kernel-host:latest")
-        finally:
-            client.close()
-        return True, "image hermes-kernel-host:latest present"
-    except ImportError:
-        return False, "docker-py is not installed"
-    except Exception:  # noqa: BLE001 - any docker error means "not there"
-        return False, "image hermes-kernel-host:latest not built yet (it is built on first use, ~70 s)"
+def _check_image(url: str | None = None) -> tuple[bool, str, str]:
+    from .containers.image_check import doctor_image_line  # docker-py is there: the engine answered
+    return doctor_image_line(url)
 
 
 #: The docker line's hint when the docker SDK is missing (the engine cannot be asked without it).
@@ -133,7 +126,9 @@ def _check_docker(engines: Engines = (None,)) -> Check:
             hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
                     f"--docker-hosts ({ENGINES_ENV}): the others answer")
         return Check("docker", False, "; ".join(said), hint)
-    return Check("docker", True, "; ".join(f"{why}; {_check_image(url)[1]}" for _ok, why, url in found))
+    images = [_check_image(url) for _ok, _why, url in found]  # the run's PYTEST_HERMES_IMAGE, else the kit's
+    return Check("docker", all(ok for ok, *_ in images), "; ".join(f"{why}; {img}" for (_ok, why, _url), (_, img, _h)
+                 in zip(found, images)), next((hint for ok, _, hint in images if not ok), ""))
 
 
 def _check_ssh() -> Check:
@@ -143,13 +138,17 @@ def _check_ssh() -> Check:
     except ImportError as exc:  # missing, or there and failing (a dependency too old for it): quoted then
         return Check("ssh", False, f"{(exc.name or 'paramiko').split('.')[0]} is not installed" if isinstance(
             exc, ModuleNotFoundError) else f"its packages cannot be imported: {exc}", pip_install_extra("ssh"))
+    from .transports.ssh.targets import doctor_targets  # paramiko is there: imported above
+    if (targets := doctor_targets()) is not None:  # PYTEST_HERMES_SSH_TARGETS: the leg's hosts, no sshd container
+        return Check("ssh", *targets)
     ok, why = _check_docker_engine()
     if not ok:
         return Check("ssh", False, f"the default target is an sshd container, and docker is unavailable: {why}",
                      "start dockerd, or point the ssh transport at a host: --hermes-ssh-targets=user@host:port "
                      "(pytest), SshTransport(target='user@host:port') (the API)")
     version = "" if too_old("paramiko") else f"paramiko {paramiko.__version__}; "  # a NO names an old one already
-    return Check("ssh", True, f"{version}sshd container via docker ({why})")
+    image_ok, image, hint = _check_image()  # the sshd container runs PYTEST_HERMES_IMAGE's image too
+    return Check("ssh", image_ok, f"{version}sshd container via docker ({why})" + ("" if image_ok else f"; {image}"), hint)
 
 
 def _check_filecell() -> Check:
@@ -426,7 +425,6 @@ def _main(argv: list[str] | None) -> int:
         usage.error("--kernel needs --kept")
     if args.kept:
         from .postmortem import sweep_kept_command
-
         try:
             return sweep_kept_command(dry_run=args.dry_run, kernel_ids=args.kernel)
         except ConfigError as exc:

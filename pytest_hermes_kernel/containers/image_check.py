@@ -174,3 +174,30 @@ def require_image(client: docker.DockerClient, image: str) -> None:
         raise ImageMissingError(f"image {image} is not on the docker engine and could not be pulled from "
                                 f"{registry}: {_first_line(exc)}\nHint: is the registry reachable from dockerd "
                                 "and are you logged in (`docker login`)?", image=image) from None
+
+
+def doctor_image_line(url: str | None = None) -> tuple[bool, str, str]:
+    """``hermes-kernel doctor``'s word on the image the docker leg runs on the engine at ``url``: the run's
+    ``PYTEST_HERMES_IMAGE`` when set (it checked the kit's image whatever the run named), else the kit's own,
+    which is built on first use. ``(ok, what it saw, hint)``: a missing image that would not be pulled is a NO."""
+    import os
+
+    from .engines import engine_client
+    from .images import KERNEL_HOST_TAG
+
+    named = os.environ.get("PYTEST_HERMES_IMAGE", "").strip()
+    image = named or KERNEL_HOST_TAG
+    try:
+        client = engine_client(url)
+        try:
+            client.images.get(image)
+        finally:
+            client.close()
+        return True, f"image {image} present" + (" (PYTEST_HERMES_IMAGE)" if named else ""), ""
+    except Exception:  # noqa: BLE001 - any docker error means "not there"
+        if not named:
+            return True, f"image {image} not built yet (it is built on first use, ~70 s)", ""
+    if names_registry(image):
+        return True, f"image {image} (PYTEST_HERMES_IMAGE) not here yet: it is pulled on first use", ""
+    return False, f"image {image} (PYTEST_HERMES_IMAGE) is not on this engine, and a bare name is never pulled", (
+        missing_image_hint(image) + f"; `hermes-kernel doctor --image {image}` checks it, or unset PYTEST_HERMES_IMAGE")

@@ -5,6 +5,7 @@ that quote the messages the package really gives (each produced here, then match
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import shutil
 import tempfile
@@ -250,7 +251,7 @@ def test_ssh_entry_quotes_sshd_connection_and_host_key_errors(tmp_path: Path) ->
     ran = run_command(f"python {script}", tmp_path)
     assert ran.returncode == 0, ran.stdout
     _assert_quoted("ssh: port busy, or host key changed", ran.stdout + "\n" + _sshd_not_answering() + "\n"
-                   + _changed_key())
+                   + _changed_key(tmp_path))
 
 
 SSH_ERRORS = """
@@ -300,14 +301,24 @@ def _sshd_not_answering() -> str:
     return f"ContainerStartError: {err.value}"
 
 
-def _changed_key() -> str:
+def _changed_key(directory: Path) -> str:
+    """The message for a host whose old key is in ``ci_known_hosts`` (``--hermes-ssh-known-hosts``), run from
+    ``directory``."""
     from pytest_hermes_kernel.transports.ssh.address import SshTarget, changed_key_message
 
     def key(fingerprint: str) -> SimpleNamespace:
         return SimpleNamespace(get_name=lambda: "ssh-ed25519", fingerprint=fingerprint, get_base64=lambda: "AAAAC3")
 
+    (directory / "ci_known_hosts").write_text("[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHkYvktB+yb15L"
+                                              "divyFD130b7em6V6Jwr9hD6LKDMDTf\n")
     exc = SimpleNamespace(key=key("SHA256:new"), expected_key=key("SHA256:old"))
-    message = changed_key_message(SshTarget.parse("hermes@127.0.0.1:2222"), exc, pinned=False)
+    cwd = os.getcwd()
+    os.chdir(directory)
+    try:
+        message = changed_key_message(SshTarget.parse("hermes@127.0.0.1:2222"), exc, pinned=False,
+                                      known_hosts="ci_known_hosts", system=str(directory / "no_such_file"))
+    finally:
+        os.chdir(cwd)
     return f"KernelStartError: ssh transport: {message}"
 
 

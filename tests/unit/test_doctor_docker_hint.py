@@ -54,7 +54,7 @@ def test_with_several_engines_the_one_line_names_those_that_answer_too(tmp_path,
     answers = {"unix:///good.sock": (True, "docker engine 28.0 at unix:///good.sock")}
     monkeypatch.setattr(cli, "_check_docker_engine",
                         lambda url=None: answers.get(url, (False, f"the docker engine at {url} did not answer")))
-    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present"))
+    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present", ""))
 
     assert main(["doctor", "docker", "--docker-hosts", f"unix:///good.sock,unix://{tmp_path}/gone.sock"]) == 1
 
@@ -73,7 +73,7 @@ def test_with_several_engines_the_hint_names_the_one_that_does_not_answer(tmp_pa
     answers = {None: (True, "docker engine 28.0 at unix:///var/run/docker.sock")}
     monkeypatch.setattr(cli, "_check_docker_engine",
                         lambda url=None: answers.get(url, (False, f"the docker engine at {url} did not answer")))
-    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present"))
+    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present", ""))
 
     assert main(["doctor", "docker", "--docker-hosts", f"default,unix://{tmp_path}/engine2.sock"]) == 1
 

@@ -20,7 +20,7 @@ from pytest_hermes_kernel import cli
 def engine_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     """A docker engine that answers and has the image, whatever this machine has."""
     monkeypatch.setattr(cli, "_check_docker_engine", lambda url=None: (True, "docker engine 28.0 at unix:///x.sock"))
-    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present"))
+    monkeypatch.setattr(cli, "_check_image", lambda url=None: (True, "image present", ""))
 
 
 @pytest.mark.parametrize("how", ["0777", "symlink", "file"])

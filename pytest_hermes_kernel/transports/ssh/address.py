@@ -5,6 +5,7 @@ there: a connect error they can fix on this side, or a host key that changed (B4
 from __future__ import annotations
 
 import ipaddress
+import os
 import random
 import re
 import socket
@@ -176,11 +177,32 @@ def sftp_broke_hint(run: Any, *, refused: bool, ended: str) -> str:
             "commands (cd, exec) through it too")
 
 
-def changed_key_message(target: SshTarget, exc: Any, pinned: bool) -> str:
-    """What a user reads when ``target`` offers another host key than the one trusted (B47)."""
+def trusted_in(name: str, files: list[str | None]) -> list[str]:
+    """Those of the known_hosts ``files`` (as the user named them) that hold an entry for ``name``."""
+    import paramiko
+
+    held = []
+    for path in filter(None, files):
+        try:
+            if paramiko.HostKeys(os.path.expanduser(path)).lookup(name) is not None:
+                held.append(path)
+        except (OSError, paramiko.SSHException, ValueError, UnicodeDecodeError):
+            continue  # unreadable: the connect read it the same way, so the key did not come from it
+    return held
+
+
+def changed_key_message(target: SshTarget, exc: Any, pinned: bool, known_hosts: str | None = None,
+                        system: str = "~/.ssh/known_hosts") -> str:
+    """What a user reads when ``target`` offers another host key than the one trusted (B47): the
+    known_hosts file that holds the old key, and how to replace it there (a pytest run cannot pin one)."""
     name, got, want = target.known_hosts_name(), exc.key, exc.expected_key
-    where = "the key pinned for it" if pinned else "the key trusted for it (known_hosts, or seen earlier in this run)"
+    files = [] if pinned else trusted_in(name, [system, known_hosts])
+    where = ("the key pinned for it" if pinned else f"the key trusted for it in {', '.join(files)}" if files
+             else "the key seen for it earlier in this run")
+    replace = "".join(f"`ssh-keygen -R '{name}' -f {path}`, " for path in files)
+    replace = (f"remove the old entry ({replace[:-2]}) and add the new key there (`ssh-keyscan -p {target.port} "
+               f"{target.host}`), or " if files else "")
     return (f"the ssh host key of {name} changed: it offered {got.get_name()} {got.fingerprint}, but "
             f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
-            f"was recreated on purpose, trust its new key explicitly: SshTransport(target={str(target)!r}, "
-            f"host_key={got.get_name() + ' ' + got.get_base64()!r})")
+            f"was recreated on purpose, check its new key out of band, then {replace}trust its new key explicitly: "
+            f"SshTransport(target={str(target)!r}, host_key={got.get_name() + ' ' + got.get_base64()!r})")

@@ -111,7 +111,7 @@ class SshConnection:
                 break
             except paramiko.BadHostKeyException as exc:
                 self.client.close()
-                raise TransportLostError(changed_key_message(target, exc, host_key is not None), permanent=True) from None
+                raise TransportLostError(changed_key_message(target, exc, host_key is not None, known_hosts), permanent=True) from None
             except (OSError, paramiko.SSHException, EOFError) as exc:
                 _end_handshake_timer(self.client)
                 self.client.close()

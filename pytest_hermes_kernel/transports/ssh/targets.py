@@ -14,6 +14,7 @@ one proxy to cut, so it runs on the first target only.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -89,3 +90,31 @@ def ssh_transport(*, targets: Sequence[str] | None = None, **options: Any) -> Tr
 
 
 ssh_transport.__signature__ = factory_signature(SshTransport, "targets", "Sequence[str] | None")  # type: ignore[attr-defined]
+
+
+
+def doctor_targets() -> tuple[bool, str, str] | None:
+    """``hermes-kernel doctor ssh`` under ``PYTEST_HERMES_SSH_TARGETS`` (``None`` without it): log in to each
+    target as the ssh leg will, with ``PYTEST_HERMES_SSH_KEY`` and ``PYTEST_HERMES_SSH_KNOWN_HOSTS``; ``(ok,
+    what it saw, hint)``. Without this the doctor checked the sshd container the leg does not use then."""
+    text = os.environ.get("PYTEST_HERMES_SSH_TARGETS", "").strip()
+    if not text:
+        return None
+    hint = "fix what it says for each target, or unset PYTEST_HERMES_SSH_TARGETS for the sshd container"
+    try:
+        targets = parse_targets(",".join(text.split()))  # commas or whitespace, as the setting takes them
+    except ConfigError as exc:
+        return False, f"PYTEST_HERMES_SSH_TARGETS: {exc}", hint
+    said = []
+    for target in targets:
+        transport = SshTransport(target=target, key_filename=os.environ.get("PYTEST_HERMES_SSH_KEY") or None,
+                                 known_hosts=os.environ.get("PYTEST_HERMES_SSH_KNOWN_HOSTS") or None)
+        try:
+            transport._connection()
+            said.append(f"{target} logs in")
+        except Exception as exc:  # noqa: BLE001  # whatever the leg's first kernel would fail with
+            said.append(f"{target}: {exc}")
+        finally:
+            transport.close()
+    ok = all(s.endswith(" logs in") for s in said)
+    return ok, f"PYTEST_HERMES_SSH_TARGETS (no sshd container): {'; '.join(said)}", hint
