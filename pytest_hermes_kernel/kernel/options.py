@@ -161,11 +161,15 @@ class KernelOptions:
         if isinstance(self.env_allow, str):
             raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
                               f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
-        not_names = [n for n in self.env_allow if not isinstance(n, str)]
+        try:  # None or 5 raised a bare TypeError; a generator was read up by the check and kept none
+            names = tuple(self.env_allow)
+        except TypeError:
+            raise ConfigError(f"env_allow must be a list of variable names, got {self.env_allow!r}") from None
+        not_names = [n for n in names if not isinstance(n, str)]
         if not_names:
             raise ConfigError(f"env_allow must be a list of variable names, each name a string, not "
                               f"{not_names[0]!r}; got {self.env_allow!r}")
-        self.env_allow = tuple(self.env_allow)
+        self.env_allow = names
         if not isinstance(self.max_output_bytes, int) or not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
             raise ConfigError(f"max_output_bytes must be an int in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes!r}")
         if self.timeout is not None and not is_seconds(self.timeout, positive=True):
