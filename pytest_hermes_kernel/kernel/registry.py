@@ -110,7 +110,7 @@ class KernelRegistry(IdleReaping):
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
-        check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock)
+        check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock, transport)
         self.max_kernels, self.transport, self.idle_timeout = max_kernels, transport, idle_timeout
         self.options = checked_options(options)
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)

@@ -75,3 +75,14 @@ def test_a_reset_that_is_no_bool_is_refused_and_runs_nothing():
             registry.execute(key, "x = 2", reset="no")  # type: ignore[arg-type]
         kept = registry.execute(key, "x")
         assert (kept.value, kept.kernel.state_lost) == ("1", False), kept.summary()
+
+
+@pytest.mark.parametrize("value", [None, 5])
+def test_a_default_transport_that_is_no_name_is_refused_when_the_registry_is_made(value):
+    # KernelRegistry's docstring: ":raises ConfigError: for ... a bad setting"; transport=None was
+    # taken and the first cell raised "a transport name is a str, not NoneType None" (5: "KernelKey
+    # transport must be a str or None"), after the registry's reaper had started (2026-12-06)
+    before = _reapers()
+    with pytest.raises(ConfigError, match="transport must be a transport's name"):
+        KernelRegistry(transport=value)
+    assert not _reapers() - before, "a refused registry left its reaper thread running"
