@@ -353,7 +353,7 @@ class KernelHandle:
         """Detach, leaving the kernel running without this host for post-mortem (``keepable``
         transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
 
-        :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
+        :returns: ``ExitInfo(step="kept")``; if the handle had ended, its end's (what ``shutdown()`` returned), not kept.
         :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, or the transport cannot keep one.
         :raises TransportLostError: if the runner did not confirm (it was shut down instead).
         """

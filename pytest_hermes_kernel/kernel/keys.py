@@ -48,6 +48,7 @@ class KernelKey:
 
     @property
     def child_id(self) -> str | None:
+        """The delegated child's id (see :meth:`child`); ``None`` for a key that is no child's."""
         return self.owner.split(CHILD_SEPARATOR, 1)[1] if CHILD_SEPARATOR in self.owner else None
 
 

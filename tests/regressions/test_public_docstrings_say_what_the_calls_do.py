@@ -1,0 +1,91 @@
+"""The public API's docstrings against what its calls do (a docstring check, 2026-12-06).
+
+``KernelHandle.keep()`` said it returns ``already-exited`` on a handle that was shut down; it
+returns that shutdown's own :class:`ExitInfo` (step ``request``, say), as every later end does.
+``ExitInfo`` listed every step but the one ``keep()`` returns, ``kept``. The ``hermes_faults``
+methods that refuse a kernel with ``ConfigError`` did not say so, and ``CellResult.ok``,
+``CellResult.replace``, ``KernelInfo.replace``, ``KernelKey.child_id``, ``ByteStream``'s methods
+and ``HermesFaults.close`` had no docstring at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from pytest_hermes_kernel import ExitInfo, start_kernel
+from pytest_hermes_kernel.errors import ConfigError, TransportLostError
+from pytest_hermes_kernel.kernel.handle import KernelHandle, attach_kept
+from pytest_hermes_kernel.plugin.faults import HermesFaults
+from pytest_hermes_kernel.transports.local import LocalTransport
+from tests.support import gone, wait_until
+
+PUBLIC = ["pytest_hermes_kernel", "pytest_hermes_kernel.api", "pytest_hermes_kernel.errors",
+          "pytest_hermes_kernel.transports", "pytest_hermes_kernel.kernel.contract"]
+
+
+def _undocumented() -> list[str]:
+    """Public classes and functions of the public modules' ``__all__``, and the public methods and
+    properties of those classes, that have no docstring of their own."""
+    missing = []
+    classes = [HermesFaults]
+    for name in PUBLIC:
+        module = importlib.import_module(name)
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if inspect.isclass(obj):
+                classes.append(obj)
+            elif inspect.isfunction(obj) and not (obj.__doc__ or "").strip():
+                missing.append(f"{name}.{attr}")
+    for cls in classes:
+        for attr, value in vars(cls).items():
+            func = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+            if not attr.startswith("_") and inspect.isfunction(func) and not (func.__doc__ or "").strip():
+                missing.append(f"{cls.__qualname__}.{attr}")
+    return sorted(set(missing))
+
+
+def test_every_public_method_of_the_public_api_has_a_docstring():
+    assert _undocumented() == []
+
+
+def test_keep_on_a_shut_down_handle_returns_its_end_as_keep_says():
+    with start_kernel("local") as k:
+        ended = k.shutdown()
+        again = k.keep(30.0)
+    assert ended.step == "request" and again == ended, (ended, again)
+    assert "what ``shutdown()`` returned" in KernelHandle.keep.__doc__, KernelHandle.keep.__doc__
+
+
+def test_the_step_keep_returns_is_one_exit_info_lists():
+    local = LocalTransport(server=False)
+    try:
+        handle = KernelHandle(local).start()
+        facts = (local.locator(handle.launched), handle.kernel_id, handle.token, handle.pid)
+        info = handle.keep(30.0)
+        try:
+            attach_kept(local, facts[0], kernel_id=facts[1], token=facts[2]).shutdown()
+        except TransportLostError:
+            pass
+        wait_until(lambda: gone(facts[3]), 10.0, what="the kept kernel to end")
+    finally:
+        local.close()
+    assert info.step == "kept", info
+    assert f"``{info.step}``" in ExitInfo.__doc__, ExitInfo.__doc__
+
+
+def test_the_hermes_faults_calls_that_refuse_a_kernel_say_so(hermes_faults):
+    k = start_kernel("local")
+    try:
+        with pytest.raises(ConfigError):  # not on a FaultyTransport: no drop can apply
+            hermes_faults.transport_drop(k)
+        with pytest.raises(ConfigError):  # its host is this process
+            hermes_faults.host_sigkill(k)
+    finally:
+        k.shutdown()
+    with pytest.raises(ConfigError):  # no worker left to kill
+        hermes_faults.kernel_sigkill(k)
+    for call in (HermesFaults.transport_drop, HermesFaults.host_sigkill, HermesFaults.kernel_sigkill):
+        assert ":raises ConfigError:" in call.__doc__, call.__qualname__
