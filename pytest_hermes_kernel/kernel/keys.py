@@ -33,13 +33,20 @@ class KernelKey:
     tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        """:raises ConfigError: if ``owner`` is not a non-empty str, or ``transport``, ``python`` or
-            ``cwd`` is neither a str nor ``None``."""
+        """A list of ``tools`` is kept as a tuple.
+
+        :raises ConfigError: if ``owner`` is not a non-empty str, ``transport``, ``python`` or ``cwd``
+            is neither a str nor ``None``, or ``tools`` is no list or tuple of str (a list raised a bare
+            ``TypeError: unhashable type`` at the key's first cell; a str was taken as its letters)."""
         if not isinstance(self.owner, str) or not self.owner:
             raise ConfigError(f"KernelKey owner must be a non-empty str, got {self.owner!r}")
         for name in ("transport", "python", "cwd"):
             if not isinstance(getattr(self, name), (str, type(None))):
                 raise ConfigError(f"KernelKey {name} must be a str or None, got {getattr(self, name)!r}")
+        if not isinstance(self.tools, (list, tuple)) or not all(isinstance(t, str) for t in self.tools):
+            raise ConfigError(f"KernelKey tools must be a list or tuple of tool names, e.g. tools=('lookup',), "
+                              f"got {self.tools!r}")
+        object.__setattr__(self, "tools", tuple(self.tools))  # (frozen: hashed as the key)
 
     @classmethod
     def child(cls, parent_owner: str, child_id: str, **rest: Any) -> KernelKey:
