@@ -355,7 +355,7 @@ class KernelHandle:
 
         :returns: ``ExitInfo(step="kept")``; if the handle had ended, its end's (what ``shutdown()`` returned), not kept.
         :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, or the transport cannot keep one.
-        :raises TransportLostError: if the runner did not confirm (it was shut down instead).
+        :raises TransportLostError: if the runner did not confirm (it was shut down instead), or there was none.
         """
         check_process(self.host_pid, self.kernel_id)
         refuse_in_tool(self, self.kernel_id, "keep", _KEPT_FROM_A_TOOL)

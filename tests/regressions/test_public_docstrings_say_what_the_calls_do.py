@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 
 import pytest
 
@@ -89,3 +90,43 @@ def test_the_hermes_faults_calls_that_refuse_a_kernel_say_so(hermes_faults):
         hermes_faults.kernel_sigkill(k)
     for call in (HermesFaults.transport_drop, HermesFaults.host_sigkill, HermesFaults.kernel_sigkill):
         assert ":raises ConfigError:" in call.__doc__, call.__qualname__
+
+
+def _documented_defaults() -> list[tuple[str, str, object, object]]:
+    """``(owner, parameter, number the docstring calls its default, the signature's default)`` for
+    each ``:param:`` of the public constructors that says "default N" (a default of ``None`` is
+    described, not numbered: ``reap_interval``'s ``clamp(idle/6, 30, 300)``)."""
+    from pytest_hermes_kernel import KernelOptions, WatchdogPolicy
+    from pytest_hermes_kernel.kernel.registry import KernelRegistry
+    from pytest_hermes_kernel.transports import transport_factory
+
+    found = []
+    for owner in [*(transport_factory(n) for n in ("local", "docker", "ssh", "filecell")), KernelOptions,
+                  KernelRegistry, WatchdogPolicy]:
+        params = inspect.signature(owner).parameters
+        for m in re.finditer(r":param (\w+):(.*?)(?=\n\s*:param|\n\s*:raises|\Z)", inspect.getdoc(owner) or "", re.S):
+            said = re.search(r"default[^0-9;.)]{0,30}?(\d[\d.]*)", " ".join(m.group(2).split()))
+            default = params[m.group(1)].default if m.group(1) in params else None
+            if said and default is not None:
+                found.append((owner.__name__, m.group(1), float(said.group(1).rstrip(".")), default))
+    return found
+
+
+def test_a_default_a_constructors_docstring_numbers_is_its_default():
+    # FileCellTransport's launch_timeout said "(default 30 s)": its default is 60 s (30 s is the
+    # kernel's start_timeout, which cuts it)
+    found = _documented_defaults()
+    assert found, "no documented default found: the check reads nothing"
+    assert [f for f in found if f[2] != f[3]] == []
+
+
+def test_keep_of_a_handle_never_started_raises_what_keep_says():
+    # its docstring named TransportLostError only for a runner that did not confirm
+    local = LocalTransport(server=False)
+    try:
+        handle = KernelHandle(local)
+        with pytest.raises(TransportLostError, match="has no runner to keep"):
+            handle.keep(30.0)
+    finally:
+        local.close()
+    assert "or there was none" in KernelHandle.keep.__doc__, KernelHandle.keep.__doc__
