@@ -83,10 +83,9 @@ def _refuse_copy(handle: KernelHandle, protocol: object) -> NoReturn:
 
 
 class KernelHandle:
-    """A kernel: a persistent namespace behind a transport.
-
-    Cells on one handle are serialized. ``interrupt``, ``cancel``, ``restart`` and ``shutdown``
-    may be called from other threads while a cell runs.
+    """A kernel: a persistent namespace behind a transport. Cells on one handle are serialized; ``interrupt``,
+    ``cancel``, ``restart`` and ``shutdown`` may be called from other threads while a cell runs. In a forked child of its
+    process ``start``, ``execute``, ``interrupt``, ``restart``, ``keep``, ``upload`` and ``download`` raise :class:`KernelForkedError`.
 
     :param transport: where the kernel runs.
     :param options: how it is started and run (defaults: :class:`KernelOptions`).
