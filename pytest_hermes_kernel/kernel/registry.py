@@ -166,7 +166,8 @@ class KernelRegistry(IdleReaping):
         return key if checked_key(key).transport is not None else dataclasses.replace(key, transport=self.transport)
 
     def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
-        """The kernel for ``key``, started if needed (no lease is kept)."""
+        """The kernel for ``key``, started if needed (no lease is kept). It raises what :meth:`lease` raises
+        (:class:`KernelShutdownError`, :class:`KernelStartError`, :class:`KernelForkedError`)."""
         with self.lease(key, pinned=pinned) as handle:
             return handle
 
@@ -176,6 +177,7 @@ class KernelRegistry(IdleReaping):
         :param reset: restart the kernel first (state is lost and reported with reason ``reset``): the restart
             and the cell are one turn, after the cells sent before it (none is cut), before any sent meanwhile.
         :raises TypeError: if ``reset`` is not a bool (nothing is run).
+        :raises KernelShutdownError: (and the others of :meth:`lease` and :meth:`KernelHandle.execute`) as they say.
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
         """

@@ -170,3 +170,22 @@ def test_the_calls_that_raise_in_a_forked_child_are_the_ones_the_class_names(tmp
     assert set(raised.values()) == {"KernelForkedError"}, raised
     doc = " ".join(KernelHandle.__doc__.split())
     assert ":class:`KernelForkedError`" in doc and all(f"``{name}``" in doc for name in raised), doc
+
+
+def test_the_registry_calls_that_refuse_after_close_say_so():
+    # KernelRegistry.get_or_start and .execute named no error of the lease they take
+    from pytest_hermes_kernel import KernelKey, KernelRegistry
+    from pytest_hermes_kernel.errors import KernelShutdownError
+
+    registry = KernelRegistry(background_reaper=False)
+    registry.close()
+    for call in (registry.get_or_start, registry.execute):
+        with pytest.raises(KernelShutdownError):
+            call(KernelKey(owner="a"), *(("1",) if call == registry.execute else ()))
+        assert "KernelShutdownError" in call.__doc__, call.__qualname__
+
+
+def test_start_kernel_names_the_type_error_of_tools_that_are_no_dict():
+    with pytest.raises(TypeError, match="tools must be a dict"):
+        start_kernel("local", tools=["lookup"])
+    assert ":raises TypeError: if ``tools``" in start_kernel.__doc__, start_kernel.__doc__
