@@ -285,7 +285,8 @@ class HermesFaults:
         return [injector.named_survivor(line, kernel) for line in kernel.wait_kernel_gone(bound)]
 
     def memory_cgroup(self, limit_bytes: int) -> MemoryCgroup:
-        """A memory cgroup for a local kernel: pass ``cgroup_procs``/``oom_counter_file`` from it."""
+        """A memory cgroup for a local kernel: start it with ``cgroup_procs=cg.procs_file,
+        oom_counter_file=cg.oom_counter_file`` (kernel options; skips where no cgroup can be made)."""
         from ..faults.cgroup import create_memory_cgroup
 
         try:
