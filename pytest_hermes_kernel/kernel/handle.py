@@ -74,10 +74,7 @@ _KEPT_FROM_A_TOOL = "its answer could not reach the kept kernel, whose cell woul
 
 
 def _refuse_copy(handle: KernelHandle, protocol: object) -> NoReturn:
-    """``KernelHandle.__reduce_ex__``: a copy would share the kernel's channel but not its running cell.
-
-    :raises TypeError: always, naming the kernel.
-    """
+    """``KernelHandle.__reduce_ex__``: a copy would share the kernel's channel, not its running cell. Raises TypeError."""
     raise TypeError(f"a KernelHandle (kernel {handle.kernel_id}) cannot be pickled or copied: it is the one connection "
                     f"to its kernel, of process {handle.host_pid}. Hint: hand over the code to run (or a KernelKey)")
 
@@ -234,6 +231,8 @@ class KernelHandle:
             signal handler that landed in a cell's wait, ``restart()``, ...); nothing was sent.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
+        :raises TypeError: if ``code`` is not a str, or ``cancel`` no event; :raises FrameTooLargeError: if ``code`` is too big.
+        :raises ConfigError: for a bad ``timeout`` or ``code`` (:func:`~.cell.check_cell_args`), or from a tool of its cell.
         """
         check_process(self.host_pid, self.kernel_id)
         check_cell_args(code, timeout, cancel)
@@ -353,7 +352,8 @@ class KernelHandle:
         transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
 
         :returns: ``ExitInfo(step="kept")``; if the handle had ended, its end's (what ``shutdown()`` returned), not kept.
-        :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, or the transport cannot keep one.
+        :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, the transport cannot keep one, or
+            it is called from a tool of the kernel's running cell.
         :raises TransportLostError: if the runner did not confirm (it was shut down instead), or there was none.
         """
         check_process(self.host_pid, self.kernel_id)

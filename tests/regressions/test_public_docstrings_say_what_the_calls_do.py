@@ -200,3 +200,22 @@ def test_the_memory_cgroup_attributes_its_docstring_tells_to_pass_exist():
 
     named = re.findall(r"cg\.(\w+)", HermesFaults.memory_cgroup.__doc__)
     assert named and all(isinstance(getattr(MemoryCgroup, n, None), property) for n in named), named
+
+
+def test_the_errors_execute_and_keep_refuse_with_are_the_ones_they_name():
+    # execute() named no TypeError (code=b"1"), ConfigError (timeout=0, or a call from a tool of its
+    # own running cell) nor FrameTooLargeError; keep() named no ConfigError from a tool of the cell
+    with start_kernel("local") as k:
+        k.tools.register("nested", lambda: k.execute("1"))
+        k.tools.register("keeper", lambda: k.keep(30.0))
+        with pytest.raises(TypeError):
+            k.execute(b"1")
+        with pytest.raises(ConfigError):
+            k.execute("1", timeout=0)
+        for tool, says in (("nested", "a tool cannot run a cell on kernel"), ("keeper", "a tool cannot keep kernel")):
+            r = k.execute(f"import hermes_tools\nmsg = ''\ntry:\n    hermes_tools.{tool}()\n"
+                          "except hermes_tools.ToolError as e:\n    msg = str(e)\nmsg")
+            assert r.status == "ok" and says in (r.value or ""), r.summary()
+    execute_doc, keep_doc = (" ".join(m.__doc__.split()) for m in (KernelHandle.execute, KernelHandle.keep))
+    assert all(f":raises {e}:" in execute_doc for e in ("TypeError", "ConfigError", "FrameTooLargeError")), execute_doc
+    assert "from a tool of its cell" in execute_doc and "from a tool of the kernel's running cell" in keep_doc, keep_doc
