@@ -20,7 +20,7 @@ import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -305,10 +305,7 @@ class KernelHandle:
     @contextmanager
     def budget_paused(self) -> Iterator[None]:
         """Freeze the running cell's budget (e.g. while a human answers a prompt)."""
-        if (cell := self._cell) is None:
-            yield
-            return
-        with cell.budget.paused():
+        with nullcontext() if (cell := self._cell) is None else cell.budget.paused():
             yield
 
     def restart(self) -> KernelInfo:
