@@ -84,10 +84,10 @@ class KernelHandle:
     ``cancel``, ``restart`` and ``shutdown`` may be called from other threads while a cell runs. In a forked child of its
     process ``start``, ``execute``, ``interrupt``, ``restart``, ``keep``, ``upload`` and ``download`` raise :class:`KernelForkedError`.
 
-    :param transport: where the kernel runs.
-    :param options: how it is started and run (defaults: :class:`KernelOptions`).
-    :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
-    :param kernel_id: a plain name (letters, digits, ``_``, ``-``); a fresh uuid4 hex by default.
+    :param transport: where the kernel runs, a :class:`Transport` (its name is a ``TypeError``).
+    :param options: how it is started and run (defaults: :class:`KernelOptions`; a dict is a ``TypeError``).
+    :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>`` (no dict: a ``TypeError``).
+    :param kernel_id: 1-128 letters, digits, ``_`` or ``-`` (else a ``ConfigError``); a fresh uuid4 hex by default.
     :param owner: the key owner this kernel serves (for reports).
     """
 

@@ -219,3 +219,23 @@ def test_the_errors_execute_and_keep_refuse_with_are_the_ones_they_name():
     execute_doc, keep_doc = (" ".join(m.__doc__.split()) for m in (KernelHandle.execute, KernelHandle.keep))
     assert all(f":raises {e}:" in execute_doc for e in ("TypeError", "ConfigError", "FrameTooLargeError")), execute_doc
     assert "from a tool of its cell" in execute_doc and "from a tool of the kernel's running cell" in keep_doc, keep_doc
+
+
+def test_what_kernel_handle_refuses_when_made_is_what_its_docstring_says():
+    # its :param: lines named no error, and kernel_id no length bound (1-128)
+    local = LocalTransport(server=False)
+    try:
+        for made, error in ((lambda: KernelHandle("local"), TypeError),
+                            (lambda: KernelHandle(local, {"timeout": 5}), TypeError),
+                            (lambda: KernelHandle(local, tools=["lookup"]), TypeError),
+                            (lambda: KernelHandle(local, kernel_id="k" * 129), ConfigError),
+                            (lambda: KernelHandle(local, kernel_id="a b"), ConfigError)):
+            with pytest.raises(error):
+                made()
+        assert KernelHandle(local, kernel_id="k" * 128).kernel_id == "k" * 128
+    finally:
+        local.close()
+    doc = " ".join(KernelHandle.__doc__.split())
+    for said in ("its name is a ``TypeError``", "a dict is a ``TypeError``", "no dict: a ``TypeError``",
+                 "1-128 letters, digits, ``_`` or ``-`` (else a ``ConfigError``)"):
+        assert said in doc, doc
