@@ -166,8 +166,7 @@ class KernelRegistry(IdleReaping):
         return key if checked_key(key).transport is not None else dataclasses.replace(key, transport=self.transport)
 
     def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
-        """The kernel for ``key``, started if needed (no lease is kept). It raises what :meth:`lease` raises
-        (:class:`KernelShutdownError`, :class:`KernelStartError`, :class:`KernelForkedError`)."""
+        """The kernel for ``key``, started if needed (no lease); raises as :meth:`lease` (KernelShutdownError...)."""
         with self.lease(key, pinned=pinned) as handle:
             return handle
 
@@ -306,7 +305,9 @@ class KernelRegistry(IdleReaping):
 
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
-        """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
+        """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down (a forked child's copy: ``False``)."""
+        if os.getpid() != self.host_pid:  # the parent's entries, its lock maybe held by a thread not here: it hung
+            return False
         key = self.resolve(key)
         with self._lock:
             entry = self._entries.get(key)
