@@ -101,7 +101,7 @@ class CellResult:
         return dataclasses.replace(self, **changes)
 
     def summary(self) -> str:
-        """One line for logs and assertion messages."""
+        """One line for logs and assertion messages (a line break in the error or note shows as ``\\n``)."""
         bits = [f"status={self.status}"]
         if self.watchdog:
             bits.append(f"watchdog={self.watchdog}")
@@ -118,7 +118,7 @@ class CellResult:
             bits.append(f"signal={k.signal}")
         if k.note:
             bits.append(k.note)
-        return "; ".join(bits)
+        return "\\n".join("; ".join(bits).splitlines())  # (a multi-line evalue or note broke the line in two)
 
 
 @dataclass(frozen=True)
