@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ConfigError
 
-__all__ = ["CHILD_SEPARATOR", "KernelKey", "checked_key", "checked_kernel_id"]
+__all__ = ["CHILD_SEPARATOR", "KernelKey", "checked_key", "checked_kernel_id", "checked_pinned"]
 
 CHILD_SEPARATOR = "::child::"
 """Between a parent owner and a delegated child's id in the child's owner key."""
@@ -81,3 +81,15 @@ def checked_kernel_id(kernel_id: str) -> str:
         raise ConfigError(f"a kernel id must be 1-128 letters, digits, '_' or '-' (it names the kernel's dir), "
                           f"not {kernel_id!r}")
     return kernel_id
+
+
+def checked_pinned(key: KernelKey, pinned: object) -> bool:
+    """``pinned`` as given, or for ``None`` whether ``key`` is a delegated child's (pinned while it lives).
+
+    :raises TypeError: if it is neither a bool nor ``None`` (``pinned="no"`` pinned the kernel: a true str).
+    """
+    if pinned is None:
+        return key.child_id is not None
+    if not isinstance(pinned, bool):
+        raise TypeError(f"pinned must be True, False or None, not {type(pinned).__name__} {pinned!r}; nothing was started")
+    return pinned

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..errors import ConfigError, KernelShutdownError
 from .control import check_process, fresh_turn
 from .holders import current_holder, hold
-from .keys import CHILD_SEPARATOR, KernelKey, checked_key
+from .keys import CHILD_SEPARATOR, KernelKey, checked_key, checked_pinned
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
 from .reaper import (IdleReaper, IdleReaping, SweptTransports, await_burials, await_start, bury, closed_at_exit, in_use,
@@ -145,14 +145,14 @@ class KernelRegistry(IdleReaping):
     def lease(self, key: KernelKey, *, pinned: bool | None = None) -> Iterator[KernelHandle]:
         """Hold the kernel for ``key`` (starting it if needed) for the duration of the block.
 
-        :param pinned: exempt from LRU eviction; default: true for delegated-child keys.
+        :param pinned: exempt from LRU eviction (a bool, else a ``TypeError``); default: true for delegated-child keys.
         :raises KernelShutdownError: if the registry (or the key's kernel, mid-start) was shut down.
         :raises KernelStartError: if the kernel could not be started.
         :raises KernelForkedError: in a forked child of the registry's process.
         """
         check_process(self.host_pid)
         key = self.resolve(key)
-        entry = self._acquire(key, key.child_id is not None if pinned is None else pinned)
+        entry = self._acquire(key, checked_pinned(key, pinned))
         try:
             yield entry.handle
         finally:

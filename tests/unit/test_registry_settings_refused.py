@@ -86,3 +86,18 @@ def test_a_default_transport_that_is_no_name_is_refused_when_the_registry_is_mad
     with pytest.raises(ConfigError, match="transport must be a transport's name"):
         KernelRegistry(transport=value)
     assert not _reapers() - before, "a refused registry left its reaper thread running"
+
+
+@pytest.mark.parametrize("pinned", ["no", 0, 1])
+def test_a_pinned_that_is_no_bool_is_refused_before_a_kernel_starts(pinned):
+    # lease(key, pinned="no") pinned the kernel (a true str), exempt from eviction for ever: its
+    # snapshot said pinned='no' (a docstring check, 2026-12-06)
+    from pytest_hermes_kernel import KernelKey
+
+    with KernelRegistry(background_reaper=False) as registry:
+        with pytest.raises(TypeError, match="pinned must be True, False or None"):
+            registry.get_or_start(KernelKey(owner="a"), pinned=pinned)
+        assert registry.snapshot() == [] and registry.stats["started"] == 0
+        registry.get_or_start(KernelKey(owner="b"), pinned=False)
+        registry.get_or_start(KernelKey.child("b", "c1"))
+        assert [(s.key.owner, s.pinned) for s in registry.snapshot()] == [("b", False), ("b::child::c1", True)]
