@@ -239,3 +239,14 @@ def test_what_kernel_handle_refuses_when_made_is_what_its_docstring_says():
     for said in ("its name is a ``TypeError``", "a dict is a ``TypeError``", "no dict: a ``TypeError``",
                  "1-128 letters, digits, ``_`` or ``-`` (else a ``ConfigError``)"):
         assert said in doc, doc
+
+
+def test_the_ssh_target_forms_the_transport_takes_are_the_ones_it_names():
+    # SshTransport's :param target: said ``user@host:port``; a target without the user or the port
+    # is taken too (paramiko's user name, port 22), as SshTarget.parse says: ``[user@]host[:port]``
+    from pytest_hermes_kernel.transports.ssh.address import SshTarget
+    from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+
+    assert (SshTarget.parse("box").port, SshTarget.parse("box").user) == (22, None)
+    assert SshTarget.parse("me@box:2222").port == 2222
+    assert "``[user@]host[:port]``" in SshTransport.__doc__, SshTransport.__doc__
