@@ -62,6 +62,7 @@ def start_kernel(transport: str | Transport = "local", *, tools: ToolTable | Map
     :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
     :param options: fields of :class:`KernelOptions` (``timeout=``, ``max_output_bytes=``, ...).
     :raises ConfigError: for an unknown transport or option.
+    :raises TypeError: if ``tools`` is no dict (or :class:`ToolTable`).
     :raises KernelStartError: if the kernel does not start.
     """
     try:

@@ -66,5 +66,5 @@ def kernel_factory(hermes_kernel_factory: Callable[..., KernelHandle]) -> Callab
 
 @pytest.fixture
 def kernel(kernel_factory: Callable[..., KernelHandle]) -> KernelHandle:
-    """A kernel with default options."""
+    """A kernel with the run's options (``--hermes-timeout``, 60 s by default) and the test's ``hermes_kernel`` marker's."""
     return kernel_factory()

@@ -29,13 +29,16 @@ class MemoryCgroup:
 
     @property
     def procs_file(self) -> str:
+        """The group's ``cgroup.procs``: a kernel's ``cgroup_procs=`` option."""
         return os.path.join(self.path, "cgroup.procs")
 
     @property
     def oom_counter_file(self) -> str:
+        """The file whose ``oom_kill`` counter tells an OOM kill: a kernel's ``oom_counter_file=`` option."""
         return os.path.join(self.path, "memory.oom_control" if self.version == 1 else "memory.events")
 
     def oom_kills(self) -> int | None:
+        """OOM kills in the group so far; ``None`` when the counter cannot be read."""
         from ..kernel.runner.procfs import read_oom_kills
 
         return read_oom_kills(self.oom_counter_file)

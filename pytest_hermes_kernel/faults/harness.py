@@ -152,7 +152,8 @@ class HarnessKernel(_HandleMembers):
         self._lock = threading.Lock()
         self._listeners: list[KernelListener] = []
         self._loss_echo = False  # the last result reported a death its next cell repeats
-        self._closed = self._stopping = False
+        self._stopping = False
+        self._ended: ExitInfo | None = None  # the first shutdown's ExitInfo, every later one's
         self._reader_done = False  # the host's replies ended: guarded by _lock with _pending
         self.cells_run = 0
         registration = _registration(transport)  # before the host starts: a factory it cannot get is a ConfigError
@@ -297,8 +298,10 @@ class HarnessKernel(_HandleMembers):
     def shutdown(self, now: bool = False) -> ExitInfo:
         """Shut the kernel down through the host, then end the host; idempotent.
 
-        :returns: how the kernel ended; ``already-exited`` when the host was gone (SIGKILLed).
+        :returns: how the kernel ended (a later call: the first call's); ``already-exited`` when the host was gone (SIGKILLed).
         """
+        if self._ended is not None:  # (a second call said "already-exited: its host was gone" of a host shut down politely)
+            return self._ended
         info, self._stopping = None, True
         if self.proc.poll() is None:  # also None while a fault timer's kill_host() waits on the host
             try:
@@ -315,10 +318,10 @@ class HarnessKernel(_HandleMembers):
                 self.kill_host()
         self._end_host(kill=False)
         exit_info = info if isinstance(info, ExitInfo) else ExitInfo(step="already-exited", note="its host was gone")
-        if not self._closed:
-            self._closed = True
+        if self._ended is None:
+            self._ended = exit_info
             self._emit("shutdown", exit_info)
-        return exit_info
+        return self._ended
 
     def close(self) -> ExitInfo:
         """Alias of :meth:`shutdown`."""

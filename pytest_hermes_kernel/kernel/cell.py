@@ -97,7 +97,7 @@ class CellRun:
         self.rid = link.channel.next_id()
         self.budget = CellBudget(budget_s, options.watchdog, switch=cancel)
         self.authority = CellAuthority(self.rid, tools, options.max_tool_calls, secrets=secrets)
-        self.request = {"type": "execute", "id": self.rid, "code": code, "tools": tools.names()}
+        self.request = {"type": "execute", "id": self.rid, "code": code, "tools": self.authority.table.names()}
         if options.report_running:
             self.request["report_running"] = True
         self._emit = emit

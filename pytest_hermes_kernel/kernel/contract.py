@@ -160,11 +160,14 @@ class ByteStream(Protocol):
     ``timeout`` seconds (``None``: wait forever). ``close`` must make a blocked ``recv`` return.
     """
 
-    def send(self, data: bytes) -> None: ...
+    def send(self, data: bytes) -> None:
+        """Write all of ``data``."""
 
-    def recv(self, timeout: float | None) -> bytes: ...
+    def recv(self, timeout: float | None) -> bytes:
+        """Some bytes; ``b""`` at EOF. :raises TimeoutError: if none arrived within ``timeout`` s."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the stream; a ``recv`` blocked in another thread returns."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import secrets
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -74,24 +74,20 @@ _KEPT_FROM_A_TOOL = "its answer could not reach the kept kernel, whose cell woul
 
 
 def _refuse_copy(handle: KernelHandle, protocol: object) -> NoReturn:
-    """``KernelHandle.__reduce_ex__``: a copy would share the kernel's channel but not its running cell.
-
-    :raises TypeError: always, naming the kernel.
-    """
+    """``KernelHandle.__reduce_ex__``: a copy would share the kernel's channel, not its running cell. Raises TypeError."""
     raise TypeError(f"a KernelHandle (kernel {handle.kernel_id}) cannot be pickled or copied: it is the one connection "
                     f"to its kernel, of process {handle.host_pid}. Hint: hand over the code to run (or a KernelKey)")
 
 
 class KernelHandle:
-    """A kernel: a persistent namespace behind a transport.
+    """A kernel: a persistent namespace behind a transport. Cells on one handle are serialized; ``interrupt``,
+    ``cancel``, ``restart`` and ``shutdown`` may be called from other threads while a cell runs. In a forked child of its
+    process ``start``, ``execute``, ``interrupt``, ``restart``, ``keep``, ``upload`` and ``download`` raise :class:`KernelForkedError`.
 
-    Cells on one handle are serialized. ``interrupt``, ``cancel``, ``restart`` and ``shutdown``
-    may be called from other threads while a cell runs.
-
-    :param transport: where the kernel runs.
-    :param options: how it is started and run (defaults: :class:`KernelOptions`).
-    :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>``.
-    :param kernel_id: a plain name (letters, digits, ``_``, ``-``); a fresh uuid4 hex by default.
+    :param transport: where the kernel runs, a :class:`Transport` (its name is a ``TypeError``).
+    :param options: how it is started and run (defaults: :class:`KernelOptions`; a dict is a ``TypeError``).
+    :param tools: ``{name: callable}`` offered to cells as ``hermes_tools.<name>`` (no dict: a ``TypeError``).
+    :param kernel_id: 1-128 letters, digits, ``_`` or ``-`` (else a ``ConfigError``); a fresh uuid4 hex by default.
     :param owner: the key owner this kernel serves (for reports).
     """
 
@@ -235,6 +231,8 @@ class KernelHandle:
             signal handler that landed in a cell's wait, ``restart()``, ...); nothing was sent.
         :raises KernelDiedError: if the kernel died earlier and ``auto_restart`` is off.
         :raises CellTimeoutError: (a subclass) only with ``raise_on_timeout``.
+        :raises TypeError: if ``code`` is not a str, or ``cancel`` no event; :raises FrameTooLargeError: if ``code`` is too big.
+        :raises ConfigError: for a bad ``timeout`` or ``code`` (:func:`~.cell.check_cell_args`), or from a tool of its cell.
         """
         check_process(self.host_pid, self.kernel_id)
         check_cell_args(code, timeout, cancel)
@@ -307,10 +305,7 @@ class KernelHandle:
     @contextmanager
     def budget_paused(self) -> Iterator[None]:
         """Freeze the running cell's budget (e.g. while a human answers a prompt)."""
-        if (cell := self._cell) is None:
-            yield
-            return
-        with cell.budget.paused():
+        with nullcontext() if (cell := self._cell) is None else cell.budget.paused():
             yield
 
     def restart(self) -> KernelInfo:
@@ -353,9 +348,10 @@ class KernelHandle:
         """Detach, leaving the kernel running without this host for post-mortem (``keepable``
         transports): it ends after ``orphan_timeout`` seconds without a client; the handle is closed.
 
-        :returns: ``ExitInfo(step="kept")`` (``already-exited`` if the handle was shut down).
-        :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, or the transport cannot keep one.
-        :raises TransportLostError: if the runner did not confirm (it was shut down instead).
+        :returns: ``ExitInfo(step="kept")``; if the handle had ended, its end's (what ``shutdown()`` returned), not kept.
+        :raises ConfigError: if ``orphan_timeout`` is no finite number of seconds > 0, the transport cannot keep one, or
+            it is called from a tool of the kernel's running cell.
+        :raises TransportLostError: if the runner did not confirm (it was shut down instead), or there was none.
         """
         check_process(self.host_pid, self.kernel_id)
         refuse_in_tool(self, self.kernel_id, "keep", _KEPT_FROM_A_TOOL)

@@ -161,11 +161,15 @@ class KernelOptions:
         if isinstance(self.env_allow, str):
             raise ConfigError(f"env_allow must be a list of variable names (a str is no list: "
                               f"env_allow=[{self.env_allow!r}]), got {self.env_allow!r}")
-        not_names = [n for n in self.env_allow if not isinstance(n, str)]
+        try:  # None or 5 raised a bare TypeError; a generator was read up by the check and kept none
+            names = tuple(self.env_allow)
+        except TypeError:
+            raise ConfigError(f"env_allow must be a list of variable names, got {self.env_allow!r}") from None
+        not_names = [n for n in names if not isinstance(n, str)]
         if not_names:
             raise ConfigError(f"env_allow must be a list of variable names, each name a string, not "
                               f"{not_names[0]!r}; got {self.env_allow!r}")
-        self.env_allow = tuple(self.env_allow)
+        self.env_allow = names
         if not isinstance(self.max_output_bytes, int) or not 1024 <= self.max_output_bytes <= MAX_OUTPUT_CAP_BYTES:
             raise ConfigError(f"max_output_bytes must be an int in 1024..{MAX_OUTPUT_CAP_BYTES}, got {self.max_output_bytes!r}")
         if self.timeout is not None and not is_seconds(self.timeout, positive=True):
@@ -249,12 +253,13 @@ def check_env(env: Mapping[str, str]) -> None:
 
 def check_registry_settings(max_kernels: object, idle_timeout: object, reap_interval: object = None,
                             stale_dir_age: object = 0.0, transport_factory: object = callable,
-                            clock: object = callable) -> None:
+                            clock: object = callable, transport: object = "local") -> None:
     """Check the settings of a :class:`~.registry.KernelRegistry`.
 
     :raises ConfigError: if ``max_kernels`` is not an int >= 1, ``idle_timeout`` not seconds >= 0 /
         None, ``reap_interval`` not seconds > 0 / None (``-1`` and ``nan`` made the idle reaper wake
-        without a pause: a core's worth of CPU), or ``stale_dir_age`` not seconds >= 0.
+        without a pause: a core's worth of CPU), ``stale_dir_age`` not seconds >= 0, or ``transport`` not a
+        non-empty str (``None`` was taken, and the first cell raised "a transport name is a str").
     :raises TypeError: if ``transport_factory`` or ``clock`` cannot be called (a transport's name or
         instance was taken, and the first cell raised ``'str' object is not callable``).
     """
@@ -266,6 +271,8 @@ def check_registry_settings(max_kernels: object, idle_timeout: object, reap_inte
         raise ConfigError(f"reap_interval must be a finite number of seconds > 0{_AT_MOST} or None, got {reap_interval!r}")
     if not is_seconds(stale_dir_age, positive=False):
         raise ConfigError(f"stale_dir_age must be a finite number of seconds >= 0{_AT_MOST}, got {stale_dir_age!r}")
+    if not isinstance(transport, str) or not transport:
+        raise ConfigError(f"transport must be a transport's name (a non-empty str, such as 'local'), got {transport!r}")
     if not callable(transport_factory):
         hint = (f"; a transport's name goes in KernelRegistry(transport={transport_factory!r}) or "
                 f"KernelKey(transport={transport_factory!r})" if isinstance(transport_factory, str) else

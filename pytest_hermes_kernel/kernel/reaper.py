@@ -122,6 +122,7 @@ class IdleReaping:
     _entries: OrderedDict[KernelKey, _Entry]
     _transports: SweptTransports
     _reaper: IdleReaper | None
+    host_pid: int
 
     if TYPE_CHECKING:
         def _pop_unlocked(self, entry: _Entry, reason: Reason) -> _Entry: ...
@@ -143,6 +144,11 @@ class IdleReaping:
                 self._poke()
         entry.handle.add_listener(heard)
 
+    def _a_forked_copy(self) -> bool:
+        """Whether this is a forked child's copy of the registry: the parent's kernels, and its lock maybe
+        held by a thread the child does not have (``discard()``, ``reap_once()`` there waited for ever)."""
+        return os.getpid() != self.host_pid
+
     def reap_once(self) -> int:
         """Reap idle kernels and stale kernel dirs now; return how many kernels were reaped."""
         reaped = self.reap_expired()
@@ -150,7 +156,9 @@ class IdleReaping:
         return reaped
 
     def reap_expired(self) -> int:
-        """Reap the kernels idle for longer than ``idle_timeout`` now; how many."""
+        """Reap the kernels idle for longer than ``idle_timeout`` now; how many (a forked child's copy: 0)."""
+        if self._a_forked_copy():
+            return 0
         with self._lock:
             doomed = self._expired_unlocked()
         self._teardown(doomed)
@@ -159,7 +167,9 @@ class IdleReaping:
     def sweep_stale(self) -> None:
         """Let every transport this registry used that is still held somewhere remove stale kernel
         dirs, each in turn; the first one's error is raised once all had theirs (one raising ended
-        the round, and the transports after it were never swept again)."""
+        the round, and the transports after it were never swept again). A forked child's copy: nothing."""
+        if self._a_forked_copy():
+            return
         failed: list[Exception] = []
         with self._lock:  # (a start adds one meanwhile: 'dictionary changed size during iteration')
             transports = self._transports.alive()
@@ -173,7 +183,7 @@ class IdleReaping:
 
     def seconds_to_next_expiry(self) -> float | None:
         """Seconds until the next idle kernel expires (negative: overdue); ``None``: none is idle."""
-        if self.idle_timeout is None:
+        if self.idle_timeout is None or self._a_forked_copy():
             return None
         with self._lock:
             idle = [e.last_used for e in list(self._entries.values()) if not in_use(e) and e.ready.is_set()]

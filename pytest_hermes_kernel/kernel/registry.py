@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from ..errors import ConfigError, KernelShutdownError
 from .control import check_process, fresh_turn
 from .holders import current_holder, hold
-from .keys import CHILD_SEPARATOR, KernelKey, checked_key
+from .keys import CHILD_SEPARATOR, KernelKey, checked_key, checked_pinned
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
 from .reaper import (IdleReaper, IdleReaping, SweptTransports, await_burials, await_start, bury, closed_at_exit, in_use,
@@ -110,7 +110,7 @@ class KernelRegistry(IdleReaping):
                  transport_factory: TransportFactory, clock: Callable[[], float] = time.monotonic,
                  background_reaper: bool = True, reap_interval: float | None = None,
                  stale_dir_age: float = STALE_DIR_AGE_S, transport: str = "local") -> None:
-        check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock)
+        check_registry_settings(max_kernels, idle_timeout, reap_interval, stale_dir_age, transport_factory, clock, transport)
         self.max_kernels, self.transport, self.idle_timeout = max_kernels, transport, idle_timeout
         self.options = checked_options(options)
         self.tools = tools if isinstance(tools, ToolTable) else ToolTable(tools)
@@ -145,14 +145,14 @@ class KernelRegistry(IdleReaping):
     def lease(self, key: KernelKey, *, pinned: bool | None = None) -> Iterator[KernelHandle]:
         """Hold the kernel for ``key`` (starting it if needed) for the duration of the block.
 
-        :param pinned: exempt from LRU eviction; default: true for delegated-child keys.
+        :param pinned: exempt from LRU eviction (a bool, else a ``TypeError``); default: true for delegated-child keys.
         :raises KernelShutdownError: if the registry (or the key's kernel, mid-start) was shut down.
         :raises KernelStartError: if the kernel could not be started.
         :raises KernelForkedError: in a forked child of the registry's process.
         """
         check_process(self.host_pid)
         key = self.resolve(key)
-        entry = self._acquire(key, key.child_id is not None if pinned is None else pinned)
+        entry = self._acquire(key, checked_pinned(key, pinned))
         try:
             yield entry.handle
         finally:
@@ -166,7 +166,7 @@ class KernelRegistry(IdleReaping):
         return key if checked_key(key).transport is not None else dataclasses.replace(key, transport=self.transport)
 
     def get_or_start(self, key: KernelKey, *, pinned: bool | None = None) -> KernelHandle:
-        """The kernel for ``key``, started if needed (no lease is kept)."""
+        """The kernel for ``key``, started if needed (no lease); raises as :meth:`lease` (KernelShutdownError...)."""
         with self.lease(key, pinned=pinned) as handle:
             return handle
 
@@ -176,6 +176,7 @@ class KernelRegistry(IdleReaping):
         :param reset: restart the kernel first (state is lost and reported with reason ``reset``): the restart
             and the cell are one turn, after the cells sent before it (none is cut), before any sent meanwhile.
         :raises TypeError: if ``reset`` is not a bool (nothing is run).
+        :raises KernelShutdownError: (and the others of :meth:`lease` and :meth:`KernelHandle.execute`) as they say.
         :returns: the cell's result; a kernel recreated after eviction or reaping reports
             ``state_lost`` with that reason (its handle was told, see :meth:`KernelHandle.mark_lost`).
         """
@@ -304,7 +305,9 @@ class KernelRegistry(IdleReaping):
 
     # ------------------------------------------------------------------------------ shutdown
     def discard(self, key: KernelKey, handle: KernelHandle) -> bool:
-        """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down."""
+        """Remove ``key``'s entry only if it still holds ``handle``; shut ``handle`` down (a forked child's copy: ``False``)."""
+        if os.getpid() != self.host_pid:  # the parent's entries, its lock maybe held by a thread not here: it hung
+            return False
         key = self.resolve(key)
         with self._lock:
             entry = self._entries.get(key)

@@ -55,6 +55,7 @@ class KernelInfo:
     pid: int | None = None
 
     def replace(self, **changes: Any) -> KernelInfo:
+        """A copy with ``changes`` applied. :raises TypeError: if a change names no field."""
         return dataclasses.replace(self, **changes)
 
 
@@ -92,13 +93,15 @@ class CellResult:
 
     @property
     def ok(self) -> bool:
+        """``status == "ok"``."""
         return self.status == "ok"
 
     def replace(self, **changes: Any) -> CellResult:
+        """A copy with ``changes`` applied. :raises TypeError: if a change names no field."""
         return dataclasses.replace(self, **changes)
 
     def summary(self) -> str:
-        """One line for logs and assertion messages."""
+        """One line for logs and assertion messages (a line break in the error or note shows as ``\\n``)."""
         bits = [f"status={self.status}"]
         if self.watchdog:
             bits.append(f"watchdog={self.watchdog}")
@@ -115,7 +118,7 @@ class CellResult:
             bits.append(f"signal={k.signal}")
         if k.note:
             bits.append(k.note)
-        return "; ".join(bits)
+        return "\\n".join("; ".join(bits).splitlines())  # (a multi-line evalue or note broke the line in two)
 
 
 @dataclass(frozen=True)
@@ -124,8 +127,8 @@ class ExitInfo:
 
     ``step`` is one of ``request`` (it exited when asked), ``sigterm``, ``sigkill``,
     ``already-exited``, ``unreachable`` (the runner could not be reached; the transport's
-    kill was used) or ``forked-child`` (called in a forked child of the kernel's process:
-    nothing was done). ``confirmed`` says whether the transport saw the runner gone
+    kill was used), ``forked-child`` (called in a forked child of the kernel's process:
+    nothing was done) or ``kept`` (:meth:`~.handle.KernelHandle.keep`: it runs on, detached). ``confirmed`` says whether the transport saw the runner gone
     (:meth:`~.contract.Transport.seen_gone`); ``False``: it may still run (its host could not
     be reached, or its container is paused), and its orphan timer ends it.
 

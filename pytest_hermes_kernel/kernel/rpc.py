@@ -56,16 +56,26 @@ class ToolTable:
             self._tools[name] = func
 
     def unregister(self, name: str) -> None:
+        """Stop offering ``name`` to cells (a name not offered: nothing happens)."""
         with self._lock:
             self._tools.pop(name, None)
 
     def names(self) -> list[str]:
+        """The names offered now, sorted."""
         with self._lock:
             return sorted(self._tools)
 
     def get(self, name: str) -> ToolFunc | None:
+        """The callable offered as ``name``; ``None`` if none is."""
         with self._lock:
             return self._tools.get(name)
+
+    def copy(self) -> ToolTable:
+        """The table as it is now, apart from later changes (a running cell's tools)."""
+        table = ToolTable()
+        with self._lock:
+            table._tools = dict(self._tools)
+        return table
 
 
 #: ``hermes_tools``' own attributes (kernel/runner/tools.py): a tool of one of these names was
@@ -98,14 +108,14 @@ class CellAuthority:
     """The right to call tools, held by exactly one running cell and retired when it settles.
 
     :param cell_id: the request id of the cell.
-    :param table: the tools it may call.
+    :param table: the tools it may call: as they are now (a change applies from the next cell on).
     :param max_calls: calls it may make (``KernelOptions.max_tool_calls``).
     :param secrets: values redacted from each call's ``args`` preview (before it is cut).
     """
 
     def __init__(self, cell_id: Any, table: ToolTable, max_calls: int, secrets: tuple[str, ...] = ()) -> None:
         self.cell_id = cell_id
-        self.table = table
+        self.table = table.copy()  # a tool registered mid-cell was callable, one unregistered refused
         self.max_calls = max_calls
         self.secrets = secrets
         self.calls: list[dict[str, Any]] = []

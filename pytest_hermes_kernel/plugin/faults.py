@@ -233,14 +233,20 @@ class HermesFaults:
         self._cgroups: list[MemoryCgroup] = []
 
     def kernel_sigkill(self, kernel: Kernel) -> None:
-        """SIGKILL the kernel's worker from outside."""
+        """SIGKILL the kernel's worker from outside; returns once it is seen dead.
+
+        :raises ConfigError: if the kernel has no worker, or it had ended already (nothing to kill).
+        """
         from ..faults import injector
 
         injector.kernel_sigkill(kernel)
 
     def transport_drop(self, kernel: Kernel, mode: DropMode = "reset", duration: float | None = None,
                        latency: float = 0.2) -> None:
-        """Break a docker/ssh kernel's channel (see :func:`~pytest_hermes_kernel.faults.injector.transport_drop`)."""
+        """Break a docker/ssh kernel's channel (see :func:`~pytest_hermes_kernel.faults.injector.transport_drop`).
+
+        :raises ConfigError: if its transport cannot re-attach (local, filecell) or an argument is refused.
+        """
         from ..faults import injector
 
         injector.transport_drop(kernel, mode, duration, latency)
@@ -269,14 +275,18 @@ class HermesFaults:
         return kernel
 
     def host_sigkill(self, kernel: HarnessKernel, bound: float = 2.0) -> list[str]:
-        """SIGKILL the harness host now; return what of the kernel survived ``bound`` seconds."""
+        """SIGKILL the harness host now; return what of the kernel survived ``bound`` seconds.
+
+        :raises ConfigError: if ``kernel`` is no :meth:`harness` kernel (its host is this process).
+        """
         from ..faults import injector
 
         injector.host_sigkill(kernel)
         return [injector.named_survivor(line, kernel) for line in kernel.wait_kernel_gone(bound)]
 
     def memory_cgroup(self, limit_bytes: int) -> MemoryCgroup:
-        """A memory cgroup for a local kernel: pass ``cgroup_procs``/``oom_counter_file`` from it."""
+        """A memory cgroup for a local kernel: start it with ``cgroup_procs=cg.procs_file,
+        oom_counter_file=cg.oom_counter_file`` (kernel options; skips where no cgroup can be made)."""
         from ..faults.cgroup import create_memory_cgroup
 
         try:
@@ -287,6 +297,7 @@ class HermesFaults:
         return cg
 
     def close(self) -> None:
+        """Shut the harness kernels down and remove the memory cgroups (the fixture does, after the test)."""
         for kernel in self._harnesses:
             kernel.shutdown()
         for cg in self._cgroups:

@@ -187,7 +187,7 @@ def _known_hosts_file(text: str) -> str:
 SETTINGS = (
     _Setting("transport", f"transports to run kernels on, comma-separated ({', '.join(TRANSPORT_NAMES)}); "
              "more than one makes a matrix", "local", _transports, listed=True),
-    _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none: no limit)", "60", _seconds),
+    _Setting("timeout", "default per-cell budget in seconds for fixture kernels (none or 0: no limit)", "60", _seconds),
     _Setting("leak_check", "after each test: off | warn (HermesLeakWarning) | error (the test errors)",
              "warn", _leak_mode),
     _Setting("keep_failed", "keep a failed test's kernels alive after pytest exits, for post-mortem (local, "
@@ -197,10 +197,10 @@ SETTINGS = (
     _Setting("keep_failed_max", "at most this many kernels a pytest process (each xdist worker) keeps for post-mortem; "
              "a failed test's kernels past it are shut down, the summary saying so (none: no cap)", "10", _cap),
     _Setting("max_kernels", "LRU cap of the hermes_registry fixture", "4", _positive_int),
-    _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture", "1800", _seconds),
+    _Setting("idle_timeout", "idle reap timeout in seconds of the hermes_registry fixture (none or 0: never reaped)", "1800", _seconds),
     _Setting("require_transports", "fail (instead of skip) tests whose transport cannot run here; "
              "set it in CI, so a matrix leg that cannot run fails instead of passing as skipped", "false", _bool),
-    _Setting("leak_grace", "seconds the leak check retries to let reaping finish", "3", _seconds),
+    _Setting("leak_grace", "seconds the leak check retries to let reaping finish (none or 0: no retry)", "3", _seconds),
     _Setting("image", "kernel host image of the docker and ssh transports (default: the kit's own, built "
              "locally on first use); see docs/reference.md 'Images'", None, _image),
     _Setting("docker_hosts", "docker engines to spread docker kernels over, a comma list of URLs (unix:///path, "

@@ -36,3 +36,19 @@ def test_shutdown_after_the_host_died_unreaped_reports_already_exited(monkeypatc
         monkeypatch.undo()
         kernel.kill_survivors()
         kernel.shutdown()
+
+
+def test_a_second_shutdown_of_a_harness_kernel_returns_the_first_ones_exit_info() -> None:
+    # HarnessKernel.shutdown() says "idempotent" (as the Kernel protocol's): a second call after a
+    # polite end said ExitInfo(step="already-exited", note="its host was gone"), of a host that was
+    # never killed, where KernelHandle's returns the first call's (a docstring check, 2026-12-06)
+    kernel = HarnessKernel("local")
+    try:
+        assert kernel.execute("x = 1; x").value == "1"
+        first = kernel.shutdown()
+        assert first.step == "request", first
+        assert kernel.shutdown() == first
+        assert kernel.close() == first
+    finally:
+        kernel.kill_survivors()
+        kernel.shutdown()

@@ -163,3 +163,57 @@ def test_a_childs_look_at_the_registry_never_waits_for_a_parent_thread() -> None
     hung = sum(1 for status in out["statuses"] if status != 0)
     assert hung == 0, f"{hung} of 20 children hung on the parent's registry lock: {done.stderr[-2000:]}"
     assert set(out["seen"]) == {"[0, 0]"}, out["seen"]
+
+
+HELD_HOST = textwrap.dedent("""
+    import json, os, threading
+    from pytest_hermes_kernel import KernelKey, KernelRegistry
+
+    reg = KernelRegistry(background_reaper=False)
+    handle = reg.get_or_start(KernelKey(owner="a"))
+    held, release = threading.Event(), threading.Event()
+
+    def hold():  # a parent thread inside the registry's lock as the fork happens
+        with reg._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(30)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        import faulthandler
+        faulthandler.dump_traceback_later(10, exit=True)
+        out = {}
+        for name, call in [("discard", lambda: reg.discard(KernelKey(owner="a"), handle)), ("reap_once", reg.reap_once),
+                           ("reap_expired", reg.reap_expired), ("sweep_stale", reg.sweep_stale),
+                           ("seconds_to_next_expiry", reg.seconds_to_next_expiry)]:
+            out[name] = repr(call())
+        os.write(w, json.dumps(out).encode())
+        os._exit(0)
+    os.close(w)
+    _, status = os.waitpid(pid, 0)
+    child = json.loads(os.read(r, 65536) or b"{}")
+    release.set()
+    holder.join(30)
+    ours = reg.execute(KernelKey(owner="a"), "40 + 2").value
+    reg.close()
+    print(json.dumps({"status": status, "child": child, "parent": ours}))
+""")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="os.fork with threads: Linux")
+def test_discard_and_the_reaping_calls_in_a_child_return_while_a_parent_thread_holds_the_lock() -> None:
+    # discard(), reap_once(), reap_expired(), sweep_stale() and seconds_to_next_expiry() took the
+    # registry's lock in a forked child too: with a parent thread inside it at the fork, each waited
+    # for ever (found by a docstring check, 2026-12-06); now a child's copy leaves the parent's alone
+    done = subprocess.run([sys.executable, "-c", HELD_HOST], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert out["status"] == 0, f"the child hung on the parent's registry lock: {done.stderr[-3000:]}"
+    assert out["child"] == {"discard": "False", "reap_once": "0", "reap_expired": "0", "sweep_stale": "None",
+                            "seconds_to_next_expiry": "None"}, out
+    assert out["parent"] == "42", "the parent's kernel was left alone"

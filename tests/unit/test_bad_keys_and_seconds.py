@@ -54,3 +54,18 @@ def test_a_cwd_that_is_no_directory_says_which(tmp_path, what, says):
         cwd.write_text("not a directory")
     with pytest.raises(KernelStartError, match=f"Hint: the working directory cwd={str(cwd)!r} {says}"):
         start_kernel("local", cwd=str(cwd))
+
+
+def test_a_keys_tools_given_as_a_list_is_a_tuple_and_the_key_works():
+    # KernelKey(tools=[...]) was taken and the key's first cell raised a bare "TypeError:
+    # unhashable type: 'list'" from the registry's map (a docstring check, 2026-12-06)
+    key = KernelKey(owner="a", tools=["lookup"])
+    assert key.tools == ("lookup",) and key == KernelKey(owner="a", tools=("lookup",))
+    assert hash(key) == hash(KernelKey(owner="a", tools=("lookup",)))
+
+
+@pytest.mark.parametrize("tools", ["lookup", [1], None])
+def test_a_keys_tools_that_are_no_list_of_names_are_refused(tools):
+    # "lookup" was taken as the tools ('l', 'o', 'o', 'k', 'u', 'p')
+    with pytest.raises(ConfigError, match="KernelKey tools must be a list or tuple of tool names"):
+        KernelKey(owner="a", tools=tools)

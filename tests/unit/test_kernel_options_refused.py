@@ -74,3 +74,16 @@ def test_a_transport_option_given_to_start_kernel_says_where_it_goes(transport, 
     said = str(caught.value)
     assert f"Hint: {name}= is an option of the {transport} transport, not of the kernel" in said, said
     assert f"start_kernel(make_transport({transport!r}, {name}={values[name]!r}), ...)" in said, said
+
+
+@pytest.mark.parametrize("value", [None, 5])
+def test_an_env_allow_that_is_no_list_is_a_config_error(value):
+    # KernelOptions' docstring: ":raises ConfigError: if a field is ... of the wrong type"; None
+    # and 5 raised a bare "TypeError: 'NoneType' object is not iterable" (a docstring check, 2026-12-06)
+    with pytest.raises(ConfigError, match="env_allow must be a list of variable names"):
+        KernelOptions(env_allow=value)
+
+
+def test_an_env_allow_given_as_a_generator_keeps_its_names():
+    # the type check read the generator up, and the option kept no name: env_allow == ()
+    assert KernelOptions(env_allow=(n for n in ["GITHUB_TOKEN"])).env_allow == ("GITHUB_TOKEN",)

@@ -75,3 +75,29 @@ def test_a_reset_that_is_no_bool_is_refused_and_runs_nothing():
             registry.execute(key, "x = 2", reset="no")  # type: ignore[arg-type]
         kept = registry.execute(key, "x")
         assert (kept.value, kept.kernel.state_lost) == ("1", False), kept.summary()
+
+
+@pytest.mark.parametrize("value", [None, 5])
+def test_a_default_transport_that_is_no_name_is_refused_when_the_registry_is_made(value):
+    # KernelRegistry's docstring: ":raises ConfigError: for ... a bad setting"; transport=None was
+    # taken and the first cell raised "a transport name is a str, not NoneType None" (5: "KernelKey
+    # transport must be a str or None"), after the registry's reaper had started (2026-12-06)
+    before = _reapers()
+    with pytest.raises(ConfigError, match="transport must be a transport's name"):
+        KernelRegistry(transport=value)
+    assert not _reapers() - before, "a refused registry left its reaper thread running"
+
+
+@pytest.mark.parametrize("pinned", ["no", 0, 1])
+def test_a_pinned_that_is_no_bool_is_refused_before_a_kernel_starts(pinned):
+    # lease(key, pinned="no") pinned the kernel (a true str), exempt from eviction for ever: its
+    # snapshot said pinned='no' (a docstring check, 2026-12-06)
+    from pytest_hermes_kernel import KernelKey
+
+    with KernelRegistry(background_reaper=False) as registry:
+        with pytest.raises(TypeError, match="pinned must be True, False or None"):
+            registry.get_or_start(KernelKey(owner="a"), pinned=pinned)
+        assert registry.snapshot() == [] and registry.stats["started"] == 0
+        registry.get_or_start(KernelKey(owner="b"), pinned=False)
+        registry.get_or_start(KernelKey.child("b", "c1"))
+        assert [(s.key.owner, s.pinned) for s in registry.snapshot()] == [("b", False), ("b::child::c1", True)]

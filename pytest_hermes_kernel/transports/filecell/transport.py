@@ -82,8 +82,8 @@ class FileCellTransport(Transport):
         kernel option's value (``KernelOptions.orphan_timeout``), as on every transport.
     :param poll_window_s: longest single poll; a longer wait is several polls. Keep it well
         under the backend's own limits (docker-py's HTTP timeout is 60 s).
-    :param launch_timeout: seconds for the launch execute, at most the kernel's ``start_timeout``
-        (default 30 s), which bounds the whole launch, shipping the runner included (given up
+    :param launch_timeout: seconds for the launch execute (default 60 s), cut to the kernel's
+        ``start_timeout`` (30 s by default), which bounds the whole launch, shipping the runner included (given up
         :data:`EXECUTE_OVERRUN_S` s later if the backend has not returned: :class:`KernelStartError`).
     :param hold_s: after a poll returns a tool call (the cell runs on while the host serves it), a
         holder process stays attached for up to this long, so frames sent meanwhile (a tool call

@@ -88,7 +88,7 @@ class SshTransport(Transport):
         ``(host, port)`` before each connection, it returns the address to connect to instead
         (the fault layer's :class:`~pytest_hermes_kernel.faults.proxy.ProxyRoute` puts a loopback
         fault proxy there for ``hermes_transport_drop``); its ``close()`` runs with the transport's.
-    :param target: ``user@host:port`` of any sshd; ``None`` runs an sshd container.
+    :param target: ``[user@]host[:port]`` of any sshd (your user name, port 22 if left out); ``None``: an sshd container.
     :param key_filename: private key file for ``target`` (OpenSSH or PEM, no passphrase: for an
         encrypted key pass ``pkey=``), read at each connect.
     :param pkey: a paramiko private key for ``target``.
