@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import transport_of_its_own
+
 paramiko = pytest.importorskip("paramiko")
 
 SUITE = "def test_one(hermes_kernel):\n    assert hermes_kernel.execute('1 + 1').value == '2'\n"
@@ -27,13 +29,8 @@ SUITE = "def test_one(hermes_kernel):\n    assert hermes_kernel.execute('1 + 1')
 @pytest.fixture(scope="module")
 def sshd(docker_ready: None) -> Iterator[dict]:
     """A fresh sshd container of the kit (its host key, port and client key)."""
-    from pytest_hermes_kernel.transports import SshTransport
-
-    transport = SshTransport(container="fresh")
-    try:
+    with transport_of_its_own("ssh", server=True, container="fresh") as transport:
         yield transport.sshd.join()
-    finally:
-        transport.close()
 
 
 def _other_key() -> str:

@@ -11,13 +11,11 @@ listed: not copied"); a one-file download of it names the file and writes nothin
 
 from __future__ import annotations
 
-import os
-import time
-
 import pytest
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.errors import FileTransferError
+from tests.support import transport_of_its_own
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -27,7 +25,6 @@ _TO_DIR = "import os, sys\nos.remove(sys.argv[1])\nos.mkdir(sys.argv[1])\n"
 @pytest.fixture
 def kernel_whose_file_becomes_a_dir(monkeypatch):
     from pytest_hermes_kernel.transports.docker.files import DockerFiles
-    from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 
     archive, swapped = DockerFiles.archive, []
 
@@ -36,16 +33,13 @@ def kernel_whose_file_becomes_a_dir(monkeypatch):
         swapped.append(code)
         return archive(self, parts)
 
-    transport = DockerTransport(server=False, run_id=f"file-to-dir-{os.getpid()}-{time.monotonic_ns()}")
-    try:
+    with transport_of_its_own("docker", server=False) as transport:
         with start_kernel(transport) as kernel:
             made = kernel.execute("import os\nos.makedirs('d')\nopen('d/a', 'w').write('A' * 5000)\n"
                                   "open('d/b', 'w').write('bee')")
             assert made.status == "ok", made.summary()
             monkeypatch.setattr(DockerFiles, "archive", swap_then_archive)
             yield kernel
-    finally:
-        transport.close()
     assert swapped == [0]
 
 

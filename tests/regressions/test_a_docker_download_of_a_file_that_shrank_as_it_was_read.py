@@ -8,13 +8,11 @@ the file and rejects it ("changed during the copy (shorter: ...)"); the rest is 
 
 from __future__ import annotations
 
-import os
-import time
-
 import pytest
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.errors import FileTransferError
+from tests.support import transport_of_its_own
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -43,7 +41,6 @@ while time.time() < end:
 
 def _download(tmp_path, monkeypatch, top: str):
     from pytest_hermes_kernel.transports.docker.files import DockerFiles
-    from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 
     archive = DockerFiles.archive
 
@@ -54,16 +51,13 @@ def _download(tmp_path, monkeypatch, top: str):
         api.exec_start(watcher, detach=True)
         return archive(self, parts)
 
-    transport = DockerTransport(server=False, run_id=f"shrank-{os.getpid()}-{time.monotonic_ns()}")
-    try:
+    with transport_of_its_own("docker", server=False) as transport:
         with start_kernel(transport) as kernel:
             made = kernel.execute("import os\nos.makedirs('t')\nopen('t/big', 'wb').write(os.urandom(64 << 20))\n"
                                   "open('t/small', 'w').write('small')")
             assert made.status == "ok", made.summary()
             monkeypatch.setattr(DockerFiles, "archive", truncate_while_archived)
             return kernel.download(top, tmp_path / "got")
-    finally:
-        transport.close()
 
 
 def test_a_tree_whose_big_file_shrank_as_it_was_read_copies_the_rest(tmp_path, monkeypatch) -> None:

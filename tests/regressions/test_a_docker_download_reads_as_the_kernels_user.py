@@ -11,13 +11,11 @@ may read anyway; ``/etc/shadow`` is left out and reported not copied.
 
 from __future__ import annotations
 
-import os
-import time
-
 import pytest
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.errors import FileTransferError
+from tests.support import transport_of_its_own
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -26,7 +24,6 @@ _SWAP = "import os, sys\nos.rename(sys.argv[1], sys.argv[1] + '-old')\nos.symlin
 
 def test_a_download_whose_dir_was_swapped_for_a_symlink_to_etc_reads_nothing_only_root_may(tmp_path, monkeypatch) -> None:
     from pytest_hermes_kernel.transports.docker.files import DockerFiles
-    from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 
     archive, swapped = DockerFiles.archive, []
 
@@ -35,8 +32,7 @@ def test_a_download_whose_dir_was_swapped_for_a_symlink_to_etc_reads_nothing_onl
         swapped.append(code)
         return archive(self, parts)
 
-    transport = DockerTransport(server=False, run_id=f"swapped-dir-{os.getpid()}-{time.monotonic_ns()}")
-    try:
+    with transport_of_its_own("docker", server=False) as transport:
         with start_kernel(transport) as kernel:
             made = kernel.execute("import os\nos.makedirs('d', exist_ok=True)\n"
                                   "open('d/shadow', 'w').write('x' * os.stat('/etc/shadow').st_size)\n"
@@ -49,8 +45,6 @@ def test_a_download_whose_dir_was_swapped_for_a_symlink_to_etc_reads_nothing_onl
                 outcome = str(exc)
             else:
                 outcome = repr(report.rejected)
-    finally:
-        transport.close()
     assert swapped == [0]
     got = tmp_path / "got"
     assert not got.exists() or "root:" not in got.read_text(errors="replace"), got.read_text(errors="replace")[:80]

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_hermes_kernel.cli import main
+from tests.support import transport_of_its_own
 
 pytest.importorskip("paramiko")
 pytest.importorskip("testcontainers")
@@ -23,13 +24,9 @@ pytest.importorskip("testcontainers")
 
 @pytest.fixture(scope="module")
 def sshd(docker_ready: None) -> Iterator[dict]:
-    from pytest_hermes_kernel.transports import SshTransport
-
-    transport = SshTransport(container="fresh")
-    try:
+    """A fresh sshd container of the kit (its host key, port and client key)."""
+    with transport_of_its_own("ssh", server=True, container="fresh") as transport:
         yield transport.sshd.join()
-    finally:
-        transport.close()
 
 
 def test_a_target_that_does_not_answer_is_a_no_naming_it(monkeypatch: pytest.MonkeyPatch,
