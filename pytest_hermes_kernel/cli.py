@@ -125,6 +125,8 @@ def _check_docker(engines: Engines = (None,)) -> Check:
         if len(silent) < len(found):  # the others answer: it is that engine, not docker here
             hint = (f"start the engine that did not answer ({', '.join(silent)}), or leave it out of "
                     f"--docker-hosts ({ENGINES_ENV}): the others answer")
+        elif None not in engines and importlib.util.find_spec("docker"):  # engines the user named, none answers
+            hint = f"start the engine that did not answer ({', '.join(silent)}), or fix it in --docker-hosts ({ENGINES_ENV})"
         return Check("docker", False, "; ".join(said), hint)
     images = [_check_image(url) for _ok, _why, url in found]  # the run's PYTEST_HERMES_IMAGE, else the kit's
     return Check("docker", all(ok for ok, *_ in images), "; ".join(f"{why}; {img}" for (_ok, why, _url), (_, img, _h)

@@ -56,8 +56,9 @@ def test_the_error_names_the_file_with_the_old_key_and_the_command_that_fixes_it
     command = f"ssh-keygen -R '{name}' -f {known}"
     assert f"`{command}`" in text, text
     subprocess.run(shlex.split(command), check=True, capture_output=True)  # the fix, as the message says it
-    with known.open("a") as fh:
-        fh.write(f"{name} {sshd['host_key']}\n")
+    add = f"ssh-keyscan -p {sshd['port']} 127.0.0.1 >> {known}"  # it printed the key only, adding nothing
+    assert f"`{add}`" in text, text
+    subprocess.run(add, shell=True, check=True, capture_output=True)
     fixed = pytester.runpytest_subprocess(*args, timeout=120)
     fixed.assert_outcomes(passed=1)
 

@@ -82,6 +82,23 @@ def test_with_several_engines_the_hint_names_the_one_that_does_not_answer(tmp_pa
                     f"of --docker-hosts ({ENGINES_ENV}): the others answer"), hint
 
 
+def test_an_engine_named_alone_that_does_not_answer_is_named_in_the_hint(tmp_path, capsys, monkeypatch):
+    """``PYTEST_HERMES_DOCKER_HOSTS=tcp://127.0.0.1:1`` (an engine the user named, the environment's
+    up): the hint said to start docker with systemctl, install docker.io and check ``docker info``,
+    which answered (it asks the environment's engine); the fix is that engine or that URL."""
+    from pytest_hermes_kernel import cli
+
+    monkeypatch.setattr(cli, "_check_docker_engine",
+                        lambda url=None: (url is None, f"the docker engine at {url} did not answer"))
+    monkeypatch.setenv(ENGINES_ENV, f"unix://{tmp_path}/engine2.sock")
+
+    assert main(["doctor", "docker"]) == 1
+
+    hint = hint_of(capsys.readouterr().out)
+    assert hint == (f"Hint: start the engine that did not answer (unix://{tmp_path}/engine2.sock), or fix it in "
+                    f"--docker-hosts ({ENGINES_ENV})"), hint
+
+
 def test_filecell_without_the_docker_sdk_does_not_offer_its_docker_exec_backend(capsys, monkeypatch):
     """It said ``docker exec backend when docker is up`` with no SDK to ask the engine through
     (found by the fresh-install round of 2026-12-05)."""

@@ -201,7 +201,7 @@ def changed_key_message(target: SshTarget, exc: Any, pinned: bool, known_hosts: 
              else "the key seen for it earlier in this run")
     replace = "".join(f"`ssh-keygen -R '{name}' -f {path}`, " for path in files)
     replace = (f"remove the old entry ({replace[:-2]}) and add the new key there (`ssh-keyscan -p {target.port} "
-               f"{target.host}`), or " if files else "")
+               f"{target.host} >> {files[-1]}`), or " if files else "")
     return (f"the ssh host key of {name} changed: it offered {got.get_name()} {got.fingerprint}, but "
             f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
             f"was recreated on purpose, check its new key out of band, then {replace}trust its new key explicitly: "
