@@ -99,6 +99,9 @@ def restart(handle: KernelHandle) -> KernelInfo:
     with handle._control_lock, handle._held.holding("restart()"):
         if handle.stopping:
             raise runtime.shut_error()
+        if handle._life.is_(S.NEW):  # never started: no state to lose, so no reset to report (it said
+            handle.start()           # state_lost, and the first cell repeated "restart() was called")
+            return handle.info()
         try:
             with queue.restart():  # the cells waiting now are overtaken, never run on the new one
                 before = handle._pending_loss

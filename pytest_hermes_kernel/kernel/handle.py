@@ -313,6 +313,7 @@ class KernelHandle:
 
         The running cell and the cells waiting for their turn (not run) return ``died``, ``reason="reset"``
         on the old generation; cells sent meanwhile wait for it. The old worker dies before the new starts.
+        A handle never started is started: nothing was lost (``state_lost=False``), as with :meth:`start`.
 
         :raises KernelShutdownError: if the handle was shut down.
         :raises ChannelHeldHereError: if called inside this thread's own use of the kernel (a signal

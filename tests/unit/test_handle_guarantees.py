@@ -188,6 +188,20 @@ def test_a_first_cell_starts_the_kernel_and_reports_no_loss():
     assert started.stopping
 
 
+def test_a_restart_of_a_handle_never_started_starts_it_and_reports_no_loss():
+    from pytest_hermes_kernel.kernel.handle import KernelHandle
+    from tests.unit.test_registry_losses import FakeTransport
+
+    k = KernelHandle(FakeTransport())
+    try:
+        info = k.restart()  # it said state_lost=True, reason="reset", and so did the first cell after it
+        assert not info.state_lost and info.reason is None and info.generation == 0, info
+        r = k.execute("1")
+        assert r.status == "ok" and not r.kernel.state_lost and r.kernel.note == "", r.summary()
+    finally:
+        k.shutdown()
+
+
 def test_an_interrupt_with_no_cell_running_is_harmless(make_kernel):
     k = make_kernel()
     k.execute("w = 3")
