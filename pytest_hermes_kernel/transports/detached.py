@@ -19,6 +19,7 @@ from typing import Any
 
 from ..kernel.contract import LaunchSpec
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
+from ..kernel.runner.trees import RMTREE_CODE
 
 SOCKET_NAME = "sock"
 PIDFILE_NAME = "runner.pid"
@@ -144,7 +145,7 @@ REAP_WAIT_S = 3.0
 #: argv[1]: a pid, argv[2]: seconds to wait for it to end, argv[3] (optional): its kernel dir,
 #: removed once it ended. Prints ``gone`` (``gone left``: the dir stayed) or ``alive``: the reap and
 #: cleanup of a spawned runner asked to exit, in one exec, not a probe, maybe a kill, and an ``rm``.
-REAP_SCRIPT = "import os, shutil, sys, time\n" + STAT_FIELDS_CODE + r"""
+REAP_SCRIPT = "import os, sys, time\n" + STAT_FIELDS_CODE + RMTREE_CODE + r"""
 def alive(pid):
     fields = stat_fields(pid)
     return fields is not None and fields[0] != b'Z'
@@ -155,7 +156,7 @@ if alive(sys.argv[1]):
     print('alive')
 else:
     if len(sys.argv) > 3:
-        shutil.rmtree(sys.argv[3], ignore_errors=True)
+        rmtree(sys.argv[3])
     print('gone left' if len(sys.argv) > 3 and os.path.lexists(sys.argv[3]) else 'gone')
 """
 
@@ -182,7 +183,6 @@ for name in os.listdir('/proc'):
     if want in env and stat[stat.rfind(b')') + 2:].split()[0] != b'Z':
         print('%s\t%s' % (name, cmd[:160]))
 """
-
 
 #: argv[1]: a host pid; argv[2:]: kernel dirs, and ``left:<pid>:<start ticks>:<kernel id>`` for
 #: each process a spawned runner said its cells left behind (:class:`LeftBehind`). Prints
@@ -361,8 +361,8 @@ def is_member(name):
 #: ``gone`` or ``left <pids>``, then removes what is in the kernel root (a symlink in its place is
 #: left alone; a link in it is unlinked, never followed).
 CLEAR_KERNELS_SCRIPT = (r"""
-import os, sys, time, shutil
-""" + LIVE_ENV_CODE + r"""
+import os, sys, time
+""" + LIVE_ENV_CODE + RMTREE_CODE + r"""
 def is_member(name):
     env = live_env(name)
     return env is not None and any(e.startswith(b'HERMES_KERNEL_ID=') for e in env)
@@ -372,7 +372,7 @@ if os.path.isdir(root) and not os.path.islink(root):
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            rmtree(path)
         else:
             try:
                 os.unlink(path)

@@ -17,12 +17,12 @@ import errno
 import json
 import os
 import resource
-import shutil
 import tempfile
 import time
 
 from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
+from ..kernel.runner.trees import remove_tree
 from .local_server import SERVER_DIR_PREFIX
 
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
@@ -91,7 +91,7 @@ def discard_kernel_dir(kdir: str, *names: str) -> None:
     try:
         os.rmdir(kdir)
     except OSError:
-        shutil.rmtree(kdir, ignore_errors=True)
+        remove_tree(kdir)
 
 
 def short_of(exc: OSError) -> str:
@@ -129,11 +129,8 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
     """
     removed = 0
     for path in stale_kernel_dirs(max_age_s, root):
-        try:
-            shutil.rmtree(path)
+        if remove_tree(path):  # (a tree deeper than the recursion limit too: shutil.rmtree raised RecursionError)
             removed += 1
-        except OSError:
-            continue
     return removed
 
 

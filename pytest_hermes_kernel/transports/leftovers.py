@@ -12,10 +12,11 @@ with them, so listing them again counted one kernel three times.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
+
+from ..kernel.runner.trees import remove_tree
 
 if TYPE_CHECKING:
     from ..containers.kept import KeptKernel
@@ -57,7 +58,7 @@ def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared:
         if os.path.realpath(path) in spared:
             continue
         if not dry_run:
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)
         removed += 1
         progress(f"{verb(dry_run)} kernel dir {path} (its host is gone, or it is stale)")
     return removed + _sweep_filecell_dirs(progress, dry_run)
@@ -86,7 +87,7 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
             continue  # still starting, or not ours to judge
         if foreign or not pid_alive(pid):  # (an ended namespace's runner is gone, whatever its pid names here)
             if not dry_run:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
             removed += 1
             progress(f"{verb(dry_run)} filecell kernel dir {path} (its runner {pid} is gone)")
     return removed

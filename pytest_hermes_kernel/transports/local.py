@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import socket
 import subprocess
 import sys
@@ -43,6 +42,7 @@ from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
+from ..kernel.runner.trees import remove_tree
 from ..containers.kept import TMPDIR_ENV
 from ..procs import kill_session, note_left_behind, pid_alive, read_stat, start_ticks
 from .forked import with_fallback
@@ -212,7 +212,7 @@ class LocalTransport(Transport):
     def cleanup(self, launched: Launched) -> None:
         launched.extra["runner"].close()
         if launched.kernel_dir:
-            shutil.rmtree(launched.kernel_dir, ignore_errors=True)
+            remove_tree(launched.kernel_dir)
 
     def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
         note_left_behind(processes, kernel_id)  # the host's kernel-process probe lists them while they live
@@ -269,7 +269,7 @@ class LocalTransport(Transport):
             return
         if runner_runs(locator):
             return  # the same runner still runs: it is not gone
-        shutil.rmtree(kdir, ignore_errors=True)
+        remove_tree(kdir)
 
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""

@@ -26,7 +26,6 @@ import json
 import os
 import resource
 import select
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -39,6 +38,7 @@ import psutil
 
 from ..errors import KernelServerUnavailable
 from ..kernel.channel import lease
+from ..kernel.runner.trees import remove_tree
 from ..procs import children, note_left_behind, read_stat, start_ticks
 from .runner_zipapp import runner_zipapp, write_runner
 
@@ -99,7 +99,7 @@ class LocalServer:
             for name in ("server.log", runner_zipapp().name):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.dir, name))
-            shutil.rmtree(self.dir, ignore_errors=True)
+            remove_tree(self.dir)
             raise KernelServerUnavailable(f"could not start a kernel server with {python!r}: {exc}") from None
         finally:
             theirs.close()
@@ -213,7 +213,7 @@ class LocalServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(self.dir)
 
 
     def _note_adopted(self) -> None:

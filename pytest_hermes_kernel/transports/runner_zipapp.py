@@ -62,8 +62,9 @@ RunnerFlavour = Literal["compiled", "compact"]
 POLL_MODULES = frozenset({"__init__", "client", "frames"})
 #: Runner modules the ``compact`` flavour leaves out, which filecell never imports, so the file
 #: stays small enough for a command line: the kernel server's and its site check (filecell runs
-#: no server: every cell is its own execute), and the docker exec relay.
-COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay"})
+#: no server: every cell is its own execute), the docker exec relay, and the kernel dir remover
+#: (a filecell kernel dir goes by `rm -rf`).
+COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay", "trees"})
 
 
 @dataclass(frozen=True)

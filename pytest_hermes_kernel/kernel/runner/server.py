@@ -42,7 +42,6 @@ import json
 import os
 import select
 import selectors
-import shutil
 import signal
 import socket
 import sys
@@ -55,6 +54,7 @@ from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
 from .procfs import become_subreaper, close_fds_except
 from .serve import cgroup_problem, read_config, run_on_channel
 from .sites import site_changed
+from .trees import remove_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class ForkingServer:
                         self.on_ready(key.data, key.fileobj)
         finally:
             if self.config.get("server_dir"):
-                shutil.rmtree(self.config["server_dir"], ignore_errors=True)
+                remove_tree(self.config["server_dir"])
 
     def on_ready(self, what: Any, source: Any) -> None:
         """A registered source other than the wakeup pipe is readable."""

@@ -47,6 +47,7 @@ from .frames import READ_CHUNK, FrameDecoder, FrameError, encode_frame
 from .procfs import become_subreaper
 from .server import ForkingServer, enter_kernel
 from .serve import bind_listener, run_listening, write_pidfile
+from .trees import remove_tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ def sweep_dead_servers_dirs(own: str | None) -> None:
                     continue
                 stale.pop((cwd.st_dev, cwd.st_ino), None)
             for path in stale.values():
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
     except OSError:
         pass
 
@@ -238,14 +239,14 @@ class RemoteKernelServer(ForkingServer):
         try:
             listener = bind_listener(path)
         except OSError as exc:
-            shutil.rmtree(kdir, ignore_errors=True)
+            remove_tree(kdir)
             return {"type": "error", "id": rid, "error": f"could not make the kernel dir {kdir}: {exc}"}
         config = dict(config, listen=path)
         try:
             pid = self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener),
                                                  ("serve", "--listening-fd")))
         except OSError as exc:
-            shutil.rmtree(kdir, ignore_errors=True)
+            remove_tree(kdir)
             return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
         finally:
             listener.close()
@@ -258,8 +259,7 @@ class RemoteKernelServer(ForkingServer):
         if kdir not in self.dirs:
             return {"type": "error", "id": msg.get("id"), "error": f"{kdir!r} is not a kernel dir of this server"}
         self.dirs.discard(kdir)  # type: ignore[arg-type]
-        shutil.rmtree(str(kdir), ignore_errors=True)
-        if os.path.lexists(str(kdir)):  # a cell left what rmtree cannot remove: the leak check must still look
+        if not remove_tree(str(kdir)):  # a cell left what cannot be removed: the leak check must still look
             return {"type": "error", "id": msg.get("id"), "error": f"could not remove all of {kdir}"}
         return {"type": "removed", "id": msg.get("id")}
 
@@ -361,7 +361,7 @@ def _make_kernel_dir(kdir: str, runner: str | None) -> str | None:
             shutil.copyfile(runner, target)
             os.chmod(target, 0o600)
     except OSError:
-        shutil.rmtree(kdir, ignore_errors=True)
+        remove_tree(kdir)
         raise
     return target
 

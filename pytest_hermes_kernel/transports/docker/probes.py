@@ -17,6 +17,7 @@ from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         SOCKET_NAME, parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
+from ...kernel.runner.trees import RMTREE_CODE
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
 from ..remote_server import runner_stopped
@@ -219,7 +220,7 @@ def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
         elif kind == "remote kernel dir":
             _, cid, path = identity.split(":", 2)
             if path.startswith(f"{DOCKER_KERNEL_ROOT}/"):  # never rm -rf anything but a kernel dir
-                transport.run_script(cid, "import shutil, sys; shutil.rmtree(sys.argv[1])", path)
+                transport.run_script(cid, RMTREE_CODE + "import sys\nrmtree(sys.argv[1])\n", path)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
 

@@ -1,0 +1,82 @@
+"""A kernel dir holding a tree deeper than Python's recursion limit is removed at shutdown.
+
+A kernel dir is its cells' working dir, and ``shutil.rmtree`` before Python 3.12 recurses once
+per level: a cell that made 1,500 nested dirs there made the local ``shutdown()`` raise
+``RecursionError`` (``ignore_errors=True`` does not catch it) with the dir left behind, and the
+stale-dir sweep of a later run raised it too. Now such a tree goes by ``rm -rf``
+(``kernel/runner/trees.py``; the kernel servers in a container or on an ssh host and the scripts
+that reap a spawned runner there use it too).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.kernel.runner.trees import remove_tree
+from pytest_hermes_kernel.transports import make_transport
+from pytest_hermes_kernel.transports.kernel_dirs import sweep_stale_kernel_dirs
+
+DEEP = 1500  # over the default recursion limit (1000) whatever the frames below
+NEST = (f"import os\nroot = os.getcwd()\nfor _ in range({DEEP}):\n    os.mkdir('a')\n    os.chdir('a')\n"
+        "open('f', 'w').close()\nos.chdir(root)\nroot")
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """pytest's ``tmp_path``, emptied by ``rm -rf`` after the test: a tree left by a failing test
+    would make pytest's own clean-up of old temp dirs raise ``RecursionError`` in a later run."""
+    yield tmp_path
+    subprocess.run(["rm", "-rf", "--", str(tmp_path)], check=False)
+
+
+def _nest(path: str) -> None:
+    here = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(DEEP):
+            os.mkdir("a", dir_fd=here)
+            below = os.open("a", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = below
+    finally:
+        os.close(here)
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_local_shutdown_removes_a_tree_past_the_recursion_limit(server: bool) -> None:
+    transport = make_transport("local", server=server)
+    try:
+        kernel = start_kernel(transport)
+        kdir = kernel.execute(NEST).value.strip("'")
+        end = kernel.shutdown()  # it raised RecursionError
+        assert end.confirmed and not os.path.lexists(kdir), (end, kdir)
+    finally:
+        transport.close()
+
+
+def test_the_stale_kernel_dir_sweep_removes_a_tree_past_the_recursion_limit(tmp_path) -> None:
+    stale = tmp_path / "hermes-kernel-0000"
+    stale.mkdir()
+    _nest(str(stale))
+    old = time.time() - 10_000
+    os.utime(stale, (old, old))
+
+    assert sweep_stale_kernel_dirs(60.0, root=str(tmp_path)) == 1  # it raised RecursionError
+    assert not stale.exists()
+
+
+def test_remove_tree_says_whether_the_tree_is_gone(tmp_path) -> None:
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    _nest(str(deep))
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "kept").write_text("x")
+    os.symlink(tmp_path / "target", deep / "link")
+
+    assert remove_tree(str(deep)) and not deep.exists()
+    assert (tmp_path / "target" / "kept").read_text() == "x"  # a link is removed, never followed
+    assert remove_tree(str(tmp_path / "never-was"))
