@@ -11,7 +11,9 @@ A process that makes a shared transport closes it when it exits normally, withou
 the first :func:`get_transport` registers an :mod:`atexit` hook that shuts down the process's
 registries (kernels before their transports, whatever order the hooks were registered in) and
 then calls :func:`close_shared_transports`, which leaves each shared container (the last member
-removes it and the run's files). The pytest plugin closes them earlier, at session end. A forked
+removes it and the run's files), and then each transport :func:`make_transport` made in this
+process that is still referenced (closing is idempotent: an unclosed docker or ssh transport's
+container outlived the script). The pytest plugin closes shared ones earlier, at session end. A forked
 child never uses or closes its parent's shared transports (their connections, threads and
 memberships are the parent's): its first :func:`get_transport` makes its own, and its own hook.
 
@@ -40,7 +42,7 @@ from typing import Any
 
 from ..errors import ConfigError, TransportUnavailableError
 from ..kernel.contract import Launched, LaunchSpec, Transport, note_activity, watch_launches
-from .shared_options import SharedTransport
+from .shared_options import SharedTransport, check_flags
 
 __all__ = ["Transport", "Launched", "LaunchSpec", "get_transport", "register_transport", "shared_transports",
            "TRANSPORT_NAMES", "close_shared_transports", "close_transport", "forget_closed_transports",
@@ -74,6 +76,7 @@ _shared: dict[str, SharedTransport] = {}
 _making: dict[str, tuple[tuple[int, int], threading.Event]] = {}  # shared ones being made: by (pid, thread)
 _retired: list[Transport] = []  # shared instances register_transport replaced: closed with the shared ones
 _made: weakref.WeakSet[Transport] = weakref.WeakSet()  # every transport made here, for the leak probes
+_unclosed: weakref.WeakKeyDictionary[Transport, int] = weakref.WeakKeyDictionary()  # each one's maker (a pid)
 _closed: weakref.WeakSet[Transport] = weakref.WeakSet()  # closed by close_transport, probed once more
 _closed_held: list[Transport] = []  # the same, held until probed while a leak check watches
 _watching_closed = False
@@ -198,14 +201,19 @@ def transport_factory(name: str) -> Callable[..., Transport]:
 
 
 def make_transport(name: str, **options: Any) -> Transport:
-    """A new, unshared transport for ``name`` (the caller closes it).
+    """A new, unshared transport for ``name`` (the caller closes it; one still referenced at this
+    process's normal exit is closed then, like the shared ones).
 
     :raises ConfigError: if ``name`` is unknown or an option is not accepted.
     :raises TransportUnavailableError: if it cannot run here.
     """
     with _lock:
         factory = _factory(name)
-    return _make(name, factory, options)
+    transport = _make(name, factory, options)
+    with _lock:  # closed at this process's exit if its maker did not: its containers outlived the script
+        _unclosed[transport] = os.getpid()
+        _close_at_exit_of_this_process()
+    return transport
 
 
 def get_transport(name: str, **options: Any) -> Transport:
@@ -258,7 +266,7 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
     :raises ConfigError: if an option is not accepted.
     :raises TransportUnavailableError: if the transport's package is not installed, or it cannot run here.
     """
-    _check_flags(name, factory, options)
+    check_flags(name, factory, options)
     try:
         transport = factory(**options)
     except ImportError as exc:
@@ -271,24 +279,6 @@ def _make(name: str, factory: Callable[..., Transport], options: dict[str, Any])
         raise ConfigError(f"bad option for the {name} transport: {exc}") from None
     _made.add(transport)
     return transport
-
-
-def _check_flags(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> None:
-    """Refuse a non-bool value for an option the factory declares ``bool`` (``server="no"`` is
-    truthy: it silently chose the kernel server).
-
-    :raises ConfigError: if such an option is not ``True`` or ``False``.
-    """
-    import inspect
-
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # a callable without a signature: nothing to check
-        return
-    for key, value in options.items():
-        param = params.get(key)
-        if param is not None and param.annotation in ("bool", bool) and not isinstance(value, bool):
-            raise ConfigError(f"bad option for the {name} transport: {key} must be True or False, got {value!r}")
 
 
 def shared_transports() -> dict[str, SharedTransport]:
@@ -416,6 +406,11 @@ def _close_at_exit(pid: int) -> None:
         except Exception:  # noqa: BLE001 - closing is best effort at exit; the transports still close
             pass
     close_shared_transports()
+    for transport in [t for t, maker in list(_unclosed.items()) if maker == pid]:  # make_transport's, unclosed:
+        try:                                           # their containers outlived a script (idempotent if closed)
+            transport.close()
+        except Exception:  # noqa: BLE001 - closing is best effort at exit
+            pass
 
 
 def close_shared_transports(keep: Sequence[Transport] = ()) -> None:

@@ -18,7 +18,7 @@ Values a factory turns into the same thing but that compare unequal (``docker_ho
 and none, ``run_id`` spelled out and left to the run's) count as different: the message shows
 both, and passing the same options or none fixes it.
 
-Owns: :class:`SharedTransport`. May import: the kernel core (its port, the redaction of
+Owns: :class:`SharedTransport` and :func:`check_flags`. May import: the kernel core (its port, the redaction of
 :mod:`~pytest_hermes_kernel.kernel.output`) and ``errors``.
 """
 
@@ -35,7 +35,7 @@ from ..errors import ConfigError
 from ..kernel.contract import Transport
 from ..kernel.output import REDACTED, is_secret_name, redact
 
-__all__ = ["SharedTransport", "resolve_options"]
+__all__ = ["SharedTransport", "check_flags", "resolve_options"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _PLUGIN = os.path.join(_PACKAGE, "plugin") + os.sep
@@ -156,3 +156,19 @@ def _call_site() -> str:
             return f"{path}:{frame.f_lineno} ({frame.f_code.co_name})"
         frame = frame.f_back
     return "an unknown caller"
+
+
+def check_flags(name: str, factory: Callable[..., Transport], options: dict[str, Any]) -> None:
+    """Refuse a non-bool value for an option the factory declares ``bool`` (``server="no"`` is
+    truthy: it silently chose the kernel server).
+
+    :raises ConfigError: if such an option is not ``True`` or ``False``.
+    """
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a callable without a signature: nothing to check
+        return
+    for key, value in options.items():
+        param = params.get(key)
+        if param is not None and param.annotation in ("bool", bool) and not isinstance(value, bool):
+            raise ConfigError(f"bad option for the {name} transport: {key} must be True or False, got {value!r}")
