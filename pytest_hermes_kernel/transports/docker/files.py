@@ -256,8 +256,10 @@ with tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.PAX_FORMA
     tar.copybufsize = 1 << 20  # (3.8+; 16 KiB reads and writes by default)
     add(tar, top, os.path.basename(top.rstrip("/")))
 """
-#: Seconds to wait for the engine to report an archive exec's exit after its output ended.
-ARCHIVE_EXIT_WAIT_S = 5.0
+#: Seconds to wait for the engine to report an archive exec's exit after its output ended, while
+#: its container runs (a loaded engine took over 5 s, the wait there was, and a complete download
+#: failed "its container stopped").
+ARCHIVE_EXIT_WAIT_S = 60.0
 #: Seconds the archive may send no byte before the download gives up (its process stopped: it
 #: runs as the kernel's user, whose leftover can SIGSTOP it; a read that hangs). ``None``: the
 #: engine client's timeout (60 s), what each read of ``get_archive`` had.
@@ -279,7 +281,7 @@ def _archive_chunks(files: DockerFiles, shown: str, stream: DockerExecStream) ->
         raise FileTransferError(f"{shown} does not exist (it was removed during the copy)", path=shown,
                                 problem="does not exist")
     if code != 0:
-        why = stream.stderr_text().strip() or (f"exit code {code}" if code is not None else "its container stopped")
+        why = stream.stderr_text().strip() or (f"exit code {code}" if isinstance(code, int) else code)
         raise FileTransferError(f"{shown}: the archive could not be made in the container ({why}); nothing was kept",
                                 path=shown, problem="damaged archive")
 
@@ -293,14 +295,27 @@ def _next_chunk(stream: DockerExecStream, shown: str, stall: float) -> bytes:
                                 problem="archive stalled") from None
 
 
-def _exit_code(files: DockerFiles, exec_id: str) -> int | None:
-    """The exec's exit code once the engine has it (``None``: it never said, within the wait)."""
-    deadline = time.monotonic() + ARCHIVE_EXIT_WAIT_S
+def _exit_code(files: DockerFiles, exec_id: str) -> int | str:
+    """The exec's exit code once the engine has it, else why it has none: its container stopped
+    (looked at each second), or the engine did not say within :data:`ARCHIVE_EXIT_WAIT_S`."""
+    api = files.transport.api
+    start = time.monotonic()
+    looked = start
+    pause = 0.005
     while True:
-        info = files.transport.api.exec_inspect(exec_id)
-        if not info.get("Running") or time.monotonic() >= deadline:
-            return info.get("ExitCode")
-        time.sleep(0.01)
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running"):
+            code = info.get("ExitCode")
+            return code if isinstance(code, int) else "its container stopped"
+        now = time.monotonic()
+        if now - start >= ARCHIVE_EXIT_WAIT_S:
+            return f"the docker engine did not report its exit within {ARCHIVE_EXIT_WAIT_S:g} s"
+        if now - looked >= 1.0:
+            looked = now
+            if not api.inspect_container(info.get("ContainerID") or "").get("State", {}).get("Running"):
+                return "its container stopped"
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _member_parts(name: str, top: str) -> tuple[tuple[str, ...] | None, str | None]:
