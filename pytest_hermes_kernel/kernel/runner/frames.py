@@ -215,6 +215,8 @@ def _parse_header(text: bytearray | str) -> Header:
         header = _loads(text if isinstance(text, str) else text.decode("utf-8"))
     except ValueError as exc:
         raise FrameError(f"frame header is not JSON: {exc}") from None
+    except RecursionError:  # a peer's (a cell's, on its worker's channel) ``[[[...`` 100,000 deep: the
+        raise FrameError("frame header nests deeper than this reader can decode") from None  # runner died of it
     if not isinstance(header, dict):
         raise FrameError("frame header is not a JSON object")
     return header
