@@ -27,7 +27,7 @@ import sys
 
 from .attach import ClientLink, bind_listener
 from .capture import OutputPipes, set_nonblocking
-from .cells import CellBook
+from .cells import CellBook, bad_result
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
 from .procfs import adopted_children
 from .worker_process import KILL_WAIT_S, WorkerProcess
@@ -271,10 +271,7 @@ class Supervisor:
         kind = msg.get("type")
         running = self.cells.cell is not None
         if kind == "result" and running and msg.get("id") == self.cells.running_id:
-            if msg.get("status") == "exited":
-                self._finish_exit(msg)
-            else:
-                self.finish(msg)
+            _take_result(self, msg)
         elif kind == "running" and running and msg.get("id") == self.cells.running_id:
             self.cells.started = True
             if self.cells.held:
@@ -362,3 +359,14 @@ def _kill_worker_for(supervisor: Supervisor, why: str) -> None:
     if supervisor.cells.cell is not None:
         supervisor.cells.kill_note = f"the kernel runner killed the worker: {why}"
     supervisor.worker.signal_group(signal.SIGKILL)
+
+
+def _take_result(supervisor: Supervisor, msg: Header) -> None:
+    """Settle the running cell with the worker's result ``msg``; kill a worker whose result no
+    worker sends (:func:`~.cells.bad_result`): a cell wrote it on the channel."""
+    if why := bad_result(msg):
+        _kill_worker_for(supervisor, f"{why}: no worker sends that (a cell can write to its channel)")
+    elif msg.get("status") == "exited":
+        supervisor._finish_exit(msg)
+    else:
+        supervisor.finish(msg)
