@@ -280,10 +280,7 @@ class Supervisor:
             if self.cells.cell.get("report_running"):  # type: ignore[union-attr]
                 self.link.reply(msg)
         elif kind == "tool_call":
-            if self.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
-                self.link.reply(msg)
-            else:  # its cell settled before the call got here: the host would drop it, unanswered
-                self.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})
+            _take_tool_call(self, msg)
 
     def _finish_exit(self, msg: Header) -> None:
         """The cell raised SystemExit: its result waits until the worker has really exited."""
@@ -370,3 +367,16 @@ def _take_result(supervisor: Supervisor, msg: Header) -> None:
         supervisor._finish_exit(msg)
     else:
         supervisor.finish(msg)
+
+
+def _take_tool_call(supervisor: Supervisor, msg: Header) -> None:
+    """Pass the worker's ``tool_call`` ``msg`` on to the host, or answer it: its cell has settled.
+    A call id that is no string (no worker's: a cell wrote it on the channel; a list's ended the
+    runner in a ``TypeError``, unhashable) kills the worker."""
+    if not isinstance(msg.get("id"), str):
+        _kill_worker_for(supervisor, f"its tool_call's id is {type(msg.get('id')).__name__} {str(msg.get('id'))[:40]!r}: "
+                                     "no worker sends that (a cell can write to its channel)")
+    elif supervisor.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
+        supervisor.link.reply(msg)
+    else:  # its cell settled before the call got here: the host would drop it, unanswered
+        supervisor.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})
