@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR, label_path
-from .rundir import kept_dir
+from .rundir import kept_dir, read_json_file
 from .sharing import flock_current
 
 log = logging.getLogger(__name__)
@@ -154,8 +154,7 @@ ENV_SECRETS = "env-secrets"
 def _with_env_secrets(record: KeptKernel, root: str) -> KeptKernel:
     """``record`` with the secrets :func:`save` wrote beside it (none: as it is)."""
     try:
-        with open(os.path.join(root, f"{record.kernel_id}.{ENV_SECRETS}"), encoding="utf-8") as fh:
-            secrets = json.load(fh)
+        secrets = read_json_file(os.path.join(root, f"{record.kernel_id}.{ENV_SECRETS}"))
     except (OSError, ValueError):
         return record
     return replace(record, secrets=[s for s in secrets if isinstance(s, str)]) if isinstance(secrets, list) else record
@@ -216,8 +215,7 @@ def load_all(directory: str | None = None, *, skipped: list[str] | None = None) 
     records = []
     for name in names:
         try:
-            with open(os.path.join(root, name), encoding="utf-8") as fh:
-                record = _from_json(json.load(fh))
+            record = _from_json(read_json_file(os.path.join(root, name)))
         except (OSError, ValueError, TypeError, AttributeError):
             record = None
         if record is not None and _well_formed(record, name.removesuffix(".json")):

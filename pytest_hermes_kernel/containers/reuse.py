@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role, label_path
-from .rundir import is_private_dir, reuse_dir
+from .rundir import is_private_dir, read_json_file, reuse_dir
 from .sharing import held, locked_file, member_alive
 
 __all__ = ["DEFAULT_REUSE_IDLE_TIMEOUT_S", "Claimant", "ReusePolicy", "ReuseSpec", "ReuseStore", "Verdict",
@@ -366,8 +366,7 @@ def _read_all(path: str) -> list[dict[str, Any]]:
         return []
     for name in names:
         try:
-            with open(os.path.join(path, name), encoding="utf-8") as fh:
-                record = json.load(fh)
+            record = read_json_file(os.path.join(path, name))
         except (OSError, ValueError):
             continue
         if isinstance(record, dict) and isinstance(record.get("container_id"), str):

@@ -18,10 +18,13 @@ make it fit. Files inside a checked directory are then safe from other users by 
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
 import stat
 import tempfile
+from typing import Any
 
 from ..errors import ConfigError, UnsafeRunDirError
 
@@ -230,3 +233,29 @@ def _check_parent(path: str) -> None:
         raise UnsafeRunDirError(f"refusing to keep run files under {path}: {problem}. "
                                 "Hint: point TMPDIR at a directory only you can write to",
                                 path=path, problem=problem)
+
+
+#: The largest record or state file the kit reads back (1 MiB: its own are a few KB).
+RECORD_MAX_BYTES = 1 << 20
+
+
+def read_json_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> Any:
+    """The JSON value of the regular file ``path`` (a record or state file the kit wrote, as
+    far as it knows: another process, or a hand, may have put anything there).
+
+    :param max_bytes: a longer file is not read.
+    :raises OSError: if it cannot be opened, is no regular file (``open`` of a fifo there waited
+        for a writer forever: ``hermes-kernel ls``, ``exec`` and ``sweep`` hung) or is over ``max_bytes``.
+    :raises ValueError: if it is not UTF-8 JSON.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes, over the {max_bytes} a record may have", path)
+        data = os.read(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    return json.loads(data.decode("utf-8"))
