@@ -58,6 +58,9 @@ def _loads(text: str) -> Any:
         value, end = _SCAN(text, start)
     except StopIteration as exc:
         raise ValueError(f"Expecting value: char {exc.value}") from None
+    except SystemError:  # 3.10, 3.11: the scanner's error for a bad string (``{"t``, ``"\x"``) is json.decoder's,
+        import json.decoder  # noqa: F401 - and with json not imported it raised none (the error path alone pays)
+        return _loads(text)
     if text[end:].strip(_SPACE):
         raise ValueError(f"Extra data: char {end}")
     return value
