@@ -244,9 +244,18 @@ def read_json_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> Any:
     far as it knows: another process, or a hand, may have put anything there).
 
     :param max_bytes: a longer file is not read.
+    :raises OSError: as :func:`read_small_file`.
+    :raises ValueError: if it is not UTF-8 JSON.
+    """
+    return json.loads(read_small_file(path, max_bytes).decode("utf-8"))
+
+
+def read_small_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, a record the kit wrote (as far as it knows).
+
+    :param max_bytes: a longer file is not read.
     :raises OSError: if it cannot be opened, is no regular file (``open`` of a fifo there waited
         for a writer forever: ``hermes-kernel ls``, ``exec`` and ``sweep`` hung) or is over ``max_bytes``.
-    :raises ValueError: if it is not UTF-8 JSON.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
@@ -255,7 +264,6 @@ def read_json_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> Any:
             raise OSError(errno.EINVAL, "not a regular file", path)
         if info.st_size > max_bytes:
             raise OSError(errno.EFBIG, f"{info.st_size} bytes, over the {max_bytes} a record may have", path)
-        data = os.read(fd, max_bytes + 1)
+        return os.read(fd, max_bytes + 1)
     finally:
         os.close(fd)
-    return json.loads(data.decode("utf-8"))
