@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR, label_path
-from .rundir import kept_dir, read_json_file
+from .rundir import kept_dir, open_lock_file, read_json_file
 from .sharing import flock_current
 
 log = logging.getLogger(__name__)
@@ -275,11 +275,11 @@ def in_use(kernel_id: str, directory: str | None = None) -> Iterator[None]:
     says who holds it. Released when the command ends, however it ends (the kernel drops the lock).
 
     :raises KernelInUseError: if another process holds it (nothing was attached).
-    :raises UnsafeRunDirError: if the kept directory is not private.
+    :raises UnsafeRunDirError: if the kept directory is not private, or the lock file is no regular file.
     """
     path = os.path.join(kept_dir(directory), f"{kernel_id}.lock")
     while True:  # the lock file of a record removed meanwhile is not the kernel's lock any more: take the new one
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = open_lock_file(path)
         got = flock_current(fd, path)
         if got:
             break

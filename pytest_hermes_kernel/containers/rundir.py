@@ -267,3 +267,22 @@ def read_small_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> bytes:
         return os.read(fd, max_bytes + 1)
     finally:
         os.close(fd)
+
+
+def open_lock_file(path: str) -> int:
+    """Open (or make, 0600) the lock file ``path`` for an ``flock``: a regular file, never through
+    a symlink; its fd.
+
+    :raises UnsafeRunDirError: if it is a symlink, a directory, a fifo or cannot be opened (a
+        traceback from ``hermes-kernel exec`` and ``attach``).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        problem = "a symlink" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+    else:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+        problem = "not a regular file"
+    raise UnsafeRunDirError(f"refusing to use the lock file {path}: {problem}", path=path, problem=problem)
