@@ -119,8 +119,9 @@ def _check_step(path: Path, i: int, step: dict[str, Any]) -> None:
     bad = set(step) - CELL_KEYS
     if bad:
         raise ConfigError(f"{path}: cell {i}: unknown keys {sorted(bad)}; known: {sorted(CELL_KEYS)}")
-    if step.get("action", "cell") not in ACTIONS:
-        raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}")
+    if not isinstance(step.get("action", "cell"), str) or step.get("action", "cell") not in ACTIONS:  # (a list: a
+        raise ConfigError(f"{path}: cell {i}: action must be one of {sorted(ACTIONS)}, "  # TypeError, unhashable)
+                          f"not {step.get('action')!r}")
     if step.get("action", "cell") == "cell" and "code" not in step:
         raise ConfigError(f"{path}: cell {i}: needs code")
     bad = set(step.get("expect", {})) - EXPECT_KEYS
@@ -163,7 +164,7 @@ def _bad_expectation(key: str, want: object) -> str | None:
     """Why ``want`` can never be what a result has under ``key`` (a string where a number is
     compared: ``value = 2`` against the repr ``'2'``; ``same_pid = "no"``, read as true), or ``None``."""
     if key in _ONE_OF:
-        return None if want in _ONE_OF[key] else f"must be one of {sorted(_ONE_OF[key])}"
+        return None if isinstance(want, str) and want in _ONE_OF[key] else f"must be one of {sorted(_ONE_OF[key])}"
     if key == "same_pid":
         return None if want is True else "only true is checked (all the step's threads got one kernel)"
     if key in ("state_lost", "oom_killed", "stdout_truncated", "reconnected"):

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import ConfigError, KernelInUseError, UnsafeRunDirError
 from .labels import LABEL_TMPDIR, label_path
-from .rundir import kept_dir
+from .rundir import kept_dir, open_lock_file, read_json_file
 from .sharing import flock_current
 
 log = logging.getLogger(__name__)
@@ -154,8 +154,7 @@ ENV_SECRETS = "env-secrets"
 def _with_env_secrets(record: KeptKernel, root: str) -> KeptKernel:
     """``record`` with the secrets :func:`save` wrote beside it (none: as it is)."""
     try:
-        with open(os.path.join(root, f"{record.kernel_id}.{ENV_SECRETS}"), encoding="utf-8") as fh:
-            secrets = json.load(fh)
+        secrets = read_json_file(os.path.join(root, f"{record.kernel_id}.{ENV_SECRETS}"))
     except (OSError, ValueError):
         return record
     return replace(record, secrets=[s for s in secrets if isinstance(s, str)]) if isinstance(secrets, list) else record
@@ -216,8 +215,7 @@ def load_all(directory: str | None = None, *, skipped: list[str] | None = None) 
     records = []
     for name in names:
         try:
-            with open(os.path.join(root, name), encoding="utf-8") as fh:
-                record = _from_json(json.load(fh))
+            record = _from_json(read_json_file(os.path.join(root, name)))
         except (OSError, ValueError, TypeError, AttributeError):
             record = None
         if record is not None and _well_formed(record, name.removesuffix(".json")):
@@ -277,11 +275,11 @@ def in_use(kernel_id: str, directory: str | None = None) -> Iterator[None]:
     says who holds it. Released when the command ends, however it ends (the kernel drops the lock).
 
     :raises KernelInUseError: if another process holds it (nothing was attached).
-    :raises UnsafeRunDirError: if the kept directory is not private.
+    :raises UnsafeRunDirError: if the kept directory is not private, or the lock file is no regular file.
     """
     path = os.path.join(kept_dir(directory), f"{kernel_id}.lock")
     while True:  # the lock file of a record removed meanwhile is not the kernel's lock any more: take the new one
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = open_lock_file(path)
         got = flock_current(fd, path)
         if got:
             break
@@ -335,8 +333,8 @@ def remove(kernel_id: str, directory: str | None = None) -> None:
     for path in [record, *(os.path.join(root, n) for n in secrets)]:
         try:
             os.unlink(path)
-        except FileNotFoundError:
-            pass
+        except (FileNotFoundError, IsADirectoryError):  # (a dir named as one is no file of the kit's: left, it
+            pass  # was a traceback of the sweep)
 
 
 def unexpired(directory: str | None = None) -> list[KeptKernel]:

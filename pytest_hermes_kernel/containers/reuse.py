@@ -33,6 +33,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from typing import Any, Literal
 
 from ..errors import UnsafeRunDirError
 from .labels import LABEL_IMAGE_ID, LABEL_REUSE, LABEL_REUSE_KEY, LABEL_REUSE_STORE, Role, label_path
-from .rundir import is_private_dir, reuse_dir
+from .rundir import is_private_dir, read_json_file, reuse_dir
 from .sharing import held, locked_file, member_alive
 
 __all__ = ["DEFAULT_REUSE_IDLE_TIMEOUT_S", "Claimant", "ReusePolicy", "ReuseSpec", "ReuseStore", "Verdict",
@@ -366,13 +367,25 @@ def _read_all(path: str) -> list[dict[str, Any]]:
         return []
     for name in names:
         try:
-            with open(os.path.join(path, name), encoding="utf-8") as fh:
-                record = json.load(fh)
+            record = read_json_file(os.path.join(path, name))
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("container_id"), str):
+        if _well_formed(record):
             records.append(record)
     return records
+
+
+def _well_formed(record: object) -> bool:
+    """Whether ``record`` has the shape :meth:`ReuseStore.add` writes: one of another (hand-written,
+    damaged) ended a sweep in ``ValueError: could not convert string to float`` (an ``idle_timeout``
+    of ``"x"``), and one whose container id is a path (``../x``) had its record written outside the store."""
+    def number(value: object) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    return (isinstance(record, dict) and isinstance(record.get("container_id"), str)
+            and re.fullmatch(r"[\w-][\w.-]*", record["container_id"]) is not None
+            and number(record.get("touched_at", 0.0)) and (record.get("idle_timeout") is None or number(record["idle_timeout"]))
+            and isinstance(record.get("resource", {}), dict) and isinstance(record.get("claim") or {}, dict))
 
 
 def _others_in(path: str) -> bool:

@@ -18,10 +18,13 @@ make it fit. Files inside a checked directory are then safe from other users by 
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import re
 import stat
 import tempfile
+from typing import Any
 
 from ..errors import ConfigError, UnsafeRunDirError
 
@@ -230,3 +233,56 @@ def _check_parent(path: str) -> None:
         raise UnsafeRunDirError(f"refusing to keep run files under {path}: {problem}. "
                                 "Hint: point TMPDIR at a directory only you can write to",
                                 path=path, problem=problem)
+
+
+#: The largest record or state file the kit reads back (1 MiB: its own are a few KB).
+RECORD_MAX_BYTES = 1 << 20
+
+
+def read_json_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> Any:
+    """The JSON value of the regular file ``path`` (a record or state file the kit wrote, as
+    far as it knows: another process, or a hand, may have put anything there).
+
+    :param max_bytes: a longer file is not read.
+    :raises OSError: as :func:`read_small_file`.
+    :raises ValueError: if it is not UTF-8 JSON.
+    """
+    return json.loads(read_small_file(path, max_bytes).decode("utf-8"))
+
+
+def read_small_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> bytes:
+    """The bytes of the regular file ``path``, a record the kit wrote (as far as it knows).
+
+    :param max_bytes: a longer file is not read.
+    :raises OSError: if it cannot be opened, is no regular file (``open`` of a fifo there waited
+        for a writer forever: ``hermes-kernel ls``, ``exec`` and ``sweep`` hung) or is over ``max_bytes``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes, over the {max_bytes} a record may have", path)
+        return os.read(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+
+
+def open_lock_file(path: str) -> int:
+    """Open (or make, 0600) the lock file ``path`` for an ``flock``: a regular file, never through
+    a symlink; its fd.
+
+    :raises UnsafeRunDirError: if it is a symlink, a directory, a fifo or cannot be opened (a
+        traceback from ``hermes-kernel exec`` and ``attach``).
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        problem = "a symlink" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+    else:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+        os.close(fd)
+        problem = "not a regular file"
+    raise UnsafeRunDirError(f"refusing to use the lock file {path}: {problem}", path=path, problem=problem)

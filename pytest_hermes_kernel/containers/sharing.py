@@ -52,7 +52,7 @@ from typing import Any
 
 from ..errors import ConfigError, ContainerStartError, SharedLockTimeout, TransportUnavailableError
 from ..procs import foreign_table, process_table
-from .rundir import RUN_ID_PATTERN, remove_if_empty, run_dir, run_dir_path, run_files_problem
+from .rundir import RUN_ID_PATTERN, read_json_file, remove_if_empty, run_dir, run_dir_path, run_files_problem
 
 Resource = dict[str, Any]
 
@@ -267,11 +267,12 @@ class SharedResource:
 
     def _read(self) -> dict[str, Any]:
         try:
-            with open(self.state_path, encoding="utf-8") as fh:
-                state = json.load(fh)
+            state = read_json_file(self.state_path)
         except (OSError, ValueError):
             state = {}
-        members = [m for m in state.get("members", []) if isinstance(m, str) and member_alive(m)]
+        state = state if isinstance(state, dict) else {}  # (a damaged file: as none)
+        members = state.get("members")
+        members = [m for m in members if isinstance(m, str) and member_alive(m)] if isinstance(members, list) else []
         anchor = state.get("anchor")
         return {"resource": state.get("resource"), "members": members,
                 "anchor": anchor if isinstance(anchor, str) else None}
@@ -311,8 +312,7 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
         leak probe, its controller's end-of-run removal) pass ``False``.
     """
     try:
-        with open(state_path, encoding="utf-8") as fh:
-            state = json.load(fh)
+        state = read_json_file(state_path)
         members, run_anchor = state.get("members", []), state.get("anchor") if anchor else None
     except PermissionError:
         return True
@@ -323,7 +323,7 @@ def held(state_path: str, *, anchor: bool = True) -> bool:
         return table == "namespace"
     if isinstance(run_anchor, str) and member_alive(run_anchor):
         return True
-    return any(isinstance(m, str) and member_alive(m) for m in members)
+    return isinstance(members, list) and any(isinstance(m, str) and member_alive(m) for m in members)
 
 
 def discard_unheld(state_path: str, *, dry_run: bool = False, anchor: bool = True) -> list[str] | None:

@@ -20,6 +20,7 @@ import resource
 import tempfile
 import time
 
+from ..containers.rundir import read_small_file
 from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
 from ..kernel.runner.trees import remove_tree
@@ -171,11 +172,10 @@ def _tmpdir_line(tmp: str) -> str:
 def _host_tmpdir(path: str) -> str | None:
     """The temp dir of the host that made kernel dir ``path`` (its :data:`HOST_FILE`'s second
     line): a kept kernel's record is under it. ``None`` when the file does not say (an older kit's)."""
-    try:
-        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
-            lines = fh.read().split("\n")  # not splitlines(): a path may hold U+2028 or \x1c
-    except OSError:
+    text = _host_file(path)
+    if text is None:
         return None
+    lines = text.split("\n")  # not splitlines(): a path may hold U+2028 or \x1c
     line = lines[1] if len(lines) > 1 else ""
     try:
         return json.loads(line) if line.startswith('"') else line or None
@@ -209,12 +209,18 @@ def _host_dead(rest: str, path: str, lives: dict[str, bool]) -> bool:
 
 def _host_namespace(path: str) -> str | None:
     """The pid namespace kernel dir ``path``'s :data:`HOST_FILE` names (``None``: it names none)."""
+    text = _host_file(path)
+    namespace = None if text is None else text.split("\n", 1)[0].split()[1:2]  # (the second line: the temp dir)
+    return namespace[0] if namespace else None
+
+
+def _host_file(path: str) -> str | None:
+    """The text of kernel dir ``path``'s :data:`HOST_FILE` (``None``: none, or no regular file:
+    a fifo there hung ``hermes-kernel sweep``, the reaper's stale-dir sweep and the leak probe for good)."""
     try:
-        with open(os.path.join(path, HOST_FILE), encoding="utf-8", errors="surrogateescape") as fh:
-            namespace = fh.readline().split()[1:2]  # the first line; the second is the host's temp dir
+        return read_small_file(os.path.join(path, HOST_FILE), 65536).decode("utf-8", "surrogateescape")
     except OSError:
         return None
-    return namespace[0] if namespace else None
 
 
 def made_in_this_pid_namespace(path: str) -> bool:

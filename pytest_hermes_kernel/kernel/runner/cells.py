@@ -36,6 +36,26 @@ if TYPE_CHECKING:
 
 #: Keys of an ``execute`` request the worker needs (the rest is the supervisor's).
 _FORWARDED = ("type", "id", "code", "tools", "report_running")
+#: How a worker's ``result`` may say its cell ended (``died`` is the supervisor's to say, never a worker's).
+_WORKER_STATUSES = ("ok", "error", "interrupted", "exited")
+_TEXT, _INT = (str, type(None)), (int, type(None))
+#: The JSON types each field of a worker's ``result`` that the host reads may have (``bool`` apart
+#: from ``int``). A cell can write frames on its worker's channel: one whose ``traceback`` was 5
+#: ended the host's ``execute`` in a bare ``TypeError``, one whose ``status`` was 5 came back as that.
+_RESULT_TYPES = {"value": _TEXT, "value_tail": (str,), "value_truncated": (bool,), "value_length": _INT,
+                 "ename": _TEXT, "evalue": _TEXT, "traceback": _TEXT, "exit_code": _INT,
+                 "execution_count": (int,), "duration_s": (int, float), "caught_interrupt": (bool,)}
+
+
+def bad_result(msg: Header) -> str:
+    """What makes the worker's ``result`` ``msg`` one no worker sends (``""``: nothing): an
+    unknown status, or a field the host reads with a wrong JSON type."""
+    if msg.get("status") not in _WORKER_STATUSES:
+        return f"its result's status {msg.get('status')!r} is none of {', '.join(_WORKER_STATUSES)}"
+    for key, types in _RESULT_TYPES.items():
+        if key in msg and type(msg[key]) not in types:
+            return f"its result's {key} is {type(msg[key]).__name__} {str(msg[key])[:40]!r}"
+    return ""
 
 
 class CellBook:

@@ -58,6 +58,9 @@ def _loads(text: str) -> Any:
         value, end = _SCAN(text, start)
     except StopIteration as exc:
         raise ValueError(f"Expecting value: char {exc.value}") from None
+    except SystemError:  # 3.10, 3.11: the scanner's error for a bad string (``{"t``, ``"\x"``) is json.decoder's,
+        import json.decoder  # noqa: F401 - and with json not imported it raised none (the error path alone pays)
+        return _loads(text)
     if text[end:].strip(_SPACE):
         raise ValueError(f"Extra data: char {end}")
     return value
@@ -215,6 +218,8 @@ def _parse_header(text: bytearray | str) -> Header:
         header = _loads(text if isinstance(text, str) else text.decode("utf-8"))
     except ValueError as exc:
         raise FrameError(f"frame header is not JSON: {exc}") from None
+    except RecursionError:  # a peer's (a cell's, on its worker's channel) ``[[[...`` 100,000 deep: the
+        raise FrameError("frame header nests deeper than this reader can decode") from None  # runner died of it
     if not isinstance(header, dict):
         raise FrameError("frame header is not a JSON object")
     return header

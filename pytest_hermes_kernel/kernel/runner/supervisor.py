@@ -27,7 +27,7 @@ import sys
 
 from .attach import ClientLink, bind_listener
 from .capture import OutputPipes, set_nonblocking
-from .cells import CellBook
+from .cells import CellBook, bad_result
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
 from .procfs import adopted_children
 from .worker_process import KILL_WAIT_S, WorkerProcess
@@ -271,10 +271,7 @@ class Supervisor:
         kind = msg.get("type")
         running = self.cells.cell is not None
         if kind == "result" and running and msg.get("id") == self.cells.running_id:
-            if msg.get("status") == "exited":
-                self._finish_exit(msg)
-            else:
-                self.finish(msg)
+            _take_result(self, msg)
         elif kind == "running" and running and msg.get("id") == self.cells.running_id:
             self.cells.started = True
             if self.cells.held:
@@ -283,10 +280,7 @@ class Supervisor:
             if self.cells.cell.get("report_running"):  # type: ignore[union-attr]
                 self.link.reply(msg)
         elif kind == "tool_call":
-            if self.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
-                self.link.reply(msg)
-            else:  # its cell settled before the call got here: the host would drop it, unanswered
-                self.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})
+            _take_tool_call(self, msg)
 
     def _finish_exit(self, msg: Header) -> None:
         """The cell raised SystemExit: its result waits until the worker has really exited."""
@@ -362,3 +356,27 @@ def _kill_worker_for(supervisor: Supervisor, why: str) -> None:
     if supervisor.cells.cell is not None:
         supervisor.cells.kill_note = f"the kernel runner killed the worker: {why}"
     supervisor.worker.signal_group(signal.SIGKILL)
+
+
+def _take_result(supervisor: Supervisor, msg: Header) -> None:
+    """Settle the running cell with the worker's result ``msg``; kill a worker whose result no
+    worker sends (:func:`~.cells.bad_result`): a cell wrote it on the channel."""
+    if why := bad_result(msg):
+        _kill_worker_for(supervisor, f"{why}: no worker sends that (a cell can write to its channel)")
+    elif msg.get("status") == "exited":
+        supervisor._finish_exit(msg)
+    else:
+        supervisor.finish(msg)
+
+
+def _take_tool_call(supervisor: Supervisor, msg: Header) -> None:
+    """Pass the worker's ``tool_call`` ``msg`` on to the host, or answer it: its cell has settled.
+    A call id that is no string (no worker's: a cell wrote it on the channel; a list's ended the
+    runner in a ``TypeError``, unhashable) kills the worker."""
+    if not isinstance(msg.get("id"), str):
+        _kill_worker_for(supervisor, f"its tool_call's id is {type(msg.get('id')).__name__} {str(msg.get('id'))[:40]!r}: "
+                                     "no worker sends that (a cell can write to its channel)")
+    elif supervisor.cells.keep_tool_call(msg):  # until answered: a re-attach gets it again
+        supervisor.link.reply(msg)
+    else:  # its cell settled before the call got here: the host would drop it, unanswered
+        supervisor.do_tool_result({"type": "tool_result", "id": msg.get("id"), "ok": False, "error": _NO_CELL})
