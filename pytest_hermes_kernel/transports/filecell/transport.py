@@ -42,7 +42,8 @@ from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
-from ..detached import LeftBehind, MadeDirs, runner_config
+from ..detached import runner_config
+from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
 
