@@ -397,22 +397,39 @@ def dirs_under(root: str, prefix: str) -> list[tuple[str, str]]:
 #: running (:meth:`~.kernel.contract.Transport.note_leftovers`): pid -> (start ticks, kernel id).
 _LEFT_BEHIND: dict[int, tuple[int, str]] = {}
 _LEFT_BEHIND_LOCK = threading.Lock()
+#: Entries of :data:`_LEFT_BEHIND` past which :func:`note_left_behind` forgets the processes gone
+#: (then twice the ones still running): only a leak check's :func:`left_behind` forgot them, so a
+#: process that ran none kept one per process its kernels' cells ever left, long after it ended.
+LEFT_BEHIND_PRUNE_AT = 256
+_prune_at = LEFT_BEHIND_PRUNE_AT
 
 
 def note_left_behind(processes: Collection[tuple[int, int, str]], kernel_id: str) -> None:
     """Remember that kernel ``kernel_id``'s cells left ``processes`` running (``(pid, start
-    ticks, command line)`` each); not one already gone (or whose pid names another process now)."""
+    ticks, command line)`` each); not one already gone (or whose pid names another process now).
+    Past :data:`LEFT_BEHIND_PRUNE_AT` remembered, the ones gone since are forgotten."""
+    global _prune_at
     with _LEFT_BEHIND_LOCK:
         for pid, ticks, _ in processes:
             if start_ticks(pid) == ticks:
                 _LEFT_BEHIND[pid] = (ticks, kernel_id)
+        if len(_LEFT_BEHIND) > _prune_at:
+            _forget_gone(zombies=True)
+            _prune_at = max(LEFT_BEHIND_PRUNE_AT, 2 * len(_LEFT_BEHIND))
 
 
 def left_behind() -> dict[int, str]:
     """The processes :func:`note_left_behind` named that still run (pid -> kernel id); the
     ones gone are forgotten."""
     with _LEFT_BEHIND_LOCK:
-        for pid, (ticks, _) in list(_LEFT_BEHIND.items()):
-            if start_ticks(pid) != ticks:
-                del _LEFT_BEHIND[pid]
+        _forget_gone()
         return {pid: kernel_id for pid, (_, kernel_id) in _LEFT_BEHIND.items()}
+
+
+def _forget_gone(*, zombies: bool = False) -> None:
+    """Drop the entries of :data:`_LEFT_BEHIND` whose process is gone (the caller holds its lock);
+    ``zombies``: an ended one not yet reaped too (an init that reaps late keeps them for a while)."""
+    for pid, (ticks, _) in list(_LEFT_BEHIND.items()):
+        fields = read_stat(pid)
+        if fields is None or int(fields[19]) != ticks or (zombies and fields[0] == b"Z"):
+            del _LEFT_BEHIND[pid]

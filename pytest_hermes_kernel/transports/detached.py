@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -185,7 +184,7 @@ for name in os.listdir('/proc'):
 """
 
 #: argv[1]: a host pid; argv[2:]: kernel dirs, and ``left:<pid>:<start ticks>:<kernel id>`` for
-#: each process a spawned runner said its cells left behind (:class:`LeftBehind`). Prints
+#: each process a spawned runner said its cells left behind (:class:`~.far_records.LeftBehind`). Prints
 #: ``pid<TAB>start ticks<TAB>kernel id<TAB>cmdline`` of every live process whose environment
 #: carries ``HERMES_KERNEL_HOST_PID=<pid>`` (the kernels of that host, for the leak probe that
 #: lists them where they run), of every unmarked child of that host's kernel servers (kernel id
@@ -286,60 +285,6 @@ def parse_host_processes(output: bytes) -> list[tuple[str, str, str, str]]:
 def parse_existing_dirs(output: bytes) -> list[str]:
     """The kernel dirs :data:`HOST_PROCESSES_SCRIPT` found still there."""
     return [line[4:] for line in output.decode("utf-8", "replace").splitlines() if line.startswith("dir\t")]
-
-
-class LeftBehind:
-    """Processes that spawned runners said, as they ended, their cells left running, per place (a container
-    id, an ssh target), as :data:`HOST_PROCESSES_SCRIPT` arguments (``left:<pid>:<start ticks>:<kernel id>``),
-    each forgotten once a scan no longer finds it: what the leak probe lists beside the kernels' processes."""
-
-    def __init__(self) -> None:
-        self._args: dict[str, set[str]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, where: str, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
-        with self._lock:
-            self._args.setdefault(where, set()).update(f"left:{pid}:{ticks}:{kernel_id}" for pid, ticks, _ in processes)
-
-    def of(self, where: str) -> list[str]:
-        """The scan arguments for ``where``, sorted."""
-        with self._lock:
-            return sorted(self._args.get(where, ()))
-
-    def seen(self, where: str, asked: list[str], rows: list[tuple[str, str, str, str]]) -> None:
-        """Forget the ``asked`` ones at ``where`` that the scan's ``rows`` do not list."""
-        found = {f"left:{pid}:{start}:{kid}" for pid, start, kid, _ in rows}
-        with self._lock:
-            self._args.get(where, set()).difference_update(set(asked) - found)
-
-
-class MadeDirs:
-    """Kernel dirs this process made where its kernels run, per place (a container id, an ssh target), each
-    forgotten once seen gone (kernel ids are never reused, nor their dirs' paths): what the leak probe checks
-    for dirs left behind, without listing anyone else's."""
-
-    def __init__(self) -> None:
-        self._dirs: dict[str, set[str]] = {}
-        self._lock = threading.Lock()
-
-    def add(self, where: str, path: str) -> None:
-        with self._lock:
-            self._dirs.setdefault(where, set()).add(path)
-
-    def of(self, where: str) -> list[str]:
-        """The dirs made at ``where`` not yet seen gone, sorted."""
-        with self._lock:
-            return sorted(self._dirs.get(where, ()))
-
-    def seen(self, where: str, asked: list[str], existing: list[str]) -> None:
-        """Forget the ``asked`` dirs not among the ``existing`` ones (everywhere: a path names its kernel)."""
-        self.removed(*(set(asked) - set(existing)))
-
-    def removed(self, *paths: str) -> None:
-        """Forget ``paths`` (seen gone, or removed by their kernel's cleanup: one was kept per kernel ever
-        started, for a process that never ran the leak probe), and the places left with none."""
-        with self._lock:
-            self._dirs = {where: dirs - set(paths) for where, dirs in self._dirs.items() if dirs - set(paths)}
 
 
 #: argv[1]: a kernel id. SIGKILLs every live process whose environment carries

@@ -264,9 +264,10 @@ class KernelHosts:
         return container_id in self._fresh
 
     def done_with(self, container_id: str) -> None:
-        """A kernel in a fresh container ended: remove the container."""
+        """A kernel in a fresh container ended: remove the container (and forget its start)."""
         with self._lock:
             self._fresh.discard(container_id)
+            self._started.pop(container_id, None)  # one per fresh container was kept for the transport's life
         self.remove(container_id)
 
     def remove(self, container_id: str) -> None:

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 from ...errors import KernelServerUnavailable
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
-from ..detached import DOCKER_KERNEL_ROOT, MadeDirs, launch_env, runner_config
+from ..detached import DOCKER_KERNEL_ROOT, launch_env, runner_config
+from ..far_records import MadeDirs
 from ..remote_server import RemoteServer, stat_says_stopped
 from ..server_pool import ServerPool
 from ..runner_zipapp import runner_zipapp

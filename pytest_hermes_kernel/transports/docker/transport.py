@@ -35,7 +35,8 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        LeftBehind, MadeDirs, launch_env, parse_ready, runner_config, until_complete)
+                        launch_env, parse_ready, runner_config, until_complete)
+from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
 from ...containers.engines import check_answers, engine_client, engine_url, is_full_container_id, starting_on

@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import os
 import shlex
+import threading
+from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ...errors import TransportLostError
@@ -38,6 +40,54 @@ HERE = "backend"
 SCAN_TIMEOUT_S = 30.0
 #: Seconds :func:`runner_frozen`'s execute may take (asked every 0.5 s while a reply is missing).
 STATE_TIMEOUT_S = 2.0
+#: Ended kernels whose ids a transport keeps for its scan at most, the newest (about 1 MB): a process
+#: that runs no leak check kept one per kernel it ever started through a backend elsewhere.
+ENDED_IDS_KEPT = 10_000
+
+
+class KernelIds:
+    """The kernels launched through a filecell transport whose processes its scan lists (it lists no
+    other transport's kernels there). A running kernel's id stays; an ended one's stays while a scan
+    may find what its cells left running, and goes once a scan finds none of its processes, or past
+    the newest :data:`ENDED_IDS_KEPT` ended ones. Before, one id was kept per kernel ever launched,
+    also through a local shell backend, whose kernels the scan never lists.
+
+    :param ended_kept: ended kernels' ids kept at most.
+    """
+
+    def __init__(self, ended_kept: int = ENDED_IDS_KEPT) -> None:
+        self._running: set[str] = set()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._ended_kept = ended_kept
+        self._lock = threading.Lock()
+
+    def add(self, kernel_id: str) -> None:
+        """Kernel ``kernel_id`` is being launched."""
+        with self._lock:
+            self._running.add(kernel_id)
+
+    def ended(self, kernel_id: str, *, scanned: bool) -> None:
+        """Kernel ``kernel_id`` ended (its cleanup ran); ``scanned``: a scan may still list what it left."""
+        with self._lock:
+            self._running.discard(kernel_id)
+            if scanned:
+                self._ended[kernel_id] = None
+                while len(self._ended) > self._ended_kept:
+                    self._ended.popitem(last=False)
+
+    def seen(self, listed: set[str]) -> None:
+        """A scan listed processes of the kernels ``listed``: forget the ended ones it did not."""
+        with self._lock:
+            for kernel_id in [k for k in self._ended if k not in listed]:
+                del self._ended[kernel_id]
+
+    def __contains__(self, kernel_id: object) -> bool:
+        with self._lock:
+            return kernel_id in self._running or kernel_id in self._ended
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._running) + len(self._ended)
 
 
 def runner_frozen(transport: FileCellTransport, launched: Launched) -> bool:
@@ -64,11 +114,12 @@ def snapshot(transport: FileCellTransport, host_pid: int) -> dict[str, dict[str,
     rows: list[tuple[str, str, str, str]] = []
     if transport.runs_on_this_host:
         existing = [d for d in dirs if os.path.isdir(d)]
-    elif transport.kernel_ids:
+    elif len(transport.kernel_ids) or dirs or left:  # (every id may be forgotten, not a dir not yet seen gone)
         out = _scan(transport, [str(host_pid), *dirs, *left])
         rows, existing = parse_host_processes(out), parse_existing_dirs(out)
         transport.left.seen(HERE, left, rows)
         rows = [row for row in rows if row[2] in transport.kernel_ids]  # not another transport's kernels there
+        transport.kernel_ids.seen({row[2] for row in rows})
         if f"{PROCESS_TABLE_TAG}{_process_table()}\n".encode() in out:  # a backend that runs here after all:
             rows = []  # the host's own probes list these processes (and would name them twice)
     else:

@@ -42,7 +42,8 @@ from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
 from ...kernel.options import IDLE_ORPHAN_TIMEOUT_S
 from .stream import FileCellStream
-from ..detached import LeftBehind, MadeDirs, runner_config
+from ..detached import runner_config
+from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
 
@@ -118,7 +119,7 @@ class FileCellTransport(Transport):
         self.hold_s = hold_s
         self.made_dirs = MadeDirs()  # kernel dirs made through the backend, for the leak probe (:mod:`.probes`)
         self.left = LeftBehind()  # what spawned runners said their cells left running there
-        self.kernel_ids: set[str] = set()  # of kernels launched here: the leak probe lists only their processes
+        self.kernel_ids = probes.KernelIds()  # of kernels launched here: the leak probe lists only their processes
 
     # ------------------------------------------------------------------------------ launch
     @property
@@ -191,7 +192,7 @@ class FileCellTransport(Transport):
         site.python = python = resolved or python
         stream = FileCellStream(site, hello.frames, poll_window_s=self.poll_window_s)
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"filecell {self.backend!r} pid {pid}",
-                        extra={"site": site, "python": python, "runner": app.name})
+                        extra={"site": site, "python": python, "runner": app.name, "kernel_id": spec.kernel_id})
 
     def run_command(self, cmd: str, timeout: float | None) -> tuple[int, str]:
         """Run ``cmd`` through the backend where its exit status is read, checked (B35).
@@ -244,6 +245,7 @@ class FileCellTransport(Transport):
         except Exception as exc:  # noqa: BLE001 - best effort: the launch's own error goes on
             log.debug("filecell: ending the failed launch of kernel %s failed: %s", kernel_id, exc)
         self._cleanup_quietly(kdir)
+        self.kernel_ids.ended(kernel_id, scanned=not self.runs_on_this_host)
 
     def _cleanup_quietly(self, kdir: str) -> None:
         try:
@@ -305,6 +307,8 @@ class FileCellTransport(Transport):
             stream.join(5.0)
         if launched.kernel_dir:
             self._cleanup_quietly(launched.kernel_dir)
+        if launched.extra.get("kernel_id"):
+            self.kernel_ids.ended(launched.extra["kernel_id"], scanned=not self.runs_on_this_host)
 
     def close(self) -> None:
         if self._owns_backend:

@@ -24,7 +24,8 @@ from typing import Any, Protocol
 from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
-from ..detached import MadeDirs, launch_env, runner_config
+from ..detached import launch_env, runner_config
+from ..far_records import MadeDirs
 from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
 from .connection import SshConnection, SshStream

@@ -12,7 +12,8 @@ import stat
 from typing import TYPE_CHECKING, Protocol
 
 from ...errors import TransportLostError, UnsafeRunDirError
-from ..detached import SSH_KERNEL_ROOT, MadeDirs
+from ..detached import SSH_KERNEL_ROOT
+from ..far_records import MadeDirs
 from ..runner_zipapp import runner_zipapp
 from .connection import SshConnection, put_file
 

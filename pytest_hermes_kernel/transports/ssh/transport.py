@@ -46,8 +46,8 @@ from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, Ker
 from ...kernel.channel import lease
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
-from ..detached import (LOG_TAIL_LINES, SOCKET_NAME,
-                       LeftBehind, MadeDirs, parse_ready, launch_env, runner_config)
+from ..detached import LOG_TAIL_LINES, SOCKET_NAME, launch_env, parse_ready, runner_config
+from ..far_records import LeftBehind, MadeDirs
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
