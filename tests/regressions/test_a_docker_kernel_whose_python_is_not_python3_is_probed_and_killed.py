@@ -1,0 +1,67 @@
+"""Found by the breaker helper on other interpreters (2026-12-06): in an image whose Python is not
+``python3`` on PATH (only ``/opt/py/bin/python3``), a docker kernel started with that ``python=``
+ran its cells, but every helper script of the transport ran ``python3``: docker answered each
+"exec: python3: executable file not found in $PATH". ``transport.kill`` did nothing and said
+``False`` (the next cell still ran), ``kernel_processes`` and the leak check's scan raised
+``TransportLostError: no complete answer from a scan ... exit code 126``, and on the spawn path a
+shutdown was never ``confirmed``. Fixed: a script runs with an interpreter a kernel was launched
+with there when the transport's is missing (``transports/docker/scripts.py``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_hermes_kernel import start_kernel
+from tests.support import transport_of_its_own, wait_until
+
+pytestmark = pytest.mark.usefixtures("docker_ready")
+
+OWN = "/opt/py/bin/python3"
+DOCKERFILE = ("FROM {base}\nUSER root\nRUN real=$(readlink -f /usr/bin/python3) && mkdir -p /opt/py/bin && "
+              f"ln -s \"$real\" {OWN} && rm /usr/bin/python3 && ! command -v python3\n")
+
+
+@pytest.fixture(scope="module")
+def image_without_python3() -> Iterator[str]:
+    import docker
+
+    from pytest_hermes_kernel.containers.images import ensure_image
+
+    client = docker.from_env(timeout=600)
+    tag = f"hermes-python-elsewhere-{uuid.uuid4().hex[:12]}:latest"
+    base = ensure_image(client, progress=lambda _line: None)
+    client.images.build(fileobj=io.BytesIO(DOCKERFILE.format(base=base).encode()), tag=tag, pull=False, rm=True)
+    try:
+        yield tag
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        finally:
+            client.close()
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_kernel_on_its_own_python_is_seen_killed_and_confirmed_ended(image_without_python3: str, server: bool) -> None:
+    with transport_of_its_own("docker", server=server, image=image_without_python3) as transport:
+        kernel = start_kernel(transport, python=OWN, start_timeout=60)
+        assert kernel.execute("import sys; sys.executable").value == repr(OWN)
+
+        assert transport.kernel_processes(kernel.kernel_id, transport.locator(kernel.launched)) != []
+        scanned = transport.leak_snapshot(os.getpid())["remote kernel process"]
+        assert any(kernel.kernel_id in key for key in scanned), scanned
+        assert kernel.shutdown().confirmed
+
+        doomed = start_kernel(transport, python=OWN, start_timeout=60)
+        assert doomed.execute("x = 1").status == "ok"
+        assert transport.kill(doomed.launched) and transport.seen_gone(doomed.launched)
+        after = doomed.execute("x")
+        assert after.status == "died", after.summary()
+        doomed.shutdown()
+        assert wait_until(lambda: not transport.leak_snapshot(os.getpid())["remote kernel process"], 20.0)
+
