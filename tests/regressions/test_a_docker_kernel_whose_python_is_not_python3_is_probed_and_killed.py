@@ -3,8 +3,10 @@
 ran its cells, but every helper script of the transport ran ``python3``: docker answered each
 "exec: python3: executable file not found in $PATH". ``transport.kill`` did nothing and said
 ``False`` (the next cell still ran), ``kernel_processes`` and the leak check's scan raised
-``TransportLostError: no complete answer from a scan ... exit code 126``, and on the spawn path a
-shutdown was never ``confirmed``. Fixed: a script runs with an interpreter a kernel was launched
+``TransportLostError: no complete answer from a scan ... exit code 126``, on the spawn path a
+shutdown was never ``confirmed``; in a pytest run ``hermes_kernel_sigkill`` failed the test with
+"the worker ... had already ended when the fault was due", and ``hermes_transport_drop`` ended
+the kernel ("the kill was not confirmed") and reported it leaked. Fixed: a script runs with an interpreter a kernel was launched
 with there when the transport's is missing (``transports/docker/scripts.py``).
 """
 
@@ -53,6 +55,8 @@ def test_a_kernel_on_its_own_python_is_seen_killed_and_confirmed_ended(image_wit
         assert kernel.execute("import sys; sys.executable").value == repr(OWN)
 
         assert transport.kernel_processes(kernel.kernel_id, transport.locator(kernel.launched)) != []
+        transport.signal_pid(kernel.launched, kernel.worker_pid, 0)  # hermes_kernel_sigkill's way: it raised
+        # ProcessLookupError, and the fault said "the worker ... had already ended ... nothing to kill"
         scanned = transport.leak_snapshot(os.getpid())["remote kernel process"]
         assert any(kernel.kernel_id in key for key in scanned), scanned
         assert kernel.shutdown().confirmed
