@@ -45,7 +45,7 @@ from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
 from .kernel_server import KERNEL_ROOT, fork_in_container, put_runner, server_pool
-from .scripts import ScriptPythons
+from ..script_pythons import ScriptPythons
 
 if TYPE_CHECKING:
     import docker
@@ -156,7 +156,7 @@ class DockerTransport(Transport):
                    probe: bool = False, python: str | None = None) -> tuple[int | None, bytes]:
         """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
         user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`; ``python``: a kernel's own, tried
-        first (then others there: :class:`~.scripts.ScriptPythons`)."""
+        first (then others there: :class:`~..script_pythons.ScriptPythons`)."""
         code, out, _err = self.scripts.run(container_id, python, lambda interpreter: self._run(
             container_id, [interpreter, "-I", "-c", script, *args], user=user, probe=probe))
         return code, out

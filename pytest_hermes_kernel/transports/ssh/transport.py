@@ -46,8 +46,8 @@ from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, Ker
 from ...kernel.channel import lease
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
-from ..detached import (LOG_TAIL_LINES, SOCKET_NAME,
-                       LeftBehind, MadeDirs, parse_ready, launch_env, runner_config)
+from ..detached import LOG_TAIL_LINES, SOCKET_NAME, LeftBehind, MadeDirs, parse_ready, launch_env, runner_config
+from ..script_pythons import ScriptPythons
 from ..runner_zipapp import runner_zipapp
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
@@ -146,7 +146,7 @@ class SshTransport(Transport):
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
         self.python = python
-        self.pythons: set[str] = set()  # the kernels' own (python=): the scans' when the transport's is missing
+        self.scripts = ScriptPythons(python)  # + the kernels' own (python=): the scripts' where the transport's is missing
         self.run_id = run_id or current_run_id()
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
@@ -235,7 +235,7 @@ class SshTransport(Transport):
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
         launched = with_fallback(fork, lambda: self._spawn(conn, spec))
-        self.pythons.update([launched.extra["python"]] if launched.extra.get("python") else [])
+        self.scripts.add(str(conn.target), launched.extra.get("python"))
         return launched
 
     def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
@@ -300,9 +300,9 @@ class SshTransport(Transport):
         return self._conn
 
     def run_script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
-        """Run a python ``script`` with ``args`` on the ssh host; ``(exit status, stdout)``."""
-        command = " ".join(shlex.quote(a) for a in (python or self.python, "-I", "-c", script, *args))
-        code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
+        """Run a python ``script`` with ``args`` on the ssh host, by ``python`` or one there (:mod:`..script_pythons`)."""
+        code, out, _ = self.scripts.run(str(conn.target), python, lambda interpreter: conn.run(
+            " ".join(shlex.quote(a) for a in (interpreter, "-I", "-c", script, *args)), timeout=PROBE_TIMEOUT))
         return code, out
 
     def run_probe(self, script: str, *args: str, python: str | None = None, ending: bool = False) -> tuple[int | None, bytes]:
