@@ -78,3 +78,39 @@ class ScriptPythons:
                         self._ran[place] = candidate
                 return answer
         return answer
+
+
+#: ``sh -c`` program: run the python script ``$1`` with the arguments after it by ``python3``, else
+#: by the interpreter a kernel runner there was started with (the first word of the command line
+#: ``PYTHON -B DIR/hermes-runner-HASH.pyz MODE``: readable without ptrace rights, as the environment
+#: is not), else run the shell code that follows (no Python there: no kernel process runs either).
+_FIND_PYTHON_SH = r"""p=$(command -v python3)
+nl='
+'
+if [ -z "$p" ]; then
+  for d in /proc/[0-9]*; do
+    c=$(tr '\0' '\n' 2>/dev/null < "$d/cmdline") || continue
+    case $c in *"$nl-B$nl"*/hermes-runner-*.pyz"$nl"*) p=$(printf '%s\n' "$c" | head -n 1) ;; *) continue ;; esac
+    command -v "$p" >/dev/null && break
+    p=
+  done
+fi
+if [ -n "$p" ]; then exec "$p" -I -c "$@"; fi
+shift
+"""
+
+
+def python_anywhere(script: str, args: list[str], without: str) -> list[str]:
+    """An exec's argv that runs python ``script`` with ``args`` where no interpreter is known
+    beforehand (a container claimed for reuse, one a crashed worker's kernels ran in): see
+    :data:`_FIND_PYTHON_SH`.
+
+    :param without: shell code run when no Python is there, with ``args`` as ``"$@"``.
+    """
+    return ["sh", "-c", _FIND_PYTHON_SH + without, "sh", script, *args]
+
+
+#: :func:`python_anywhere`'s ``without`` for :data:`~.detached.CLEAR_KERNELS_SCRIPT` (no Python,
+#: so no kernel process: only the kernel root ``$1`` to empty, ``~/`` as the script expands it).
+CLEAR_WITHOUT_PYTHON_SH = ('case $1 in "~/"*) set -- "$HOME/${1#??}" ;; esac\n'
+                           '[ ! -d "$1" ] || [ -L "$1" ] || rm -rf -- "$1"/* "$1"/.[!.]* 2>/dev/null; echo gone\n')

@@ -12,40 +12,15 @@ with there when the transport's is missing (``transports/docker/scripts.py``).
 
 from __future__ import annotations
 
-import io
 import os
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from pytest_hermes_kernel import start_kernel
+from tests.regressions.conftest import PYTHON_ELSEWHERE as OWN
 from tests.support import transport_of_its_own, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
-
-OWN = "/opt/py/bin/python3"
-DOCKERFILE = ("FROM {base}\nUSER root\nRUN real=$(readlink -f /usr/bin/python3) && mkdir -p /opt/py/bin && "
-              f"ln -s \"$real\" {OWN} && rm /usr/bin/python3 && ! command -v python3\n")
-
-
-@pytest.fixture(scope="module")
-def image_without_python3() -> Iterator[str]:
-    import docker
-
-    from pytest_hermes_kernel.containers.images import ensure_image
-
-    client = docker.from_env(timeout=600)
-    tag = f"hermes-python-elsewhere-{uuid.uuid4().hex[:12]}:latest"
-    base = ensure_image(client, progress=lambda _line: None)
-    client.images.build(fileobj=io.BytesIO(DOCKERFILE.format(base=base).encode()), tag=tag, pull=False, rm=True)
-    try:
-        yield tag
-    finally:
-        try:
-            client.images.remove(tag, force=True)
-        finally:
-            client.close()
 
 
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])

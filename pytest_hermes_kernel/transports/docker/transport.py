@@ -154,12 +154,10 @@ class DockerTransport(Transport):
 
     def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
                    probe: bool = False, python: str | None = None) -> tuple[int | None, bytes]:
-        """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
-        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`; ``python``: a kernel's own, tried
-        first (then others there: :class:`~..script_pythons.ScriptPythons`)."""
-        code, out, _err = self.scripts.run(container_id, python, lambda interpreter: self._run(
-            container_id, [interpreter, "-I", "-c", script, *args], user=user, probe=probe))
-        return code, out
+        """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's user) by
+        ``python`` or one there (:mod:`..script_pythons`); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
+        return self.scripts.run(container_id, python, lambda interpreter: self._run(  # type: ignore[return-value]
+            container_id, [interpreter, "-I", "-c", script, *args], user=user, probe=probe))[:2]
 
     def open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
         exec_id = self.api.exec_create(container_id, argv, **{"stdin": True, "stdout": True, "stderr": True, **options})["Id"]
