@@ -323,8 +323,10 @@ class FileCellTransport(Transport):
             as "nothing of the kernel is left").
         """
         try:
-            _, out = self.call(
+            code, out = self.call(
                 scripts.processes_command(kernel_id=kernel_id, python=self.scan_python()), 30.0)
+            if code != 0:  # (its python not there: "exec: python3: not found", and no process listed)
+                raise OSError(f"exit status {code}, output {out[-200:]!r}")
         except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
             raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
@@ -333,8 +335,9 @@ class FileCellTransport(Transport):
         return parse_kernel_processes(out.encode())
 
     def scan_python(self) -> str:
-        """The interpreter the scans run with: the one the first launch found ``python`` runs."""
-        return self._resolved.get(self.python, self.python)
+        """The interpreter the scans run with: the one the first launch found ``python`` runs; until
+        one did, one a launch found a kernel's own ``python=`` runs (the transport's may not be there)."""
+        return self._resolved.get(self.python) or ([*self._resolved.values()] or [self.python])[-1]
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Kernel dirs left behind, and (a backend that is not this machine's shell) the kernels'
