@@ -24,7 +24,7 @@ from collections.abc import Callable
 #: exec failed: ... executable file not found in $PATH"; crun: 127) and a shell's (127, "not found").
 _NOT_STARTED = (126, 127)
 #: Places whose interpreters are remembered (the oldest forgotten first: fresh containers go).
-MAX_CONTAINERS = 256
+MAX_PLACES = 256
 
 Answer = tuple[int | None, bytes, bytes]
 
@@ -44,8 +44,8 @@ class ScriptPythons:
     def __init__(self, default: str) -> None:
         self.default = default
         self._lock = threading.Lock()
-        self._known: dict[str, list[str]] = {}  # container id -> the kernels' own interpreters there
-        self._ran: dict[str, str] = {}  # container id -> the one that ran a script there when the default did not
+        self._known: dict[str, list[str]] = {}  # place -> the kernels' own interpreters there
+        self._ran: dict[str, str] = {}  # place -> the one that ran a script there when the default did not
 
     def add(self, place: str, python: str | None) -> None:
         """A kernel was launched (or found) in ``place`` with ``python``: a candidate there."""
@@ -53,7 +53,7 @@ class ScriptPythons:
             with self._lock:
                 known = self._known.pop(place, [])
                 self._known[place] = known if python in known else [*known, python]
-                while len(self._known) > MAX_CONTAINERS:
+                while len(self._known) > MAX_PLACES:
                     self._ran.pop(next(iter(self._known)), None)
                     del self._known[next(iter(self._known))]
 
