@@ -203,11 +203,14 @@ def _reap_in(container: Any, host_pid: int) -> int:
     from ..containers.kept import KeptNearby
     from ..containers.labels import LABEL_TMPDIR, label_path
     from ..containers.lifecycle import SSH_USER
-    from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE,
+    from ..transports.detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_SH,
                                        parse_host_processes, until_complete)
+    from ..transports.script_pythons import python_anywhere
 
-    answer, _, _ = until_complete(lambda: tuple(container.exec_run(
-        ["python3", "-I", "-c", HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid)], user=SSH_USER)))
+    def run(script: str, *args: str, without: str = "exit 127") -> tuple[int, bytes]:  # python3 or the kernels' own
+        return tuple(container.exec_run(python_anywhere(script, list(args), without), user=SSH_USER))  # type: ignore[return-value]
+
+    answer, _, _ = until_complete(lambda: run(HOST_PROCESSES_SCRIPT + SCAN_END_CODE, str(host_pid), without=SCAN_END_SH))
     if answer is None:
         raise OSError(f"no complete answer from the kernel scan in container {container.id[:12]}")
     kept, tmpdir = KeptNearby(), label_path(container.attrs.get("Labels") or {}, LABEL_TMPDIR)  # sparse: attrs["Labels"]
@@ -215,7 +218,7 @@ def _reap_in(container: Any, host_pid: int) -> int:
     for pid, start, kid, _cmd in parse_host_processes(answer):
         if kept.holds_kernel(kid, tmpdir):  # kept for post-mortem: it outlives its host on purpose, until its TTL
             continue
-        code, _ = container.exec_run(["python3", "-I", "-c", KILL_IF_SAME_SCRIPT, pid, start], user=SSH_USER)
+        code, _ = run(KILL_IF_SAME_SCRIPT, pid, start)
         killed += code == 0
     return killed
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -29,3 +31,29 @@ def own_docker(request: pytest.FixtureRequest) -> Iterator[DockerTransport]:
     with transport_of_its_own("docker", server=request.param) as transport:
         assert isinstance(transport, DockerTransport)
         yield transport
+
+
+#: Where :func:`image_without_python3` has its Python (``python3`` is on no PATH there).
+PYTHON_ELSEWHERE = "/opt/py/bin/python3"
+DOCKERFILE = ("FROM {base}\nUSER root\nRUN real=$(readlink -f /usr/bin/python3) && mkdir -p /opt/py/bin && "
+              f"ln -s \"$real\" {PYTHON_ELSEWHERE} && rm /usr/bin/python3 && ! command -v python3\n")
+
+
+@pytest.fixture(scope="module")
+def image_without_python3() -> Iterator[str]:
+    """The kernel host image with its Python at :data:`PYTHON_ELSEWHERE` only (removed after)."""
+    import docker
+
+    from pytest_hermes_kernel.containers.images import ensure_image
+
+    client = docker.from_env(timeout=600)
+    tag = f"hermes-python-elsewhere-{uuid.uuid4().hex[:12]}:latest"
+    base = ensure_image(client, progress=lambda _line: None)
+    client.images.build(fileobj=io.BytesIO(DOCKERFILE.format(base=base).encode()), tag=tag, pull=False, rm=True)
+    try:
+        yield tag
+    finally:
+        try:
+            client.images.remove(tag, force=True)
+        finally:
+            client.close()

@@ -38,7 +38,7 @@ st, dst = os.lstat(path), os.lstat(os.path.dirname(path))
 
 def test_the_docker_runner_archive_holds_plain_entries_only() -> None:
     pytest.importorskip("docker")
-    from pytest_hermes_kernel.transports.docker.transport import runner_archive
+    from pytest_hermes_kernel.transports.docker.kernel_server import runner_archive
 
     with tarfile.open(fileobj=io.BytesIO(runner_archive("0" * 32, 1000, 1000))) as tar:
         members = tar.getmembers()

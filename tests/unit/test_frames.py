@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import json.encoder
+import json.scanner
 import struct
+import sys
+from types import ModuleType
 
 import pytest
 
 from pytest_hermes_kernel.kernel.results import FrameDecoder, FrameError, FrameTooDeep, encode_frame
+from pytest_hermes_kernel.kernel.runner import frames as c_frames
 from pytest_hermes_kernel.kernel.runner.frames import MAX_FRAME_DEPTH
+
+
+@pytest.fixture(params=["c", "python"], ids=["json-c", "json-python"])
+def codec(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The codec as the runner has it: with ``_json``'s C parts, or as an interpreter without
+    ``_json`` (PyPy, a CPython built without it) loads it, on ``json``'s Python encoder and scanner."""
+    if request.param == "c":
+        return c_frames
+    monkeypatch.setitem(sys.modules, "_json", None)
+    monkeypatch.setattr(json.scanner, "make_scanner", json.scanner.py_make_scanner)
+    monkeypatch.setattr(json.encoder, "c_make_encoder", None)
+    spec = importlib.util.spec_from_file_location("frames_without_json_c", c_frames.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.make_scanner is None and "py_make_scanner" in repr(module._SCAN)
+    return module
 
 
 def _raw(total: int, hlen: int, body: bytes) -> bytes:
@@ -102,18 +124,20 @@ def _nested(depth: int) -> list[object]:
     return value
 
 
-def test_a_header_nests_at_most_max_frame_depth_and_brackets_in_strings_do_not_count():
+def test_a_header_nests_at_most_max_frame_depth_and_brackets_in_strings_do_not_count(codec: ModuleType):
     """A reader decodes a header in its own stack: one nested 980 deep killed the kernel runner
     (tests/regressions/test_a_tool_value_nested_too_deep_keeps_the_kernel.py)."""
     deepest = {"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH)}
     text = {"type": "tool_result", "value": ['[{"\\' * 5000, {"k": "]]" * 5000}]}
     for header in (deepest, text):
-        dec = FrameDecoder()
-        dec.feed(encode_frame(header))
+        dec = codec.FrameDecoder()
+        dec.feed(codec.encode_frame(header))
         assert dec.next_frame()[0] == header
 
-    with pytest.raises(FrameTooDeep, match=f"nested {MAX_FRAME_DEPTH + 1} levels deep, over the {MAX_FRAME_DEPTH}"):
-        encode_frame({"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH + 1)})
+    with pytest.raises(codec.FrameTooDeep, match=f"nested {MAX_FRAME_DEPTH + 1} levels deep, over the {MAX_FRAME_DEPTH}"):
+        codec.encode_frame({"type": "tool_result", "value": _nested(MAX_FRAME_DEPTH + 1)})
+    with pytest.raises(codec.FrameTooDeep, match=f"over the {MAX_FRAME_DEPTH}"):
+        codec.encode_frame({"type": "tool_result", "value": _nested(3000)})  # past the recursion limit
 
 
 _VALUES = [
@@ -127,10 +151,11 @@ _VALUES = [
 
 
 @pytest.mark.parametrize("value", _VALUES, ids=range(len(_VALUES)))
-def test_the_codecs_json_is_jsons(value) -> None:
+def test_the_codecs_json_is_jsons(value, codec: ModuleType) -> None:
     """The codec's JSON (``_json``'s C parts, without importing ``json``: most of a filecell poll's
-    imports) writes the text ``json.dumps`` writes and reads back what ``json.loads`` reads."""
-    from pytest_hermes_kernel.kernel.runner.frames import _dumps, _loads
+    imports; ``json``'s Python parts without ``_json``) writes the text ``json.dumps`` writes and
+    reads back what ``json.loads`` reads."""
+    _dumps, _loads = codec._dumps, codec._loads
 
     for ascii_only in (True, False):
         try:
@@ -143,8 +168,8 @@ def test_the_codecs_json_is_jsons(value) -> None:
 
 
 @pytest.mark.parametrize("text", ["", " ", "{", "{} x", "[1,]", "{'a': 1}", "tru", "[1] [2]"])
-def test_the_codec_refuses_what_json_refuses_as_a_value_error(text: str) -> None:
-    from pytest_hermes_kernel.kernel.runner.frames import _loads
+def test_the_codec_refuses_what_json_refuses_as_a_value_error(text: str, codec: ModuleType) -> None:
+    _loads = codec._loads
 
     with pytest.raises(ValueError):
         json.loads(text)
@@ -152,8 +177,8 @@ def test_the_codec_refuses_what_json_refuses_as_a_value_error(text: str) -> None
         _loads(text)
 
 
-def test_the_codec_names_what_it_cannot_encode_and_keeps_no_cycle_marks() -> None:
-    from pytest_hermes_kernel.kernel.runner.frames import _dumps
+def test_the_codec_names_what_it_cannot_encode_and_keeps_no_cycle_marks(codec: ModuleType) -> None:
+    _dumps = codec._dumps
 
     loop: list = []
     loop.append(loop)

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 import select
 import struct
+import sys
 
-from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
+try:
+    from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
+except ImportError:  # PyPy, a CPython built without ``_json``: ``json``'s Python parts (same text)
+    make_encoder = make_scanner = None
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing is not imported at run time: the runner's start stays cheap
@@ -41,13 +45,36 @@ class _Scanning:
 #: made of ``json``'s own C parts (``_json``): the same text, without importing ``json`` (which
 #: imports ``re`` and ``enum``: 6.6 of a filecell poll's 10 ms of imports), and the codec's own
 #: (in a worker, cells run in this interpreter and may patch ``json``'s).
-_SCAN = make_scanner(_Scanning())
+#: Without ``_json`` (PyPy, a CPython built without it) ``json``'s own Python encoder and scanner, as
+#: ``json`` then uses them itself, bound here (2 Python frames a level of nesting: see :func:`_roomy`).
+if make_scanner is None:
+    from json.decoder import JSONDecoder
+    from json.encoder import JSONEncoder
+
+    _SCAN = JSONDecoder().scan_once
+else:
+    _SCAN = make_scanner(_Scanning())
 _SPACE = " \t\n\r"
 
 
 def _dumps(value: Any, ensure_ascii: bool = True) -> str:
+    if make_encoder is None:
+        return _roomy(JSONEncoder(ensure_ascii=ensure_ascii, separators=(",", ":")).encode, value)
     encode = encode_basestring_ascii if ensure_ascii else encode_basestring  # (a new encoder each time, as json's:
     return "".join(make_encoder({}, _unserializable, encode, None, ":", ",", False, False, True)(value, 0))  # its cycle marks)
+
+
+def _roomy(call: Any, text: Any) -> Any:
+    """``call(text)`` with room for ``json``'s Python encoder or scanner to nest a frame's
+    :data:`MAX_FRAME_DEPTH` levels beyond the caller's stack (``_json``'s C parts need none on
+    3.12+, and count one level a level before): the recursion limit is raised for the call."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(limit + 3 * MAX_FRAME_DEPTH)
+    try:
+        return call(text)
+    finally:
+        if sys.getrecursionlimit() == limit + 3 * MAX_FRAME_DEPTH:  # (unless another thread set its own)
+            sys.setrecursionlimit(limit)
 
 
 def _loads(text: str) -> Any:
@@ -55,7 +82,7 @@ def _loads(text: str) -> Any:
     whose message differs only in the words, when the C scanner raises it itself)."""
     start = len(text) - len(text.lstrip(_SPACE))
     try:
-        value, end = _SCAN(text, start)
+        value, end = _SCAN(text, start) if make_scanner else _roomy(lambda t: _SCAN(t, start), text)
     except StopIteration as exc:
         raise ValueError(f"Expecting value: char {exc.value}") from None
     except SystemError:  # 3.10, 3.11: the scanner's error for a bad string (``{"t``, ``"\x"``) is json.decoder's,

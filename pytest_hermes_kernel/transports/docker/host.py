@@ -34,6 +34,7 @@ from ...containers.labels import LABEL_STATE_FILE, LABEL_TMPDIR
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import Resource, SharedResource, worker_id
 from ..detached import CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT
+from ..script_pythons import CLEAR_WITHOUT_PYTHON_SH, python_anywhere
 
 if TYPE_CHECKING:
     import docker
@@ -332,8 +333,8 @@ class KernelHosts:
         kernel root emptied), as the container's user (root lacks ptrace rights on their environ)."""
         if not self.running(container_id):
             return False
-        exec_id = self.api.exec_create(container_id, ["python3", "-I", "-c", CLEAR_KERNELS_SCRIPT, DOCKER_KERNEL_ROOT],
-                                       user="", stderr=False)["Id"]
+        argv = python_anywhere(CLEAR_KERNELS_SCRIPT, [DOCKER_KERNEL_ROOT], CLEAR_WITHOUT_PYTHON_SH)  # (python3 may be missing)
+        exec_id = self.api.exec_create(container_id, argv, user="", stderr=False)["Id"]
         out = self.api.exec_start(exec_id)
         if out.strip() != b"gone":
             log.warning("a reused container %s still runs kernel processes (%r): not used", container_id[:12], out[-200:])

@@ -53,6 +53,7 @@ def attach_kept(transport: DockerTransport, locator: dict[str, Any]) -> Launched
         raise TransportLostError(f"the kept docker kernel's record is incomplete: {sorted(locator)}", permanent=True)
     extra = {"container": cid, "python": locator.get("python") or transport.python, "runner": runner,
              "engine": transport.engine, "started": locator.get("container_started")}
+    transport.scripts.add(cid, extra["python"])  # the probes' interpreter where the transport's is missing
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {transport.engine}, kept", extra=extra)

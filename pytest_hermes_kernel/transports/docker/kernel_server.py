@@ -12,7 +12,10 @@ runner file, so re-attach (a relay exec), kill and the probes work the same on b
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
+import time
 import uuid
 from typing import Any, Protocol
 
@@ -107,3 +110,30 @@ def server_stopped(transport: DockerSide, container_id: str, server: RemoteServe
     except Exception:  # noqa: BLE001 - cannot tell: not seen stopped
         return False
     return server.pid is not None and code == 0 and stat_says_stopped(out)
+
+
+def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
+    """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
+    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
+
+
+def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:
+    """The tar ``put_archive`` unpacks in ``/tmp``: the kernel root (0711), the kernel dir (0700)
+    and the runner file (0600), owned by ``uid``/``gid`` (B45).
+
+    Only a directory or a regular file, each with a plain relative name (no ``..``, no absolute
+    path, no link of any kind) and no setuid, setgid or sticky bit: what is unpacked cannot land
+    outside the kernel dir or gain privileges. The engine unpacks it in the container's own
+    root, and replaces a symlink a cell may have put where the kernel root goes.
+    """
+    root, app = KERNEL_ROOT.rsplit("/", 1)[1], runner_zipapp()
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
+                                 (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
+            info = tarfile.TarInfo(name)
+            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
+            info.type = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
+            info.size = 0 if data is None else len(data)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    return buf.getvalue()

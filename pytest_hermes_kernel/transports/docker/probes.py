@@ -160,6 +160,8 @@ def kernel_processes(transport: DockerTransport, kernel_id: str, locator: dict[s
     :raises TransportLostError: if a container that still runs cannot be scanned.
     """
     cids = [locator["container_id"]] if locator and locator.get("container_id") else transport.hosts.all_known()
+    if locator and locator.get("container_id"):  # (a kept kernel's: its python= may be the only one there)
+        transport.scripts.add(locator["container_id"], locator.get("python"))
     found: list[str] = []
     for cid in cids:
         try:

@@ -23,11 +23,8 @@ container per kernel (``container="fresh"``).
 
 from __future__ import annotations
 
-import io
 import logging
 import re
-import tarfile
-import time
 import weakref
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -48,7 +45,8 @@ from ..forked import forked_cleanup, forked_exit_status, with_fallback
 from . import keep, probes
 from .files import DockerFiles
 from .host import ContainerMode, KernelHosts, container_for_launch, not_ready_hint, refuse_if_paused
-from .kernel_server import KERNEL_ROOT, fork_in_container, server_pool
+from .kernel_server import KERNEL_ROOT, fork_in_container, put_runner, server_pool
+from ..script_pythons import ScriptPythons
 
 if TYPE_CHECKING:
     import docker
@@ -114,6 +112,7 @@ class DockerTransport(Transport):
         self.cpus = cpus
         self.orphan_timeout = orphan_timeout
         self.python = python
+        self.scripts = ScriptPythons(python)  # who runs the helper scripts in each container
         self.run_id = run_id or current_run_id()
         from ...containers.sweep import sweep_once_per_process
 
@@ -156,10 +155,10 @@ class DockerTransport(Transport):
 
     def run_script(self, container_id: str, script: str, *args: str, user: str = "root",
                    probe: bool = False, python: str | None = None) -> tuple[int | None, bytes]:
-        """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's
-        user); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`; ``python``: a kernel's own."""
-        code, out, _err = self._run(container_id, [python or self.python, "-I", "-c", script, *args], user=user, probe=probe)
-        return code, out
+        """Run a python ``script`` with ``args`` in the container as ``user`` (``""``: the image's user) by
+        ``python`` or one there (:mod:`..script_pythons`); ``(exit code, stdout)``; ``probe`` as for :meth:`_run`."""
+        return self.scripts.run(container_id, python, lambda interpreter: self._run(  # type: ignore[return-value]
+            container_id, [interpreter, "-I", "-c", script, *args], user=user, probe=probe))[:2]
 
     def open_exec(self, container_id: str, argv: list[str], **options: Any) -> DockerExecStream:
         exec_id = self.api.exec_create(container_id, argv, **{"stdin": True, "stdout": True, "stderr": True, **options})["Id"]
@@ -178,6 +177,7 @@ class DockerTransport(Transport):
         fork = None if pool is None else lambda: fork_in_container(self, pool, cid, spec)
         launched = with_fallback(fork, lambda: self._spawn(cid, spec))
         launched.extra["started"] = started
+        self.scripts.add(cid, launched.extra["python"])  # (the transport's may not be in the image)
         return launched
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
@@ -418,30 +418,3 @@ def container_owner(transport: DockerTransport, container_id: str) -> tuple[int,
 #: per container, not once per transport instance (80 execs in one suite run). A name or short id
 #: stays with its transport.
 _CONTAINER_OWNERS: dict[tuple[str, str], tuple[int, int]] = {}
-
-
-def put_runner(api: Any, container_id: str, owner: tuple[int, int], dirname: str) -> None:
-    """Put the runner file into a new 0700 dir ``KERNEL_ROOT/<dirname>`` owned by ``owner`` (uid, gid)."""
-    api.put_archive(container_id, KERNEL_ROOT.rsplit("/", 1)[0] or "/", runner_archive(dirname, *owner))
-
-
-def runner_archive(kernel_id: str, uid: int, gid: int) -> bytes:
-    """The tar ``put_archive`` unpacks in ``/tmp``: the kernel root (0711), the kernel dir (0700)
-    and the runner file (0600), owned by ``uid``/``gid`` (B45).
-
-    Only a directory or a regular file, each with a plain relative name (no ``..``, no absolute
-    path, no link of any kind) and no setuid, setgid or sticky bit: what is unpacked cannot land
-    outside the kernel dir or gain privileges. The engine unpacks it in the container's own
-    root, and replaces a symlink a cell may have put where the kernel root goes.
-    """
-    root, app = KERNEL_ROOT.rsplit("/", 1)[1], runner_zipapp()
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, mode, data in ((root, 0o711, None), (f"{root}/{kernel_id}", 0o700, None),
-                                 (f"{root}/{kernel_id}/{app.name}", 0o600, app.data)):
-            info = tarfile.TarInfo(name)
-            info.mode, info.uid, info.gid, info.mtime = mode, uid, gid, int(time.time())
-            info.type = tarfile.DIRTYPE if data is None else tarfile.REGTYPE
-            info.size = 0 if data is None else len(data)
-            tar.addfile(info, None if data is None else io.BytesIO(data))
-    return buf.getvalue()

@@ -327,8 +327,9 @@ class FileCellTransport(Transport):
             as "nothing of the kernel is left").
         """
         try:
-            _, out = self.call(
-                scripts.processes_command(kernel_id=kernel_id, python=self.scan_python()), 30.0)
+            code, out = self.call(scripts.processes_command(kernel_id=kernel_id, python=self.scan_python()), 30.0)
+            if code != 0:  # (its python not there: "exec: python3: not found", and no process listed)
+                raise OSError(f"exit status {code}, output {out[-200:]!r}")
         except Exception as exc:  # noqa: BLE001 - any backend failure: the scan did not run
             raise TransportLostError(f"the scan for kernel {kernel_id}'s processes through {self.backend!r} "
                                      f"failed: {type(exc).__name__}: {exc}") from None
@@ -337,8 +338,8 @@ class FileCellTransport(Transport):
         return parse_kernel_processes(out.encode())
 
     def scan_python(self) -> str:
-        """The interpreter the scans run with: the one the first launch found ``python`` runs."""
-        return self._resolved.get(self.python, self.python)
+        """The interpreter scans run with: what a launch found ``python`` runs, else a kernel's ``python=``."""
+        return self._resolved.get(self.python) or ([*self._resolved.values()] or [self.python])[-1]
 
     def leak_snapshot(self, host_pid: int) -> dict[str, dict[str, str]]:
         """Kernel dirs left behind, and (a backend that is not this machine's shell) the kernels'

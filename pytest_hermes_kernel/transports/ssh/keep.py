@@ -102,6 +102,7 @@ def attach_kept(transport: SshTransport, locator: dict[str, Any]) -> Launched:
                                      "and the kernel with it", permanent=True) from None
         raise
     extra = {"conn": conn, "python": locator.get("python") or transport.python, "runner": runner}
+    transport.scripts.add(str(conn.target), extra["python"])  # the probes' where the transport's python is missing
     probe = Launched(stream=NullStream(), pid=pid, kernel_dir=kdir, extra=extra)
     stream = transport.reattach(probe)
     return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}, kept", extra=extra)

@@ -125,11 +125,8 @@ def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[s
                           frozen=lambda server: server_stopped(conn, server))
     if out is not None:
         return out
-    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)
-    for python in sorted(transport.pythons - {transport.python}) if code == 127 else ():
-        code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args, python=python)  # a kernel's python=:
-        if code != 127:  # the transport's is not on the host (every snapshot failed 'exit status 127')
-            break
+    code, out = transport.run_script(conn, HOST_PROCESSES_SCRIPT, *args)  # (a kernel's python= where the transport's
+    # is not on the host: every snapshot failed 'exit status 127')
     return _completed(code, out, f"the kernel scan on {where}")
 
 
@@ -174,6 +171,8 @@ def kernel_processes(transport: SshTransport, kernel_id: str, locator: dict[str,
         within :data:`PROBE_TIMEOUT` (an empty list would read as "nothing of the kernel is left").
     """
     conn = transport.current_connection
+    if locator and locator.get("target"):  # (a kept kernel's: its python= may be the only one there)
+        transport.scripts.add(str(locator["target"]), locator.get("python"))
     if conn is not None and conn.usable:  # by the host's kernel server when one runs: no ssh exec
         out = probe_by_server(transport.servers, str(conn.target), KERNEL_PROCESSES_SCRIPT, [kernel_id],
                               frozen=lambda server: server_stopped(conn, server))

@@ -35,6 +35,7 @@ from ...containers.lifecycle import container_log
 from ...containers.reuse import Claimant, ReusePolicy, ReuseSpec, ReuseStore, claim_or_start, park_or_remove
 from ...containers.sharing import SharedResource, refuse_unsafe_run_files, run_file_error, worker_id
 from ..detached import CLEAR_KERNELS_SCRIPT, SCAN_END_SH, SSH_KERNEL_ROOT, until_complete
+from ..script_pythons import CLEAR_WITHOUT_PYTHON_SH, python_anywhere
 
 if TYPE_CHECKING:
     import docker
@@ -264,8 +265,8 @@ class SshdContainer:
 
         if not self.running(container_id):
             return False
-        exec_id = self.docker.api.exec_create(container_id, ["python3", "-I", "-c", CLEAR_KERNELS_SCRIPT,
-                                                             f"~/{SSH_KERNEL_ROOT}"], user=SSH_USER, stderr=False)["Id"]
+        argv = python_anywhere(CLEAR_KERNELS_SCRIPT, [f"~/{SSH_KERNEL_ROOT}"], CLEAR_WITHOUT_PYTHON_SH)  # (python3 may be missing)
+        exec_id = self.docker.api.exec_create(container_id, argv, user=SSH_USER, stderr=False)["Id"]
         return self.docker.api.exec_start(exec_id).strip() == b"gone"
 
     def _read_host_key(self, container_id: str) -> str:

@@ -28,8 +28,7 @@ timer), and a dead one costs the kills of many kernels one short try, not one ea
 refused on a silent host says ``False`` (it cannot tell) and ``seen_gone`` says ``False`` too, so the
 core never counts that runner dead (a timed-out cell is ``abandoned``, not reset); ``cleanup`` kills
 a runner not seen gone before it removes its dir, and what it cannot reach the kernel's next launch
-ends (:mod:`.ending`).
-``launch`` always tries a fresh connection.
+ends (:mod:`.ending`). ``launch`` always tries a fresh connection.
 
 With no ``target``, the transport runs an sshd container, shared by the run and with its host
 key pinned (:class:`~.sshd.SshdContainer`).
@@ -46,22 +45,23 @@ from ...errors import (ConfigError, ContainerGoneError, ExecNotStartedError, Ker
 from ...kernel.channel import lease
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
+from ...kernel.options import check_options
 from ..detached import LOG_TAIL_LINES, SOCKET_NAME, launch_env, parse_ready, runner_config
 from ..far_records import LeftBehind, MadeDirs
+from ..script_pythons import ScriptPythons
 from ..runner_zipapp import runner_zipapp
-from .probes import PROBE_TIMEOUT, end_failed_launch
-from .rundir import make_kernel_dir
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
-from ...kernel.options import check_options
 from .address import NPROC_HINT, runs_no_command
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, server_pool
 from . import ending, keep, probes
+from .probes import PROBE_TIMEOUT, end_failed_launch
+from .rundir import make_kernel_dir
 from .silence import SILENT_CONNECT_S, SILENT_RETRY_S, Silence  # noqa: F401  # the numbers are read here too
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
@@ -146,7 +146,7 @@ class SshTransport(Transport):
         self.connect_timeout = connect_timeout
         self.orphan_timeout = orphan_timeout
         self.python = python
-        self.pythons: set[str] = set()  # the kernels' own (python=): the scans' when the transport's is missing
+        self.scripts = ScriptPythons(python)  # + the kernels' own (python=): the scripts' where the transport's is missing
         self.run_id = run_id or current_run_id()
         self._lock = threading.Lock()
         self._conn: SshConnection | None = None
@@ -235,7 +235,7 @@ class SshTransport(Transport):
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
         launched = with_fallback(fork, lambda: self._spawn(conn, spec))
-        self.pythons.update([launched.extra["python"]] if launched.extra.get("python") else [])
+        self.scripts.add(str(conn.target), launched.extra.get("python"))
         return launched
 
     def _spawn(self, conn: SshConnection, spec: LaunchSpec) -> Launched:
@@ -300,9 +300,9 @@ class SshTransport(Transport):
         return self._conn
 
     def run_script(self, conn: SshConnection, script: str, *args: str, python: str | None = None) -> tuple[int | None, bytes]:
-        """Run a python ``script`` with ``args`` on the ssh host; ``(exit status, stdout)``."""
-        command = " ".join(shlex.quote(a) for a in (python or self.python, "-I", "-c", script, *args))
-        code, out, _ = conn.run(command, timeout=PROBE_TIMEOUT)
+        """Run a python ``script`` with ``args`` on the ssh host, by ``python`` or one there (:mod:`..script_pythons`)."""
+        code, out, _ = self.scripts.run(str(conn.target), python, lambda interpreter: conn.run(
+            " ".join(shlex.quote(a) for a in (interpreter, "-I", "-c", script, *args)), timeout=PROBE_TIMEOUT))
         return code, out
 
     def run_probe(self, script: str, *args: str, python: str | None = None, ending: bool = False) -> tuple[int | None, bytes]:
