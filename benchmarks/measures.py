@@ -20,21 +20,23 @@ from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
 from pytest_hermes_kernel.transports import get_transport
 
 MEMORY_CELL = """
-def _pss(path):
+def _field(path, name):
     try:
         for line in open(path):
-            if line.startswith('Pss:'):
+            if line.startswith(name):
                 return int(line.split()[1]) / 1024
     except OSError:
-        return 0.0
-    return 0.0
-def _rss(pid):
-    for line in open(f'/proc/{pid}/status'):
-        if line.startswith('VmRSS:'):
-            return int(line.split()[1]) / 1024
+        return None
+    return None
+def _both(name, file):
+    pair = [_field(f'/proc/{pid}/{file}', name) for pid in (os.getpid(), os.getppid())]
+    return None if None in pair else sum(pair)
 import os
-(_rss(os.getpid()) + _rss(os.getppid()), _pss('/proc/self/smaps_rollup') + _pss(f'/proc/{os.getppid()}/smaps_rollup'))
+(_both('VmRSS:', 'status'), _both('Pss:', 'smaps_rollup'))
 """
+"""A cell's ``(RSS, PSS)`` in MiB of its worker and its supervisor (the worker's parent); ``None``
+for a figure not readable in both (a PSS read as 0 from an unreadable ``smaps_rollup`` was
+reported as the worker's alone, or as 0.0 MB)."""
 
 
 def p50(xs: list[float]) -> float:
