@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
 from pytest_hermes_kernel.transports import get_transport
+from starts import check_paths, path_of  # benchmarks/, on sys.path as for every script here
 
 MEMORY_CELL = """
 def _field(path, name):
@@ -70,13 +71,19 @@ def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
 
 # ------------------------------------------------------------------------------------ ours
 def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
-    """Start, round trip, restart, interrupt and idle memory of one transport."""
+    """Start, round trip, restart, interrupt and idle memory of one transport, on its default
+    path (the kernel server's, but for filecell).
+
+    :raises RuntimeError: if a kernel measured was not forked by a kernel server (it fell back to a spawn)."""
     t = get_transport(transport)
     with start_kernel(t) as warm:  # the first kernel may create the container: not timed
         warm.execute("1")
-    start = timed(lambda: _start_stop(t), starts)
+    paths: list[str] = []
+    start = timed(lambda: paths.append(_start_stop(t)), starts)
     out: dict[str, float] = {"start_p50_ms": p50(start) * 1e3}
     with start_kernel(t) as k:
+        paths.append(path_of(k))  # these figures are the default path's: the kernel server's
+        check_paths(paths, None if transport == "filecell" else "server", f"{transport} kernel figures")
         rt = timed(lambda: k.execute("1"), cells, warmup=min(200, cells // 5))
         out.update(rt_p50_ms=p50(rt) * 1e3, rt_p99_ms=p99(rt) * 1e3)
         time.sleep(0.5)
@@ -88,9 +95,11 @@ def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
     return out
 
 
-def _start_stop(transport: Any) -> None:
+def _start_stop(transport: Any) -> str:
+    """Start a kernel, run its first cell, shut it down; the path it took (:func:`starts.path_of`)."""
     with start_kernel(transport) as k:
         k.execute("1")
+        return path_of(k)
 
 
 def _interrupt_latency(k: Any) -> float:

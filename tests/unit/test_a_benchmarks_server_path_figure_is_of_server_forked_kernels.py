@@ -3,7 +3,8 @@ kernels that took that path, and "N kernels at once" on N distinct kernels.
 
 Seen (breaker review, 2026-12-06): only the untimed warm-up kernel's ``kernel.note`` was kept, so
 timed starts that fell back to a plain spawn (a kernel server unavailable) were reported as the
-"server path" figure, without a note; the "64 kernels at once" and "8 forked from one server"
+"server path" figure, without a note (so were the default path's start, round trip and idle
+memory figures); the "64 kernels at once" and "8 forked from one server"
 figures never looked at which kernels they had.
 """
 
@@ -105,3 +106,12 @@ def test_kernels_at_once_are_that_many_distinct_kernels_on_the_path_named(
     monkeypatch.setattr(run.starts, "make_transport", lambda name, server: SimpleNamespace(name=name, close=lambda: None))
     with pytest.raises(RuntimeError, match=said):
         run.starts.concurrent_starts(4)
+
+
+def test_the_default_paths_figures_are_not_of_spawned_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    run = _run_module()
+    kernels = iter([_forked(0), _forked(1), _spawned(2, FELL_BACK), _spawned(3)])
+    monkeypatch.setattr(run.measures, "start_kernel", lambda transport: next(kernels))
+    monkeypatch.setattr(run.measures, "get_transport", lambda name: SimpleNamespace(name=name))
+    with pytest.raises(RuntimeError, match="docker kernel figures: 2 of 3 kernels were started by the spawn path"):
+        run.measures.kernel_figures("docker", cells=10, starts=2)

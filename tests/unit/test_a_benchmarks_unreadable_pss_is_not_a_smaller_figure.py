@@ -25,9 +25,13 @@ ROLLUP = "Rss:   20480 kB\nPss:   10240 kB\n"
 
 
 def _measures():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_measures", REPO_ROOT / "benchmarks" / "measures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_measures", REPO_ROOT / "benchmarks" / "measures.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO_ROOT / "benchmarks"))
     return module
 
 
