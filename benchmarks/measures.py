@@ -18,14 +18,14 @@ from typing import Any
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
 from pytest_hermes_kernel.transports import get_transport
-from starts import check_paths, path_of  # benchmarks/, on sys.path as for every script here
+from starts import MB, check_paths, path_of  # benchmarks/, on sys.path as for every script here
 
 MEMORY_CELL = """
 def _field(path, name):
     try:
         for line in open(path):
             if line.startswith(name):
-                return int(line.split()[1]) / 1024
+                return int(line.split()[1]) * 1024 / 10**6  # kB (KiB, /proc's unit) to MB
     except OSError:
         return None
     return None
@@ -35,8 +35,8 @@ def _both(name, file):
 import os
 (_both('VmRSS:', 'status'), _both('Pss:', 'smaps_rollup'))
 """
-"""A cell's ``(RSS, PSS)`` in MiB of its worker and its supervisor (the worker's parent); ``None``
-for a figure not readable in both (a PSS read as 0 from an unreadable ``smaps_rollup`` was
+"""A cell's ``(RSS, PSS)`` in MB (10^6 bytes, as ``value_memory.py``; they were MiB) of its
+worker and its supervisor (the worker's parent); ``None`` for a figure not readable in both (a PSS read as 0 from an unreadable ``smaps_rollup`` was
 reported as the worker's alone, or as 0.0 MB)."""
 
 
@@ -167,7 +167,7 @@ def bare_python_rss_mb() -> float:
     proc = subprocess.Popen([sys.executable, "-c", "import json, socket, selectors, ast, traceback, time; "
                              "time.sleep(30)"])
     time.sleep(1.0)
-    rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+    rss = psutil.Process(proc.pid).memory_info().rss / MB
     proc.kill()
     proc.wait()
     return rss
@@ -202,7 +202,7 @@ def jupyter_figures(cells: int, starts: int) -> dict[str, float] | None:
         time.sleep(0.5)
         pid = km.provisioner.process.pid  # type: ignore[union-attr]
         info = psutil.Process(pid).memory_full_info()
-        out.update(idle_rss_mb=info.rss / 2**20, idle_pss_mb=info.pss / 2**20)
+        out.update(idle_rss_mb=info.rss / MB, idle_pss_mb=info.pss / MB)
         lat = []
         for _ in range(3):
             kc.execute("import time; time.sleep(60)")

@@ -7,7 +7,7 @@
 * idle PSS and USS (unshared) per kernel with 8 kernels forked from one server;
 * 64 kernels started at once (local, server and spawn path).
 
-Every figure is milliseconds (p50) or megabytes.
+Every figure is milliseconds (p50) or megabytes (MB, 10^6 bytes).
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from pytest_hermes_kernel.transports import get_transport, make_transport
 def _p50_ms(xs: list[float]) -> float:
     return statistics.median(xs) * 1e3
 
+
+MB = 10**6
+"""The unit of every ``*_mb`` figure here and in ``measures.py`` (as in ``value_memory.py``): they
+were MiB (2^20 bytes), labelled MB."""
 
 FORKED = "forked by kernel server"
 """What a launch's label says when a kernel server forked its runner (local, docker and ssh)."""
@@ -125,8 +129,8 @@ def memory_per_kernel(kernels: int = 8) -> dict[str, float]:
         pss, uss = [], []
         for h in handles:
             infos = [psutil.Process(pid).memory_full_info() for pid in (h.runner_pid, h.pid)]
-            pss.append(sum(i.pss for i in infos) / 2**20)
-            uss.append(sum(i.uss for i in infos) / 2**20)
+            pss.append(sum(i.pss for i in infos) / MB)
+            uss.append(sum(i.uss for i in infos) / MB)
     finally:
         for h in handles:
             h.shutdown()

@@ -115,3 +115,22 @@ def test_the_default_paths_figures_are_not_of_spawned_kernels(monkeypatch: pytes
     monkeypatch.setattr(run.measures, "get_transport", lambda name: SimpleNamespace(name=name))
     with pytest.raises(RuntimeError, match="docker kernel figures: 2 of 3 kernels were started by the spawn path"):
         run.measures.kernel_figures("docker", cells=10, starts=2)
+
+
+def test_idle_memory_per_kernel_is_supervisor_and_worker_in_mb_of_10_to_the_6_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """They were MiB (2^20 bytes) labelled MB, while ``value_memory.py``'s MB are 10^6 bytes."""
+    run = _run_module()
+    kernels = iter([_forked(0), _forked(1)])
+    read: list[int] = []
+
+    def process(pid: int) -> Any:
+        read.append(pid)
+        return SimpleNamespace(memory_full_info=lambda: SimpleNamespace(pss=3 * 10**6, uss=10**6))
+
+    monkeypatch.setattr(run.starts, "start_kernel", lambda transport: next(kernels))
+    monkeypatch.setattr(run.starts, "get_transport", lambda name: SimpleNamespace(name=name))
+    monkeypatch.setattr(run.starts.psutil, "Process", process)
+    monkeypatch.setattr(run.starts.time, "sleep", lambda s: None)
+    got = run.starts.memory_per_kernel(2)
+    assert sorted(read) == [100, 101, 200, 201]  # each kernel's supervisor and worker, nothing else
+    assert got == {"kernels": 2, "idle_pss_mb": 6.0, "idle_uss_mb": 2.0}

@@ -51,13 +51,14 @@ def _run_cell(cell: str, readable: set[str]) -> Any:
     return eval(compile(last, "<cell>", "eval"), scope)  # noqa: S307
 
 
-def test_both_processes_readable_give_their_sum_in_mib() -> None:
+def test_both_processes_readable_give_their_sum_in_mb() -> None:
+    """MB are 10^6 bytes (they were MiB, labelled MB): 2 x 20480 kB of RSS is 41.94 MB."""
     every = {"self/status", "parent/status", "self/smaps_rollup", "parent/smaps_rollup"}
-    assert _run_cell(_measures().MEMORY_CELL, every) == (40.0, 20.0)
+    assert _run_cell(_measures().MEMORY_CELL, every) == (2 * 20480 * 1024 / 10**6, 2 * 10240 * 1024 / 10**6)
 
 
 @pytest.mark.parametrize("unreadable", ["parent/smaps_rollup", "self/smaps_rollup"])
 def test_a_pss_not_readable_in_one_process_is_no_figure(unreadable: str) -> None:
     every = {"self/status", "parent/status", "self/smaps_rollup", "parent/smaps_rollup"}
     rss, pss = _run_cell(_measures().MEMORY_CELL, every - {unreadable})
-    assert (rss, pss) == (40.0, None)
+    assert (rss, pss) == (2 * 20480 * 1024 / 10**6, None)
