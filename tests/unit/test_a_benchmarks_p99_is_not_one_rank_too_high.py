@@ -30,3 +30,10 @@ def test_the_p99_is_the_nearest_rank(n: int, p99_rank: int) -> None:
     times = [float(i) for i in range(n, 0, -1)]  # rank i is i seconds; given slowest first
     assert _bench_module("measures").p99(times) == p99_rank
     assert _bench_module("bench_remote").pct(times, 0.99) == p99_rank
+
+
+@pytest.mark.parametrize(("n", "p90_rank"), [(1, 1), (10, 9), (50, 45), (51, 46)])
+def test_the_seed_style_p90_is_the_nearest_rank(n: int, p90_rank: int) -> None:
+    """``seed_style_filecell.py``'s p90 of run.py's 10 seed-style cells was the slowest of them."""
+    times = [float(i) for i in range(n, 0, -1)]
+    assert _bench_module("seed_style_filecell").pct(times, 0.9) == p90_rank
