@@ -11,10 +11,16 @@
 # direct children (containerd), so the shims they start later are counted there too; nothing is
 # signalled. Containers are counted from docker's own cgroup (/sys/fs/cgroup/cpuacct/docker).
 # On cgroup v2 it exits with a message: there cpu.stat's usage_usec holds the same counts.
+# A count it cannot take is "n/a (why)", never 0.0: no engine pid file, dockerd not moved, no
+# docker cgroup (the systemd cgroup driver puts containers in system.slice/docker-ID.scope).
+# The docker cgroup holds every container of the engine, the command's or not.
+# PYTEST_HERMES_CPUACCT_ROOT and PYTEST_HERMES_DOCKER_PIDFILE name another controller root or
+# engine pid file (an engine started with --pidfile).
 set -u
 name=${1:?usage: cgroup_cpu.sh NAME COMMAND...}
 shift
-root=/sys/fs/cgroup/cpuacct
+root=${PYTEST_HERMES_CPUACCT_ROOT:-/sys/fs/cgroup/cpuacct}
+pidfile=${PYTEST_HERMES_DOCKER_PIDFILE:-/var/run/docker.pid}
 if [ ! -f "$root/cpuacct.usage" ]; then
     echo "cgroup_cpu.sh: no cgroup v1 cpuacct controller at $root (cgroup v2: read cpu.stat usage_usec)" >&2
     exit 2
@@ -22,18 +28,27 @@ fi
 cg=$root/hermes-prof-$name
 daemons=$root/hermes-prof-dockerd
 mkdir -p "$cg" "$daemons"
-if [ -f /var/run/docker.pid ]; then
-    engine=$(cat /var/run/docker.pid)
-    for pid in "$engine" $(cat "/proc/$engine/task/$engine/children" 2>/dev/null); do
-        echo "$pid" > "$daemons/cgroup.procs" 2>/dev/null || true
-    done
+no_daemons="no engine pid file $pidfile"
+if [ -f "$pidfile" ]; then
+    engine=$(cat "$pidfile")
+    no_daemons="dockerd (pid $engine) not moved into $daemons"
+    if echo "$engine" > "$daemons/cgroup.procs" 2>/dev/null; then
+        no_daemons=""
+        for pid in $(cat "/proc/$engine/task/$engine/children" 2>/dev/null); do
+            echo "$pid" > "$daemons/cgroup.procs" 2>/dev/null || true
+        done
+    fi
 fi
-usage() { cat "$1/cpuacct.usage" 2>/dev/null || echo 0; }
+usage() { cat "$1/cpuacct.usage" 2>/dev/null; }
 t0=$(usage "$cg"); d0=$(usage "$daemons"); c0=$(usage "$root/docker")
 bash -c 'echo $$ > "$1/cgroup.procs"; shift; exec "$@"' _ "$cg" "$@"
 rc=$?
 t1=$(usage "$cg"); d1=$(usage "$daemons"); c1=$(usage "$root/docker")
-s() { awk -v n="$1" 'BEGIN { printf "%.1f", n / 1e9 }'; }
-echo "cgroup_cpu: CPU-s: command tree $(s $((t1 - t0)))  docker daemons $(s $((d1 - d0)))" \
-     " containers $(s $((c1 - c0)))  (exit $rc)" >&2
+no_containers=""
+if [ -z "$c1" ]; then no_containers="no docker cgroup $root/docker"; elif [ -z "$c0" ]; then c0=0; fi  # made during the run
+# CPU-s between two counts in ns, or "n/a (WHY)" when either is missing or WHY is set
+s() { if [ -n "$3" ] || [ -z "$1" ] || [ -z "$2" ]; then printf 'n/a (%s)' "${3:-no counter}"; else
+      awk -v n="$(($2 - $1))" 'BEGIN { printf "%.1f", n / 1e9 }'; fi; }
+echo "cgroup_cpu: CPU-s: command tree $(s "$t0" "$t1" "")  docker daemons $(s "$d0" "$d1" "$no_daemons")" \
+     " containers $(s "$c0" "$c1" "$no_containers")  (exit $rc)" >&2
 exit $rc

@@ -1,13 +1,14 @@
 """Kernel start and cell round trip of two checkouts, side by side in one run.
 
-    python benchmarks/compare_checkouts.py BEFORE_DIR AFTER_DIR [--rounds 5] [--transport local]
+    python benchmarks/compare_checkouts.py BEFORE_DIR AFTER_DIR [--rounds 6] [--transport local]
 
 Each checkout runs with its own interpreter (``<dir>/.venv/bin/python`` when there is one) in
 alternating rounds, each checkout first in every other one (A, B, B, A, A, B, ...), so both see the
 same machine load and the same place in a round: the second of a pair met what the first left
 behind (on docker, the same code measured second read 1.21x, before and after swapped 1.17x either
 way); the figures are medians over all rounds: start = ``start_kernel`` + first cell + shutdown,
-round trip = one trivial cell.
+round trip = one trivial cell. Beside each ratio, the spread: the lowest and highest ratio of
+one round's medians (a ratio inside it says less than its digits).
 Used for the "within 10 % of before" check of a re-layout (issue #8).
 """
 
@@ -19,6 +20,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 PROBE = r"""
 import json, sys, time
@@ -61,26 +63,50 @@ def order(n: int, before: Path, after: Path) -> list[tuple[str, Path]]:
     return pair if n % 2 == 0 else pair[::-1]
 
 
+def _count(least: int, even: bool = False) -> Any:
+    """An argparse type: a whole number >= ``least`` (``even``: and even). ``--rounds 0`` was a
+    StatisticsError traceback after nothing was measured, an odd ``--rounds`` (the default 5) ran
+    BEFORE first in one round more than AFTER: the order bias the alternation is there to cancel."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if n < least:
+            raise argparse.ArgumentTypeError(f"{n} is too few: at least {least}")
+        if even and n % 2:
+            raise argparse.ArgumentTypeError(f"{n} is odd: each checkout runs first in half the rounds")
+        return n
+    return parse
+
+
+def spread(before: list[list[float]], after: list[list[float]]) -> tuple[float, float]:
+    """The lowest and highest after/before ratio of one round's medians, over the rounds."""
+    ratios = [statistics.median(a) / statistics.median(b) for b, a in zip(before, after)]
+    return min(ratios), max(ratios)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--transport", default="local")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--starts", type=int, default=10)
-    ap.add_argument("--cells", type=int, default=1000)
+    ap.add_argument("--rounds", type=_count(2, even=True), default=6, help="an even number (default 6)")
+    ap.add_argument("--starts", type=_count(1), default=10)
+    ap.add_argument("--cells", type=_count(1), default=1000)
     args = ap.parse_args(argv)
-    figures: dict[str, dict[str, list[float]]] = {"before": {"start": [], "rt": []}, "after": {"start": [], "rt": []}}
+    rounds: dict[str, dict[str, list[list[float]]]] = {"before": {"start": [], "rt": []}, "after": {"start": [], "rt": []}}
     for n in range(args.rounds):
         for label, checkout in order(n, args.before, args.after):
             got = _round(checkout.resolve(), args.transport, args.starts, args.cells)
             for key in ("start", "rt"):
-                figures[label][key] += got[key]
+                rounds[label][key].append(got[key])
         print(f"[compare] round {n + 1}/{args.rounds} done", file=sys.stderr, flush=True)
-    print(f"{args.transport}: {'figure':26} {'before':>10} {'after':>10} {'after/before':>13}")
+    print(f"{args.transport}: {'figure':26} {'before':>10} {'after':>10} {'after/before':>13}  per round (spread)")
     for key, name in (("start", "start+first cell+stop p50"), ("rt", "cell round trip p50")):
-        b, a = (statistics.median(figures[x][key]) * 1e3 for x in ("before", "after"))
-        print(f"{'':{len(args.transport) + 2}}{name:26} {b:8.3f}ms {a:8.3f}ms {a / b:12.3f}x")
+        b, a = (statistics.median([x for r in rounds[who][key] for x in r]) * 1e3 for who in ("before", "after"))
+        low, high = spread(rounds["before"][key], rounds["after"][key])
+        print(f"{'':{len(args.transport) + 2}}{name:26} {b:8.3f}ms {a:8.3f}ms {a / b:12.3f}x  {low:.3f}x-{high:.3f}x")
     return 0
 
 

@@ -18,23 +18,26 @@ from typing import Any
 
 from pytest_hermes_kernel import KernelKey, KernelRegistry, start_kernel
 from pytest_hermes_kernel.transports import get_transport
+from starts import MB, check_paths, path_of  # benchmarks/, on sys.path as for every script here
 
 MEMORY_CELL = """
-def _pss(path):
+def _field(path, name):
     try:
         for line in open(path):
-            if line.startswith('Pss:'):
-                return int(line.split()[1]) / 1024
+            if line.startswith(name):
+                return int(line.split()[1]) * 1024 / 10**6  # kB (KiB, /proc's unit) to MB
     except OSError:
-        return 0.0
-    return 0.0
-def _rss(pid):
-    for line in open(f'/proc/{pid}/status'):
-        if line.startswith('VmRSS:'):
-            return int(line.split()[1]) / 1024
+        return None
+    return None
+def _both(name, file):
+    pair = [_field(f'/proc/{pid}/{file}', name) for pid in (os.getpid(), os.getppid())]
+    return None if None in pair else sum(pair)
 import os
-(_rss(os.getpid()) + _rss(os.getppid()), _pss('/proc/self/smaps_rollup') + _pss(f'/proc/{os.getppid()}/smaps_rollup'))
+(_both('VmRSS:', 'status'), _both('Pss:', 'smaps_rollup'))
 """
+"""A cell's ``(RSS, PSS)`` in MB (10^6 bytes, as ``value_memory.py``; they were MiB) of its
+worker and its supervisor (the worker's parent); ``None`` for a figure not readable in both (a PSS read as 0 from an unreadable ``smaps_rollup`` was
+reported as the worker's alone, or as 0.0 MB)."""
 
 
 def p50(xs: list[float]) -> float:
@@ -42,8 +45,16 @@ def p50(xs: list[float]) -> float:
 
 
 def p99(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
+    """The 99th percentile by nearest rank: the smallest value that 99 % of ``xs`` are at or below
+    (of 100 round trips, the 99th slowest; ``xs[int(0.99 * n)]`` was one rank too high: the
+    slowest of 100, the 1981st of 2000)."""
+    return percentile(xs, 99)
+
+
+def percentile(xs: list[float], q: int) -> float:
+    """The ``q``-th percentile (0 < ``q`` <= 100) of ``xs`` by nearest rank: ``ceil(q n / 100)``-th smallest."""
+    rank = -(-q * len(xs) // 100)  # ceil in whole numbers: no float rounding at the boundary
+    return sorted(xs)[max(rank, 1) - 1]
 
 
 def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
@@ -60,13 +71,19 @@ def timed(fn: Callable[[], Any], n: int, warmup: int = 0) -> list[float]:
 
 # ------------------------------------------------------------------------------------ ours
 def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
-    """Start, round trip, restart, interrupt and idle memory of one transport."""
+    """Start, round trip, restart, interrupt and idle memory of one transport, on its default
+    path (the kernel server's, but for filecell).
+
+    :raises RuntimeError: if a kernel measured was not forked by a kernel server (it fell back to a spawn)."""
     t = get_transport(transport)
     with start_kernel(t) as warm:  # the first kernel may create the container: not timed
         warm.execute("1")
-    start = timed(lambda: _start_stop(t), starts)
+    paths: list[str] = []
+    start = timed(lambda: paths.append(_start_stop(t)), starts)
     out: dict[str, float] = {"start_p50_ms": p50(start) * 1e3}
     with start_kernel(t) as k:
+        paths.append(path_of(k))  # these figures are the default path's: the kernel server's
+        check_paths(paths, None if transport == "filecell" else "server", f"{transport} kernel figures")
         rt = timed(lambda: k.execute("1"), cells, warmup=min(200, cells // 5))
         out.update(rt_p50_ms=p50(rt) * 1e3, rt_p99_ms=p99(rt) * 1e3)
         time.sleep(0.5)
@@ -78,9 +95,11 @@ def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
     return out
 
 
-def _start_stop(transport: Any) -> None:
+def _start_stop(transport: Any) -> str:
+    """Start a kernel, run its first cell, shut it down; the path it took (:func:`starts.path_of`)."""
     with start_kernel(transport) as k:
         k.execute("1")
+        return path_of(k)
 
 
 def _interrupt_latency(k: Any) -> float:
@@ -148,7 +167,7 @@ def bare_python_rss_mb() -> float:
     proc = subprocess.Popen([sys.executable, "-c", "import json, socket, selectors, ast, traceback, time; "
                              "time.sleep(30)"])
     time.sleep(1.0)
-    rss = psutil.Process(proc.pid).memory_info().rss / 2**20
+    rss = psutil.Process(proc.pid).memory_info().rss / MB
     proc.kill()
     proc.wait()
     return rss
@@ -162,14 +181,20 @@ def jupyter_figures(cells: int, starts: int) -> dict[str, float] | None:
     except ImportError:
         return None
     out: dict[str, float] = {}
-
-    def start_stop() -> None:
+    to_first, with_stop = [], []
+    for _ in range(starts):
+        t0 = time.perf_counter()
         km, kc = start_new_kernel(kernel_name="python3")
         kc.execute_interactive("1", timeout=60, output_hook=_quiet)
+        to_first.append(time.perf_counter() - t0)
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-    out["start_p50_ms"] = p50(timed(start_stop, starts)) * 1e3
+        with_stop.append(time.perf_counter() - t0)
+    # start_first: as starts.start_to_first_result times ours (shutdown not timed); start: as
+    # kernel_figures' start_p50_ms (start + first cell + shutdown). The start table compared
+    # ours to first result with jupyter_client's start + first result + shutdown.
+    out["start_first_p50_ms"] = p50(to_first) * 1e3
+    out["start_p50_ms"] = p50(with_stop) * 1e3
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         rt = timed(lambda: kc.execute_interactive("1", timeout=60, output_hook=_quiet), cells, warmup=50)
@@ -177,7 +202,7 @@ def jupyter_figures(cells: int, starts: int) -> dict[str, float] | None:
         time.sleep(0.5)
         pid = km.provisioner.process.pid  # type: ignore[union-attr]
         info = psutil.Process(pid).memory_full_info()
-        out.update(idle_rss_mb=info.rss / 2**20, idle_pss_mb=info.pss / 2**20)
+        out.update(idle_rss_mb=info.rss / MB, idle_pss_mb=info.pss / MB)
         lat = []
         for _ in range(3):
             kc.execute("import time; time.sleep(60)")

@@ -481,10 +481,12 @@ def _file_row(reports: list[dict[str, Any]], equivalent: set[tuple[str, int, str
     other = [m for m in still if (m["file"], m["line"], m["operator"]) in elsewhere]
     still = [m for m in still if m not in other]  # killed, by a test of another transport
     left = [m for m in still if (m["file"], m["line"], m["operator"]) not in equivalent]
+    incompetent = report.get("incompetent", 0)  # mutants that could not run: neither killed nor alive
     return {"file": report["file"], "mutants": report["count"], "selected": report["selected"],
             "wall_s": sum(r["wall_s"] for r in reports),
             "killed_before": report["killed"] + report["timeout"], "survived_before": report["survived"],
-            "timeouts": report["timeout"], "killed_after": report["count"] - len(still) - len(gone),
+            "timeouts": report["timeout"], "killed_after": report["count"] - incompetent - len(still) - len(gone),
+            "incompetent": incompetent,
             "equivalent": len(still) - len(left), "gone": gone, "survivors": left, "rerun": len(reports) > 1,
             "killed_elsewhere": len(other),
             "runs": len(reports)}
@@ -502,20 +504,22 @@ def summarize(dirs: list[Path], out: Path) -> str:
                 by_file.setdefault(report["file"], []).append(report)
     rows = [_file_row(by_file[f], equivalent, elsewhere) for f in sorted(by_file)]
     total = {k: sum(r[k] for r in rows)
-             for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts", "killed_elsewhere")}
+             for k in ("mutants", "killed_before", "killed_after", "equivalent", "timeouts", "killed_elsewhere",
+                       "incompetent")}
     total["gone"] = sum(len(r["gone"]) for r in rows)
-    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"] - total["gone"])
+    ratio = total["killed_after"] / max(1, total["mutants"] - total["equivalent"] - total["gone"] - total["incompetent"])
     lines = ["# Mutation summary", "", "| file | mutants run (of selected) | killed before (timeouts) | killed after "
              "| equivalent | gone | survivors left | killed of non-equivalent | wall s |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"] - len(r["gone"]))
+        share = r["killed_after"] / max(1, r["mutants"] - r["equivalent"] - len(r["gone"]) - r["incompetent"])
         lines.append(f"| `{r['file']}` | {r['mutants']} ({r['selected']}) | {r['killed_before']} ({r['timeouts']}) "
                      f"| {r['killed_after'] if r['rerun'] else 'not rerun'} | {r['equivalent']} | {len(r['gone'])} "
                      f"| {len(r['survivors'])} | {share:.0%} | {r['wall_s']:.0f} |")
     lines += ["", f"All: {total['mutants']} mutants run, {total['killed_before']} killed before "
                   f"({total['timeouts']} by timeout), {total['killed_after']} after, {total['equivalent']} equivalent, "
-                  f"{total['gone']} gone (the line they mutated changed before their rerun): {ratio:.1%} of the "
+                  f"{total['gone']} gone (the line they mutated changed before their rerun), {total['incompetent']} incompetent "
+                  f"(could not run: neither killed nor counted): {ratio:.1%} of the "
                   f"non-equivalent mutants killed ({total['killed_elsewhere']} of them by a test of another transport: "
                   "tests/mutation-equivalents.md).", "", "## Survivors left", ""]
     lines += [f"- `{m['file']}:{m['line']}` {m['operator']}: " + " / ".join(d.strip() for d in m["diff"].splitlines())

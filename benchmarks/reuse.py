@@ -4,7 +4,9 @@ Each round runs a tiny pytest suite twice in subprocesses (a first run, then the
 run) on the docker transport, with or without ``--hermes-reuse``, and takes from the second run
 the time from the subprocess's start, and from its ``pytest_configure``, to its first docker
 kernel's first result (the inner test writes the wall-clock time it got the result). Medians of
-``--rounds`` rounds per mode. The runs get their own ``TMPDIR`` (their reuse store), and the
+``--rounds`` rounds per mode. The measured run's kernel must have run in the first run's container
+with ``--hermes-reuse`` and in another without it (the inner test writes its container's id): a
+reuse that fell back to a new container ends the run, not a reuse figure. The runs get their own ``TMPDIR`` (their reuse store), and the
 containers kept by the reuse rounds are removed at the end (``sweep --reused`` of that store).
 
     python benchmarks/reuse.py [--rounds 3]
@@ -35,13 +37,15 @@ import os, time
 
 def test_first_kernel(hermes_kernel):
     assert hermes_kernel.execute("1").value == "1"
+    got = time.time()
     with open(os.environ["REUSE_BENCH_OUT"], "a") as fh:
-        fh.write(f"first-result {time.time()}\\n")
+        fh.write(f"first-result {got}\\ncontainer {hermes_kernel.launched.label.split()[1]}\\n")
 """
 
 
-def one_run(suite: Path, env: dict[str, str], reuse: bool) -> tuple[float, float]:
-    """One pytest run of the suite: seconds from its start and from its configure to the first result."""
+def one_run(suite: Path, env: dict[str, str], reuse: bool) -> tuple[float, float, str]:
+    """One pytest run of the suite: seconds from its start and from its configure to the first
+    result, and the (short) id of the container its kernel ran in."""
     out = Path(env["REUSE_BENCH_OUT"])
     out.unlink(missing_ok=True)
     args = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
@@ -52,7 +56,18 @@ def one_run(suite: Path, env: dict[str, str], reuse: bool) -> tuple[float, float
         raise SystemExit(f"the inner run failed:\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     marks = dict(line.split() for line in out.read_text().splitlines())
     first = float(marks["first-result"])
-    return first - started, first - float(marks["configured"])
+    return first - started, first - float(marks["configured"]), marks["container"]
+
+
+def check_reuse(first: str, second: str, reuse: bool) -> None:
+    """Raise unless the measured run's kernel ran in the first run's container exactly when
+    ``reuse``: a reuse that silently fell back to a new container was reported as reuse's figure.
+
+    :raises SystemExit: if it did not."""
+    if (first == second) != reuse:
+        raise SystemExit(f"the second run {'with' if reuse else 'without'} --hermes-reuse ran its kernel in "
+                         f"container {second}, the first run's was {first}: "
+                         f"{'not reused' if reuse else 'reused'}, so no figure of that mode")
 
 
 def measure(rounds: int) -> dict[str, dict[str, float]]:
@@ -69,8 +84,10 @@ def measure(rounds: int) -> dict[str, dict[str, float]]:
         try:
             for _ in range(rounds):  # the modes take turns: a machine's load drifts
                 for mode, reuse in modes.items():
-                    one_run(suite, env, reuse)                        # the first run (keeps its container with reuse)
-                    seconds[mode].append(one_run(suite, env, reuse))  # the measured second run
+                    first = one_run(suite, env, reuse)   # the first run (keeps its container with reuse)
+                    second = one_run(suite, env, reuse)  # the measured second run
+                    check_reuse(first[2], second[2], reuse)
+                    seconds[mode].append(second[:2])
         finally:
             subprocess.run([sys.executable, "-m", "pytest_hermes_kernel.cli", "sweep", "--reused", "containers",
                             "run-files"], env=env, capture_output=True, timeout=300)

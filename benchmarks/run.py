@@ -95,7 +95,8 @@ def start_figures(args: argparse.Namespace) -> dict[str, Any]:
     """Issue #11's start figures: both paths per transport, the remote anchors, memory, 64 at once."""
     out: dict[str, Any] = {}
     for name in args.transports:
-        if "unavailable" in res_unavailable(name, args):
+        out[name] = res_unavailable(name, args)  # was skipped: the start table left the transport out, unsaid
+        if out[name]:
             continue
         progress(f"{name}: start to first result, server and spawn path")
         try:
@@ -106,7 +107,10 @@ def start_figures(args: argparse.Namespace) -> dict[str, Any]:
     for name, anchor in anchors.items():
         if name in out and "unavailable" not in out[name]:
             progress(f"anchors: one {name} exec of true")
-            out[name]["exec_true_p50_ms"] = anchor(args.starts)
+            try:  # it ended the run in a traceback, every figure measured before lost
+                out[name]["exec_true_p50_ms"] = anchor(args.starts)
+            except Exception as exc:  # noqa: BLE001 - reported in the table, not fatal
+                out.setdefault("unavailable", {})[f"{name}_exec_true_p50_ms"] = f"{type(exc).__name__}: {exc}"
     if "local" in args.transports:
         progress("local: idle memory per kernel (8 forked from one server), 64 kernels at once")
         measured(out, "memory", lambda: starts.memory_per_kernel(8))
@@ -129,10 +133,13 @@ def start_table(res: dict[str, Any]) -> list[str]:
     """Rows of the start figures, each with its anchor and ratio."""
     a, st = res["anchors"], res.get("starts", {})
     bare = a.get("bare_python_start_p50_ms")
-    jup = (a.get("jupyter") or {}).get("start_p50_ms")
+    jup = (a.get("jupyter") or {}).get("start_first_p50_ms")  # not start_p50_ms: that one includes a shutdown
     lines = ["start to first result (p50 ms): server path | spawn path | anchor"]
     for name, f in st.items():
-        if name in ("memory", "concurrent", "unavailable") or "unavailable" in f:
+        if name in ("memory", "concurrent", "unavailable"):
+            continue
+        if "unavailable" in f:
+            lines.append(f"  {name:9} not measured: {f['unavailable']}")
             continue
         ours, spawn = f.get("start_first_p50_ms"), f.get("start_first_spawn_p50_ms")
         anchor, aname = ((f.get("exec_true_p50_ms"), f"one {name} exec of true") if name in ("docker", "ssh")
@@ -201,7 +208,10 @@ def table(res: dict[str, Any]) -> str:
     elif seed:
         lines.append(f"seed-style file protocol: {seed['unavailable']}")
     lines += start_table(res)
-    missing = {**a.get("unavailable", {}), **res.get("starts", {}).get("unavailable", {})}
+    missing = {**a.get("unavailable", {}), **res.get("starts", {}).get("unavailable", {}),
+               **{f"{t} kernel figures": f["unavailable"] for t, f in res["transports"].items() if "unavailable" in f},
+               **{f"{t} start figures": f["unavailable"] for t, f in res.get("starts", {}).items()
+                  if t not in ("memory", "concurrent", "unavailable") and "unavailable" in f}}
     if missing:
         lines.append("not measured: " + "; ".join(f"{key} ({why})" for key, why in missing.items()))
     return "\n".join(lines)

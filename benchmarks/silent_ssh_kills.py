@@ -23,10 +23,10 @@ from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.transports import close_transport, make_transport
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kernels", type=int, default=8)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     logging.disable(logging.WARNING)  # each refused kill logs a warning
     transport = make_transport("ssh", run_id=f"bench-{uuid.uuid4().hex[:8]}")
     try:
@@ -37,6 +37,8 @@ def main() -> None:
             conn, deadline = transport.current_connection, time.monotonic() + 30
             while conn.unresponsive is None and time.monotonic() < deadline:
                 time.sleep(0.1)  # the keepalives' own period: nothing to wait on but the flag
+            if conn.unresponsive is None:  # the kills would meet a connection not known dead: another figure
+                raise SystemExit("the keepalives did not find the paused sshd dead within 30 s: no figure")
             started, each = time.monotonic(), []
             for kernel in kernels:
                 t0 = time.monotonic()

@@ -176,7 +176,21 @@ def _wait(pred: Any, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def main() -> None:
+def checkpoints(values: list[int]) -> list[int]:
+    """``--cycles``: at least two checkpoints, whole numbers, each above the one before; the growth
+    is measured between the first and the last (one checkpoint printed "+0.0" for every figure, a
+    leak included; a lower one after a higher measured no cycle in between).
+
+    :raises argparse.ArgumentTypeError: if they are not."""
+    if len(values) < 2:
+        raise argparse.ArgumentTypeError("--cycles needs two checkpoints or more (growth is between the first and last)")
+    if values[0] < 1 or any(b <= a for a, b in zip(values, values[1:])):
+        raise argparse.ArgumentTypeError(f"--cycles {' '.join(map(str, values))}: each checkpoint a number of cycles "
+                                         "above the one before (from 1)")
+    return values
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--transport", default="local")
     ap.add_argument("--cycles", type=int, nargs="+", default=[50, 500])
@@ -184,7 +198,11 @@ def main() -> None:
     ap.add_argument("--types", action="store_true", help="print gc object types that grew most")
     ap.add_argument("--mode", choices=["cells", "reap"], default="cells",
                     help="reap: each cycle one cell, then the kernel reaped idle and its kernel server ended idle")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    try:
+        checkpoints(args.cycles)
+    except argparse.ArgumentTypeError as exc:
+        ap.error(str(exc))
     reap = args.mode == "reap"
     extra = {"server_idle_timeout": 0.5} if reap else {}
     if args.transport != "filecell":  # (filecell has no kernel server)
