@@ -156,8 +156,8 @@ def _check_ssh() -> Check:
 def _check_filecell() -> Check:
     if (sh := shutil.which("sh")) is None:
         return Check("filecell", False, "no `sh` for the local shell reference backend", "install a POSIX shell")
-    docker = "when docker is up" if importlib.util.find_spec("docker") else f"needs the docker SDK: {pip_install_extra('docker')}"
-    return Check("filecell", True, f"local shell backend ({sh}); docker exec backend {docker}")
+    return Check("filecell", True, f"local shell backend ({sh}); docker exec backend " + (f"needs the docker SDK: {pip_install_extra('docker')}" if not
+                 importlib.util.find_spec("docker") else f"cannot run: {o[0]}: {o[1]}" if (o := too_old_of("docker", core=False)) else "when docker is up"))
 
 
 CHECKS: dict[str, Callable[[], Check]] = {"local": _check_local, "docker": _check_docker, "ssh": _check_ssh,

@@ -250,13 +250,33 @@ def close_exec_socket(hijacked: object) -> None:
             pass
 
 
-def too_old_of(transport: str) -> tuple[str, str] | None:
+#: The packages of each transport's extra (``pip install '.[ssh]'``), past those every leg needs.
+EXTRA_PACKAGES: dict[str, tuple[str, ...]] = {"docker": ("docker", "testcontainers"),
+                                              "ssh": ("paramiko", "docker", "testcontainers")}
+
+
+def too_old_of(transport: str, *, core: bool = True) -> tuple[str, str] | None:
     """``("too old: docker 7.0.0 (docker>=7.1 needed)", "pip install -U 'docker>=7.1'")`` for the
-    packages ``transport`` needs (:func:`too_old`), or ``None`` when none is under its minimum."""
-    old = too_old("pytest", "filelock", "psutil", *{"docker": ("docker", "testcontainers"),  # every leg runs under
-                  "ssh": ("paramiko", "docker", "testcontainers")}.get(transport, ()))  # the plugin: pytest too
+    packages ``transport`` needs (:func:`too_old`), or ``None`` when none is under its minimum.
+
+    :param core: count the packages every leg runs under (pytest, filelock, psutil) too.
+    """
+    old = too_old(*(("pytest", "filelock", "psutil") if core else ()), *EXTRA_PACKAGES.get(transport, ()))
     upgrade = " ".join(f"'{o.split()[0]}>={o.rsplit('>=', 1)[1].split()[0]}'" for o in old)
     return (f"too old: {', '.join(old)}", f"pip install -U {upgrade}") if old else None
+
+
+def refuse_too_old(transport: str) -> None:
+    """Refuse a ``docker`` or ``ssh`` transport whose extra's packages are older than this package
+    declares, as ``hermes-kernel doctor`` calls its line ``NO`` (the ssh leg ran on paramiko 3.5
+    while the doctor said NO, and its key files warned ``CryptographyDeprecationWarning``, an error
+    under ``filterwarnings = error``).
+
+    :raises TransportUnavailableError: if one is too old, naming it and the upgrade.
+    """
+    if (old := too_old_of(transport, core=False)) is not None:
+        raise TransportUnavailableError(f"the {transport} transport cannot run here: {old[0]}, as `hermes-kernel "
+                                        f"doctor` says. Hint: {old[1]}")
 
 
 def too_old(*names: str) -> list[str]:

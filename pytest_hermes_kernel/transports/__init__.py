@@ -300,6 +300,9 @@ def _probed(transport: Transport, add: bool = False) -> bool:
     try:
         if add:
             _made.add(transport)
+            with _lock:  # closed at exit if never closed, as make_transport's: a DockerTransport()'s container outlived its script
+                _unclosed.setdefault(transport, os.getpid())
+                _close_at_exit_of_this_process()
         return transport in _made or transport in _closed
     except TypeError:  # unhashable (a dataclass's __eq__): nothing lists it; its launch goes on
         return True
@@ -326,6 +329,7 @@ def _closed_now(transport: Transport, listed_or_not: bool = False) -> None:
     """``transport`` was closed: :func:`live_transports` lists it until the next
     :func:`forget_closed_transports` (by its own ``close()``: only one it listed)."""
     try:
+        _unclosed.pop(transport, None)  # closed: nothing left for the exit hook to close
         if listed_or_not or transport in _made:
             _closed.add(transport)
             if _watching_closed:
@@ -406,7 +410,7 @@ def _close_at_exit(pid: int) -> None:
         except Exception:  # noqa: BLE001 - closing is best effort at exit; the transports still close
             pass
     close_shared_transports()
-    for transport in [t for t, maker in list(_unclosed.items()) if maker == pid]:  # make_transport's, unclosed:
+    for transport in [t for t, maker in list(_unclosed.items()) if maker == pid]:  # make_transport's (or built and launched on), unclosed:
         try:                                           # their containers outlived a script (idempotent if closed)
             transport.close()
         except Exception:  # noqa: BLE001 - closing is best effort at exit

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from ...containers.engines import DEFAULT_ENGINE, copy_image, parse_engine_list, starting_on
+from ...containers.engines import DEFAULT_ENGINE, copy_image, parse_engine_list, refuse_too_old, starting_on
 from ...errors import ConfigError
 from ...kernel.contract import LaunchSpec, Transport
 from ..spread import Spread, factory_signature
@@ -128,8 +128,10 @@ def docker_transport(*, docker_hosts: Sequence[str] | None = None, **options: An
     else on the one it names (``None``: the environment's engine, ``DOCKER_HOST``).
 
     :raises ConfigError: if an engine URL is bad.
-    :raises TransportUnavailableError: if an engine does not answer.
+    :raises TransportUnavailableError: if an engine does not answer, or a package of the docker
+        extra is older than this package declares.
     """
+    refuse_too_old("docker")
     urls = parse_engine_list(",".join(docker_hosts)) if docker_hosts else (DEFAULT_ENGINE,)
     if len(urls) > 1:
         return DockerEngines(urls, **options)

@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from ...containers.engines import refuse_too_old
 from ...errors import ConfigError
 from ...kernel.contract import Transport
 from ..spread import Spread, factory_signature
@@ -78,7 +79,9 @@ def ssh_transport(*, targets: Sequence[str] | None = None, **options: Any) -> Tr
     :class:`~.transport.SshTransport` on it), else on ``target=`` or the run's sshd container.
 
     :raises ConfigError: if a target is bad, or both ``target`` and ``targets`` are given.
+    :raises TransportUnavailableError: if a package of the ssh extra is older than this package declares.
     """
+    refuse_too_old("ssh")
     if not targets:
         return SshTransport(**options)
     if options.get("target"):
