@@ -300,9 +300,9 @@ def _probed(transport: Transport, add: bool = False) -> bool:
     try:
         if add:
             _made.add(transport)
-            with _lock:  # closed at exit if never closed, as make_transport's: a DockerTransport()'s container outlived its script
-                _unclosed.setdefault(transport, os.getpid())
-                _close_at_exit_of_this_process()
+            # closed at exit if never closed, as make_transport's (a DockerTransport()'s container outlived its
+            _unclosed.setdefault(transport, os.getpid())  # script); not under _lock: a launch may come from a
+            _close_at_exit_of_this_process()  # signal handler landed in it (a hook registered twice closes once)
         return transport in _made or transport in _closed
     except TypeError:  # unhashable (a dataclass's __eq__): nothing lists it; its launch goes on
         return True
