@@ -142,10 +142,12 @@ def _gone(proc: psutil.Process) -> bool:
 
 
 def _names_runner(path: str, pid: int) -> bool:
-    """Whether ``path`` is a kernel dir whose ``runner.pid`` names ``pid``."""
+    """Whether ``path`` is a kernel dir whose ``runner.pid`` names ``pid`` (a regular file: a cell can
+    put a fifo there, whose ``open`` waited for a writer for good, in the controller)."""
+    from ..containers.rundir import read_small_file
+
     try:
-        with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
-            return fh.read().split()[:1] == [str(pid)]
+        return read_small_file(os.path.join(path, "runner.pid"), 4096).decode("ascii").split()[:1] == [str(pid)]
     except (OSError, ValueError):
         return False
 
