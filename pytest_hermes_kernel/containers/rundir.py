@@ -269,6 +269,22 @@ def read_small_file(path: str, max_bytes: int = RECORD_MAX_BYTES) -> bytes:
         os.close(fd)
 
 
+def read_file_tail(path: str, max_bytes: int) -> bytes:
+    """The last ``max_bytes`` bytes of the regular file ``path`` (a log in a kernel dir: its cells'
+    working dir, where a cell may have put a fifo, whose ``open`` waited for a writer for good).
+
+    :raises OSError: if it cannot be opened or is no regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        os.lseek(fd, max(0, os.fstat(fd).st_size - max_bytes), os.SEEK_SET)
+        return os.read(fd, max_bytes)
+    finally:
+        os.close(fd)
+
+
 def open_lock_file(path: str) -> int:
     """Open (or make, 0600) the lock file ``path`` for an ``flock``: a regular file, never through
     a symlink; its fd.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
+from ..kernel.runner.trees import remove_tree
 from ..procs import has_children, left_behind, pids_with_env, reap_orphans, start_time
 
 Snapshot = dict[str, str]
@@ -411,7 +411,7 @@ def _remove_kernel_dir(identity: str) -> None:
     for root in _kernel_dir_roots():
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
+            remove_tree(path)  # (a cell's tree deeper than the recursion limit too)
 
 
 def registry_entries() -> Snapshot:

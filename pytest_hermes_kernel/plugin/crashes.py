@@ -21,7 +21,6 @@ host, by that namespace's pids, still runs (a run under ``unshare --pid`` or in 
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
@@ -32,6 +31,7 @@ import pytest
 
 from ..containers.labels import LABEL_RUN_ID
 from ..containers.sharing import current_run_id
+from ..kernel.runner.trees import remove_tree
 from ..procs import start_time
 from .settings import settings_key
 
@@ -102,7 +102,7 @@ def reap_local(host_pid: int, since: float | None = None) -> int:
     deadline = time.monotonic() + _KILLED_WAIT_S
     while kernel_dirs and time.monotonic() < deadline:
         for proc in [proc for proc in kernel_dirs if _gone(proc)]:
-            shutil.rmtree(kernel_dirs.pop(proc), ignore_errors=True)
+            remove_tree(kernel_dirs.pop(proc))  # (a cell's tree deeper than the recursion limit too)
         time.sleep(0.01)
     return len(killed)
 
@@ -142,10 +142,12 @@ def _gone(proc: psutil.Process) -> bool:
 
 
 def _names_runner(path: str, pid: int) -> bool:
-    """Whether ``path`` is a kernel dir whose ``runner.pid`` names ``pid``."""
+    """Whether ``path`` is a kernel dir whose ``runner.pid`` names ``pid`` (a regular file: a cell can
+    put a fifo there, whose ``open`` waited for a writer for good, in the controller)."""
+    from ..containers.rundir import read_small_file
+
     try:
-        with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
-            return fh.read().split()[:1] == [str(pid)]
+        return read_small_file(os.path.join(path, "runner.pid"), 4096).decode("ascii").split()[:1] == [str(pid)]
     except (OSError, ValueError):
         return False
 

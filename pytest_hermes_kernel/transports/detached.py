@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,14 @@ SOCKET_NAME = "sock"
 PIDFILE_NAME = "runner.pid"
 LOG_NAME = "runner.log"
 LOG_TAIL_LINES = 20
+
+
+def log_tail_sh(path: str, lines: int) -> str:
+    """``sh`` code printing the last ``lines`` lines of the log ``path`` when it is a regular file
+    (its kernel dir is a cell's working dir: a cell made the log a fifo, and ``tail``'s open waited
+    for a writer for good: a docker exec for ever, an ssh or filecell one 15 s, its ``tail`` left there)."""
+    return f"[ ! -f {shlex.quote(path)} ] || exec tail -n {int(lines)} -- {shlex.quote(path)}"
+
 
 #: Host variables that describe the host (paths, identity), not the kernel; they are not sent
 #: to a container or ssh host unless the kernel's options set them to another value.

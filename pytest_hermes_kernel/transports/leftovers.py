@@ -69,6 +69,7 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     old shared root holds other users' too: root's sweep removed them), never one whose runner
     runs in another pid namespace that still lives (a run under ``unshare --pid`` or in a container
     sharing ``/tmp``)."""
+    from ..containers.rundir import read_small_file
     from ..procs import dirs_under, namespace_lives, pid_alive
     from .filecell.transport import DEFAULT_ROOT, LEGACY_ROOT
 
@@ -77,8 +78,9 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
         try:
             if os.lstat(path).st_uid != os.getuid():
                 continue  # another user's, not ours to judge
-            with open(os.path.join(path, "runner.pid"), encoding="ascii") as fh:
-                fields = fh.read().split()  # "<pid> <its pid namespace>" (an older runner's: the pid alone)
+            # "<pid> <its pid namespace>" (an older runner's: the pid alone); a regular file only: a cell
+            # can put a fifo there (its cwd), whose open waited for a writer for good
+            fields = read_small_file(os.path.join(path, "runner.pid"), 4096).decode("ascii").split()
             pid = int(fields[0])
             foreign = bool(fields[1:2]) and fields[1] != os.readlink("/proc/self/ns/pid")
             if foreign and namespace_lives(fields[1]):

@@ -31,7 +31,6 @@ import tempfile
 import threading
 import time
 import weakref
-from pathlib import Path
 from typing import IO, Any, ClassVar
 
 import psutil
@@ -44,6 +43,7 @@ from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
 from ..kernel.runner.trees import remove_tree
 from ..containers.kept import TMPDIR_ENV
+from ..containers.rundir import read_file_tail  # (a cell's fifo as its log: no read waits)
 from ..procs import kill_session, note_left_behind, pid_alive, read_stat, start_ticks
 from .forked import with_fallback
 from ..kernel.options import check_options
@@ -219,7 +219,7 @@ class LocalTransport(Transport):
 
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         try:
-            text = Path(launched.kernel_dir or "", LOG_NAME).read_text("utf-8", "replace")
+            text = read_file_tail(os.path.join(launched.kernel_dir or "", LOG_NAME), 1 << 20).decode("utf-8", "replace")
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])

@@ -5,7 +5,9 @@ Python's recursion limit is one ``os.makedirs`` away. ``shutil.rmtree`` before P
 ``os.walk``) recurse once per level, so such a tree made it raise ``RecursionError``, which
 ``ignore_errors=True`` does not catch: a cell that made 1,500 nested dirs in its cwd made
 ``shutdown()`` raise it, on every transport. :func:`remove_tree` hands such a tree to ``rm -rf``
-(coreutils or busybox: no recursion limit, never follows a symlink).
+(coreutils or busybox: no recursion limit, never follows a symlink). Every removal of a kernel dir
+uses it: the host's, the kernel servers', the reap scripts', a runner's own once its host is gone,
+the crashed-worker reap and the leak check's.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        launch_env, parse_ready, runner_config, until_complete)
+                        launch_env, log_tail_sh, parse_ready, runner_config, until_complete)
 from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
@@ -296,7 +296,7 @@ class DockerTransport(Transport):
         counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
         cid = launched.extra.get("container") or ""
         try:
-            _, out, _ = self._run(cid, ["tail", "-n", str(lines), f"{launched.kernel_dir}/{LOG_NAME}"])
+            _, out, _ = self._run(cid, ["sh", "-c", log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines)])
         except Exception:  # noqa: BLE001
             return ""
         return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), probes.oom_words(self, cid)]))

@@ -29,7 +29,7 @@ from typing import Any
 
 from ...kernel.runner import client as runner_client
 from ..local import LAUNCH_ENV_NAMES
-from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env
+from ..detached import KERNEL_PROCESSES_SCRIPT, KILL_KERNEL_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, PIDFILE_NAME, SOCKET_NAME, launch_env, log_tail_sh
 from ..runner_zipapp import ZIP_PACKAGE
 
 #: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR -`` with PARAMS on stdin (a poll's: they
@@ -237,7 +237,7 @@ def processes_command(*, kernel_id: str, python: str) -> str:
 
 
 def log_command(*, kdir: str, lines: int) -> str:
-    return f"tail -n {int(lines)} {_q(kdir)}/{LOG_NAME} 2>/dev/null"
+    return f"{log_tail_sh(f'{kdir}/{LOG_NAME}', lines)} 2>/dev/null"  # (a cell's fifo there: no tail waits)
 
 
 def pidfile_command(*, kdir: str) -> str:

@@ -19,7 +19,7 @@ from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
-                        parse_existing_dirs,
+                        log_tail_sh, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
@@ -302,7 +302,7 @@ def runner_log(transport: SshTransport, launched: Launched, lines: int = LOG_TAI
     """The last ``lines`` lines of the kernel runner's log on the ssh host (``""`` if unreachable)."""
     try:
         _, out, _ = transport.connection().run(
-            f"tail -n {int(lines)} {shlex.quote(f'{launched.kernel_dir}/{LOG_NAME}')}", timeout=PROBE_TIMEOUT)
+            log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines), timeout=PROBE_TIMEOUT)
     except (TransportLostError, TimeoutError):
         return ""
     return out.decode("utf-8", "replace").rstrip()
