@@ -20,7 +20,6 @@ import errno
 import os
 import posixpath
 import secrets
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..errors import ConfigError, FileTransferError, UnsafePathError
 from .files import (Entry, EntryKind, KernelFiles, Plan, RejectedEntry, TransferReport, host_name, kernel_name,
                     kernel_parts, plan_tree, safe_mode, too_large)
+from .runner.trees import remove_tree
 
 if TYPE_CHECKING:
     from .handle import KernelHandle
@@ -248,7 +248,7 @@ class Staging:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        remove_tree(str(self.dir))  # (a staged tree deeper than the recursion limit too: its error stays the one raised)
         for made in () if self.committed else self.made:  # deepest first: the parents this download made
             try:
                 os.rmdir(made)

@@ -409,22 +409,18 @@ def _close_at_exit(pid: int) -> None:
             registry.close()
         except Exception:  # noqa: BLE001 - closing is best effort at exit; the transports still close
             pass
-    close_shared_transports()
-    for transport in [t for t, maker in list(_unclosed.items()) if maker == pid]:  # make_transport's (or built and launched on), unclosed:
-        try:                                           # their containers outlived a script (idempotent if closed)
-            transport.close()
-        except Exception:  # noqa: BLE001 - closing is best effort at exit
-            pass
+    # then make_transport's (or one built directly and launched on) never closed: their containers outlived a script
+    close_shared_transports(also=[t for t, maker in list(_unclosed.items()) if maker == pid])
 
 
-def close_shared_transports(keep: Sequence[Transport] = ()) -> None:
+def close_shared_transports(keep: Sequence[Transport] = (), also: Sequence[Transport] = ()) -> None:
     """Close every shared transport (containers, connections), those :func:`register_transport`
     replaced too, each to its end however many Ctrl-C or SIGTERM come meanwhile
     (:func:`~.kernel.control.despite_signals`; the signal goes on once all are closed): one that
     landed while the run's first container was removed left every later transport unclosed,
     forgotten here and so by the exit hook too (an sshd container and its key outlived a run
     interrupted as its docker container went, 3 runs in 6). Those in ``keep`` stay (an outer run's,
-    at the end of a pytest run inside it: pytester's in-process ``runpytest``)."""
+    at the end of a pytest run inside it: pytester's in-process ``runpytest``); those in ``also`` close after them."""
     from ..kernel.control import despite_signals
 
     with _lock:
@@ -437,6 +433,7 @@ def close_shared_transports(keep: Sequence[Transport] = ()) -> None:
         transports = [_shared.pop(name).transport for name in ended]
         transports += [t for t in _retired if not any(t is k for k in keep)]
         _retired[:] = [t for t in _retired if any(t is k for k in keep)]
+    transports += [t for t in also if not any(t is s for s in transports)]
 
     def close_each() -> None:
         for transport in transports:

@@ -80,3 +80,14 @@ def test_remove_tree_says_whether_the_tree_is_gone(tmp_path) -> None:
     assert remove_tree(str(deep)) and not deep.exists()
     assert (tmp_path / "target" / "kept").read_text() == "x"  # a link is removed, never followed
     assert remove_tree(str(tmp_path / "never-was"))
+
+
+def test_a_failed_download_of_a_tree_past_the_recursion_limit_raises_its_own_error(tmp_path) -> None:
+    from pytest_hermes_kernel.kernel.transfer import Staging
+
+    with pytest.raises(OSError, match="the download's own error"):  # it was RecursionError, from the clean-up
+        with Staging(tmp_path / "out", 1 << 30, kind="dir") as staging:
+            staging.dir.joinpath("top").mkdir()
+            _nest(str(staging.dir / "top"))
+            raise OSError("the download's own error")
+    assert not staging.dir.exists() and not (tmp_path / "out").exists()
