@@ -20,7 +20,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+
+import cli_args  # benchmarks/, on sys.path as for every script here
 
 PROBE = r"""
 import json, sys, time
@@ -63,23 +64,6 @@ def order(n: int, before: Path, after: Path) -> list[tuple[str, Path]]:
     return pair if n % 2 == 0 else pair[::-1]
 
 
-def _count(least: int, even: bool = False) -> Any:
-    """An argparse type: a whole number >= ``least`` (``even``: and even). ``--rounds 0`` was a
-    StatisticsError traceback after nothing was measured, an odd ``--rounds`` (the default 5) ran
-    BEFORE first in one round more than AFTER: the order bias the alternation is there to cancel."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if n < least:
-            raise argparse.ArgumentTypeError(f"{n} is too few: at least {least}")
-        if even and n % 2:
-            raise argparse.ArgumentTypeError(f"{n} is odd: each checkout runs first in half the rounds")
-        return n
-    return parse
-
-
 def spread(before: list[list[float]], after: list[list[float]]) -> tuple[float, float]:
     """The lowest and highest after/before ratio of one round's medians, over the rounds."""
     ratios = [statistics.median(a) / statistics.median(b) for b, a in zip(before, after)]
@@ -91,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("before", type=Path)
     ap.add_argument("after", type=Path)
     ap.add_argument("--transport", default="local")
-    ap.add_argument("--rounds", type=_count(2, even=True), default=6, help="an even number (default 6)")
-    ap.add_argument("--starts", type=_count(1), default=10)
-    ap.add_argument("--cells", type=_count(1), default=1000)
+    ap.add_argument("--rounds", type=cli_args.count(2, even=True), default=6, help="an even number (default 6)")
+    ap.add_argument("--starts", type=cli_args.count(1), default=10)
+    ap.add_argument("--cells", type=cli_args.count(1), default=1000)
     args = ap.parse_args(argv)
     rounds: dict[str, dict[str, list[list[float]]]] = {"before": {"start": [], "rt": []}, "after": {"start": [], "rt": []}}
     for n in range(args.rounds):

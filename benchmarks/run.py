@@ -23,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cli_args  # noqa: E402
 import measures  # noqa: E402
 import starts  # noqa: E402
 
@@ -248,20 +249,6 @@ def chart(res: dict[str, Any], path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def _count(least: int) -> Any:
-    """An argparse type: a whole number >= ``least`` (``--cells 0`` was a StatisticsError traceback,
-    ``--starts 0`` every transport reported unavailable, ``--cells 1`` a cells/s of no cell)."""
-    def parse(text: str) -> int:
-        try:
-            n = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if n < least:
-            raise argparse.ArgumentTypeError(f"{n} is too few: at least {least}")
-        return n
-    return parse
-
-
 def _transport_list(text: str) -> list[str]:
     """An argparse type: built-in transport names, comma-separated, each once (a typo was
     reported as an unavailable transport, exit status 0)."""
@@ -281,8 +268,8 @@ def _transport_list(text: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transports", type=_transport_list, default=["local", "docker", "ssh", "filecell"])
-    ap.add_argument("--cells", type=_count(2), default=2000, help="round trips per figure (at least 2)")
-    ap.add_argument("--starts", type=_count(1), default=20, help="starts per figure (at least 1)")
+    ap.add_argument("--cells", type=cli_args.count(2), default=2000, help="round trips per figure (at least 2)")
+    ap.add_argument("--starts", type=cli_args.count(1), default=20, help="starts per figure (at least 1)")
     ap.add_argument("--no-jupyter", action="store_true")
     ap.add_argument("--scale", action="store_true", help="run the scale invariants instead")
     args = ap.parse_args(argv)

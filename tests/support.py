@@ -9,6 +9,7 @@ everything from the plugin and ``pytest_hermes_kernel.contract``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -90,6 +92,70 @@ def group_members(pgid: int) -> list[int]:
         except (ProcessLookupError, psutil.NoSuchProcess, PermissionError):
             continue
     return members
+
+
+def bench_module(name: str) -> types.ModuleType:
+    """``benchmarks/<name>.py`` loaded from its file (``benchmarks/`` is no package), as module
+    ``bench_<name>``, with ``benchmarks/`` on ``sys.path`` while it runs (``run.py`` imports its siblings)."""
+    where = str(REPO_ROOT / "benchmarks")
+    sys.path.insert(0, where)
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO_ROOT / "benchmarks" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)  # type: ignore[union-attr]
+    finally:
+        sys.path.remove(where)
+    return module
+
+
+#: Nested dirs a deep-tree test makes: over the default recursion limit (1000) whatever the frames below.
+DEEP_DIRS = 1500
+#: A cell that makes :data:`DEEP_DIRS` nested dirs in its working dir, a file at the bottom, and says that dir.
+NEST_DIRS_CELL = (f"import os\nroot = os.getcwd()\nfor _ in range({DEEP_DIRS}):\n    os.mkdir('a')\n    os.chdir('a')\n"
+                  "open('f', 'w').close()\nos.chdir(root)\nroot")
+
+
+def nest_dirs(path: str) -> None:
+    """Make :data:`DEEP_DIRS` nested dirs below ``path`` (each opened by the one above: no path grows long)."""
+    here = os.open(path, os.O_RDONLY)
+    try:
+        for _ in range(DEEP_DIRS):
+            os.mkdir("a", dir_fd=here)
+            below = os.open("a", os.O_RDONLY, dir_fd=here)
+            os.close(here)
+            here = below
+    finally:
+        os.close(here)
+
+
+@pytest.fixture(name="tmp_path")
+def tmp_path_for_deep_trees(tmp_path: Path) -> Iterator[Path]:
+    """pytest's ``tmp_path``, emptied by ``rm -rf`` after the test (import it into a test module to
+    use it there): a deep tree left by a failing test made pytest's own clean-up of old temp dirs
+    raise ``RecursionError`` in a later run."""
+    yield tmp_path
+    subprocess.run(["rm", "-rf", "--", str(tmp_path)], check=False)
+
+
+@pytest.fixture(name="transport_of")
+def transports_closed_after(no_kernel_left_behind: None) -> Iterator[Callable[..., Transport]]:
+    """``transport_of(name, **options)``: a transport of the test's own (``make_transport``; a
+    ``filecell`` one on this machine's shell unless a backend is given), closed after the test
+    (import it into a test module to use it there)."""
+    from pytest_hermes_kernel.transports import make_transport
+    from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+    made: list[Transport] = []
+
+    def make(name: str, **options: object) -> Transport:
+        if name == "filecell":
+            options.setdefault("backend", LocalShellBackend())
+        made.append(make_transport(name, **options))
+        return made[-1]
+
+    yield make
+    for transport in made:
+        transport.close()
 
 
 def environ_of(pid: int) -> dict[str, str]:

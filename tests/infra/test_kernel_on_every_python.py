@@ -22,14 +22,14 @@ import glob
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.kernel.contract import Transport
-from pytest_hermes_kernel.transports import get_transport, make_transport
-from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+from pytest_hermes_kernel.transports import get_transport
+from tests.support import transports_closed_after  # noqa: F401 - the transport_of fixture
 
 RUNNER_MIN = (3, 8)
 PYENV_ROOT = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
@@ -67,21 +67,6 @@ def _params(supported: bool) -> list:
     kind = f"Python {'>=' if supported else '<'} {'.'.join(map(str, RUNNER_MIN))}"
     return chosen or [pytest.param(None, None, id="none",
                                    marks=pytest.mark.skip(reason=f"no {kind} interpreter found ({WHERE})"))]
-
-
-@pytest.fixture
-def transport_of(no_kernel_left_behind: None) -> Iterator[Callable[..., Transport]]:
-    made: list[Transport] = []
-
-    def make(name: str, **options: object) -> Transport:
-        if name == "filecell":
-            options["backend"] = LocalShellBackend()
-        made.append(make_transport(name, **options))
-        return made[-1]
-
-    yield make
-    for transport in made:
-        transport.close()
 
 
 KINDS = [pytest.param("local", {}, id="local-server"), pytest.param("local", {"server": False}, id="local-spawn"),

@@ -11,7 +11,6 @@ that reap a spawned runner there use it too).
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 import pytest
@@ -20,30 +19,7 @@ from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.kernel.runner.trees import remove_tree
 from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.kernel_dirs import sweep_stale_kernel_dirs
-
-DEEP = 1500  # over the default recursion limit (1000) whatever the frames below
-NEST = (f"import os\nroot = os.getcwd()\nfor _ in range({DEEP}):\n    os.mkdir('a')\n    os.chdir('a')\n"
-        "open('f', 'w').close()\nos.chdir(root)\nroot")
-
-
-@pytest.fixture
-def tmp_path(tmp_path):
-    """pytest's ``tmp_path``, emptied by ``rm -rf`` after the test: a tree left by a failing test
-    would make pytest's own clean-up of old temp dirs raise ``RecursionError`` in a later run."""
-    yield tmp_path
-    subprocess.run(["rm", "-rf", "--", str(tmp_path)], check=False)
-
-
-def _nest(path: str) -> None:
-    here = os.open(path, os.O_RDONLY)
-    try:
-        for _ in range(DEEP):
-            os.mkdir("a", dir_fd=here)
-            below = os.open("a", os.O_RDONLY, dir_fd=here)
-            os.close(here)
-            here = below
-    finally:
-        os.close(here)
+from tests.support import NEST_DIRS_CELL, nest_dirs, tmp_path_for_deep_trees  # noqa: F401 - this module's tmp_path
 
 
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
@@ -51,7 +27,7 @@ def test_a_local_shutdown_removes_a_tree_past_the_recursion_limit(server: bool) 
     transport = make_transport("local", server=server)
     try:
         kernel = start_kernel(transport)
-        kdir = kernel.execute(NEST).value.strip("'")
+        kdir = kernel.execute(NEST_DIRS_CELL).value.strip("'")
         end = kernel.shutdown()  # it raised RecursionError
         assert end.confirmed and not os.path.lexists(kdir), (end, kdir)
     finally:
@@ -61,7 +37,7 @@ def test_a_local_shutdown_removes_a_tree_past_the_recursion_limit(server: bool) 
 def test_the_stale_kernel_dir_sweep_removes_a_tree_past_the_recursion_limit(tmp_path) -> None:
     stale = tmp_path / "hermes-kernel-0000"
     stale.mkdir()
-    _nest(str(stale))
+    nest_dirs(str(stale))
     old = time.time() - 10_000
     os.utime(stale, (old, old))
 
@@ -72,7 +48,7 @@ def test_the_stale_kernel_dir_sweep_removes_a_tree_past_the_recursion_limit(tmp_
 def test_remove_tree_says_whether_the_tree_is_gone(tmp_path) -> None:
     deep = tmp_path / "deep"
     deep.mkdir()
-    _nest(str(deep))
+    nest_dirs(str(deep))
     (tmp_path / "target").mkdir()
     (tmp_path / "target" / "kept").write_text("x")
     os.symlink(tmp_path / "target", deep / "link")
@@ -88,6 +64,6 @@ def test_a_failed_download_of_a_tree_past_the_recursion_limit_raises_its_own_err
     with pytest.raises(OSError, match="the download's own error"):  # it was RecursionError, from the clean-up
         with Staging(tmp_path / "out", 1 << 30, kind="dir") as staging:
             staging.dir.joinpath("top").mkdir()
-            _nest(str(staging.dir / "top"))
+            nest_dirs(str(staging.dir / "top"))
             raise OSError("the download's own error")
     assert not staging.dir.exists() and not (tmp_path / "out").exists()

@@ -24,7 +24,7 @@ from pytest_hermes_kernel.cli import main
 from pytest_hermes_kernel.plugin.crashes import reap_local
 from pytest_hermes_kernel.transports.filecell import transport as filecell
 from pytest_hermes_kernel.transports.kernel_dirs import KERNEL_DIR_ENV
-from tests.support import hang_alarm, wait_until
+from tests.support import environ_of, hang_alarm, wait_until
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_the_reap_of_a_crashed_worker_answers_beside_a_fifo_pid_file(fifo_kdir: 
     env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host)}
     runner = subprocess.Popen(["sleep", "300"], env=env, cwd=fifo_kdir, start_new_session=True)
     try:
-        wait_until(lambda: _marked(runner.pid), 5.0, what="the process to have exec'd with its marker")
+        wait_until(lambda: "HERMES_KERNEL_HOST_PID" in environ_of(runner.pid), 5.0, what="the process to have exec'd with its marker")
 
         with hang_alarm(20, "the crashed worker's reap beside a fifo runner.pid"):
             assert reap_local(host) == 1
@@ -68,9 +68,3 @@ def test_the_reap_of_a_crashed_worker_answers_beside_a_fifo_pid_file(fifo_kdir: 
         runner.wait(5)
 
 
-def _marked(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return b"HERMES_KERNEL_HOST_PID=" in fh.read()
-    except OSError:
-        return False

@@ -24,29 +24,7 @@ import pytest
 
 from pytest_hermes_kernel.leaks import probes as leak_probes
 from pytest_hermes_kernel.plugin.crashes import reap_local
-from tests.support import wait_until
-
-DEEP = 1500  # over the default recursion limit (1000) whatever the frames below
-
-
-@pytest.fixture
-def tmp_path(tmp_path):
-    """pytest's ``tmp_path``, emptied by ``rm -rf`` after the test: a tree left by a failing test
-    would make pytest's own clean-up of old temp dirs raise ``RecursionError`` in a later run."""
-    yield tmp_path
-    subprocess.run(["rm", "-rf", "--", str(tmp_path)], check=False)
-
-
-def _nest(path: str) -> None:
-    here = os.open(path, os.O_RDONLY)
-    try:
-        for _ in range(DEEP):
-            os.mkdir("a", dir_fd=here)
-            below = os.open("a", os.O_RDONLY, dir_fd=here)
-            os.close(here)
-            here = below
-    finally:
-        os.close(here)
+from tests.support import NEST_DIRS_CELL, environ_of, nest_dirs, tmp_path_for_deep_trees, wait_until  # noqa: F401 - tmp_path
 
 
 @pytest.fixture
@@ -57,25 +35,17 @@ def runner_in(tmp_path) -> Iterator[tuple[int, str, subprocess.Popen[bytes]]]:
         host = int(fh.read()) + random.randrange(1000, 1_000_000)
     kdir = tmp_path / "k-deep"
     kdir.mkdir()
-    _nest(str(kdir))
+    nest_dirs(str(kdir))
     env = {**os.environ, "HERMES_KERNEL_ID": uuid.uuid4().hex, "HERMES_KERNEL_HOST_PID": str(host)}
     proc = subprocess.Popen(["sleep", "300"], env=env, cwd=kdir, start_new_session=True)
     (kdir / "runner.pid").write_text(f"{proc.pid}\n")
-    wait_until(lambda: _marked(proc.pid), 5.0, what="the process to have exec'd with its marker")
+    wait_until(lambda: "HERMES_KERNEL_HOST_PID" in environ_of(proc.pid), 5.0, what="the process to have exec'd with its marker")
     try:
         yield host, str(kdir), proc
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.wait(5)
-
-
-def _marked(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            return b"HERMES_KERNEL_HOST_PID=" in fh.read()
-    except OSError:
-        return False
 
 
 def test_the_reap_of_a_crashed_worker_removes_its_runners_deep_kernel_dir(runner_in) -> None:
@@ -89,7 +59,7 @@ def test_the_reap_of_a_crashed_worker_removes_its_runners_deep_kernel_dir(runner
 def test_the_leak_checks_removal_of_a_leaked_kernel_dir_removes_a_deep_one(tmp_path, monkeypatch) -> None:
     leaked = tmp_path / f"{leak_probes._own_dir_prefix()}deep"
     leaked.mkdir()
-    _nest(str(leaked))
+    nest_dirs(str(leaked))
     monkeypatch.setattr(leak_probes, "_kernel_dir_roots", lambda: [str(tmp_path)])
 
     leak_probes._remove_kernel_dir(f"dir:{leaked.name}")  # it raised RecursionError
@@ -106,8 +76,6 @@ root = kernel.execute({nest!r}).value.strip("'")
 print(kernel.runner_pid, root, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
-NEST = (f"import os\nroot = os.getcwd()\nfor _ in range({DEEP}):\n    os.mkdir('a')\n    os.chdir('a')\n"
-        "os.chdir(root)\nroot")
 
 
 def test_a_runner_whose_host_was_killed_removes_its_deep_kernel_dir() -> None:
@@ -116,7 +84,7 @@ def test_a_runner_whose_host_was_killed_removes_its_deep_kernel_dir() -> None:
     from pytest_hermes_kernel.procs import read_stat
     from tests.support import python_host
 
-    host = python_host(HOST.format(nest=NEST))
+    host = python_host(HOST.format(nest=NEST_DIRS_CELL))
     out, err = host.communicate(timeout=120)
     assert host.returncode == -9 and out.strip(), (host.returncode, out, err[-2000:])
     pid, kdir = out.split()

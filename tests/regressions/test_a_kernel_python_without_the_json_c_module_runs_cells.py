@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,8 +22,7 @@ import pytest
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.kernel.contract import Transport
 from pytest_hermes_kernel.kernel.runner.frames import MAX_FRAME_DEPTH
-from pytest_hermes_kernel.transports import make_transport
-from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+from tests.support import transports_closed_after  # noqa: F401 - the transport_of fixture
 
 NEST = "def nest(n):\n    v = []\n    for _ in range(n - 1):\n        v = [v]\n    return v\n"
 
@@ -49,21 +48,8 @@ def python_without_json_c(tmp_path_factory: pytest.TempPathFactory) -> str:
     return python
 
 
-@pytest.fixture
-def transport_of(no_kernel_left_behind: None) -> Iterator[Callable[..., Transport]]:
-    made: list[Transport] = []
-
-    def make(name: str, **options: object) -> Transport:
-        made.append(make_transport(name, **options))
-        return made[-1]
-
-    yield make
-    for transport in made:
-        transport.close()
-
-
 KINDS = [pytest.param("local", {}, id="local-server"), pytest.param("local", {"server": False}, id="local-spawn"),
-         pytest.param("filecell", {"backend": LocalShellBackend}, id="filecell")]
+         pytest.param("filecell", {}, id="filecell")]
 
 
 @pytest.mark.parametrize("name, options", KINDS)

@@ -10,24 +10,11 @@ every figure measured before lost (no JSON, no table).
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _run_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "benchmarks" / "run.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
-    return module
+from tests.support import bench_module
 
 
 def _anchors() -> dict[str, Any]:
@@ -46,7 +33,7 @@ def _engine_gone(n: int) -> float:
 
 
 def test_missing_start_figures_and_a_failed_anchor_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     monkeypatch.setattr(run, "res_unavailable", lambda name, args: {"unavailable": "no sshd"} if name == "filecell" else {})
     monkeypatch.setattr(run.starts, "path_figures", _figures)
     monkeypatch.setattr(run.starts, "docker_exec_true", _engine_gone)

@@ -6,34 +6,20 @@ Seen (breaker review, 2026-12-06): ``xs[int(0.99 * n)]`` was one rank too high: 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _bench_module(name: str):  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", REPO_ROOT / "benchmarks" / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
-    return module
+from tests.support import bench_module
 
 
 @pytest.mark.parametrize(("n", "p99_rank"), [(1, 1), (2, 2), (100, 99), (101, 100), (2000, 1980)])
 def test_the_p99_is_the_nearest_rank(n: int, p99_rank: int) -> None:
     times = [float(i) for i in range(n, 0, -1)]  # rank i is i seconds; given slowest first
-    assert _bench_module("measures").p99(times) == p99_rank
-    assert _bench_module("bench_remote").pct(times, 0.99) == p99_rank
+    assert bench_module("measures").p99(times) == p99_rank
+    assert bench_module("bench_remote").pct(times, 0.99) == p99_rank
 
 
 @pytest.mark.parametrize(("n", "p90_rank"), [(1, 1), (10, 9), (50, 45), (51, 46)])
 def test_the_seed_style_p90_is_the_nearest_rank(n: int, p90_rank: int) -> None:
     """``seed_style_filecell.py``'s p90 of run.py's 10 seed-style cells was the slowest of them."""
     times = [float(i) for i in range(n, 0, -1)]
-    assert _bench_module("seed_style_filecell").pct(times, 0.9) == p90_rank
+    assert bench_module("seed_style_filecell").pct(times, 0.9) == p90_rank

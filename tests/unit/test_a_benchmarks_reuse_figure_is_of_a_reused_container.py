@@ -8,21 +8,13 @@ was reported as the reuse figure, and "reuse saves 0 ms" read as reuse being wor
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _reuse_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_reuse", REPO_ROOT / "benchmarks" / "reuse.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 def _fake_runs(containers: list[str]) -> Any:
@@ -37,7 +29,7 @@ def _fake_runs(containers: list[str]) -> Any:
 
 
 def test_a_reuse_run_in_a_new_container_gives_no_reuse_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    reuse = _reuse_module()
+    reuse = bench_module("reuse")
     # without reuse: a new container each run; with reuse: the second run did not get the first's
     monkeypatch.setattr(reuse.subprocess, "run", _fake_runs(["aaa", "bbb", "ccc", "ddd"]))
     with pytest.raises(SystemExit, match="with --hermes-reuse ran its kernel in container ddd, the first run's was ccc: not reused"):
@@ -45,7 +37,7 @@ def test_a_reuse_run_in_a_new_container_gives_no_reuse_figure(monkeypatch: pytes
 
 
 def test_runs_that_used_the_containers_their_mode_says_give_figures(monkeypatch: pytest.MonkeyPatch) -> None:
-    reuse = _reuse_module()
+    reuse = bench_module("reuse")
     monkeypatch.setattr(reuse.subprocess, "run", _fake_runs(["aaa", "bbb", "ccc", "ccc"]))
     got = reuse.measure(1)
     assert set(got) == {"without --hermes-reuse", "with --hermes-reuse"}

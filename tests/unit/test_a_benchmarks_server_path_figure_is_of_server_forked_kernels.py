@@ -10,27 +10,14 @@ figures never looked at which kernels they had.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
+from tests.support import bench_module
 
 FELL_BACK = "kernel server unavailable (refused): started by a plain spawn"
-
-
-def _run_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "benchmarks" / "run.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
-    return module
 
 
 class _Kernel:
@@ -66,7 +53,7 @@ def _spawned(i: int, note: str = "") -> _Kernel:
 
 
 def test_a_server_path_whose_starts_fell_back_to_a_spawn_gives_no_server_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     kernels = iter([_forked(0), _forked(1), _spawned(2, FELL_BACK), _forked(3), _spawned(4), _spawned(5)])
     monkeypatch.setattr(run.starts, "start_kernel", lambda transport: next(kernels))
     monkeypatch.setattr(run.starts, "get_transport", lambda name: SimpleNamespace(name=name))
@@ -75,7 +62,7 @@ def test_a_server_path_whose_starts_fell_back_to_a_spawn_gives_no_server_figure(
 
 
 def test_a_spawn_path_whose_kernels_were_forked_gives_no_spawn_figure(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     kernels = iter([_forked(0), _forked(1), _forked(2), _spawned(3), _forked(4), _spawned(5)])
     monkeypatch.setattr(run.starts, "start_kernel", lambda transport: next(kernels))
     monkeypatch.setattr(run.starts, "get_transport", lambda name: SimpleNamespace(name=name))
@@ -85,7 +72,7 @@ def test_a_spawn_path_whose_kernels_were_forked_gives_no_spawn_figure(monkeypatc
 
 
 def test_the_idle_memory_figure_is_of_kernels_forked_by_one_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     kernels = iter([_forked(0), _Kernel("local pid 101, forked by kernel server 8", (101, 201))])
     monkeypatch.setattr(run.starts, "start_kernel", lambda transport: next(kernels))
     monkeypatch.setattr(run.starts, "get_transport", lambda name: SimpleNamespace(name=name))
@@ -99,7 +86,7 @@ def test_the_idle_memory_figure_is_of_kernels_forked_by_one_server(monkeypatch: 
 ])
 def test_kernels_at_once_are_that_many_distinct_kernels_on_the_path_named(
         made: Any, said: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     count = iter(range(1000))
     monkeypatch.setattr(run.starts, "KernelHandle", lambda transport, options: made(next(count)))
     monkeypatch.setattr(run.starts, "start_kernel", lambda transport: _forked(999))
@@ -109,7 +96,7 @@ def test_kernels_at_once_are_that_many_distinct_kernels_on_the_path_named(
 
 
 def test_the_default_paths_figures_are_not_of_spawned_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run_module()
+    run = bench_module("run")
     kernels = iter([_forked(0), _forked(1), _spawned(2, FELL_BACK), _spawned(3)])
     monkeypatch.setattr(run.measures, "start_kernel", lambda transport: next(kernels))
     monkeypatch.setattr(run.measures, "get_transport", lambda name: SimpleNamespace(name=name))
@@ -119,7 +106,7 @@ def test_the_default_paths_figures_are_not_of_spawned_kernels(monkeypatch: pytes
 
 def test_idle_memory_per_kernel_is_supervisor_and_worker_in_mb_of_10_to_the_6_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """They were MiB (2^20 bytes) labelled MB, while ``value_memory.py``'s MB are 10^6 bytes."""
-    run = _run_module()
+    run = bench_module("run")
     kernels = iter([_forked(0), _forked(1)])
     read: list[int] = []
 

@@ -8,22 +8,9 @@ put our start to first result (shutdown not timed) beside jupyter_client's start
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from typing import Any
 
-from tests.support import REPO_ROOT
-
-
-def _run_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "benchmarks" / "run.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
-    return module
+from tests.support import bench_module
 
 
 def _result(**starts: Any) -> dict[str, Any]:
@@ -35,5 +22,5 @@ def _result(**starts: Any) -> dict[str, Any]:
 
 
 def test_ours_to_first_result_is_beside_jupyter_clients_to_first_result() -> None:
-    text = "\n".join(_run_module().start_table(_result(local={"start_first_p50_ms": 10.0})))
+    text = "\n".join(bench_module("run").start_table(_result(local={"start_first_p50_ms": 10.0})))
     assert "jupyter_client 400.0 ms (ours 40x faster)" in text, text

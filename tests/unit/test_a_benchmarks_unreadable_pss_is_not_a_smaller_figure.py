@@ -10,29 +10,16 @@ from __future__ import annotations
 
 import ast
 import builtins
-import importlib.util
 import io
 import os
-import sys
 from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
+from tests.support import bench_module
 
 STATUS = "Name:\tpython\nVmRSS:\t   20480 kB\n"
 ROLLUP = "Rss:   20480 kB\nPss:   10240 kB\n"
-
-
-def _measures():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_measures", REPO_ROOT / "benchmarks" / "measures.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO_ROOT / "benchmarks"))
-    return module
 
 
 def _run_cell(cell: str, readable: set[str]) -> Any:
@@ -54,11 +41,11 @@ def _run_cell(cell: str, readable: set[str]) -> Any:
 def test_both_processes_readable_give_their_sum_in_mb() -> None:
     """MB are 10^6 bytes (they were MiB, labelled MB): 2 x 20480 kB of RSS is 41.94 MB."""
     every = {"self/status", "parent/status", "self/smaps_rollup", "parent/smaps_rollup"}
-    assert _run_cell(_measures().MEMORY_CELL, every) == (2 * 20480 * 1024 / 10**6, 2 * 10240 * 1024 / 10**6)
+    assert _run_cell(bench_module("measures").MEMORY_CELL, every) == (2 * 20480 * 1024 / 10**6, 2 * 10240 * 1024 / 10**6)
 
 
 @pytest.mark.parametrize("unreadable", ["parent/smaps_rollup", "self/smaps_rollup"])
 def test_a_pss_not_readable_in_one_process_is_no_figure(unreadable: str) -> None:
     every = {"self/status", "parent/status", "self/smaps_rollup", "parent/smaps_rollup"}
-    rss, pss = _run_cell(_measures().MEMORY_CELL, every - {unreadable})
+    rss, pss = _run_cell(bench_module("measures").MEMORY_CELL, every - {unreadable})
     assert (rss, pss) == (2 * 20480 * 1024 / 10**6, None)

@@ -8,24 +8,15 @@ kill's wait then is the keepalives', not the short connect tries the figure is a
 
 from __future__ import annotations
 
-import importlib.util
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _kills_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_kills", REPO_ROOT / "benchmarks" / "silent_ssh_kills.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 def test_no_figure_when_the_keepalives_never_found_the_host_dead(monkeypatch: pytest.MonkeyPatch) -> None:
-    kills = _kills_module()
+    kills = bench_module("silent_ssh_kills")
     clock = [0.0]
     paused: list[str] = []
     shut: list[int] = []

@@ -7,18 +7,9 @@ leak read as none; ``--cycles 500 50`` measured no cycle between its checkpoints
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _soak_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_soak", REPO_ROOT / "benchmarks" / "soak.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 @pytest.mark.parametrize(("cycles", "said"), [
@@ -28,7 +19,7 @@ def _soak_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/
 ])
 def test_checkpoints_that_measure_no_growth_are_refused(cycles: list[str], said: str, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    soak = _soak_module()
+    soak = bench_module("soak")
     monkeypatch.setattr(soak, "make_transport", lambda *a, **k: pytest.fail(f"ran with --cycles {cycles}"))
     with pytest.raises(SystemExit) as exit_info:
         soak.main(["--cycles", *cycles])

@@ -3,7 +3,6 @@ report writes no figure it did not measure (a chart it could not draw is not an 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -11,14 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _run_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_run", REPO_ROOT / "benchmarks" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 def _never_measure(args: Any) -> dict[str, Any]:
@@ -37,7 +29,7 @@ def _never_measure(args: Any) -> dict[str, Any]:
 ])
 def test_a_bad_option_is_a_usage_error_before_anything_is_measured(
         argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    module = _run_module()
+    module = bench_module("run")
     monkeypatch.setattr(module, "collect", _never_measure)
     with pytest.raises(SystemExit) as exc:
         module.main(argv)
@@ -56,7 +48,7 @@ def _one_run() -> dict[str, Any]:
 
 def test_without_matplotlib_the_run_keeps_its_figures_and_leaves_no_older_chart_as_latest(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    module = _run_module()
+    module = bench_module("run")
     monkeypatch.setattr(module, "RESULTS", tmp_path)
     monkeypatch.setattr(module, "collect", lambda args: _one_run())
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
@@ -87,7 +79,7 @@ def _fails(*args: Any, **kwargs: Any) -> Any:
 
 def test_an_anchor_that_fails_late_in_the_run_loses_no_figure_measured_before_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    module = _run_module()
+    module = bench_module("run")
     monkeypatch.setattr(module, "RESULTS", tmp_path)
     monkeypatch.setattr(module, "chart", lambda res, path: path.write_bytes(b"png"))
     _quick(monkeypatch, module)
@@ -106,7 +98,7 @@ def test_an_anchor_that_fails_late_in_the_run_loses_no_figure_measured_before_it
 
 def test_a_jupyter_anchor_that_is_not_installed_is_said_to_be_missing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    module = _run_module()
+    module = bench_module("run")
     monkeypatch.setattr(module, "RESULTS", tmp_path)
     monkeypatch.setattr(module, "chart", lambda res, path: path.write_bytes(b"png"))
     _quick(monkeypatch, module)

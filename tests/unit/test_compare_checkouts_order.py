@@ -7,25 +7,17 @@ and the same two swapped read 6f0c4df 1.21x slower than main (6f0c4df against it
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _compare_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("compare_checkouts", REPO_ROOT / "benchmarks" / "compare_checkouts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 @pytest.mark.parametrize("rounds", [2, 4, 6])
 def test_each_checkout_runs_first_in_half_the_rounds(rounds: int, monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
-    compare = _compare_module()
+    compare = bench_module("compare_checkouts")
     runs: list[str] = []
 
     def fake_round(checkout: Path, transport: str, starts: int, cells: int) -> dict[str, list[float]]:

@@ -9,24 +9,16 @@ then "0.951x" for the same two checkouts) gave no hint of how much the rounds di
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _compare_module():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("compare_checkouts", REPO_ROOT / "benchmarks" / "compare_checkouts.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 def test_each_figure_has_the_lowest_and_highest_ratio_of_a_round(monkeypatch: pytest.MonkeyPatch,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    compare = _compare_module()
+    compare = bench_module("compare_checkouts")
     after_start = iter([0.009, 0.012])  # rounds' after/before: 0.9x, 1.2x
 
     def fake_round(checkout: Path, transport: str, starts: int, cells: int) -> dict[str, list[float]]:
@@ -48,7 +40,7 @@ def test_each_figure_has_the_lowest_and_highest_ratio_of_a_round(monkeypatch: py
 ])
 def test_a_bad_count_is_a_usage_error_before_anything_runs(argv: list[str], said: str, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    compare = _compare_module()
+    compare = bench_module("compare_checkouts")
     monkeypatch.setattr(compare, "_round", lambda *a: pytest.fail(f"measured with {argv}"))
     with pytest.raises(SystemExit) as exit_info:
         compare.main(["/x/before", "/x/after", *argv])

@@ -5,19 +5,14 @@ processes: 1": INVARIANT BROKEN on every run since the kernel server came."""
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
-from tests.support import REPO_ROOT
+from tests.support import bench_module
 
 
 @pytest.fixture
-def scale():  # noqa: ANN201 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("bench_scale", REPO_ROOT / "benchmarks" / "scale.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def scale():  # noqa: ANN201
+    return bench_module("scale")
 
 
 def test_race32_finds_one_kernel_and_one_runner(scale) -> None:  # noqa: ANN001

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.support import REPO_ROOT
-
-
-def _suite_cpu():  # noqa: ANN202 - a module loaded from its file (benchmarks/ is no package)
-    spec = importlib.util.spec_from_file_location("suite_cpu", REPO_ROOT / "benchmarks" / "suite_cpu.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.support import bench_module
 
 
 TESTS = {
@@ -26,7 +18,7 @@ TESTS = {
 
 
 def test_the_report_sums_cpu_by_directory_leg_and_file_and_gives_the_floor() -> None:
-    text = _suite_cpu().report(TESTS, top=2, cores=2)
+    text = bench_module("suite_cpu").report(TESTS, top=2, cores=2)
     assert text.splitlines()[:2] == [
         "3 tests: 10 CPU-s in 12 s of wall time, one at a time (0.83 cores busy on average)",
         "floor of a parallel run on 2 cores: 5 s (every core busy all the time)"]
@@ -39,7 +31,7 @@ def test_the_report_sums_cpu_by_directory_leg_and_file_and_gives_the_floor() -> 
 
 
 def test_a_missing_or_empty_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    module = _suite_cpu()
+    module = bench_module("suite_cpu")
     assert module.main([str(tmp_path / "absent.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
     (tmp_path / "empty.json").write_text(json.dumps({"tests": {}}))
