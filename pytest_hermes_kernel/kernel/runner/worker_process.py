@@ -10,6 +10,7 @@ B29: ``pid`` is set only while the worker is unreaped; :meth:`WorkerProcess.reap
 from __future__ import annotations
 
 import os
+import select
 import selectors
 import signal
 import socket
@@ -152,7 +153,7 @@ class WorkerProcess:
             if time.monotonic() >= deadline:
                 return None
             self.drain()
-            time.sleep(_REAP_POLL_S)
+            _until_exit(self.pid, min(_REAP_POLL_S, max(0.0, deadline - time.monotonic())))
         return self.exit
 
     def reap(self) -> WorkerExit | None:
@@ -219,6 +220,21 @@ def _own_group(pid: int) -> None:
         os.setpgid(pid, 0)
     except (PermissionError, ProcessLookupError):
         pass
+
+
+def _until_exit(pid: int, seconds: float) -> None:
+    """Sleep ``seconds``, or less when child ``pid`` exits first (its pidfd turns readable; Linux
+    5.3+): a worker asked to exit was reaped up to one poll interval late, a shutdown and a restart
+    each paid about 5 ms more. Where pidfds are missing, a plain sleep."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        time.sleep(seconds)
+        return
+    try:
+        select.select([fd], [], [], seconds)
+    finally:
+        os.close(fd)
 
 
 def _stopped(pid: int) -> bool:
