@@ -79,8 +79,9 @@ def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
     with start_kernel(t) as warm:  # the first kernel may create the container: not timed
         warm.execute("1")
     paths: list[str] = []
-    start = timed(lambda: paths.append(_start_stop(t)), starts)
-    out: dict[str, float] = {"start_p50_ms": p50(start) * 1e3}
+    stops: list[float] = []
+    start = timed(lambda: paths.append(_start_stop(t, stops)), starts)
+    out: dict[str, float] = {"start_p50_ms": p50(start) * 1e3, "shutdown_p50_ms": p50(stops) * 1e3}
     with start_kernel(t) as k:
         paths.append(path_of(k))  # these figures are the default path's: the kernel server's
         check_paths(paths, None if transport == "filecell" else "server", f"{transport} kernel figures")
@@ -95,11 +96,17 @@ def kernel_figures(transport: str, cells: int, starts: int) -> dict[str, float]:
     return out
 
 
-def _start_stop(transport: Any) -> str:
-    """Start a kernel, run its first cell, shut it down; the path it took (:func:`starts.path_of`)."""
-    with start_kernel(transport) as k:
+def _start_stop(transport: Any, stops: list[float]) -> str:
+    """Start a kernel, run its first cell, shut it down; the path it took (:func:`starts.path_of`).
+    Appends the seconds its ``shutdown()`` took to ``stops``."""
+    k = start_kernel(transport)
+    try:
         k.execute("1")
         return path_of(k)
+    finally:
+        t0 = time.perf_counter()
+        k.shutdown()
+        stops.append(time.perf_counter() - t0)
 
 
 def _interrupt_latency(k: Any) -> float:
@@ -195,6 +202,7 @@ def jupyter_figures(cells: int, starts: int) -> dict[str, float] | None:
     # ours to first result with jupyter_client's start + first result + shutdown.
     out["start_first_p50_ms"] = p50(to_first) * 1e3
     out["start_p50_ms"] = p50(with_stop) * 1e3
+    out["shutdown_p50_ms"] = p50([b - a for a, b in zip(to_first, with_stop)]) * 1e3  # its stop_channels + shutdown_kernel(now=True)
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         rt = timed(lambda: kc.execute_interactive("1", timeout=60, output_hook=_quiet), cells, warmup=50)

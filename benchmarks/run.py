@@ -188,6 +188,8 @@ def table(res: dict[str, Any]) -> str:
         row(t, "start_p50", "ms", f.get("start_p50_ms"), jup.get("start_p50_ms") if t == "local" else None, "jupyter")
         row(t, "restart_p50", "ms", f.get("restart_p50_ms"), jup.get("restart_p50_ms") if t == "local" else None,
             "jupyter")
+        row(t, "shutdown_p50", "ms", f.get("shutdown_p50_ms"), jup.get("shutdown_p50_ms") if t == "local" else None,
+            "jupyter")
         row(t, "interrupt_p50", "ms", f.get("interrupt_p50_ms"),
             jup.get("interrupt_p50_ms") if t == "local" else None, "jupyter")
         row(t, "idle_rss", "MB", f.get("idle_rss_mb"), jup.get("idle_rss_mb") if t == "local" else None, "jupyter")

@@ -253,3 +253,14 @@ def test_explicit_target_that_refuses_the_key_says_authentication_failed(ssh, tm
             start_kernel(transport).shutdown()
     finally:
         transport.close()
+
+
+def test_the_ssh_connection_sends_each_frame_at_once(ssh, start):
+    """Nagle's algorithm off on the connection's TCP socket: a frame sent right behind another
+    (a shutdown's channel close, then its kernel dir's removal) waited for sshd's delayed ACK, and
+    every ssh shutdown took about 50 ms instead of 5 (benchmarks/run.py's ``shutdown_p50``)."""
+    import socket
+
+    start(ssh).execute("1")
+    sock = ssh.connection().transport.sock
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 from ...errors import ConfigError, ExecNotStartedError, TransportLostError
@@ -135,6 +135,8 @@ class SshConnection:
             session_keys.add(target.known_hosts_name(), key.get_name(), key)
         self.transport.name = f"hermes-shared ssh transport {target}"  # the leak check skips these
         self.transport.set_keepalive(max(1, int(keepalive_interval)))
+        with suppress(OSError, AttributeError):  # small frames each way, one at a time: Nagle held a
+            self.transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # second for sshd's 40 ms delayed ACK
         self.last_reply = time.monotonic()
         self._checker = threading.Thread(target=self._check_loop, name=f"hermes-shared ssh keepalive {target}",
                                          daemon=True)
