@@ -38,6 +38,7 @@ import psutil
 
 from ..errors import KernelServerUnavailable
 from ..kernel.channel import lease
+from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
 from ..kernel.runner.trees import remove_tree
 from ..procs import children, note_left_behind, read_stat, start_ticks
 from .runner_zipapp import runner_zipapp, write_runner
@@ -222,6 +223,8 @@ class LocalServer:
             if child.pid in self.forked:
                 continue
             try:
+                if child.environ().get("HERMES_KERNEL_ID", "").startswith(SERVER_KERNEL_ID_PREFIX):
+                    continue  # its spare (kernel/runner/spare.py): the server's, it ends with it
                 adopted.append((child.pid, start_ticks(child.pid), " ".join(child.cmdline())[:160]))
             except psutil.Error:
                 continue

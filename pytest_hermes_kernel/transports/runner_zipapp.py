@@ -64,7 +64,7 @@ POLL_MODULES = frozenset({"__init__", "client", "frames"})
 #: stays small enough for a command line: the kernel server's and its site check (filecell runs
 #: no server: every cell is its own execute), the docker exec relay, and the kernel dir remover
 #: (a filecell kernel dir goes by `rm -rf`).
-COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay", "trees"})
+COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay", "trees", "stamp", "spare"})
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ JSON object, and a ``spawn`` carries the kernel's channel socket (``SCM_RIGHTS``
                     (``c``: how kernel ``p`` ended, as ``Popen.returncode`` says it, ``-N`` for signal
                     ``N``; ``None`` while it runs or was not reaped yet)
 
+After a spawn, once no request waits, the local server forks the next kernel ahead, its *spare*
+(:mod:`.spare`), and the next spawn takes it: the same kernel, its fork and first steps done.
+
 The control socket is the server's lease: at EOF (the host died, by any means, or is done with
 it) the server exits at once. Its kernels do not depend on it: each holds its own channel, which
 is its own lease. With no request for ``idle_timeout`` seconds (server config, on stdin) and no
@@ -50,10 +53,12 @@ import traceback
 
 from .attach import recv_fds
 from .capture import set_nonblocking
-from .environ import KERNEL_ID_NAME, SERVER_KERNEL_ID
+from .environ import KERNEL_ID_NAME
 from .procfs import become_subreaper, close_fds_except
 from .serve import cgroup_problem, read_config, run_on_channel
 from .sites import site_changed
+from .spare import Spare, fork_spare
+from .stamp import id_refusal, redirect_stdio, stamp_kernel_id, stamp_refusal
 from .trees import remove_tree
 
 TYPE_CHECKING = False
@@ -70,12 +75,6 @@ SETUP_FAILED = 70
 #: Seconds the server waits for a forked kernel to mark its environment (it answers the host after).
 STAMP_WAIT_S = 5.0
 _stamped_w: list[int] = []  # in a forked kernel: the pipe its server waits on
-#: Name of the entry that fills the slot's rest after a kernel id.
-SLOT_FILLER = "HERMES_KERNEL_SLOT"
-#: Longest kernel id a forked kernel can carry (a uuid4 hex is 32).
-MAX_KERNEL_ID_BYTES = len(SERVER_KERNEL_ID) - len(SLOT_FILLER) - 2
-#: Fields of ``/proc/self/stat`` (0-based, after the command name) holding env_start, env_end.
-_ENV_START_FIELD, _ENV_END_FIELD = 47, 48
 
 
 def serve_server_fd(fd: int) -> None:
@@ -128,6 +127,7 @@ class ForkingServer:
                         self.reap()
                     else:
                         self.on_ready(key.data, key.fileobj)
+                self.between_requests()
         finally:
             if self.config.get("server_dir"):
                 remove_tree(self.config["server_dir"])
@@ -135,6 +135,9 @@ class ForkingServer:
     def on_ready(self, what: Any, source: Any) -> None:
         """A registered source other than the wakeup pipe is readable."""
         raise NotImplementedError
+
+    def between_requests(self) -> None:
+        """After each wake-up's requests are answered (nothing by default)."""
 
     def _idle_left(self) -> float | None:
         if self.idle_timeout is None:
@@ -147,7 +150,7 @@ class ForkingServer:
 
     def refuse(self, config: dict[str, Any]) -> str | None:
         """Why a kernel with runner ``config`` cannot be forked here (``None``: it can)."""
-        return self.refusal or _id_refusal(config.get("kernel_id"))
+        return self.refusal or id_refusal(config.get("kernel_id"))
 
     def stale(self, rid: Any) -> dict[str, Any] | None:
         """The refusal of a spawn once a site dir changed since this server started
@@ -228,9 +231,51 @@ class KernelServer(ForkingServer):
         self.control = control
         self.exits: dict[int, int] = {}  # pid -> exit code of recently reaped kernels
         self.sel.register(control, selectors.EVENT_READ, "control")
+        self.spare: Spare | None = None  # a kernel forked ahead (:mod:`.spare`)
+        self.spare_wanted = False  # set by each spawn: the next spare is forked once no request waits
 
     def on_ready(self, what: Any, source: Any) -> None:
-        self.on_control()
+        if what == "spare":  # it ended (or spoke out of turn) before a claim
+            self.drop_spare()
+        else:
+            self.on_control()
+
+    def between_requests(self) -> None:
+        if not self.spare_wanted or self.stopping or select.select([self.control], [], [], 0)[0]:
+            return
+        self.spare_wanted = False
+        if self.spare is None and not site_changed():
+            try:
+                self.spare = fork_spare(self.close_in_child)
+            except OSError:
+                return  # no spare: the next spawn forks as before
+            self.sel.register(self.spare.sock, selectors.EVENT_READ, "spare")
+
+    def drop_spare(self) -> None:
+        """End the spare (it died, or spoke out of turn): the next spawn forks, then makes another."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self.sel.unregister(spare.sock)
+            spare.drop()
+
+    def from_spare(self, config: dict[str, Any], fd: int) -> int | None:
+        """The pid of the spare made kernel ``config``'s on channel ``fd`` (``None``: no spare, or
+        it failed before it could touch the channel: fork the kernel).
+
+        :raises OSError: if it failed after it may have (it went silent: the host spawns instead)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        self.sel.unregister(spare.sock)
+        why, clean = spare.claim(config, fd, MAX_MESSAGE_BYTES)
+        if why is not None:
+            spare.drop()
+            if not clean:
+                raise OSError(f"the spare kernel's claim failed ({why})")
+            return None
+        spare.sock.close()
+        self.children.add(spare.pid)
+        return spare.pid
 
     def on_control(self) -> None:
         """Answer one host message (EOF: the lease ended)."""
@@ -273,10 +318,16 @@ class KernelServer(ForkingServer):
         why = self.refuse(config)
         if why:
             return {"type": "error", "id": rid, "error": why}
+        self.spare_wanted = True
         try:
-            pid = self.fork(lambda: become_kernel(config, fd))
+            pid = self.from_spare(config, fd)
         except OSError as exc:
-            return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
+            return {"type": "error", "id": rid, "error": str(exc)}
+        if pid is None:
+            try:
+                pid = self.fork(lambda: become_kernel(config, fd))
+            except OSError as exc:
+                return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
         return {"type": "spawned", "id": rid, "pid": pid}
 
     def on_exit(self, pid: int, status: int) -> None:
@@ -287,6 +338,8 @@ class KernelServer(ForkingServer):
     def close_in_child(self) -> None:
         super().close_in_child()
         self.control.close()
+        if self.spare is not None:  # a kernel holding it would keep the spare alive past the server's end
+            self.spare.sock.close()
 
 
 def become_kernel(config: dict[str, Any], fd: int) -> None:
@@ -326,7 +379,7 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
     code = 0
     try:
         os.setsid()
-        _redirect_stdio(config.get("log"))
+        redirect_stdio(config.get("log"))
         close_fds_except({0, 1, 2, keep_fd, *_stamped_w})
         stamp_kernel_id(str(config["kernel_id"]))
         for fd in _stamped_w:  # the server waits for this (see ForkingServer.fork)
@@ -353,7 +406,7 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
                 exec_fresh(config, keep_fd, mode)
             except OSError as exc:  # no memfd, no interpreter to exec: the fork as before, stdin on /dev/null
                 print(f"hermes-kernel runner: could not start afresh for a changed site dir: {exc}", file=sys.stderr)
-                _redirect_stdio(config.get("log"))
+                redirect_stdio(config.get("log"))
         serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED
@@ -363,77 +416,3 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
             pass
     finally:
         os._exit(code)
-
-
-def _redirect_stdio(log: str | None) -> None:
-    """stdin and stdout on ``/dev/null``, stderr on the kernel's log: as a spawned runner has them."""
-    for target, path in ((0, os.devnull), (1, os.devnull), (2, log or os.devnull)):
-        flags = os.O_RDONLY if target == 0 else os.O_WRONLY | os.O_CREAT | os.O_APPEND
-        fd = os.open(path, flags, 0o600)
-        if fd != target:
-            os.dup2(fd, target)
-            os.close(fd)
-
-
-# ---------------------------------------------------------------------------- the environ slot
-def _environ_region() -> tuple[int, bytes]:
-    """Address of this process's initial environment block and its bytes."""
-    with open("/proc/self/stat", "rb") as fh:
-        stat = fh.read()
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    start = int(fields[_ENV_START_FIELD])
-    with open("/proc/self/environ", "rb") as fh:
-        block = fh.read()
-    return start, block
-
-
-def _slot_offset(block: bytes) -> int:
-    """Offset of ``HERMES_KERNEL_ID=<placeholder>`` in ``block``, or -1."""
-    entry = f"{KERNEL_ID_NAME}={SERVER_KERNEL_ID}".encode()
-    if block.startswith(entry + b"\0"):
-        return 0
-    at = block.find(b"\0" + entry + b"\0")
-    return at + 1 if at >= 0 else -1
-
-
-def stamp_refusal() -> str | None:
-    """Why kernels cannot be stamped here (``None``: they can): no placeholder, or no writable memory."""
-    try:
-        _, block = _environ_region()
-        if _slot_offset(block) < 0:
-            return f"the server was started without the {KERNEL_ID_NAME} placeholder"
-        with open("/proc/self/mem", "r+b", buffering=0):
-            pass
-    except (OSError, ValueError, IndexError) as exc:
-        return f"a forked kernel could not mark its environment (/proc/self/mem): {exc}"
-    return None
-
-
-def _id_refusal(kernel_id: object) -> str | None:
-    if not isinstance(kernel_id, str) or not kernel_id or len(kernel_id.encode()) > MAX_KERNEL_ID_BYTES:
-        return f"kernel id {kernel_id!r} does not fit the server's slot ({MAX_KERNEL_ID_BYTES} bytes)"
-    return None
-
-
-def stamp_kernel_id(kernel_id: str) -> None:
-    """Write ``HERMES_KERNEL_ID=<kernel_id>`` over the placeholder in this process's initial
-    environment block (what ``/proc/<pid>/environ`` shows); the rest of the slot becomes a
-    ``HERMES_KERNEL_SLOT=...`` entry (never a double NUL: readers stop at one).
-
-    :raises OSError: if the block cannot be written or does not read back as written.
-    """
-    start, block = _environ_region()
-    at = _slot_offset(block)
-    if at < 0:
-        raise OSError(f"no {KERNEL_ID_NAME} placeholder in this process's environment")
-    width = len(KERNEL_ID_NAME) + 1 + len(SERVER_KERNEL_ID)
-    entry = f"{KERNEL_ID_NAME}={kernel_id}".encode()
-    filler = (SLOT_FILLER + "=").encode()
-    data = entry + b"\0" + filler.ljust(width - len(entry) - 1, b".")
-    if len(data) != width:
-        raise OSError(f"kernel id {kernel_id!r} does not fit the slot")
-    with open("/proc/self/mem", "r+b", buffering=0) as mem:
-        mem.seek(start + at)
-        mem.write(data)
-    if entry + b"\0" not in _environ_region()[1]:
-        raise OSError("the kernel id did not read back from /proc/self/environ")

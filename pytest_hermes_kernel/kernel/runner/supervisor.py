@@ -34,7 +34,8 @@ from .worker_process import KILL_WAIT_S, WorkerProcess
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    import socket
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from .frames import Header
@@ -93,10 +94,10 @@ class Supervisor:
         self.stopping = True
 
     # ------------------------------------------------------------------------------ worker
-    def start_worker(self) -> int:
-        """Fork a fresh worker (:meth:`.WorkerProcess.start`); its pid. Its OOM counter is opened now (same fds after cells)."""
+    def start_worker(self, claim: Callable[[socket.socket], dict[str, Any]] | None = None) -> int:
+        """Fork a fresh worker (:meth:`.WorkerProcess.start`, ``claim``: a spare's); its pid. Its OOM counter is opened now (same fds after cells)."""
         self.pipes.new_worker()  # what was said before is not its word
-        pid = self.worker.start(self._close_in_child)
+        pid = self.worker.start(self._close_in_child, claim)
         self.cells.oom_count()
         return pid
 

@@ -66,18 +66,21 @@ class WorkerProcess:
         #: worker's atexit or threads may write more than a pipe holds, and block until it is read.
         self.drain: Callable[[], None] = lambda: None
 
-    def start(self, close_in_child: Callable[[], None]) -> int:
+    def start(self, close_in_child: Callable[[], None],
+              claim: Callable[[socket.socket], dict[str, Any]] | None = None) -> int:
         """Fork a fresh worker; return its pid.
 
         :param close_in_child: closes the supervisor's own fds and sockets in the child (the
             rest are closed by number, so the worker holds nothing of the supervisor's).
+        :param claim: a spare's worker (:mod:`.spare`): called in the child on its socket, it
+            waits for the kernel's config and returns it (it never returns without one).
         """
         parent, child = socket.socketpair()
         pid = os.fork()
         if pid == 0:
             parent.close()
             close_in_child()
-            self._enter_child(child)
+            self._enter_child(child, claim)
         _own_group(pid)
         child.close()
         parent.setblocking(False)
@@ -88,10 +91,12 @@ class WorkerProcess:
             self.oom_file = memory_cgroup_oom_file(pid) or ""
         return pid
 
-    def _enter_child(self, child: socket.socket) -> None:
+    def _enter_child(self, child: socket.socket, claim: Callable[[socket.socket], dict[str, Any]] | None) -> None:
         _own_group(0)
         out_w, err_w = self.write_ends
         close_fds_except({0, 1, 2, child.fileno(), out_w, err_w})
+        if claim is not None:
+            self.config = claim(child)
         cgroup_procs = self.config.get("cgroup_procs")
         if cgroup_procs:
             try:
