@@ -252,6 +252,7 @@ def _worker_claim(child: socket.socket) -> dict[str, Any]:
     from its supervisor (kernel id, log, cwd, a fresh ``random``), say so; the config. EOF (the
     spare ended unclaimed) or any failure ends this process."""
     try:
+        signal.set_wakeup_fd(-1)  # the spare's, closed here: its number may be a file's once this opens any
         _warm_up()
         decoder = FrameDecoder()
         frame = None
