@@ -633,3 +633,31 @@ def tmpfs_at(where: Path, options: str, what: str) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", str(where)], check=True)
+
+
+PIDS_V1 = "/sys/fs/cgroup/pids"
+
+
+@contextmanager
+def pids_cgroup(max_pids: int) -> Iterator[str]:
+    """A cgroup v1 pids group of its own (what a container's ``--pids-limit`` is) allowing ``max_pids``
+    processes; its dir. Whatever is left in it at the end is killed, then it is removed. Skips
+    without root or a v1 pids hierarchy."""
+    if os.geteuid() != 0 or not os.path.exists(os.path.join(PIDS_V1, "cgroup.procs")):
+        pytest.skip("needs root and a cgroup v1 pids hierarchy to give a job a pids limit")
+    group = os.path.join(PIDS_V1, f"hermes-pids-{uuid.uuid4().hex[:8]}")
+    os.mkdir(group)
+    try:
+        with open(os.path.join(group, "pids.max"), "w") as fh:
+            fh.write(str(max_pids))
+        yield group
+    finally:
+        deadline = time.monotonic() + 30
+        while True:
+            with open(os.path.join(group, "cgroup.procs")) as fh:
+                left = [int(pid) for pid in fh.read().split()]
+            if not left or time.monotonic() > deadline:
+                break
+            kill_quietly(left)
+            time.sleep(0.05)
+        os.rmdir(group)
