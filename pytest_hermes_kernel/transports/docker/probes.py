@@ -10,11 +10,9 @@ container's kernel server when one runs, else by an exec).
 from __future__ import annotations
 
 import logging
-import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
-from ...containers.engines import disk_full_hint
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
@@ -33,34 +31,6 @@ if TYPE_CHECKING:
     from .transport import DockerTransport
 
 log = logging.getLogger(__name__)
-#: Free KiB below which a failed runner's story names the container's disk (the runner file alone is ~214 KiB).
-DISK_LOW_KIB = 256
-_DISK_FREE = "HERMES-DISK-FREE "
-
-
-def disk_free_sh(path: str) -> str:
-    """``sh`` printing ``HERMES-DISK-FREE <KiB>`` for the file system of ``path`` (``df -P``), or
-    nothing where the image cannot say (no ``df`` or ``awk``)."""
-    return f"df -Pk {shlex.quote(path)} 2>/dev/null | awk 'NR == 2 {{print \"{_DISK_FREE}\" $4}}'"
-
-
-def disk_words(out: str, path: str) -> tuple[str, str]:
-    """``out`` without the line :func:`disk_free_sh` printed, and the words for a disk that is (all
-    but) full (``""``: it has room, or cannot say): a runner that died of it at its start could
-    not write even its log, and the start error said only "exit code 70"."""
-    kept, free = [], None
-    for line in out.splitlines():
-        if line.startswith(_DISK_FREE) and line[len(_DISK_FREE):].strip().isdigit():
-            free = int(line[len(_DISK_FREE):])
-        else:
-            kept.append(line)
-    text = "\n".join(kept)
-    if free is None or free >= DISK_LOW_KIB:
-        return text, ""
-    return text, (f"the container's disk has {free} KiB free at {path}: the runner cannot write its files there. "
-                  f"{disk_full_hint(OSError('no space left on device'))}")
-
-
 #: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
 _OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
               "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")

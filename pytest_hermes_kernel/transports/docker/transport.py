@@ -32,7 +32,7 @@ from ...errors import ConfigError, KernelStartError, TransportLostError, Transpo
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
 from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        launch_env, log_tail_sh, parse_ready, runner_config, until_complete)
+                        disk_free_sh, disk_words, launch_env, log_tail_sh, parse_ready, runner_config, until_complete)
 from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
@@ -299,10 +299,11 @@ class DockerTransport(Transport):
         cid = launched.extra.get("container") or ""
         tail = log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines)
         try:
-            _, out, _ = self._run(cid, ["sh", "-c", f"({tail}); {probes.disk_free_sh(KERNEL_ROOT)}"])
+            _, out, _ = self._run(cid, ["sh", "-c", f"({tail}); {disk_free_sh(KERNEL_ROOT)}"])
         except Exception:  # noqa: BLE001
             return ""
-        text, disk = probes.disk_words(out.decode("utf-8", "replace").rstrip(), KERNEL_ROOT)
+        full = disk_full_hint(OSError("no space left on device")) or ""
+        text, disk = disk_words(out.decode("utf-8", "replace").rstrip(), KERNEL_ROOT, "the container's disk", full)
         return "\n".join(filter(None, [text, disk, probes.oom_words(self, cid)]))
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
