@@ -7,8 +7,10 @@ no limit. The kernel stayed closed for good once processes were free again. The 
 answers that no worker could be made, naming the process limit, and the cell after the limit
 was lifted runs on a fresh worker.
 
-The job runs in a pids cgroup of its own, filled with ``sleep`` processes; the slot the dead
-worker frees is taken by one more before the next cell is sent.
+The local job runs in a pids cgroup of its own, filled with ``sleep`` processes; the slot the dead
+worker frees is taken by one more before the next cell is sent. A docker kernel's fresh container
+gets a pids limit (its cgroup's ``pids.max``, what ``--pids-limit`` sets), filled by a cell's
+detached ``sleep`` processes and, after the worker died, an exec's.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from pathlib import Path
 import pytest
 
 import pytest_hermes_kernel
-from tests.support import pids_cgroup
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from tests.support import PIDS_V1, pids_cgroup, transport_of_its_own, wait_until
 
 JOB = """
 import subprocess, sys, time
@@ -81,3 +84,45 @@ def test_a_worker_the_process_limit_refused_is_named_and_the_next_cell_runs(tmp_
     assert "run out of processes (ulimit -u, a pids cgroup" in ran.stdout, out
     assert "AFTER 4" in ran.stdout, out  # the kernel recovered once processes were free
     assert [n for n in os.listdir(tmp_path) if n != "job.py"] == [], os.listdir(tmp_path)  # no kernel dir left
+
+
+FILL_CELL = """
+import subprocess
+held = []
+while True:  # the container at its pids limit: these outlive the worker (sessions of their own)
+    try:
+        held.append(subprocess.Popen(["sleep", "300"], start_new_session=True))
+    except OSError:
+        break
+"""
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_docker_worker_the_pids_limit_refused_is_named_and_the_next_cell_runs(docker_ready: None,
+                                                                               server: bool) -> None:
+    with transport_of_its_own("docker", server=server, container="fresh") as transport:
+        kernel = start_kernel(transport)
+        container = kernel.start().launched.extra["container"]  # type: ignore[union-attr]
+        group = os.path.join(PIDS_V1, "docker", container)
+        if os.geteuid() != 0 or not os.path.exists(os.path.join(group, "pids.max")):
+            pytest.skip("needs root and the container's cgroup v1 pids group")
+        with open(os.path.join(group, "pids.current")) as fh:
+            limit = int(fh.read()) + 5
+        with open(os.path.join(group, "pids.max"), "w") as fh:
+            fh.write(str(limit))
+        try:
+            assert kernel.execute(FILL_CELL).status == "ok"
+            assert kernel.execute("import os; os._exit(3)").status == "died"
+            exec_id = transport.api.exec_create(container, ["sleep", "300"])["Id"]  # type: ignore[attr-defined]
+            transport.api.exec_start(exec_id, detach=True)  # type: ignore[attr-defined]  # the freed slot
+            wait_until(lambda: transport.api.exec_inspect(exec_id)["Running"], timeout=30)  # type: ignore[attr-defined]
+            with pytest.raises(KernelStartError) as info:  # the runner died of the refused fork: ChannelClosed
+                kernel.execute("1 + 1")
+        finally:
+            with open(os.path.join(group, "pids.max"), "w") as fh:
+                fh.write("max")
+        text = str(info.value)
+        assert "could not fork a new worker: [Errno 11] Resource temporarily unavailable" in text, text
+        assert "run out of processes (ulimit -u, a pids cgroup: a container's --pids-limit)" in text, text
+        assert kernel.execute("2 + 2").value == "4"
+        kernel.shutdown()
