@@ -62,7 +62,7 @@ def disk_words(out: str, path: str, disk: str, hint: str) -> tuple[str, str]:
     text = "\n".join(kept)
     if free is None or free >= DISK_LOW_KIB:
         return text, ""
-    return text, f"{disk} has {free} KiB free at {path}: the runner cannot write its files there. {hint}"
+    return text, f"{disk} has {free} KiB free at {path}: the kernel's files cannot be written there. {hint}"
 
 
 #: Host variables that describe the host (paths, identity), not the kernel; they are not sent

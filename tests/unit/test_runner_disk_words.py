@@ -8,7 +8,7 @@ from pytest_hermes_kernel.transports.detached import disk_words
 def test_a_full_disk_is_named_and_its_line_is_not_shown_as_log() -> None:
     text, words = disk_words("Traceback ...\nHERMES-DISK-FREE 12", "/tmp/k", "the container's disk", "Hint: free it")
     assert text == "Traceback ..."
-    assert words == "the container's disk has 12 KiB free at /tmp/k: the runner cannot write its files there. Hint: free it"
+    assert words == "the container's disk has 12 KiB free at /tmp/k: the kernel's files cannot be written there. Hint: free it"
 
 
 def test_a_disk_with_room_or_no_df_says_nothing() -> None:

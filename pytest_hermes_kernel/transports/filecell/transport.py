@@ -435,7 +435,8 @@ class FileCellSite:
             self.executes += 1
             code, out = self.transport.run_command(cmd, DROP_TIMEOUT_S)  # its status is read: checked (B35)
             if code != 0:
-                raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
+                raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}"
+                                      f"{probes.disk_note(self.transport, self.kdir)}")
 
 
 def _tail(text: str, limit: int = 2000) -> str:
