@@ -9,9 +9,11 @@ everything from the plugin and ``pytest_hermes_kernel.contract``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -661,3 +663,23 @@ def pids_cgroup(max_pids: int) -> Iterator[str]:
             kill_quietly(left)
             time.sleep(0.05)
         os.rmdir(group)
+
+
+@contextmanager
+def fds_left(free: int) -> Iterator[None]:
+    """This process with only ``free`` fds left below its (lowered) limit, for the block's duration."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, top + 64), hard))
+    hog: list[int] = []
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                hog.append(os.open(os.devnull, os.O_RDONLY))
+        for _ in range(free):
+            os.close(hog.pop())
+        yield
+    finally:
+        for fd in hog:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -27,6 +27,7 @@ The channel writes frames and reads frames as for any transport. Here:
 from __future__ import annotations
 
 import collections
+import errno
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...kernel.results import FrameDecoder, encode_frame
+from ..kernel_dirs import short_of
 from .backends import TIMEOUT_EXIT
 from .scripts import ClientOutput
 
@@ -231,7 +233,8 @@ class FileCellStream:
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"
             return
-        why = (f"{type(error).__name__}: {error}" if error else
+        short = short_of(error) if isinstance(error, OSError) and error.errno != errno.ENOSPC else ""
+        why = (f"{type(error).__name__}: {error}{f' ({short})' if short else ''}" if error else
                f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
                f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
                f"no client output ({' | '.join(out.noise)[-300:]})")
