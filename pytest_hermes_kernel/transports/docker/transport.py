@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        disk_free_sh, disk_words, launch_env, log_tail_sh, parse_ready, runner_config, until_complete)
+from ..detached import (KILL_KERNEL_SCRIPT, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
+                        launch_env, parse_ready, runner_config, until_complete)
 from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
@@ -293,18 +293,8 @@ class DockerTransport(Transport):
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
-        """The runner log's tail; the container's disk when it is (all but) full (a runner that died
-        of it could not write its log: "exit code 70" alone); under ``mem_limit_bytes``, the container's
-        OOM kills when it counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
-        cid = launched.extra.get("container") or ""
-        tail = log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines)
-        try:
-            _, out, _ = self._run(cid, ["sh", "-c", f"({tail}); {disk_free_sh(KERNEL_ROOT)}"])
-        except Exception:  # noqa: BLE001
-            return ""
-        full = disk_full_hint(OSError("no space left on device")) or ""
-        text, disk = disk_words(out.decode("utf-8", "replace").rstrip(), KERNEL_ROOT, "the container's disk", full)
-        return "\n".join(filter(None, [text, disk, probes.oom_words(self, cid)]))
+        """The runner log's tail, the container's disk when all but full, its OOM kills (:func:`.probes.runner_log`)."""
+        return probes.runner_log(self, launched, lines)
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""
