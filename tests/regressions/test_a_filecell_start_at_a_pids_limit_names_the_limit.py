@@ -63,3 +63,59 @@ def test_a_filecell_start_refused_a_fork_says_the_process_limit(tmp_path: Path) 
     for error in errors:
         assert "has run out of processes or memory" in error and "--pids-limit" in error, errors
         assert "the backend needs sh" not in error and "is what the backend calls reachable" not in error, errors
+
+
+EOF_JOB = """
+import subprocess, sys
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+class RunnerDiedAtTheClient(LocalShellBackend):
+    # the launch's other outcome: the runner took the client's connection, then died (a race)
+    def execute_detached(self, cmd, timeout):  # (the launch's)
+        code, out = super().execute_detached(cmd, timeout)
+        return code, out.replace("@@hermes-client end gone@@", "@@hermes-client end eof@@")
+
+transport = make_transport("filecell", backend=RunnerDiedAtTheClient())
+held = []
+while True:
+    try:
+        held.append(subprocess.Popen(["sleep", "60"]))
+    except OSError:
+        break
+for p in held[:int(sys.argv[1])]:
+    p.kill()
+    p.wait()
+try:
+    with start_kernel(transport, python=sys.executable, timeout=30):
+        print("STARTED")
+except Exception as exc:
+    print("ERROR", repr(str(exc)))
+finally:
+    for p in held:
+        p.kill()
+        p.wait()
+    transport.close()
+"""
+
+
+def test_a_runner_that_died_with_the_client_attached_says_the_process_limit(tmp_path: Path) -> None:
+    """Seen once in ~20 runs of the test above: where the runner's first worker fork was refused
+    just after it took the launch's client, the client saw ``eof`` (not ``gone``), its log was not
+    read, and the hint said ``the backend needs sh, python3 ... and a writable ...``."""
+    (tmp_path / "job.py").write_text(EOF_JOB)
+    errors = []
+    with pids_cgroup(40) as group:
+        env = {**os.environ, "GROUP": group, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1])}
+        for free in range(1, 16):
+            ran = subprocess.run(["sh", "-c", f'echo $$ > "$GROUP/cgroup.procs" && exec {sys.executable} job.py {free}'],
+                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+            assert ("STARTED" in ran.stdout) != ("ERROR" in ran.stdout), ran.stdout + ran.stderr
+            if "STARTED" in ran.stdout:
+                break
+            errors.append(ran.stdout)
+    eof = [error for error in errors if "client eof" in error]
+    assert eof, errors  # the step where the runner started and its worker could not
+    for error in eof:
+        assert "has run out of processes or memory" in error and "the backend needs sh" not in error, error

@@ -175,7 +175,7 @@ class FileCellTransport(Transport):
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
-            if pid is not None and hello.status == "gone":  # the runner said hello to no one: its log says why
+            if pid is not None and hello.status in ("gone", "eof"):  # it said hello to no one, or died at it: its log says why
                 out += "\nrunner log (last lines):\n" + _log_of(self, kdir)
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             refused = _CWD_REFUSED.search(out)
