@@ -16,9 +16,9 @@ from tests.engines import fill_disk
 from tests.support import tmpfs_at
 
 
-def test_a_frame_the_full_disk_refused_names_the_full_disk(tmp_path: Path) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
+
+def test_a_frame_the_full_disk_refused_names_the_full_disk(short_dir: Path) -> None:
+    disk = short_dir
     with tmpfs_at(disk, "size=1m", "a small tmpfs"):
         transport = make_transport("filecell", root=str(disk / "fc"))
         try:

@@ -17,10 +17,10 @@ from pytest_hermes_kernel.transports import make_transport
 from tests.support import tmpfs_at
 
 
+
 @pytest.mark.parametrize("room_kib", [0, 48])
-def test_a_filecell_start_on_a_full_root_names_the_full_file_system(tmp_path: Path, room_kib: int) -> None:
-    disk = tmp_path / "disk"
-    disk.mkdir()
+def test_a_filecell_start_on_a_full_root_names_the_full_file_system(short_dir: Path, room_kib: int) -> None:
+    disk = short_dir
     with tmpfs_at(disk, "size=1m", "a small tmpfs"):
         root = disk / "fc"
         root.mkdir(mode=0o700)
