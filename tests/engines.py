@@ -21,8 +21,9 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pytest_hermes_kernel.procs import start_time
 
 #: Seconds for the engine's socket to answer after the start, and for its stop.
@@ -42,6 +43,7 @@ class SecondEngine:
     unshare_pid: int
     unshare_started: float  # its start time (psutil): a reused pid is not ours
     log_path: str
+    left: list[str] = field(default_factory=list)  # what its stop left (:func:`engine_on_a_small_disk`)
 
     def unshare_alive(self) -> bool:
         import psutil
@@ -186,6 +188,52 @@ def _until(pred: Callable[[], bool], timeout: float) -> bool:
             return False
         time.sleep(0.1)
     return True
+
+
+@contextmanager
+def engine_on_a_small_disk(first_url: str, data_mib: int, *, images: bool = True) -> Iterator[SecondEngine]:
+    """A second engine whose data root is a ``data_mib`` MiB tmpfs, with the kit's images copied from
+    the engine at ``first_url`` (or none); stopped and its dir removed after. Its disk is not filled:
+    :func:`fill_disk` ``(f"{engine.root}/data/filler")`` does that. Raises :class:`EngineUnavailable`
+    as :func:`start_second_engine`; what its stop left is ``engine.left`` after."""
+    import gc
+    import warnings
+
+    from pytest_hermes_kernel.containers.base_image import BASE_TAG
+    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
+    from pytest_hermes_kernel.containers.images import ensure_image
+
+    engine = start_second_engine(data_mib=data_mib)
+    try:
+        source, target = engine_client(first_url), engine_client(engine.url)
+        try:
+            for tag in (ensure_image(source), BASE_TAG) if images else ():  # both: the kit's image is up to date
+                copy_image(tag, source, target)
+        finally:
+            source.close()
+            target.close()
+        yield engine
+    finally:
+        engine.left = stop_second_engine(engine)
+        engine.remove_dir()
+        with warnings.catch_warnings():  # docker-py's sockets of the stopped engine: collected here
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+
+
+def fill_disk(path: str, room_bytes: int = 0) -> None:
+    """Write ``path`` until its file system is full, then give ``room_bytes`` of it back."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for chunk in (b"\0" * 2**20, b"\0" * 4096):
+            try:
+                while os.write(fd, chunk):
+                    pass
+            except OSError:
+                pass
+        os.ftruncate(fd, max(0, os.lseek(fd, 0, os.SEEK_CUR) - room_bytes))
+    finally:
+        os.close(fd)
 
 
 def stop_second_engine(engine: SecondEngine) -> list[str]:

@@ -9,9 +9,11 @@ everything from the plugin and ``pytest_hermes_kernel.contract``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -633,3 +635,51 @@ def tmpfs_at(where: Path, options: str, what: str) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", str(where)], check=True)
+
+
+PIDS_V1 = "/sys/fs/cgroup/pids"
+
+
+@contextmanager
+def pids_cgroup(max_pids: int) -> Iterator[str]:
+    """A cgroup v1 pids group of its own (what a container's ``--pids-limit`` is) allowing ``max_pids``
+    processes; its dir. Whatever is left in it at the end is killed, then it is removed. Skips
+    without root or a v1 pids hierarchy."""
+    if os.geteuid() != 0 or not os.path.exists(os.path.join(PIDS_V1, "cgroup.procs")):
+        pytest.skip("needs root and a cgroup v1 pids hierarchy to give a job a pids limit")
+    group = os.path.join(PIDS_V1, f"hermes-pids-{uuid.uuid4().hex[:8]}")
+    os.mkdir(group)
+    try:
+        with open(os.path.join(group, "pids.max"), "w") as fh:
+            fh.write(str(max_pids))
+        yield group
+    finally:
+        deadline = time.monotonic() + 30
+        while True:
+            with open(os.path.join(group, "cgroup.procs")) as fh:
+                left = [int(pid) for pid in fh.read().split()]
+            if not left or time.monotonic() > deadline:
+                break
+            kill_quietly(left)
+            time.sleep(0.05)
+        os.rmdir(group)
+
+
+@contextmanager
+def fds_left(free: int) -> Iterator[None]:
+    """This process with only ``free`` fds left below its (lowered) limit, for the block's duration."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, top + 64), hard))
+    hog: list[int] = []
+    try:
+        with contextlib.suppress(OSError):
+            while True:
+                hog.append(os.open(os.devnull, os.O_RDONLY))
+        for _ in range(free):
+            os.close(hog.pop())
+        yield
+    finally:
+        for fd in hog:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

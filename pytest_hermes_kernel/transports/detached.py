@@ -34,6 +34,37 @@ def log_tail_sh(path: str, lines: int) -> str:
     return f"[ ! -f {shlex.quote(path)} ] || exec tail -n {int(lines)} -- {shlex.quote(path)}"
 
 
+#: Free KiB below which a failed runner's story names its disk (the runner file alone is ~214 KiB).
+DISK_LOW_KIB = 256
+_DISK_FREE = "HERMES-DISK-FREE "
+
+
+def disk_free_sh(path: str) -> str:
+    """``sh`` printing ``HERMES-DISK-FREE <KiB>`` for the file system of ``path`` (``df -P``), or
+    nothing where the host cannot say (no ``df`` or ``awk``)."""
+    return f"df -Pk {shlex.quote(path)} 2>/dev/null | awk 'NR == 2 {{print \"{_DISK_FREE}\" $4}}'"
+
+
+def disk_words(out: str, path: str, disk: str, hint: str) -> tuple[str, str]:
+    """``out`` without the line :func:`disk_free_sh` printed, and the words for a disk that is (all
+    but) full (``""``: it has room, or cannot say): a runner that died of it at its start could
+    not write even its log, and the start error said only "exit code 70".
+
+    :param disk: whose disk, for the words ("the container's disk").
+    :param hint: what to do, appended.
+    """
+    kept, free = [], None
+    for line in out.splitlines():
+        if line.startswith(_DISK_FREE) and line[len(_DISK_FREE):].strip().isdigit():
+            free = int(line[len(_DISK_FREE):])
+        else:
+            kept.append(line)
+    text = "\n".join(kept)
+    if free is None or free >= DISK_LOW_KIB:
+        return text, ""
+    return text, f"{disk} has {free} KiB free at {path}: the kernel's files cannot be written there. {hint}"
+
+
 #: Host variables that describe the host (paths, identity), not the kernel; they are not sent
 #: to a container or ssh host unless the kernel's options set them to another value.
 HOST_BOUND_ENV = frozenset({

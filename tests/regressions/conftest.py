@@ -1,10 +1,13 @@
-"""Fixtures of the regression cases that pause or kill a kernel host of their own."""
+"""Fixtures of the regression cases that pause or kill a kernel host of their own, and a short dir."""
 
 from __future__ import annotations
 
 import io
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -57,3 +60,14 @@ def image_without_python3() -> Iterator[str]:
             client.images.remove(tag, force=True)
         finally:
             client.close()
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A new dir under /tmp: a filecell root is at most 70 bytes (unix socket paths are short), and
+    an xdist worker's ``tmp_path`` is longer."""
+    where = Path(tempfile.mkdtemp(prefix="hermes-fc-"))
+    try:
+        yield where
+    finally:
+        shutil.rmtree(where)

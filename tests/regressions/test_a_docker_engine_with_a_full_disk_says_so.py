@@ -12,9 +12,7 @@ The engine is one this test starts itself (:mod:`tests.engines`), its data root 
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +20,7 @@ import pytest
 from pytest_hermes_kernel.errors import ContainerStartError, KernelStartError
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport
-from tests.engines import EngineUnavailable, SecondEngine, containers_on, start_second_engine, stop_second_engine
+from tests.engines import EngineUnavailable, SecondEngine, containers_on, engine_on_a_small_disk, fill_disk
 
 #: MiB of the engine's data root: the kit's image loads (~175 MB unpacked, its tar beside it while it loads).
 DATA_MIB = 450
@@ -32,31 +30,13 @@ DATA_MIB = 450
 def _full_engine(first_docker_engine: str, *, images: bool) -> Iterator[SecondEngine]:
     """An engine of this test's own, with the kit's images loaded from the first engine or none,
     then its disk filled (an image cannot be removed then: the engine writes its list)."""
-    from pytest_hermes_kernel.containers.base_image import BASE_TAG
-    from pytest_hermes_kernel.containers.engines import copy_image, engine_client
-    from pytest_hermes_kernel.containers.images import ensure_image
-
     try:
-        engine = start_second_engine(data_mib=DATA_MIB)
+        with engine_on_a_small_disk(first_docker_engine, DATA_MIB, images=images) as engine:
+            fill_disk(os.path.join(engine.root, "data", "filler"))
+            yield engine
     except EngineUnavailable as exc:
         pytest.skip(str(exc))
-    try:
-        source, target = engine_client(first_docker_engine), engine_client(engine.url)
-        try:
-            for tag in (ensure_image(source), BASE_TAG) if images else ():  # both: the kit's image is up to date
-                copy_image(tag, source, target)
-        finally:
-            source.close()
-            target.close()
-        _fill(os.path.join(engine.root, "data", "filler"))
-        yield engine
-    finally:
-        left = stop_second_engine(engine)
-        engine.remove_dir()
-        with warnings.catch_warnings():  # docker-py's sockets of the stopped engine: collected here
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()
-    assert not left, f"the engine left behind: {left}"
+    assert not engine.left, f"the engine left behind: {engine.left}"
 
 
 @pytest.fixture
@@ -69,22 +49,6 @@ def full_engine(docker_ready: None, first_docker_engine: str) -> Iterator[Second
 def full_engine_without_images(docker_ready: None, first_docker_engine: str) -> Iterator[SecondEngine]:
     with _full_engine(first_docker_engine, images=False) as engine:
         yield engine
-
-
-def _fill(path: str) -> None:
-    """Write ``path`` until its file system is full."""
-    chunk = b"\0" * 2**20
-    with open(path, "wb", buffering=0) as fh:
-        try:
-            while True:
-                fh.write(chunk)
-        except OSError:
-            pass
-        try:
-            while True:
-                fh.write(b"\0" * 4096)
-        except OSError:
-            pass
 
 
 OWN = pytest.mark.hermes_allow_leaks("this test's engine is stopped in its teardown; it counts the containers there")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import resource
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -26,28 +25,9 @@ import pytest
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.local_server import SERVER_DIR_PREFIX
+from tests.support import fds_left
 
 SERVER = pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
-
-
-@contextlib.contextmanager
-def fds_left(free: int) -> Iterator[None]:
-    """This process with only ``free`` fds left below its (lowered) limit, for the block's duration."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    top = max(int(fd) for fd in os.listdir("/proc/self/fd")) + 1
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, top + 64), hard))
-    hog: list[int] = []
-    try:
-        with contextlib.suppress(OSError):
-            while True:
-                hog.append(os.open(os.devnull, os.O_RDONLY))
-        for _ in range(free):
-            os.close(hog.pop())
-        yield
-    finally:
-        for fd in hog:
-            os.close(fd)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @SERVER

@@ -30,7 +30,7 @@ from .capture import OutputPipes, set_nonblocking
 from .cells import CellBook, bad_result
 from .frames import PROTOCOL_VERSION, READ_CHUNK, FrameError
 from .procfs import adopted_children
-from .worker_process import KILL_WAIT_S, WorkerProcess
+from .worker_process import KILL_WAIT_S, WorkerProcess, no_worker_because
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -211,7 +211,11 @@ class Supervisor:
                              "error": f"the old worker (pid {self.worker.pid}) did not end within {KILL_WAIT_S:g} s "
                                       "of SIGKILL (uninterruptible sleep? a frozen cgroup?); no new worker started"})
             return
-        self.start_worker()
+        try:
+            self.start_worker()
+        except OSError as exc:  # the fork refused at a process limit: the runner lives on, asked again later
+            self.link.reply({"type": "worker", "id": msg.get("id"), "worker_pid": None, "error": no_worker_because(exc)})
+            return
         self.link.reply({"type": "worker", "id": msg.get("id"), "worker_pid": self.worker.pid})
 
     def do_ping(self, msg: Header) -> None:

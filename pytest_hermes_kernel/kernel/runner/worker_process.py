@@ -9,6 +9,7 @@ B29: ``pid`` is set only while the worker is unreaped; :meth:`WorkerProcess.reap
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import selectors
@@ -74,9 +75,16 @@ class WorkerProcess:
             rest are closed by number, so the worker holds nothing of the supervisor's).
         :param claim: a spare's worker (:mod:`.spare`): called in the child on its socket, it
             waits for the kernel's config and returns it (it never returns without one).
+        :raises OSError: if no worker can be made (no fd for its socket, the fork refused); nothing
+            of it is left open.
         """
         parent, child = socket.socketpair()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            parent.close()
+            child.close()
+            raise
         if pid == 0:
             parent.close()
             close_in_child()
@@ -211,6 +219,18 @@ class WorkerProcess:
             if self.wait(grace if sig != signal.SIGKILL else KILL_WAIT_S) is not None:
                 return step  # type: ignore[return-value]
         return "sigkill"
+
+
+def no_worker_because(exc: OSError) -> str:
+    """Why no worker could be made, for the host: ``exc`` and, where it says so, what this
+    kernel's host ran short of and what to do (the kernel and its state are gone; the next cell
+    tries again)."""
+    hint = {errno.EAGAIN: "this kernel's host has run out of processes (ulimit -u, a pids cgroup: a container's "
+                          "--pids-limit)", errno.ENOMEM: "this kernel's host has run out of memory",
+            errno.EMFILE: "the kernel runner has run out of file descriptors (ulimit -n)",
+            errno.ENFILE: "this kernel's host has run out of file descriptors (fs.file-max)"}.get(exc.errno or 0)
+    text = f"could not fork a new worker: {exc}"
+    return f"{text} ({hint}: end processes there, or raise the limit; the next cell tries again)" if hint else text
 
 
 def _own_group(pid: int) -> None:

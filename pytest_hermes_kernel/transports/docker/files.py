@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
+from ...containers.engines import disk_full_hint
 from ...errors import FileTransferError
 from ...kernel.files import Entry, Plan, Sink, Source, host_name, name_problem, safe_mode, shown_path
 from .. import filetree
@@ -85,7 +86,10 @@ class DockerFiles(RequestFiles):
         try:
             yield
         except (DockerException, RequestException, HTTPError) as exc:
-            problem = f"could not be copied: the kernel's container {self.container_id[:12]} cannot be reached ({exc})"
+            full = disk_full_hint(exc)  # (it said the container "cannot be reached": it was, its disk full)
+            problem = (f"could not be copied: the kernel's container {self.container_id[:12]} has no room for it "
+                       f"({exc}). {full}" if full else
+                       f"could not be copied: the kernel's container {self.container_id[:12]} cannot be reached ({exc})")
             raise FileTransferError(f"{shown or '.'} {problem}", path=shown or ".", problem=problem) from exc
 
     def abort(self, parts: tuple[str, ...], temp: str) -> None:

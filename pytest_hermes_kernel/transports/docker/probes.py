@@ -13,10 +13,12 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from ...containers.engines import disk_full_hint
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
-                        KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
-                        SOCKET_NAME, parse_existing_dirs, parse_host_processes, parse_kernel_processes, until_complete)
+                        KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
+                        SOCKET_NAME, disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs, parse_host_processes,
+                        parse_kernel_processes, until_complete)
 from ...kernel.runner.trees import RMTREE_CODE
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
@@ -34,6 +36,22 @@ log = logging.getLogger(__name__)
 #: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
 _OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
               "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
+
+
+def runner_log(transport: DockerTransport, launched: Launched, lines: int) -> str:
+    """The runner log's tail; the container's disk when it is (all but) full (a runner that died
+    of it could not write its log: "exit code 70" alone); under ``mem_limit_bytes``, the container's
+    OOM kills when it counts any (a runner the OOM killer ended before its hello said only "end of
+    stream"). ``""`` where the container cannot be asked."""
+    cid = launched.extra.get("container") or ""
+    tail = log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines)
+    try:
+        _, out, _ = transport._run(cid, ["sh", "-c", f"({tail}); {disk_free_sh(DOCKER_KERNEL_ROOT)}"])
+    except Exception:  # noqa: BLE001
+        return ""
+    full = disk_full_hint(OSError("no space left on device")) or ""
+    text, disk = disk_words(out.decode("utf-8", "replace").rstrip(), DOCKER_KERNEL_ROOT, "the container's disk", full)
+    return "\n".join(filter(None, [text, disk, oom_words(transport, cid)]))
 
 
 def oom_words(transport: DockerTransport, cid: str) -> str:

@@ -31,12 +31,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...errors import ConfigError, KernelStartError, TransportLostError, TransportUnavailableError
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from .stream import DockerExecStream
-from ..detached import (KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
-                        launch_env, log_tail_sh, parse_ready, runner_config, until_complete)
+from ..detached import (KILL_KERNEL_SCRIPT, LOG_TAIL_LINES, SCAN_END_SH, SIGNAL_SCRIPT, SOCKET_NAME,
+                        launch_env, parse_ready, runner_config, until_complete)
 from ..far_records import LeftBehind, MadeDirs
 from ...kernel.options import check_options
 from ..runner_zipapp import runner_zipapp
-from ...containers.engines import check_answers, engine_client, engine_url, is_full_container_id, starting_on
+from ...containers.engines import (check_answers, disk_full_hint, engine_client, engine_url, is_full_container_id,
+                                   starting_on)
 from ...containers.lifecycle import container_log
 from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id, refuse_unsafe_run_files
@@ -195,8 +196,8 @@ class DockerTransport(Transport):
             self._end_failed_launch(cid, kdir, spec.kernel_id)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
-            raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n"
-                                   "Hint: does the image have python3? is the container running?") from None
+            hint = disk_full_hint(exc) or "Hint: does the image have python3? is the container running?"
+            raise KernelStartError(f"could not start a kernel runner in container {cid[:12]}: {exc}\n{hint}") from None
         return Launched(stream=stream, pid=pid, kernel_dir=kdir, label=f"docker {cid[:12]} pid {pid} on {self.engine}",
                         extra={"container": cid, "python": spec.python or self.python, "runner": runner,
                                "engine": self.engine})
@@ -292,14 +293,8 @@ class DockerTransport(Transport):
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
-        """The runner log's tail; under ``mem_limit_bytes``, with the container's OOM kills when it
-        counts any (a runner the OOM killer ended before its hello said only "end of stream")."""
-        cid = launched.extra.get("container") or ""
-        try:
-            _, out, _ = self._run(cid, ["sh", "-c", log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines)])
-        except Exception:  # noqa: BLE001
-            return ""
-        return "\n".join(filter(None, [out.decode("utf-8", "replace").rstrip(), probes.oom_words(self, cid)]))
+        """The runner log's tail, the container's disk when all but full, its OOM kills (:func:`.probes.runner_log`)."""
+        return probes.runner_log(self, launched, lines)
 
     def host_log(self, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
         """The kernel host container's own output (its init's), last ``lines`` lines."""

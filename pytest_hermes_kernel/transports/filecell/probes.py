@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from ...errors import TransportLostError
 from ...procs import process_table
-from ..detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, parse_existing_dirs,
-                        parse_host_processes)
+from ..detached import (HOST_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, SCAN_END_CODE, SCAN_END_LINE, disk_free_sh,
+                        disk_words, parse_existing_dirs, parse_host_processes)
 from . import scripts
 
 if TYPE_CHECKING:
@@ -174,3 +174,16 @@ def cleanup(transport: FileCellTransport, kind: str, identity: str) -> None:
             transport.call(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def disk_note(transport: FileCellTransport, path: str) -> str:
+    """``"; "`` and the backend's disk at ``path`` when it is (all but) full, else ``""`` (it has
+    room, or the backend cannot say): a frame the full disk refused said only ``printf: I/O error``.
+    One execute, on a failure's path only."""
+    try:
+        _, out = transport.call(disk_free_sh(path), SCAN_TIMEOUT_S)
+    except Exception:  # noqa: BLE001 - cannot tell: the failure's own words stand
+        return ""
+    words = disk_words(str(out), path, "the backend's disk",
+                       "Hint: free space there, or point root= at another file system")[1]
+    return f"; {words}" if words else ""

@@ -45,6 +45,8 @@ OUT_OF_PROCESSES = re.compile(r"Cannot fork|fork: (retry: )?(Resource temporaril
                               r"|\[Errno 1[12]\] (Resource temporarily unavailable|Cannot allocate memory)")
 OUT_OF_PROCESSES_HINT = ("the backend's host has run out of processes or memory (ulimit -u, a pids or memory cgroup: "
                          "a CI job container's --pids-limit or --memory): end processes there, or raise the limit")
+#: What Python, sh and coreutils say where a file system is full (ENOSPC, EDQUOT): the backend's root.
+OUT_OF_SPACE = re.compile(r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]")
 #: A line of the runner's own saying why it will not start (a cgroup it cannot join, its Python too old).
 RUNNER_REFUSED = re.compile(r"^(hermes-kernel runner: |the hermes kernel runner needs )", re.M)
 RAISED_HINT = ("execute raises when it could not run the command (is what the backend calls reachable?); a command "
@@ -340,6 +342,9 @@ def start_hint(out: str, python: str, root: str) -> str:
                 "nothing is chmodded or removed to fit: point root= elsewhere")
     if RUNNER_REFUSED.search(out):  # sh, python3 and the root did their part: the runner said what it lacks
         return f"the kernel runner itself refused to start ({python!r}), saying why above"
+    if OUT_OF_SPACE.search(out):  # (it said "the backend needs ... a writable root": the root is there, full)
+        return (f"the file system of {root!r} on the backend is full (the runner alone is about 200 KB): free space "
+                "there, or point root= at another")
     if out.strip():  # (a fork refused, "sh: 1: Cannot fork", is the host's process limit, not a missing sh)
         return OUT_OF_PROCESSES_HINT if OUT_OF_PROCESSES.search(out) else needs(python, root)
     return ("the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "

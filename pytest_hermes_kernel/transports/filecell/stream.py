@@ -27,6 +27,7 @@ The channel writes frames and reads frames as for any transport. Here:
 from __future__ import annotations
 
 import collections
+import errno
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...kernel.results import FrameDecoder, encode_frame
+from ..kernel_dirs import short_of
 from .backends import TIMEOUT_EXIT
 from .scripts import ClientOutput
 
@@ -195,7 +197,14 @@ class FileCellStream:
                                        name="hermes-filecell-poll", daemon=True)
         self._polls.append(poll)
         self.polls_started += 1
-        poll.thread.start()
+        try:
+            poll.thread.start()
+        except RuntimeError as exc:  # "can't start new thread": left in the list, a later join() raised
+            self._polls.remove(poll)
+            if frames:
+                self._outbox.insert(0, frames)  # never sent: the next poll carries them as they are
+            self._failed(f"no thread for a poll: {exc} (this process has run out of processes: threads count; "
+                         "ulimit -u, a pids cgroup: end processes or threads, or raise the limit)")
 
     def _run_poll(self, poll: _Poll, frames: bytes, wait: list[Any], pending: list[Any], early: int) -> None:
         error: BaseException | None = None
@@ -231,7 +240,8 @@ class FileCellStream:
         if out.status == "error":
             self._broken = "the kernel runner refused the client (bad token or bad frame)"
             return
-        why = (f"{type(error).__name__}: {error}" if error else
+        short = short_of(error) if isinstance(error, OSError) and error.errno != errno.ENOSPC else ""
+        why = (f"{type(error).__name__}: {error}{f' ({short})' if short else ''}" if error else
                f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
                f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
                f"no client output ({' | '.join(out.noise)[-300:]})")
@@ -244,6 +254,10 @@ class FileCellStream:
                 self._broken = f"a poll carrying frames failed ({why})"  # again could do it twice
                 return
             self._outbox.insert(0, _again(frames))  # the runner knows a cell again, an interrupt by its number
+        self._failed(why)
+
+    def _failed(self, why: str) -> None:
+        """Count a failed poll (lock held): the stream breaks at the limit, else the next waits a while."""
         self._failures += 1
         if self._failures >= self._max_failures:
             self._broken = f"{self._failures} polls failed in a row; last: {why}"

@@ -175,7 +175,7 @@ class FileCellTransport(Transport):
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
         if code != 0 or pid is None or hello.status != "done" or not hello.frames:
             self._resolved.pop(python, None)  # the next launch looks it up again
-            if pid is not None and hello.status == "gone":  # the runner said hello to no one: its log says why
+            if pid is not None and hello.status in ("gone", "eof"):  # it said hello to no one, or died at it: its log says why
                 out += "\nrunner log (last lines):\n" + _log_of(self, kdir)
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             refused = _CWD_REFUSED.search(out)
@@ -435,7 +435,8 @@ class FileCellSite:
             self.executes += 1
             code, out = self.transport.run_command(cmd, DROP_TIMEOUT_S)  # its status is read: checked (B35)
             if code != 0:
-                raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}")
+                raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}"
+                                      f"{probes.disk_note(self.transport, self.kdir)}")
 
 
 def _tail(text: str, limit: int = 2000) -> str:

@@ -171,15 +171,20 @@ class SftpFiles(KernelFiles):
         base = (*parts[:-1], temp)
         for entry in plan.entries:
             target = self.path((*base, *entry.parts))
-            with _named("/".join((*base, *entry.parts))):  # the upload names its destination instead
+            shown = "/".join((*base, *entry.parts))  # the upload names its destination instead
+            with _named(shown):
                 if entry.kind == "dir":
                     self.sftp.mkdir(target, 0o700)
                 else:
+                    sent = 0
                     with self.sftp.open(target, "wbx") as fh:  # O_EXCL: a new name, never through a link
-                        fh.set_pipelined(True)  # not one round trip per 32 KiB write: close() reads the acks
+                        fh.set_pipelined(True)  # not one round trip per 32 KiB write: the acks are read below
                         for data in source.chunks(entry, CHUNK_BYTES):
                             fh.write(data)
-                        fh.flush()  # before close(): a write its close() flushed would have its ack unread
+                            sent += len(data)
+                        fh.flush()  # every write sent, so that each has its ack to read
+                        _acked(fh, shown)
+                    _all_written(self.sftp.lstat(target).st_size, sent, shown)
                 self.sftp.chmod(target, safe_mode(entry.kind, entry.mode))
 
     def commit(self, parts: tuple[str, ...], temp: str) -> None:
@@ -203,6 +208,36 @@ class SftpFiles(KernelFiles):
             self.sftp.rmdir(path)
         else:
             self.sftp.remove(path)
+
+
+#: Why a write the SFTP server refused (SFTP v3 has one ``Failure`` status for ENOSPC, EDQUOT, EIO ...).
+_REFUSED_WRITE = "the SFTP server refused a write ({}): is the kernel host's disk full, or the ssh user over a quota?"
+
+
+def _acked(fh: Any, shown: str) -> None:
+    """Read the server's answer to each pipelined write of ``fh``: paramiko's ``close()`` reads none
+    (they are its anonymous requests), so a refused one, a full disk, went unseen and a file cut
+    short was reported copied whole (and renamed over what was there).
+
+    :raises FileTransferError: naming ``shown``, if the server refused a write.
+    """
+    pending = getattr(fh, "_reqs", None)  # (paramiko's own queue; :func:`_all_written` checks without it)
+    while pending:
+        try:
+            fh.sftp._read_response(pending.popleft())
+        except OSError as exc:
+            if exc.errno is not None:
+                raise
+            problem = _REFUSED_WRITE.format(str(exc) or "Failure")
+            raise FileTransferError(f"{shown} could not be written: {problem}", path=shown, problem=problem) from exc
+
+
+def _all_written(size: int | None, sent: int, shown: str) -> None:
+    """:raises FileTransferError: naming ``shown``, if the file on the kernel's host is not the
+    ``sent`` bytes long (a refused write whose answer was not read)."""
+    if size is not None and size != sent:
+        problem = _REFUSED_WRITE.format(f"{size} of {sent} bytes were written")
+        raise FileTransferError(f"{shown} could not be written: {problem}", path=shown, problem=problem)
 
 
 @contextmanager

@@ -11,6 +11,7 @@ that no live process holds, and the kernel dirs this process made there that are
 from __future__ import annotations
 
 import logging
+import posixpath
 import shlex
 import time
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from ...containers.kept import exempt_kernel_ids
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
-                        log_tail_sh, parse_existing_dirs,
+                        disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
@@ -299,13 +300,17 @@ def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_i
 
 
 def runner_log(transport: SshTransport, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
-    """The last ``lines`` lines of the kernel runner's log on the ssh host (``""`` if unreachable)."""
+    """The last ``lines`` lines of the kernel runner's log on the ssh host (``""`` if unreachable),
+    and the host's disk when it is (all but) full (a runner that died of it could write no log)."""
+    root = posixpath.dirname(launched.kernel_dir or "") or "."
     try:
         _, out, _ = transport.connection().run(
-            log_tail_sh(f"{launched.kernel_dir}/{LOG_NAME}", lines), timeout=PROBE_TIMEOUT)
+            f"({log_tail_sh(f'{launched.kernel_dir}/{LOG_NAME}', lines)}); {disk_free_sh(root)}", timeout=PROBE_TIMEOUT)
     except (TransportLostError, TimeoutError):
         return ""
-    return out.decode("utf-8", "replace").rstrip()
+    text, disk = disk_words(out.decode("utf-8", "replace").rstrip(), root, "the ssh host's disk",
+                            "Hint: free space there (or the login user's quota), then run again")
+    return "\n".join(filter(None, [text, disk]))
 
 
 def signal_pid(transport: SshTransport, launched: Launched | None, pid: int, sig: int) -> None:

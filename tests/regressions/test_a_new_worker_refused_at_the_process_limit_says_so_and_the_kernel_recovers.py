@@ -1,0 +1,128 @@
+"""Found by a breaker helper (the host out of resources, 2026-12-06): a cell's worker died (a crash,
+an ``os._exit``) while its host was at its process limit (a pids cgroup: a CI job container's
+``--pids-limit``; ``ulimit -u``), and the kernel runner's fork of the next cell's worker was
+refused: the runner itself died of the ``BlockingIOError``, and the next cell raised
+``ChannelClosed: kernel ... closed: end of stream (the kernel runner or its relay is gone)``, naming
+no limit. The kernel stayed closed for good once processes were free again. The runner now
+answers that no worker could be made, naming the process limit, and the cell after the limit
+was lifted runs on a fresh worker.
+
+The local job runs in a pids cgroup of its own, filled with ``sleep`` processes; the slot the dead
+worker frees is taken by one more before the next cell is sent. A docker kernel's fresh container
+gets a pids limit (its cgroup's ``pids.max``, what ``--pids-limit`` sets), filled by a cell's
+detached ``sleep`` processes and, after the worker died, an exec's.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_hermes_kernel
+from pytest_hermes_kernel import KernelStartError, start_kernel
+from tests.support import PIDS_V1, pids_cgroup, transport_of_its_own, wait_until
+
+JOB = """
+import subprocess, sys, time
+from pytest_hermes_kernel import start_kernel
+from pytest_hermes_kernel.transports import make_transport
+
+held = []
+def take_every_free_slot(deadline):
+    while time.monotonic() < deadline:
+        try:
+            held.append(subprocess.Popen(["sleep", "120"]))
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise SystemExit("the dead worker's slot never came free")
+
+transport = make_transport("local", server=sys.argv[1] == "server")
+try:
+    kernel = start_kernel(transport, timeout=30)
+    while True:  # the job is at its pids limit
+        try:
+            held.append(subprocess.Popen(["sleep", "120"]))
+        except OSError:
+            break
+    print("DIED", kernel.execute("import os; os._exit(3)", timeout=30).status, flush=True)
+    take_every_free_slot(time.monotonic() + 30)  # the one the dead worker freed
+    try:
+        print("NEXT", kernel.execute("1 + 1", timeout=30).status, flush=True)
+    except Exception as exc:
+        print("ERROR", type(exc).__name__, repr(str(exc)), flush=True)
+    for p in held:
+        p.kill()
+        p.wait()
+    held.clear()
+    print("AFTER", kernel.execute("2 + 2", timeout=30).value, flush=True)
+    kernel.shutdown()
+finally:
+    for p in held:
+        p.kill()
+        p.wait()
+    transport.close()
+"""
+
+
+@pytest.mark.parametrize("path", ["server", "spawn"])
+def test_a_worker_the_process_limit_refused_is_named_and_the_next_cell_runs(tmp_path: Path, path: str) -> None:
+    (tmp_path / "job.py").write_text(JOB)
+    with pids_cgroup(60) as group:
+        env = {**os.environ, "GROUP": group, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1]),
+               "PYTEST_HERMES_KERNEL_DIR": str(tmp_path)}
+        ran = subprocess.run(["sh", "-c", f'echo $$ > "$GROUP/cgroup.procs" && exec {sys.executable} job.py {path}'],
+                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)
+    out = ran.stdout + ran.stderr
+    assert "DIED died" in ran.stdout, out
+    assert "ERROR KernelStartError" in ran.stdout, out  # was ChannelClosed: the runner died of the refused fork
+    assert "could not fork a new worker: [Errno 11] Resource temporarily unavailable" in ran.stdout, out
+    assert "run out of processes (ulimit -u, a pids cgroup" in ran.stdout, out
+    assert "AFTER 4" in ran.stdout, out  # the kernel recovered once processes were free
+    assert [n for n in os.listdir(tmp_path) if n != "job.py"] == [], os.listdir(tmp_path)  # no kernel dir left
+
+
+FILL_CELL = """
+import subprocess
+held = []
+while True:  # the container at its pids limit: these outlive the worker (sessions of their own)
+    try:
+        held.append(subprocess.Popen(["sleep", "300"], start_new_session=True))
+    except OSError:
+        break
+"""
+
+
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_a_docker_worker_the_pids_limit_refused_is_named_and_the_next_cell_runs(docker_ready: None,
+                                                                               server: bool) -> None:
+    with transport_of_its_own("docker", server=server, container="fresh") as transport:
+        kernel = start_kernel(transport)
+        container = kernel.start().launched.extra["container"]  # type: ignore[union-attr]
+        group = os.path.join(PIDS_V1, "docker", container)
+        if os.geteuid() != 0 or not os.path.exists(os.path.join(group, "pids.max")):
+            pytest.skip("needs root and the container's cgroup v1 pids group")
+        with open(os.path.join(group, "pids.current")) as fh:
+            limit = int(fh.read()) + 5
+        with open(os.path.join(group, "pids.max"), "w") as fh:
+            fh.write(str(limit))
+        try:
+            assert kernel.execute(FILL_CELL).status == "ok"
+            assert kernel.execute("import os; os._exit(3)").status == "died"
+            exec_id = transport.api.exec_create(container, ["sleep", "300"])["Id"]  # type: ignore[attr-defined]
+            transport.api.exec_start(exec_id, detach=True)  # type: ignore[attr-defined]  # the freed slot
+            wait_until(lambda: transport.api.exec_inspect(exec_id)["Running"], timeout=30)  # type: ignore[attr-defined]
+            with pytest.raises(KernelStartError) as info:  # the runner died of the refused fork: ChannelClosed
+                kernel.execute("1 + 1")
+        finally:
+            with open(os.path.join(group, "pids.max"), "w") as fh:
+                fh.write("max")
+        text = str(info.value)
+        assert "could not fork a new worker: [Errno 11] Resource temporarily unavailable" in text, text
+        assert "run out of processes (ulimit -u, a pids cgroup: a container's --pids-limit)" in text, text
+        assert kernel.execute("2 + 2").value == "4"
+        kernel.shutdown()
