@@ -101,7 +101,9 @@ class RunnerLink:
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
         """Start a runner through ``transport`` (its hello is awaited by :meth:`hello`).
 
-        :raises KernelStartError: if the transport cannot start it.
+        :raises KernelStartError: if the transport cannot start it, or its launch raised an
+            ``OSError`` (a transport of the user's own whose ``Popen`` found no interpreter: that
+            came out of ``start_kernel`` as a bare ``FileNotFoundError``).
         """
         try:
             launched = transport.launch(spec)
@@ -109,6 +111,11 @@ class RunnerLink:
             if exc.facts.get("kernel_id") == spec.kernel_id:
                 raise
             raise KernelStartError(exc.message, **{**exc.facts, "kernel_id": spec.kernel_id}) from None
+        except OSError as exc:
+            if isinstance(exc, TransportLostError):
+                raise
+            raise KernelStartError(f"the {transport.name} transport could not start the kernel runner: "
+                                   f"{type(exc).__name__}: {exc}", kernel_id=spec.kernel_id) from exc
         return cls(transport, launched, token=token, kernel_id=spec.kernel_id)
 
     def hello(self, timeout: float) -> dict[str, Any]:
