@@ -15,7 +15,8 @@ A backend author gets the whole suite against their transport with two small fil
     # test_contract.py
     from pytest_hermes_kernel.contract import *  # noqa: F401,F403  (tests and their fixtures)
 
-The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
+The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, an OOM kill
+under ``hermes_oom`` (where a memory limit can be set), interrupt,
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
 subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, the
 host's environment kept out of the kernel, the transport's own process listing and ``kill`` (its
