@@ -64,3 +64,36 @@ def test_the_suite_fails_that_transport_when_its_cleanup_leaves_kernel_dirs(tmp_
     assert ran.returncode == 1, ran.stdout[-4000:]
     assert "FAILED test_contract.py::test_a_killed_kernels_dir_is_removed_at_shutdown" in ran.stdout, ran.stdout[-4000:]
     assert "to be removed by shutdown() (Transport.cleanup removes what the launch made)" in ran.stdout, ran.stdout[-4000:]
+
+
+UNIX_CONFTEST = """
+import pytest
+
+from unix_transport import UnixTransport
+
+
+@pytest.fixture
+def hermes_transport():
+    transport = UnixTransport()
+    yield transport
+    transport.close()
+"""
+
+
+def test_the_pages_re_attachable_transport_passes_the_contract_suite_with_its_re_attach_cases(tmp_path: Path) -> None:
+    """The page said how to start a runner that ends with its stream (``serve --fd``) and that a
+    ``reattachable`` transport implements ``reattach``, but not how to start a runner that outlives
+    its stream, nor what a re-attach stream carries: an author had to read the docker and ssh
+    transports. The page now shows one; its re-attach cases must run and pass, not skip."""
+    write_suite(tmp_path, UNIX_CONFTEST)
+    page = (REPO_ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "(NiceTransport):" in b]
+    assert len(blocks) == 1, "docs/reference.md shows no re-attachable transport (class ...(NiceTransport))"
+    (tmp_path / "unix_transport.py").write_text(blocks[0], encoding="utf-8")
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -n 2 --hermes-leak-check=error -rs", tmp_path)
+
+    out = ran.stdout
+    assert ran.returncode == 0 and " failed" not in out and " error" not in out, out[-4000:]
+    assert "its tests ran on the unix transport" in out, out[-4000:]
+    assert "declares no re-attach" not in out, out[-4000:]
