@@ -97,3 +97,22 @@ def test_the_pages_re_attachable_transport_passes_the_contract_suite_with_its_re
     assert ran.returncode == 0 and " failed" not in out and " error" not in out, out[-4000:]
     assert "its tests ran on the unix transport" in out, out[-4000:]
     assert "declares no re-attach" not in out, out[-4000:]
+
+
+def test_the_suite_names_a_launched_pid_that_is_a_wrapper_not_the_runner(tmp_path: Path) -> None:
+    """The same transport with ``setsid`` put in front of ``nice`` (it runs in a new session, so
+    ``setsid`` forks the runner and exits): ``Launched.pid`` was the gone wrapper's, and six cases
+    failed ("a running runner must not be seen gone", "kernel_processes does not list {'the runner':
+    ...}", the kill and watchdog cases), none of them saying that the pid was not the runner's."""
+    write_suite(tmp_path)
+    source = (tmp_path / "nice_transport.py").read_text(encoding="utf-8")
+    assert source.count('["nice", "-n", "5",') == 1, "the page's transport no longer runs `nice -n 5`"
+    (tmp_path / "nice_transport.py").write_text(source.replace('["nice", "-n", "5",', '["setsid", "nice", "-n", "5",'),
+                                                encoding="utf-8")
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -k test_the_launched_pid_is_the_runners_own", tmp_path)
+
+    assert ran.returncode == 1 and "1 failed" in ran.stdout, ran.stdout[-4000:]
+    assert re.search(r"Launched\.pid is \d+, but the kernel runner \(its worker's parent, seen from a cell\) is pid \d+: "
+                     r"the launch returned the pid of another process, e\.g\. a wrapper that forks the runner and exits",
+                     ran.stdout), ran.stdout[-4000:]
