@@ -48,6 +48,7 @@ def test_the_pages_own_transport_passes_the_contract_suite(tmp_path: Path) -> No
     out = ran.stdout
     assert ran.returncode == 0 and " failed" not in out and " error" not in out, out[-4000:]
     assert "its tests ran on the nice transport" in out, out[-4000:]
+    assert "does not move files" not in out, out[-4000:]  # its files() is LocalFiles: the transfer case runs
     for case in ("test_kill_ends_every_process_of_the_kernel", "test_the_transport_lists_every_process_of_its_kernel"):
         assert case not in out, f"{case} did not pass:\n{out[-4000:]}"  # (-rs lists skips by reason, not by name)
 
@@ -96,7 +97,7 @@ def test_the_pages_re_attachable_transport_passes_the_contract_suite_with_its_re
     out = ran.stdout
     assert ran.returncode == 0 and " failed" not in out and " error" not in out, out[-4000:]
     assert "its tests ran on the unix transport" in out, out[-4000:]
-    assert "declares no re-attach" not in out, out[-4000:]
+    assert "declares no re-attach" not in out and "does not move files" not in out, out[-4000:]
 
 
 def test_the_suite_names_a_launched_pid_that_is_a_wrapper_not_the_runner(tmp_path: Path) -> None:
