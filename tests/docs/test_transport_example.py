@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.docs.readme import run_command
+from tests.docs.readme import fresh_env, run_command
 from tests.support import REPO_ROOT
 
 CONFTEST = """
@@ -59,8 +59,10 @@ def test_the_suite_fails_that_transport_when_its_cleanup_leaves_kernel_dirs(tmp_
     leak check knows only the kit's own kernel dir roots)."""
     write_suite(tmp_path, CONFTEST.replace("NiceTransport()", "Untidy()") +
                 "\n\nclass Untidy(NiceTransport):\n    def cleanup(self, launched):\n        pass\n")
+    left = tmp_path / "tmp"  # where the dirs it leaves go (they stayed in /tmp for good, some 7 a run)
+    left.mkdir()
 
-    ran = run_command("python -m pytest -q -p no:cacheprovider -n 2", tmp_path)
+    ran = run_command("python -m pytest -q -p no:cacheprovider -n 2", tmp_path, env=fresh_env(TMPDIR=str(left)))
 
     assert ran.returncode == 1, ran.stdout[-4000:]
     assert "FAILED test_contract.py::test_a_killed_kernels_dir_is_removed_at_shutdown" in ran.stdout, ran.stdout[-4000:]
@@ -111,7 +113,10 @@ def test_the_suite_names_a_launched_pid_that_is_a_wrapper_not_the_runner(tmp_pat
     (tmp_path / "nice_transport.py").write_text(source.replace('["nice", "-n", "5",', '["setsid", "nice", "-n", "5",'),
                                                 encoding="utf-8")
 
-    ran = run_command("python -m pytest -q -p no:cacheprovider -k test_the_launched_pid_is_the_runners_own", tmp_path)
+    (tmp_path / "tmp").mkdir()  # its kernel dirs: the wrapper's runner is not the one its kill() ends
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -k test_the_launched_pid_is_the_runners_own", tmp_path,
+                      env=fresh_env(TMPDIR=str(tmp_path / "tmp")))
 
     assert ran.returncode == 1 and "1 failed" in ran.stdout, ran.stdout[-4000:]
     assert re.search(r"Launched\.pid is \d+, but the kernel runner \(its worker's parent, seen from a cell\) is pid \d+: "
