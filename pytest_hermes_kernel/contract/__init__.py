@@ -15,7 +15,8 @@ A backend author gets the whole suite against their transport with two small fil
     # test_contract.py
     from pytest_hermes_kernel.contract import *  # noqa: F401,F403  (tests and their fixtures)
 
-The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, interrupt,
+The suite covers persistence, restart, errors, SystemExit and ``os._exit`` codes, an OOM kill
+under ``hermes_oom`` (where a memory limit can be set), interrupt,
 every watchdog outcome, output bounds, unicode and invalid bytes, stdin EOF, forged frames,
 subprocess and C output attribution, ``os.fork`` in a cell, tool calls under cell authority, the
 host's environment kept out of the kernel, the transport's own process listing and ``kill`` (its
@@ -40,7 +41,9 @@ from collections.abc import Callable
 
 import pytest
 
+from ..kernel.contract import Transport
 from ..kernel.handle import KernelHandle
+from ._probes import recv_timeout_problem
 from .cancel import *  # noqa: F401,F403
 from .in_flight import *  # noqa: F401,F403
 from .channel_integrity import *  # noqa: F401,F403
@@ -59,8 +62,16 @@ from .watchdog import *  # noqa: F401,F403
 
 
 @pytest.fixture
-def kernel_factory(hermes_kernel_factory: Callable[..., KernelHandle]) -> Callable[..., KernelHandle]:
-    """``kernel_factory(**options) -> KernelHandle`` on this test's transport (KernelOptions fields, tools=)."""
+def kernel_factory(hermes_kernel_factory: Callable[..., KernelHandle], hermes_transport: Transport,
+                   ) -> Callable[..., KernelHandle]:
+    """``kernel_factory(**options) -> KernelHandle`` on this test's transport (KernelOptions fields, tools=).
+
+    The first one of a transport class in a process also checks, on a kernel of its own, that the
+    transport's stream keeps its ``recv`` timeout (:func:`~._probes.recv_timeout_problem`): where it
+    does not, every case errors at setup saying so (the suite hung at its first cell with a budget)."""
+    problem = recv_timeout_problem(hermes_transport, hermes_kernel_factory)
+    if problem:
+        pytest.fail(f"{hermes_transport!r}: {problem}", pytrace=False)
     return hermes_kernel_factory
 
 

@@ -133,3 +133,53 @@ class CellStarted:
         if not self._event.wait(timeout):
             raise AssertionError(f"the cell did not report that it is running within {timeout} s")
         self._event.clear()
+
+
+#: Seconds the stream probe asks ``recv`` to wait, and past which its not returning is a hang.
+RECV_PROBE_TIMEOUT_S = 0.2
+RECV_HANG_S = 10.0
+#: What the probe found per transport class: ``""`` when its stream's ``recv`` kept its timeout.
+_recv_found: dict[type, str] = {}
+
+
+def recv_timeout_problem(transport: Any, start: Callable[[], Any]) -> str:
+    """``""`` when the stream of a kernel ``start()`` gives on ``transport`` raises ``TimeoutError``
+    from ``recv(timeout)`` once nothing came within ``timeout`` (the
+    :class:`~pytest_hermes_kernel.kernel.contract.ByteStream` rule: the reader of a cell's results
+    waits in it, so every budget and watchdog rests on it); else what it did. Looked at once per
+    transport class, on a kernel of its own, idle, whose stream it reads itself (so it shuts that
+    kernel down after; a runner whose ``recv`` hung is killed first, so that it returns)."""
+    if type(transport) not in _recv_found:
+        kernel = start()
+        try:
+            _recv_found[type(transport)] = _recv_finding(kernel)
+        finally:
+            kernel.shutdown()
+    return _recv_found[type(transport)]
+
+
+def _recv_finding(kernel: Any) -> str:
+    stream, got = kernel.launched.stream, []
+
+    def read() -> None:
+        try:
+            got.append(stream.recv(RECV_PROBE_TIMEOUT_S))
+        except BaseException as exc:  # noqa: BLE001 - what it raised is the finding
+            got.append(exc)
+
+    reader = threading.Thread(target=read, name="hermes-contract-recv-probe", daemon=True)
+    reader.start()
+    reader.join(RECV_HANG_S)
+    name = f"{type(stream).__name__}.recv({RECV_PROBE_TIMEOUT_S})"
+    if not got:
+        kernel.transport.kill(kernel.launched)
+        found = f"{name} on an idle kernel's stream had not returned after {RECV_HANG_S} s"
+    elif isinstance(got[0], bytes) and got[0] == b"":
+        found = f"{name} on an idle kernel's stream returned b'' (the end of the stream) when nothing came"
+    elif isinstance(got[0], BaseException) and not isinstance(got[0], TimeoutError):
+        found = f"{name} on an idle kernel's stream raised {type(got[0]).__name__}: {got[0]}"
+    else:
+        return ""  # TimeoutError, or bytes the runner sent unasked (which this probe cannot judge)
+    return (f"{found}: a ByteStream's recv(timeout) raises TimeoutError once nothing came within timeout seconds "
+            "(the reader of every cell waits in it: a recv that blocks on holds each budget and watchdog for good, "
+            "and every case that waits on one hangs); SocketStream(sock) does so for any connected socket")

@@ -8,7 +8,11 @@ interpreter the runner supports) kills the worker with SIGSEGV: the
 cell is ``died`` with ``signal=11``, a "stack overflow?" note and the faulthandler traceback at
 the end of stderr; never OOM or a transport drop. The same recursion under the default limit
 is a ``RecursionError`` with the kernel and its globals intact. A worker killed between cells
-inside a runner that lives on (B30) is reported dead on the next cell, never alive.
+inside a runner that lives on (B30) is reported dead on the next cell, never alive. A cell past
+the ``hermes_oom`` memory limit is ``died`` with reason ``oom_killed``, never a plain SIGKILL: a
+transport that hands the runner a config of its own making without ``oom_counter_file`` (the
+limit's OOM-kill counter) passed the whole suite while every OOM kill on it read "killed by
+signal 9" (``tests/plugin/test_contract_catches_an_oom_reported_as_a_plain_kill.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +20,18 @@ from __future__ import annotations
 import signal
 import time
 
+import pytest
+
 from ._probes import reaped_in_kernel, signal_in_kernel, wait_until
 
 #: Seconds the cell after a worker's death may take (a fresh worker forks in ~0.1 s).
 DEATH_SEEN_S = 5.0
+#: The memory limit of the OOM case: the marker's floor is 16 MiB; this leaves the interpreter room.
+OOM_LIMIT_BYTES = 128 << 20
+#: A cell that takes memory until the limit's OOM killer ends it (32 MiB at a time, each page touched).
+HOG = "hog = []\nwhile True: hog.append(b'x' * (32 << 20))"
+#: Seconds the hog may take to meet the OOM killer (a loaded machine, a container's swap).
+HOG_BUDGET_S = 120.0
 
 OVERFLOW = """\
 import resource, sys
@@ -77,3 +89,21 @@ def test_worker_killed_between_cells_is_never_reported_alive(kernel):
     assert time.monotonic() - started < DEATH_SEEN_S, r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "died" and r.kernel.signal == signal.SIGKILL, r.summary()
     assert r.value == "False" and kernel.worker_pid != pid
+
+
+@pytest.mark.hermes_oom(limit_bytes=OOM_LIMIT_BYTES)
+def test_a_cell_past_the_memory_limit_is_reported_oom_killed(kernel):
+    """The kernel runs under the ``hermes_oom`` limit; a cell that passes it is ``oom_killed``
+    (the runner reads the limit's OOM-kill counter from the config's ``oom_counter_file``), and
+    the next cell runs on a fresh worker. Skips, with the marker's reason, where no limit can be set."""
+    kernel.execute("keep = 1")
+
+    r = kernel.execute(HOG, timeout=HOG_BUDGET_S)
+
+    assert r.status == "died", r.summary()
+    assert r.kernel.reason == "oom_killed" and r.kernel.oom_killed, (
+        f"a cell past the kernel's memory limit must be reported oom_killed, not as a plain death: {r.summary()}. "
+        "The runner tells an OOM kill from another SIGKILL by the counter file its config names "
+        "(LaunchSpec.config['oom_counter_file']): hand the runner the whole spec.config")
+    after = kernel.execute("'keep' in globals()")
+    assert after.value == "False" and after.kernel.state_lost, after.summary()

@@ -169,6 +169,20 @@ def test_a_killed_kernels_dir_is_removed_at_shutdown(kernel_factory):
                     f"removes what the launch made)")
 
 
+def test_the_launched_pid_is_the_runners_own(kernel):
+    """``Launched.pid`` is the runner's own pid where the kernel runs (the worker's parent, as a cell
+    sees it): ``kill``, ``alive`` and the leak checks go by it. A launch that put a wrapper in front
+    of the runner that forks it and exits (``setsid`` run from a process that leads its group: a
+    ``Popen(..., start_new_session=True)``) gave the wrapper's pid: six cases failed, none naming it."""
+    parent = int(kernel.execute("import os\nos.getppid()").value)
+
+    assert parent == kernel.launched.pid, (
+        f"Launched.pid is {kernel.launched.pid}, but the kernel runner (its worker's parent, seen from a cell) is "
+        f"pid {parent}: the launch returned the pid of another process, e.g. a wrapper that forks the runner and "
+        "exits (setsid in a new session, a shell that does not exec); kill(), alive() and the leak checks then look "
+        "at that process, not the runner")
+
+
 def test_a_runner_is_seen_gone_only_once_it_ended(kernel):
     """``Transport.seen_gone`` is the core's only proof that a runner ended (the watchdog's reset,
     a runner started in place of a lost one, a ``confirmed`` shutdown): ``False`` while it runs,

@@ -101,15 +101,9 @@ class RunnerLink:
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
         """Start a runner through ``transport`` (its hello is awaited by :meth:`hello`).
 
-        :raises KernelStartError: if the transport cannot start it.
+        :raises KernelStartError: if the transport cannot start it (:func:`_launch`).
         """
-        try:
-            launched = transport.launch(spec)
-        except KernelStartError as exc:  # the error names the kernel, whichever transport raised it
-            if exc.facts.get("kernel_id") == spec.kernel_id:
-                raise
-            raise KernelStartError(exc.message, **{**exc.facts, "kernel_id": spec.kernel_id}) from None
-        return cls(transport, launched, token=token, kernel_id=spec.kernel_id)
+        return cls(transport, _launch(transport, spec), token=token, kernel_id=spec.kernel_id)
 
     def hello(self, timeout: float) -> dict[str, Any]:
         """Wait for the new runner's hello; on failure end it and say why (with its log).
@@ -408,6 +402,23 @@ def _stream_within(link: RunnerLink, deadline: float, stopping: Callable[[], boo
     if isinstance(got[0], BaseException):
         raise got[0]
     return got[0]
+
+
+def _launch(transport: Transport, spec: LaunchSpec) -> Launched:
+    """``transport.launch(spec)``; its ``KernelStartError`` names the kernel, and an ``OSError`` it let
+    through is one too (a transport of the user's own whose ``Popen`` found no interpreter: that came
+    out of ``start_kernel`` as a bare ``FileNotFoundError``); a ``TransportLostError`` stays as it is."""
+    try:
+        return transport.launch(spec)
+    except KernelStartError as exc:  # the error names the kernel, whichever transport raised it
+        if exc.facts.get("kernel_id") == spec.kernel_id:
+            raise
+        raise KernelStartError(exc.message, **{**exc.facts, "kernel_id": spec.kernel_id}) from None
+    except OSError as exc:
+        if isinstance(exc, TransportLostError):
+            raise
+        raise KernelStartError(f"the {transport.name} transport could not start the kernel runner: "
+                               f"{type(exc).__name__}: {exc}", kernel_id=spec.kernel_id) from exc
 
 
 def _stray(link: RunnerLink, hello: dict[str, Any]) -> str:

@@ -241,8 +241,8 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
     source = config.stash[settings_key].sources.get("transport", "--hermes-transport")
     close = did_you_mean(unknown[0], transport_names()) if len(unknown) == 1 else ""
     message = (f"pytest-hermes-kernel: unknown transport {', '.join(map(repr, unknown))}{close} (from {source}); "
-               f"known: {', '.join(transport_names())}. Hint: a backend registers its own name with "
-               "pytest_hermes_kernel.transports.register_transport() in a conftest.py.")
+               f"known: {', '.join(transport_names())}. Hint: a backend registers its name with register_transport() "
+               "in a conftest.py this run reads (the rootdir's, or one at or above a test path given) or a -p module.")
     if not hasattr(config, "workerinput"):
         raise pytest.UsageError(message)
     config.stash[_unknown_message_key] = message

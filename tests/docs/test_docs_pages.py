@@ -45,6 +45,8 @@ def test_a_pages_python_examples_run_as_written_in_a_fresh_directory(name: str, 
     assert blocks, f"docs/{name} has no python example"
     for n, block in enumerate(blocks):
         (tmp_path / f"example{n}.py").write_text(block, encoding="utf-8")
+        for module in re.findall(r"^from (\w+) import .*# the transport above, as \1\.py$", block, re.M):
+            (tmp_path / f"{module}.py").write_text(blocks[n - 1], encoding="utf-8")  # as the block says to save it
         for _ in range(2):  # a second run too: the files example says it may be run again
             ran = run_command(f"python example{n}.py", tmp_path)
             assert ran.returncode == 0, f"docs/{name} python block {n + 1}:\n{ran.stdout[-3000:]}"

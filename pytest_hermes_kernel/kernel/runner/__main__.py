@@ -16,6 +16,7 @@ worker and supervisor code.
 
 from __future__ import annotations
 
+import signal
 import sys
 
 USAGE = "usage: <runner> serve --fd N | serve --listen SOCK | serve --listening-fd N | server --fd N | server --stdio | relay SOCK | client DIR PARAMS\n"
@@ -35,8 +36,18 @@ def _flush_startup_output() -> None:
             pass
 
 
+def _unblock_signals() -> None:
+    """Start with no signal blocked, whatever the starting process blocked: the mask is inherited
+    across ``fork`` and ``exec``, and a kernel started from a thread that blocked SIGINT (one that
+    leaves signals to a ``sigwait`` thread) took no interrupt: its cells ran on, the watchdog
+    reset them, state lost."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+
+
 def main(argv: list[str]) -> int:
     """Run the mode ``argv`` names; returns the process exit status (2: bad usage)."""
+    _unblock_signals()
     _flush_startup_output()
     if len(argv) >= 3 and argv[0] == "serve" and argv[1] == "--fd":
         from .serve import serve_fd
