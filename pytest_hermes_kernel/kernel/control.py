@@ -108,7 +108,8 @@ def restart(handle: KernelHandle) -> KernelInfo:
                 if handle._life.swap(S.BUSY, S.RESETTING):
                     runtime.require_link().kill_worker()
                 with queue.lock:  # a running cell settles first; one it cut said the reset (a lost event, once)
-                    if handle._pending_loss is before or handle._pending_loss.reason != "reset":  # type: ignore[union-attr]
+                    pending = handle._pending_loss  # (None: a cell reported the loss noted before and cleared it)
+                    if pending is None or pending is before or pending.reason != "reset":
                         handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
                     runtime.replace()
                     return handle.info(state_lost=True, reason="reset")
