@@ -189,7 +189,12 @@ class KernelRuntime:
             self.relaunch()
         elif self.life.is_(S.WORKER_DEAD):
             may_restart()
-            self.start_worker()
+            try:
+                self.start_worker()
+            except ChannelClosed:  # the runner went too, between cells (killed from outside, its host restarted):
+                if not self.life.advance(S.RUNNER_LOST):  # a new runner (every later cell raised ChannelClosed)
+                    raise self.shut_error() from None
+                self.relaunch()
 
     def replace(self) -> None:
         """A fresh kernel in place of a dead one: a new runner if it was lost, else a new worker.
