@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ChannelClosed, ChannelHeldHereError, KernelForkedError, KernelStartError
@@ -106,9 +106,11 @@ def restart(handle: KernelHandle) -> KernelInfo:
             with queue.restart():  # the cells waiting now are overtaken, never run on the new one
                 before = handle._pending_loss
                 if handle._life.swap(S.BUSY, S.RESETTING):
-                    runtime.require_link().kill_worker()
+                    with suppress(ChannelClosed):  # its runner is gone already (killed from outside): the cell
+                        runtime.require_link().kill_worker()  # settles with it, and a new runner starts below
                 with queue.lock:  # a running cell settles first; one it cut said the reset (a lost event, once)
-                    if handle._pending_loss is before or handle._pending_loss.reason != "reset":  # type: ignore[union-attr]
+                    pending = handle._pending_loss  # (None: a cell reported the loss noted before and cleared it)
+                    if pending is None or pending is before or pending.reason != "reset":
                         handle.mark_lost(Loss(reason="reset", note="restart() was called"))  # also if no new worker starts
                     runtime.replace()
                     return handle.info(state_lost=True, reason="reset")

@@ -37,6 +37,7 @@ from ..errors import ConfigError, KernelShutdownError
 from .control import check_process, fresh_turn
 from .holders import current_holder, hold
 from .keys import CHILD_SEPARATOR, KernelKey, checked_key, checked_pinned
+from .leasing import leased_entry
 from .lifecycle import Loss, Losses
 from .options import KernelOptions, check_registry_settings, checked_options
 from .reaper import (IdleReaper, IdleReaping, SweptTransports, await_burials, await_start, bury, closed_at_exit, in_use,
@@ -201,7 +202,11 @@ class KernelRegistry(IdleReaping):
             with self._lock:
                 for old in dying:
                     bury(self._dying, old)
-        entry, creator = _leased_entry(self, key, pinned, doomed)
+        try:
+            entry, creator = leased_entry(self, key, pinned, doomed)
+        except BaseException:  # (closed meanwhile, a Ctrl-C): what it took out to end is ended all the same
+            self._teardown(doomed)
+            raise
         if creator:
             self._start(entry, doomed)
         else:
@@ -383,62 +388,6 @@ class KernelRegistry(IdleReaping):
         self.close()
 
     __reduce_ex__ = _refuse_copy
-
-
-def _leased_entry(registry: KernelRegistry, key: KernelKey, pinned: bool, doomed: list[_Entry]) -> tuple[_Entry, bool]:
-    """``key``'s entry with one more lease, made (pending) if it had none: ``(entry, made here)``; the
-    kernels to end (expired, over the cap) are added to ``doomed``. :raises KernelShutdownError: if closed."""
-    while True:
-        making = None
-        try:
-            making = _transport_for(registry, key)  # (outside the lock: a slow factory held every key's calls)
-            with registry._lock:
-                if registry._closed:
-                    raise KernelShutdownError("the kernel registry is shut down")
-                entry = registry._entries.get(key)
-                if entry is None and making is None:
-                    continue  # its entry went meanwhile: its transport is made again
-                doomed += registry._expired_unlocked()
-                creator = entry is None
-                if entry is None:
-                    entry = registry._new_entry_unlocked(key, pinned, making[0])  # type: ignore[index]
-                entry.leases += 1
-                entry.last_used = registry.clock()
-                registry._entries.move_to_end(key)
-                doomed += registry._over_cap_unlocked(keep=key)
-                return entry, creator
-        finally:
-            if making is not None:
-                with registry._lock:
-                    if registry._making.get(key) is making[1]:
-                        del registry._making[key]
-                making[1][1].set()
-
-
-def _transport_for(registry: KernelRegistry, key: KernelKey) -> tuple[Any, tuple[int, threading.Event]] | None:
-    """The transport of a new entry for ``key`` and its making (thread, event set once made), or ``None``: the
-    key has an entry. The factory runs outside the lock, for one caller of a key at a time (a
-    factory that asks a slow or silent docker engine held every other key's calls: their cells'
-    ends, ``snapshot()``; a fast key's cell waited 2.7 s for a 3-s factory of another key)."""
-    made = None
-    try:  # (a Ctrl-C as the lock is let go, too: a making left behind held the key's later calls for ever)
-        while made is None:
-            with registry._lock:
-                if key in registry._entries or registry._closed:
-                    return None
-                making = registry._making.get(key)
-                if making is None or making[0] == threading.get_ident():  # (a signal handler in the factory)
-                    made = registry._making[key] = (threading.get_ident(), threading.Event())
-                    continue
-            making[1].wait()
-        return registry._factory(key), made
-    except BaseException:
-        if made is not None:
-            with registry._lock:
-                if registry._making.get(key) is made:
-                    del registry._making[key]
-            made[1].set()
-        raise
 
 
 _live: weakref.WeakSet[KernelRegistry] = weakref.WeakSet()

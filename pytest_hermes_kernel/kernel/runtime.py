@@ -189,7 +189,7 @@ class KernelRuntime:
             self.relaunch()
         elif self.life.is_(S.WORKER_DEAD):
             may_restart()
-            self.start_worker()
+            _fresh_worker(self)  # (its runner may have gone too, between cells: every later cell raised ChannelClosed)
 
     def replace(self) -> None:
         """A fresh kernel in place of a dead one: a new runner if it was lost, else a new worker.
@@ -202,14 +202,7 @@ class KernelRuntime:
         if self.life.is_(S.NEW, S.RUNNER_LOST):
             self.relaunch()
             return
-        try:
-            if self.life.is_(S.IDLE):
-                self.kill_worker()
-            self.start_worker()
-        except ChannelClosed:  # the runner went with its channel (killed, its transport closed): a new runner
-            if not self.life.advance(S.RUNNER_LOST):
-                raise self.shut_error() from None
-            self.relaunch()
+        _fresh_worker(self)
 
     def reset_after_timeout(self, *, abandoned: bool, restart: bool, silent_s: float | None = None
                             ) -> tuple[WatchdogOutcome, str]:
@@ -334,6 +327,23 @@ class KernelRuntime:
         confirmed = link.end_at_once(why)
         return ExitInfo(step="sigkill", signal=9, confirmed=confirmed,
                         note=why if confirmed else f"{why}; the kill was not confirmed: it may still run")
+
+
+def _fresh_worker(runtime: KernelRuntime) -> None:
+    """A new worker for ``runtime`` (the idle one killed first), or a new runner if the runner went
+    with its channel (killed from outside, its host restarted, its transport closed).
+
+    :raises KernelStartError: if the replacement does not start.
+    :raises KernelShutdownError: if the kernel is shut down.
+    """
+    try:
+        if runtime.life.is_(S.IDLE):
+            runtime.kill_worker()
+        runtime.start_worker()
+    except ChannelClosed:
+        if not runtime.life.advance(S.RUNNER_LOST):
+            raise runtime.shut_error() from None
+        runtime.relaunch()
 
 
 def launch_spec(kernel_id: str, token: str, o: KernelOptions, *, here: bool = True) -> LaunchSpec:
