@@ -311,6 +311,7 @@ class FileCellTransport(Transport):
             self.kernel_ids.ended(launched.extra["kernel_id"], scanned=not self.runs_on_this_host)
 
     def close(self) -> None:
+        probes.end_left_running(self)  # kernels no shutdown ended: a script's, at its exit
         if self._owns_backend:
             closer = getattr(self.backend, "close", None)
             if callable(closer):
