@@ -18,12 +18,14 @@ count it with the server), is no child a ``ping`` counts or the idle timeout wai
 with the server (EOF on its socket: it kills its worker and exits). What differs from a kernel
 forked at the request: the pages the two processes touched before the claim are charged to the
 server's memory cgroup, not the kernel's (about 2 MB locally, where kernels join no cgroup unless
-asked); a spare that fails its claim in any way is killed and the server forks the kernel as before.
+asked); a spare that fails its claim before it touched the channel is killed and the server forks
+the kernel as before (one that answers nothing is killed and the host spawns the kernel), and a
+spare whose worker alone did not take the claim kills it and forks the kernel's first worker.
 
 Spare protocol, on a ``SOCK_SEQPACKET`` socketpair::
 
     server -> spare   JSON runner config + the channel fd (SCM_RIGHTS)
-    spare  -> server  b"ok" once both processes carry the kernel id | b"error: why"
+    spare  -> server  b"ok" once the supervisor carries the kernel id | b"error: why"
     spare  -> worker  the config as one frame; worker -> spare: one byte once it is stamped
 """
 
@@ -44,6 +46,7 @@ from .procfs import close_fds_except, memory_cgroup_oom_file
 from .serve import cgroup_problem
 from .stamp import redirect_stdio, stamp_kernel_id
 from .supervisor import DEFAULT_MAX_OUTPUT_BYTES, Supervisor
+from .worker_process import KILL_WAIT_S
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -175,11 +178,16 @@ def _serve_claim(sup: Supervisor, pair: socket.socket) -> int:
         print(f"hermes-kernel runner: cannot enter the working directory cwd={cwd!r}: {exc.strerror}",
               file=sys.stderr, flush=True)
         return CLAIM_FAILED
-    problem = cgroup_problem(config) or _worker_stamped(sup)
+    problem = cgroup_problem(config)
     if problem is not None:
         print(problem, file=sys.stderr, flush=True)
         return CLAIM_FAILED
+    silent = _worker_stamped(sup)
+    if silent is not None and not _drop_worker(sup, silent):
+        return CLAIM_FAILED
     _take_config(sup, config)
+    if sup.worker.pid is None:
+        sup.start_worker()  # as a restart does: a worker forked from this claimed supervisor
     sock = socket.socket(fileno=fds[0])
     sock.set_inheritable(False)
     sup.link.attach(sock, authenticated=True)
@@ -215,6 +223,16 @@ def _worker_stamped(sup: Supervisor) -> str | None:
     if stamped == _STAMPED:
         return None
     return f"hermes-kernel runner: the kernel's worker did not take its config (a spare's claim): {stamped!r}"
+
+
+def _drop_worker(sup: Supervisor, why: str) -> bool:
+    """The spare's worker did not take its claim (stopped, gone): kill it, so that the kernel's
+    first worker is forked from this supervisor, claimed by then; ``False`` if it would not end.
+    The server has its ``ok`` already (the channel is this process's): failing here failed the
+    start (``died during start (exit code 70)``)."""
+    print(f"{why}; a fresh worker is forked", file=sys.stderr, flush=True)
+    sup.worker.signal_group(signal.SIGKILL)
+    return sup.worker.wait(KILL_WAIT_S) is not None
 
 
 def _take_config(sup: Supervisor, config: dict[str, Any]) -> None:

@@ -75,6 +75,11 @@ class KernelIds:
                 while len(self._ended) > self._ended_kept:
                     self._ended.popitem(last=False)
 
+    def running(self) -> list[str]:
+        """The ids of the kernels launched and not ended (no cleanup ran for them yet)."""
+        with self._lock:
+            return sorted(self._running)
+
     def seen(self, listed: set[str]) -> None:
         """A scan listed processes of the kernels ``listed``: forget the ended ones it did not."""
         with self._lock:
@@ -174,6 +179,23 @@ def cleanup(transport: FileCellTransport, kind: str, identity: str) -> None:
             transport.call(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def end_left_running(transport: FileCellTransport) -> None:
+    """At the transport's close: kill the kernels launched through it that no shutdown ended, and
+    remove their kernel dirs (a script that exits with a filecell kernel it never shut down left
+    its runner and worker running, and its dir, for the runner's idle timer: 30 min). Never raises."""
+    for kernel_id in transport.kernel_ids.running():
+        try:
+            transport.call(scripts.kill_kernel_command(kernel_id=kernel_id, python=transport.scan_python()),
+                           SCAN_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - best effort at close: the runner's idle timer ends it
+            log.warning("could not end filecell kernel %s at the transport's close: %s", kernel_id, exc)
+            continue
+        transport.kernel_ids.ended(kernel_id, scanned=not transport.runs_on_this_host)
+    for kdir in transport.made_dirs.of(HERE):
+        cleanup(transport, "kernel dir", f"filecell:{id(transport.backend)}:{kdir}")
+        transport.made_dirs.removed(kdir)
 
 
 def disk_note(transport: FileCellTransport, path: str) -> str:

@@ -169,7 +169,7 @@ class FileCellTransport(Transport):
                                    "output decoded (UTF-8)")
         pid = scripts.parse_ready(out)
         hello = scripts.parse_client_output(out)
-        unknown = self._unknown_status(code)
+        unknown = _unknown_status(self.backend, code)
         if unknown is not None:  # it may or may not have started: end what it may have left (B35)
             self._end_failed_launch(spec.kernel_id, kdir, pid, python)
             raise KernelStartError(f"filecell launch through {self.backend!r} failed: {unknown}") from None
@@ -205,7 +205,7 @@ class FileCellTransport(Transport):
             negative number, over 255): unknown, never read as success or as an ordinary failure.
         """
         code, out = self.call(cmd, timeout)
-        unknown = self._unknown_status(code)
+        unknown = _unknown_status(self.backend, code)
         if unknown is not None:
             raise unknown
         return code, out
@@ -226,13 +226,6 @@ class FileCellTransport(Transport):
             gave_up=lambda: TransportLostError(
                 f"the filecell backend {self.backend!r} did not return from execute within {bound:g} s (its "
                 f"timeout was {timeout:g} s): it must end a command at its timeout and return (or raise TimeoutError)"))
-
-    def _unknown_status(self, code: object) -> ExitStatusUnknownError | None:
-        if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255:
-            return None
-        return ExitStatusUnknownError(f"the filecell backend {self.backend!r} returned exit status {code!r}: the "
-                                      "command's outcome is unknown (an exit status is 0..255; a signal death is "
-                                      "128 + the signal)", returned=repr(code))
 
     def _end_failed_launch(self, kernel_id: str, kdir: str, pid: int | None, python: str) -> None:
         """End what a failed or interrupted launch may have started, then remove its dir: the
@@ -311,6 +304,7 @@ class FileCellTransport(Transport):
             self.kernel_ids.ended(launched.extra["kernel_id"], scanned=not self.runs_on_this_host)
 
     def close(self) -> None:
+        probes.end_left_running(self)  # kernels no shutdown ended: a script's, at its exit
         if self._owns_backend:
             closer = getattr(self.backend, "close", None)
             if callable(closer):
@@ -370,6 +364,15 @@ class FileCellTransport(Transport):
 
     def describe(self) -> str:
         return f"filecell ({self.backend!r}, {self.python}, root {self.root})"
+
+
+def _unknown_status(backend: object, code: object) -> ExitStatusUnknownError | None:
+    """``None`` for an exit status ``backend`` may return (0..255), else the error that says so."""
+    if isinstance(code, int) and not isinstance(code, bool) and 0 <= code <= 255:
+        return None
+    return ExitStatusUnknownError(f"the filecell backend {backend!r} returned exit status {code!r}: the "
+                                  "command's outcome is unknown (an exit status is 0..255; a signal death is "
+                                  "128 + the signal)", returned=repr(code))
 
 
 def _log_of(transport: FileCellTransport, kdir: str, lines: int = 20) -> str:
