@@ -215,6 +215,24 @@ def child_pids(pid: int, name: str | None = None) -> list[int]:
     return out
 
 
+def server_spare(transport: Any, runners: Iterable[int]) -> tuple[int, int]:
+    """The pids ``(supervisor, worker)`` of a local transport's kernel server's spare kernel
+    (``kernel/runner/spare.py``), once it has made one: the server's child that is none of the
+    kernels' ``runners`` and has forked its worker."""
+    (server,) = transport.server_pids()
+    known = set(runners)
+
+    def found() -> tuple[int, int] | None:
+        for child in psutil.Process(server).children():
+            if child.pid not in known:
+                workers = child.children()
+                if workers:
+                    return child.pid, workers[0].pid
+        return None
+
+    return wait_until(found, 10.0, what="the kernel server's spare (a supervisor and its worker)")
+
+
 def kill_quietly(pids: Iterable[int | None], sig: int = signal.SIGKILL) -> None:
     """Clean-up for a failed test: signal pids this test started (directly or through a kernel)."""
     for pid in pids:

@@ -10,13 +10,12 @@ import os
 import signal
 from collections.abc import Iterator
 
-import psutil
 import pytest
 
 from pytest_hermes_kernel import KernelHandle, start_kernel
 from pytest_hermes_kernel.procs import pid_alive
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import wait_until
+from tests.support import server_spare, wait_until
 
 
 @pytest.fixture
@@ -34,22 +33,10 @@ def kernels() -> Iterator[list[KernelHandle]]:
         k.shutdown()
 
 
-def _spare_worker(transport: LocalTransport, runners: set[int]) -> tuple[int, int]:
-    (server,) = transport.server_pids()
-
-    def found() -> tuple[int, int] | None:
-        for child in psutil.Process(server).children():
-            if child.pid not in runners and child.children():
-                return child.pid, child.children()[0].pid
-        return None
-
-    return wait_until(found, 10.0, what="the kernel server's spare (a supervisor and its worker)")
-
-
 def test_a_kernel_claimed_from_a_spare_whose_worker_went_silent_starts(transport, kernels):
     kernels.append(start_kernel(transport))
     kernels[0].execute("1")
-    runner, worker = _spare_worker(transport, {kernels[0].runner_pid})
+    runner, worker = server_spare(transport, {kernels[0].runner_pid})
     os.kill(worker, signal.SIGSTOP)
 
     k = start_kernel(transport, env={"HK_X": "x"})

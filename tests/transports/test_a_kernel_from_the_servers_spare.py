@@ -22,7 +22,7 @@ import pytest
 from pytest_hermes_kernel import KernelHandle, start_kernel
 from pytest_hermes_kernel.procs import pid_alive
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import wait_until
+from tests.support import server_spare, wait_until
 
 CWD_ENV_ID = "import os; (os.getcwd(), os.environ.get('HK_SPARE_X'), os.environ['HERMES_KERNEL_ID'])"
 
@@ -43,19 +43,7 @@ def kernels() -> Iterator[list[KernelHandle]]:
 
 
 def _spare(transport: LocalTransport, kernels: list[KernelHandle]) -> tuple[int, int]:
-    """The pids of the server's spare (supervisor, worker), once it has made one."""
-    (server,) = transport.server_pids()
-    runners = {k.runner_pid for k in kernels}
-
-    def found() -> tuple[int, int] | None:
-        for child in psutil.Process(server).children():
-            if child.pid not in runners:
-                workers = child.children()
-                if workers:
-                    return child.pid, workers[0].pid
-        return None
-
-    return wait_until(found, 10.0, what="the kernel server's spare (a supervisor and its worker)")
+    return server_spare(transport, (k.runner_pid for k in kernels))
 
 
 def _start(kernels: list[KernelHandle], transport: LocalTransport, **options: object) -> KernelHandle:
