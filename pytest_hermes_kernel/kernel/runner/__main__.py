@@ -36,13 +36,18 @@ def _flush_startup_output() -> None:
             pass
 
 
+#: Signals the runner itself relies on (interrupts, its stop, its children's ends, its probes' alarm).
+RUNNER_SIGNALS = ("SIGINT", "SIGTERM", "SIGCHLD", "SIGALRM")
+
+
 def _unblock_signals() -> None:
-    """Start with no signal blocked, whatever the starting process blocked: the mask is inherited
-    across ``fork`` and ``exec``, and a kernel started from a thread that blocked SIGINT (one that
-    leaves signals to a ``sigwait`` thread) took no interrupt: its cells ran on, the watchdog
-    reset them, state lost."""
+    """Unblock the signals the runner relies on, whatever the starting process blocked: the mask
+    is inherited across ``fork`` and ``exec``, and a kernel started from a thread that blocked
+    SIGINT (one that leaves signals to a ``sigwait`` thread) took no interrupt: its cells ran on,
+    the watchdog reset them, state lost. Any other signal the host blocked stays blocked in the
+    kernel, as in any process it starts (``tests/regressions/test_a_forked_kernel_inherits_what_the_host_has_now.py``)."""
     if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [getattr(signal, name) for name in RUNNER_SIGNALS])
 
 
 def main(argv: list[str]) -> int:
