@@ -160,6 +160,27 @@ def transports_closed_after(no_kernel_left_behind: None) -> Iterator[Callable[..
         transport.close()
 
 
+@pytest.fixture(name="kernels")
+def kernels_shut_down_after() -> Iterator[list[Any]]:
+    """``kernels``: a list the test appends the kernels it starts to; each is shut down after the
+    test (import it into a test module to use it there)."""
+    made: list[Any] = []
+    yield made
+    for kernel in made:
+        kernel.shutdown()
+
+
+@pytest.fixture(name="transport")
+def local_transport_closed_after() -> Iterator[Transport]:
+    """``transport``: a local transport of the test's own (its own kernel server), closed after the
+    test (import it into a test module to use it there)."""
+    from pytest_hermes_kernel.transports.local import LocalTransport
+
+    made = LocalTransport()
+    yield made
+    made.close()
+
+
 def environ_of(pid: int) -> dict[str, str]:
     """The environment of ``pid`` from ``/proc/PID/environ`` (empty if unreadable or gone)."""
     try:

@@ -8,29 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 
-import pytest
 
-from pytest_hermes_kernel import KernelHandle, start_kernel
+from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.procs import pid_alive
-from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import server_spare, wait_until
-
-
-@pytest.fixture
-def transport() -> Iterator[LocalTransport]:
-    made = LocalTransport()
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def kernels() -> Iterator[list[KernelHandle]]:
-    made: list[KernelHandle] = []
-    yield made
-    for k in made:
-        k.shutdown()
+from tests.support import kernels_shut_down_after, local_transport_closed_after, server_spare, wait_until  # noqa: F401 - fixtures
 
 
 def test_a_kernel_claimed_from_a_spare_whose_worker_went_silent_starts(transport, kernels):

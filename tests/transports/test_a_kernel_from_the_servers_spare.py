@@ -13,33 +13,16 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
-import pytest
 
 from pytest_hermes_kernel import KernelHandle, start_kernel
 from pytest_hermes_kernel.procs import pid_alive
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import server_spare, wait_until
+from tests.support import kernels_shut_down_after, local_transport_closed_after, server_spare, wait_until  # noqa: F401 - fixtures
 
 CWD_ENV_ID = "import os; (os.getcwd(), os.environ.get('HK_SPARE_X'), os.environ['HERMES_KERNEL_ID'])"
-
-
-@pytest.fixture
-def transport() -> Iterator[LocalTransport]:
-    made = LocalTransport()
-    yield made
-    made.close()
-
-
-@pytest.fixture
-def kernels() -> Iterator[list[KernelHandle]]:
-    made: list[KernelHandle] = []
-    yield made
-    for k in made:
-        k.shutdown()
 
 
 def _spare(transport: LocalTransport, kernels: list[KernelHandle]) -> tuple[int, int]:

@@ -24,7 +24,7 @@ import pytest
 from pytest_hermes_kernel import KernelHandle, KernelOptions, start_kernel
 from pytest_hermes_kernel.procs import pid_alive
 from pytest_hermes_kernel.transports.local import LocalTransport
-from tests.support import wait_until
+from tests.support import kernels_shut_down_after, wait_until  # noqa: F401 - the kernels fixture
 
 FDS_OF = "import os; sorted(os.readlink(f'/proc/self/fd/{n}').split(':')[0] for n in os.listdir('/proc/self/fd'))"
 
@@ -36,14 +36,6 @@ def transports() -> Iterator[list[LocalTransport]]:
     yield made
     for t in made:
         t.close()
-
-
-@pytest.fixture
-def kernels() -> Iterator[list[KernelHandle]]:
-    made: list[KernelHandle] = []
-    yield made
-    for k in made:
-        k.shutdown()
 
 
 def _local(transports: list[LocalTransport], **options: object) -> LocalTransport:
