@@ -61,6 +61,19 @@ def _drop_leases() -> None:
     _leases.clear()
 
 
+#: Bytes one read asks for while replies are short. A read of 1 MiB was a fresh buffer from the C
+#: allocator every time, above its mmap threshold: an ``mmap``, ``mremap`` and ``munmap`` for each
+#: reply, three of the eight system calls of a trivial cell's round trip on the host (strace).
+READ_BYTES_SHORT = 1 << 16
+#: Bytes one read asks for once a read came back full (a long frame streaming in).
+READ_BYTES_BULK = 1 << 20
+
+
+def next_read_bytes(got: int, asked: int) -> int:
+    """The size of the next read, after one of ``asked`` bytes brought ``got``: bulk after a full read."""
+    return READ_BYTES_BULK if got >= asked else READ_BYTES_SHORT
+
+
 class SocketStream:
     """:class:`ByteStream` over a connected socket (a socketpair end for local kernels).
 
@@ -76,6 +89,7 @@ class SocketStream:
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = lease(sock)
+        self._read_bytes = READ_BYTES_SHORT
         sock.settimeout(None)
         # A stream dropped unclosed (a handle nobody shut down, whose kernel the leak check ended)
         # ends its lease as its collection would, without the socket's ResourceWarning: pytest turned
@@ -96,7 +110,9 @@ class SocketStream:
                 poller.register(self.sock, select.POLLIN)
                 if not poller.poll(min(max(0.0, timeout) * 1000.0, POLL_MAX_MS)):  # milliseconds
                     raise TimeoutError  # (at POLL_MAX_MS too: the caller's loop holds the deadline)
-            return self.sock.recv(1 << 20)
+            data = self.sock.recv(self._read_bytes)
+            self._read_bytes = next_read_bytes(len(data), self._read_bytes)
+            return data
         except (ValueError, OSError):
             if self.sock.fileno() == -1:  # closed by us
                 return b""

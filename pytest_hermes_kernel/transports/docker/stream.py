@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...containers.engines import close_exec_socket
-from ...kernel.channel import lease
+from ...kernel.channel import READ_BYTES_SHORT, lease, next_read_bytes
 
 HEADER_BYTES = 8
 STDOUT, STDERR = 1, 2
@@ -48,6 +48,7 @@ class DockerExecStream:
         self.sock: socket.socket = lease(getattr(hijacked, "_sock", hijacked))  # a forked child closes its copy
         self.sock.settimeout(None)
         self._raw = bytearray()
+        self._read_bytes = READ_BYTES_SHORT
         self._stderr: collections.deque[bytes] = collections.deque()
         self._stderr_bytes = 0
         self._eof = False
@@ -134,9 +135,10 @@ class DockerExecStream:
 
     def _read_once(self) -> None:
         try:
-            chunk = self.sock.recv(1 << 20)
+            chunk = self.sock.recv(self._read_bytes)
         except OSError:
             chunk = b""
+        self._read_bytes = next_read_bytes(len(chunk), self._read_bytes)
         if not chunk:
             self._eof = True
             self.ended_because = self.ended_because or "end of the exec stream"
