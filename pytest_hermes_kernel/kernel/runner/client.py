@@ -27,7 +27,7 @@ from __future__ import annotations
 import _socket as socket  # (``socket`` imports ``enum`` and ``selectors``: ~2 ms of every poll)
 import binascii
 import fcntl
-import os
+import posix  # (not ``os``: it imports ``_collections_abc``, ``stat`` and ``posixpath``, ~1 ms of every poll)
 import select
 import sys
 import time
@@ -45,6 +45,11 @@ if TYPE_CHECKING:
     #: (dropped: another client attached, or the supervisor ended), ``gone`` (nothing listens)
     #: or ``error`` (refused, bad frame).
     ClientStatus = Literal["done", "tool", "running", "deadline", "eof", "gone", "error"]
+
+def _path(kernel_dir: str, name: str) -> str:
+    """``name`` in ``kernel_dir`` (``os.path.join`` for a plain name, without importing ``os``)."""
+    return kernel_dir + name if not kernel_dir or kernel_dir.endswith("/") else f"{kernel_dir}/{name}"
+
 
 CLIENT_BEGIN = "@@hermes-client begin@@"
 CLIENT_SENT = "@@hermes-client sent@@"
@@ -73,10 +78,10 @@ def client(kernel_dir: str, params_b64: str) -> int:
 
 def _connect(kernel_dir: str) -> tuple[socket.socket, str] | None:
     try:
-        with open(os.path.join(kernel_dir, "token"), encoding="ascii") as fh:
+        with open(_path(kernel_dir, "token"), encoding="ascii") as fh:
             token = fh.read().strip()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(os.path.join(kernel_dir, "sock"))
+        sock.connect(_path(kernel_dir, "sock"))
     except OSError:
         return None
     return sock, token
@@ -159,23 +164,23 @@ def _leave(sock: socket.socket, decoder: FrameDecoder) -> None:
 
 def _hold(kernel_dir: str, sock: socket.socket, decoder: FrameDecoder, wait: set[Any], hold_s: float) -> None:
     """Fork a holder that keeps this connection and spools frames; the caller returns at once."""
-    base = os.path.join(kernel_dir, f"{CLIENT_HOLD_PREFIX}{os.getpid()}")
-    lock = os.open(base + ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
+    base = _path(kernel_dir, f"{CLIENT_HOLD_PREFIX}{posix.getpid()}")
+    lock = posix.open(base + ".lock", posix.O_WRONLY | posix.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)  # taken before the fork: the next client never misses it
     sys.stdout.flush()
-    if os.fork():
-        os.close(lock)  # the holder keeps the lock until its spool is complete
+    if posix.fork():
+        posix.close(lock)  # the holder keeps the lock until its spool is complete
         return
     try:
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
+        posix.setsid()
+        null = posix.open("/dev/null", posix.O_RDWR)
         for fd in (0, 1, 2):  # the backend's execute ends when our parent exits
-            os.dup2(null, fd)
-        sys.stdout = open(base + ".spool", "a", encoding="ascii")  # noqa: SIM115 - until os._exit
+            posix.dup2(null, fd)
+        sys.stdout = open(base + ".spool", "a", encoding="ascii")  # noqa: SIM115 - until posix._exit
         _spool(sock, decoder, wait, time.monotonic() + hold_s)
         sys.stdout.flush()
     finally:
-        os._exit(0)
+        posix._exit(0)
 
 
 def _spool(sock: socket.socket, decoder: FrameDecoder, wait: set[Any], until: float) -> None:
@@ -193,7 +198,7 @@ def _entries(kernel_dir: str) -> list[str]:
     """The kernel dir's entries; none once the supervisor, ending (a shutdown), removed it: its last
     frames (the ``bye``) are still on the connection, and the poll must go on to read them."""
     try:
-        return os.listdir(kernel_dir)
+        return posix.listdir(kernel_dir)
     except FileNotFoundError:
         return []
 
@@ -203,7 +208,7 @@ def _unspool(kernel_dir: str, wait: set[Any]) -> ClientStatus | None:
     status = None
     locks = sorted(n for n in _entries(kernel_dir) if n.startswith(CLIENT_HOLD_PREFIX) and n.endswith(".lock"))
     for name in locks:
-        lines = _take_spool(os.path.join(kernel_dir, name))
+        lines = _take_spool(_path(kernel_dir, name))
         for line in lines or ():
             decoder = FrameDecoder()
             decoder.feed(binascii.a2b_base64(line))
@@ -218,7 +223,7 @@ def _unspool(kernel_dir: str, wait: set[Any]) -> ClientStatus | None:
 def _take_spool(lock_path: str) -> list[str] | None:
     """Wait for the holder to let go of ``lock_path``; return its spool's lines (``None``: taken)."""
     try:
-        fd = os.open(lock_path, os.O_RDONLY)
+        fd = posix.open(lock_path, posix.O_RDONLY)
     except OSError:
         return None
     try:
@@ -235,13 +240,13 @@ def _take_spool(lock_path: str) -> list[str] | None:
         try:
             with open(spool, encoding="ascii") as fh:
                 lines = fh.read().split()
-            os.unlink(spool)
-            os.unlink(lock_path)
+            posix.unlink(spool)
+            posix.unlink(lock_path)
         except OSError:
             return None  # taken by a concurrent client
         return lines
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def _pickup(kernel_dir: str, sock: socket.socket, wait: set[Any], below: int | None = None) -> None:
@@ -249,13 +254,13 @@ def _pickup(kernel_dir: str, sock: socket.socket, wait: set[Any], below: int | N
     names = sorted(n for n in _entries(kernel_dir) if n.startswith(CLIENT_DROP_PREFIX) and n[2:].isdigit()
                    and (below is None or int(n[2:]) < below))
     for name in names:
-        path = os.path.join(kernel_dir, name)
-        mine = f"{path}.{os.getpid()}"
+        path = _path(kernel_dir, name)
+        mine = f"{path}.{posix.getpid()}"
         try:
-            os.rename(path, mine)  # claims it: a concurrent client gets ENOENT
+            posix.rename(path, mine)  # claims it: a concurrent client gets ENOENT
             with open(mine, "rb") as fh:
                 data = binascii.a2b_base64(fh.read())
-            os.unlink(mine)
+            posix.unlink(mine)
         except OSError:
             continue
         _note_requests(data, wait)
