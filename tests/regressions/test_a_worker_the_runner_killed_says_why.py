@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 CHANNEL = ("import sys\nw = next(m._WORKER for n, m in list(sys.modules.items())\n"
-           "         if n.endswith('runner.worker') and getattr(m, '_WORKER', None))\nfd = w.sock.fileno()\n")
+           "         if n.endswith('runner.worker_process') and getattr(m, '_WORKER', None))\nfd = w.sock.fileno()\n")
 CELLS = {
     "writes bytes that are no frame": (CHANNEL + "import os\nos.write(fd, b'\\xff' * 64)\nimport time\ntime.sleep(5)",
                                        "it sent bytes that are no frame on its channel (a cell can write to it"),

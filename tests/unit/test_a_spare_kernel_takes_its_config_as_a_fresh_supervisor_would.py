@@ -3,7 +3,8 @@ exists, from an empty one, and takes the real config at its claim (``_take_confi
 attribute a supervisor and its parts derive from the config when built must then equal what a
 supervisor built from that config holds: a field missed there (the output cap, the token, the
 orphan timer, the OOM counter) would make kernels from a spare differ from kernels forked at the
-request, silently. Run in a child interpreter: a supervisor installs signal handlers."""
+request, silently. The same for the spare's worker, built before its claim too and given the
+config then (``Worker.take_config``). Run in a child interpreter: a supervisor installs signal handlers."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ SCRIPT = r"""
 import json, sys
 from pytest_hermes_kernel.kernel.runner import spare
 from pytest_hermes_kernel.kernel.runner.supervisor import Supervisor
+from pytest_hermes_kernel.kernel.runner.worker import Worker
+import socket
 
 config = json.loads(sys.argv[1])
 
-FDS = {"wake_r", "wake_w", "out_r", "out_w", "err_r", "err_w", "write_ends", "stray"}  # numbers differ between two builds
+FDS = {"wake_r", "wake_w", "out_r", "out_w", "err_r", "err_w", "write_ends", "stray", "_main"}  # differ between two builds
 
 def plain(obj):
     return {name: value for name, value in vars(obj).items()
@@ -36,7 +39,11 @@ def state(sup):
 fresh = Supervisor(config)
 claimed = Supervisor({})
 spare._take_config(claimed, config)
-print(json.dumps({"fresh": state(fresh), "claimed": state(claimed)}, default=repr))
+a, b = socket.socketpair()
+fresh_worker, claimed_worker = Worker(a, config), Worker(b, {})
+claimed_worker.take_config(config)
+print(json.dumps({"fresh": {**state(fresh), "in_worker": plain(fresh_worker)},
+                  "claimed": {**state(claimed), "in_worker": plain(claimed_worker)}}, default=repr))
 """
 
 CONFIGS = [
@@ -64,3 +71,4 @@ def test_a_claimed_spare_holds_what_a_supervisor_built_from_the_config_holds() -
         assert not differ, differ
         assert got["claimed"].keys() == got["fresh"].keys()
         assert got["claimed"]["out"]["cap"] == config["max_output_bytes"]  # the comparison saw the fields
+        assert got["claimed"]["in_worker"]["text_cap"] == config["max_output_bytes"]

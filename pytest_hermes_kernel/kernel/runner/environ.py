@@ -53,12 +53,16 @@ def apply_kernel_env(config: dict[str, Any]) -> None:
 
     :param config: the runner config (``env``, ``env_clear``, ``env_unset``, ``kernel_id``).
     """
-    if config.get("env_clear"):
-        os.environ.clear()
+    # as UTF-8 bytes: a worker whose file system encoding is ASCII (LC_ALL=C, PYTHONUTF8=0) died on 'A': '\u00fc'
+    env = {_utf8(name): _utf8(value) for name, value in (config.get("env") or {}).items()}
+    if config.get("env_clear"):  # (a name the kernel keeps is not unset and set again: 0.3 ms of a start)
+        for name in [name for name in os.environb if name not in env]:
+            del os.environb[name]
     for name in config.get("env_unset") or ():
         os.environb.pop(_utf8(name), None)
-    for name, value in (config.get("env") or {}).items():  # as UTF-8 bytes: a worker whose file system
-        os.environb[_utf8(name)] = _utf8(value)  # encoding is ASCII (LC_ALL=C, PYTHONUTF8=0) died on 'A': '\u00fc'
+    for name, value in env.items():
+        if os.environb.get(name) != value:  # (one a forked worker has already: no putenv)
+            os.environb[name] = value
     if config.get("kernel_id"):
         os.environ[KERNEL_ID_NAME] = str(config["kernel_id"])
     _extend_sys_path(os.environ.get("PYTHONPATH", ""))
@@ -94,9 +98,9 @@ def _noting(set_handler: Callable[..., Any]) -> Callable[..., Any]:
     return signal_
 
 
-def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
-    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals, cwd,
-    ``faulthandler`` on fd 2, the kernel's environment (:mod:`.environ`)."""
+def become_worker(out_w: int, err_w: int) -> None:
+    """Own process group, stdin on ``/dev/null``, fd 1/2 on the pipes, default signals,
+    ``faulthandler`` on fd 2: what a worker is before it is a kernel's (:func:`enter_kernel_env`)."""
     os.setpgid(0, 0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -116,6 +120,25 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     faulthandler.enable(file=2, all_threads=True)  # a crash's traceback lands in the cell's stderr
     sys.argv = [""]
+    if "" not in sys.path:
+        sys.path.insert(0, "")
+
+
+def join_cgroup(config: dict[str, Any]) -> None:
+    """Join the cgroup of ``config['cgroup_procs']`` (a ``cgroup.procs`` file), if any; a failure is
+    the supervisor's to report (it checked the file before it forked)."""
+    cgroup_procs = config.get("cgroup_procs")
+    if cgroup_procs:
+        try:
+            with open(cgroup_procs, "w", encoding="ascii") as fh:
+                fh.write(str(os.getpid()))
+        except OSError:
+            pass
+
+
+def enter_kernel_env(config: dict[str, Any]) -> None:
+    """The kernel's cwd and environment (:func:`apply_kernel_env`), in a worker set up by
+    :func:`become_worker`; a cwd that is gone ends the worker with one line on stderr."""
     if config.get("cwd"):
         try:
             os.chdir(config["cwd"])
@@ -123,8 +146,6 @@ def become_worker(out_w: int, err_w: int, config: dict[str, Any]) -> None:
             os.write(2, f"hermes-kernel runner: cannot enter the working directory cwd={config['cwd']!r}: "
                         f"{exc.strerror}\n".encode("utf-8", "backslashreplace"))
             os._exit(70)  # EX_SOFTWARE, as any failed worker start (worker.START_FAILED)
-    if "" not in sys.path:
-        sys.path.insert(0, "")
     apply_kernel_env(config)
 
 

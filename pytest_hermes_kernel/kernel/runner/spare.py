@@ -5,7 +5,9 @@ write to pages it shares with the server (about a thousand copy-on-write faults 
 and its worker), and the supervisor forks its worker: about 5 ms of an 9 ms start to first
 result. So the server keeps one kernel forked ahead, its *spare*: a supervisor in a session of its
 own, with only its socket to the server open, its :class:`.Supervisor` built and its worker
-forked, both waiting for a kernel's config. A spawn hands the config and the channel to the spare
+forked and set up as far as no config is needed (its stdio on the output pipes, its signal
+handlers, ``faulthandler``: :func:`.worker_process.worker_main`; one cell's code path run once),
+both waiting for a kernel's config. A spawn hands the config and the channel to the spare
 (``SCM_RIGHTS``), and it becomes that kernel, doing then what a kernel the server forks at the
 request does after its fork (:func:`.server.enter_kernel`): the kernel's log on stderr, its kernel
 id written in both processes' environ, ``random`` reseeded in both, its cwd entered and its cgroup
@@ -41,6 +43,8 @@ import sys
 import traceback
 
 from .attach import recv_fds
+from .bounds import bound_value, safe_repr
+from .environ import exec_source
 from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
 from .procfs import close_fds_except, memory_cgroup_oom_file
 from .serve import cgroup_problem
@@ -265,13 +269,25 @@ def _warm_up() -> None:
     encode_frame({"type": "claim", "config": {}})
 
 
+def _warm_cell_path() -> None:
+    """In the spare's worker: a cell's source run, its value bounded and framed, an ``execute`` frame
+    read, once before the claim (their copy-on-write faults and first-call costs off the first cell)."""
+    reply = {"type": "result", "id": 0, "status": "ok"}
+    bound_value(reply, safe_repr(exec_source("1", {})), 1 << 20)
+    decoder = FrameDecoder()
+    decoder.feed(encode_frame({"type": "execute", "id": 1, "code": "1", "tools": []}))
+    decoder.next_frame()
+    encode_frame(reply)
+
+
 def _worker_claim(child: socket.socket) -> dict[str, Any]:
-    """In the spare's worker: wait for the claim's config, take what a forked worker inherits
-    from its supervisor (kernel id, log, cwd, a fresh ``random``), say so; the config. EOF (the
+    """In the spare's worker, set up as far as no config is needed (:func:`.worker_process.worker_main`:
+    its stdio on the output pipes already): wait for the claim's config, take what a forked worker
+    inherits from its supervisor (kernel id, cwd, a fresh ``random``), say so; the config. EOF (the
     spare ended unclaimed) or any failure ends this process."""
     try:
-        signal.set_wakeup_fd(-1)  # the spare's, closed here: its number may be a file's once this opens any
         _warm_up()
+        _warm_cell_path()
         decoder = FrameDecoder()
         frame = None
         while frame is None:
@@ -281,7 +297,6 @@ def _worker_claim(child: socket.socket) -> dict[str, Any]:
             decoder.feed(data)
             frame = decoder.next_frame()
         config = frame[0]["config"]
-        redirect_stdio(config.get("log"))  # until the worker's own stdio: a failed start's traceback there
         stamp_kernel_id(str(config["kernel_id"]))
         if "random" in sys.modules:
             sys.modules["random"].seed()

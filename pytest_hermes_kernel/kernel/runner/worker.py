@@ -26,17 +26,37 @@ import os
 import select
 import signal
 import socket
-import sys
 import threading
 import time
-import traceback
 import types
 
-from .bounds import DEFAULT_TEXT_CAP, bound_inline, bound_value, describe_error, describe_exit, safe_repr, too_large
-from .environ import (become_worker, end_forked_child, end_of_cell, exec_source, finalize_and_exit, raised_by_cell,
-                      restore_stdio)
-from .frames import MAX_FRAME_BYTES, READ_CHUNK, FrameDecoder, encode_frame, recv_or_end, send_all, unread
-from .kick import drop_blocked_sigint, install_kick_handler
+from .bounds import (
+    DEFAULT_TEXT_CAP,
+    bound_inline,
+    bound_value,
+    describe_error,
+    describe_exit,
+    safe_repr,
+    too_large,
+)
+from .environ import (
+    end_forked_child,
+    end_of_cell,
+    exec_source,
+    finalize_and_exit,
+    raised_by_cell,
+    restore_stdio,
+)
+from .frames import (
+    MAX_FRAME_BYTES,
+    READ_CHUNK,
+    FrameDecoder,
+    encode_frame,
+    recv_or_end,
+    send_all,
+    unread,
+)
+from .kick import drop_blocked_sigint
 from .tools import ToolError, encode_tool_call, install_tools_module
 
 TYPE_CHECKING = False
@@ -52,7 +72,6 @@ if TYPE_CHECKING:
 #: Exit status of a worker whose own start failed (EX_SOFTWARE).
 START_FAILED = 70
 _RETIRED = "No active cell: the cell this call belonged to has settled, so its tool authority is retired."
-_WORKER: Worker | None = None
 #: While a cell's main thread waits for a tool's result, how often (seconds) it looks for a SIGINT
 #: that arrived meanwhile (the wait itself must not be cut: see :meth:`Worker.on_sigint`).
 INTERRUPT_POLL_S = 0.02
@@ -81,8 +100,7 @@ class Worker:
         self.cell_id: Any = None
         self.in_cell = False
         self.tools: list[str] = []
-        self.config = config
-        self.text_cap = int(config.get("max_output_bytes", DEFAULT_TEXT_CAP))
+        self.take_config(config)
         # One reader at a time: the main loop and threads waiting on tool results share the
         # socket, so whoever waits reads for everyone and routes each frame to its box (a
         # thread of an earlier cell must never swallow the next cell's "execute").
@@ -99,6 +117,11 @@ class Worker:
         self._returning = False  # a tool call answered, past its shield, until the next one or cell
         self._looked = False  # a wait read what came before a SIGINT (_recv)
         self._rearm, self._rearmer = threading.Lock(), None  # (see _interrupt_after_call)
+
+    def take_config(self, config: dict[str, Any]) -> None:
+        """The kernel's config (a spare's worker is built before it has one)."""
+        self.config = config
+        self.text_cap = int(config.get("max_output_bytes", DEFAULT_TEXT_CAP))
 
     def on_sigint(self, signum: int, frame: Any) -> None:
         """SIGINT handler: interrupt the cell; outside a cell the runner's own code must not break.
@@ -405,45 +428,3 @@ def _signal_until_raised(worker: Worker, cell: int) -> None:
             else:  # the cell set a handler of its own (or SIG_IGN) since: it gets the interrupt, once
                 worker._after_call = False
             signal.pthread_kill(worker._main, signal.SIGINT)
-
-
-def _close_channel_in_fork_child() -> None:
-    worker = _WORKER
-    if worker is not None and _getpid() != worker.pid:
-        try:
-            worker.sock.close()
-        except OSError:
-            pass
-
-
-def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, Any]) -> None:
-    """Entry point of a freshly forked worker: set it up, run cells, exit. Never returns.
-
-    :param sock: the worker's end of the socketpair to the supervisor.
-    :param out_w: write end of the stdout pipe (becomes fd 1).
-    :param err_w: write end of the stderr pipe (becomes fd 2).
-    :param config: the runner config.
-    """
-    global _WORKER
-    code = 0
-    try:
-        worker = Worker(sock, config)
-        sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
-        # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
-        signal.default_int_handler = handler = worker.on_sigint  # type: ignore[assignment]
-        signal.signal(signal.SIGINT, handler)
-        become_worker(out_w, err_w, config)
-        install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
-        _WORKER = worker
-        install_tools_module(worker)
-        os.register_at_fork(after_in_child=_close_channel_in_fork_child)
-        if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
-            finalize_and_exit(0, worker.namespace, join_threads=False)
-    except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
-        code = START_FAILED
-        try:
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
-    finally:
-        os._exit(code)

@@ -15,12 +15,16 @@ import select
 import selectors
 import signal
 import socket
+import sys
 import time
+import traceback
 
+from .environ import become_worker, enter_kernel_env, finalize_and_exit, join_cgroup
 from .frames import FrameDecoder, encode_frame, send_all
-from .kick import Kicks
+from .kick import Kicks, install_kick_handler
 from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file
-from .worker import worker_main
+from .tools import install_tools_module
+from .worker import START_FAILED, Worker
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -103,16 +107,7 @@ class WorkerProcess:
         _own_group(0)
         out_w, err_w = self.write_ends
         close_fds_except({0, 1, 2, child.fileno(), out_w, err_w})
-        if claim is not None:
-            self.config = claim(child)
-        cgroup_procs = self.config.get("cgroup_procs")
-        if cgroup_procs:
-            try:
-                with open(cgroup_procs, "w", encoding="ascii") as fh:
-                    fh.write(str(os.getpid()))
-            except OSError:
-                pass
-        worker_main(child, out_w, err_w, self.config)
+        worker_main(child, out_w, err_w, self.config, claim)
 
     def send(self, header: Header) -> bool:
         """Send one frame to the worker; ``False`` when it is gone or dying."""
@@ -269,3 +264,60 @@ def _stopped(pid: int) -> bool:
             return fh.read().rsplit(b")", 1)[1].split()[0] == b"T"
     except (OSError, IndexError):
         return False
+
+
+#: The worker of this process, once :func:`worker_main` made it (a cell's ``os.fork()`` child closes its channel).
+_WORKER: Worker | None = None
+
+
+def _close_channel_in_fork_child() -> None:
+    worker = _WORKER
+    if worker is not None and os.getpid() != worker.pid:
+        try:
+            worker.sock.close()
+        except OSError:
+            pass
+
+
+def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, Any],
+                claim: Callable[[socket.socket], dict[str, Any]] | None = None) -> None:
+    """Entry point of a freshly forked worker: set it up, run cells, exit. Never returns.
+
+    :param sock: the worker's end of the socketpair to the supervisor.
+    :param out_w: write end of the stdout pipe (becomes fd 1).
+    :param err_w: write end of the stderr pipe (becomes fd 2).
+    :param config: the runner config.
+    :param claim: a spare's worker (:mod:`.spare`): called on ``sock`` once the worker is set up as far
+        as no config is needed, it waits for the kernel's config and returns it; then the cgroup,
+        cwd and environment are the kernel's, as for a worker forked for it (which joins its cgroup first).
+    """
+    global _WORKER
+    code = 0
+    try:
+        signal.set_wakeup_fd(-1)  # the supervisor's, closed: its number may be a file's once this opens any
+        if claim is None:
+            join_cgroup(config)
+        worker = Worker(sock, config)
+        sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
+        # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
+        signal.default_int_handler = handler = worker.on_sigint  # type: ignore[assignment]
+        signal.signal(signal.SIGINT, handler)
+        become_worker(out_w, err_w)
+        install_kick_handler()  # the supervisor's kicks after a SIGINT: one taken just before a blocking call counts
+        _WORKER = worker
+        install_tools_module(worker)
+        os.register_at_fork(after_in_child=_close_channel_in_fork_child)
+        if claim is not None:
+            worker.take_config(config := claim(sock))
+            join_cgroup(config)
+        enter_kernel_env(config)
+        if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
+            finalize_and_exit(0, worker.namespace, join_threads=False)
+    except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
+        code = START_FAILED
+        try:
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(code)
