@@ -30,12 +30,14 @@ KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
 """The environment variable naming the root of local kernel dirs (default: the temp dir)."""
 
 __all__ = ["HOST_FILE", "KERNEL_DIR_PREFIX", "ROOTS_USED", "discard_kernel_dir", "kernel_dir_root", "new_kernel_dir",
-           "short_of", "stale_kernel_dirs", "sweep_stale_kernel_dirs"]
+           "remove_kernel_dir", "short_of", "stale_kernel_dirs", "sweep_stale_kernel_dirs"]
 
 KERNEL_DIR_PREFIX = "hermes-kernel-"
 #: In each kernel dir: ``<host pid> <host's pid namespace>``, for the stale-dir sweep, and on a
 #: second line the host's temp dir, under which a kept kernel's record is (the sweep reads it there).
 HOST_FILE = "runner.host"
+#: Name prefixes of a kernel dir while it is made and while it is removed (no probe or sweep reads them).
+_MAKING, _REMOVING = ".making-", ".removing-"
 
 
 #: Every root this process made a kernel dir under: a test may point ``TMPDIR`` (or
@@ -61,8 +63,8 @@ def new_kernel_dir() -> str:
     (see :func:`_host_tmpdir`).
     """
     root = kernel_dir_root()
-    try:
-        kdir = tempfile.mkdtemp(prefix=f"{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
+    try:  # made under a name no probe or sweep reads, and given its own once its host file is in (below)
+        kdir = tempfile.mkdtemp(prefix=f"{_MAKING}{KERNEL_DIR_PREFIX}{os.getpid()}-", dir=root)
         os.chmod(kdir, 0o700)  # mkdtemp's 0700 less the umask: under umask 0277 a dir its owner cannot write
     except OSError as exc:  # a bare FileNotFoundError traceback named neither the variable nor a fix
         where = f"${KERNEL_DIR_ENV}" if os.environ.get(KERNEL_DIR_ENV) else "the temp dir: $TMPDIR, else /tmp"
@@ -70,14 +72,40 @@ def new_kernel_dir() -> str:
         raise KernelStartError(f"cannot make a kernel dir under {root} ({where}): {exc.strerror or exc}\n"
                                f"Hint: {short_of(exc) or f'make it, or point {var} at a writable directory'}") from None
     ROOTS_USED.add(root)
+    made, kdir = kdir, os.path.join(root, os.path.basename(kdir)[len(_MAKING):])
     try:
-        with open(os.path.join(kdir, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
+        with open(os.path.join(made, HOST_FILE), "x", encoding="utf-8", errors="surrogateescape") as fh:
             fh.write(f"{os.getpid()} {_pid_namespace()}\n{_tmpdir_line(tempfile.gettempdir())}\n")
+        os.rename(made, kdir)
     except OSError as exc:  # a full disk, no fd left: it was a bare OSError, and the dir stayed
-        discard_kernel_dir(kdir)
+        discard_kernel_dir(made)
         raise KernelStartError(f"cannot write the kernel dir {kdir}: {exc.strerror or exc}\nHint: "
                                + (short_of(exc) or f"point {KERNEL_DIR_ENV} at a writable directory")) from None
     return kdir
+
+
+def remove_kernel_dir(kdir: str) -> bool:
+    """Remove kernel dir ``kdir``: renamed out of the kernel dirs' names first, so that no leak probe
+    or sweep sees it half removed, its :data:`HOST_FILE` gone; renamed back where it could not all go.
+
+    A dir seen without its host file is judged by the pid in its name alone (:func:`made_in_this_pid_namespace`):
+    two runs in pid namespaces of their own sharing a temp dir are both pid 1, and one's leak check
+    reported the other's kernel dir, caught as it was made or removed (docs/testing.md, 2026-12-06).
+
+    :returns: whether it is gone.
+    """
+    going = os.path.join(os.path.dirname(kdir), _REMOVING + os.path.basename(kdir))
+    try:
+        os.rename(kdir, going)
+    except OSError:  # gone already, or a root this process may not rename in: removed where it is
+        return remove_tree(kdir)
+    if remove_tree(going):
+        return True
+    try:
+        os.rename(going, kdir)  # what is left is seen, and reported, under its own name
+    except OSError:
+        pass
+    return False
 
 
 def discard_kernel_dir(kdir: str, *names: str) -> None:
@@ -130,7 +158,7 @@ def sweep_stale_kernel_dirs(max_age_s: float, root: str | None = None) -> int:
     """
     removed = 0
     for path in stale_kernel_dirs(max_age_s, root):
-        if remove_tree(path):  # (a tree deeper than the recursion limit too: shutil.rmtree raised RecursionError)
+        if remove_kernel_dir(path):  # (a tree deeper than the recursion limit too: shutil.rmtree raised RecursionError)
             removed += 1
     return removed
 
@@ -159,6 +187,14 @@ def stale_kernel_dirs(max_age_s: float, root: str | None = None) -> list[str]:
                     stale.append(path)
         except OSError:
             continue
+    for prefix in (_MAKING + KERNEL_DIR_PREFIX, _REMOVING + KERNEL_DIR_PREFIX):  # a host ended while it made or removed one
+        for _, path in dirs_under(root or kernel_dir_root(), prefix):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if st.st_uid == os.getuid() and now - st.st_mtime > max_age_s:
+                stale.append(path)
     return stale
 
 

@@ -41,14 +41,13 @@ from ..kernel.contract import Launched, LaunchSpec, Transport
 from ..kernel.files import KernelFiles
 from ..kernel.runner.attach import unix_call
 from ..kernel.runner.environ import SERVER_KERNEL_ID
-from ..kernel.runner.trees import remove_tree
 from ..containers.kept import TMPDIR_ENV
 from ..containers.rundir import read_file_tail  # (a cell's fifo as its log: no read waits)
 from ..procs import kill_session, note_left_behind, pid_alive, read_stat, start_ticks
 from .forked import with_fallback
 from ..kernel.options import check_options
-from .kernel_dirs import (KERNEL_DIR_PREFIX, discard_kernel_dir, kernel_dir_root, new_kernel_dir, short_of,
-                          sweep_stale_kernel_dirs)
+from .kernel_dirs import (KERNEL_DIR_PREFIX, discard_kernel_dir, kernel_dir_root, new_kernel_dir, remove_kernel_dir,
+                          short_of, sweep_stale_kernel_dirs)
 from .local_server import DEFAULT_MAX_SERVERS, DEFAULT_SERVER_IDLE_TIMEOUT_S, LocalServer, LocalServers
 from .runner_zipapp import runner_zipapp, write_runner
 
@@ -213,7 +212,7 @@ class LocalTransport(Transport):
     def cleanup(self, launched: Launched) -> None:
         launched.extra["runner"].close()
         if launched.kernel_dir:
-            remove_tree(launched.kernel_dir)
+            remove_kernel_dir(launched.kernel_dir)
 
     def note_leftovers(self, launched: Launched, kernel_id: str, processes: list[tuple[int, int, str]]) -> None:
         note_left_behind(processes, kernel_id)  # the host's kernel-process probe lists them while they live
@@ -270,7 +269,7 @@ class LocalTransport(Transport):
             return
         if runner_runs(locator):
             return  # the same runner still runs: it is not gone
-        remove_tree(kdir)
+        remove_kernel_dir(kdir)
 
     def server_pids(self) -> list[int]:
         """Pids of this transport's kernel servers that may be running (none on the spawn path)."""
