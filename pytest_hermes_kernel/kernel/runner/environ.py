@@ -34,6 +34,11 @@ import signal
 import sys
 import threading
 
+try:  # the C function: ``signal.getsignal`` makes an ``Enum`` of each handler, raising a ``ValueError``
+    from _signal import getsignal as _getsignal  # inside for a callable one (half the worker's CPU for a cell "1")
+except ImportError:  # (an interpreter without ``_signal``)
+    _getsignal = signal.getsignal
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -327,7 +332,7 @@ def raised_by_cell(exc: BaseException) -> bool:
 def _guard_cell_handlers() -> None:
     """After a cell's code: guard its Python signal handlers (not SIGTERM's: a shutdown's step)."""
     for signum in tuple(_handled):
-        handler = signal.getsignal(signum)
+        handler = _getsignal(signum)
         if (callable(handler) and not isinstance(handler, _Guarded) and signum != signal.SIGTERM
                 and not str(getattr(handler, "__module__", "")).startswith(_RUNNER)):
             signal.signal(signum, _Guarded(handler))
@@ -337,7 +342,7 @@ def _guard_cell_handlers() -> None:
 def _unguard_cell_handlers() -> None:
     """Before a cell's code: its handlers as it set them; an error one raised between cells, raised now."""
     while _guarded:
-        handler = signal.getsignal(signum := _guarded[-1])
+        handler = _getsignal(signum := _guarded[-1])
         if isinstance(handler, _Guarded):
             signal.signal(signum, handler.handler)
         _guarded.pop()  # (after: a signal's handler raising before it leaves this one to the next look)
