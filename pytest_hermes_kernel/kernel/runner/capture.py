@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 
 from .frames import READ_CHUNK
 
@@ -84,7 +85,9 @@ class OutputPipes:
         self.err = BoundedCapture(cap)
         self.stray = {self.out_r: 0, self.err_r: 0}  # bytes read while no cell ran, since the last take()
         self.said = b""  # the runner's own last line among them since the worker was forked (:meth:`new_worker`)
+        self._poll = select.poll()  # which pipe has bytes, in one call (see drain)
         for fd in (self.out_r, self.err_r):
+            self._poll.register(fd, select.POLLIN)
             set_nonblocking(fd)
             try:
                 fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
@@ -119,8 +122,16 @@ class OutputPipes:
 
     def drain(self, capturing: bool, limit: int | None = None) -> None:
         """Read both pipes empty, or ``limit`` bytes of each at most (a writer that never stops
-        must not hold a wait that reads between its polls); keep the bytes only while ``capturing``."""
+        must not hold a wait that reads between its polls); keep the bytes only while ``capturing``.
+
+        Only a pipe ``poll`` finds readable is read: everything written before this call is found
+        (a cell's output, written before its result was sent, is in the pipe by then). Two reads
+        that each failed ``EAGAIN``, twice a cell, cost the supervisor more than one ``poll``.
+        """
+        ready = [fd for fd, _ in self._poll.poll(0)]
         for fd, cap in ((self.out_r, self.out), (self.err_r, self.err)):
+            if fd not in ready:
+                continue
             left = limit
             while left is None or left > 0:
                 try:

@@ -34,6 +34,11 @@ import signal
 import sys
 import threading
 
+try:  # the C function: ``signal.getsignal`` makes an ``Enum`` of each handler, raising a ``ValueError``
+    from _signal import getsignal as _getsignal  # inside for a callable one (half the worker's CPU for a cell "1")
+except ImportError:  # (an interpreter without ``_signal``)
+    _getsignal = signal.getsignal
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -348,7 +353,7 @@ def raised_by_cell(exc: BaseException) -> bool:
 def _guard_cell_handlers() -> None:
     """After a cell's code: guard its Python signal handlers (not SIGTERM's: a shutdown's step)."""
     for signum in tuple(_handled):
-        handler = signal.getsignal(signum)
+        handler = _getsignal(signum)
         if (callable(handler) and not isinstance(handler, _Guarded) and signum != signal.SIGTERM
                 and not str(getattr(handler, "__module__", "")).startswith(_RUNNER)):
             signal.signal(signum, _Guarded(handler))
@@ -358,12 +363,18 @@ def _guard_cell_handlers() -> None:
 def _unguard_cell_handlers() -> None:
     """Before a cell's code: its handlers as it set them; an error one raised between cells, raised now."""
     while _guarded:
-        handler = signal.getsignal(signum := _guarded[-1])
+        handler = _getsignal(signum := _guarded[-1])
         if isinstance(handler, _Guarded):
             signal.signal(signum, handler.handler)
         _guarded.pop()  # (after: a signal's handler raising before it leaves this one to the next look)
     if _raised:
         raise _raised.pop()
+
+
+#: What a cell's code is when its last expression is all it holds (most cells a test sends one
+#: value at a time): the same code object ``compile`` makes of every empty ``<cell>`` module (made
+#: here, as there, with this module's ``__future__`` flags), compiled once (4 us of a cell ``1``).
+_EMPTY_CELL = compile(ast.Module(body=[], type_ignores=[]), "<cell>", "exec")
 
 
 def exec_source(source: str, namespace: dict[str, Any]) -> Any:
@@ -376,7 +387,7 @@ def exec_source(source: str, namespace: dict[str, Any]) -> Any:
     last = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(tree.body.pop().value)
-    code = compile(tree, "<cell>", "exec")
+    code = _EMPTY_CELL if not (tree.body or tree.type_ignores) else compile(tree, "<cell>", "exec")
     traced = False
     try:  # (this frame began untraced: only the cell's frames are traced; C calls alone until the finally)
         _unguard_cell_handlers()  # (may raise a handler's error: before the trace is set, which is then kept as it was)
