@@ -1,4 +1,6 @@
-"""The supervisor's side of its worker: fork it, signal its process group, reap it.
+"""The supervisor's side of its worker: fork it, signal its process group, reap it; and the forked
+child's way to its first cell (:func:`worker_main`: set up, claimed if it is a spare's, the kernel's
+cgroup, cwd and environment entered).
 
 The worker's pid is its process group id (set by the supervisor right after the fork, and by the
 worker itself: whichever runs first, as a shell does for its jobs), so a signal to the
