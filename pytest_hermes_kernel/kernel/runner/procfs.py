@@ -128,9 +128,30 @@ def kill_session_strays() -> None:
         names = os.listdir("/proc")
     except OSError:
         return
-    for name in names:
-        if name.isdigit() and int(name) != me:
-            signal_if(int(name), signal.SIGKILL, lambda stat: _session_of(stat) == me)
+    for name in names:  # a first look in 3 system calls a process; the pidfd and a second look for ours only
+        if name.isdigit() and int(name) != me and _in_session(_stat_of(name), me):  # (each stray's pid: 130
+            signal_if(int(name), signal.SIGKILL, lambda stat: _session_of(stat) == me)  # processes were 1.5 ms)
+
+
+def _stat_of(pid: str) -> bytes:
+    """``/proc/<pid>/stat`` by ``os.open``/``os.read`` (a Python file object costs 7 system calls); ``b""`` if gone."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def _in_session(stat: bytes, sid: int) -> bool:
+    try:
+        return _session_of(stat) == sid
+    except (IndexError, ValueError):
+        return False
 
 
 def signal_if(pid: int, sig: int, still: Callable[[bytes], bool]) -> None:
