@@ -23,7 +23,7 @@ import time
 from ..containers.rundir import read_small_file
 from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
-from ..kernel.runner.trees import remove_tree
+from ..kernel.runner.trees import REMOVING_PREFIX, remove_out_of_sight, remove_tree
 from .local_server import SERVER_DIR_PREFIX
 
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
@@ -37,7 +37,7 @@ KERNEL_DIR_PREFIX = "hermes-kernel-"
 #: second line the host's temp dir, under which a kept kernel's record is (the sweep reads it there).
 HOST_FILE = "runner.host"
 #: Name prefixes of a kernel dir while it is made and while it is removed (no probe or sweep reads them).
-_MAKING, _REMOVING = ".making-", ".removing-"
+_MAKING, _REMOVING = ".making-", REMOVING_PREFIX
 
 
 #: Every root this process made a kernel dir under: a test may point ``TMPDIR`` (or
@@ -85,42 +85,38 @@ def new_kernel_dir() -> str:
 
 
 def remove_kernel_dir(kdir: str) -> bool:
-    """Remove kernel dir ``kdir``: renamed out of the kernel dirs' names first, so that no leak probe
-    or sweep sees it half removed, its :data:`HOST_FILE` gone; renamed back where it could not all go.
-
-    A dir seen without its host file is judged by the pid in its name alone (:func:`made_in_this_pid_namespace`):
-    two runs in pid namespaces of their own sharing a temp dir are both pid 1, and one's leak check
-    reported the other's kernel dir, caught as it was made or removed (docs/testing.md, 2026-12-06).
+    """Remove kernel dir ``kdir`` out of sight of leak probes and sweeps (:func:`.trees.remove_out_of_sight`:
+    a dir seen without its :data:`HOST_FILE` is judged by the pid in its name alone,
+    :func:`made_in_this_pid_namespace`); the supervisor removes its own so too.
 
     :returns: whether it is gone.
     """
-    going = os.path.join(os.path.dirname(kdir), _REMOVING + os.path.basename(kdir))
-    try:
-        os.rename(kdir, going)
-    except OSError:  # gone already, or a root this process may not rename in: removed where it is
-        return remove_tree(kdir)
-    if remove_tree(going):
-        return True
-    try:
-        os.rename(going, kdir)  # what is left is seen, and reported, under its own name
-    except OSError:
-        pass
-    return False
+    return remove_out_of_sight(kdir)
 
 
 def discard_kernel_dir(kdir: str, *names: str) -> None:
     """Remove the kernel dir of a start that failed: its known files (``names`` and
     :data:`HOST_FILE`) one by one first, since ``shutil.rmtree`` needs a free fd to list a dir and
-    silently leaves it when this process has none (the very failure being cleaned up)."""
+    silently leaves it when this process has none (the very failure being cleaned up); out of sight
+    of probes and sweeps meanwhile, as :func:`remove_kernel_dir` does it."""
+    going = os.path.join(os.path.dirname(kdir), _REMOVING + os.path.basename(kdir))
+    try:
+        os.rename(kdir, going)
+    except OSError:
+        going = kdir
     for name in (HOST_FILE, *names):
         try:
-            os.unlink(os.path.join(kdir, name))
+            os.unlink(os.path.join(going, name))
         except OSError:
             pass
     try:
-        os.rmdir(kdir)
+        os.rmdir(going)
     except OSError:
-        remove_tree(kdir)
+        if not remove_tree(going) and going != kdir:
+            try:
+                os.rename(going, kdir)
+            except OSError:
+                pass
 
 
 def short_of(exc: OSError) -> str:

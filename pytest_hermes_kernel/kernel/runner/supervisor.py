@@ -345,9 +345,9 @@ class Supervisor:
         self.cells.close()
         kdir = self.config.get("kernel_dir")
         if kdir and self.config.get("remove_kernel_dir", True):
-            from .trees import remove_tree  # only now: shutil's imports would slow every kernel's start
+            from .trees import remove_out_of_sight  # only now: shutil's imports would slow every kernel's start
 
-            remove_tree(kdir)  # the host may be gone: leave nothing behind (a tree deeper than the recursion limit too)
+            remove_out_of_sight(kdir)  # the host may be gone: leave nothing behind (a tree deeper than the recursion limit too)
         if self.link.listener is not None:
             try:
                 os.unlink(self.config["listen"])

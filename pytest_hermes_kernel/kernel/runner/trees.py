@@ -15,6 +15,9 @@ from __future__ import annotations
 import os
 import shutil
 
+#: Name prefix of a kernel dir while :func:`remove_out_of_sight` removes it (no probe or sweep reads it).
+REMOVING_PREFIX = ".removing-"
+
 
 def remove_tree(path: str) -> bool:
     """Remove ``path`` and everything below it, ignoring errors (as ``shutil.rmtree(path,
@@ -52,3 +55,26 @@ def rmtree(path):
         except OSError:
             pass
 """
+
+
+def remove_out_of_sight(path: str) -> bool:
+    """:func:`remove_tree` of kernel dir ``path``, renamed out of the kernel dirs' names first, so
+    that no leak probe or sweep sees it half removed (its host file gone, judged by the pid in its
+    name alone: two runs in pid namespaces of their own that share a temp dir are both pid 1, and
+    one's leak check reported the other's dir, 2026-12-06); renamed back where it could not all go,
+    so that what is left is seen, and reported, under its own name.
+
+    :returns: whether it is gone.
+    """
+    going = os.path.join(os.path.dirname(path), REMOVING_PREFIX + os.path.basename(path))
+    try:
+        os.rename(path, going)
+    except OSError:  # gone already, or a dir this process may not rename in: removed where it is
+        return remove_tree(path)
+    if remove_tree(going):
+        return True
+    try:
+        os.rename(going, path)
+    except OSError:
+        pass
+    return False
