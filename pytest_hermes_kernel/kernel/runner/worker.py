@@ -87,8 +87,7 @@ class Worker:
     """Runs cells and tool calls over the socket to the supervisor (see module docstring).
 
     :param sock: the worker's end of the private socketpair.
-    :param config: the runner config (a spare's worker gets it later: :meth:`take_config`; ``cwd`` and the
-        environment are entered by :func:`.worker_process.worker_main`).
+    :param config: the runner config (a spare's worker takes it later, :meth:`take_config`).
     """
 
     def __init__(self, sock: socket.socket, config: dict[str, Any]) -> None:
