@@ -23,7 +23,7 @@ import time
 from ..containers.rundir import read_small_file
 from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
-from ..kernel.runner.trees import remove_tree
+from ..kernel.runner.trees import REMOVING_PREFIX, remove_renamed, remove_tree
 from .local_server import SERVER_DIR_PREFIX
 
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"
@@ -37,7 +37,7 @@ KERNEL_DIR_PREFIX = "hermes-kernel-"
 #: second line the host's temp dir, under which a kept kernel's record is (the sweep reads it there).
 HOST_FILE = "runner.host"
 #: Name prefixes of a kernel dir while it is made and while it is removed (no probe or sweep reads them).
-_MAKING, _REMOVING = ".making-", ".removing-"
+_MAKING, _REMOVING = ".making-", REMOVING_PREFIX
 
 
 #: Every root this process made a kernel dir under: a test may point ``TMPDIR`` (or
@@ -94,18 +94,7 @@ def remove_kernel_dir(kdir: str) -> bool:
 
     :returns: whether it is gone.
     """
-    going = os.path.join(os.path.dirname(kdir), _REMOVING + os.path.basename(kdir))
-    try:
-        os.rename(kdir, going)
-    except OSError:  # gone already, or a root this process may not rename in: removed where it is
-        return remove_tree(kdir)
-    if remove_tree(going):
-        return True
-    try:
-        os.rename(going, kdir)  # what is left is seen, and reported, under its own name
-    except OSError:
-        pass
-    return False
+    return remove_renamed(kdir, remove_tree)
 
 
 def discard_kernel_dir(kdir: str, *names: str) -> None:

@@ -15,6 +15,14 @@ from __future__ import annotations
 import os
 import shutil
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Name prefix of a kernel dir while it is removed (:func:`remove_renamed`): no leak probe or sweep
+#: takes it for a kernel's dir of that name.
+REMOVING_PREFIX = ".removing-"
+
 
 def remove_tree(path: str) -> bool:
     """Remove ``path`` and everything below it, ignoring errors (as ``shutil.rmtree(path,
@@ -35,6 +43,29 @@ def remove_tree(path: str) -> bool:
         except OSError:
             pass
     return not os.path.lexists(path)
+
+
+def remove_renamed(path: str, remove: Callable[[str], bool] = remove_tree) -> bool:
+    """Remove ``path`` as :func:`remove_tree` does, renamed to ``.removing-<name>`` beside it first,
+    so that no one sees it half removed under its own name (its host file gone: a leak probe then
+    judged it by its name alone, and a namespaced neighbour of the same pid took it for its own);
+    renamed back where it could not all go, so that what is left is seen, and reported, as itself.
+
+    :param remove: what removes the renamed tree (:func:`remove_tree`).
+    :returns: whether it is gone.
+    """
+    going = os.path.join(os.path.dirname(path), REMOVING_PREFIX + os.path.basename(path))
+    try:
+        os.rename(path, going)
+    except OSError:  # gone already, or a dir this process may not rename in: removed where it is
+        return remove(path)
+    if remove(going):
+        return True
+    try:
+        os.rename(going, path)
+    except OSError:
+        pass
+    return False
 
 
 #: Defines ``rmtree(path)`` in a script run by ``python3 -I -c`` on a kernel's host (a script
