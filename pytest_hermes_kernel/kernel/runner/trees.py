@@ -50,6 +50,7 @@ def remove_renamed(path: str, remove: Callable[[str], bool] = remove_tree) -> bo
     so that no one sees it half removed under its own name (its host file gone: a leak probe then
     judged it by its name alone, and a namespaced neighbour of the same pid took it for its own);
     renamed back where it could not all go, so that what is left is seen, and reported, as itself.
+    A ``.removing-<name>`` left by a remover killed midway (no ``path``) is removed in its place.
 
     :param remove: what removes the renamed tree (:func:`remove_tree`).
     :returns: whether it is gone.
@@ -58,7 +59,10 @@ def remove_renamed(path: str, remove: Callable[[str], bool] = remove_tree) -> bo
     try:
         os.rename(path, going)
     except OSError:  # gone already, or a dir this process may not rename in: removed where it is
-        return remove(path)
+        if os.path.lexists(path) or os.path.islink(going) or not os.path.isdir(going):
+            return remove(path)
+        # (else left half removed under ``going`` by a remover killed midway, as a runner the host's
+        # shutdown killed as it removed a big kernel dir: taken over, so that it is gone or seen)
     if remove(going):
         return True
     try:
