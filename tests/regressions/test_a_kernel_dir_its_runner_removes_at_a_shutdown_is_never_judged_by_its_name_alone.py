@@ -91,3 +91,4 @@ def test_a_kernel_dir_its_runner_was_killed_removing_is_a_leak_where_the_host_ca
     finally:
         remove_tree(kdir)
         remove_tree(os.path.join(str(tmp_path), kernel_dirs.REMOVING_PREFIX + os.path.basename(kdir)))
+

@@ -63,13 +63,16 @@ def remove_renamed(path: str, remove: Callable[[str], bool] = remove_tree) -> bo
             return remove(path)
         # (else left half removed under ``going`` by a remover killed midway, as a runner the host's
         # shutdown killed as it removed a big kernel dir: taken over, so that it is gone or seen)
-    if remove(going):
-        return True
+    gone = False
     try:
-        os.rename(going, path)
-    except OSError:
-        pass
-    return False
+        gone = remove(going)
+    finally:  # (a Ctrl-C midway too: left under ``going``, no leak check saw it)
+        if not gone:
+            try:
+                os.rename(going, path)
+            except OSError:
+                pass
+    return gone
 
 
 #: Defines ``rmtree(path)`` in a script run by ``python3 -I -c`` on a kernel's host (a script
