@@ -81,6 +81,9 @@ def new_kernel_dir() -> str:
         discard_kernel_dir(made)
         raise KernelStartError(f"cannot write the kernel dir {kdir}: {exc.strerror or exc}\nHint: "
                                + (short_of(exc) or f"point {KERNEL_DIR_ENV} at a writable directory")) from None
+    except BaseException:  # a Ctrl-C as it was written: left as .making-*, no leak check saw it
+        discard_kernel_dir(made)
+        raise
     return kdir
 
 
