@@ -1,8 +1,9 @@
 """Since a57a100 a local kernel dir is made as ``.making-<name>`` and renamed to ``.removing-<name>``
-before it is removed; a Ctrl-C (or any error) as its host file was written left the first, and
-one midway through the removal left the second, half removed: no leak check looks at such a name, and a sweep takes it only once it is older than its max age. It is renamed back
-under its own name now, where the leak check reports it and the next clean-up or sweep finds it;
-a dir being made is removed."""
+before it is removed; a Ctrl-C (or any error) as its host file was written left the first, and one
+midway through the removal left the second, half removed: no leak check looks at such a name, and a
+sweep takes it only once it is older than its max age. It is renamed back under its own name now,
+where the leak check reports it and the next clean-up or sweep finds it; a dir being made is
+removed."""
 
 from __future__ import annotations
 
