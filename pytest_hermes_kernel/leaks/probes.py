@@ -20,7 +20,6 @@ from typing import Any
 import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..kernel.runner.trees import remove_tree
 from ..procs import has_children, left_behind, pids_with_env, reap_orphans, start_time
 
 Snapshot = dict[str, str]
@@ -405,13 +404,15 @@ def _forget_root(root: str) -> None:
 
 def _remove_kernel_dir(identity: str) -> None:
     """Remove a leaked kernel dir of this process (its processes were ended by the probes before)."""
+    from ..transports.kernel_dirs import remove_kernel_dir  # (renamed first: no neighbour sees it half removed)
+
     name = identity.partition(":")[2]
     if not name.startswith(_own_dir_prefix()):
         return
     for root in _kernel_dir_roots():
         path = os.path.join(root, name)
         if os.path.isdir(path) and not os.path.islink(path):
-            remove_tree(path)  # (a cell's tree deeper than the recursion limit too)
+            remove_kernel_dir(path)  # (a cell's tree deeper than the recursion limit too)
 
 
 def registry_entries() -> Snapshot:

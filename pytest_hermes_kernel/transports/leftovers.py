@@ -51,14 +51,14 @@ def sweep_kernel_dirs(progress: Callable[[str], None], dry_run: bool, *, spared:
     :param spared: real paths of kernel dirs not to list (a kept kernel's the kept sweep ends).
     """
     from ..kernel.registry import STALE_DIR_AGE_S
-    from .kernel_dirs import stale_kernel_dirs
+    from .kernel_dirs import remove_kernel_dir, stale_kernel_dirs
 
     removed = 0
     for path in stale_kernel_dirs(STALE_DIR_AGE_S):
         if os.path.realpath(path) in spared:
             continue
         if not dry_run:
-            remove_tree(path)
+            remove_kernel_dir(path)  # (renamed first: no neighbour's leak check sees it half removed)
         removed += 1
         progress(f"{verb(dry_run)} kernel dir {path} (its host is gone, or it is stale)")
     return removed + _sweep_filecell_dirs(progress, dry_run)

@@ -119,7 +119,7 @@ class LocalTransport(Transport):
             host_end.close()
             kernel_end.close()
             raise
-        config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True, log=os.path.join(kdir, LOG_NAME))
+        config = dict(spec.config, kernel_dir=kdir, rename_kernel_dir=True, env=spec.env, env_clear=True, log=os.path.join(kdir, LOG_NAME))
         try:
             pid, server = self._servers.spawn(python, launch_env(SERVER_KERNEL_ID), config, kernel_end)
         except BaseException:
@@ -166,7 +166,7 @@ class LocalTransport(Transport):
             if log is not None:
                 log.close()
         try:
-            config = dict(spec.config, kernel_dir=kdir, env=spec.env, env_clear=True)  # the whole environment
+            config = dict(spec.config, kernel_dir=kdir, rename_kernel_dir=True, env=spec.env, env_clear=True)  # the whole environment
             proc.stdin.write(json.dumps(config).encode())  # type: ignore[union-attr]
             proc.stdin.close()  # type: ignore[union-attr]
         except OSError:

@@ -5,20 +5,15 @@ neighbour's. Every namespaced inner run is pid 1 of a pid namespace of its own a
 ``/tmp``; local kernel dirs are named ``hermes-kernel-<host pid>-*``, and a dir whose host file
 (``runner.host``, naming the host's pid namespace) could not be read was judged by the name
 alone: the neighbour's dir was caught as it was made (before its host file was written) or as
-it was removed (its host file gone first), by the host or by the kernel's own supervisor at its
-end. A kernel dir is now made under a name no probe reads and renamed once its host file is in,
+it was removed (its host file gone first), by the host or by the kernel's own runner at its end
+(``test_a_kernel_dir_its_runner_removes_at_a_shutdown_is_never_judged_by_its_name_alone.py``). A kernel dir is now made under a name no probe reads and renamed once its host file is in,
 and renamed out of the kernel dirs' names before it is removed (back, where it could not all go).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-from pytest_hermes_kernel.kernel.runner import trees
 from pytest_hermes_kernel.leaks import probes
 from pytest_hermes_kernel.transports import kernel_dirs, local  # noqa: F401 - the probe looks once local kernels can be made
 
@@ -37,7 +32,7 @@ def test_a_neighbours_kernel_dir_is_not_seen_half_removed(tmp_path, monkeypatch)
     kdir = _neighbours_dir(tmp_path)
     assert probes.kernel_dirs() == {}  # its host file says: not this process's
     seen_midway = []
-    real_remove_tree = trees.remove_tree
+    real_remove_tree = kernel_dirs.remove_tree
 
     def remove_tree_seen(path: str) -> bool:  # the host file goes first, as rmtree may take it
         for name in sorted(os.listdir(path)):
@@ -45,7 +40,7 @@ def test_a_neighbours_kernel_dir_is_not_seen_half_removed(tmp_path, monkeypatch)
             seen_midway.append(probes.kernel_dirs())
         return real_remove_tree(path)
 
-    monkeypatch.setattr(trees, "remove_tree", remove_tree_seen)
+    monkeypatch.setattr(kernel_dirs, "remove_tree", remove_tree_seen)
     assert kernel_dirs.remove_kernel_dir(kdir)
 
     assert seen_midway and all(seen == {} for seen in seen_midway), seen_midway
@@ -75,39 +70,8 @@ def test_a_kernel_dir_is_not_there_under_its_name_before_its_host_file(tmp_path,
 def test_a_kernel_dir_that_cannot_all_be_removed_stays_under_its_own_name(tmp_path, monkeypatch):
     """Renamed back, so the leak check and the sweep still see (and report) what is left."""
     kdir = _neighbours_dir(tmp_path)
-    monkeypatch.setattr(trees, "remove_tree", lambda path: False)
+    monkeypatch.setattr(kernel_dirs, "remove_tree", lambda path: False)
 
     assert kernel_dirs.remove_kernel_dir(kdir) is False
     assert os.listdir(tmp_path) == [os.path.basename(kdir)]
 
-
-SUPERVISOR_ENDS = r"""
-import json, os, sys
-from pytest_hermes_kernel.kernel.runner import trees
-from pytest_hermes_kernel.kernel.runner.supervisor import Supervisor
-
-kdir = sys.argv[1]
-seen, real = [], trees.remove_tree
-
-def remove_tree(path):
-    seen.append(sorted(os.listdir(os.path.dirname(kdir))))
-    return real(path)
-
-trees.remove_tree = remove_tree
-Supervisor({"kernel_dir": kdir}).shutdown()
-print(json.dumps({"seen": seen, "left": os.listdir(os.path.dirname(kdir))}))
-"""
-
-
-def test_a_supervisor_removes_its_kernel_dir_out_of_sight(tmp_path):
-    """The supervisor removes its own kernel dir as it ends (the host's removal then finds it gone).
-    Run in a child interpreter: a supervisor installs signal handlers."""
-    kdir = _neighbours_dir(tmp_path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(trees.__file__).parents[3]), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", SUPERVISOR_ENDS, kdir], capture_output=True, text=True, env=env,
-                          timeout=60, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    got = json.loads(done.stdout)
-
-    assert got["seen"] == [[f"{trees.REMOVING_PREFIX}{os.path.basename(kdir)}"]], got  # not under its own name
-    assert got["left"] == []

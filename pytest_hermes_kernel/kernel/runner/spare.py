@@ -284,7 +284,9 @@ def _worker_claim(child: socket.socket) -> dict[str, Any]:
     """In the spare's worker, set up as far as no config is needed (:func:`.worker_process.worker_main`:
     its stdio on the output pipes already): wait for the claim's config, take what a forked worker
     inherits from its supervisor (kernel id, cwd, a fresh ``random``), say so; the config. EOF (the
-    spare ended unclaimed) or any failure ends this process."""
+    spare ended unclaimed) or any failure ends this process, its traceback in the kernel's log (its
+    stderr is the output pipe, which the supervisor drains unread as it forks a worker instead)."""
+    config: dict[str, Any] = {}
     try:
         _warm_up()
         _warm_cell_path()
@@ -308,7 +310,9 @@ def _worker_claim(child: socket.socket) -> dict[str, Any]:
         return config
     except BaseException:  # noqa: BLE001 - never back into the spare's code in this process
         try:
-            traceback.print_exc()
+            if isinstance(config, dict) and config.get("log"):
+                redirect_stdio(config["log"])
+            os.write(2, traceback.format_exc().encode("utf-8", "backslashreplace"))
         except BaseException:  # noqa: BLE001
             pass
         os._exit(CLAIM_FAILED)

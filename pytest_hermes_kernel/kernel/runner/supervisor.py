@@ -60,7 +60,7 @@ class Supervisor:
 
     :param config: the runner config (JSON from stdin): ``max_output_bytes``, ``orphan_timeout``
         (seconds, ``None``: no timer), ``token``, ``exit_grace`` (seconds), ``kernel_id``,
-        ``kernel_dir``/``remove_kernel_dir``, ``oom_counter_file``, ``cgroup_procs``, ``cgroup_own``, ``listen``,
+        ``kernel_dir``/``remove_kernel_dir``/``rename_kernel_dir``, ``oom_counter_file``, ``cgroup_procs``, ``cgroup_own``, ``listen``,
         and the kernel's environment for its workers (``env``, ``env_clear``, ``env_unset``: :mod:`.environ`).
     """
 
@@ -345,9 +345,11 @@ class Supervisor:
         self.cells.close()
         kdir = self.config.get("kernel_dir")
         if kdir and self.config.get("remove_kernel_dir", True):
-            from .trees import remove_out_of_sight  # only now: shutil's imports would slow every kernel's start
+            from .trees import remove_renamed, remove_tree  # only now: shutil's imports would slow every kernel's start
 
-            remove_out_of_sight(kdir)  # the host may be gone: leave nothing behind (a tree deeper than the recursion limit too)
+            # the host may be gone: leave nothing behind (a tree deeper than the recursion limit too); a local
+            # kernel dir is renamed out of the kernel dirs' names first (a probe saw it without its host file)
+            (remove_renamed if self.config.get("rename_kernel_dir") else remove_tree)(kdir)
         if self.link.listener is not None:
             try:
                 os.unlink(self.config["listen"])
