@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import traceback
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -260,3 +261,12 @@ def adopted_children(but: Collection[int | None]) -> list[list[object]]:
         if fields[0] != b"Z":
             out.append([pid, int(fields[19]), cmd[:160]])
     return out
+
+
+def print_exc_quietly() -> None:
+    """The traceback of the exception being handled, on stderr (a process's last words before its
+    ``os._exit``); nothing where that cannot be written."""
+    try:
+        traceback.print_exc()
+    except BaseException:  # noqa: BLE001 - stderr gone or full: the exit status still says it
+        pass

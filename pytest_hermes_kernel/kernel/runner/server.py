@@ -49,12 +49,11 @@ import signal
 import socket
 import sys
 import time
-import traceback
 
 from .attach import recv_fds
 from .capture import set_nonblocking
 from .environ import KERNEL_ID_NAME
-from .procfs import become_subreaper, close_fds_except
+from .procfs import become_subreaper, close_fds_except, print_exc_quietly
 from .serve import cgroup_problem, read_config, run_on_channel
 from .sites import site_changed
 from .spare import Spare, fork_spare
@@ -410,9 +409,6 @@ def enter_kernel(config: dict[str, Any], keep_fd: int, serve: Callable[[], None]
         serve()
     except BaseException:  # noqa: BLE001 - report in the kernel's log and leave
         code = SETUP_FAILED
-        try:
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
+        print_exc_quietly()
     finally:
         os._exit(code)

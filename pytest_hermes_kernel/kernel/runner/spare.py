@@ -46,7 +46,7 @@ from .attach import recv_fds
 from .bounds import bound_value, safe_repr
 from .environ import exec_source
 from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
-from .procfs import close_fds_except, memory_cgroup_oom_file
+from .procfs import close_fds_except, memory_cgroup_oom_file, print_exc_quietly
 from .serve import cgroup_problem
 from .stamp import redirect_stdio, stamp_kernel_id
 from .supervisor import DEFAULT_MAX_OUTPUT_BYTES, Supervisor
@@ -144,10 +144,7 @@ def become_spare(pair: socket.socket) -> None:
         code = _serve_claim(sup, pair)
     except BaseException:  # noqa: BLE001 - report in the kernel's log (or nowhere, before a claim) and leave
         code = CLAIM_FAILED
-        try:
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
+        print_exc_quietly()
     finally:
         if sup is not None and code:
             sup.worker.signal_group(signal.SIGKILL)

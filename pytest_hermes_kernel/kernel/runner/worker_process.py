@@ -19,12 +19,11 @@ import signal
 import socket
 import sys
 import time
-import traceback
 
 from .environ import become_worker, enter_kernel_env, finalize_and_exit, join_cgroup
 from .frames import FrameDecoder, encode_frame, send_all
 from .kick import Kicks, install_kick_handler
-from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file
+from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file, print_exc_quietly
 from .tools import install_tools_module
 from .worker import START_FAILED, Worker
 
@@ -317,9 +316,6 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
             finalize_and_exit(0, worker.namespace, join_threads=False)
     except BaseException:  # noqa: BLE001 - report on the inherited stderr and leave
         code = START_FAILED
-        try:
-            traceback.print_exc()
-        except BaseException:  # noqa: BLE001
-            pass
+        print_exc_quietly()
     finally:
         os._exit(code)
