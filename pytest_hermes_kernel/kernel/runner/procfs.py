@@ -230,12 +230,11 @@ def _children() -> list[int]:
     except OSError:
         return out
     for name in names:
+        stat = _stat_of(name) if name.isdigit() else b""
         try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                stat = fh.read()
-            if name.isdigit() and int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
+            if stat and int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
                 out.append(int(name))
-        except (OSError, IndexError, ValueError):
+        except (IndexError, ValueError):
             continue
     return out
 
