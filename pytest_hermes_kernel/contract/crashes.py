@@ -10,8 +10,8 @@ the end of stderr; never OOM or a transport drop. The same recursion under the d
 is a ``RecursionError`` with the kernel and its globals intact. A worker killed between cells
 inside a runner that lives on (B30) is reported dead on the next cell, never alive. A cell past
 the ``hermes_oom`` memory limit is ``died`` with reason ``oom_killed``, never a plain SIGKILL: a
-transport that hands the runner a config of its own making without ``oom_counter_file`` (the
-limit's OOM-kill counter) passed the whole suite while every OOM kill on it read "killed by
+transport that hands the runner a config of its own making with the wrong ``oom_counter_file``
+(the limit's OOM-kill counter) passed the whole suite while every OOM kill on it read "killed by
 signal 9" (``tests/plugin/test_contract_catches_an_oom_reported_as_a_plain_kill.py``).
 """
 
@@ -94,7 +94,8 @@ def test_worker_killed_between_cells_is_never_reported_alive(kernel):
 @pytest.mark.hermes_oom(limit_bytes=OOM_LIMIT_BYTES)
 def test_a_cell_past_the_memory_limit_is_reported_oom_killed(kernel):
     """The kernel runs under the ``hermes_oom`` limit; a cell that passes it is ``oom_killed``
-    (the runner reads the limit's OOM-kill counter from the config's ``oom_counter_file``), and
+    (the runner reads the limit's OOM-kill counter from the config's ``oom_counter_file``, else the
+    one beside its ``cgroup_procs``), and
     the next cell runs on a fresh worker. Skips, with the marker's reason, where no limit can be set."""
     kernel.execute("keep = 1")
 
@@ -104,6 +105,7 @@ def test_a_cell_past_the_memory_limit_is_reported_oom_killed(kernel):
     assert r.kernel.reason == "oom_killed" and r.kernel.oom_killed, (
         f"a cell past the kernel's memory limit must be reported oom_killed, not as a plain death: {r.summary()}. "
         "The runner tells an OOM kill from another SIGKILL by the counter file its config names "
-        "(LaunchSpec.config['oom_counter_file']): hand the runner the whole spec.config")
+        "(LaunchSpec.config['oom_counter_file'], else the one beside its 'cgroup_procs'): "
+        "hand the runner the whole spec.config")
     after = kernel.execute("'keep' in globals()")
     assert after.value == "False" and after.kernel.state_lost, after.summary()

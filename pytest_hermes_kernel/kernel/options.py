@@ -117,7 +117,9 @@ class KernelOptions:
     :param exit_grace: seconds a cell that raised SystemExit gets for the worker to really exit
         before it is killed.
     :param oom_counter_file: path, where the kernel runs, of a memory cgroup's ``memory.events``
-        whose ``oom_kill`` counter tells an OOM kill from a plain SIGKILL; ``None``: none.
+        (v1: ``memory.oom_control``) whose ``oom_kill`` counter tells an OOM kill from a plain
+        SIGKILL; ``None``: the one beside ``cgroup_procs``, else none. One without an ``oom_kill``
+        count fails the start (:class:`KernelStartError`).
     :param cgroup_procs: path, where the kernel runs, of a cgroup's ``cgroup.procs`` the worker
         joins (a memory limit for local kernels); ``None``: none.
     :param max_transfer_bytes: bytes one ``upload`` / ``download`` may move (file contents), > 0.

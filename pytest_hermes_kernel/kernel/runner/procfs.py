@@ -1,6 +1,6 @@
 """What the supervisor reads from ``/proc`` and ``/sys/fs/cgroup`` (Linux; no-ops elsewhere).
 
-* :func:`memory_cgroup_oom_file`, :func:`read_oom_kills` and :class:`OomCounter`: a death is an OOM kill only when
+* :func:`configured_oom_file`, :func:`memory_cgroup_oom_file`, :func:`read_oom_kills` and :class:`OomCounter`: a death is an OOM kill only when
   the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
@@ -50,6 +50,25 @@ def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "
             if os.path.exists(counter) and not os.path.exists(os.path.join(where, "release_agent")):
                 return counter
     return None
+
+
+def configured_oom_file(config: dict) -> str | None:
+    """The OOM-kill counter a kernel's config names: ``oom_counter_file``, else the counter beside
+    ``cgroup_procs`` (``memory.events`` on v2, ``memory.oom_control`` on v1: the cgroup its worker
+    joins), else ``None`` (the supervisor looks up the worker's own cgroup).
+
+    Read from the config, not from the worker: the worker joins ``cgroup_procs`` after its fork
+    (a spare's after its claim), and a lookup that ran first found the cgroup it left, so an OOM
+    kill read as a plain SIGKILL or not, by timing.
+    """
+    path = config.get("oom_counter_file")
+    if path is not None or not config.get("cgroup_procs"):
+        return path
+    where = os.path.dirname(config["cgroup_procs"])
+    for name in ("memory.events", "memory.oom_control"):
+        if os.path.exists(os.path.join(where, name)):
+            return os.path.join(where, name)
+    return None  # not a memory cgroup: the join leaves the worker's memory cgroup as it was
 
 
 def read_oom_kills(path: str | None) -> int | None:

@@ -22,7 +22,7 @@ import sys
 
 from .attach import bind_listener
 from .frames import READ_CHUNK
-from .procfs import become_subreaper
+from .procfs import become_subreaper, read_oom_kills
 from .supervisor import Supervisor
 
 TYPE_CHECKING = False
@@ -124,11 +124,16 @@ def enter_cwd(config: dict[str, Any]) -> None:
 
 
 def cgroup_problem(config: dict[str, Any]) -> str | None:
-    """The line that says why the config's ``cgroup_procs`` cannot be joined (a file missing, not
-    this user's to write, or a write the kernel refuses), else ``None``: checked before the worker
-    starts, so the launch fails with it, where the worker ran outside the cgroup, without its
-    limit, and said nothing. A child joins it and exits: a file this user may open can still refuse
+    """The line that says why the config's ``oom_counter_file`` has no ``oom_kill`` count to read, or
+    its ``cgroup_procs`` cannot be joined (a file missing, not this user's to write, or a write the
+    kernel refuses), else ``None``: checked before the worker starts, so the launch fails with it,
+    where the worker ran outside the cgroup, without its limit, or its OOM kills read as plain
+    SIGKILLs, and said nothing. A child joins it and exits: a file this user may open can still refuse
     the join itself (cgroup v2's common-ancestor rule; ``/dev/full``), which an ``open`` alone passed."""
+    counter = config.get("oom_counter_file")
+    if counter and read_oom_kills(counter) is None:
+        return (f"hermes-kernel runner: no oom_kill count in oom_counter_file={counter!r} (missing, or a file "
+                "without an oom_kill line): an OOM kill of the kernel would read as a plain SIGKILL")
     path = config.get("cgroup_procs")
     if not path:
         return None

@@ -46,7 +46,7 @@ from .attach import recv_fds
 from .bounds import bound_value, safe_repr
 from .environ import exec_source
 from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
-from .procfs import close_fds_except, memory_cgroup_oom_file, print_exc_quietly
+from .procfs import close_fds_except, configured_oom_file, memory_cgroup_oom_file, print_exc_quietly
 from .serve import cgroup_problem
 from .stamp import redirect_stdio, stamp_kernel_id
 from .supervisor import DEFAULT_MAX_OUTPUT_BYTES, Supervisor
@@ -249,7 +249,7 @@ def _take_config(sup: Supervisor, config: dict[str, Any]) -> None:
     sup.link.token = config.get("token") or ""
     worker = sup.worker
     worker.config = config
-    worker.oom_file = config.get("oom_counter_file")
+    worker.oom_file = configured_oom_file(config)
     worker.oom_file_own = worker.oom_file is not None or bool(config.get("cgroup_own"))
     if worker.oom_file is None and worker.pid is not None:
         worker.oom_file = memory_cgroup_oom_file(worker.pid) or ""  # the cgroup it has joined now

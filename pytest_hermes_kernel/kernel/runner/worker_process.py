@@ -23,7 +23,13 @@ import time
 from .environ import become_worker, enter_kernel_env, finalize_and_exit, join_cgroup
 from .frames import FrameDecoder, encode_frame, send_all
 from .kick import Kicks, install_kick_handler
-from .procfs import close_fds_except, kill_session_strays, memory_cgroup_oom_file, print_exc_quietly
+from .procfs import (
+    close_fds_except,
+    configured_oom_file,
+    kill_session_strays,
+    memory_cgroup_oom_file,
+    print_exc_quietly,
+)
 from .tools import install_tools_module
 from .worker import START_FAILED, Worker
 
@@ -63,7 +69,7 @@ class WorkerProcess:
         self.decoder = FrameDecoder()
         self.exit: WorkerExit | None = None  # of the last worker that ended
         self.generation = 0
-        self.oom_file: str | None = config.get("oom_counter_file")
+        self.oom_file: str | None = configured_oom_file(config)
         #: The counter is a cgroup's of the kernel's own (hermes_oom's on local; a fresh docker container's,
         #: ``cgroup_own``), not the one its worker was found in (a container's or the machine's, shared).
         self.oom_file_own = self.oom_file is not None or bool(config.get("cgroup_own"))
