@@ -4,17 +4,21 @@ The runner's interpreter does not exist where the kernel runs, with a ``start_ti
 120 s: the start error must come within seconds, name the cause from the far side, say how it
 ended (the exit status of the process that ran, or, where no process could even start, the OS
 error of that exec: a local ``Popen`` of the interpreter itself), and no process of the kernel
-may be left.
+may be left, nor a kernel dir the launch wrote a runner file into on this machine (the page's
+re-attachable example transport left one in the temp dir at every run: its ``subprocess.run`` of
+a missing interpreter raised past its clean-up).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 
 import pytest
 
 from pytest_hermes_kernel.errors import KernelStartError
+from pytest_hermes_kernel.transports.runner_zipapp import runner_dirs_written
 
 #: Seconds a start may take to report a runner that died at once (the case says ~1-2 s; the
 #: rest is a loaded 2-core machine and a container exec), against a 120 s start timeout.
@@ -34,7 +38,7 @@ def test_runner_dying_at_start_fails_fast_with_exit_status_and_stderr(kernel_fac
     runner that starts and dies, with its exit code and stderr tail."""
     started = time.monotonic()
 
-    with pytest.raises(KernelStartError) as info:
+    with runner_dirs_written() as dirs, pytest.raises(KernelStartError) as info:
         kernel_factory(python=MISSING, start_timeout=120)
 
     elapsed = time.monotonic() - started
@@ -44,6 +48,7 @@ def test_runner_dying_at_start_fails_fast_with_exit_status_and_stderr(kernel_fac
     assert EXIT_STATUS.search(text) or EXEC_FAILED.search(text), \
         f"the start error must say how the runner ended: its exit status, or the OS error of an exec that ran nothing: {text}"
     assert hermes_transport.kernel_processes(info.value.kernel_id) == []  # nothing left behind
+    _assert_removed(dirs)
 
 
 #: An interpreter that runs and exits 1 at once, wherever a kernel runs (a POSIX system's ``false``).
@@ -57,7 +62,7 @@ def test_runner_exiting_at_start_fails_fast_with_its_exit_status(kernel_factory,
     nothing, for a runner that failed sends the user after the wrong cause)."""
     started = time.monotonic()
 
-    with pytest.raises(KernelStartError) as info:
+    with runner_dirs_written() as dirs, pytest.raises(KernelStartError) as info:
         kernel_factory(python=EXITS_1, start_timeout=120)
 
     text = str(info.value)
@@ -65,3 +70,10 @@ def test_runner_exiting_at_start_fails_fast_with_its_exit_status(kernel_factory,
     assert EXIT_1.search(text), f"the start error must give the runner's exit status, 1: {text}"
     assert info.value.facts.get("exit_code") in (None, 1), f"the error's exit_code fact is not the runner's 1: {text}"
     assert hermes_transport.kernel_processes(info.value.kernel_id) == []
+    _assert_removed(dirs)
+
+
+def _assert_removed(dirs: list[str]) -> None:
+    left = [d for d in dirs if os.path.lexists(d)]
+    assert not left, (f"the failed start left {left} on this machine (a dir it wrote the runner file into with "
+                      "write_runner): a launch that raises removes what it made")

@@ -157,8 +157,8 @@ class LocalServer:
         return code if isinstance(code, int) else None
 
     def _ask(self, message: dict[str, Any], channel: socket.socket | None) -> dict[str, Any]:
-        if not self.usable:
-            raise KernelServerUnavailable(self.gone or f"the kernel server (pid {self.pid}) has exited")
+        if not self.usable:  # closed now, not at the transport's close: its dir goes with it
+            self._lose(self.gone or f"the kernel server (pid {self.pid}) has exited")
         rid = next(self.ids)
         request = json.dumps(dict(message, id=rid)).encode("utf-8")
         if len(request) > MAX_REQUEST_BYTES:

@@ -22,6 +22,7 @@ The runner is a package (stdlib only); a kernel host gets it as one file,
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -33,6 +34,7 @@ import sys
 import threading
 import tokenize
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -202,6 +204,23 @@ def runner_zipapp(flavour: RunnerFlavour = "compiled") -> RunnerZipapp:
         return _cached(RUNNER_SOURCE_DIR, flavour)
 
 
+#: The lists :func:`runner_dirs_written` is recording into (one per ``with`` block open).
+_RECORDING: list[list[str]] = []
+
+
+@contextlib.contextmanager
+def runner_dirs_written() -> Iterator[list[str]]:
+    """Record, while inside, each directory :func:`write_runner` writes a runner file into, in
+    this process (absolute paths, in order): the contract suite's check that a start that failed
+    left no kernel dir behind (a transport's ``launch`` that raised after it made one)."""
+    written: list[str] = []
+    _RECORDING.append(written)
+    try:
+        yield written
+    finally:
+        _RECORDING.remove(written)
+
+
 def write_runner(directory: str, app: RunnerZipapp | None = None) -> str:
     """Write the runner file into ``directory`` (a kernel dir), mode 0600, never over a file.
 
@@ -212,6 +231,8 @@ def write_runner(directory: str, app: RunnerZipapp | None = None) -> str:
     app = app or runner_zipapp()
     path = os.path.join(directory, app.name)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    for written in _RECORDING:
+        written.append(os.path.abspath(directory))
     with os.fdopen(fd, "wb") as fh:
         fh.write(app.data)
     return path

@@ -122,3 +122,38 @@ def test_the_suite_names_a_launched_pid_that_is_a_wrapper_not_the_runner(tmp_pat
     assert re.search(r"Launched\.pid is \d+, but the kernel runner \(its worker's parent, seen from a cell\) is pid \d+: "
                      r"the launch returned the pid of another process, e\.g\. a wrapper that forks the runner and exits",
                      ran.stdout), ran.stdout[-4000:]
+
+
+LEAKY = '''
+
+import os
+import tempfile
+
+from pytest_hermes_kernel.transports.runner_zipapp import write_runner
+
+
+class Leaky(NiceTransport):
+    """As the page's re-attachable transport launched: the dir and runner file first, then an exec
+    of an interpreter that is not there raising past the clean-up."""
+
+    def launch(self, spec):
+        if spec.python and not os.path.exists(spec.python):
+            write_runner(tempfile.mkdtemp(prefix="leaky-kernel-"))
+            raise FileNotFoundError(2, "No such file or directory", spec.python)
+        return super().launch(spec)
+'''
+
+
+def test_the_suite_fails_a_transport_whose_failed_launch_leaves_its_dir(tmp_path: Path) -> None:
+    """The page's re-attachable transport left a ``unix-kernel-*`` dir (its runner file) in the temp
+    dir at every run of the contract suite, which passed: its ``subprocess.run`` of a missing
+    interpreter raised ``FileNotFoundError`` past its ``rmtree``. The start case now fails it."""
+    write_suite(tmp_path, CONFTEST.replace("NiceTransport()", "Leaky()") + LEAKY)
+    (tmp_path / "tmp").mkdir()
+
+    ran = run_command("python -m pytest -q -p no:cacheprovider -k test_runner_dying_at_start", tmp_path,
+                      env=fresh_env(TMPDIR=str(tmp_path / "tmp")))
+
+    assert ran.returncode == 1 and "1 failed" in ran.stdout, ran.stdout[-4000:]
+    assert re.search(r"the failed start left \['[^']*/leaky-kernel-\w+'\] on this machine", ran.stdout), ran.stdout[-4000:]
+    assert "a launch that raises removes what it made" in ran.stdout, ran.stdout[-4000:]
