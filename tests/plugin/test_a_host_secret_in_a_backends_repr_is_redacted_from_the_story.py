@@ -16,6 +16,7 @@ from tests.regressions.test_handed_b43_secrets_never_leak import CANARY, leaks
 
 CONFTEST = """
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -39,6 +40,7 @@ def hermes_transport():
     transport = FileCellTransport(SandboxBackend(os.environ["HK_SANDBOX_CREDS"]), root=root)
     yield transport
     transport.close()
+    shutil.rmtree(root)  # (it stayed in /tmp, one a run)
 """
 
 INNER = """

@@ -33,6 +33,13 @@ def test_waits(hermes_kernel, hanging_teardown):
 """
 
 
+def _temp(tmp_path: Path) -> str:
+    """The inner run's temp dir: a run killed at once leaves its kernel server's dir (its server,
+    in the namespace, is killed with its pid 1), which stayed in /tmp for good (one a run)."""
+    (tmp_path / "tmp").mkdir()
+    return str(tmp_path / "tmp")
+
+
 def _deadline(what: str, done, seconds: float) -> None:
     deadline = time.monotonic() + seconds
     while not done():
@@ -42,7 +49,7 @@ def _deadline(what: str, done, seconds: float) -> None:
 
 def test_a_second_sigterm_ends_the_run_at_once_when_pytest_is_pid_1(tmp_path: Path) -> None:
     out = namespaced.prepare(tmp_path, INNER)
-    proc = namespaced.start(tmp_path, namespaced.pytest_command("test_inner.py"), KB_OUT=str(out))
+    proc = namespaced.start(tmp_path, namespaced.pytest_command("test_inner.py"), KB_OUT=str(out), TMPDIR=_temp(tmp_path))
     try:
         _deadline("the inner test never ran", lambda: (out / "running").exists() or proc.poll() is not None, 120)
         assert (out / "running").read_text() == "1", "the inner pytest is not its namespace's pid 1"
@@ -77,7 +84,7 @@ def test_a_sigterm_after_the_run_ended_ends_a_pytest_that_is_pid_1(tmp_path: Pat
     closing the run's containers, slow) dropped every SIGTERM, still running 10 s after one; elsewhere
     the default kills it at once (exit status 143). As pid 1 it now ends the same way."""
     out = namespaced.prepare(tmp_path, AT_EXIT)
-    proc = namespaced.start(tmp_path, namespaced.pytest_command("test_inner.py"), KB_OUT=str(out))
+    proc = namespaced.start(tmp_path, namespaced.pytest_command("test_inner.py"), KB_OUT=str(out), TMPDIR=_temp(tmp_path))
     try:
         _deadline("the inner run never reached its exit", lambda: (out / "exiting").exists() or proc.poll() is not None,
                   120)

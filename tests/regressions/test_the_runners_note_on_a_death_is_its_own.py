@@ -93,6 +93,7 @@ def test_the_runners_line_is_not_handed_with_a_later_death(hermes_transport: Tra
     kernel.restart()
 
     r = kernel.execute("import os\nos._exit(3)")
+    assert maker.execute(f"import shutil\nshutil.rmtree({work!r})").status == "ok"  # (it stayed in /tmp, one a run)
 
     assert r.status == "died" and r.kernel.exit_code == 3, r.summary()
     assert "cannot enter" not in r.kernel.note, r.kernel.note
