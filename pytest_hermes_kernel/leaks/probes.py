@@ -386,7 +386,8 @@ def kernel_dirs() -> Snapshot:
             continue
         except OSError:
             continue
-        out.update({f"dir:{n}": path for n in names if n.startswith(prefix) and ours(path := os.path.join(root, n))})
+        out.update({f"dir:{n}": path for n in names  # (still there after the look: not one renamed away meanwhile)
+                    if n.startswith(prefix) and ours(path := os.path.join(root, n)) and os.path.lexists(path)})
     return out
 
 

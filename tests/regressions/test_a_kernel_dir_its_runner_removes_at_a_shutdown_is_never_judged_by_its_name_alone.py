@@ -23,12 +23,14 @@ MANY_FILES = "for i in range(5000):\n    open(f'f{i}', 'w').close()"
 
 
 def _judged_by_name_alone(root: str) -> list[str]:
-    """Kernel dirs under ``root`` that hold no host file: a leak probe judges them by their name."""
+    """Kernel dirs under ``root`` that hold no host file: a leak probe judges them by their name.
+    The dir is looked at after its host file: one renamed away between the two looks (a loaded
+    run's watcher saw one so, once) had no host file because it was not there at all."""
     out = []
     for name in os.listdir(root):
         path = os.path.join(root, name)
         if (name.startswith(kernel_dirs.KERNEL_DIR_PREFIX) and not name.startswith("hermes-kernel-server-")
-                and os.path.isdir(path) and not os.path.lexists(os.path.join(path, kernel_dirs.HOST_FILE))):
+                and not os.path.lexists(os.path.join(path, kernel_dirs.HOST_FILE)) and os.path.isdir(path)):
             out.append(name)
     return out
 

@@ -75,3 +75,22 @@ def test_a_kernel_dir_that_cannot_all_be_removed_stays_under_its_own_name(tmp_pa
     assert kernel_dirs.remove_kernel_dir(kdir) is False
     assert os.listdir(tmp_path) == [os.path.basename(kdir)]
 
+
+
+def test_a_neighbours_kernel_dir_renamed_away_during_the_look_is_not_counted(tmp_path, monkeypatch):
+    """Listed under its own name, renamed away (its removal began) before its host file was read:
+    the unread file left the name alone to judge it, and a neighbour of the same pid saw a leak
+    of its own that was never there (a loaded run's watcher caught such a look once)."""
+    monkeypatch.setenv(kernel_dirs.KERNEL_DIR_ENV, str(tmp_path))
+    kdir = _neighbours_dir(tmp_path)
+    going = os.path.join(str(tmp_path), kernel_dirs.REMOVING_PREFIX + os.path.basename(kdir))
+    real_ours = kernel_dirs.made_in_this_pid_namespace
+
+    def renamed_first(path: str) -> bool:
+        if path == kdir and os.path.isdir(kdir):
+            os.rename(kdir, going)  # between the listing and the read of its host file
+        return real_ours(path)
+
+    monkeypatch.setattr(kernel_dirs, "made_in_this_pid_namespace", renamed_first)
+
+    assert probes.kernel_dirs() == {}
