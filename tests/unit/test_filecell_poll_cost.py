@@ -22,8 +22,9 @@ from pytest_hermes_kernel.transports.runner_zipapp import runner_zipapp, write_r
 
 TOKEN = "0123456789abcdef"
 #: What a poll never needs: ``select``/``fcntl``/``_struct`` (a holder or an unspool imports fcntl
-#: itself), ``struct``, and the codec of an ``encoding="ascii"`` text file.
-NOT_LOADED = {"select", "fcntl", "_struct", "struct", "encodings.ascii"}
+#: itself), ``struct``, the codec of an ``encoding="ascii"`` text file, and ``__future__`` (its
+#: modules state ``from __future__ import annotations``: their bytecode has the flag instead).
+NOT_LOADED = {"select", "fcntl", "_struct", "struct", "encodings.ascii", "__future__"}
 
 
 class Supervisor:
