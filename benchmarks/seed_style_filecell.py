@@ -173,7 +173,7 @@ def execute_floor(backend: ExecuteBackend, n: int = 50) -> dict[str, float]:
     interpreter, by its path: the transport's polls run the one the launch resolved, no shim)."""
     out = {}
     imports = (f"exec {shlex.quote(sys.executable)} -I -S -B -c "
-               "'import _json, _socket, _struct, binascii, fcntl, posix, select, sys, time'")
+               "'import _json, _socket, binascii, posix, sys, time'")
     for name, cmd in (("sh_true_ms", "true"), ("python_client_imports_ms", imports)):
         times = []
         for _ in range(n):

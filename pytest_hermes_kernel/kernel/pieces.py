@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
-from .runner.frames import _HEAD, _JSON_STRING, _NOT_BRACKETS, MAX_FRAME_DEPTH, FrameTooDeep, _depth, _too_deep
+from .runner.frames import _JSON_STRING, _NOT_BRACKETS, MAX_FRAME_DEPTH, FrameTooDeep, _depth, _too_deep, pack_head
 
 #: A frame's header longer than this many characters is sent in pieces of about this many bytes.
 PIECE_BYTES = 1 << 20
@@ -92,7 +92,7 @@ def frame_out(header: dict[str, Any]) -> OutFrame:
     depth = _depth(body) if body else _depth_of(chunks)
     if depth > MAX_FRAME_DEPTH:
         raise FrameTooDeep(f"nested {depth} levels deep, over the {MAX_FRAME_DEPTH} a frame may hold")
-    head = _HEAD.pack(4 + size, size)
+    head = pack_head(4 + size, size)
     return OutFrame(8 + size, head, chunks, head + body) if body else OutFrame(8 + size, head, chunks, b"")
 
 

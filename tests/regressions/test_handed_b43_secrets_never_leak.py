@@ -172,6 +172,7 @@ def test_a_tools_result_and_a_cells_code_stay_out_of_a_filecell_polls_argv():
     """The frames a filecell poll carries to the runner (a cell's code, a tool's result, which
     may hold a secret) were in its client's argv, base64 in base64, for as long as the poll ran:
     ``ps`` on the backend's host showed them. They go on the client's stdin now."""
+    from pytest_hermes_kernel.transports.filecell.scripts import CLIENT_BOOT
     from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
 
     twice = _twice_encoded(CANARY)
@@ -180,7 +181,7 @@ def test_a_tools_result_and_a_cells_code_stay_out_of_a_filecell_polls_argv():
 
     def look() -> None:
         while not stop.is_set():
-            seen.extend(argv for argv in host_argvs() if b"client import client" in argv)
+            seen.extend(argv for argv in host_argvs() if CLIENT_BOOT.encode() in argv)  # a poll's client
 
     looker = threading.Thread(target=look, daemon=True)
     transport = FileCellTransport()

@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import _socket as socket  # (``socket`` imports ``enum`` and ``selectors``: ~2 ms of every poll)
 import binascii
-import fcntl
 import posix  # (not ``os``: it imports ``_collections_abc``, ``stat`` and ``posixpath``, ~1 ms of every poll)
-import select
 import sys
 import time
 
@@ -36,7 +34,7 @@ from .frames import READ_CHUNK, FrameDecoder, FrameError, _loads, encode_frame
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Literal
+    from typing import Any, Literal, NoReturn
 
     from .frames import Header
 
@@ -76,10 +74,27 @@ def client(kernel_dir: str, params_b64: str) -> int:
     return 0
 
 
+def poll(kernel_dir: str, params_arg: str) -> NoReturn:
+    """The poll form's whole run (``CLIENT_BOOT`` of the filecell transport): :func:`client`, then
+    the process ends at once with its status, its output flushed.
+
+    The interpreter's own teardown (every module and object freed, one by one) is skipped: it was
+    ~2 ms of CPU of a poll (15 %), after the poll's work was done and its socket closed.
+
+    :param params_arg: PARAMS, or ``-``: PARAMS are the first line of stdin (a poll's: its frames
+        must be in no argv).
+    :raises Exception: what :func:`client` raises (the process then ends as Python ends).
+    """
+    status = client(kernel_dir, sys.stdin.readline().strip() if params_arg == "-" else params_arg)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    posix._exit(status)
+
+
 def _connect(kernel_dir: str) -> tuple[socket.socket, str] | None:
     try:
-        with open(_path(kernel_dir, "token"), encoding="ascii") as fh:
-            token = fh.read().strip()
+        with open(_path(kernel_dir, "token"), "rb") as fh:  # (bytes: a text file's codec lookup imported a module)
+            token = fh.read().strip().decode("ascii")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(_path(kernel_dir, "sock"))
     except OSError:
@@ -164,6 +179,8 @@ def _leave(sock: socket.socket, decoder: FrameDecoder) -> None:
 
 def _hold(kernel_dir: str, sock: socket.socket, decoder: FrameDecoder, wait: set[Any], hold_s: float) -> None:
     """Fork a holder that keeps this connection and spools frames; the caller returns at once."""
+    import fcntl  # (here: most polls never hold, and a shared library costs every poll that imports it ~0.2 ms)
+
     base = _path(kernel_dir, f"{CLIENT_HOLD_PREFIX}{posix.getpid()}")
     lock = posix.open(base + ".lock", posix.O_WRONLY | posix.O_CREAT, 0o600)
     fcntl.flock(lock, fcntl.LOCK_EX)  # taken before the fork: the next client never misses it
@@ -222,6 +239,8 @@ def _unspool(kernel_dir: str, wait: set[Any]) -> ClientStatus | None:
 
 def _take_spool(lock_path: str) -> list[str] | None:
     """Wait for the holder to let go of ``lock_path``; return its spool's lines (``None``: taken)."""
+    import fcntl  # (see :func:`_hold`)
+
     try:
         fd = posix.open(lock_path, posix.O_RDONLY)
     except OSError:
@@ -279,13 +298,22 @@ def _note_requests(data: bytes, wait: set[Any]) -> None:
 
 
 def _read(sock: socket.socket, left: float) -> bytes | None:
-    """Bytes from ``sock``; ``b""`` at EOF or error, ``None`` when ``left`` seconds pass first."""
-    if left <= 0 or not select.select([sock], [], [], left)[0]:
+    """Bytes from ``sock``; ``b""`` at EOF or error, ``None`` when ``left`` seconds pass first.
+
+    (A socket timeout, not ``select``: a shared library less for every poll to load; the socket is
+    blocking again afterwards, for the ``sendall`` of a big dropped frame.)
+    """
+    if left <= 0:
         return None
+    sock.settimeout(left)
     try:
         return sock.recv(READ_CHUNK)
+    except socket.timeout:  # (``TimeoutError`` from 3.10, an ``OSError`` before: caught first)
+        return None
     except OSError:
         return b""
+    finally:
+        sock.settimeout(None)
 
 
 def _status(header: Header, wait: set[Any], status: ClientStatus | None) -> ClientStatus | None:

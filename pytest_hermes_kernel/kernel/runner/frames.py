@@ -11,11 +11,7 @@ host imports this module too (``kernel/results.py`` re-exports it): there is one
 
 from __future__ import annotations
 
-import select
 import sys
-
-# ``_struct``, not ``struct``, which only re-exports it: one module less for a filecell poll to import
-from _struct import Struct
 
 try:
     from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
@@ -103,8 +99,21 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024
 MAX_FRAME_DEPTH = 500
 #: Bytes asked of one ``read``/``recv`` on a channel, a pipe or a socket.
 READ_CHUNK = 65536
-_HEAD = Struct(">II")
-_LENGTH = Struct(">I")
+
+
+def pack_head(total: int, header_bytes: int) -> bytes:
+    """A frame's first 8 bytes: ``total`` and the header's length, each a u32 big-endian.
+
+    (``int.to_bytes``/``int.from_bytes``, not ``struct``: ``_struct`` is a shared library, and a
+    filecell poll, which imports this module, paid ~0.2 ms to load it.)
+
+    :raises OverflowError: if either number does not fit in 32 bits.
+    """
+    return total.to_bytes(4, "big") + header_bytes.to_bytes(4, "big")
+
+
+def _u32(buf: bytearray, offset: int) -> int:
+    return int.from_bytes(buf[offset:offset + 4], "big")
 
 
 class FrameError(Exception):
@@ -139,8 +148,8 @@ def encode_frame(header: Header, blobs: Sequence[bytes] = ()) -> bytes:
     depth = _depth(body)
     if depth > MAX_FRAME_DEPTH:
         raise FrameTooDeep(f"nested {depth} levels deep, over the {MAX_FRAME_DEPTH} a frame may hold")
-    total = _HEAD.size - 4 + len(body) + sum(len(b) for b in blobs)
-    return b"".join((_HEAD.pack(total, len(body)), body, *blobs))
+    total = 4 + len(body) + sum(len(b) for b in blobs)
+    return b"".join((pack_head(total, len(body)), body, *blobs))
 
 
 class FrameDecoder:
@@ -166,7 +175,7 @@ class FrameDecoder:
         second ``None`` before its length came); ``None`` when nothing is."""
         if not self._buf:
             return None
-        return len(self._buf), (4 + _LENGTH.unpack_from(self._buf, 0)[0] if len(self._buf) >= 4 else None)
+        return len(self._buf), (4 + _u32(self._buf, 0) if len(self._buf) >= 4 else None)
 
     def next_frame(self) -> Frame | None:
         """The next complete frame as ``(header, blobs)``, or ``None`` until more bytes come.
@@ -176,12 +185,12 @@ class FrameDecoder:
         buf = self._buf
         if len(buf) < 4:
             return None
-        (total,) = _LENGTH.unpack_from(buf, 0)
+        total = _u32(buf, 0)
         if total < 4 or total > self._max:
             raise FrameError(f"frame length {total} outside 4..{self._max}")
         if len(buf) < 4 + total:
             return None
-        (hlen,) = _LENGTH.unpack_from(buf, 4)
+        hlen = _u32(buf, 4)
         if hlen > total - 4:
             raise FrameError(f"header length {hlen} exceeds frame length {total}")
         if total < 65536:  # the usual short frame
@@ -264,11 +273,15 @@ def send_all(sock: socket.socket, data: bytes) -> None:
         try:
             view = view[sock.send(view):]
         except BlockingIOError:
+            import select  # (here, not at the top: a filecell poll imports this module and never waits here)
+
             select.select([], [sock], [], 1.0)
 
 
 def unread(sock: socket.socket) -> bool:
     """Whether bytes wait in ``sock``, not yet read."""
+    import select  # (see :func:`send_all`)
+
     try:
         return bool(select.select([sock], [], [], 0)[0])
     except (OSError, ValueError):  # closed

@@ -25,29 +25,21 @@ and :class:`DockerExecBackend` (``docker exec`` into a container).
 from __future__ import annotations
 
 import os
-import selectors
-import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ...errors import ExitStatusUnknownError
 from ...containers.engines import close_exec_socket, is_full_container_id
+from .shell_io import SCRIPT_PATH, kill_group, read_until_closed, read_until_exit, script_fd
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
 #: Exit status a backend returns when it ended a command at its timeout (as coreutils ``timeout``).
 TIMEOUT_EXIT = 124
-#: Seconds the output of an exited command is still read while it keeps coming (handed case
-#: B36: what was written right before the exit is never lost) ...
-DRAIN_IDLE_S = 0.2
-#: ... and at most, in all: a background process that holds the output cannot hold the call
-#: open (docker's own exec drain is 2 s too).
-DRAIN_MAX_S = 2.0
 
 #: Live subreapers of every :class:`LocalShellBackend`. They belong to the process, not to a
 #: backend: each outlives the backend that started it until its kernel has ended, and is waited
@@ -86,15 +78,16 @@ class ExecuteBackend(Protocol):
 
 
 class LocalShellBackend:
-    """``sh`` on this machine, ``cmd`` on its stdin (:data:`STDIN_SHIM`; never in an argv): the
-    default backend of ``filecell`` and the model for others.
+    """``sh`` on this machine, ``cmd`` its script, on its stdin (never in an argv: a memfd it runs
+    as ``sh /dev/fd/0``, :func:`~.shell_io.script_fd`; where there is none, a pipe read by
+    :data:`STDIN_SHIM`): the default backend of ``filecell`` and the model for others.
 
     :param shell: the POSIX shell to run commands with.
     :param env: environment of the commands; ``None`` is this process's environment.
 
     The command runs in its own session, with stdin ``/dev/null``, and its whole process group is
     killed at the timeout. It returns once the command has exited and its output went quiet
-    (:data:`DRAIN_IDLE_S`, :data:`DRAIN_MAX_S` at most): a background process that inherited the
+    (:data:`~.shell_io.DRAIN_IDLE_S`, :data:`~.shell_io.DRAIN_MAX_S` at most): a background process that inherited the
     output keeps running (the protocol's rule for background processes) but cannot hold the call
     open; what it writes later is not part of the result. A death by signal N is 128 + N.
     The launch command (the one that leaves the kernel runner behind) runs under a small
@@ -113,16 +106,22 @@ class LocalShellBackend:
         :raises TimeoutError: if it runs longer than ``timeout`` seconds (its group is killed).
         """
         self._collect_subreapers()
-        proc = subprocess.Popen([self.shell, "-c", STDIN_SHIM], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        script = script_fd(cmd)  # (None off Linux: the command goes through STDIN_SHIM's cat)
+        try:
+            proc = subprocess.Popen([self.shell, "-c", STDIN_SHIM] if script is None else [self.shell, SCRIPT_PATH],
+                                    stdin=subprocess.PIPE if script is None else script, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        finally:
+            if script is not None:
+                os.close(script)  # the shell has its own
         assert proc.stdout is not None
         try:
-            assert proc.stdin is not None
-            with proc.stdin:  # the shim's cat reads it all before the command starts
-                proc.stdin.write(cmd.encode("utf-8"))
-            out = _read_until_exit(proc, timeout)
+            if proc.stdin is not None:
+                with proc.stdin:  # the shim's cat reads it all before the command starts
+                    proc.stdin.write(cmd.encode("utf-8"))
+            out = read_until_exit(proc, timeout)
         except BaseException:  # its timeout, or Ctrl-C/SIGTERM in the caller: none of it runs on
-            _kill_group(proc)
+            kill_group(proc)
             raise
         finally:
             proc.stdout.close()
@@ -155,9 +154,9 @@ class LocalShellBackend:
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write(cmd.encode("utf-8"))  # the command never sits in a long-lived argv
             proc.stdin.close()
-            out, status = _read_until_closed(proc.stdout.fileno(), status_r, timeout)
+            out, status = read_until_closed(proc.stdout.fileno(), status_r, timeout)
         except BaseException:  # its timeout, or Ctrl-C/SIGTERM in the caller: no further step of it runs
-            _kill_group(proc)
+            kill_group(proc)
             raise
         finally:
             os.close(status_r)
@@ -232,72 +231,6 @@ while True:
 def shell_status(returncode: int) -> int:
     """``subprocess``'s return code in the shell's convention: a death by signal N is 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
-
-
-def _read_until_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> bytes:
-    """``proc``'s output until it has exited and the output is closed or quiet (see :data:`DRAIN_MAX_S`).
-
-    :raises TimeoutError: if ``proc`` still runs after ``timeout`` seconds.
-    """
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    chunks: list[bytes] = []
-    drain_end: float | None = None  # set once the command exited
-    with selectors.DefaultSelector() as sel:
-        sel.register(fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if drain_end is None and proc.poll() is not None:
-                drain_end = now + DRAIN_MAX_S
-            if drain_end is None and deadline is not None and now >= deadline:
-                raise TimeoutError(f"command did not finish within {timeout} s")
-            wait = DRAIN_IDLE_S if drain_end is not None else 0.05
-            if not sel.select(min(wait, max(0.0, (drain_end or now + wait) - now))):
-                if drain_end is not None:
-                    return b"".join(chunks)  # exited, and the output went quiet (or a holder keeps it open)
-                continue
-            data = os.read(fd, 65536)
-            if not data:
-                return b"".join(chunks)
-            chunks.append(data)
-            if drain_end is not None and time.monotonic() >= drain_end:
-                return b"".join(chunks)
-
-
-def _read_until_closed(out_fd: int, status_fd: int, timeout: float | None) -> tuple[str, str]:
-    """Read two pipes until both are closed; ``(output, status text)``.
-
-    :raises TimeoutError: if they are still open after ``timeout`` seconds.
-    """
-    deadline = None if timeout is None else time.monotonic() + timeout
-    chunks: dict[int, list[bytes]] = {out_fd: [], status_fd: []}
-    with selectors.DefaultSelector() as sel:
-        for fd in chunks:
-            sel.register(fd, selectors.EVENT_READ)
-        while sel.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                raise TimeoutError(f"command did not finish within {timeout} s")
-            for key, _ in sel.select(left):
-                data = os.read(key.fd, 65536)
-                if data:
-                    chunks[key.fd].append(data)
-                else:
-                    sel.unregister(key.fd)
-    return (b"".join(chunks[out_fd]).decode("utf-8", "replace"),
-            b"".join(chunks[status_fd]).decode("ascii", "replace"))
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5.0)  # not communicate(): it would flush the closed stdin and never wait
-    except subprocess.TimeoutExpired:
-        pass
 
 
 #: ``command -v timeout`` answers by (engine URL, full container id, user), for every backend of the

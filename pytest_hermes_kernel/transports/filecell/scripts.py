@@ -34,9 +34,9 @@ from ..runner_zipapp import ZIP_PACKAGE
 
 #: ``python3 -I -S -B -c CLIENT_BOOT <runner file> DIR -`` with PARAMS on stdin (a poll's: they
 #: carry its frames) or ``... DIR PARAMS`` (the launch's hello: no frames): the client mode of the runner
-#: file without ``runpy`` (isolated, no site: a poll imports only the client and the frame codec).
-CLIENT_BOOT = (f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}.client import client; "
-               "sys.exit(client(sys.argv[2], sys.stdin.readline().strip() if sys.argv[3] == \"-\" else sys.argv[3]))")
+#: file without ``runpy`` (isolated, no site: a poll imports only the client and the frame codec),
+#: ending without the interpreter's teardown (:func:`~pytest_hermes_kernel.kernel.runner.client.poll`).
+CLIENT_BOOT = f"import sys; sys.path.insert(0, sys.argv[1]); from {ZIP_PACKAGE}.client import poll; poll(*sys.argv[2:4])"
 TOKEN_NAME = "token"
 ERROR_MARK = "HERMES-FILECELL-ERROR"
 #: What sh, bash or Python say where no process can be made (a fork refused: EAGAIN, ENOMEM): the

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...errors import ExitStatusUnknownError, TransportLostError
-from .backends import DRAIN_IDLE_S, DRAIN_MAX_S
+from .shell_io import DRAIN_IDLE_S, DRAIN_MAX_S
 
 if TYPE_CHECKING:
     import paramiko
