@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -17,6 +19,11 @@ from ..errors import TransportUnavailableError
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
+#: Seconds :meth:`MemoryCgroup.remove` waits for the processes it killed to leave the group (a
+#: SIGKILLed process exits within milliseconds; only one in uninterruptible sleep takes longer).
+REMOVE_WAIT_S = 5.0
+#: Poll interval (seconds) while it waits.
+REMOVE_POLL_S = 0.01
 
 
 @dataclass
@@ -51,21 +58,38 @@ class MemoryCgroup:
         except OSError:
             return None
 
-    def remove(self) -> None:
-        """Remove the group (after killing what is left in it); never raises."""
+    def remove(self, wait: float = REMOVE_WAIT_S) -> None:
+        """Remove the group, after killing what is left in it; never raises.
+
+        A killed process leaves the group only once it has exited: the removal is tried again
+        until the group is empty, for up to ``wait`` seconds (a process a cell left in it, such as
+        a ``setsid`` daemon, kept the group on the machine when the removal came at once).
+
+        :param wait: seconds to wait for the killed processes to leave the group.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            self._kill_members()
+            try:
+                os.rmdir(self.path)
+            except OSError as exc:
+                if exc.errno == errno.EBUSY and time.monotonic() < deadline:
+                    time.sleep(REMOVE_POLL_S)
+                    continue
+            return
+
+    def _kill_members(self) -> None:
+        """SIGKILL every process in the group (``cgroup.procs``); those gone meanwhile are skipped."""
         try:
             with open(self.procs_file, encoding="ascii") as fh:
-                for line in fh:
-                    try:
-                        os.kill(int(line), 9)
-                    except (ProcessLookupError, ValueError):
-                        pass
+                pids = fh.read().split()
         except OSError:
-            pass
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
+            return
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
 
 
 def _write(path: str, value: str) -> None:
