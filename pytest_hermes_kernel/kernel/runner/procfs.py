@@ -1,6 +1,7 @@
 """What the supervisor reads from ``/proc`` and ``/sys/fs/cgroup`` (Linux; no-ops elsewhere).
 
-* :func:`configured_oom_file`, :func:`memory_cgroup_oom_file`, :func:`read_oom_kills` and :class:`OomCounter`: a death is an OOM kill only when
+* :func:`configured_oom_file`, :func:`memory_cgroup_oom_file`, :func:`read_oom_kills`,
+  :func:`oom_counter_problem` and :class:`OomCounter`: a death is an OOM kill only when
   the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
@@ -84,6 +85,17 @@ def read_oom_kills(path: str | None) -> int | None:
             return _oom_kills_in(fh.read())
     except OSError:
         return None
+
+
+def oom_counter_problem(path: str) -> str | None:
+    """Why ``path`` gives no ``oom_kill`` count (the error reading it: ``Permission denied``, ``Is
+    a directory``, ...; or that it has no ``oom_kill`` line), else ``None``."""
+    try:
+        with open(path, "rb") as fh:
+            count = _oom_kills_in(fh.read())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None if count is not None else "it has no oom_kill line"
 
 
 def _oom_kills_in(text: bytes) -> int | None:
