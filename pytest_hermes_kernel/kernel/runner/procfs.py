@@ -4,6 +4,7 @@
   :func:`oom_counter_problem` and :class:`OomCounter`: a death is an OOM kill only when
   the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
+* :func:`cgroup_strangers`: whether a kernel's memory cgroup holds another kernel's processes too.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
 * :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
 * :func:`signal_if`: a signal to a pid read from ``/proc`` (B29: it may be reused meanwhile).
@@ -139,6 +140,41 @@ class OomCounter:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
+
+
+def cgroup_strangers(where: str, ancestor: int) -> list[int]:
+    """The processes in the cgroup at ``where`` (and the cgroups below it) that do not descend from
+    ``ancestor`` (a runner: its workers and what their cells started do), read from each
+    ``cgroup.procs`` and the parent chain of ``/proc/<pid>/stat``; one gone meanwhile is none.
+
+    Another kernel's worker in a memory cgroup named by a kernel's config makes its OOM counter
+    a shared one: an OOM kill there is not told as this kernel's cell's.
+    """
+    strangers = []
+    for path, _, files in os.walk(where):
+        if "cgroup.procs" not in files:
+            continue
+        try:
+            with open(os.path.join(path, "cgroup.procs"), "rb") as fh:
+                pids = [int(pid) for pid in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+        strangers += [pid for pid in pids if _descends(pid, ancestor) is False]
+    return strangers
+
+
+def _descends(pid: int, ancestor: int) -> bool | None:
+    """Whether ``pid``'s parent chain reaches ``ancestor`` (``None``: a process of it is gone)."""
+    for _ in range(64):  # (a chain is a few steps long; the bound only ends a loop)
+        if pid == ancestor:
+            return True
+        stat = _stat_of(str(pid))
+        if not stat:
+            return None
+        pid = int(stat[stat.rfind(b")") + 2:].split()[1])
+        if pid <= 1:
+            return False
+    return False
 
 
 def _session_of(stat: bytes) -> int:

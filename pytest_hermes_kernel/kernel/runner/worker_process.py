@@ -24,6 +24,7 @@ from .environ import become_worker, enter_kernel_env, finalize_and_exit, join_cg
 from .frames import FrameDecoder, encode_frame, send_all
 from .kick import Kicks, install_kick_handler
 from .procfs import (
+    cgroup_strangers,
     close_fds_except,
     configured_oom_file,
     kill_session_strays,
@@ -109,6 +110,16 @@ class WorkerProcess:
         if self.oom_file is None:
             self.oom_file = memory_cgroup_oom_file(pid) or ""
         return pid
+
+    def counter_is_own(self) -> bool:
+        """Whether the OOM counter counts this kernel's processes alone, now: a fresh container's
+        (``cgroup_own``: the transport's word), or a cgroup its config names that holds no process but
+        this runner's descendants. Two kernels started in one memory cgroup (one ``cgroup_procs``)
+        share its counter: a quiet cell of one was told that a subprocess of it was OOM-killed, for
+        the other's (read only once the counter rose: it costs a ``/proc`` read per process there)."""
+        if not self.oom_file_own or self.config.get("cgroup_own") or not self.oom_file:
+            return self.oom_file_own
+        return not cgroup_strangers(os.path.dirname(self.oom_file), os.getpid())
 
     def _enter_child(self, child: socket.socket, claim: Callable[[socket.socket], dict[str, Any]] | None) -> None:
         _own_group(0)
