@@ -314,7 +314,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     try:
         signal.set_wakeup_fd(-1)  # the supervisor's, closed: its number may be a file's once this opens any
         if claim is None:
-            join_cgroup(config)
+            join_cgroup(config, err_w)
         worker = Worker(sock, config)
         sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
         # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
@@ -327,7 +327,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
         if claim is not None:
             worker.take_config(config := claim(sock))
-            join_cgroup(config)
+            join_cgroup(config, 2)  # (err_w is fd 2 now)
         enter_kernel_env(config)
         if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
             finalize_and_exit(0, worker.namespace, join_threads=False)
