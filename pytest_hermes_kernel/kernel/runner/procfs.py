@@ -28,7 +28,8 @@ PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "/proc") -> str | None:
     """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``.
 
-    The cgroup's own dir below the hierarchy's mount (``root``), else the mount's top: a
+    The cgroup's own dir below the hierarchy's mount (``root``; on v2, else its nearest ancestor's
+    with ``memory.events``), else the mount's top: a
     container (docker, podman, a Kubernetes pod; marker files or not, a cgroup namespace of its
     own or the host's) sees its own cgroup there, not at its path on the host (``/docker/ID``).
     The hierarchy's real root does not count (v1: it holds ``release_agent``; v2 has no
@@ -47,11 +48,23 @@ def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "
         if not v1 and (hierarchy != "0" or controllers):
             continue
         mount = root + "/memory" if v1 else root
-        for where in (mount + path.rstrip("/"), mount):
+        for where in _counter_dirs(mount, path.rstrip("/"), v1):
             counter = os.path.join(where, "memory.oom_control" if v1 else "memory.events")
             if os.path.exists(counter) and not os.path.exists(os.path.join(where, "release_agent")):
                 return counter
     return None
+
+
+def _counter_dirs(mount: str, path: str, v1: bool) -> list[str]:
+    """Where a cgroup's counter may be, nearest first: its own dir, on v2 each ancestor's below the
+    mount (a v2 cgroup without the memory controller has no ``memory.events``: the limit and the
+    count are its nearest ancestor's with one; that was read as no counter, an OOM kill as a plain
+    SIGKILL), then the mount's top."""
+    dirs = [mount + path]
+    while not v1 and path.count("/") > 1:
+        path = path.rsplit("/", 1)[0]
+        dirs.append(mount + path)
+    return dirs + [mount]
 
 
 def configured_oom_file(config: dict) -> str | None:
