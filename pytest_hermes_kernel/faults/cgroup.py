@@ -60,19 +60,21 @@ class MemoryCgroup:
             return None
 
     def remove(self, wait: float = REMOVE_WAIT_S) -> None:
-        """Remove the group, after killing what is left in it; never raises.
+        """Remove the group and the groups a cell made below it, after killing what is left in
+        them; never raises.
 
-        A killed process leaves the group only once it has exited: the removal is tried again
-        until the group is empty, for up to ``wait`` seconds (a process a cell left in it, such as
+        A killed process leaves its group only once it has exited: the removal is tried again
+        until the groups are empty, for up to ``wait`` seconds (a process a cell left in it, such as
         a ``setsid`` daemon, kept the group on the machine when the removal came at once).
 
-        :param wait: seconds to wait for the killed processes to leave the group.
+        :param wait: seconds to wait for the killed processes to leave the groups.
         """
         deadline = time.monotonic() + wait
         while True:
             self._kill_members()
             try:
-                os.rmdir(self.path)
+                for path in [path for path, _, _ in os.walk(self.path, topdown=False)]:  # the ones below first
+                    os.rmdir(path)
             except OSError as exc:
                 if exc.errno == errno.EBUSY and time.monotonic() < deadline:
                     time.sleep(REMOVE_POLL_S)
@@ -80,17 +82,18 @@ class MemoryCgroup:
             return
 
     def _kill_members(self) -> None:
-        """SIGKILL every process in the group (``cgroup.procs``); those gone meanwhile are skipped."""
-        try:
-            with open(self.procs_file, encoding="ascii") as fh:
-                pids = fh.read().split()
-        except OSError:
-            return
-        for pid in pids:
+        """SIGKILL every process in the group and below it (``cgroup.procs``); those gone meanwhile are skipped."""
+        for path, _, _ in os.walk(self.path):
             try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ProcessLookupError, ValueError):
-                pass
+                with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as fh:
+                    pids = fh.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
 
 
 def _write(path: str, value: str) -> None:

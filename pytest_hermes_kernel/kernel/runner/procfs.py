@@ -130,12 +130,20 @@ class OomCounter:
     (measured on a 2-core Debian 12 host, cgroup v1): cheap enough to read at every cell start,
     so that a count taken at a cell's start is never an earlier cell's.
 
+    On v1 (``memory.oom_control``) the kernel counts an OOM kill in the victim's own group only:
+    the kills in the groups below this one (a cell made one and moved a process, or the worker,
+    there) are added, each group's rise since the read before (one ``fstat`` of the held dir
+    says whether there are any: its link count). v2's ``memory.events`` counts them itself.
+
     :param path: the counter file; ``None`` or ``""``: :meth:`read` is always ``None``.
     """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self._fd: int | None = None
+        self._dir: int | None = None  # (v1) the group's dir
+        self._below: dict[str, int] | None = None  # (v1) each group below's count at the last read
+        self._added = 0  # (v1) the kills counted below since the first read
 
     def read(self) -> int | None:
         """The count now, or ``None`` if the file cannot be read (opened again next time)."""
@@ -144,15 +152,38 @@ class OomCounter:
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            return _oom_kills_in(os.pread(self._fd, 4096, 0))
+            count = _oom_kills_in(os.pread(self._fd, 4096, 0))
         except OSError:
             self.close()
             return None
+        if count is None or os.path.basename(self.path) != "memory.oom_control":
+            return count
+        return count + self._kills_below(os.path.dirname(self.path))
+
+    def _kills_below(self, where: str) -> int:
+        """The kills counted in the groups below ``where`` since the first read (a group removed
+        meanwhile keeps what it added; one made since counts from 0)."""
+        try:
+            if self._dir is None:
+                self._dir = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            groups = os.fstat(self._dir).st_nlink - 2
+        except OSError:
+            groups = 0
+        counts = {}
+        for path, _, _ in os.walk(where) if groups > 0 else ():
+            count = read_oom_kills(os.path.join(path, "memory.oom_control")) if path != where else None
+            if count is not None:
+                counts[path] = count
+        if self._below is not None:
+            self._added += sum(max(0, n - self._below.get(path, 0)) for path, n in counts.items())
+        self._below = counts
+        return self._added
 
     def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        for fd in (self._fd, self._dir):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._dir = None
 
 
 def cgroup_strangers(where: str, ancestor: int) -> list[int]:
