@@ -70,7 +70,8 @@ def _counter_dirs(mount: str, path: str, v1: bool) -> list[str]:
 def configured_oom_file(config: dict) -> str | None:
     """The OOM-kill counter a kernel's config names: ``oom_counter_file``, else the counter beside
     ``cgroup_procs`` (``memory.events`` on v2, ``memory.oom_control`` on v1: the cgroup its worker
-    joins), else ``None`` (the supervisor looks up the worker's own cgroup).
+    joins; on v2 a cgroup without the memory controller has none: its nearest ancestor's with
+    one), else ``None`` (the supervisor looks up the worker's own cgroup).
 
     Read from the config, not from the worker: the worker joins ``cgroup_procs`` after its fork
     (a spare's after its claim), and a lookup that ran first found the cgroup it left, so an OOM
@@ -80,9 +81,12 @@ def configured_oom_file(config: dict) -> str | None:
     if path is not None or not config.get("cgroup_procs"):
         return path
     where = os.path.dirname(config["cgroup_procs"])
-    for name in ("memory.events", "memory.oom_control"):
-        if os.path.exists(os.path.join(where, name)):
-            return os.path.join(where, name)
+    if os.path.exists(os.path.join(where, "memory.oom_control")):
+        return os.path.join(where, "memory.oom_control")
+    while os.path.exists(os.path.join(where, "cgroup.procs")) and where != os.path.dirname(where):
+        if os.path.exists(os.path.join(where, "memory.events")):  # v2: its own, else its nearest ancestor's
+            return os.path.join(where, "memory.events")
+        where = os.path.dirname(where)
     return None  # not a memory cgroup: the join leaves the worker's memory cgroup as it was
 
 
