@@ -12,7 +12,6 @@ kernel alone in its group keeps the plain note (``test_an_oom_kill_of_a_cells_su
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -70,17 +69,18 @@ def test_a_quiet_cell_of_one_of_two_kernels_in_one_cgroup_is_not_blamed(memory_c
     assert f"the cgroup is one this kernel shares, {memory_cgroup.oom_counter_file}" in q.kernel.note, q.kernel.note
 
 
-def test_a_process_outside_the_runners_tree_is_a_stranger(tmp_path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+def test_a_process_of_another_session_is_a_stranger(tmp_path) -> None:
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    ours, theirs = subprocess.Popen(sleep), subprocess.Popen(sleep, start_new_session=True)
     try:
-        (tmp_path / "cgroup.procs").write_text(f"{child.pid}\n")
+        (tmp_path / "cgroup.procs").write_text(f"{ours.pid}\n")
         (tmp_path / "sub").mkdir()
-        (tmp_path / "sub" / "cgroup.procs").write_text(f"{os.getppid()}\n")  # below it: counted too (v2)
+        (tmp_path / "sub" / "cgroup.procs").write_text(f"{theirs.pid}\n")  # below it: counted too (v2)
 
-        assert cgroup_strangers(str(tmp_path), os.getpid()) == [os.getppid()]
-        assert cgroup_strangers(str(tmp_path / "sub"), os.getpid()) == [os.getppid()]
+        assert cgroup_strangers(str(tmp_path)) == [theirs.pid]
         (tmp_path / "sub" / "cgroup.procs").write_text("")
-        assert cgroup_strangers(str(tmp_path), os.getpid()) == [], "a child of the runner is its own"
+        assert cgroup_strangers(str(tmp_path)) == [], "a process of this session is the runner's own"
     finally:
-        child.kill()
-        child.wait()
+        for process in (ours, theirs):
+            process.kill()
+            process.wait()

@@ -4,7 +4,7 @@
   :func:`oom_counter_problem` and :class:`OomCounter`: a death is an OOM kill only when
   the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
-* :func:`cgroup_strangers`: whether a kernel's memory cgroup holds another kernel's processes too.
+* :func:`cgroup_strangers`: whether a kernel's memory cgroup holds another session's processes too.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
 * :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
 * :func:`signal_if`: a signal to a pid read from ``/proc`` (B29: it may be reused meanwhile).
@@ -170,14 +170,11 @@ class OomCounter:
         try:
             if self._dir is None:
                 self._dir = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-            groups = os.fstat(self._dir).st_nlink - 2
+            below = os.fstat(self._dir).st_nlink > 2  # (a dir's link count: 2, and 1 per dir in it)
         except OSError:
-            groups = 0
-        counts = {}
-        for path, _, _ in os.walk(where) if groups > 0 else ():
-            count = read_oom_kills(os.path.join(path, "memory.oom_control")) if path != where else None
-            if count is not None:
-                counts[path] = count
+            below = False
+        counts = {path: read_oom_kills(path + "/memory.oom_control") or 0
+                  for path, _, _ in (os.walk(where) if below else ()) if path != where}
         if self._below is not None:
             self._added += sum(max(0, n - self._below.get(path, 0)) for path, n in counts.items())
         self._below = counts
@@ -190,39 +187,22 @@ class OomCounter:
         self._fd = self._dir = None
 
 
-def cgroup_strangers(where: str, ancestor: int) -> list[int]:
-    """The processes in the cgroup at ``where`` (and the cgroups below it) that do not descend from
-    ``ancestor`` (a runner: its workers and what their cells started do), read from each
-    ``cgroup.procs`` and the parent chain of ``/proc/<pid>/stat``; one gone meanwhile is none.
+def cgroup_strangers(where: str) -> list[int]:
+    """The processes in the cgroup at ``where`` (and the cgroups below it) outside this process's
+    session (a supervisor leads its own: its workers and what their cells started are in it, but
+    for a ``setsid`` daemon), read from each ``cgroup.procs``; one gone meanwhile is none.
 
     Another kernel's worker in a memory cgroup named by a kernel's config makes its OOM counter
     a shared one: an OOM kill there is not told as this kernel's cell's.
     """
-    strangers = []
-    for path, _, files in os.walk(where):
-        if "cgroup.procs" not in files:
-            continue
+    sid, pids = os.getsid(0), []
+    for path, _, _ in os.walk(where):
         try:
             with open(os.path.join(path, "cgroup.procs"), "rb") as fh:
-                pids = [int(pid) for pid in fh.read().split()]
+                pids += [int(pid) for pid in fh.read().split()]
         except (OSError, ValueError):
             continue
-        strangers += [pid for pid in pids if _descends(pid, ancestor) is False]
-    return strangers
-
-
-def _descends(pid: int, ancestor: int) -> bool | None:
-    """Whether ``pid``'s parent chain reaches ``ancestor`` (``None``: a process of it is gone)."""
-    for _ in range(64):  # (a chain is a few steps long; the bound only ends a loop)
-        if pid == ancestor:
-            return True
-        stat = _stat_of(str(pid))
-        if not stat:
-            return None
-        pid = int(stat[stat.rfind(b")") + 2:].split()[1])
-        if pid <= 1:
-            return False
-    return False
+    return [pid for pid in pids if (stat := _stat_of(str(pid))) and not _in_session(stat, sid)]
 
 
 def _session_of(stat: bytes) -> int:

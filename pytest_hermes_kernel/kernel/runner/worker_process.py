@@ -113,13 +113,13 @@ class WorkerProcess:
 
     def counter_is_own(self) -> bool:
         """Whether the OOM counter counts this kernel's processes alone, now: a fresh container's
-        (``cgroup_own``: the transport's word), or a cgroup its config names that holds no process but
-        this runner's descendants. Two kernels started in one memory cgroup (one ``cgroup_procs``)
+        (``cgroup_own``: the transport's word), or a cgroup its config names that holds no process
+        outside this runner's session. Two kernels started in one memory cgroup (one ``cgroup_procs``)
         share its counter: a quiet cell of one was told that a subprocess of it was OOM-killed, for
         the other's (read only once the counter rose: it costs a ``/proc`` read per process there)."""
         if not self.oom_file_own or self.config.get("cgroup_own") or not self.oom_file:
             return self.oom_file_own
-        return not cgroup_strangers(os.path.dirname(self.oom_file), os.getpid())
+        return not cgroup_strangers(os.path.dirname(self.oom_file))
 
     def _enter_child(self, child: socket.socket, claim: Callable[[socket.socket], dict[str, Any]] | None) -> None:
         _own_group(0)
