@@ -136,9 +136,10 @@ def join_cgroup(config: dict[str, Any], say_fd: int) -> None:
     removed since: a restart's, or the next cell's after a death) says so in one line on
     ``say_fd`` (its stderr pipe) and exits as a failed start does (70), so the next cell is
     ``died`` with that line in its note: it ran outside the cgroup, without its memory limit, and
-    said nothing (a hog under a 128 MiB limit took 400 MB and came back ``ok``).
+    said nothing (a hog under a 128 MiB limit took 400 MB and came back ``ok``). It ends by
+    ``os._exit``, never by an exception a cell could see.
 
-    :raises SystemExit: never; the process ends by ``os._exit`` instead.
+    :param say_fd: where the line goes (the worker's stderr pipe).
     """
     cgroup_procs = config.get("cgroup_procs")
     if cgroup_procs:
