@@ -193,6 +193,24 @@ def container_log(client: docker.DockerClient, container_id: str, lines: int) ->
         return ""
 
 
+#: ``sh`` printing the OOM kills the memory cgroup of the container it runs in counts (cgroup v2,
+#: else v1), or nothing: what a runner the OOM killer ended could not say itself.
+OOM_KILLS_SH = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
+                "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
+
+
+def memory_limit_words(out: str, mem_limit_bytes: int, shared: bool) -> str:
+    """The words for a container under ``mem_limit_bytes`` whose memory cgroup counts OOM kills
+    (``out``: what :data:`OOM_KILLS_SH` printed there); ``""`` for none counted.
+
+    :param shared: the container runs other kernels too (their kills count there as well).
+    """
+    kills = int(out.strip()) if out.strip().isdigit() else 0
+    whose = " in all its kernels so far (this one's end may be one of them, or not)" if shared else ""
+    return kills and (f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit (mem_limit_bytes="
+                      f"{mem_limit_bytes}) is {'a possible' if shared else 'the likely'} cause: raise it") or ""
+
+
 def _limits(mem_limit_bytes: int | None, cpus: float | None) -> dict[str, Any]:
     limits: dict[str, Any] = {}
     if mem_limit_bytes is not None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import errno
 import os
+import re
+import signal
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -17,6 +20,11 @@ from ..errors import TransportUnavailableError
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
+#: Seconds :meth:`MemoryCgroup.remove` waits for the processes it killed to leave the group (a
+#: SIGKILLed process exits within milliseconds; only one in uninterruptible sleep takes longer).
+REMOVE_WAIT_S = 5.0
+#: Poll interval (seconds) while it waits.
+REMOVE_POLL_S = 0.01
 
 
 @dataclass
@@ -51,21 +59,41 @@ class MemoryCgroup:
         except OSError:
             return None
 
-    def remove(self) -> None:
-        """Remove the group (after killing what is left in it); never raises."""
-        try:
-            with open(self.procs_file, encoding="ascii") as fh:
-                for line in fh:
-                    try:
-                        os.kill(int(line), 9)
-                    except (ProcessLookupError, ValueError):
-                        pass
-        except OSError:
-            pass
-        try:
-            os.rmdir(self.path)
-        except OSError:
-            pass
+    def remove(self, wait: float = REMOVE_WAIT_S) -> None:
+        """Remove the group and the groups a cell made below it, after killing what is left in
+        them; never raises.
+
+        A killed process leaves its group only once it has exited: the removal is tried again
+        until the groups are empty, for up to ``wait`` seconds (a process a cell left in it, such as
+        a ``setsid`` daemon, kept the group on the machine when the removal came at once).
+
+        :param wait: seconds to wait for the killed processes to leave the groups.
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            self._kill_members()
+            try:
+                for path in [path for path, _, _ in os.walk(self.path, topdown=False)]:  # the ones below first
+                    os.rmdir(path)
+            except OSError as exc:
+                if exc.errno == errno.EBUSY and time.monotonic() < deadline:
+                    time.sleep(REMOVE_POLL_S)
+                    continue
+            return
+
+    def _kill_members(self) -> None:
+        """SIGKILL every process in the group and below it (``cgroup.procs``); those gone meanwhile are skipped."""
+        for path, _, _ in os.walk(self.path):
+            try:
+                with open(os.path.join(path, "cgroup.procs"), encoding="ascii") as fh:
+                    pids = fh.read().split()
+            except OSError:
+                continue
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
 
 
 def _write(path: str, value: str) -> None:
@@ -195,15 +223,68 @@ def _hint(errors: list[OSError], root: str) -> str:
     return _READ_ONLY_HINT if read_only or (errors and all(e.errno == errno.EROFS for e in errors)) else _HINT
 
 
+#: The name of a memory cgroup :func:`create_memory_cgroup` makes: ``hermes-kernel-`` its creator's pid
+#: namespace (inode), pid and start time (clock ticks since boot), then a random part.
+_NAME = re.compile(r"hermes-kernel-(\d+)-(\d+)-(\d+)-[0-9a-f]+")
+
+
+def _start_ticks(pid: str) -> str | None:
+    """Process ``pid``'s start time (``/proc/<pid>/stat``'s 22nd field), or ``None`` if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+        return stat[stat.rfind(b")") + 2:].split()[19].decode("ascii")
+    except (OSError, IndexError):
+        return None
+
+
+def _pid_namespace() -> str:
+    """This process's pid namespace inode (``0`` where ``/proc`` cannot say)."""
+    try:
+        return "".join(c for c in os.readlink("/proc/self/ns/pid") if c.isdigit()) or "0"
+    except OSError:
+        return "0"
+
+
+def _cgroup_name() -> str:
+    return f"hermes-kernel-{_pid_namespace()}-{os.getpid()}-{_start_ticks('self') or 0}-{uuid.uuid4().hex[:8]}"
+
+
+def sweep_leftover_cgroups(parent: str) -> list[str]:
+    """Remove the empty memory cgroups in ``parent`` made by a process of this pid namespace that
+    is gone (a run SIGKILLed, an xdist worker that crashed: its cleanup never ran, and each left its
+    group on the machine for good); one a process is still in (a filecell kernel outlives its host
+    for its idle timer) is left for a later sweep: nothing is killed. Never raises.
+
+    :returns: the paths removed.
+    """
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return []
+    ours, removed = _pid_namespace(), []
+    for name in names:
+        made = _NAME.fullmatch(name)
+        if made is None or made[1] != ours or ours == "0" or _start_ticks(made[2]) == made[3]:
+            continue  # not ours to judge, or its creator lives
+        try:
+            os.rmdir(os.path.join(parent, name))
+        except OSError:
+            continue
+        removed.append(os.path.join(parent, name))
+    return removed
+
+
 def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgroup:
     """Create a memory cgroup limited to ``limit_bytes`` (swap included where it can be set): at
-    the hierarchy's root, else inside this process's own cgroup (:func:`_parents`).
+    the hierarchy's root, else inside this process's own cgroup (:func:`_parents`). The groups
+    that gone runs left in that parent are removed first (:func:`sweep_leftover_cgroups`).
 
     :raises TransportUnavailableError: if this machine does not let us create one (no cgroup
         mount, not writable, v2 without the memory controller delegated, no OOM-kill counter);
         the message says why.
     """
-    name = name or f"hermes-kernel-{uuid.uuid4().hex[:12]}"
+    name = name or _cgroup_name()
     if os.path.exists(os.path.join(V1_ROOT, "memory.limit_in_bytes")):
         refused, errors = [], []
         for parent in _parents(V1_ROOT, 1):
@@ -214,6 +295,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
                 refused.append(f"{path}: {exc}")
                 errors.append(exc)
                 continue
+            sweep_leftover_cgroups(parent)
             # (no swap accounting: the limit applies to RAM only)
             return _limited(path, 1, limit_bytes, ("memory.limit_in_bytes", str(limit_bytes)),
                             ("memory.memsw.limit_in_bytes", str(limit_bytes)), f". {_HINT}")
@@ -233,6 +315,7 @@ def create_memory_cgroup(limit_bytes: int, name: str | None = None) -> MemoryCgr
                 refused.append(f"cannot create a v2 memory cgroup at {path}: {exc}")
                 errors.append(exc)
                 continue
+            sweep_leftover_cgroups(parent)
             return _limited(path, 2, limit_bytes, ("memory.max", str(limit_bytes)), ("memory.swap.max", "0"), "")
         raise TransportUnavailableError("; nor: ".join(refused) + f". {_hint(errors, V2_ROOT)}")
     raise TransportUnavailableError("no memory cgroup hierarchy is mounted at /sys/fs/cgroup")

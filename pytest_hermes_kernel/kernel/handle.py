@@ -399,7 +399,7 @@ def _judge(handle: KernelHandle, outcome: CellOutcome, loss: Loss | None, intent
     changes = verdict.info_changes(earlier=loss, death=death, reconnected=outcome.reconnected,
                                    start_note=handle._runtime.take_start_note())
     return build_result(outcome, status=verdict.status, kernel=handle.info(**changes), watchdog=watchdog,
-                        tool_calls=cell.authority.snapshot(), secrets=handle._secrets)
+                        tool_calls=cell.authority.snapshot(verdict.status == "died"), secrets=handle._secrets)
 
 
 def attach_kept(transport: Transport, locator: dict[str, Any], *, kernel_id: str, token: str,

@@ -102,6 +102,8 @@ def _unreachable(name: object) -> str | None:
 #: A call's ``error`` in a result made while it still ran (a thread of the cut cell may still wait for it).
 STILL_RUNNING = ("still running on the host when the cell ended: its result reaches only a thread of the cell "
                  "still waiting for it")
+#: The same in the result of a cell whose worker died (an OOM kill, a SIGKILL): no thread is left to wait.
+STILL_RUNNING_WORKER_GONE = "still running on the host when the cell's worker died: its result reaches nobody"
 
 
 class CellAuthority:
@@ -124,14 +126,18 @@ class CellAuthority:
     def retire(self) -> None:
         self.retired = True
 
-    def snapshot(self) -> list[dict[str, Any]]:
+    def snapshot(self, worker_gone: bool = False) -> list[dict[str, Any]]:
         """The calls as they stand now, for a cell's result (a copy: a call still running goes on
-        without changing it). One still running has ``running=True`` and an ``error`` saying so."""
+        without changing it). One still running has ``running=True`` and an ``error`` saying so.
+
+        :param worker_gone: the cell's worker died: no thread of it waits for a call still running
+            (the error said one did, for a cell the OOM killer ended).
+        """
         out = []
         for call in list(self.calls):
             call = dict(call)
             if call.get("running"):
-                call["error"] = STILL_RUNNING
+                call["error"] = STILL_RUNNING_WORKER_GONE if worker_gone else STILL_RUNNING
             out.append(call)
         return out
 

@@ -43,6 +43,9 @@ class Worker:
         self.oom_file = oom_file
         self.oom_file_own = own  # (hermes_oom's cgroup; False: the one the worker was found in)
 
+    def counter_is_own(self) -> bool:  # (the real one also looks for another kernel's processes in the group)
+        return self.oom_file_own
+
 
 def _settled(book: cells.CellBook, value: str) -> tuple[dict, int]:
     """The header the book sends for a cell whose reply carries ``value``, and the frame's size."""

@@ -161,10 +161,14 @@ class OutputPipes:
         return self.said.decode("utf-8", "replace") if exit_code == START_FAILED else ""
 
     def _stray(self, fd: int, data: bytes) -> None:
-        self.stray[fd] += len(data)
+        """Count ``data`` as output written while no cell ran, but for the runner's own lines (a
+        worker that could not start: its line was called a leftover's dropped output too)."""
         at = data.rfind(RUNNER_SAYS)
+        own = 0
         if fd == self.err_r and at >= 0:
             self.said = data[at:].split(b"\n")[0][:500]
+            own = sum(len(line) + 1 for line in data.split(b"\n")[:-1] if line.startswith(RUNNER_SAYS))
+        self.stray[fd] += len(data) - own
 
     def take(self) -> tuple[dict[str, int], tuple[bytes, bytes, bytes, bytes]]:
         """The result header's byte counts and the four blobs (stdout head, tail, stderr head, tail)."""

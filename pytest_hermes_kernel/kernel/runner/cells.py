@@ -187,7 +187,7 @@ class CellBook:
             now = self.oom_count()
             if now is not None and now > self.oom_baseline:
                 counts["oom_kills"] = now - self.oom_baseline
-                counts["oom_shared"] = "" if self.worker.oom_file_own else (self.worker.oom_file or "")
+                counts["oom_shared"] = "" if self.worker.counter_is_own() else (self.worker.oom_file or "")
         outcome.update(counts, worker_pid=self.worker.pid, worker_generation=self.worker.generation)
         self.cell = None
         self.started = self.held = False

@@ -129,16 +129,27 @@ def become_worker(out_w: int, err_w: int) -> None:
         sys.path.insert(0, "")
 
 
-def join_cgroup(config: dict[str, Any]) -> None:
-    """Join the cgroup of ``config['cgroup_procs']`` (a ``cgroup.procs`` file), if any; a failure is
-    the supervisor's to report (it checked the file before it forked)."""
+def join_cgroup(config: dict[str, Any], say_fd: int) -> None:
+    """Join the cgroup of ``config['cgroup_procs']`` (a ``cgroup.procs`` file), if any.
+
+    The start checked it (:func:`.serve.cgroup_problem`); a worker that cannot join (the cgroup
+    removed since: a restart's, or the next cell's after a death) says so in one line on
+    ``say_fd`` (its stderr pipe) and exits as a failed start does (70), so the next cell is
+    ``died`` with that line in its note: it ran outside the cgroup, without its memory limit, and
+    said nothing (a hog under a 128 MiB limit took 400 MB and came back ``ok``). It ends by
+    ``os._exit``, never by an exception a cell could see.
+
+    :param say_fd: where the line goes (the worker's stderr pipe).
+    """
     cgroup_procs = config.get("cgroup_procs")
     if cgroup_procs:
         try:
             with open(cgroup_procs, "w", encoding="ascii") as fh:
                 fh.write(str(os.getpid()))
-        except OSError:
-            pass
+        except OSError as exc:
+            os.write(say_fd, f"hermes-kernel runner: the worker cannot join the cgroup cgroup_procs={cgroup_procs!r}: "
+                             f"{exc.strerror or exc} (its limit would not apply)\n".encode("utf-8", "backslashreplace"))
+            os._exit(70)  # EX_SOFTWARE, as any failed worker start (worker.START_FAILED)
 
 
 def enter_kernel_env(config: dict[str, Any]) -> None:

@@ -1,8 +1,10 @@
 """What the supervisor reads from ``/proc`` and ``/sys/fs/cgroup`` (Linux; no-ops elsewhere).
 
-* :func:`configured_oom_file`, :func:`memory_cgroup_oom_file`, :func:`read_oom_kills` and :class:`OomCounter`: a death is an OOM kill only when
+* :func:`configured_oom_file`, :func:`memory_cgroup_oom_file`, :func:`read_oom_kills`,
+  :func:`oom_counter_problem` and :class:`OomCounter`: a death is an OOM kill only when
   the kernel's own memory cgroup counted one (DESIGN.md section 8: never exit 137 alone). The
   host's OOM fault (``faults/cgroup.py``) reads the counter with the same function.
+* :func:`cgroup_strangers`: whether a kernel's memory cgroup holds another session's processes too.
 * :func:`kill_session_strays`: between workers, whatever is left in the supervisor's session.
 * :func:`close_fds_except`: a fresh worker holds none of the supervisor's fds.
 * :func:`signal_if`: a signal to a pid read from ``/proc`` (B29: it may be reused meanwhile).
@@ -26,7 +28,8 @@ PIDFD = hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal")
 def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "/proc") -> str | None:
     """Path of the OOM-kill counter of ``pid``'s memory cgroup (v1 or v2), or ``None``.
 
-    The cgroup's own dir below the hierarchy's mount (``root``), else the mount's top: a
+    The cgroup's own dir below the hierarchy's mount (``root``; on v2, else its nearest ancestor's
+    with ``memory.events``), else the mount's top: a
     container (docker, podman, a Kubernetes pod; marker files or not, a cgroup namespace of its
     own or the host's) sees its own cgroup there, not at its path on the host (``/docker/ID``).
     The hierarchy's real root does not count (v1: it holds ``release_agent``; v2 has no
@@ -45,17 +48,30 @@ def memory_cgroup_oom_file(pid: int, root: str = "/sys/fs/cgroup", proc: str = "
         if not v1 and (hierarchy != "0" or controllers):
             continue
         mount = root + "/memory" if v1 else root
-        for where in (mount + path.rstrip("/"), mount):
+        for where in _counter_dirs(mount, path.rstrip("/"), v1):
             counter = os.path.join(where, "memory.oom_control" if v1 else "memory.events")
             if os.path.exists(counter) and not os.path.exists(os.path.join(where, "release_agent")):
                 return counter
     return None
 
 
+def _counter_dirs(mount: str, path: str, v1: bool) -> list[str]:
+    """Where a cgroup's counter may be, nearest first: its own dir, on v2 each ancestor's below the
+    mount (a v2 cgroup without the memory controller has no ``memory.events``: the limit and the
+    count are its nearest ancestor's with one; that was read as no counter, an OOM kill as a plain
+    SIGKILL), then the mount's top."""
+    dirs = [mount + path]
+    while not v1 and path.count("/") > 1:
+        path = path.rsplit("/", 1)[0]
+        dirs.append(mount + path)
+    return dirs + [mount]
+
+
 def configured_oom_file(config: dict) -> str | None:
     """The OOM-kill counter a kernel's config names: ``oom_counter_file``, else the counter beside
     ``cgroup_procs`` (``memory.events`` on v2, ``memory.oom_control`` on v1: the cgroup its worker
-    joins), else ``None`` (the supervisor looks up the worker's own cgroup).
+    joins; on v2 a cgroup without the memory controller has none: its nearest ancestor's with
+    one), else ``None`` (the supervisor looks up the worker's own cgroup).
 
     Read from the config, not from the worker: the worker joins ``cgroup_procs`` after its fork
     (a spare's after its claim), and a lookup that ran first found the cgroup it left, so an OOM
@@ -65,9 +81,12 @@ def configured_oom_file(config: dict) -> str | None:
     if path is not None or not config.get("cgroup_procs"):
         return path
     where = os.path.dirname(config["cgroup_procs"])
-    for name in ("memory.events", "memory.oom_control"):
-        if os.path.exists(os.path.join(where, name)):
-            return os.path.join(where, name)
+    if os.path.exists(os.path.join(where, "memory.oom_control")):
+        return os.path.join(where, "memory.oom_control")
+    while os.path.exists(os.path.join(where, "cgroup.procs")) and where != os.path.dirname(where):
+        if os.path.exists(os.path.join(where, "memory.events")):  # v2: its own, else its nearest ancestor's
+            return os.path.join(where, "memory.events")
+        where = os.path.dirname(where)
     return None  # not a memory cgroup: the join leaves the worker's memory cgroup as it was
 
 
@@ -84,6 +103,17 @@ def read_oom_kills(path: str | None) -> int | None:
             return _oom_kills_in(fh.read())
     except OSError:
         return None
+
+
+def oom_counter_problem(path: str) -> str | None:
+    """Why ``path`` gives no ``oom_kill`` count (the error reading it: ``Permission denied``, ``Is
+    a directory``, ...; or that it has no ``oom_kill`` line), else ``None``."""
+    try:
+        with open(path, "rb") as fh:
+            count = _oom_kills_in(fh.read())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None if count is not None else "it has no oom_kill line"
 
 
 def _oom_kills_in(text: bytes) -> int | None:
@@ -104,12 +134,20 @@ class OomCounter:
     (measured on a 2-core Debian 12 host, cgroup v1): cheap enough to read at every cell start,
     so that a count taken at a cell's start is never an earlier cell's.
 
+    On v1 (``memory.oom_control``) the kernel counts an OOM kill in the victim's own group only:
+    the kills in the groups below this one (a cell made one and moved a process, or the worker,
+    there) are added, each group's rise since the read before (one ``fstat`` of the held dir
+    says whether there are any: its link count). v2's ``memory.events`` counts them itself.
+
     :param path: the counter file; ``None`` or ``""``: :meth:`read` is always ``None``.
     """
 
     def __init__(self, path: str | None) -> None:
         self.path = path
         self._fd: int | None = None
+        self._dir: int | None = None  # (v1) the group's dir
+        self._below: dict[str, int] | None = None  # (v1) each group below's count at the last read
+        self._added = 0  # (v1) the kills counted below since the first read
 
     def read(self) -> int | None:
         """The count now, or ``None`` if the file cannot be read (opened again next time)."""
@@ -118,15 +156,53 @@ class OomCounter:
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-            return _oom_kills_in(os.pread(self._fd, 4096, 0))
+            count = _oom_kills_in(os.pread(self._fd, 4096, 0))
         except OSError:
             self.close()
             return None
+        if count is None or os.path.basename(self.path) != "memory.oom_control":
+            return count
+        return count + self._kills_below(os.path.dirname(self.path))
+
+    def _kills_below(self, where: str) -> int:
+        """The kills counted in the groups below ``where`` since the first read (a group removed
+        meanwhile keeps what it added; one made since counts from 0)."""
+        try:
+            if self._dir is None:
+                self._dir = os.open(where, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            below = os.fstat(self._dir).st_nlink > 2  # (a dir's link count: 2, and 1 per dir in it)
+        except OSError:
+            below = False
+        counts = {path: read_oom_kills(path + "/memory.oom_control") or 0
+                  for path, _, _ in (os.walk(where) if below else ()) if path != where}
+        if self._below is not None:
+            self._added += sum(max(0, n - self._below.get(path, 0)) for path, n in counts.items())
+        self._below = counts
+        return self._added
 
     def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)
+        for fd in (self._fd, self._dir):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._dir = None
+
+
+def cgroup_strangers(where: str) -> list[int]:
+    """The processes in the cgroup at ``where`` (and the cgroups below it) outside this process's
+    session (a supervisor leads its own: its workers and what their cells started are in it, but
+    for a ``setsid`` daemon), read from each ``cgroup.procs``; one gone meanwhile is none.
+
+    Another kernel's worker in a memory cgroup named by a kernel's config makes its OOM counter
+    a shared one: an OOM kill there is not told as this kernel's cell's.
+    """
+    sid, pids = os.getsid(0), []
+    for path, _, _ in os.walk(where):
+        try:
+            with open(os.path.join(path, "cgroup.procs"), "rb") as fh:
+                pids += [int(pid) for pid in fh.read().split()]
+        except (OSError, ValueError):
+            continue
+    return [pid for pid in pids if (stat := _stat_of(str(pid))) and not _in_session(stat, sid)]
 
 
 def _session_of(stat: bytes) -> int:

@@ -22,7 +22,7 @@ import sys
 
 from .attach import bind_listener
 from .frames import READ_CHUNK
-from .procfs import become_subreaper, read_oom_kills
+from .procfs import become_subreaper, oom_counter_problem
 from .supervisor import Supervisor
 
 TYPE_CHECKING = False
@@ -131,9 +131,9 @@ def cgroup_problem(config: dict[str, Any]) -> str | None:
     SIGKILLs, and said nothing. A child joins it and exits: a file this user may open can still refuse
     the join itself (cgroup v2's common-ancestor rule; ``/dev/full``), which an ``open`` alone passed."""
     counter = config.get("oom_counter_file")
-    if counter and read_oom_kills(counter) is None:
-        return (f"hermes-kernel runner: no oom_kill count in oom_counter_file={counter!r} (missing, or a file "
-                "without an oom_kill line): an OOM kill of the kernel would read as a plain SIGKILL")
+    if counter and (why := oom_counter_problem(counter)) is not None:  # (it said "missing" for a file it may not read)
+        return (f"hermes-kernel runner: no oom_kill count in oom_counter_file={counter!r} ({why}): an OOM kill of "
+                "the kernel would read as a plain SIGKILL")
     path = config.get("cgroup_procs")
     if not path:
         return None

@@ -24,6 +24,7 @@ from .environ import become_worker, enter_kernel_env, finalize_and_exit, join_cg
 from .frames import FrameDecoder, encode_frame, send_all
 from .kick import Kicks, install_kick_handler
 from .procfs import (
+    cgroup_strangers,
     close_fds_except,
     configured_oom_file,
     kill_session_strays,
@@ -109,6 +110,16 @@ class WorkerProcess:
         if self.oom_file is None:
             self.oom_file = memory_cgroup_oom_file(pid) or ""
         return pid
+
+    def counter_is_own(self) -> bool:
+        """Whether the OOM counter counts this kernel's processes alone, now: a fresh container's
+        (``cgroup_own``: the transport's word), or a cgroup its config names that holds no process
+        outside this runner's session. Two kernels started in one memory cgroup (one ``cgroup_procs``)
+        share its counter: a quiet cell of one was told that a subprocess of it was OOM-killed, for
+        the other's (read only once the counter rose: it costs a ``/proc`` read per process there)."""
+        if not self.oom_file_own or self.config.get("cgroup_own") or not self.oom_file:
+            return self.oom_file_own
+        return not cgroup_strangers(os.path.dirname(self.oom_file))
 
     def _enter_child(self, child: socket.socket, claim: Callable[[socket.socket], dict[str, Any]] | None) -> None:
         _own_group(0)
@@ -303,7 +314,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
     try:
         signal.set_wakeup_fd(-1)  # the supervisor's, closed: its number may be a file's once this opens any
         if claim is None:
-            join_cgroup(config)
+            join_cgroup(config, err_w)
         worker = Worker(sock, config)
         sys.modules["__main__"] = worker.main  # (a cell's functions and classes pickle: a pool can map them)
         # Python's own handler, as cells see it, is the worker's: one a cell set let a late SIGINT end it
@@ -316,7 +327,7 @@ def worker_main(sock: socket.socket, out_w: int, err_w: int, config: dict[str, A
         os.register_at_fork(after_in_child=_close_channel_in_fork_child)
         if claim is not None:
             worker.take_config(config := claim(sock))
-            join_cgroup(config)
+            join_cgroup(config, 2)  # (err_w is fd 2 now)
         enter_kernel_env(config)
         if worker.loop():  # asked to exit (a shutdown's request): as an interpreter ends, its threads not waited for
             finalize_and_exit(0, worker.namespace, join_threads=False)

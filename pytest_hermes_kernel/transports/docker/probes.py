@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...containers.engines import disk_full_hint
+from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
@@ -33,9 +34,6 @@ if TYPE_CHECKING:
     from .transport import DockerTransport
 
 log = logging.getLogger(__name__)
-#: Prints the OOM kills the container's memory cgroup counts (cgroup v2, else v1), or nothing.
-_OOM_KILLS = ("sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory.events 2>/dev/null || "
-              "sed -n 's/^oom_kill //p' /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null")
 
 
 def runner_log(transport: DockerTransport, launched: Launched, lines: int) -> str:
@@ -61,13 +59,11 @@ def oom_words(transport: DockerTransport, cid: str) -> str:
     if not transport.mem_limit_bytes:
         return ""
     try:
-        _, oom, _ = transport._run(cid, ["sh", "-c", _OOM_KILLS], probe=True)
+        _, oom, _ = transport._run(cid, ["sh", "-c", OOM_KILLS_SH], probe=True)
     except Exception:  # noqa: BLE001 - cannot tell
         return ""
-    kills = int(oom.strip()) if oom.strip().isdigit() else 0
-    whose = "" if transport.hosts.is_fresh(cid) else " in all its kernels so far (this one's end may be one of them, or not)"
-    return kills and (f"the container's memory cgroup counts {kills} OOM kill(s){whose}: its memory limit (mem_limit_bytes="
-                      f"{transport.mem_limit_bytes}) is {'a possible' if whose else 'the likely'} cause: raise it") or ""
+    return memory_limit_words(oom.decode("ascii", "replace"), transport.mem_limit_bytes,
+                              shared=not transport.hosts.is_fresh(cid))
 
 
 def stops_soon(hosts: Any, container_id: str, *, wait: bool = True) -> bool:

@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ...containers.kept import exempt_kernel_ids
+from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
 from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
@@ -301,16 +302,28 @@ def end_kernel(transport: SshTransport, conn: SshConnection, kdir: str, kernel_i
 
 def runner_log(transport: SshTransport, launched: Launched, lines: int = LOG_TAIL_LINES) -> str:
     """The last ``lines`` lines of the kernel runner's log on the ssh host (``""`` if unreachable),
-    and the host's disk when it is (all but) full (a runner that died of it could write no log)."""
+    the host's disk when it is (all but) full (a runner that died of it could write no log), and,
+    in the kit's sshd container under ``mem_limit_bytes``, its OOM kills when it counts any (a
+    runner the OOM killer ended at its start said only "end of stream", as docker's did)."""
     root = posixpath.dirname(launched.kernel_dir or "") or "."
+    sshd = transport.sshd
+    limit = sshd.mem_limit_bytes if sshd is not None else None
+    oom = f"; echo {_OOM_KILLS} $({OOM_KILLS_SH})" if limit else ""
     try:
         _, out, _ = transport.connection().run(
-            f"({log_tail_sh(f'{launched.kernel_dir}/{LOG_NAME}', lines)}); {disk_free_sh(root)}", timeout=PROBE_TIMEOUT)
+            f"({log_tail_sh(f'{launched.kernel_dir}/{LOG_NAME}', lines)}); {disk_free_sh(root)}{oom}", timeout=PROBE_TIMEOUT)
     except (TransportLostError, TimeoutError):
         return ""
-    text, disk = disk_words(out.decode("utf-8", "replace").rstrip(), root, "the ssh host's disk",
+    said, _, kills = out.decode("utf-8", "replace").rstrip().rpartition(_OOM_KILLS) if limit else (
+        out.decode("utf-8", "replace"), "", "")
+    text, disk = disk_words(said.rstrip(), root, "the ssh host's disk",
                             "Hint: free space there (or the login user's quota), then run again")
-    return "\n".join(filter(None, [text, disk]))
+    memory = memory_limit_words(kills, limit, shared=not sshd.fresh_key) if sshd is not None and limit else ""
+    return "\n".join(filter(None, [text, disk, memory]))
+
+
+#: What begins the line of the sshd container's OOM kills in :func:`runner_log`'s output.
+_OOM_KILLS = "HERMES-OOM-KILLS"
 
 
 def signal_pid(transport: SshTransport, launched: Launched | None, pid: int, sig: int) -> None:
