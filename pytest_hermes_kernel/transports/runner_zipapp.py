@@ -98,7 +98,8 @@ def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]
 
 
 def slim_source(source: bytes) -> bytes:
-    """``source`` without docstrings and comments, every line where it was.
+    """``source`` without docstrings, comments and the bodies of its module-level ``if
+    TYPE_CHECKING:`` blocks (annotations' imports: one ``pass``), every line where it was.
 
     A docstring becomes an empty string literal spanning as many lines (a body of only a
     docstring stays valid); a comment is cut off its line. The code compiles to the same
@@ -124,6 +125,11 @@ def slim_source(source: bytes) -> bytes:
     for (row, col), (end_row, end_col), new in sorted(cuts, reverse=True):
         head, tail = lines[row - 1][:col], lines[end_row - 1][end_col:]
         lines[row - 1:end_row] = ((head.rstrip() if not new else head) + new + tail).splitlines(keepends=True)
+    for block in ast.parse("".join(lines)).body:  # ``if TYPE_CHECKING:`` (never true at run time): one ``pass``
+        if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING" \
+                and not block.orelse and block.end_lineno is not None:
+            indent = lines[block.body[0].lineno - 1][:block.body[0].col_offset]
+            lines[block.lineno:block.end_lineno] = [indent + "pass\n"] + ["\n"] * (block.end_lineno - block.lineno - 1)
     return "".join(lines).encode("utf-8")
 
 

@@ -125,6 +125,8 @@ def test_the_compact_sources_lose_docstrings_and_comments_but_keep_their_lines(p
     assert slim.count(b"\n") == source.count(b"\n")
     assert _code_lines(slim, path.name) == _code_lines(source, path.name), "a traceback would point elsewhere"
     assert not [n for n in ast.walk(ast.parse(slim)) if _docstring(n)]
+    assert not [n for n in ast.parse(slim).body if isinstance(n, ast.If) and isinstance(n.test, ast.Name)
+                and n.test.id == "TYPE_CHECKING" and not (len(n.body) == 1 and isinstance(n.body[0], ast.Pass))]
     assert b"#" not in b"".join(line for line in slim.splitlines() if b"'" not in line and b'"' not in line)
     assert len(slim) < len(source)
 
