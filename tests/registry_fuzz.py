@@ -331,9 +331,8 @@ class Worker:
             result, start = self.execute(owner, f"import os\nprint({token!r}, flush=True)\nos._exit(3)", token)
         finally:
             self.fuzz.note(Event("exit", owner, start, time.monotonic(), lost=True))
-        if result.status not in ("died", "exited"):
+        if result.status not in ("died", "exited") and not self.not_run(result, owner, start):
             self.bad(owner, f"exit {token}", result)
-
 
     def op_kill(self, owner: str) -> None:
         """The key's runner killed from outside, through its transport (a host's blip)."""

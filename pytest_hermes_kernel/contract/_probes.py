@@ -24,15 +24,20 @@ T = TypeVar("T")
 def wait_until(pred: Callable[[], T], timeout: float, *, interval: float = 0.02, what: str = "") -> T:
     """Poll ``pred`` until it returns something truthy; return that value.
 
+    The last poll starts at or after the deadline: a probe that takes long (a ``docker exec``
+    or an ssh command on a loaded machine) and began before it says nothing of the state at the
+    deadline, so it is never the last word.
+
     :param timeout: seconds before giving up.
     :raises AssertionError: if ``pred`` stayed falsy for ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
     while True:
+        began = time.monotonic()
         value = pred()
         if value:
             return value
-        if time.monotonic() >= deadline:
+        if began >= deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or getattr(pred, '__name__', pred)}")
         time.sleep(interval)
 

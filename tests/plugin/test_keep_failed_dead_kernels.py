@@ -45,7 +45,7 @@ def test_a_kernel_whose_cell_pytest_timeout_cut_is_shut_down(pytester: pytest.Py
     pytest.importorskip("pytest_timeout", reason="needs pytest-timeout (the dev extra)")
     pytester.makepyfile(test_cut=CELL_CUT)
     result = run("--hermes-transport=local", "--hermes-keep-failed", "--hermes-leak-check=error",
-                 "--timeout=2", "-o", "timeout_method=signal")
+                 "--timeout=2", "-o", "timeout_method=signal", "-o", "timeout_func_only=true")
     out = result.stdout.str()
     result.assert_outcomes(failed=1)
     assert "still runs" not in out and "leaked" not in out, out

@@ -29,6 +29,11 @@ from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, wait_until
 
 pytest.importorskip("pytest_timeout", reason="B40 (c) needs pytest-timeout (the dev extra)")
 
+#: The inner runs' timeout times the test's call only: a kernel's start in its setup, slower than
+#: the timeout on a loaded machine (an -n 4 run beside two busy loops), was cut there instead ("ERROR at
+#: setup", the cell the test is about never sent).
+FUNC_ONLY = ("-o", "timeout_func_only=true")
+
 INNER = """
 import time
 
@@ -65,7 +70,8 @@ def test_a_timed_out_test_leaves_nothing(pytester: pytest.Pytester, request: pyt
         request.getfixturevalue("docker_ready")
     pytester.makepyfile(test_inner=INNER)
     run_id = f"b40t-{uuid.uuid4().hex}"
-    pid, code, out = _inner(pytester, transport, run_id, "--timeout=2", "-o", f"timeout_method={method}", "-k", "sleeps")
+    pid, code, out = _inner(pytester, transport, run_id, "--timeout=2", "-o", f"timeout_method={method}", *FUNC_ONLY,
+                          "-k", "sleeps")
     assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
     if transport == "docker":  # first: the kernel processes inside a surviving container go with it
         if method == "thread" and _containers_of(run_id):  # no teardown ran: the next session sweeps it
@@ -121,7 +127,8 @@ def test_the_cell_a_timeout_cut_is_in_the_story(pytester: pytest.Pytester) -> No
     story lists that cell with what cut it. Before, the last cells ended with cell 1: the one that
     hung, the cell a user looks for, was not there."""
     pytester.makepyfile(test_inner=CUT)
-    _, code, out = _inner(pytester, "local", f"cut-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal")
+    _, code, out = _inner(pytester, "local", f"cut-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal",
+                          *FUNC_ONLY)
     assert code == pytest.ExitCode.TESTS_FAILED, out
     story = out[out.index("last 5 cells:"):]
     assert "cell 1 (generation 0): status=ok" in story, out
@@ -175,7 +182,7 @@ def test_a_test_cut_or_failed_before_its_fault_gets_no_second_error(pytester: py
     never fired: cell 2 ended before the 10 s delay was over`` (the cell had not ended: the timeout cut
     its wait), and a test that failed after cell 1 with ``the test ran 1 cell``: 2 failed, 2 errors."""
     pytester.makepyfile(test_inner=FAULT_CUT)
-    _, code, out = _inner(pytester, "local", f"fcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+    _, code, out = _inner(pytester, "local", f"fcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal", *FUNC_ONLY,
                           "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.TESTS_FAILED and "2 failed in" in out, out
     assert "never fired" not in out and "ERROR at teardown" not in out, out
@@ -199,7 +206,7 @@ def test_a_cell_still_running_when_the_test_was_cut_is_in_the_story(pytester: py
     async test runs in a thread of its own): the report is made while the cell is in flight.
     Before, the story's last cells ended with cell 1, as if the test had hung between cells."""
     pytester.makepyfile(test_inner=THREAD_CUT)
-    _, code, out = _inner(pytester, "local", f"tcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal",
+    _, code, out = _inner(pytester, "local", f"tcut-{uuid.uuid4().hex}", "--timeout=3", "-o", "timeout_method=signal", *FUNC_ONLY,
                           "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.TESTS_FAILED and "1 failed in" in out, out
     story = out[out.index("last 5 cells:"):]
@@ -207,12 +214,12 @@ def test_a_cell_still_running_when_the_test_was_cut_is_in_the_story(pytester: py
 
 
 LEAK_IN_THE_GRACE = """
-import time
+import signal
 
 
 def test_leaks_a_helper_then_runs_late(hermes_kernel):
     hermes_kernel.execute("import subprocess; subprocess.Popen(['sleep', '300'], start_new_session=True)")
-    time.sleep(1.5)
+    signal.setitimer(signal.ITIMER_REAL, 3.0)  # pytest-timeout's own alarm, due in the teardown's 10-s grace
 """
 
 
@@ -220,9 +227,12 @@ def test_a_timeout_during_the_leak_checks_grace_still_reports_and_ends_the_leak(
     """pytest-timeout's alarm can land in the leak check's re-checks (``--hermes-leak-grace``, 3 s):
     before, that check died with the ``Failed: Timeout``, so the helper the test left was neither
     named nor ended: ``sleep 300`` outlived pytest, reparented to init. Now the leak is reported
-    (``LeakError``, the timeout raised after it) and ended."""
+    (``LeakError``, the timeout raised after it) and ended. The test re-arms pytest-timeout's alarm
+    as its call ends, 3 s into a 10-s grace: a ``--timeout=2`` counted from the setup, with a 1.5-s
+    sleep, fired in the kernel's start on a loaded machine (an ``-n 4`` run beside two busy loops)."""
     pytester.makepyfile(test_inner=LEAK_IN_THE_GRACE)
-    pid, code, out = _inner(pytester, "local", f"grace-{uuid.uuid4().hex}", "--timeout=2", "-o", "timeout_method=signal",
+    pid, code, out = _inner(pytester, "local", f"grace-{uuid.uuid4().hex}", "--timeout=60", "-o", "timeout_method=signal",
+                            "--hermes-leak-grace=10",
                             "--hermes-leak-check=error", "-p", "no:randomly")
     assert code == pytest.ExitCode.TESTS_FAILED and "Timeout" in out, out
     assert "leaked kernel process: pid" in out and "sleep 300" in out, out
