@@ -19,8 +19,6 @@ import threading
 import pytest
 
 from pytest_hermes_kernel import start_kernel
-from pytest_hermes_kernel.errors import TransportUnavailableError
-from pytest_hermes_kernel.faults.cgroup import create_memory_cgroup
 from pytest_hermes_kernel.kernel.runner.procfs import cgroup_strangers
 from pytest_hermes_kernel.transports import make_transport
 
@@ -30,13 +28,8 @@ BLAMED = "a subprocess of the cell, whose exit by signal 9 was an OOM kill"
 
 
 @pytest.fixture
-def memory_cgroup():
-    try:
-        cg = create_memory_cgroup(128 * 2**20)
-    except TransportUnavailableError as exc:
-        pytest.skip(f"no memory cgroup here: {exc}")
-    yield cg
-    cg.remove()
+def memory_cgroup(hermes_faults):
+    return hermes_faults.memory_cgroup(128 * 2**20)  # (skips where none can be made; removed after the test)
 
 
 @pytest.mark.parametrize("where", ["local", "local-spawn"])

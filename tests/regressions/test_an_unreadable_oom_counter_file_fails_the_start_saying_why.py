@@ -19,19 +19,39 @@ from tests.nonroot import unprivileged_user
 EVENTS = "low 0\nhigh 0\nmax 0\noom 0\noom_kill 0\noom_group_kill 0\n"  # cgroup v2's memory.events
 
 
-@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell"])
-def test_a_directory_named_as_the_counter_is_named_so(tmp_path, where) -> None:
+def _start_error(where: str, counter: str) -> str:
+    """The start error of a kernel on ``where`` (``local-spawn``: the spawn path) given ``counter``."""
     name, _, spawn = where.partition("-")
     transport = make_transport(name, **({"server": False} if spawn else {}))
     try:
         with pytest.raises(KernelStartError) as exc:
-            with start_kernel(transport, oom_counter_file=str(tmp_path), start_timeout=30):
+            with start_kernel(transport, oom_counter_file=counter, start_timeout=30):
                 pytest.fail("started with a counter it cannot read")
     finally:
         transport.close()
+    return str(exc.value)
 
-    assert f"no oom_kill count in oom_counter_file={str(tmp_path)!r} (Is a directory)" in str(exc.value), str(exc.value)
-    assert "missing" not in str(exc.value)
+
+@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell"])
+def test_a_directory_named_as_the_counter_is_named_so(tmp_path, where) -> None:
+    text = _start_error(where, str(tmp_path))
+
+    assert f"no oom_kill count in oom_counter_file={str(tmp_path)!r} (Is a directory)" in text, text
+    assert "missing" not in text
+
+
+@pytest.mark.parametrize("where", ["local", "local-spawn", "filecell"])
+def test_a_counter_file_without_an_oom_kill_line_is_named_so(tmp_path, where) -> None:
+    """A file there and readable, but no counter: the other cgroup version's name on this host
+    (v1's ``memory.oom_control`` lines on a v2 host's path, here). Every OOM kill read as a plain
+    SIGKILL, silently (``test_an_oom_kill_is_read_from_the_cgroup_the_worker_joins.py``)."""
+    wrong = tmp_path / "memory.oom_control"
+    wrong.write_text("under_oom 0\n")
+
+    text = _start_error(where, str(wrong))
+
+    assert f"no oom_kill count in oom_counter_file={str(wrong)!r} (it has no oom_kill line)" in text, text
+    assert "would read as a plain SIGKILL" in text
 
 
 START = """
