@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..errors import TransportUnavailableError
+from ..procs import start_ticks
 
 V1_ROOT = "/sys/fs/cgroup/memory"
 V2_ROOT = "/sys/fs/cgroup"
@@ -228,16 +229,6 @@ def _hint(errors: list[OSError], root: str) -> str:
 _NAME = re.compile(r"hermes-kernel-(\d+)-(\d+)-(\d+)-[0-9a-f]+")
 
 
-def _start_ticks(pid: str) -> str | None:
-    """Process ``pid``'s start time (``/proc/<pid>/stat``'s 22nd field), or ``None`` if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        return stat[stat.rfind(b")") + 2:].split()[19].decode("ascii")
-    except (OSError, IndexError):
-        return None
-
-
 def _pid_namespace() -> str:
     """This process's pid namespace inode (``0`` where ``/proc`` cannot say)."""
     try:
@@ -247,7 +238,7 @@ def _pid_namespace() -> str:
 
 
 def _cgroup_name() -> str:
-    return f"hermes-kernel-{_pid_namespace()}-{os.getpid()}-{_start_ticks('self') or 0}-{uuid.uuid4().hex[:8]}"
+    return f"hermes-kernel-{_pid_namespace()}-{os.getpid()}-{start_ticks(os.getpid()) or 0}-{uuid.uuid4().hex[:8]}"
 
 
 def sweep_leftover_cgroups(parent: str) -> list[str]:
@@ -265,7 +256,7 @@ def sweep_leftover_cgroups(parent: str) -> list[str]:
     ours, removed = _pid_namespace(), []
     for name in names:
         made = _NAME.fullmatch(name)
-        if made is None or made[1] != ours or ours == "0" or _start_ticks(made[2]) == made[3]:
+        if made is None or made[1] != ours or ours == "0" or start_ticks(int(made[2])) == int(made[3]):
             continue  # not ours to judge, or its creator lives
         try:
             os.rmdir(os.path.join(parent, name))
