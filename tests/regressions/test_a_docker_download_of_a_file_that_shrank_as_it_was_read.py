@@ -12,7 +12,7 @@ import pytest
 
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.errors import FileTransferError
-from tests.support import transport_of_its_own
+from tests.support import transport_of_its_own, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -49,6 +49,10 @@ def _download(tmp_path, monkeypatch, top: str):
         watcher = api.exec_create(self.container_id, [self.transport.python, "-c", _TRUNCATE_WHEN_OPEN,
                                                       self.path(("t", "big"))])["Id"]
         api.exec_start(watcher, detach=True)
+        # the archive only once the watcher runs: started late on a loaded machine, it came after all
+        # 64 MB were read (both cases failed once in a clean-clone run beside other work; the code right)
+        wait_until(lambda: api.exec_inspect(watcher)["Running"] or api.exec_inspect(watcher)["ExitCode"] is not None,
+                   20.0, what="the truncating watcher to run")
         return archive(self, parts)
 
     with transport_of_its_own("docker", server=False) as transport:
