@@ -49,20 +49,28 @@ def _reboot(transport: SshTransport) -> None:
     wait_until(answers, 20.0, interval=0.2, what="the rebooted sshd to answer")
 
 
+def _next_start(transport: SshTransport) -> KernelHandle:
+    """A kernel started after one started and shut down: on the server path a start takes the
+    spare its server forked after the start before (kernel/runner/spare.py), so only the second
+    start after pids were taken gets a pid above them; the spawn path runs the same steps."""
+    start_kernel(transport).shutdown()
+    return start_kernel(transport)
+
+
 def _kernel_on_pid(transport: SshTransport, pid: int) -> KernelHandle | None:
     """Reboot the host, then take pids up to just below ``pid`` and start a kernel: one whose
     runner got ``pid``, or ``None`` (another process took it)."""
     _reboot(transport)
     start_kernel(transport).shutdown()  # a kernel server runs again (server path)
     before = _shell_pid(transport)
-    probe = start_kernel(transport)
+    probe = _next_start(transport)
     gap = (probe.runner_pid or 0) - before  # pids a start takes before its runner's
     probe.shutdown()
     while (last := _shell_pid(transport)) < pid - gap:
         pass
     if last != pid - gap:
         return None
-    k = start_kernel(transport)
+    k = _next_start(transport)
     if k.runner_pid == pid:
         return k
     k.shutdown()
@@ -72,6 +80,7 @@ def _kernel_on_pid(transport: SshTransport, pid: int) -> KernelHandle | None:
 def test_a_reused_runner_pid_is_not_taken_for_the_runner(own_sshd, start):
     while _shell_pid(own_sshd) < FIRST_PID:  # room below the runner's pid for the kernels after the reboot
         pass
+    start(own_sshd).shutdown()  # (the server path's spare was forked before: see _next_start)
     a = start(own_sshd)
     assert a.execute("x = 1").status == "ok"
     pid = a.runner_pid

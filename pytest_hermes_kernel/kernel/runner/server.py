@@ -22,8 +22,9 @@ JSON object, and a ``spawn`` carries the kernel's channel socket (``SCM_RIGHTS``
                     (``c``: how kernel ``p`` ended, as ``Popen.returncode`` says it, ``-N`` for signal
                     ``N``; ``None`` while it runs or was not reaped yet)
 
-After a spawn, once no request waits, the local server forks the next kernel ahead, its *spare*
-(:mod:`.spare`), and the next spawn takes it: the same kernel, its fork and first steps done.
+After a spawn, once no request waits, a server (this one, and a container's or ssh host's:
+:mod:`.server_remote`) forks the next kernel ahead, its *spare* (:mod:`.spare`), and the next
+spawn takes it: the same kernel, its fork and first steps done.
 
 The control socket is the server's lease: at EOF (the host died, by any means, or is done with
 it) the server exits at once. Its kernels do not depend on it: each holds its own channel, which
@@ -88,7 +89,9 @@ class ForkingServer:
 
     Subclasses register their sources on :attr:`sel` and handle them in :meth:`on_ready`.
 
-    :param config: ``idle_timeout`` (seconds; ``None``: none), ``server_dir`` (removed at exit).
+    :param config: ``idle_timeout`` (seconds; ``None``: none), ``server_dir`` (removed at exit),
+        ``spare`` (default true; false: no spare kernel, for a kernel host under a memory limit,
+        where the spare's pages would count against the kernels').
     """
 
     def __init__(self, config: dict[str, Any]) -> None:
@@ -108,6 +111,10 @@ class ForkingServer:
         self.refusal = stamp_refusal()
         self.last_request = time.monotonic()
         self.stopping = False
+        self.spare: Spare | None = None  # a kernel forked ahead (:mod:`.spare`)
+        self.spares = bool(config.get("spare", True))
+        self.spare_wanted = False  # set by each spawn: the next spare is forked once no request waits
+        self.pending: Any = None  # the source whose waiting request defers the next spare
 
     def _on_sigterm(self, *_: object) -> None:
         self.stopping = True
@@ -124,6 +131,8 @@ class ForkingServer:
                 for key, _ in self.sel.select(timeout):
                     if key.data == "wake":
                         self.reap()
+                    elif key.data == "spare":  # it ended (or spoke out of turn) before a claim
+                        self.drop_spare()
                     else:
                         self.on_ready(key.data, key.fileobj)
                 self.between_requests()
@@ -136,7 +145,45 @@ class ForkingServer:
         raise NotImplementedError
 
     def between_requests(self) -> None:
-        """After each wake-up's requests are answered (nothing by default)."""
+        """After each wake-up's requests are answered: fork the next spare if a spawn asked for
+        one and no request waits on :attr:`pending`."""
+        if not (self.spare_wanted and self.spares) or self.stopping or select.select([self.pending], [], [], 0)[0]:
+            return
+        self.spare_wanted = False
+        if self.spare is None and not site_changed():
+            try:
+                self.spare = fork_spare(self.close_in_child)
+            except OSError:
+                return  # no spare: the next spawn forks as before
+            self.sel.register(self.spare.sock, selectors.EVENT_READ, "spare")
+
+    def drop_spare(self) -> None:
+        """End the spare (it died, or spoke out of turn): the next spawn forks, then makes another."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            self.sel.unregister(spare.sock)
+            spare.drop()
+
+    def from_spare(self, config: dict[str, Any], fd: int) -> int | None:
+        """The pid of the spare made kernel ``config``'s on ``fd`` (its channel; a remote kernel's
+        listening socket) (``None``: no spare, or it failed before it could touch ``fd``: fork the
+        kernel). Asks for the next spare.
+
+        :raises OSError: if it failed after it may have (it went silent: the host spawns instead)."""
+        self.spare_wanted = True
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        self.sel.unregister(spare.sock)
+        why, clean = spare.claim(config, fd, MAX_MESSAGE_BYTES)
+        if why is not None:
+            spare.drop()
+            if not clean:
+                raise OSError(f"the spare kernel's claim failed ({why})")
+            return None
+        spare.sock.close()
+        self.children.add(spare.pid)
+        return spare.pid
 
     def _idle_left(self) -> float | None:
         if self.idle_timeout is None:
@@ -193,6 +240,8 @@ class ForkingServer:
         self.sel.close()
         for fd in (self.wake_r, self.wake_w):
             os.close(fd)
+        if self.spare is not None:  # a kernel holding it would keep the spare alive past the server's end
+            self.spare.sock.close()
 
     def reap(self) -> None:
         """Collect exited kernels (and drain the wakeup pipe); :meth:`on_exit` for each. Also
@@ -230,51 +279,10 @@ class KernelServer(ForkingServer):
         self.control = control
         self.exits: dict[int, int] = {}  # pid -> exit code of recently reaped kernels
         self.sel.register(control, selectors.EVENT_READ, "control")
-        self.spare: Spare | None = None  # a kernel forked ahead (:mod:`.spare`)
-        self.spare_wanted = False  # set by each spawn: the next spare is forked once no request waits
+        self.pending = control  # a request waiting here defers the next spare
 
     def on_ready(self, what: Any, source: Any) -> None:
-        if what == "spare":  # it ended (or spoke out of turn) before a claim
-            self.drop_spare()
-        else:
-            self.on_control()
-
-    def between_requests(self) -> None:
-        if not self.spare_wanted or self.stopping or select.select([self.control], [], [], 0)[0]:
-            return
-        self.spare_wanted = False
-        if self.spare is None and not site_changed():
-            try:
-                self.spare = fork_spare(self.close_in_child)
-            except OSError:
-                return  # no spare: the next spawn forks as before
-            self.sel.register(self.spare.sock, selectors.EVENT_READ, "spare")
-
-    def drop_spare(self) -> None:
-        """End the spare (it died, or spoke out of turn): the next spawn forks, then makes another."""
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            self.sel.unregister(spare.sock)
-            spare.drop()
-
-    def from_spare(self, config: dict[str, Any], fd: int) -> int | None:
-        """The pid of the spare made kernel ``config``'s on channel ``fd`` (``None``: no spare, or
-        it failed before it could touch the channel: fork the kernel).
-
-        :raises OSError: if it failed after it may have (it went silent: the host spawns instead)."""
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
-        self.sel.unregister(spare.sock)
-        why, clean = spare.claim(config, fd, MAX_MESSAGE_BYTES)
-        if why is not None:
-            spare.drop()
-            if not clean:
-                raise OSError(f"the spare kernel's claim failed ({why})")
-            return None
-        spare.sock.close()
-        self.children.add(spare.pid)
-        return spare.pid
+        self.on_control()
 
     def on_control(self) -> None:
         """Answer one host message (EOF: the lease ended)."""
@@ -317,7 +325,6 @@ class KernelServer(ForkingServer):
         why = self.refuse(config)
         if why:
             return {"type": "error", "id": rid, "error": why}
-        self.spare_wanted = True
         try:
             pid = self.from_spare(config, fd)
         except OSError as exc:
@@ -337,8 +344,6 @@ class KernelServer(ForkingServer):
     def close_in_child(self) -> None:
         super().close_in_child()
         self.control.close()
-        if self.spare is not None:  # a kernel holding it would keep the spare alive past the server's end
-            self.spare.sock.close()
 
 
 def become_kernel(config: dict[str, Any], fd: int) -> None:

@@ -6,7 +6,9 @@ Each kernel it forks is what ``serve --listen`` would make (:mod:`.serve`): its 
 0700 kernel dir holding a link to the runner file, a unix socket ``<dir>/sock`` that clients
 attach to with the kernel's token, the orphan timer. The server attaches to that socket itself and
 relays it as one channel of the stream; a re-attach after a drop goes the old way (a relay exec),
-so nothing about faults and re-attach changes.
+so nothing about faults and re-attach changes. After a spawn, once no frame waits, it forks the
+next kernel ahead (its *spare*, :mod:`.spare`, as the local server does); the next spawn hands it
+the kernel's listening socket.
 
 Frames on the stream are those of :mod:`.frames`. The first one from the host is the server's
 config; the server answers ``hello``. Then::
@@ -127,6 +129,7 @@ class RemoteKernelServer(ForkingServer):
         self.next_chan = 1
         self.dirs: set[str] = set()  # kernel dirs made here: the only ones "rmdir" removes
         self.sel.register(0, selectors.EVENT_READ, "in")
+        self.pending = 0  # a frame waiting on stdin defers the next spare
         self.say({"type": "hello", "pid": os.getpid(), "python": sys.version.split()[0],
                   "home": os.path.expanduser("~"), "refusal": self.refusal})
         self.on_frames()  # what the host sent right behind the config
@@ -243,15 +246,28 @@ class RemoteKernelServer(ForkingServer):
             return {"type": "error", "id": rid, "error": f"could not make the kernel dir {kdir}: {exc}"}
         config = dict(config, listen=path)
         try:
-            pid = self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener),
-                                                 ("serve", "--listening-fd")))
+            pid = self._start_kernel(config, listener)
         except OSError as exc:
             remove_tree(kdir)
-            return {"type": "error", "id": rid, "error": f"fork failed: {exc}"}
+            return {"type": "error", "id": rid, "error": str(exc)}
         finally:
             listener.close()
         self.dirs.add(kdir)
         return dict(self.attach(path), type="spawned", id=rid, pid=pid, runner=runner)
+
+    def _start_kernel(self, config: dict[str, Any], listener: socket.socket) -> int:
+        """The pid of kernel ``config``'s supervisor, listening on ``listener``: the spare made it,
+        or a fork.
+
+        :raises OSError: if the spare failed after it may have touched the listener, or the fork failed."""
+        pid = self.from_spare(config, listener.fileno())
+        if pid is not None:
+            return pid
+        try:
+            return self.fork(lambda: enter_kernel(config, listener.fileno(), lambda: _serve(config, listener),
+                                                  ("serve", "--listening-fd")))
+        except OSError as exc:
+            raise OSError(f"fork failed: {exc}") from None
 
     def rmdir(self, msg: Header) -> Header:
         """Remove a kernel dir this server made (the host's cleanup, without an exec)."""

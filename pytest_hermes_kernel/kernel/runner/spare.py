@@ -1,4 +1,4 @@
-"""A spare kernel: one the local kernel server forks and sets up *ahead* of the next spawn.
+"""A spare kernel: one a kernel server forks and sets up *ahead* of the next spawn.
 
 Where a local start goes (docs/numbers.md): after the server's fork, a fresh kernel's first steps
 write to pages it shares with the server (about a thousand copy-on-write faults in its supervisor
@@ -26,7 +26,8 @@ spare whose worker alone did not take the claim kills it and forks the kernel's 
 
 Spare protocol, on a ``SOCK_SEQPACKET`` socketpair::
 
-    server -> spare   JSON runner config + the channel fd (SCM_RIGHTS)
+    server -> spare   JSON runner config + the channel fd (SCM_RIGHTS); a remote server's
+                      (:mod:`.server_remote`): its listening socket, ``listen`` in the config
     spare  -> server  b"ok" once the supervisor carries the kernel id | b"error: why"
     spare  -> worker  the config as one frame; worker -> spare: one byte once it is stamped
 """
@@ -47,7 +48,7 @@ from .bounds import bound_value, safe_repr
 from .environ import exec_source
 from .frames import READ_CHUNK, FrameDecoder, encode_frame, send_all
 from .procfs import close_fds_except, configured_oom_file, memory_cgroup_oom_file, print_exc_quietly
-from .serve import cgroup_problem
+from .serve import cgroup_problem, write_pidfile
 from .stamp import redirect_stdio, stamp_kernel_id
 from .supervisor import DEFAULT_MAX_OUTPUT_BYTES, Supervisor
 from .worker_process import KILL_WAIT_S
@@ -152,7 +153,8 @@ def become_spare(pair: socket.socket) -> None:
 
 
 def _serve_claim(sup: Supervisor, pair: socket.socket) -> int:
-    """Wait for the claim, become its kernel and serve it; the exit status (0: the server ended first).
+    """Wait for the claim, become its kernel and serve it, on its channel or (``listen`` in its
+    config: a remote server's) its listening socket; the exit status (0: the server ended first).
 
     The server hears ``ok`` once this process carries the kernel id (what a host whose server is
     gone looks for to end a kernel, as after a fork); the worker, told at the same time, stamps
@@ -191,8 +193,12 @@ def _serve_claim(sup: Supervisor, pair: socket.socket) -> int:
         sup.start_worker()  # as a restart does: a worker forked from this claimed supervisor
     sock = socket.socket(fileno=fds[0])
     sock.set_inheritable(False)
-    sup.link.attach(sock, authenticated=True)
-    sup.say_hello()
+    if config.get("listen"):  # a remote server's kernel: clients attach to its socket (serve.run_listening)
+        write_pidfile(config)
+        sup.link.listen(sock)
+    else:
+        sup.link.attach(sock, authenticated=True)
+        sup.say_hello()
     sup.run()
     return 0
 

@@ -42,6 +42,7 @@ class DockerSide(Protocol):
     engine: str
     python: str
     orphan_timeout: float | None
+    mem_limit_bytes: int | None
     made_dirs: MadeDirs
 
     def _put_runner(self, container_id: str, dirname: str) -> None: ...
@@ -77,7 +78,8 @@ def start_server(transport: DockerSide, container_id: str, python: str, idle_tim
     except Exception as exc:  # noqa: BLE001 - any engine failure: the spawn path may still work
         raise KernelServerUnavailable(f"could not start a kernel server in {container_id[:12]}: "
                                       f"{type(exc).__name__}: {exc}") from None
-    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log"}
+    config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
+              "spare": transport.mem_limit_bytes is None}  # a spare's pages would count against a limit
     return RemoteServer(stream, name=f"docker {container_id[:12]}", config=config)
 
 

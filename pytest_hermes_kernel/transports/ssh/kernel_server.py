@@ -31,6 +31,7 @@ from ..server_pool import ServerPool
 from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, remove_kernel_dir, server_stopped
 from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
+from .sshd import SshdContainer
 
 SERVER_DIR_PREFIX = "server-"
 
@@ -40,6 +41,7 @@ class SshSide(Protocol):
 
     python: str
     orphan_timeout: float | None
+    sshd: SshdContainer | None
     _home: str | None
     made_dirs: MadeDirs
 
@@ -74,7 +76,8 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     except (OSError, TransportLostError, UnsafeRunDirError) as exc:
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
-              "sweep_siblings": True}  # the dirs of servers that died without removing theirs
+              "sweep_siblings": True,  # the dirs of servers that died without removing theirs
+              "spare": transport.sshd is None or transport.sshd.mem_limit_bytes is None}  # (as docker's)
     try:
         return RemoteServer(ServerStream(chan, conn), name=f"ssh {conn.target}", config=config)
     except KernelServerUnavailable:
