@@ -9,6 +9,8 @@ sshd container's OOM kills, as docker's does.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from pytest_hermes_kernel import start_kernel
@@ -27,5 +29,8 @@ def test_the_start_error_names_the_oom_kill_and_the_limit(server: bool) -> None:
             with start_kernel(transport, start_timeout=30):
                 pytest.skip("the runner started under 16 MiB here: nothing to name")
     message = str(raised.value)
-    assert "the container's memory cgroup counts 1 OOM kill(s)" in message, message
+    # one kill or more: under that pressure the killer may take the supervisor and its worker both
+    # (2 of 5 runs on a loaded machine, 2026-12-07), and the server path's server too
+    kills = re.search(r"the container's memory cgroup counts (\d+) OOM kill\(s\)", message)
+    assert kills and int(kills.group(1)) >= 1, message
     assert f"its memory limit (mem_limit_bytes={TOO_SMALL}) is the likely cause" in message, message
