@@ -356,9 +356,9 @@ class ForkedRunner:
             self.pidfd = None
 
     def wait(self, timeout: float) -> bool:
-        """True when the runner has ended within ``timeout`` seconds (``0``: just look); when it
-        has, its server's reaping is waited for too (bounded by :data:`REAPED_WAIT_S`), so a
-        shutdown leaves no zombie behind, as on the spawn path.
+        """True when the runner has ended within ``timeout`` seconds (``0``: just look); when it has, its server's
+        reaping is waited for too (at most :data:`REAPED_WAIT_S`): no zombie is left, as on the spawn path. Not a kept
+        runner's (no server here): its reaper is init or another process (``sweep --kept`` waited 1 s a kernel).
 
         Each wait selects on its own duplicate of the pidfd: a :meth:`close` from another thread
         (a shutdown while a cell's thread asks whether the runner lives) can neither make it fail
@@ -373,7 +373,7 @@ class ForkedRunner:
                 ended = bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
             finally:
                 os.close(pidfd)
-            if ended and timeout > 0:
+            if ended and timeout > 0 and self.server is not None:
                 self._wait_reaped()
             return ended
         deadline = time.monotonic() + timeout

@@ -7,6 +7,8 @@ docker load`` by hand, which fails the same way. Both hints now say the engine's
 how to see what holds it; nothing of the start is left on the engine.
 
 The engine is one this test starts itself (:mod:`tests.engines`), its data root a small tmpfs.
+Both start cases (shared, fresh) use one engine with the kit's images: its start (an image copied
+from the first engine) was most of their cost, and each case fills what room the last left first.
 """
 
 from __future__ import annotations
@@ -39,10 +41,17 @@ def _full_engine(first_docker_engine: str, *, images: bool) -> Iterator[SecondEn
     assert not engine.left, f"the engine left behind: {engine.left}"
 
 
-@pytest.fixture
-def full_engine(docker_ready: None, first_docker_engine: str) -> Iterator[SecondEngine]:
+@pytest.fixture(scope="module")
+def _engine_with_images(docker_ready: None, first_docker_engine: str) -> Iterator[SecondEngine]:
     with _full_engine(first_docker_engine, images=True) as engine:
         yield engine
+
+
+@pytest.fixture
+def full_engine(_engine_with_images: SecondEngine, request: pytest.FixtureRequest) -> SecondEngine:
+    """The module's full engine, its disk filled again (whatever room an earlier case's start gave back)."""
+    fill_disk(os.path.join(_engine_with_images.root, "data", f"filler-{request.node.name}"))
+    return _engine_with_images
 
 
 @pytest.fixture
@@ -51,7 +60,8 @@ def full_engine_without_images(docker_ready: None, first_docker_engine: str) -> 
         yield engine
 
 
-OWN = pytest.mark.hermes_allow_leaks("this test's engine is stopped in its teardown; it counts the containers there")
+OWN = pytest.mark.hermes_allow_leaks("this test's (or module's) engine is stopped in its teardown; it counts the "
+                                     "containers there")
 
 
 def _refused_start(transport) -> str:  # noqa: ANN001
