@@ -67,7 +67,8 @@ class _Host:
         k = self.kernel
         launched = k.launched
         return {"kernel_id": k.kernel_id, "pid": k.pid, "runner_pid": k.runner_pid, "host_pid": os.getpid(),
-                "transport": t.name, "locator": t.locator(launched) if launched is not None else {}}
+                "transport": t.name, "locator": t.locator(launched) if launched is not None else {},
+                "label": launched.label if launched is not None else ""}
 
     def call(self, rid: int, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         try:

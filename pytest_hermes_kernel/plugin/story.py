@@ -122,7 +122,8 @@ class KernelStory:
         if launched is None and self.last_launch is not None:  # its kernel dir went with the shutdown
             return [("runner log", "(none: the kernel was shut down before this report, its kernel dir with it)")]
         if launched is None:
-            return [("runner log", _no_launch(self.kernel))]
+            return [("runner log", "(not read: the launch record is in the harness host process)"
+                     if hasattr(self.kernel, "kill_host") else _no_launch(self.kernel))]
         tails = []
         for title, read in (("runner log", transport.runner_log), ("host log", transport.host_log)):
             try:
@@ -219,7 +220,10 @@ def _where(launched: Any, last_launch: Any, kernel: Any) -> str:
 
 def _no_launch(kernel: Any) -> str:
     """Why a kernel has no launch record here: a harness kernel's is in its host process (the
-    one a ``hermes_host_sigkill`` test SIGKILLs); any other kernel did not start."""
+    one a ``hermes_host_sigkill`` test SIGKILLs: its launch's label, as that process had it, so
+    that a docker kernel's pids read as the container's); any other kernel did not start."""
     if hasattr(kernel, "kill_host"):
-        return "(its launch lives in the harness host process)"
+        label = (getattr(kernel, "facts", None) or {}).get("label")
+        host = f"the harness host process, pid {getattr(kernel, 'host_pid', '?')}"
+        return f"{label} (launched by {host})" if label else f"(launched by {host})"
     return "(none: the kernel did not start)"

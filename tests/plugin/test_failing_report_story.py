@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -136,6 +138,13 @@ def test_a_cell_that_raised_instead_of_returning_is_in_the_story(pytester: pytes
 
     assert "cell 1 (generation 0): status=ok" in host
     assert "cell 2 (generation 0): raised HostGoneError: the harness host (pid " in host, host
+    # where the harness host had its kernel (a docker kernel's pids are the container's), not only
+    # that the record is elsewhere; and its runner log line says it was not read, not log content
+    where = re.search(r"^where: local pid (\d+)(, forked by kernel server \d+)? "
+                      r"\(launched by the harness host process, pid \d+\)$", host, re.M)
+    assert where, host
+    assert re.search(rf"^\s*{where.group(1)}: ", host, re.M) or f"runner pid {where.group(1)}" in host, host
+    assert "(not read: the launch record is in the harness host process)" in host, host
     assert "cell 2 (generation 0): raised KernelShutdownError: " in shut, shut
 
 
