@@ -240,7 +240,7 @@ class LeakCheckPlugin:
             text = report.format(item.nodeid) + ("\n" + report.format_unchecked(item.nodeid) if report.unchecked else "")
             if self.mode == "error" or _contract_case(item):
                 raise LeakError(text, leaks=report.counts())
-            warnings.warn(HermesLeakWarning(text), stacklevel=1)
+            _warn_at(item, HermesLeakWarning(text))
             if item.nodeid not in stats.warned:  # (not where -W error made the warning the test's error)
                 stats.warned.append(item.nodeid)  # once: a test's second look (wider fixtures) warns again
             item.user_properties.append(("hermes_kernel.leak_warning", text))  # JUnit XML: the test case's own
@@ -249,7 +249,16 @@ class LeakCheckPlugin:
                             f"backend under test, so a look it cannot make is the backend's defect (e.g. its execute "
                             f"cut or changed the scan's output)")
         if report.unchecked:
-            warnings.warn(HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)), stacklevel=1)
+            _warn_at(item, HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)))
+
+
+def _warn_at(item: pytest.Item, warning: Warning) -> None:
+    """Warn ``warning`` at the test's own line: pytest's summary shows that file, line and its
+    source, where a plain ``warn`` showed this module's line (a fresh user read it as the kit's)."""
+    __tracebackhide__ = True  # under filterwarnings error it raises: the error is the test's, not this frame's
+    path, line, _ = item.location
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    warnings.warn_explicit(warning, type(warning), str(item.config.rootpath / path), (line or 0) + 1, module=module)
 
 
 class Adoption:

@@ -79,9 +79,9 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
     result.assert_outcomes(passed=4, warnings=3)
     out = result.stdout.str()
     result.stdout.fnmatch_lines([
-        "*HermesLeakWarning: test_leaky.py::test_stray_subprocess: resources outlived the test*",
+        "*/test_leaky.py:11: HermesLeakWarning: test_leaky.py::test_stray_subprocess: resources outlived the test*",
         "*leaked child process: pid *: sleep 30",
-        "*HermesLeakWarning: test_leaky.py::test_unreleased_kernel: resources outlived the test*",
+        "*/test_leaky.py:14: HermesLeakWarning: test_leaky.py::test_unreleased_kernel: resources outlived the test*",
         "*leaked kernel process: pid * (kernel *): *hermes-runner-*.pyz serve*",
         "*HermesLeakWarning: test_leaky.py::test_stray_thread: resources outlived the test*",
         "*leaked thread: thread 'stray-worker' (daemon=True)",
@@ -89,6 +89,7 @@ def test_reports_each_kind_of_leak_and_stays_quiet_on_a_clean_test(pytester, run
         "leaks found: child process=1, kernel dir=1, kernel process=2, thread=1",
     ])
     assert "test_clean" not in out.split("warnings summary")[1]  # no warning names the clean test
+    assert "leakcheck.py" not in out, out  # each warning is at its test's line, not the kit's (a user read it as a kit bug)
     sleeper = pid_in(out, r"leaked child process: pid (\d+): sleep 30")
     runner = pid_in(out, r"leaked kernel process: pid (\d+) \(kernel [0-9a-f]{32}\):")
     wait_until(lambda: gone(sleeper) and gone(runner), 5.0, what="the checker to end what it reported")
