@@ -11,6 +11,11 @@ case's bound, and ``over`` where the slowest run passed it. Cases:
 
 * B17 (``tests/regressions/test_handed_b17_stdin_is_dev_null.py``): each read of stdin in a cell,
   or in a child that inherits it, ends at once (the case: at most 1 s).
+* B07 (``tests/regressions/test_handed_b07_system_exit_policy.py``): ``exit()`` ends the kernel
+  cleanly, and an ``os._exit(5)`` is seen, promptly (the case: at most 2 s).
+
+Each timed cell follows an untimed one, so a cell that ended the kernel before it is not timed
+with the next generation's start.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ CASES: dict[str, tuple[float, list[str]]] = {
                   'import subprocess; subprocess.run(["cat"], capture_output=True).stdout',
                   "import sys; sys.stdin.read()",
                   'subprocess.run(["sh", "-c", "read line; echo got:$line"], capture_output=True, text=True).stdout']),
+    "B07": (2.0, ["exit()", "import os; os._exit(5)"]),
 }
 
 
@@ -38,6 +44,7 @@ def time_cells(transport: str, rounds: int) -> list[tuple[str, str, float, list[
             for code in cells:
                 took = []
                 for _ in range(rounds):
+                    kernel.execute("0", timeout=60.0)  # (a fresh generation after a B07 cell: not timed)
                     started = time.monotonic()
                     kernel.execute(code, timeout=10.0)
                     took.append(time.monotonic() - started)
