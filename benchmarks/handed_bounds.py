@@ -13,6 +13,8 @@ case's bound, and ``over`` where the slowest run passed it. Cases:
   or in a child that inherits it, ends at once (the case: at most 1 s).
 * B07 (``tests/regressions/test_handed_b07_system_exit_policy.py``): ``exit()`` ends the kernel
   cleanly, and an ``os._exit(5)`` is seen, promptly (the case: at most 2 s).
+* B03/B25/B26 (``tests/transports/test_docker.py``, ``test_ssh.py``: ``test_interrupt_of_a_long_sleep_arrives``):
+  from ``interrupt()`` to the interrupted result of a cell in a long sleep (the cases: at most 2 s).
 
 Each timed cell follows an untimed one, so a cell that ended the kernel before it is not timed
 with the next generation's start.
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from pytest_hermes_kernel import start_kernel
 
@@ -52,6 +56,29 @@ def time_cells(transport: str, rounds: int) -> list[tuple[str, str, float, list[
     return rows
 
 
+def time_interrupts(transport: str, rounds: int) -> list[float]:
+    """Seconds from ``interrupt()`` to the result of a cell sleeping 600 s, ``rounds`` times, once the cell
+    said it runs (a tool call).
+
+    :raises RuntimeError: if a cell did not come back interrupted."""
+    running = threading.Event()
+    took: list[float] = []
+    with start_kernel(transport, tools={"running": lambda: running.set()}) as kernel:
+        for _ in range(rounds):
+            running.clear()
+            with ThreadPoolExecutor(1) as pool:
+                cell = pool.submit(kernel.execute, "import hermes_tools, time\nhermes_tools.running()\ntime.sleep(600)")
+                if not running.wait(60.0):
+                    raise RuntimeError(f"the cell did not start on {transport}")
+                sent = time.monotonic()
+                kernel.interrupt()
+                result = cell.result(timeout=60.0)
+                took.append(time.monotonic() - sent)
+            if result.status != "interrupted":
+                raise RuntimeError(f"not interrupted on {transport}: {result.summary()}")
+    return took
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transports", default="local", help="comma-separated transport names")
@@ -62,6 +89,9 @@ def main() -> None:
             worst = max(took)
             print(f"{transport:8} {case:4} p50 {statistics.median(took) * 1e3:7.1f} ms  max {worst * 1e3:7.1f} ms  "
                   f"bound {bound * 1e3:.0f} ms{'  over' if worst > bound else ''}  {code[:60]}")
+        took = time_interrupts(transport, args.rounds)
+        print(f"{transport:8} B03  p50 {statistics.median(took) * 1e3:7.1f} ms  max {max(took) * 1e3:7.1f} ms  "
+              f"bound 2000 ms{'  over' if max(took) > 2.0 else ''}  interrupt() of time.sleep(600)")
 
 
 if __name__ == "__main__":
