@@ -19,14 +19,8 @@ import psutil
 
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
 from ..procs import has_children, left_behind, pids_with_env, reap_orphans, start_time
+from .snapshot import UNCHECKED, Snapshot
 from .transport_probe import REUSE_S, TransportResources  # noqa: F401 - REUSE_S: named here too, as before
-
-Snapshot = dict[str, str]
-
-#: The key prefix of a snapshot entry that says a part could not be looked at:
-#: ``UNCHECKED + what -> why`` (``what``: a probe's kind or a transport's :meth:`describe` line).
-#: The checker reports such a part as not checked instead of reading it as empty.
-UNCHECKED = "unchecked|"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The leak probe over live transports (:class:`TransportResources`): what each one's
 :meth:`~pytest_hermes_kernel.kernel.contract.Transport.leak_snapshot` lists where its kernels run,
-and what it could not look through. Part of :mod:`.probes`, whose ``PROBES`` list holds one.
+and what it could not look through. :mod:`.probes`' ``PROBES`` list holds one.
 """
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import os
 import time
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .probes import Snapshot
+from .snapshot import UNCHECKED, Snapshot
 
 #: Seconds a transport snapshot is reused while this process did nothing towards kernels.
 REUSE_S = 2.0
@@ -52,7 +51,6 @@ class TransportResources:
     def snapshot(self) -> Snapshot:
         from ..kernel.contract import activity, quiet_activity
         from ..transports import forget_closed_transports, live_transports, watch_closed_transports
-        from .probes import UNCHECKED
 
         watch_closed_transports()
         transports = live_transports()
