@@ -15,10 +15,10 @@ from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend
 
 
 class SlowLaunch(LocalShellBackend):
-    """A backend whose launch command (the one that makes the kernel dir) takes 3 s more."""
+    """A backend whose launch command (the one that makes the kernel dir) takes 6 s more."""
 
     def execute_detached(self, cmd: str, timeout: float | None) -> tuple[int, str]:
-        return super().execute_detached(f"sleep 3\n{cmd}" if cmd.startswith("umask 077") else cmd, timeout)
+        return super().execute_detached(f"sleep 6\n{cmd}" if cmd.startswith("umask 077") else cmd, timeout)
 
 
 def test_a_slow_filecell_launch_ends_at_the_kernels_start_timeout() -> None:
@@ -27,8 +27,9 @@ def test_a_slow_filecell_launch_ends_at_the_kernels_start_timeout() -> None:
         started = time.monotonic()
         with pytest.raises(KernelStartError, match=r"did not say hello within 1 s \(start_timeout\)"):
             start_kernel(transport, start_timeout=1.0)
-        assert time.monotonic() - started < 2.9
-        with start_kernel(transport, start_timeout=10.0) as kernel:  # a budget it fits in: it starts
+        # start_timeout is the contract: 1 s, and 4 s of a loaded machine's slack; the launch's own 6 s are not waited
+        assert time.monotonic() - started < 1.0 + 4.0
+        with start_kernel(transport, start_timeout=20.0) as kernel:  # a budget it fits in: it starts
             assert kernel.execute("1 + 1").value == "2"
     finally:
         transport.close()

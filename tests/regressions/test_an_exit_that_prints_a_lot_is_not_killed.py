@@ -7,11 +7,13 @@ until the 2-s grace ran out; the worker was then SIGKILLed: the cell said ``exit
 ``signal=9`` and "forced kill after grace: the exiting kernel did not end" (it was not hung, only
 unread), the output past the pipe's size never came and the dropped count left it out (96 bytes
 dropped of 3 MB written). The supervisor now reads the pipes while it waits.
+
+That no grace was waited out is said by the exit itself (code 0, no signal, no "forced kill"):
+the test also asserted the cell took under 1.5 s, a figure for 3 MB through a pipe that a loaded
+2-core machine can pass with the behaviour right.
 """
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -29,7 +31,6 @@ EXITS = {
 def test_an_exit_that_prints_more_than_a_pipe_holds_exits_with_its_code(hermes_kernel_factory, how):
     kernel = hermes_kernel_factory()
 
-    started = time.monotonic()
     result = kernel.execute(EXITS[how])
 
     assert result.status == "exited", result.summary()
@@ -37,5 +38,4 @@ def test_an_exit_that_prints_more_than_a_pipe_holds_exits_with_its_code(hermes_k
     assert "forced kill" not in result.kernel.note
     assert result.stdout_truncated and result.stdout_dropped_bytes > WRITTEN - 1024 * 1024, result.stdout_dropped_bytes
     assert result.stdout.endswith("x" * 1000)
-    assert time.monotonic() - started < 1.5  # no grace waited out
 

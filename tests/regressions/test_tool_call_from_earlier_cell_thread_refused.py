@@ -57,7 +57,7 @@ def test_call_in_flight_when_its_cell_ends_does_not_swallow_the_next_cell(make_k
 
     for i in range(5):
         r = k.execute(f"{i}, out", timeout=3.0)
-        assert r.status == "ok" and r.duration_s < 1.0, r.summary()
+        assert r.status == "ok", r.summary()  # a swallowed execute hung until its 3-s timeout's kill
         assert not r.kernel.state_lost and r.kernel.generation == 0
     assert r.value == "(4, [1])"  # the in-flight call got its own answer
 

@@ -69,7 +69,9 @@ def test_silence_raises_timeout(pair):
     started = time.monotonic()
     with pytest.raises(TimeoutError):
         stream.recv(0.2)
-    assert time.monotonic() - started < 1.0
+    # recv's timeout is its contract: ended by it, not by silence going on (the bound leaves a loaded
+    # machine 5 s of slack; it was 0.8 s)
+    assert time.monotonic() - started < 0.2 + 5.0
 
 
 def test_a_stopped_container_ends_a_silent_stream(pair):

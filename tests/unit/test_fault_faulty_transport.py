@@ -193,7 +193,8 @@ def test_blackhole_silences_both_ways_until_healed(inner: Recording) -> None:
     started = time.monotonic()
     with pytest.raises(TimeoutError):
         launched.stream.recv(0.3)
-    assert 0.25 <= time.monotonic() - started < 2.0, "a silent peer times the read out, it does not hang"
+    # recv's timeout is its contract: 5 s of slack for a loaded machine (it was 1.7 s)
+    assert 0.25 <= time.monotonic() - started < 0.3 + 5.0, "a silent peer times the read out, it does not hang"
     runner.settimeout(0.2)
     with pytest.raises(TimeoutError):
         runner.recv(16)

@@ -281,10 +281,11 @@ def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -
             with _connect(proxy) as late:
                 wait_until(lambda: not select.select([proxy._listener], [], [], 0)[0], 10.0,
                            what="the proxy to take the new connection (and start its connect)")
-                began = time.monotonic()
                 first.sendall(b"ping")
                 assert first.recv(16) == b"ping"
-                took = time.monotonic() - began
+                # told by order: the echo came while the new connection's connect still hung (its
+                # reset, at CONNECT_TIMEOUT_S, not come yet); with one blocking connect, after it
+                pending = not select.select([late], [], [], 0)[0]
                 with pytest.raises(ConnectionResetError):
                     late.recv(16)  # reset once its connect runs out of time (30-s timeout: a hang fails)
     finally:
@@ -292,13 +293,13 @@ def test_a_connection_whose_upstream_connect_hangs_does_not_stall_the_others() -
             sock.close()
         upstream.close()
         server.join(10)
-    assert took < 1.0, f"an open connection's echo took {took:.2f} s while a new connection's upstream connect hung"
+    assert pending, "an open connection's echo waited for a new connection's hung upstream connect to end"
 
 
 def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
     """``heal()`` ends a ``latency`` fault "now" (``hermes_faults.heal()``; the docker transport's
     stream ends a read's wait at once): the proxy held a chunk it had read before the heal for the
-    fault's whole time, so a ping read under ``latency(10)`` came back 10 s late after ``heal()``."""
+    fault's whole time, so a ping read under ``latency(10)`` came back 10 s late after ``heal()`` (30 s here)."""
     import fcntl
     import struct
     import termios
@@ -306,7 +307,7 @@ def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
     with TcpFaultProxy(echo) as proxy, _connect(proxy) as client:
         client.sendall(b"warm")
         assert client.recv(16) == b"warm"
-        proxy.latency(10.0)
+        proxy.latency(30.0)
         client.sendall(b"ping")
         (near,) = [pair[0] for pair in proxy._pairs]  # the proxy's end of this client's connection
 
@@ -318,7 +319,8 @@ def test_heal_lets_the_chunks_a_latency_fault_holds_go_at_once(echo) -> None:
         proxy.heal()
         assert client.recv(16) == b"ping"
         took = time.monotonic() - healed
-    assert took < 2.0, f"the ping came back {took:.2f} s after heal(): the proxy held it on for the latency fault's time"
+    # held on, it comes back at the fault's 30 s: a third of that leaves a loaded machine honest slack (it was 2 s of 10)
+    assert took < 10.0, f"the ping came back {took:.2f} s after heal(): the proxy held it on for the latency fault's time"
 
 
 def test_an_upstream_name_whose_first_address_refuses_is_reached_at_the_next(echo, monkeypatch) -> None:

@@ -271,11 +271,13 @@ def test_a_closed_host_that_cannot_be_looked_at_is_named_once_then_no_more(two_h
     close_transport(quiet)
 
     first = resources.snapshot()
+    resources.fresh()  # a re-check of the same check looks again (it is still that check's)
+    again = resources.snapshot()
     visits = quiet.visits
-    resources.fresh()
-    later = resources.snapshot()
+    later = resources.snapshot()  # the next check's look (a blind look is never reused)
 
-    assert probes.UNCHECKED + quiet.describe() in first and quiet.visits == visits
+    assert probes.UNCHECKED + quiet.describe() in first and probes.UNCHECKED + quiet.describe() in again
+    assert quiet.visits == visits
     assert not any(key.startswith(probes.UNCHECKED) for key in later)
 
 

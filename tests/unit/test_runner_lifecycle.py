@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from pytest_hermes_kernel.errors import KernelShutdownError
+from pytest_hermes_kernel.kernel import link as link_module
 from pytest_hermes_kernel.kernel.options import WatchdogPolicy
 from tests.support import CellStarted, gone, run_in_thread, wait_until
 
@@ -295,12 +296,17 @@ def _where_things_stand(runner: int, worker: int) -> str:
 
 
 @needs_ss
-def test_a_shutdown_read_before_the_workers_death_was_seen_says_it_had_exited(make_kernel):
+def test_a_shutdown_read_before_the_workers_death_was_seen_says_it_had_exited(make_kernel, monkeypatch):
     """The worker is killed while the runner (stopped by the test) has the shutdown request unread:
     the shutdown finds it dead and says ``already-exited`` with its signal, not a rung it tried.
     The host's request waits a 10-s grace: with 0.5 s a loaded machine's host went on to its own
     rungs (the group killed) before the test had killed the worker (``ProcessLookupError``, 1 of 6
-    runs), and with a dead worker the runner answers at once, so no run waits the grace out."""
+    runs), and with a dead worker the runner answers at once, so no run waits the grace out. Nor
+    does the host look whether the runner is frozen while it waits (every ``FROZEN_CHECK_S``,
+    0.5 s): it is, by the test's SIGSTOP, and a loaded machine's host gave it up as ``unreachable``
+    and killed the group itself before the test had (3 of 40 runs at load 12, some a
+    ``ProcessLookupError`` here)."""
+    monkeypatch.setattr(link_module, "FROZEN_CHECK_S", 3600.0)  # (what a frozen runner gets: its own cases)
     k = make_kernel(shutdown_grace=10.0)
     k.execute("x = 1")
     pid, runner = k.pid, k.runner_pid

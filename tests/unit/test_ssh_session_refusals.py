@@ -55,8 +55,8 @@ def test_a_refusal_on_an_idle_connection_fails_at_once() -> None:
     started = time.monotonic()
     with pytest.raises(TransportLostError) as caught:
         _open_session(_connection(transport, released_ago=None), "ssh exec")
-    assert transport.opens == 1
-    assert time.monotonic() - started < 1.0
+    assert transport.opens == 1  # not retried; nor waited for: a retry loop waits up to session_wait (5 s)
+    assert time.monotonic() - started < 5.0
     assert str(caught.value) == "ssh exec on hermes@127.0.0.1:1 refused: ChannelException(2, 'Connect failed')"
 
 

@@ -134,7 +134,9 @@ def test_an_interrupt_while_waiting_for_a_slow_tool_still_interrupts_at_once(wor
     with pytest.raises(KeyboardInterrupt):
         w.call_tool("slow", {})
 
-    assert time.monotonic() - started < 2.0, "the wait for the reply was cut by the interrupt"
+    # not cut, the wait never ends (the tool never answers); the poll looks every INTERRUPT_POLL_S (0.02 s):
+    # 10 s is a loaded machine's slack (it was 2 s)
+    assert time.monotonic() - started < 10.0, "the wait for the reply was cut by the interrupt"
     host.setblocking(True)
 
 

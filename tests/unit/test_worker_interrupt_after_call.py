@@ -119,7 +119,8 @@ def test_an_interrupt_while_another_thread_reads_and_no_result_came_still_interr
         with pytest.raises(KeyboardInterrupt):
             w.call_tool("never", {})
 
-        assert time.monotonic() - started < 2.0, "the wait for the reply was not cut by the interrupt"
+        # not cut, the wait never ends (no tool answers): 10 s is a loaded machine's slack (it was 2 s)
+        assert time.monotonic() - started < 10.0, "the wait for the reply was not cut by the interrupt"
     finally:
         server.release()
         bg.join(5)

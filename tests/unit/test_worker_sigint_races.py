@@ -47,7 +47,7 @@ def supervisor():
 began = time.monotonic()
 try:  # (the thread started inside: a main thread held up 0.2 s took its SIGINT before a try after it)
     threading.Thread(target=supervisor).start()
-    time.sleep(5)
+    time.sleep(60)
     print('slept')
 except KeyboardInterrupt:
     print('interrupted after %.2f s' % (time.monotonic() - began))
@@ -55,12 +55,14 @@ except KeyboardInterrupt:
 
 
 def test_a_sigint_taken_while_the_main_thread_blocks_interrupts_it_at_once():
-    ran = subprocess.run([sys.executable, "-c", KICKED], capture_output=True, text=True, timeout=30)
+    ran = subprocess.run([sys.executable, "-c", KICKED], capture_output=True, text=True, timeout=120)
 
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith("interrupted after "), ran.stdout + ran.stderr
     took = float(ran.stdout.split()[2])
-    assert took < 2.5, f"the main thread saw the SIGINT only after {took} s (its sleep ends at 5 s)"
+    # unkicked, the SIGINT is seen when the sleep ends, at 60 s: half of that is a loaded machine's honest slack
+    # (the sleep was 5 s and the bound 2.5 s)
+    assert took < 30.0, f"the main thread saw the SIGINT only after {took} s (its sleep ends at 60 s)"
 
 
 class _SignalsOnRelease:
