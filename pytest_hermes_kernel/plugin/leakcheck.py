@@ -258,7 +258,8 @@ def _warn_at(item: pytest.Item, warning: Warning) -> None:
     __tracebackhide__ = True  # under filterwarnings error it raises: the error is the test's, not this frame's
     path, line, _ = item.location
     module = getattr(getattr(item, "module", None), "__name__", None)
-    warnings.warn_explicit(warning, type(warning), str(item.config.rootpath / path), (line or 0) + 1, module=module)
+    warnings.warn_explicit(warning, type(warning), str(item.config.rootpath / path), (line or 0) + 1, module=module,
+                           registry=globals().setdefault("__warningregistry__", {}))  # as warn's: a repeat is shown once
 
 
 class Adoption:
