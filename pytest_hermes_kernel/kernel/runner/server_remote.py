@@ -185,7 +185,10 @@ class RemoteKernelServer(ForkingServer):
             self.drop(msg.get("chan"), tell=False)  # type: ignore[arg-type]
         elif kind == "spawn":
             self.last_request = time.monotonic()
-            self.say(self.spawn(msg))
+            reply = self.spawn(msg)
+            self.say(reply)
+            if reply["type"] == "spawned" and reply["chan"] not in self.chans:  # it ended before the attach
+                self.say({"type": "closed", "chan": reply["chan"]})
         elif kind == "alive":
             self.reap()
             self.say({"type": "alive", "id": msg.get("id"), "alive": msg.get("pid") in self.children})
@@ -329,10 +332,17 @@ class RemoteKernelServer(ForkingServer):
                 os._exit(code)
 
     def attach(self, path: str) -> Header:
-        """Connect to a kernel's socket as a new channel (it listens already: the connect is queued)."""
+        """Connect to a kernel's socket as a new channel (it listens already: the connect is queued).
+        A kernel that ended already (a cwd it cannot enter; a spare's claim ends it sooner than a
+        fork) refuses it: its channel is none of :attr:`chans`, said closed after the spawn's answer,
+        as if it ended just after the attach (the refusal ended the server, and every kernel's channel)."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        unix_call(sock, "connect", path)  # a path over 107 bytes (a long home) too, as it was bound
         chan, self.next_chan = self.next_chan, self.next_chan + 1
+        try:
+            unix_call(sock, "connect", path)  # a path over 107 bytes (a long home) too, as it was bound
+        except OSError:
+            sock.close()
+            return {"chan": chan}
         self.chans[chan] = sock
         self.sel.register(sock, selectors.EVENT_READ, chan)
         return {"chan": chan}
