@@ -15,6 +15,8 @@ case's bound, and ``over`` where the slowest run passed it. Cases:
   cleanly, and an ``os._exit(5)`` is seen, promptly (the case: at most 2 s).
 * B03/B25/B26 (``tests/transports/test_docker.py``, ``test_ssh.py``: ``test_interrupt_of_a_long_sleep_arrives``):
   from ``interrupt()`` to the interrupted result of a cell in a long sleep (the cases: at most 2 s).
+* The ssh upload (``tests/regressions/test_an_ssh_upload_is_pipelined.py``): an 8 MiB ``upload()``
+  (its bound when found: 4 s on loopback; unpipelined it took ~8 s).
 
 Each timed cell follows an untimed one, so a cell that ended the kernel before it is not timed
 with the next generation's start.
@@ -23,10 +25,13 @@ with the next generation's start.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from pytest_hermes_kernel import start_kernel
 
@@ -38,6 +43,9 @@ CASES: dict[str, tuple[float, list[str]]] = {
                   'subprocess.run(["sh", "-c", "read line; echo got:$line"], capture_output=True, text=True).stdout']),
     "B07": (2.0, ["exit()", "import os; os._exit(5)"]),
 }
+
+#: The ssh upload case's size and the bound its test had when found.
+UPLOAD_BYTES, UPLOAD_BOUND_S = 8 << 20, 4.0
 
 
 def time_cells(transport: str, rounds: int) -> list[tuple[str, str, float, list[float]]]:
@@ -79,6 +87,19 @@ def time_interrupts(transport: str, rounds: int) -> list[float]:
     return took
 
 
+def time_uploads(transport: str, rounds: int, tmp: Path) -> list[float]:
+    """Seconds each of ``rounds`` uploads of :data:`UPLOAD_BYTES` random bytes takes, on one kernel."""
+    src = tmp / "big"
+    src.write_bytes(os.urandom(UPLOAD_BYTES))
+    took: list[float] = []
+    with start_kernel(transport) as kernel:
+        for _ in range(rounds):
+            started = time.monotonic()
+            kernel.upload(src, "big")
+            took.append(time.monotonic() - started)
+    return took
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--transports", default="local", help="comma-separated transport names")
@@ -92,6 +113,10 @@ def main() -> None:
         took = time_interrupts(transport, args.rounds)
         print(f"{transport:8} B03  p50 {statistics.median(took) * 1e3:7.1f} ms  max {max(took) * 1e3:7.1f} ms  "
               f"bound 2000 ms{'  over' if max(took) > 2.0 else ''}  interrupt() of time.sleep(600)")
+        with tempfile.TemporaryDirectory() as tmp:
+            took = time_uploads(transport, args.rounds, Path(tmp))
+        print(f"{transport:8} up   p50 {statistics.median(took) * 1e3:7.1f} ms  max {max(took) * 1e3:7.1f} ms  "
+              f"bound {UPLOAD_BOUND_S * 1e3:.0f} ms{'  over' if max(took) > UPLOAD_BOUND_S else ''}  upload() of 8 MiB")
 
 
 if __name__ == "__main__":

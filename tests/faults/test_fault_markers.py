@@ -70,7 +70,8 @@ def test_kernel_sigkill_mid_cell_is_a_death_not_a_timeout(hermes_kernel) -> None
     started = time.monotonic()
     r = hermes_kernel.execute("import time; time.sleep(60)", timeout=30)
     assert r.status == "died" and r.kernel.reason == "died" and r.kernel.signal == 9, r.summary()
-    assert time.monotonic() - started < 5, "a death must be seen at once, not at the cell timeout"
+    # a death missed ends at the cell's 30-s timeout as "timeout"; seen, it is at once: a third of that
+    assert time.monotonic() - started < 10, "a death must be seen at once, not at the cell timeout"
     assert hermes_kernel.execute("1 + 1").value == "2"
 
 
@@ -132,7 +133,9 @@ def test_lasting_blackhole_is_detected_within_the_keepalive_bound(hermes_kernel)
     hermes_kernel.execute("x = 1")
     started = time.monotonic()
     r = hermes_kernel.execute("import time; time.sleep(5); x", timeout=60)  # past the silence's 3.5 s
-    assert time.monotonic() - started < 1.0 * 3 + 12 + 5, "detection must stay within the keepalive bound"
+    # the contract: 3 missed 1-s keepalives, then the re-attach's reconnect_timeout (10 s), beside the
+    # cell's 5-s sleep; 10 s of slack for a loaded host (a silence missed ends at the 60-s timeout)
+    assert time.monotonic() - started < 1.0 * 3 + 10 + 5 + 10, "detection must stay within the keepalive bound"
     if hermes_kernel.transport.name == "ssh":
         # B23: the TCP link to sshd stays silent (fault proxy), so no re-attach can succeed
         assert r.status == "died" and r.kernel.reason == "transport_lost", r.summary()

@@ -4,6 +4,9 @@ stopped runner cannot send (10.07 s on the local shell backend) before killing i
 transport never said a runner was frozen. It now reads the runner's state where it runs, in one
 execute, so the shutdown kills it within about a second, confirmed gone; a runner that merely
 is continued is frozen no more and keeps its state.
+
+How soon is a figure; what is asserted is that the shutdown did not wait out its reply wait, made
+60 s here as in ``test_shutdown_of_a_stopped_local_runner_ends_soon.py`` (the bound: a third of it).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from pytest_hermes_kernel import KernelHandle, start_kernel
 from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
+
+from .test_shutdown_of_a_stopped_local_runner_ends_soon import BOUND_S, long_reply_waits  # noqa: F401 (a fixture)
 
 
 @pytest.fixture(params=["local", "docker"])
@@ -44,7 +49,8 @@ def _signal_runner(backend: ExecuteBackend, kernel: KernelHandle, sig: str) -> N
     assert code == 0, out
 
 
-def test_shutdown_of_a_stopped_filecell_runner_kills_it_soon(backend: ExecuteBackend, kernel: KernelHandle) -> None:
+@pytest.mark.usefixtures("long_reply_waits")
+def test_shutdown_of_a_stopped_filecell_runner_kills_it_without_waiting_for_its_reply(backend: ExecuteBackend, kernel: KernelHandle) -> None:
     assert kernel.execute("x = 1").status == "ok"
     launched = kernel.launched
     assert not kernel.transport.frozen(launched)
@@ -55,7 +61,7 @@ def test_shutdown_of_a_stopped_filecell_runner_kills_it_soon(backend: ExecuteBac
     info = kernel.shutdown()
     took = time.monotonic() - began
 
-    assert took < 4.0, f"shutdown took {took:.1f} s"  # 10.07 s
+    assert took < BOUND_S, f"shutdown took {took:.1f} s"  # the whole reply wait (10 s by default: 10.07 s)
     assert info.confirmed and info.signal == 9, info
     assert not kernel.transport.frozen(launched)  # gone is not frozen
 

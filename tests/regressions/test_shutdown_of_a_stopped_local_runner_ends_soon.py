@@ -3,6 +3,11 @@ runner was stopped (SIGSTOP, a debugger attached, a ``kill -STOP`` by a test) wa
 10 s for a reply the stopped runner could not send, then killed it: every such test's teardown took
 10 s. The local transport now says a stopped runner is frozen (``Transport.frozen``, as docker
 says of a paused container), so the shutdown kills it from outside within ~0.5 s, confirmed gone.
+
+How soon is a figure; what is asserted is that the shutdown did not wait out its reply wait. The
+shutdown's and restart's waits are made 60 s here (:data:`~.link.SHUTDOWN_SLACK_S`,
+:data:`~.link.KILL_WORKER_TIMEOUT_S`), so the bug's path takes 60 s and the bound, a third of it,
+leaves a loaded machine its slack (a 3-s bound against the 10 s failed only by load).
 """
 
 from __future__ import annotations
@@ -16,11 +21,26 @@ import psutil
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
+from pytest_hermes_kernel.kernel import link
 from pytest_hermes_kernel.transports import make_transport
+
+#: What the shutdown's and the restart's wait for a reply is made here (the bug waited all of it).
+REPLY_WAIT_S = 60.0
+#: The bound: a third of :data:`REPLY_WAIT_S`.
+BOUND_S = REPLY_WAIT_S / 3
+
+
+@pytest.fixture
+def long_reply_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shutdown's reply wait (``grace * 2 + SHUTDOWN_SLACK_S``, grace 2 s) and the restart's
+    kill wait made :data:`REPLY_WAIT_S`."""
+    monkeypatch.setattr(link, "SHUTDOWN_SLACK_S", REPLY_WAIT_S - 4.0)
+    monkeypatch.setattr(link, "KILL_WORKER_TIMEOUT_S", REPLY_WAIT_S)
 
 
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
-def test_shutdown_of_a_stopped_runner_kills_it_within_a_second(server: bool) -> None:
+@pytest.mark.usefixtures("long_reply_waits")
+def test_shutdown_of_a_stopped_runner_kills_it_without_waiting_for_its_reply(server: bool) -> None:
     transport = make_transport("local", server=server)
     try:
         kernel = start_kernel(transport)
@@ -30,7 +50,7 @@ def test_shutdown_of_a_stopped_runner_kills_it_within_a_second(server: bool) -> 
         began = time.monotonic()
         info = kernel.shutdown()
         took = time.monotonic() - began
-        assert took < 3.0, f"shutdown took {took:.1f} s"  # it took 10.0 s
+        assert took < BOUND_S, f"shutdown took {took:.1f} s"  # it took the whole reply wait (10 s by default)
         assert info.confirmed and info.signal == 9, info
         assert not psutil.pid_exists(runner) or psutil.Process(runner).status() == psutil.STATUS_ZOMBIE
     finally:
@@ -85,7 +105,8 @@ def test_a_start_while_the_local_kernel_server_is_stopped_does_not_wait_for_it()
 
 
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
-def test_a_restart_of_a_stopped_runner_says_so_within_a_second(server: bool) -> None:
+@pytest.mark.usefixtures("long_reply_waits")
+def test_a_restart_of_a_stopped_runner_says_so_without_waiting_for_its_answer(server: bool) -> None:
     """``restart()`` of the stopped runner waited the whole 10 s (``KILL_WORKER_TIMEOUT_S``) for
     an answer to its kill before it raised; it raises the same ``KernelStartError`` at once now,
     saying the runner is frozen, and the kernel goes on once the runner is continued."""
@@ -102,7 +123,7 @@ def test_a_restart_of_a_stopped_runner_says_so_within_a_second(server: bool) -> 
             took = time.monotonic() - began
         finally:
             os.kill(runner, signal.SIGCONT)
-        assert took < 3.0, f"restart() took {took:.1f} s to fail"  # 10.0 s
+        assert took < BOUND_S, f"restart() took {took:.1f} s to fail"  # the whole kill wait (10 s by default)
         result = kernel.execute("'x' in globals()", timeout=20)
         assert (result.status, result.value, result.kernel.state_lost) == ("ok", "False", True), result
         kernel.shutdown()

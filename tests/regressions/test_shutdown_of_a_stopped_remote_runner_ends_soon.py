@@ -5,6 +5,9 @@ still waited the whole 10 s for a reply the stopped runner could not send (10.2 
 on ssh, measured on both paths) before killing it. Both now look at the runner's state where it
 runs (a paused container stays frozen too), so the shutdown kills it within about a second,
 confirmed gone.
+
+How soon is a figure; what is asserted is that the shutdown did not wait out its reply wait, made
+60 s here as in ``test_shutdown_of_a_stopped_local_runner_ends_soon.py`` (the bound: a third of it).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from pytest_hermes_kernel import KernelHandle, KernelStartError, start_kernel
 from pytest_hermes_kernel.kernel.contract import Launched
 from tests.support import transport_of_its_own
 
-pytestmark = pytest.mark.usefixtures("docker_ready")
+from .test_shutdown_of_a_stopped_local_runner_ends_soon import BOUND_S, long_reply_waits  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.usefixtures("docker_ready", "long_reply_waits")
 
 
 def signal_runner(kernel: KernelHandle, sig: str, pid: int | None = None, launched: Launched | None = None) -> None:
@@ -32,7 +37,7 @@ def signal_runner(kernel: KernelHandle, sig: str, pid: int | None = None, launch
 
 @pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
 @pytest.mark.parametrize("name", ["docker", "ssh"])
-def test_shutdown_of_a_stopped_remote_runner_kills_it_soon(name: str, server: bool) -> None:
+def test_shutdown_of_a_stopped_remote_runner_kills_it_without_waiting_for_its_reply(name: str, server: bool) -> None:
     with transport_of_its_own(name, server=server) as transport:
         kernel = start_kernel(transport)
         assert kernel.execute("x = 1").status == "ok"
@@ -40,12 +45,12 @@ def test_shutdown_of_a_stopped_remote_runner_kills_it_soon(name: str, server: bo
         began = time.monotonic()
         info = kernel.shutdown()
         took = time.monotonic() - began
-        assert took < 4.0, f"shutdown took {took:.1f} s"  # 10.1 to 10.2 s
+        assert took < BOUND_S, f"shutdown took {took:.1f} s"  # the whole reply wait (10 s by default: 10.1 to 10.2 s)
         assert info.confirmed and info.signal == 9, info
 
 
 @pytest.mark.parametrize("name", ["docker", "ssh"])
-def test_a_restart_of_a_stopped_remote_runner_says_so_soon(name: str) -> None:
+def test_a_restart_of_a_stopped_remote_runner_says_so_without_waiting_for_its_answer(name: str) -> None:
     """``restart()`` of the stopped runner waited the whole 10 s for an answer to its kill; it
     raises the same ``KernelStartError`` within about a second now, saying the runner is frozen,
     and the kernel goes on once the runner is continued."""
@@ -60,7 +65,7 @@ def test_a_restart_of_a_stopped_remote_runner_says_so_soon(name: str) -> None:
             took = time.monotonic() - began
         finally:
             signal_runner(kernel, "CONT")
-        assert took < 4.0, f"restart() took {took:.1f} s to fail"  # 10 s
+        assert took < BOUND_S, f"restart() took {took:.1f} s to fail"  # the whole kill wait (10 s by default)
         result = kernel.execute("'x' in globals()", timeout=20)
         assert (result.status, result.value, result.kernel.state_lost) == ("ok", "False", True), result
         kernel.shutdown()
@@ -85,5 +90,5 @@ def test_shutdown_of_a_kernel_whose_server_is_stopped_ends_soon(name: str) -> No
             took = time.monotonic() - began
         finally:
             signal_runner(kernel, "CONT", pid=server.pid, launched=launched)
-        assert took < 6.0, f"shutdown took {took:.1f} s"  # 25.2 s
+        assert took < BOUND_S, f"shutdown took {took:.1f} s"  # the reply wait, then 12 s per server answer (25.2 s by default)
         assert info.confirmed and info.signal == 9, info
