@@ -6,10 +6,12 @@ hint asked whether the backend was reachable (``BlockingIOError: [Errno 11] Reso
 unavailable``), or there was none (``the launch command's exit status was not reported ('')``: the
 subreaper's fork was refused, its traceback dropped). The local transport said it right: ``this
 machine has run out of processes or memory``. Each of these now names the process limit.
-
-The limit here is a pids cgroup of this host (what ``--pids-limit`` is), the job filling it with
-``sleep`` processes but a few: every count of free slots up to a start that succeeds is tried, so
-the fork is refused at each step of the launch.
+The limit here is a pids cgroup of this host (what ``--pids-limit`` is), lowered by the job to
+the tasks it holds plus a few: every count of free slots up to a start that succeeds is tried, so
+the fork is refused at each step of the launch. (The job once filled the group with ``sleep``
+processes until a fork was refused; in a CI run that fork was refused for another reason, the
+room left was more than counted, and the step where the runner started and its worker could not
+was never tried: the second test failed.)
 """
 
 from __future__ import annotations
@@ -22,51 +24,55 @@ from pathlib import Path
 import pytest_hermes_kernel
 from tests.support import pids_cgroup
 
-JOB = """
-import subprocess, sys
+LEAVE_FREE = """
+import os, sys
+
+def leave_free(free):  # this job at its pids limit but for `free` tasks
+    group = os.environ["GROUP"]
+    with open(os.path.join(group, "pids.current")) as fh:
+        holds = int(fh.read())
+    with open(os.path.join(group, "pids.max"), "w") as fh:
+        fh.write(str(holds + free))
+    print("FREE", free, "of", holds + free)
+"""
+
+JOB = LEAVE_FREE + """
 from pytest_hermes_kernel import start_kernel
 
-held = []
-while True:  # the job is at its pids limit, but for `free` processes
-    try:
-        held.append(subprocess.Popen(["sleep", "60"]))
-    except OSError:
-        break
-for p in held[:int(sys.argv[1])]:
-    p.kill()
-    p.wait()
+leave_free(int(sys.argv[1]))
 try:
     with start_kernel("filecell", python=sys.executable, timeout=30):  # (no shim: pyenv's bash retries forks)
         print("STARTED")  # (a cell may still fail at the limit: its poll's fork, said in the died cell's note)
 except Exception as exc:
     print("ERROR", repr(str(exc)))
-finally:
-    for p in held:
-        p.kill()
-        p.wait()
 """
 
 
-def test_a_filecell_start_refused_a_fork_says_the_process_limit(tmp_path: Path) -> None:
-    (tmp_path / "job.py").write_text(JOB)
-    errors = []
+def _outcomes(tmp_path: Path, job: str) -> list[str]:
+    """What the job printed at each count of free slots from 1 up to the start that succeeded."""
+    (tmp_path / "job.py").write_text(job)
+    outcomes = []
     with pids_cgroup(40) as group:
         env = {**os.environ, "GROUP": group, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1])}
         for free in range(1, 16):
             ran = subprocess.run(["sh", "-c", f'echo $$ > "$GROUP/cgroup.procs" && exec {sys.executable} job.py {free}'],
                                  cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
             assert ("STARTED" in ran.stdout) != ("ERROR" in ran.stdout), ran.stdout + ran.stderr
+            outcomes.append(ran.stdout)
             if "STARTED" in ran.stdout:
                 break
-            errors.append(ran.stdout)
+    return outcomes
+
+
+def test_a_filecell_start_refused_a_fork_says_the_process_limit(tmp_path: Path) -> None:
+    errors = [out for out in _outcomes(tmp_path, JOB) if "STARTED" not in out]
     assert errors, "the job's pids limit never refused a filecell start"
     for error in errors:
         assert "has run out of processes or memory" in error and "--pids-limit" in error, errors
         assert "the backend needs sh" not in error and "is what the backend calls reachable" not in error, errors
 
 
-EOF_JOB = """
-import subprocess, sys
+EOF_JOB = LEAVE_FREE + """
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.transports import make_transport
 from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
@@ -78,24 +84,13 @@ class RunnerDiedAtTheClient(LocalShellBackend):
         return code, out.replace("@@hermes-client end gone@@", "@@hermes-client end eof@@")
 
 transport = make_transport("filecell", backend=RunnerDiedAtTheClient())
-held = []
-while True:
-    try:
-        held.append(subprocess.Popen(["sleep", "60"]))
-    except OSError:
-        break
-for p in held[:int(sys.argv[1])]:
-    p.kill()
-    p.wait()
+leave_free(int(sys.argv[1]))
 try:
     with start_kernel(transport, python=sys.executable, timeout=30):
         print("STARTED")
 except Exception as exc:
     print("ERROR", repr(str(exc)))
 finally:
-    for p in held:
-        p.kill()
-        p.wait()
     transport.close()
 """
 
@@ -104,18 +99,8 @@ def test_a_runner_that_died_with_the_client_attached_says_the_process_limit(tmp_
     """Seen once in ~20 runs of the test above: where the runner's first worker fork was refused
     just after it took the launch's client, the client saw ``eof`` (not ``gone``), its log was not
     read, and the hint said ``the backend needs sh, python3 ... and a writable ...``."""
-    (tmp_path / "job.py").write_text(EOF_JOB)
-    errors = []
-    with pids_cgroup(40) as group:
-        env = {**os.environ, "GROUP": group, "PYTHONPATH": str(Path(pytest_hermes_kernel.__file__).parents[1])}
-        for free in range(1, 16):
-            ran = subprocess.run(["sh", "-c", f'echo $$ > "$GROUP/cgroup.procs" && exec {sys.executable} job.py {free}'],
-                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-            assert ("STARTED" in ran.stdout) != ("ERROR" in ran.stdout), ran.stdout + ran.stderr
-            if "STARTED" in ran.stdout:
-                break
-            errors.append(ran.stdout)
-    eof = [error for error in errors if "client eof" in error]
-    assert eof, errors  # the step where the runner started and its worker could not
+    outcomes = _outcomes(tmp_path, EOF_JOB)
+    eof = [out for out in outcomes if "client eof" in out]
+    assert eof, outcomes  # the step where the runner started and its worker could not
     for error in eof:
         assert "has run out of processes or memory" in error and "the backend needs sh" not in error, error

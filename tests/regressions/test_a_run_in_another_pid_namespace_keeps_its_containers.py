@@ -127,9 +127,11 @@ def test_what_a_killed_run_of_another_pid_namespace_left_goes_at_the_next_sweep(
         proc.communicate()
     wait_until(lambda: not _in_namespace(up["ns"]), 10.0, what="the killed run's namespace to end")
     state_file = up["labels"][LABEL_STATE_FILE]
-    assert os.path.exists(state_file) and [c["Id"] for c in run_containers(run_id)] == [up["container"]]
 
-    removed = sweep_dead_runs()  # a later session's start-up sweep (its run files go with it)
+    # a later session's start-up sweep (its run files go with it); another xdist worker's test may
+    # sweep first (a pytester run's session start: the run is dead for it too, and a CI run saw its
+    # 409 "removal already in progress" here), so what is asserted is that they are gone after it
+    removed = sweep_dead_runs()
     sweep_dead_run_files()
-    assert up["container"] in removed and run_containers(run_id) == []
+    assert run_containers(run_id) == [], f"a sweep left the killed run's container (this one removed {removed})"
     assert not os.path.exists(state_file)
