@@ -123,7 +123,7 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
     except KernelServerUnavailable:  # the server may have forked it before it went: nothing may stay
         if asked:  # (with no server, nothing was forked: the kill's script, run where none could start, said
             kdir = f"{transport._home}/{KERNEL_ROOT}/{spec.kernel_id}" if transport._home else ""  # "could not end")
-            end_failed_launch(transport, conn, kdir, spec.kernel_id, python)
+            end_failed_launch(transport, live_connection(transport, conn), kdir, spec.kernel_id, python)
         raise
     kdir = config(server)["kernel_dir"]
     if isinstance(server.stream, SshStream):  # the connection the server (and so the kernel's channel) rides
@@ -132,3 +132,17 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
                     label=f"ssh {conn.target} pid {pid}, forked by kernel server {server.pid}",
                     extra={"conn": conn, "python": python, "runner": runner, "server": server})
 
+
+
+def live_connection(transport: SshSide, conn: SshConnection) -> SshConnection:
+    """``conn`` while it is usable, else a new connection: the one a start began on was cut (a
+    dropped link, sshd restarted) while its server forked the kernel, and the failed fork's kill
+    and the plain spawn after it need one that works (on the cut one the kill could not run, and
+    the spawn failed with ``sftp ... failed: SSH session not active``). A host that cannot be
+    reached now: ``conn``, whose use then fails naming the connection down, as before."""
+    if conn.usable:
+        return conn
+    try:
+        return transport._connection()
+    except TransportLostError:
+        return conn

@@ -58,7 +58,7 @@ from .address import NPROC_HINT, runs_no_command
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
-from .kernel_server import fork_on_host, server_pool
+from .kernel_server import fork_on_host, live_connection, server_pool
 from . import ending, keep, probes
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
@@ -234,7 +234,7 @@ class SshTransport(Transport):
         ending.end_left_behind(self, conn, spec.kernel_id)
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
-        launched = with_fallback(fork, lambda: self._spawn(conn, spec))
+        launched = with_fallback(fork, lambda: self._spawn(live_connection(self, conn), spec))
         self.scripts.add(str(conn.target), launched.extra.get("python"))
         return launched
 
