@@ -381,12 +381,17 @@ def _with_timeout(api: docker.APIClient, timeout: float) -> docker.APIClient:
     return view
 
 
-def not_ready_hint(code: int | None, mem_limit_bytes: int | None, run: str, python: str) -> str:
+def not_ready_hint(code: int | None, mem_limit_bytes: int | None, run: str, python: str, stderr: str = "") -> str:
     """The hint of a runner that ended with exit code ``code`` before it said ready: one SIGKILLed
-    (137) was not a wrong interpreter, and with a memory limit most likely the OOM killer's.
+    (137) was not a wrong interpreter, and with a memory limit most likely the OOM killer's; one
+    whose own fork was refused (``BlockingIOError``, EAGAIN: the container at its pids limit) neither.
 
     :param run: the command prefix that runs a program where the runner ran (``docker exec <id>``).
+    :param stderr: what the runner wrote on stderr.
     """
+    if "BlockingIOError" in stderr:  # it said "is 'python3' the container's python?" (a breaker helper, 2026-12-07)
+        return ("the container has run out of processes (its pids limit, `docker run --pids-limit`, or ulimit -u), "
+                "by its kernels or other processes: end some of them there, or raise the limit")
     if code == 137:  # 128 + SIGKILL
         return "the runner was killed by SIGKILL (exit code 137) as it started" + (
             "" if mem_limit_bytes is None else f": the container's memory limit (mem_limit_bytes={mem_limit_bytes}) "

@@ -230,7 +230,7 @@ class DockerTransport(Transport):
             raise KernelStartError(
                 f"the kernel runner in container {container_id[:12]} did not report ready (exit code {code}): "
                 f"stdout {out[-300:]!r}; stderr {stream.stderr_text()[-1000:]!r}\n"
-                f"Hint: {not_ready_hint(code, self.mem_limit_bytes, f'docker exec {container_id[:12]}', python)}")
+                f"Hint: {not_ready_hint(code, self.mem_limit_bytes, f'docker exec {container_id[:12]}', python, stream.stderr_text())}")
         return pid
 
     def _relay(self, container_id: str, runner: str, kdir: str, python: str | None) -> DockerExecStream:
