@@ -14,7 +14,8 @@ Frames on the stream are those of :mod:`.frames`. The first one from the host is
 config; the server answers ``hello``. Then::
 
     host -> server  {"type": "spawn", "id": n, "config": {...}}    -> spawned {"id", "pid", "chan"} | error
-                    (an error with ``"stale": true``: a site dir changed, start a new server; see ``server.py``)
+                    (an error with ``"stale": true``: a site dir changed, or the server's runner file is
+                    gone, start a new server; see ``server.py`` and :meth:`RemoteKernelServer.runner_gone`)
     host -> server  {"type": "data", "chan": c} + blob             the bytes, to kernel c's socket
     host -> server  {"type": "close", "chan": c}                   detach (the kernel's orphan clock starts)
     host -> server  {"type": "alive", "id": n, "pid": p}           -> {"type": "alive", "id", "alive": bool}
@@ -228,7 +229,7 @@ class RemoteKernelServer(ForkingServer):
         rid, config = msg.get("id"), msg.get("config")
         if not isinstance(config, dict) or not config.get("kernel_dir"):
             return {"type": "error", "id": rid, "error": "spawn needs a config with a kernel_dir"}
-        stale = self.stale(rid)
+        stale = self.stale(rid) or self.runner_gone(rid)
         if stale:
             return stale
         why = self.refuse(config)
@@ -257,6 +258,18 @@ class RemoteKernelServer(ForkingServer):
             listener.close()
         self.dirs.add(kdir)
         return dict(self.attach(path), type="spawned", id=rid, pid=pid, runner=runner)
+
+    def runner_gone(self, rid: Any) -> Header | None:
+        """The refusal of a spawn once the runner file each kernel dir links to is gone (a cell removed
+        the kernel root, ``rm -rf /tmp/*``): ``stale``, so that the host starts a new server, its runner
+        put anew, which forks the kernel; this one serves the kernels it has until they end. Every later
+        start was refused with ``could not make the kernel dir ...: No such file or directory`` and
+        spawned instead, its ``kernel.note`` saying so, for the transport's whole life."""
+        runner = self.config.get("runner")
+        if not runner or os.path.isfile(runner):
+            return None
+        return {"type": "error", "id": rid, "stale": True,
+                "error": f"the kernel server's runner file {runner} is gone: start a new server"}
 
     def _start_kernel(self, config: dict[str, Any], listener: socket.socket) -> int:
         """The pid of kernel ``config``'s supervisor, listening on ``listener``: the spare made it,
