@@ -208,9 +208,9 @@ class KernelHosts:
     def for_launch(self) -> str:
         """The container for a new kernel: a fresh one, or the run's shared one.
 
-        :raises KernelStartError: after :meth:`close` (see :meth:`_refuse_if_closed`).
+        :raises KernelStartError: after :meth:`close` (see :meth:`refuse_if_closed`).
         """
-        self._refuse_if_closed()
+        self.refuse_if_closed()
         if self.mode == "fresh":
             cid = self._start()
             with self._lock:
@@ -219,17 +219,17 @@ class KernelHosts:
                     self._fresh.add(cid)
             if closed:  # closed from another thread while it started: close() did not see it
                 self.remove(cid)
-                self._refuse_if_closed()
+                self.refuse_if_closed()
             return cid
         return self.shared()
 
     def shared(self) -> str:
         """Join the run's shared container (starting it when there is none or it stopped); its id.
 
-        :raises KernelStartError: after :meth:`close` (see :meth:`_refuse_if_closed`).
+        :raises KernelStartError: after :meth:`close` (see :meth:`refuse_if_closed`).
         """
         with self._lock:
-            self._refuse_if_closed()  # under the lock close() takes: never joined after it left
+            self.refuse_if_closed()  # under the lock close() takes: never joined after it left
             if self._shared_id is not None and self.running(self._shared_id):
                 return self._shared_id
             resource = self._resource()
@@ -238,7 +238,7 @@ class KernelHosts:
             self._shared_id = record["container_id"]
             return self._shared_id
 
-    def _refuse_if_closed(self) -> None:
+    def refuse_if_closed(self) -> None:
         """A closed transport starts and joins no container: a handle that auto-restarted its kernel
         after the transport's close (a cell run on it at interpreter exit, after the plugin closed
         the run's transports) started a new container, and the process then exited a member of it:

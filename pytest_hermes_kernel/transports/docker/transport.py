@@ -182,6 +182,7 @@ class DockerTransport(Transport):
         return launched
 
     def _spawn(self, cid: str, spec: LaunchSpec) -> Launched:
+        self.hosts.refuse_if_closed()  # closed as its server forked it: said so (was the engine's 404 for a removed container)
         refuse_if_paused(self.hosts, cid, spec.kernel_id)  # before the dir: no exec could run there, nor remove it
         if self.hosts.is_fresh(cid):  # its container's cgroup is this kernel's alone (hermes_oom's limit): no other's OOM kill
             spec = LaunchSpec(**{**vars(spec), "config": {**spec.config, "cgroup_own": True}})

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import ConfigError, TransportLostError
+from ...errors import ConfigError, KernelStartError, TransportLostError
 from ...kernel.output import REDACTED, redact
 
 _PORT = re.compile(r"[0-9]{1,5}")
@@ -206,3 +206,17 @@ def changed_key_message(target: SshTarget, exc: Any, pinned: bool, known_hosts: 
             f"{where} is {want.get_name()} {want.fingerprint}. This may be a man-in-the-middle; if the host "
             f"was recreated on purpose, check its new key out of band, then {replace}trust its new key explicitly: "
             f"SshTransport(target={str(target)!r}, host_key={got.get_name() + ' ' + got.get_base64()!r})")
+
+
+def unreachable_error(exc: TransportLostError, conn: Any = None) -> KernelStartError:
+    """The start error of a host that cannot be reached, with a hint (the connection's own, if it
+    has one); a connection that went silent during the start says so (its keepalives' note).
+
+    :param conn: the :class:`~.connection.SshConnection` the start used, if it had one.
+    """
+    if conn is not None and conn.unresponsive:
+        return KernelStartError(f"ssh transport: {exc}; {conn.unresponsive}\nHint: the host stopped answering "
+                                "during the start: is it paused, overloaded or cut off? The next start tries a new connection")
+    # a permanent refusal (a changed host key) says what to do itself: the host is up, its key refused
+    hint = "" if "Hint:" in str(exc) or exc.permanent else "\nHint: is the host up and the key accepted?"
+    return KernelStartError(f"ssh transport: {exc}{hint}")

@@ -21,13 +21,14 @@ import shlex
 import uuid
 from typing import Any, Protocol
 
-from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
+from ...errors import CLOSED_TRANSPORT_HINT, KernelServerUnavailable, KernelStartError, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import launch_env, runner_config
 from ..far_records import MadeDirs
 from ..remote_server import RemoteServer
 from ..server_pool import ServerPool
+from .address import unreachable_error
 from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, remove_kernel_dir, server_stopped
 from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
@@ -41,6 +42,7 @@ class SshSide(Protocol):
 
     python: str
     orphan_timeout: float | None
+    closed: bool
     sshd: SshdContainer | None
     _home: str | None
     made_dirs: MadeDirs
@@ -134,15 +136,24 @@ def fork_on_host(transport: SshSide, pool: ServerPool, conn: SshConnection, spec
 
 
 
-def live_connection(transport: SshSide, conn: SshConnection) -> SshConnection:
+def live_connection(transport: SshSide, conn: SshConnection, *, starting: bool = False) -> SshConnection:
     """``conn`` while it is usable, else a new connection: the one a start began on was cut (a
     dropped link, sshd restarted) while its server forked the kernel, and the failed fork's kill
     and the plain spawn after it need one that works (on the cut one the kill could not run, and
     the spawn failed with ``sftp ... failed: SSH session not active``). A host that cannot be
-    reached now: ``conn``, whose use then fails naming the connection down, as before."""
+    reached now: ``conn``, whose use then fails naming the connection down, as before.
+
+    :param starting: for the spawn of a kernel: a transport closed meanwhile starts none.
+    :raises KernelStartError: if ``starting`` and the transport was closed, or no new connection
+        could be made (the reason and its hint).
+    """
+    if starting and transport.closed:  # (it said "SSH session not active", or the sftp's "Failure")
+        raise KernelStartError(f"this ssh transport was closed during the kernel's start\n{CLOSED_TRANSPORT_HINT}")
     if conn.usable:
         return conn
     try:
         return transport._connection()
-    except TransportLostError:
+    except TransportLostError as exc:
+        if starting:
+            raise unreachable_error(exc) from None
         return conn

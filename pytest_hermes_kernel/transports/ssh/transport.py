@@ -55,6 +55,7 @@ from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
 from .address import NPROC_HINT, runs_no_command
+from .address import unreachable_error as _unreachable  # (tests import it from here)
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
@@ -234,7 +235,7 @@ class SshTransport(Transport):
         ending.end_left_behind(self, conn, spec.kernel_id)
         pool = self.servers
         fork = None if pool is None else lambda: fork_on_host(self, pool, conn, spec)
-        launched = with_fallback(fork, lambda: self._spawn(live_connection(self, conn), spec))
+        launched = with_fallback(fork, lambda: self._spawn(live_connection(self, conn, starting=True), spec))
         self.scripts.add(str(conn.target), launched.extra.get("python"))
         return launched
 
@@ -389,16 +390,6 @@ def _leased(conn: SshConnection) -> SshConnection:
     lease(conn.transport.sock)
     return conn
 
-
-def _unreachable(exc: TransportLostError, conn: SshConnection | None = None) -> KernelStartError:
-    """The start error of a host that cannot be reached, with a hint (the connection's own, if it
-    has one); a connection that went silent during the start says so (its keepalives' note)."""
-    if conn is not None and conn.unresponsive:
-        return KernelStartError(f"ssh transport: {exc}; {conn.unresponsive}\nHint: the host stopped answering "
-                                "during the start: is it paused, overloaded or cut off? The next start tries a new connection")
-    # a permanent refusal (a changed host key) says what to do itself: the host is up, its key refused
-    hint = "" if "Hint:" in str(exc) or exc.permanent else "\nHint: is the host up and the key accepted?"
-    return KernelStartError(f"ssh transport: {exc}{hint}")
 
 
 #: The options of :class:`SshTransport` that take ``None`` (the default, or off).
