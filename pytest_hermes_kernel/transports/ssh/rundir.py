@@ -38,7 +38,7 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
     :param name: the dir's name: the kernel id (spawn path) or ``server-<random>`` (a server's).
     :returns: the dir's absolute path on the host.
     :raises UnsafeRunDirError: if the root is not private (:func:`check_private_root`).
-    :raises TransportLostError: if SFTP fails.
+    :raises TransportLostError: if SFTP fails, or the connection was cut meanwhile (said so).
     """
     sftp = conn.sftp()
     kdir = "the kernel dir"
@@ -53,11 +53,23 @@ def make_kernel_dir(transport: HomeOwner, conn: SshConnection, name: str) -> str
         return kdir
     except UnsafeRunDirError:
         raise
-    except OSError as exc:  # the host answered: what it refused is named, not the connection
-        raise TransportLostError(f"could not prepare {kdir} on {conn.target} over sftp: {exc}\nHint: the login user "
-                                 "must be able to write there: is it read-only, or the host's disk full?") from None
+    except Exception as exc:
+        import paramiko
+
+        if isinstance(exc, OSError) and conn.usable:  # the host answered: what it refused is named, not the connection
+            raise TransportLostError(f"could not prepare {kdir} on {conn.target} over sftp: {exc}\nHint: the login user "
+                                     "must be able to write there: is it read-only, or the host's disk full?") from None
+        if isinstance(exc, (OSError, EOFError, paramiko.SSHException)):  # a cut link: "Socket is closed" (with that
+            # hint), or paramiko's "Server connection dropped" out of start_kernel as is
+            conn.close()  # seen dead now: the next start connects anew (it was still taken, and its sftp failed)
+            raise TransportLostError(f"the ssh connection to {conn.target} was cut while {kdir} was prepared over "
+                                     f"sftp ({type(exc).__name__}: {exc})\nHint: the next start tries a new connection") from None
+        raise
     finally:
-        sftp.close()
+        try:
+            sftp.close()
+        except Exception:  # noqa: BLE001 - on a cut link its EOFError replaced the error above
+            pass
 
 
 class Login(Protocol):
