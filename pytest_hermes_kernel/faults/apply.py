@@ -198,7 +198,9 @@ def skip_reason(specs: Sequence[FaultSpec], transport: Transport) -> str | None:
         return f"transport_drop does not apply to the {transport.name} transport: its channel is not re-attachable ({why})"
     if any(s.kind == "oom" for s in specs) and not (transport.runs_on_this_host or
                                                      transport.name in CONTAINER_LIMIT_TRANSPORTS):
-        return (f"oom does not apply to the {transport.name} transport: a memory limit is set with a memory "
+        backend = getattr(transport, "backend", None)  # a filecell transport's: this machine's shell or not
+        through = f" through {type(backend).__name__}, a backend whose kernels are not this host's" if backend else ""
+        return (f"oom does not apply to the {transport.name} transport{through}: a memory limit is set with a memory "
                 f"cgroup for kernels on this host, or the container's for {' and '.join(CONTAINER_LIMIT_TRANSPORTS)}")
     return None
 

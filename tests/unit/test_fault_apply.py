@@ -196,3 +196,27 @@ def test_during_cell_faults_start_the_kernel_reporting_its_cells_start() -> None
     for specs in ([hermes_kernel_sigkill(after_cell=1)], [hermes_oom(256 * MIB)], []):
         setup = apply_faults(plan_faults(specs, Docker(), KernelOptions()), Docker(), KernelOptions())
         assert not setup.options.report_running, specs
+
+
+def test_an_oom_skip_on_filecell_names_the_backend_whose_kernels_are_not_this_hosts() -> None:
+    """A fresh user saw the contract's OOM case skip with ``oom does not apply to the filecell
+    transport`` while their own ``hermes_oom`` test passed on the filecell leg (2026-12-07): the
+    skip was the example backend's (a sandbox), the pass the local shell's. The skip names it."""
+    from pytest_hermes_kernel.transports import make_transport
+    from pytest_hermes_kernel.transports.filecell.backends import LocalShellBackend
+
+    class Sandbox(LocalShellBackend):
+        pass
+
+    class Elsewhere:  # a backend of the user's own: execute() on some other machine
+        def execute(self, cmd: str, timeout: float) -> tuple[int, str]:
+            raise AssertionError("not called to plan a fault")
+
+    here, there = make_transport("filecell", backend=Sandbox()), make_transport("filecell", backend=Elsewhere())
+    try:
+        assert plan_faults([hermes_oom(256 * MIB)], here, KernelOptions()).skip is None
+        skip = plan_faults([hermes_oom(256 * MIB)], there, KernelOptions()).skip
+        assert skip is not None and "filecell transport through Elsewhere, a backend whose kernels are not this host's" in skip
+    finally:
+        here.close()
+        there.close()
