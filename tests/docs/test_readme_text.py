@@ -326,7 +326,7 @@ def test_leak_check_entry_quotes_the_warning(tmp_path: Path) -> None:
     (tmp_path / "test_leak.py").write_text(
         "def test_leaks_a_helper(hermes_kernel):\n    hermes_kernel.execute(\"import subprocess; "
         "subprocess.Popen(['sleep', '300'], start_new_session=True)\")\n")
-    ran = run_command("python -m pytest -q", tmp_path)
+    ran = run_command("python -m pytest -q --hermes-leak-grace=0.5", tmp_path)  # the helper never ends: 0.5 s of re-checks, not 3
     _assert_quoted("A leak check failed", ran.stdout.replace(str(tmp_path), "/home/me/proj"))  # the test's own path
 
 

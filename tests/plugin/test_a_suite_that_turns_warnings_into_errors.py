@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from tests.plugin.test_keep_failed import FAILING_TEST, hermes, kept_env, kept_kernel  # noqa: F401 (a fixture)
+from tests.plugin.test_keep_failed import FAILING_TEST, LEAK_GRACE, hermes, kept_env, kept_kernel  # noqa: F401 (a fixture)
 from tests.support import all_gone, kill_quietly, output_of, wait_until
 
 STRICT = ("-W", "error::ResourceWarning", "-W", "error::pytest.PytestUnraisableExceptionWarning")
@@ -207,13 +207,13 @@ def test_the_readmes_filter_line_keeps_the_leak_warning_a_warning_under_filterwa
     pytester.makepyfile(test_x=LEAKY)
     pytester.makefile(".toml", pyproject='[tool.pytest.ini_options]\nfilterwarnings = ["error"]\n')
 
-    strict = run("-q")
+    strict = run("-q", LEAK_GRACE)
 
     assert strict.ret == 1, output_of(strict)
     strict.stdout.fnmatch_lines([line.replace("[", "[[]").replace("...", "*") for line in quoted.strip().splitlines()])
     pytester.makefile(".toml", pyproject=config)
 
-    kept_a_warning = run("-q")
+    kept_a_warning = run("-q", LEAK_GRACE)
 
     assert kept_a_warning.ret == 0, output_of(kept_a_warning)
     kept_a_warning.assert_outcomes(passed=1, warnings=1)

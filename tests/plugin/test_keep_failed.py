@@ -42,6 +42,9 @@ def test_later_in_the_same_session():
 """
 
 CLI_TIMEOUT_S = 60.0
+#: Inner runs with a deliberate leak: it is reported after this long of re-checks (the default 3 s is
+#: for reaping under load; nothing these runs leak ends by itself).
+LEAK_GRACE = "--hermes-leak-grace=0.5"
 
 
 @pytest.fixture
@@ -215,7 +218,7 @@ def test_the_leak_check_still_catches_what_else_the_failed_test_left(pytester, r
         'assert False, "deliberate failure"',
         'import subprocess; subprocess.Popen(["sleep", "300"]); assert False, "deliberate failure"'))
 
-    result = run("--hermes-keep-failed", "--hermes-leak-check=error")
+    result = run("--hermes-keep-failed", "--hermes-leak-check=error", LEAK_GRACE)
 
     result.assert_outcomes(failed=1, errors=1)
     kid, pid = kept_kernel(pytester)
@@ -442,7 +445,7 @@ def test_what_else_a_test_left_is_still_a_leak_beside_a_kernel_kept_until_the_se
     dir, so an fd the test leaked on that dir went unreported."""
     pytester.makepyfile(test_keep=FILECELL_KEPT_AND_A_LEAKED_FD)
 
-    result = run("--hermes-keep-failed", "--hermes-transport=filecell", "--hermes-leak-check=error")
+    result = run("--hermes-keep-failed", "--hermes-transport=filecell", "--hermes-leak-check=error", LEAK_GRACE)
 
     result.assert_outcomes(failed=1, errors=1)
     result.stdout.fnmatch_lines(["*leaked fd: fd * -> /tmp/hermes-filecell-*/k-*"])

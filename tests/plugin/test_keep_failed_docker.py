@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_hermes_kernel.containers.labels import LABEL, LABEL_RUN_ID
-from tests.plugin.test_keep_failed import FAILING_TEST, hermes, records
+from tests.plugin.test_keep_failed import FAILING_TEST, LEAK_GRACE, hermes, records
 from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, container_output, run_leftovers, stays_true, wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
@@ -293,7 +293,7 @@ def leak_beside_a_kept_kernel(pytester: pytest.Pytester, run_inner, path: str, s
         'assert False, "deliberate failure"',
         f'import subprocess; subprocess.Popen(["sleep", "{sleep_s}"]); assert False, "deliberate failure"'))
 
-    result = run_inner("--hermes-keep-failed", "--hermes-leak-check=error")
+    result = run_inner("--hermes-keep-failed", "--hermes-leak-check=error", LEAK_GRACE)
 
     result.assert_outcomes(failed=1, errors=1)
     kid = json.loads(Path(pytester.path, "kernel.json").read_text())["id"]

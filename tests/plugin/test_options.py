@@ -38,14 +38,14 @@ SLEEPY_CELL = """
 import pytest
 
 def test_cell(hermes_kernel):
-    r = hermes_kernel.execute("import time; time.sleep(1.5)")
+    r = hermes_kernel.execute("import time; time.sleep(0.5)")
     print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
 """
 
 SLEEPY_CELL_MARKED = SLEEPY_CELL + """
 @pytest.mark.hermes_kernel(timeout=5)
 def test_marked_cell(hermes_kernel):
-    r = hermes_kernel.execute("import time; time.sleep(1.5)")
+    r = hermes_kernel.execute("import time; time.sleep(0.5)")
     print(f"\\nCELL status={r.status} budget={hermes_kernel.options.timeout}")
 """
 
@@ -117,7 +117,7 @@ def test_an_unknown_transport_is_a_usage_error_when_no_test_takes_a_kernel_fixtu
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: pytest-hermes-kernel: unknown transport 'dockr'; did you mean 'docker'? "
                                  "(from PYTEST_HERMES_TRANSPORT)*"])
-    spread = run("-n", "2")  # on xdist workers: each test errors with the message
+    spread = run("-n", "1")  # on an xdist worker: each test errors with the message (one test: one worker)
     spread.assert_outcomes(errors=1)
     spread.stdout.fnmatch_lines(["*unknown transport 'dockr'; did you mean 'docker'?*"])
 
@@ -411,12 +411,12 @@ def test_a_conftest_s_shared_transport_with_the_run_s_options_is_the_run_s(pytes
 
 # ----------------------------------------------------------------------------- precedence
 # Each case sets the cell budget at several levels; the highest level decides whether a cell
-# that sleeps 1.5 s times out (budget 1 s) or finishes (budget 5 s or the 60 s default).
+# that sleeps 0.5 s times out (budget 0.2 s) or finishes (budget 5 s or the 60 s default).
 
 @pytest.mark.parametrize(("levels", "header", "status"), [
-    pytest.param({"ini": "1"}, "cell-timeout=1 s", "timeout", id="ini-over-default"),
-    pytest.param({"ini": "5", "env": "1"}, "cell-timeout=1 s", "timeout", id="env-over-ini"),
-    pytest.param({"env": "5", "cli": "1"}, "cell-timeout=1 s", "timeout", id="cli-over-env"),
+    pytest.param({"ini": "0.2"}, "cell-timeout=0.2 s", "timeout", id="ini-over-default"),
+    pytest.param({"ini": "5", "env": "0.2"}, "cell-timeout=0.2 s", "timeout", id="env-over-ini"),
+    pytest.param({"env": "5", "cli": "0.2"}, "cell-timeout=0.2 s", "timeout", id="cli-over-env"),
 ])
 def test_timeout_precedence_cli_env_ini(pytester, run, monkeypatch, levels, header, status):
     pytester.makepyfile(test_cell=SLEEPY_CELL)
@@ -429,19 +429,19 @@ def test_timeout_precedence_cli_env_ini(pytester, run, monkeypatch, levels, head
     result = run("-s", *args)
 
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([f"hermes-kernel: transports=local {header} *", f"CELL status={status} budget=1.0"])
+    result.stdout.fnmatch_lines([f"hermes-kernel: transports=local {header} *", f"CELL status={status} budget=0.2"])
 
 
 def test_timeout_default_then_marker_over_cli(pytester, run):
     pytester.makepyfile(test_budget=SLEEPY_CELL_MARKED)
 
     default = run("-s", "-k", "not marked")
-    marked = run("-s", "--hermes-timeout=1", "-k", "marked")
+    marked = run("-s", "--hermes-timeout=0.2", "-k", "marked")
 
     default.assert_outcomes(passed=1, deselected=1)
     marked.assert_outcomes(passed=1, deselected=1)
     default.stdout.fnmatch_lines(["*cell-timeout=60 s*", "CELL status=ok budget=60.0"])
-    marked.stdout.fnmatch_lines(["*cell-timeout=1 s*", "CELL status=ok budget=5"])
+    marked.stdout.fnmatch_lines(["*cell-timeout=0.2 s*", "CELL status=ok budget=5"])
     assert "status=timeout" not in output_of(default) + output_of(marked)
 
 

@@ -31,6 +31,7 @@ from pytest_hermes_kernel.containers.labels import (LABEL, LABEL_IMAGE_ID, LABEL
                                                     LABEL_RUN_ID)
 from pytest_hermes_kernel.containers.images import LOCK_NAME
 from pytest_hermes_kernel.containers.rundir import runs_root
+from tests.plugin.test_keep_failed import LEAK_GRACE
 from tests.support import RUN_TIMEOUT_S, UNRELATED_PLUGINS, output_of
 
 INNER = """
@@ -273,7 +274,7 @@ def test_leftovers_of_a_run_are_cleared_before_the_next_run_gets_the_container(r
 
 
 def test_the_leak_check_still_reports_everything_but_the_kept_containers(runs: Runs) -> None:
-    result = runs.run("leaky", "--hermes-reuse", select="uses_a_kernel or leaks_a_process or own_limits",
+    result = runs.run("leaky", "--hermes-reuse", LEAK_GRACE, select="uses_a_kernel or leaks_a_process or own_limits",
                       transports="docker")
     result.assert_outcomes(passed=3, errors=1)
     text = output_of(result)
