@@ -10,10 +10,10 @@ was lifted runs on a fresh worker.
 The local job runs in a pids cgroup of its own, its limit lowered to the tasks it holds; the slot
 the dead worker frees is taken back (the limit lowered again) before the next cell is sent. (The
 job once filled the group with ``sleep`` processes until a fork was refused: a fork refused for
-another reason, or a task that ended after the fill, left room for the next worker.) A docker
-kernel's fresh container gets a pids limit (its cgroup's ``pids.max``, what ``--pids-limit`` sets),
-filled by a cell's detached ``sleep`` processes and, after the worker died, lowered to what it
-holds.
+another reason, or a task that ended after the fill, left room for the next worker; on the server
+path its spare's worker, forked late, could take the freed slot.) A docker kernel's fresh container
+gets a pids limit (its cgroup's ``pids.max``, what ``--pids-limit`` sets), filled by a cell's
+detached ``sleep`` processes and, after the worker died, lowered to what it holds.
 """
 
 from __future__ import annotations
@@ -41,18 +41,30 @@ def tasks():
 def limit(value):
     with open(os.path.join(GROUP, "pids.max"), "w") as fh:
         fh.write(str(value))
+def spare_made():  # the server forks its spare (a supervisor, then its worker) after the start's answer:
+    import psutil  # one still forking would take the slot the dead worker frees
+    if not transport.server_pids():
+        return True
+    try:
+        return len([p for p in psutil.Process(transport.server_pids()[0]).children(recursive=True)
+                    if p.environ().get("HERMES_KERNEL_ID", "").startswith("hermes-kernel-server")]) == 2
+    except psutil.Error:
+        return False
+def wait(condition, what):
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(what)
+        time.sleep(0.01)
 
 transport = make_transport("local", server=sys.argv[1] == "server")
 try:
     kernel = start_kernel(transport, timeout=30)
+    wait(spare_made, "the server's spare was never made")
     held = tasks()
     limit(held)  # the job is at its pids limit
     print("DIED", kernel.execute("import os; os._exit(3)", timeout=30).status, flush=True)
-    deadline = time.monotonic() + 30
-    while tasks() >= held:  # the dead worker reaped (its result came after its supervisor's waitpid)
-        if time.monotonic() > deadline:
-            raise SystemExit("the dead worker's slot never came free")
-        time.sleep(0.01)
+    wait(lambda: tasks() < held, "the dead worker's slot never came free")  # reaped (at once, here)
     limit(tasks())  # the slot it freed taken back
     try:
         print("NEXT", kernel.execute("1 + 1", timeout=30).status, flush=True)
