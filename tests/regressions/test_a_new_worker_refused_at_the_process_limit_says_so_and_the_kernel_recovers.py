@@ -7,10 +7,13 @@ no limit. The kernel stayed closed for good once processes were free again. The 
 answers that no worker could be made, naming the process limit, and the cell after the limit
 was lifted runs on a fresh worker.
 
-The local job runs in a pids cgroup of its own, filled with ``sleep`` processes; the slot the dead
-worker frees is taken by one more before the next cell is sent. A docker kernel's fresh container
+The local job runs in a pids cgroup of its own, its limit lowered to the tasks it holds; the slot
+the dead worker frees is taken back (the limit lowered again) before the next cell is sent. (The
+job once filled the group with ``sleep`` processes until a fork was refused: a fork refused for
+another reason, or a task that ended after the fill, left room for the next worker; on the server
+path its spare's worker, forked late, could take the freed slot.) A docker kernel's fresh container
 gets a pids limit (its cgroup's ``pids.max``, what ``--pids-limit`` sets), filled by a cell's
-detached ``sleep`` processes and, after the worker died, an exec's.
+detached ``sleep`` processes and, after the worker died, lowered to what it holds.
 """
 
 from __future__ import annotations
@@ -27,44 +30,51 @@ from pytest_hermes_kernel import KernelStartError, start_kernel
 from tests.support import PIDS_V1, pids_cgroup, transport_of_its_own
 
 JOB = """
-import subprocess, sys, time
+import os, sys, time
 from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.transports import make_transport
 
-held = []
-def take_every_free_slot(deadline):
-    while time.monotonic() < deadline:
-        try:
-            held.append(subprocess.Popen(["sleep", "120"]))
-            return
-        except OSError:
-            time.sleep(0.01)
-    raise SystemExit("the dead worker's slot never came free")
+GROUP = os.environ["GROUP"]
+def tasks():
+    with open(os.path.join(GROUP, "pids.current")) as fh:
+        return int(fh.read())
+def limit(value):
+    with open(os.path.join(GROUP, "pids.max"), "w") as fh:
+        fh.write(str(value))
+def spare_made():  # the server forks its spare (a supervisor, then its worker) after the start's answer:
+    import psutil  # one still forking would take the slot the dead worker frees
+    if not transport.server_pids():
+        return True
+    try:
+        return len([p for p in psutil.Process(transport.server_pids()[0]).children(recursive=True)
+                    if p.environ().get("HERMES_KERNEL_ID", "").startswith("hermes-kernel-server")]) == 2
+    except psutil.Error:
+        return False
+def wait(condition, what):
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            raise SystemExit(what)
+        time.sleep(0.01)
 
 transport = make_transport("local", server=sys.argv[1] == "server")
 try:
     kernel = start_kernel(transport, timeout=30)
-    while True:  # the job is at its pids limit
-        try:
-            held.append(subprocess.Popen(["sleep", "120"]))
-        except OSError:
-            break
+    wait(spare_made, "the server's spare was never made")
+    held = tasks()
+    limit(held)  # the job is at its pids limit
     print("DIED", kernel.execute("import os; os._exit(3)", timeout=30).status, flush=True)
-    take_every_free_slot(time.monotonic() + 30)  # the one the dead worker freed
+    wait(lambda: tasks() < held, "the dead worker's slot never came free")  # reaped (at once, here)
+    limit(tasks())  # the slot it freed taken back
     try:
         print("NEXT", kernel.execute("1 + 1", timeout=30).status, flush=True)
     except Exception as exc:
         print("ERROR", type(exc).__name__, repr(str(exc)), flush=True)
-    for p in held:
-        p.kill()
-        p.wait()
-    held.clear()
+    limit("max")
     print("AFTER", kernel.execute("2 + 2", timeout=30).value, flush=True)
     kernel.shutdown()
 finally:
-    for p in held:
-        p.kill()
-        p.wait()
+    limit("max")
     transport.close()
 """
 

@@ -22,8 +22,12 @@ from tests.support import wait_until
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
-#: Seconds the first cell of the rebooted kernel may take (a dead stream, one probe).
-SETTLE_S = 5.0
+#: Seconds the first cell of the rebooted kernel may take (a dead stream, one probe: an ssh command,
+#: which can take seconds each on a loaded CI machine: a bound of 5 s was thin). The old code waited
+#: the whole re-attach, made :data:`RECONNECT_S` for that kernel.
+SETTLE_S = 30.0
+#: The rebooted kernel's ``reconnect_timeout``: far above :data:`SETTLE_S`.
+RECONNECT_S = 60.0
 #: The least pid of the kernel whose runner's pid is reused.
 FIRST_PID = 80
 #: Reboots to try until a new kernel gets the old runner's pid.
@@ -81,7 +85,7 @@ def test_a_reused_runner_pid_is_not_taken_for_the_runner(own_sshd, start):
     while _shell_pid(own_sshd) < FIRST_PID:  # room below the runner's pid for the kernels after the reboot
         pass
     start(own_sshd).shutdown()  # (the server path's spare was forked before: see _next_start)
-    a = start(own_sshd)
+    a = start(own_sshd, reconnect_timeout=RECONNECT_S)
     assert a.execute("x = 1").status == "ok"
     pid = a.runner_pid
     c = None

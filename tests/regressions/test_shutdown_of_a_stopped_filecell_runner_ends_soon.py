@@ -20,6 +20,7 @@ from pytest_hermes_kernel import KernelHandle, start_kernel
 from pytest_hermes_kernel.transports import get_transport
 from pytest_hermes_kernel.transports.filecell.backends import DockerExecBackend, ExecuteBackend, LocalShellBackend
 from pytest_hermes_kernel.transports.filecell.transport import FileCellTransport
+from tests.support import wait_until
 
 from .test_shutdown_of_a_stopped_local_runner_ends_soon import BOUND_S, long_reply_waits  # noqa: F401 (a fixture)
 
@@ -49,13 +50,20 @@ def _signal_runner(backend: ExecuteBackend, kernel: KernelHandle, sig: str) -> N
     assert code == 0, out
 
 
+def _seen_stopped(kernel: KernelHandle) -> None:
+    """Wait until the transport says the runner is frozen: a SIGSTOP takes effect when the runner
+    next runs, after ``kill`` returned (a loaded machine: 2 of 3 reads of its state at once said
+    ``S``, and the test failed under ``-n 4`` on 2 busy cores)."""
+    wait_until(lambda: kernel.transport.frozen(kernel.launched), 30.0, what="the stopped runner seen frozen")
+
+
 @pytest.mark.usefixtures("long_reply_waits")
 def test_shutdown_of_a_stopped_filecell_runner_kills_it_without_waiting_for_its_reply(backend: ExecuteBackend, kernel: KernelHandle) -> None:
     assert kernel.execute("x = 1").status == "ok"
     launched = kernel.launched
     assert not kernel.transport.frozen(launched)
     _signal_runner(backend, kernel, "STOP")
-    assert kernel.transport.frozen(launched)
+    _seen_stopped(kernel)
 
     began = time.monotonic()
     info = kernel.shutdown()
@@ -70,7 +78,7 @@ def test_a_filecell_runner_continued_is_no_longer_frozen_and_keeps_its_state(bac
                                                                              kernel: KernelHandle) -> None:
     assert kernel.execute("x = 41").status == "ok"
     _signal_runner(backend, kernel, "STOP")
-    assert kernel.transport.frozen(kernel.launched)
+    _seen_stopped(kernel)
     _signal_runner(backend, kernel, "CONT")
 
     assert not kernel.transport.frozen(kernel.launched)

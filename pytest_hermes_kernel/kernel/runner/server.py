@@ -202,9 +202,13 @@ class ForkingServer:
         """The refusal of a spawn once a site dir changed since this server started
         (:func:`site_changed`): ``stale`` asks the host to start a new server for the kernel (one
         interpreter start, as each kernel forked here would now pay in :func:`exec_fresh`) and to
-        send this one no more spawns; it serves the kernels it has until they end, then idles out."""
+        send this one no more spawns; it serves the kernels it has until they end, then idles out.
+        Its spare goes at once, and no other is made: no spawn will take one (it lingered with the
+        retired server)."""
         if not site_changed():
             return None
+        self.spares = False
+        self.drop_spare()
         return {"type": "error", "id": rid, "stale": True,
                 "error": "a site dir changed since the kernel server started: start a new server"}
 

@@ -17,12 +17,13 @@ processes carry the id, as for a fork; it then makes the next spare when no requ
 
 The spare is the server's, not a kernel: it carries the server's placeholder id (the leak probes
 count it with the server), is no child a ``ping`` counts or the idle timeout waits for, and ends
-with the server (EOF on its socket: it kills its worker and exits). What differs from a kernel
-forked at the request: the pages the two processes touched before the claim are charged to the
-server's memory cgroup, not the kernel's (about 2 MB locally, where kernels join no cgroup unless
-asked); a spare that fails its claim before it touched the channel is killed and the server forks
-the kernel as before (one that answers nothing is killed and the host spawns the kernel), and a
-spare whose worker alone did not take the claim kills it and forks the kernel's first worker.
+with the server (EOF on its socket: it kills its worker and exits) or when the server refuses a
+spawn as stale (no spawn would take it). What differs from a kernel forked at the request: the
+pages the two processes touched before the claim are charged to the server's memory cgroup, not the
+kernel's (about 2 MB locally, where kernels join no cgroup unless asked); a spare that fails its
+claim before it touched the channel is killed and the server forks the kernel as before (one that
+answers nothing is killed and the host spawns the kernel), and a spare whose worker alone did not
+take the claim kills it and forks the kernel's first worker.
 
 Spare protocol, on a ``SOCK_SEQPACKET`` socketpair::
 

@@ -40,6 +40,9 @@ from .backends import TIMEOUT_EXIT
 from .scripts import ClientOutput
 
 _WHOLE_OUTPUT = " (an execute backend must return a command's whole output: no cap, no rewriting)"
+#: The hint of a poll that got no thread, its own or its backend call's (``can't start new thread``).
+_NO_THREAD = ("this process has run out of processes: threads count; ulimit -u, a pids cgroup: end processes or "
+              "threads, or raise the limit")
 #: Request type -> the reply type that settles it.
 REQUESTS = {"execute": "result", "start_worker": "worker", "kill_worker": "killed", "ping": "pong",
             "shutdown": "bye"}
@@ -203,8 +206,7 @@ class FileCellStream:
             self._polls.remove(poll)
             if frames:
                 self._outbox.insert(0, frames)  # never sent: the next poll carries them as they are
-            self._failed(f"no thread for a poll: {exc} (this process has run out of processes: threads count; "
-                         "ulimit -u, a pids cgroup: end processes or threads, or raise the limit)")
+            self._failed(f"no thread for a poll: {exc} ({_NO_THREAD})")
 
     def _run_poll(self, poll: _Poll, frames: bytes, wait: list[Any], pending: list[Any], early: int) -> None:
         error: BaseException | None = None
@@ -241,6 +243,8 @@ class FileCellStream:
             self._broken = "the kernel runner refused the client (bad token or bad frame)"
             return
         short = short_of(error) if isinstance(error, OSError) and error.errno != errno.ENOSPC else ""
+        if isinstance(error, RuntimeError) and "can't start new thread" in str(error):
+            error, short = RuntimeError(f"no thread for a poll's backend call: {error}"), _NO_THREAD
         why = (f"{type(error).__name__}: {error}{f' ({short})' if short else ''}" if error else
                f"the client's output stops before its end line after {out.chars} characters: the backend cut it short "
                f"or the client was killed{_WHOLE_OUTPUT}" if out.cut == "end" else
