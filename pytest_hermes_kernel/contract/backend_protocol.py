@@ -33,7 +33,8 @@ WHOLE_OUTPUT_BYTES = 4 * 2**20
 #: reference backends drain for 2 s at most; docker's own exec drain is 2 s too).
 BACKGROUND_RETURN_S = 10.0
 #: Seconds after a timed-out call within which a process of its command that the timeout missed
-#: would show (it acts 2 s after the command started), and how long the case watches for it.
+#: would show (it acts 2 s after the command started), and how long the case watches for it at most
+#: (until that process is seen gone: a backend that ended it is not watched for the whole time).
 MISSED_ACTS_S, WATCH_S = 2.0, 4.0
 #: Statuses a command ended at its timeout may have: 124 (coreutils ``timeout``, the protocol's),
 #: or 137 (128 + SIGKILL: ``timeout -s KILL`` in a container whose ``timeout`` reports the signal).
@@ -139,13 +140,25 @@ def test_backend_ends_a_command_at_its_timeout(execute_backend):
                                       "SIGKILL of `timeout -s KILL`) or raises TimeoutError")
 
 
+#: Sets ``s`` to GONE when the pid in ``{pidfile}`` has ended (no such process, or a zombie, as the
+#: orphan of a killed shell stays where nothing reaps it), else RUNS (no pid yet: not known to be gone).
+_GONE_OR_RUNS = ("s=RUNS; p=$(cat {pidfile} 2>/dev/null)\n"
+                 "if [ -n \"$p\" ]; then\n"
+                 "  if ! kill -0 \"$p\" 2>/dev/null; then s=GONE\n"
+                 "  elif [ -r /proc/$p/stat ] && [ \"$(sed 's/.*) //' /proc/$p/stat | cut -c1)\" = Z ]; then s=GONE; fi\n"
+                 "fi")
+
+
 def test_backend_ends_the_whole_command_at_its_timeout(execute_backend, hermes_transport):
     """The timeout ends every process of the command, not only its shell: ``sh -c 'sleep 2; touch
     FLAG'`` run by the command is its shell's child, and a backend that kills only the shell (as
     ``subprocess.run(["sh", "-c", cmd], timeout=...)`` does) leaves it running: it touches the
-    flag after the call returned (B36's leftover descendant; a poll's client would run on)."""
+    flag after the call returned (B36's leftover descendant; a poll's client would run on). The
+    case watches for the flag until the child (its pid in a file beside the flag) is seen gone,
+    ``WATCH_S`` at most: once it is gone it can touch nothing."""
     flag = f"{hermes_transport.root}/timeout-{secrets.token_hex(8)}"
-    inner = shlex.quote(f"sleep {MISSED_ACTS_S:g}; touch {shlex.quote(flag)}")
+    pidfile = f"{flag}.pid"
+    inner = shlex.quote(f"echo $$ > {shlex.quote(pidfile)}; sleep {MISSED_ACTS_S:g}; touch {shlex.quote(flag)}")
     fut = call_in_thread(execute_backend.execute, f"umask 077; mkdir -p {shlex.quote(hermes_transport.root)}; "
                                                   f"sh -c {inner}; true", 1.0)
     try:
@@ -153,7 +166,9 @@ def test_backend_ends_the_whole_command_at_its_timeout(execute_backend, hermes_t
     except (TimeoutError, FutureTimeout):
         if not fut.done():
             raise AssertionError(f"the timed-out call had not returned after {1.0 + TIMEOUT_SLACK_S} s") from None
-    check = f"test -e {shlex.quote(flag)} && echo LEFT || echo none"
+    # the child's pid first, then the flag: a child seen gone touched the flag before, or never will
+    check = (f"{_GONE_OR_RUNS.format(pidfile=shlex.quote(pidfile))}\n"
+             f"test -e {shlex.quote(flag)} && echo LEFT || echo none; echo $s")
     deadline = time.monotonic() + WATCH_S
     try:
         while time.monotonic() < deadline:
@@ -163,9 +178,11 @@ def test_backend_ends_the_whole_command_at_its_timeout(execute_backend, hermes_t
                 f"{MISSED_ACTS_S:g} s after the command started): the timeout must end the command's whole process "
                 "group or session (e.g. start it with start_new_session=True and os.killpg it), not only its shell")
             assert code == 0 and "none" in out, f"the check itself failed: ({code!r}, {out!r})"
-            time.sleep(0.5)
+            if "GONE" in out:
+                break
+            time.sleep(0.2)
     finally:
-        _run(execute_backend, f"rm -f {shlex.quote(flag)}")
+        _run(execute_backend, f"rm -f {shlex.quote(flag)} {shlex.quote(pidfile)}")
 
 
 def test_a_background_process_does_not_hold_the_call_open(execute_backend):

@@ -35,6 +35,10 @@ __all__ = ["test_keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_wai
 
 #: Seconds after the cell starts at which the test thread is interrupted.
 CANCEL_AFTER_S = 0.5
+#: The ladder of the cell that ignores SIGINT: its interrupt grace is waited out in full, so it is
+#: short (0.5 s until the nineteenth session: the cell set SIG_IGN before it reported that it runs,
+#: so it ignores the interrupt however soon the kill follows); the kill is answered, not waited out.
+DEAF = WatchdogPolicy(interrupt_grace=0.2, kill_grace=2.0)
 
 
 def test_keyboard_interrupt_in_the_waiting_thread_leaves_no_orphaned_waiter(kernel):
@@ -113,7 +117,7 @@ def test_cancelling_the_task_awaiting_a_cell_interrupts_the_kernel(kernel_factor
 def test_cancelling_a_cell_that_ignores_sigint_climbs_to_the_kill(kernel_factory):
     """B28 (variant 2): SIGINT ignored: the ladder kills and restarts the kernel, and says so."""
     started = CellStarted()
-    kernel = kernel_factory(tools=started.tools(), watchdog=WatchdogPolicy(interrupt_grace=0.5, kill_grace=2.0))
+    kernel = kernel_factory(tools=started.tools(), watchdog=DEAF)
     kernel.execute("keep = 1")
     baseline = threading.active_count()
     deaf = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n" + started.CODE + "while True: pass"

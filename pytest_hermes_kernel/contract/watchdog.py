@@ -12,11 +12,20 @@ from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from ._probes import kernel_pids, signal_in_kernel
 
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
-#: For a cell that ignores SIGINT: its interrupt grace is always waited out, so it is short; the kill
-#: (answered by the runner, not waited out) keeps FAST's grace.
-IGNORED = WatchdogPolicy(interrupt_grace=0.5, kill_grace=1.0)
-#: For a frozen runner: neither rung is answered, so both graces are waited out in full.
-FROZEN = WatchdogPolicy(interrupt_grace=0.5, kill_grace=0.5)
+#: The budget of a cell that sleeps (``time.sleep(30)``): an interrupt that reaches the runner before
+#: the cell runs is held and signalled once it does, so the cell ends ``interrupted`` however soon
+#: the budget runs out; it is short, since it is waited out in full. (1 s until the nineteenth session.)
+SLEEPER_TIMEOUT_S = 0.5
+#: The budget of a cell that ignores SIGINT, or freezes its runner, in its first lines: it must
+#: outlast those lines (an interrupt before them would end the cell ``interrupted``).
+DEAF_TIMEOUT_S = 1.0
+#: For a cell that ignores SIGINT: its interrupt grace is always waited out, so it is short (0.5 s
+#: until the nineteenth session: the cell ignores the interrupt however soon the kill follows); the
+#: kill (answered by the runner, not waited out) keeps FAST's grace.
+IGNORED = WatchdogPolicy(interrupt_grace=0.2, kill_grace=1.0)
+#: For a frozen runner: neither rung is answered, so both graces are waited out in full (0.5 s each
+#: until the nineteenth session: the runner is stopped before the budget runs out, so it answers neither).
+FROZEN = WatchdogPolicy(interrupt_grace=0.2, kill_grace=0.2)
 #: Seconds a frozen runner and its worker may take to leave the transport's listing after the reset.
 FROZEN_GONE_S = 5.0
 IGNORE_SIGINT = "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    time.sleep(0.05)"
@@ -27,12 +36,12 @@ def test_timeout_interrupt_keeps_state(kernel_factory):
     k.execute("kept = 'yes'")
     pid = k.pid
 
-    r = k.execute("import time\ntime.sleep(30)", timeout=1.0)
+    r = k.execute("import time\ntime.sleep(30)", timeout=SLEEPER_TIMEOUT_S)
 
     assert r.status == "timeout" and r.watchdog == "interrupted", r.summary()
     assert r.ename == "KeyboardInterrupt"
     assert not r.kernel.state_lost and "interrupted" in r.kernel.note
-    assert r.duration_s < 1.0 + FAST.interrupt_grace + 1.0
+    assert r.duration_s < SLEEPER_TIMEOUT_S + FAST.interrupt_grace + 1.0
     after = k.execute("kept")
     assert after.value == "'yes'" and after.kernel.pid == pid and after.kernel.generation == 0
 
@@ -40,13 +49,13 @@ def test_timeout_interrupt_keeps_state(kernel_factory):
 def test_timeout_interrupt_raises_when_asked(kernel_factory):
     k = kernel_factory(watchdog=FAST)
     with pytest.raises(CellInterrupted) as caught:
-        k.execute("import time\ntime.sleep(30)", timeout=1.0, raise_on_timeout=True)
+        k.execute("import time\ntime.sleep(30)", timeout=SLEEPER_TIMEOUT_S, raise_on_timeout=True)
     assert caught.value.result.watchdog == "interrupted"
     assert k.execute("1").status == "ok"
 
 
 def test_options_timeout_is_the_default_budget(kernel_factory):
-    k = kernel_factory(watchdog=FAST, timeout=1.0)
+    k = kernel_factory(watchdog=FAST, timeout=SLEEPER_TIMEOUT_S)
     r = k.execute("import time\ntime.sleep(30)")
     assert r.status == "timeout" and r.watchdog == "interrupted", r.summary()
 
@@ -57,13 +66,13 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
     old_pid = k.pid
     started = time.monotonic()
 
-    r = k.execute(IGNORE_SIGINT, timeout=1.0)
+    r = k.execute(IGNORE_SIGINT, timeout=DEAF_TIMEOUT_S)
 
     elapsed = time.monotonic() - started
     assert r.status == "timeout" and r.watchdog == "reset", r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
     assert "ineffective" in r.kernel.note and "restarted" in r.kernel.note
-    assert elapsed < 1.0 + IGNORED.interrupt_grace + IGNORED.kill_grace + 3.0
+    assert elapsed < DEAF_TIMEOUT_S + IGNORED.interrupt_grace + IGNORED.kill_grace + 3.0
     assert old_pid not in kernel_pids(k)
     assert k.generation == 1 and k.pid != old_pid
     after = k.execute("z")
@@ -75,7 +84,7 @@ def test_ignored_sigint_escalates_to_kill_and_restart(kernel_factory):
 def test_reset_raises_when_asked(kernel_factory):
     k = kernel_factory(watchdog=IGNORED)
     with pytest.raises(KernelResetAfterTimeout) as caught:
-        k.execute(IGNORE_SIGINT, timeout=1.0, raise_on_timeout=True)
+        k.execute(IGNORE_SIGINT, timeout=DEAF_TIMEOUT_S, raise_on_timeout=True)
     assert caught.value.result.kernel.state_lost
     assert k.execute("'alive'").value == "'alive'"
 
@@ -86,7 +95,7 @@ def test_reset_failed_when_restart_is_off(kernel_factory):
     k.execute("z = 7")
     old_pid = k.pid
 
-    r = k.execute(IGNORE_SIGINT, timeout=1.0)
+    r = k.execute(IGNORE_SIGINT, timeout=DEAF_TIMEOUT_S)
 
     assert r.status == "timeout" and r.watchdog == "reset_failed", r.summary()
     assert r.kernel.state_lost and r.kernel.reason == "timeout"
@@ -114,7 +123,7 @@ def test_unreachable_runner_is_killed_from_outside_and_replaced(kernel_factory):
     runner, worker = k.runner_pid, k.pid
     left: set[int] = set()
     try:  # the frozen runner never relays the tool's result: the cell waits until the ladder
-        r = k.execute("import hermes_tools, time\nhermes_tools.freeze()\ntime.sleep(30)", timeout=1.0)
+        r = k.execute("import hermes_tools, time\nhermes_tools.freeze()\ntime.sleep(30)", timeout=DEAF_TIMEOUT_S)
         left = _left_after(lambda: {runner, worker} & kernel_pids(k), FROZEN_GONE_S)
     finally:
         for pid in {runner, worker} & kernel_pids(k):

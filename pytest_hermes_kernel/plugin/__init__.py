@@ -7,6 +7,7 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 * ``pytest_hermes_kernel.plugin.markers``: every ``hermes_*`` marker checked before its test runs
 * ``pytest_hermes_kernel.plugin.report``: header, outcome tracking, terminal summary, xdist merge
 * ``pytest_hermes_kernel.plugin.fixtures``: ``hermes_transport``, ``hermes_kernel[_factory]``, ``hermes_registry``
+* ``pytest_hermes_kernel.plugin.module_transports``: the transport a module's tests share for their marker's options
 * ``pytest_hermes_kernel.plugin.prompt``: ``hermes_registry``'s idle clock stands still at the debugger prompt
 * ``pytest_hermes_kernel.plugin.faults``: fault markers and the ``hermes_faults`` fixture
 * ``pytest_hermes_kernel.plugin.scenarios``: collects the TOML scenario catalog (``pytest fixtures/``)
@@ -38,6 +39,7 @@ pytest_plugins = [
     "pytest_hermes_kernel.plugin.image_errors",
     "pytest_hermes_kernel.plugin.keep",  # and this one
     "pytest_hermes_kernel.plugin.prompt",  # and this one
+    "pytest_hermes_kernel.plugin.module_transports",  # before fixtures, which imports it
     "pytest_hermes_kernel.plugin.fixtures",
     "pytest_hermes_kernel.plugin.leakcheck",
     "pytest_hermes_kernel.plugin.scenarios",

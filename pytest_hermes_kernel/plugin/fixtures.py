@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ..errors import ConfigError, HermesKernelError, KernelShutdownError, TransportUnavailableError
-from ..transports import close_transport, get_transport, make_transport, registered, transport_names
+from ..transports import close_transport, get_transport, registered, transport_names
 from . import faults, keep, prompt, story
 from .report import phase_report_key, stats_key
 from .markers import did_you_mean, no_leg_selected, options_lacking
+from .module_transports import transport_for
 from .settings import settings_key, transport_defaults
 
 if TYPE_CHECKING:  # the kernel core is imported by the fixtures, when a test asks for a kernel
@@ -269,22 +270,21 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
 
     Skips with the reason (``hermes-kernel doctor`` says the same) when the transport cannot run
     here, or fails under ``--hermes-require-transports``. Marker transport options (e.g.
-    ``container="fresh"``) give the test its own transport instance, closed after it.
+    ``server=False``) give the module's tests that name them an instance of their own, closed after
+    its last test; ``container="fresh"`` or options its faults need, one of the test's own (:mod:`.module_transports`).
     """
     name = getattr(request, "param", None) or _leg_outside_the_matrix(request)
     if name == "<none>":
         pytest.skip(no_leg_selected(request.node, request.config.stash[settings_key].transport))
     marker = kernel_marker(request.node)
     _skip_where_options_do_not_apply(name, marker.transport_options)
-    options = {**faults.transport_options_for_faults(request, name), **marker.transport_options}
+    fault_options = faults.transport_options_for_faults(request, name)
+    options = {**fault_options, **marker.transport_options}
     faults.note_transport_options(request.node, options)
     defaults = transport_defaults(request.config, name)
     _skip_where_targets_cannot(name, defaults, options)
     try:
-        if options:
-            transport = make_transport(name, **{**defaults, **options})
-        else:
-            transport = get_transport(name, **defaults)
+        transport, own = transport_for(request, name, defaults, marker.transport_options, fault_options)
     except TransportUnavailableError as exc:
         _unavailable(request, str(exc))
         raise
@@ -292,7 +292,7 @@ def hermes_transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
         problem = f"bad hermes_kernel marker: {exc}" if options else str(exc)
     else:
         yield transport
-        if options:
+        if own:
             close_transport(transport)
         return
     pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback

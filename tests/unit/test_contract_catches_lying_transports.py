@@ -18,8 +18,10 @@ import dataclasses
 import os
 import signal
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -144,6 +146,25 @@ class CommandInArgv:
         return done.returncode, done.stdout + done.stderr
 
 
+class ShellOnlyAtTimeout:
+    """Lie (an execute backend): a command past its timeout has only its shell killed; what the
+    shell started runs on (B36's leftover descendant). Every other rule is kept."""
+
+    def execute(self, cmd: str, timeout: float | None) -> tuple[int, str]:
+        with tempfile.TemporaryFile("w+", encoding="utf-8") as out:
+            proc = subprocess.Popen(["sh"], stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT, text=True)
+            proc.stdin.write(cmd)  # type: ignore[union-attr]
+            proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                return 124, ""
+            out.seek(0)
+            return code, out.read()
+
+
 def _files_liar(files: type[LocalFiles]) -> type[LocalTransport]:
     class FilesLiar(LocalTransport):
         def files(self, launched: Any, workdir: str) -> LocalFiles:
@@ -246,3 +267,11 @@ def test_a_backend_that_drops_a_failed_commands_stderr_fails_the_contract() -> N
 def test_a_backend_that_puts_the_command_in_argv_fails_the_contract() -> None:
     with pytest.raises(AssertionError, match=r"execute put the command text on a process's command line"):
         backend_protocol.test_a_command_is_on_no_process_command_line(CommandInArgv(), "execute")
+
+
+def test_a_backend_that_ends_only_the_shell_at_its_timeout_fails_the_contract(tmp_path: Path) -> None:
+    """The case's watch for the flag of the shell's child ends early only once that child is seen
+    gone (nineteenth session): a child that runs on is still watched until it touches the flag."""
+    with pytest.raises(AssertionError, match=r"ran on after the call returned"):
+        backend_protocol.test_backend_ends_the_whole_command_at_its_timeout(ShellOnlyAtTimeout(),
+                                                                            SimpleNamespace(root=str(tmp_path)))
