@@ -21,7 +21,7 @@ import shlex
 import uuid
 from typing import Any, Protocol
 
-from ...errors import CLOSED_TRANSPORT_HINT, KernelServerUnavailable, KernelStartError, TransportLostError, UnsafeRunDirError
+from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import launch_env, runner_config
@@ -32,6 +32,7 @@ from .address import unreachable_error
 from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, remove_kernel_dir, server_stopped
 from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
+from .spawning import refuse_if_closed
 from .sshd import SshdContainer
 
 SERVER_DIR_PREFIX = "server-"
@@ -62,7 +63,9 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     """Put the runner into a new server dir over SFTP, start the server with one exec, wait for its hello.
 
     :raises KernelServerUnavailable: if it cannot be started or does not answer.
+    :raises KernelStartError: if the transport was closed meanwhile (no server starts for it then).
     """
+    refuse_if_closed(transport, during=True)
     try:
         sftp = conn.sftp()
         try:
@@ -147,8 +150,8 @@ def live_connection(transport: SshSide, conn: SshConnection, *, starting: bool =
     :raises KernelStartError: if ``starting`` and the transport was closed, or no new connection
         could be made (the reason and its hint).
     """
-    if starting and transport.closed:  # (it said "SSH session not active", or the sftp's "Failure")
-        raise KernelStartError(f"this ssh transport was closed during the kernel's start\n{CLOSED_TRANSPORT_HINT}")
+    if starting:  # (it said "SSH session not active", or the sftp's "Failure")
+        refuse_if_closed(transport, during=True)
     if conn.usable:
         return conn
     try:
