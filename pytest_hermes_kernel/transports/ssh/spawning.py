@@ -39,6 +39,11 @@ def refuse_if_closed(transport: Closable, *, during: bool = False) -> None:
         raise KernelStartError(f"this ssh transport {what}\n{CLOSED_TRANSPORT_HINT}")
 
 
+def was_closed(transport: Closable) -> bool:
+    """Whether ``transport.close()`` was called (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.was_closed`)."""
+    return transport.closed
+
+
 def start_runner(transport: Spawner, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
     """Start ``runner`` (``serve --listen <kdir>/sock``) with one exec, its config on stdin; the pid it reports.
 

@@ -59,7 +59,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, live_connection, server_pool
-from . import ending, keep, probes
+from . import ending, keep, probes, spawning
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
 from .spawning import refuse_if_closed, relay_command, start_runner
@@ -322,6 +322,7 @@ class SshTransport(Transport):
     seen_gone = ending.seen_gone  # False when it cannot be told: a silent host's runner is never counted dead
     frozen = probes.frozen  # a stopped runner: its shutdown kills it at once (a silent host: cannot tell)
     reap = probes.reap
+    was_closed = spawning.was_closed  # a start whose runner's channel its close ended says so
     exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
     cleanup = ending.cleanup
 
