@@ -286,6 +286,9 @@ class FaultyTransport(Transport):
     def close(self) -> None:
         self.inner.close()
 
+    def was_closed(self) -> bool:
+        return self.inner.was_closed()
+
 
 def _drop_link(proxy: TcpFaultProxy, mode: DropMode, duration: float | None, latency: float) -> None:
     """Fault the TCP link itself through the loopback proxy."""

@@ -57,8 +57,8 @@ from .files import KernelFiles
 __all__ = ["ByteStream", "LaunchSpec", "Launched", "Transport", "activity", "note_activity", "quiet_activity"]
 
 #: Methods of a transport that cannot start anything: calling them is not activity (the leak
-#: probes call the first two on every test).
-_NOT_ACTIVITY = frozenset({"leak_snapshot", "leak_cleanup", "describe"})
+#: probes call the first two on every test; a start that lost its runner asks ``was_closed``).
+_NOT_ACTIVITY = frozenset({"leak_snapshot", "leak_cleanup", "describe", "was_closed"})
 _activity = [0]
 _quiet = threading.local()  # ``on`` while this thread's calls are not activity
 
@@ -411,6 +411,13 @@ class Transport(ABC):
     def describe(self) -> str:
         """One line for the report header."""
         return self.name
+
+    def was_closed(self) -> bool:
+        """Whether :meth:`close` was called: a start whose runner's channel ended before its hello
+        then says the transport was closed, not that the runner ended. ``False`` by default (a
+        transport that does not tell: its start says what its runner's channel said).
+        """
+        return False
 
     def close(self) -> None:
         """Release what the transport holds (containers, connections); idempotent."""

@@ -14,13 +14,14 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import KernelStartError, TransportLostError
 from .channel import Channel, ChannelClosed, Frame
 from .contract import ByteStream, Launched, LaunchSpec, Transport
 from .control import despite_signals
 from .results import ExitInfo
+from .start_errors import launch_named, no_hello
 
 __all__ = ["RunnerLink", "say_hello"]
 
@@ -101,33 +102,40 @@ class RunnerLink:
     def launch(cls, transport: Transport, spec: LaunchSpec, *, token: str) -> RunnerLink:
         """Start a runner through ``transport`` (its hello is awaited by :meth:`hello`).
 
-        :raises KernelStartError: if the transport cannot start it (:func:`_launch`).
+        :raises KernelStartError: if the transport cannot start it (:func:`~.start_errors.launch_named`).
         """
-        return cls(transport, _launch(transport, spec), token=token, kernel_id=spec.kernel_id)
+        return cls(transport, launch_named(transport, spec), token=token, kernel_id=spec.kernel_id)
 
     def hello(self, timeout: float) -> dict[str, Any]:
         """Wait for the new runner's hello; on failure end it and say why (with its log).
 
         :param timeout: seconds (``KernelOptions.start_timeout``).
-        :raises KernelStartError: if no hello came in time; the runner is killed and cleaned up
+        :raises KernelStartError: if no hello came in time, or the transport was closed meanwhile
+            (:func:`~.start_errors.no_hello` says which); the runner is killed and cleaned up
             (:meth:`discard`). A runner whose kill was not confirmed (a silent or paused host)
             may still run: :attr:`ended` is ``False`` then, the error says so, and its kernel
             dir is left to it.
         """
         try:
-            return say_hello(self.channel, token=self.token, attach=self.transport.reattachable, pending=(),
-                             timeout=timeout)
+            hello = say_hello(self.channel, token=self.token, attach=self.transport.reattachable, pending=(),
+                              timeout=timeout)
         except (TimeoutError, ChannelClosed) as exc:
-            died = isinstance(exc, ChannelClosed)
-            code = self.transport.exit_status(self.launched, EXIT_STATUS_WAIT_S) if died else None
-            log = self.transport.runner_log(self.launched)
-            self.channel.close("no hello")
-            self.ended = self.discard()
-            text = _no_hello(self.transport.name, timeout, exc, code, log)
-            if not self.ended:
-                text += (f"\nits runner ({self.launched.label}) was not seen gone and its kill was not confirmed "
-                         "(is its host paused or unreachable?): it may still run")
-            raise KernelStartError(text, kernel_id=self.kernel_id, exit_code=code) from None
+            self._no_hello(timeout, exc)
+        if self.transport.was_closed():  # closed as it said hello (a docker exec stream outlives the close)
+            self._no_hello(timeout, None)
+        return hello
+
+    def _no_hello(self, timeout: float, exc: TimeoutError | ChannelClosed | None) -> NoReturn:
+        """End the new runner and raise why its start failed (``exc`` ``None``: its transport was closed)."""
+        closed = self.transport.was_closed()  # its close ended the channel: the runner did nothing wrong
+        died = isinstance(exc, ChannelClosed) and not closed
+        code = self.transport.exit_status(self.launched, EXIT_STATUS_WAIT_S) if died else None
+        log = "" if closed else self.transport.runner_log(self.launched)
+        self.channel.close("no hello")
+        self.ended = self.discard()
+        text = no_hello(self.transport.name, timeout, exc, code, log, closed=closed,
+                        left=None if self.ended else self.launched.label)
+        raise KernelStartError(text, kernel_id=self.kernel_id, exit_code=code) from None
 
     # ------------------------------------------------------------------------------ worker
     def start_worker(self, timeout: float) -> int:
@@ -404,23 +412,6 @@ def _stream_within(link: RunnerLink, deadline: float, stopping: Callable[[], boo
     return got[0]
 
 
-def _launch(transport: Transport, spec: LaunchSpec) -> Launched:
-    """``transport.launch(spec)``; its ``KernelStartError`` names the kernel, and an ``OSError`` it let
-    through is one too (a transport of the user's own whose ``Popen`` found no interpreter: that came
-    out of ``start_kernel`` as a bare ``FileNotFoundError``); a ``TransportLostError`` stays as it is."""
-    try:
-        return transport.launch(spec)
-    except KernelStartError as exc:  # the error names the kernel, whichever transport raised it
-        if exc.facts.get("kernel_id") == spec.kernel_id:
-            raise
-        raise KernelStartError(exc.message, **{**exc.facts, "kernel_id": spec.kernel_id}) from None
-    except OSError as exc:
-        if isinstance(exc, TransportLostError):
-            raise
-        raise KernelStartError(f"the {transport.name} transport could not start the kernel runner: "
-                               f"{type(exc).__name__}: {exc}", kernel_id=spec.kernel_id) from exc
-
-
 def _stray(link: RunnerLink, hello: dict[str, Any]) -> str:
     """``""`` when ``hello`` is ``link``'s runner's (its pid and kernel id, where it says them); else
     ``"; "`` and what the re-attach reached instead (a transport that started a fresh runner, say)."""
@@ -435,15 +426,3 @@ def _stray(link: RunnerLink, hello: dict[str, Any]) -> str:
 def _close_quietly(stream: ByteStream) -> None:
     with suppress(Exception):  # a stream nobody waits for any more: its close cannot matter
         stream.close()
-
-
-def _no_hello(transport: str, timeout: float, exc: BaseException, code: int | None, log: str) -> str:
-    """The start error's text: how the runner ended (its exit status when known) and its log's tail."""
-    if isinstance(exc, TimeoutError):
-        head = f"the {transport} kernel runner did not say hello within {timeout} s: {exc}"
-    elif code is None:
-        head = f"the {transport} kernel runner ended during start, before its hello: {exc}"
-    else:
-        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-        head = f"the {transport} kernel runner died during start ({how}), before its hello"
-    return head + (f"\nrunner log (tail):\n{log}" if log else "")

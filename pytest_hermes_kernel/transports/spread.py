@@ -206,6 +206,10 @@ class Spread(Transport, Generic[M]):
         for member in self.members:
             member.close()
 
+    def was_closed(self) -> bool:
+        """Whether a member was closed (:meth:`close` closes them all)."""
+        return any(member.was_closed() for member in self.members)
+
 
 def factory_signature(cls: type, name: str, annotation: str) -> inspect.Signature:
     """The signature of a transport name's factory: ``cls``'s keyword options and ``name``

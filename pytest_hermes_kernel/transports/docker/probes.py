@@ -375,3 +375,8 @@ def reap(transport: DockerTransport, launched: Launched, timeout: float) -> bool
         return reap_in_one_exec(launched, timeout, dirs, lambda *args: transport.run_script(cid, REAP_SCRIPT, *args)[1])
     except Exception:  # noqa: BLE001 - cannot reach the engine: probe the usual way
         return seen_gone(transport, launched)
+
+
+def was_closed(transport: DockerTransport) -> bool:
+    """Whether the transport was closed (:meth:`~pytest_hermes_kernel.kernel.contract.Transport.was_closed`)."""
+    return bool(transport.hosts.closed)

@@ -264,6 +264,7 @@ class DockerTransport(Transport):
     frozen = probes.frozen
     seen_gone = probes.seen_gone
     reap = probes.reap
+    was_closed = probes.was_closed  # a start whose runner's channel its close ended says so
     exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
 
     def cleanup(self, launched: Launched) -> None:

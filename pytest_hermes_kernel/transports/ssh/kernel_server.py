@@ -21,7 +21,7 @@ import shlex
 import uuid
 from typing import Any, Protocol
 
-from ...errors import CLOSED_TRANSPORT_HINT, KernelServerUnavailable, KernelStartError, TransportLostError, UnsafeRunDirError
+from ...errors import KernelServerUnavailable, TransportLostError, UnsafeRunDirError
 from ...kernel.contract import Launched, LaunchSpec
 from ...kernel.runner.environ import SERVER_KERNEL_ID
 from ..detached import launch_env, runner_config
@@ -32,6 +32,7 @@ from .address import unreachable_error
 from .connection import SshConnection, SshStream
 from .probes import end_failed_launch, remove_kernel_dir, server_stopped
 from .rundir import KERNEL_ROOT, login_home, private_root, put_runner
+from .spawning import refuse_if_closed
 from .sshd import SshdContainer
 
 SERVER_DIR_PREFIX = "server-"
@@ -62,7 +63,9 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
     """Put the runner into a new server dir over SFTP, start the server with one exec, wait for its hello.
 
     :raises KernelServerUnavailable: if it cannot be started or does not answer.
+    :raises KernelStartError: if the transport was closed meanwhile (no server starts for it then).
     """
+    refuse_if_closed(transport, during=True)
     try:
         sftp = conn.sftp()
         try:
@@ -71,12 +74,14 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
             sdir = f"{root}/{SERVER_DIR_PREFIX}{uuid.uuid4().hex[:16]}"
             runner = put_runner(sftp, sdir)
         finally:
-            sftp.close()
+            close_sftp(sftp)
         q = shlex.quote
         exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(SERVER_KERNEL_ID).items())
         chan = conn.open_exec(f"cd {q(sdir)} && export {exports} && exec {q(python)} -B {q(runner)} server --stdio", shared=True)
-    except (OSError, TransportLostError, UnsafeRunDirError) as exc:
+    except UnsafeRunDirError as exc:
         raise KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}") from None
+    except Exception as exc:
+        raise _not_started(conn, exc) from None
     config = {"idle_timeout": idle_timeout, "server_dir": sdir, "runner": runner, "log": f"{sdir}/server.log",
               "sweep_siblings": True,  # the dirs of servers that died without removing theirs
               "spare": transport.sshd is None or transport.sshd.mem_limit_bytes is None}  # (as docker's)
@@ -86,6 +91,36 @@ def start_server(transport: SshSide, conn: SshConnection, python: str, idle_time
         if chan.exit_status_ready():  # it ended (no such interpreter, one too old): nothing works in its dir,
             remove_kernel_dir(conn, sdir)  # and no server may start there to sweep it (one dir a start, before)
         raise
+
+
+def _not_started(conn: SshConnection, exc: Exception) -> KernelServerUnavailable:
+    """What a server's start that failed says (the start falls back to a plain spawn, its note saying it).
+
+    A link cut while the server's files went out over SFTP (a dropped link, sshd restarted) let
+    paramiko's ``EOFError`` or ``SSHException`` out of ``start_kernel`` as they were (the same cut
+    in a kernel dir's put, :func:`.rundir.make_kernel_dir`, says so): it names the cut now, and
+    ``conn`` is closed, so the spawn after it (:func:`live_connection`) and the next start connect anew.
+
+    :raises Exception: ``exc`` itself, if it is none of a refusal or a cut link (a bug: its traceback).
+    """
+    import paramiko
+
+    cut = isinstance(exc, (EOFError, paramiko.SSHException)) or (isinstance(exc, OSError) and not conn.usable)
+    if cut:
+        conn.close()  # seen dead now (it could still be taken, and its sftp failed)
+        return KernelServerUnavailable(f"the ssh connection to {conn.target} was cut while its kernel server was "
+                                       f"started ({type(exc).__name__}: {exc})")
+    if isinstance(exc, OSError):  # (TransportLostError too) the host answered: what it refused
+        return KernelServerUnavailable(f"could not start a kernel server on {conn.target}: {exc}")
+    raise exc
+
+
+def close_sftp(sftp: Any) -> None:
+    """Close an SFTP session; on a cut link its close raises ``EOFError``, which is not what went wrong."""
+    try:
+        sftp.close()
+    except Exception:  # noqa: BLE001 - the error that ended its use (or none) is the one to report
+        pass
 
 
 class ServerStream(SshStream):
@@ -147,8 +182,8 @@ def live_connection(transport: SshSide, conn: SshConnection, *, starting: bool =
     :raises KernelStartError: if ``starting`` and the transport was closed, or no new connection
         could be made (the reason and its hint).
     """
-    if starting and transport.closed:  # (it said "SSH session not active", or the sftp's "Failure")
-        raise KernelStartError(f"this ssh transport was closed during the kernel's start\n{CLOSED_TRANSPORT_HINT}")
+    if starting:  # (it said "SSH session not active", or the sftp's "Failure")
+        refuse_if_closed(transport, during=True)
     if conn.usable:
         return conn
     try:

@@ -46,7 +46,7 @@ from ...kernel.channel import lease
 from ...kernel.contract import Launched, LaunchSpec, Transport
 from ...kernel.control import despite_signals
 from ...kernel.options import check_options
-from ..detached import LOG_TAIL_LINES, SOCKET_NAME, launch_env, parse_ready, runner_config
+from ..detached import LOG_TAIL_LINES
 from ..far_records import LeftBehind, MadeDirs
 from ..script_pythons import ScriptPythons
 from ..runner_zipapp import runner_zipapp
@@ -54,22 +54,21 @@ from ...containers.reuse import ReusePolicy
 from ...containers.sharing import current_run_id
 from ..local_server import DEFAULT_SERVER_IDLE_TIMEOUT_S
 from ..forked import forked_exit_status, with_fallback
-from .address import NPROC_HINT, runs_no_command
 from .address import unreachable_error as _unreachable  # (tests import it from here)
 from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, live_connection, server_pool
-from . import ending, keep, probes
+from . import ending, keep, probes, spawning
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
+from .spawning import refuse_if_closed, relay_command, start_runner
 from .silence import SILENT_CONNECT_S, SILENT_RETRY_S, Silence  # noqa: F401  # the numbers are read here too
 from .sshd import CONTAINER_MAX_SESSIONS, SshdContainer
 
 if TYPE_CHECKING:
     import paramiko
 
-READY_TIMEOUT = 30.0
 #: OpenSSH's default ``MaxSessions`` (sshd_config(5)), assumed for a ``target=`` host.
 DEFAULT_MAX_SESSIONS = 10
 
@@ -227,7 +226,11 @@ class SshTransport(Transport):
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
-        """Fork the kernel from the connection's kernel server, or start its runner with execs."""
+        """Fork the kernel from the connection's kernel server, or start its runner with execs.
+
+        :raises KernelStartError: if it cannot be started, or the transport was closed (before or during the start).
+        """
+        refuse_if_closed(self)  # whatever keeps its host up (it started kernels while another transport kept the sshd)
         try:
             conn = self._connection()
         except TransportLostError as exc:
@@ -245,33 +248,24 @@ class SshTransport(Transport):
         except UnsafeRunDirError as exc:
             raise KernelStartError(f"ssh transport: {exc}") from None
         except TransportLostError as exc:
+            refuse_if_closed(self, during=True)  # its close closed the connection: not a cut link
             raise _unreachable(exc, conn) from None
         python = spec.python or self.python
         runner = f"{kdir}/{runner_zipapp().name}"
         try:
             pid = self._start_runner(conn, runner, kdir, spec, python)
-            chan = conn.open_exec(_relay_command(python, runner, kdir))
+            chan = conn.open_exec(relay_command(python, runner, kdir))
         except BaseException as exc:  # whatever failed (Ctrl-C included), end what was started (a second Ctrl-C too)
             despite_signals(lambda: end_failed_launch(self, conn, kdir, spec.kernel_id, python))
+            if isinstance(exc, Exception):
+                refuse_if_closed(self, during=True)  # (its exec failed: 'SSH session not active', not the runner)
             if isinstance(exc, KernelStartError) or not isinstance(exc, Exception):
                 raise
             raise KernelStartError(f"could not start a kernel runner on {conn.target}: {exc}") from None
         return Launched(stream=SshStream(chan, conn), pid=pid, kernel_dir=kdir, label=f"ssh {conn.target} pid {pid}",
                         extra={"conn": conn, "python": python, "runner": runner})
 
-    def _start_runner(self, conn: SshConnection, runner: str, kdir: str, spec: LaunchSpec, python: str) -> int:
-        q = shlex.quote
-        exports = " ".join(f"{name}={q(value)}" for name, value in launch_env(spec.kernel_id).items())
-        command = (f"{_enter(spec.cwd or kdir)} && export {exports} && "
-                   f"exec {q(python)} -B {q(runner)} serve --listen {q(kdir + '/' + SOCKET_NAME)}")
-        code, out, err = conn.run(command, stdin=runner_config(spec, kdir, self.orphan_timeout), timeout=READY_TIMEOUT)
-        pid = parse_ready(out)
-        if pid is None and code == CWD_FAILED:  # the shell's own words differ (bash, dash): said alike, as forked
-            raise KernelStartError(f"ssh transport: cannot enter the working directory cwd={spec.cwd!r} on "
-                                   f"{conn.target}: {err.decode('utf-8', 'replace').strip()}")
-        if pid is None:
-            raise KernelStartError(_not_ready(conn, code, out, err, python))
-        return pid
+    _start_runner = start_runner  # (a method: a test swaps it per transport)
 
     # ------------------------------------------------------------------------------ lifecycle
     def reattach(self, launched: Launched) -> SshStream:
@@ -284,7 +278,7 @@ class SshTransport(Transport):
         if not self._alive_on(conn, launched):
             raise TransportLostError(f"the kernel runner (pid {launched.pid}) on {conn.target} is gone", permanent=True)
         probes.check_listening_on(self, conn, launched)  # (a cell may have removed its kernel dir)
-        chan = conn.open_exec(_relay_command(launched.extra["python"], launched.extra["runner"], launched.kernel_dir or ""))
+        chan = conn.open_exec(relay_command(launched.extra["python"], launched.extra["runner"], launched.kernel_dir or ""))
         launched.extra["conn"] = conn
         return SshStream(chan, conn)
 
@@ -328,6 +322,7 @@ class SshTransport(Transport):
     seen_gone = ending.seen_gone  # False when it cannot be told: a silent host's runner is never counted dead
     frozen = probes.frozen  # a stopped runner: its shutdown kills it at once (a silent host: cannot tell)
     reap = probes.reap
+    was_closed = spawning.was_closed  # a start whose runner's channel its close ended says so
     exit_status = staticmethod(forked_exit_status)  # a forked runner's, as its server saw it; a spawned one's is not known
     cleanup = ending.cleanup
 
@@ -394,47 +389,3 @@ def _leased(conn: SshConnection) -> SshConnection:
 
 #: The options of :class:`SshTransport` that take ``None`` (the default, or off).
 _OPTIONAL = ("orphan_timeout", "server_idle_timeout", "mem_limit_bytes", "max_sessions")
-
-#: The exit status of a spawn whose ``cd`` into the kernel's working directory failed.
-CWD_FAILED = 91
-
-
-def _enter(directory: str) -> str:
-    """``cd directory`` in any POSIX shell; if it fails, why on stderr in the words Python's
-    ``os.chdir`` uses (bash's and dash's differ), and exit status :data:`CWD_FAILED`."""
-    where = shlex.quote(directory)
-    return (f"{{ cd {where} 2>/dev/null || {{ if [ ! -e {where} ]; then w='No such file or directory'; "
-            f"elif [ ! -d {where} ]; then w='Not a directory'; else w='Permission denied'; fi; "
-            f"echo \"$w\" >&2; exit {CWD_FAILED}; }}; }}")
-
-
-def _not_ready(conn: SshConnection, code: int | None, out: bytes, err: bytes, python: str) -> str:
-    """What a user reads when ``serve --listen`` did not print its ``ready`` line: a host that runs no
-    command as given (an sftp-only login: 'python3 ran' was wrong there) is told by one ``echo``."""
-    if code not in (126, 127) and (refused := runs_no_command(conn.run)[0]):
-        return f"ssh transport: cannot start the kernel runner on {conn.target}{refused}"
-    return (f"the kernel runner on {conn.target} did not report ready (exit status {code}): stdout {out[-300:]!r}; "
-            f"stderr {err[-1000:].decode('utf-8', 'replace')!r}\n"
-            + (NPROC_HINT if b"BlockingIOError" in err else _start_hint(code, python)))
-
-
-def _start_hint(code: int | None, python: str) -> str:
-    """What to check when ``serve --listen`` did not print its ``ready`` line."""
-    if code == 127:
-        return f"Hint: {python!r} was not found on the ssh host's PATH; pass python= the interpreter's path."
-    if code == 126:
-        return f"Hint: {python!r} on the ssh host is not executable by the login user."
-    if code is None:
-        return "Hint: the ssh channel closed before the command ended; is the host or its sshd going down?"
-    return f"Hint: {python!r} ran but the runner did not start; its stderr above says why."
-
-
-def _relay_command(python: str, runner: str, kdir: str) -> str:
-    """The exec that is a kernel's channel: the runner file's ``relay`` to ``<kdir>/sock``; from inside
-    ``kdir`` when that path is over the 107 bytes a unix socket address holds (a home of 54 bytes or more)."""
-    q = shlex.quote
-    sock = f"{kdir}/{SOCKET_NAME}"
-    if len(sock.encode("utf-8", "surrogateescape")) <= 107:
-        return f"exec {q(python)} -B {q(runner)} relay {q(sock)}"
-    return f"cd {q(kdir)} && exec {q(python)} -B {q(runner)} relay {SOCKET_NAME}"
-
