@@ -17,20 +17,11 @@ import os
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
+from tests.regressions.test_a_new_worker_refused_at_the_process_limit_says_so_and_the_kernel_recovers import FILL_CELL
 from tests.support import PIDS_V1, kernels_shut_down_after, transport_of_its_own, wait_until  # noqa: F401 - fixture
 from tests.transports.test_a_remote_kernel_from_the_servers_spare import processes
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
-
-FILL_CELL = """
-import subprocess
-held = []
-while True:  # the container at its pids limit: these outlive the worker (sessions of their own)
-    try:
-        held.append(subprocess.Popen(["sleep", "300"], start_new_session=True))
-    except OSError:
-        break
-"""
 
 
 def _write(group: str, name: str, value: str) -> None:

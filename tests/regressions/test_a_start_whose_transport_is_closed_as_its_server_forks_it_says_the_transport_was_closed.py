@@ -19,9 +19,6 @@ kernel's dir, waits for its answer (5 s at most).
 
 from __future__ import annotations
 
-import ast
-import concurrent.futures
-import signal
 import uuid
 
 import pytest
@@ -29,7 +26,7 @@ import pytest
 from pytest_hermes_kernel import KernelStartError, start_kernel
 from pytest_hermes_kernel.transports import make_transport
 from tests.support import kernels_shut_down_after, wait_until  # noqa: F401 - fixture
-from tests.transports.test_a_remote_kernel_from_the_servers_spare import processes, spare_of
+from tests.transports.test_a_remote_kernel_from_the_servers_spare import a_start_held_in_its_claim, processes
 
 #: The kernel root on each transport's kernel host (docker: in the container; ssh: the login's home).
 ROOTS = {"docker": "/tmp/hermes-kernels", "ssh": "~/.hermes-kernels"}
@@ -46,15 +43,7 @@ def test_a_start_whose_transport_is_closed_during_the_claim_says_so(name: str, k
         kernels.append(looker)
         first = start_kernel(transport)
         kernels.append(first)
-        server = processes(looker)[first.runner_pid][0]
-        spare, spare_worker = spare_of(looker, server, [first.runner_pid])
-        dirs = set(ast.literal_eval(looker.execute(listing).value))
-        looker.execute(f"import os; os.kill({spare}, {int(signal.SIGSTOP)})")
-
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            starting = pool.submit(start_kernel, transport)
-            wait_until(lambda: set(ast.literal_eval(looker.execute(listing).value)) - dirs, 15.0,
-                       what="the server to make the new kernel's dir (then it claims the stopped spare)")
+        with a_start_held_in_its_claim(looker, transport, first, listing) as (starting, (spare, spare_worker)):
             transport.close()
             with pytest.raises(KernelStartError) as refused:
                 kernels.append(starting.result(timeout=60))

@@ -16,9 +16,6 @@ transport on the same host), so the server, having made the kernel's dir, waits 
 
 from __future__ import annotations
 
-import ast
-import concurrent.futures
-import signal
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -29,7 +26,7 @@ from pytest_hermes_kernel import start_kernel
 from pytest_hermes_kernel.faults.proxy import ProxyRoute
 from pytest_hermes_kernel.transports import make_transport
 from tests.support import kernels_shut_down_after, wait_until  # noqa: F401 - fixture
-from tests.transports.test_a_remote_kernel_from_the_servers_spare import processes, spare_of
+from tests.transports.test_a_remote_kernel_from_the_servers_spare import a_start_held_in_its_claim, processes
 
 #: A cell of the looking kernel: the kernel dirs under the login's kernel root.
 KERNEL_DIRS = "import os; sorted(os.listdir(os.path.expanduser('~/.hermes-kernels')))"
@@ -56,15 +53,7 @@ def test_a_start_whose_link_is_cut_during_the_claim_starts_on_a_new_connection(t
     kernels.append(looker)
     first = start_kernel(transport)
     kernels.append(first)
-    server = processes(looker)[first.runner_pid][0]
-    spare, spare_worker = spare_of(looker, server, [first.runner_pid])
-    dirs = set(ast.literal_eval(looker.execute(KERNEL_DIRS).value))
-    looker.execute(f"import os; os.kill({spare}, {int(signal.SIGSTOP)})")
-
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        starting = pool.submit(start_kernel, transport)
-        wait_until(lambda: set(ast.literal_eval(looker.execute(KERNEL_DIRS).value)) - dirs, 15.0,
-                   what="the server to make the new kernel's dir (then it claims the stopped spare)")
+    with a_start_held_in_its_claim(looker, transport, first, KERNEL_DIRS) as (starting, (spare, spare_worker)):
         assert route.proxy is not None and route.proxy.reset() >= 1, "the link was cut"
         k = starting.result(timeout=60)  # was: KernelStartError ... sftp ... failed: SSH session not active
     kernels.append(k)

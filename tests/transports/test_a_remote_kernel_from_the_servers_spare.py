@@ -13,7 +13,11 @@ same run id: the same container), which reads ``/proc`` as any process there can
 from __future__ import annotations
 
 import ast
+import concurrent.futures
+import signal
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -86,6 +90,29 @@ def spare_of(looker: KernelHandle, server: int, kernels: list[int]) -> tuple[int
         return None
 
     return wait_until(found, 15.0, what=f"the kernel server {server}'s spare (a supervisor and its worker)")
+
+
+@contextmanager
+def a_start_held_in_its_claim(looker: KernelHandle, transport: Any, first: KernelHandle,
+                              kernel_dirs: str) -> Iterator[tuple[concurrent.futures.Future, tuple[int, int]]]:
+    """A start on ``transport`` held inside its server's claim of the spare: the spare is stopped
+    (SIGSTOP, from ``looker``, a kernel of another transport on the same host: the server relays
+    nothing while it claims), so the server, having made the new kernel's dir, waits for its answer
+    (5 s at most). Yields ``(the start's future, (spare supervisor, spare worker))`` once the dir is
+    there.
+
+    :param first: a kernel ``transport``'s server forked (the spare is its server's other child).
+    :param kernel_dirs: a cell listing the kernel root's entries, for ``looker``.
+    """
+    server = processes(looker)[first.runner_pid][0]
+    spare = spare_of(looker, server, [first.runner_pid])
+    dirs = set(ast.literal_eval(looker.execute(kernel_dirs).value))
+    looker.execute(f"import os; os.kill({spare[0]}, {int(signal.SIGSTOP)})")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        starting = pool.submit(start_kernel, transport)
+        wait_until(lambda: set(ast.literal_eval(looker.execute(kernel_dirs).value)) - dirs, 15.0,
+                   what="the server to make the new kernel's dir (then it claims the stopped spare)")
+        yield starting, spare
 
 
 def test_a_remote_kernel_taken_from_the_spare_is_a_kernel_of_its_own(name, transports, kernels):
