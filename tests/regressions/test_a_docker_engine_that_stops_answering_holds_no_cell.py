@@ -34,6 +34,7 @@ from pytest_hermes_kernel.errors import KernelStartError, TransportLostError
 from pytest_hermes_kernel.kernel.handle import KernelHandle
 from pytest_hermes_kernel.kernel.watchdog import WatchdogPolicy
 from pytest_hermes_kernel.transports import close_transport, forget_closed_transports, make_transport
+from pytest_hermes_kernel.transports.docker import host
 from pytest_hermes_kernel.transports.docker.transport import DockerTransport
 from tests.support import docker_cell_running, wait_until
 
@@ -50,6 +51,11 @@ SETTLE_S = 30.0
 QUICK_S = 15.0
 #: The runner a shutdown could not reach ends by its orphan timer once the engine answers again.
 ORPHAN_TIMEOUT_S = 3.0
+#: The silent-engine case's probe bound, shortened from ``host.PROBE_TIMEOUT_S`` (10 s): the cell
+#: waits one unanswered probe whole, and the bound's length is not what is checked (the cell is
+#: ``abandoned`` and the next ones are refused at once, whatever it is); long enough for a probe of
+#: a loaded engine that does answer.
+PROBE_S = 4.0
 
 
 class FreezingEngine:
@@ -181,8 +187,14 @@ def _timed(call):
         return exc, time.monotonic() - began
 
 
+@pytest.fixture
+def quick_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """:data:`PROBE_S` for the probes of the transports made after it (asked before ``behind``)."""
+    monkeypatch.setattr(host, "PROBE_TIMEOUT_S", PROBE_S)
+
+
 @pytest.mark.hermes_allow_leaks("the engine proxy's threads serve the module; the test checks the kernel's end")
-def test_a_cell_next_cell_and_shutdown_on_a_silent_engine_end_within_bounds(behind, engine):
+def test_a_cell_next_cell_and_shutdown_on_a_silent_engine_end_within_bounds(quick_probes, behind, engine):
     # keepalives that would see the silent stream first are off: the ladder is what is timed
     k = KernelHandle(behind, KernelOptions(watchdog=FAST, orphan_timeout=ORPHAN_TIMEOUT_S,
                                             keepalive_interval=30.0)).start()
