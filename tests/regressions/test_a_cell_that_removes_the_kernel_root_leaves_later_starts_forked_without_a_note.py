@@ -8,7 +8,8 @@ start on that transport fell back to a plain spawn, its first result's ``kernel.
 test asserting an empty note failed, and each start paid for the execs. The server now refuses
 such a start as stale, as after a site dir changed: the transport starts a new server, its runner
 put anew, which forks this kernel and the later ones, with no note (nothing fell back); the old
-server serves on the kernels it has.
+server serves on the kernels it has, and its spare ends at once (it lingered until the server idled
+out: its last kernel ended + 300 s).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_hermes_kernel import start_kernel
-from tests.support import kernels_shut_down_after, transport_of_its_own  # noqa: F401 - fixture
+from tests.regressions.test_a_stale_kernel_servers_spare_kernel_ends_at_once import SPARES_OF_MY_SERVER
+from tests.support import kernels_shut_down_after, transport_of_its_own, wait_until  # noqa: F401 - fixture
 
 #: The kernel root on each transport's kernel host (docker: in the container; ssh: the login's home).
 ROOTS = {"docker": "/tmp/hermes-kernels", "ssh": "~/.hermes-kernels"}
@@ -27,6 +29,8 @@ def test_starts_after_a_cell_removed_the_kernel_root_are_forked_with_no_note(nam
     with transport_of_its_own(name, server=True) as transport:
         first = start_kernel(transport)
         kernels.append(first)
+        spares = lambda: first.execute(SPARES_OF_MY_SERVER).value  # noqa: E731
+        wait_until(lambda: spares() == "1", 30.0, what="the server's spare")
         removed = first.execute(f"import os, shutil; root = os.path.expanduser({ROOTS[name]!r}); "
                                 "shutil.rmtree(root, ignore_errors=True); os.path.exists(root)")
         assert removed.value == "False"
@@ -39,3 +43,4 @@ def test_starts_after_a_cell_removed_the_kernel_root_are_forked_with_no_note(nam
             assert "forked by kernel server" in k.launched.label  # type: ignore[union-attr]
             k.shutdown()
         assert first.execute("2 + 2").value == "4", "the old server still relays the kernel it forked"
+        wait_until(lambda: spares() == "0", 30.0, what="the retired server's spare to end")

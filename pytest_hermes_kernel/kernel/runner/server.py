@@ -164,6 +164,12 @@ class ForkingServer:
             self.sel.unregister(spare.sock)
             spare.drop()
 
+    def retire(self) -> None:
+        """No spawn will come any more (the host was told to start a new server): end the spare, and
+        make no other (it lingered beside the retired server until that idled out)."""
+        self.spares = False
+        self.drop_spare()
+
     def from_spare(self, config: dict[str, Any], fd: int) -> int | None:
         """The pid of the spare made kernel ``config``'s on ``fd`` (its channel; a remote kernel's
         listening socket) (``None``: no spare, or it failed before it could touch ``fd``: fork the
@@ -207,8 +213,7 @@ class ForkingServer:
         retired server)."""
         if not site_changed():
             return None
-        self.spares = False
-        self.drop_spare()
+        self.retire()
         return {"type": "error", "id": rid, "stale": True,
                 "error": "a site dir changed since the kernel server started: start a new server"}
 

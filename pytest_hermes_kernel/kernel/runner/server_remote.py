@@ -264,10 +264,12 @@ class RemoteKernelServer(ForkingServer):
         the kernel root, ``rm -rf /tmp/*``): ``stale``, so that the host starts a new server, its runner
         put anew, which forks the kernel; this one serves the kernels it has until they end. Every later
         start was refused with ``could not make the kernel dir ...: No such file or directory`` and
-        spawned instead, its ``kernel.note`` saying so, for the transport's whole life."""
+        spawned instead, its ``kernel.note`` saying so, for the transport's whole life. Its spare
+        goes at once (:meth:`retire`)."""
         runner = self.config.get("runner")
         if not runner or os.path.isfile(runner):
             return None
+        self.retire()
         return {"type": "error", "id": rid, "stale": True,
                 "error": f"the kernel server's runner file {runner} is gone: start a new server"}
 
