@@ -17,6 +17,7 @@ One feature per module, each a plugin of its own that ``-p no:NAME`` turns off:
 * ``pytest_hermes_kernel.plugin.leakcheck``: the leak checker (registered only when enabled)
 * ``pytest_hermes_kernel.plugin.signals``: SIGTERM tears the run down like Ctrl-C
 * ``pytest_hermes_kernel.plugin.crashes``: xdist, controller: a crashed worker's kernels are reaped
+* ``pytest_hermes_kernel.plugin.xdist_split``: xdist, worker: a failure for state a shared kernel lacks names the split
 
 Everything that imports pytest lives in this subpackage; the kernel core never does.
 
@@ -45,4 +46,5 @@ pytest_plugins = [
     "pytest_hermes_kernel.plugin.scenarios",
     "pytest_hermes_kernel.plugin.signals",
     "pytest_hermes_kernel.plugin.crashes",
+    "pytest_hermes_kernel.plugin.xdist_split",
 ]
