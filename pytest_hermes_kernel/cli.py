@@ -34,7 +34,7 @@ from .postmortem import POSTMORTEM_COMMANDS, add_postmortem_commands, run_postmo
 from .errors import ConfigError
 from .containers.images import docker_status, pip_install_extra, too_old, too_old_of
 from .containers.rundir import run_files_problem
-from .transports.leftovers import verb
+from .transports.leftovers import sweep_summary
 from .transports import TRANSPORT_NAMES
 
 if TYPE_CHECKING:
@@ -176,8 +176,8 @@ def _with_too_old(check: Check) -> Check:
     return Check(check.transport, False, f"{old[0]}; {check.detail.removeprefix(old[0] + ': ')}", old[1]) if old else check
 
 
-def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
-          kinds: Sequence[SweepKind] = SWEEP_KINDS, reused: bool = False, engines: Engines = (None,)) -> dict[str, int]:
+def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False, kinds: Sequence[SweepKind] = SWEEP_KINDS,
+          reused: bool = False, engines: Engines = (None,), raced: list[str] | None = None) -> dict[str, int]:
     """Remove leftovers of dead runs: run files, containers (by label), kernel dirs, kernel processes.
 
     Run files go first: a shared container whose files went is then judged unheld as well.
@@ -188,53 +188,22 @@ def sweep(progress: Callable[[str], None] = print, *, dry_run: bool = False,
     :param kinds: which of :data:`SWEEP_KINDS` to sweep (default: all).
     :param reused: containers kept between runs go too (unless a live run has claimed one).
     :param engines: the docker engines whose containers are swept (``None``: the environment's).
+    :param raced: gets the id of each container another process removed first (not counted).
     :returns: how many of each kind were removed (or would be), by kind.
     """
-    from .transports.leftovers import kill_orphan_kernels, spared_by_kept, sweep_kernel_dirs
+    from .transports.leftovers import kill_orphan_kernels, spared_by_kept, sweep_containers, sweep_kernel_dirs, sweep_run_files
     from .postmortem import sweep_kept
 
     listed: list[KeptKernel] = []  # kept kernels the kept sweep ends: a dry run lists their dirs, processes once
     sweeps: dict[SweepKind, Callable[[Callable[[str], None], bool], int]] = {
-        "run-files": _sweep_run_files, "containers": lambda p, d: sum(_sweep_containers(p, d, reused=reused, engine=e) for e in engines),
+        "run-files": sweep_run_files,
+        "containers": lambda p, d: sum(sweep_containers(p, d, reused=reused, engine=e, raced=raced) for e in engines),
         "kernel-dirs": lambda p, d: sweep_kernel_dirs(p, d, spared=spared_by_kept(listed)[0] if d else ()),
         "kernel-processes": lambda p, d: kill_orphan_kernels(p, d, spared=spared_by_kept(listed)[1] if d else ()),
         "kept": lambda progress, dry_run: sweep_kept(progress, dry_run=dry_run, expired_only=True, listed=listed)}
     # kept kernels first: one found gone (its TTL ran out) frees its container for the container sweep
     order = ("run-files", "kept", "containers", "kernel-dirs", "kernel-processes")
     return {kind: sweeps[kind](progress, dry_run) for kind in order if kind in kinds}
-
-
-def _sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
-    """Run directories and files of shared resources no live process holds."""
-    from .containers.rundir import run_dirs
-    from .containers.sweep import sweep_dead_run_files
-
-    dirs = {path for _run_id, path in run_dirs()}  # known before: a removed dir is no dir any more
-    paths = sweep_dead_run_files(dry_run=dry_run)
-    for path in paths:
-        progress(f"{verb(dry_run)} run {'dir' if path in dirs else 'file'} {path} (no live process holds it)")
-    return len(paths)
-
-
-def _sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused: bool = False,
-                      engine: str | None = None) -> int:
-    """Labelled containers on ``engine`` that no live process uses (and, with ``reused``, parked reusable ones)."""
-    from .containers.engines import engine_client, engine_url
-    from .containers.sweep import sweep_dead_runs
-    from .errors import HermesKernelError
-
-    try:
-        client = engine_client(engine)
-    except (HermesKernelError, ImportError) as exc:
-        progress(f"containers: skipped ({exc})")
-        return 0
-    try:
-        ids = sweep_dead_runs(client, dry_run=dry_run, reused=reused)
-        for cid in ids:
-            progress(f"{verb(dry_run)} container {cid[:12]} on {engine_url(client)} (no live process uses it)")
-    finally:
-        client.close()
-    return len(ids)
 
 
 def doctor_image(image: str, out: Callable[[str], None] = print, engine: str | None = None) -> int:
@@ -431,18 +400,10 @@ def _main(argv: list[str] | None) -> int:
             return sweep_kept_command(dry_run=args.dry_run, kernel_ids=args.kernel)
         except ConfigError as exc:
             usage.error(f"--kernel: {exc}")
-    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines)
-    head = "sweep (dry run, nothing removed): " if args.dry_run else "sweep: "
-    print(head + ", ".join(f"{n} {_count_noun(kind, n)}" for kind, n in removed.items()))
+    raced: list[str] = []
+    removed = sweep(dry_run=args.dry_run, kinds=args.kinds or SWEEP_KINDS, reused=args.reused, engines=engines, raced=raced)
+    print(sweep_summary(removed, dry_run=args.dry_run, raced=len(raced)))
     return 0
-
-
-def _count_noun(kind: str, n: int) -> str:
-    """``run-files`` -> ``run files`` (``run file`` for one; ``kernel processes`` -> ``kernel process``)."""
-    words = kind.replace("-", " ")
-    if n != 1 and words != "kept":
-        return words
-    return words.removesuffix("es") if words.endswith("sses") else words.removesuffix("s")
 
 
 if __name__ == "__main__":

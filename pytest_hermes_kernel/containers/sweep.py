@@ -44,7 +44,7 @@ __all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_kept_cont
 
 
 def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None,
-                    dry_run: bool = False, reused: bool = False) -> list[str]:
+                    dry_run: bool = False, reused: bool = False, raced: list[str] | None = None) -> list[str]:
     """Remove containers nobody uses any more (see :func:`in_use`; reusable ones: module docstring).
 
     Only containers labelled ``org.hermes-kernel=1`` and made on this hostname are looked at.
@@ -56,20 +56,23 @@ def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: s
         another xdist worker of the run still uses a shared one).
     :param dry_run: only find them; nothing is removed.
     :param reused: also remove the unclaimed containers parked in this user's reuse store.
+    :param raced: gets the id of each container to remove that another process removed first
+        (gone when asked, or its removal already in progress: another sweep of the same dead run).
     :returns: ids of the containers removed (or that would be).
     """
     return _remove_labelled(client, lambda c, cid, labels: not holds_kept_kernel(cid, labels) and _goes(
-        c, cid, labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused), dry_run=dry_run)
+        c, cid, labels, keep_run_id=keep_run_id, dry_run=dry_run, reused=reused), dry_run=dry_run, raced=raced)
 
 
 def _remove_labelled(client: docker.DockerClient | None,
                      goes: Callable[[docker.DockerClient, str, dict[str, str]], bool], *, dry_run: bool,
-                     anchor: bool = True) -> list[str]:
+                     anchor: bool = True, raced: list[str] | None = None) -> list[str]:
     """Remove the kit's labelled containers for which ``goes(client, id, labels)`` holds, and
     their run files; ids of those removed (or that would be, with ``dry_run``).
 
     :param anchor: a run's live anchor holds its run files (:func:`~.sharing.held`); ``False``
         for the anchor's own end-of-run removal (:func:`sweep_run_unheld`).
+    :param raced: gets the ids of those another process removed first (see :func:`sweep_dead_runs`).
     """
     import docker
 
@@ -79,10 +82,14 @@ def _remove_labelled(client: docker.DockerClient | None,
     try:
         for summary in client.api.containers(all=True, filters={"label": f"{LABEL}=1"}):
             labels = summary.get("Labels") or {}
-            if goes(client, summary["Id"], labels) and (dry_run or remove_container(summary["Id"], client=client)):
+            if not goes(client, summary["Id"], labels):
+                continue
+            if dry_run or remove_container(summary["Id"], client=client):
                 removed.append(summary["Id"])
                 if not dry_run:
                     _discard_files_of(labels, anchor=anchor)
+            elif raced is not None:  # its files are the other sweep's to discard, once it has removed it
+                raced.append(summary["Id"])
     finally:
         if owned:
             client.close()

@@ -2,7 +2,8 @@
 
 The local kinds of ``hermes-kernel sweep``: local kernel dirs, filecell kernel dirs and kernel
 processes (:func:`~pytest_hermes_kernel.cli.sweep` runs these after the run files, the kept
-kernels and the containers).
+kernels and the containers); and the command's lines for the run files and containers it
+removes (:mod:`~pytest_hermes_kernel.containers.sweep` finds them) and its summary.
 
 A dry run lists what the sweep would remove. It leaves out what the kept sweep before it listed
 (``spared``): the sweep ends those kept kernels first, and their kernel dirs and processes go
@@ -25,6 +26,85 @@ if TYPE_CHECKING:
 def verb(dry_run: bool, verb: str = "remove") -> str:
     """``removed``/``killed``, or ``would remove``/``would kill`` in a dry run."""
     return f"would {verb}" if dry_run else f"{verb.rstrip('e')}ed"
+
+
+def sweep_summary(removed: dict[str, int], *, dry_run: bool, raced: int = 0) -> str:
+    """The last line of ``hermes-kernel sweep``: how many of each kind it removed (or would).
+
+    :param removed: count by kind (``run-files``, ``containers``, ...), in the order swept.
+    :param dry_run: the sweep only listed them.
+    :param raced: containers it found to remove that another process removed first (another
+        sweep): said beside the count, which they are not in (a dry run that listed one, then a
+        sweep that said only ``0 containers``, read as nothing there to remove).
+    """
+    counts = [f"{n} {count_noun(kind, n)}" + (f" ({raced} {count_noun(kind, raced)} {'was' if raced == 1 else 'were'} "
+                                              f"already removed, or being removed, by another process)"
+                                              if kind == "containers" and raced else "")
+              for kind, n in removed.items()]
+    return ("sweep (dry run, nothing removed): " if dry_run else "sweep: ") + ", ".join(counts)
+
+
+def count_noun(kind: str, n: int) -> str:
+    """``run-files`` -> ``run files`` (``run file`` for one; ``kernel processes`` -> ``kernel process``)."""
+    words = kind.replace("-", " ")
+    if n != 1 and words != "kept":
+        return words
+    return words.removesuffix("es") if words.endswith("sses") else words.removesuffix("s")
+
+
+def sweep_run_files(progress: Callable[[str], None], dry_run: bool) -> int:
+    """Run directories and files of shared resources no live process holds (``run-files``).
+
+    :param progress: called with one line per file or directory removed (or that would be).
+    :param dry_run: only list them.
+    :returns: how many were removed (or would be).
+    """
+    from ..containers.rundir import run_dirs
+    from ..containers.sweep import sweep_dead_run_files
+
+    dirs = {path for _run_id, path in run_dirs()}  # known before: a removed dir is no dir any more
+    paths = sweep_dead_run_files(dry_run=dry_run)
+    for path in paths:
+        progress(f"{verb(dry_run)} run {'dir' if path in dirs else 'file'} {path} (no live process holds it)")
+    return len(paths)
+
+
+def sweep_containers(progress: Callable[[str], None], dry_run: bool, *, reused: bool = False,
+                     engine: str | None = None, raced: list[str] | None = None) -> int:
+    """Labelled containers on ``engine`` that no live process uses (``containers``; with ``reused``,
+    parked reusable ones too). One another process removed first (another sweep of the same dead
+    run) gets a line of its own and is not counted: the summary said ``0 containers`` of it, after
+    a dry run had listed it.
+
+    :param progress: called with one line per container removed (or that would be), or removed first by another process.
+    :param dry_run: only list them.
+    :param reused: containers kept between runs go too (unless a live run has claimed one).
+    :param engine: the engine's URL (``None``: the environment's); one that does not answer is a line, skipped.
+    :param raced: gets the ids of those another process removed first.
+    :returns: how many were removed (or would be).
+    """
+    from ..containers.engines import engine_client, engine_url
+    from ..containers.sweep import sweep_dead_runs
+    from ..errors import HermesKernelError
+
+    try:
+        client = engine_client(engine)
+    except (HermesKernelError, ImportError) as exc:
+        progress(f"containers: skipped ({exc})")
+        return 0
+    beaten: list[str] = []
+    try:
+        ids = sweep_dead_runs(client, dry_run=dry_run, reused=reused, raced=beaten)
+        for cid in ids:
+            progress(f"{verb(dry_run)} container {cid[:12]} on {engine_url(client)} (no live process uses it)")
+        for cid in beaten:
+            progress(f"container {cid[:12]} on {engine_url(client)}: already removed, or being removed, by another "
+                     "process (another sweep)")
+    finally:
+        client.close()
+    if raced is not None:
+        raced.extend(beaten)
+    return len(ids)
 
 
 def spared_by_kept(records: Iterable[KeptKernel]) -> tuple[set[str], set[str]]:

@@ -164,6 +164,6 @@ def test_a_label_naming_a_file_outside_our_run_dirs_is_not_touched(tmp_path: Pat
                                                     ("kernel-processes", "1 kernel process", "2 kernel processes"),
                                                     ("kept", "1 kept", "2 kept")])
 def test_the_sweep_summary_says_one_thing_in_the_singular(kind: str, one: str, many: str) -> None:
-    from pytest_hermes_kernel.cli import _count_noun
+    from pytest_hermes_kernel.transports.leftovers import count_noun
 
-    assert (f"1 {_count_noun(kind, 1)}", f"2 {_count_noun(kind, 2)}") == (one, many)
+    assert (f"1 {count_noun(kind, 1)}", f"2 {count_noun(kind, 2)}") == (one, many)
