@@ -3,7 +3,10 @@
 A kernel started with ``LANG=C LC_ALL=C`` (and ``PYTHONUTF8``/``PYTHONIOENCODING`` unset) still
 round-trips UTF-8 exactly: the source of a cell, what it prints, its value, and non-ASCII file
 names. The kit frames bytes and decodes UTF-8 on the host; the C locale is coerced to UTF-8 by
-CPython (PEP 538/540), which the kit must not undo.
+CPython (PEP 538/540), which the kit must not undo. The kernel's ``env`` is applied by its worker,
+forked from an interpreter that started in the far side's own locale, so these cases do not start
+Python in the C locale: ``tests/regressions/test_a_kernel_whose_python_starts_in_an_ascii_locale_prints_utf8.py``
+does (cell streams in the locale's encoding passed these cases).
 """
 
 from __future__ import annotations

@@ -84,14 +84,34 @@ def test_a_timed_out_test_leaves_nothing(pytester: pytest.Pytester, request: pyt
 
 
 STUBBORN = """
+import pathlib, time
 import pytest
+from pytest_hermes_kernel import FileTransferError
+
+HERE = pathlib.Path(__file__).parent
+WEDGE = '''
+import re, signal, threading, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+def hog():
+    time.sleep(0.2)
+    open('wedged', 'w').close()
+    re.match(r'(a+)+$', 'a' * 64 + 'b')  # sre never lets the GIL go: the worker reads no request
+threading.Thread(target=hog, daemon=True).start()
+'''
 
 
 @pytest.mark.hermes_kernel(shutdown_grace=1.0)
-def test_fails_holding_a_kernel_that_will_not_end(hermes_kernel):
-    hermes_kernel.execute("import signal, threading, time\\n"
-                          "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\n"
-                          "threading.Thread(target=time.sleep, args=(600,)).start()")  # not a daemon: exit waits
+def test_fails_holding_a_kernel_that_will_not_end(hermes_kernel, tmp_path):
+    hermes_kernel.add_listener(lambda event, handle, info: event == "shutdown" and (HERE / "step").write_text(f"{info.step} {info.signal}"))
+    hermes_kernel.execute(WEDGE)
+    deadline = time.monotonic() + 30
+    while True:  # until the hog holds the GIL (a transfer needs no worker)
+        try:
+            hermes_kernel.download("wedged", tmp_path / "wedged")
+            break
+        except FileTransferError:
+            assert time.monotonic() < deadline, "the hog never started"
+            time.sleep(0.05)
     assert False, "deliberate failure"
 """
 
@@ -100,11 +120,15 @@ def test_fails_holding_a_kernel_that_will_not_end(hermes_kernel):
 def test_the_teardown_of_a_failed_test_is_bounded_by_the_kits_own_ladder(pytester: pytest.Pytester,
                                                                            request: pytest.FixtureRequest,
                                                                            transport: str) -> None:
-    """B40 (d): after a failed test the kernel's worker ignores SIGTERM and holds a thread that
-    keeps it from exiting; pytest-timeout does not time a failed test's teardown (#196), so the
-    kit's shutdown ladder (request -> SIGTERM -> SIGKILL, ``shutdown_grace`` each) must end it.
-    Without the last rung the inner run would hang for the thread's 600 s (killed here at
-    ``RUN_TIMEOUT_S``)."""
+    """B40 (d): after a failed test the kernel's worker answers neither the exit request (a thread
+    of a cell holds the GIL in one C call) nor SIGTERM (ignored); pytest-timeout does not time a
+    failed test's teardown (#196), so the kit's shutdown ladder (request -> SIGTERM -> SIGKILL,
+    ``shutdown_grace`` each) must end it, at its last rung. Before, the worker held a non-daemon
+    thread only: the exit request ended it (the worker leaves by ``os._exit``), so the case passed
+    with the SIGTERM and SIGKILL rungs and the host's kill from outside all gone (checked). The
+    runner's own end SIGKILLs the worker's group too, so nothing is left either way: the case also
+    asserts what ``shutdown()`` reports, ``step="sigkill"`` with ``signal=9`` (``None`` without the
+    last rung: checked)."""
     if transport == "docker":
         request.getfixturevalue("docker_ready")
     pytester.makepyfile(test_inner=STUBBORN)
@@ -113,6 +137,7 @@ def test_the_teardown_of_a_failed_test_is_bounded_by_the_kits_own_ladder(pyteste
     assert "Timeout" not in out, out  # the teardown ended within the kit's ladder, not pytest-timeout's
     wait_until(lambda: not processes_with_env("HERMES_KERNEL_HOST_PID", str(pid)), 10.0,
                what="the failed test's kernel processes to be gone")
+    assert (pytester.path / "step").read_text() == "sigkill 9", out  # the last rung ended it: its shutdown() says so
 
 
 CUT = """

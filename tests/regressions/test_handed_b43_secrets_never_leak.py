@@ -12,7 +12,9 @@ A canary secret given as the kernel's ``env`` must never appear, literally or ba
 * the inner pytest run's output and JUnit XML under ``-l --tb=long --log-level=DEBUG``
   (``tests/plugin/test_secrets_in_reports.py``).
 
-Variable *names* may appear. On every transport.
+Variable *names* may appear. On every transport, and on both ways a runner starts (forked by a
+kernel server, or spawned: ``server=False``); a spawned runner with the env in its argv (local,
+docker) passed while only the server path ran.
 """
 
 from __future__ import annotations
@@ -138,7 +140,15 @@ def watch(hermes_transport: Transport) -> Iterator[ArgvWatch]:
     assert not w.hits, f"the canary was in a process's argv: {w.hits[:3]}"
 
 
-def test_a_kernel_env_secret_is_in_no_argv_repr_error_or_output(hermes_transport: Transport, watch: ArgvWatch):
+#: Both ways a kernel starts: forked by a kernel server, and spawned (``server=False``, or a server
+#: that failed): a runner spawned with the env in its argv passed when only the server path ran.
+PATHS = ["server", pytest.param("spawn", marks=[pytest.mark.hermes_kernel(server=False),
+                                                pytest.mark.hermes_transports("local", "docker", "ssh")])]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_kernel_env_secret_is_in_no_argv_repr_error_or_output(hermes_transport: Transport, watch: ArgvWatch,
+                                                                path: str):
     with start_kernel(hermes_transport, env=dict(ENV)) as k:
         r = k.execute("import os\nv = os.environ['HK_TEST_TOKEN']\nv[::-1]")
         assert r.status == "ok" and r.value == repr(CANARY[::-1])  # the kernel has it, exactly

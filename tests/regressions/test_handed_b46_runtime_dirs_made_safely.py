@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, start_kernel
-from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend
+from pytest_hermes_kernel.transports import FileCellTransport, LocalShellBackend, LocalTransport
 
 OTHER_UID = 65534  # nobody
 
@@ -70,17 +70,28 @@ def test_a_pre_created_filecell_root_is_refused(short_tmp: Path, how: str) -> No
     assert stat.S_IMODE(os.lstat(root).st_mode) == before  # nothing chmodded to fit
 
 
-def test_local_kernel_dirs_are_fresh_private_and_unpredictable(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_local_kernel_dirs_are_fresh_private_and_unpredictable(tmp_path: Path, monkeypatch, server: bool) -> None:
+    """The kernel dirs, and on the server path the kernel server's dir (its runner file, its
+    log): a server dir of a name known in advance, made with ``exist_ok``, passed when only the
+    kernel dirs were looked at."""
     monkeypatch.setenv("PYTEST_HERMES_KERNEL_DIR", str(tmp_path))
-    with start_kernel("local") as a, start_kernel("local") as b:
-        dirs = [Path(k.launched.kernel_dir) for k in (a, b)]
-        for d in dirs:
-            st = os.lstat(d)
-            assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700
-        prefix = f"hermes-kernel-{os.getpid()}-"
-        suffixes = [d.name[len(prefix):] for d in dirs]
-        assert all(d.name.startswith(prefix) for d in dirs) and len(set(suffixes)) == 2
-        assert all(len(s) >= 8 for s in suffixes)  # mkdtemp's random part: no name to pre-create
+    transport = LocalTransport(server=server)
+    try:
+        with start_kernel(transport) as a, start_kernel(transport) as b:
+            dirs = [Path(k.launched.kernel_dir) for k in (a, b)]
+            made = sorted(tmp_path.iterdir())  # every dir the kit made there: kernel dirs, a server's
+            for d in made:
+                st = os.lstat(d)
+                assert stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) == 0o700, d
+                assert len(d.name.rsplit("-", 1)[1]) >= 8, d  # mkdtemp's random part: no name to pre-create
+    finally:
+        transport.close()
+    prefix = f"hermes-kernel-{os.getpid()}-"
+    suffixes = [d.name[len(prefix):] for d in dirs]
+    assert all(d.name.startswith(prefix) for d in dirs) and len(set(suffixes)) == 2
+    servers = [d for d in made if d.name.startswith(f"hermes-kernel-server-{os.getpid()}-")]
+    assert len(servers) == (1 if server else 0) and set(dirs) <= set(made), made
 
 
 @pytest.fixture(scope="module")

@@ -127,6 +127,25 @@ def test_a_key_in_known_hosts_that_no_longer_matches_names_host_and_port(two_hos
     assert "key accepted" not in str(info.value), str(info.value)
 
 
+def test_an_unknown_host_key_is_refused_by_default(two_hosts, home: Path) -> None:
+    """Keys are accepted without asking only for the kit's own sshd containers: a ``target`` host
+    whose key no known_hosts holds is refused unless ``host_key_policy`` says otherwise. A default
+    of ``auto-add`` (any key trusted on first sight) passed every other case here (checked)."""
+    from pytest_hermes_kernel.transports import SshTransport
+
+    first, _ = two_hosts
+    with TcpFaultProxy((first["host"], first["port"])) as proxy:
+        transport = SshTransport(target=f"{first['user']}@127.0.0.1:{proxy.port}", pkey=_pkey(first))
+        try:
+            with pytest.raises(KernelStartError) as info:
+                start_kernel(transport, start_timeout=20)
+        finally:
+            transport.close()
+    assert f"'[127.0.0.1]:{proxy.port}' not found in known_hosts" in str(info.value), str(info.value)
+    assert "pin it with host_key=" in str(info.value)  # the explicit way to trust it
+    assert not (home / ".ssh" / "known_hosts").exists()  # nothing written
+
+
 @pytest.mark.parametrize("transport_name", ["ssh", "local"])
 def test_the_agent_is_never_forwarded(transport_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                       docker_ready: None) -> None:
