@@ -31,7 +31,6 @@ import contextlib
 import functools
 import os
 import sys
-import warnings
 from collections.abc import Collection, Iterator
 from typing import Any
 
@@ -42,7 +41,7 @@ from ..leaks.checker import LeakChecker, LeakReport
 from ..leaks.probes import UNCHECKED, kernel_resources
 from ..procs import read_stat, set_subreaper, start_time
 from .fixtures import package_modules, put_back
-from .report import stats_key
+from .report import stats_key, warn_at
 from .settings import settings_key
 
 _before_key = pytest.StashKey[dict[str, Any]]()
@@ -240,7 +239,7 @@ class LeakCheckPlugin:
             text = report.format(item.nodeid) + ("\n" + report.format_unchecked(item.nodeid) if report.unchecked else "")
             if self.mode == "error" or _contract_case(item):
                 raise LeakError(text, leaks=report.counts())
-            _warn_at(item, HermesLeakWarning(text))
+            warn_at(item, HermesLeakWarning(text))
             if item.nodeid not in stats.warned:  # (not where -W error made the warning the test's error)
                 stats.warned.append(item.nodeid)  # once: a test's second look (wider fixtures) warns again
             item.user_properties.append(("hermes_kernel.leak_warning", text))  # JUnit XML: the test case's own
@@ -249,17 +248,7 @@ class LeakCheckPlugin:
                             f"backend under test, so a look it cannot make is the backend's defect (e.g. its execute "
                             f"cut or changed the scan's output)")
         if report.unchecked:
-            _warn_at(item, HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)))
-
-
-def _warn_at(item: pytest.Item, warning: Warning) -> None:
-    """Warn ``warning`` at the test's own line: pytest's summary shows that file, line and its
-    source, where a plain ``warn`` showed this module's line (a fresh user read it as the kit's)."""
-    __tracebackhide__ = True  # under filterwarnings error it raises: the error is the test's, not this frame's
-    path, line, _ = item.location
-    module = getattr(getattr(item, "module", None), "__name__", None)
-    warnings.warn_explicit(warning, type(warning), str(item.config.rootpath / path), (line or 0) + 1, module=module,
-                           registry=globals().setdefault("__warningregistry__", {}))  # as warn's: a repeat is shown once
+            warn_at(item, HermesLeakCheckIncompleteWarning(report.format_unchecked(item.nodeid)))
 
 
 class Adoption:

@@ -8,9 +8,11 @@ and its counts up to its last test still reach the summary.
 
 from __future__ import annotations
 
+import linecache
 import os
 import re
 import threading
+import warnings
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,29 @@ if TYPE_CHECKING:
 phase_report_key = pytest.StashKey[dict[str, pytest.TestReport]]()
 #: On the xdist controller: each worker's counts as its last teardown report carried them.
 _sent_key = pytest.StashKey[dict[str, dict[str, Any]]]()
+#: A ``def`` line (pytest's location of a decorated test is its first decorator's line).
+_DEF = re.compile(r"\s*(async\s+)?def\s")
+#: How many lines below its location a test's ``def`` line is looked for (its decorators).
+_DECORATOR_LINES = 40
+
+
+def warn_at(item: pytest.Item, warning: Warning) -> None:
+    """Warn ``warning`` at the test's own ``def`` line: pytest's summary shows that file, line and
+    its source, where a plain ``warn`` showed the kit's line (a fresh user read it as the kit's
+    fault), and ``item.location`` alone a decorated test's first decorator (a fresh user, 2026-12-07).
+    A repeat of the same warning at the same line is shown once, as ``warnings.warn``'s."""
+    __tracebackhide__ = True  # under filterwarnings error it raises: the error is the test's, not this frame's
+    path, line, _ = item.location
+    filename, lineno = str(item.config.rootpath / path), (line or 0) + 1
+    if filename.endswith(".py"):  # (a scenario's location is a line of its TOML file)
+        for below in range(_DECORATOR_LINES):
+            text = linecache.getline(filename, lineno + below)
+            if not text or _DEF.match(text):
+                lineno += below if text else 0
+                break
+    module = getattr(getattr(item, "module", None), "__name__", None)
+    warnings.warn_explicit(warning, type(warning), filename, lineno, module=module,
+                           registry=globals().setdefault("__warningregistry__", {}))
 
 
 class KernelStats:
