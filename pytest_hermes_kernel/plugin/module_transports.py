@@ -45,7 +45,9 @@ def transport_for(request: pytest.FixtureRequest, name: str, defaults: dict[str,
     """The transport of ``request``'s test, and whether it is the test's own (closed after it).
 
     The run's shared transport when neither the marker nor the faults name options; the module's
-    one for the marker's options (:func:`_hermes_module_transports`); a new one when faults name
+    one for the marker's options (:func:`_hermes_module_transports`; made again when an earlier test
+    closed it, as :meth:`~Transport.was_closed` tells: the next test's start said "this docker
+    transport was closed"); a new one when faults name
     some, or the marker asks for a container per kernel (``container="fresh"``: a failed test's
     kernel kept by ``--hermes-keep-failed`` keeps its container only from a close right after its
     test, before its TTL can run out: a close at the module's end removed it).
@@ -65,6 +67,6 @@ def transport_for(request: pytest.FixtureRequest, name: str, defaults: dict[str,
         return get_transport(name, **defaults), False
     made: dict[str, Transport] = request.getfixturevalue("_hermes_module_transports")
     key = repr((name, sorted(defaults.items()), sorted(marker_options.items())))
-    if key not in made:
+    if key not in made or made[key].was_closed():  # an earlier test closed it: this one gets a new one, as its own
         made[key] = make_transport(name, **{**defaults, **marker_options})
     return made[key], False
