@@ -69,6 +69,17 @@ READ_BYTES_SHORT = 1 << 16
 READ_BYTES_BULK = 1 << 20
 
 
+def _text_seen(head: bytes) -> str:
+    """What bytes read where a frame was due say when they are text: a message something on the way
+    wrote into the stream (docker's ``OCI runtime exec failed: ...`` for an exec in a container that
+    had ended read as the frame length 1329809696, the bytes ``OCI ``; a helper's run, 2026-12-07);
+    ``""`` when they are not text."""
+    text = head.decode("utf-8", "replace")
+    if not text or sum(c.isprintable() or c in "\r\n\t" for c in text) < 0.95 * len(text):
+        return ""
+    return f": the stream carried text, not a frame: {text.strip()!r}"
+
+
 def next_read_bytes(got: int, asked: int) -> int:
     """The size of the next read, after one of ``asked`` bytes brought ``got``: bulk after a full read."""
     return READ_BYTES_BULK if got >= asked else READ_BYTES_SHORT
@@ -297,7 +308,7 @@ class Channel:
             while (frame := self._decoder.next_frame()) is not None:
                 frames.append(frame)
         except FrameError as exc:
-            raise ProtocolError(f"bad frame from the kernel runner: {exc}") from None
+            raise ProtocolError(f"bad frame from the kernel runner: {exc}{_text_seen(self._decoder.peek(300))}") from None
         return frames
 
     def _route(self, frame: Frame) -> None:

@@ -170,6 +170,10 @@ class FrameDecoder:
         """Bytes fed but not yet returned as a frame."""
         return len(self._buf)
 
+    def peek(self, n: int) -> bytes:
+        """The first ``n`` bytes fed and not yet returned as a frame."""
+        return bytes(self._buf[:n])
+
     def partial(self) -> tuple[int, int | None] | None:
         """``(bytes held, bytes the frame announced)`` while an unfinished frame is buffered (the
         second ``None`` before its length came); ``None`` when nothing is."""
