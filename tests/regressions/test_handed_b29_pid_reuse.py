@@ -13,18 +13,24 @@ The decoy must survive every operation.
 * host side (the local transport): the runner is SIGKILLed and reaped and a decoy takes its pid
   *and* its session id; ``interrupt()``, ``shutdown()`` and the registry's idle reaper then find
   an already-exited kernel and signal nobody.
+* remote side (the ssh transport's kill, a script run where the kernel ran): the recorded runner
+  pid now leads a session of another program; the script, told the kernel's id, kills nothing
+  of it (no namespace needed: what the script sees is the same).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import textwrap
 
 import pytest
+
+from pytest_hermes_kernel.transports.detached import KILL_SESSION_SCRIPT
 
 #: Seconds a scenario may take (one kernel start at most, inside the namespace).
 SCENARIO_TIMEOUT_S = 60.0
@@ -195,3 +201,24 @@ def test_kill_session_never_signals_a_member_whose_pid_was_reused():
 
 def test_a_dead_kernel_whose_runner_pid_was_reused_is_left_alone():
     _run(LOCAL_RUNNER)
+
+
+def test_a_remote_kill_never_signals_the_session_of_a_reused_runner_pid():
+    """The ssh transport ends a runner by its session id, with ``--kernel ID``; a session leader on
+    that pid whose environment lacks that kernel id is another program, left alone with its
+    session. One that has it is the kernel, killed (the guard does not stop a real kill)."""
+    env = {key: value for key, value in os.environ.items() if key != "HERMES_KERNEL_ID"}
+    decoy = subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600; wait"], start_new_session=True, env=env)
+    kernel = subprocess.Popen(["sh", "-c", "sleep 600 & sleep 600; wait"], start_new_session=True,
+                              env={**env, "HERMES_KERNEL_ID": "b29kernel"})
+    try:
+        said = [subprocess.run([sys.executable, "-c", KILL_SESSION_SCRIPT, str(proc.pid), "--kernel", "b29kernel"],
+                               capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S, check=True).stdout.strip()
+                for proc in (decoy, kernel)]
+        assert kernel.wait(10) == -9 and said[1] == "gone", said
+        assert decoy.poll() is None, "the remote kill script killed a session whose leader is not the kernel"
+    finally:
+        for proc in (decoy, kernel):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -3,7 +3,9 @@
 315 restarts over 21 start/shutdown cycles (start, ``1+1``, 15 times restart and ``2+2``,
 shutdown; in three threads), 50 starts of a kernel that dies before its hello and 50 cells abandoned in
 the middle by the host's timeout, all under a tight ``RLIMIT_NOFILE``: of the host's fds opened
-since the baseline, at most 2 may stay open, and no start may meet EMFILE.
+since the baseline, at most 2 may stay open, and no start may meet EMFILE. The case's ssh part
+(sockets and channels): the same cycles on an ssh host, on both start paths, leave neither fds
+nor open channels on the connection.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 import pytest
 
 from pytest_hermes_kernel import KernelStartError, WatchdogPolicy, start_kernel
-from tests.support import interpreter_with, wait_until
+from tests.support import interpreter_with, transport_of_its_own, wait_until
 
 CYCLES, RESTARTS, THREADS = 21, 15, 3
 """Measured on a loaded 2-core machine: a start costs ~0.3 s, a restart with its cell ~0.03 s, a
@@ -23,6 +25,9 @@ failed start ~0.05 s, an abandoned cell ~0.06 s. 300 full cycles took 49 s; thes
 the test near 10 s, and one fd leaked per start, restart or failure still shows many times over."""
 FAILED_STARTS = ABORTED_CELLS = 50
 FAST = WatchdogPolicy(interrupt_grace=1.0, kill_grace=1.0)
+#: start/shutdown cycles on the ssh host (a spawn-path cycle costs ~0.3 s there; one fd or channel
+#: kept per start or restart shows 8 to 32 times over).
+SSH_CYCLES, SSH_RESTARTS = 8, 3
 
 
 def _fd_count() -> int:
@@ -47,6 +52,15 @@ def tight_fd_limit():
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(256, _fd_count() + 128)), hard))
     yield
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _new_fds(baseline: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The fds opened since ``baseline`` still open (after up to 5 s for late closes)."""
+    try:
+        wait_until(lambda: len(_fds() - baseline) <= 2, 5.0)
+    except AssertionError:
+        pass  # reported by the caller with what they are
+    return sorted(_fds() - baseline)
 
 
 def _cycles(n: int, errors: list[BaseException]) -> None:
@@ -84,9 +98,29 @@ def test_fds_return_to_baseline_after_lifecycle_cycles(tight_fd_limit, tmp_path)
     assert errors == []
     # Only fds opened during the test count: under -n 4 the worker's other transports close some of
     # theirs meanwhile (15 fewer than the baseline, measured), which is no leak and hides none.
-    try:
-        wait_until(lambda: len(_fds() - baseline) <= 2, 5.0)
-    except AssertionError:
-        pass  # reported below with what they are
-    new = sorted(_fds() - baseline)
+    new = _new_fds(baseline)
     assert len(new) <= 2, f"{len(new)} fds opened during the test are still open: {new[:20]}"
+
+
+def _ssh_cycle(transport) -> None:  # noqa: ANN001 - SshTransport
+    k = start_kernel(transport)
+    assert k.execute("1+1").value == "2"
+    for _ in range(SSH_RESTARTS):
+        k.restart()
+        assert k.execute("2+2").value == "4"
+    k.shutdown()
+
+
+@pytest.mark.usefixtures("docker_ready")
+@pytest.mark.parametrize("server", [True, False], ids=["server", "spawn"])
+def test_ssh_fds_and_channels_return_to_baseline_after_lifecycle_cycles(server):
+    with transport_of_its_own("ssh", server=server) as transport:
+        _ssh_cycle(transport)  # the connection, and its kernel server, before the baseline
+        baseline, channels = _fds(), transport._connection().open_channels()
+        for _ in range(SSH_CYCLES):
+            _ssh_cycle(transport)
+
+        new = _new_fds(baseline)
+        left = transport._connection().open_channels()
+    assert len(new) <= 2, f"{len(new)} fds opened by {SSH_CYCLES} ssh kernel cycles are still open: {new[:20]}"
+    assert left == channels, f"ssh channels left open on the connection: {left}"
