@@ -71,6 +71,19 @@ def _pkey(record: dict):
     return load_private_key(Path(record["key_file"]).read_text())
 
 
+def _start_refused(record: dict, port: int) -> pytest.ExceptionInfo[KernelStartError]:
+    """The error of a kernel start on ``record``'s host through 127.0.0.1:``port`` (a fault proxy)."""
+    from pytest_hermes_kernel.transports import SshTransport
+
+    transport = SshTransport(target=f"{record['user']}@127.0.0.1:{port}", pkey=_pkey(record))
+    try:
+        with pytest.raises(KernelStartError) as info:
+            start_kernel(transport, start_timeout=20)
+    finally:
+        transport.close()
+    return info
+
+
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A HOME of the test's own: paramiko reads ``~/.ssh/known_hosts`` there."""
@@ -112,17 +125,10 @@ def test_a_changed_host_key_is_refused_naming_host_and_port(two_hosts, home: Pat
 
 
 def test_a_key_in_known_hosts_that_no_longer_matches_names_host_and_port(two_hosts, home: Path) -> None:
-    from pytest_hermes_kernel.transports import SshTransport
-
     first, second = two_hosts
     with TcpFaultProxy((second["host"], second["port"])) as proxy:
         (home / ".ssh" / "known_hosts").write_text(f"[127.0.0.1]:{proxy.port} {first['host_key']}\n")
-        transport = SshTransport(target=f"{second['user']}@127.0.0.1:{proxy.port}", pkey=_pkey(second))
-        try:
-            with pytest.raises(KernelStartError) as info:
-                start_kernel(transport, start_timeout=20)
-        finally:
-            transport.close()
+        info = _start_refused(second, proxy.port)
     assert f"the ssh host key of [127.0.0.1]:{proxy.port} changed" in str(info.value)
     assert "key accepted" not in str(info.value), str(info.value)
 
@@ -131,16 +137,9 @@ def test_an_unknown_host_key_is_refused_by_default(two_hosts, home: Path) -> Non
     """Keys are accepted without asking only for the kit's own sshd containers: a ``target`` host
     whose key no known_hosts holds is refused unless ``host_key_policy`` says otherwise. A default
     of ``auto-add`` (any key trusted on first sight) passed every other case here (checked)."""
-    from pytest_hermes_kernel.transports import SshTransport
-
     first, _ = two_hosts
     with TcpFaultProxy((first["host"], first["port"])) as proxy:
-        transport = SshTransport(target=f"{first['user']}@127.0.0.1:{proxy.port}", pkey=_pkey(first))
-        try:
-            with pytest.raises(KernelStartError) as info:
-                start_kernel(transport, start_timeout=20)
-        finally:
-            transport.close()
+        info = _start_refused(first, proxy.port)
     assert f"'[127.0.0.1]:{proxy.port}' not found in known_hosts" in str(info.value), str(info.value)
     assert "pin it with host_key=" in str(info.value)  # the explicit way to trust it
     assert not (home / ".ssh" / "known_hosts").exists()  # nothing written
