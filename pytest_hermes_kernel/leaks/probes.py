@@ -68,10 +68,18 @@ def _command(proc: psutil.Process) -> str:
     argv = proc.cmdline()
     script = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
     if script.startswith(SCRIPT_TAG):
-        held = ", ".join(f"pid {c.pid} {' '.join(c.cmdline())[:60]}" for c in proc.children())
+        held = ", ".join(filter(None, map(_held, proc.children())))
         return (f"{script.partition(chr(10))[0][len(SCRIPT_TAG):]} ({argv[0]}), which stays until what it adopted "
                 f"has ended: {held or 'nothing now'}")[:240]
     return " ".join(" ".join(argv).split())[:160]
+
+
+def _held(child: psutil.Process) -> str:
+    """``pid N command`` of a process a subreaper holds; ``""`` when it just ended."""
+    try:
+        return f"pid {child.pid} {' '.join(' '.join(child.cmdline()).split())[:60]}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return ""
 
 
 def _kernel_of(proc: psutil.Process, host_pid: str) -> str | None:
