@@ -333,8 +333,10 @@ def sweep_kept(progress: Callable[[str], None] = print, *, dry_run: bool = False
             containers.setdefault(engine if isinstance(engine, str) else None, set()).add(cid)
         progress(f"{'would remove' if dry_run else 'removed'} kept kernel {record.kernel_id} "
                  f"({record.transport}, kept by {record.nodeid})")
+    from .containers.sweep import sweep_containers_of_kept
+
     for engine, ids in containers.items():
-        _sweep_containers_of_kept(ids, [r.kernel_id for r in listed], progress, dry_run, engine)
+        sweep_containers_of_kept(ids, [r.kernel_id for r in listed], progress, dry_run, engine)
     return removed
 
 
@@ -346,39 +348,22 @@ def sweep_kept_command(*, dry_run: bool = False, kernel_ids: Sequence[str] = ())
         success) or the kept dir is not to be trusted.
     :raises ConfigError: if an id names no kept kernel or several (nothing is ended).
     """
+    from .transports.leftovers import kill_orphan_kernels
+
     not_ended: list[str] = []
+    swept: list[KeptKernel] = []
     try:
-        n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended)
+        n = sweep_kept(print, dry_run=dry_run, kernel_ids=kernel_ids, not_ended=not_ended, listed=swept)
     except UnsafeRunDirError as exc:
         return _refused("sweep", exc)
+    if not dry_run:  # what a cell started in a session of its own outlived the shutdown (a plain sweep's
+        kill_orphan_kernels(print, False, only={r.kernel_id for r in swept})  # kernel-processes kind got it)
     print(f"sweep{' (dry run, nothing removed)' if dry_run else ''}: {n} kept kernel{'' if n == 1 else 's'}"
           + (f"; {len(not_ended)} could not be ended" if not_ended else ""))
     if not n and not not_ended:  # none found: say where it looked (a run kept them under its own TMPDIR)
         print(f"(no record in {kept_dir(create=False)}: records are under the temp dir of the run that kept "
               "them; run `hermes-kernel sweep --kept` with the same TMPDIR)")
     return 1 if not_ended else 0
-
-
-def _sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
-                              dry_run: bool, engine: str | None = None) -> None:
-    """Remove the containers that held the swept kept kernels, once none of their kernels is kept
-    (:func:`~pytest_hermes_kernel.containers.sweep.sweep_kept_containers`)."""
-    if not container_ids:
-        return
-    from .containers.engines import engine_client
-    from .containers.sweep import sweep_kept_containers
-
-    try:
-        client = engine_client(engine)  # the engine the kernels were kept on
-        try:
-            gone = sweep_kept_containers(container_ids, client, dry_run=dry_run, swept=swept)
-        finally:
-            client.close()
-    except Exception as exc:  # noqa: BLE001 - no engine: the next sweep removes them
-        progress(f"containers of kept kernels: skipped ({type(exc).__name__}: {exc})")
-        return
-    for cid in gone:
-        progress(f"{'would remove' if dry_run else 'removed'} container {cid[:12]} (no kept kernel is left in it)")
 
 
 def end_kept(record: KeptKernel) -> str | None:

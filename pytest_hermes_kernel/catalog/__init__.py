@@ -35,7 +35,8 @@ A scenario file (``fixtures/*.toml``)::
     processes = 1                  # kernels it started that still have a live process (any transport)
 
 Expectation keys for cells: ``status``, ``value``, ``ename``, ``stdout``, ``stdout_contains``,
-``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``state_lost``, ``reason``,
+``stderr_contains``, ``text_contains`` (stdout+stderr+evalue), ``note_contains`` (``kernel.note``:
+what the kit says of the kernel, an OOM-killed subprocess say), ``state_lost``, ``reason``,
 ``watchdog``, ``exit_code``, ``signal``, ``oom_killed``, ``stdout_truncated``,
 ``max_duration_s`` (wall seconds for the step), ``same_pid = true`` (all threads got one kernel),
 ``generation``, ``reconnected``. Each is checked when the file is read: a value of the wrong

@@ -19,7 +19,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 CELL_KEYS = {"code", "owner", "child", "timeout", "threads", "interrupt_after", "action", "expect"}
-EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_contains", "text_contains",
+EXPECT_KEYS = {"status", "value", "ename", "stdout", "stdout_contains", "stderr_contains", "text_contains", "note_contains",
                "state_lost", "reason", "watchdog", "exit_code", "signal", "oom_killed", "stdout_truncated",
                "max_duration_s", "same_pid", "generation", "reconnected"}
 #: The keys each ``action`` of a step reads; any other key of the step was ignored (an

@@ -53,14 +53,14 @@ def check(step_no: int, expect: dict[str, Any], result: CellResult, wall_s: floa
         "oom_killed": result.kernel.oom_killed, "stdout_truncated": result.stdout_truncated,
         "generation": result.kernel.generation, "reconnected": result.kernel.reconnected,
     }
+    texts = {"stdout_contains": result.stdout, "stderr_contains": result.stderr,
+             "text_contains": f"{result.stdout}\n{result.stderr}\n{result.evalue or ''}",
+             "note_contains": result.kernel.note or ""}
     problems = []
     for key, want in expect.items():
-        if key == "stdout_contains":
-            ok = want in result.stdout
-        elif key == "stderr_contains":
-            ok = want in result.stderr
-        elif key == "text_contains":
-            ok = want in f"{result.stdout}\n{result.stderr}\n{result.evalue or ''}"
+        if key in texts:  # the text looked in is what it "got" (it said '(see result)')
+            ok = want in texts[key]
+            got[key] = _tail(texts[key])
         elif key == "max_duration_s":
             ok = wall_s <= want
             got[key] = round(wall_s, 3)
@@ -72,6 +72,11 @@ def check(step_no: int, expect: dict[str, Any], result: CellResult, wall_s: floa
             problems.append(f"cell {step_no}: expected {key}={want!r}, got {got.get(key, '(see result)')!r} "
                             f"[{result.summary()}]")
     return problems
+
+
+def _tail(text: str, chars: int = 200) -> str:
+    """The end of a text a ``*_contains`` key looked in, for its mismatch line."""
+    return text if len(text) <= chars else "..." + text[-chars:]
 
 
 class ScenarioRunner:

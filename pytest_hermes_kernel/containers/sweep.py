@@ -39,8 +39,8 @@ from .sharing import _locked_now, discard_unheld, held
 if TYPE_CHECKING:
     import docker
 
-__all__ = ["in_use", "sweep_dead_run_files", "sweep_dead_runs", "sweep_kept_containers", "sweep_once_per_process",
-           "unused_run_containers"]
+__all__ = ["in_use", "sweep_containers_of_kept", "sweep_dead_run_files", "sweep_dead_runs", "sweep_kept_containers",
+           "sweep_once_per_process", "unused_run_containers"]
 
 
 def sweep_dead_runs(client: docker.DockerClient | None = None, *, keep_run_id: str | None = None,
@@ -330,6 +330,28 @@ def sweep_kept_containers(container_ids: Collection[str], client: docker.DockerC
     return _remove_labelled(client, lambda _c, cid, labels: cid in wanted and not holds_kept_kernel(
         cid, labels, swept) and not in_use(labels) and not (labels.get(LABEL_REUSE) == "1" and _kept_for_reuse(
             cid, labels)), dry_run=dry_run)
+
+
+def sweep_containers_of_kept(container_ids: set[str], swept: list[str], progress: Callable[[str], None],
+                              dry_run: bool, engine: str | None = None) -> None:
+    """Remove the containers that held the swept kept kernels, once none of their kernels is kept
+    (:func:`sweep_kept_containers` on the engine they were kept on), a line each to ``progress``;
+    without an engine, one line saying so (the next sweep removes them)."""
+    if not container_ids:
+        return
+    from .engines import engine_client
+
+    try:
+        client = engine_client(engine)  # the engine the kernels were kept on
+        try:
+            gone = sweep_kept_containers(container_ids, client, dry_run=dry_run, swept=swept)
+        finally:
+            client.close()
+    except Exception as exc:  # noqa: BLE001 - no engine: the next sweep removes them
+        progress(f"containers of kept kernels: skipped ({type(exc).__name__}: {exc})")
+        return
+    for cid in gone:
+        progress(f"{'would remove' if dry_run else 'removed'} container {cid[:12]} (no kept kernel is left in it)")
 
 
 def _kept_for_reuse(container_id: str, labels: dict[str, str]) -> bool:

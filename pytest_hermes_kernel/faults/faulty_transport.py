@@ -115,7 +115,7 @@ class _Kernel:
 class FaultyTransport(Transport):
     """``inner`` with channels that can be broken on demand (see module docstring).
 
-    ``name``, ``reattachable``, ``orphan_timeout`` and ``runs_on_this_host`` are the inner
+    ``name``, ``reattachable``, ``orphan_timeout``, ``attached_after_host_s`` and ``runs_on_this_host`` are the inner
     transport's, so kernels report the inner transport's name. :meth:`close` closes the inner
     transport: wrap a transport you own, or do not close the wrapper.
 
@@ -146,6 +146,10 @@ class FaultyTransport(Transport):
     @property
     def orphan_timeout(self) -> float | None:  # type: ignore[override]
         return self.inner.orphan_timeout
+
+    @property
+    def attached_after_host_s(self) -> float:  # type: ignore[override]
+        return self.inner.attached_after_host_s
 
     @property
     def runs_on_this_host(self) -> bool:

@@ -29,8 +29,8 @@ and when:
   handle, when a failed
   test's kernel is kept for post-mortem (``keepable`` transports), and ``hermes-kernel
   attach``/``exec``/``sweep --kept`` in a later process, to reach it again from its locator.
-* :attr:`Transport.orphan_timeout`: the fault layer, for the bound within which a kernel must
-  be gone after its host died.
+* :attr:`Transport.orphan_timeout`, :attr:`Transport.attached_after_host_s`: the fault layer, for
+  the bound within which a kernel must be gone after its host died.
 * :meth:`Transport.files`: the handle's ``upload`` / ``download``: the kernel's files under its
   working dir (:class:`~.files.KernelFiles`); the default refuses.
 * :meth:`Transport.close`: whoever made the transport, when done with it.
@@ -227,6 +227,9 @@ class Transport(ABC):
     """Seconds a detached runner lives with no host attached, when the transport sets it for every
     kernel; ``None``: each kernel's ``KernelOptions.orphan_timeout`` applies (instances of docker,
     ssh and filecell set their own)."""
+    attached_after_host_s: float = 0.0
+    """Seconds a client of the transport's own may stay attached to a runner after its host died,
+    before the orphan timer can start (filecell: a poll in flight, then its holder)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Every public method a transport defines counts as :func:`activity` when called."""

@@ -35,7 +35,7 @@ from .keys import checked_kernel_id
 from .lifecycle import KernelState, Lifecycle, Loss
 from .options import KernelOptions, check_keep_ttl, checked_options, cwd_resolved
 from .outcome import CellOutcome, ControlIntent, build_result, died_unrun, judge, not_run
-from .output import clean, kernel_secrets
+from .output import clean, error_text, kernel_secrets
 from .queue import CellQueue
 from .results import CellResult, ExitInfo, KernelInfo
 from .rpc import ToolTable
@@ -272,7 +272,7 @@ class KernelHandle:
             self._cell = cell
             outcome = cell.run()
         except BaseException as exc:  # the wait itself failed: the channel's state is unknown
-            self.mark_lost(Loss(reason="died", note=f"the cell's wait failed: {type(exc).__name__}: {exc}"))
+            self.mark_lost(Loss(reason="died", note=f"the cell's wait failed: {error_text(exc)}"))
             self._life.advance(S.RUNNER_LOST)
             raise
         finally:

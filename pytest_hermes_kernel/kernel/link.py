@@ -191,12 +191,13 @@ class RunnerLink:
             except (TransportLostError, TimeoutError, ChannelClosed, OSError) as exc:
                 if channel is not None:
                     channel.close("re-attach failed")
-                if isinstance(exc, TransportLostError) and exc.facts.get("permanent"):
-                    if not exc.facts.get("timed_out"):  # a silent host is not refused: it may answer again
+                lost = exc.facts if isinstance(exc, TransportLostError) else None
+                if lost is not None and (lost.get("timed_out") or not lost.get("permanent")):  # the loss names
+                    self.unanswered = f"; the last re-attach: {exc}"  # it (a silent ssh host's said none) if no later try got further
+                if lost is not None and lost.get("permanent"):
+                    if not lost.get("timed_out"):  # a silent host is not refused: it may answer again
                         self.refused = f"; no re-attach: {exc}"  # (a changed host key, a runner seen gone)
                     return None  # e.g. the container stopped: retrying cannot help
-                if isinstance(exc, TransportLostError):  # the loss names it if no later try got further
-                    self.unanswered = f"; the last re-attach: {exc}"
                 time.sleep(REATTACH_RETRY_S)
                 continue
             self.stray = _stray(self, hello)

@@ -276,3 +276,9 @@ def conn_passwords(value: str) -> list[str]:
     ``PWD={pw}`` or ``PWD='pw'`` too): ``split('Password=')`` printed one whole from a kernel."""
     found = [m.group(1).strip() for m in _CONN_PASSWORD.finditer(value)]
     return [f[1:-1] if len(f) > 1 and f[0] + f[-1] in ("''", '""', "{}") else f for f in found if f]
+
+
+def error_text(exc: BaseException) -> str:
+    """``Name: message``, or ``Name`` alone for an error without a message (a Ctrl-C's
+    ``KeyboardInterrupt``: a note and a story line ended in ``KeyboardInterrupt: ``)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

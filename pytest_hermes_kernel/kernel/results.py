@@ -107,8 +107,8 @@ class CellResult:
             bits.append(f"watchdog={self.watchdog}")
         if self.kernel.reconnected:  # the stream dropped and was re-attached: a story without it hid a drop
             bits.append("reconnected")
-        if self.ename:
-            bits.append(f"{self.ename}: {self.evalue}")
+        if self.ename:  # an error without a message by its name alone (it was "KeyboardInterrupt: ; ...")
+            bits.append(f"{self.ename}: {self.evalue}" if self.evalue else self.ename)
         k = self.kernel
         if k.state_lost:
             bits.append(f"state_lost reason={k.reason}")

@@ -79,8 +79,12 @@ class KernelRuntime:
         return link
 
     # ------------------------------------------------------------------------------ bringing up
-    def launch(self) -> None:
+    def launch(self, *, next_generation: bool = False) -> None:
         """Launch a runner from ``NEW`` or ``RUNNER_LOST`` and wait for its hello.
+
+        :param next_generation: the runner replaces a lost one: the generation moves on once it
+            said hello, before ``on_started`` (which saw the old number: a failing test's story
+            listed the new runner's pids under the lost runner's generation too).
 
         A failed start returns to the state it came from (so a relaunch stays a new generation).
         Its runner, when not seen gone (its host is silent or paused), stays this kernel's: a later
@@ -112,6 +116,8 @@ class KernelRuntime:
         self.start_note = launched.note
         if prior is S.NEW:  # this kernel's first runner: counted once, a relaunch is a generation
             census.note("started", self.kernel_id)
+        if next_generation:
+            self._next_generation()
         self.on_started(launched)
 
     def adopt(self, launched: Launched, token: str) -> dict[str, Any]:
@@ -157,8 +163,7 @@ class KernelRuntime:
             or the new one does not start.
         """
         self.end_lost_runner()
-        self.launch()
-        self._next_generation()
+        self.launch(next_generation=True)
 
     def start_worker(self) -> None:
         """A fresh worker from ``WORKER_DEAD`` (a new generation).

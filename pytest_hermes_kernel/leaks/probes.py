@@ -43,14 +43,43 @@ class Probe:
     hides only what it alone sees; without it, a blind part hides the whole probe."""
 
 
+#: The first line of a kit's ``python -c`` script that names it (``# hermes-kernel: WHAT``).
+SCRIPT_TAG = "# hermes-kernel: "
+
+
 def _describe(proc: psutil.Process, kernel_id: str | None = None) -> str:
     """``pid N: command``, or ``pid N (kernel K): command`` for a kernel's process: the
-    supervisor and worker of forked kernels all show their kernel server's command line."""
+    supervisor and worker of forked kernels all show their kernel server's command line.
+    The command is one line, at most 160 characters."""
     try:
-        cmd = " ".join(proc.cmdline())[:160] or proc.name()
+        cmd = _command(proc) or proc.name()
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         cmd = "?"
     return f"pid {proc.pid}{f' (kernel {kernel_id})' if kernel_id else ''}: {cmd}"
+
+
+def _command(proc: psutil.Process) -> str:
+    """``proc``'s command line on one line (a ``-c`` script's newlines broke the report's one line
+    per leak); a kit's own ``-c`` script by what its first line says it is, with what it holds: the
+    filecell subreaper, which stays until what it adopted has ended, showed the start of its script.
+
+    :raises psutil.NoSuchProcess: if it is gone.
+    """
+    argv = proc.cmdline()
+    script = argv[argv.index("-c") + 1] if "-c" in argv[:-1] else ""
+    if script.startswith(SCRIPT_TAG):
+        held = ", ".join(filter(None, map(_held, proc.children())))
+        return (f"{script.partition(chr(10))[0][len(SCRIPT_TAG):]} ({argv[0]}), which stays until what it adopted "
+                f"has ended: {held or 'nothing now'}")[:240]
+    return " ".join(" ".join(argv).split())[:160]
+
+
+def _held(child: psutil.Process) -> str:
+    """``pid N command`` of a process a subreaper holds; ``""`` when it just ended."""
+    try:
+        return f"pid {child.pid} {' '.join(' '.join(child.cmdline()).split())[:60]}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return ""
 
 
 def _kernel_of(proc: psutil.Process, host_pid: str) -> str | None:

@@ -64,9 +64,10 @@ class KernelStory:
                 self.count += 1
                 self.cells.append(f"cell {self.count} (generation {payload.kernel.generation}): {payload.summary()}")
             elif event == "raised":  # a cell that got no result: the host gone during it, say
+                from ..kernel.output import error_text
+
                 self.count += 1
-                self.cells.append(f"cell {self.count} (generation {kernel.generation}): raised "
-                                  f"{type(payload).__name__}: {payload}")
+                self.cells.append(f"cell {self.count} (generation {kernel.generation}): raised {error_text(payload)}")
             elif event == "shutdown":
                 self.losses.append(f"shutdown: ended by step {payload.step}" + (f" ({payload.note})" if payload.note else "")
                                    + ("" if payload.confirmed else ", not confirmed gone")

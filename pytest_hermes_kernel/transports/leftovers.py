@@ -175,7 +175,8 @@ def _sweep_filecell_dirs(progress: Callable[[str], None], dry_run: bool) -> int:
     return removed
 
 
-def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spared: Collection[str] = ()) -> int:
+def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spared: Collection[str] = (),
+                        only: Collection[str] | None = None) -> int:
     """Kill this user's local kernel processes whose host (``HERMES_KERNEL_HOST_PID``) is gone.
 
     Only processes in this pid namespace are local: a docker kernel's processes are visible
@@ -184,6 +185,8 @@ def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spare
     until its TTL runs out, its record found under its host's temp dir as well as this one's.
 
     :param spared: kernel ids whose processes are not to be listed (a kept kernel's the kept sweep ends).
+    :param only: if given, only these kernels' processes (``sweep --kept``: those of the kept
+        kernels it ended, which a cell's daemon in a session of its own outlived).
     """
     import psutil
 
@@ -200,6 +203,8 @@ def kill_orphan_kernels(progress: Callable[[str], None], dry_run: bool, *, spare
         if not host or not host.isdigit() or psutil.pid_exists(int(host)) or proc.pid == os.getpid():
             continue
         kernel_id = env.get("HERMES_KERNEL_ID")
+        if only is not None and kernel_id not in only:
+            continue
         # its record: under its host's TMPDIR; a kit before 2026-12-04 set no TMPDIR_ENV, but its
         # kernel inherited its host's TMPDIR (without it, a sweep with another TMPDIR killed it)
         if kernel_id in spared or kept.holds_kernel(kernel_id, env.get(TMPDIR_ENV) or env.get("TMPDIR")):

@@ -183,7 +183,7 @@ class LocalShellBackend:
 #: The subreaper: reads the command on stdin, runs the shell as its child (the command on its
 #: stdin, :data:`STDIN_SHIM`), writes the command's
 #: exit status to fd argv[1] when it ends, then reaps every orphan it adopted until none is left.
-_SUBREAPER = r"""
+_SUBREAPER = r"""# hermes-kernel: the filecell LocalShellBackend's subreaper
 import sys
 if sys.path[:1] == ['']:  # the caller's working dir, where a project's own types.py shadowed the stdlib's
     del sys.path[0]

@@ -49,6 +49,8 @@ OUT_OF_PROCESSES_HINT = ("the backend's host has run out of processes or memory 
 OUT_OF_SPACE = re.compile(r"No space left on device|Disk quota exceeded|\[Errno (28|122)\]")
 #: A line of the runner's own saying why it will not start (a cgroup it cannot join, its Python too old).
 RUNNER_REFUSED = re.compile(r"^(hermes-kernel runner: |the hermes kernel runner needs )", re.M)
+#: The interpreter ran and died before the runner's hello (a ``sitecustomize`` that exits): its own words.
+PYTHON_FAILED = re.compile(r"^(Traceback \(most recent call last\):|Fatal Python error: )", re.M)
 RAISED_HINT = ("execute raises when it could not run the command (is what the backend calls reachable?); a command "
                "that ran and failed returns its exit status and output")
 #: The launch's line naming the interpreter that ran it (its ``sys.executable``): the client's
@@ -349,7 +351,12 @@ def start_hint(out: str, python: str, root: str) -> str:
     if OUT_OF_SPACE.search(out):  # (it said "the backend needs ... a writable root": the root is there, full)
         return (f"the file system of {root!r} on the backend is full (the runner alone is about 200 KB): free space "
                 "there, or point root= at another")
-    if out.strip():  # (a fork refused, "sh: 1: Cannot fork", is the host's process limit, not a missing sh)
-        return OUT_OF_PROCESSES_HINT if OUT_OF_PROCESSES.search(out) else needs(python, root)
+    if OUT_OF_PROCESSES.search(out):  # (a fork refused, "sh: 1: Cannot fork", is the host's process limit, not a missing sh)
+        return OUT_OF_PROCESSES_HINT
+    if PYTHON_FAILED.search(out):  # python3 is there and ran: the hint named it as missing (handed-2 B32)
+        return (f"the interpreter {python!r} started and failed before the kernel runner said hello, saying why "
+                "above (a sitecustomize or .pth file of its site, or a broken installation?)")
+    if out.strip():
+        return needs(python, root)
     return ("the launch printed nothing at all: it prints the runner's pid and hello, so the backend lost the "
             "command's output (what it may have started was ended)")

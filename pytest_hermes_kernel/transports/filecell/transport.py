@@ -117,6 +117,7 @@ class FileCellTransport(Transport):
         self.poll_window_s = poll_window_s
         self.launch_timeout = launch_timeout
         self.hold_s = hold_s
+        self.attached_after_host_s = poll_window_s + hold_s  # a poll in flight as the host dies, then its holder
         self.made_dirs = MadeDirs()  # kernel dirs made through the backend, for the leak probe (:mod:`.probes`)
         self.left = LeftBehind()  # what spawned runners said their cells left running there
         self.kernel_ids = probes.KernelIds()  # of kernels launched here: the leak probe lists only their processes
