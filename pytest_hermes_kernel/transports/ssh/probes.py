@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...containers.kept import exempt_kernel_ids
 from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
-from ...errors import TransportLostError
+from ...errors import ContainerGoneError, TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
                         disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs,
@@ -91,33 +91,64 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
     found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
-    if not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
+    look = conn is None and transport.closed and transport.connected_once
+    if look:  # closed: its last look (what its kernels' cells left on a host that outlived it), on a connection of its own
+        conn = last_look_connection(transport)
+    elif not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
         # kernels made through a connection that died may still run there: connect again to look
         # (a silent host: one short try now and then, else TransportLostError at once, not a
         # connect timeout in every test's check)
         conn = transport._connection(probe=True)
-    if conn is not None:
-        for chan_id, command in conn.open_channels().items():
-            found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
-        where = str(conn.target)
-        dirs, left = transport.made_dirs.of(where), transport.left.of(where)
-        out = _scan(transport, conn, where, [str(host_pid), *dirs, *left])
-        kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
-        rows = parse_host_processes(out)
-        transport.left.seen(where, left, rows)
-        for pid, start, kernel_id, cmd in rows:
-            if kernel_id in kept:
-                continue
-            found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
-                f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
-        existing = parse_existing_dirs(out)
-        transport.made_dirs.seen(where, dirs, existing)
-        found["remote kernel dir"].update({f"ssh:{d}": f"kernel dir {d} on {where}" for d in existing})
+    try:
+        if conn is not None:
+            _scan_host(transport, conn, host_pid, found, channels=not look)
+    finally:
+        if look and conn is not None:
+            conn.close()
     if transport.sshd is not None:
         from ...containers.sweep import unused_run_containers
 
         found["container"] = unused_run_containers(transport.sshd.docker, transport.run_id)
     return found
+
+
+def last_look_connection(transport: SshTransport) -> SshConnection | None:
+    """A new connection for the leak probe's look through a closed transport, straight to its host
+    (not through its ``connect_via``, closed with it); the caller closes it. A closed transport
+    listed nothing: a cell's ``start_new_session`` daemon in an sshd container another process of
+    the run kept went unseen by the test that left it, and was blamed on the test that next
+    connected the run's shared ssh transport.
+
+    :returns: ``None`` if the run's sshd container is gone: what ran there went with it.
+    :raises TransportLostError: if the host cannot be reached (the check says it could not look).
+    """
+    try:
+        return transport._connect(transport._silence.connect_timeout(True), last_look=True)
+    except ContainerGoneError:
+        return None
+
+
+def _scan_host(transport: SshTransport, conn: SshConnection, host_pid: int, found: dict[str, dict[str, str]],
+               channels: bool = True) -> None:
+    """Add what ``conn``'s host holds to ``found``: its open channels (``channels``), the kernel
+    processes of host ``host_pid`` there and the kernel dirs made there that are still there."""
+    if channels:
+        for chan_id, command in conn.open_channels().items():
+            found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
+    where = str(conn.target)
+    dirs, left = transport.made_dirs.of(where), transport.left.of(where)
+    out = _scan(transport, conn, where, [str(host_pid), *dirs, *left])
+    kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
+    rows = parse_host_processes(out)
+    transport.left.seen(where, left, rows)
+    for pid, start, kernel_id, cmd in rows:
+        if kernel_id in kept:
+            continue
+        found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
+            f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
+    existing = parse_existing_dirs(out)
+    transport.made_dirs.seen(where, dirs, existing)
+    found["remote kernel dir"].update({f"ssh:{d}": f"kernel dir {d} on {where}" for d in existing})
 
 
 def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[str]) -> bytes:
@@ -146,8 +177,11 @@ def _completed(code: int | None, out: bytes, what: str) -> bytes:
 def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
     """End one reported thing: close the channel, kill the process (if still the same one),
     remove the container. Never raises."""
+    look = None
     try:
         conn = transport.current_connection
+        if conn is None and transport.closed and kind in ("remote kernel process", "remote kernel dir"):
+            conn = look = last_look_connection(transport)  # what its last look found (see snapshot)
         if kind == "ssh channel" and conn is not None and identity.startswith(f"{id(conn)}:"):
             conn.close_channel(int(identity.rsplit(":", 1)[1]))
         elif kind == "remote kernel process" and conn is not None:
@@ -161,6 +195,9 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
             remove_container(identity, client=transport.sshd.docker)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+    finally:
+        if look is not None:
+            look.close()
 
 
 def kernel_processes(transport: SshTransport, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
