@@ -12,6 +12,11 @@ own, straight to the host (not through the fault proxy, closed with it), and the
 ends what it found the same way. The docker transport looked there already (its closed
 transport still scans the run's container): its case guards that.
 
+The sshd container may also stay for the test's kernel, kept for post-mortem
+(``--hermes-keep-failed``): the run no longer shares it, and the private key went with the run's
+share, so the last look connects with the record and key the transport had when it left it (a
+first version of this fix could not, and warned that the check could not look).
+
 Each inner run's conftest starts a process that keeps the run's host up (as an xdist worker with
 the shared transport would), so the host outlives the test's own transport. Without one, the
 sshd container goes with the test's transport, its daemon with it: nothing to report, and no
@@ -22,6 +27,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.plugin.test_keep_failed_docker import failing
+from tests.plugin.test_keep_failed_docker import kept_docker as kept_ssh  # noqa: F401 - a fixture
 from tests.support import output_of
 
 CONFTEST = """
@@ -117,3 +124,21 @@ def test_a_daemon_whose_sshd_went_with_the_transport_is_no_leak_and_no_blind_spo
     result.assert_outcomes(passed=2)
     assert "daemons left: 0" in out, out[-4000:]
     assert "HermesLeakCheckIncompleteWarning" not in out and "leaks found" not in out, out[-4000:]
+
+
+
+def test_a_closed_transports_last_look_into_a_kept_kernels_sshd_container_is_no_blind_spot(pytester, run,  # type: ignore[no-untyped-def]
+                                                                                          kept_ssh) -> None:
+    """Its daemon is the kept kernel's (it carries the kernel's id, as the kernel's processes do): no leak."""
+    pytester.makepyfile(test_keep=failing("spawn").replace(
+        'assert False, "deliberate failure"',
+        "hermes_kernel.execute(\"import subprocess, sys; subprocess.Popen([sys.executable, '-c', "
+        "'import time; time.sleep(303)'], start_new_session=True)\")\n    assert False, 'deliberate failure'"))
+
+    result = run("--hermes-transport=ssh", f"--hermes-run-id={kept_ssh.run_id}", "--hermes-keep-failed",
+                 "--hermes-leak-check=error", *NO_MODULE_TRANSPORTS)
+
+    out = output_of(result)
+    result.assert_outcomes(failed=1)
+    assert "kept for post-mortem: test_keep.py::test_fails[ssh]" in out, out[-4000:]
+    assert "HermesLeakCheckIncompleteWarning" not in out and "leak checks incomplete" not in out, out[-4000:]
