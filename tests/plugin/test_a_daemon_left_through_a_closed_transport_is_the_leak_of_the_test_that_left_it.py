@@ -60,8 +60,15 @@ def another_process_of_the_run_keeps_the_host(request):
         keeper.wait(60)
 """
 
+SHARED_FIRST = """
+
+def test_a_first_on_the_shared_transport(hermes_kernel):
+    assert hermes_kernel.execute("1").status == "ok"
+"""
+
 SUITE = """
 import pytest
+FIRST
 
 DAEMON = ("import subprocess, sys\\n"
           "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(301)'], start_new_session=True).pid")
@@ -93,23 +100,24 @@ OWN = "@pytest.mark.hermes_kernel(server=False)"
 NO_MODULE_TRANSPORTS = ("-p", "no:pytest_hermes_kernel.plugin.module_transports")
 
 
-def _run(pytester, run, transport: str, mark: str, *more: str, kept: bool = True):  # type: ignore[no-untyped-def]
+def _run(pytester, run, transport: str, mark: str, *more: str, kept: bool = True, first: str = ""):  # type: ignore[no-untyped-def]
     pytester.makeconftest(CONFTEST.replace("KEPT", str(kept)))
-    pytester.makepyfile(test_daemon=SUITE.replace("MARK", mark))
+    pytester.makepyfile(test_daemon=SUITE.replace("MARK", mark).replace("FIRST", first))
     return run("-s", "-rA", "--hermes-leak-check=error", f"--hermes-transport={transport}", *more)
 
 
-@pytest.mark.parametrize(("transport", "mark", "more"), [
-    ("ssh", DROP, ()),
-    ("ssh", OWN, NO_MODULE_TRANSPORTS),
-    ("docker", OWN, NO_MODULE_TRANSPORTS),
-], ids=["ssh-transport-drop", "ssh-own-options", "docker-own-options"])
+@pytest.mark.parametrize(("transport", "mark", "more", "first"), [
+    ("ssh", DROP, (), ""),
+    ("ssh", OWN, NO_MODULE_TRANSPORTS, ""),
+    ("ssh", DROP, (), SHARED_FIRST),  # its last look borrows the shared transport's connection
+    ("docker", OWN, NO_MODULE_TRANSPORTS, ""),
+], ids=["ssh-transport-drop", "ssh-own-options", "ssh-after-the-shared-one-connected", "docker-own-options"])
 def test_the_daemon_is_the_leak_of_the_test_that_left_it(pytester, run, transport: str, mark: str,  # type: ignore[no-untyped-def]
-                                                         more: tuple[str, ...]) -> None:
-    result = _run(pytester, run, transport, mark, *more)
+                                                         more: tuple[str, ...], first: str) -> None:
+    result = _run(pytester, run, transport, mark, *more, first=first)
 
     out = output_of(result)
-    result.assert_outcomes(passed=2, errors=1)
+    result.assert_outcomes(passed=3 if first else 2, errors=1)
     assert f"ERROR test_daemon.py::test_own_transport_leaves_a_daemon[{transport}] - " in out, out[-4000:]
     assert "leaked remote kernel process: " in out and "time.sleep(301)" in out, out[-4000:]
     assert f"LeakError: test_daemon.py::test_next_on_the_shared_transport[{transport}]" not in out, out[-4000:]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...containers.kept import exempt_kernel_ids
 from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
-from ...errors import ContainerGoneError, TransportLostError
+from ...errors import TransportLostError
 from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
                         disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs,
@@ -28,6 +28,7 @@ from ..reattach import LISTENING_SCRIPT, check_listening
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 from .address import runs_no_command
+from .last_look import its_places, last_look_connection, open_one_on_its_host
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -91,9 +92,10 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
     found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
-    look = conn is None and transport.closed and transport.connected_once
-    if look:  # closed: its last look (what its kernels' cells left on a host that outlived it), on a connection of its own
-        conn = last_look_connection(transport)
+    look, borrowed = conn is None and transport.closed and transport.connected_once, None
+    if look:  # closed: its last look (what its kernels' cells left on a host that outlived it)
+        conn = borrowed = open_one_on_its_host(transport)  # else on a connection of its own, closed after it
+        conn = conn or last_look_connection(transport)
     elif not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
         # kernels made through a connection that died may still run there: connect again to look
         # (a silent host: one short try now and then, else TransportLostError at once, not a
@@ -101,9 +103,9 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
         conn = transport._connection(probe=True)
     try:
         if conn is not None:
-            _scan_host(transport, conn, host_pid, found, channels=not look)
+            _scan_host(transport, conn, host_pid, found, channels=not look, places=its_places(transport) if look else None)
     finally:
-        if look and conn is not None:
+        if look and conn is not None and conn is not borrowed:
             conn.close()
     if transport.sshd is not None:
         from ...containers.sweep import unused_run_containers
@@ -112,35 +114,26 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     return found
 
 
-def last_look_connection(transport: SshTransport) -> SshConnection | None:
-    """A new connection for the leak probe's look through a closed transport, straight to its host
-    (not through its ``connect_via``, closed with it); the caller closes it. A closed transport
-    listed nothing: a cell's ``start_new_session`` daemon in an sshd container another process of
-    the run kept went unseen by the test that left it, and was blamed on the test that next
-    connected the run's shared ssh transport.
-
-    :returns: ``None`` if the run's sshd container is gone: what ran there went with it.
-    :raises TransportLostError: if the host cannot be reached (the check says it could not look).
-    """
-    try:
-        return transport._connect(transport._silence.connect_timeout(True), last_look=True)
-    except ContainerGoneError:
-        return None
-
-
 def _scan_host(transport: SshTransport, conn: SshConnection, host_pid: int, found: dict[str, dict[str, str]],
-               channels: bool = True) -> None:
+               channels: bool = True, places: list[str] | None = None) -> None:
     """Add what ``conn``'s host holds to ``found``: its open channels (``channels``), the kernel
-    processes of host ``host_pid`` there and the kernel dirs made there that are still there."""
+    processes of host ``host_pid`` there and the kernel dirs made there that are still there.
+
+    :param places: the places whose records (kernel dirs, processes left) to ask about; ``None``:
+        ``conn``'s target.
+    """
     if channels:
         for chan_id, command in conn.open_channels().items():
             found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
     where = str(conn.target)
-    dirs, left = transport.made_dirs.of(where), transport.left.of(where)
-    out = _scan(transport, conn, where, [str(host_pid), *dirs, *left])
+    places = [where] if places is None else places
+    dirs = sorted({d for place in places for d in transport.made_dirs.of(place)})
+    lefts = {place: transport.left.of(place) for place in places}
+    out = _scan(transport, conn, where, [str(host_pid), *dirs, *(a for args in lefts.values() for a in args)])
     kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
     rows = parse_host_processes(out)
-    transport.left.seen(where, left, rows)
+    for place, left in lefts.items():
+        transport.left.seen(place, left, rows)
     for pid, start, kernel_id, cmd in rows:
         if kernel_id in kept:
             continue
@@ -181,7 +174,7 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
     try:
         conn = transport.current_connection
         if conn is None and transport.closed and kind in ("remote kernel process", "remote kernel dir"):
-            conn = look = last_look_connection(transport)  # what its last look found (see snapshot)
+            conn = open_one_on_its_host(transport) or (look := last_look_connection(transport))  # as its last look (snapshot)
         if kind == "ssh channel" and conn is not None and identity.startswith(f"{id(conn)}:"):
             conn.close_channel(int(identity.rsplit(":", 1)[1]))
         elif kind == "remote kernel process" and conn is not None:

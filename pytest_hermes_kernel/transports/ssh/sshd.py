@@ -92,6 +92,11 @@ class SshdContainer:
     def container_id(self) -> str | None:
         return None if self.record is None else self.record["container_id"]
 
+    @property
+    def last_container_id(self) -> str | None:
+        """The container this instance uses, else the one it left (``None`` before it joined one)."""
+        return self.container_id or self._left_container
+
     def log(self, lines: int) -> str:
         """The sshd container's last ``lines`` log lines (``""`` before it runs)."""
         return container_log(self.docker, self.container_id, lines) if self.container_id else ""
