@@ -7,13 +7,15 @@ on the test that next connected the run's shared ssh transport. Its last look bo
 connection of an open ssh transport of this process to the same host (no new handshake), else
 connects anew, straight to the host.
 
-Owns: the choice of that connection and the places the closed transport's records name. May
-import: the transports package (its listing of live transports) and ``errors``.
+Owns: the choice of that connection, the ssh transports of this process that connected (weakly
+held: whose connection may be borrowed) and the places the closed transport's records name. May
+import: ``errors``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import weakref
+from typing import TYPE_CHECKING, Any
 
 from ...errors import ContainerGoneError
 
@@ -21,7 +23,14 @@ if TYPE_CHECKING:
     from .connection import SshConnection
     from .transport import SshTransport
 
-__all__ = ["its_places", "last_look_connection", "open_one_on_its_host"]
+__all__ = ["connected", "its_places", "last_look_connection", "open_one_on_its_host"]
+
+_connected: weakref.WeakSet[Any] = weakref.WeakSet()  # ssh transports of this process that connected
+
+
+def connected(transport: SshTransport) -> None:
+    """Note that ``transport`` made a connection (a closed one's last look may borrow it)."""
+    _connected.add(transport)
 
 
 def last_look_connection(transport: SshTransport) -> SshConnection | None:
@@ -44,11 +53,9 @@ def open_one_on_its_host(transport: SshTransport) -> SshConnection | None:
     """The live connection of an open ssh transport of this process to the same host (the run's
     shared one, usually), for a closed one's last look: no new connection (an ssh handshake for
     each test's own transport). ``None`` if there is none."""
-    from .. import live_transports
-
     where = _host_of(transport)
-    for other in live_transports():
-        conn = getattr(other, "current_connection", None) if type(other) is type(transport) else None
+    for other in list(_connected):
+        conn = other.current_connection
         if conn is not None and conn.usable and not other.closed and where is not None and _host_of(other) == where:
             return conn
     return None

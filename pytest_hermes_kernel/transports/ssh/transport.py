@@ -59,7 +59,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, live_connection, server_pool
-from . import ending, keep, probes, spawning
+from . import ending, keep, last_look, probes, spawning
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
 from .spawning import refuse_if_closed, relay_command, start_runner
@@ -198,6 +198,7 @@ class SshTransport(Transport):
             try:
                 self._conn = self._connect(timeout)
                 self.connected_once = True
+                last_look.connected(self)
             except TransportLostError as exc:
                 if isinstance(exc, ContainerGoneError):
                     raise
