@@ -242,7 +242,15 @@ def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
 
 
 def kill(transport: DockerTransport, launched: Launched) -> bool:
-    """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False."""
+    """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False.
+
+    The runner's pid may be another's by now: pids wrap within the container's pid namespace
+    (``pid_max`` is 32768 on many hosts, and a shared container forks for every cell and probe), and
+    a runner killed from outside (the OOM killer, ``kill -9``) is still ended here. A session led by
+    a live process without the kernel's ``HERMES_KERNEL_ID`` is left alone (``--kernel``: every
+    docker runner carries it, spawned by the exec's environment or stamped by its kernel server). The
+    script runs as the kernel's user: docker's root lacks ``CAP_SYS_PTRACE`` and cannot read that
+    user's ``/proc/PID/environ`` (it took the kernel's own runner for another's)."""
     cid = launched.extra["container"]
     if launched.pid is None:
         return True
@@ -254,13 +262,20 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
             log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
                         "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
             return False
-        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid), probe=True)
+        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid), *_kernel_arg(launched),
+                                         user="", probe=True)
     except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
         log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
         return False
     gone = code == 0 and out.strip() == b"gone"
     launched.extra["gone"] = gone  # pids are not reused this fast: no second probe needed
     return gone
+
+
+def _kernel_arg(launched: Launched) -> list[str]:
+    """The kill script's ``--kernel ID`` (the kernel dir is named by the id), if there is one."""
+    kernel_id = (launched.kernel_dir or "").rsplit("/", 1)[-1]
+    return ["--kernel", kernel_id] if kernel_id else []
 
 
 def frozen(transport: DockerTransport, launched: Launched) -> bool:
