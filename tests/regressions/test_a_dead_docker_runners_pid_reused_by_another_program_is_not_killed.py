@@ -6,10 +6,14 @@ every cell and probe), had that program's whole session SIGKILLed by its ``shutd
 path: shutdown said ``unreachable``, "killed from outside through the transport"; server path:
 ``already-exited``) and by the transport's ``kill``, the last rung of a shutdown and what its
 cleanup runs: the kill script was told only the pid, where the ssh transport's is told the
-kernel's id too.
+kernel's id too. And its next cell took that program for its runner: it waited its
+``reconnect_timeout`` (10.4 s with the default 10 s) re-attaching, then came back ``died`` with
+"runner still alive; killed" (spawn path; the server path's re-attach looked by exec too).
 
-Now the kill script is given ``--kernel ID`` (every docker runner carries ``HERMES_KERNEL_ID`` on
-both paths) and runs as the kernel's user (docker's root cannot read that user's environ). The
+Now the kill script is given ``--kernel ID`` and the exec probe of a runner is ssh's alive-or-end
+probe with the id (:mod:`pytest_hermes_kernel.transports.runner_identity`: every docker runner
+carries ``HERMES_KERNEL_ID`` on both paths), both run as the kernel's user (docker's root cannot
+read that user's environ). The
 decoy is put on exactly the freed pid from the host: ``ns_last_pid`` of the container's pid
 namespace, written from a process ``nsenter`` put in it (root on a local engine; else skipped).
 """
@@ -31,6 +35,9 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 
 #: Seconds for the killed runner's pid to be free (reaped by its parent) and for a decoy's start.
 SETTLE_S = 30.0
+#: The kernel's ``reconnect_timeout``: the old code's next cell waited it out, re-attaching to the
+#: program on the pid it took for the runner (10.4 s with the default 10 s), then said "runner still alive; killed".
+RECONNECT_S = 60.0
 
 #: argv: pid, uid, gid. Run in the container's pid namespace as root: a ``sleep 600`` of that
 #: user leading its own session on exactly that pid (a fork may take it first: tried again); prints its pid.
@@ -70,9 +77,9 @@ def _decoy_on(transport: DockerTransport, cid: str, pid: int) -> None:
     assert made.returncode == 0 and made.stdout.strip() == str(pid), made.stdout + made.stderr
 
 
-@pytest.mark.parametrize("use", ["shutdown", "kill"])
+@pytest.mark.parametrize("use", ["shutdown", "kill", "execute"])
 def test_a_dead_runners_pid_leading_another_programs_session_is_left_alone(own_docker, start, use):
-    kernel = start(own_docker)
+    kernel = start(own_docker, reconnect_timeout=RECONNECT_S)
     assert kernel.execute("x = 1").status == "ok"
     cid, pid = kernel.launched.extra["container"], kernel.runner_pid
     code, out = own_docker.run_script(cid, KILL_SESSION_SCRIPT, str(pid))  # kill -9 from outside, as root
@@ -81,6 +88,12 @@ def test_a_dead_runners_pid_leading_another_programs_session_is_left_alone(own_d
 
     if use == "kill":
         assert own_docker.kill(kernel.launched), "the kill of a runner that is gone did not say so"
+    elif use == "execute":
+        lost = kernel.execute("x")
+        assert lost.status == "died" and lost.kernel.state_lost, lost.summary()
+        # seen gone at once, not re-attached to for its reconnect_timeout (nor "still alive": another program)
+        note = lost.kernel.note
+        assert f"no re-attach: the kernel runner (pid {pid})" in note and "still alive" not in note, note
     info = kernel.shutdown()
 
     assert _running(own_docker, cid, pid), f"the {use} of a dead kernel killed the program that got its runner's pid"
