@@ -94,30 +94,44 @@ def test_local_kernel_dirs_are_fresh_private_and_unpredictable(tmp_path: Path, m
     assert len(servers) == (1 if server else 0) and set(dirs) <= set(made), made
 
 
-@pytest.fixture(scope="module")
-def fresh_ssh(docker_ready: None):
+@pytest.fixture(scope="module", params=[True, False], ids=["server", "spawn"])
+def fresh_ssh(request: pytest.FixtureRequest, docker_ready: None):
     pytest.importorskip("paramiko")
     from pytest_hermes_kernel.transports import SshTransport
 
-    transport = SshTransport(container="fresh")
+    transport = SshTransport(container="fresh", server=request.param)
     yield transport
     transport.close()
 
 
-@pytest.mark.parametrize("how", ["symlink", "0777"])
+@pytest.mark.parametrize("how", ["symlink", "0777", "other_uid"])
 def test_a_tampered_ssh_kernel_root_is_refused(fresh_ssh, how: str) -> None:
+    """``~/.hermes-kernels`` on the ssh host, after a first start: (a) a symlink, (b) 0777, (c) a
+    0700 dir of another uid (closed to group and others: only its owner tells it apart), made as
+    root in the sshd container (the login user cannot ``chown``). The start refuses each, naming it."""
+    from tests.support import container_output
+
     start_kernel(fresh_ssh).shutdown()  # the root exists now, 0700
-    tamper = {"symlink": "rm -rf ~/.hermes-kernels && ln -s /tmp ~/.hermes-kernels",
-              "0777": "rm -rf ~/.hermes-kernels && mkdir -m 777 ~/.hermes-kernels"}[how]
+    root = "/home/hermes/.hermes-kernels"
+    tamper = {"symlink": f"rm -rf {root} && ln -s /tmp {root}", "0777": f"rm -rf {root} && mkdir -m 777 {root}",
+              "other_uid": f"rm -rf {root} && mkdir -m 700 {root} && chown {OTHER_UID}:{OTHER_UID} {root} && echo done"}[how]
     conn = fresh_ssh._connection()
-    assert conn.run(tamper, timeout=10)[0] == 0
+    if how == "other_uid":
+        said = container_output(fresh_ssh.sshd.docker, fresh_ssh.sshd_container_id, ["sh", "-c", tamper])
+        assert said.strip() == "done", said
+    else:
+        assert conn.run(tamper, timeout=10)[0] == 0
     try:
         with pytest.raises(KernelStartError) as info:
             start_kernel(fresh_ssh, start_timeout=30)
-        problem = {"symlink": "it is a symlink", "0777": "its mode is 0777, not 0700"}[how]
-        assert f"/home/hermes/.hermes-kernels on the ssh host: {problem}" in str(info.value)
+        problem = {"symlink": "it is a symlink", "0777": "its mode is 0777, not 0700",
+                   "other_uid": f"it is owned by uid {OTHER_UID}, not "}[how]
+        assert f"{root} on the ssh host: {problem}" in str(info.value), str(info.value)
         assert "is the host up" not in str(info.value)  # not a connection problem
         code, out, _ = conn.run("ls -A /tmp | grep -c '^[0-9a-f]\\{32\\}$' || true", timeout=10)
         assert out.strip() == b"0"  # no kernel dir made through the symlink
+        if how == "other_uid":  # nothing made in it, nothing changed to fit
+            assert container_output(fresh_ssh.sshd.docker, fresh_ssh.sshd_container_id,
+                                    ["stat", "-c", "%u %a %h", root]).split() == [str(OTHER_UID), "700", "2"]
     finally:
-        conn.run("rm -rf ~/.hermes-kernels", timeout=10)
+        container_output(fresh_ssh.sshd.docker, fresh_ssh.sshd_container_id, ["rm", "-rf", root])

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any
 from ...containers.engines import disk_full_hint
 from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
 from ...errors import TransportLostError
-from ..detached import (ALIVE_SCRIPT, DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
+from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT,
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         SOCKET_NAME, disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs, parse_host_processes,
                         parse_kernel_processes, until_complete)
 from ...kernel.runner.trees import RMTREE_CODE
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
+from ..runner_identity import alive_probe, kernel_arg
 from ..remote_server import runner_stopped
 from ..server_pool import probe_by_server
 from . import host as docker_host
@@ -242,7 +243,12 @@ def cleanup(transport: DockerTransport, kind: str, identity: str) -> None:
 
 
 def kill(transport: DockerTransport, launched: Launched) -> bool:
-    """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False."""
+    """SIGKILL the runner's session by exec; a paused container runs none (frozen, not gone): False.
+
+    Its pid may be another program's by now (:mod:`..runner_identity`): a session led by a live
+    process without the kernel's ``HERMES_KERNEL_ID`` is left alone (``--kernel``), and the script
+    runs as the kernel's user (root here cannot read that user's environ: it took the kernel's own
+    runner for another's)."""
     cid = launched.extra["container"]
     if launched.pid is None:
         return True
@@ -254,7 +260,8 @@ def kill(transport: DockerTransport, launched: Launched) -> bool:
             log.warning("kill of kernel runner %s in %s not possible: the container is paused (its processes "
                         "are frozen; no exec runs there until `docker unpause`)", launched.pid, cid[:12])
             return False
-        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid), probe=True)
+        code, out = transport.run_script(cid, KILL_SESSION_SCRIPT, str(launched.pid), *kernel_arg(launched),
+                                         user="", probe=True)
     except Exception as exc:  # noqa: BLE001 - engine errors: we could not confirm
         log.warning("kill of kernel runner %s in %s failed: %s", launched.pid, cid[:12], exc)
         return False
@@ -313,7 +320,7 @@ def runner_seen(transport: DockerTransport, launched: Launched, *, by_server: bo
     if known is not None:
         return known
     try:
-        code, _ = transport.run_script(cid, ALIVE_SCRIPT, str(launched.pid), probe=True)
+        code, _ = transport.run_script(cid, *alive_probe(launched), user="", probe=True)  # (its pid may be another's)
     except Exception as exc:  # noqa: BLE001 - refused: paused meanwhile (frozen, alive), or no engine (cannot tell: cleanup kills it)
         return True if transport.hosts.seen_paused(cid) else _unseen(launched, exc)
     launched.extra["gone"] = code == 1  # a runner seen gone stays gone: no second probe

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 from ...errors import ContainerGoneError, TransportLostError
 from ..detached import KILL_SESSION_SCRIPT
 from ..forked import forked_alive, forked_cleanup
-from .probes import end_kernel, kernel_id_of, rm_kernel_dir
+from ..runner_identity import kernel_arg
+from .probes import end_kernel, rm_kernel_dir
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -82,7 +83,7 @@ def _kill(transport: SshTransport, launched: Launched) -> bool:
     if launched.pid is None:
         return True
     try:
-        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), *_kernel_arg(launched),
+        code, out = transport.run_probe(KILL_SESSION_SCRIPT, str(launched.pid), *kernel_arg(launched),
                                         python=launched.extra.get("python"), ending=True)
     except ContainerGoneError:
         launched.extra["gone"] = True
@@ -93,12 +94,6 @@ def _kill(transport: SshTransport, launched: Launched) -> bool:
     gone = code == 0 and out.strip() == b"gone"
     launched.extra["gone"] = gone
     return gone
-
-
-def _kernel_arg(launched: Launched) -> list[str]:
-    """The kill script's ``--kernel ID`` (a reused pid's session is left alone), if the id is known."""
-    kernel_id = kernel_id_of(launched)
-    return ["--kernel", kernel_id] if kernel_id else []
 
 
 def cleanup(transport: SshTransport, launched: Launched) -> None:

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ...containers.kept import exempt_kernel_ids
 from ...containers.lifecycle import OOM_KILLS_SH, memory_limit_words
 from ...errors import TransportLostError
-from ..detached import (ALIVE_SCRIPT, HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT, LIVE_ENV_CODE, STAT_FIELDS_CODE,
+from ..detached import (HOST_PROCESSES_SCRIPT, KERNEL_PROCESSES_SCRIPT, KILL_IF_SAME_SCRIPT,
                         KILL_KERNEL_SCRIPT, LOG_NAME, LOG_TAIL_LINES, REAP_SCRIPT, SIGNAL_SCRIPT, SOCKET_NAME, SSH_KERNEL_ROOT,
                         disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs,
                         parse_host_processes, parse_kernel_processes)
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
+from ..runner_identity import alive_probe  # (the transport's _alive_on: probes.alive_probe)
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 from .address import runs_no_command
@@ -41,31 +42,6 @@ log = logging.getLogger(__name__)
 #: Seconds a probe's command on the ssh host may take.
 PROBE_TIMEOUT = 15.0
 
-#: argv[1]: a runner's pid, argv[2]: its kernel id. Exit status 0 while it runs (not a zombie)
-#: and carries the kernel's id (after a reboot its pid may be another kernel's, or anyone's),
-#: else 1, after a SIGKILL to what is left of its session (unless a live leader of it without the
-#: id makes it another's): a runner killed from outside (kill -9, the OOM killer) left its worker
-#: running the cell, reparented, with no one to end it (no kill is sent to a runner seen gone).
-#: As :data:`~..detached.ALIVE_SCRIPT`, in the same exec: the probe that finds the runner gone (a
-#: re-attach's, the next cell's) ends its worker.
-ALIVE_OR_END_SCRIPT = "import os, signal, sys\n" + STAT_FIELDS_CODE + LIVE_ENV_CODE + r"""
-def ours(pid):
-    return ('HERMES_KERNEL_ID=' + sys.argv[2]).encode() in (live_env(pid) or ())
-sid, lead = sys.argv[1].encode(), stat_fields(sys.argv[1])
-if lead is not None and lead[0] != b'Z' and ours(sys.argv[1]):
-    sys.exit(0)
-if lead is None or lead[0] == b'Z' or lead[3] != sid:  # else a live leader of another's session
-    for name in os.listdir('/proc'):
-        fields = stat_fields(name) if name.isdigit() else None
-        if fields is not None and fields[3] == sid and fields[0] != b'Z':
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-sys.exit(1)
-"""
-
-
 def check_listening_on(transport: SshTransport, conn: SshConnection, launched: Launched) -> None:
     """Before a re-attach's relay: the runner's socket is there (:mod:`..reattach`).
 
@@ -74,18 +50,6 @@ def check_listening_on(transport: SshTransport, conn: SshConnection, launched: L
     sock = f"{launched.kernel_dir or ''}/{SOCKET_NAME}"
     looked = transport.run_script(conn, LISTENING_SCRIPT, sock, python=launched.extra.get("python"))
     check_listening(*looked, sock, f"pid {launched.pid} on {conn.target}")
-
-
-def kernel_id_of(launched: Launched) -> str:
-    """The kernel id of ``launched`` (its kernel dir is named by it; ``""`` without one)."""
-    return (launched.kernel_dir or "").rsplit("/", 1)[-1]
-
-
-def alive_probe(launched: Launched) -> tuple[str, ...]:
-    """The script and arguments that tell whether ``launched``'s runner runs: :data:`ALIVE_OR_END_SCRIPT`
-    when its kernel id is known, else the plain ``ALIVE_SCRIPT``."""
-    kernel_id = kernel_id_of(launched)
-    return (ALIVE_OR_END_SCRIPT, str(launched.pid), kernel_id) if kernel_id else (ALIVE_SCRIPT, str(launched.pid))
 
 
 def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]]:
