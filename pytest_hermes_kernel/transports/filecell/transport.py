@@ -310,6 +310,11 @@ class FileCellTransport(Transport):
             if callable(closer):
                 closer()
 
+    def cleanup_kept(self, locator: dict[str, Any]) -> None:
+        """Remove the kernel dir of a runner gone for good, found by its :meth:`locator` (a host
+        harness's kernel whose survivors were killed: nothing else removes it); never raises."""
+        probes.cleanup_located(self, locator)
+
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
         return _log_of(self, launched.kernel_dir or "", lines)
