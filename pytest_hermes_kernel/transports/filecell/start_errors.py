@@ -37,12 +37,12 @@ def what_happened(code: object, out: str, pid: int | None, status: str | None, p
     if kind == "python":
         return f"the interpreter {python!r} was not found on the backend (exit status {code})"
     if kind == "root":
-        return f"the kernel root {detail}"
+        return f"the kernel root {detail} (exit status {code})"
     if kind == "dir":
-        return f"the kernel dir could not be made ({detail.removeprefix('cannot make ').strip()})"
+        return f"the kernel dir could not be made ({detail.removeprefix('cannot make ').strip()}; exit status {code})"
     if kind == "setup":
-        return (f"the launch's setup failed before the kernel runner started (its interpreter: {python!r}, or what "
-                "an earlier launch found it runs)")
+        return (f"the launch's setup failed (exit status {code}) before the kernel runner started (its interpreter: "
+                f"{python!r}, or what an earlier launch found it runs)")
     if kind == "runner":
         return (f"the kernel runner ({python!r}) ended before it said it was ready "
                 f"({detail.replace('exit', 'exit status')})")
