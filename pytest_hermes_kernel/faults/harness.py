@@ -391,12 +391,15 @@ class HarnessKernel(_HandleMembers):
         return self.transport.kernel_processes(self.kernel_id, self.facts.get("locator"))
 
     def kill_survivors(self) -> None:
-        """SIGKILL what is left of the kernel after its host died (so the next test starts clean)."""
+        """SIGKILL what is left of the kernel after its host died (so the next test starts clean),
+        then remove its kernel dir once it is gone (a SIGKILLed runner cannot: filecell's stayed)."""
         for line in self.survivors():
             try:
                 self.transport.signal_pid(None, int(line.split(":", 1)[0]), signal.SIGKILL)
             except (OSError, ValueError):
                 pass
+        if not self.wait_kernel_gone(5.0):
+            self.transport.cleanup_kept(self.facts.get("locator") or {})
 
     def wait_kernel_gone(self, bound: float) -> list[str]:
         """Wait up to ``bound`` seconds for every process of the kernel to end.

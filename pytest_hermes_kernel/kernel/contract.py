@@ -362,7 +362,8 @@ class Transport(ABC):
     def cleanup_kept(self, locator: dict[str, Any]) -> None:
         """Remove what a kept kernel whose runner is gone for good left where it ran (its kernel
         dir), found by its :meth:`locator`; called by ``hermes-kernel sweep --kept`` before it
-        removes the record. By default nothing (a container goes with the container sweep); never raises."""
+        removes the record, and by the host harness once a kernel it killed as a survivor of its
+        SIGKILLed host is gone. By default nothing (a container goes with the container sweep); never raises."""
 
     def kernel_processes(self, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:
         """Descriptions of live processes that belong to kernel ``kernel_id``, wherever it runs.

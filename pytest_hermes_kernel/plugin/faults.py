@@ -149,11 +149,23 @@ def _harness_kernel(request: pytest.FixtureRequest, transport: Transport, option
     from ..faults.harness import HarnessKernel
 
     try:
-        return HarnessKernel(transport.name, options, transport_options=transport_defaults(request.config, transport.name),
-                             shares_run_host=True)
+        leg = _leg(request, transport)
+        return HarnessKernel(leg, options, transport_options=transport_defaults(request.config, leg), shares_run_host=True)
     except ConfigError as exc:
         problem = str(exc)
     pytest.fail(f"{request.node.nodeid}: {problem}", pytrace=False)  # outside `except`: no chained traceback
+
+
+def _leg(request: pytest.FixtureRequest, transport: Transport) -> str:
+    """The name the test's transport was made by: its ``--hermes-transport`` leg, else its own name.
+
+    Not ``transport.name`` alone: that is its class's (``filecell``), and a transport registered
+    under a name of its own (``register_transport("filecell-short", partial(FileCellTransport,
+    orphan_timeout=3, ...))``) had its host harness make the built-in one, with its 1800-s idle
+    timer and 620 s attached after the host, while the death bound counted the registered 3 + 2 s.
+    """
+    leg = getattr(getattr(request.node, "callspec", None), "params", {}).get("hermes_transport")
+    return leg if isinstance(leg, str) and leg != "<none>" else transport.name
 
 
 #: Seconds a started kernel's worker may take to join ``hermes_oom``'s memory cgroup.

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..kernel.contract import LaunchSpec
 from ..kernel.runner.environ import SERVER_KERNEL_ID_PREFIX
-from ..kernel.runner.trees import RMTREE_CODE
+from .far_code import RMTREE_CODE
 
 SOCKET_NAME = "sock"
 PIDFILE_NAME = "runner.pid"

@@ -23,7 +23,8 @@ import time
 from ..containers.rundir import read_small_file
 from ..errors import KernelStartError
 from ..procs import dirs_under, pid_alive
-from ..kernel.runner.trees import REMOVING_PREFIX, remove_renamed, remove_tree
+from ..kernel.runner.renamed_trees import REMOVING_PREFIX, remove_renamed
+from ..kernel.runner.trees import remove_tree
 from .local_server import SERVER_DIR_PREFIX
 
 KERNEL_DIR_ENV = "PYTEST_HERMES_KERNEL_DIR"

@@ -65,9 +65,11 @@ RunnerFlavour = Literal["compiled", "compact"]
 POLL_MODULES = frozenset({"__init__", "client", "frames"})
 #: Runner modules the ``compact`` flavour leaves out, which filecell never imports, so the file
 #: stays small enough for a command line: the kernel server's and its site check (filecell runs
-#: no server: every cell is its own execute), the docker exec relay, and the kernel dir remover
-#: (a filecell kernel dir goes by `rm -rf`).
-COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay", "trees", "stamp", "spare"})
+#: no server: every cell is its own execute), the docker exec relay and the local runners' renaming
+#: remover. Not the kernel dir remover (``trees``): a runner that ends by its orphan timer (its host
+#: gone) removes its own dir with it; without it that shutdown died on ``ModuleNotFoundError`` and
+#: left every such dir behind.
+COMPACT_OMITS = frozenset({"server", "server_remote", "sites", "relay", "stamp", "spare", "renamed_trees"})
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,13 @@ def _members(source_dir: Path, flavour: RunnerFlavour) -> list[tuple[str, bytes]
         members.append((arcname, source))
         if flavour == "compiled" or path.stem in POLL_MODULES:
             members.append((arcname + "c", _pyc(source, arcname, flavour)))
-    return sorted(members)
+    return sorted(members, key=lambda m: member_order(m[0]))
+
+
+def member_order(arcname: str) -> tuple[bool, str]:
+    """The sort key of the file's members: by name, every source before every bytecode file (the
+    sources side by side compress better: the ``compact`` file ~570 b64 bytes smaller, 2026-12-07)."""
+    return arcname.endswith(".pyc"), arcname
 
 
 def slim_source(source: bytes) -> bytes:

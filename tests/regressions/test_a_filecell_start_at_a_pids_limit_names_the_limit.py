@@ -100,7 +100,7 @@ def test_a_runner_that_died_with_the_client_attached_says_the_process_limit(tmp_
     just after it took the launch's client, the client saw ``eof`` (not ``gone``), its log was not
     read, and the hint said ``the backend needs sh, python3 ... and a writable ...``."""
     outcomes = _outcomes(tmp_path, EOF_JOB)
-    eof = [out for out in outcomes if "client eof" in out]
+    eof = [out for out in outcomes if "and ended before it said hello" in out]  # (said "client eof" before 2026-12-07)
     assert eof, outcomes  # the step where the runner started and its worker could not
     for error in eof:
         assert "has run out of processes or memory" in error and "the backend needs sh" not in error, error

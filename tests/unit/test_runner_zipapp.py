@@ -27,7 +27,7 @@ from pytest_hermes_kernel.transports import runner_zipapp as runner_zipapp_modul
 from pytest_hermes_kernel.transports.filecell import scripts
 from pytest_hermes_kernel.transports.runner_zipapp import (POLL_MODULES, RUNNER_SOURCE_DIR, COMPACT_OMITS, ZIP_PACKAGE,
                                                            RunnerFlavour, RunnerZipapp, build_zipapp, runner_zipapp,
-                                                           slim_source, write_runner)
+                                                           member_order, slim_source, write_runner)
 
 ISOLATED = [sys.executable, "-I", "-S", "-B"]
 
@@ -58,7 +58,7 @@ def test_the_same_sources_build_the_same_bytes_and_name(sources: Path, flavour: 
     assert first.data == second.data and first.name == second.name
     assert re.fullmatch(r"hermes-runner-[0-9a-f]{12}\.pyz", first.name)
     infos = zipfile.ZipFile(io.BytesIO(first.data)).infolist()
-    assert [i.filename for i in infos] == sorted(i.filename for i in infos)
+    assert [i.filename for i in infos] == sorted((i.filename for i in infos), key=member_order)
     assert {i.date_time for i in infos} == {(1980, 1, 1, 0, 0, 0)}
 
 

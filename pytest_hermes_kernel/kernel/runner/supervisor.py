@@ -343,18 +343,27 @@ class Supervisor:
         self.worker.signal_group(signal.SIGKILL)
         self.worker.wait(KILL_WAIT_S)
         self.cells.close()
-        kdir = self.config.get("kernel_dir")
-        if kdir and self.config.get("remove_kernel_dir", True):
-            from .trees import remove_renamed, remove_tree  # only now: shutil's imports would slow every kernel's start
-
-            # the host may be gone: leave nothing behind (a tree deeper than the recursion limit too); a local
-            # kernel dir is renamed out of the kernel dirs' names first (a probe saw it without its host file)
-            (remove_renamed if self.config.get("rename_kernel_dir") else remove_tree)(kdir)
+        _remove_kernel_dir(self.config)
         if self.link.listener is not None:
             try:
                 os.unlink(self.config["listen"])
             except OSError:
                 pass
+
+
+def _remove_kernel_dir(config: dict[str, Any]) -> None:
+    """Remove the config's ``kernel_dir`` unless ``remove_kernel_dir`` is false: the host may be gone,
+    so leave nothing behind (a tree deeper than the recursion limit too); a local kernel dir
+    (``rename_kernel_dir``) is renamed out of the kernel dirs' names first (a probe saw it without
+    its host file). Imported only now: shutil's imports would slow every kernel's start."""
+    kdir = config.get("kernel_dir")
+    if not kdir or not config.get("remove_kernel_dir", True):
+        return
+    if config.get("rename_kernel_dir"):
+        from .renamed_trees import remove_renamed as remove_tree
+    else:
+        from .trees import remove_tree
+    remove_tree(kdir)
 
 
 def _kill_worker_for(supervisor: Supervisor, why: str) -> None:

@@ -20,7 +20,7 @@ from ..detached import (DOCKER_KERNEL_ROOT, HOST_PROCESSES_SCRIPT, KERNEL_PROCES
                         KILL_IF_SAME_SCRIPT, KILL_SESSION_SCRIPT, LOG_NAME, REAP_SCRIPT, SCAN_END_CODE, SCAN_TRIES,
                         SOCKET_NAME, disk_free_sh, disk_words, log_tail_sh, parse_existing_dirs, parse_host_processes,
                         parse_kernel_processes, until_complete)
-from ...kernel.runner.trees import RMTREE_CODE
+from ..far_code import RMTREE_CODE
 from ..forked import forked_alive, forked_frozen, forked_reap, reap_in_one_exec
 from ..reattach import LISTENING_SCRIPT, check_listening
 from ..runner_identity import alive_probe, kernel_arg

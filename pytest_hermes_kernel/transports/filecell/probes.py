@@ -20,7 +20,7 @@ import os
 import shlex
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import TransportLostError
 from ...procs import process_table
@@ -179,6 +179,20 @@ def cleanup(transport: FileCellTransport, kind: str, identity: str) -> None:
             transport.call(scripts.cleanup_command(root=transport.root, kdir=path), SCAN_TIMEOUT_S)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
+
+
+def cleanup_located(transport: FileCellTransport, locator: dict[str, Any]) -> None:
+    """Remove the kernel dir ``locator`` names (only one under the transport's root), unless its
+    runner (``runner_pid``, checked by its socket path: a reused pid is not it) still runs. Never raises."""
+    kdir, pid = locator.get("kernel_dir"), locator.get("runner_pid")
+    if not isinstance(kdir, str) or not kdir.startswith(transport.root + "/k-") or "/" in kdir[len(transport.root) + 1:]:
+        return
+    try:
+        if isinstance(pid, int) and "ALIVE" in transport.call(scripts.alive_command(kdir=kdir, pid=pid), SCAN_TIMEOUT_S)[1]:
+            return  # the runner still runs: not gone
+        transport.call(scripts.cleanup_command(root=transport.root, kdir=kdir), SCAN_TIMEOUT_S)
+    except Exception as exc:  # noqa: BLE001 - cleanup never raises
+        log.warning("could not remove filecell kernel dir %s: %s", kdir, exc)
 
 
 def end_left_running(transport: FileCellTransport) -> None:

@@ -343,6 +343,8 @@ def start_hint(out: str, python: str, root: str) -> str:
     """The hint of a failed filecell launch, from what it printed (``out``)."""
     if re.search(f"^{re.escape(ERROR_MARK)} root: .* cannot be made: ", out, re.M):
         return "make it, or point root= elsewhere: a directory the backend's user may make (closed to group and others)"
+    if f"{ERROR_MARK} python: " in out:
+        return f"install Python 3 on the backend, or pass python= the path of an interpreter there ({python!r} is not one)"
     if f"{ERROR_MARK} root: " in out:
         return ("root= must be a real directory of the backend's user, closed to group and others (0700); "
                 "nothing is chmodded or removed to fit: point root= elsewhere")

@@ -35,7 +35,7 @@ import secrets
 from typing import Any, ClassVar
 
 from ...errors import ConfigError, ExitStatusUnknownError, KernelStartError, TransportLostError
-from . import probes, scripts
+from . import probes, scripts, start_errors
 from .backends import DockerExecBackend, ExecuteBackend, LocalShellBackend, call_with_timeout
 from .files import FileCellFiles
 from ...kernel.contract import Launched, LaunchSpec, Transport
@@ -184,9 +184,8 @@ class FileCellTransport(Transport):
                 raise KernelStartError(f"filecell transport: cannot enter the working directory cwd={spec.cwd!r} "
                                        f"through {self.backend!r}: {refused.group(1)}")
             if code == 124 and budget < self.launch_timeout:
-                raise KernelStartError(_LATE_HELLO.format(budget, self.backend, _tail(out)))
-            raise KernelStartError(f"the filecell kernel runner did not start (exit {code}, client {hello.status}):\n"
-                                   f"{_tail(out)}\nHint: {scripts.start_hint(out, python, self.root)}")
+                raise KernelStartError(_LATE_HELLO.format(budget, self.backend, start_errors.plain_output(out) or "<no output>"))
+            raise KernelStartError(start_errors.start_failed(code, out, pid, hello.status, python, self.root))
         resolved = scripts.parse_python(out)
         if resolved:  # resolved once: no PATH lookup (nor wrapper, such as a pyenv shim) per poll or setup
             self._resolved[python] = resolved
@@ -310,6 +309,11 @@ class FileCellTransport(Transport):
             closer = getattr(self.backend, "close", None)
             if callable(closer):
                 closer()
+
+    def cleanup_kept(self, locator: dict[str, Any]) -> None:
+        """Remove the kernel dir of a runner gone for good, found by its :meth:`locator` (a host
+        harness's kernel whose survivors were killed: nothing else removes it); never raises."""
+        probes.cleanup_located(self, locator)
 
     # ------------------------------------------------------------------------------ diagnostics
     def runner_log(self, launched: Launched, lines: int = 20) -> str:
@@ -441,8 +445,3 @@ class FileCellSite:
             if code != 0:
                 raise BrokenPipeError(f"could not drop frames into {self.kdir}: {out.strip()[-200:]}"
                                       f"{probes.disk_note(self.transport, self.kdir)}")
-
-
-def _tail(text: str, limit: int = 2000) -> str:
-    return text.strip()[-limit:] or "<no output>"
-
