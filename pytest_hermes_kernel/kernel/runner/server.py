@@ -60,6 +60,8 @@ from .sites import site_changed
 from .spare import Spare, fork_spare
 from .stamp import id_refusal, redirect_stdio, stamp_kernel_id, stamp_refusal
 from .trees import remove_tree
+from . import renamed_trees  # noqa: F401 (a forked local kernel's shutdown removes its dir with it: loaded
+# here once, as trees is, not imported by each kernel at its shutdown: +0.5 ms a start and stop, measured)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
