@@ -65,7 +65,7 @@ class TransportResources:
         places: dict[str, set[str]] = {}
         forget_closed_transports()  # probed now; again only while they show something (below)
         blind: list[Any] = []
-        showing: list[tuple[Any, set[str]]] = []  # transports that reported something (to end, and to see again)
+        showing: list[Any] = []  # transports that reported something (to end, and to see again)
         for transport in transports:
             label = self.label(transport)
             try:
@@ -78,7 +78,7 @@ class TransportResources:
                 blind.append(transport)  # a closed one is named by this check only: nothing here could end it
                 continue
             if found:
-                showing.append((transport, set(found)))
+                showing.append(transport)
             for key, description in found.items():
                 out.setdefault(key, description)
                 owners.setdefault(key, transport)
@@ -87,11 +87,8 @@ class TransportResources:
         self._owner, self._places = owners, places
         # a closed transport is probed again while it shows something: the check's re-checks must
         # see a leak there again (forgotten, it vanished on the second look), and until it is ended
-        # (only while it shows what no open transport does: a closed one's last look on a host
-        # another process kept lists the open ones' kernels too, and looked again at every check)
         still_open = live_transports()
-        shown_open = set().union(*(keys for t, keys in showing if any(t is x for x in still_open)))
-        self._lingering = [t for t, keys in showing if all(t is not x for x in still_open) and keys - shown_open]
+        self._lingering = [t for t in showing if all(t is not x for x in still_open)]
         # and one it could not look through is looked through again by this check's re-checks (the next
         # check forgets it): a re-check after a transient leak elsewhere (a thread ending) dropped it and
         # passed clean; a stripping filecell backend's test passed once with no incomplete-check warning

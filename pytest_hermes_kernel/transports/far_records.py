@@ -42,11 +42,6 @@ class LeftBehind:
         with self._lock:
             return sorted(self._args.get(where, ()))
 
-    def places(self) -> list[str]:
-        """The places with entries, sorted."""
-        with self._lock:
-            return sorted(self._args)
-
     def seen(self, where: str, asked: list[str], rows: list[tuple[str, str, str, str]]) -> None:
         """Forget the ``asked`` ones at ``where`` that the scan's ``rows`` do not list (and the place once it has none)."""
         found = {f"left:{pid}:{start}:{kid}" for pid, start, kid, _ in rows}
@@ -75,11 +70,6 @@ class MadeDirs:
         """The dirs made at ``where`` not yet seen gone, sorted."""
         with self._lock:
             return sorted(self._dirs.get(where, ()))
-
-    def places(self) -> list[str]:
-        """The places with dirs not yet seen gone, sorted."""
-        with self._lock:
-            return sorted(self._dirs)
 
     def seen(self, where: str, asked: list[str], existing: list[str]) -> None:
         """Forget the ``asked`` dirs not among the ``existing`` ones (everywhere: a path names its kernel)."""

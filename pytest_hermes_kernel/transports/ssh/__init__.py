@@ -3,8 +3,7 @@
 Owns: :mod:`.transport` (``SshTransport``), :mod:`.connection` (one paramiko connection with
 keepalive and channel accounting), :mod:`.credentials` (the key file, host key pin and
 known_hosts file a user gives, read with a clear error), :mod:`.silence` (when a host that went
-silent is tried again), :mod:`.logs` (paramiko's log lines the kit reports itself, dropped), :mod:`.last_look` (the leak probe's look
-through a closed transport) and :mod:`.sshd` (the run's shared sshd container).
+silent is tried again), :mod:`.logs` (paramiko's log lines the kit reports itself, dropped) and :mod:`.sshd` (the run's shared sshd container).
 
 May import: the kernel core, :mod:`pytest_hermes_kernel.containers`,
 :mod:`pytest_hermes_kernel.transports.detached`; paramiko only when used. Whoever must sit on

@@ -29,7 +29,6 @@ from ..runner_identity import alive_probe  # (the transport's _alive_on: probes.
 from ..remote_server import runner_stopped, stat_says_stopped
 from ..server_pool import probe_by_server
 from .address import runs_no_command
-from .last_look import its_places, last_look_connection, open_one_on_its_host
 
 if TYPE_CHECKING:
     from ...kernel.contract import Launched
@@ -56,56 +55,33 @@ def snapshot(transport: SshTransport, host_pid: int) -> dict[str, dict[str, str]
     """``{kind: {identity: description}}`` (see :meth:`Transport.leak_snapshot`)."""
     found: dict[str, dict[str, str]] = {"ssh channel": {}, "remote kernel process": {}, "remote kernel dir": {}}
     conn = transport.current_connection
-    look, borrowed = conn is None and transport.closed and transport.connected_once, None
-    if look:  # closed: its last look (what its kernels' cells left on a host that outlived it)
-        conn = borrowed = open_one_on_its_host(transport)  # else on a connection of its own, closed after it
-        conn = conn or last_look_connection(transport)
-    elif not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
+    if not transport.closed and ((conn is None and transport.connected_once) or (conn is not None and not conn.usable)):
         # kernels made through a connection that died may still run there: connect again to look
         # (a silent host: one short try now and then, else TransportLostError at once, not a
         # connect timeout in every test's check)
         conn = transport._connection(probe=True)
-    try:
-        if conn is not None:
-            _scan_host(transport, conn, host_pid, found, channels=not look, places=its_places(transport) if look else None)
-    finally:
-        if look and conn is not None and conn is not borrowed:
-            conn.close()
+    if conn is not None:
+        for chan_id, command in conn.open_channels().items():
+            found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
+        where = str(conn.target)
+        dirs, left = transport.made_dirs.of(where), transport.left.of(where)
+        out = _scan(transport, conn, where, [str(host_pid), *dirs, *left])
+        kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
+        rows = parse_host_processes(out)
+        transport.left.seen(where, left, rows)
+        for pid, start, kernel_id, cmd in rows:
+            if kernel_id in kept:
+                continue
+            found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
+                f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
+        existing = parse_existing_dirs(out)
+        transport.made_dirs.seen(where, dirs, existing)
+        found["remote kernel dir"].update({f"ssh:{d}": f"kernel dir {d} on {where}" for d in existing})
     if transport.sshd is not None:
         from ...containers.sweep import unused_run_containers
 
         found["container"] = unused_run_containers(transport.sshd.docker, transport.run_id)
     return found
-
-
-def _scan_host(transport: SshTransport, conn: SshConnection, host_pid: int, found: dict[str, dict[str, str]],
-               channels: bool = True, places: list[str] | None = None) -> None:
-    """Add what ``conn``'s host holds to ``found``: its open channels (``channels``), the kernel
-    processes of host ``host_pid`` there and the kernel dirs made there that are still there.
-
-    :param places: the places whose records (kernel dirs, processes left) to ask about; ``None``:
-        ``conn``'s target.
-    """
-    if channels:
-        for chan_id, command in conn.open_channels().items():
-            found["ssh channel"][f"{id(conn)}:{chan_id}"] = f"ssh channel {chan_id} to {conn.target}: {command}"
-    where = str(conn.target)
-    places = [where] if places is None else places
-    dirs = sorted({d for place in places for d in transport.made_dirs.of(place)})
-    lefts = {place: transport.left.of(place) for place in places}
-    out = _scan(transport, conn, where, [str(host_pid), *dirs, *(a for args in lefts.values() for a in args)])
-    kept = exempt_kernel_ids()  # kernels kept for post-mortem outlive their host on purpose: not leaks
-    rows = parse_host_processes(out)
-    for place, left in lefts.items():
-        transport.left.seen(place, left, rows)
-    for pid, start, kernel_id, cmd in rows:
-        if kernel_id in kept:
-            continue
-        found["remote kernel process"][f"ssh:{pid}:{start}:{kernel_id}"] = \
-            f"pid {pid} on {conn.target} (kernel {kernel_id}): {cmd}"
-    existing = parse_existing_dirs(out)
-    transport.made_dirs.seen(where, dirs, existing)
-    found["remote kernel dir"].update({f"ssh:{d}": f"kernel dir {d} on {where}" for d in existing})
 
 
 def _scan(transport: SshTransport, conn: SshConnection, where: str, args: list[str]) -> bytes:
@@ -134,11 +110,8 @@ def _completed(code: int | None, out: bytes, what: str) -> bytes:
 def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
     """End one reported thing: close the channel, kill the process (if still the same one),
     remove the container. Never raises."""
-    look = None
     try:
         conn = transport.current_connection
-        if conn is None and transport.closed and kind in ("remote kernel process", "remote kernel dir"):
-            conn = open_one_on_its_host(transport) or (look := last_look_connection(transport))  # as its last look (snapshot)
         if kind == "ssh channel" and conn is not None and identity.startswith(f"{id(conn)}:"):
             conn.close_channel(int(identity.rsplit(":", 1)[1]))
         elif kind == "remote kernel process" and conn is not None:
@@ -152,9 +125,6 @@ def cleanup(transport: SshTransport, kind: str, identity: str) -> None:
             remove_container(identity, client=transport.sshd.docker)
     except Exception as exc:  # noqa: BLE001 - cleanup never raises
         log.warning("could not clean leaked %s %s: %s", kind, identity, exc)
-    finally:
-        if look is not None:
-            look.close()
 
 
 def kernel_processes(transport: SshTransport, kernel_id: str, locator: dict[str, Any] | None = None) -> list[str]:

@@ -19,7 +19,6 @@ ended, ``~/.hermes-kernels`` emptied).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -83,7 +82,6 @@ class SshdContainer:
         self._key: str | None = None  # the shared resource's key, kept after leave()
         self.left = False  # leave() was called: never start or join a container again
         self._left_container: str | None = None
-        self._left_reach: tuple[Record, Any] | None = None  # the left container's record and key (a last leak look)
         self.record: Record | None = None
         self.reuse = None if fresh else reuse
         self._store = None if self.reuse is None else ReuseStore(self.reuse.directory)
@@ -91,11 +89,6 @@ class SshdContainer:
     @property
     def container_id(self) -> str | None:
         return None if self.record is None else self.record["container_id"]
-
-    @property
-    def last_container_id(self) -> str | None:
-        """The container this instance uses, else the one it left (``None`` before it joined one)."""
-        return self.container_id or self._left_container
 
     def log(self, lines: int) -> str:
         """The sshd container's last ``lines`` log lines (``""`` before it runs)."""
@@ -151,21 +144,19 @@ class SshdContainer:
         raise ContainerGoneError("this ssh transport was closed and the run's sshd container is gone, "
                                  f"with the kernels it ran\n{CLOSED_TRANSPORT_HINT}", permanent=True)
 
-    def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, *, last_look: bool = False,
-                **options: Any) -> SshConnection:
+    def connect(self, via: Callable[[str, int], tuple[str, int]] | None = None, **options: Any) -> SshConnection:
         """A new connection to the run's sshd (joined first), with its key and pinned host key.
 
         :param via: maps sshd's address to the one to dial (the transport's ``connect_via``).
-        :param last_look: after :meth:`leave`, for the leak probe's last look: also to the container
-            it left while that still runs unshared (it holds a kept kernel; its key file went with the run's share).
         :param options: more :class:`~.connection.SshConnection` keywords (timeouts, sessions).
         :raises TransportLostError: if sshd cannot be reached.
-        :raises ContainerGoneError: after :meth:`leave`, if the container is gone.
         """
+        from ...containers.keys import load_private_key
         from .connection import SshConnection, SshTarget
 
-        record, pkey = self._last_reach() if last_look else _with_key(self.join())
-        record = self._on_its_port_now(record)
+        record = self._on_its_port_now(self.join())
+        with open(record["key_file"], encoding="ascii") as fh:
+            pkey = load_private_key(fh.read())
         host, port = record["host"], record["port"]
         if via is not None:  # e.g. a fault proxy that drops can cut
             host, port = via(host, port)
@@ -189,27 +180,10 @@ class SshdContainer:
                 self.record = record
         return record
 
-    def _last_reach(self) -> tuple[Record, Any]:
-        """The record and key a last look after :meth:`leave` connects with (see :meth:`connect`).
-
-        :raises ContainerGoneError: if neither the run's container nor the one it left runs.
-        """
-        try:
-            return _with_key(self.join())
-        except ContainerGoneError:
-            raise
-        except TransportLostError:
-            if self._left_reach is not None and self.running(self._left_reach[0]["container_id"]):
-                return self._left_reach
-            raise
-
     def leave(self) -> None:
         """Leave the run's container (the last user removes it) and close the docker client."""
         self.left = True
         self._left_container = self.container_id or self._left_container
-        if self.record is not None:
-            with contextlib.suppress(Exception):  # noqa: BLE001 - no key, no last look: it says it could not look
-                self._left_reach = _with_key(self.record)
         shared, self._shared, self.record = self._shared, None, None
         if shared is not None:
             try:
@@ -320,14 +294,3 @@ class SshdContainer:
             os.unlink(record.get("key_file", ""))
         except OSError:
             pass
-
-
-def _with_key(record: Record) -> tuple[Record, Any]:
-    """``record`` and the paramiko key its ``key_file`` holds.
-
-    :raises OSError: if the file cannot be read.
-    """
-    from ...containers.keys import load_private_key
-
-    with open(record["key_file"], encoding="ascii") as fh:
-        return record, load_private_key(fh.read())

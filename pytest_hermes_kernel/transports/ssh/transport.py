@@ -59,7 +59,7 @@ from .connection import HostKeyPolicy, SshConnection, SshStream, SshTarget
 from .credentials import read_host_key, read_key_file
 from .files import SftpFiles
 from .kernel_server import fork_on_host, live_connection, server_pool
-from . import ending, keep, last_look, probes, spawning
+from . import ending, keep, probes, spawning
 from .probes import PROBE_TIMEOUT, end_failed_launch
 from .rundir import make_kernel_dir
 from .spawning import refuse_if_closed, relay_command, start_runner
@@ -198,7 +198,6 @@ class SshTransport(Transport):
             try:
                 self._conn = self._connect(timeout)
                 self.connected_once = True
-                last_look.connected(self)
             except TransportLostError as exc:
                 if isinstance(exc, ContainerGoneError):
                     raise
@@ -209,9 +208,7 @@ class SshTransport(Transport):
             self._home = None
             return self._conn
 
-    def _connect(self, timeout: float | None = None, *, last_look: bool = False) -> SshConnection:
-        """A new connection (``last_look``: a closed transport's last leak look, not through its ``connect_via``)."""
-        via = None if last_look else self.connect_via
+    def _connect(self, timeout: float | None = None) -> SshConnection:
         common = dict(keepalive_interval=self.keepalive_interval, keepalive_missed=self.keepalive_missed,
                       connect_timeout=min(self.connect_timeout, timeout or self.connect_timeout),
                       max_sessions=self.max_sessions or (DEFAULT_MAX_SESSIONS if self.target else CONTAINER_MAX_SESSIONS))
@@ -220,12 +217,12 @@ class SshTransport(Transport):
             # rotated), by us: a file that cannot log in is a ConfigError naming it, and a host's
             # refusal of a good key reads as one (paramiko's try of each key type said "Invalid key")
             pkey = self.pkey if self.pkey is not None or self.key_filename is None else read_key_file(self.key_filename)
-            dial = None if via is None else via(self.target.host, self.target.port)
+            dial = None if self.connect_via is None else self.connect_via(self.target.host, self.target.port)
             return _leased(SshConnection(self.target, pkey=pkey, dial=dial,  # dial: a fault proxy's (never dialled)
                                          host_key_policy=self.host_key_policy, known_hosts=self.known_hosts,
                                          host_key=self.host_key, session_keys=self._session_keys, **common))
         assert self.sshd is not None
-        return _leased(self.sshd.connect(via, last_look=last_look, **common))
+        return _leased(self.sshd.connect(self.connect_via, **common))
 
     # ------------------------------------------------------------------------------ launch
     def launch(self, spec: LaunchSpec) -> Launched:
