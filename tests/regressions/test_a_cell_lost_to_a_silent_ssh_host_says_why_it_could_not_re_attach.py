@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
+from tests.regressions.test_ssh_paused_host import _lost_to_a_pause
 
 pytestmark = pytest.mark.usefixtures("docker_ready")
 
@@ -21,13 +22,7 @@ SSHD_OPTIONS = {"keepalive_interval": 1.0, "keepalive_missed": 2}
 def test_the_loss_names_the_failed_re_attach(own_sshd: SshTransport, start) -> None:  # type: ignore[no-untyped-def]
     k = start(own_sshd, reconnect_timeout=3.0)
     assert k.execute("x = 1").status == "ok"
-    api, cid = own_sshd.sshd.docker.api, own_sshd.sshd_container_id
-    api.pause(cid)
-    try:
-        lost = k.execute("2 + 2", timeout=30)
-    finally:
-        api.unpause(cid)
-    assert lost.status == "died" and lost.kernel.reason == "transport_lost", lost.summary()
+    lost = _lost_to_a_pause(own_sshd, k)
     note = lost.kernel.note or ""
     assert "; the last re-attach: " in note, note
     why = note.partition("; the last re-attach: ")[2]

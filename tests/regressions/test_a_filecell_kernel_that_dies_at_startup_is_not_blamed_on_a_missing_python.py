@@ -9,12 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from pytest_hermes_kernel import KernelStartError
-from pytest_hermes_kernel.kernel.handle import KernelHandle
-from pytest_hermes_kernel.kernel.options import KernelOptions
-from pytest_hermes_kernel.transports import make_transport
+from tests.regressions.test_a_failed_filecell_start_says_what_happened_without_protocol_markers import _start_error
 from tests.support import interpreter_with
 
 
@@ -23,13 +18,7 @@ def test_the_hint_says_the_interpreter_started_and_failed(tmp_path: Path) -> Non
     site.mkdir()
     (site / "sitecustomize.py").write_text("import sys\nsys.stderr.write('boom\\n')\nsys.exit(3)\n")
     python = interpreter_with(tmp_path, {"PYTHONPATH": str(site)})
-    transport = make_transport("filecell")
-    try:
-        with pytest.raises(KernelStartError) as info:
-            KernelHandle(transport, KernelOptions(python=python, start_timeout=60)).start()
-    finally:
-        transport.close()
-    text = str(info.value)
+    text = _start_error(python)
     assert "boom" in text, text
     assert f"the interpreter {python!r} started and failed before the kernel runner said hello" in text, text
     assert "the backend needs" not in text, text

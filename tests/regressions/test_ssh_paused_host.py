@@ -22,7 +22,7 @@ import shlex
 
 import pytest
 
-from pytest_hermes_kernel import KernelHandle, KernelOptions, KernelStartError
+from pytest_hermes_kernel import CellResult, KernelHandle, KernelOptions, KernelStartError
 from pytest_hermes_kernel.transports.detached import ALIVE_SCRIPT
 from pytest_hermes_kernel.transports.ssh.transport import SshTransport
 from tests.support import transport_of_its_own, wait_until
@@ -36,8 +36,8 @@ pytestmark = pytest.mark.usefixtures("docker_ready")
 SSHD_OPTIONS = {"keepalive_interval": 1.0, "keepalive_missed": 2}
 
 
-def _lost_to_a_pause(transport: SshTransport, k: KernelHandle) -> None:
-    """Run a cell into the paused sshd, then unpause it: the cell ends ``transport_lost``."""
+def _lost_to_a_pause(transport: SshTransport, k: KernelHandle) -> CellResult:
+    """Run a cell into the paused sshd, then unpause it: the cell ends ``transport_lost``; its result."""
     api, cid = transport.sshd.docker.api, transport.sshd_container_id
     api.pause(cid)
     try:
@@ -45,6 +45,7 @@ def _lost_to_a_pause(transport: SshTransport, k: KernelHandle) -> None:
     finally:
         api.unpause(cid)
     assert lost.status == "died" and lost.kernel.reason == "transport_lost", lost.summary()
+    return lost
 
 
 def _running(transport: SshTransport, pid: int) -> bool:
